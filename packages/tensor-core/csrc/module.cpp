@@ -1,0 +1,85 @@
+// ember._C: kernels that numpy lacks or runs slowly.
+//
+// Each kernel works on contiguous numpy buffers handed over by the Python
+// kernel in ember/_ops; shape and dtype checks happen before, in the op's
+// meta function, so these functions only check what protects memory.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <complex>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#ifdef EMBER_HAS_OPENMP
+#include <omp.h>
+#endif
+
+namespace py = pybind11;
+
+namespace {
+
+int get_num_threads() {
+#ifdef EMBER_HAS_OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+void set_num_threads(int n) {
+  if (n < 1) throw std::invalid_argument("set_num_threads: expected a positive number of threads, got " + std::to_string(n));
+#ifdef EMBER_HAS_OPENMP
+  omp_set_num_threads(n);
+#endif
+}
+
+// target[index[i]] += values[i] for every i, with repeated indices accumulating.
+// target is the flat (contiguous) destination; index holds flat int64 positions.
+template <typename T>
+void index_accumulate_typed(py::array target, py::array index, py::array values) {
+  auto t = target.mutable_unchecked<T, 1>();
+  auto idx = index.unchecked<int64_t, 1>();
+  auto v = values.unchecked<T, 1>();
+  const int64_t n = idx.shape(0);
+  const int64_t size = t.shape(0);
+  if (v.shape(0) != n) throw std::invalid_argument("index_accumulate: index and values differ in length");
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = idx(i);
+    if (j < 0 || j >= size) throw std::out_of_range("index_accumulate: index " + std::to_string(j) + " out of range for size " + std::to_string(size));
+    t(j) += v(i);
+  }
+}
+
+void index_accumulate(py::array target, py::array index, py::array values) {
+  if (!(target.flags() & py::array::c_style) || !(values.flags() & py::array::c_style) || !(index.flags() & py::array::c_style))
+    throw std::invalid_argument("index_accumulate: arrays must be C-contiguous");
+  if (!index.dtype().is(py::dtype::of<int64_t>())) throw std::invalid_argument("index_accumulate: index must be int64");
+  if (!target.dtype().is(values.dtype())) throw std::invalid_argument("index_accumulate: target and values differ in dtype");
+  auto dt = target.dtype();
+  if (dt.is(py::dtype::of<float>())) return index_accumulate_typed<float>(target, index, values);
+  if (dt.is(py::dtype::of<double>())) return index_accumulate_typed<double>(target, index, values);
+  if (dt.is(py::dtype::of<int64_t>())) return index_accumulate_typed<int64_t>(target, index, values);
+  if (dt.is(py::dtype::of<int32_t>())) return index_accumulate_typed<int32_t>(target, index, values);
+  if (dt.is(py::dtype::of<int16_t>())) return index_accumulate_typed<int16_t>(target, index, values);
+  if (dt.is(py::dtype::of<int8_t>())) return index_accumulate_typed<int8_t>(target, index, values);
+  if (dt.is(py::dtype::of<uint8_t>())) return index_accumulate_typed<uint8_t>(target, index, values);
+  if (dt.is(py::dtype::of<std::complex<float>>())) return index_accumulate_typed<std::complex<float>>(target, index, values);
+  if (dt.is(py::dtype::of<std::complex<double>>())) return index_accumulate_typed<std::complex<double>>(target, index, values);
+  throw std::invalid_argument("index_accumulate: unsupported dtype");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "ember's compiled kernels (C++17, OpenMP where useful)";
+  m.def("get_num_threads", &get_num_threads, "Threads used by ember's OpenMP kernels.");
+  m.def("set_num_threads", &set_num_threads, py::arg("n"), "Set the threads used by ember's OpenMP kernels.");
+#ifdef EMBER_HAS_OPENMP
+  m.attr("has_openmp") = true;
+#else
+  m.attr("has_openmp") = false;
+#endif
+  m.def("index_accumulate", &index_accumulate, py::arg("target"), py::arg("index"), py::arg("values"),
+        "target[index[i]] += values[i] over flat contiguous arrays; repeated indices accumulate.");
+}

@@ -1,0 +1,120 @@
+"""Ember: tensors with the PyTorch programming model, written Python-first.
+
+``import ember`` gives the tensor, dtypes, devices, the op library (as
+``ember.<op>`` functions and Tensor methods), serialization and random
+numbers. Installed extension distributions (ember-autograd, ember-fx, ...)
+are loaded through the ``ember.extensions`` entry-point group.
+"""
+
+from pkgutil import extend_path
+
+# Subpackages shipped by other distributions (ember.autograd, ember.fx, ...)
+# live in other directories; extend_path lets editable installs find them.
+__path__ = extend_path(__path__, __name__)
+
+from . import _C  # noqa: E402 - the compiled extension; import fails loudly if the build is broken
+from ._device import device  # noqa: E402
+from ._dtype import (  # noqa: E402
+    bfloat16,
+    bool,
+    can_cast,
+    cdouble,
+    cfloat,
+    complex64,
+    complex128,
+    double,
+    dtype,
+    finfo,
+    float,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    iinfo,
+    int,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    result_type,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from ._tensor import Size, Tensor  # noqa: E402
+from . import _meta  # noqa: E402,F401 - registers the meta device
+from . import _ops  # noqa: E402
+from ._creation import as_tensor, asarray, from_dlpack, from_numpy, tensor  # noqa: E402
+from ._grad_mode import (  # noqa: E402
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from ._ops._shapes import broadcast_shapes as _broadcast_shapes  # noqa: E402
+from ._random import Generator, default_generator, manual_seed  # noqa: E402
+from . import _tensor_methods  # noqa: E402
+
+_tensor_methods.install()
+globals().update(_ops.public_ops())
+
+
+def broadcast_shapes(*shapes):
+    """The shape that ``shapes`` broadcast to, as an :class:`ember.Size`.
+
+    Raises:
+        RuntimeError: when two sizes differ and neither is 1.
+
+    Example:
+        >>> import ember
+        >>> ember.broadcast_shapes((2, 1), (3,))
+        ember.Size([2, 3])
+    """
+    return Size(_broadcast_shapes(*(tuple(s) if not isinstance(s, int) else (s,) for s in shapes)))
+
+
+def is_tensor(obj):
+    """Whether ``obj`` is an ember tensor (or a subclass)."""
+    return isinstance(obj, Tensor)
+
+
+def numel(input):
+    """The number of elements of ``input``."""
+    return input.numel()
+
+
+def is_floating_point(input):
+    """Whether ``input`` has a floating-point dtype."""
+    return input.is_floating_point()
+
+
+def is_complex(input):
+    """Whether ``input`` has a complex dtype."""
+    return input.is_complex()
+
+
+def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, disable=False):  # noqa: A001
+    """Compile a function or module (provided by ember-dynamo).
+
+    Raises:
+        ember._extensions.MissingDistributionError: if ember-dynamo is not installed.
+    """
+    try:
+        from ._dynamo import compile as dynamo_compile  # type: ignore[attr-defined]
+    except ImportError:
+        from ._extensions import require
+
+        require("ember.compile", "ember-dynamo")
+    return dynamo_compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, disable=disable)
+
+
+__version__ = "0.1.0"
+
+from ._extensions import load_extensions as _load_extensions  # noqa: E402
+
+_load_extensions()

@@ -1,0 +1,174 @@
+"""Tensors from Python data, numpy arrays and DLPack capsules.
+
+These are conversions, not ops: their inputs are not tensors, so they are not
+registry entries (tracing records their results as constants).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype as D
+from ._device import canonical_device, get_backend
+from ._tensor import Tensor
+
+__all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack"]
+
+
+def _infer_numpy(data, dtype):
+    """A numpy array holding ``data`` with PyTorch's dtype inference."""
+    if isinstance(data, Tensor):
+        return data._host_array()
+    if isinstance(data, np.ndarray):
+        array = data
+    else:
+        try:
+            array = np.array(_tensors_to_numbers(data))
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"could not convert {type(data).__name__} to a tensor: {exc}") from None
+        if array.dtype == object:
+            raise TypeError(f"could not infer a dtype for {type(data).__name__}: nested sequences must be regular and numeric")
+        if dtype is None:
+            # Python floats give the default dtype, ints int64, complex the default complex.
+            kind = array.dtype.kind
+            if kind == "f":
+                array = array.astype(D.get_default_dtype().numpy_dtype)
+            elif kind in "iu":
+                array = array.astype(np.int64)
+            elif kind == "c":
+                array = array.astype(D.default_complex_dtype().numpy_dtype)
+    if array.dtype.kind in "USO":
+        raise TypeError(f"can't convert np.ndarray of type {array.dtype}; only numeric and bool data make tensors")
+    return array
+
+
+def _tensors_to_numbers(data):
+    if isinstance(data, Tensor):
+        return data._host_array()
+    if isinstance(data, (list, tuple)):
+        return [_tensors_to_numbers(d) for d in data]
+    return data
+
+
+def _finish(array, dtype, device, requires_grad, *, copy):
+    if dtype is not None:
+        if not isinstance(dtype, D.dtype):
+            raise TypeError(f"dtype must be an ember.dtype, not {type(dtype).__name__}")
+        if array.dtype != dtype.numpy_dtype:
+            from ._ops.creation import _convert_array
+
+            array = _convert_array(array, dtype.numpy_dtype)
+            copy = False
+    D.from_numpy_dtype(array.dtype)  # raises TypeError for unsupported dtypes
+    if copy:
+        array = np.array(array, copy=True, order="C")
+    dev = canonical_device(device)
+    if dev.type != "cpu":
+        array = get_backend(dev.type).from_numpy(np.ascontiguousarray(array), dev.index)
+    result = Tensor._make(array, dev)
+    if requires_grad:
+        result.requires_grad_(True)
+    return result
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new tensor holding a copy of ``data``.
+
+    Args:
+        data: a number, a (nested) list/tuple of numbers, a numpy array or a tensor.
+        dtype (ember.dtype, optional): inferred when omitted: bool -> bool,
+            int -> int64, float -> default dtype, complex -> default complex,
+            numpy arrays keep theirs.
+        device (ember.device or str, optional): cpu by default.
+        requires_grad (bool): whether autograd records operations on it.
+
+    Raises:
+        ValueError: for ragged nested sequences.
+        TypeError: for non-numeric data.
+
+    Example:
+        >>> import ember
+        >>> ember.tensor([[1, 2], [3, 4]])
+        tensor([[1, 2],
+                [3, 4]])
+    """
+    return _finish(_infer_numpy(data, dtype), dtype, device, requires_grad, copy=True)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory when it already is one (or a CPU numpy array) of the right dtype and device.
+
+    Example:
+        >>> import ember, numpy as np
+        >>> a = np.zeros(3)
+        >>> t = ember.as_tensor(a); a[0] = 5; t[0].item()
+        5.0
+    """
+    if isinstance(data, Tensor):
+        if (dtype is None or data.dtype is dtype) and (device is None or data.device == canonical_device(device)):
+            return data
+        return data.to(dtype=dtype, device=device)
+    if isinstance(data, np.ndarray) and (dtype is None or data.dtype == dtype.numpy_dtype) and canonical_device(device).type == "cpu":
+        return from_numpy(data)
+    return _finish(_infer_numpy(data, dtype), dtype, device, False, copy=False)
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """``obj`` as a tensor: shares memory when possible unless ``copy=True``; ``copy=False`` forbids copying.
+
+    Raises:
+        ValueError: if ``copy=False`` but a copy is needed.
+    """
+    if copy:
+        return tensor(obj, dtype=dtype, device=device, requires_grad=requires_grad)
+    result = as_tensor(obj, dtype=dtype, device=device)
+    shares = isinstance(obj, (Tensor, np.ndarray)) and result.data_ptr() == (
+        obj.data_ptr() if isinstance(obj, Tensor) else obj.__array_interface__["data"][0]
+    )
+    if copy is False and not shares:
+        raise ValueError("asarray(copy=False): the data can't be used without a copy (dtype, device or type differs)")
+    if requires_grad:
+        result.requires_grad_(True)
+    return result
+
+
+def from_numpy(ndarray):
+    """A CPU tensor sharing memory with the numpy array ``ndarray`` (writes show on both sides).
+
+    Raises:
+        TypeError: for dtypes ember lacks (uint16, strings, objects, ...) or non-arrays.
+        ValueError: for arrays with negative strides (copy them first).
+
+    Example:
+        >>> import ember, numpy as np
+        >>> a = np.arange(3)
+        >>> t = ember.from_numpy(a); t[0] = 9; a[0]
+        np.int64(9)
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    D.from_numpy_dtype(ndarray.dtype)
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
+            "currently supported. (You can probably work around this by making a copy of your array with array.copy().)"
+        )
+    if not ndarray.dtype.isnative:
+        raise TypeError(f"from_numpy: byte-swapped arrays ({ndarray.dtype}) are not supported; use .astype(native dtype)")
+    return Tensor._make(ndarray)
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with a DLPack-capable object (or a DLPack capsule).
+
+    Raises:
+        TypeError: for objects without ``__dlpack__``.
+    """
+    if isinstance(ext_tensor, Tensor):
+        return ext_tensor
+    if not hasattr(ext_tensor, "__dlpack__"):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__, got {type(ext_tensor).__name__}")
+    device_type, _ = ext_tensor.__dlpack_device__()
+    if device_type != 1:  # kDLCPU
+        raise RuntimeError(f"from_dlpack: DLPack device type {device_type} needs the CUDA backend")
+    return from_numpy(np.from_dlpack(ext_tensor))

@@ -1,0 +1,201 @@
+"""Devices: where a tensor's data lives.
+
+A :class:`device` is a type (``"cpu"``, ``"cuda"``, ``"meta"`` or an
+out-of-tree type registered through :mod:`ember.utils.backend_registration`)
+and an optional index. Each device type has a :class:`Backend` that knows how
+to move numpy data in and out of its arrays; kernels are registered per device
+type in the op registry (:mod:`ember._ops`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["device", "Backend", "get_backend", "register_backend_type"]
+
+_BUILTIN_TYPES = ("cpu", "cuda", "meta")
+
+
+class Backend:
+    """How one device type stores data.
+
+    Subclasses (or instances configured with functions) provide:
+
+    * ``from_numpy(array, index)``: a backend array holding a copy of ``array``
+      (or ``array`` itself on CPU);
+    * ``to_numpy(array)``: a numpy array with the values of a backend array;
+    * ``is_available()``: whether tensors of this type can be created now.
+
+    Backend arrays expose ``shape``, ``strides`` (bytes), ``dtype`` (a numpy
+    dtype) and ``ndim`` as numpy arrays do; tensor metadata is read from them.
+    """
+
+    name = "?"
+
+    def from_numpy(self, array, index):
+        raise NotImplementedError
+
+    def to_numpy(self, array):
+        raise NotImplementedError
+
+    def is_available(self):
+        return True
+
+    def strided_view(self, storage, shape, strides, offset, dtype):
+        """An array viewing ``storage`` with ``shape``, ``strides`` and ``offset`` (elements) of ``dtype``.
+
+        Every view op reaches the backend through this one primitive.
+        """
+        raise NotImplementedError(f"device type '{self.name}' does not implement strided_view")
+
+    def unavailable_reason(self):
+        return f"device type '{self.name}' is not available"
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend_type(name, backend):
+    """Register the :class:`Backend` for device type ``name``.
+
+    Raises:
+        RuntimeError: if ``name`` is already registered.
+    """
+    if name in _BACKENDS:
+        raise RuntimeError(f"device type '{name}' is already registered")
+    backend.name = name
+    _BACKENDS[name] = backend
+
+
+def get_backend(type_name):
+    """The backend of device type ``type_name``.
+
+    Raises:
+        RuntimeError: for an unknown device type.
+    """
+    try:
+        return _BACKENDS[type_name]
+    except KeyError:
+        raise RuntimeError(
+            f"Expected one of {', '.join(sorted(set(_BUILTIN_TYPES) | set(_BACKENDS)))} device type "
+            f"at start of device string: {type_name}"
+        ) from None
+
+
+class device:
+    """A device: ``ember.device("cpu")``, ``ember.device("cuda", 0)`` or ``ember.device("cuda:1")``.
+
+    Args:
+        type (str or device): the device type, optionally with ``:index``.
+        index (int, optional): the device index; ``None`` means "the current one".
+
+    Raises:
+        RuntimeError: for an unknown device type or a malformed string.
+
+    Equal devices compare equal and hash alike; ``str(device)`` gives ``"cuda:0"``.
+    """
+
+    __slots__ = ("type", "index", "_key")
+    _cache: dict = {}
+
+    def __new__(cls, type, index=None):  # noqa: A002 - PyTorch's argument name
+        if isinstance(type, device):
+            if index is None:
+                return type
+            type = type.type
+        key = (type, index)
+        cached = cls._cache.get(key)
+        if cached is not None:
+            return cached
+        if not isinstance(type, str):
+            raise TypeError(f"device(): argument 'type' must be str or device, not {type.__class__.__name__}")
+        name, idx = type, index
+        if ":" in type:
+            if index is not None:
+                raise RuntimeError(f"device(): type string '{type}' already has an index; don't pass index={index}")
+            name, _, idx_text = type.partition(":")
+            if not idx_text.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            idx = int(idx_text)
+        if name not in _BACKENDS:
+            get_backend(name)  # raises the unknown-type error
+        if idx is not None and (not isinstance(idx, int) or idx < 0):
+            raise RuntimeError(f"Device index must not be negative, got {idx}")
+        self = object.__new__(cls)
+        object.__setattr__(self, "type", name)
+        object.__setattr__(self, "index", idx)
+        object.__setattr__(self, "_key", (name, idx))
+        cls._cache[key] = self
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError("ember.device is immutable")
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        return isinstance(other, device) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __repr__(self):
+        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+
+    def __reduce__(self):
+        return (device, self._key)
+
+
+def canonical_device(dev):
+    """The device tensors are created on when ``dev`` is requested (``None`` -> cpu).
+
+    Indexed device types (everything but cpu and meta) get index 0 when no index is given.
+    """
+    if dev is None:
+        return CPU
+    if type(dev) is device:
+        d = dev
+    elif isinstance(dev, int):
+        d = device("cuda", dev)
+    else:
+        d = device(dev)
+    if d.index is None and d.type not in ("cpu", "meta"):
+        d = device(d.type, 0)
+    backend = _BACKENDS[d.type]
+    if not backend.is_available():
+        raise RuntimeError(backend.unavailable_reason())
+    return d
+
+
+class _CPUBackend(Backend):
+    def from_numpy(self, array, index):
+        return array
+
+    def to_numpy(self, array):
+        return array
+
+    def strided_view(self, storage, shape, strides, offset, dtype):
+        itemsize = dtype.itemsize
+        return np.ndarray(
+            shape, dtype, buffer=storage.base, offset=offset * itemsize, strides=tuple(s * itemsize for s in strides)
+        )
+
+
+class _CUDABackend(Backend):
+    """Placeholder until the CUDA backend lands: every use says so clearly."""
+
+    def is_available(self):
+        return False
+
+    def unavailable_reason(self):
+        return "CUDA is not available: ember-core's CUDA backend needs CuPy and an NVIDIA/ROCm GPU"
+
+
+register_backend_type("cpu", _CPUBackend())
+register_backend_type("cuda", _CUDABackend())
+# "meta" is registered by ember._meta, which defines its array type.
+
+CPU = device("cpu")

@@ -1,0 +1,136 @@
+"""``Tensor.__getitem__`` and ``__setitem__`` in terms of registered ops.
+
+A subscript becomes a chain of view ops (``select`` for ints, ``slice`` for
+slices, ``unsqueeze`` for None) followed, when tensors or lists appear, by
+one ``index`` (read) or ``index_put_`` (write). So autograd, FX and the
+compiler only ever see registry ops. Integers are applied as ``select``
+before advanced indices, as PyTorch does (this differs from numpy when an
+int and an index tensor are separated by a slice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _dtype as D
+from ._tensor import Tensor
+
+__all__ = ["getitem", "setitem"]
+
+
+def _as_index_tensor(key):
+    from ._creation import tensor
+
+    if isinstance(key, np.ndarray):
+        return tensor(key)
+    return tensor(key, dtype=D.bool if _all_bools(key) else D.int64)
+
+
+def _all_bools(seq):
+    flat = np.asarray(seq, dtype=object).reshape(-1)
+    return flat.size > 0 and all(isinstance(v, (bool, np.bool_)) for v in flat)
+
+
+def _dims_used(k):
+    if k is None or k is Ellipsis:
+        return 0
+    if isinstance(k, Tensor) and k.dtype in (D.bool, D.uint8):
+        return k.ndim
+    if isinstance(k, bool):
+        return 0
+    return 1
+
+
+def _normalize_key(key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    for k in key:
+        if isinstance(k, (list, np.ndarray)):
+            k = _as_index_tensor(k)
+        elif isinstance(k, np.integer):
+            k = int(k)
+        out.append(k)
+    return out
+
+
+def _apply_basic(t, key):
+    """Apply ints, slices, None and Ellipsis as views; return the view and the advanced indices (or None)."""
+    from ._ops import views
+
+    key = _normalize_key(key)
+    if sum(1 for k in key if k is Ellipsis) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(_dims_used(k) for k in key)
+    if used > t.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {t.ndim}")
+    result, dim, advanced = t, 0, []
+    for k in key:
+        if k is None:
+            result = views.unsqueeze(result, dim)
+            dim += 1
+        elif k is Ellipsis:
+            dim += t.ndim - used
+        elif isinstance(k, bool):  # x[True] adds a dim; x[False] adds an empty one
+            result = views.unsqueeze(result, dim)
+            if not k:
+                result = views.slice_op(result, dim, 0, 0)
+            dim += 1
+        elif isinstance(k, int):
+            result = views.select(result, dim, k)
+        elif isinstance(k, slice):
+            if k.step is not None and int(k.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            if not (k.start is None and k.stop is None and k.step in (None, 1)):
+                result = views.slice_op(result, dim, _int_or_none(k.start), _int_or_none(k.stop), int(k.step or 1))
+            dim += 1
+        elif isinstance(k, Tensor):
+            advanced.append((dim, k))
+            dim += _dims_used(k)
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
+                f"(got {type(k).__name__})"
+            )
+    if not advanced:
+        return result, None
+    indices = [None] * (advanced[-1][0] + 1)
+    for d, k in advanced:
+        indices[d] = k
+    return result, indices
+
+
+def _int_or_none(v):
+    return None if v is None else int(v)
+
+
+def getitem(t, key):
+    """``t[key]``: a view for ints/slices/None/Ellipsis, a copy when tensors or lists index."""
+    from ._ops import indexing
+
+    view, indices = _apply_basic(t, key)
+    if indices is None:
+        if view is t:  # x[...] or x[:] is still a new view, as in PyTorch
+            from ._ops import views
+
+            return views.view(t, tuple(t.shape))
+        return view
+    return indexing.index(view, indices)
+
+
+def setitem(t, key, value):
+    """``t[key] = value``: writes through the views, broadcasting ``value``."""
+    from ._ops import creation, indexing
+
+    view, indices = _apply_basic(t, key)
+    if indices is None:
+        if isinstance(value, Tensor):
+            creation.copy_(view, value)
+        else:
+            creation.fill_(view, value)
+        return
+    if not isinstance(value, Tensor):
+        from ._creation import tensor
+
+        value = tensor(value, dtype=t.dtype, device=t.device)
+    indexing.index_put_(view, indices, value)

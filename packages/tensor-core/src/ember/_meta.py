@@ -1,0 +1,83 @@
+"""The ``meta`` device: tensors with shape, dtype and strides but no data.
+
+A :class:`MetaArray` stands where a numpy array would: it has ``shape``,
+``strides`` (bytes, as numpy), ``dtype``, ``ndim``, ``size`` and an element
+offset into its storage. Meta functions of the op registry return them; the
+meta device's kernel of every op is its meta function, so shape and dtype
+propagation costs no memory and no arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._device import Backend, register_backend_type
+
+__all__ = ["MetaArray", "contiguous_strides"]
+
+
+def contiguous_strides(shape):
+    """Row-major strides, in elements, of a tensor of ``shape``."""
+    strides = []
+    acc = 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+class MetaArray:
+    """Metadata of an array without its data.
+
+    Args:
+        shape (tuple[int]): sizes.
+        dtype (numpy.dtype): element type.
+        strides (tuple[int], optional): strides in *elements*; row-major if omitted.
+        offset (int): element offset into the storage.
+    """
+
+    __slots__ = ("shape", "dtype", "_elem_strides", "offset", "ndim", "size")
+
+    def __init__(self, shape, dtype, strides=None, offset=0):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = np.dtype(dtype)
+        self._elem_strides = contiguous_strides(self.shape) if strides is None else tuple(strides)
+        self.offset = offset
+        self.ndim = len(self.shape)
+        self.size = math.prod(self.shape)
+
+    @property
+    def strides(self):
+        itemsize = self.dtype.itemsize
+        return tuple(s * itemsize for s in self._elem_strides)
+
+    @property
+    def nbytes(self):
+        return self.size * self.dtype.itemsize
+
+    def data_ptr(self):
+        return 0
+
+    def _ember_storage_bytes(self):
+        if self.size == 0:
+            return None, 0
+        extent = 1 + sum((n - 1) * abs(s) for n, s in zip(self.shape, self._elem_strides))
+        return None, (self.offset + extent) * self.dtype.itemsize
+
+    def __repr__(self):
+        return f"MetaArray(shape={self.shape}, dtype={self.dtype}, strides={self._elem_strides}, offset={self.offset})"
+
+
+class _MetaBackend(Backend):
+    def from_numpy(self, array, index):
+        return MetaArray(array.shape, array.dtype)
+
+    def to_numpy(self, array):
+        raise NotImplementedError(
+            "Cannot copy out of meta tensor; no data! Meta tensors carry shape, dtype and strides only."
+        )
+
+
+register_backend_type("meta", _MetaBackend())

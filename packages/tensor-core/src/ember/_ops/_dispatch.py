@@ -1,0 +1,257 @@
+"""The dispatcher: how a call of an op reaches a kernel.
+
+Layers, in order (ARCHITECTURE.md section 3)::
+
+    op(*args, **kwargs)
+      1. __ember_function__ overrides   (Tensor subclasses, FX proxies)
+      2. dispatch modes                 (ember.utils._python_dispatch)
+      3. autograd                       (registered by ember-autograd)
+      4. backend: meta checks, then the kernel of the device type,
+         or the decomposition of a composite op without one
+
+One scan over the arguments finds what the layers need: the common device,
+whether any tensor requires grad, and any argument that overrides. A plain
+call (no overrides, no mode, no grad) costs that scan, the meta check, the
+kernel and the wrapping of its result.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .._device import canonical_device, get_backend
+from .._storage import storage_of
+from .._dtype import dtype as _dtype_cls
+from .._tensor import Tensor
+
+__all__ = ["dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state"]
+
+
+class _State(threading.local):
+    """Per-thread dispatcher state."""
+
+    def __init__(self):
+        self.modes = []  # active dispatch modes, innermost last
+        self.overrides_disabled = False  # inside a default __ember_function__
+        self.grad_enabled = True
+        self.inference_mode = False
+
+
+state = _State()
+
+# Set by ember-autograd: handler(op, args, kwargs, device) -> result.
+_autograd_handler = None
+
+
+def set_autograd_handler(handler):
+    """Install the autograd layer (ember-autograd calls this once at import).
+
+    ``handler(op, args, kwargs, device)`` is called for ops with at least one
+    argument that requires grad while grad mode is on; it computes the result
+    with :func:`run_backend` and records the graph.
+    """
+    global _autograd_handler
+    _autograd_handler = handler
+
+
+_PLAIN_TYPES = frozenset({int, float, bool, complex, str, type(None), slice, type(Ellipsis), _dtype_cls})
+
+
+def _disabled_ember_function(cls, func, types, args=(), kwargs=None):
+    """Marker ``__ember_function__`` that opts a subclass out of overrides (``nn.Parameter``)."""
+    return func(*args, **(kwargs or {}))
+
+
+class _Scan:
+    """What one pass over the arguments found."""
+
+    __slots__ = ("device", "needs_grad", "overloaded", "zero_dim_cpu")
+
+    def __init__(self):
+        self.device = None
+        self.needs_grad = False
+        self.overloaded = None
+        self.zero_dim_cpu = False
+
+
+def _see_tensor(scan, t, op):
+    d = t._device
+    if t._requires_grad:
+        scan.needs_grad = True
+    if scan.device is None:
+        scan.device = d
+    elif d is not scan.device:
+        scan.device = _common_device(op, scan.device, t)
+
+
+def _common_device(op, current, t):
+    """The device of an op mixing ``current`` with tensor ``t``'s device.
+
+    Zero-dim CPU tensors may join tensors of any device (as in PyTorch).
+
+    Raises:
+        RuntimeError: "Expected all tensors to be on the same device" otherwise.
+    """
+    d = t._device
+    if d.type == "cpu" and t._data.ndim == 0:
+        return current
+    if current.type == "cpu":
+        return d  # the first tensor was a CPU scalar; a later check catches real mismatches
+    raise RuntimeError(
+        f"Expected all tensors to be on the same device, but found at least two devices, {current} and {d}! "
+        f"(when checking argument for op {op.name})"
+    )
+
+
+def _see(scan, a, op):
+    t = type(a)
+    if t is Tensor:
+        _see_tensor(scan, a, op)
+    elif t in _PLAIN_TYPES:
+        return
+    elif t is list or t is tuple:
+        for b in a:
+            if type(b) in _PLAIN_TYPES:
+                continue
+            _see(scan, b, op)
+    elif isinstance(a, Tensor):
+        _see_tensor(scan, a, op)
+        if t.__ember_function__.__func__ is not _disabled_ember_function and not state.overrides_disabled:
+            scan.overloaded = (scan.overloaded or []) + [a]
+    elif hasattr(t, "__ember_function__") and not state.overrides_disabled:
+        scan.overloaded = (scan.overloaded or []) + [a]
+
+
+def _scan(args, kwargs, op):
+    scan = _Scan()
+    for a in args:
+        if type(a) is Tensor:
+            _see_tensor(scan, a, op)
+        else:
+            _see(scan, a, op)
+    if kwargs:
+        for a in kwargs.values():
+            _see(scan, a, op)
+    return scan
+
+
+def dispatch(op, args, kwargs):
+    """Run ``op`` on ``args``/``kwargs`` through every dispatcher layer."""
+    out = kwargs.pop("out", None) if kwargs and op.has_out else None
+    scan = _scan(args, kwargs, op)
+    if scan.overloaded is not None:
+        from ..overrides import handle_ember_function
+
+        if out is not None:
+            kwargs["out"] = out
+        return handle_ember_function(op, scan.overloaded, args, kwargs)
+    if out is not None:
+        from ._out import write_out
+
+        return write_out(op, out, run_below_overrides(op, args, kwargs, scan))
+    return run_below_overrides(op, args, kwargs, scan)
+
+
+def run_below_overrides(op, args, kwargs, scan=None):
+    """Layers 2 to 4: modes, autograd, backend."""
+    modes = state.modes
+    if modes:
+        return _run_mode(op, args, kwargs, modes)
+    return run_below_modes(op, args, kwargs, scan)
+
+
+def _run_mode(op, args, kwargs, modes):
+    """Hand the call to the innermost mode, which runs with itself popped off the stack."""
+    mode = modes.pop()
+    try:
+        nargs, nkwargs = op.normalize(args, kwargs)
+        types = tuple({type(a) for a in _flat_tensors(nargs, nkwargs)})
+        return mode.__ember_dispatch__(op, types, nargs, nkwargs)
+    finally:
+        modes.append(mode)
+
+
+def _flat_tensors(args, kwargs):
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor):
+            yield a
+        elif type(a) in (list, tuple):
+            for b in a:
+                if isinstance(b, Tensor):
+                    yield b
+
+
+def run_below_modes(op, args, kwargs, scan=None):
+    """Layers 3 and 4: autograd when any input requires grad, then the backend."""
+    if scan is None:
+        scan = _scan(args, kwargs, op)
+    device = scan.device
+    if device is None:
+        device = canonical_device(kwargs.get("device")) if kwargs else canonical_device(None)
+    if scan.needs_grad and _autograd_handler is not None and state.grad_enabled:
+        return _autograd_handler(op, args, kwargs, device)
+    return run_backend(op, args, kwargs, device)
+
+
+def run_backend(op, args, kwargs, device):
+    """Layer 4: check arguments with the meta function, then run the device's kernel.
+
+    A prim view op without a kernel of its own is built by the backend's
+    strided-view primitive from the meta function's strides. A composite op
+    without a kernel for the device runs its decomposition.
+
+    Raises:
+        NotImplementedError: when a prim has no kernel for the device type.
+    """
+    kernel = op.kernels.get(device.type)
+    kind = op.kind
+    if kernel is None:
+        if op.decomposition is not None:
+            return op.decomposition(*args, **kwargs)
+        if kind == "view":
+            return _strided_views(op.meta(*args, **kwargs), args[0], device)
+        raise NotImplementedError(
+            f"Could not run '{op.name}' with arguments from the '{device.type}' backend: the op is a {op.category} "
+            f"with no kernel for device type '{device.type}'"
+        )
+    if device.type != "meta":
+        op.meta(*args, **kwargs)
+    result = kernel(*args, **kwargs)
+    if kind == "function":
+        result = _wrap(result, device, op)
+        if kwargs and "factory" in op.tags and kwargs.get("requires_grad"):
+            result.requires_grad_(True)
+        return result
+    if kind == "view":
+        return _wrap_view(result, args[0], op)
+    if kind == "inplace":
+        self = args[0]
+        self._bump_version()
+        return self
+    return result
+
+
+def _strided_views(spec, base, device):
+    """Views of ``base``'s storage described by meta arrays (one, or a tuple)."""
+    storage = storage_of(base)
+    backend = get_backend(device.type)
+    if type(spec) is tuple:
+        return tuple(Tensor._make_view(_strided(backend, storage, s), base) for s in spec)
+    return Tensor._make_view(_strided(backend, storage, spec), base)
+
+
+def _strided(backend, storage, spec):
+    return backend.strided_view(storage, spec.shape, spec._elem_strides, spec.offset, spec.dtype)
+
+
+def _wrap(result, device, op):
+    if type(result) is tuple:
+        wrapped = tuple(Tensor._make(r, device) for r in result)
+        return op.return_type(*wrapped) if op.return_type is not None else wrapped
+    return Tensor._make(result, device)
+
+
+def _wrap_view(result, base, op):
+    if type(result) is tuple or type(result) is list:
+        return tuple(Tensor._make_view(r, base) for r in result)
+    return Tensor._make_view(result, base)

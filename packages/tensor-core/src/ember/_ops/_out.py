@@ -1,0 +1,57 @@
+"""``out=`` arguments: write an op's result into tensors the caller provides."""
+
+from __future__ import annotations
+
+from .. import _dtype as D
+from .._tensor import Tensor
+
+__all__ = ["write_out"]
+
+
+def write_out(op, out, result):
+    """Copy ``result`` (a tensor or tuple of tensors) into ``out`` and return ``out``.
+
+    An ``out`` of the wrong shape is resized when it has no elements (as PyTorch
+    does); otherwise a shape mismatch is an error rather than a silent resize.
+
+    Raises:
+        RuntimeError: for a dtype that the result can't be cast to, a device
+            mismatch, or a non-empty ``out`` of a different shape.
+        TypeError: if ``out`` is not a tensor (or a tuple of them for multi-output ops).
+    """
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{op.name}(): argument 'out' must be a tuple of {len(result)} Tensors")
+        for o, r in zip(out, result):
+            _write_one(op, o, r)
+        return op.return_type(*out) if op.return_type is not None else tuple(out)
+    _write_one(op, out, result)
+    return out
+
+
+def _write_one(op, out, result):
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{op.name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if out.device != result.device:
+        raise RuntimeError(
+            f"Expected out tensor to have device {result.device}, but got {out.device} instead (op {op.name})"
+        )
+    if not D.can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type {out.dtype}")
+    if tuple(out.shape) != tuple(result.shape):
+        if out.numel() != 0:
+            raise RuntimeError(
+                f"{op.name}(): out has shape {list(out.shape)} but the result has shape {list(result.shape)}; "
+                "pass an out tensor of the right shape or an empty one"
+            )
+        _resize_empty(out, result)
+    out.copy_(result)
+
+
+def _resize_empty(out, result):
+    """Give an empty ``out`` fresh storage of the result's shape (it had no data to keep)."""
+    from .creation import empty
+
+    fresh = empty(result.shape, dtype=out.dtype, device=out.device)
+    out._data = fresh._data
+    out._storage = None

@@ -1,0 +1,162 @@
+"""The op registry: one :class:`Op` per public operator.
+
+An op bundles what every subsystem needs to know about an operator:
+
+* its **signature** (taken from the meta function), used for argument
+  normalisation, FX, docs and error messages;
+* its **meta** function: from input metadata alone it checks the arguments
+  and returns the outputs as :class:`~ember._meta.MetaArray` (shape, dtype,
+  strides); it is also the op's kernel on the ``meta`` device;
+* its **category**: ``"prim"`` (a backend must implement it) or
+  ``"composite"`` (it has a decomposition into other ops, used wherever a
+  backend has no kernel of its own);
+* its **kind**: ``"function"`` (new outputs), ``"view"`` (outputs alias the
+  first argument's storage), ``"inplace"`` (mutates the first argument and
+  returns it) or ``"other"`` (returns Python values, e.g. ``item``);
+* its **kernels**, one per device type (``"cpu"``, ``"cuda"``, out-of-tree).
+
+Kernels take the op's arguments with tensors replaced by nothing: they get
+the tensors themselves and read ``t._data``, and return backend arrays; the
+dispatcher wraps them (see :mod:`ember._ops._dispatch`). Other subsystems key
+their own tables by these ``Op`` objects (autograd's derivatives, inductor's
+lowerings, vmap's batching rules).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from . import _dispatch
+
+__all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE"]
+
+PRIM = "prim"
+COMPOSITE = "composite"
+_KINDS = ("function", "view", "inplace", "other")
+
+#: Every op by name, in registration order.
+registry: dict[str, Op] = {}
+
+
+class Op:
+    """A registered operator. Calling it dispatches (see :mod:`ember._ops._dispatch`).
+
+    Attributes:
+        name (str): the public name (``"add"``, ``"add_"``).
+        meta (callable): argument checks and output metadata.
+        category (str): ``"prim"`` or ``"composite"``.
+        kind (str): ``"function"``, ``"view"``, ``"inplace"`` or ``"other"``.
+        kernels (dict[str, callable]): kernels by device type.
+        decomposition (callable or None): the composite's definition in other ops.
+        signature (inspect.Signature): the public signature, ``out`` included when supported.
+        has_out (bool): whether the op takes ``out=``.
+        inplace (Op or None): the in-place variant (``add`` -> ``add_``).
+        functional (Op or None): for an in-place op, its out-of-place op.
+        tags (frozenset[str]): free-form properties (``"pointwise"``, ``"reduction"``,
+            ``"random"``, ...).
+        return_type (type or None): a namedtuple class for ops with several named outputs.
+    """
+
+    def __init__(
+        self, name, meta, *, category=PRIM, kind="function", decomposition=None, has_out=False, doc=None, tags=(),
+        return_type=None,
+    ):
+        if category not in (PRIM, COMPOSITE):
+            raise ValueError(f"op {name}: category must be 'prim' or 'composite', got {category!r}")
+        if kind not in _KINDS:
+            raise ValueError(f"op {name}: kind must be one of {_KINDS}, got {kind!r}")
+        if category == COMPOSITE and decomposition is None:
+            raise ValueError(f"op {name}: a composite op needs a decomposition")
+        self.name = name
+        self.meta = meta
+        self.category = category
+        self.kind = kind
+        self.kernels = {"meta": meta}
+        self.decomposition = decomposition
+        self.has_out = has_out
+        self.inplace = None
+        self.functional = None
+        self.tags = frozenset(tags)
+        self.return_type = return_type
+        sig = inspect.signature(meta)
+        if has_out:
+            params = list(sig.parameters.values())
+            params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+            sig = sig.replace(parameters=params)
+        self.signature = self.__signature__ = sig
+        self.__name__ = self.__qualname__ = name
+        self.__module__ = "ember"
+        self.__doc__ = doc if doc is not None else meta.__doc__
+
+    def __call__(self, *args, **kwargs):
+        return _dispatch.dispatch(self, args, kwargs)
+
+    def register_kernel(self, device_type, kernel=None):
+        """Register ``kernel`` for ``device_type``; usable as a decorator.
+
+        Raises:
+            RuntimeError: if this op already has a kernel for that device type.
+        """
+
+        def add(fn):
+            if device_type in self.kernels:
+                raise RuntimeError(f"op {self.name} already has a kernel for device type '{device_type}'")
+            self.kernels[device_type] = fn
+            return fn
+
+        return add if kernel is None else add(kernel)
+
+    def normalize(self, args, kwargs):
+        """Bind a call's arguments to the signature: ``(args, kwargs)`` with defaults applied.
+
+        Positional-or-keyword parameters come back positional, keyword-only ones
+        as keywords, so two calls that mean the same thing look the same.
+
+        Raises:
+            TypeError: naming the op when the arguments don't fit the signature.
+        """
+        try:
+            bound = self.signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{self.name}(): {exc}") from None
+        bound.apply_defaults()
+        return bound.args, bound.kwargs
+
+    def __repr__(self):
+        return f"<ember op {self.name} ({self.category}, {self.kind})>"
+
+    def __reduce__(self):
+        return (get, (self.name,))
+
+
+def defop(
+    name, meta, *, cpu=None, category=PRIM, kind="function", decomposition=None, has_out=False, doc=None, tags=(),
+    return_type=None,
+):
+    """Create and register an op (see :class:`Op`); ``cpu`` is its CPU kernel.
+
+    Raises:
+        RuntimeError: if an op of that name is already registered.
+    """
+    if name in registry:
+        raise RuntimeError(f"op {name} is already registered")
+    op = Op(
+        name, meta, category=category, kind=kind, decomposition=decomposition, has_out=has_out, doc=doc, tags=tags,
+        return_type=return_type,
+    )
+    if cpu is not None:
+        op.register_kernel("cpu", cpu)
+    registry[name] = op
+    return op
+
+
+def get(name):
+    """The registered op called ``name``.
+
+    Raises:
+        KeyError: if there is none.
+    """
+    try:
+        return registry[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r} in the ember op registry") from None

@@ -1,0 +1,486 @@
+"""Factory ops (empty, zeros, arange, ...), copies and conversions.
+
+Factory ops take ``dtype``, ``device`` and ``requires_grad`` keywords; the
+dispatcher picks the device from ``device`` when no tensor argument gives one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _dtype as D
+from .._device import canonical_device, get_backend
+from .._meta import MetaArray
+from .._tensor import Tensor
+from ._registry import COMPOSITE, defop
+from ._shapes import broadcast_shapes, normalize_size
+
+__all__ = []  # ops are exported by ember/__init__.py from the registry
+
+_FACTORY = ("factory",)
+
+
+def _float_dtype(dtype):
+    return D.get_default_dtype() if dtype is None else dtype
+
+
+def _check_dtype(dtype, name="dtype"):
+    if dtype is not None and not isinstance(dtype, D.dtype):
+        raise TypeError(f"{name} must be an ember.dtype, not {type(dtype).__name__}")
+
+
+# -- empty / zeros / ones / full ----------------------------------------------
+
+
+def _factory_meta(name):
+    def meta(*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
+        _check_dtype(dtype)
+        return MetaArray(normalize_size(size), _float_dtype(dtype).numpy_dtype)
+
+    meta.__name__ = name
+    meta.__doc__ = f"""A tensor of shape ``size`` filled with {name_doc[name]}.
+
+    Args:
+        *size (int or sequence of int): the shape.
+        dtype (ember.dtype, optional): element type; the default float dtype if omitted.
+        device (ember.device or str, optional): where to allocate (cpu by default).
+        requires_grad (bool): whether autograd records operations on the result.
+
+    Raises:
+        RuntimeError: for negative sizes.
+        TypeError: for non-integer sizes.
+
+    Example:
+        >>> import ember
+        >>> ember.{name}(2, 3).shape
+        ember.Size([2, 3])
+    """
+    return meta
+
+
+name_doc = {"empty": "uninitialised values", "zeros": "zeros", "ones": "ones"}
+
+
+def _factory_kernel(np_fn):
+    def kernel(*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
+        return np_fn(normalize_size(size), _float_dtype(dtype).numpy_dtype)
+
+    return kernel
+
+
+empty = defop("empty", _factory_meta("empty"), cpu=_factory_kernel(np.empty), has_out=True, tags=_FACTORY)
+zeros = defop("zeros", _factory_meta("zeros"), cpu=_factory_kernel(np.zeros), has_out=True, tags=_FACTORY)
+ones = defop("ones", _factory_meta("ones"), cpu=_factory_kernel(np.ones), has_out=True, tags=_FACTORY)
+
+
+def _fill_dtype(fill_value, dtype):
+    if dtype is not None:
+        return dtype
+    if isinstance(fill_value, Tensor):
+        return fill_value.dtype
+    return D.scalar_dtype(fill_value)
+
+
+def _full_meta(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A tensor of shape ``size`` filled with ``fill_value``.
+
+    Args:
+        size (sequence of int): the shape.
+        fill_value (number): the value; it also picks the dtype when ``dtype`` is
+            omitted (bool -> bool, int -> int64, float -> default float, complex ->
+            default complex).
+        dtype (ember.dtype, optional): element type.
+        device (ember.device or str, optional): where to allocate.
+
+    Example:
+        >>> import ember
+        >>> ember.full((2,), 7)
+        tensor([7, 7])
+    """
+    _check_dtype(dtype)
+    return MetaArray(normalize_size((size,)), _fill_dtype(fill_value, dtype).numpy_dtype)
+
+
+def _full_cpu(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    np_dtype = _fill_dtype(fill_value, dtype).numpy_dtype
+    return np.full(normalize_size((size,)), _cast_scalar(fill_value, np_dtype), dtype=np_dtype)
+
+
+def _cast_scalar(value, np_dtype):
+    """``value`` as a numpy scalar of ``np_dtype``, wrapping integers like a C cast."""
+    if isinstance(value, Tensor):
+        value = value.item()
+    return np.array(value).astype(np_dtype)[()]
+
+
+full = defop("full", _full_meta, cpu=_full_cpu, has_out=True, tags=_FACTORY)
+
+
+def _empty_strided_meta(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor with the given ``size`` and ``stride`` (elements)."""
+    size = normalize_size((size,))
+    stride = tuple(stride)
+    if len(stride) != len(size):
+        raise RuntimeError(f"mismatch in length of strides and shape: {len(stride)} vs {len(size)}")
+    return MetaArray(size, _float_dtype(dtype).numpy_dtype, stride)
+
+
+def _empty_strided_cpu(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    size = normalize_size((size,))
+    np_dtype = _float_dtype(dtype).numpy_dtype
+    extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    buf = np.empty(extent, np_dtype)
+    return np.lib.stride_tricks.as_strided(buf, size, tuple(s * np_dtype.itemsize for s in stride))
+
+
+empty_strided = defop("empty_strided", _empty_strided_meta, cpu=_empty_strided_cpu, tags=_FACTORY)
+
+
+# -- *_like ------------------------------------------------------------------------
+
+
+def _like(name, factory, doc_fill):
+    def decomposition(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        return factory(
+            input.shape,
+            dtype=input.dtype if dtype is None else dtype,
+            device=input.device if device is None else device,
+            requires_grad=requires_grad,
+        )
+
+    def meta(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        _check_dtype(dtype)
+        return MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
+
+    meta.__name__ = name
+    meta.__doc__ = f"""A tensor shaped like ``input`` filled with {doc_fill}, with ``input``'s dtype and device
+    unless ``dtype``/``device`` are given."""
+    return defop(name, meta, category=COMPOSITE, decomposition=decomposition, tags=_FACTORY)
+
+
+empty_like = _like("empty_like", empty, "uninitialised values")
+zeros_like = _like("zeros_like", zeros, "zeros")
+ones_like = _like("ones_like", ones, "ones")
+
+
+def _full_like_decomp(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    return full(
+        input.shape,
+        fill_value,
+        dtype=input.dtype if dtype is None else dtype,
+        device=input.device if device is None else device,
+        requires_grad=requires_grad,
+    )
+
+
+def _full_like_meta(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+    """A tensor shaped like ``input`` filled with ``fill_value`` (``input``'s dtype unless ``dtype``)."""
+    return MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
+
+
+full_like = defop("full_like", _full_like_meta, category=COMPOSITE, decomposition=_full_like_decomp, tags=_FACTORY)
+
+
+# -- ranges --------------------------------------------------------------------------
+
+
+def _arange_args(start, end, step):
+    if end is None:
+        start, end = 0, start
+    values = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    return values
+
+
+def _arange_dtype(values, dtype):
+    if dtype is not None:
+        return dtype
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+        return D.int64
+    return D.get_default_dtype()
+
+
+def _arange_length(start, end, step):
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    for name, v in (("start", start), ("end", end)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {name} must be finite, got {v}")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign: start={start}, end={end}, step={step}")
+    return max(0, math.ceil((end - start) / step))
+
+
+def _arange_meta(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """Values from ``start`` (inclusive) to ``end`` (exclusive) spaced by ``step``.
+
+    ``arange(n)`` counts from 0. The dtype is int64 when every bound is an int,
+    the default float dtype otherwise.
+
+    Raises:
+        RuntimeError: for ``step == 0``, non-finite bounds, or a step pointing away from ``end``.
+
+    Example:
+        >>> import ember
+        >>> ember.arange(1, 4)
+        tensor([1, 2, 3])
+    """
+    start, end, step = _arange_args(start, end, step)
+    n = _arange_length(start, end, step)
+    return MetaArray((n,), _arange_dtype((start, end, step), dtype).numpy_dtype)
+
+
+def _arange_cpu(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    start, end, step = _arange_args(start, end, step)
+    n = _arange_length(start, end, step)
+    out_dtype = _arange_dtype((start, end, step), dtype).numpy_dtype
+    # Compute as start + i*step in double (or int64) precision, as PyTorch does, then cast.
+    work = np.int64 if out_dtype.kind in "iub" and all(isinstance(v, int) for v in (start, end, step)) else np.float64
+    return (start + np.arange(n, dtype=work) * step).astype(out_dtype, copy=False)
+
+
+arange = defop("arange", _arange_meta, cpu=_arange_cpu, has_out=True, tags=_FACTORY)
+
+
+def _linspace_meta(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """``steps`` values evenly spaced from ``start`` to ``end``, both included.
+
+    Raises:
+        RuntimeError: if ``steps`` is negative.
+
+    Example:
+        >>> import ember
+        >>> ember.linspace(0, 1, 5)
+        tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    complex_bounds = any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end))
+    default = D.default_complex_dtype() if complex_bounds else D.get_default_dtype()
+    return MetaArray((steps,), (default if dtype is None else dtype).numpy_dtype)
+
+
+def _scalar_value(v):
+    return v.item() if isinstance(v, Tensor) else v
+
+
+def _linspace_cpu(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False):
+    out = _linspace_meta(start, end, steps, dtype=dtype)
+    values = np.linspace(_scalar_value(start), _scalar_value(end), steps)
+    if out.dtype.kind in "iu":
+        values = np.trunc(values)
+    return values.astype(out.dtype)
+
+
+linspace = defop("linspace", _linspace_meta, cpu=_linspace_cpu, has_out=True, tags=_FACTORY)
+
+
+def _logspace_meta(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """``steps`` values ``base ** x`` for ``x`` evenly spaced from ``start`` to ``end``.
+
+    Example:
+        >>> import ember
+        >>> ember.logspace(0, 2, 3)
+        tensor([  1.,  10., 100.])
+    """
+    return _linspace_meta(start, end, steps, dtype=dtype)
+
+
+def _logspace_cpu(start, end, steps, base=10.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+    out = _logspace_meta(start, end, steps, base, dtype=dtype)
+    values = np.power(float(base), np.linspace(_scalar_value(start), _scalar_value(end), steps))
+    return values.astype(out.dtype)
+
+
+logspace = defop("logspace", _logspace_meta, cpu=_logspace_cpu, has_out=True, tags=_FACTORY)
+
+
+def _eye_meta(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A 2-D tensor with ones on the diagonal: shape ``(n, m)`` (``m`` defaults to ``n``).
+
+    Raises:
+        RuntimeError: for negative ``n`` or ``m``.
+
+    Example:
+        >>> import ember
+        >>> ember.eye(2)
+        tensor([[1., 0.],
+                [0., 1.]])
+    """
+    m = n if m is None else m
+    if n < 0 or m < 0:
+        raise RuntimeError(f"n and m must be non-negative, got n={n}, m={m}")
+    return MetaArray((n, m), _float_dtype(dtype).numpy_dtype)
+
+
+def _eye_cpu(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return np.eye(n, n if m is None else m, dtype=_float_dtype(dtype).numpy_dtype)
+
+
+eye = defop("eye", _eye_meta, cpu=_eye_cpu, has_out=True, tags=_FACTORY)
+
+
+def _scalar_tensor_meta(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A zero-dim tensor holding the number ``s`` (default float dtype unless ``dtype``)."""
+    return MetaArray((), _float_dtype(dtype).numpy_dtype)
+
+
+def _scalar_tensor_cpu(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    return np.array(s).astype(_float_dtype(dtype).numpy_dtype)
+
+
+scalar_tensor = defop("scalar_tensor", _scalar_tensor_meta, cpu=_scalar_tensor_cpu, tags=_FACTORY)
+
+
+# -- complex / polar -------------------------------------------------------------------
+
+
+def _complex_meta(real, imag):
+    """A complex tensor from its real and imaginary parts (float32 -> complex64, float64 -> complex128).
+
+    Raises:
+        RuntimeError: if the parts are not both float or float64, or differ in dtype.
+    """
+    if real.dtype is not imag.dtype:
+        raise RuntimeError(f"Expected object of scalar type {real.dtype} but got scalar type {imag.dtype} for second argument")
+    if real.dtype not in (D.float16, D.float32, D.float64):
+        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {real.dtype} and {imag.dtype}")
+    return MetaArray(broadcast_shapes(real._data.shape, imag._data.shape), real.dtype.to_complex().numpy_dtype)
+
+
+def _complex_cpu(real, imag):
+    out = np.empty(np.broadcast_shapes(real._data.shape, imag._data.shape), real.dtype.to_complex().numpy_dtype)
+    out.real = real._data
+    out.imag = imag._data
+    return out
+
+
+complex = defop("complex", _complex_meta, cpu=_complex_cpu, has_out=True)  # noqa: A001 - PyTorch's name
+
+
+def _polar_meta(abs, angle):  # noqa: A002
+    """The complex tensor ``abs * (cos(angle) + i sin(angle))``.
+
+    Raises:
+        RuntimeError: as :func:`ember.complex` for mismatched or non-float dtypes.
+    """
+    return _complex_meta(abs, angle)
+
+
+def _polar_cpu(abs, angle):  # noqa: A002
+    return (abs._data * np.exp(1j * angle._data.astype(abs.dtype.to_complex().numpy_dtype))).astype(
+        abs.dtype.to_complex().numpy_dtype
+    )
+
+
+polar = defop("polar", _polar_meta, cpu=_polar_cpu, has_out=True)
+
+
+# -- copies and conversions -------------------------------------------------------------
+
+
+def _clone_meta(input, *, memory_format=None):
+    """A copy of ``input`` with its own storage (same shape, dtype, device)."""
+    return MetaArray(input._data.shape, input._data.dtype)
+
+
+clone = defop("clone", _clone_meta, cpu=lambda input, *, memory_format=None: np.array(input._data, copy=True))
+
+
+def _to_copy_meta(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None):
+    """A copy of ``input`` converted to ``dtype`` and/or moved to ``device``.
+
+    Raises:
+        NotImplementedError: when copying data out of a meta tensor.
+    """
+    _check_dtype(dtype)
+    target = canonical_device(device) if device is not None else input.device
+    if input.device.type == "meta" and target.type != "meta":
+        raise NotImplementedError("Cannot copy out of meta tensor; no data!")
+    array = MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
+    return Tensor._make(array, canonical_device("meta"))
+
+
+def _convert_array(array, np_dtype):
+    if np_dtype.kind in "biu" and array.dtype.kind in "fc":
+        # float -> int truncates toward zero like C; complex drops the imaginary part
+        if array.dtype.kind == "c":
+            array = array.real
+        with np.errstate(invalid="ignore"):
+            return array.astype(np_dtype)
+    if np_dtype.kind == "f" and array.dtype.kind == "c":
+        return array.real.astype(np_dtype)
+    return array.astype(np_dtype)
+
+
+def _to_copy_cpu(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None):
+    np_dtype = input._data.dtype if dtype is None else dtype.numpy_dtype
+    array = _convert_array(input._data, np_dtype)
+    target = canonical_device(device) if device is not None else input.device
+    if target.type != "cpu":
+        array = get_backend(target.type).from_numpy(np.ascontiguousarray(array), target.index)
+    return Tensor._make(array, target)
+
+
+# kind="other": the kernel builds the result tensor itself, since its device may differ from the input's.
+_to_copy = defop("_to_copy", _to_copy_meta, cpu=_to_copy_cpu, kind="other")
+
+
+def _copy_meta(self, src, non_blocking=False):
+    """Copy ``src`` into ``self`` in place, broadcasting ``src`` and converting its dtype.
+
+    Copies between devices are allowed (it is how data moves).
+
+    Raises:
+        RuntimeError: if ``src`` does not broadcast to ``self``'s shape.
+    """
+    src_shape = src._data.shape if isinstance(src, Tensor) else ()
+    if broadcast_shapes(self._data.shape, src_shape) != tuple(self._data.shape):
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(broadcast_shapes(self._data.shape, src_shape))}"
+        )
+
+
+def _copy_cpu(self, src, non_blocking=False):
+    if isinstance(src, Tensor):
+        data = src._data if src.device.type == "cpu" else src._host_array()
+    else:
+        data = np.asarray(src)
+    if data.dtype != self._data.dtype:
+        data = _convert_array(data, self._data.dtype)
+    np.copyto(self._data, data, casting="unsafe")
+
+
+copy_ = defop("copy_", _copy_meta, cpu=_copy_cpu, kind="inplace", tags=("cross_device",))
+
+
+def _fill_meta(self, value):
+    """Fill ``self`` with ``value`` (a number or a zero-dim tensor), in place.
+
+    Raises:
+        RuntimeError: if ``value`` is a tensor with dimensions.
+    """
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError(
+            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+        )
+
+
+def _fill_cpu(self, value):
+    self._data[...] = _cast_scalar(value, self._data.dtype)
+
+
+fill_ = defop("fill_", _fill_meta, cpu=_fill_cpu, kind="inplace")
+
+
+def _zero_meta(self):
+    """Fill ``self`` with zeros, in place."""
+
+
+def _zero_cpu(self):
+    self._data[...] = 0
+
+
+zero_ = defop("zero_", _zero_meta, cpu=_zero_cpu, kind="inplace")

@@ -1,0 +1,179 @@
+"""Advanced indexing prims: ``index`` (gather by index tensors) and ``index_put_``.
+
+``indices`` is a list with one entry per leading dimension of ``input``:
+``None`` keeps the dimension whole, an integer tensor picks positions, a bool
+tensor is a mask over as many dimensions as it has. Index tensors broadcast
+together; the result dims they produce go where the first of them stands when
+they are adjacent, and in front otherwise (numpy's and PyTorch's rule).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _C
+from .. import _dtype as D
+from .._meta import MetaArray
+from .._tensor import Tensor
+from ._registry import defop
+from ._shapes import broadcast_shapes
+
+__all__ = []
+
+# dtypes that ember._C.index_accumulate handles; others fall back to np.add.at.
+_C_ACCUMULATE_DTYPES = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "complex64", "complex128"}
+_INDEX_DTYPES = (D.int64, D.int32, D.int16, D.int8, D.uint8, D.bool)
+
+
+def _expand_masks(input, indices):
+    """Check ``indices``; return (dims consumed, list of (dim, shape of its index)) for meta."""
+    if len(indices) > input._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {input._data.ndim} (got {len(indices)})")
+    entries, dim = [], 0
+    for idx in indices:
+        if idx is None:
+            dim += 1
+            continue
+        if not isinstance(idx, Tensor):
+            raise TypeError(f"index: expected a list of Tensors or None, got {type(idx).__name__}")
+        if idx.dtype not in _INDEX_DTYPES:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if idx.dtype in (D.bool, D.uint8):
+            mask_shape = idx._data.shape
+            target = input._data.shape[dim : dim + len(mask_shape)]
+            if len(target) < len(mask_shape) or any(m != s for m, s in zip(mask_shape, target)):
+                bad = next((i for i, (m, s) in enumerate(zip(mask_shape, target)) if m != s), len(target))
+                raise IndexError(
+                    f"The shape of the mask {list(mask_shape)} at index {bad} does not match the shape of the indexed "
+                    f"tensor {list(input._data.shape)} at index {dim + bad}"
+                )
+            if idx.device.type == "meta":
+                raise NotImplementedError("boolean-mask indexing of a meta tensor has a data-dependent shape")
+            count = int(np.count_nonzero(idx._host_array()))
+            entries.append((dim, (count,), len(mask_shape)))
+            dim += len(mask_shape)
+        else:
+            entries.append((dim, idx._data.shape, 1))
+            dim += 1
+    return entries
+
+
+def _result_shape(input, indices):
+    entries = _expand_masks(input, indices)
+    shape = input._data.shape
+    if not entries:
+        return tuple(shape)
+    try:
+        index_shape = broadcast_shapes(*(e[1] for e in entries))
+    except RuntimeError:
+        raise IndexError(
+            "shape mismatch: indexing tensors could not be broadcast together with shapes "
+            + " ".join(str(list(e[1])) for e in entries)
+        ) from None
+    first, last = entries[0][0], entries[-1][0] + entries[-1][2]
+    covered = sum(e[2] for e in entries)
+    adjacent = last - first == covered
+    before = tuple(shape[:first])
+    after = tuple(shape[last:])
+    if adjacent:
+        return before + index_shape + after
+    # Advanced dims go first; the sliced dims in between keep their order.
+    kept = [shape[d] for d in range(len(shape)) if not any(e[0] <= d < e[0] + e[2] for e in entries)]
+    return index_shape + tuple(kept)
+
+
+def _numpy_key(input, indices):
+    key = []
+    for idx in indices:
+        if idx is None:
+            key.append(slice(None))
+        else:
+            data = idx._data
+            key.append(data.astype(bool) if idx.dtype is D.uint8 else data)
+    return tuple(key)
+
+
+def _index_meta(input, indices):
+    """Gather ``input`` at integer/bool index tensors, one per leading dim (``None`` keeps a dim).
+
+    Raises:
+        IndexError: for index tensors of a wrong dtype, masks of a wrong shape,
+            index tensors that don't broadcast together, or out-of-range indices.
+    """
+    return MetaArray(_result_shape(input, indices), input._data.dtype)
+
+
+def _rephrase_index_error(exc):
+    text = str(exc).replace("axis", "dimension")
+    return IndexError(text)
+
+
+def _index_cpu(input, indices):
+    try:
+        return np.asarray(input._data[_numpy_key(input, indices)])
+    except IndexError as exc:
+        raise _rephrase_index_error(exc) from None
+
+
+index = defop("index", _index_meta, cpu=_index_cpu)
+
+
+def _index_put_meta(self, indices, values, accumulate=False):
+    """Write ``values`` into ``self`` at the positions ``indices`` select (in place).
+
+    ``values`` broadcasts to the shape that ``self[indices]`` would have. With
+    ``accumulate=True``, repeated positions add up; otherwise the last write wins.
+
+    Raises:
+        IndexError: as :func:`index`.
+        RuntimeError: if ``values`` does not broadcast to the indexed shape.
+    """
+    target = _result_shape(self, indices)
+    value_shape = values._data.shape if isinstance(values, Tensor) else ()
+    if broadcast_shapes(target, value_shape) != tuple(target):
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to indexing result of shape {list(target)}")
+    return self._data
+
+
+def _value_array(values, np_dtype):
+    data = values._host_array() if isinstance(values, Tensor) else np.asarray(values)
+    return data.astype(np_dtype, copy=False)
+
+
+def _index_put_cpu(self, indices, values, accumulate=False):
+    key = _numpy_key(self, indices)
+    data = self._data
+    vals = _value_array(values, data.dtype)
+    try:
+        if not accumulate:
+            data[key] = vals
+            return
+        positions = np.arange(data.size, dtype=np.int64).reshape(data.shape)[key]
+    except IndexError as exc:
+        raise _rephrase_index_error(exc) from None
+    vals = np.ascontiguousarray(np.broadcast_to(vals, positions.shape)).reshape(-1)
+    positions = np.ascontiguousarray(positions).reshape(-1)
+    if data.flags.c_contiguous and data.dtype.name in _C_ACCUMULATE_DTYPES:
+        _C.index_accumulate(data.reshape(-1), positions, vals)
+        return
+    flat = np.ascontiguousarray(data).reshape(-1)
+    np.add.at(flat, positions, vals)
+    data[...] = flat.reshape(data.shape)
+
+
+index_put_ = defop("index_put_", _index_put_meta, cpu=_index_put_cpu, kind="inplace")
+
+
+def _index_put_decomp(input, indices, values, accumulate=False):
+    from .creation import clone
+
+    return index_put_(clone(input), indices, values, accumulate)
+
+
+def _index_put_fn_meta(input, indices, values, accumulate=False):
+    """Out-of-place :func:`index_put_`: a copy of ``input`` with ``values`` written at ``indices``."""
+    _index_put_meta(input, indices, values, accumulate)
+    return MetaArray(input._data.shape, input._data.dtype)
+
+
+index_put = defop("index_put", _index_put_fn_meta, category="composite", decomposition=_index_put_decomp)

@@ -1,0 +1,1 @@
+"""Utilities: dispatch modes, out-of-tree backend registration, benchmarking, data."""
