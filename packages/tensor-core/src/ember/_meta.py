@@ -33,20 +33,33 @@ class MetaArray:
 
     Args:
         shape (tuple[int]): sizes.
-        dtype (numpy.dtype): element type.
+        dtype (numpy.dtype): element type (a ``numpy.dtype`` instance).
         strides (tuple[int], optional): strides in *elements*; row-major if omitted.
         offset (int): element offset into the storage.
     """
 
-    __slots__ = ("shape", "dtype", "_elem_strides", "offset", "ndim", "size")
+    __slots__ = ("shape", "dtype", "_strides", "offset")
 
     def __init__(self, shape, dtype, strides=None, offset=0):
-        self.shape = tuple(int(s) for s in shape)
-        self.dtype = np.dtype(dtype)
-        self._elem_strides = contiguous_strides(self.shape) if strides is None else tuple(strides)
+        # Kept cheap: meta functions build one per op call on every device.
+        self.shape = shape if type(shape) is tuple else tuple(shape)
+        self.dtype = dtype
+        self._strides = strides
         self.offset = offset
-        self.ndim = len(self.shape)
-        self.size = math.prod(self.shape)
+
+    @property
+    def _elem_strides(self):
+        if self._strides is None:
+            self._strides = contiguous_strides(self.shape)
+        return self._strides
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return math.prod(self.shape)
 
     @property
     def strides(self):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 
+from .._device import CPU as _CPU
 from .._device import canonical_device, get_backend
 from .._storage import storage_of
 from .._dtype import dtype as _dtype_cls
@@ -136,7 +137,37 @@ def _scan(args, kwargs, op):
 
 
 def dispatch(op, args, kwargs):
-    """Run ``op`` on ``args``/``kwargs`` through every dispatcher layer."""
+    """Run ``op`` on ``args``/``kwargs`` through every dispatcher layer.
+
+    The loop below is the hot path: positional arguments that are plain
+    tensors or Python scalars are classified inline; anything else (lists,
+    subclasses, proxies, keyword tensors, ``out=``) takes the general scan.
+    """
+    if kwargs:
+        return _dispatch_general(op, args, kwargs)
+    device = None
+    needs_grad = False
+    for a in args:
+        t = type(a)
+        if t is Tensor:
+            if device is None:
+                device = a._device
+            elif a._device is not device:
+                device = _common_device(op, device, a)
+            if a._requires_grad:
+                needs_grad = True
+        elif t not in _PLAIN_TYPES:
+            return _dispatch_general(op, args, kwargs)
+    if state.modes:
+        return _run_mode(op, args, kwargs, state.modes)
+    if device is None:
+        device = _CPU
+    if needs_grad and _autograd_handler is not None and state.grad_enabled:
+        return _autograd_handler(op, args, kwargs, device)
+    return run_backend(op, args, kwargs, device)
+
+
+def _dispatch_general(op, args, kwargs):
     out = kwargs.pop("out", None) if kwargs and op.has_out else None
     scan = _scan(args, kwargs, op)
     if scan.overloaded is not None:

@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._meta import MetaArray
+from .._tensor import Tensor
 from ._pointwise_helpers import _check_operand, binary, binary_dtype, make_inplace, operand, unary
 from ._registry import defop
 from ._shapes import broadcast_shapes, shape_of
@@ -37,6 +38,11 @@ def _check_sub(input, other, dtype):
 
 def _add_sub(name, np_fn, sign_word, check=None):
     def meta(input, other, *, alpha=1):
+        if type(input) is Tensor and type(other) is Tensor and type(alpha) is int and alpha == 1:
+            # Fast path: same dtype, same shape (the common case of a training step).
+            a, b = input._data, other._data
+            if a.dtype is b.dtype and a.shape == b.shape and a.ndim and (check is None or a.dtype != np.bool_):
+                return MetaArray(a.shape, a.dtype)
         _check_operand(name, "input", input)
         _check_operand(name, "other", other)
         dtype = binary_dtype(input, other)
@@ -47,6 +53,10 @@ def _add_sub(name, np_fn, sign_word, check=None):
         return MetaArray(broadcast_shapes(shape_of(input), shape_of(other)), dtype.numpy_dtype)
 
     def cpu(input, other, *, alpha=1):
+        if type(input) is Tensor and type(other) is Tensor and alpha == 1:
+            a, b = input._data, other._data
+            if a.dtype is b.dtype and a.ndim and b.ndim:  # no promotion; numpy returns an array
+                return np_fn(a, b)
         np_dtype = binary_dtype(input, other).numpy_dtype
         b = operand(other, np_dtype)
         if alpha != 1:
