@@ -94,7 +94,7 @@ def _common_device(op, current, t):
         RuntimeError: "Expected all tensors to be on the same device" otherwise.
     """
     d = t._device
-    if d.type == "cpu" and t._data.ndim == 0:
+    if "cross_device" in op.tags or (d.type == "cpu" and t._data.ndim == 0):
         return current
     if current.type == "cpu":
         return d  # the first tensor was a CPU scalar; a later check catches real mismatches

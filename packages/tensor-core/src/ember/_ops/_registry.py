@@ -78,7 +78,7 @@ class Op:
         self.functional = None
         self.tags = frozenset(tags)
         self.return_type = return_type
-        sig = inspect.signature(meta)
+        sig = self._call_signature = inspect.signature(meta)
         if has_out:
             params = list(sig.parameters.values())
             params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
@@ -111,12 +111,13 @@ class Op:
 
         Positional-or-keyword parameters come back positional, keyword-only ones
         as keywords, so two calls that mean the same thing look the same.
+        ``out`` is not part of it: the dispatcher handles ``out=`` above the modes.
 
         Raises:
             TypeError: naming the op when the arguments don't fit the signature.
         """
         try:
-            bound = self.signature.bind(*args, **kwargs)
+            bound = self._call_signature.bind(*args, **kwargs)
         except TypeError as exc:
             raise TypeError(f"{self.name}(): {exc}") from None
         bound.apply_defaults()

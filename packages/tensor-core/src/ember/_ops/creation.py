@@ -6,6 +6,7 @@ dispatcher picks the device from ``device`` when no tensor argument gives one.
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -256,7 +257,7 @@ def _linspace_meta(start, end, steps, *, dtype=None, layout=None, device=None, r
     """
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    complex_bounds = any(isinstance(v, complex) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end))
+    complex_bounds = any(isinstance(v, (builtins.complex, np.complexfloating)) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end))
     default = D.default_complex_dtype() if complex_bounds else D.get_default_dtype()
     return MetaArray((steps,), (default if dtype is None else dtype).numpy_dtype)
 

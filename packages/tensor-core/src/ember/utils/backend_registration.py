@@ -37,8 +37,11 @@ def register_backend(name, backend, *, generate_methods=True):
     Raises:
         RuntimeError: if ``name`` is already registered, or would shadow a Tensor attribute.
     """
+    from .._device import _BACKENDS
     from .._tensor import Tensor
 
+    if name in _BACKENDS:
+        raise RuntimeError(f"device type '{name}' is already registered")
     if generate_methods and (hasattr(Tensor, name) or hasattr(Tensor, f"is_{name}")):
         raise RuntimeError(f"device name '{name}' would shadow an existing Tensor attribute")
     register_backend_type(name, backend)

@@ -1,0 +1,285 @@
+"""The registry and dispatcher contracts: overrides, modes, the autograd slot, out= and in-place."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import ember
+from ember._extensions import MissingDistributionError
+from ember._ops import _dispatch, registry
+from ember._ops._registry import COMPOSITE, PRIM, defop
+from ember.overrides import disable_ember_function
+from ember.utils._python_dispatch import DispatchMode, active_modes
+
+# -- the registry ---------------------------------------------------------------------
+
+
+def test_every_op_is_complete():
+    for name, op in registry.items():
+        assert callable(op.meta), name
+        assert op.category in (PRIM, COMPOSITE), name
+        if op.category == COMPOSITE:
+            assert op.decomposition is not None, name
+        elif op.kind != "view":
+            assert op.kernels.keys() - {"meta"}, f"prim {name} has no kernel"
+        assert op.kernels["meta"] is op.meta
+        assert op.__doc__, f"op {name} has no docstring"
+
+
+def test_signature_and_normalisation():
+    add = registry["add"]
+    assert list(inspect.signature(ember.add).parameters) == ["input", "other", "alpha", "out"]
+    args, kwargs = add.normalize((ember.ones(1),), {"other": 2})
+    assert len(args) == 2 and args[1] == 2 and kwargs == {"alpha": 1}
+    with pytest.raises(TypeError, match="add\\(\\)"):
+        add.normalize((), {"bogus": 1})
+
+
+def test_duplicate_registration_raises():
+    with pytest.raises(RuntimeError, match="already registered"):
+        defop("add", registry["add"].meta)
+
+
+def test_inplace_variants_are_linked():
+    assert registry["add"].inplace is registry["add_"]
+    assert registry["add_"].functional is registry["add"]
+    assert registry["add_"].kind == "inplace"
+
+
+# -- __ember_function__ ----------------------------------------------------------------
+
+
+class Tagged(ember.Tensor):
+    """A subclass that keeps its type through every op."""
+
+
+def test_subclass_survives_ops():
+    x = ember.tensor([1.0, 2.0]).as_subclass(Tagged)
+    y = (x + 1).view(2, 1)[0]
+    assert type(y) is Tagged
+    np.testing.assert_array_equal(np.asarray(y), [2.0])
+    pieces = x.split(1)
+    assert all(type(p) is Tagged for p in pieces)
+
+
+class Recorder:
+    """A non-tensor object that intercepts every op it appears in (like an FX proxy)."""
+
+    calls = []
+
+    @classmethod
+    def __ember_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append((func.name, types))
+        return ("recorded", func.name)
+
+
+def test_foreign_object_intercepts_functions_and_methods():
+    Recorder.calls.clear()
+    r = Recorder()
+    assert ember.add(ember.ones(2), r) == ("recorded", "add")
+    assert ember.ones(2) + r == ("recorded", "add")
+    assert registry["index"](ember.ones(2), [r]) == ("recorded", "index")  # inside a list
+    assert [c[0] for c in Recorder.calls] == ["add", "add", "index"]
+    assert Recorder.calls[0][1] == (Recorder,)
+
+
+class Declines:
+    @classmethod
+    def __ember_function__(cls, func, types, args=(), kwargs=None):
+        return NotImplemented
+
+
+def test_all_declining_raises_type_error():
+    with pytest.raises(TypeError, match="no implementation found for 'add'"):
+        ember.add(ember.ones(1), Declines())
+
+
+def test_subclass_override_is_tried_first():
+    order = []
+
+    class Parent(ember.Tensor):
+        @classmethod
+        def __ember_function__(cls, func, types, args=(), kwargs=None):
+            order.append("parent")
+            return NotImplemented
+
+    class Child(Parent):
+        @classmethod
+        def __ember_function__(cls, func, types, args=(), kwargs=None):
+            order.append("child")
+            return NotImplemented
+
+    p = ember.ones(1).as_subclass(Parent)
+    c = ember.ones(1).as_subclass(Child)
+    with pytest.raises(TypeError):
+        ember.add(p, c)
+    assert order == ["child", "parent"]
+
+
+def test_disable_ember_function():
+    x = ember.ones(2).as_subclass(Tagged)
+    with disable_ember_function():
+        y = x + 1
+    assert type(y) is ember.Tensor
+
+
+# -- dispatch modes -------------------------------------------------------------------
+
+
+class LogMode(DispatchMode):
+    def __init__(self):
+        self.calls = []
+
+    def __ember_dispatch__(self, func, types, args=(), kwargs=None):
+        self.calls.append((func.name, args, kwargs))
+        return func(*args, **kwargs)
+
+
+def test_mode_sees_normalised_calls():
+    x = ember.ones(2)
+    with LogMode() as log:
+        y = x.add(3, alpha=2)
+    np.testing.assert_array_equal(np.asarray(y), [7.0, 7.0])
+    name, args, kwargs = log.calls[0]
+    assert name == "add" and args[0] is x and args[1] == 3 and kwargs == {"alpha": 2}
+    assert active_modes() == ()
+
+
+def test_mode_sees_decomposed_views_and_inplace():
+    x = ember.zeros(2, 3)
+    with LogMode() as log:
+        x[0, 1:] = 5.0
+        x.add_(1)
+    assert [c[0] for c in log.calls] == ["select", "slice", "fill_", "add_"]
+    np.testing.assert_array_equal(np.asarray(x), [[1, 6, 6], [1, 1, 1]])
+
+
+def test_modes_nest_innermost_first():
+    outer, inner = LogMode(), LogMode()
+    with outer, inner:
+        ember.ones(1) * 2
+    # the inner mode runs the op below itself, which reaches the outer mode
+    assert [c[0] for c in inner.calls] == ["ones", "mul"]
+    assert [c[0] for c in outer.calls] == ["ones", "mul"]
+
+
+def test_mode_can_replace_an_op():
+    class Zeroing(DispatchMode):
+        def __ember_dispatch__(self, func, types, args=(), kwargs=None):
+            result = func(*args, **kwargs)
+            return result * 0 if func.name == "add" else result
+
+    with Zeroing():
+        y = ember.ones(3) + 1
+    np.testing.assert_array_equal(np.asarray(y), [0.0, 0.0, 0.0])
+
+
+def test_mode_exit_out_of_order_raises():
+    a, b = LogMode(), LogMode()
+    a.__enter__()
+    b.__enter__()
+    with pytest.raises(RuntimeError, match="out of order"):
+        a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    a.__exit__(None, None, None)
+
+
+# -- the autograd slot -------------------------------------------------------------------
+
+
+def test_autograd_handler_sees_calls_with_requires_grad(monkeypatch):
+    seen = []
+
+    def handler(op, args, kwargs, device):
+        seen.append(op.name)
+        return _dispatch.run_backend(op, args, kwargs, device)
+
+    monkeypatch.setattr(_dispatch, "_autograd_handler", handler)
+    x = ember.ones(2, requires_grad=True)
+    assert x.requires_grad
+    x * 2
+    ember.ones(2) * 2  # no input requires grad
+    with ember.no_grad():
+        x * 3
+    assert seen == ["mul"]
+
+
+def test_missing_distributions_are_named():
+    x = ember.ones(1, requires_grad=True)
+    with pytest.raises(MissingDistributionError, match="ember-autograd"):
+        x.backward()
+    with pytest.raises(MissingDistributionError, match="ember-dynamo"):
+        ember.compile(lambda v: v)
+
+
+# -- out= and in-place ---------------------------------------------------------------------
+
+
+def test_out_writes_and_returns_out():
+    out = ember.empty(3)
+    result = ember.add(ember.ones(3), 1, out=out)
+    assert result is out
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 2.0, 2.0])
+
+
+def test_out_resizes_only_when_empty():
+    out = ember.empty(0)
+    ember.mul(ember.ones(2, 2), 3, out=out)
+    assert out.shape == (2, 2)
+    with pytest.raises(RuntimeError, match="out has shape"):
+        ember.mul(ember.ones(2, 2), 3, out=ember.empty(5))
+
+
+def test_out_dtype_must_be_castable():
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        ember.add(ember.ones(2), 1.5, out=ember.empty(2, dtype=ember.int64))
+    out = ember.empty(2, dtype=ember.float64)
+    ember.add(ember.ones(2), 1, out=out)  # float32 result into float64 is fine
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 2.0])
+
+
+def test_inplace_checks_cast_and_shape_before_writing():
+    x = ember.tensor([1, 2])
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+        x += 1.5
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        x.add_(ember.ones(3, 2, dtype=ember.int64))
+    np.testing.assert_array_equal(np.asarray(x), [1, 2])  # untouched
+    assert x._version == 0
+    x += 1
+    np.testing.assert_array_equal(np.asarray(x), [2, 3])
+    assert x._version == 1
+
+
+def test_errors_leave_inputs_untouched():
+    a = ember.ones(2, 3)
+    before = a.numpy().copy()
+    with pytest.raises(RuntimeError, match=r"size of tensor a \(3\) must match the size of tensor b \(4\)"):
+        a + ember.ones(4)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        a.transpose(0, 5)
+    with pytest.raises(TypeError, match="argument 'other' must be Tensor or Number"):
+        ember.add(a, "x")
+    np.testing.assert_array_equal(a.numpy(), before)
+
+
+def test_alpha_rules():
+    with pytest.raises(RuntimeError, match="alpha must not be a floating point"):
+        ember.add(ember.tensor([1]), ember.tensor([1]), alpha=0.5)
+    np.testing.assert_array_equal(np.asarray(ember.sub(ember.tensor([10]), ember.tensor([1]), alpha=3)), [7])
+
+
+def test_mixed_promotion_in_arithmetic():
+    cases = [
+        (ember.tensor([1], dtype=ember.int32) + 1.5, ember.float32, [2.5]),
+        (ember.tensor([200], dtype=ember.uint8) + 100, ember.uint8, [44]),
+        (ember.tensor([1], dtype=ember.int32) + ember.tensor(1.5, dtype=ember.float64), ember.float64, [2.5]),
+        (ember.tensor([1.0], dtype=ember.float16) * ember.tensor(3.0, dtype=ember.float64), ember.float16, [3.0]),
+        (ember.tensor([1, 2]) / 2, ember.float32, [0.5, 1.0]),
+        (2 - ember.tensor([1.0]), ember.float32, [1.0]),
+        (1 / ember.tensor([4.0]), ember.float32, [0.25]),
+    ]
+    for result, dtype, values in cases:
+        assert result.dtype is dtype
+        np.testing.assert_allclose(np.asarray(result, dtype=np.float64), values)
