@@ -62,6 +62,8 @@ class Tensor:
     # Class-level defaults keep creation cheap: a new tensor sets only what differs.
     _storage = None
     _base = None
+    _strides = None  # cached element strides (set by views, computed once otherwise)
+    _offset = None  # cached storage offset in elements
     _requires_grad = False
     _grad = None
     grad_fn = None
@@ -84,14 +86,23 @@ class Tensor:
         return t
 
     @classmethod
-    def _make_view(cls, array, base):
-        """Wrap a backend array that views ``base``'s storage."""
+    def _make_view(cls, array, base, strides=None, offset=None):
+        """Wrap a backend array that views ``base``'s storage (with its strides and offset, when known)."""
         t = object.__new__(cls)
         t._data = array
         t._device = base._device
         t._storage = storage_of(base)
         t._base = base._base if base._base is not None else base
+        if strides is not None:
+            t._strides = strides
+            t._offset = offset
         return t
+
+    def _set_data(self, array, storage=None):
+        """Point this tensor at another backend array (``.data = ...``, resizing ``out=``)."""
+        self._data = array
+        self._storage = storage
+        self._strides = self._offset = None
 
     # -- metadata -------------------------------------------------------------
 
@@ -151,19 +162,25 @@ class Tensor:
         Raises:
             IndexError: if ``dim`` is out of range.
         """
-        itemsize = self._data.dtype.itemsize
-        strides = tuple(s // itemsize for s in self._data.strides)
+        strides = self._strides
+        if strides is None:
+            itemsize = self._data.dtype.itemsize
+            strides = self._strides = tuple(s // itemsize for s in self._data.strides)
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._data.ndim)]
 
     def storage_offset(self):
         """Offset of the first element in the storage, in elements."""
-        array = self._data
-        if type(array) is MetaArray:
-            return array.offset
-        storage = storage_of(self)
-        return (array_data_ptr(array) - storage.data_ptr()) // array.dtype.itemsize
+        offset = self._offset
+        if offset is None:
+            array = self._data
+            if type(array) is MetaArray:
+                offset = array.offset
+            else:
+                offset = (array_data_ptr(array) - storage_of(self).data_ptr()) // array.dtype.itemsize
+            self._offset = offset
+        return offset
 
     def untyped_storage(self):
         """The :class:`~ember._storage.Storage` this tensor views."""

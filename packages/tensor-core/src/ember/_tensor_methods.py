@@ -262,9 +262,8 @@ def _data_get(self):
 def _data_set(self, value):
     if not isinstance(value, Tensor):
         raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
-    self._data = value._data
+    self._set_data(value._data, value._storage)
     self._device = value._device
-    self._storage = value._storage
 
 
 def detach_(self):

@@ -267,12 +267,14 @@ def _strided_views(spec, base, device):
     storage = storage_of(base)
     backend = get_backend(device.type)
     if type(spec) is tuple:
-        return tuple(Tensor._make_view(_strided(backend, storage, s), base) for s in spec)
-    return Tensor._make_view(_strided(backend, storage, spec), base)
+        return tuple(_strided_view(backend, storage, s, base) for s in spec)
+    return _strided_view(backend, storage, spec, base)
 
 
-def _strided(backend, storage, spec):
-    return backend.strided_view(storage, spec.shape, spec._elem_strides, spec.offset, spec.dtype)
+def _strided_view(backend, storage, spec, base):
+    strides = spec._elem_strides
+    array = backend.strided_view(storage, spec.shape, strides, spec.offset, spec.dtype)
+    return Tensor._make_view(array, base, strides, spec.offset)
 
 
 def _wrap(result, device, op):

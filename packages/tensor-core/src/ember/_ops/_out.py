@@ -53,5 +53,4 @@ def _resize_empty(out, result):
     from .creation import empty
 
     fresh = empty(result.shape, dtype=out.dtype, device=out.device)
-    out._data = fresh._data
-    out._storage = None
+    out._set_data(fresh._data)
