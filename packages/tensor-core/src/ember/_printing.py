@@ -162,10 +162,10 @@ def printoptions(**kwargs):
     Example:
         >>> import ember
         >>> with ember.printoptions(precision=1, sci_mode=True):
-        ...     ember.tensor([0.5, 1234.5])
-        tensor([5.0e-01, 1.2e+03])
-        >>> ember.tensor([0.5, 1234.5])
-        tensor([   0.5000, 1234.5000])
+        ...     ember.tensor([0.5, 12.25])
+        tensor([5.0e-01, 1.2e+01])
+        >>> ember.tensor([0.5, 12.25])
+        tensor([ 0.5000, 12.2500])
     """
     saved = get_printoptions()
     set_printoptions(**kwargs)
