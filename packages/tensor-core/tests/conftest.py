@@ -10,7 +10,9 @@ parametrized runs. The same tests run unchanged on every backend:
   reason, unless the backend is ``cuda``/``rocm`` and CuPy sees a device;
 * ``@pytest.mark.parity`` marks a test that compares with PyTorch; it is skipped
   unless ``torch`` is importable. Every test under a ``tests/parity/`` directory
-  gets this marker automatically (``nox -s parity`` runs them).
+  gets this marker automatically (``nox -s parity`` runs them), and without
+  ``torch`` those directories are not collected at all, so their modules may
+  ``import torch`` at the top. A parity test elsewhere must import torch lazily.
 """
 
 from __future__ import annotations
@@ -77,13 +79,25 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "parity: compares with PyTorch; needs torch")
 
 
-def pytest_report_header(config: pytest.Config) -> str:
+def pytest_report_header(config: pytest.Config) -> list[str]:
     backend = selected_backend()
     reason = gpu_unavailable_reason(backend)
     status = "device available" if reason is None else f"no device: {reason}"
-    return f"ember test backend: {backend} ({status})"
+    lines = [f"ember test backend: {backend} ({status})"]
+    torch_reason = torch_unavailable_reason()
+    if torch_reason is not None:
+        lines.append(f"tests/parity/ not collected: {torch_reason}")
+    return lines
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # Without torch, parity modules (which may import torch at the top) would fail to import.
+    if _in_parity_dir(collection_path) and torch_unavailable_reason() is not None:
+        return True
+    return None  # let pytest decide
+
+
+@pytest.hookimpl(tryfirst=True)  # mark before `-m parity` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     backend = selected_backend()
     gpu_reason = gpu_unavailable_reason(backend) if backend != "cpu" else "test needs a GPU; backend is 'cpu'"

@@ -48,6 +48,7 @@ from ._tensor import Size, Tensor  # noqa: E402
 from . import _meta  # noqa: E402,F401 - registers the meta device
 from . import _ops  # noqa: E402
 from ._creation import as_tensor, asarray, from_dlpack, from_numpy, tensor  # noqa: E402
+from ._printing import get_printoptions, printoptions, set_printoptions  # noqa: E402
 from ._grad_mode import (  # noqa: E402
     enable_grad,
     inference_mode,
@@ -57,10 +58,20 @@ from ._grad_mode import (  # noqa: E402
     set_grad_enabled,
 )
 from ._ops._shapes import broadcast_shapes as _broadcast_shapes  # noqa: E402
-from ._random import Generator, default_generator, manual_seed  # noqa: E402
+from ._random import (  # noqa: E402
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from . import random  # noqa: E402
 from . import _tensor_methods  # noqa: E402
 
 _tensor_methods.install()
+from .serialization import SerializationError, load, save  # noqa: E402
 globals().update(_ops.public_ops())
 
 

@@ -16,38 +16,80 @@ __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "from_dlpack"]
 
 
 def _infer_numpy(data, dtype):
-    """A numpy array holding ``data`` with PyTorch's dtype inference."""
+    """A numpy array holding ``data`` with PyTorch's dtype inference.
+
+    Every leaf has a dtype (bool -> bool, int -> int64, float -> the default
+    dtype, complex -> the default complex dtype; numpy scalars, numpy arrays and
+    tensors keep theirs) and the result is their :func:`promote_types`, as in
+    PyTorch: ``[np.int32(1)]`` gives int32, ``[1, np.float64(2.5)]`` float64.
+    """
     if isinstance(data, Tensor):
         return data._host_array()
     if isinstance(data, np.ndarray):
         array = data
     else:
+        found = set()
         try:
-            array = np.array(_tensors_to_numbers(data))
-        except (ValueError, TypeError) as exc:
+            array = np.array(_leaves(data, found))
+        except (ValueError, TypeError, OverflowError) as exc:
             raise ValueError(f"could not convert {type(data).__name__} to a tensor: {exc}") from None
         if array.dtype == object:
-            raise TypeError(f"could not infer a dtype for {type(data).__name__}: nested sequences must be regular and numeric")
+            if int in found and found <= _PY_SCALARS:
+                raise ValueError(f"could not convert {type(data).__name__} to a tensor: an integer overflows int64")
+            raise TypeError(f"could not infer a dtype for {type(data).__name__}: the data must be numbers or tensors")
         if dtype is None:
-            # Python floats give the default dtype, ints int64, complex the default complex.
-            kind = array.dtype.kind
-            if kind == "f":
-                array = array.astype(D.get_default_dtype().numpy_dtype)
-            elif kind in "iu":
-                array = array.astype(np.int64)
-            elif kind == "c":
-                array = array.astype(D.default_complex_dtype().numpy_dtype)
+            inferred = _promote_leaf_dtypes(found)
+            if inferred is D.int64 and array.dtype == np.uint64:
+                raise ValueError(f"could not convert {type(data).__name__} to a tensor: integer overflows int64")
+            if array.dtype != inferred.numpy_dtype:
+                array = array.astype(inferred.numpy_dtype)
     if array.dtype.kind in "USO":
         raise TypeError(f"can't convert np.ndarray of type {array.dtype}; only numeric and bool data make tensors")
     return array
 
 
-def _tensors_to_numbers(data):
+_PY_SCALARS = frozenset({bool, int, float, complex})
+
+
+def _leaves(data, found):
+    """``data`` with tensors replaced by numpy arrays; adds each leaf's dtype (or Python type) to ``found``."""
+    t = type(data)
+    if t is list or t is tuple:
+        types = set(map(type, data))
+        if types <= _PY_SCALARS:  # the common flat case, without a Python-level loop
+            found.update(types)
+            return data
+        return [_leaves(d, found) for d in data]
     if isinstance(data, Tensor):
+        found.add(data.dtype)
         return data._host_array()
+    if isinstance(data, (np.ndarray, np.generic)):
+        found.add(D.from_numpy_dtype(data.dtype))
+        return data
+    for py in (bool, int, float, complex):  # subclasses (IntEnum, ...) count as their base
+        if isinstance(data, py):
+            found.add(py)
+            return data
     if isinstance(data, (list, tuple)):
-        return [_tensors_to_numbers(d) for d in data]
-    return data
+        return [_leaves(d, found) for d in data]
+    return data  # not a number: np.array gives an object array, rejected by the caller
+
+
+def _promote_leaf_dtypes(found):
+    result = None
+    for kind in found:
+        if kind is bool:
+            d = D.bool
+        elif kind is int:
+            d = D.int64
+        elif kind is float:
+            d = D.get_default_dtype()
+        elif kind is complex:
+            d = D.default_complex_dtype()
+        else:
+            d = kind
+        result = d if result is None else D.promote_types(result, d)
+    return D.get_default_dtype() if result is None else result
 
 
 def _finish(array, dtype, device, requires_grad, *, copy):
@@ -137,7 +179,7 @@ def from_numpy(ndarray):
 
     Raises:
         TypeError: for dtypes ember lacks (uint16, strings, objects, ...) or non-arrays.
-        ValueError: for arrays with negative strides (copy them first).
+        ValueError: for arrays with negative strides (copy them first) or a non-native byte order.
 
     Example:
         >>> import ember, numpy as np
@@ -147,14 +189,17 @@ def from_numpy(ndarray):
     """
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if not ndarray.dtype.isnative:
+        raise ValueError(
+            f"from_numpy: the array's byte order ({ndarray.dtype}) differs from the machine's; convert it first "
+            "with ndarray.astype(ndarray.dtype.newbyteorder('='))"
+        )
     D.from_numpy_dtype(ndarray.dtype)
     if any(s < 0 for s in ndarray.strides):
         raise ValueError(
             "At least one stride in the given numpy array is negative, and tensors with negative strides are not "
             "currently supported. (You can probably work around this by making a copy of your array with array.copy().)"
         )
-    if not ndarray.dtype.isnative:
-        raise TypeError(f"from_numpy: byte-swapped arrays ({ndarray.dtype}) are not supported; use .astype(native dtype)")
     return Tensor._make(ndarray)
 
 

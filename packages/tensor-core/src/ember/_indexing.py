@@ -46,12 +46,20 @@ def _normalize_key(key):
         key = (key,)
     out = []
     for k in key:
-        if isinstance(k, (list, np.ndarray)):
+        if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" and k.dtype != np.uint8:
+            k = int(k)
+        elif isinstance(k, (list, np.ndarray)):
             k = _as_index_tensor(k)
         elif isinstance(k, np.integer):
             k = int(k)
+        elif isinstance(k, Tensor) and k.ndim == 0 and k.dtype in _SCALAR_INDEX_DTYPES and k.device.type != "meta":
+            # A zero-dim integer tensor indexes like an int (a select), as in PyTorch.
+            k = int(k.item())
         out.append(k)
     return out
+
+
+_SCALAR_INDEX_DTYPES = (D.int8, D.int16, D.int32, D.int64)
 
 
 def _apply_basic(t, key):
@@ -94,9 +102,12 @@ def _apply_basic(t, key):
             )
     if not advanced:
         return result, None
-    indices = [None] * (advanced[-1][0] + 1)
+    # One entry per index, in order: None for each whole dim skipped, a k-dim mask covering k dims.
+    indices, pos = [], 0
     for d, k in advanced:
-        indices[d] = k
+        indices.extend([None] * (d - pos))
+        indices.append(k)
+        pos = d + _dims_used(k)
     return result, indices
 
 

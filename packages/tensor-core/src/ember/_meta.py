@@ -15,7 +15,7 @@ import numpy as np
 
 from ._device import Backend, register_backend_type
 
-__all__ = ["MetaArray", "contiguous_strides"]
+__all__ = ["MetaArray", "contiguous_strides", "dense_strides_like"]
 
 
 def contiguous_strides(shape):
@@ -26,6 +26,59 @@ def contiguous_strides(shape):
         strides.append(acc)
         acc *= max(n, 1)
     return tuple(reversed(strides))
+
+
+def _is_non_overlapping_and_dense(shape, strides):
+    """Whether some permutation of the dims makes (shape, strides) row-major contiguous."""
+    expected = 1
+    for d in sorted(range(len(shape)), key=lambda d: (strides[d], shape[d])):
+        if shape[d] == 1:
+            continue
+        if strides[d] != expected:
+            return False
+        expected *= shape[d]
+    return True
+
+
+def dense_strides_like(shape, strides):
+    """Strides (elements) of a dense copy that keeps the layout of (shape, strides).
+
+    This is what ``clone`` (``preserve_format``) and ``empty_like`` give, as in
+    PyTorch: a tensor whose elements are dense without overlap keeps its
+    strides (a transposed matrix stays transposed); otherwise the dims are laid
+    out densely in the order of their strides, innermost = smallest stride.
+    Dims of stride 0 (expanded) keep their place relative to their neighbours.
+    """
+    shape, strides = tuple(shape), tuple(strides)
+    if 0 in shape or _is_non_overlapping_and_dense(shape, strides):
+        return strides
+    ndim = len(shape)
+
+    def order(a, b):
+        """> 0 when dim ``a`` must sit inside dim ``b``, < 0 when outside, 0 when undecided."""
+        if strides[a] == 0 or strides[b] == 0:
+            return 0
+        if strides[a] != strides[b]:
+            return 1 if strides[a] > strides[b] else -1
+        return 1 if shape[a] > shape[b] else 0
+
+    # dims from innermost to outermost; an insertion sort that leaves undecided pairs alone
+    perm = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = order(perm[k], perm[j])
+            if c > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif c < 0:
+                break
+    result = [0] * ndim
+    acc = 1
+    for d in perm:
+        result[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(result)
 
 
 class MetaArray:

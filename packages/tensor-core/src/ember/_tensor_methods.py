@@ -23,6 +23,7 @@ METHOD_OPS = [
     "view", "reshape", "as_strided", "transpose", "permute", "t", "unsqueeze", "squeeze", "expand",
     "select", "narrow", "split", "chunk", "unbind", "diagonal", "unfold", "flatten", "detach",
     "clone", "copy_", "fill_", "zero_", "index_put_", "index_put",
+    "uniform_", "normal_", "random_", "exponential_", "bernoulli_", "bernoulli", "multinomial",
 ]
 
 _ALIASES = {"swapaxes": "transpose", "swapdims": "transpose", "subtract": "sub", "multiply": "mul", "divide": "div",

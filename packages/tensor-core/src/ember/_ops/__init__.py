@@ -12,6 +12,7 @@ from . import creation  # noqa: E402,I001 - registration order matters
 from . import views  # noqa: E402
 from . import pointwise  # noqa: E402
 from . import indexing  # noqa: E402
+from . import random  # noqa: E402
 
 __all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE", "public_ops"]
 

@@ -19,6 +19,7 @@ from ._shapes import broadcast_shapes
 __all__ = ["binary", "unary", "binary_dtype", "operand", "make_inplace"]
 
 _FROM_NP = D.from_numpy_dtype
+_EXTENSION_FLOATS = (D.bfloat16.numpy_dtype,)
 
 
 def binary_dtype(a, b):
@@ -44,6 +45,8 @@ def operand(x, np_dtype):
         info = np.iinfo(np_dtype)
         if not info.min <= x <= info.max:
             return np.array(x).astype(np_dtype)[()]
+    elif np_dtype in _EXTENSION_FLOATS:  # ml_dtypes' bfloat16 takes no Python scalars in its loops
+        return np_dtype.type(x)
     return x
 
 
@@ -84,7 +87,8 @@ def binary(name, np_fn, *, result="promote", doc, out_dtype=None, has_inplace=Tr
 
     def cpu(input, other):
         np_dtype = compute_dtype(input, other).numpy_dtype
-        return np.asarray(np_fn(operand(input, np_dtype), operand(other, np_dtype)))
+        with np.errstate(all="ignore"):  # PyTorch computes inf/nan silently (1/0, 0/0)
+            return np.asarray(np_fn(operand(input, np_dtype), operand(other, np_dtype)))
 
     meta.__name__ = name
     meta.__doc__ = doc
@@ -124,7 +128,8 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, tags=("pointwise
         data = input._data
         if result == "float" and data.dtype != target:
             data = data.astype(target)
-        return np.asarray(np_fn(data)).astype(target, copy=False)
+        with np.errstate(all="ignore"):
+            return np.asarray(np_fn(data)).astype(target, copy=False)
 
     meta.__name__ = name
     meta.__doc__ = doc

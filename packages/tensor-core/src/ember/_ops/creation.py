@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import canonical_device, get_backend
-from .._meta import MetaArray
+from .._meta import MetaArray, contiguous_strides, dense_strides_like
 from .._tensor import Tensor
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes, normalize_size
@@ -133,7 +133,7 @@ def _empty_strided_cpu(size, stride, *, dtype=None, layout=None, device=None, re
     np_dtype = _float_dtype(dtype).numpy_dtype
     extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     buf = np.empty(extent, np_dtype)
-    return np.lib.stride_tricks.as_strided(buf, size, tuple(s * np_dtype.itemsize for s in stride))
+    return np.ndarray(size, np_dtype, buffer=buf, strides=tuple(s * np_dtype.itemsize for s in stride))
 
 
 empty_strided = defop("empty_strided", _empty_strided_meta, cpu=_empty_strided_cpu, tags=_FACTORY)
@@ -268,10 +268,27 @@ def _scalar_value(v):
 
 def _linspace_cpu(start, end, steps, *, dtype=None, layout=None, device=None, requires_grad=False):
     out = _linspace_meta(start, end, steps, dtype=dtype)
-    values = np.linspace(_scalar_value(start), _scalar_value(end), steps)
-    if out.dtype.kind in "iu":
-        values = np.trunc(values)
-    return values.astype(out.dtype)
+    start, end = _scalar_value(start), _scalar_value(end)
+    if out.dtype.kind in "biu":
+        # As PyTorch: the bounds become integers first, the points are truncated.
+        start, end = math.trunc(start.real if isinstance(start, builtins.complex) else start), math.trunc(
+            end.real if isinstance(end, builtins.complex) else end
+        )
+        return np.trunc(_symmetric_linspace(float(start), float(end), steps)).astype(out.dtype)
+    if isinstance(start, builtins.complex) or isinstance(end, builtins.complex):
+        return np.linspace(start, end, steps).astype(out.dtype)
+    return _symmetric_linspace(float(start), float(end), steps).astype(out.dtype)
+
+
+def _symmetric_linspace(start, end, steps):
+    """``steps`` float64 points from ``start`` to ``end``: the first half counted up from
+    ``start``, the second half down from ``end``, so both ends are exact (PyTorch's rounding)."""
+    if steps == 1:
+        return np.array([start])
+    step = (end - start) / (steps - 1) if steps > 1 else 0.0
+    i = np.arange(steps, dtype=np.float64)
+    half = steps // 2
+    return np.concatenate([start + step * i[:half], end - step * (steps - 1 - i[half:])])
 
 
 linspace = defop("linspace", _linspace_meta, cpu=_linspace_cpu, has_out=True, tags=_FACTORY)
@@ -381,12 +398,58 @@ polar = defop("polar", _polar_meta, cpu=_polar_cpu, has_out=True)
 # -- copies and conversions -------------------------------------------------------------
 
 
+class memory_format:
+    """How a copy lays out its elements: ``contiguous_format`` (row-major) or
+    ``preserve_format`` (the input's layout, see :func:`ember._meta.dense_strides_like`)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"ember.{self.name}"
+
+    def __reduce__(self):
+        return self.name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+
+
+def _clone_strides(input, memory_format):
+    shape = input._data.shape
+    if memory_format is None or memory_format is preserve_format:
+        return dense_strides_like(shape, input.stride())
+    if memory_format is contiguous_format:
+        return contiguous_strides(shape)
+    raise RuntimeError(f"clone: unsupported memory_format {memory_format!r}; use contiguous_format or preserve_format")
+
+
 def _clone_meta(input, *, memory_format=None):
-    """A copy of ``input`` with its own storage (same shape, dtype, device)."""
-    return MetaArray(input._data.shape, input._data.dtype)
+    """A copy of ``input`` with its own storage (same shape, dtype, device).
+
+    Args:
+        memory_format: ``preserve_format`` (the default: a dense input keeps its
+            strides, as a transposed matrix does) or ``contiguous_format`` (row-major).
+    """
+    return MetaArray(input._data.shape, input._data.dtype, _clone_strides(input, memory_format))
 
 
-clone = defop("clone", _clone_meta, cpu=lambda input, *, memory_format=None: np.array(input._data, copy=True))
+def _clone_cpu(input, *, memory_format=None):
+    data = input._data
+    strides = _clone_strides(input, memory_format)
+    if strides == contiguous_strides(data.shape):
+        return np.array(data, copy=True, order="C")
+    itemsize = data.dtype.itemsize
+    buf = np.empty(data.size, data.dtype)
+    out = np.ndarray(data.shape, data.dtype, buffer=buf, strides=tuple(s * itemsize for s in strides))
+    np.copyto(out, data)
+    return out
+
+
+clone = defop("clone", _clone_meta, cpu=_clone_cpu)
 
 
 def _to_copy_meta(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None):
@@ -399,28 +462,44 @@ def _to_copy_meta(input, *, dtype=None, layout=None, device=None, pin_memory=Fal
     target = canonical_device(device) if device is not None else input.device
     if input.device.type == "meta" and target.type != "meta":
         raise NotImplementedError("Cannot copy out of meta tensor; no data!")
-    array = MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
+    shape = input._data.shape
+    strides = dense_strides_like(shape, input.stride())  # a copy keeps the layout (preserve_format)
+    array = MetaArray(shape, (input.dtype if dtype is None else dtype).numpy_dtype, strides)
     return Tensor._make(array, canonical_device("meta"))
 
 
 def _convert_array(array, np_dtype):
-    if np_dtype.kind in "biu" and array.dtype.kind in "fc":
+    if np_dtype.kind == "b":
+        # non-zero is True; a complex value is zero only when both parts are
+        return np.asarray(np.not_equal(array, 0))
+    if np_dtype.kind in "iu" and array.dtype.kind in "fc":
         # float -> int truncates toward zero like C; complex drops the imaginary part
         if array.dtype.kind == "c":
             array = array.real
         with np.errstate(invalid="ignore"):
             return array.astype(np_dtype)
-    if np_dtype.kind == "f" and array.dtype.kind == "c":
-        return array.real.astype(np_dtype)
-    return array.astype(np_dtype)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow gives inf, as a C cast does
+        if np_dtype.kind == "f" and array.dtype.kind == "c":
+            return array.real.astype(np_dtype)
+        return array.astype(np_dtype)
 
 
 def _to_copy_cpu(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None):
-    np_dtype = input._data.dtype if dtype is None else dtype.numpy_dtype
-    array = _convert_array(input._data, np_dtype)
+    data = input._data
+    np_dtype = data.dtype if dtype is None else dtype.numpy_dtype
     target = canonical_device(device) if device is not None else input.device
+    strides = dense_strides_like(data.shape, input.stride())  # a copy keeps the layout, as clone
+    if target.type == "meta":
+        return Tensor._make(MetaArray(data.shape, np_dtype, strides), target)
+    array = _convert_array(data, np_dtype)
     if target.type != "cpu":
-        array = get_backend(target.type).from_numpy(np.ascontiguousarray(array), target.index)
+        return Tensor._make(get_backend(target.type).from_numpy(np.ascontiguousarray(array), target.index), target)
+    itemsize = np_dtype.itemsize
+    if array.strides != tuple(s * itemsize for s in strides):
+        out = np.ndarray(data.shape, np_dtype, buffer=np.empty(data.size, np_dtype),
+                         strides=tuple(s * itemsize for s in strides))
+        np.copyto(out, array)
+        array = out
     return Tensor._make(array, target)
 
 

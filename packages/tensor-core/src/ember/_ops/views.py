@@ -21,9 +21,23 @@ __all__ = []
 
 
 def _view_meta(input, shape, strides, offset=None, dtype=None):
-    return MetaArray(
-        shape, input._data.dtype if dtype is None else dtype, strides, input.storage_offset() if offset is None else offset
-    )
+    if offset is None:
+        offset = input.storage_offset()
+    elif 0 in shape and offset and input._device.type != "meta":
+        offset = _clamp_empty_offset(input, offset)
+    return MetaArray(shape, input._data.dtype if dtype is None else dtype, strides, offset)
+
+
+def _clamp_empty_offset(input, offset):
+    """An empty view's offset, kept inside the storage so that backends can place it.
+
+    PyTorch lets an empty view point past the end of its storage (``x[5:]`` of a
+    3-element ``x`` has offset 3 there, and a select of an empty tensor may go
+    further); a backend array can't, so such offsets stop at the storage's end.
+    """
+    from .._storage import storage_of
+
+    return min(offset, storage_of(input).nbytes // input._data.dtype.itemsize)
 
 
 def _defview(name, meta, **kw):
@@ -42,6 +56,8 @@ def _view_strides(old_shape, old_strides, new_shape):
     numel = math.prod(old_shape)
     if numel == 0:
         return contiguous_strides(new_shape)
+    if not old_shape:  # a zero-dim tensor is viewed as one element of stride 1
+        old_shape, old_strides = (1,), (1,)
     new_strides = [0] * len(new_shape)
     view_d = len(new_shape) - 1
     chunk_base_stride = old_strides[-1] if old_strides else 1
@@ -105,13 +121,9 @@ def _reshape_decomp(input, *shape):
     new_shape = infer_size(_raw_shape(shape), input._data.size)
     if _view_strides(input._data.shape, input.stride(), new_shape) is not None:
         return view(input, new_shape)
-    return view(clone_op()(input), new_shape)
+    from .creation import clone, contiguous_format
 
-
-def clone_op():
-    from .creation import clone
-
-    return clone
+    return view(clone(input, memory_format=contiguous_format), new_shape)
 
 
 def _reshape_meta(input, *shape):
@@ -211,7 +223,8 @@ permute = _defview("permute", _permute_meta)
 
 
 def _t_decomp(input):
-    return input if input._data.ndim < 2 else transpose(input, 0, 1)
+    _t_meta(input)  # the argument check: a decomposition runs without the meta function
+    return transpose(input, 0, 1) if input._data.ndim == 2 else view(input, input._data.shape)
 
 
 def _t_meta(input):
@@ -365,7 +378,7 @@ def _slice_meta(input, dim=0, start=None, end=None, step=1):
     length = max(0, (end - start + step - 1) // step)
     shape, strides = list(input._data.shape), list(input.stride())
     shape[d] = length
-    offset = input.storage_offset() + (start * strides[d] if length else 0)
+    offset = input.storage_offset() + start * strides[d]  # also when empty, as PyTorch
     strides[d] *= step
     return _view_meta(input, tuple(shape), tuple(strides), offset)
 
@@ -374,12 +387,13 @@ slice_op = _defview("slice", _slice_meta)
 
 
 def _narrow_decomp(input, dim, start, length):
+    _narrow_meta(input, dim, start, length)  # the argument checks
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
     start = int(start)
     if start < 0:
         start += size
-    return slice_op(input, d, start, start + length)
+    return slice_op(input, d, start, start + int(length))
 
 
 def _narrow_meta(input, dim, start, length):
@@ -393,7 +407,7 @@ def _narrow_meta(input, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
-    start = int(start)
+    start, length = int(start), int(length)
     if not -size <= start <= size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
     if start < 0:
@@ -458,12 +472,17 @@ def _split_decomp(tensor, split_size_or_sections, dim=0):
 split = defop("split", _split_meta, category=COMPOSITE, kind="view", decomposition=_split_decomp)
 
 
-def _chunk_size(input, chunks, dim):
+def _chunk_sizes(input, chunks, dim):
+    """The piece sizes of ``chunk``: pieces of ``ceil(size / chunks)``, the last smaller;
+    an empty dimension gives ``chunks`` empty pieces, as in PyTorch."""
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     d = wrap_dim(dim, input._data.ndim)
     size = input._data.shape[d]
-    return max(1, -(-size // chunks)) if size else 0
+    if size == 0:
+        return [0] * chunks
+    step = -(-size // chunks)
+    return [min(step, size - start) for start in range(0, size, step)]
 
 
 def _chunk_meta(input, chunks, dim=0):
@@ -472,11 +491,11 @@ def _chunk_meta(input, chunks, dim=0):
     Raises:
         RuntimeError: if ``chunks`` is not positive.
     """
-    return _split_meta(input, _chunk_size(input, chunks, dim), dim)
+    return _split_meta(input, _chunk_sizes(input, chunks, dim), dim)
 
 
 def _chunk_decomp(input, chunks, dim=0):
-    return split(input, _chunk_size(input, chunks, dim), dim)
+    return split(input, _chunk_sizes(input, chunks, dim), dim)
 
 
 chunk = defop("chunk", _chunk_meta, category=COMPOSITE, kind="view", decomposition=_chunk_decomp)

@@ -1,0 +1,1047 @@
+"""Saving and loading tensors and the Python structures that hold them, without pickle.
+
+:func:`save` writes an object (a tensor, or a state dict: nested dicts, lists
+and tuples of tensors and Python scalars) to a file that any safetensors reader
+can open, and :func:`load` reads it back. Nothing in a file is ever executed:
+the structure is JSON, the tensor data raw bytes, and every claim the file
+makes (sizes, offsets, strides) is checked before it is used.
+
+File layout (a valid safetensors file)::
+
+    8 bytes    little-endian unsigned length N of the header
+    N bytes    UTF-8 JSON header, padded with spaces so the data starts 8-byte aligned
+    rest       the storages' bytes, back to back, in header order
+
+The header maps one name per distinct *storage* (the allocation that a tensor
+and its views share) to ``{"dtype": code, "shape": [n], "data_offsets":
+[begin, end]}``: each storage is stored once, whole and byte-exact, as a flat
+1-D tensor. Its dtype code is that of the tensors that view it when they all
+share one element type (``"F32"`` for float32, ...); a complex storage is
+stored as interleaved (real, imaginary) pairs (``"F32"`` for complex64,
+``"F64"`` for complex128), because safetensors has no complex128; a storage
+viewed with several element types is stored as ``"U8"`` bytes. A storage is
+named after the first place in the object where a tensor uses it
+(``"layer.weight"``).
+
+``"__metadata__"`` (a string-to-string map, as safetensors requires) holds:
+
+* ``"ember.format_version"``: ``"1"``;
+* ``"ember.structure"``: JSON text ``{"storages": {name: {"device": "cpu",
+  "nbytes": n}}, "tensors": [record, ...], "root": node}``. A tensor record is
+  ``{"storage": name, "dtype": "float32", "shape": [...], "stride": [...],
+  "storage_offset": k, "requires_grad": false}``; ``"storage"`` is ``null``
+  for a meta tensor, which has no data. A node is JSON ``null``, ``true``/
+  ``false``, a string, an integer, a finite float or a list (a Python list),
+  or an object tagged by ``"t"``: ``{"t": "tensor", "i": k}`` (the k-th record;
+  the same tensor object saved twice is one record and loads as one object),
+  ``{"t": "tuple", "v": [...]}``, ``{"t": "size", "v": [...]}``
+  (:class:`ember.Size`), ``{"t": "dict" | "odict", "items": [[key, value],
+  ...]}`` (keys are nodes too, so int keys stay ints), ``{"t": "float", "v":
+  "nan" | "inf" | "-inf"}``, ``{"t": "complex", "re": x, "im": y}``,
+  ``{"t": "dtype", "v": "float32"}`` and ``{"t": "device", "v": "cuda:0"}``;
+* ``"ember.header_sha256"``: the SHA-256 of the header in canonical JSON
+  (keys sorted, no spaces, ASCII) without this entry, so a damaged header is
+  detected even where it still parses. The data bytes are not checksummed.
+
+A safetensors file written by another program (without ``ember.*`` metadata)
+loads as a dict from tensor names to tensors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import tempfile
+from collections import OrderedDict
+
+import numpy as np
+
+from ._device import canonical_device, get_backend
+from ._device import device as _device_cls
+from ._dtype import ALL_DTYPES, BY_NAME
+from ._dtype import dtype as _dtype_cls
+from ._meta import MetaArray
+from ._storage import Storage, array_data_ptr, storage_of
+from ._tensor import Size, Tensor
+
+__all__ = ["save", "load", "SerializationError"]
+
+FORMAT_VERSION = "1"
+"""The version written to ``"ember.format_version"``; :func:`load` accepts only this one."""
+
+MAX_HEADER_BYTES = 100_000_000
+"""The largest header :func:`load` accepts (safetensors' own limit)."""
+
+_META_VERSION = "ember.format_version"
+_META_STRUCTURE = "ember.structure"
+_META_CHECKSUM = "ember.header_sha256"
+_METADATA = "__metadata__"
+
+_MAX_NDIM = 64  # numpy's limit
+_MAX_INT = 2**63 - 1  # sizes, strides and offsets are int64 in every framework we interoperate with
+_CHUNK = 64 * 1024 * 1024  # bytes per read/write call on streams
+
+_BY_CODE = {d._safetensors_code: d for d in ALL_DTYPES}
+_META_DEVICE = _device_cls("meta")
+_CPU = _device_cls("cpu")
+
+
+class SerializationError(RuntimeError):
+    """A file that :func:`ember.load` cannot read: truncated, corrupted, hostile or not an ember/safetensors file.
+
+    The message names the file and what is wrong with it.
+    """
+
+
+# ---------------------------------------------------------------------------
+# save
+
+
+def save(obj, f):
+    """Save ``obj`` to ``f`` in a safetensors-compatible file, without pickle.
+
+    ``obj`` may be a tensor or any nesting of ``dict`` (keys: str, int, float,
+    bool, None or tuples of those), ``collections.OrderedDict``, ``list``,
+    ``tuple``, :class:`ember.Size`, tensors, Python scalars (``int``,
+    ``float``, ``bool``, ``complex``, ``None``, ``str``), :class:`ember.dtype`
+    and :class:`ember.device`. Types are kept exactly (a tuple loads as a
+    tuple, an OrderedDict as an OrderedDict). Each storage is written once, so
+    views keep sharing memory after :func:`load`, with their strides and
+    storage offsets. Meta tensors keep shape, dtype and strides only. Tensors
+    on other devices are copied to host memory for writing and remember their
+    device. Tensor subclasses are saved as plain tensors; ``.grad`` and the
+    autograd graph are not saved (``requires_grad`` is).
+
+    Args:
+        obj: the object to save.
+        f (str, os.PathLike or binary file object): a path, written atomically
+            (to a temporary file in the same directory, flushed and fsynced,
+            then renamed over ``f``, and the directory fsynced), so a crash or
+            error never leaves a partial file and leaves an existing ``f``
+            untouched; or a file object opened for binary writing, written at
+            its current position.
+
+    Raises:
+        TypeError: if ``obj`` holds an object of a type that cannot be saved
+            (the message gives where, e.g. ``obj['opt'][2]``), or ``f`` is
+            neither a path nor a writable file object.
+        ValueError: if ``obj`` contains itself (a reference cycle).
+        OSError: if writing fails (any existing file at ``f`` is left as it was).
+
+    Example:
+        >>> import os, tempfile
+        >>> import ember
+        >>> weight = ember.arange(6, dtype=ember.float32).reshape(2, 3)
+        >>> state = {"weight": weight, "weight_t": weight.t(), "step": 10}
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "checkpoint.safetensors")
+        ...     ember.save(state, path)
+        ...     loaded = ember.load(path)
+        >>> loaded["step"]
+        10
+        >>> loaded["weight_t"].tolist()
+        [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+        >>> loaded["weight"].untyped_storage() is loaded["weight_t"].untyped_storage()
+        True
+    """
+    plan = _Encoder().plan(obj)
+    if isinstance(f, (str, os.PathLike)):
+        _atomic_write(os.fspath(f), plan)
+    elif hasattr(f, "write"):
+        if isinstance(f, io.TextIOBase):
+            raise TypeError("ember.save: f is a text-mode file; open it in binary mode ('wb')")
+        _write_payload(f, plan)
+        flush = getattr(f, "flush", None)
+        if flush is not None:
+            flush()
+    else:
+        raise TypeError(
+            f"ember.save: f must be a path (str or os.PathLike) or a binary file object, not {type(f).__name__}"
+        )
+
+
+class _StoragePlan:
+    """One storage to write: where its bytes come from and how it is labelled."""
+
+    __slots__ = ("name", "storage", "device", "dtypes", "host_bytes", "nbytes")
+
+    def __init__(self, name, storage, device, host_bytes=None):
+        self.name = name
+        self.storage = storage
+        self.device = device
+        self.dtypes = set()
+        self.host_bytes = host_bytes  # set for copies made at plan time; else read at write time
+        self.nbytes = storage.nbytes if storage is not None else host_bytes.nbytes
+
+    def code_and_count(self):
+        """The safetensors dtype code and element count this storage is written with."""
+        element_types = {d.to_real() for d in self.dtypes}
+        if len(element_types) == 1:
+            (element,) = element_types
+            if self.nbytes % element.itemsize == 0:
+                return element._safetensors_code, self.nbytes // element.itemsize
+        return "U8", self.nbytes
+
+    def bytes(self):
+        """The whole storage as a flat, C-contiguous uint8 numpy array in host memory."""
+        if self.host_bytes is not None:
+            return self.host_bytes
+        base = self.storage.base
+        if self.device.type != "cpu":
+            base = get_backend(self.device.type).to_numpy(base)
+        flat = np.ascontiguousarray(base).reshape(-1).view(np.uint8)
+        if flat.nbytes != self.nbytes:
+            raise RuntimeError(
+                f"ember.save: storage '{self.name}' on {self.device} exported {flat.nbytes} bytes, "
+                f"expected {self.nbytes}"
+            )
+        return flat
+
+
+class _Plan:
+    """Everything :func:`save` writes: the header bytes and the storages in file order."""
+
+    __slots__ = ("header", "storages")
+
+    def __init__(self, header, storages):
+        self.header = header
+        self.storages = storages
+
+
+class _Encoder:
+    """Turns an object into the JSON structure, the tensor records and the storages to write."""
+
+    def __init__(self):
+        self.records = []
+        self.tensor_index = {}  # id(tensor) -> record index
+        self.storages = {}  # id(storage) -> _StoragePlan
+        self.storage_order = []
+        self.names = set()
+        self.keep_alive = []  # ids stay unique only while the objects live
+        self.active = set()  # ids of containers being encoded, to detect cycles
+
+    def plan(self, obj):
+        root = self.encode(obj, "obj", ())
+        structure = {
+            "storages": {p.name: {"device": str(p.device), "nbytes": p.nbytes} for p in self.storage_order},
+            "tensors": self.records,
+            "root": root,
+        }
+        header = {}
+        offset = 0
+        for p in self.storage_order:
+            code, count = p.code_and_count()
+            header[p.name] = {"dtype": code, "shape": [count], "data_offsets": [offset, offset + p.nbytes]}
+            offset += p.nbytes
+        metadata = {
+            _META_VERSION: FORMAT_VERSION,
+            _META_STRUCTURE: json.dumps(structure, separators=(",", ":"), ensure_ascii=True, allow_nan=False),
+        }
+        header = {_METADATA: metadata, **header}
+        metadata[_META_CHECKSUM] = _header_checksum(header)
+        text = json.dumps(header, separators=(",", ":"), ensure_ascii=True, allow_nan=False).encode("ascii")
+        text += b" " * (-len(text) % 8)  # 8 + len(text) is then a multiple of 8: aligned data
+        return _Plan(text, self.storage_order)
+
+    # -- nodes ------------------------------------------------------------------
+
+    def encode(self, obj, where, path):
+        kind = type(obj)
+        if obj is None or kind is bool or kind is str:
+            return obj
+        if kind is int:
+            return obj
+        if kind is float:
+            return _encode_float(obj)
+        if kind is complex:
+            return {"t": "complex", "re": _encode_float(obj.real), "im": _encode_float(obj.imag)}
+        if isinstance(obj, Tensor):
+            return {"t": "tensor", "i": self.tensor(obj, where, path)}
+        if kind is _dtype_cls:
+            return {"t": "dtype", "v": obj.name}
+        if kind is _device_cls:
+            return {"t": "device", "v": str(obj)}
+        if kind is Size:
+            return {"t": "size", "v": [int(s) for s in obj]}
+        if kind in (list, tuple, dict, OrderedDict):
+            if id(obj) in self.active:
+                raise ValueError(f"ember.save: {where} contains itself; reference cycles cannot be saved")
+            self.active.add(id(obj))
+            try:
+                if kind is list:
+                    return [self.encode(v, f"{where}[{i}]", (*path, str(i))) for i, v in enumerate(obj)]
+                if kind is tuple:
+                    return {
+                        "t": "tuple",
+                        "v": [self.encode(v, f"{where}[{i}]", (*path, str(i))) for i, v in enumerate(obj)],
+                    }
+                items = []
+                for k, v in obj.items():
+                    items.append([self.encode_key(k, where), self.encode(v, f"{where}[{k!r}]", (*path, str(k)))])
+                return {"t": "dict" if kind is dict else "odict", "items": items}
+            finally:
+                self.active.discard(id(obj))
+        hint = " (convert numpy values with .item() or ember.from_numpy)" if kind.__module__ == "numpy" else ""
+        raise TypeError(
+            f"ember.save: cannot save {where} of type {kind.__module__}.{kind.__qualname__}{hint}; supported are "
+            "tensors, dict, OrderedDict, list, tuple, ember.Size, int, float, bool, complex, str, None, "
+            "ember.dtype and ember.device (subclasses other than of Tensor are not, since loading must not run "
+            "their code)"
+        )
+
+    def encode_key(self, key, where):
+        kind = type(key)
+        if key is None or kind in (bool, int, float, str):
+            return self.encode(key, where, ())
+        if kind is tuple:
+            return {"t": "tuple", "v": [self.encode_key(k, where) for k in key]}
+        raise TypeError(
+            f"ember.save: cannot save the key {key!r} of {where}: dict keys must be str, int, float, bool, None "
+            f"or tuples of those, not {kind.__qualname__}"
+        )
+
+    # -- tensors ----------------------------------------------------------------
+
+    def tensor(self, t, where, path):
+        index = self.tensor_index.get(id(t))
+        if index is not None:
+            return index
+        self.keep_alive.append(t)
+        dt = t.dtype
+        shape = [int(s) for s in t.shape]
+        device = t.device
+        record = {
+            "storage": None,
+            "dtype": dt.name,
+            "shape": shape,
+            "stride": [int(s) for s in t.stride()],
+            "storage_offset": int(t.storage_offset()) if device.type == "meta" else 0,
+            "requires_grad": bool(t.requires_grad),
+        }
+        if device.type != "meta":
+            storage = storage_of(t)
+            plan = self.storages.get(id(storage))
+            if plan is None and storage.base is not None:
+                plan = self.storages[id(storage)] = self.new_storage(path, storage, device, None)
+                self.keep_alive.append(storage)
+            if plan is not None:
+                record["storage_offset"] = _element_offset(t, storage, where)
+            else:
+                # A device whose storage cannot be exported whole: save this tensor's values alone.
+                values = np.ascontiguousarray(t._host_array())
+                plan = self.new_storage(path, None, device, values.reshape(-1).view(np.uint8))
+                record["stride"] = _contiguous_strides(shape)
+            plan.dtypes.add(dt)
+            record["storage"] = plan.name
+        self.tensor_index[id(t)] = len(self.records)
+        self.records.append(record)
+        return self.tensor_index[id(t)]
+
+    def new_storage(self, path, storage, device, host_bytes):
+        base = ".".join(path) or "tensor"
+        if base == _METADATA:
+            base = "tensor"
+        name, n = base, 1
+        while name in self.names:
+            n += 1
+            name = f"{base}#{n}"
+        self.names.add(name)
+        plan = _StoragePlan(name, storage, device, host_bytes)
+        self.storage_order.append(plan)
+        return plan
+
+
+def _element_offset(t, storage, where):
+    """``t``'s offset into ``storage`` in elements, computed from addresses so it is exact."""
+    itemsize = t.element_size()
+    byte_offset = array_data_ptr(t._data) - storage.data_ptr()
+    if t.numel() == 0 and not 0 <= byte_offset <= storage.nbytes:
+        return 0  # an empty view's address is not meaningful; nothing is read through it
+    if byte_offset % itemsize:
+        raise ValueError(
+            f"ember.save: {where} starts {byte_offset} bytes into its storage, which is not a multiple of its "
+            f"element size {itemsize}; save a .clone() of it instead"
+        )
+    return byte_offset // itemsize
+
+
+def _contiguous_strides(shape):
+    strides, acc = [], 1
+    for n in reversed(shape):
+        strides.append(acc)
+        acc *= max(n, 1)
+    return strides[::-1]
+
+
+def _encode_float(x):
+    if math.isfinite(x):
+        return x
+    return {"t": "float", "v": "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")}
+
+
+def _header_checksum(header):
+    """SHA-256 (hex) of ``header`` in canonical JSON, without the checksum entry itself."""
+    metadata = {k: v for k, v in header.get(_METADATA, {}).items() if k != _META_CHECKSUM}
+    canonical = {**header, _METADATA: metadata}
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _write_all(fh, data):
+    """Write every byte of ``data`` (raw files may accept fewer per call)."""
+    view = memoryview(data).cast("B")
+    while len(view):
+        written = fh.write(view[:_CHUNK])
+        if written is None:
+            raise BlockingIOError("ember.save: the stream is non-blocking and would block; pass a blocking file")
+        view = view[written:]
+
+
+def _write_payload(fh, plan):
+    """Write the whole file (length, header, storages) to ``fh`` at its position."""
+    _write_all(fh, len(plan.header).to_bytes(8, "little"))
+    _write_all(fh, plan.header)
+    for storage in plan.storages:
+        _write_all(fh, storage.bytes())
+
+
+def _atomic_write(path, plan):
+    """Write ``plan`` to ``path`` through a temporary file and a rename, fsyncing both."""
+    target = os.path.realpath(path)  # keep a symlink at ``path`` pointing where it did
+    directory, filename = os.path.split(target)
+    fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_payload(fh, plan)
+            fh.flush()
+            os.fsync(fh.fileno())
+            _chmod_like_open(fh.fileno(), target)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _chmod_like_open(fd, target):
+    """Give the new file the mode ``open(target, "wb")`` would: the old file's, or 0o666 minus the umask."""
+    if not hasattr(os, "fchmod"):
+        return
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except OSError:
+        mode = 0o666 & ~_umask()
+    os.fchmod(fd, mode)
+
+
+def _umask():
+    try:  # Linux reports it without changing it (os.umask would race with other threads)
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _fsync_directory(directory):
+    """Make the rename durable; a no-op where directories cannot be opened (Windows)."""
+    flags = getattr(os, "O_DIRECTORY", None)
+    if flags is None:
+        return
+    fd = os.open(directory or ".", os.O_RDONLY | flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------------
+# load
+
+
+def load(f, map_location=None, *, weights_only=True):
+    """Load an object saved by :func:`save` (or any safetensors file) from ``f``.
+
+    Loading never executes code from the file. Every size, offset, stride and
+    name in the header is checked against the file before memory is allocated
+    or data is read, so a truncated, corrupted or hostile file raises
+    :class:`SerializationError` instead of allocating what the header claims.
+
+    Args:
+        f (str, os.PathLike or binary file object): a path, or a file object
+            opened for binary reading, read from its current position (and left
+            just past the saved object).
+        map_location: where tensors load. ``None``: the device they were
+            saved from. A device or string (``"cpu"``, ``"cuda:1"``): every
+            tensor goes there. A dict from saved device strings to devices
+            (``{"cuda:0": "cpu"}``): those saved on a listed device go to its
+            value, the others stay. A callable taking the saved device string
+            (``"cuda:0"``) and returning a device, a string, or ``None`` to keep
+            the saved device. Meta tensors stay on meta; mapping a device to
+            ``"meta"`` loads its tensors without data.
+        weights_only (bool): accepted for PyTorch compatibility; loading is
+            always weights-only, whatever the value, since nothing is unpickled.
+
+    Returns:
+        The saved object, with the types it had (tensors, dict, OrderedDict,
+        list, tuple, ember.Size, scalars, strings, dtypes, devices). Tensors
+        that shared a storage share one again; a tensor saved twice loads as
+        one object. A plain safetensors file loads as a dict from names to
+        tensors.
+
+    Raises:
+        SerializationError: if the file is truncated, corrupted, hostile, of
+            an unknown format version, or if a saved device is not available
+            here and ``map_location`` does not map it elsewhere.
+        TypeError: if ``f`` is neither a path nor a readable file object, or
+            ``map_location`` is of an unsupported type.
+        OSError: if the file cannot be opened or read.
+
+    Example:
+        >>> import io
+        >>> import ember
+        >>> buffer = io.BytesIO()
+        >>> ember.save({"x": ember.ones(2), 3: (1.5, None)}, buffer)
+        >>> _ = buffer.seek(0)
+        >>> loaded = ember.load(buffer, map_location="cpu")
+        >>> loaded[3]
+        (1.5, None)
+        >>> loaded["x"].tolist()
+        [1.0, 1.0]
+    """
+    del weights_only  # always true in effect
+    if isinstance(f, (str, os.PathLike)):
+        name = os.fspath(f)
+        with open(name, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            return _Reader(fh, repr(name), size, exact=True).load(map_location)
+    if hasattr(f, "read"):
+        if isinstance(f, io.TextIOBase):
+            raise TypeError("ember.load: f is a text-mode file; open it in binary mode ('rb')")
+        label = getattr(f, "name", None)
+        label = repr(label) if isinstance(label, (str, bytes)) else f"<{type(f).__name__} object>"
+        return _Reader(f, label, _remaining_bytes(f), exact=False).load(map_location)
+    raise TypeError(
+        f"ember.load: f must be a path (str or os.PathLike) or a binary file object, not {type(f).__name__}"
+    )
+
+
+def _remaining_bytes(fh):
+    """Bytes from the position of ``fh`` to its end, or ``None`` for streams that cannot seek."""
+    try:
+        if not fh.seekable():
+            return None
+        position = fh.tell()
+        end = fh.seek(0, os.SEEK_END)
+        fh.seek(position)
+    except (AttributeError, OSError, ValueError):
+        return None
+    return max(end - position, 0)
+
+
+class _StorageEntry:
+    """One validated data entry of the header."""
+
+    __slots__ = ("name", "dtype", "shape", "begin", "end")
+
+    def __init__(self, name, dtype, shape, begin, end):
+        self.name, self.dtype, self.shape, self.begin, self.end = name, dtype, shape, begin, end
+
+    @property
+    def nbytes(self):
+        return self.end - self.begin
+
+
+class _Reader:
+    """Reads and validates one saved object from an open binary file."""
+
+    def __init__(self, fh, label, remaining, *, exact):
+        self.fh = fh
+        self.label = label
+        self.remaining = remaining  # bytes available from the start position, None if unknown
+        self.exact = exact  # a whole file: no bytes may follow the data
+
+    def error(self, what):
+        return SerializationError(f"ember.load: {self.label}: {what}")
+
+    # -- reading bytes ----------------------------------------------------------
+
+    def read_bytes(self, n, what):
+        """Exactly ``n`` bytes; memory grows only with bytes actually read."""
+        parts, got = [], 0
+        while got < n:
+            chunk = self.fh.read(min(n - got, _CHUNK))
+            if not chunk:
+                raise self.error(f"file is truncated: expected {n} bytes of {what}, found {got}")
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+
+    def read_into(self, array, what):
+        """Fill the uint8 numpy ``array`` from the file."""
+        view = memoryview(array).cast("B")
+        got, n = 0, len(view)
+        readinto = getattr(self.fh, "readinto", None)
+        while got < n:
+            if readinto is not None:
+                count = readinto(view[got : got + _CHUNK])
+            else:
+                chunk = self.fh.read(min(n - got, _CHUNK))
+                count = len(chunk)
+                view[got : got + count] = chunk
+            if not count:
+                raise self.error(f"file is truncated: expected {n} bytes of {what}, found {got}")
+            got += count
+
+    def skip(self, n, what):
+        if n == 0:
+            return
+        try:
+            seekable = self.fh.seekable()
+        except (AttributeError, OSError, ValueError):
+            seekable = False
+        if seekable:
+            self.fh.seek(n, os.SEEK_CUR)
+            return
+        left = n
+        while left:
+            chunk = self.fh.read(min(left, _CHUNK))
+            if not chunk:
+                raise self.error(f"file is truncated: expected {n} bytes of {what}, found {n - left}")
+            left -= len(chunk)
+
+    # -- the header -------------------------------------------------------------
+
+    def read_header(self):
+        if self.remaining is not None and self.remaining < 8:
+            raise self.error(f"file is truncated: {self.remaining} bytes, too short for the 8-byte header length")
+        n = int.from_bytes(self.read_bytes(8, "header length"), "little")
+        if n < 2:
+            raise self.error(f"header length {n} is too small for a JSON header")
+        if n > MAX_HEADER_BYTES:
+            raise self.error(
+                f"header length {n} exceeds the limit of {MAX_HEADER_BYTES} bytes (corrupted or hostile file)"
+            )
+        if self.remaining is not None and n > self.remaining - 8:
+            raise self.error(
+                f"header length {n} is larger than the rest of the file ({self.remaining - 8} bytes): truncated"
+            )
+        raw = self.read_bytes(n, "header")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self.error(f"header is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        if not text.startswith("{"):
+            raise self.error("header does not start with '{': not a safetensors file")
+        try:
+            header = json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
+        except (ValueError, RecursionError) as exc:
+            raise self.error(f"header is not valid JSON: {exc}") from None
+        if type(header) is not dict:
+            raise self.error("header is not a JSON object")
+        return n, header
+
+    def parse_entries(self, header):
+        """The data entries of ``header``, validated and in file order, and the metadata."""
+        metadata = header.get(_METADATA, {})
+        if type(metadata) is not dict or not all(type(k) is str and type(v) is str for k, v in metadata.items()):
+            raise self.error(f"header field {_METADATA!r} must map strings to strings")
+        entries = []
+        for name, info in header.items():
+            if name == _METADATA:
+                continue
+            if type(info) is not dict or set(info) != {"dtype", "shape", "data_offsets"}:
+                raise self.error(f"header entry {name!r} must have exactly the fields dtype, shape and data_offsets")
+            code = info["dtype"]
+            if code not in _BY_CODE:
+                raise self.error(f"header entry {name!r} has unknown dtype code {code!r}; known: {', '.join(_BY_CODE)}")
+            dt = _BY_CODE[code]
+            shape = self.int_list(info["shape"], f"shape of header entry {name!r}")
+            offsets = self.int_list(info["data_offsets"], f"data_offsets of header entry {name!r}")
+            if len(offsets) != 2 or offsets[0] > offsets[1]:
+                raise self.error(
+                    f"header entry {name!r} has data_offsets {offsets}; expected [begin, end] with begin <= end"
+                )
+            expected = math.prod(shape) * dt.itemsize
+            if expected != offsets[1] - offsets[0]:
+                raise self.error(
+                    f"header entry {name!r}: shape {shape} of {code} needs {expected} bytes but data_offsets "
+                    f"{offsets} span {offsets[1] - offsets[0]}"
+                )
+            entries.append(_StorageEntry(name, dt, shape, offsets[0], offsets[1]))
+        position = 0
+        for entry in sorted(entries, key=lambda e: (e.begin, e.end)):
+            if entry.begin != position:
+                problem = "overlaps the previous entry" if entry.begin < position else "leaves a gap before it"
+                raise self.error(
+                    f"header entry {entry.name!r} starts at data offset {entry.begin} but the previous entry ends at "
+                    f"{position}: it {problem}"
+                )
+            position = entry.end
+        return entries, metadata, position
+
+    def int_list(self, value, what, *, low=0):
+        if type(value) is not list or len(value) > _MAX_NDIM:
+            raise self.error(f"{what} must be a list of at most {_MAX_NDIM} integers, got {_short(value)}")
+        for v in value:
+            if type(v) is not int or not low <= v <= _MAX_INT:
+                raise self.error(f"{what} must hold integers in [{low}, 2**63 - 1], got {_short(value)}")
+        return value
+
+    def check_data_size(self, header_length, data_size):
+        if self.remaining is None:
+            return
+        available = self.remaining - 8 - header_length
+        if data_size > available:
+            raise self.error(
+                f"file is truncated: the header describes {data_size} bytes of data, the file has {available}"
+            )
+        if self.exact and data_size < available:
+            raise self.error(
+                f"file has {available - data_size} unexpected bytes after the {data_size} bytes of data "
+                "the header describes"
+            )
+
+    # -- the whole file -----------------------------------------------------------
+
+    def load(self, map_location):
+        header_length, header = self.read_header()
+        entries, metadata, data_size = self.parse_entries(header)
+        self.check_data_size(header_length, data_size)
+        if self.remaining is None:
+            # A stream of unknown length: buffer the data first, so memory grows with the bytes
+            # actually present, never with what the header claims.
+            self.fh = io.BytesIO(self.read_bytes(data_size, "data"))
+        if any(k.startswith("ember.") for k in metadata):
+            return self.load_ember(header, entries, metadata, map_location)
+        return self.load_plain(entries, map_location)
+
+    def load_plain(self, entries, map_location):
+        """A safetensors file from elsewhere: a dict of tensors, each its own storage."""
+        target = self.target_device(map_location, "cpu")
+        records = []
+        for e in entries:
+            records.append(
+                {
+                    "storage": e.name,
+                    "dtype": e.dtype,
+                    "shape": e.shape,
+                    "stride": _contiguous_strides(e.shape),
+                    "storage_offset": 0,
+                    "requires_grad": False,
+                }
+            )
+        storages = self.read_storages(entries, {e.name: target for e in entries})
+        return {e.name: self.make_tensor(r, storages) for e, r in zip(entries, records)}
+
+    def load_ember(self, header, entries, metadata, map_location):
+        version = metadata.get(_META_VERSION)
+        if version != FORMAT_VERSION:
+            raise self.error(
+                f"unsupported ember format version {version!r}; this ember reads version {FORMAT_VERSION!r}"
+            )
+        for key in (_META_STRUCTURE, _META_CHECKSUM):
+            if key not in metadata:
+                raise self.error(f"metadata lacks {key!r}: corrupted file")
+        if _header_checksum(header) != metadata[_META_CHECKSUM]:
+            raise self.error("header checksum mismatch: the header is corrupted")
+        try:
+            structure = json.loads(
+                metadata[_META_STRUCTURE], object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
+            )
+        except (ValueError, RecursionError) as exc:
+            raise self.error(f"the structure in the metadata is not valid JSON: {exc}") from None
+        if type(structure) is not dict or set(structure) != {"storages", "tensors", "root"}:
+            raise self.error("the structure must be an object with exactly the fields storages, tensors and root")
+        by_name = {e.name: e for e in entries}
+        devices = self.parse_storage_table(structure["storages"], by_name)
+        records = self.parse_tensor_records(structure["tensors"], by_name)
+        targets = {name: self.target_device(map_location, saved) for name, saved in devices.items()}
+        storages = self.read_storages(entries, targets)
+        tensors = [self.make_tensor(r, storages) for r in records]
+        try:
+            return _Decoder(self, tensors).decode(structure["root"], "root")
+        except RecursionError:
+            raise self.error("the structure is nested too deeply") from None
+
+    def parse_storage_table(self, table, by_name):
+        if type(table) is not dict:
+            raise self.error("structure field 'storages' must be an object")
+        if set(table) != set(by_name):
+            missing = sorted(set(table) - set(by_name))
+            extra = sorted(set(by_name) - set(table))
+            raise self.error(
+                "the structure's storages and the header's entries differ"
+                + (f"; missing from the header: {missing[:5]}" if missing else "")
+                + (f"; not described by the structure: {extra[:5]}" if extra else "")
+            )
+        devices = {}
+        for name, info in table.items():
+            if type(info) is not dict or set(info) != {"device", "nbytes"}:
+                raise self.error(f"storage {name!r} must have exactly the fields device and nbytes")
+            if info["nbytes"] != by_name[name].nbytes or type(info["nbytes"]) is not int:
+                raise self.error(
+                    f"storage {name!r} claims {_short(info['nbytes'])} bytes but its header entry holds "
+                    f"{by_name[name].nbytes}"
+                )
+            saved = info["device"]
+            if type(saved) is not str:
+                raise self.error(f"storage {name!r} has a device that is not a string: {_short(saved)}")
+            devices[name] = saved
+        return devices
+
+    def parse_tensor_records(self, records, by_name):
+        if type(records) is not list:
+            raise self.error("structure field 'tensors' must be a list")
+        fields = {"storage", "dtype", "shape", "stride", "storage_offset", "requires_grad"}
+        parsed = []
+        for i, r in enumerate(records):
+            what = f"tensor record {i}"
+            if type(r) is not dict or set(r) != fields:
+                raise self.error(f"{what} must have exactly the fields {', '.join(sorted(fields))}")
+            dt = BY_NAME.get(r["dtype"]) if type(r["dtype"]) is str else None
+            if dt is None:
+                raise self.error(f"{what} has unknown dtype {_short(r['dtype'])}")
+            shape = self.int_list(r["shape"], f"shape of {what}")
+            stride = self.int_list(r["stride"], f"stride of {what}")
+            if len(stride) != len(shape):
+                raise self.error(f"{what} has shape {shape} but stride {stride}: their lengths differ")
+            offset = r["storage_offset"]
+            if type(offset) is not int or not 0 <= offset <= _MAX_INT:
+                raise self.error(f"{what} has storage_offset {_short(offset)}; expected an integer >= 0")
+            if type(r["requires_grad"]) is not bool:
+                raise self.error(f"{what} has requires_grad {_short(r['requires_grad'])}; expected true or false")
+            if r["requires_grad"] and not (dt.is_floating_point or dt.is_complex):
+                raise self.error(f"{what} requires grad but has dtype {dt.name}, which cannot")
+            name = r["storage"]
+            numel = math.prod(shape)
+            if name is None:  # a meta tensor: no data to bound it
+                pass
+            elif type(name) is not str or name not in by_name:
+                raise self.error(f"{what} refers to storage {_short(name)}, which the file does not contain")
+            else:
+                nbytes = by_name[name].nbytes
+                if numel == 0:
+                    if offset * dt.itemsize > nbytes:
+                        raise self.error(
+                            f"{what} starts at element {offset}, past the end of its {nbytes}-byte storage {name!r}"
+                        )
+                else:
+                    last = offset + sum((n - 1) * s for n, s in zip(shape, stride))
+                    if (last + 1) * dt.itemsize > nbytes:
+                        raise self.error(
+                            f"{what} (shape {shape}, stride {stride}, storage_offset {offset}, {dt.name}) reaches byte "
+                            f"{(last + 1) * dt.itemsize} of its {nbytes}-byte storage {name!r}"
+                        )
+            parsed.append({**r, "dtype": dt, "numel": numel})
+        return parsed
+
+    def target_device(self, map_location, saved):
+        """The device a storage saved on ``saved`` (a string) loads to."""
+        if map_location is None:
+            target = saved
+        elif isinstance(map_location, (str, _device_cls)):
+            target = map_location
+        elif isinstance(map_location, dict):
+            target = saved
+            for key, value in map_location.items():
+                if str(key) == saved:
+                    target = value
+        elif callable(map_location):
+            target = map_location(saved)
+            if target is None:
+                target = saved
+        else:
+            raise TypeError(
+                "ember.load: map_location must be None, a device, a string, a dict or a callable, "
+                f"not {type(map_location).__name__}"
+            )
+        try:
+            if saved == "meta":
+                return _META_DEVICE
+            return canonical_device(target)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise self.error(
+                f"cannot load a storage saved on {saved!r} to {_short(target)}: {exc}. "
+                "Pass map_location (for example map_location='cpu') to load it elsewhere"
+            ) from None
+
+    def read_storages(self, entries, targets):
+        """Each storage's bytes, read in file order and placed on its target device."""
+        result = {}
+        for e in sorted(entries, key=lambda e: (e.begin, e.end)):
+            target = targets[e.name]
+            if target.type == "meta":
+                self.skip(e.nbytes, f"storage {e.name!r}")
+                result[e.name] = Storage(None, e.nbytes, target)
+                continue
+            data = np.empty(e.nbytes, dtype=np.uint8)
+            self.read_into(data, f"storage {e.name!r}")
+            if target.type != "cpu":
+                data = get_backend(target.type).from_numpy(data, target.index)
+            result[e.name] = Storage(data, e.nbytes, target)
+        return result
+
+    def make_tensor(self, record, storages):
+        dt, shape, stride, offset = record["dtype"], record["shape"], record["stride"], record["storage_offset"]
+        name = record["storage"]
+        storage = storages.get(name) if name is not None else None
+        if storage is None or storage.device.type == "meta":
+            array = MetaArray(shape, dt.numpy_dtype, stride, offset)
+            t = Tensor._make(array, _META_DEVICE)
+            if storage is not None:
+                t._storage = storage
+        else:
+            try:
+                array = get_backend(storage.device.type).strided_view(
+                    storage, tuple(shape), tuple(stride), offset, dt.numpy_dtype
+                )
+            except (ValueError, TypeError, MemoryError) as exc:
+                raise self.error(f"cannot view storage {name!r} as shape {shape}, stride {stride}: {exc}") from None
+            t = Tensor._make(array, storage.device)
+            t._storage = storage  # shared by every tensor of this storage: views see each other's writes
+        if record["requires_grad"]:
+            t.requires_grad_(True)
+        return t
+
+
+class _Decoder:
+    """Turns the validated JSON structure back into Python objects."""
+
+    def __init__(self, reader, tensors):
+        self.reader = reader
+        self.tensors = tensors
+
+    def error(self, where, what):
+        return self.reader.error(f"structure at {where}: {what}")
+
+    def decode(self, node, where):
+        kind = type(node)
+        if node is None or kind in (bool, int, float, str):
+            return node
+        if kind is list:
+            return [self.decode(v, f"{where}[{i}]") for i, v in enumerate(node)]
+        if kind is not dict or type(node.get("t")) is not str:
+            raise self.error(where, f"expected a value or an object tagged with 't', got {_short(node)}")
+        handler = _NODE_HANDLERS.get(node["t"])
+        if handler is None:
+            raise self.error(where, f"unknown tag {node['t']!r}")
+        return handler(self, node, where)
+
+    def fields(self, node, where, *names):
+        if set(node) != {"t", *names}:
+            raise self.error(where, f"a {node['t']!r} node must have exactly the fields t, {', '.join(names)}")
+        return [node[n] for n in names]
+
+    def node_tensor(self, node, where):
+        (i,) = self.fields(node, where, "i")
+        if type(i) is not int or not 0 <= i < len(self.tensors):
+            raise self.error(where, f"tensor index {_short(i)} out of range for {len(self.tensors)} tensor records")
+        return self.tensors[i]
+
+    def node_float(self, node, where):
+        (v,) = self.fields(node, where, "v")
+        values = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
+        if v not in values:
+            raise self.error(where, f"float value {_short(v)} is not one of 'nan', 'inf', '-inf'")
+        return values[v]
+
+    def node_complex(self, node, where):
+        re, im = self.fields(node, where, "re", "im")
+        parts = []
+        for part in (re, im):
+            part = self.decode(part, where) if type(part) is dict else part
+            if type(part) not in (int, float):
+                raise self.error(where, f"complex parts must be numbers, got {_short(part)}")
+            parts.append(float(part))
+        return complex(*parts)
+
+    def node_tuple(self, node, where):
+        (v,) = self.fields(node, where, "v")
+        if type(v) is not list:
+            raise self.error(where, "a tuple's 'v' must be a list")
+        return tuple(self.decode(x, f"{where}[{i}]") for i, x in enumerate(v))
+
+    def node_size(self, node, where):
+        (v,) = self.fields(node, where, "v")
+        if type(v) is not list or not all(type(x) is int and x >= 0 for x in v):
+            raise self.error(where, f"an ember.Size must be a list of non-negative integers, got {_short(v)}")
+        return Size(v)
+
+    def node_dict(self, node, where, cls=dict):
+        (items,) = self.fields(node, where, "items")
+        if type(items) is not list:
+            raise self.error(where, "a dict's 'items' must be a list")
+        result = cls()
+        for i, item in enumerate(items):
+            if type(item) is not list or len(item) != 2:
+                raise self.error(where, f"item {i} of a dict must be a [key, value] pair")
+            key = self.decode(item[0], f"{where}.key{i}")
+            try:
+                hash(key)
+            except TypeError:
+                raise self.error(where, f"dict key {i} is unhashable ({type(key).__name__})") from None
+            if isinstance(key, Tensor) or key in result:
+                raise self.error(where, f"dict key {_short(key)} is repeated or not a valid key")
+            result[key] = self.decode(item[1], f"{where}[{key!r}]")
+        return result
+
+    def node_odict(self, node, where):
+        return self.node_dict(node, where, OrderedDict)
+
+    def node_dtype(self, node, where):
+        (v,) = self.fields(node, where, "v")
+        if type(v) is not str or v not in BY_NAME:
+            raise self.error(where, f"unknown dtype {_short(v)}")
+        return BY_NAME[v]
+
+    def node_device(self, node, where):
+        (v,) = self.fields(node, where, "v")
+        if type(v) is not str:
+            raise self.error(where, f"a device must be a string, got {_short(v)}")
+        try:
+            return _device_cls(v)
+        except (RuntimeError, TypeError, ValueError) as exc:
+            raise self.error(where, f"invalid device {v!r}: {exc}") from None
+
+
+_NODE_HANDLERS = {
+    "tensor": _Decoder.node_tensor,
+    "float": _Decoder.node_float,
+    "complex": _Decoder.node_complex,
+    "tuple": _Decoder.node_tuple,
+    "size": _Decoder.node_size,
+    "dict": _Decoder.node_dict,
+    "odict": _Decoder.node_odict,
+    "dtype": _Decoder.node_dtype,
+    "device": _Decoder.node_device,
+}
+
+
+def _reject_duplicate_keys(pairs):
+    result = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _reject_constant(name):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _short(value, limit=60):
+    """``repr(value)``, shortened for error messages about hostile input."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
