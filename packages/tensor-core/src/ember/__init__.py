@@ -72,6 +72,7 @@ from . import _tensor_methods  # noqa: E402
 
 _tensor_methods.install()
 from .serialization import SerializationError, load, save  # noqa: E402
+from . import nn  # noqa: E402
 globals().update(_ops.public_ops())
 
 
@@ -122,6 +123,15 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
         require("ember.compile", "ember-dynamo")
     return dynamo_compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, disable=disable)
+
+
+def __getattr__(name):
+    # ember.testing (assert_close, the sample registry) loads on first use, keeping import fast.
+    if name == "testing":
+        import importlib
+
+        return importlib.import_module(".testing", __name__)
+    raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 
 __version__ = "0.1.0"

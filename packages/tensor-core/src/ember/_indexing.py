@@ -41,8 +41,18 @@ def _dims_used(k):
     return 1
 
 
+def _sequence_is_tuple(key):
+    """PyTorch's (and old numpy's) rule: a short list holding sequences, tensors, slices,
+    None or Ellipsis is a tuple of indices, so ``x[[rows, cols]]`` means ``x[rows, cols]``."""
+    if len(key) >= 32:
+        return False
+    return any(isinstance(k, (list, tuple, Tensor, np.ndarray, slice)) or k is None or k is Ellipsis for k in key)
+
+
 def _normalize_key(key):
-    if not isinstance(key, tuple):
+    if type(key) is list and _sequence_is_tuple(key):
+        key = tuple(key)
+    elif not isinstance(key, tuple):
         key = (key,)
     out = []
     for k in key:
@@ -73,28 +83,38 @@ def _apply_basic(t, key):
     if used > t.ndim:
         raise IndexError(f"too many indices for tensor of dimension {t.ndim}")
     result, dim, advanced = t, 0, []
+    consumed = 0  # dims of ``t`` indexed so far, for error messages
     for k in key:
         if k is None:
             result = views.unsqueeze(result, dim)
             dim += 1
         elif k is Ellipsis:
             dim += t.ndim - used
+            consumed += t.ndim - used
         elif isinstance(k, bool):  # x[True] adds a dim; x[False] adds an empty one
             result = views.unsqueeze(result, dim)
             if not k:
                 result = views.slice_op(result, dim, 0, 0)
             dim += 1
         elif isinstance(k, int):
+            size = result.shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {consumed} with size {size}")
             result = views.select(result, dim, k)
+            consumed += 1
         elif isinstance(k, slice):
             if k.step is not None and int(k.step) <= 0:
                 raise ValueError("step must be greater than zero")
             if not (k.start is None and k.stop is None and k.step in (None, 1)):
                 result = views.slice_op(result, dim, _int_or_none(k.start), _int_or_none(k.stop), int(k.step or 1))
             dim += 1
+            consumed += 1
         elif isinstance(k, Tensor):
+            if k.device != t.device and k.device.type == "cpu":
+                k = k.to(t.device)  # CPU index tensors may index tensors of any device, as in PyTorch
             advanced.append((dim, k))
             dim += _dims_used(k)
+            consumed += _dims_used(k)
         else:
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
@@ -143,5 +163,7 @@ def setitem(t, key, value):
     if not isinstance(value, Tensor):
         from ._creation import tensor
 
+        if isinstance(value, (bool, int, float, complex, np.number, np.bool_)):
+            creation.check_scalar_fits(value, t.dtype)
         value = tensor(value, dtype=t.dtype, device=t.device)
     indexing.index_put_(view, indices, value)

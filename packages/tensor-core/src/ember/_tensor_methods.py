@@ -2,7 +2,8 @@
 
 Most methods are ops called with the tensor as first argument
 (``x.view(2, 3)`` is ``ember.view(x, 2, 3)``); :func:`install` turns every op
-listed in :data:`METHOD_OPS` into one. Operators and the few methods with
+listed in an op module's ``METHODS`` into one (``ALIASES`` add other names,
+``OPERATORS`` dunder methods). Operators and the few methods with
 their own argument parsing (``to``, ``type``, ``new_*``) are written here.
 """
 
@@ -14,21 +15,7 @@ from ._indexing import getitem, setitem
 from ._ops import _registry
 from ._tensor import Tensor
 
-__all__ = ["install", "METHOD_OPS"]
-
-#: Ops that are also Tensor methods (the op-library issue extends the list).
-METHOD_OPS = [
-    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "abs", "abs_",
-    "eq", "ne", "lt", "le", "gt", "ge", "eq_", "ne_", "lt_", "le_", "gt_", "ge_", "logical_not", "logical_not_",
-    "view", "reshape", "as_strided", "transpose", "permute", "t", "unsqueeze", "squeeze", "expand",
-    "select", "narrow", "split", "chunk", "unbind", "diagonal", "unfold", "flatten", "detach",
-    "clone", "copy_", "fill_", "zero_", "index_put_", "index_put",
-    "uniform_", "normal_", "random_", "exponential_", "bernoulli_", "bernoulli", "multinomial",
-]
-
-_ALIASES = {"swapaxes": "transpose", "swapdims": "transpose", "subtract": "sub", "multiply": "mul", "divide": "div",
-            "true_divide": "div", "negative": "neg", "absolute": "abs"}
-
+__all__ = ["install"]
 
 def _method_from_op(op):
     def method(self, *args, **kwargs):
@@ -276,14 +263,20 @@ def detach_(self):
 
 def install():
     """Attach ops as Tensor methods, and the operators."""
+    from ._ops import OP_MODULES
+
     reg = _registry.registry
-    for name in METHOD_OPS:
-        setattr(Tensor, name, _method_from_op(reg[name]))
-    for alias, name in _ALIASES.items():
-        setattr(Tensor, alias, _method_from_op(reg[name]))
+    for module in OP_MODULES:
+        for name in getattr(module, "METHODS", ()):
+            setattr(Tensor, name, _method_from_op(reg[name]))
+        for alias, name in getattr(module, "ALIASES", {}).items():
+            setattr(Tensor, alias, _method_from_op(reg[name]))
     ops = [reg[n] for n in ("add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs", "logical_not")]
     for name, fn in _binary_operators(*ops).items():
         setattr(Tensor, name, fn)
+    for module in OP_MODULES:  # operators of later op families (``@``, ``**``, ``//``, ...)
+        for name, fn in getattr(module, "OPERATORS", {}).items():
+            setattr(Tensor, name, fn)
     Tensor.__hash__ = object.__hash__  # __eq__ is elementwise; hashing stays by identity
     Tensor.__getitem__ = getitem
     Tensor.__setitem__ = setitem

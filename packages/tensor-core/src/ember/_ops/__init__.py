@@ -13,17 +13,36 @@ from . import views  # noqa: E402
 from . import pointwise  # noqa: E402
 from . import indexing  # noqa: E402
 from . import random  # noqa: E402
+from . import reductions  # noqa: E402
+from . import shape  # noqa: E402
+from . import linalg  # noqa: E402
+from . import nn_conv  # noqa: E402
+from . import nn_functional  # noqa: E402
 
-__all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE", "public_ops"]
+#: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
+#: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
+OP_MODULES = (creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv, nn_functional)
+
+__all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE", "public_ops", "OP_MODULES"]
 
 # Registry names that are not public functions of the ember namespace.
 _NOT_PUBLIC = {"slice"}
 
 
 def public_ops():
-    """The ops exported as ``ember.<name>``: not private, not in-place variants."""
+    """The ops exported as ``ember.<name>``: not private, not in-place variants, not ``nn.functional``-only."""
     return {
         name: op
         for name, op in _registry.registry.items()
         if not name.startswith("_") and op.kind != "inplace" and name not in _NOT_PUBLIC
+        and "nn.functional_only" not in op.tags
+    }
+
+
+def nn_functional_ops():
+    """The ops exported as ``ember.nn.functional.<name>``: tagged ``nn.functional`` or ``nn.functional_only``."""
+    return {
+        name: op
+        for name, op in _registry.registry.items()
+        if "nn.functional" in op.tags or "nn.functional_only" in op.tags
     }

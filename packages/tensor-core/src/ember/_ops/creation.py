@@ -20,6 +20,10 @@ from ._shapes import broadcast_shapes, normalize_size
 
 __all__ = []  # ops are exported by ember/__init__.py from the registry
 
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS = ["clone", "copy_", "fill_", "zero_"]
+
+
 _FACTORY = ("factory",)
 
 
@@ -101,12 +105,49 @@ def _full_meta(size, fill_value, *, dtype=None, layout=None, device=None, requir
         tensor([7, 7])
     """
     _check_dtype(dtype)
-    return MetaArray(normalize_size((size,)), _fill_dtype(fill_value, dtype).numpy_dtype)
+    out_dtype = _fill_dtype(fill_value, dtype)
+    if not isinstance(fill_value, Tensor):
+        check_scalar_fits(fill_value, out_dtype)
+    return MetaArray(normalize_size((size,)), out_dtype.numpy_dtype)
 
 
 def _full_cpu(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     np_dtype = _fill_dtype(fill_value, dtype).numpy_dtype
     return np.full(normalize_size((size,)), _cast_scalar(fill_value, np_dtype), dtype=np_dtype)
+
+
+def check_scalar_fits(value, dtype):
+    """Check that the Python number ``value`` can be stored as ``dtype``, as PyTorch does.
+
+    Anything converts to bool, and a float is truncated toward zero for an integer
+    dtype; what can't be stored raises: a complex number with an imaginary part
+    for a real dtype, a finite number beyond the dtype's range (for an unsigned
+    dtype, negative numbers down to ``-max`` wrap around, as in PyTorch), NaN or
+    infinity for an integer dtype.
+
+    Raises:
+        RuntimeError: "value cannot be converted to type ... without overflow".
+    """
+    if dtype is D.bool or dtype.category == D.COMPLEX:
+        return
+    if isinstance(value, (builtins.complex, np.complexfloating)):
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+        value = value.real
+    if isinstance(value, (bool, np.bool_)):
+        return
+    if dtype.category == D.FLOATING:
+        if isinstance(value, (float, np.floating)) and math.isfinite(value) and abs(value) > D.finfo(dtype).max:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+        if isinstance(value, (int, np.integer)) and abs(value) > D.finfo(dtype).max:
+            raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+        return
+    info = D.iinfo(dtype)
+    if isinstance(value, (float, np.floating)) and not math.isfinite(value):
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
+    low = -info.max if info.min == 0 else info.min
+    if not low <= value <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
 
 
 def _cast_scalar(value, np_dtype):
@@ -540,12 +581,16 @@ def _fill_meta(self, value):
     """Fill ``self`` with ``value`` (a number or a zero-dim tensor), in place.
 
     Raises:
-        RuntimeError: if ``value`` is a tensor with dimensions.
+        RuntimeError: if ``value`` is a tensor with dimensions, or a number that
+            ``self``'s dtype can't hold (see :func:`check_scalar_fits`).
     """
-    if isinstance(value, Tensor) and value.ndim != 0:
-        raise RuntimeError(
-            f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
-        )
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions."
+            )
+    else:
+        check_scalar_fits(value, self.dtype)
 
 
 def _fill_cpu(self, value):

@@ -20,9 +20,12 @@ from ._shapes import broadcast_shapes
 
 __all__ = []
 
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS = ["index_put_", "index_put"]
+
 # dtypes that ember._C.index_accumulate handles; others fall back to np.add.at.
 _C_ACCUMULATE_DTYPES = {"float32", "float64", "int64", "int32", "int16", "int8", "uint8", "complex64", "complex128"}
-_INDEX_DTYPES = (D.int64, D.int32, D.int16, D.int8, D.uint8, D.bool)
+_INDEX_DTYPES = (D.int64, D.int32, D.uint8, D.bool)  # as PyTorch: long, int, byte (a mask) or bool
 
 
 def _expand_masks(input, indices):
@@ -129,6 +132,11 @@ def _index_put_meta(self, indices, values, accumulate=False):
         RuntimeError: if ``values`` does not broadcast to the indexed shape.
     """
     target = _result_shape(self, indices)
+    if isinstance(values, Tensor) and values.dtype is not self.dtype:
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got {self.dtype} for the destination "
+            f"and {values.dtype} for the source."
+        )
     value_shape = values._data.shape if isinstance(values, Tensor) else ()
     if broadcast_shapes(target, value_shape) != tuple(target):
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to indexing result of shape {list(target)}")

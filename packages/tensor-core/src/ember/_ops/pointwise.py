@@ -17,6 +17,13 @@ from ._shapes import broadcast_shapes, shape_of
 
 __all__ = []
 
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS = [
+    "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_", "abs", "abs_",
+    "eq", "ne", "lt", "le", "gt", "ge", "eq_", "ne_", "lt_", "le_", "gt_", "ge_", "logical_not", "logical_not_",
+]
+ALIASES = {"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div", "negative": "neg", "absolute": "abs"}
+
 
 def _check_alpha(input, other, dtype, alpha):
     if isinstance(alpha, bool):

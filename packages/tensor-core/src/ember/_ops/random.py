@@ -33,6 +33,10 @@ from ._shapes import broadcast_shapes, normalize_size
 
 __all__ = []  # ops are exported by ember/__init__.py from the registry
 
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS = ["uniform_", "normal_", "random_", "exponential_", "bernoulli_", "bernoulli", "multinomial"]
+
+
 _RANDOM = ("random",)
 _RANDOM_FACTORY = ("random", "factory")
 

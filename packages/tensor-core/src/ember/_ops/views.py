@@ -19,6 +19,13 @@ from ._shapes import infer_size, normalize_size, wrap_dim
 
 __all__ = []
 
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS = [
+    "view", "reshape", "as_strided", "transpose", "permute", "t", "unsqueeze", "squeeze", "expand", "select",
+    "narrow", "split", "chunk", "unbind", "diagonal", "unfold", "flatten", "detach",
+]
+ALIASES = {"swapaxes": "transpose", "swapdims": "transpose"}
+
 
 def _view_meta(input, shape, strides, offset=None, dtype=None):
     if offset is None:

@@ -1,0 +1,10 @@
+"""ember.nn.functional: convolution, pooling, padding, interpolation, grid sampling, pixel shuffle, fold/unfold."""
+
+from __future__ import annotations
+
+__all__ = []
+
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS: list[str] = []
+#: Tensor method aliases: alias name -> op name.
+ALIASES: dict[str, str] = {}

@@ -1,0 +1,10 @@
+"""Shape and indexing ops that copy: cat/stack, repeat/tile/flip/roll, gather/scatter, index_*, masks, triangles, meshgrid."""
+
+from __future__ import annotations
+
+__all__ = []
+
+#: Ops of this module that are also Tensor methods (see ember._tensor_methods).
+METHODS: list[str] = []
+#: Tensor method aliases: alias name -> op name.
+ALIASES: dict[str, str] = {}

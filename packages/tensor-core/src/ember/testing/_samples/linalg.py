@@ -1,0 +1,3 @@
+"""OpInfos of ember._ops.linalg."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""OpInfos of ember._ops.nn_functional."""
+
+from __future__ import annotations
