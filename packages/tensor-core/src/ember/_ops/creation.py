@@ -154,7 +154,7 @@ def _cast_scalar(value, np_dtype):
     """``value`` as a numpy scalar of ``np_dtype``, wrapping integers like a C cast."""
     if isinstance(value, Tensor):
         value = value.item()
-    return np.array(value).astype(np_dtype)[()]
+    return _convert_array(np.asarray(value), np_dtype)[()]
 
 
 full = defop("full", _full_meta, cpu=_full_cpu, has_out=True, tags=_FACTORY)

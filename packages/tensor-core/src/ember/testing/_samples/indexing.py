@@ -58,6 +58,20 @@ def _index_put_ref(a, indices, values, accumulate=False):
 
 
 register_opinfo(OpInfo("index", _index_samples, ref=lambda a, indices: a[_index_key(indices)],
-                       error_inputs=_index_errors, torch_fn=None))
-register_opinfo(OpInfo("index_put", _index_put_samples, ref=_index_put_ref,
+                       error_inputs=_index_errors, torch_fn=lambda a, indices: a[_index_key(indices)]))
+def _torch_index_put(a, indices, values, accumulate=False):
+    """PyTorch's index_put takes no None entries: spell them as broadcast aranges."""
+    import torch
+
+    full = []
+    for dim, idx in enumerate(indices):
+        if idx is None:
+            shape = [1] * len(indices)
+            shape[dim] = a.shape[dim]
+            idx = torch.arange(a.shape[dim]).view(shape)
+        full.append(idx)
+    return torch.index_put(a, tuple(full), values, accumulate)
+
+
+register_opinfo(OpInfo("index_put", _index_put_samples, ref=_index_put_ref, torch_fn=_torch_index_put,
                        dtypes=tuple(d for d in ALL_TYPES_AND_COMPLEX if d is not D.bool)))

@@ -93,5 +93,5 @@ for _name, _fn in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less), ("le
     register_opinfo(OpInfo(_name, binary_samples, dtypes=_dtypes, ref=_fn, error_inputs=_binary_errors(_name),
                            supports_autograd=False))
 register_opinfo(OpInfo("neg", unary_samples, dtypes=_NO_BOOL, ref=np.negative, error_inputs=_neg_errors))
-register_opinfo(OpInfo("abs", unary_samples, ref=np.abs))
+register_opinfo(OpInfo("abs", unary_samples, dtypes=_NO_BOOL, ref=np.abs))
 register_opinfo(OpInfo("logical_not", unary_samples, ref=np.logical_not, supports_autograd=False))

@@ -1,0 +1,155 @@
+"""Every op over every sample against PyTorch (the CPU wheel): values, shapes and dtypes.
+
+Driven by ``ember.testing.op_db``. An op differs from PyTorch only where
+:data:`KNOWN_DIFFERENCES` says so, with a reason; those cases are strict
+xfails, so a difference that goes away is noticed too. The session prints a
+table of the ops that differ and of the ops without a PyTorch counterpart.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+from ember.testing import op_db
+
+#: (op name, dtype name or None for all) -> why ember differs from PyTorch there.
+KNOWN_DIFFERENCES: dict[tuple[str, str | None], str] = {}
+
+_NO_COUNTERPART: dict[str, str] = {}
+_DIFFERENT: list[tuple[str, str, str]] = []
+
+
+def _torch_dtype(dtype):
+    return getattr(torch, dtype.name)
+
+
+def _to_torch(value):
+    if isinstance(value, ember.Tensor):
+        data = value._host_array()
+        if data.dtype.name == "bfloat16":
+            return torch.from_numpy(np.array(data.astype(np.float32))).to(torch.bfloat16)
+        return torch.from_numpy(np.array(data, copy=True))
+    if isinstance(value, ember.dtype):
+        return _torch_dtype(value)
+    if isinstance(value, ember.device):
+        return torch.device("cpu")
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_to_torch(v) for v in value)
+    if isinstance(value, list):
+        return [_to_torch(v) for v in value]
+    if isinstance(value, dict):
+        return {k: ("cpu" if k == "device" else _to_torch(v)) for k, v in value.items()}
+    return value
+
+
+def _torch_callable(info):
+    """The PyTorch function matching ``info``, or None with the reason recorded."""
+    if info.torch_fn is not None:
+        return info.torch_fn
+    path = info.torch_name or info.name
+    if path.startswith("Tensor."):
+        method = path.split(".", 1)[1]
+        return lambda input, *args, **kwargs: getattr(input, method)(*args, **kwargs)
+    target = torch
+    for part in path.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            break
+    nn_op = "nn.functional" in info.op.tags or "nn.functional_only" in info.op.tags
+    if target is None and nn_op and info.name in dir(torch.nn.functional):
+        target = getattr(torch.nn.functional, info.name)
+    if target is None:
+        _NO_COUNTERPART[info.name] = f"no torch.{path}"
+    return target
+
+
+def _cases():
+    for name in sorted(op_db):
+        info = op_db[name]
+        if "random" in info.op.tags:
+            continue
+        for dtype in info.dtypes:
+            marks = []
+            reason = KNOWN_DIFFERENCES.get((name, dtype.name)) or KNOWN_DIFFERENCES.get((name, None))
+            if reason:
+                marks.append(pytest.mark.xfail(reason=reason, strict=True))
+            yield pytest.param(info, dtype, id=f"{name}-{dtype.name}", marks=marks)
+
+
+def _torch_values(t):
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.detach().numpy()
+
+
+def _compare(ours, theirs, info, dtype, sample):
+    if isinstance(theirs, (tuple, list)) and not isinstance(theirs, torch.Tensor):
+        assert isinstance(ours, tuple) and len(ours) == len(theirs), f"{sample}: {len(theirs)} outputs in torch"
+        for o, t in zip(ours, theirs):
+            _compare(o, t, info, dtype, sample)
+        return
+    if not isinstance(theirs, torch.Tensor):
+        assert ours == theirs, sample
+        return
+    assert tuple(ours.shape) == tuple(theirs.shape), f"{sample}: shape {tuple(ours.shape)} vs torch {tuple(theirs.shape)}"
+    assert ours.dtype.name == str(theirs.dtype).replace("torch.", ""), f"{sample}: dtype {ours.dtype} vs torch {theirs.dtype}"
+    if info.name in ("empty", "empty_like", "empty_strided"):
+        return
+    tol = info.tolerance(dtype) or ({"float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}.get(ours.dtype.name))
+    rtol, atol = tol if tol is not None else (None, None)
+    ember.testing.assert_close(ours, _torch_values(theirs), rtol=rtol, atol=atol, equal_nan=True, check_dtype=False,
+                               msg=None)
+
+
+@pytest.mark.parametrize("info, dtype", list(_cases()))
+def test_matches_pytorch(info, dtype):
+    fn = _torch_callable(info)
+    if fn is None:
+        pytest.skip(_NO_COUNTERPART[info.name])
+    for sample in info.sample_inputs(info, "cpu", dtype, False):
+        try:
+            theirs = fn(_to_torch(sample.input), *_to_torch(sample.args), **_to_torch(sample.kwargs))
+        except Exception as exc:  # noqa: BLE001 - torch refusing is a difference too
+            with pytest.raises(type(exc) if isinstance(exc, (RuntimeError, TypeError, ValueError, IndexError))
+                               else Exception):
+                sample.call(info.op)
+            continue
+        ours = sample.call(info.op)
+        try:
+            _compare(ours, theirs, info, dtype, sample)
+        except AssertionError as exc:
+            _DIFFERENT.append((info.name, dtype.name, str(exc).splitlines()[0]))
+            raise
+
+
+@pytest.mark.parametrize("info", [op_db[n] for n in sorted(op_db)], ids=sorted(op_db))
+def test_errors_match_pytorch_types(info):
+    fn = _torch_callable(info)
+    if fn is None:
+        pytest.skip(_NO_COUNTERPART[info.name])
+    for error in info.error_inputs(info, "cpu"):
+        with pytest.raises(error.error_type):
+            error.sample.call(info.op)
+        sample = error.sample
+        with pytest.raises(Exception) as caught:  # noqa: PT011 - which type is the point of the next assert
+            fn(_to_torch(sample.input), *_to_torch(sample.args), **_to_torch(sample.kwargs))
+        assert isinstance(caught.value, error.error_type), (
+            f"{sample}: ember raises {error.error_type.__name__}, torch raises {type(caught.value).__name__}"
+        )
+
+
+def test_print_difference_table(capsys):
+    """Runs last in the file: prints what differs (when run in one process) and what has no counterpart."""
+    lines = ["", "ops without a PyTorch counterpart:"]
+    lines += [f"  {name}: {why}" for name, why in sorted(_NO_COUNTERPART.items())] or ["  (none)"]
+    lines += ["known differences from PyTorch:"]
+    lines += [f"  {op} [{dt or 'all dtypes'}]: {why}" for (op, dt), why in sorted(KNOWN_DIFFERENCES.items(), key=str)] or ["  (none)"]
+    if _DIFFERENT:
+        lines += ["unlisted differences found in this process:"]
+        lines += [f"  {op} [{dt}]: {msg}" for op, dt, msg in _DIFFERENT]
+    with capsys.disabled():
+        print("\n".join(lines))
+    assert all(isinstance(k, tuple) and len(k) == 2 for k in KNOWN_DIFFERENCES)
