@@ -53,8 +53,13 @@ class TilesBackend(Backend):
     def strided_view(self, storage, shape, strides, offset, dtype):
         itemsize = dtype.itemsize
         return TileArray(
-            np.ndarray(shape, dtype, buffer=storage.base._np, offset=offset * itemsize,
-                       strides=tuple(s * itemsize for s in strides))
+            np.ndarray(
+                shape,
+                dtype,
+                buffer=storage.base._np,
+                offset=offset * itemsize,
+                strides=tuple(s * itemsize for s in strides),
+            )
         )
 
 
@@ -92,8 +97,11 @@ def tiles_device():
         _kernel("mul", mul)
 
         def zeros(*size, dtype=None, **kw):
-            return TileArray(np.zeros(registry["zeros"].meta(*size, dtype=dtype).shape,
-                                      (dtype or ember.get_default_dtype()).numpy_dtype))
+            return TileArray(
+                np.zeros(
+                    registry["zeros"].meta(*size, dtype=dtype).shape, (dtype or ember.get_default_dtype()).numpy_dtype
+                )
+            )
 
         def full(size, fill_value, *, dtype=None, **kw):
             meta = registry["full"].meta(size, fill_value, dtype=dtype)
@@ -185,7 +193,7 @@ def test_views_need_no_kernels():
 def test_missing_prim_has_a_clear_error():
     x = ember.tensor([1.0, -2.0], device=DEVICE)
     with pytest.raises(NotImplementedError, match="'neg'.*'tiles'"):
-        -x
+        _ = -x
     assert "neg" in missing_prims(DEVICE)
     assert "add" not in missing_prims(DEVICE) and "view" not in missing_prims(DEVICE)
 

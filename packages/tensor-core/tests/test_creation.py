@@ -612,7 +612,7 @@ def test_format():
     assert format(ember.tensor(2.5), ".2f") == "2.50"
     assert format(ember.tensor(3), "d") == "3"
     assert f"{ember.tensor(1.5)}" == "1.5"
-    assert "{:>5}".format(ember.tensor(2)) == "    2"
+    assert f"{ember.tensor(2):>5}" == "    2"
     assert f"{ember.tensor(7, dtype=ember.int8):03d}" == "007"
 
 

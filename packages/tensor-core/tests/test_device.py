@@ -16,7 +16,10 @@ def test_parsing_and_printing():
     assert ember.device("cpu") != ember.device("meta")
 
 
-@pytest.mark.parametrize("bad, match", [("gpu", "Expected one of"), ("cuda:x", "Invalid device string"), ("cuda:-1", "Invalid device string")])
+@pytest.mark.parametrize(
+    "bad, match",
+    [("gpu", "Expected one of"), ("cuda:x", "Invalid device string"), ("cuda:-1", "Invalid device string")],
+)
 def test_bad_strings(bad, match):
     with pytest.raises(RuntimeError, match=match):
         ember.device(bad)

@@ -64,8 +64,9 @@ def _compare_to_ref(result, expected, info, dtype):
         tol = (1e-2, 1e-2)
     rtol, atol = tol if tol is not None else (None, None)
     # the reference computes in numpy's dtypes; compare values at the op's result dtype
-    assert_close(result, expected.astype(result.dtype.numpy_dtype), rtol=rtol, atol=atol, equal_nan=True,
-                 check_dtype=False)
+    assert_close(
+        result, expected.astype(result.dtype.numpy_dtype), rtol=rtol, atol=atol, equal_nan=True, check_dtype=False
+    )
 
 
 @pytest.mark.parametrize("info, dtype", list(_cases(n for n in OPS if op_db[n].ref is not None)))
@@ -171,7 +172,8 @@ def test_method_variant(info, device):
 def test_every_public_op_has_an_opinfo():
     """The sample registry covers the op registry (a new op needs samples)."""
     missing = sorted(
-        name for name, op in ember._ops.registry.items()
+        name
+        for name, op in ember._ops.registry.items()
         if op.kind != "inplace" and name not in op_db and not name.startswith("_") and "random" not in op.tags
     )
     assert missing == [], f"ops without an OpInfo in ember.testing: {missing}"

@@ -15,20 +15,24 @@ import ember
 
 # -- the case table ---------------------------------------------------------------------------
 
+
 def _split_np(a, size, dim):
     n = a.shape[dim]
     return np.split(a, list(range(size, n, size)), axis=dim)
+
 
 def _chunk_np(a, chunks, dim):
     n = a.shape[dim]
     c = -(-n // chunks)
     return np.split(a, list(range(c, n, c)), axis=dim)
 
+
 def _unfold_np(a, dim, size, step):
     w = np.lib.stride_tricks.sliding_window_view(a, size, axis=dim)
     idx = [slice(None)] * a.ndim
     idx[dim] = slice(None, None, step)
     return w[tuple(idx)]
+
 
 # name: (op on a tensor, the same op in numpy, overlapping: the view has several elements at one address)
 CASES = {
@@ -73,16 +77,6 @@ MULTI_CASES = {
     "unbind": (lambda x: x.unbind(1), lambda a: [a[:, i] for i in range(a.shape[1])]),
     "unbind_last": (lambda x: x.unbind(-1), lambda a: [a[..., i] for i in range(a.shape[-1])]),
 }
-
-def bases(arange):
-    """Views of one 120-element storage, made by the same calls in ember and numpy."""
-    a = arange(120.0).reshape(2, 3, 4, 5)
-    return {
-        "contiguous": a,
-        "transposed": a.transpose(1, 3),
-        "sliced": a[:, 1:, ::2],
-        "permuted": a.permute(2, 0, 3, 1)[1:],
-    }
 
 
 # -- expected layouts, from PyTorch ----------------------------------------------------------------
@@ -246,16 +240,12 @@ EXPECTED_MULTI = {
 BASE_NAMES = ["contiguous", "transposed", "sliced", "permuted"]
 
 
-def _numpy_arange(n):
-    return np.arange(n)
-
-
 def _setup(base_name):
     """(root tensor, ember base view, numpy base view, numpy storage-position view) for ``base_name``."""
     storage = np.arange(120.0)
     root = ember.from_numpy(storage.copy())
-    base = bases(lambda n: root)[base_name] if False else _ember_base(root, base_name)
-    np_base = bases(lambda n: storage)[base_name] if False else _numpy_base(storage, base_name)
+    base = _ember_base(root, base_name)
+    np_base = _numpy_base(storage, base_name)
     positions = _numpy_base(np.arange(120), base_name)
     return root, base, np_base, positions
 
@@ -277,13 +267,6 @@ def _numpy_base(array, name):
         "sliced": lambda a: a[:, 1:, ::2],
         "permuted": lambda a: a.transpose(2, 0, 3, 1)[1:],
     }[name](a)
-
-
-def _as_strided_np(positions, base, view):
-    """The numpy counterpart of an as_strided view: its storage positions."""
-    return np.lib.stride_tricks.as_strided(
-        np.arange(120), view.shape, tuple(s * 8 for s in view.stride()), writeable=False
-    )[...] + view.storage_offset() if False else _positions_of(view)
 
 
 def _positions_of(view):
@@ -373,3 +356,396 @@ def test_writes_to_the_base_show_in_views(case, base_name):
     touched[_positions_of(base).ravel()] = True
     np.testing.assert_array_equal(root.numpy()[touched], 0.0)
     np.testing.assert_array_equal(root.numpy()[~touched], -np.arange(120.0)[~touched])
+
+
+# -- view and reshape ---------------------------------------------------------------------------------
+
+
+def test_view_infers_minus_one():
+    x = ember.arange(12.0)
+    v = x.view(3, -1)
+    assert v.shape == (3, 4) and v.stride() == (4, 1)
+    np.testing.assert_array_equal(v.numpy(), np.arange(12.0).reshape(3, 4))
+    assert x.view(-1, 2, 3).shape == (2, 2, 3)
+    assert x.view((2, 6)).shape == (2, 6)
+    assert x.view(ember.Size([4, 3])).shape == (4, 3)
+    assert ember.tensor(5.0).view(1, 1).stride() == (1, 1)
+    assert ember.tensor([5.0]).view(()).shape == ()
+    assert ember.zeros(0, 3).view(3, 0, 5).shape == (3, 0, 5)
+
+
+def test_view_errors():
+    x = ember.arange(12.0).view(3, 4)
+    with pytest.raises(RuntimeError, match="invalid for input of size 12"):
+        x.view(5, -1)
+    with pytest.raises(RuntimeError, match="only one dimension can be inferred"):
+        x.view(-1, -1)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        x.t().view(12)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        ember.zeros(3, 1).expand(3, 4).view(12)
+    # a non-contiguous tensor can still be viewed when the merged dims are compatible
+    y = ember.arange(24.0).view(2, 3, 4).transpose(0, 1)  # (3, 2, 4), strides (4, 12, 1)
+    z = y.view(3, 2, 2, 2)
+    assert z.stride() == (4, 12, 2, 1)
+    np.testing.assert_array_equal(z.numpy(), np.arange(24.0).reshape(2, 3, 4).swapaxes(0, 1).reshape(3, 2, 2, 2))
+
+
+def test_reshape_is_a_view_when_possible_and_a_copy_otherwise():
+    x = ember.zeros(3, 4).copy_(ember.arange(12.0).view(3, 4))
+    assert x._base is None
+    r = x.reshape(2, 6)
+    assert r._base is x and r.data_ptr() == x.data_ptr()
+    t = x.t().reshape(12)  # needs a copy
+    assert t.untyped_storage() is not x.untyped_storage() and t.data_ptr() != x.data_ptr()
+    assert t.is_contiguous() and t.stride() == (1,)
+    np.testing.assert_array_equal(t.numpy(), np.arange(12.0).reshape(3, 4).T.reshape(12))
+    t[0] = 100.0
+    assert x[0, 0].item() == 0.0  # the copy is independent
+    s = x[:, ::2].reshape(6)  # strides (4, 2) merge: still a view
+    assert s.stride() == (2,) and s._base is x
+    np.testing.assert_array_equal(s.numpy(), np.arange(12.0).reshape(3, 4)[:, ::2].reshape(6))
+    f = x.t().flatten()
+    assert f.is_contiguous() and f.untyped_storage() is not x.untyped_storage()
+    np.testing.assert_array_equal(f.numpy(), np.arange(12.0).reshape(3, 4).T.ravel())
+    assert x.flatten()._base is x
+    assert ember.tensor(3.0).flatten().shape == (1,)
+    with pytest.raises(RuntimeError):
+        x.reshape(5, 3)
+    with pytest.raises(RuntimeError):
+        x.flatten(1, 0)
+
+
+# -- as_strided -----------------------------------------------------------------------------------------
+
+
+def test_as_strided():
+    x = ember.arange(12.0)
+    v = x.as_strided((2, 2), (4, 1), 1)
+    assert (v.shape, v.stride(), v.storage_offset()) == ((2, 2), (4, 1), 1)
+    assert v.tolist() == [[1.0, 2.0], [5.0, 6.0]]
+    # the offset is absolute in the storage, and defaults to the input's
+    w = x[4:].as_strided((2,), (3,))
+    assert (w.storage_offset(), w.tolist()) == (4, [4.0, 7.0])
+    z = x.as_strided((3,), (0,), 11)
+    assert z.tolist() == [11.0, 11.0, 11.0]
+    v[1, 1] = -6.0
+    assert x[6].item() == -6.0
+    assert v._version == x._version == 1
+
+
+@pytest.mark.parametrize(
+    ("size", "stride", "offset"),
+    [((3, 3), (4, 1), 4), ((12,), (1,), 1), ((13,), (1,), 0)],
+)
+def test_as_strided_out_of_bounds(size, stride, offset):
+    x = ember.arange(12.0)
+    with pytest.raises(RuntimeError, match="out of bounds for storage"):
+        x.as_strided(size, stride, offset)
+
+
+def test_as_strided_bad_arguments():
+    x = ember.arange(12.0)
+    with pytest.raises(RuntimeError, match="mismatch in length"):
+        x.as_strided((2,), (1, 1))
+    with pytest.raises(RuntimeError, match="Negative strides"):
+        x.as_strided((2,), (-1,))
+
+
+# -- permutations, size-1 dims, expand --------------------------------------------------------------------
+
+
+def test_transpose_permute_t():
+    x = ember.arange(24.0).view(2, 3, 4)
+    a = np.arange(24.0).reshape(2, 3, 4)
+    assert x.transpose(0, 2).stride() == (1, 4, 12)
+    assert x.swapaxes(0, 1).stride() == (4, 12, 1)
+    np.testing.assert_array_equal(x.permute(2, 0, 1).numpy(), a.transpose(2, 0, 1))
+    np.testing.assert_array_equal(x.permute((1, 2, 0)).numpy(), a.transpose(1, 2, 0))
+    m = x[0]
+    assert m.t().stride() == (1, 4) and m.T.stride() == (1, 4)
+    assert x.mT.shape == (2, 4, 3) and x.mT.stride() == (12, 1, 4)
+    assert x.T.shape == (4, 3, 2) and x.T.stride() == (1, 4, 12)
+    v = ember.arange(3.0)
+    assert v.t().shape == (3,) and v.t()._base is v
+    assert ember.tensor(1.0).t().shape == ()
+    assert ember.tensor(1.0).transpose(0, -1).shape == ()
+    with pytest.raises(IndexError):
+        x.transpose(0, 3)
+    with pytest.raises(RuntimeError, match="duplicate"):
+        x.permute(0, 0, 1)
+    with pytest.raises(RuntimeError):
+        x.permute(0, 1)
+    with pytest.raises(RuntimeError, match="<= 2 dimensions"):
+        x.t()
+    with pytest.raises(RuntimeError, match="mT"):
+        _ = v.mT
+
+
+def test_unsqueeze_squeeze():
+    x = ember.arange(6.0).view(2, 3)
+    assert x.unsqueeze(0).shape == (1, 2, 3) and x.unsqueeze(0).stride() == (6, 3, 1)
+    assert x.unsqueeze(1).stride() == (3, 3, 1)
+    assert x.unsqueeze(2).stride() == (3, 1, 1)
+    assert x.unsqueeze(-1).shape == (2, 3, 1)
+    assert x.unsqueeze(-3).shape == (1, 2, 3)
+    assert ember.tensor(1.0).unsqueeze(0).shape == (1,)
+    with pytest.raises(IndexError):
+        x.unsqueeze(3)
+    y = ember.zeros(1, 2, 1, 3)
+    assert y.squeeze().shape == (2, 3)
+    assert y.squeeze(0).shape == (2, 1, 3)
+    assert y.squeeze(1).shape == (1, 2, 1, 3)  # not size 1: unchanged
+    assert y.squeeze((0, 2)).shape == (2, 3)
+    assert y.squeeze([0, -2]).shape == (2, 3)
+    assert y.squeeze(-2).stride() == (6, 3, 1)
+    assert ember.tensor(1.0).squeeze().shape == () and ember.tensor(1.0).squeeze(0).shape == ()
+    with pytest.raises(IndexError):
+        y.squeeze(4)
+
+
+def test_expand():
+    x = ember.arange(3.0)
+    e = x.expand(2, 3)
+    assert e.shape == (2, 3) and e.stride() == (0, 1)
+    np.testing.assert_array_equal(e.numpy(), np.broadcast_to(np.arange(3.0), (2, 3)))
+    c = ember.arange(3.0).view(3, 1).expand(3, 4)
+    assert c.stride() == (1, 0) and not c.is_contiguous()
+    assert c.expand(2, -1, -1).stride() == (0, 1, 0)
+    x[1] = 10.0
+    assert e[1].tolist() == [0.0, 10.0, 2.0]
+    with pytest.raises(RuntimeError, match="must match the existing size"):
+        ember.zeros(2, 3).expand(3, 3)
+    with pytest.raises(RuntimeError):
+        ember.zeros(2, 3).expand(3)
+    with pytest.raises(RuntimeError):
+        ember.zeros(3).expand(-1, 3)
+
+
+# -- select, narrow, split, chunk, unbind -----------------------------------------------------------------
+
+
+def test_select_narrow_errors():
+    x = ember.arange(12.0).view(3, 4)
+    assert x.select(1, -4).tolist() == [0.0, 4.0, 8.0]
+    with pytest.raises(IndexError):
+        x.select(0, 3)
+    with pytest.raises(IndexError):
+        x.select(2, 0)
+    with pytest.raises(IndexError):
+        ember.tensor(1.0).select(0, 0)
+    assert x.narrow(1, ember.tensor(1), 2).tolist() == [[1.0, 2.0], [5.0, 6.0], [9.0, 10.0]]
+    assert x.narrow(1, 4, 0).shape == (3, 0)
+    with pytest.raises(RuntimeError, match="exceeds dimension size"):
+        x.narrow(1, 3, 2)
+    with pytest.raises(IndexError, match="start out of range"):
+        x.narrow(1, 5, 0)
+    with pytest.raises(RuntimeError, match="non-negative"):
+        x.narrow(1, 0, -1)
+
+
+def test_split_chunk_unbind():
+    x = ember.arange(5.0)
+    assert [p.tolist() for p in x.split(2)] == [[0.0, 1.0], [2.0, 3.0], [4.0]]
+    assert [p.tolist() for p in x.split(10)] == [[0.0, 1.0, 2.0, 3.0, 4.0]]
+    assert [p.tolist() for p in x.split([0, 5])] == [[], [0.0, 1.0, 2.0, 3.0, 4.0]]
+    assert [p.storage_offset() for p in x.split([2, 0, 3])] == [0, 2, 2]
+    assert [p.tolist() for p in x.chunk(3)] == [[0.0, 1.0], [2.0, 3.0], [4.0]]
+    assert len(ember.arange(3.0).chunk(5)) == 3
+    assert [p.numel() for p in ember.arange(6.0).chunk(4)] == [2, 2, 2]
+    assert [p.shape for p in ember.zeros(0).chunk(2)] == [(0,), (0,)]
+    assert ember.zeros(0, 2).unbind() == ()
+    with pytest.raises(RuntimeError, match="sum exactly"):
+        x.split([2, 2])
+    with pytest.raises(RuntimeError):
+        x.split(0)
+    with pytest.raises(RuntimeError):
+        x.chunk(0)
+    with pytest.raises(IndexError):
+        x.unbind(1)
+
+
+# -- diagonal, unfold -----------------------------------------------------------------------------------
+
+
+def test_diagonal_and_unfold_edges():
+    x = ember.arange(6.0).view(2, 3)
+    for offset in range(-3, 5):
+        np.testing.assert_array_equal(x.diagonal(offset).numpy(), np.diagonal(np.arange(6.0).reshape(2, 3), offset))
+    assert x.diagonal(5).shape == (0,) and x.diagonal(5).storage_offset() == 0
+    assert x.diagonal(2).storage_offset() == 2
+    with pytest.raises(RuntimeError, match="cannot be identical"):
+        x.diagonal(0, 1, 1)
+    y = ember.arange(7.0)
+    u = y.unfold(0, 3, 2)
+    assert (u.shape, u.stride()) == ((3, 3), (2, 1))
+    assert u.tolist() == [[0.0, 1.0, 2.0], [2.0, 3.0, 4.0], [4.0, 5.0, 6.0]]
+    assert ember.tensor(3.0).unfold(0, 1, 1).shape == (1,)
+    assert y.unfold(0, 0, 1).shape == (8, 0)
+    with pytest.raises(RuntimeError):
+        y.unfold(0, 8, 1)
+    with pytest.raises(RuntimeError):
+        y.unfold(0, 2, 0)
+
+
+# -- complex views ----------------------------------------------------------------------------------------
+
+
+def test_real_imag_views():
+    data = np.array([[1 + 2j, 3 - 4j, 5j], [-1 + 0j, 2 + 2j, 0j]], np.complex64)
+    z = ember.tensor(data)
+    re, im = z.real, z.imag
+    assert re.dtype is ember.float32 and im.dtype is ember.float32
+    assert (re.shape, re.stride(), re.storage_offset()) == ((2, 3), (6, 2), 0)
+    assert (im.shape, im.stride(), im.storage_offset()) == ((2, 3), (6, 2), 1)
+    np.testing.assert_array_equal(re.numpy(), data.real)
+    np.testing.assert_array_equal(im.numpy(), data.imag)
+    assert (z.t().real.stride(), z[1, 1:].imag.storage_offset()) == ((2, 6), 9)
+    # writes through real/imag reach the complex tensor
+    im[0, 0] = 7.0
+    re.mul_(10.0)
+    assert z[0, 0].item() == 10 + 7j
+    assert z._version == 2
+    z.imag = ember.zeros(2, 3)
+    np.testing.assert_array_equal(z.numpy().imag, 0.0)
+    # a real tensor's .real is itself (a view); it has no .imag
+    r = ember.tensor([1.0, 2.0])
+    assert r.real.untyped_storage() is r.untyped_storage()
+    with pytest.raises(RuntimeError, match="imag"):
+        _ = r.imag
+
+
+def test_view_as_real_and_complex():
+    z = ember.tensor([[1 + 2j, 3 - 4j, 5j], [-1 + 0j, 2 + 2j, 0j]])
+    vr = ember.view_as_real(z)
+    assert (vr.shape, vr.stride(), vr.storage_offset(), vr.dtype) == ((2, 3, 2), (6, 2, 1), 0, ember.float32)
+    np.testing.assert_array_equal(vr.numpy(), np.stack([z.numpy().real, z.numpy().imag], -1))
+    assert ember.view_as_real(z[:, 1:]).storage_offset() == 2
+    assert ember.view_as_real(z.t()).stride() == (2, 6, 1)
+    f = ember.arange(12.0).view(3, 2, 2)
+    c = ember.view_as_complex(f)
+    assert (c.shape, c.stride(), c.dtype) == ((3, 2), (2, 1), ember.complex64)
+    assert c.tolist() == [[1j, 2 + 3j], [4 + 5j, 6 + 7j], [8 + 9j, 10 + 11j]]
+    assert ember.view_as_complex(f[1:]).storage_offset() == 2
+    assert ember.view_as_complex(f.transpose(0, 1)).stride() == (1, 2)
+    assert ember.view_as_complex(ember.arange(8.0, dtype=ember.float64).view(4, 2)).dtype is ember.complex128
+    c[0, 0] = 5 - 5j
+    assert f[0, 0].tolist() == [5.0, -5.0]
+    with pytest.raises(RuntimeError):
+        ember.view_as_real(ember.zeros(2))
+    with pytest.raises(RuntimeError, match="last dimension of size 2"):
+        ember.view_as_complex(ember.zeros(3))
+    with pytest.raises(RuntimeError, match="stride 1"):
+        ember.view_as_complex(ember.zeros(2, 4)[:, ::2])
+    with pytest.raises(RuntimeError):
+        ember.view_as_complex(ember.zeros(2, 2, dtype=ember.int64))
+
+
+def test_detach_shares_storage():
+    x = ember.ones(3, requires_grad=True)
+    d = x.detach()
+    assert not d.requires_grad and d.untyped_storage() is x.untyped_storage()
+    assert d.data_ptr() == x.data_ptr()
+    d[0] = 5.0
+    assert x[0].item() == 5.0
+    assert x._version == 1
+
+
+# -- version counters and storage -----------------------------------------------------------------------
+
+
+def test_version_counter_is_shared_by_views():
+    x = ember.zeros(3, 4)
+    v, t, d = x[1], x.t(), x.detach()
+    assert x._version == v._version == t._version == 0
+    v.add_(1)
+    assert x._version == v._version == t._version == d._version == 1
+    x[0, 0] = 5
+    assert x._version == 2 and v._version == 2
+    x.mul_(2)
+    x.zero_()
+    x.fill_(1.0)
+    assert x._version == 5
+    x.copy_(ember.ones(3, 4))
+    assert x._version == 6
+    x[[0, 1]] = 2.0
+    assert x._version == 7
+    x.index_put_((ember.tensor([0]),), ember.tensor(3.0))
+    assert x._version == 8
+    x[x > 100] = 0.0  # a write that touches nothing still counts
+    assert x._version == 9
+    x += 1
+    assert x._version == 10 and t._version == 10
+
+
+def test_out_of_place_ops_and_copies_do_not_bump():
+    x = ember.zeros(3)
+    y = x + 1
+    _ = x[1:] * 2
+    c = x.clone()
+    assert x._version == 0 and y._version == 0 and c._version == 0
+    c.add_(1)
+    assert c._version == 1 and x._version == 0
+    r = x.reshape(3)  # a view
+    r += 1
+    assert x._version == 1
+    f = ember.zeros(2, 3).t().reshape(6)  # a copy
+    f += 1
+    assert f._version == 1
+    x.numpy()[0] = 9.0  # writes through numpy are invisible to the counter
+    assert x._version == 1
+    x.requires_grad_()
+    assert x._version == 1
+
+
+def test_untyped_storage_identity():
+    x = ember.arange(12.0).view(3, 4)
+    assert x.untyped_storage() is x.t().untyped_storage() is x[1:, 2].untyped_storage()
+    assert x.reshape(12).untyped_storage() is x.untyped_storage()
+    assert x.clone().untyped_storage() is not x.untyped_storage()
+    assert x.t().reshape(12).untyped_storage() is not x.untyped_storage()
+    assert x.untyped_storage().data_ptr() == x.data_ptr()
+    assert x[1:].untyped_storage().data_ptr() == x.data_ptr()
+
+
+def test_data_ptr_arithmetic():
+    x = ember.arange(24.0).view(2, 3, 4)
+    item = x.element_size()
+    assert x[1].data_ptr() - x.data_ptr() == 12 * item
+    assert x[:, 2].data_ptr() - x.data_ptr() == 8 * item
+    assert x[..., 3].data_ptr() - x.data_ptr() == 3 * item
+    assert x.mT[0, 1].data_ptr() - x.data_ptr() == 1 * item
+    assert x.transpose(0, 2).data_ptr() == x.data_ptr()
+    for v in (x[1, 1:], x[:, ::2, 1], x.diagonal(1, 1, 2), x.unfold(2, 2, 2)[1]):
+        storage = v.untyped_storage()
+        assert v.data_ptr() == storage.data_ptr() + v.storage_offset() * item
+    y = ember.arange(4, dtype=ember.int16)
+    assert y[3].data_ptr() - y.data_ptr() == 6
+
+
+# Expected is_contiguous() values derived from torch.
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda x: x, True),
+        (lambda x: x.t(), False),
+        (lambda x: x[:, :1], False),
+        (lambda x: x[:1], True),
+        (lambda x: x[:, ::2], False),
+        (lambda x: x.unsqueeze(1), True),
+        (lambda x: x[:, 1:2], False),
+        (lambda x: x[1], True),
+        (lambda x: x[:, 1], False),
+        (lambda x: x[1:], True),
+        (lambda x: x.diagonal(), False),
+        (lambda x: x[1, 1], True),
+        (lambda x: x.unfold(1, 2, 2), True),
+        (lambda x: x.t().t(), True),
+        (lambda x: ember.zeros(3, 1).expand(3, 4), False),
+        (lambda x: ember.zeros(1, 4).expand(1, 4), True),
+        (lambda x: ember.zeros(4, 1).t(), True),
+        (lambda x: ember.zeros(0, 3).t(), True),
+    ],
+)
+def test_is_contiguous(make, expected):
+    assert make(ember.arange(12.0).view(3, 4)).is_contiguous() is expected

@@ -6,11 +6,12 @@ numbers. Installed extension distributions (ember-autograd, ember-fx, ...)
 are loaded through the ``ember.extensions`` entry-point group.
 """
 
-from pkgutil import extend_path
+import builtins as _builtins
+import pkgutil as _pkgutil
 
 # Subpackages shipped by other distributions (ember.autograd, ember.fx, ...)
 # live in other directories; extend_path lets editable installs find them.
-__path__ = extend_path(__path__, __name__)
+__path__ = _pkgutil.extend_path(__path__, __name__)
 
 from . import _C  # noqa: E402 - the compiled extension; import fails loudly if the build is broken
 from ._device import device  # noqa: E402
@@ -87,7 +88,8 @@ def broadcast_shapes(*shapes):
         >>> ember.broadcast_shapes((2, 1), (3,))
         ember.Size([2, 3])
     """
-    return Size(_broadcast_shapes(*(tuple(s) if not isinstance(s, int) else (s,) for s in shapes)))
+    # (``int`` in this module is the dtype ember.int32, hence builtins.int)
+    return Size(_broadcast_shapes(*((s,) if isinstance(s, _builtins.int) else tuple(s) for s in shapes)))
 
 
 def is_tensor(obj):

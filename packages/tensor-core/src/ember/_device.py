@@ -143,7 +143,9 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __repr__(self):
-        return f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+        return (
+            f"device(type='{self.type}')" if self.index is None else f"device(type='{self.type}', index={self.index})"
+        )
 
     def __reduce__(self):
         return (device, self._key)

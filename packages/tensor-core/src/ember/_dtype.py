@@ -368,7 +368,7 @@ class finfo:
         self.max = _builtin_float(info.max)
         self.min = _builtin_float(info.min)
         self.tiny = self.smallest_normal = _builtin_float(info.smallest_normal)
-        self.resolution = 10.0 ** -info.precision  # exactly 1e-06, not float32(1e-06)
+        self.resolution = 10.0**-info.precision  # exactly 1e-06, not float32(1e-06)
         self.dtype = type.to_real().name
 
     def __repr__(self):

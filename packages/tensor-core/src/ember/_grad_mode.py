@@ -10,7 +10,14 @@ import functools
 
 from ._ops._dispatch import state
 
-__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode", "is_inference_mode_enabled"]
+__all__ = [
+    "no_grad",
+    "enable_grad",
+    "set_grad_enabled",
+    "is_grad_enabled",
+    "inference_mode",
+    "is_inference_mode_enabled",
+]
 
 
 class _GradModeContext:

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ._device import Backend, register_backend_type
 
 __all__ = ["MetaArray", "contiguous_strides", "dense_strides_like"]

@@ -14,7 +14,7 @@ import numpy as np
 from . import _extensions
 from ._device import CPU, get_backend
 from ._dtype import COMPLEX, FLOATING, from_numpy_dtype
-from ._meta import MetaArray
+from ._meta import MetaArray, contiguous_strides
 from ._storage import array_data_ptr, storage_of
 
 __all__ = ["Tensor", "Size"]
@@ -164,8 +164,13 @@ class Tensor:
         """
         strides = self._strides
         if strides is None:
-            itemsize = self._data.dtype.itemsize
-            strides = self._strides = tuple(s // itemsize for s in self._data.strides)
+            data = self._data
+            if data.size == 0:  # numpy reports zero strides for empty arrays; PyTorch row-major ones
+                strides = contiguous_strides(data.shape)
+            else:
+                itemsize = data.dtype.itemsize
+                strides = tuple(s // itemsize for s in data.strides)
+            self._strides = strides
         if dim is None:
             return strides
         return strides[_wrap_dim(dim, self._data.ndim)]
@@ -272,10 +277,13 @@ class Tensor:
                     f"got {list(value._data.shape)}"
                 )
             if value.dtype is not self.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}")
+                raise RuntimeError(
+                    f"assigned grad has data of a different type: expected {self.dtype}, got {value.dtype}"
+                )
             if value._device != self._device:
                 raise RuntimeError(
-                    f"assigned grad has data located on a different device: expected {self._device}, got {value._device}"
+                    "assigned grad has data located on a different device: "
+                    f"expected {self._device}, got {value._device}"
                 )
         self._grad = value
 

@@ -10,12 +10,14 @@ their own argument parsing (``to``, ``type``, ``new_*``) are written here.
 from __future__ import annotations
 
 from . import _dtype as D
-from ._device import canonical_device, device as _device_cls
+from ._device import canonical_device
+from ._device import device as _device_cls
 from ._indexing import getitem, setitem
 from ._ops import _registry
 from ._tensor import Tensor
 
 __all__ = ["install"]
+
 
 def _method_from_op(op):
     def method(self, *args, **kwargs):
@@ -131,9 +133,18 @@ def _converter(dtype):
 
 
 _CONVERSIONS = {
-    "bool": D.bool, "byte": D.uint8, "char": D.int8, "short": D.int16, "int": D.int32, "long": D.int64,
-    "half": D.float16, "bfloat16": D.bfloat16, "float": D.float32, "double": D.float64,
-    "cfloat": D.complex64, "cdouble": D.complex128,
+    "bool": D.bool,
+    "byte": D.uint8,
+    "char": D.int8,
+    "short": D.int16,
+    "int": D.int32,
+    "long": D.int64,
+    "half": D.float16,
+    "bfloat16": D.bfloat16,
+    "float": D.float32,
+    "double": D.float64,
+    "cfloat": D.complex64,
+    "cdouble": D.complex128,
 }
 
 
@@ -160,9 +171,17 @@ def type_(self, dtype=None, non_blocking=False):
 
 
 _LEGACY_NAMES = {
-    "bool": "BoolTensor", "uint8": "ByteTensor", "int8": "CharTensor", "int16": "ShortTensor",
-    "int32": "IntTensor", "int64": "LongTensor", "float16": "HalfTensor", "bfloat16": "BFloat16Tensor",
-    "float32": "FloatTensor", "float64": "DoubleTensor", "complex64": "ComplexFloatTensor",
+    "bool": "BoolTensor",
+    "uint8": "ByteTensor",
+    "int8": "CharTensor",
+    "int16": "ShortTensor",
+    "int32": "IntTensor",
+    "int64": "LongTensor",
+    "float16": "HalfTensor",
+    "bfloat16": "BFloat16Tensor",
+    "float32": "FloatTensor",
+    "float64": "DoubleTensor",
+    "complex64": "ComplexFloatTensor",
     "complex128": "ComplexDoubleTensor",
 }
 
@@ -187,7 +206,9 @@ def _new_factory(name):
 
     def new(self, *size, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
         return factory(
-            *size, dtype=self.dtype if dtype is None else dtype, device=self.device if device is None else device,
+            *size,
+            dtype=self.dtype if dtype is None else dtype,
+            device=self.device if device is None else device,
             requires_grad=requires_grad,
         )
 
@@ -199,8 +220,11 @@ def _new_factory(name):
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
     """``ember.full(size, fill_value)`` with this tensor's dtype and device unless given."""
     return _registry.get("full")(
-        size, fill_value, dtype=self.dtype if dtype is None else dtype,
-        device=self.device if device is None else device, requires_grad=requires_grad,
+        size,
+        fill_value,
+        dtype=self.dtype if dtype is None else dtype,
+        device=self.device if device is None else device,
+        requires_grad=requires_grad,
     )
 
 
@@ -209,7 +233,9 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False, layo
     from ._creation import tensor
 
     return tensor(
-        data, dtype=self.dtype if dtype is None else dtype, device=self.device if device is None else device,
+        data,
+        dtype=self.dtype if dtype is None else dtype,
+        device=self.device if device is None else device,
         requires_grad=requires_grad,
     )
 
@@ -271,7 +297,9 @@ def install():
             setattr(Tensor, name, _method_from_op(reg[name]))
         for alias, name in getattr(module, "ALIASES", {}).items():
             setattr(Tensor, alias, _method_from_op(reg[name]))
-    ops = [reg[n] for n in ("add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs", "logical_not")]
+    ops = [
+        reg[n] for n in ("add", "sub", "mul", "div", "eq", "ne", "lt", "le", "gt", "ge", "neg", "abs", "logical_not")
+    ]
     for name, fn in _binary_operators(*ops).items():
         setattr(Tensor, name, fn)
     for module in OP_MODULES:  # operators of later op families (``@``, ``**``, ``//``, ...)

@@ -94,14 +94,19 @@ def _compare(ours, theirs, info, dtype, sample):
     if not isinstance(theirs, torch.Tensor):
         assert ours == theirs, sample
         return
-    assert tuple(ours.shape) == tuple(theirs.shape), f"{sample}: shape {tuple(ours.shape)} vs torch {tuple(theirs.shape)}"
-    assert ours.dtype.name == str(theirs.dtype).replace("torch.", ""), f"{sample}: dtype {ours.dtype} vs torch {theirs.dtype}"
+    assert tuple(ours.shape) == tuple(theirs.shape), (
+        f"{sample}: shape {tuple(ours.shape)} vs torch {tuple(theirs.shape)}"
+    )
+    assert ours.dtype.name == str(theirs.dtype).replace("torch.", ""), (
+        f"{sample}: dtype {ours.dtype} vs torch {theirs.dtype}"
+    )
     if info.name in ("empty", "empty_like", "empty_strided"):
         return
     tol = info.tolerance(dtype) or ({"float16": (1e-3, 1e-3), "bfloat16": (1.6e-2, 1e-2)}.get(ours.dtype.name))
     rtol, atol = tol if tol is not None else (None, None)
-    ember.testing.assert_close(ours, _torch_values(theirs), rtol=rtol, atol=atol, equal_nan=True, check_dtype=False,
-                               msg=None)
+    ember.testing.assert_close(
+        ours, _torch_values(theirs), rtol=rtol, atol=atol, equal_nan=True, check_dtype=False, msg=None
+    )
 
 
 @pytest.mark.parametrize("info, dtype", list(_cases()))
@@ -113,8 +118,9 @@ def test_matches_pytorch(info, dtype):
         try:
             theirs = fn(_to_torch(sample.input), *_to_torch(sample.args), **_to_torch(sample.kwargs))
         except Exception as exc:  # noqa: BLE001 - torch refusing is a difference too
-            with pytest.raises(type(exc) if isinstance(exc, (RuntimeError, TypeError, ValueError, IndexError))
-                               else Exception):
+            with pytest.raises(
+                type(exc) if isinstance(exc, (RuntimeError, TypeError, ValueError, IndexError)) else Exception
+            ):
                 sample.call(info.op)
             continue
         ours = sample.call(info.op)
@@ -146,7 +152,9 @@ def test_print_difference_table(capsys):
     lines = ["", "ops without a PyTorch counterpart:"]
     lines += [f"  {name}: {why}" for name, why in sorted(_NO_COUNTERPART.items())] or ["  (none)"]
     lines += ["known differences from PyTorch:"]
-    lines += [f"  {op} [{dt or 'all dtypes'}]: {why}" for (op, dt), why in sorted(KNOWN_DIFFERENCES.items(), key=str)] or ["  (none)"]
+    lines += [
+        f"  {op} [{dt or 'all dtypes'}]: {why}" for (op, dt), why in sorted(KNOWN_DIFFERENCES.items(), key=str)
+    ] or ["  (none)"]
     if _DIFFERENT:
         lines += ["unlisted differences found in this process:"]
         lines += [f"  {op} [{dt}]: {msg}" for op, dt, msg in _DIFFERENT]

@@ -21,8 +21,8 @@ import threading
 
 from .._device import CPU as _CPU
 from .._device import canonical_device, get_backend
-from .._storage import storage_of
 from .._dtype import dtype as _dtype_cls
+from .._storage import storage_of
 from .._tensor import Tensor
 
 __all__ = ["dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state"]

@@ -58,7 +58,16 @@ class Op:
     """
 
     def __init__(
-        self, name, meta, *, category=PRIM, kind="function", decomposition=None, has_out=False, doc=None, tags=(),
+        self,
+        name,
+        meta,
+        *,
+        category=PRIM,
+        kind="function",
+        decomposition=None,
+        has_out=False,
+        doc=None,
+        tags=(),
         return_type=None,
     ):
         if category not in (PRIM, COMPOSITE):
@@ -131,7 +140,16 @@ class Op:
 
 
 def defop(
-    name, meta, *, cpu=None, category=PRIM, kind="function", decomposition=None, has_out=False, doc=None, tags=(),
+    name,
+    meta,
+    *,
+    cpu=None,
+    category=PRIM,
+    kind="function",
+    decomposition=None,
+    has_out=False,
+    doc=None,
+    tags=(),
     return_type=None,
 ):
     """Create and register an op (see :class:`Op`); ``cpu`` is its CPU kernel.
@@ -142,7 +160,14 @@ def defop(
     if name in registry:
         raise RuntimeError(f"op {name} is already registered")
     op = Op(
-        name, meta, category=category, kind=kind, decomposition=decomposition, has_out=has_out, doc=doc, tags=tags,
+        name,
+        meta,
+        category=category,
+        kind=kind,
+        decomposition=decomposition,
+        has_out=has_out,
+        doc=doc,
+        tags=tags,
         return_type=return_type,
     )
     if cpu is not None:

@@ -37,8 +37,18 @@ def _as_numpy(x):
     return np.asarray(x)
 
 
-def assert_close(actual, expected, *, rtol=None, atol=None, equal_nan=False, check_device=True, check_dtype=True,
-                 check_stride=False, msg=None):
+def assert_close(
+    actual,
+    expected,
+    *,
+    rtol=None,
+    atol=None,
+    equal_nan=False,
+    check_device=True,
+    check_dtype=True,
+    check_stride=False,
+    msg=None,
+):
     """Raise ``AssertionError`` unless ``actual`` and ``expected`` are close.
 
     Tensors must match in shape, and (unless turned off) dtype and device; values
@@ -72,8 +82,18 @@ def _compare(actual, expected, rtol, atol, equal_nan, check_device, check_dtype,
         if set(actual) != set(expected):
             _fail(msg, f"mappings{path} differ in keys: {sorted(map(str, actual))} vs {sorted(map(str, expected))}")
         for key in actual:
-            _compare(actual[key], expected[key], rtol, atol, equal_nan, check_device, check_dtype, check_stride, msg,
-                     f"{path}[{key!r}]")
+            _compare(
+                actual[key],
+                expected[key],
+                rtol,
+                atol,
+                equal_nan,
+                check_device,
+                check_dtype,
+                check_stride,
+                msg,
+                f"{path}[{key!r}]",
+            )
         return
     if _is_sequence(actual) and _is_sequence(expected):
         if len(actual) != len(expected):
@@ -91,7 +111,10 @@ def _compare(actual, expected, rtol, atol, equal_nan, check_device, check_dtype,
         if check_dtype and actual.dtype is not expected.dtype:
             _fail(msg, f"The values for attribute 'dtype' do not match{where}: {actual.dtype} != {expected.dtype}.")
         if check_stride and actual.stride() != expected.stride():
-            _fail(msg, f"The values for attribute 'stride()' do not match{where}: {actual.stride()} != {expected.stride()}.")
+            _fail(
+                msg,
+                f"The values for attribute 'stride()' do not match{where}: {actual.stride()} != {expected.stride()}.",
+            )
         dtype = D.promote_types(actual.dtype, expected.dtype)
     elif a_t or e_t:
         tensor = actual if a_t else expected
@@ -146,8 +169,11 @@ def _compare_values(a, e, rtol, atol, equal_nan, msg, where):
             f" (up to {atol} allowed)\nGreatest relative difference: {float(np.nan_to_num(rel, nan=math.inf).max())}"
             f" (up to {rtol} allowed)"
         )
-    _fail(msg, f"Tensor-likes are not close{where}!\n\n{detail}\nFirst mismatch at index {tuple(int(i) for i in idx)}: "
-               f"{a[idx]!r} vs {e[idx]!r}")
+    _fail(
+        msg,
+        f"Tensor-likes are not close{where}!\n\n{detail}\nFirst mismatch at index {tuple(int(i) for i in idx)}: "
+        f"{a[idx]!r} vs {e[idx]!r}",
+    )
 
 
 def _fail(msg, text):

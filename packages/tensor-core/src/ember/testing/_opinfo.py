@@ -144,8 +144,18 @@ def register_opinfo(info):
     return info
 
 
-def make_tensor(shape, dtype, device="cpu", *, rng, low=None, high=None, noncontiguous=False, exclude_zero=False,
-                requires_grad=False):
+def make_tensor(
+    shape,
+    dtype,
+    device="cpu",
+    *,
+    rng,
+    low=None,
+    high=None,
+    noncontiguous=False,
+    exclude_zero=False,
+    requires_grad=False,
+):
     """A tensor of random values for tests.
 
     Args:

@@ -48,7 +48,9 @@ def register_backend(name, backend, *, generate_methods=True):
     if generate_methods:
 
         def to_device(self, device=None, non_blocking=False):
-            target = canonical_device(name if device is None else f"{name}:{device}" if isinstance(device, int) else device)
+            target = canonical_device(
+                name if device is None else f"{name}:{device}" if isinstance(device, int) else device
+            )
             return self.to(target, non_blocking=non_blocking)
 
         to_device.__name__ = name

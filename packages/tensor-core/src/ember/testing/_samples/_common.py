@@ -6,8 +6,8 @@ import functools
 
 import numpy as np
 
-from .. import _opinfo
 from ... import _dtype as D
+from .. import _opinfo
 
 
 def maker(device, dtype, requires_grad, seed=0, **defaults):

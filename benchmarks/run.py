@@ -1,0 +1,340 @@
+"""Run Ember's benchmark suite: ember and PyTorch on the same work, one table out.
+
+Finds every ``bench_*.py`` beside this file (each defines ``WORKLOADS``, a list of
+``harness.Workload``), times each workload's ember and PyTorch callables in this
+one process, and writes a Markdown table (``BENCHMARKS.md`` at the repository
+root) with the machine it ran on, plus a bar chart of the ratios
+(``benchmarks/ratios.png``, when matplotlib is installed).
+
+Usage::
+
+    python benchmarks/run.py                 # everything (nox -s bench)
+    python benchmarks/run.py -k add_1elem    # workloads whose name contains a substring
+    python benchmarks/run.py --quick         # few, short repeats: checks the plumbing only
+    python benchmarks/run.py --list          # names only
+
+Times are medians per call (see ``harness.time_call``); the ratio is ember's time
+divided by PyTorch's, so 1.00 is parity and lower is better for ember. Benchmarks
+never gate CI: the exit status is non-zero only when a workload fails to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.util
+import json
+import os
+import platform
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from importlib import metadata
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
+if str(BENCH_DIR) not in sys.path:  # bench modules import `harness` from here
+    sys.path.insert(0, str(BENCH_DIR))
+
+from harness import limit_threads, time_call  # noqa: E402
+
+TABLE_HEADER = "| workload | ember time | PyTorch time | ratio (ember / PyTorch) | threads | machine |"
+TABLE_RULE = "|---|---:|---:|---:|---:|---|"
+MISSING = "—"
+
+
+@dataclass
+class Result:
+    """The measurement of one workload (seconds per call; ``None`` where not measured)."""
+
+    name: str
+    threads: int
+    description: str
+    ember_s: float | None
+    torch_s: float | None
+    error: str | None = None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.ember_s is None or self.torch_s is None or self.torch_s <= 0:
+            return None
+        return self.ember_s / self.torch_s
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def discover(bench_dir: Path) -> list:
+    """Every workload of every ``bench_*.py`` in ``bench_dir``, in file then list order."""
+    workloads = []
+    seen: dict[str, Path] = {}
+    for path in sorted(bench_dir.glob("bench_*.py")):
+        spec = importlib.util.spec_from_file_location(f"ember_benchmarks.{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # as a normal import would (dataclasses need it)
+        spec.loader.exec_module(module)
+        if not hasattr(module, "WORKLOADS"):
+            raise SystemExit(f"{path} defines no WORKLOADS list")
+        for workload in module.WORKLOADS:
+            if workload.name in seen:
+                raise SystemExit(f"workload {workload.name!r} is defined twice: in {seen[workload.name]} and {path}")
+            seen[workload.name] = path
+            workloads.append(workload)
+    return workloads
+
+
+def select(workloads: Sequence, patterns: Sequence[str]) -> list:
+    """The workloads whose name contains any of ``patterns`` (case-insensitive); all if none."""
+    if not patterns:
+        return list(workloads)
+    lowered = [p.lower() for p in patterns]
+    return [w for w in workloads if any(p in w.name.lower() for p in lowered)]
+
+
+# --------------------------------------------------------------------------- measuring
+
+TimeFn = Callable[..., float]
+
+
+def measure(workload, *, quick: bool = False, time_fn: TimeFn = time_call) -> Result:
+    """Set up ``workload`` and time its ember and PyTorch callables, one after the other."""
+    threads = int(getattr(workload, "threads", 1))
+    description = getattr(workload, "description", "")
+    timing = {"min_time": 1e-3, "repeats": 3} if quick else {}
+    try:
+        ember_fn, torch_fn = workload.setup()
+        with limit_threads(threads):
+            ember_s = time_fn(ember_fn, **timing)
+            torch_s = time_fn(torch_fn, **timing) if torch_fn is not None else None
+    except Exception as exc:  # report the failure in the table, keep going with the others
+        return Result(workload.name, threads, description, None, None, error=f"{type(exc).__name__}: {exc}")
+    return Result(workload.name, threads, description, ember_s, torch_s)
+
+
+def run(
+    workloads: Sequence, *, quick: bool = False, time_fn: TimeFn = time_call, progress: bool = True
+) -> list[Result]:
+    """Measure every workload, reporting each as it finishes (a tqdm bar on a terminal)."""
+    bar = None
+    if progress and sys.stderr.isatty():
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            pass
+        else:
+            bar = tqdm(total=len(workloads), desc="benchmarks", unit="workload", file=sys.stderr)
+    results = []
+    for workload in workloads:
+        if bar is not None:
+            bar.set_postfix_str(workload.name)
+        result = measure(workload, quick=quick, time_fn=time_fn)
+        results.append(result)
+        line = _summary_line(result)
+        if bar is not None:
+            bar.write(line, file=sys.stderr)
+            bar.update(1)
+        elif progress:
+            print(line, file=sys.stderr)
+    if bar is not None:
+        bar.close()
+    return results
+
+
+def _summary_line(result: Result) -> str:
+    if result.error is not None:
+        return f"{result.name}: FAILED ({result.error})"
+    return (
+        f"{result.name}: ember {format_seconds(result.ember_s)}, PyTorch {format_seconds(result.torch_s)}, "
+        f"ratio {format_ratio(result.ratio)}"
+    )
+
+
+# --------------------------------------------------------------------------- machine
+
+
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else what ``platform`` says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def _version(distribution: str) -> str:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def machine_info() -> dict[str, str]:
+    """What the numbers depend on: CPU, cores, OS and library versions."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        usable = os.cpu_count() or 0
+    return {
+        "cpu": cpu_model(),
+        "logical_cores": str(os.cpu_count()),
+        "usable_cores": str(usable),
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": _version("numpy"),
+        "ember-core": _version("ember-core"),
+        "torch": _version("torch"),
+    }
+
+
+def machine_label(info: dict[str, str]) -> str:
+    """The short machine description repeated in each table row."""
+    return f"{info['cpu']}, {info['usable_cores']} cores"
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def format_seconds(seconds: float | None) -> str:
+    """``4.12 µs``-style: three significant figures in the largest unit below the value."""
+    if seconds is None:
+        return MISSING
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def format_ratio(ratio: float | None) -> str:
+    return MISSING if ratio is None else f"{ratio:.2f}"
+
+
+def markdown(
+    results: Sequence[Result], info: dict[str, str], *, quick: bool, patterns: Sequence[str], plot: str | None
+) -> str:
+    """The whole BENCHMARKS.md text."""
+    label = machine_label(info)
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    command = " ".join(["python benchmarks/run.py", *(f"-k {p}" for p in patterns), *(["--quick"] if quick else [])])
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `nox -s bench` (`{command}`) on {when}.",
+        "",
+        "Each time is the median per call over many timed batches; ember and PyTorch are measured one",
+        "after the other in the same process on the same inputs. The ratio is ember's time over",
+        "PyTorch's: 1.00 is parity, lower is better for ember. These numbers describe one machine at",
+        "one moment; they never gate CI.",
+    ]
+    if quick:
+        lines += ["", "**Quick mode**: very few repeats; these numbers check the plumbing, not the speed."]
+    lines += [
+        "",
+        "## Machine",
+        "",
+        f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
+        f"- OS: {info['os']}",
+        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']}, torch {info['torch']}",
+        "",
+        "## Results",
+        "",
+        TABLE_HEADER,
+        TABLE_RULE,
+    ]
+    for r in results:
+        ember_cell = "failed" if r.error is not None else format_seconds(r.ember_s)
+        cells = [r.name, ember_cell, format_seconds(r.torch_s), format_ratio(r.ratio), str(r.threads), label]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = [f"- `{r.name}`: {r.description}" for r in results if r.description]
+    notes += [f"- `{r.name}` failed: {r.error}" for r in results if r.error is not None]
+    if notes:
+        lines += ["", "Workloads:", "", *notes]
+    if plot is not None:
+        lines += ["", f"![ember / PyTorch time ratio per workload]({plot})"]
+    return "\n".join(lines) + "\n"
+
+
+def plot_ratios(results: Sequence[Result], path: Path) -> bool:
+    """Draw a bar chart of the ratios to ``path``; ``False`` when there is nothing or no matplotlib."""
+    measured = [r for r in results if r.ratio is not None]
+    if not measured:
+        print("no ember/PyTorch ratios to plot (is torch installed?)", file=sys.stderr)
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no chart", file=sys.stderr)
+        return False
+    names = [r.name for r in measured]
+    ratios = [r.ratio for r in measured]
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(names) + 2), 4.0), layout="constrained")
+    colors = ["tab:green" if x <= 1.0 else "tab:orange" for x in ratios]
+    bars = ax.bar(names, ratios, color=colors)
+    ax.bar_label(bars, labels=[f"{x:.2f}" for x in ratios], padding=2)
+    ax.axhline(1.0, color="black", linewidth=1, linestyle="--", label="parity with PyTorch")
+    ax.set_ylabel("ember time / PyTorch time")
+    ax.set_title("Ember vs PyTorch (lower is better for ember)")
+    ax.set_ylim(0, max(max(ratios), 1.0) * 1.2)
+    ax.legend(loc="upper left")
+    ax.tick_params(axis="x", labelrotation=20)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument(
+        "-k", dest="patterns", action="append", default=[], metavar="NAME", help="only workloads containing NAME"
+    )
+    parser.add_argument("--quick", action="store_true", help="few short repeats (for tests of this runner)")
+    parser.add_argument("--list", action="store_true", help="list the workload names and exit")
+    parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR, help="where to look for bench_*.py")
+    parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS.md", help="Markdown file to write")
+    parser.add_argument("--plot", type=Path, default=BENCH_DIR / "ratios.png", help="bar chart to write")
+    parser.add_argument("--no-plot", action="store_true", help="do not draw the chart")
+    parser.add_argument("--json", type=Path, default=None, help="also write the raw results as JSON")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> int:
+    args = parse_args(argv)
+    workloads = select(discover(args.bench_dir), args.patterns)
+    if args.list:
+        for w in workloads:
+            print(w.name)
+        return 0
+    if not workloads:
+        print(f"no workload matches {args.patterns} in {args.bench_dir}", file=sys.stderr)
+        return 2
+    results = run(workloads, quick=args.quick, time_fn=time_fn)
+    info = machine_info()
+    plot_link = None
+    if not args.no_plot and plot_ratios(results, args.plot):
+        plot_link = os.path.relpath(args.plot.resolve(), args.output.resolve().parent).replace(os.sep, "/")
+    text = markdown(results, info, quick=args.quick, patterns=args.patterns, plot=plot_link)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text, encoding="utf-8")
+    print(f"wrote {args.output}" + (f" and {args.plot}" if plot_link else ""), file=sys.stderr)
+    if args.json is not None:
+        payload = {"machine": info, "quick": args.quick, "results": [asdict(r) | {"ratio": r.ratio} for r in results]}
+        args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    failed = [r.name for r in results if r.error is not None]
+    if failed:
+        print(f"failed workloads: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
