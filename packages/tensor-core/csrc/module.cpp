@@ -17,6 +17,8 @@
 
 namespace py = pybind11;
 
+void init_conv(py::module_& m);
+
 namespace {
 
 int get_num_threads() {
@@ -82,4 +84,5 @@ PYBIND11_MODULE(_C, m) {
 #endif
   m.def("index_accumulate", &index_accumulate, py::arg("target"), py::arg("index"), py::arg("values"),
         "target[index[i]] += values[i] over flat contiguous arrays; repeated indices accumulate.");
+  init_conv(m);
 }

@@ -416,6 +416,36 @@ def test_reshape_is_a_view_when_possible_and_a_copy_otherwise():
         x.flatten(1, 0)
 
 
+def test_contiguous_copies_non_contiguous_tensors():
+    x = ember.arange(6.0).view(2, 3)
+    assert x.contiguous() is x
+    c = x.t().contiguous()
+    assert c.is_contiguous() and c.stride() == (2, 1)
+    np.testing.assert_array_equal(c.numpy(), np.arange(6.0).reshape(2, 3).T)
+
+
+def test_clone_keeps_dense_layouts():
+    # strides derived from PyTorch (clone's default memory_format is preserve_format)
+    from ember._ops.creation import contiguous_format
+
+    x = ember.arange(24.0).view(2, 3, 4)
+    for view, stride in [
+        (x, (12, 4, 1)),
+        (x.transpose(0, 2), (1, 4, 12)),
+        (x.transpose(0, 2)[::2], (1, 2, 6)),
+        (x[:, :, ::2], (6, 2, 1)),
+        (x.permute(1, 0, 2)[:, :, 1:], (3, 9, 1)),
+        (x[:, :1].expand(2, 3, 4), (12, 4, 1)),
+        (x.mT[..., ::2], (8, 1, 4)),
+    ]:
+        c = view.clone()
+        assert c.stride() == stride
+        assert c.untyped_storage() is not x.untyped_storage()
+        np.testing.assert_array_equal(c.numpy(), view.numpy())
+        assert view.clone(memory_format=contiguous_format).is_contiguous()
+        assert view.to(ember.float64).stride() == stride  # conversions keep it too
+
+
 # -- as_strided -----------------------------------------------------------------------------------------
 
 

@@ -101,12 +101,14 @@ def _finish(array, dtype, device, requires_grad, *, copy):
 
             array = _convert_array(array, dtype.numpy_dtype)
             copy = False
+    if not array.dtype.isnative:
+        array = array.astype(array.dtype.newbyteorder("="))
     D.from_numpy_dtype(array.dtype)  # raises TypeError for unsupported dtypes
-    if copy:
+    if copy or any(st < 0 for st in array.strides):  # tensors have no negative strides
         array = np.array(array, copy=True, order="C")
     dev = canonical_device(device)
     if dev.type != "cpu":
-        array = get_backend(dev.type).from_numpy(np.ascontiguousarray(array), dev.index)
+        array = get_backend(dev.type).from_numpy(np.asarray(array, order="C"), dev.index)  # keeps 0-d arrays 0-d
     result = Tensor._make(array, dev)
     if requires_grad:
         result.requires_grad_(True)
@@ -150,9 +152,15 @@ def as_tensor(data, dtype=None, device=None):
         if (dtype is None or data.dtype is dtype) and (device is None or data.device == canonical_device(device)):
             return data
         return data.to(dtype=dtype, device=device)
-    if isinstance(data, np.ndarray) and (dtype is None or data.dtype == dtype.numpy_dtype) and canonical_device(device).type == "cpu":
-        return from_numpy(data)
+    if isinstance(data, np.ndarray) and canonical_device(device).type == "cpu" and _shareable(data):
+        if dtype is None or data.dtype == dtype.numpy_dtype:
+            return from_numpy(data)
     return _finish(_infer_numpy(data, dtype), dtype, device, False, copy=False)
+
+
+def _shareable(array):
+    """Whether a tensor can share the memory of numpy ``array`` (else it gets a copy)."""
+    return array.dtype.isnative and all(st >= 0 for st in array.strides)
 
 
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):

@@ -181,6 +181,8 @@ class _CPUBackend(Backend):
 
     def strided_view(self, storage, shape, strides, offset, dtype):
         itemsize = dtype.itemsize
+        if 0 in shape:  # an empty view may start past the end of its storage (PyTorch allows it)
+            return np.empty(shape, dtype)
         return np.ndarray(
             shape, dtype, buffer=storage.base, offset=offset * itemsize, strides=tuple(s * itemsize for s in strides)
         )

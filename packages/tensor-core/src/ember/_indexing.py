@@ -3,9 +3,13 @@
 A subscript becomes a chain of view ops (``select`` for ints, ``slice`` for
 slices, ``unsqueeze`` for None) followed, when tensors or lists appear, by
 one ``index`` (read) or ``index_put_`` (write). So autograd, FX and the
-compiler only ever see registry ops. Integers are applied as ``select``
-before advanced indices, as PyTorch does (this differs from numpy when an
-int and an index tensor are separated by a slice).
+compiler only ever see registry ops. Integers (and zero-dim integer tensors)
+are applied as ``select`` before advanced indices, as PyTorch does (this
+differs from numpy when an int and an index tensor are separated by a slice:
+``x[0, :, [0, 1]]`` has shape ``(x.shape[1], 2)`` here, ``(2, x.shape[1])`` in
+numpy). As in PyTorch, a short list that holds sequences, tensors, slices, None
+or Ellipsis is read as a tuple (``x[[rows, cols]]`` is ``x[rows, cols]``), and
+CPU index tensors may index a tensor of any device.
 """
 
 from __future__ import annotations
@@ -97,7 +101,7 @@ def _apply_basic(t, key):
                 result = views.slice_op(result, dim, 0, 0)
             dim += 1
         elif isinstance(k, int):
-            size = result.shape[dim]
+            size = result._data.shape[dim] if dim < result._data.ndim else 0
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {consumed} with size {size}")
             result = views.select(result, dim, k)

@@ -165,7 +165,9 @@ class Tensor:
         strides = self._strides
         if strides is None:
             data = self._data
-            if data.size == 0:  # numpy reports zero strides for empty arrays; PyTorch row-major ones
+            if type(data) is MetaArray:
+                strides = tuple(data._elem_strides)
+            elif data.size == 0:  # numpy reports zero strides for empty arrays; PyTorch row-major ones
                 strides = contiguous_strides(data.shape)
             else:
                 itemsize = data.dtype.itemsize
@@ -328,6 +330,8 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         array = self.numpy(force=True) if self._device.type != "cpu" else self._data
         if dtype is not None and array.dtype != dtype:
             return array.astype(dtype)
@@ -350,6 +354,8 @@ class Tensor:
         n = self._data.size
         if n != 1:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
+        if self._device.type == "meta":
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         value = self._host_array().reshape(()).item()
         if not isinstance(value, (bool, int, float, complex)):  # bfloat16 and friends
             value = float(value)
@@ -380,14 +386,19 @@ class Tensor:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
 
     def __complex__(self):
-        return complex(self.item())
+        return complex(self._scalar())
 
     def __index__(self):
         if self.dtype.category != 1 or self._data.size != 1:
@@ -408,7 +419,7 @@ class Tensor:
 
     def __dlpack__(self, stream=None, **kwargs):
         if self._requires_grad:
-            raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
         return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}), **kwargs)
 
     def __dlpack_device__(self):

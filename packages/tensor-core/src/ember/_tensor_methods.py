@@ -190,7 +190,9 @@ def contiguous(self, memory_format=None):
     """This tensor if it is contiguous, else a contiguous copy."""
     if self.is_contiguous():
         return self
-    return _registry.get("clone")(self)
+    from ._ops.creation import contiguous_format
+
+    return _registry.get("clone")(self, memory_format=contiguous_format)
 
 
 def type_as(self, other):

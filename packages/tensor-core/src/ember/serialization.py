@@ -355,7 +355,9 @@ class _Encoder:
 
 
 def _element_offset(t, storage, where):
-    """``t``'s offset into ``storage`` in elements, computed from addresses so it is exact."""
+    """``t``'s offset into ``storage`` in elements (the view's own record, else from addresses)."""
+    if t._offset is not None:  # views record their offset; an empty one may not point into its storage
+        return t._offset
     itemsize = t.element_size()
     byte_offset = array_data_ptr(t._data) - storage.data_ptr()
     if t.numel() == 0 and not 0 <= byte_offset <= storage.nbytes:
@@ -910,6 +912,7 @@ class _Reader:
                 raise self.error(f"cannot view storage {name!r} as shape {shape}, stride {stride}: {exc}") from None
             t = Tensor._make(array, storage.device)
             t._storage = storage  # shared by every tensor of this storage: views see each other's writes
+            t._strides, t._offset = tuple(stride), offset
         if record["requires_grad"]:
             t.requires_grad_(True)
         return t

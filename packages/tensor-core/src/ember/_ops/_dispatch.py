@@ -22,6 +22,7 @@ import threading
 from .._device import CPU as _CPU
 from .._device import canonical_device, get_backend
 from .._dtype import dtype as _dtype_cls
+from .._meta import MetaArray
 from .._storage import storage_of
 from .._tensor import Tensor
 
@@ -238,6 +239,7 @@ def run_backend(op, args, kwargs, device):
     kind = op.kind
     if kernel is None:
         if op.decomposition is not None:
+            op.meta(*args, **kwargs)  # the composite's own argument checks, as for prims
             return op.decomposition(*args, **kwargs)
         if kind == "view":
             return _strided_views(op.meta(*args, **kwargs), args[0], device)
@@ -286,5 +288,11 @@ def _wrap(result, device, op):
 
 def _wrap_view(result, base, op):
     if type(result) is tuple or type(result) is list:
-        return tuple(Tensor._make_view(r, base) for r in result)
-    return Tensor._make_view(result, base)
+        return tuple(_view_of(r, base) for r in result)
+    return _view_of(result, base)
+
+
+def _view_of(array, base):
+    if type(array) is MetaArray:  # meta views carry their strides and offset
+        return Tensor._make_view(array, base, array._elem_strides, array.offset)
+    return Tensor._make_view(array, base)

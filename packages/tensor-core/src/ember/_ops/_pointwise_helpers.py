@@ -1,8 +1,14 @@
 """One-line definitions for pointwise ops: the rule table reads like a list.
 
 ``binary(name, np_fn, ...)`` and ``unary(name, np_fn, ...)`` create the op
-(meta: broadcasting and PyTorch promotion; CPU kernel: the numpy ufunc) and
-its in-place variant ``name_``.
+(meta: broadcasting, PyTorch promotion and the dtypes PyTorch accepts; CPU
+kernel: the numpy function) and its in-place variant ``name_``.
+``make_inplace(op)`` adds the in-place variant of any op and ``alias(name,
+target)`` registers a second public name for an op.
+
+The dtype sets (``ALL``, ``NO_BOOL``, ``NO_COMPLEX``, ``FLOATING``, ...) name
+what an op supports; :func:`check_supported` refuses the others with
+PyTorch's ``NotImplementedError`` (``"abs" not implemented for 'Bool'``).
 """
 
 from __future__ import annotations
@@ -12,14 +18,38 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
-from .creation import copy_
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
+from .creation import copy_
 
-__all__ = ["binary", "unary", "binary_dtype", "operand", "make_inplace"]
+__all__ = [
+    "binary", "unary", "binary_dtype", "operand", "make_inplace", "alias", "check_supported", "not_implemented",
+    "compute_dtype", "check_tensor", "ALL", "NO_BOOL", "NO_COMPLEX", "REAL_NO_BOOL", "FLOATING", "FLOATING_AND_COMPLEX",
+    "INTEGRAL", "INTEGRAL_AND_BOOL", "COMPLEX",
+]
 
 _FROM_NP = D.from_numpy_dtype
 _EXTENSION_FLOATS = (D.bfloat16.numpy_dtype,)
+
+# dtype sets for ``supported=``: the dtypes PyTorch's CPU kernels accept.
+ALL = frozenset(D.ALL_DTYPES)
+COMPLEX = frozenset({D.complex64, D.complex128})
+FLOATING = frozenset({D.float16, D.bfloat16, D.float32, D.float64})
+INTEGRAL = frozenset({D.uint8, D.int8, D.int16, D.int32, D.int64})
+INTEGRAL_AND_BOOL = INTEGRAL | {D.bool}
+NO_BOOL = ALL - {D.bool}
+NO_COMPLEX = ALL - COMPLEX
+REAL_NO_BOOL = NO_BOOL - COMPLEX
+FLOATING_AND_COMPLEX = FLOATING | COMPLEX
+
+# float16 and bfloat16 compute in float32 and round once, as PyTorch's CPU kernels do
+# (numpy would round every intermediate step; ml_dtypes' bfloat16 lacks many loops).
+_UPCAST = {np.dtype(np.float16): np.dtype(np.float32), D.bfloat16.numpy_dtype: np.dtype(np.float32)}
+
+
+def compute_dtype(np_dtype):
+    """The numpy dtype to compute ``np_dtype`` values in: float32 for float16/bfloat16, else itself."""
+    return _UPCAST.get(np_dtype, np_dtype)
 
 
 def binary_dtype(a, b):
@@ -54,12 +84,45 @@ def _shape(x):
     return x._data.shape if isinstance(x, Tensor) else ()
 
 
+_NUMBER_TYPES = (Tensor, bool, int, float, complex, np.number, np.bool_)
+
+
 def _check_operand(name, arg, x):
-    if not isinstance(x, (Tensor, bool, int, float, complex, np.number, np.bool_)):
+    if not isinstance(x, _NUMBER_TYPES):
         raise TypeError(f"{name}(): argument '{arg}' must be Tensor or Number, not {type(x).__name__}")
 
 
-def binary(name, np_fn, *, result="promote", doc, out_dtype=None, has_inplace=True, tags=("pointwise",), check=None):
+def check_tensor(name, arg, position, x):
+    """Raise PyTorch's ``TypeError`` unless ``x`` is a tensor (``arg`` is the argument's name)."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(x).__name__}")
+
+
+def not_implemented(name, dtype):
+    """PyTorch's error for a dtype an op has no kernel for: ``"name" not implemented for 'Bool'``."""
+    return NotImplementedError(f'"{name}" not implemented for \'{_torch_name(dtype)}\'')
+
+
+def check_supported(name, dtype, supported):
+    """Raise :func:`not_implemented` unless ``dtype`` is in ``supported`` (None: every dtype)."""
+    if supported is not None and dtype not in supported:
+        raise not_implemented(name, dtype)
+
+
+def _float_result(dtype):
+    return D.get_default_dtype() if dtype.category < D.FLOATING else dtype
+
+
+_RESULTS = {
+    "same": lambda dtype: dtype,
+    "float": _float_result,
+    "bool": lambda dtype: D.bool,
+    "real": lambda dtype: dtype.to_real(),
+}
+
+
+def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True, tags=("pointwise",), check=None,
+           supported=None, scalars="both", upcast=False):
     """Define a broadcasting binary pointwise op ``name(input, other)``.
 
     Args:
@@ -68,113 +131,185 @@ def binary(name, np_fn, *, result="promote", doc, out_dtype=None, has_inplace=Tr
         result: ``"promote"`` (the promoted dtype), ``"bool"`` (comparisons) or
             ``"float"`` (integers promote to the default float, as true division).
         check: optional extra argument check ``check(input, other, dtype)``.
+        supported: the computation dtypes PyTorch accepts (None: all); others
+            raise ``NotImplementedError``.
+        scalars: which operands may be Python numbers: ``"both"`` (either,
+            as ``add``), ``"other"`` (``input`` must be a tensor, as ``eq``) or
+            ``"none"`` (both tensors, as ``maximum``); else ``TypeError``.
+        upcast: compute float16/bfloat16 in float32 (for multi-step ``np_fn``).
     """
+    if scalars not in ("both", "other", "none"):
+        raise ValueError(f"binary {name}: scalars must be 'both', 'other' or 'none', got {scalars!r}")
+    float_result = result == "float"
 
-    def compute_dtype(input, other):
+    def compute(input, other):
         dtype = binary_dtype(input, other)
-        if result == "float" and dtype.category < D.FLOATING:
+        if float_result and dtype.category < D.FLOATING:
             dtype = D.get_default_dtype()
         return dtype
 
     def meta(input, other):
-        _check_operand(name, "input", input)
-        _check_operand(name, "other", other)
-        dtype = compute_dtype(input, other)
+        if scalars == "both":
+            _check_operand(name, "input", input)
+            _check_operand(name, "other", other)
+            if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+                raise TypeError(f"{name}(): expected at least one Tensor argument, got two numbers")
+        else:
+            check_tensor(name, "input", 1, input)
+            if scalars == "none":
+                check_tensor(name, "other", 2, other)
+            else:
+                _check_operand(name, "other", other)
+        shape = broadcast_shapes(_shape(input), _shape(other))  # shapes are checked first, as in PyTorch
+        dtype = compute(input, other)
+        if supported is not None and dtype not in supported:
+            raise not_implemented(name, dtype)
         if check is not None:
             check(input, other, dtype)
         out = D.bool if result == "bool" else dtype
-        return MetaArray(broadcast_shapes(_shape(input), _shape(other)), out.numpy_dtype)
+        return MetaArray(shape, out.numpy_dtype)
 
     def cpu(input, other):
-        np_dtype = compute_dtype(input, other).numpy_dtype
+        np_dtype = compute(input, other).numpy_dtype
+        work = _UPCAST.get(np_dtype, np_dtype) if upcast else np_dtype
         with np.errstate(all="ignore"):  # PyTorch computes inf/nan silently (1/0, 0/0)
-            return np.asarray(np_fn(operand(input, np_dtype), operand(other, np_dtype)))
+            value = np.asarray(np_fn(operand(input, work), operand(other, work)))
+        if result != "bool" and value.dtype != np_dtype:  # upcast, or a function that widened (scipy)
+            value = value.astype(np_dtype)
+        return value
 
     meta.__name__ = name
     meta.__doc__ = doc
-    op = defop(name, meta, cpu=cpu, has_out=True, tags=tags)
+    op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
     if has_inplace:
         make_inplace(op)
     return op
 
 
-def unary(name, np_fn, *, doc, result="same", has_inplace=True, tags=("pointwise",), check=None):
+def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, tags=("pointwise",), check=None,
+          supported=None, upcast=False, inplace_check=None):
     """Define a unary pointwise op ``name(input)``.
 
     Args:
         result: ``"same"`` (input dtype), ``"float"`` (integers -> default float),
-            ``"bool"`` (predicates) or ``"real"`` (complex -> its real dtype, e.g. abs).
+            ``"bool"`` (predicates), ``"real"`` (complex -> its real dtype, e.g. abs)
+            or a function from the input dtype to the result dtype.
+        supported: the input dtypes PyTorch accepts (None: all); others raise
+            ``NotImplementedError``.
+        upcast: compute float16/bfloat16 in float32 and round once (``"float"``
+            results always compute integers in the default float dtype).
+        check: optional extra argument check ``check(input)``.
+        inplace_check: optional extra check of the in-place variant, ``inplace_check(self)``.
     """
-
-    def out_dtype(input):
-        dtype = input.dtype
-        if result == "float" and dtype.category < D.FLOATING:
-            return D.get_default_dtype()
-        if result == "bool":
-            return D.bool
-        if result == "real":
-            return dtype.to_real()
-        return dtype
+    result_dtype = _RESULTS[result] if isinstance(result, str) else result
+    float_result = result == "float"
 
     def meta(input):
         if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        dtype = input.dtype
+        if supported is not None and dtype not in supported:
+            raise not_implemented(name, dtype)
         if check is not None:
             check(input)
-        return MetaArray(input._data.shape, out_dtype(input).numpy_dtype)
+        return MetaArray(input._data.shape, result_dtype(dtype).numpy_dtype)
 
     def cpu(input):
-        target = out_dtype(input).numpy_dtype
+        target = result_dtype(input.dtype).numpy_dtype
         data = input._data
-        if result == "float" and data.dtype != target:
-            data = data.astype(target)
+        work = target if float_result else data.dtype
+        if upcast:
+            work = _UPCAST.get(work, work)
+        if data.dtype != work:
+            data = data.astype(work)
         with np.errstate(all="ignore"):
             return np.asarray(np_fn(data)).astype(target, copy=False)
 
     meta.__name__ = name
     meta.__doc__ = doc
-    op = defop(name, meta, cpu=cpu, has_out=True, tags=tags)
+    op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
     if has_inplace:
-        make_inplace(op)
+        make_inplace(op, check=inplace_check)
     return op
 
 
-def make_inplace(op):
+def make_inplace(op, check=None, self_index=0):
     """Register ``op.name + "_"``: compute ``op`` and write the result into the first argument.
 
     The in-place op checks that the result broadcasts to the first argument's
     shape and that its dtype can be cast to the first argument's dtype
     (PyTorch's rule: an int tensor can't take a float result in place).
+
+    Args:
+        check: optional extra check ``check(self, *args, **kwargs)``, run first
+            (for rules of one op, e.g. ``abs_`` refusing complex tensors).
+        self_index: where ``self`` goes among ``op``'s arguments (``x.polygamma_(n)``
+            computes ``polygamma(n, x)``: index 1).
     """
 
+    def call_args(self, args):
+        if self_index == 0:
+            return (self, *args)
+        return (*args[:self_index], self, *args[self_index:])
+
     def meta(self, *args, **kwargs):
-        result = op.meta(self, *args, **kwargs)
+        if check is not None:
+            check(self, *args, **kwargs)
+        result = op.meta(*call_args(self, args), **kwargs)
         if tuple(result.shape) != tuple(self._data.shape):
             raise RuntimeError(
                 f"output with shape {list(self._data.shape)} doesn't match the broadcast shape {list(result.shape)}"
             )
         result_dtype = _FROM_NP(result.dtype)
         if not D.can_cast(result_dtype, self.dtype):
-            raise RuntimeError(f"result type {_torch_name(result_dtype)} can't be cast to the desired output type {_torch_name(self.dtype)}")
+            raise RuntimeError(
+                f"result type {_torch_name(result_dtype)} can't be cast to the desired output type "
+                f"{_torch_name(self.dtype)}"
+            )
         return self._data
 
     def cpu(self, *args, **kwargs):
-        value = op.kernels["cpu"](self, *args, **kwargs)
+        value = op.kernels["cpu"](*call_args(self, args), **kwargs)
         np.copyto(self._data, value, casting="unsafe")
 
     def decomposition(self, *args, **kwargs):
         meta(self, *args, **kwargs)
-        return copy_(self, op(self, *args, **kwargs))
+        return copy_(self, op(*call_args(self, args), **kwargs))
 
     meta.__name__ = op.name + "_"
     meta.__doc__ = f"In-place version of :func:`ember.{op.name}`: writes the result into ``self`` and returns it."
     # Composite: any backend with the functional op and copy_ runs it; CPU has a fused kernel.
     inplace = defop(
-        op.name + "_", meta, cpu=cpu, kind="inplace", category=COMPOSITE, decomposition=decomposition, tags=op.tags
+        op.name + "_", meta, cpu=cpu if "cpu" in op.kernels else None, kind="inplace", category=COMPOSITE,
+        decomposition=decomposition, tags=op.tags,
     )
     inplace.functional = op
     op.inplace = inplace
     return inplace
+
+
+def alias(name, target, *, doc=None):
+    """Register ``name`` as a second public name of op ``target`` (``clip`` for ``clamp``).
+
+    The alias is a composite op whose decomposition calls ``target``, with the
+    same signature, checks and ``out=``; it shows up as ``ember.<name>`` and
+    needs an OpInfo like any op. Tensor method aliases of an op (``x.clip``)
+    are listed in an op module's ``ALIASES`` instead.
+    """
+
+    def meta(*args, **kwargs):
+        return target.meta(*args, **kwargs)
+
+    def decomposition(*args, **kwargs):
+        return target(*args, **kwargs)
+
+    meta.__signature__ = target._call_signature
+    meta.__name__ = name
+    meta.__doc__ = doc or f"Alias of :func:`ember.{target.name}`."
+    op = defop(name, meta, category=COMPOSITE, kind=target.kind, decomposition=decomposition, has_out=target.has_out,
+               tags=target.tags, return_type=target.return_type)
+    op.alias_of = target
+    return op
 
 
 _TORCH_NAMES = {

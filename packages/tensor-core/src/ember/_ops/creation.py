@@ -207,7 +207,9 @@ zeros_like = _like("zeros_like", zeros, "zeros")
 ones_like = _like("ones_like", ones, "ones")
 
 
-def _full_like_decomp(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def _full_like_decomp(
+    input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None
+):
     return full(
         input.shape,
         fill_value,
@@ -217,7 +219,9 @@ def _full_like_decomp(input, fill_value, *, dtype=None, layout=None, device=None
     )
 
 
-def _full_like_meta(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+def _full_like_meta(
+    input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None
+):
     """A tensor shaped like ``input`` filled with ``fill_value`` (``input``'s dtype unless ``dtype``)."""
     return MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
 
@@ -250,11 +254,15 @@ def _arange_length(start, end, step):
         if isinstance(v, float) and not math.isfinite(v):
             raise RuntimeError(f"unsupported range: {name} must be finite, got {v}")
     if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError(f"upper bound and larger bound inconsistent with step sign: start={start}, end={end}, step={step}")
+        raise RuntimeError(
+            f"upper bound and lower bound inconsistent with step sign: start={start}, end={end}, step={step}"
+        )
     return max(0, math.ceil((end - start) / step))
 
 
-def _arange_meta(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def _arange_meta(
+    start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
     """Values from ``start`` (inclusive) to ``end`` (exclusive) spaced by ``step``.
 
     ``arange(n)`` counts from 0. The dtype is int64 when every bound is an int,
@@ -273,7 +281,9 @@ def _arange_meta(start, end=None, step=1, *, dtype=None, layout=None, device=Non
     return MetaArray((n,), _arange_dtype((start, end, step), dtype).numpy_dtype)
 
 
-def _arange_cpu(start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+def _arange_cpu(
+    start, end=None, step=1, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False
+):
     start, end, step = _arange_args(start, end, step)
     n = _arange_length(start, end, step)
     out_dtype = _arange_dtype((start, end, step), dtype).numpy_dtype
@@ -298,7 +308,10 @@ def _linspace_meta(start, end, steps, *, dtype=None, layout=None, device=None, r
     """
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
-    complex_bounds = any(isinstance(v, (builtins.complex, np.complexfloating)) or (isinstance(v, Tensor) and v.is_complex()) for v in (start, end))
+    complex_bounds = any(
+        isinstance(v, (builtins.complex, np.complexfloating)) or (isinstance(v, Tensor) and v.is_complex())
+        for v in (start, end)
+    )
     default = D.default_complex_dtype() if complex_bounds else D.get_default_dtype()
     return MetaArray((steps,), (default if dtype is None else dtype).numpy_dtype)
 
@@ -402,9 +415,13 @@ def _complex_meta(real, imag):
         RuntimeError: if the parts are not both float or float64, or differ in dtype.
     """
     if real.dtype is not imag.dtype:
-        raise RuntimeError(f"Expected object of scalar type {real.dtype} but got scalar type {imag.dtype} for second argument")
+        raise RuntimeError(
+            f"Expected object of scalar type {real.dtype} but got scalar type {imag.dtype} for second argument"
+        )
     if real.dtype not in (D.float16, D.float32, D.float64):
-        raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got {real.dtype} and {imag.dtype}")
+        raise RuntimeError(
+            f"Expected both inputs to be Half, Float or Double tensors but got {real.dtype} and {imag.dtype}"
+        )
     return MetaArray(broadcast_shapes(real._data.shape, imag._data.shape), real.dtype.to_complex().numpy_dtype)
 
 
@@ -493,7 +510,9 @@ def _clone_cpu(input, *, memory_format=None):
 clone = defop("clone", _clone_meta, cpu=_clone_cpu)
 
 
-def _to_copy_meta(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None):
+def _to_copy_meta(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None
+):
     """A copy of ``input`` converted to ``dtype`` and/or moved to ``device``.
 
     Raises:
@@ -525,7 +544,9 @@ def _convert_array(array, np_dtype):
         return array.astype(np_dtype)
 
 
-def _to_copy_cpu(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None):
+def _to_copy_cpu(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None
+):
     data = input._data
     np_dtype = data.dtype if dtype is None else dtype.numpy_dtype
     target = canonical_device(device) if device is not None else input.device
@@ -534,7 +555,7 @@ def _to_copy_cpu(input, *, dtype=None, layout=None, device=None, pin_memory=Fals
         return Tensor._make(MetaArray(data.shape, np_dtype, strides), target)
     array = _convert_array(data, np_dtype)
     if target.type != "cpu":
-        return Tensor._make(get_backend(target.type).from_numpy(np.ascontiguousarray(array), target.index), target)
+        return Tensor._make(get_backend(target.type).from_numpy(np.asarray(array, order="C"), target.index), target)
     itemsize = np_dtype.itemsize
     if array.strides != tuple(s * itemsize for s in strides):
         out = np.ndarray(data.shape, np_dtype, buffer=np.empty(data.size, np_dtype),

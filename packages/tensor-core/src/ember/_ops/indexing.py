@@ -113,7 +113,8 @@ def _rephrase_index_error(exc):
 
 def _index_cpu(input, indices):
     try:
-        return np.asarray(input._data[_numpy_key(input, indices)])
+        # row-major, as the meta function says (numpy may lay advanced results out otherwise)
+        return np.asarray(input._data[_numpy_key(input, indices)], order="C")
     except IndexError as exc:
         raise _rephrase_index_error(exc) from None
 
@@ -139,7 +140,10 @@ def _index_put_meta(self, indices, values, accumulate=False):
         )
     value_shape = values._data.shape if isinstance(values, Tensor) else ()
     if broadcast_shapes(target, value_shape) != tuple(target):
-        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to indexing result of shape {list(target)}")
+        raise RuntimeError(
+            f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to indexing result "
+            f"of shape {list(target)}"
+        )
     return self._data
 
 

@@ -1,10 +1,2239 @@
-"""ember.nn.functional: convolution, pooling, padding, interpolation, grid sampling, pixel shuffle, fold/unfold."""
+"""ember.nn.functional: convolution, pooling, padding, interpolation, grid sampling, pixel shuffle, fold/unfold.
+
+The spatial ops of ``ember.nn.functional``, with PyTorch's names, arguments,
+defaults, shapes and errors. Spatial dimensions come last: ``(N, C, L)``,
+``(N, C, H, W)`` or ``(N, C, D, H, W)``, and most ops also take an unbatched
+input without ``N``.
+
+How they are built:
+
+* ``convolution`` is the prim (PyTorch's ``torch.convolution``): forward and
+  transposed, every dimensionality, groups. ``conv1d``..``conv3d`` and
+  ``conv_transpose1d``..``conv_transpose3d`` are composites over it (their
+  decomposition handles unbatched inputs and ``padding='same'``) with a fused
+  CPU kernel. The CPU forward is im2col (a strided window view of the padded
+  input, copied once) and one batched BLAS matmul per group; thin groups
+  (depthwise) run a direct OpenMP kernel of ``ember._C`` instead. Transposed
+  convolution is a matmul followed by col2im, the scatter-add of ``fold``.
+* pooling, fold and col2im run loops of ``ember._C`` (C++/OpenMP over the
+  ``N * C`` planes) for float32/float64 (and integers where PyTorch takes them);
+  float16/bfloat16 compute in float32 and cast back.
+* ``pad``, ``interpolate``, ``grid_sample``, ``affine_grid``, ``pixel_shuffle``
+  and ``max_unpool`` are vectorised numpy: index arrays per dimension,
+  gathers and weighted sums, no Python loop over elements.
+
+Ops that PyTorch also has as ``torch.<name>`` are tagged ``"nn.functional"``;
+the others (``pad``, ``interpolate``, ``grid_sample``, ``avg_pool2d``, ...) are
+tagged ``"nn.functional_only"``. ``F.unfold`` (im2col) is registered as
+``im2col``, since ``unfold`` is already the registry's name of ``Tensor.unfold``
+(a view op); see :data:`NN_FUNCTIONAL_ALIASES`.
+"""
 
 from __future__ import annotations
 
-__all__ = []
+import math
+import numbers
+import operator
+import warnings
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from .. import _C
+from .. import _dtype as D
+from .._meta import MetaArray
+from .._tensor import Tensor
+from ._pointwise_helpers import _torch_name
+from ._registry import COMPOSITE, defop, registry
+
+__all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
 #: Ops of this module that are also Tensor methods (see ember._tensor_methods).
 METHODS: list[str] = []
 #: Tensor method aliases: alias name -> op name.
 ALIASES: dict[str, str] = {}
+#: ``ember.nn.functional`` names that differ from the registry name: public name -> op name.
+NN_FUNCTIONAL_ALIASES: dict[str, str] = {"unfold": "im2col"}
+
+_NN = ("nn.functional",)  # PyTorch has torch.<name> too
+_NN_ONLY = ("nn.functional_only",)  # only torch.nn.functional.<name>
+
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_I64 = np.dtype(np.int64)
+_HALF_TYPES = (np.dtype(np.float16), D.bfloat16.numpy_dtype)
+_FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
+_C_REAL = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8)}
+_C_FLOAT = {_F32, _F64}
+
+
+class _OpTable:
+    """``_E.name`` is the registry op ``name``, looked up when a decomposition runs."""
+
+    def __getattr__(self, name):
+        try:
+            return registry[name]
+        except KeyError:
+            raise NotImplementedError(f"this decomposition needs the op {name!r}, which is not registered") from None
+
+
+_E = _OpTable()
+
+
+# -- argument checks -----------------------------------------------------------------------------------
+
+
+def _fmt(shape):
+    return "[" + ", ".join(str(s) for s in shape) + "]"
+
+
+def _check_tensor(op, name, value, position=1):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, not {type(value).__name__}")
+
+
+def _not_implemented(kernel, dtype):
+    """PyTorch's error for a kernel without a loop for ``dtype``."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_torch_name(dtype)}\'')
+
+
+def _check_dtype(kernel, t, allowed):
+    if t.dtype not in allowed:
+        raise _not_implemented(kernel, t.dtype)
+
+
+def _is_int(value):
+    return not isinstance(value, bool) and hasattr(type(value), "__index__")
+
+
+def _int_arg(op, name, value, position):
+    if not _is_int(value):
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be int, not {type(value).__name__}")
+    return operator.index(value)
+
+
+def _int_tuple(op, name, value, position):
+    """``value`` (an int or a sequence of ints) as a tuple of ints; a single int gives a 1-tuple.
+
+    Raises:
+        TypeError: naming the argument for anything else.
+    """
+    if _is_int(value):
+        return (operator.index(value),)
+    if isinstance(value, (tuple, list)) or (isinstance(value, Tensor) and value.ndim == 1):
+        items = value.tolist() if isinstance(value, Tensor) else value
+        for i, v in enumerate(items):
+            if not _is_int(v):
+                raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of ints, but found "
+                                f"element of type {type(v).__name__} at pos {i}")
+        return tuple(operator.index(v) for v in items)
+    raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of ints, not {type(value).__name__}")
+
+
+def _expand_param(op, name, value, position, n):
+    """A convolution parameter for ``n`` spatial dims: an int or a sequence of 1 or ``n`` ints.
+
+    Raises:
+        RuntimeError: for a sequence of another length (PyTorch's message).
+    """
+    values = _int_tuple(op, name, value, position)
+    if len(values) == 1:
+        return values * n
+    if len(values) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} values to match the "
+                           f"convolution dimensions, but got {name}={_fmt(values)}")
+    return values
+
+
+_WORDS = {1: "one int", 2: "two ints", 3: "three ints"}
+
+
+def _pool_param(op, name, value, position, n, *, optional=False):
+    """A pooling parameter: an int or a sequence of 1 or ``n`` ints (None/empty when ``optional``).
+
+    Raises:
+        RuntimeError: for a sequence of another length (PyTorch's message).
+    """
+    if optional and (value is None or (isinstance(value, (tuple, list)) and len(value) == 0)):
+        return None
+    values = _int_tuple(op, name, value, position)
+    if len(values) == 1:
+        return values * n
+    if len(values) != n:
+        omitted = "be omitted, " if optional else ""
+        raise RuntimeError(f"{op}: {name} must either {omitted}be a single int, or a tuple of {_WORDS[n]}")
+    return values
+
+
+def _bool_arg(op, name, value, position):
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{op}(): argument '{name}' (position {position}) must be bool, not {type(value).__name__}")
+    return bool(value)
+
+
+def _lift3(values, fill):
+    """1-D or 2-D spatial parameters as 3-D ones, for the kernels of ember._C."""
+    return [fill] * (3 - len(values)) + list(values)
+
+
+# -- numpy helpers ------------------------------------------------------------------------------------
+
+
+def _compute(data):
+    """``data`` as a kernel computes it: float32 for float16/bfloat16, else unchanged."""
+    return data.astype(_F32) if data.dtype in _HALF_TYPES else data
+
+
+def _planes(data, n):
+    """``data`` (…, *spatial of n dims) as a contiguous (planes, D, H, W) array for ember._C."""
+    spatial = data.shape[data.ndim - n:]
+    return np.ascontiguousarray(data).reshape((-1, *_lift3(spatial, 1)))
+
+
+def _spatial_out(shape, n, lead):
+    """``lead`` dims followed by the ``n`` last entries of a (planes, D, H, W) ``shape``."""
+    return (*lead, *shape[4 - n:])
+
+
+# -- pad -----------------------------------------------------------------------------------------------
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+_PAD_KERNELS = {"reflect": "reflection_pad", "replicate": "replication_pad"}
+
+
+def _pad_plan(input, pad, mode, value):
+    """Check ``pad``'s arguments; return ``[(dim, before, after), ...]`` and the output shape."""
+    _check_tensor("pad", "input", input)
+    if not isinstance(pad, (tuple, list)):
+        raise TypeError(f"pad(): argument 'pad' (position 2) must be tuple of ints, not {type(pad).__name__}")
+    pads = _int_tuple("pad", "pad", pad, 2)
+    if not isinstance(mode, str):
+        raise TypeError(f"pad(): argument 'mode' (position 3) must be str, not {type(mode).__name__}")
+    shape = input._data.shape
+    ndim = len(shape)
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pads) // 2
+    if k > ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but got "
+                           f"padding length {len(pads)} and input of dimension {ndim}")
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    plan = [(ndim - 1 - i, pads[2 * i], pads[2 * i + 1]) for i in range(k)]
+    out = list(shape)
+    if mode == "constant":
+        if value is not None and (isinstance(value, complex) or not isinstance(value, numbers.Number)):
+            raise TypeError(f"pad(): argument 'value' (position 4) must be float, not {type(value).__name__}")
+        for d, lo, hi in plan:
+            out[d] = shape[d] + lo + hi
+            if shape[d] + min(lo, 0) + min(hi, 0) < 0:
+                raise RuntimeError(f"pad: the negative padding ({lo}, {hi}) removes more than the {shape[d]} elements "
+                                   f"of dimension {d} of the input")
+        return plan, tuple(out)
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if k not in (1, 2, 3) or ndim not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {len(pads)} is not supported for {ndim}D input tensor.")
+    if mode in _PAD_KERNELS:
+        if input.dtype is D.bool:
+            raise _not_implemented(f"{_PAD_KERNELS[mode]}{k}d", input.dtype)
+        checked = shape[1:] if ndim == k + 2 else shape
+        if 0 in checked:
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
+                               f"non-zero dimensions for input, but got: {_fmt(shape)}")
+    names = "WHD"
+    for i, (d, lo, hi) in enumerate(plan):
+        size = shape[d]
+        if mode == "reflect" and (lo >= size or hi >= size):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, but "
+                               f"got: padding ({lo}, {hi}) at dimension {d} of input {_fmt(shape)}")
+        if mode == "circular" and (lo > size or hi > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        out[d] = size + lo + hi
+        if out[d] < (0 if mode == "circular" else 1):
+            raise RuntimeError(f"input ({names[i]}: {size}) is too small. Calculated output {names[i]}: {out[d]}")
+    return plan, tuple(out)
+
+
+def _pad_meta(input, pad, mode="constant", value=None):
+    """Pad ``input``: PyTorch's ``F.pad``.
+
+    ``pad`` gives (before, after) amounts for the last dimensions, **last
+    dimension first**: ``(left, right)`` pads the last dim, ``(left, right,
+    top, bottom)`` the last two, and so on. Negative amounts crop.
+
+    Args:
+        input (Tensor): any shape for ``"constant"``; for the other modes,
+            ``len(pad) // 2`` padded dims plus one or two leading dims
+            ((C, W) or (N, C, W) for a 2-element ``pad``, up to 3 padded dims).
+        pad (tuple[int]): an even number of amounts, at most ``2 * input.ndim``.
+        mode (str): ``"constant"`` (fill with ``value``), ``"reflect"`` (mirror
+            without repeating the edge; each amount < the dim's size),
+            ``"replicate"`` (repeat the edge) or ``"circular"`` (wrap around;
+            each amount <= the dim's size).
+        value (float, optional): the fill of ``"constant"`` (default 0), cast to
+            ``input``'s dtype.
+
+    Returns:
+        Tensor: ``input`` padded, of its dtype.
+
+    Raises:
+        RuntimeError: for an odd or too long ``pad``, a negative output size, a
+            ``value`` with another mode, or amounts too large for reflect/circular.
+        NotImplementedError: for an unknown mode, or a ``pad`` length that does
+            not fit ``input``'s dims in a non-constant mode.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[1., 2., 3.]])
+        >>> ember.nn.functional.pad(x, (1, 2))
+        tensor([[0., 1., 2., 3., 0., 0.]])
+        >>> ember.nn.functional.pad(x[None], (2, 1), mode="reflect")
+        tensor([[[3., 2., 1., 2., 3., 2.]]])
+    """
+    _, out = _pad_plan(input, pad, mode, value)
+    return MetaArray(out, input._data.dtype)
+
+
+def _pad_cpu(input, pad, mode="constant", value=None):
+    plan, out_shape = _pad_plan(input, pad, mode, value)
+    x = input._data
+    if mode == "constant":
+        fill = np.array(0 if value is None else value).astype(x.dtype)
+        out = np.full(out_shape, fill, dtype=x.dtype)
+        src = [slice(None)] * x.ndim
+        dst = [slice(None)] * x.ndim
+        for d, lo, hi in plan:
+            start, stop = max(-lo, 0), x.shape[d] - max(-hi, 0)
+            if stop <= start:
+                return out
+            src[d] = slice(start, stop)
+            dst[d] = slice(max(lo, 0), max(lo, 0) + stop - start)
+        out[tuple(dst)] = x[tuple(src)]
+        return out
+    result = x
+    for d, lo, hi in plan:
+        if lo == 0 and hi == 0:
+            continue
+        size = x.shape[d]
+        idx = np.arange(out_shape[d]) - lo
+        if mode == "reflect":
+            idx = np.abs(idx)
+            idx = np.where(idx >= size, 2 * (size - 1) - idx, idx)
+        elif mode == "replicate":
+            idx = np.clip(idx, 0, size - 1)
+        else:  # negative amounts crop first; the rest wraps around what is left
+            start, kept = max(-lo, 0), size - max(-lo, 0) - max(-hi, 0)
+            idx = start + (np.arange(out_shape[d]) - max(lo, 0)) % max(kept, 1)
+        result = np.take(result, idx, axis=d)
+    return np.array(result, copy=True) if result is x else result
+
+
+pad = defop("pad", _pad_meta, cpu=_pad_cpu, tags=_NN_ONLY)
+
+
+# -- convolution ---------------------------------------------------------------------------------------
+
+_CONV_TYPES = tuple(d for d in D.ALL_DTYPES if d is not D.bool)
+_CONV_TRANSPOSE_TYPES = (D.int64, *_FLOATS, D.complex64, D.complex128)
+
+
+def _conv_shape(op, x_shape, x_dtype, w_shape, w_dtype, b, stride, pad_lo, pad_hi, dilation, transposed,
+                output_padding, groups):
+    """Check a batched convolution and return its output shape.
+
+    ``x_shape`` is (N, C, *spatial), ``w_shape`` is (O, C / groups, *kernel) or,
+    transposed, (C, O / groups, *kernel); ``pad_lo``/``pad_hi`` pad each spatial dim
+    before/after. Raises PyTorch's errors (RuntimeError, NotImplementedError).
+    """
+    n = len(w_shape) - 2
+    if x_dtype is D.bool or (transposed and x_dtype not in _CONV_TRANSPOSE_TYPES):
+        kernel = f"slow_conv_transpose{n}d_out_cpu" if transposed else f"slow_conv{n}d_cpu"
+        raise _not_implemented(kernel, x_dtype)
+    if not transposed and any(d != 1 for d in dilation) and x_dtype in _INT_TYPES and x_dtype is not D.int64:
+        raise _not_implemented("slow_conv_dilated<>", x_dtype)
+    if w_dtype is not x_dtype:
+        raise RuntimeError(f"Input type ({_torch_name(x_dtype)}) and weight type ({_torch_name(w_dtype)}) should be "
+                           "the same")
+    if b is not None and b.dtype is not x_dtype:
+        raise RuntimeError(f"Input type ({_torch_name(x_dtype)}) and bias type ({_torch_name(b.dtype)}) should be "
+                           "the same")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(p < 0 for p in pad_lo + pad_hi):
+        raise RuntimeError("negative padding is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if w_shape[0] % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got "
+                           f"weight of size [{_fmt(w_shape)}] instead")
+    channels = x_shape[1]
+    kernel = w_shape[2:]
+    spatial = x_shape[2:]
+    if transposed:
+        if channels != w_shape[0]:
+            raise RuntimeError(f"Given transposed=1, weight of size {_fmt(w_shape)}, expected input{_fmt(x_shape)} to "
+                               f"have {w_shape[0]} channels, but got {channels} channels instead")
+        out_channels = w_shape[1] * groups
+        for i in range(n):
+            if output_padding[i] >= stride[i] and output_padding[i] >= dilation[i]:
+                raise RuntimeError(f"output padding must be smaller than either stride or dilation, but got "
+                                   f"output_padding={_fmt(output_padding)}, stride={_fmt(stride)} and "
+                                   f"dilation={_fmt(dilation)}")
+        out = tuple((spatial[i] - 1) * stride[i] - pad_lo[i] - pad_hi[i] + dilation[i] * (kernel[i] - 1)
+                    + output_padding[i] + 1 for i in range(n))
+        if any(o <= 0 for o in out):
+            raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, spatial))}). Calculated output "
+                               f"size per channel: ({' x '.join(map(str, out))}). Output size is too small")
+        bias_prefix = "Given transposed=1, weight of size"
+    else:
+        if w_shape[0] < 1:
+            raise RuntimeError(f"Given groups={groups}, expected weight to be at least 1 at dimension 0, but got "
+                               f"weight of size {_fmt(w_shape)} instead")
+        if channels != w_shape[1] * groups:
+            raise RuntimeError(f"Given groups={groups}, weight of size {_fmt(w_shape)}, expected input{_fmt(x_shape)} "
+                               f"to have {w_shape[1] * groups} channels, but got {channels} channels instead")
+        padded = tuple(spatial[i] + pad_lo[i] + pad_hi[i] for i in range(n))
+        effective = tuple(dilation[i] * (kernel[i] - 1) + 1 for i in range(n))
+        if any(p < e for p, e in zip(padded, effective)):
+            raise RuntimeError(f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). Kernel "
+                               f"size: ({' x '.join(map(str, effective))}). Kernel size can't be greater than actual "
+                               "input size")
+        out_channels = w_shape[0]
+        out = tuple((padded[i] - effective[i]) // stride[i] + 1 for i in range(n))
+        bias_prefix = "Given weight of size"
+    if b is not None and (b._data.ndim != 1 or b._data.shape[0] != out_channels):
+        raise RuntimeError(f"{bias_prefix} {_fmt(w_shape)}, expected bias to be 1-dimensional with {out_channels} "
+                           f"elements, but got bias of size {_fmt(b._data.shape)} instead")
+    return (x_shape[0], out_channels, *out)
+
+
+def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
+    """Sliding windows of ``x`` (N, C, *spatial) as a view (N, groups, C / groups, *kernel, *out).
+
+    The view reads a zero-padded copy when there is padding; it is never written.
+    """
+    n = len(kernel)
+    if any(pad_lo) or any(pad_hi):
+        padded = np.zeros((*x.shape[:2], *(x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n))), x.dtype)
+        padded[(slice(None), slice(None), *(slice(pad_lo[i], pad_lo[i] + x.shape[2 + i]) for i in range(n)))] = x
+        x = padded
+    st = x.strides
+    cpg = x.shape[1] // groups
+    shape = (x.shape[0], groups, cpg, *kernel, *out)
+    strides = (st[0], cpg * st[1], st[1], *(st[2 + i] * dilation[i] for i in range(n)),
+               *(st[2 + i] * stride[i] for i in range(n)))
+    return as_strided(x, shape, strides, writeable=False)
+
+
+# Direct kernel (ember._C.conv_direct) when a group is this thin: depthwise and its neighbours.
+_DIRECT_MAX_GROUP_WORK = 16
+
+
+def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
+    """Convolution of numpy arrays x (N, C, *spatial) by w (O, C / groups, *kernel), plus bias b (O,) or None."""
+    dtype = x.dtype
+    x, w = _compute(x), _compute(w)
+    n = w.ndim - 2
+    N, C = x.shape[:2]
+    O = w.shape[0]
+    kernel = w.shape[2:]
+    out = tuple((x.shape[2 + i] + pad_lo[i] + pad_hi[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                for i in range(n))
+    cpg, opg = C // groups, O // groups
+    if N == 0 or O == 0 or 0 in out or C == 0:
+        result = np.zeros((N, O, *out), x.dtype)
+    elif x.dtype in _C_FLOAT and groups > 1 and cpg * opg <= _DIRECT_MAX_GROUP_WORK:
+        x5 = np.ascontiguousarray(x).reshape((N, C, *_lift3(x.shape[2:], 1)))
+        w5 = np.ascontiguousarray(w).reshape((O, cpg, *_lift3(kernel, 1)))
+        result = _C.conv_direct(x5, w5, _lift3(out, 1), _lift3(stride, 1), _lift3(pad_lo, 0), _lift3(dilation, 1),
+                                groups).reshape((N, O, *out))
+    else:
+        K = math.prod(kernel)
+        P = math.prod(out)
+        if K == 1 and not any(pad_lo) and not any(pad_hi) and all(s == 1 for s in stride):
+            cols = x.reshape(N, groups, cpg, P)
+        else:
+            cols = _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups).reshape(
+                N, groups, cpg * K, P)
+        result = np.matmul(w.reshape(groups, opg, cpg * K), cols).reshape((N, O, *out))
+    if b is not None:
+        result += _compute(b).reshape((O,) + (1,) * n)
+    return result.astype(dtype, copy=False)
+
+
+def _col2im(cols, planes, image, kernel, blocks, stride, pad, dilation):
+    """Scatter-add cols (planes, *kernel, *blocks) into images (planes, *image): fold's and conv_transpose's core.
+
+    Block ``l`` and kernel offset ``k`` land at ``l * stride - pad + k * dilation`` in each dim.
+    """
+    n = len(kernel)
+    if cols.dtype in _C_FLOAT:
+        cols = np.ascontiguousarray(cols)
+        result = _C.col2im(cols, planes, _lift3(image, 1), _lift3(kernel, 1), _lift3(blocks, 1), _lift3(stride, 1),
+                           _lift3(pad, 0), _lift3(dilation, 1))
+        return result.reshape((planes, *image))
+    # any other dtype: one vectorised add per kernel offset
+    cols = cols.reshape((planes, *kernel, *blocks))
+    full = tuple(max((blocks[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1, pad[i] + image[i])
+                 for i in range(n))
+    buffer = np.zeros((planes, *full), cols.dtype)
+    for offset in np.ndindex(*kernel):
+        target = tuple(slice(offset[i] * dilation[i], offset[i] * dilation[i] + (blocks[i] - 1) * stride[i] + 1,
+                             stride[i]) for i in range(n))
+        buffer[(slice(None), *target)] += cols[(slice(None), *offset)]
+    return np.array(buffer[(slice(None), *(slice(pad[i], pad[i] + image[i]) for i in range(n)))], copy=True)
+
+
+def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """Transposed convolution of x (N, C, *spatial) by w (C, O / groups, *kernel): matmul, then col2im."""
+    dtype = x.dtype
+    x, w = _compute(x), _compute(w)
+    n = w.ndim - 2
+    N, C = x.shape[:2]
+    opg = w.shape[1]
+    O = opg * groups
+    kernel = w.shape[2:]
+    blocks = x.shape[2:]
+    out = tuple((blocks[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
+                for i in range(n))
+    cpg = C // groups
+    K, L = math.prod(kernel), math.prod(blocks)
+    if N == 0 or O == 0 or C == 0:
+        result = np.zeros((N, O, *out), x.dtype)
+    else:
+        wm = w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)
+        cols = np.matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, O / groups * K, L)
+        result = _col2im(cols, N * O, out, kernel, blocks, stride, padding, dilation).reshape((N, O, *out))
+    if b is not None:
+        result += _compute(b).reshape((O,) + (1,) * n)
+    return result.astype(dtype, copy=False)
+
+
+def _convolution_plan(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    op = "convolution"
+    _check_tensor(op, "input", input, 1)
+    _check_tensor(op, "weight", weight, 2)
+    if bias is not None:
+        _check_tensor(op, "bias", bias, 3)
+    w_shape = weight._data.shape
+    x_shape = input._data.shape
+    if len(w_shape) < 3:
+        raise RuntimeError(f"convolution: expected weight to have at least 3 dimensions, but got weight of size "
+                           f"{_fmt(w_shape)}")
+    if len(x_shape) != len(w_shape):
+        raise RuntimeError(f"Expected {len(w_shape)}-dimensional input for {len(w_shape)}-dimensional weight "
+                           f"{_fmt(w_shape)}, but got {len(x_shape)}-dimensional input of size {_fmt(x_shape)} instead")
+    n = len(w_shape) - 2
+    stride = _expand_param(op, "stride", stride, 4, n)
+    padding = _expand_param(op, "padding", padding, 5, n)
+    dilation = _expand_param(op, "dilation", dilation, 6, n)
+    transposed = _bool_arg(op, "transposed", transposed, 7)
+    output_padding = _expand_param(op, "output_padding", output_padding, 8, n)
+    groups = _int_arg(op, "groups", groups, 9)
+    out = _conv_shape(op, x_shape, input.dtype, w_shape, weight.dtype, bias, stride, padding, padding, dilation,
+                      transposed, output_padding, groups)
+    return stride, padding, dilation, transposed, output_padding, groups, out
+
+
+def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """Convolution or transposed convolution over 1, 2 or 3 spatial dims: the prim behind ``conv*d``.
+
+    PyTorch's ``torch.convolution``. Every argument is required; ``input`` is
+    batched (N, C, *spatial).
+
+    Args:
+        input (Tensor): (N, C_in, *spatial), not bool.
+        weight (Tensor): (C_out, C_in / groups, *kernel), or transposed
+            (C_in, C_out / groups, *kernel); same dtype as ``input``.
+        bias (Tensor or None): (C_out,).
+        stride, padding, dilation (int or sequence of ints): per spatial dim.
+        transposed (bool): a transposed convolution (the adjoint of the forward one).
+        output_padding (int or sequence of ints): extra size on one side of a
+            transposed convolution's output, smaller than stride or dilation.
+        groups (int): splits channels into independent groups.
+
+    Returns:
+        Tensor: (N, C_out, *out), with ``out = (in + 2 p - d (k - 1) - 1) // s + 1``,
+        or transposed ``(in - 1) s - 2 p + d (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: for mismatched dims, channels, groups, dtypes or bias, bad
+            parameters, or a kernel larger than the padded input.
+        NotImplementedError: for bool inputs (and transposed integer inputs but int64).
+
+    Example:
+        >>> import ember
+        >>> x = ember.ones(1, 1, 4)
+        >>> ember.convolution(x, ember.ones(1, 1, 2), None, [1], [0], [1], False, [0], 1)
+        tensor([[[2., 2., 2.]]])
+    """
+    out = _convolution_plan(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)[-1]
+    return MetaArray(out, input._data.dtype)
+
+
+def _convolution_cpu(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    stride, padding, dilation, transposed, output_padding, groups, _ = _convolution_plan(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    b = None if bias is None else bias._data
+    if transposed:
+        return _conv_transpose_forward(input._data, weight._data, b, stride, padding, output_padding, dilation,
+                                       groups)
+    return _conv_forward(input._data, weight._data, b, stride, padding, padding, dilation, groups)
+
+
+convolution = defop("convolution", _convolution_meta, cpu=_convolution_cpu)
+
+
+def _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups):
+    """Check a ``conv{n}d`` call; return (stride, pad_lo, pad_hi, dilation, groups, unbatched, output shape)."""
+    _check_tensor(name, "input", input, 1)
+    _check_tensor(name, "weight", weight, 2)
+    if bias is not None:
+        _check_tensor(name, "bias", bias, 3)
+    x_shape = input._data.shape
+    if len(x_shape) not in (n + 1, n + 2):
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
+                           f"size: {_fmt(x_shape)}")
+    w_shape = weight._data.shape
+    if len(w_shape) != n + 2:
+        raise RuntimeError(f"{name}: expected weight to be {n + 2}-dimensional (out_channels, in_channels / groups, "
+                           f"*kernel_size), but got weight of size {_fmt(w_shape)}")
+    unbatched = len(x_shape) == n + 1
+    if unbatched:
+        x_shape = (1, *x_shape)
+    stride = _expand_param(name, "stride", stride, 4, n)
+    dilation = _expand_param(name, "dilation", dilation, 6, n)
+    groups = _int_arg(name, "groups", groups, 7)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pad_lo = pad_hi = (0,) * n
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            total = tuple(dilation[i] * (w_shape[2 + i] - 1) for i in range(n))
+            pad_lo = tuple(t // 2 for t in total)
+            pad_hi = tuple(t - t // 2 for t in total)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pad_lo = pad_hi = _expand_param(name, "padding", padding, 5, n)
+    out = _conv_shape(name, x_shape, input.dtype, w_shape, weight.dtype, bias, stride, pad_lo, pad_hi, dilation,
+                      False, (0,) * n, groups)
+    return stride, pad_lo, pad_hi, dilation, groups, unbatched, out[1:] if unbatched else out
+
+
+def _make_conv(n):
+    name = f"conv{n}d"
+    letters = ("L",) if n == 1 else ("H", "W") if n == 2 else ("D", "H", "W")
+    spatial = ", ".join(f"i{c}" for c in letters)
+    kernel = ", ".join(f"k{c}" for c in letters)
+
+    def meta(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        out = _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups)[-1]
+        return MetaArray(out, input._data.dtype)
+
+    def cpu(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        stride, pad_lo, pad_hi, dilation, groups, unbatched, _ = _conv_plan(name, n, input, weight, bias, stride,
+                                                                            padding, dilation, groups)
+        x = input._data[None] if unbatched else input._data
+        out = _conv_forward(x, weight._data, None if bias is None else bias._data, stride, pad_lo, pad_hi, dilation,
+                            groups)
+        return out[0] if unbatched else out
+
+    def decomposition(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        stride, pad_lo, pad_hi, dilation, groups, unbatched, _ = _conv_plan(name, n, input, weight, bias, stride,
+                                                                            padding, dilation, groups)
+        x = _E.unsqueeze(input, 0) if unbatched else input
+        if pad_lo != pad_hi:  # 'same' with an even effective kernel: the extra zero goes after
+            extra = []
+            for i in reversed(range(n)):
+                extra += [0, pad_hi[i] - pad_lo[i]]
+            x = _E.pad(x, extra)
+        out = _E.convolution(x, weight, bias, stride, pad_lo, dilation, False, (0,) * n, groups)
+        return _E.squeeze(out, 0) if unbatched else out
+
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D convolution (cross-correlation, as in PyTorch) of ``input`` by ``weight``.
+
+    Args:
+        input (Tensor): (N, C_in, {spatial}) or unbatched (C_in, {spatial}); any dtype but bool.
+        weight (Tensor): (C_out, C_in / groups, {kernel}), same dtype as ``input``.
+        bias (Tensor, optional): (C_out,).
+        stride (int or tuple[int]): step of the kernel, per spatial dim. Default 1.
+        padding (int, tuple[int] or str): zeros added on both sides of each spatial dim,
+            or ``"valid"`` (none) or ``"same"`` (output size = input size; stride 1 only,
+            the odd extra zero goes after). Default 0.
+        dilation (int or tuple[int]): spacing between kernel elements. Default 1.
+        groups (int): input and output channels split into this many independent groups. Default 1.
+
+    Returns:
+        Tensor: (N, C_out, *out) (unbatched: (C_out, *out)), with
+        ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
+
+    Raises:
+        RuntimeError: for wrong dims, mismatched channels, groups, dtypes or bias,
+            non-positive stride/dilation/groups, negative padding, an invalid padding
+            string, ``"same"`` with a stride, or a kernel larger than the padded input.
+        NotImplementedError: for bool inputs.
+"""
+    if n == 2:
+        meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.arange(16.).reshape(1, 1, 4, 4)
+        >>> w = ember.ones(1, 1, 2, 2)
+        >>> ember.nn.functional.conv2d(x, w, stride=2)
+        tensor([[[[10., 18.],
+                  [42., 50.]]]])
+"""
+    return defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=_NN)
+
+
+conv1d = _make_conv(1)
+conv2d = _make_conv(2)
+conv3d = _make_conv(3)
+
+
+def _conv_transpose_plan(name, n, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    _check_tensor(name, "input", input, 1)
+    _check_tensor(name, "weight", weight, 2)
+    if bias is not None:
+        _check_tensor(name, "bias", bias, 3)
+    x_shape = input._data.shape
+    if len(x_shape) not in (n + 1, n + 2):
+        raise RuntimeError(f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got input of "
+                           f"size: {_fmt(x_shape)}")
+    w_shape = weight._data.shape
+    if len(w_shape) != n + 2:
+        raise RuntimeError(f"{name}: expected weight to be {n + 2}-dimensional (in_channels, out_channels / groups, "
+                           f"*kernel_size), but got weight of size {_fmt(w_shape)}")
+    unbatched = len(x_shape) == n + 1
+    if unbatched:
+        x_shape = (1, *x_shape)
+    stride = _expand_param(name, "stride", stride, 4, n)
+    padding = _expand_param(name, "padding", padding, 5, n)
+    output_padding = _expand_param(name, "output_padding", output_padding, 6, n)
+    groups = _int_arg(name, "groups", groups, 7)
+    dilation = _expand_param(name, "dilation", dilation, 8, n)
+    out = _conv_shape(name, x_shape, input.dtype, w_shape, weight.dtype, bias, stride, padding, padding, dilation,
+                      True, output_padding, groups)
+    return stride, padding, output_padding, groups, dilation, unbatched, out[1:] if unbatched else out
+
+
+def _make_conv_transpose(n):
+    name = f"conv_transpose{n}d"
+    letters = ("L",) if n == 1 else ("H", "W") if n == 2 else ("D", "H", "W")
+    spatial = ", ".join(f"i{c}" for c in letters)
+    kernel = ", ".join(f"k{c}" for c in letters)
+
+    def meta(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        out = _conv_transpose_plan(name, n, input, weight, bias, stride, padding, output_padding, groups,
+                                   dilation)[-1]
+        return MetaArray(out, input._data.dtype)
+
+    def cpu(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        stride, padding, output_padding, groups, dilation, unbatched, _ = _conv_transpose_plan(
+            name, n, input, weight, bias, stride, padding, output_padding, groups, dilation)
+        x = input._data[None] if unbatched else input._data
+        out = _conv_transpose_forward(x, weight._data, None if bias is None else bias._data, stride, padding,
+                                      output_padding, dilation, groups)
+        return out[0] if unbatched else out
+
+    def decomposition(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        stride, padding, output_padding, groups, dilation, unbatched, _ = _conv_transpose_plan(
+            name, n, input, weight, bias, stride, padding, output_padding, groups, dilation)
+        x = _E.unsqueeze(input, 0) if unbatched else input
+        out = _E.convolution(x, weight, bias, stride, padding, dilation, True, output_padding, groups)
+        return _E.squeeze(out, 0) if unbatched else out
+
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D transposed convolution ("deconvolution"): the adjoint of :func:`conv{n}d`.
+
+    Args:
+        input (Tensor): (N, C_in, {spatial}) or unbatched (C_in, {spatial}); a floating,
+            complex or int64 dtype.
+        weight (Tensor): (C_in, C_out / groups, {kernel}), same dtype as ``input``.
+        bias (Tensor, optional): (C_out,).
+        stride (int or tuple[int]): Default 1.
+        padding (int or tuple[int]): ``dilation * (k - 1) - padding`` zeros pad each side
+            of the input in the equivalent direct convolution. Default 0.
+        output_padding (int or tuple[int]): extra size added to one side of the output,
+            smaller than stride or dilation. Default 0.
+        groups (int): Default 1.
+        dilation (int or tuple[int]): Default 1.
+
+    Returns:
+        Tensor: (N, C_out, *out) (unbatched: (C_out, *out)), with
+        ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
+
+    Raises:
+        RuntimeError: for wrong dims, mismatched channels, groups, dtypes or bias, bad
+            parameters, or an output size below 1.
+        NotImplementedError: for bool inputs and integer inputs other than int64.
+"""
+    if n == 2:
+        meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[[1., 2.], [3., 4.]]]])
+        >>> ember.nn.functional.conv_transpose2d(x, ember.ones(1, 1, 2, 2), stride=2)
+        tensor([[[[1., 1., 2., 2.],
+                  [1., 1., 2., 2.],
+                  [3., 3., 4., 4.],
+                  [3., 3., 4., 4.]]]])
+"""
+    return defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=_NN)
+
+
+conv_transpose1d = _make_conv_transpose(1)
+conv_transpose2d = _make_conv_transpose(2)
+conv_transpose3d = _make_conv_transpose(3)
+
+
+# -- unfold (im2col) and fold (col2im) -----------------------------------------------------------------
+
+_FOLD_TYPES = (D.bool, *_FLOATS, D.complex64, D.complex128)
+
+
+def _pair_param(name, value):
+    values = _int_tuple("unfold", name, value, 2)
+    if len(values) == 1:
+        return values * 2
+    if len(values) != 2:
+        raise RuntimeError(f"It is expected {name} equals to 2, but got size {len(values)}")
+    return values
+
+
+def _block_params(kernel_size, dilation, padding, stride):
+    k = _pair_param("kernel_size", kernel_size)
+    d = _pair_param("dilation", dilation)
+    p = _pair_param("padding", padding)
+    s = _pair_param("stride", stride)
+    if k[0] <= 0 or k[1] <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kernel_height: {k[0]} kernel_width: "
+                           f"{k[1]}")
+    if d[0] <= 0 or d[1] <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation_height: {d[0]} dilation_width: "
+                           f"{d[1]}")
+    if p[0] < 0 or p[1] < 0:
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} pad_width: {p[1]}")
+    if s[0] <= 0 or s[1] <= 0:
+        raise RuntimeError(f"stride should be greater than zero, but got stride_height: {s[0]} stride_width: {s[1]}")
+    return k, d, p, s
+
+
+def _blocks(size, k, d, p, s):
+    return tuple((size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
+
+
+def _im2col_plan(input, kernel_size, dilation, padding, stride):
+    _check_tensor("unfold", "input", input)
+    k, d, p, s = _block_params(kernel_size, dilation, padding, stride)
+    shape = input._data.shape
+    if len(shape) not in (3, 4) or 0 in shape[len(shape) - 3:]:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {_fmt(shape)}")
+    _check_dtype("im2col_out_cpu", input, _FOLD_TYPES)
+    blocks = _blocks(shape[-2:], k, d, p, s)
+    if blocks[0] < 1 or blocks[1] < 1:
+        raise RuntimeError(f"Given input with spatial size ({shape[-2]}, {shape[-1]}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), calculated shape of the array of "
+                           f"sliding blocks as ({blocks[0]}, {blocks[1]}), but its components must be at least one.")
+    out = (shape[-3] * k[0] * k[1], blocks[0] * blocks[1])
+    return k, d, p, s, blocks, (out if len(shape) == 3 else (shape[0], *out))
+
+
+def _im2col_meta(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Extract sliding local blocks of a batched image into columns: PyTorch's ``F.unfold`` (im2col).
+
+    Exported as ``ember.nn.functional.unfold``; the registry calls it ``im2col``
+    because ``unfold`` is :meth:`Tensor.unfold` (a view op).
+
+    Args:
+        input (Tensor): (N, C, H, W) or unbatched (C, H, W); bool, floating or complex.
+        kernel_size (int or tuple[int, int]): block size.
+        dilation (int or tuple[int, int]): spacing of block elements. Default 1.
+        padding (int or tuple[int, int]): zeros on both sides of H and W. Default 0.
+        stride (int or tuple[int, int]): step between blocks. Default 1.
+
+    Returns:
+        Tensor: (N, C * kH * kW, L) (unbatched: (C * kH * kW, L)), where L counts the
+        blocks; row ``c * kH * kW + i * kW + j`` holds element (i, j) of every block of channel c.
+
+    Raises:
+        RuntimeError: for wrong dims or empty non-batch dims, bad parameters, or no block fitting.
+        NotImplementedError: for integer dtypes.
+
+    Example:
+        >>> import ember
+        >>> x = ember.arange(9.).reshape(1, 1, 3, 3)
+        >>> ember.nn.functional.unfold(x, 2)
+        tensor([[[0., 1., 3., 4.],
+                 [1., 2., 4., 5.],
+                 [3., 4., 6., 7.],
+                 [4., 5., 7., 8.]]])
+    """
+    return MetaArray(_im2col_plan(input, kernel_size, dilation, padding, stride)[-1], input._data.dtype)
+
+
+def _im2col_cpu(input, kernel_size, dilation=1, padding=0, stride=1):
+    k, d, p, s, blocks, out = _im2col_plan(input, kernel_size, dilation, padding, stride)
+    x = input._data
+    if x.ndim == 3:
+        x = x[None]
+    windows = _im2col_windows(x, k, s, p, p, d, blocks)
+    return np.array(windows, order="C").reshape(out)
+
+
+im2col = defop("im2col", _im2col_meta, cpu=_im2col_cpu, tags=_NN_ONLY)
+
+
+def _fold_plan(input, output_size, kernel_size, dilation, padding, stride):
+    _check_tensor("fold", "input", input)
+    out_size = _pair_param("output_size", output_size)
+    k, d, p, s = _block_params(kernel_size, dilation, padding, stride)
+    shape = input._data.shape
+    if len(shape) not in (2, 3) or 0 in shape[len(shape) - 2:]:
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and non-zero "
+                           f"dimensions for input, but got: {_fmt(shape)}")
+    _check_dtype("col2im_out_cpu", input, _FOLD_TYPES)
+    rows, length = shape[-2:]
+    if rows % (k[0] * k[1]):
+        raise RuntimeError(f"Expected size of input's dimension {len(shape) - 2} to be divisible by the product of "
+                           f"kernel_size, but got input.size({len(shape) - 2})={rows} and kernel_size=({k[0]}, {k[1]}).")
+    blocks = _blocks(out_size, k, d, p, s)
+    if blocks[0] * blocks[1] != length:
+        raise RuntimeError(f"Given output_size=({out_size[0]}, {out_size[1]}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), expected "
+                           f"size of input's dimension {len(shape) - 1} to match the calculated number of sliding "
+                           f"blocks {blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size({len(shape) - 1})={length}.")
+    if blocks[0] < 1 or blocks[1] < 1:
+        raise RuntimeError(f"Given output_size=({out_size[0]}, {out_size[1]}), kernel_size=({k[0]}, {k[1]}), "
+                           f"dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), stride=({s[0]}, {s[1]}), calculated "
+                           f"shape of the array of sliding blocks as ({blocks[0]}, {blocks[1]}), but its components "
+                           "must be at least one.")
+    channels = rows // (k[0] * k[1])
+    out = (channels, *out_size)
+    return k, d, p, s, blocks, out_size, (out if len(shape) == 2 else (shape[0], *out))
+
+
+def _fold_meta(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Sum columns of sliding blocks back into a batched image: PyTorch's ``F.fold`` (col2im).
+
+    The adjoint of :func:`ember.nn.functional.unfold`: overlapping block elements add up.
+
+    Args:
+        input (Tensor): (N, C * kH * kW, L) or unbatched (C * kH * kW, L); bool, floating or complex.
+        output_size (int or tuple[int, int]): (H, W) of the image.
+        kernel_size (int or tuple[int, int]): block size.
+        dilation, padding, stride (int or tuple[int, int]): as for ``unfold``.
+
+    Returns:
+        Tensor: (N, C, H, W) (unbatched: (C, H, W)).
+
+    Raises:
+        RuntimeError: for wrong dims, a row count not divisible by kH * kW, or an L
+            that is not the number of blocks of ``output_size``.
+        NotImplementedError: for integer dtypes.
+
+    Example:
+        >>> import ember
+        >>> cols = ember.ones(1, 4, 4)
+        >>> ember.nn.functional.fold(cols, (3, 3), 2)
+        tensor([[[[1., 2., 1.],
+                  [2., 4., 2.],
+                  [1., 2., 1.]]]])
+    """
+    return MetaArray(_fold_plan(input, output_size, kernel_size, dilation, padding, stride)[-1], input._data.dtype)
+
+
+def _fold_cpu(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    k, d, p, s, blocks, out_size, out = _fold_plan(input, output_size, kernel_size, dilation, padding, stride)
+    x = _compute(input._data)
+    planes = math.prod(out[:-2])
+    result = _col2im(x.reshape(planes, k[0] * k[1], blocks[0] * blocks[1]), planes, out_size, k, blocks, s, p, d)
+    return result.reshape(out).astype(input._data.dtype, copy=False)
+
+
+fold = defop("fold", _fold_meta, cpu=_fold_cpu, tags=_NN_ONLY)
+
+
+# -- pooling -------------------------------------------------------------------------------------------
+
+_INT_TYPES = (D.uint8, D.int8, D.int16, D.int32, D.int64)
+_LETTERS = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}
+
+
+def _pool_output_size(size, k, s, p, d, ceil_mode):
+    """PyTorch's pooling output size of one dim; ``ceil_mode`` windows must start inside the input or left padding."""
+    numerator = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = numerator // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _check_pool_input(op, n, shape):
+    """Whether the input is unbatched; raises unless it has n+1 or n+2 dims with non-empty non-batch dims."""
+    if len(shape) not in (n + 1, n + 2) or 0 in shape[len(shape) - n - 1:]:
+        raise RuntimeError(f"{op}: Expected {n + 1}D or {n + 2}D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got: {_fmt(shape)}")
+    return len(shape) == n + 1
+
+
+def _window_plan(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, *, positions=(2, 3, 4, 5)):
+    """Check a pooling window; return (kernel, stride, padding, dilation, out spatial sizes, unbatched)."""
+    _check_tensor(op, "input", input)
+    shape = input._data.shape
+    unbatched = _check_pool_input(op, n, shape)
+    k = _pool_param(op, "kernel_size", kernel_size, positions[0], n)
+    s = _pool_param(op, "stride", stride, positions[1], n, optional=True) or k
+    p = _pool_param(op, "padding", padding, positions[2], n)
+    d = (1,) * n if dilation is None else _pool_param(op, "dilation", dilation, positions[3], n)
+    if any(v <= 0 for v in k):
+        raise RuntimeError(f"{op}: kernel_size must be greater than zero, but got kernel_size={_fmt(k)}")
+    if any(v <= 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    if any(v < 0 for v in p):
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(p)}")
+    if any(v <= 0 for v in d):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation={_fmt(d)}")
+    for i in range(n):
+        if p[i] > k[i] // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={p[i]}, "
+                               f"kernel_size={k[i]} and dilation={d[i]}")
+    spatial = shape[len(shape) - n:]
+    out = tuple(_pool_output_size(spatial[i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(n))
+    if any(o < 1 for o in out):
+        channels = shape[-n - 1]
+        raise RuntimeError(f"Given input size: ({'x'.join(map(str, (channels, *spatial)))}). Calculated output size: "
+                           f"({'x'.join(map(str, (channels, *out)))}). Output size is too small")
+    return k, s, p, d, out, unbatched
+
+
+def _max_pool_run(x, n, k, s, p, d, out, with_indices):
+    """Max pooling of numpy x (…, *spatial): values, or (values, int64 flat indices per plane)."""
+    lead = x.shape[:x.ndim - n]
+    planes = _planes(_compute(x), n)
+    result = _C.max_pool(planes, _lift3(out, 1), _lift3(k, 1), _lift3(s, 1), _lift3(p, 0), _lift3(d, 1),
+                         with_indices)
+    if with_indices:
+        values, indices = result
+        return values.reshape((*lead, *out)).astype(x.dtype, copy=False), indices.reshape((*lead, *out))
+    return result.reshape((*lead, *out)).astype(x.dtype, copy=False)
+
+
+def _make_max_pool(n):
+    name = f"max_pool{n}d"
+    letters = _LETTERS[n]
+    spatial = ", ".join(letters)
+
+    def plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+        k, s, p, d, out, unbatched = _window_plan(name, n, input, kernel_size, stride, padding, dilation, ceil_mode)
+        allowed = (*_INT_TYPES, *_FLOATS) if (return_indices or n > 1) else _FLOATS
+        _check_dtype(f"{name}_impl" if n == 1 else name, input, allowed)
+        return k, s, p, d, input._data.shape[:input._data.ndim - n] + out
+
+    def meta(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)[-1]
+        values = MetaArray(shape, input._data.dtype)
+        return (values, MetaArray(shape, _I64)) if return_indices else values
+
+    def cpu(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        k, s, p, d, shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+        return _max_pool_run(input._data, n, k, s, p, d, shape[len(shape) - n:], bool(return_indices))
+
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D max pooling over (N, C, {spatial}) or unbatched (C, {spatial}) inputs.
+
+    Args:
+        input (Tensor): floating or integer (integers only with ``return_indices``
+            for 1-D pooling, as in PyTorch).
+        kernel_size (int or tuple[int]): window size.
+        stride (int or tuple[int], optional): window step; default ``kernel_size``.
+        padding (int or tuple[int]): implicit -inf padding on both sides, at most half the kernel. Default 0.
+        dilation (int or tuple[int]): spacing of window elements. Default 1.
+        ceil_mode (bool): round the output size up (windows must start inside the
+            input or the left padding). Default False.
+        return_indices (bool): also return the argmax of every window. Default False.
+
+    Returns:
+        Tensor, or (Tensor, Tensor): the maxima, (…, *out) with
+        ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1`` (rounded up
+        with ``ceil_mode``); with ``return_indices`` also int64 indices into each
+        flattened input plane (what :func:`max_unpool{n}d` takes). NaN wins a window.
+
+    Raises:
+        RuntimeError: for wrong dims, bad parameters or an output size below 1.
+        NotImplementedError: for bool and complex inputs.
+"""
+    if n == 2:
+        meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1., 5., 2., 0.], [3., 4., 8., 7.]]])
+        >>> ember.nn.functional.max_pool2d(x, 2, return_indices=True)
+        (tensor([[[5., 8.]]]), tensor([[[1, 6]]]))
+"""
+    return defop(name, meta, cpu=cpu, tags=_NN)
+
+
+max_pool1d = _make_max_pool(1)
+max_pool2d = _make_max_pool(2)
+max_pool3d = _make_max_pool(3)
+
+
+_AVG_TYPES = {1: (D.int64, *_FLOATS), 2: (D.int64, *_FLOATS), 3: (D.int64, D.float32, D.float64)}
+_AVG_KERNELS = {1: "avg_pool2d", 2: "avg_pool2d", 3: "avg_pool3d_out_frame"}
+
+
+def _avg_pool_run(x, n, k, s, p, out, count_include_pad, divisor_override):
+    lead = x.shape[:x.ndim - n]
+    planes = _planes(_compute(x), n)
+    result = _C.avg_pool(planes, _lift3(out, 1), _lift3(k, 1), _lift3(s, 1), _lift3(p, 0), bool(count_include_pad),
+                         0 if divisor_override is None else divisor_override)
+    return result.reshape((*lead, *out)).astype(x.dtype, copy=False)
+
+
+def _make_avg_pool(n):
+    name = f"avg_pool{n}d"
+    spatial = ", ".join(_LETTERS[n])
+
+    def plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+        k, s, p, _, out, _ = _window_plan(name, n, input, kernel_size, stride, padding, None, ceil_mode)
+        if divisor_override is not None:
+            divisor_override = _int_arg(name, "divisor_override", divisor_override, 7)
+            if divisor_override == 0:
+                raise RuntimeError("divisor must be not zero")
+        _check_dtype(_AVG_KERNELS[n], input, _AVG_TYPES[n])
+        return k, s, p, out, divisor_override, input._data.shape[:input._data.ndim - n] + out
+
+    if n == 1:
+        def meta(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+            shape = plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)[-1]
+            return MetaArray(shape, input._data.dtype)
+
+        def cpu(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+            k, s, p, out, _, _ = plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+            return _avg_pool_run(input._data, n, k, s, p, out, count_include_pad, None)
+    else:
+        def meta(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+            shape = plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)[-1]
+            return MetaArray(shape, input._data.dtype)
+
+        def cpu(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                divisor_override=None):
+            k, s, p, out, div, _ = plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                                        divisor_override)
+            return _avg_pool_run(input._data, n, k, s, p, out, count_include_pad, div)
+
+    divisor_doc = "" if n == 1 else """
+        divisor_override (int, optional): divide every window sum by this instead. Default None."""
+    types = "int64 or floating" if n < 3 else "int64, float32 or float64"
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D average pooling over (N, C, {spatial}) or unbatched (C, {spatial}) inputs.
+
+    Args:
+        input (Tensor): {types} (int64 sums divide truncating toward zero).
+        kernel_size (int or tuple[int]): window size.
+        stride (int or tuple[int], optional): window step; default ``kernel_size``.
+        padding (int or tuple[int]): implicit zero padding on both sides, at most half the kernel. Default 0.
+        ceil_mode (bool): round the output size up. Default False.
+        count_include_pad (bool): count padding zeros in the divisor. Default True.{divisor_doc}
+
+    Returns:
+        Tensor: (…, *out), ``out = (in + 2 * padding - k) // stride + 1`` (rounded up with ``ceil_mode``).
+
+    Raises:
+        RuntimeError: for wrong dims, bad parameters, a zero divisor or an output size below 1.
+        NotImplementedError: for other dtypes.
+"""
+    if n == 2:
+        meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1., 5., 2., 0.], [3., 4., 8., 7.]]])
+        >>> ember.nn.functional.avg_pool2d(x, 2)
+        tensor([[[3.2500, 4.2500]]])
+"""
+    return defop(name, meta, cpu=cpu, tags=_NN if n == 1 else _NN_ONLY)
+
+
+avg_pool1d = _make_avg_pool(1)
+avg_pool2d = _make_avg_pool(2)
+avg_pool3d = _make_avg_pool(3)
+
+
+def _adaptive_plan(op, n, input, output_size):
+    _check_tensor(op, "input", input)
+    shape = input._data.shape
+    if len(shape) not in (n + 1, n + 2):
+        raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got {_fmt(shape)}")
+    if isinstance(output_size, (tuple, list)):
+        if len(output_size) != n:
+            raise RuntimeError(f"{op}: output_size must be {n}")
+        sizes = tuple(shape[len(shape) - n + i] if v is None else v for i, v in enumerate(output_size))
+    else:
+        sizes = (output_size,) * n
+    for v in sizes:
+        if not _is_int(v):
+            raise TypeError(f"{op}(): argument 'output_size' must be tuple of ints, but found element of type "
+                            f"{type(v).__name__}")
+    sizes = tuple(operator.index(v) for v in sizes)
+    if any(v < 0 for v in sizes):
+        raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
+                           f"{{{', '.join(map(str, sizes))}}}")
+    first = 1 if len(shape) == n + 2 else 0
+    for i in range(first, len(shape)):
+        if shape[i] == 0:
+            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                               f"has sizes {_fmt(shape)} with dimension {i} being empty")
+    _check_dtype(op, input, _FLOATS)
+    return sizes, shape[:len(shape) - n] + sizes
+
+
+def _make_adaptive_avg_pool(n):
+    name = f"adaptive_avg_pool{n}d"
+    spatial = ", ".join(_LETTERS[n])
+
+    def meta(input, output_size):
+        return MetaArray(_adaptive_plan(name, n, input, output_size)[1], input._data.dtype)
+
+    def cpu(input, output_size):
+        sizes, shape = _adaptive_plan(name, n, input, output_size)
+        x = input._data
+        result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(sizes, 1))
+        return result.reshape(shape).astype(x.dtype, copy=False)
+
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D adaptive average pooling to a given output size, over (N, C, {spatial}) or (C, {spatial}).
+
+    Output cell ``i`` of a dim of size ``n -> m`` averages input cells
+    ``floor(i * n / m)`` to ``ceil((i + 1) * n / m) - 1``.
+
+    Args:
+        input (Tensor): floating, with non-empty non-batch dims.
+        output_size (int or tuple[int or None]): the output's spatial size; None keeps an input size.
+
+    Returns:
+        Tensor: (…, *output_size).
+
+    Raises:
+        RuntimeError: for wrong dims, empty non-batch dims or negative sizes.
+        NotImplementedError: for non-floating dtypes.
+"""
+    if n == 2:
+        meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1., 5., 2.], [3., 4., 9.]]])
+        >>> ember.nn.functional.adaptive_avg_pool2d(x, (1, 2))
+        tensor([[[3.2500, 5.0000]]])
+"""
+    return defop(name, meta, cpu=cpu, tags=_NN if n == 1 else _NN_ONLY)
+
+
+adaptive_avg_pool1d = _make_adaptive_avg_pool(1)
+adaptive_avg_pool2d = _make_adaptive_avg_pool(2)
+adaptive_avg_pool3d = _make_adaptive_avg_pool(3)
+
+
+def _make_adaptive_max_pool(n):
+    name = f"adaptive_max_pool{n}d"
+    spatial = ", ".join(_LETTERS[n])
+
+    def meta(input, output_size, return_indices=False):
+        shape = _adaptive_plan(name, n, input, output_size)[1]
+        values = MetaArray(shape, input._data.dtype)
+        return (values, MetaArray(shape, _I64)) if return_indices else values
+
+    def cpu(input, output_size, return_indices=False):
+        sizes, shape = _adaptive_plan(name, n, input, output_size)
+        x = input._data
+        values, indices = _C.adaptive_max_pool(_planes(_compute(x), n), _lift3(sizes, 1))
+        values = values.reshape(shape).astype(x.dtype, copy=False)
+        return (values, indices.reshape(shape)) if return_indices else values
+
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D adaptive max pooling to a given output size, over (N, C, {spatial}) or (C, {spatial}).
+
+    Windows are those of ``adaptive_avg_pool{n}d``.
+
+    Args:
+        input (Tensor): floating, with non-empty non-batch dims.
+        output_size (int or tuple[int or None]): the output's spatial size; None keeps an input size.
+        return_indices (bool): also return int64 argmax indices into each flattened input plane. Default False.
+
+    Returns:
+        Tensor, or (Tensor, Tensor): (…, *output_size) maxima (and indices).
+
+    Raises:
+        RuntimeError: for wrong dims, empty non-batch dims or negative sizes.
+        NotImplementedError: for non-floating dtypes.
+"""
+    return defop(name, meta, cpu=cpu, tags=_NN if n == 1 else _NN_ONLY)
+
+
+adaptive_max_pool1d = _make_adaptive_max_pool(1)
+adaptive_max_pool2d = _make_adaptive_max_pool(2)
+adaptive_max_pool3d = _make_adaptive_max_pool(3)
+
+
+def _make_lp_pool(n):
+    name = f"lp_pool{n}d"
+    spatial = ", ".join(_LETTERS[n])
+
+    def plan(input, norm_type, kernel_size, stride, ceil_mode):
+        """(window plan, powered dtype or None for the max path, result dtype, output shape)."""
+        _check_tensor(name, "input", input)
+        if isinstance(norm_type, bool) or not isinstance(norm_type, numbers.Real):
+            raise TypeError(f"{name}(): argument 'norm_type' must be a real number, not {type(norm_type).__name__}")
+        if n == 1 and not _is_int(kernel_size):
+            raise TypeError(f"lp_pool1d(): argument 'kernel_size' must be int, not {type(kernel_size).__name__}")
+        if math.isinf(norm_type):
+            window = _window_plan(f"max_pool{n}d", n, input, kernel_size, stride, 0, 1, ceil_mode)
+            if n == 1:
+                _check_dtype("max_pool1d_impl", input, _FLOATS)
+            else:
+                _check_dtype(f"max_pool{n}d", input, (*_INT_TYPES, *_FLOATS))
+            return window, None, input.dtype, input._data.shape[:input._data.ndim - n] + window[4]
+        if norm_type == 0:
+            raise ZeroDivisionError("float division by zero")
+        dtype = input.dtype
+        if dtype.is_floating_point:
+            powered = dtype
+        elif isinstance(norm_type, numbers.Integral) and dtype.category <= D.INTEGRAL:
+            if norm_type < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            powered = D.int64 if dtype is D.bool else dtype
+        else:
+            powered = D.get_default_dtype()
+        if powered not in _AVG_TYPES[n]:
+            raise _not_implemented(_AVG_KERNELS[n], powered)
+        window = _window_plan(f"avg_pool{n}d", n, input, kernel_size, stride, 0, None, ceil_mode)
+        result = powered if powered.is_floating_point else D.get_default_dtype()
+        return window, powered, result, input._data.shape[:input._data.ndim - n] + window[4]
+
+    def meta(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+        _, _, result, shape = plan(input, norm_type, kernel_size, stride, ceil_mode)
+        return MetaArray(shape, result.numpy_dtype)
+
+    def cpu(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+        (k, s, p, d, out, _), powered, result, _ = plan(input, norm_type, kernel_size, stride, ceil_mode)
+        x = input._data
+        if powered is None:
+            with np.errstate(all="ignore"):
+                if norm_type > 0:
+                    return _max_pool_run(np.abs(x), n, k, s, p, d, out, False)
+                return -_max_pool_run(-np.abs(x), n, k, s, p, d, out, False)
+        with np.errstate(all="ignore"):
+            if powered.is_floating_point:
+                y = np.power(_compute(x.astype(powered.numpy_dtype, copy=False)), norm_type)
+            else:
+                y = np.power(x.astype(powered.numpy_dtype, copy=False), norm_type)
+            avg = _avg_pool_run(y, n, k, s, p, out, True, None)
+            compute = _F64 if result is D.float64 else _F32
+            avg = avg.astype(compute, copy=False)
+            value = np.sign(avg) * np.maximum(np.abs(avg), 0) * compute.type(math.prod(k))
+            return np.power(value, compute.type(1.0 / norm_type)).astype(result.numpy_dtype, copy=False)
+
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D power-average pooling over (N, C, {spatial}) or (C, {spatial}): ``(sum over window x ** p) ** (1 / p)``.
+
+    Computed as PyTorch does: ``avg_pool{n}d(x ** p) * prod(kernel_size)`` raised to
+    ``1 / p`` (so integer inputs with an integer ``p`` sum truncated averages);
+    ``p = inf`` is the max of ``|x|``, ``p = -inf`` minus the max of ``-|x|``.
+
+    Args:
+        input (Tensor): floating, int64 or bool (see ``avg_pool{n}d``).
+        norm_type (float): the power ``p``, non-zero.
+        kernel_size (int or tuple[int]): window size.
+        stride (int or tuple[int], optional): window step; default ``kernel_size``.
+        ceil_mode (bool): round the output size up. Default False.
+
+    Returns:
+        Tensor: (…, *out); floating inputs keep their dtype, others give the default float.
+
+    Raises:
+        ZeroDivisionError: for ``norm_type`` 0.
+        RuntimeError: for wrong dims, bad parameters or an output size below 1.
+        NotImplementedError: for dtypes ``avg_pool{n}d`` refuses.
+"""
+    return defop(name, meta, cpu=cpu, tags=_NN_ONLY)
+
+
+lp_pool1d = _make_lp_pool(1)
+lp_pool2d = _make_lp_pool(2)
+lp_pool3d = _make_lp_pool(3)
+
+
+def _make_max_unpool(n):
+    name = f"max_unpool{n}d"
+    spatial = ", ".join(_LETTERS[n])
+
+    def plan(input, indices, kernel_size, stride, padding, output_size):
+        _check_tensor(name, "input", input, 1)
+        _check_tensor(name, "indices", indices, 2)
+        shape = input._data.shape
+        if len(shape) not in (n + 1, n + 2):
+            raise RuntimeError(f"Input to max_unpooling{n}d should be a {n + 1}d or {n + 2}d Tensor, but got a tensor "
+                               f"with {len(shape)} dimensions.")
+        k = _pool_param(name, "kernel_size", kernel_size, 3, n)
+        s = _pool_param(name, "stride", stride, 4, n, optional=True) or k
+        p = _pool_param(name, "padding", padding, 5, n)
+        spatial_in = shape[len(shape) - n:]
+        default = [(spatial_in[i] - 1) * s[i] + k[i] - 2 * p[i] for i in range(n)]
+        if output_size is None:
+            out = tuple(default)
+        else:
+            out = list(_int_tuple(name, "output_size", output_size, 6))
+            if len(out) == n + 2:
+                out = out[2:]
+            if len(out) != n:
+                raise ValueError(f"output_size should be a sequence containing {n} or {n + 2} elements, but it has a "
+                                 f"length of '{len(out)}'")
+            for i in range(n):
+                low, high = default[i] - s[i], default[i] + s[i]
+                if not low < out[i] < high:
+                    raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {i} must be between {low} and '
+                                     f"{high})")
+            out = tuple(out)
+        if any(o < 0 for o in out):
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial dimensions, but got "
+                             f"output_size={_fmt(out)}")
+        if indices.dtype is not D.int64:
+            raise RuntimeError(f"elements in indices should be type int64 but got: {_torch_name(indices.dtype)}")
+        if indices._data.shape != shape:
+            raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({_fmt(shape)}) but "
+                               f"got indices tensor with shape: {_fmt(indices._data.shape)}")
+        first = 1 if len(shape) == n + 2 else 0
+        for i in range(first, len(shape)):
+            if shape[i] == 0:
+                raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got "
+                                   f"{_fmt(shape)} with dimension {i} being empty.")
+        _check_dtype(name, input, _FLOATS)
+        return out, shape[:len(shape) - n] + out
+
+    def meta(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+        return MetaArray(plan(input, indices, kernel_size, stride, padding, output_size)[1], input._data.dtype)
+
+    def cpu(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+        out, shape = plan(input, indices, kernel_size, stride, padding, output_size)
+        x = input._data
+        lead = x.shape[:x.ndim - n]
+        planes, size = math.prod(lead), math.prod(out)
+        result = np.zeros((planes, size), x.dtype)
+        idx = indices._data.reshape(planes, -1)
+        if idx.size:
+            bad = (idx < 0) | (idx >= size)
+            if bad.any():
+                raise RuntimeError(f"Found an invalid max index: {idx[bad][0]} (output volumes are of size "
+                                   f"{'x'.join(map(str, out))})")
+            np.put_along_axis(result, idx, x.reshape(planes, -1), axis=1)
+        return result.reshape(shape)
+
+    meta.__name__ = name
+    meta.__doc__ = f"""Partial inverse of ``max_pool{n}d``: maxima back at their indices, zeros elsewhere.
+
+    Args:
+        input (Tensor): (N, C, {spatial}) or (C, {spatial}) pooled values; floating.
+        indices (Tensor): int64, same shape: flat indices into each output plane
+            (``max_pool{n}d(..., return_indices=True)``'s second output).
+        kernel_size (int or tuple[int]): the pooling window.
+        stride (int or tuple[int], optional): default ``kernel_size``.
+        padding (int or tuple[int]): Default 0.
+        output_size (sequence of int, optional): the spatial size (optionally with
+            N, C in front), within ``stride`` of the default
+            ``(in - 1) * stride + kernel_size - 2 * padding``.
+
+    Returns:
+        Tensor: (…, *output_size).
+
+    Raises:
+        ValueError: for an ``output_size`` of a wrong length or out of range.
+        RuntimeError: for wrong dims, non-int64 or mismatched indices, or an index
+            outside the output plane.
+        NotImplementedError: for non-floating dtypes.
+"""
+    if n == 2:
+        meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1., 5., 2., 0.], [3., 4., 8., 7.]]])
+        >>> values, indices = ember.nn.functional.max_pool2d(x, 2, return_indices=True)
+        >>> ember.nn.functional.max_unpool2d(values, indices, 2)
+        tensor([[[0., 5., 0., 0.],
+                 [0., 0., 8., 0.]]])
+"""
+    return defop(name, meta, cpu=cpu, tags=_NN_ONLY)
+
+
+max_unpool1d = _make_max_unpool(1)
+max_unpool2d = _make_max_unpool(2)
+max_unpool3d = _make_max_unpool(3)
+
+
+# -- interpolate / upsample ------------------------------------------------------------------------------
+
+_INTERP_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+_MODE_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
+_UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
+
+
+def _interpolate_plan(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
+    """Check an interpolate call as PyTorch's ``F.interpolate`` does.
+
+    Returns (mode, spatial dims, output sizes, scale factors or None, align_corners, antialias).
+    """
+    _check_tensor("interpolate", "input", input)
+    if mode in ("nearest", "area", "nearest-exact"):
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes: "
+                             "linear | bilinear | bicubic | trilinear")
+    elif align_corners is None:
+        align_corners = False
+    shape = input._data.shape
+    n = len(shape) - 2
+    scales = None
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if isinstance(size, (tuple, list)):
+            if len(size) != n:
+                raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                                 f"with spatial dimensions of {list(shape[2:])} and output size of {size}. Please "
+                                 "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                                 "(o1, o2, ...,oK) format.")
+            if not all(_is_int(v) for v in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, int] or Tuple[int, int, "
+                                f"int], but got size with types {[type(v) for v in size]}")
+            out = tuple(operator.index(v) for v in size)
+        else:
+            if not _is_int(size):
+                raise TypeError(f"interpolate(): size must be an int or a tuple of ints, not {type(size).__name__}")
+            out = (operator.index(size),) * max(n, 0)
+    elif scale_factor is not None:
+        out = None
+        if isinstance(scale_factor, (tuple, list)):
+            if len(scale_factor) != n:
+                raise ValueError(f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                                 f"input with spatial dimensions of {list(shape[2:])} and scale_factor of shape "
+                                 f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                                 "scale_factor in (s1, s2, ...,sK) format.")
+            scales = tuple(scale_factor)
+        else:
+            scales = (scale_factor,) * max(n, 0)
+        for v in scales:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise TypeError(f"interpolate(): scale_factor must be a float or a tuple of floats, not "
+                                f"{type(v).__name__}")
+        scales = tuple(float(v) for v in scales)
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    if mode == "area" and out is None:
+        recompute_scale_factor = True
+    if recompute_scale_factor and scales is not None:
+        out = tuple(int(shape[2 + i] * scales[i]) for i in range(n))
+        scales = None
+    if antialias and not (mode in ("bilinear", "bicubic") and len(shape) == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos modes and requires a 4-D "
+                         "tensor as input")
+    if mode in _MODE_DIMS and len(shape) in (3, 4, 5) and len(shape) != _MODE_DIMS[mode]:
+        if mode != "bicubic":
+            raise NotImplementedError(f"Got {len(shape)}D input, but {mode} mode needs {_MODE_DIMS[mode]}D input")
+    if mode not in _INTERP_MODES or len(shape) not in (3, 4, 5) or (mode == "bicubic" and len(shape) != 4):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {len(shape)}D) for "
+                                  "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+                                  f"nearest-exact (got {mode})")
+    if out is None:
+        out = tuple(math.floor(shape[2 + i] * scales[i]) for i in range(n))
+    if mode == "area":
+        kernel = f"adaptive_avg_pool{n}d"
+        _adaptive_plan(kernel, n, input, out)
+        return mode, n, out, None, None, False
+    if 0 in shape[1:2]:
+        raise RuntimeError(f"Non-empty {n + 2}D data tensor expected but got a tensor with sizes {_fmt(shape)}")
+    spatial = shape[2:]
+    if any(v <= 0 for v in spatial) or any(v <= 0 for v in out):
+        names = _LETTERS[n] if n > 1 else ("W",)
+        given = ", ".join(f"{c}: {v}" for c, v in zip(names, spatial))
+        wanted = ", ".join(f"{c}: {v}" for c, v in zip(names, out))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({given}) output "
+                           f"({wanted})")
+    allowed = (D.uint8, *_FLOATS) if mode in _UINT8_MODES else _FLOATS
+    if input.dtype not in allowed:
+        kind = {"nearest-exact": "_upsample_nearest_exact", "linear": "upsample_linear"}.get(mode, f"upsample_{mode}")
+        raise _not_implemented(f"{kind}{n}d", input.dtype)
+    return mode, n, out, scales, align_corners, bool(antialias)
+
+
+def _interpolate_meta(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                      recompute_scale_factor=None, antialias=False):
+    """Resize ``input`` (N, C, *spatial) by interpolation: PyTorch's ``F.interpolate``.
+
+    Args:
+        input (Tensor): (N, C, L), (N, C, H, W) or (N, C, D, H, W); floating
+            (uint8 too for nearest, nearest-exact, bilinear and bicubic).
+        size (int or tuple[int], optional): the output's spatial size.
+        scale_factor (float or tuple[float], optional): multiplier of the spatial
+            size (output ``floor(in * scale_factor)``); exactly one of ``size`` and
+            ``scale_factor``.
+        mode (str): ``"nearest"`` (PyTorch's legacy ``floor(out_index * in / out)``),
+            ``"nearest-exact"`` (pixel centres), ``"linear"`` (3-D input),
+            ``"bilinear"``/``"bicubic"`` (4-D), ``"trilinear"`` (5-D) or ``"area"``
+            (adaptive average pooling). Default ``"nearest"``.
+        align_corners (bool, optional): for the linear and cubic modes: map corner
+            pixel centres onto each other (True) or pixel edges (False, the default).
+        recompute_scale_factor (bool, optional): compute the output size from
+            ``scale_factor``, then sample with the ratio of sizes instead of
+            ``scale_factor``.
+        antialias (bool): low-pass filter when downsampling (bilinear, bicubic, 4-D). Default False.
+
+    Returns:
+        Tensor: (N, C, *output size), of ``input``'s dtype (uint8 rounds and saturates).
+
+    Raises:
+        ValueError: for both or neither of ``size``/``scale_factor``, lengths that do
+            not match the spatial dims, ``align_corners`` with a non-interpolating mode,
+            or ``antialias`` with another mode.
+        NotImplementedError: for a mode that doesn't fit the input's dims, an unknown
+            mode, or an unsupported dtype.
+        RuntimeError: for empty input or output sizes.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1., 2., 4.]]])
+        >>> ember.nn.functional.interpolate(x, scale_factor=2)
+        tensor([[[1., 1., 2., 2., 4., 4.]]])
+        >>> ember.nn.functional.interpolate(x, size=5, mode="linear", align_corners=True)
+        tensor([[[1.0000, 1.5000, 2.0000, 3.0000, 4.0000]]])
+    """
+    mode, n, out, *_ = _interpolate_plan(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                                         antialias)
+    return MetaArray(input._data.shape[:2] + out, input._data.dtype)
+
+
+def _source_scale(in_size, out_size, align_corners, scale, ct):
+    """PyTorch's ``area_pixel_compute_scale`` in the compute type ``ct``."""
+    if align_corners:
+        return ct.type(in_size - 1) / ct.type(out_size - 1) if out_size > 1 else ct.type(0)
+    if scale is not None and scale > 0:
+        return ct.type(1.0 / scale)
+    return ct.type(in_size) / ct.type(out_size)
+
+
+def _nearest_index(in_size, out_size, scale, exact):
+    if not exact and out_size == in_size:
+        return np.arange(out_size)
+    if not exact and out_size == 2 * in_size:
+        return np.arange(out_size) >> 1
+    s = _source_scale(in_size, out_size, False, scale, _F32)
+    position = np.arange(out_size, dtype=_F32)
+    if exact:
+        position = position + _F32.type(0.5)
+    return np.minimum(np.floor(position * s).astype(np.int64), in_size - 1)
+
+
+def _cubic_weights(t, a):
+    """Weights of the 4 taps at offsets -1..2 around a point ``t`` in [0, 1) past the first (Keys' cubic)."""
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _interp_taps(in_size, out_size, scale, align_corners, cubic, ct):
+    """Indices (out, T) and weights (out, T) of linear (T=2) or cubic (T=4) interpolation along one dim."""
+    s = _source_scale(in_size, out_size, align_corners, scale, ct)
+    dst = np.arange(out_size, dtype=ct)
+    if align_corners:
+        src = s * dst
+    else:
+        src = s * (dst + ct.type(0.5)) - ct.type(0.5)
+        if not cubic:
+            src = np.maximum(src, ct.type(0))
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    lam = np.clip(src - i0.astype(ct), 0, 1).astype(ct)
+    if cubic:
+        idx = np.stack([np.clip(i0 - 1 + j, 0, in_size - 1) for j in range(4)], axis=1)
+        return idx, np.stack(_cubic_weights(lam, ct.type(-0.75)), axis=1).astype(ct)
+    i1 = i0 + (i0 < in_size - 1)
+    return np.stack([i0, i1], axis=1), np.stack([1 - lam, lam], axis=1).astype(ct)
+
+
+def _separable_taps(in_size, out_size, scale, align_corners, cubic, antialias, delta=0.0):
+    """Indices and float64 weights (out, T) of PyTorch's separable (PIL-style) resampling along one dim.
+
+    With ``antialias`` the filter widens by the downscaling factor (a low-pass);
+    the bicubic filter is Keys' with a = -0.5 then, -0.75 otherwise. Taps outside
+    the input are dropped and the rest renormalised. ``delta`` is 0.5 for PyTorch's
+    uint8 kernels with ``align_corners``.
+    """
+    s = float(_source_scale(in_size, out_size, align_corners, scale, _F64))
+    interp_size = 4 if cubic else 2
+    wide = antialias and s >= 1
+    support = interp_size / 2 * s if wide else interp_size / 2
+    invscale = 1 / s if wide else 1.0
+    taps = int(math.ceil(support)) * 2 + 1
+    center = s * (np.arange(out_size) + 0.5 - delta)
+    xmin = np.maximum(np.trunc(center - support + 0.5 + delta).astype(np.int64), 0)
+    xsize = np.minimum(np.trunc(center + support + 0.5 + delta).astype(np.int64), in_size) - xmin
+    j = np.arange(taps)
+    x = np.abs((j[None, :] + xmin[:, None] - center[:, None] + 0.5 - delta) * invscale)
+    if cubic:
+        a = -0.5 if antialias else -0.75
+        w = np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1, np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0.0))
+    else:
+        w = np.maximum(0.0, 1 - x)
+    w = np.where(j[None, :] < xsize[:, None], w, 0.0)
+    total = w.sum(axis=1, keepdims=True)
+    w = np.where(total != 0, w / np.where(total != 0, total, 1), w)
+    idx = np.minimum(xmin[:, None] + j[None, :], in_size - 1)
+    return idx, w
+
+
+def _uint8_pass(x, axis, idx, w):
+    """One separable pass over uint8 data as PyTorch's uint8 kernels: int16 weights, rounding, saturation."""
+    max_weight = float(np.abs(w).max()) if w.size else 0.0
+    precision = 0
+    while precision < 22 and int(0.5 + max_weight * (1 << (precision + 1))) < (1 << 15):
+        precision += 1
+    scaled = w * (1 << precision)
+    wi = np.where(scaled < 0, scaled - 0.5, scaled + 0.5).astype(np.int64)
+    acc = _apply_taps(x.astype(np.int64), axis, idx, wi)
+    return np.clip((acc + (1 << (precision - 1) if precision else 0)) >> precision, 0, 255).astype(np.uint8)
+
+
+def _apply_taps(x, axis, idx, w):
+    """Sum over taps t of ``take(x, idx[:, t], axis) * w[:, t]`` (weights broadcast along ``axis``)."""
+    shape = (-1,) + (1,) * (x.ndim - axis - 1)
+    result = None
+    for t in range(idx.shape[1]):
+        term = np.take(x, idx[:, t], axis=axis) * w[:, t].reshape(shape)
+        result = term if result is None else result + term
+    return result
+
+
+def _interpolate_cpu(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                     recompute_scale_factor=None, antialias=False):
+    mode, n, out, scales, align_corners, antialias = _interpolate_plan(
+        input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
+    x = input._data
+    if mode == "area":
+        result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(out, 1))
+        return result.reshape(x.shape[:2] + out).astype(x.dtype, copy=False)
+    if x.shape[0] == 0:
+        return np.zeros(x.shape[:2] + out, x.dtype)
+    if mode in ("nearest", "nearest-exact"):
+        for i in range(n):
+            scale = scales[i] if scales is not None else None
+            x = np.take(x, _nearest_index(x.shape[2 + i], out[i], scale, mode == "nearest-exact"), axis=2 + i)
+        return np.array(x, copy=True) if x is input._data else x
+    cubic = mode == "bicubic"
+    if x.dtype == np.uint8:
+        delta = 0.5 if align_corners and not antialias else 0.0
+        for i in reversed(range(n)):
+            scale = scales[i] if scales is not None else None
+            if cubic and not antialias:  # PyTorch's uint8 bicubic clamps taps at the border, like the float one
+                idx, w = _interp_taps(x.shape[2 + i], out[i], scale, align_corners, True, _F64)
+            else:
+                idx, w = _separable_taps(x.shape[2 + i], out[i], scale, align_corners, cubic, antialias, delta)
+            x = _uint8_pass(x, 2 + i, idx, w)
+        return x
+    dtype = x.dtype
+    ct = _F64 if dtype == _F64 else _F32
+    x = x.astype(ct)
+    with np.errstate(all="ignore"):
+        for i in reversed(range(n)):
+            scale = scales[i] if scales is not None else None
+            if antialias:
+                idx, w = _separable_taps(x.shape[2 + i], out[i], scale, align_corners, cubic, True)
+                w = w.astype(ct)
+            else:
+                idx, w = _interp_taps(x.shape[2 + i], out[i], scale, align_corners, cubic, ct)
+            x = _apply_taps(x, 2 + i, idx, w)
+    return x.astype(dtype)
+
+
+interpolate = defop("interpolate", _interpolate_meta, cpu=_interpolate_cpu, tags=_NN_ONLY)
+
+
+def _upsample_meta(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`ember.nn.functional.interpolate` (warns, as PyTorch's ``F.upsample``).
+
+    Args:
+        input, size, scale_factor, mode, align_corners: as for ``interpolate``.
+
+    Returns:
+        Tensor: ``interpolate(input, size, scale_factor, mode, align_corners)``.
+
+    Raises:
+        ValueError, NotImplementedError, RuntimeError: as ``interpolate``.
+    """
+    return _interpolate_meta(input, size, scale_factor, mode, align_corners)
+
+
+def _warn_upsample(name):
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=4)
+
+
+def _upsample_cpu(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _warn_upsample("upsample")
+    return _interpolate_cpu(input, size, scale_factor, mode, align_corners)
+
+
+def _upsample_decomp(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    _warn_upsample("upsample")
+    return _E.interpolate(input, size, scale_factor, mode, align_corners)
+
+
+upsample = defop("upsample", _upsample_meta, cpu=_upsample_cpu, category=COMPOSITE, decomposition=_upsample_decomp,
+                 tags=_NN_ONLY)
+
+
+def _upsample_nearest_meta(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="nearest")`` (warns, as PyTorch).
+
+    Args:
+        input, size, scale_factor: as for ``interpolate``.
+
+    Returns:
+        Tensor: the nearest-neighbour resize.
+
+    Raises:
+        ValueError, NotImplementedError, RuntimeError: as ``interpolate``.
+    """
+    return _interpolate_meta(input, size, scale_factor, "nearest")
+
+
+def _upsample_nearest_cpu(input, size=None, scale_factor=None):
+    _warn_upsample("upsample_nearest")
+    return _interpolate_cpu(input, size, scale_factor, "nearest")
+
+
+def _upsample_nearest_decomp(input, size=None, scale_factor=None):
+    _warn_upsample("upsample_nearest")
+    return _E.interpolate(input, size, scale_factor, "nearest")
+
+
+upsample_nearest = defop("upsample_nearest", _upsample_nearest_meta, cpu=_upsample_nearest_cpu, category=COMPOSITE,
+                         decomposition=_upsample_nearest_decomp, tags=_NN_ONLY)
+
+
+def _upsample_bilinear_meta(input, size=None, scale_factor=None):
+    """Deprecated: ``interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)`` (warns).
+
+    Args:
+        input, size, scale_factor: as for ``interpolate``; ``input`` is 4-D.
+
+    Returns:
+        Tensor: the bilinear resize with aligned corners.
+
+    Raises:
+        ValueError, NotImplementedError, RuntimeError: as ``interpolate``.
+    """
+    return _interpolate_meta(input, size, scale_factor, "bilinear", True)
+
+
+def _upsample_bilinear_cpu(input, size=None, scale_factor=None):
+    _warn_upsample("upsample_bilinear")
+    return _interpolate_cpu(input, size, scale_factor, "bilinear", True)
+
+
+def _upsample_bilinear_decomp(input, size=None, scale_factor=None):
+    _warn_upsample("upsample_bilinear")
+    return _E.interpolate(input, size, scale_factor, "bilinear", True)
+
+
+upsample_bilinear = defop("upsample_bilinear", _upsample_bilinear_meta, cpu=_upsample_bilinear_cpu,
+                          category=COMPOSITE, decomposition=_upsample_bilinear_decomp, tags=_NN_ONLY)
+
+
+# -- grid_sample / affine_grid -----------------------------------------------------------------------
+
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to align_corners=False since 1.3.0. "
+                  "Please specify align_corners=True if the old behavior is desired. See the documentation of "
+                  "grid_sample for details.")
+
+
+def _grid_sample_plan(input, grid, mode, padding_mode, align_corners):
+    _check_tensor("grid_sample", "input", input, 1)
+    _check_tensor("grid_sample", "grid", grid, 2)
+    if mode not in _GRID_MODES:
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' or 'bicubic', but "
+                         f"got: '{mode}'")
+    if padding_mode not in _GRID_PADDINGS:
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', 'border', or "
+                         f"'reflection', but got: '{padding_mode}'")
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=4)
+        align_corners = False
+    x_shape, g_shape = input._data.shape, grid._data.shape
+    if grid.dtype is not input.dtype:
+        raise RuntimeError(f"grid_sampler(): expected input and grid to have same dtype, but input has "
+                           f"{_torch_name(input.dtype)} and grid has {_torch_name(grid.dtype)}")
+    if len(x_shape) not in (4, 5) or len(g_shape) != len(x_shape) or x_shape[0] != g_shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected grid and input to have same batch size, but got input with "
+                           f"sizes {_fmt(x_shape)} and grid with sizes {_fmt(g_shape)}")
+    n = len(x_shape) - 2
+    if g_shape[-1] != n:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {n} in last dimension, but got grid with "
+                           f"sizes {_fmt(g_shape)}")
+    for i in range(2, len(x_shape)):
+        if x_shape[i] == 0:
+            raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                               f"sizes {_fmt(x_shape)} with dimension {i} being empty")
+    if mode == "bicubic" and n != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    _check_dtype(f"grid_sampler_{n}d_cpu_kernel_impl", input, _FLOATS)
+    return n, bool(align_corners), (x_shape[0], x_shape[1], *g_shape[1:-1])
+
+
+def _grid_sample_meta(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample ``input`` at the normalised coordinates of ``grid``: PyTorch's ``F.grid_sample``.
+
+    ``grid[n, ..., :]`` holds (x, y) (or (x, y, z)) in [-1, 1], x along W: -1 is
+    the left edge (``align_corners=False``) or the centre of the left pixel
+    (``align_corners=True``).
+
+    Args:
+        input (Tensor): (N, C, H, W) or (N, C, D, H, W); floating, non-empty spatial dims.
+        grid (Tensor): (N, H_out, W_out, 2) or (N, D_out, H_out, W_out, 3), same dtype.
+        mode (str): ``"bilinear"`` (trilinear for 5-D), ``"nearest"`` (ties to even) or
+            ``"bicubic"`` (4-D only). Default ``"bilinear"``.
+        padding_mode (str): values outside the input: ``"zeros"``, ``"border"``
+            (clamp coordinates) or ``"reflection"`` (mirror them). Default ``"zeros"``.
+        align_corners (bool, optional): see above; None means False, with PyTorch's warning.
+
+    Returns:
+        Tensor: (N, C, H_out, W_out) or (N, C, D_out, H_out, W_out).
+
+    Raises:
+        ValueError: for an unknown mode or padding mode.
+        RuntimeError: for mismatched dims, batch sizes, dtypes or coordinate counts,
+            empty spatial dims, or bicubic on 5-D input.
+        NotImplementedError: for non-floating dtypes.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[[1., 2.], [3., 4.]]]])
+        >>> grid = ember.tensor([[[[-1., -1.], [0., 0.], [1., 1.]]]])
+        >>> ember.nn.functional.grid_sample(x, grid, align_corners=True)
+        tensor([[[[1.0000, 2.5000, 4.0000]]]])
+    """
+    out = _grid_sample_plan(input, grid, mode, padding_mode, align_corners)[-1]
+    return MetaArray(out, input._data.dtype)
+
+
+def _reflect(coord, twice_low, twice_high):
+    """Mirror coordinates into [twice_low / 2, twice_high / 2] (PyTorch's ``reflect_coordinates``)."""
+    if twice_low == twice_high:
+        return np.zeros_like(coord)
+    low = coord.dtype.type(twice_low / 2)
+    span = coord.dtype.type((twice_high - twice_low) / 2)
+    coord = np.abs(coord - low)
+    extra = np.fmod(coord, span)
+    flips = np.floor(coord / span)
+    return np.where(flips % 2 == 0, extra + low, span - extra + low)
+
+
+def _pad_coordinates(coord, size, padding_mode, align_corners):
+    """Source coordinates after ``border`` or ``reflection`` padding (``zeros`` leaves them)."""
+    if padding_mode == "border":
+        return np.clip(coord, 0, size - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
+        return np.clip(coord, 0, size - 1)
+    return coord
+
+
+def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    n, align_corners, out = _grid_sample_plan(input, grid, mode, padding_mode, align_corners)
+    x = _compute(input._data)
+    g = _compute(grid._data).astype(x.dtype, copy=False)
+    N, C = x.shape[:2]
+    spatial = x.shape[2:]
+    flat = np.ascontiguousarray(x).reshape(N, C, -1)
+    points = g.reshape(N, -1, n)
+    ct = x.dtype.type
+
+    # coords[i]: source coordinate along spatial dim i (D, H, W order); grid component n - 1 - i
+    coords = []
+    for i in range(n):
+        size = spatial[i]
+        c = points[..., n - 1 - i]
+        if align_corners:
+            c = (c + ct(1)) / ct(2) * ct(size - 1)
+        else:
+            c = ((c + ct(1)) * ct(size) - ct(1)) / ct(2)
+        coords.append(c)
+
+    def gather(indices, weight):
+        """weight * input at integer coordinates (zero outside), for every channel: (N, C, M)."""
+        inside = np.ones(indices[0].shape, bool)
+        flat_index = np.zeros(indices[0].shape, np.int64)
+        for i in range(n):
+            idx = indices[i]
+            inside &= (idx >= 0) & (idx < spatial[i])
+            flat_index = flat_index * spatial[i] + np.clip(idx, 0, spatial[i] - 1)
+        values = np.take_along_axis(flat, flat_index[:, None, :], axis=2)
+        return np.where(inside[:, None, :], values, 0) * weight[:, None, :]
+
+    with np.errstate(all="ignore"):
+        if mode == "bicubic":
+            base = [np.floor(c) for c in coords]
+            weights = [_cubic_weights(c - b, ct(-0.75)) for c, b in zip(coords, base)]
+            result = np.zeros((N, C, points.shape[1]), x.dtype)
+            for a in range(4):
+                for b in range(4):
+                    idx = []
+                    for i, t in zip(range(2), (a, b)):
+                        tap = _pad_coordinates(base[i] - 1 + t, spatial[i], padding_mode, align_corners)
+                        idx.append(np.where(np.isfinite(tap), tap, -1).astype(np.int64))
+                    result += gather(idx, weights[0][a] * weights[1][b])
+        else:
+            coords = [_pad_coordinates(c, spatial[i], padding_mode, align_corners) for i, c in enumerate(coords)]
+            if mode == "nearest":
+                idx = [np.where(np.isfinite(c), np.rint(c), -1).astype(np.int64) for c in coords]
+                result = gather(idx, np.ones(idx[0].shape, x.dtype))
+            else:
+                low = [np.floor(c) for c in coords]
+                frac = [c - f for c, f in zip(coords, low)]
+                low = [np.where(np.isfinite(f), f, -2).astype(np.int64) for f in low]
+                result = np.zeros((N, C, points.shape[1]), x.dtype)
+                for corner in np.ndindex(*(2,) * n):
+                    weight = np.ones(low[0].shape, x.dtype)
+                    for i in range(n):
+                        weight = weight * (frac[i] if corner[i] else ct(1) - frac[i])
+                    result += gather([low[i] + corner[i] for i in range(n)], weight)
+    return result.reshape(out).astype(input._data.dtype, copy=False)
+
+
+grid_sample = defop("grid_sample", _grid_sample_meta, cpu=_grid_sample_cpu, tags=_NN_ONLY)
+
+
+def _affine_grid_plan(theta, size, align_corners):
+    _check_tensor("affine_grid", "theta", theta, 1)
+    if align_corners is None:
+        warnings.warn(_ALIGN_WARNING, stacklevel=4)
+        align_corners = False
+    size = _int_tuple("affine_grid", "size", size, 2)
+    if not theta.dtype.is_floating_point:
+        raise ValueError(f"Expected theta to have floating point type, but got torch.{theta.dtype.name}")
+    shape = theta._data.shape
+    if len(size) == 4:
+        if len(shape) != 3 or shape[-2:] != (2, 3):
+            raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
+                             f"torch.Size({list(shape)}).")
+    elif len(size) == 5:
+        if len(shape) != 3 or shape[-2:] != (3, 4):
+            raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got "
+                             f"torch.Size({list(shape)}).")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
+                                  f"respectively. Got size {size}.")
+    if not (align_corners and min(size[2:]) == 1) and min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if shape[0] != size[0]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: [{size[0]}, "
+                           f"{shape[2]}] but got: [{shape[0]}, {shape[2]}].")
+    n = len(size) - 2
+    return n, bool(align_corners), (size[0], *size[2:], n)
+
+
+def _affine_grid_meta(theta, size, align_corners=None):
+    """Sampling grids of a batch of affine maps, for :func:`grid_sample`: PyTorch's ``F.affine_grid``.
+
+    Output point ``(x, y[, z])`` of the normalised [-1, 1] output grid maps to
+    ``theta @ (x, y[, z], 1)``.
+
+    Args:
+        theta (Tensor): (N, 2, 3) for 2-D or (N, 3, 4) for 3-D maps; floating.
+        size (sequence of int): the output image size (N, C, H, W) or (N, C, D, H, W).
+        align_corners (bool, optional): as in ``grid_sample``; None means False, with PyTorch's warning.
+
+    Returns:
+        Tensor: (N, H, W, 2) or (N, D, H, W, 3), of ``theta``'s dtype.
+
+    Raises:
+        ValueError: for a non-floating ``theta``, a ``theta`` shape that doesn't fit
+            ``size``, or non-positive sizes.
+        NotImplementedError: for a ``size`` of length other than 4 or 5.
+        RuntimeError: for a batch size that differs from ``theta``'s.
+
+    Example:
+        >>> import ember
+        >>> theta = ember.tensor([[[1., 0., 0.], [0., 1., 0.]]])
+        >>> ember.nn.functional.affine_grid(theta, (1, 1, 1, 2), align_corners=True)
+        tensor([[[[-1.,  0.],
+                  [ 1.,  0.]]]])
+    """
+    out = _affine_grid_plan(theta, size, align_corners)[-1]
+    return MetaArray(out, theta._data.dtype)
+
+
+def _affine_base(steps, align_corners, ct):
+    """PyTorch's ``linspace_from_neg_one``: the normalised coordinates of ``steps`` pixels."""
+    if steps <= 1:
+        return np.zeros(1, ct)
+    r = np.linspace(-1, 1, steps).astype(ct)
+    if not align_corners:
+        r = r * ct.type(steps - 1) / ct.type(steps)
+    return r
+
+
+def _affine_grid_cpu(theta, size, align_corners=None):
+    n, align_corners, out = _affine_grid_plan(theta, size, align_corners)
+    th = _compute(theta._data)
+    ct = th.dtype
+    spatial = out[1:-1]
+    base = np.ones((*spatial, n + 1), ct)
+    for i in range(n):  # component i runs along spatial dim n - 1 - i (x along W)
+        shape = [1] * n
+        shape[n - 1 - i] = spatial[n - 1 - i]
+        base[..., i] = _affine_base(spatial[n - 1 - i], align_corners, ct).reshape(shape)
+    grid = np.matmul(base.reshape(1, -1, n + 1), th.transpose(0, 2, 1))
+    return grid.reshape(out).astype(theta._data.dtype, copy=False)
+
+
+affine_grid = defop("affine_grid", _affine_grid_meta, cpu=_affine_grid_cpu, tags=_NN_ONLY)
+
+
+# -- pixel_shuffle / pixel_unshuffle -------------------------------------------------------------------
+
+
+def _shuffle_plan(op, input, factor, up):
+    _check_tensor(op, "input", input)
+    factor = _int_arg(op, "upscale_factor" if up else "downscale_factor", factor, 2)
+    shape = input._data.shape
+    if len(shape) < 3:
+        raise RuntimeError(f"{op} expects input to have at least 3 dimensions, but got input with {len(shape)} "
+                           "dimension(s)")
+    if factor <= 0:
+        raise RuntimeError(f"{op} expects a positive {'upscale' if up else 'downscale'}_factor, but got {factor}")
+    c, h, w = shape[-3:]
+    if up:
+        if c % (factor * factor):
+            raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                               f"of upscale_factor, but input.size(-3)={c} is not divisible by {factor * factor}")
+        return factor, (*shape[:-3], c // (factor * factor), h * factor, w * factor)
+    if h % factor:
+        raise RuntimeError(f"pixel_unshuffle expects height to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} is not divisible by {factor}")
+    if w % factor:
+        raise RuntimeError(f"pixel_unshuffle expects width to be divisible by downscale_factor, but "
+                           f"input.size(-1)={w} is not divisible by {factor}")
+    return factor, (*shape[:-3], c * factor * factor, h // factor, w // factor)
+
+
+def _pixel_shuffle_meta(input, upscale_factor):
+    """Rearrange (*, C * r * r, H, W) into (*, C, H * r, W * r): sub-pixel convolution's shuffle.
+
+    Output ``[..., c, h * r + i, w * r + j]`` is input ``[..., c * r * r + i * r + j, h, w]``.
+
+    Args:
+        input (Tensor): at least 3-D, channels (dim -3) divisible by ``r * r``; any dtype.
+        upscale_factor (int): ``r``, positive.
+
+    Returns:
+        Tensor: (*, C, H * r, W * r).
+
+    Raises:
+        RuntimeError: for fewer than 3 dims, a non-positive factor or indivisible channels.
+        TypeError: for a non-integer factor.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.functional.pixel_shuffle(ember.arange(4).reshape(4, 1, 1), 2)
+        tensor([[[0, 1],
+                 [2, 3]]])
+    """
+    return MetaArray(_shuffle_plan("pixel_shuffle", input, upscale_factor, True)[1], input._data.dtype)
+
+
+def _pixel_shuffle_cpu(input, upscale_factor):
+    r, out = _shuffle_plan("pixel_shuffle", input, upscale_factor, True)
+    x = input._data
+    lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
+    k = len(lead)
+    y = x.reshape(*lead, c // (r * r), r, r, h, w)
+    perm = (*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return np.array(y.transpose(perm), order="C").reshape(out)
+
+
+def _pixel_shuffle_decomp(input, upscale_factor):
+    r, out = _shuffle_plan("pixel_shuffle", input, upscale_factor, True)
+    lead, (c, h, w) = input.shape[:-3], input.shape[-3:]
+    k = len(lead)
+    y = _E.reshape(input, (*lead, c // (r * r), r, r, h, w))
+    y = _E.permute(y, (*range(k), k, k + 3, k + 1, k + 4, k + 2))
+    return _E.reshape(_E.clone(y, memory_format=_contiguous()), out)
+
+
+def _contiguous():
+    from .creation import contiguous_format
+
+    return contiguous_format
+
+
+pixel_shuffle = defop("pixel_shuffle", _pixel_shuffle_meta, cpu=_pixel_shuffle_cpu, category=COMPOSITE,
+                      decomposition=_pixel_shuffle_decomp, tags=_NN)
+
+
+def _pixel_unshuffle_meta(input, downscale_factor):
+    """Rearrange (*, C, H * r, W * r) into (*, C * r * r, H, W): the inverse of :func:`pixel_shuffle`.
+
+    Args:
+        input (Tensor): at least 3-D, H and W divisible by ``r``; any dtype.
+        downscale_factor (int): ``r``, positive.
+
+    Returns:
+        Tensor: (*, C * r * r, H, W).
+
+    Raises:
+        RuntimeError: for fewer than 3 dims, a non-positive factor or indivisible H or W.
+        TypeError: for a non-integer factor.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.functional.pixel_unshuffle(ember.arange(4).reshape(1, 2, 2), 2).flatten()
+        tensor([0, 1, 2, 3])
+    """
+    return MetaArray(_shuffle_plan("pixel_unshuffle", input, downscale_factor, False)[1], input._data.dtype)
+
+
+def _pixel_unshuffle_cpu(input, downscale_factor):
+    r, out = _shuffle_plan("pixel_unshuffle", input, downscale_factor, False)
+    x = input._data
+    lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
+    k = len(lead)
+    y = x.reshape(*lead, c, h // r, r, w // r, r)
+    perm = (*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return np.array(y.transpose(perm), order="C").reshape(out)
+
+
+def _pixel_unshuffle_decomp(input, downscale_factor):
+    r, out = _shuffle_plan("pixel_unshuffle", input, downscale_factor, False)
+    lead, (c, h, w) = input.shape[:-3], input.shape[-3:]
+    k = len(lead)
+    y = _E.reshape(input, (*lead, c, h // r, r, w // r, r))
+    y = _E.permute(y, (*range(k), k, k + 2, k + 4, k + 1, k + 3))
+    return _E.reshape(_E.clone(y, memory_format=_contiguous()), out)
+
+
+pixel_unshuffle = defop("pixel_unshuffle", _pixel_unshuffle_meta, cpu=_pixel_unshuffle_cpu, category=COMPOSITE,
+                        decomposition=_pixel_unshuffle_decomp, tags=_NN)

@@ -242,7 +242,9 @@ def _t_meta(input):
     """
     if input._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input._data.ndim}D")
-    return _transpose_meta(input, 0, -1) if input._data.ndim == 2 else _view_meta(input, input._data.shape, input.stride())
+    if input._data.ndim == 2:
+        return _transpose_meta(input, 0, -1)
+    return _view_meta(input, input._data.shape, input.stride())
 
 
 t = defop("t", _t_meta, category=COMPOSITE, kind="view", decomposition=_t_decomp)
@@ -311,7 +313,9 @@ def _expand_meta(input, *sizes):
     for i, size in enumerate(sizes):
         if i < lead:
             if size < 0:
-                raise RuntimeError(f"The expanded size of the tensor ({size}) isn't allowed in a leading, non-existing dimension {i}")
+                raise RuntimeError(
+                    f"The expanded size of the tensor ({size}) isn't allowed in a leading, non-existing dimension {i}"
+                )
             new_shape.append(size)
             new_strides.append(0)
             continue
@@ -606,7 +610,10 @@ def _view_as_complex_meta(input):
         RuntimeError: for other dtypes, a last dim not of size 2 and stride 1, or odd strides.
     """
     if input.dtype not in (D.float32, D.float64, D.float16):
-        raise RuntimeError(f"view_as_complex is only supported for float, double and half tensors, but got a tensor of scalar type: {input.dtype}")
+        raise RuntimeError(
+            "view_as_complex is only supported for float, double and half tensors, but got a tensor of scalar "
+            f"type: {input.dtype}"
+        )
     shape, strides = input._data.shape, input.stride()
     if not shape or shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
@@ -617,7 +624,8 @@ def _view_as_complex_meta(input):
     cdt = input.dtype.to_complex() if input.dtype is not D.float16 else None
     if cdt is None:
         raise RuntimeError("view_as_complex: complex32 is not supported")
-    return _view_meta(input, shape[:-1], tuple(s // 2 for s in strides[:-1]), input.storage_offset() // 2, cdt.numpy_dtype)
+    strides = tuple(s // 2 for s in strides[:-1])
+    return _view_meta(input, shape[:-1], strides, input.storage_offset() // 2, cdt.numpy_dtype)
 
 
 view_as_complex = _defview("view_as_complex", _view_as_complex_meta)
