@@ -24,11 +24,12 @@ from .creation import copy_
 
 __all__ = [
     "binary", "unary", "binary_dtype", "operand", "make_inplace", "alias", "check_supported", "not_implemented",
-    "compute_dtype", "check_tensor", "ALL", "NO_BOOL", "NO_COMPLEX", "REAL_NO_BOOL", "FLOATING", "FLOATING_AND_COMPLEX",
-    "INTEGRAL", "INTEGRAL_AND_BOOL", "COMPLEX",
+    "compute_dtype", "check_tensor", "number_keeps_dtype", "ALL", "NO_BOOL", "NO_COMPLEX", "REAL_NO_BOOL", "FLOATING",
+    "FLOATING_AND_COMPLEX", "INTEGRAL", "INTEGRAL_AND_BOOL", "COMPLEX",
 ]
 
 _FROM_NP = D.from_numpy_dtype
+_BOOL = np.dtype(np.bool_)
 _EXTENSION_FLOATS = (D.bfloat16.numpy_dtype,)
 
 # dtype sets for ``supported=``: the dtypes PyTorch's CPU kernels accept.
@@ -54,11 +55,28 @@ def compute_dtype(np_dtype):
 
 def binary_dtype(a, b):
     """PyTorch's result dtype of a binary op on ``a`` and ``b`` (tensors or Python numbers)."""
-    if type(a) is Tensor and type(b) is Tensor:
-        da = a._data.dtype
-        if da is b._data.dtype and a._data.ndim and b._data.ndim:
-            return _FROM_NP(da)
+    if type(a) is Tensor:
+        tb = type(b)
+        if tb is Tensor:
+            da = a._data.dtype
+            if da is b._data.dtype and a._data.ndim and b._data.ndim:
+                return _FROM_NP(da)
+        else:
+            dtype = _FROM_NP(a._data.dtype)
+            if number_keeps_dtype(dtype, b):
+                return dtype
     return D.result_type_of((a, b))
+
+
+_NUMBER_CATEGORY = {bool: D.BOOL, int: D.INTEGRAL, float: D.FLOATING, complex: D.COMPLEX}
+
+
+def number_keeps_dtype(dtype, x):
+    """Whether ``x`` (None or a Python number) leaves a tensor's ``dtype`` unchanged in promotion (a fast path)."""
+    if x is None:
+        return True
+    category = _NUMBER_CATEGORY.get(type(x))
+    return category is not None and dtype.category >= category
 
 
 def operand(x, np_dtype):
@@ -141,6 +159,11 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
     if scalars not in ("both", "other", "none"):
         raise ValueError(f"binary {name}: scalars must be 'both', 'other' or 'none', got {scalars!r}")
     float_result = result == "float"
+    # numpy dtypes the kernel's fast path hands to np_fn as they are (no cast before, none after)
+    direct = frozenset(
+        d.numpy_dtype for d in (supported if supported is not None else ALL)
+        if not (float_result and d.category < D.FLOATING) and not (upcast and d.numpy_dtype in _UPCAST)
+    )
 
     def compute(input, other):
         dtype = binary_dtype(input, other)
@@ -149,6 +172,24 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         return dtype
 
     def meta(input, other):
+        if type(input) is Tensor and type(other) is Tensor and check is None:
+            # Fast path: two tensors of one dtype with dimensions (no promotion).
+            a, b = input._data, other._data
+            if a.dtype is b.dtype and a.ndim and b.ndim:
+                dtype = _FROM_NP(a.dtype)
+                if float_result and dtype.category < D.FLOATING:
+                    dtype = D.get_default_dtype()
+                if supported is None or dtype in supported:
+                    shape = a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape)
+                    return MetaArray(shape, _BOOL if result == "bool" else dtype.numpy_dtype)
+        elif type(input) is Tensor and check is None and scalars != "none":
+            # Fast path: a tensor and a Python number that doesn't change its dtype.
+            dtype = _FROM_NP(input._data.dtype)
+            if number_keeps_dtype(dtype, other) and other is not None:
+                if float_result and dtype.category < D.FLOATING:
+                    dtype = D.get_default_dtype()
+                if supported is None or dtype in supported:
+                    return MetaArray(input._data.shape, _BOOL if result == "bool" else dtype.numpy_dtype)
         if scalars == "both":
             _check_operand(name, "input", input)
             _check_operand(name, "other", other)
@@ -170,6 +211,15 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         return MetaArray(shape, out.numpy_dtype)
 
     def cpu(input, other):
+        if type(input) is Tensor and type(other) is Tensor:
+            a, b = input._data, other._data
+            if a.dtype is b.dtype and a.ndim and b.ndim and a.dtype in direct:
+                # Fast path: one dtype numpy computes in directly.
+                with np.errstate(all="ignore"):
+                    value = np_fn(a, b)
+                if value.dtype is not a.dtype and result != "bool":  # np_fn computed wider
+                    value = value.astype(a.dtype)
+                return value
         np_dtype = compute(input, other).numpy_dtype
         work = _UPCAST.get(np_dtype, np_dtype) if upcast else np_dtype
         with np.errstate(all="ignore"):  # PyTorch computes inf/nan silently (1/0, 0/0)
@@ -181,6 +231,7 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
     meta.__name__ = name
     meta.__doc__ = doc
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
+    op.result_dtype = lambda input, other: D.bool if result == "bool" else compute(input, other)
     if has_inplace:
         make_inplace(op)
     return op
@@ -238,7 +289,9 @@ def make_inplace(op, check=None, self_index=0):
 
     The in-place op checks that the result broadcasts to the first argument's
     shape and that its dtype can be cast to the first argument's dtype
-    (PyTorch's rule: an int tensor can't take a float result in place).
+    (PyTorch's rule: an int tensor can't take a float result in place). An op
+    with a ``result_dtype(*args, **kwargs)`` attribute gets the cast checked
+    before a dtype refusal of its meta function, as PyTorch orders them.
 
     Args:
         check: optional extra check ``check(self, *args, **kwargs)``, run first
@@ -255,17 +308,21 @@ def make_inplace(op, check=None, self_index=0):
     def meta(self, *args, **kwargs):
         if check is not None:
             check(self, *args, **kwargs)
-        result = op.meta(*call_args(self, args), **kwargs)
+        try:
+            result = op.meta(*call_args(self, args), **kwargs)
+        except NotImplementedError:
+            # PyTorch checks the cast into self before looking for a kernel (int_tensor &= 2.5 is a cast error)
+            promoted = getattr(op, "result_dtype", None)
+            if promoted is not None and not D.can_cast(promoted(*call_args(self, args), **kwargs), self.dtype):
+                _cast_error(promoted(*call_args(self, args), **kwargs), self.dtype)
+            raise
         if tuple(result.shape) != tuple(self._data.shape):
             raise RuntimeError(
                 f"output with shape {list(self._data.shape)} doesn't match the broadcast shape {list(result.shape)}"
             )
         result_dtype = _FROM_NP(result.dtype)
         if not D.can_cast(result_dtype, self.dtype):
-            raise RuntimeError(
-                f"result type {_torch_name(result_dtype)} can't be cast to the desired output type "
-                f"{_torch_name(self.dtype)}"
-            )
+            _cast_error(result_dtype, self.dtype)
         return self._data
 
     def cpu(self, *args, **kwargs):
@@ -286,6 +343,12 @@ def make_inplace(op, check=None, self_index=0):
     inplace.functional = op
     op.inplace = inplace
     return inplace
+
+
+def _cast_error(result_dtype, self_dtype):
+    raise RuntimeError(
+        f"result type {_torch_name(result_dtype)} can't be cast to the desired output type {_torch_name(self_dtype)}"
+    )
 
 
 def alias(name, target, *, doc=None):

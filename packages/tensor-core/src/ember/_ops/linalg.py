@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import sys
 import warnings
 
 import numpy as np
@@ -44,7 +46,6 @@ ALIASES: dict[str, str] = {}
 _FROM_NP = D.from_numpy_dtype
 _FLOAT32 = np.dtype(np.float32)
 _HALF_TYPES = frozenset({np.dtype(np.float16), D.bfloat16.numpy_dtype})
-_INT64 = np.dtype(np.int64)
 
 # C++ spellings of the dtypes, as PyTorch's "expected m1 and m2 to have the same dtype" messages print them.
 _C_NAMES = {
@@ -76,8 +77,9 @@ def _cname(np_dtype):
     return _C_NAMES[_FROM_NP(np_dtype).name]
 
 
-def _no_bool(fn, np_dtype):
-    if np_dtype.kind == "b":
+def _no_bool(fn, np_dtype, *sizes):
+    """PyTorch has no bool kernels for matrix products; an empty product (a size of 0) needs none."""
+    if np_dtype.kind == "b" and 0 not in sizes:
         raise NotImplementedError(f"\"{fn}\" not implemented for 'Bool'")
 
 
@@ -89,7 +91,7 @@ def _check_mm(fn, shape1, shape2, dt1, dt2):
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({shape1[0]}x{shape1[1]} and {shape2[0]}x{shape2[1]})"
         )
-    _no_bool(fn, dt1)
+    _no_bool(fn, dt1, shape1[0], shape1[1], shape2[1])
 
 
 def _check_mv(fn, rows, cols, vec_len, mat_dt, vec_dt, input_dt=None, input_len=None):
@@ -103,7 +105,7 @@ def _check_mv(fn, rows, cols, vec_len, mat_dt, vec_dt, input_dt=None, input_len=
     input_len = rows if input_len is None else input_len
     if cols != vec_len or input_len not in (rows, 1):
         raise RuntimeError(f"size mismatch, got input ({input_len}), mat ({rows}x{cols}), vec ({vec_len})")
-    _no_bool(fn, mat_dt)
+    _no_bool(fn, mat_dt, rows, cols)
 
 
 def _check_dot(fn, a, b):
@@ -139,7 +141,7 @@ def _check_expandable(shape, target):
     shape, target = tuple(shape), tuple(target)
     if len(shape) > len(target):
         raise RuntimeError(
-            f"expand(ember.FloatTensor{{{list(shape)}}}, size={list(target)}): the number of sizes provided "
+            f"expand(tensor of shape {list(shape)}, size={list(target)}): the number of sizes provided "
             f"({len(target)}) must be greater or equal to the number of dimensions in the tensor ({len(shape)})"
         )
     lead = len(target) - len(shape)
@@ -219,8 +221,50 @@ def _matmul_arrays(a, b):
     """
     dt = a.dtype
     if dt in _HALF_TYPES:
-        return np.asarray(np.matmul(a.astype(_FLOAT32), b.astype(_FLOAT32))).astype(dt)
+        return _matmul_compute(a.astype(_FLOAT32), b.astype(_FLOAT32)).astype(dt)
+    return _matmul_compute(a, b)
+
+
+def _matmul_compute(a, b):
+    """``a @ b`` on arrays already in a dtype the kernels compute in (not the half types).
+
+    A batch of matrices times one matrix (or vector) is folded into a single
+    product, ``(B*n, k) @ (k, m)``: one large BLAS call instead of B small ones.
+    """
+    if a.ndim > 2 and b.ndim <= 2:
+        lead = a.shape[:-1]
+        folded = _matmul_compute(a.reshape(math.prod(lead), a.shape[-1]), b)
+        return folded.reshape(lead + b.shape[1:])
+    if a.dtype.kind in "iu":
+        return _int_matmul(a, b)
     return _new_array(np.matmul(_blas_ready(a), _blas_ready(b)))
+
+
+_EXACT_IN_FLOAT64 = 2**53
+_SMALL_PRODUCT = 1 << 15  # multiply-adds below which numpy's integer loop is as fast as a detour through BLAS
+
+
+def _int_matmul(a, b):
+    """Integer ``a @ b``: through float64 BLAS when every partial sum is exact there, else numpy's integer loop.
+
+    numpy's integer matmul is an unblocked loop, tens of times slower than
+    BLAS. When ``k * max|a| * max|b| < 2**53`` the float64 product is exact,
+    and converting it back wraps around like C integers (and PyTorch) do.
+    """
+    k = a.shape[-1]
+    if k == 0 or a.size * (b.shape[-1] if b.ndim > 1 else 1) < _SMALL_PRODUCT:
+        return _new_array(np.matmul(a, b))
+    bound = _abs_max(a) * _abs_max(b) * k
+    if bound >= _EXACT_IN_FLOAT64:
+        return _new_array(np.matmul(a, b))
+    product = _new_array(np.matmul(a.astype(np.float64), b.astype(np.float64)))
+    return product.astype(np.int64).astype(a.dtype, copy=False)
+
+
+def _abs_max(a):
+    if a.size == 0:
+        return 0
+    return max(abs(int(a.max())), abs(int(a.min())))
 
 
 def _compute_array(a, np_dtype):
@@ -253,32 +297,44 @@ def _blend(product, input, beta, alpha, np_dtype):
 
 
 def _matmul_shape(a, b):
-    """Output shape of ``a @ b`` (numpy arrays or meta arrays), after PyTorch's checks."""
+    """Output shape and dtype of ``a @ b`` (numpy arrays or meta arrays), after PyTorch's checks."""
     da, db = a.ndim, b.ndim
     if da == 2 and db == 2:
         _check_mm("matmul", a.shape, b.shape, a.dtype, b.dtype)
-        return (a.shape[0], b.shape[1])
+        return (a.shape[0], b.shape[1]), a.dtype
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
     if da == 1 and db == 1:
         _check_dot("matmul", a, b)
-        return ()
+        return (), a.dtype
     if db == 1:  # a matrix (or a batch of them, folded into rows) times a vector
         rows = math.prod(a.shape[:-1])
         _check_mv("matmul", rows, a.shape[-1], b.shape[0], a.dtype, b.dtype)
-        return a.shape[:-1]
+        return a.shape[:-1], a.dtype
     if da == 1:
         if db == 2:
             _check_mm("matmul", (1, a.shape[0]), b.shape, a.dtype, b.dtype)
-            return (b.shape[1],)
+            return (b.shape[1],), a.dtype
     elif db == 2:  # a batch of matrices times one matrix: folded into one product
         _check_mm("matmul", (math.prod(a.shape[:-1]), a.shape[-1]), b.shape, a.dtype, b.dtype)
-        return a.shape[:-1] + (b.shape[1],)
+        return a.shape[:-1] + (b.shape[1],), a.dtype
     batch = broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    _check_same_scalar_type(a.dtype, b.dtype)
-    _no_bool("matmul", a.dtype)
+    shape = batch + (a.shape[-2:-1] if da > 1 else ()) + (b.shape[-1],)
     _check_bmm_sizes(math.prod(batch), a.shape[-1], b.shape[-2])
-    return batch + (a.shape[-2:-1] if da > 1 else ()) + (b.shape[-1],)
+    if da == 1:  # a vector times a batch: PyTorch folds it into a matrix-vector product
+        _check_mv("matmul", math.prod(shape), a.shape[0], a.shape[0], b.dtype, a.dtype)
+        return shape, a.dtype
+    return shape, _bmm_dtype("matmul", a.dtype, b.dtype, shape, a.shape[-1])
+
+
+def _bmm_dtype(fn, dt1, dt2, out_shape, k):
+    """The dtype of a batched product after PyTorch's checks, which an empty product skips (taking the second
+    operand's dtype)."""
+    if 0 in out_shape or k == 0:
+        return dt2
+    _check_same_scalar_type(dt1, dt2)
+    _no_bool(fn, dt1)
+    return dt1
 
 
 def _matmul_meta(input, other):
@@ -319,12 +375,14 @@ def _matmul_meta(input, other):
             return MetaArray((a.shape[0], b.shape[1]), a.dtype)  # the common case, checked inline
     _check_tensor("matmul", "input", 1, input)
     _check_tensor("matmul", "other", 2, other)
-    a, b = input._data, other._data
-    return MetaArray(_matmul_shape(a, b), a.dtype)
+    return MetaArray(*_matmul_shape(input._data, other._data))
 
 
 def _matmul_cpu(input, other):
-    return _matmul_arrays(input._data, other._data)
+    a, b = input._data, other._data
+    if a.dtype != b.dtype:  # an empty batched product of mixed dtypes: PyTorch gives the second one's
+        return np.zeros(_matmul_shape(a, b)[0], b.dtype)
+    return _matmul_arrays(a, b)
 
 
 matmul = defop("matmul", _matmul_meta, cpu=_matmul_cpu, category=PRIM, has_out=True)
@@ -403,9 +461,8 @@ def _bmm_meta(input, mat2):
             f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, {a.shape[2]}] but got: "
             f"[{b.shape[0]}, {b.shape[1]}]."
         )
-    _check_same_scalar_type(a.dtype, b.dtype)
-    _no_bool("bmm", a.dtype)
-    return MetaArray((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+    shape = (a.shape[0], a.shape[1], b.shape[2])
+    return MetaArray(shape, _bmm_dtype("bmm", a.dtype, b.dtype, shape, a.shape[2]))
 
 
 def _bmm_decomp(input, mat2):
@@ -438,6 +495,8 @@ def _mv_meta(input, vec):
     _check_tensor("mv", "input", 1, input)
     _check_tensor("mv", "vec", 2, vec)
     a, v = input._data, vec._data
+    if a.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     if a.ndim != 2 or v.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {a.ndim}, {v.ndim}")
     _check_mv("mv", a.shape[0], a.shape[1], v.shape[0], a.dtype, v.dtype)
@@ -560,8 +619,9 @@ def _inner_meta(input, other):
             f"inner() the last dimension must match on both input tensors but got shapes {list(a.shape)} and "
             f"{list(b.shape)}"
         )
-    _no_bool("inner", a.dtype)
-    return MetaArray(a.shape[:-1] + b.shape[:-1], a.dtype)
+    shape = a.shape[:-1] + b.shape[:-1]
+    _no_bool("inner", a.dtype, a.shape[-1], *shape)
+    return MetaArray(shape, a.dtype)
 
 
 def _inner_cpu(input, other):
@@ -726,8 +786,7 @@ def _addmm_meta(input, mat1, mat2, *, beta=1, alpha=1):
 
 def _addmm_cpu(input, mat1, mat2, *, beta=1, alpha=1):
     np_dtype = mat2._data.dtype
-    left, right = _compute_array(mat1._data, np_dtype), _compute_array(mat2._data, np_dtype)
-    product = np.matmul(_blas_ready(left), _blas_ready(right))
+    product = _matmul_compute(_compute_array(mat1._data, np_dtype), _compute_array(mat2._data, np_dtype))
     return _blend(product, input, beta, alpha, np_dtype)
 
 
@@ -777,7 +836,7 @@ def _addmv_meta(input, mat, vec, *, beta=1, alpha=1):
 
 def _addmv_cpu(input, mat, vec, *, beta=1, alpha=1):
     np_dtype = mat._data.dtype
-    product = np.matmul(_blas_ready(_compute_array(mat._data, np_dtype)), _compute_array(vec._data, np_dtype))
+    product = _matmul_compute(_compute_array(mat._data, np_dtype), _compute_array(vec._data, np_dtype))
     return _blend(product, input, beta, alpha, np_dtype)
 
 
@@ -857,7 +916,7 @@ def _addbmm_cpu(input, batch1, batch2, *, beta=1, alpha=1):
     # sum_b b1[b] @ b2[b] is one product: (n, b*m) @ (b*m, p)
     left = np.ascontiguousarray(b1.transpose(1, 0, 2)).reshape(n, nb * m)
     right = b2.reshape(nb * m, p)
-    return _blend(np.matmul(left, _blas_ready(right)), input, beta, alpha, np_dtype)
+    return _blend(_matmul_compute(left, right), input, beta, alpha, np_dtype)
 
 
 def _addbmm_half(input, b1, b2, beta, alpha, np_dtype):
@@ -871,7 +930,7 @@ def _addbmm_half(input, b1, b2, beta, alpha, np_dtype):
         result = _round_to(np.broadcast_to(_compute_array(input._data, np_dtype) * _FLOAT32.type(beta), shape).copy(),
                            np_dtype)
     for i in range(b1.shape[0]):
-        result = _round_to(result + _FLOAT32.type(alpha) * np.matmul(b1[i], b2[i]), np_dtype)
+        result = _round_to(result + _FLOAT32.type(alpha) * _matmul_compute(b1[i], b2[i]), np_dtype)
     return result.astype(np_dtype)
 
 
@@ -939,7 +998,7 @@ def _baddbmm_meta(input, batch1, batch2, *, beta=1, alpha=1):
 def _baddbmm_cpu(input, batch1, batch2, *, beta=1, alpha=1):
     np_dtype = batch1._data.dtype
     b1, b2 = _compute_array(batch1._data, np_dtype), _compute_array(batch2._data, np_dtype)
-    return _blend(np.matmul(_blas_ready(b1), _blas_ready(b2)), input, beta, alpha, np_dtype)
+    return _blend(_matmul_compute(b1, b2), input, beta, alpha, np_dtype)
 
 
 def _baddbmm_decomp(input, batch1, batch2, *, beta=1, alpha=1):
@@ -1092,9 +1151,9 @@ def _tensordot_meta(a, b, dims=2):
     if x.dtype != y.dtype:
         raise RuntimeError("both inputs should have same dtype")
     dims_a, dims_b = _tensordot_dims(x, y, dims)
-    _no_bool("tensordot", x.dtype)
     shape = tuple(n for i, n in enumerate(x.shape) if i not in dims_a)
     shape += tuple(n for i, n in enumerate(y.shape) if i not in dims_b)
+    _no_bool("tensordot", x.dtype, *shape, *(x.shape[d] for d in dims_a))
     return MetaArray(shape, x.dtype)
 
 
@@ -1116,7 +1175,7 @@ def _tensordot_cpu(a, b, dims=2):
     left = x.transpose(free_a + dims_a).reshape(math.prod(x.shape[i] for i in free_a), k)
     right = y.transpose(dims_b + free_b).reshape(k, math.prod(y.shape[i] for i in free_b))
     out_shape = tuple(x.shape[i] for i in free_a) + tuple(y.shape[i] for i in free_b)
-    return np.matmul(_blas_ready(left), _blas_ready(right)).reshape(out_shape).astype(np_dtype, copy=False)
+    return _matmul_compute(left, right).reshape(out_shape).astype(np_dtype, copy=False)
 
 
 def _tensordot_decomp(a, b, dims=2):
@@ -1168,7 +1227,12 @@ def _kron_meta(input, other):
     """
     _check_tensor("kron", "input", 1, input)
     _check_tensor("kron", "other", 2, other)
-    return MetaArray(_kron_shapes(input, other)[2], D.result_type_of((input, other)).numpy_dtype)
+    return MetaArray(_kron_shapes(input, other)[2], _kron_dtype(input, other).numpy_dtype)
+
+
+def _kron_dtype(input, other):
+    """PyTorch promotes the two dtypes fully (a 0-d operand is reshaped first, so it counts as a dimensioned one)."""
+    return D.promote_types(input.dtype, other.dtype)
 
 
 def _interleaved(shape_a, shape_b):
@@ -1177,7 +1241,7 @@ def _interleaved(shape_a, shape_b):
 
 
 def _kron_cpu(input, other):
-    np_dtype = D.result_type_of((input, other)).numpy_dtype
+    np_dtype = _kron_dtype(input, other).numpy_dtype
     a_shape, b_shape, out_shape = _kron_shapes(input, other)
     ia, ib = _interleaved(a_shape, b_shape)
     a = _compute_array(input._data, np_dtype).reshape(ia)
@@ -1203,7 +1267,7 @@ def _cross_dim(input, other, dim):
             "Using ember.cross without specifying the dim arg is deprecated: the default (the first dim of size 3) "
             "will change to dim=-1, as linalg.cross has it. Pass dim explicitly.",
             UserWarning,
-            stacklevel=2,
+            stacklevel=_caller_stacklevel(),
         )
         dim = _default_cross_dim(a.shape)
     if a.ndim != b.ndim:
@@ -1214,6 +1278,15 @@ def _cross_dim(input, other, dim):
             f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[d]} and {b.shape[d]}"
         )
     return d
+
+
+def _caller_stacklevel():
+    """The ``stacklevel`` of the first frame outside the ember package, seen from the function calling this."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _default_cross_dim(shape):
@@ -1405,7 +1478,7 @@ def _cdist_decomp(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessa
         norm2 = sum_(mul(x2, x2), -1, keepdim=True)
         left = _op("cat")([mul(x1, -2), norm1, _op("ones_like")(norm1)], -1)
         right = _op("cat")([x2, _op("ones_like")(norm2), norm2], -1)
-        return sqrt(_op("clamp_min")(matmul(left, transpose(right, -1, -2)), 0))
+        return sqrt(_op("clamp")(matmul(left, transpose(right, -1, -2)), min=0))
     diff = _op("abs")(sub(unsqueeze(x1, -2), unsqueeze(x2, -3)))
     if p == 0:
         result = sum_(_op("ne")(diff, 0), -1).to(x1.dtype)
@@ -1447,7 +1520,7 @@ def _chain_checks(matrices):
                 f"multi_dot(): tensors {i} and {i + 1} with shapes {list(s1)} and {list(s2)} cannot be multiplied"
             )
     if len(matrices) > 1:
-        _no_bool("chain_matmul", first.dtype)
+        _no_bool("chain_matmul", first.dtype, *(n for m in matrices for n in m._data.shape))
 
 
 def _chain_meta(*matrices):
@@ -1639,9 +1712,12 @@ class _EinsumPlan:
         squeeze (list[tuple[int]]): per operand, the dims of size 1 that broadcast against a larger size.
         dtype (ember.dtype): the result dtype.
         shape (tuple[int]): the result shape.
+        np_terms (list[str]): per operand, one letter per dim left after squeezing (ellipsis dims get letters
+            the equation does not use).
+        np_output (str): the output's letters.
     """
 
-    __slots__ = ("terms", "output", "sizes", "squeeze", "dtype", "shape", "np_equation", "np_path")
+    __slots__ = ("terms", "output", "sizes", "squeeze", "dtype", "shape", "np_terms", "np_output")
 
 
 def _sum_dtype(dtype):
@@ -1798,14 +1874,12 @@ def _einsum_plan(equation, shapes, dtypes):
                     "einsum(): too many subscripts in the equation (at most 52 labels, ellipsis dims included)"
                 )
             letters[label] = letter
-    plan.squeeze = []
-    np_terms = []
+    plan.squeeze, plan.np_terms = [], []
     for labels, shape in zip(full_terms, shapes):
         squeeze = tuple(d for d, (label, n) in enumerate(zip(labels, shape)) if n == 1 and sizes[label] != 1)
         plan.squeeze.append(squeeze)
-        np_terms.append("".join(letters[label] for d, label in enumerate(labels) if d not in squeeze))
-    plan.np_equation = ",".join(np_terms) + "->" + "".join(letters[label] for label in out)
-    plan.np_path = None
+        plan.np_terms.append("".join(letters[label] for d, label in enumerate(labels) if d not in squeeze))
+    plan.np_output = "".join(letters[label] for label in out)
     return plan
 
 
@@ -1863,15 +1937,75 @@ def _einsum_cpu(equation, *operands):
             a = a.reshape(tuple(n for d, n in enumerate(a.shape) if d not in squeeze))
         arrays.append(a)
     if len(arrays) == 1:
-        result = np.einsum(plan.np_equation, arrays[0])
+        result = np.einsum(f"{plan.np_terms[0]}->{plan.np_output}", arrays[0])
     else:
-        if plan.np_path is None:  # the contraction order depends on the shapes only: found once per plan
-            plan.np_path = np.einsum_path(plan.np_equation, *arrays, optimize="greedy")[0]
-        result = np.einsum(plan.np_equation, *arrays, optimize=plan.np_path)
+        result = _einsum_pairwise(arrays, plan.np_terms, plan.np_output)
     result = np.asarray(result)
-    if result.base is not None or not result.flags.c_contiguous:  # numpy may return a view of an operand
+    if result.base is not None or not result.flags.c_contiguous:  # a view of an operand, or a permuted result
         result = np.array(result, order="C")
     return result.astype(np_dtype, copy=False)
+
+
+def _einsum_pairwise(arrays, terms, output):
+    """Contract operands left to right (as PyTorch does), each pair as one batched matrix product.
+
+    ``terms`` and ``output`` are strings of letters; a letter repeated within a
+    term takes the diagonal. Letters needed neither later nor in the output
+    are summed as early as possible.
+    """
+    items = []
+    for a, term in zip(arrays, terms):
+        unique = "".join(dict.fromkeys(term))
+        if unique != term:
+            a = np.einsum(f"{term}->{unique}", a)
+        items.append((a, unique))
+    out = set(output)
+
+    def needed(after):
+        keep = set(out)
+        for _, term in items[after:]:
+            keep.update(term)
+        return keep
+
+    x, xl = _sum_out_array(*items[0], needed(1))
+    for i in range(1, len(items)):
+        keep = needed(i + 1)
+        y, yl = _sum_out_array(*items[i], keep | set(xl))
+        x, xl = _contract_arrays(x, xl, y, yl, keep)
+    x, xl = _sum_out_array(x, xl, out)
+    return x.transpose([xl.index(c) for c in output])
+
+
+def _sum_out_array(a, labels, keep):
+    axes = tuple(d for d, c in enumerate(labels) if c not in keep)
+    if not axes:
+        return a, labels
+    return a.sum(axis=axes, dtype=a.dtype), "".join(c for c in labels if c in keep)
+
+
+def _contract_arrays(x, xl, y, yl, keep):
+    """Contract two labelled arrays: shared labels not in ``keep`` are summed, the others batch or stay."""
+    batch = [c for c in xl if c in yl and c in keep]
+    summed = [c for c in xl if c in yl and c not in keep]
+    left = [c for c in xl if c not in yl]
+    right = [c for c in yl if c not in xl]
+    size = dict(zip(xl, x.shape))
+    size.update(zip(yl, y.shape))
+
+    def numel(labels):
+        return math.prod(size[c] for c in labels)
+
+    B, L, C, R = numel(batch), numel(left), numel(summed), numel(right)
+    xp = x.transpose([xl.index(c) for c in batch + left + summed])
+    yp = y.transpose([yl.index(c) for c in batch + summed + right])
+    if not summed:  # an outer product per batch: broadcasting multiply
+        z = np.multiply(xp.reshape(B, L, 1), yp.reshape(B, 1, R))
+    elif L == 1 and R == 1:  # dot products per batch
+        z = np.einsum("bc,bc->b", xp.reshape(B, C), yp.reshape(B, C))
+    else:
+        z = _matmul_compute(xp.reshape(B, L, C), yp.reshape(B, C, R))
+    labels = batch + left + right
+    return z.reshape(tuple(size[c] for c in labels)), "".join(labels)
 
 
 def _einsum_decomp(equation, *operands):

@@ -311,6 +311,8 @@ def _pad_cpu(input, pad, mode="constant", value=None):
             dst[d] = slice(max(lo, 0), max(lo, 0) + stop - start)
         out[tuple(dst)] = x[tuple(src)]
         return out
+    if all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
+        return _pad_borders(x, plan, out_shape, mode)
     result = x
     for d, lo, hi in plan:
         if lo == 0 and hi == 0:
@@ -327,6 +329,39 @@ def _pad_cpu(input, pad, mode="constant", value=None):
             idx = start + (np.arange(out_shape[d]) - max(lo, 0)) % max(kept, 1)
         result = np.take(result, idx, axis=d)
     return np.array(result, copy=True) if result is x else result
+
+
+def _pad_borders(x, plan, out_shape, mode):
+    """Non-negative reflect/replicate/circular padding: copy ``x`` once, then fill the borders from the copy.
+
+    Dims are done last first; each border slab spans the full (already padded) extent of
+    the dims done before and the input's extent of the others.
+    """
+    out = np.empty(out_shape, x.dtype)
+    region = [slice(None)] * x.ndim
+    for d, lo, _ in plan:
+        region[d] = slice(lo, lo + x.shape[d])
+    out[tuple(region)] = x
+    for d, lo, hi in plan:
+        size = x.shape[d]
+
+        def at(start, stop, step=1):
+            key = list(region)
+            key[d] = slice(start, stop, step) if step > 0 else slice(stop - 1, start - 1 if start > 0 else None, -1)
+            return tuple(key)
+
+        if mode == "reflect":
+            left, right = at(lo + 1, 2 * lo + 1, -1), at(lo + size - 1 - hi, lo + size - 1, -1)
+        elif mode == "replicate":
+            left, right = at(lo, lo + 1), at(lo + size - 1, lo + size)
+        else:
+            left, right = at(size, size + lo), at(lo, lo + hi)
+        if lo:
+            out[at(0, lo)] = out[left]
+        if hi:
+            out[at(lo + size, lo + size + hi)] = out[right]
+        region[d] = slice(None)
+    return out
 
 
 pad = defop("pad", _pad_meta, cpu=_pad_cpu, tags=_NN_ONLY)
@@ -466,16 +501,18 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     return result.astype(dtype, copy=False)
 
 
-def _col2im(cols, planes, image, kernel, blocks, stride, pad, dilation):
+def _col2im(cols, planes, image, kernel, blocks, stride, pad, dilation, parallel=True):
     """Scatter-add cols (planes, *kernel, *blocks) into images (planes, *image): fold's and conv_transpose's core.
 
     Block ``l`` and kernel offset ``k`` land at ``l * stride - pad + k * dilation`` in each dim.
+    ``parallel=False`` keeps the C++ loop on this thread, for use right after a BLAS call:
+    OpenBLAS's threads keep spinning for a while, and OpenMP threads would fight them.
     """
     n = len(kernel)
     if cols.dtype in _C_FLOAT:
         cols = np.ascontiguousarray(cols)
         result = _C.col2im(cols, planes, _lift3(image, 1), _lift3(kernel, 1), _lift3(blocks, 1), _lift3(stride, 1),
-                           _lift3(pad, 0), _lift3(dilation, 1))
+                           _lift3(pad, 0), _lift3(dilation, 1), parallel)
         return result.reshape((planes, *image))
     # any other dtype: one vectorised add per kernel offset
     cols = cols.reshape((planes, *kernel, *blocks))
@@ -508,7 +545,8 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
     else:
         wm = w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)
         cols = np.matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, O / groups * K, L)
-        result = _col2im(cols, N * O, out, kernel, blocks, stride, padding, dilation).reshape((N, O, *out))
+        result = _col2im(cols, N * O, out, kernel, blocks, stride, padding, dilation, parallel=False)
+        result = result.reshape((N, O, *out))
     if b is not None:
         result += _compute(b).reshape((O,) + (1,) * n)
     return result.astype(dtype, copy=False)
@@ -1199,6 +1237,15 @@ def _adaptive_plan(op, n, input, output_size):
     return sizes, shape[:len(shape) - n] + sizes
 
 
+def _adaptive_avg(x, n, sizes, shape):
+    """Adaptive average pooling of numpy x (…, *spatial) to ``sizes``; ``shape`` is the result's."""
+    if all(v == 1 for v in sizes):  # global average pooling: numpy's pairwise sums
+        planes = _compute(x).reshape(-1, math.prod(x.shape[x.ndim - n:]))
+        return planes.mean(axis=1, dtype=planes.dtype).reshape(shape).astype(x.dtype, copy=False)
+    result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(sizes, 1))
+    return result.reshape(shape).astype(x.dtype, copy=False)
+
+
 def _make_adaptive_avg_pool(n):
     name = f"adaptive_avg_pool{n}d"
     spatial = ", ".join(_LETTERS[n])
@@ -1208,9 +1255,7 @@ def _make_adaptive_avg_pool(n):
 
     def cpu(input, output_size):
         sizes, shape = _adaptive_plan(name, n, input, output_size)
-        x = input._data
-        result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(sizes, 1))
-        return result.reshape(shape).astype(x.dtype, copy=False)
+        return _adaptive_avg(input._data, n, sizes, shape)
 
     meta.__name__ = name
     meta.__doc__ = f"""{n}-D adaptive average pooling to a given output size, over (N, C, {spatial}) or (C, {spatial}).
@@ -1732,8 +1777,7 @@ def _interpolate_cpu(input, size=None, scale_factor=None, mode="nearest", align_
         input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias)
     x = input._data
     if mode == "area":
-        result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(out, 1))
-        return result.reshape(x.shape[:2] + out).astype(x.dtype, copy=False)
+        return _adaptive_avg(x, n, out, x.shape[:2] + out)
     if x.shape[0] == 0:
         return np.zeros(x.shape[:2] + out, x.dtype)
     if mode in ("nearest", "nearest-exact"):
@@ -1964,12 +2008,21 @@ def _pad_coordinates(coord, size, padding_mode, align_corners):
 def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     n, align_corners, out = _grid_sample_plan(input, grid, mode, padding_mode, align_corners)
     x = _compute(input._data)
-    g = _compute(grid._data).astype(x.dtype, copy=False)
     N, C = x.shape[:2]
     spatial = x.shape[2:]
+    # PyTorch computes float16/bfloat16 coordinates in that dtype; so do we, to pick the same pixels
+    half_coordinates = input._data.dtype in _HALF_TYPES
+    if mode != "bicubic" and not half_coordinates:
+        x5 = np.ascontiguousarray(x).reshape((N, C, *_lift3(spatial, 1)))
+        points = np.ascontiguousarray(_compute(grid._data).reshape(N, -1, n))
+        result = _C.grid_sample(x5, points, 0 if mode == "bilinear" else 1, _GRID_PADDINGS.index(padding_mode),
+                                align_corners)
+        return result.reshape(out).astype(input._data.dtype, copy=False)
+    points = grid._data.reshape(N, -1, n)
+    if not half_coordinates:
+        points = _compute(points)
     flat = np.ascontiguousarray(x).reshape(N, C, -1)
-    points = g.reshape(N, -1, n)
-    ct = x.dtype.type
+    ct = points.dtype.type
 
     # coords[i]: source coordinate along spatial dim i (D, H, W order); grid component n - 1 - i
     coords = []
@@ -1991,34 +2044,35 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
             inside &= (idx >= 0) & (idx < spatial[i])
             flat_index = flat_index * spatial[i] + np.clip(idx, 0, spatial[i] - 1)
         values = np.take_along_axis(flat, flat_index[:, None, :], axis=2)
-        return np.where(inside[:, None, :], values, 0) * weight[:, None, :]
+        return np.where(inside[:, None, :], values, 0) * weight.astype(x.dtype)[:, None, :]
 
+    def index(c):
+        """Integer coordinates, with non-finite ones outside."""
+        c = c.astype(np.float64)
+        return np.where(np.isfinite(c), c, -2).astype(np.int64)
+
+    result = np.zeros((N, C, points.shape[1]), x.dtype)
     with np.errstate(all="ignore"):
         if mode == "bicubic":
             base = [np.floor(c) for c in coords]
             weights = [_cubic_weights(c - b, ct(-0.75)) for c, b in zip(coords, base)]
-            result = np.zeros((N, C, points.shape[1]), x.dtype)
             for a in range(4):
                 for b in range(4):
-                    idx = []
-                    for i, t in zip(range(2), (a, b)):
-                        tap = _pad_coordinates(base[i] - 1 + t, spatial[i], padding_mode, align_corners)
-                        idx.append(np.where(np.isfinite(tap), tap, -1).astype(np.int64))
+                    idx = [index(_pad_coordinates(base[i] - ct(1) + ct(t), spatial[i], padding_mode, align_corners))
+                           for i, t in zip(range(2), (a, b))]
                     result += gather(idx, weights[0][a] * weights[1][b])
         else:
             coords = [_pad_coordinates(c, spatial[i], padding_mode, align_corners) for i, c in enumerate(coords)]
             if mode == "nearest":
-                idx = [np.where(np.isfinite(c), np.rint(c), -1).astype(np.int64) for c in coords]
-                result = gather(idx, np.ones(idx[0].shape, x.dtype))
+                result += gather([index(np.rint(c)) for c in coords], np.ones(coords[0].shape, x.dtype))
             else:
                 low = [np.floor(c) for c in coords]
-                frac = [c - f for c, f in zip(coords, low)]
-                low = [np.where(np.isfinite(f), f, -2).astype(np.int64) for f in low]
-                result = np.zeros((N, C, points.shape[1]), x.dtype)
+                frac = [(c - f).astype(x.dtype) for c, f in zip(coords, low)]
+                low = [index(f) for f in low]
                 for corner in np.ndindex(*(2,) * n):
                     weight = np.ones(low[0].shape, x.dtype)
                     for i in range(n):
-                        weight = weight * (frac[i] if corner[i] else ct(1) - frac[i])
+                        weight = weight * (frac[i] if corner[i] else x.dtype.type(1) - frac[i])
                     result += gather([low[i] + corner[i] for i in range(n)], weight)
     return result.reshape(out).astype(input._data.dtype, copy=False)
 

@@ -179,6 +179,11 @@ def _reduce_np(loss, reduction, out_dtype):
     return np.asarray(loss).astype(out_dtype, copy=False)
 
 
+def _upcast(x):
+    """``x`` in float32 when it is float16/bfloat16 (decompositions compute reductions there, as kernels do)."""
+    return x.to(D.float32) if x.dtype in (D.float16, D.bfloat16) else x
+
+
 def _reduce(loss, reduction):
     """Apply a loss reduction with ember ops (decompositions)."""
     if reduction == "mean":
@@ -231,6 +236,37 @@ def _loss_shape(shape, reduction):
 # =====================================================================================================
 # Activations
 # =====================================================================================================
+
+
+_C_SCALAR_NAMES = {
+    "bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t", "int64": "int64_t",
+    "float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double",
+}
+
+
+def _check_scalar_fits(value, dtype):
+    """Raise as PyTorch's checked scalar conversion does when ``value`` overflows ``dtype``.
+
+    Integers may wrap into unsigned types from the negative side (-255 fits uint8, as two's
+    complement), floats must lie within the type's range.
+
+    Raises:
+        RuntimeError: "value cannot be converted to type ... without overflow".
+    """
+    if dtype.category == D.INTEGRAL:
+        info = D.iinfo(dtype)
+        if isinstance(value, float):
+            bad = not info.min <= value <= info.max
+        elif not dtype.is_signed:
+            bad = value > info.max or (value < 0 and -value > info.max)
+        else:
+            bad = not info.min <= value <= info.max
+    elif dtype.category == D.FLOATING and dtype is not D.float64:
+        bad = math.isfinite(value) and abs(value) > D.finfo(dtype).max
+    else:
+        bad = False
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {_C_SCALAR_NAMES[dtype.name]} without overflow")
 
 
 def _scalar_as(value, np_dtype):
@@ -561,7 +597,8 @@ def _rrelu_cpu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=Fals
 
 def _rrelu_decomp(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     if not training:
-        return _E.leaky_relu(input, (lower + upper) / 2, inplace)
+        slope = (lower + upper) / 2
+        return _E.leaky_relu_(input, slope) if inplace else _E.leaky_relu(input, slope)
     u = _E.rand_like(input, dtype=D.float64)
     slopes = (u * (upper - lower) + lower).to(input.dtype)
     return _inplace_result("rrelu", input, _E.where(input > 0, input, input * slopes), inplace)
@@ -747,7 +784,7 @@ def _gelu_cpu(input, approximate="none"):
     dt = x.dtype
     with np.errstate(all="ignore"):
         if approximate == "tanh":
-            inner = x * x
+            inner = np.asarray(x * x)
             inner *= np.asarray(0.044715, dt)
             inner += 1
             inner *= x
@@ -795,7 +832,7 @@ def _silu_meta(input, inplace=False):
 def _silu_cpu(input, inplace=False):
     x = _compute(input._data)
     with np.errstate(all="ignore"):
-        denom = np.exp(-x)
+        denom = np.asarray(np.exp(-x))
         denom += 1
         return _finish(input, np.divide(x, denom, out=denom), inplace)
 
@@ -917,7 +954,7 @@ def _logsigmoid_meta(input):
 
 def _logsigmoid_np(x):
     with np.errstate(all="ignore"):
-        out = np.exp(-np.abs(x))
+        out = np.asarray(np.exp(-np.abs(x)))
         np.log1p(out, out=out)
         return np.minimum(x, np.asarray(0, x.dtype)) - out
 
@@ -961,7 +998,7 @@ def _hardsigmoid_meta(input, inplace=False):
 
 
 def _hard_gate(x):
-    gate = x + np.asarray(3, x.dtype)
+    gate = np.asarray(x + np.asarray(3, x.dtype))
     np.clip(gate, np.asarray(0, x.dtype), np.asarray(6, x.dtype), out=gate)
     gate /= np.asarray(6, x.dtype)
     return gate
@@ -996,8 +1033,8 @@ def _hardswish_meta(input, inplace=False):
 
     Example:
         >>> import ember
-        >>> ember.nn.functional.hardswish(ember.tensor([-4.0, 1.0, 4.0]))
-        tensor([-0.0000,  0.6667,  4.0000])
+        >>> ember.nn.functional.hardswish(ember.tensor([-1.0, 1.0, 4.0]))
+        tensor([-0.3333,  0.6667,  4.0000])
     """
     return _activation_meta("hardswish", input)
 
@@ -1208,12 +1245,15 @@ def _threshold_meta(input, threshold, value, inplace=False):
         >>> ember.threshold(ember.tensor([1.0, 2.0, 3.0]), 1.5, -1.0)
         tensor([-1.,  2.,  3.])
     """
-    _number("threshold", "threshold", threshold, 2)
-    _number("threshold", "value", value, 3)
+    threshold = _number("threshold", "threshold", threshold, 2)
+    value = _number("threshold", "value", value, 3)
     _check_tensor("threshold", "input", input)
     if input.dtype is D.bool:
         raise _not_implemented("threshold_cpu", input.dtype)
-    return _activation_meta("threshold", input, ints=True)
+    meta = _activation_meta("threshold", input, ints=True)
+    _check_scalar_fits(threshold, input.dtype)
+    _check_scalar_fits(value, input.dtype)
+    return meta
 
 
 def _threshold_cpu(input, threshold, value, inplace=False):
@@ -1277,7 +1317,7 @@ def _glu_cpu(input, dim=-1):
     x = _compute(input._data)
     a, b = np.split(x, 2, axis=dim)
     with np.errstate(all="ignore"):
-        gate = np.exp(-b)
+        gate = np.asarray(np.exp(-b))
         gate += 1
         return _finish(input, np.divide(a, gate, out=gate))
 
@@ -1371,11 +1411,13 @@ def _softmax_cpu(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def _softmax_values(x, dim, log=False):
+    dtype = x.dtype
+    x = _upcast(x)
     shifted = x - _E.amax(x, dim, keepdim=True)
     if log:
-        return shifted - _E.log(_E.sum(_E.exp(shifted), dim, keepdim=True))
+        return (shifted - _E.log(_E.sum(_E.exp(shifted), dim, keepdim=True))).to(dtype)
     e = _E.exp(shifted)
-    return e / _E.sum(e, dim, keepdim=True)
+    return (e / _E.sum(e, dim, keepdim=True)).to(dtype)
 
 
 def _softmax_decomp(input, dim=None, _stacklevel=3, dtype=None):
@@ -1639,7 +1681,18 @@ def _dropout_values(input, p, training, inplace, noise_shape, alpha):
     return _inplace_result("dropout", input, out, inplace)
 
 
-def _dropout_doc(what, extra=""):
+def _dropout_doc(what, extra="", example=None):
+    if example is not None:
+        extra += f"""
+
+    Example:
+        >>> import ember
+        >>> ember.nn.functional.{example}(ember.ones(2, 2, 2), p=0.5, training=False)
+        tensor([[[1., 1.],
+                 [1., 1.]],
+    <BLANKLINE>
+                [[1., 1.],
+                 [1., 1.]]])"""
     return f"""{what}
 
     Each kept element is scaled so that the expected value is unchanged; the mask
@@ -1694,7 +1747,7 @@ def _dropout1d_meta(input, p=0.5, training=True, inplace=False):
 
 
 _dropout1d_meta.__doc__ = _dropout_doc(
-    "Zero whole channels of a ``(N, C, L)`` or ``(C, L)`` input, each with probability ``p``."
+    "Zero whole channels of a ``(N, C, L)`` or ``(C, L)`` input, each with probability ``p``.", example="dropout1d"
 )
 
 
@@ -1726,7 +1779,7 @@ def _dropout2d_meta(input, p=0.5, training=True, inplace=False):
 
 _dropout2d_meta.__doc__ = _dropout_doc(
     "Zero whole channels of a ``(N, C, H, W)`` input, each with probability ``p``.",
-    "\n\n    A 3-D input is taken as ``(N, C, L)`` (with a warning), as PyTorch does.",
+    "\n\n    A 3-D input is taken as ``(N, C, L)`` (with a warning), as PyTorch does.", example="dropout2d"
 )
 
 
@@ -1742,7 +1795,7 @@ def _dropout3d_meta(input, p=0.5, training=True, inplace=False):
 
 
 _dropout3d_meta.__doc__ = _dropout_doc(
-    "Zero whole channels of a ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input, each with probability ``p``."
+    "Zero whole channels of a ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input, each with probability ``p``.", example="dropout3d"
 )
 
 
@@ -1753,7 +1806,7 @@ def _alpha_dropout_meta(input, p=0.5, training=False, inplace=False):
 
 _alpha_dropout_meta.__doc__ = _dropout_doc(
     "Alpha dropout (Klambauer et al., 2017): dropped elements are set to SELU's negative saturation value.",
-    "\n\n    An affine map then restores the mean and variance of inputs with zero mean and unit variance.",
+    "\n\n    An affine map then restores the mean and variance of inputs with zero mean and unit variance.", example="alpha_dropout"
 )
 
 
@@ -1763,7 +1816,7 @@ def _feature_alpha_dropout_meta(input, p=0.5, training=False, inplace=False):
 
 
 _feature_alpha_dropout_meta.__doc__ = _dropout_doc(
-    "Alpha dropout of whole channels (dim 1) of ``input``; see :func:`ember.alpha_dropout`."
+    "Alpha dropout of whole channels (dim 1) of ``input``; see :func:`ember.alpha_dropout`.", example="feature_alpha_dropout"
 )
 
 
@@ -1995,7 +2048,7 @@ def _bilinear_decomp(input1, input2, weight, bias=None):
     out_f, in1, in2 = weight.shape
     t = _E.matmul(input2, weight.reshape(out_f * in1, in2).t())
     t = t.reshape(tuple(input2.shape[:-1]) + (out_f, in1))
-    out = _E.sum(t * _E.unsqueeze(input1, -2), -1)
+    out = _E.sum(t * _E.unsqueeze(input1, -2), -1).to(weight.dtype)
     return out if bias is None else out + bias
 
 
@@ -2157,8 +2210,9 @@ def _batch_norm_decomp(input, running_mean, running_var, weight=None, bias=None,
         return _E.clone(input)
     if training:
         dims = [0] + list(range(2, ndim))
-        mean = _E.mean(input, dims)
-        var = _E.var(input, dims, correction=0)
+        x = _upcast(input)
+        mean = _E.mean(x, dims)
+        var = _E.var(x, dims, correction=0)
         if running_mean is not None:
             count = input.numel() // input.shape[1]
             with no_grad():
@@ -2172,7 +2226,8 @@ def _batch_norm_decomp(input, running_mean, running_var, weight=None, bias=None,
 def _apply_channel_norm(input, mean, var, eps, weight, bias):
     """``(input - mean) * rsqrt(var + eps) * weight + bias`` with per-channel ``(C,)`` tensors along dim 1."""
     ndim = input.ndim
-    out = (input - _tensor_param_view(mean, ndim)) * _tensor_param_view(_E.rsqrt(var + eps), ndim)
+    x = _upcast(input)
+    out = (x - _tensor_param_view(mean, ndim)) * _tensor_param_view(_E.rsqrt(var + eps), ndim)
     if weight is not None:
         out = out * _tensor_param_view(weight, ndim)
     if bias is not None:
@@ -2276,8 +2331,9 @@ def _instance_norm_decomp(input, running_mean=None, running_var=None, weight=Non
     if not use_input_stats:
         return _apply_channel_norm(input, running_mean, running_var, eps, weight, bias)
     dims = list(range(2, input.ndim))
-    mean = _E.mean(input, dims, keepdim=True)
-    var = _E.var(input, dims, correction=0, keepdim=True)
+    x = _upcast(input)
+    mean = _E.mean(x, dims, keepdim=True)
+    var = _E.var(x, dims, correction=0, keepdim=True)
     if running_mean is not None:
         n, c = input.shape[:2]
         count = input.numel() // (n * c)
@@ -2285,7 +2341,7 @@ def _instance_norm_decomp(input, running_mean=None, running_var=None, weight=Non
             _E.copy_(running_mean, running_mean * (1 - momentum) + _E.mean(mean.reshape(n, c), 0) * momentum)
             unbiased = _E.mean(var.reshape(n, c), 0) * (count / (count - 1))
             _E.copy_(running_var, running_var * (1 - momentum) + unbiased * momentum)
-    out = (input - mean) * _E.rsqrt(var + eps)
+    out = (x - mean) * _E.rsqrt(var + eps)
     if weight is not None:
         out = out * _tensor_param_view(weight, input.ndim)
     if bias is not None:
@@ -2397,9 +2453,10 @@ def _layer_norm_decomp(input, normalized_shape, weight=None, bias=None, eps=1e-0
     dims = list(range(input.ndim - len(normalized_shape), input.ndim))
     if input.numel() == 0:
         return _E.clone(input)
-    mean = _E.mean(input, dims, keepdim=True)
-    var = _E.var(input, dims, correction=0, keepdim=True)
-    out = (input - mean) * _E.rsqrt(var + eps)
+    x = _upcast(input)
+    mean = _E.mean(x, dims, keepdim=True)
+    var = _E.var(x, dims, correction=0, keepdim=True)
+    out = (x - mean) * _E.rsqrt(var + eps)
     if weight is not None:
         out = out * weight
     if bias is not None:
@@ -2486,7 +2543,7 @@ def _group_norm_decomp(input, num_groups, weight=None, bias=None, eps=1e-05):
     if input.numel() == 0:
         return _E.clone(input)
     n = input.shape[0]
-    grouped = input.reshape(n, num_groups, -1)
+    grouped = _upcast(input).reshape(n, num_groups, -1)
     mean = _E.mean(grouped, [2], keepdim=True)
     var = _E.var(grouped, [2], correction=0, keepdim=True)
     out = ((grouped - mean) * _E.rsqrt(var + eps)).reshape(tuple(input.shape))
@@ -2561,7 +2618,8 @@ def _rms_norm_decomp(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = D.finfo(input.dtype).eps
     dims = list(range(input.ndim - len(normalized_shape), input.ndim))
-    out = input * _E.rsqrt(_E.mean(input * input, dims, keepdim=True) + eps)
+    x = _upcast(input)
+    out = x * _E.rsqrt(_E.mean(x * x, dims, keepdim=True) + eps)
     if weight is not None:
         out = out * weight
     return out.to(input.dtype)
@@ -2596,7 +2654,7 @@ def _local_response_norm_meta(input, size, alpha=0.0001, beta=0.75, k=1.0):
         >>> import ember
         >>> ember.nn.functional.local_response_norm(ember.ones(1, 2, 1), 2, alpha=1.0, beta=1.0)
         tensor([[[0.6667],
-                 [0.6667]]])
+                 [0.5000]]])
     """
     _check_tensor("local_response_norm", "input", input)
     size = _int_arg("local_response_norm", "size", size, 2)
@@ -2839,7 +2897,7 @@ def _renorm_rows(weight, input, max_norm, norm_type):
     with no_grad():
         rows = _E.unique(input.reshape(-1))
         values = _E.index_select(weight, 0, rows)
-        norms = _E.linalg_vector_norm(values, norm_type, [1], keepdim=True)
+        norms = _vector_norm(values, norm_type, 1, keepdim=True)
         scale = _E.where(norms > max_norm, max_norm / (norms + 1e-7), _E.ones_like(norms))
         _E.index_copy_(weight, 0, rows, (values * scale).to(weight.dtype))
 
@@ -3235,7 +3293,7 @@ def _scaled_dot_product_attention_meta(query, key, value, attn_mask=None, dropou
         >>> v = ember.tensor([[1.0], [3.0]])
         >>> ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
         tensor([[1.0000],
-                [2.3394]])
+                [2.3395]])
     """
     shape, _ = _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
     return MetaArray(shape, query._data.dtype)
@@ -3371,9 +3429,10 @@ def _cosine_similarity_cpu(x1, x2, dim=1, eps=1e-08):
     if a.ndim == 0:
         a, b = a.reshape(1), b.reshape(1)
     axis = wrap_dim(dim, a.ndim)
+    eps = np.asarray(eps, dtype).astype(a.dtype)  # as small as the input dtype can hold (0 in float16 for 1e-8)
     with np.errstate(all="ignore"):
-        na = np.maximum(np.sqrt(np.sum(a * a, axis=axis, keepdims=True)), np.asarray(eps, a.dtype))
-        nb = np.maximum(np.sqrt(np.sum(b * b, axis=axis, keepdims=True)), np.asarray(eps, b.dtype))
+        na = np.maximum(np.sqrt(np.sum(a * a, axis=axis, keepdims=True)), eps)
+        nb = np.maximum(np.sqrt(np.sum(b * b, axis=axis, keepdims=True)), eps)
         out = np.sum((a / na) * (b / nb), axis=axis)
     return np.asarray(out).reshape(_cosine_similarity_meta(x1, x2, dim, eps).shape).astype(dtype, copy=False)
 
@@ -3438,11 +3497,24 @@ def _pairwise_distance_meta(x1, x2, p=2.0, eps=1e-06, keepdim=False):
     return MetaArray(out, dtype.numpy_dtype)
 
 
-def _pairwise_distance_np(a, b, p, eps):
-    """Distances between the last-dim vectors of numpy arrays (already in the computation dtype)."""
+def _wrapping_diff(x1, x2):
+    """``x1 - x2`` of two tensors in their promoted dtype, integers wrapping as in C (numpy array)."""
+    dtype = _common_dtype(x1, x2).numpy_dtype
     with np.errstate(all="ignore"):
-        diff = a - b
-        diff += np.asarray(eps, diff.dtype)
+        return np.subtract(x1._data, x2._data, dtype=dtype)
+
+
+def _difference(x1, x2, work):
+    """``x1 - x2`` in the float computation dtype ``work`` (integer inputs subtract first, wrapping)."""
+    if _common_dtype(x1, x2).category < D.FLOATING:
+        return _wrapping_diff(x1, x2).astype(work)
+    return np.subtract(_compute(x1._data, work), _compute(x2._data, work))
+
+
+def _pairwise_distance_np(diff, p, eps):
+    """Norms of the last-dim vectors of ``diff + eps`` (a numpy array in the computation dtype)."""
+    with np.errstate(all="ignore"):
+        diff = np.asarray(diff + np.asarray(eps, diff.dtype))
         if diff.ndim == 0:
             return np.abs(diff) if p != 0 else (diff != 0).astype(np.abs(diff).dtype)
         return _vector_norm_np(diff, float(p), -1, keepdims=False)
@@ -3450,8 +3522,8 @@ def _pairwise_distance_np(a, b, p, eps):
 
 def _pairwise_distance_cpu(x1, x2, p=2.0, eps=1e-06, keepdim=False):
     common = _distance_dtype("pairwise_distance", x1, x2)
-    work = _float_result(common).numpy_dtype
-    out = _pairwise_distance_np(_compute(x1._data, work), _compute(x2._data, work), p, eps)
+    work = _compute_dtype(_float_result(common).numpy_dtype)
+    out = _pairwise_distance_np(_difference(x1, x2, work), p, eps)
     shape = _pairwise_distance_meta(x1, x2, p, eps, keepdim).shape
     return np.asarray(out).reshape(shape).astype(_float_result(common).to_real().numpy_dtype, copy=False)
 
@@ -3463,8 +3535,8 @@ def _vector_norm(x, p, dim, keepdim=False):
 
 
 def _pairwise_distance_decomp(x1, x2, p=2.0, eps=1e-06, keepdim=False):
-    dtype = _float_result(_distance_dtype("pairwise_distance", x1, x2))
-    diff = x1.to(dtype) - x2.to(dtype) + eps
+    _distance_dtype("pairwise_distance", x1, x2)
+    diff = x1 - x2 + eps  # integers subtract (and wrap) before eps makes them float, as in PyTorch
     if diff.ndim == 0:
         return _vector_norm(diff.reshape(1), p, 0)
     return _vector_norm(diff, p, -1, keepdim)
@@ -4085,6 +4157,8 @@ def _poisson_nll_loss_meta(input, target, log_input=True, full=False, size_avera
             "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
             "use the `~` or `logical_not()` operator instead."
         )
+    if full and dtype.is_complex:
+        raise _not_implemented("le_cpu", dtype)
     shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
     return MetaArray(_loss_shape(shape, reduction), _float_result(dtype).numpy_dtype)
 
@@ -4278,10 +4352,16 @@ def _kernel_reduction(size_average, reduce, reduction):
 
 
 def _margin_ranking_loss_cpu(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
-    out = _float_result(_common_dtype(input1, input2, target)).numpy_dtype
+    common = _common_dtype(input1, input2, target)
+    out = _float_result(common).numpy_dtype
     work = _compute_dtype(out)
-    a, b, t = (_compute(x._data, work) for x in (input1, input2, target))
-    loss = np.maximum(-t * (a - b) + np.asarray(margin, work), np.asarray(0, work))
+    if common.category < D.FLOATING:  # integer arithmetic first (wrapping), as PyTorch computes it
+        diff = _wrapping_diff(input1, input2)
+        scores = np.multiply(np.negative(target._data), diff, dtype=common.numpy_dtype).astype(work)
+    else:
+        a, b, t = (_compute(x._data, work) for x in (input1, input2, target))
+        scores = -t * (a - b)
+    loss = np.maximum(scores + np.asarray(margin, work), np.asarray(0, work))
     return _reduce_np(loss, _kernel_reduction(size_average, reduce, reduction), out)
 
 
@@ -4383,7 +4463,7 @@ def _soft_margin_loss_meta(input, target, size_average=None, reduce=None, reduct
     Example:
         >>> import ember
         >>> ember.nn.functional.soft_margin_loss(ember.tensor([0.0, 2.0]), ember.tensor([1.0, -1.0]))
-        tensor(1.4031)
+        tensor(1.4100)
     """
     _check_loss_tensors("soft_margin_loss", ("input", input), ("target", target))
     reduction = _reduction(size_average, reduce, reduction)
@@ -4544,7 +4624,7 @@ def _multilabel_soft_margin_loss_meta(input, target, weight=None, size_average=N
     Example:
         >>> import ember
         >>> ember.nn.functional.multilabel_soft_margin_loss(ember.tensor([[0.0, 2.0]]), ember.tensor([[1.0, 0.0]]))
-        tensor(1.4031)
+        tensor(1.4100)
     """
     _check_loss_tensors("multilabel_soft_margin_loss", ("input", input), ("target", target))
     _check_optional_tensor("multilabel_soft_margin_loss", "weight", weight, 3)
@@ -4739,14 +4819,24 @@ def _cosine_embedding_loss_meta(input1, input2, target, margin=0, size_average=N
 
 
 def _cosine_embedding_loss_cpu(input1, input2, target, margin=0, size_average=None, reduce=None, reduction="mean"):
-    out = _float_result(_common_dtype(input1, input2)).numpy_dtype
+    common = _common_dtype(input1, input2)
+    out = _float_result(common).numpy_dtype
     work = _compute_dtype(out)
-    a, b = _compute(input1._data, work), _compute(input2._data, work)
     t = target._data
+    eps = np.asarray(_COSINE_EPSILON, out).astype(work)  # 0 in float16, as PyTorch adds it in that dtype
     with np.errstate(all="ignore"):
-        prod = np.sum(a * b, axis=-1)
-        mag = (np.sum(a * a, axis=-1) + np.asarray(_COSINE_EPSILON, work)) * (
-            np.sum(b * b, axis=-1) + np.asarray(_COSINE_EPSILON, work))
+        if common.category < D.FLOATING:  # products in the integer dtype (wrapping), sums in int64
+            a, b = input1._data.astype(common.numpy_dtype), input2._data.astype(common.numpy_dtype)
+
+            def dot(u, v):
+                return np.sum(np.multiply(u, v), axis=-1, dtype=np.int64).astype(work)
+        else:
+            a, b = _compute(input1._data, work), _compute(input2._data, work)
+
+            def dot(u, v):
+                return np.sum(u * v, axis=-1)
+        prod = dot(a, b)
+        mag = (dot(a, a) + eps) * (dot(b, b) + eps)
         cos = prod / np.sqrt(mag)
         loss = np.where(t == 1, 1 - cos, 0) + np.where(t == -1, np.maximum(cos - np.asarray(margin, work), 0), 0)
     return _reduce_np(np.asarray(loss, work), _kernel_reduction(size_average, reduce, reduction), out)
@@ -4755,8 +4845,7 @@ def _cosine_embedding_loss_cpu(input1, input2, target, margin=0, size_average=No
 def _cosine_embedding_loss_decomp(input1, input2, target, margin=0, size_average=None, reduce=None,
                                   reduction="mean"):
     reduction = _reduction(size_average, reduce, reduction)
-    dtype = _float_result(_common_dtype(input1, input2))
-    a, b = input1.to(dtype), input2.to(dtype)
+    a, b = input1, input2
     prod = _E.sum(a * b, -1)
     mag = (_E.sum(a * a, -1) + _COSINE_EPSILON) * (_E.sum(b * b, -1) + _COSINE_EPSILON)
     cos = prod / _E.sqrt(mag)
@@ -4825,11 +4914,10 @@ def _triplet_margin_loss_meta(anchor, positive, negative, margin=1.0, p=2, eps=1
 def _triplet_margin_loss_cpu(anchor, positive, negative, margin=1.0, p=2, eps=1e-06, swap=False, size_average=None,
                              reduce=None, reduction="mean"):
     work = _compute_dtype(_float_result(_distance_dtype("", anchor, positive, negative)).numpy_dtype)
-    a, pos, neg = (_compute(t._data, work) for t in (anchor, positive, negative))
-    d_pos = _pairwise_distance_np(a, pos, p, eps)
-    d_neg = _pairwise_distance_np(a, neg, p, eps)
+    d_pos = _pairwise_distance_np(_difference(anchor, positive, work), p, eps)
+    d_neg = _pairwise_distance_np(_difference(anchor, negative, work), p, eps)
     if swap:
-        d_neg = np.minimum(d_neg, _pairwise_distance_np(pos, neg, p, eps))
+        d_neg = np.minimum(d_neg, _pairwise_distance_np(_difference(positive, negative, work), p, eps))
     loss = np.maximum(np.asarray(margin, d_pos.dtype) + d_pos - d_neg, 0)
     out = _triplet_margin_loss_meta(anchor, positive, negative, margin, p, eps, swap, reduction="none")
     return _reduce_np(np.asarray(loss).reshape(out.shape), _kernel_reduction(size_average, reduce, reduction),
@@ -5053,7 +5141,7 @@ def _cross_entropy_meta(input, target, weight=None, size_average=None, ignore_in
         >>> import ember
         >>> logits = ember.tensor([[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
         >>> ember.nn.functional.cross_entropy(logits, ember.tensor([0, 2]))
-        tensor(0.7551)
+        tensor(0.6691)
     """
     _check_loss_tensors("cross_entropy", ("input", input), ("target", target))
     _check_optional_tensor("cross_entropy", "weight", weight, 3)
@@ -5362,29 +5450,42 @@ def _ctc_loss_cpu(log_probs, targets, input_lengths, target_lengths, blank=0, re
 
 def _ctc_loss_decomp(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
                      zero_infinity=False):
-    batch, in_len, tg_len = _ctc_checks(log_probs, targets, input_lengths, target_lengths, blank, reduction)
+    from .._creation import tensor as as_tensor
+
     batched = log_probs.ndim == 3
     lp = log_probs if batched else _E.unsqueeze(log_probs, 1)
-    steps, _, classes = lp.shape
+    steps, batch, _ = lp.shape
     device = lp.device
-    tgt = _E.tensor(_ctc_padded_targets(targets, tg_len, batched), device=device)
-    width = tgt.shape[1]
+    lengths_in = input_lengths if isinstance(input_lengths, Tensor) else as_tensor(list(input_lengths), device=device)
+    lengths_tg = target_lengths if isinstance(target_lengths, Tensor) else as_tensor(list(target_lengths), device=device)
+    lengths_in, lengths_tg = lengths_in.reshape(-1).to(D.int64), lengths_tg.reshape(-1).to(D.int64)
+    # padded (N, S) targets, blank beyond each length
+    if batched and targets.ndim == 2:
+        width = targets.shape[1]
+        positions = _E.arange(width, device=device)
+        in_range = positions.reshape(1, -1) < lengths_tg.reshape(-1, 1)
+        labels = targets.to(D.int64)
+    else:
+        flat = targets.reshape(-1).to(D.int64)
+        width = int(_E.amax(lengths_tg).item()) if batch else 0
+        positions = _E.arange(width, device=device)
+        in_range = positions.reshape(1, -1) < lengths_tg.reshape(-1, 1)
+        starts = _E.cumsum(lengths_tg, 0) - lengths_tg
+        index = _E.where(in_range, starts.reshape(-1, 1) + positions.reshape(1, -1), _E.zeros_like(in_range, dtype=D.int64))
+        labels = _E.index_select(flat, 0, index.reshape(-1)).reshape(batch, width) if flat.numel() else \
+            _E.zeros((batch, width), dtype=D.int64, device=device)
+    labels = _E.where(in_range, labels, _E.full_like(labels, blank))
+    # the extended label sequence: blank, l1, blank, l2, ..., blank
+    blanks = _E.full_like(labels, blank)
+    ext = _E.cat([_E.stack([blanks, labels], 2).reshape(batch, 2 * width),
+                  _E.full((batch, 1), blank, dtype=D.int64, device=device)], 1)
     states = 2 * width + 1
-    ext_np = np.full((batch, states), blank, np.int64)
-    ext_np[:, 1::2] = _ctc_padded_targets(targets, tg_len, batched)
-    skip_np = np.zeros((batch, states), bool)
-    if states > 2:
-        skip_np[:, 2:] = (ext_np[:, 2:] != blank) & (ext_np[:, 2:] != ext_np[:, :-2])
-    ext = _E.tensor(ext_np, device=device)
-    skip = _E.tensor(skip_np, device=device)
-    lengths_in = _E.tensor(in_len, device=device)
-    lengths_tg = _E.tensor(tg_len, device=device)
+    skip = _E.cat([_E.zeros((batch, min(2, states)), dtype=D.bool, device=device),
+                   _E.logical_and(ext[:, 2:] != blank, ext[:, 2:] != ext[:, :-2])], 1)
     neg = _E.full((batch, 1), -math.inf, dtype=lp.dtype, device=device)
     first = _E.gather(lp[0], 1, ext)
-    start = _E.zeros((batch, states), dtype=D.bool, device=device)
-    start[:, 0] = True
-    if states > 1:
-        start[:, 1] = lengths_tg > 0
+    state = _E.arange(states, device=device).reshape(1, -1)
+    start = _E.logical_or(state == 0, _E.logical_and(state == 1, (lengths_tg > 0).reshape(-1, 1)))
     alpha = _E.where(start, first, _E.full_like(first, -math.inf))
     for t in range(1, steps):
         emit = _E.gather(lp[t], 1, ext)
@@ -5393,14 +5494,12 @@ def _ctc_loss_decomp(log_probs, targets, input_lengths, target_lengths, blank=0,
         prev2 = _E.where(skip, prev2, _E.full_like(prev2, -math.inf))
         new = _E.logsumexp(_E.stack([alpha, prev1, prev2]), 0) + emit
         alpha = _E.where((lengths_in > t).reshape(-1, 1), new, alpha)
-    rows = _E.arange(batch, device=device)
-    end_blank = alpha[rows, lengths_tg * 2]
-    end_label = alpha[rows, _E.clamp(lengths_tg * 2 - 1, min=0)]
+    end_blank = _E.gather(alpha, 1, (lengths_tg * 2).reshape(-1, 1)).reshape(-1)
+    end_label = _E.gather(alpha, 1, _E.clamp(lengths_tg * 2 - 1, min=0).reshape(-1, 1)).reshape(-1)
     end_label = _E.where(lengths_tg > 0, end_label, _E.full_like(end_label, -math.inf))
     loss = -_E.logaddexp(end_blank, end_label)
-    no_frames = lengths_in == 0
     impossible = _E.where(lengths_tg == 0, _E.zeros_like(loss), _E.full_like(loss, math.inf))
-    loss = _E.where(no_frames, impossible, loss)
+    loss = _E.where(lengths_in == 0, impossible, loss)
     if zero_infinity:
         loss = _E.where(_E.isinf(loss), _E.zeros_like(loss), loss)
     if reduction == "mean":

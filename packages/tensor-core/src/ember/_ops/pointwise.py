@@ -34,6 +34,7 @@ from ._pointwise_helpers import (
     compute_dtype,
     make_inplace,
     not_implemented,
+    number_keeps_dtype,
     operand,
     unary,
 )
@@ -63,11 +64,21 @@ def _check_alpha(input, other, dtype, alpha):
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
 
 
+def _is_bool(x):
+    return x.dtype is D.bool if isinstance(x, Tensor) else isinstance(x, (bool, np.bool_))
+
+
 def _check_sub(input, other, dtype):
-    if dtype is D.bool:
+    input_bool, other_bool = _is_bool(input), _is_bool(other)
+    if input_bool and other_bool:
         raise RuntimeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or `logical_xor()` "
             "operator instead."
+        )
+    if input_bool or other_bool:
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+            "use the `~` or `logical_not()` operator instead."
         )
 
 
@@ -147,17 +158,55 @@ def _trunc_divide_int(a, b):
     return quotient + (inexact & (np.less(a, 0) != np.less(b, 0)))
 
 
+_F32 = np.dtype(np.float32)
+_EXACT_QUOTIENT_LIMIT = 2.0**28
+_F32_INTEGER_LIMIT = 2.0**22
+
+
+_F32_FORMULAS = {"floor": np.floor_divide, "remainder": np.remainder, "fmod": np.fmod}
+
+
+def _float32_division(a, b, mode):
+    """Floor quotients (``"floor"``) or remainders (``"remainder"``, ``"fmod"``) of float32 values, in float64.
+
+    numpy's fmod-based loops are slow; float64 arithmetic gives the same results
+    where ``|a / b| < 2**28`` and ``b`` is finite: the quotient of two 24-bit values
+    lies at least ``2**-52`` (relatively) from any integer it is not, so float64's
+    rounding can't carry it across one, and ``n * b`` for ``|n| < 2**28`` fits 53
+    bits. Floor quotients stop at ``2**22``: above it numpy's and PyTorch's float32
+    loops round the quotient their own way. The other elements (division by zero,
+    NaN, infinities, huge quotients) take numpy's loop.
+    """
+    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    quotient = np.asarray(a64 / b64)
+    limit = _EXACT_QUOTIENT_LIMIT if mode != "floor" else _F32_INTEGER_LIMIT
+    value = np.empty_like(quotient)  # an array even when zero-dim, for the in-place steps
+    (np.trunc if mode == "fmod" else np.floor)(quotient, out=value)
+    if mode != "floor":
+        value *= b64
+        np.subtract(a64, value, out=value)
+    inexact = ~(np.abs(quotient) < limit) | np.isinf(b64)
+    if inexact.any():
+        a32, b32 = np.broadcast_arrays(np.asarray(a, _F32), np.asarray(b, _F32))
+        value[inexact] = _F32_FORMULAS[mode](a32[inexact], b32[inexact])
+    return value
+
+
 def _floor_divide_np(a, b):
-    if np.result_type(a, b).kind in "iu":
+    kind = np.result_type(a, b)
+    if kind.kind in "iu":
         _zero_division_check(b)
+    elif kind == _F32:
+        return _float32_division(a, b, "floor")
     return np.floor_divide(a, b)
 
 
 def _trunc_divide_np(a, b):
-    if np.result_type(a, b).kind in "iu":
+    kind = np.result_type(a, b)
+    if kind.kind in "iu":
         _zero_division_check(b)
         return _trunc_divide_int(a, b)
-    return np.trunc(np.true_divide(a, b))
+    return np.trunc(np.true_divide(a, b))  # as PyTorch: the rounded quotient, truncated
 
 
 _ROUNDING = {"trunc": _trunc_divide_np, "floor": _floor_divide_np}
@@ -224,6 +273,7 @@ def _div_cpu(input, other, *, rounding_mode=None):
 
 
 div = defop("div", _div_meta, cpu=_div_cpu, has_out=True, tags=("pointwise",))
+div.result_dtype = lambda input, other, *, rounding_mode=None: _div_dtype(input, other, rounding_mode)
 make_inplace(div)
 
 floor_divide = binary("floor_divide", _floor_divide_np, supported=REAL_NO_BOOL, upcast=True, doc="""Elementwise
@@ -247,14 +297,20 @@ floor_divide = binary("floor_divide", _floor_divide_np, supported=REAL_NO_BOOL, 
 
 
 def _remainder_np(a, b):
-    if np.result_type(a, b).kind in "iu":
+    kind = np.result_type(a, b)
+    if kind.kind in "iu":
         _zero_division_check(b)
+    elif kind == _F32:
+        return _float32_division(a, b, "remainder")
     return np.remainder(a, b)
 
 
 def _fmod_np(a, b):
-    if np.result_type(a, b).kind in "iu":
+    kind = np.result_type(a, b)
+    if kind.kind in "iu":
         _zero_division_check(b)
+    elif kind == _F32:
+        return _float32_division(a, b, "fmod")
     return np.fmod(a, b)
 
 
@@ -372,9 +428,10 @@ abs = unary("abs", np.abs, result="real", supported=NO_BOOL, inplace_check=_chec
 def _sign_np(x):
     if x.dtype == np.bool_:
         return x.copy()
+    value = np.asarray(np.sign(x))
     if x.dtype.kind == "f":  # PyTorch's sign of NaN is 0
-        return np.where(np.isnan(x), 0, np.sign(x))
-    return np.sign(x)
+        np.copyto(value, 0, where=np.isnan(value))
+    return value
 
 
 def _check_sign(input):
@@ -404,9 +461,11 @@ def _rsqrt_np(x):
 
 
 def _sigmoid_np(x):
-    if x.dtype.kind == "c":
-        return np.reciprocal(1 + np.exp(-x))
-    return _sp.expit(x)
+    # 1 / (1 + exp(-x)) in place: exact in the tails (exp(-x) overflowing to inf gives 0)
+    value = np.negative(x, out=np.empty_like(x))
+    np.exp(value, out=value)
+    value += 1
+    return np.reciprocal(value, out=value)
 
 
 # (name, numpy function, summary, example input, example output, supported input dtypes)
@@ -685,9 +744,11 @@ def _nan_to_num_meta(input, nan=0.0, posinf=None, neginf=None):
 
 
 def _replace_non_finite(x, nan, posinf, neginf):
-    out = np.where(np.isnan(x), nan, x)
-    np.copyto(out, posinf, where=x == np.inf)
-    np.copyto(out, neginf, where=x == -np.inf)
+    """A copy of the float array ``x`` with NaN and infinities replaced (values cast to x's dtype)."""
+    out = np.array(x, copy=True)
+    np.copyto(out, nan, where=np.isnan(x), casting="unsafe")
+    np.copyto(out, posinf, where=x == np.inf, casting="unsafe")
+    np.copyto(out, neginf, where=x == -np.inf, casting="unsafe")
     return out
 
 
@@ -705,7 +766,8 @@ def _nan_to_num_cpu(input, nan=0.0, posinf=None, neginf=None):
             out.real = _replace_non_finite(data.real, nan, posinf, neginf)
             out.imag = _replace_non_finite(data.imag, nan, posinf, neginf)
             return out
-        return _replace_non_finite(data.astype(np.float64), nan, posinf, neginf).astype(data.dtype)
+        return _replace_non_finite(data.astype(compute_dtype(data.dtype)), nan, posinf, neginf).astype(data.dtype,
+                                                                                                          copy=False)
 
 
 nan_to_num = defop("nan_to_num", _nan_to_num_meta, cpu=_nan_to_num_cpu, has_out=True, tags=("pointwise",))
@@ -1026,7 +1088,8 @@ def _pow_meta(input, exponent):
 
     Raises:
         RuntimeError: for an integer tensor raised to a negative integer number.
-        NotImplementedError: when both operands are bool.
+        NotImplementedError: when both operands are bool (but a bool tensor to a bool number is itself
+            or ones).
 
     Example:
         >>> import ember
@@ -1035,9 +1098,13 @@ def _pow_meta(input, exponent):
         >>> ember.pow(2, ember.tensor([0.5, -1.0]))
         tensor([1.4142, 0.5000])
     """
+    if type(input) is Tensor and (type(exponent) is float or type(exponent) is int):  # fast path: tensor ** number
+        dtype = binary_dtype(input, exponent)
+        if dtype.category >= D.FLOATING or (dtype.category == D.INTEGRAL and exponent >= 0):
+            return MetaArray(input._data.shape, dtype.numpy_dtype)
     _check_pow_operands("pow", input, exponent)
     dtype = binary_dtype(input, exponent)
-    if dtype is D.bool:
+    if dtype is D.bool and not (isinstance(input, Tensor) and isinstance(exponent, (bool, np.bool_))):
         raise not_implemented("pow", dtype)
     if dtype.category == D.INTEGRAL and _is_int_scalar(exponent) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -1058,6 +1125,8 @@ def _int_pow(base, exponent):
 
 def _pow_cpu(input, exponent):
     np_dtype = binary_dtype(input, exponent).numpy_dtype
+    if np_dtype == np.bool_:  # bool ** True is the tensor, bool ** False is ones
+        return input._data.copy() if exponent else np.ones(input._data.shape, np.bool_)
     work = compute_dtype(np_dtype)
     a, b = operand(input, work), operand(exponent, work)
     with np.errstate(all="ignore"):
@@ -1066,6 +1135,7 @@ def _pow_cpu(input, exponent):
 
 
 pow = defop("pow", _pow_meta, cpu=_pow_cpu, has_out=True, tags=("pointwise",))  # noqa: A001
+pow.result_dtype = binary_dtype
 make_inplace(pow)
 
 
@@ -1150,6 +1220,9 @@ def _clamp_meta(input, min=None, max=None):  # noqa: A002 - PyTorch's argument n
     check_tensor("clamp", "input", 1, input)
     if min is None and max is None:
         raise RuntimeError("clamp: At least one of 'min' or 'max' must not be None")
+    dtype = input.dtype
+    if number_keeps_dtype(dtype, min) and number_keeps_dtype(dtype, max) and dtype in REAL_NO_BOOL:
+        return MetaArray(input._data.shape, input._data.dtype)  # fast path: number bounds, no promotion
     if min is not None:
         _check_operand("clamp", "min", min)
     if max is not None:
@@ -1166,17 +1239,20 @@ def _clamp_meta(input, min=None, max=None):  # noqa: A002 - PyTorch's argument n
 
 
 def _clamp_cpu(input, min=None, max=None):  # noqa: A002
-    np_dtype = D.result_type_of((input, min, max)).numpy_dtype
+    dtype = input.dtype
+    if number_keeps_dtype(dtype, min) and number_keeps_dtype(dtype, max):
+        np_dtype = input._data.dtype
+    else:
+        np_dtype = D.result_type_of((input, min, max)).numpy_dtype
     work = compute_dtype(np_dtype)
-    value = operand(input, work)
-    if min is not None:
-        value = np.maximum(value, operand(min, work))
-    if max is not None:
-        value = np.minimum(value, operand(max, work))
-    return np.asarray(value).astype(np_dtype, copy=False)
+    low = None if min is None else operand(min, work)
+    high = None if max is None else operand(max, work)
+    # numpy's clip is minimum(maximum(x, low), high): NaN anywhere gives NaN, and low > high gives high
+    return np.asarray(np.clip(operand(input, work), low, high)).astype(np_dtype, copy=False)
 
 
 clamp = defop("clamp", _clamp_meta, cpu=_clamp_cpu, has_out=True, tags=("pointwise",))
+clamp.result_dtype = lambda input, min=None, max=None: D.result_type_of((input, min, max))
 make_inplace(clamp)
 
 
@@ -1224,9 +1300,17 @@ def _lerp_cpu(input, end, weight):
     work = compute_dtype(np_dtype)
     start, stop, w = operand(input, work), operand(end, work), operand(weight, work)
     with np.errstate(all="ignore"):
-        diff = stop - start
+        diff = np.asarray(np.subtract(stop, start))  # of the broadcast shape of start and stop
         # two formulas, each exact at its end point (weight 0 or 1)
-        value = np.where(np.abs(w) < 0.5, start + w * diff, stop - diff * (1 - w))
+        if not isinstance(weight, Tensor):
+            if np.abs(w) < 0.5:
+                diff *= w
+                value = np.add(diff, start, out=diff)
+            else:
+                diff *= 1 - w
+                value = np.subtract(stop, diff, out=diff)
+        else:
+            value = np.where(np.abs(w) < 0.5, start + w * diff, stop - diff * (1 - w))
     return np.asarray(value).astype(np_dtype, copy=False)
 
 
@@ -1240,10 +1324,12 @@ def _addc_dtype(name, input, tensor1, tensor2, value):
     check_tensor(name, "tensor2", 3, tensor2)
     if not isinstance(value, _NUMBER):
         raise TypeError(f"{name}(): argument 'value' must be Number, not {type(value).__name__}")
-    dtype = D.result_type_of((input, tensor1, tensor2))
+    return D.result_type_of((input, tensor1, tensor2))
+
+
+def _check_addc_value(value, dtype):
     if isinstance(value, (complex, np.complexfloating)) and not dtype.is_complex:
         raise RuntimeError(f"value cannot be converted to type {dtype.name} without overflow")
-    return dtype
 
 
 def _addc_value(value, np_dtype):
@@ -1277,6 +1363,7 @@ def _addcmul_meta(input, tensor1, tensor2, *, value=1):
     dtype = _addc_dtype("addcmul", input, tensor1, tensor2, value)
     if dtype is D.bool:
         raise not_implemented("addcmul", dtype)
+    _check_addc_value(value, dtype)
     return MetaArray(broadcast_shapes(input._data.shape, tensor1._data.shape, tensor2._data.shape), dtype.numpy_dtype)
 
 
@@ -1289,6 +1376,7 @@ def _addcmul_cpu(input, tensor1, tensor2, *, value=1):
 
 
 addcmul = defop("addcmul", _addcmul_meta, cpu=_addcmul_cpu, has_out=True, tags=("pointwise",))
+addcmul.result_dtype = lambda input, tensor1, tensor2, *, value=1: D.result_type_of((input, tensor1, tensor2))
 make_inplace(addcmul)
 
 
@@ -1322,6 +1410,7 @@ def _addcdiv_meta(input, tensor1, tensor2, *, value=1):
             "(input + value * tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter "
             "implementation: (input + value * tensor1 / tensor2), for all dtypes."
         )
+    _check_addc_value(value, dtype)
     return MetaArray(broadcast_shapes(input._data.shape, tensor1._data.shape, tensor2._data.shape), dtype.numpy_dtype)
 
 

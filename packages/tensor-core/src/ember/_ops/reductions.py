@@ -182,15 +182,6 @@ def _to_last(data, d):
     return np.moveaxis(data, d, -1)
 
 
-def _from_last(result, ndim, d, keepdim=True):
-    """Undo :func:`_to_last` for a result whose last dim has the reduced size (or is dropped)."""
-    if ndim == 0:
-        return result.reshape(())
-    if keepdim:
-        return np.moveaxis(result, -1, d)
-    return result
-
-
 # -- sum, nansum, mean, nanmean, prod ------------------------------------------------------------------
 
 
@@ -237,8 +228,10 @@ def _sum_cpu(input, dim=None, keepdim=False, *, dtype=None):
         data = (data.real if data.dtype.kind == "c" and out.kind != "c" else data).astype(out)
     acc = _F32 if out in _LOW_FLOATS else out
     dims = _dims("sum", dim, data.ndim)
+    if acc.kind in "iu":  # integer sums wrap silently
+        return _finish(np.add.reduce(data, axis=_axis(data, dims), dtype=acc, keepdims=keepdim), out)
     with np.errstate(all="ignore"):
-        return _finish(np.sum(data, axis=_axis(data, dims), dtype=acc, keepdims=keepdim), out)
+        return _finish(np.add.reduce(data, axis=_axis(data, dims), dtype=acc, keepdims=keepdim), out)
 
 
 sum = defop("sum", _sum_meta, cpu=_sum_cpu, has_out=True, tags=_REDUCTION)  # noqa: A001
@@ -275,6 +268,7 @@ def _nansum_cpu(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _nansum_decomp(input, dim=None, keepdim=False, *, dtype=None):
+    _nansum_meta(input, dim, keepdim, dtype=dtype)  # a decomposition runs without the meta check
     if input.dtype.category == D.FLOATING:
         input = _op("where")(_op("isnan")(input), 0, input)
     return sum(input, dim, keepdim, dtype=dtype)
@@ -341,6 +335,7 @@ def _mean_cpu(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _mean_decomp(input, dim=None, keepdim=False, *, dtype=None):
+    _mean_meta(input, dim, keepdim, dtype=dtype)
     dims = _dims("mean", dim, input.ndim)
     return _op("div")(sum(input, dim, keepdim, dtype=dtype or input.dtype), _count(tuple(input.shape), dims))
 
@@ -390,6 +385,7 @@ def _nanmean_cpu(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def _nanmean_decomp(input, dim=None, keepdim=False, *, dtype=None):
+    _nanmean_meta(input, dim, keepdim, dtype=dtype)
     count = sum(_op("logical_not")(_op("isnan")(input)), dim, keepdim)
     return _op("div")(nansum(input, dim, keepdim, dtype=dtype), count)
 
@@ -534,6 +530,7 @@ def _std_cpu(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _std_decomp(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    _std_meta(input, dim, unbiased, keepdim, correction=correction)
     return _op("sqrt")(var(input, dim, unbiased, keepdim, correction=correction))
 
 
@@ -555,6 +552,7 @@ def _moments_op(name, take_sqrt):
         return _finish(var_, input.dtype.to_real().numpy_dtype), _finish(mean_, input._data.dtype)
 
     def decomposition(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        meta(input, dim, unbiased, keepdim, correction=correction)
         spread = (std if take_sqrt else var)(input, dim, unbiased, keepdim, correction=correction)
         if isinstance(dim, bool):
             dim = None
@@ -776,8 +774,9 @@ def _max_min_cpu(name, pointwise, np_fn, np_arg):
     return cpu
 
 
-def _max_min_decomp(name, pointwise, extreme, arg):
+def _max_min_decomp(name, pointwise, extreme, arg, meta):
     def decomposition(input, dim=None, keepdim=False, *, other=None):
+        meta(input, dim, keepdim, other=other)
         if isinstance(dim, Tensor):
             dim, other = None, dim
         if other is not None:
@@ -790,16 +789,17 @@ def _max_min_decomp(name, pointwise, extreme, arg):
     return decomposition
 
 
-max = defop(  # noqa: A001
-    "max", _max_min_meta("max", "maximum"), cpu=_max_min_cpu("max", "maximum", np.max, np.argmax),
-    category=COMPOSITE, decomposition=_max_min_decomp("max", "maximum", amax, argmax), has_out=True,
-    tags=_REDUCTION, return_type=_max_type,
-)
-min = defop(  # noqa: A001
-    "min", _max_min_meta("min", "minimum"), cpu=_max_min_cpu("min", "minimum", np.min, np.argmin),
-    category=COMPOSITE, decomposition=_max_min_decomp("min", "minimum", amin, argmin), has_out=True,
-    tags=_REDUCTION, return_type=_min_type,
-)
+def _max_min_op(name, pointwise, np_fn, np_arg, extreme, arg, return_type):
+    meta = _max_min_meta(name, pointwise)
+    return defop(
+        name, meta, cpu=_max_min_cpu(name, pointwise, np_fn, np_arg), category=COMPOSITE,
+        decomposition=_max_min_decomp(name, pointwise, extreme, arg, meta), has_out=True, tags=_REDUCTION,
+        return_type=return_type,
+    )
+
+
+max = _max_min_op("max", "maximum", np.max, np.argmax, amax, argmax, _max_type)  # noqa: A001
+min = _max_min_op("min", "minimum", np.min, np.argmin, amin, argmin, _min_type)  # noqa: A001
 
 _aminmax_type = _return_type("aminmax", ["min", "max"])
 
@@ -850,6 +850,7 @@ def _aminmax_cpu(input, *, dim=None, keepdim=False):
 
 
 def _aminmax_decomp(input, *, dim=None, keepdim=False):
+    _aminmax_meta(input, dim=dim, keepdim=keepdim)
     dims = () if dim is None else dim
     return _aminmax_type(amin(input, dims, keepdim), amax(input, dims, keepdim))
 
@@ -932,11 +933,12 @@ def _count_nonzero_cpu(input, dim=None):
 
 
 def _count_nonzero_decomp(input, dim=None):
+    _count_nonzero_meta(input, dim)
     return sum(_op("ne")(input, 0), dim)
 
 
 count_nonzero = defop("count_nonzero", _count_nonzero_meta, cpu=_count_nonzero_cpu, category=COMPOSITE,
-                      decomposition=_count_nonzero_decomp, has_out=True, tags=_REDUCTION)
+                      decomposition=_count_nonzero_decomp, tags=_REDUCTION)
 
 
 # -- logsumexp, norm -------------------------------------------------------------------------------------
@@ -980,6 +982,7 @@ def _logsumexp_cpu(input, dim, keepdim=False):
 
 
 def _logsumexp_decomp(input, dim, keepdim=False):
+    _logsumexp_meta(input, dim, keepdim)
     if input.dtype.category < D.FLOATING:
         input = input.to(D.get_default_dtype())
     shape = tuple(input.shape)
@@ -1126,8 +1129,17 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
     data = _upcast(data)
     if kind == "nuclear":
         return _finish(_nuclear_norm(data, dims, keepdim), out.numpy_dtype)
+    axis = _axis(data, dims)
+    if ord_ == 2.0 and data.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            if len(dims) == data.ndim and data.flags.c_contiguous:  # every element: one BLAS dot product
+                flat = data.reshape(-1)
+                total = np.asarray(np.dot(flat, flat))
+                result = np.sqrt(total.reshape((1,) * data.ndim) if keepdim else total)
+            else:
+                result = np.sqrt(np.add.reduce(data * data, axis=axis, keepdims=keepdim))
+        return _finish(result, out.numpy_dtype)
     x = np.abs(data)
-    axis = _axis(x, dims)
     with np.errstate(all="ignore"):
         if ord_ == 2.0:
             result = np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdim))
@@ -1344,6 +1356,7 @@ def _complex_logcumsumexp(x, d):
 
 
 def _logcumsumexp_decomp(input, dim):
+    _logcumsumexp_meta(input, dim)
     # Factor out the largest real part along ``dim``. For complex inputs the imaginary parts come out in
     # (-pi, pi], which may differ from the CPU kernel's (PyTorch's) branch by a multiple of 2*pi.
     if input.numel() == 0:
@@ -1445,6 +1458,7 @@ def _argsort_cpu(input, dim=-1, descending=False, *, stable=False):
 
 
 def _argsort_decomp(input, dim=-1, descending=False, *, stable=False):
+    _argsort_meta(input, dim, descending, stable=stable)
     return sort(input, dim, descending, stable=stable)[1]
 
 
@@ -1471,6 +1485,7 @@ def _msort_cpu(input):
 
 
 def _msort_decomp(input):
+    _msort_meta(input)
     return sort(input, 0)[0]
 
 
@@ -1523,7 +1538,16 @@ def _topk_cpu(input, k, dim=-1, largest=True, sorted=True):
     if data.ndim == 0:
         return data.copy(), np.zeros((), _I64)
     d = wrap_dim(dim, data.ndim)
-    order = np.take(_sort_order(data, d, largest), np.arange(k), axis=d)
+    n = data.shape[d]
+    if 0 < k < n and n >= 64 and k * 8 <= n:
+        # select the k candidates in linear time, then sort only them (in index order first, so that the
+        # result is deterministic)
+        x = _upcast(data)
+        part = np.argpartition(x, n - k if largest else k - 1, axis=d)
+        chosen = np.sort(np.take(part, np.arange(n - k, n) if largest else np.arange(k), axis=d), axis=d)
+        order = np.take_along_axis(chosen, _sort_order(np.take_along_axis(x, chosen, axis=d), d, largest), axis=d)
+    else:
+        order = np.take(_sort_order(data, d, largest), np.arange(k), axis=d)
     return np.take_along_axis(data, order, axis=d), order
 
 
@@ -1570,11 +1594,40 @@ def _kthvalue_cpu(input, k, dim=-1, keepdim=False):
     if data.ndim == 0:
         return data.copy(), np.zeros((), _I64)
     d = wrap_dim(dim, data.ndim)
-    index = np.take(_sort_order(data, d, False), [k - 1], axis=d)
-    values = np.take_along_axis(data, index, axis=d)
-    if not keepdim:
-        index, values = np.squeeze(index, d), np.squeeze(values, d)
+    rows = _to_last(data, d)
+    lead = rows.shape[:-1]
+    rows = rows.reshape(math.prod(lead), rows.shape[-1])
+    values, index = _select_rows(rows, np.full(rows.shape[0], k - 1, dtype=_I64))
+    values, index = values.reshape(lead), index.reshape(lead)
+    if keepdim:
+        values, index = np.expand_dims(values, d), np.expand_dims(index, d)
     return values, index
+
+
+def _select_rows(rows, kth):
+    """The ``kth[i]``-th smallest value of each row ``i`` of a 2-D array, and its index.
+
+    NaN counts as the largest value. The index is the one a stable sort puts at ``kth[i]``: among equal
+    values, the ``j``-th occurrence in index order, ``j`` = ``kth[i]`` minus the count of smaller values.
+    Found by partitioning (linear time) rather than sorting.
+    """
+    x = _upcast(rows)
+    positions = np.unique(kth) if x.shape[1] > 32 else None
+    if positions is None or positions.size > 8:  # short rows, or many ranks: one sort is cheaper
+        order = np.take_along_axis(_sort_order(x, 1, False), kth[:, None], axis=1)
+        return np.take_along_axis(rows, order, axis=1)[:, 0], order[:, 0].astype(_I64, copy=False)
+    values = np.take_along_axis(np.partition(x, positions, axis=1), kth[:, None], axis=1)
+    if x.dtype.kind == "f":
+        nan_value = np.isnan(values)
+        nan_x = np.isnan(x)
+        smaller = np.where(nan_value[:, 0], (~nan_x).sum(axis=1), (x < values).sum(axis=1))
+        equal = np.where(nan_value, nan_x, x == values)
+    else:
+        smaller = (x < values).sum(axis=1)
+        equal = x == values
+    occurrence = kth - smaller  # 0-based, among the equal values in index order
+    index = np.argmax(np.cumsum(equal, axis=1) > occurrence[:, None], axis=1).astype(_I64)
+    return np.take_along_axis(rows, index[:, None], axis=1)[:, 0], index
 
 
 def _kthvalue_decomp(input, k, dim=-1, keepdim=False):
@@ -1663,7 +1716,6 @@ def _median_op(name, ignore_nan, return_type):
 def _median_rows(rows, ignore_nan):
     """Lower median and its index of each row of a 2-D array (rows of length >= 1)."""
     n = rows.shape[1]
-    order = _sort_order(rows, 1, False)
     if rows.dtype.kind == "f" or rows.dtype in _LOW_FLOATS:
         nans = np.isnan(rows).sum(axis=1)
     else:
@@ -1673,9 +1725,7 @@ def _median_rows(rows, ignore_nan):
         pos = np.where(valid > 0, (valid - 1) // 2, 0)
     else:  # a row with NaN: its first NaN (sorted last, in index order)
         pos = np.where(nans > 0, valid, (n - 1) // 2)
-    index = np.take_along_axis(order, pos[:, None], axis=1)[:, 0]
-    values = np.take_along_axis(rows, index[:, None], axis=1)[:, 0]
-    return values, index.astype(_I64, copy=False)
+    return _select_rows(rows, pos.astype(_I64, copy=False))
 
 
 median = _median_op("median", False, _median_type)

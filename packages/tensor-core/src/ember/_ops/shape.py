@@ -9,8 +9,8 @@ Scatter-style ops (``scatter``, ``scatter_add``, ``scatter_reduce``,
 ``index_add``, ``index_reduce``, ``put``) turn their index tensor into flat
 positions of a contiguous destination and reduce the values there:
 sum-accumulation goes through ``ember._C.index_accumulate`` (C++), the other
-reductions through a sort and ``ufunc.reduceat``, so repeated indices cost no
-Python loop. Index values are data, so their bounds are checked by the
+reductions through numpy's ``ufunc.at`` (means: sums and ``np.bincount``
+counts), so repeated indices cost no Python loop. Index values are data, so their bounds are checked by the
 kernels; every other argument check is in the meta functions.
 """
 
@@ -55,7 +55,7 @@ __all__ = []
 #: Ops of this module that are also Tensor methods (see ember._tensor_methods).
 METHODS = [
     "tensor_split", "unflatten", "ravel", "view_as", "expand_as", "broadcast_to", "movedim", "moveaxis",
-    "swapaxes", "swapdims", "repeat", "repeat_interleave", "tile", "flip", "fliplr", "flipud", "roll", "rot90",
+    "swapaxes", "swapdims", "repeat", "repeat_interleave", "fliplr", "flipud", "roll", "rot90",
     "index_select", "masked_select", "masked_fill", "masked_fill_", "masked_scatter", "masked_scatter_",
     "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce", "scatter_reduce_",
     "index_add", "index_add_", "index_copy", "index_copy_", "index_fill", "index_fill_", "index_reduce",
@@ -64,6 +64,9 @@ METHODS = [
 ]
 #: Tensor method aliases: alias name -> op name.
 ALIASES: dict[str, str] = {}
+#: Methods whose argument parsing differs from the function's (``x.flip(0, 1)``, ``x.tile(2)``);
+#: filled in below, next to their ops.
+OPERATORS: dict = {}
 
 _LOW_FLOATS = (np.dtype(np.float16), D.bfloat16.numpy_dtype)  # computed in float32, stored back
 # dtypes that ember._C.index_accumulate handles
@@ -137,7 +140,11 @@ def _sizes(sizes):
 
 def _promote_all(tensors):
     """PyTorch's promotion over tensors that all count as dimensioned (cat, stack)."""
-    return functools.reduce(D.promote_types, (t.dtype for t in tensors))
+    first = tensors[0]._data.dtype
+    for t in tensors:
+        if t._data.dtype != first:
+            return functools.reduce(D.promote_types, (t.dtype for t in tensors))
+    return D.from_numpy_dtype(first)
 
 
 def _check_index_dtype(index, allowed, message, error=RuntimeError):
@@ -172,6 +179,21 @@ def _data_dependent(op):
     return NotImplementedError(
         f"{op}: the output shape is data-dependent, so a meta tensor can't compute it (run on a device with data)"
     )
+
+
+def _dims_method(op, arg):
+    """A Tensor method taking ``op``'s ``arg`` as varargs too: ``x.flip(0, 1)`` as well as ``x.flip((0, 1))``."""
+
+    def method(self, *values, **kwargs):
+        if arg in kwargs:
+            return op(self, kwargs.pop(arg), *values, **kwargs)
+        if len(values) == 1 and isinstance(values[0], (list, tuple)):
+            values = values[0]
+        return op(self, tuple(values), **kwargs)
+
+    method.__name__ = method.__qualname__ = op.name
+    method.__doc__ = f"``ember.{op.name}(self, {arg})``; the {arg} may also be given as separate ints."
+    return method
 
 
 # -- in-place variants -----------------------------------------------------------------------
@@ -216,6 +238,20 @@ def _def_inplace(op, kernel):
     inplace.functional = op
     op.inplace = inplace
     return inplace
+
+
+def _def_multi_view(name, meta, views):
+    """Register a composite whose outputs view *different* inputs (``broadcast_tensors``, ``meshgrid``, ...).
+
+    Kind "view" would make every output a view of the first argument, so these
+    are kind "other": ``views`` (the decomposition, written in view ops) builds
+    the outputs on every device. ``meta`` checks the arguments and describes
+    the outputs as MetaArrays; on the meta device the views are built from meta
+    tensors by ``views`` itself, which is why it is also the meta kernel.
+    """
+    op = defop(name, meta, category=COMPOSITE, kind="other", decomposition=views)
+    op.kernels["meta"] = views
+    return op
 
 
 # -- cat / stack -------------------------------------------------------------------------------
@@ -282,7 +318,7 @@ def _cat_meta(tensors, dim=0):
 
 
 def _cat_arrays(arrays, dim, np_dtype):
-    kept = [_astype(a, np_dtype) for a in arrays if not _is_legacy_empty(a.shape)]
+    kept = [a if a.dtype == np_dtype else a.astype(np_dtype) for a in arrays if a.shape != (0,)]
     if not kept:
         return np.empty((0,), np_dtype)
     d = dim + kept[0].ndim if dim < 0 else dim
@@ -711,7 +747,13 @@ broadcast_to = defop("broadcast_to", _broadcast_to_meta, category=COMPOSITE, kin
                      decomposition=_broadcast_to_decomp)
 
 
-def _broadcast_tensors(*tensors):
+def _check_tensor_args(name, tensors):
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+
+
+def _broadcast_tensors_meta(*tensors):
     """Broadcast tensors to their common shape, as views.
 
     Args:
@@ -729,18 +771,18 @@ def _broadcast_tensors(*tensors):
         >>> a.shape, b.shape
         (ember.Size([2, 3]), ember.Size([2, 3]))
     """
-    for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(
-                f"broadcast_tensors(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}"
-            )
+    _check_tensor_args("broadcast_tensors", tensors)
+    shape = broadcast_shapes(*(t._data.shape for t in tensors))
+    return tuple(_expand_meta(t, shape) for t in tensors)
+
+
+def _broadcast_tensors(*tensors):
+    _check_tensor_args("broadcast_tensors", tensors)
     shape = broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 
-# kind "other": the results view different inputs; the function itself runs on every device (meta included).
-broadcast_tensors = defop("broadcast_tensors", _broadcast_tensors, category=COMPOSITE, kind="other",
-                          decomposition=_broadcast_tensors)
+broadcast_tensors = _def_multi_view("broadcast_tensors", _broadcast_tensors_meta, _broadcast_tensors)
 
 
 def _movedim_perm(name, input, source, destination):
@@ -920,6 +962,7 @@ def _tile_decomp(input, dims):
 
 
 tile = defop("tile", _tile_meta, cpu=_tile_cpu, category=COMPOSITE, decomposition=_tile_decomp)
+OPERATORS["tile"] = _dims_method(tile, "dims")
 
 
 def _repeats_values(repeats):
@@ -1102,6 +1145,9 @@ def _flip_cpu(input, dims):
 flip = defop("flip", _flip_meta, cpu=_flip_cpu)
 
 
+OPERATORS["flip"] = _dims_method(flip, "dims")
+
+
 def _fliplr_meta(input):
     """``input`` reversed along dim 1 (left/right); needs at least 2 dims.
 
@@ -1238,14 +1284,23 @@ def _rot90_meta(input, k=1, dims=(0, 1)):
     _require_tensor("rot90", "input", input)
     k, d0, d1 = _rot90_plan(input, k, dims)
     shape = list(input._data.shape)
-    if k % 2:
-        shape[d0], shape[d1] = shape[d1], shape[d0]
-    return MetaArray(tuple(shape), input._data.dtype)
+    if k % 2 == 0:
+        return MetaArray(tuple(shape), input._data.dtype)
+    # an odd turn is a transposed view of a flipped copy (PyTorch's layout too)
+    strides = list(contiguous_strides(shape))
+    shape[d0], shape[d1] = shape[d1], shape[d0]
+    strides[d0], strides[d1] = strides[d1], strides[d0]
+    return MetaArray(tuple(shape), input._data.dtype, tuple(strides))
 
 
 def _rot90_cpu(input, k=1, dims=(0, 1)):
     k, d0, d1 = _rot90_plan(input, k, dims)
-    return _fresh(np.rot90(input._data, k, axes=(d0, d1)))
+    data = input._data
+    if k == 0:
+        return _fresh(data)
+    if k == 2:
+        return _fresh(np.flip(data, (d0, d1)))
+    return np.swapaxes(_fresh(np.flip(data, d1 if k == 1 else d0)), d0, d1)
 
 
 def _rot90_decomp(input, k=1, dims=(0, 1)):
@@ -1437,6 +1492,8 @@ def _masked_fill_decomp(input, mask, value):
     _masked_fill_meta(input, mask, value)
     shape = broadcast_shapes(input._data.shape, mask._data.shape)
     fill = _fill_tensor(value, input)
+    if not shape:  # index_put takes no mask over zero dims: go through one element
+        return reshape(index_put(reshape(input, 1), [reshape(mask, 1)], fill), ())
     return index_put(clone(expand(input, shape)), [expand(mask, shape)], fill)
 
 
@@ -1525,13 +1582,28 @@ _UFUNCS = {"sum": np.add, "prod": np.multiply, "amax": np.maximum, "amin": np.mi
 _BOOL_UFUNCS = {"sum": np.logical_or, "prod": np.logical_and, "amax": np.logical_or, "amin": np.logical_and}
 
 
+def _reduce_identity(reduce, dtype):
+    """The value a position starts from when its old value is excluded (``include_self=False``)."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype == np.bool_:
+        return reduce == "amin"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if reduce == "amax" else info.max
+    return -np.inf if reduce == "amax" else np.inf
+
+
 def _reduce_at(flat, pos, vals, reduce, include_self=True):
     """Reduce ``vals`` into the 1-D contiguous array ``flat`` at flat positions ``pos``.
 
     ``reduce`` is None (assignment; the last write wins), "sum", "prod",
     "mean", "amax" or "amin". Without ``include_self`` the old value of a
     position that receives values takes no part. float16/bfloat16 reduce in
-    float32; integer means round toward minus infinity, as in PyTorch.
+    float32; integer means round toward minus infinity, as in PyTorch; NaN
+    propagates through amax/amin.
     """
     if pos.size == 0:
         return
@@ -1539,34 +1611,42 @@ def _reduce_at(flat, pos, vals, reduce, include_self=True):
     if reduce is None:
         flat[pos] = vals
         return
-    if reduce == "sum" and include_self and dtype in _C_ACCUMULATE:
-        _C.index_accumulate(flat, np.ascontiguousarray(pos), np.ascontiguousarray(_astype(vals, dtype)))
+    if dtype in _LOW_FLOATS:
+        work = flat.astype(np.float32)
+        _reduce_at(work, pos, vals.astype(np.float32), reduce, include_self)
+        flat[...] = work.astype(dtype)
         return
-    compute = np.dtype(np.float32) if dtype in _LOW_FLOATS else dtype
-    order = np.argsort(pos, kind="stable")
-    sorted_pos = pos[order]
-    sorted_vals = _astype(vals[order], compute)
-    new_group = np.empty(sorted_pos.size, dtype=bool)
-    new_group[0] = True
-    np.not_equal(sorted_pos[1:], sorted_pos[:-1], out=new_group[1:])
-    starts = np.flatnonzero(new_group)
-    targets = sorted_pos[starts]
+    vals = np.ascontiguousarray(_astype(vals, dtype))
+    pos = np.ascontiguousarray(pos, dtype=np.int64)
     if reduce == "mean":
-        total = np.add.reduceat(sorted_vals, starts)
-        count = np.diff(np.append(starts, sorted_pos.size))
+        total = np.zeros(flat.size, dtype)
+        _accumulate(total, pos, vals)
+        count = np.bincount(pos, minlength=flat.size)
+        hit = np.flatnonzero(count)
+        total, count = total[hit], count[hit]
         if include_self:
-            total = total + _astype(flat[targets], compute)
-            count = count + 1
-        if compute.kind in "iu":
-            result = np.floor_divide(total, count.astype(compute))
-        else:
-            result = total / count
+            total += flat[hit]
+            count += 1
+        with np.errstate(all="ignore"):
+            flat[hit] = np.floor_divide(total.astype(np.int64), count) if dtype.kind in "iu" else total / count
+        return
+    if not include_self:
+        flat[pos] = _reduce_identity(reduce, dtype)
+    if reduce == "sum":
+        _accumulate(flat, pos, vals)
+        return
+    with np.errstate(all="ignore"):  # NaN propagates through amax/amin silently, as in PyTorch
+        (_BOOL_UFUNCS if dtype == np.bool_ else _UFUNCS)[reduce].at(flat, pos, vals)
+
+
+def _accumulate(flat, pos, vals):
+    """``flat[pos] += vals`` with repeats adding up (``or`` for bool)."""
+    if flat.dtype in _C_ACCUMULATE:
+        _C.index_accumulate(flat, pos, vals)
+    elif flat.dtype == np.bool_:
+        np.logical_or.at(flat, pos, vals)
     else:
-        ufunc = (_BOOL_UFUNCS if dtype == np.bool_ else _UFUNCS)[reduce]
-        result = ufunc.reduceat(sorted_vals, starts)
-        if include_self:
-            result = ufunc(_astype(flat[targets], compute), result)
-    flat[targets] = _astype(np.asarray(result), dtype)
+        np.add.at(flat, pos, vals)
 
 
 # -- gather / scatter ------------------------------------------------------------------------------
@@ -1656,8 +1736,9 @@ def _gather_cpu(input, dim, index, *, sparse_grad=False):
     data = data.reshape(_as_1d(data.shape))
     idx = idx.reshape(_as_1d(idx.shape))
     _check_index_bounds(idx, data.shape[d], d)
-    window = data[tuple(slice(None) if k == d else slice(0, n) for k, n in enumerate(idx.shape))]
-    return np.take_along_axis(window, idx, axis=d).reshape(index._data.shape)
+    # flat positions into the (contiguous) input, then one take: much faster than take_along_axis
+    flat = np.ascontiguousarray(data).reshape(-1)
+    return flat.take(_scatter_positions(data.shape, d, idx)).reshape(index._data.shape)
 
 
 gather = defop("gather", _gather_meta, cpu=_gather_cpu, has_out=True)
@@ -1666,11 +1747,17 @@ gather = defop("gather", _gather_meta, cpu=_gather_cpu, has_out=True)
 def _scatter_positions(shape, dim, idx):
     """Flat positions in a contiguous array of ``shape`` of the elements that ``idx`` addresses along ``dim``."""
     strides = contiguous_strides(shape)
-    pos = idx.astype(np.int64) * strides[dim]
     ndim = len(shape)
+    # the offsets of the other dims form a small broadcastable array: one pass over idx remains
+    base = np.zeros((1,) * ndim, dtype=np.int64)
     for k, n in enumerate(idx.shape):
         if k != dim and n > 1:
-            pos += (np.arange(n, dtype=np.int64) * strides[k]).reshape((n,) + (1,) * (ndim - k - 1))
+            base = base + (np.arange(n, dtype=np.int64) * strides[k]).reshape((n,) + (1,) * (ndim - k - 1))
+    if strides[dim] == 1:
+        pos = np.add(idx, base, dtype=np.int64)
+    else:
+        pos = np.multiply(idx, strides[dim], dtype=np.int64)
+        pos += base
     return pos.reshape(-1)
 
 
@@ -1886,10 +1973,10 @@ def _index_positions(shape, dim, idx):
     """Flat positions in a contiguous array of ``shape`` of ``out[(..., idx[j], ...)]`` along ``dim``, in
     the row-major order of a source of shape ``shape[:dim] + (len(idx),) + shape[dim + 1:]``."""
     pre, size, post = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
-    pos = (np.arange(pre, dtype=np.int64)[:, None, None] * (size * post)
-           + idx.astype(np.int64)[None, :, None] * post
-           + np.arange(post, dtype=np.int64)[None, None, :])
-    return pos.reshape(-1)
+    # (pre, post) offsets of the other dims plus (n,) offsets along dim: one pass over the result
+    others = np.arange(pre, dtype=np.int64)[:, None] * (size * post) + np.arange(post, dtype=np.int64)
+    along = np.multiply(idx, post, dtype=np.int64)
+    return np.add(others[:, None, :], along[None, :, None]).reshape(-1)
 
 
 def _index_add_meta(input, dim, index, source, *, alpha=1):
@@ -1965,9 +2052,14 @@ def _index_add_decomp(input, dim, index, source, *, alpha=1):
     _index_add_meta(input, dim, index, source, alpha=alpha)
     from .pointwise import mul
 
+    if input.dtype.category == D.INTEGRAL:
+        alpha = int(alpha)  # PyTorch converts alpha to the dtype first
     values = source if alpha == 1 else mul(source, alpha)
+    positions = reshape(index, -1).to(D.int64)
+    if input._data.ndim == 0:
+        return reshape(index_put(reshape(input, 1), [positions], reshape(values, -1), True), ())
     d = wrap_dim(dim, input._data.ndim)
-    return index_put(input, [None] * d + [reshape(index, -1).to(D.int64)], values, True)
+    return index_put(input, [None] * d + [positions], values, True)
 
 
 index_add = defop("index_add", _index_add_meta, cpu=_index_add_cpu, category=COMPOSITE,
@@ -2789,7 +2881,24 @@ trace = defop("trace", _trace_meta, cpu=_trace_cpu, category=COMPOSITE, decompos
 # -- meshgrid / cartesian_prod / combinations / block_diag / atleast ---------------------------------------
 
 
-def _meshgrid(*tensors, indexing=None):
+def _meshgrid_plan(tensors, indexing):
+    """(tensors, indexing, swap): the checked arguments; ``swap`` for "xy" with two or more inputs."""
+    tensors = _varargs_tensors("meshgrid", tensors)
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing is None:
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'ember.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
+    for t in tensors:
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if t._data.ndim > 1:
+            raise RuntimeError(f"ember.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t._data.ndim}D")
+    return tensors, indexing == "xy" and len(tensors) >= 2
+
+
+def _meshgrid_meta(*tensors, indexing=None):
     """Coordinate grids: one view per 1-D (or 0-D) input, all of shape ``(len(t0), len(t1), ...)``.
 
     Output ``i`` holds ``tensors[i]``'s values varying along dim ``i``
@@ -2816,21 +2925,25 @@ def _meshgrid(*tensors, indexing=None):
                 [2, 2],
                 [3, 3]])
     """
-    tensors = _varargs_tensors("meshgrid", tensors)
-    if not tensors:
-        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    tensors, swap = _meshgrid_plan(tensors, indexing)
+    order = list(range(len(tensors)))
+    if swap:
+        order[0], order[1] = 1, 0
+    sizes = tuple(math.prod(tensors[i]._data.shape) for i in order)
+    results = []
+    for k, t in enumerate(tensors):
+        dim = order.index(k)
+        strides = [0] * len(sizes)
+        strides[dim] = t.stride()[0] if t._data.ndim else 1
+        results.append(MetaArray(sizes, t._data.dtype, tuple(strides), t.storage_offset()))
+    return tuple(results)
+
+
+def _meshgrid(*tensors, indexing=None):
     if indexing is None:
         warnings.warn("ember.meshgrid: pass the indexing argument ('ij' or 'xy'); it defaults to 'ij'.",
-                      UserWarning, stacklevel=3)
-        indexing = "ij"
-    if indexing not in ("ij", "xy"):
-        raise RuntimeError(f'ember.meshgrid: indexing must be one of "xy" or "ij", but received: {indexing}')
-    for t in tensors:
-        if t.dtype is not tensors[0].dtype:
-            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
-        if t._data.ndim > 1:
-            raise RuntimeError(f"ember.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t._data.ndim}D")
-    swap = indexing == "xy" and len(tensors) >= 2
+                      UserWarning, stacklevel=5)
+    tensors, swap = _meshgrid_plan(tensors, indexing)
     order = list(tensors)
     if swap:
         order[0], order[1] = order[1], order[0]
@@ -2845,8 +2958,7 @@ def _meshgrid(*tensors, indexing=None):
     return tuple(grids)
 
 
-# kind "other": the results view different inputs; the function itself runs on every device (meta included).
-meshgrid = defop("meshgrid", _meshgrid, category=COMPOSITE, kind="other", decomposition=_meshgrid)
+meshgrid = _def_multi_view("meshgrid", _meshgrid_meta, _meshgrid)
 
 
 def _cartesian_prod_meta(*tensors):
@@ -3050,23 +3162,28 @@ block_diag = defop("block_diag", _block_diag_meta, cpu=_block_diag_cpu, category
 def _atleast(n):
     name = f"atleast_{n}d"
 
-    def fn(*tensors):
+    def views(*tensors):
         single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
         tensors = _varargs_tensors(name, tensors)
         results = []
         for t in tensors:
-            shape = t._data.shape
-            target = _atleast_shape(shape, n)
-            results.append(t if target == tuple(shape) else view(t, target))
+            target = _atleast_shape(t._data.shape, n)
+            results.append(t if target == tuple(t._data.shape) else view(t, target))
         return results[0] if single else tuple(results)
+
+    def meta(*tensors):
+        single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+        tensors = _varargs_tensors(name, tensors)
+        results = tuple(_view_meta_fn(t, _atleast_shape(t._data.shape, n)) for t in tensors)
+        return results[0] if single else results
 
     rule = {
         1: "A 0-D tensor becomes shape (1,).",
         2: "0-D becomes (1, 1), 1-D (n,) becomes (1, n).",
         3: "0-D becomes (1, 1, 1), 1-D (n,) becomes (1, n, 1), 2-D (m, n) becomes (m, n, 1).",
     }[n]
-    fn.__name__ = name
-    fn.__doc__ = f"""Each input as a view with at least {n} dims (the input itself when it already has them).
+    meta.__name__ = name
+    meta.__doc__ = f"""Each input as a view with at least {n} dims (the input itself when it already has them).
 
     {rule}
 
@@ -3081,8 +3198,7 @@ def _atleast(n):
         >>> ember.{name}(ember.tensor(1.)).shape
         ember.Size({[1] * n})
     """
-    # kind "other": several inputs give views of different tensors; the function runs on every device.
-    return defop(name, fn, category=COMPOSITE, kind="other", decomposition=fn)
+    return _def_multi_view(name, meta, views)
 
 
 atleast_1d = _atleast(1)

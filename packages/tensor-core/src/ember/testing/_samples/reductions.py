@@ -116,10 +116,6 @@ def _ax(a, dim):
     return dim
 
 
-def _np_dtype(dtype):
-    return None if dtype is None else dtype.numpy_dtype
-
-
 def _quiet(fn):
     """Run a reference with numpy's warnings (empty slices, 0/0) silenced."""
 

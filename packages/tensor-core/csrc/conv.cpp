@@ -1,0 +1,609 @@
+// ember._C kernels for convolution, pooling and fold (ember/_ops/nn_conv.py).
+//
+// Every kernel works on C-contiguous arrays laid out as planes: the Python
+// side folds batch and channels into one leading dimension and gives 1-D and
+// 2-D work a spatial shape of (1, 1, W) or (1, H, W), so one 3-D loop nest
+// serves every dimensionality. Arguments were checked by the op's meta
+// function; these functions check only what protects memory (dtypes, sizes).
+// Planes are independent, so OpenMP splits the work over them.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace {
+
+// Work (element visits) below which a kernel runs on one thread: a parallel region costs more.
+constexpr int64_t kParallelWork = 1 << 15;
+
+using Dims = std::vector<int64_t>;
+
+void check_dims(const Dims& d, const char* what) {
+  if (d.size() != 3) throw std::invalid_argument(std::string(what) + ": expected 3 values (depth, height, width)");
+}
+
+void check_contiguous(const py::array& a, const char* what) {
+  if (!(a.flags() & py::array::c_style)) throw std::invalid_argument(std::string(what) + ": arrays must be C-contiguous");
+}
+
+template <typename T>
+bool is_nan(T v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return std::isnan(v);
+  } else {
+    return false;
+  }
+}
+
+template <typename T>
+T lowest() {
+  if constexpr (std::is_floating_point_v<T>) {
+    return -std::numeric_limits<T>::infinity();
+  } else {
+    return std::numeric_limits<T>::lowest();
+  }
+}
+
+// ---- max pooling -------------------------------------------------------------------------
+// input (P, D, H, W) -> values (P, oD, oH, oW) and, if asked, int64 flat indices into each
+// input plane (d * H + h) * W + w. NaN wins and a later NaN replaces an earlier one.
+
+template <typename T>
+void max_pool_typed(const py::array& input, py::array& values, py::array* indices, const Dims& k, const Dims& s,
+                    const Dims& p, const Dims& dil) {
+  const int64_t P = input.shape(0), D = input.shape(1), H = input.shape(2), W = input.shape(3);
+  const int64_t oD = values.shape(1), oH = values.shape(2), oW = values.shape(3);
+  const T* in = static_cast<const T*>(input.data());
+  T* out = static_cast<T*>(values.mutable_data());
+  int64_t* idx = indices ? static_cast<int64_t*>(indices->mutable_data()) : nullptr;
+  const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
+  const bool parallel = P * out_plane * k[0] * k[1] * k[2] > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t pl = 0; pl < P; ++pl) {
+    const T* x = in + pl * in_plane;
+    T* y = out + pl * out_plane;
+    int64_t* yi = idx ? idx + pl * out_plane : nullptr;
+    for (int64_t od = 0; od < oD; ++od) {
+      int64_t d0 = od * s[0] - p[0];
+      const int64_t d1 = std::min(d0 + (k[0] - 1) * dil[0] + 1, D);
+      while (d0 < 0) d0 += dil[0];
+      for (int64_t oh = 0; oh < oH; ++oh) {
+        int64_t h0 = oh * s[1] - p[1];
+        const int64_t h1 = std::min(h0 + (k[1] - 1) * dil[1] + 1, H);
+        while (h0 < 0) h0 += dil[1];
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          int64_t w0 = ow * s[2] - p[2];
+          const int64_t w1 = std::min(w0 + (k[2] - 1) * dil[2] + 1, W);
+          while (w0 < 0) w0 += dil[2];
+          int64_t best = (d0 * H + h0) * W + w0;
+          T m = lowest<T>();
+          for (int64_t d = d0; d < d1; d += dil[0])
+            for (int64_t h = h0; h < h1; h += dil[1]) {
+              const int64_t row = (d * H + h) * W;
+              for (int64_t w = w0; w < w1; w += dil[2]) {
+                const T v = x[row + w];
+                if (v > m || is_nan(v)) {
+                  m = v;
+                  best = row + w;
+                }
+              }
+            }
+          const int64_t o = (od * oH + oh) * oW + ow;
+          y[o] = m;
+          if (yi) yi[o] = best;
+        }
+      }
+    }
+  }
+}
+
+#define EMBER_DISPATCH_REAL(DT, NAME, CALL)                                    \
+  if (DT.is(py::dtype::of<float>())) { using scalar_t = float; CALL; }          \
+  else if (DT.is(py::dtype::of<double>())) { using scalar_t = double; CALL; }   \
+  else if (DT.is(py::dtype::of<int64_t>())) { using scalar_t = int64_t; CALL; } \
+  else if (DT.is(py::dtype::of<int32_t>())) { using scalar_t = int32_t; CALL; } \
+  else if (DT.is(py::dtype::of<int16_t>())) { using scalar_t = int16_t; CALL; } \
+  else if (DT.is(py::dtype::of<int8_t>())) { using scalar_t = int8_t; CALL; }   \
+  else if (DT.is(py::dtype::of<uint8_t>())) { using scalar_t = uint8_t; CALL; } \
+  else throw std::invalid_argument(std::string(NAME) + ": unsupported dtype");
+
+py::object max_pool(py::array input, Dims out_size, Dims kernel, Dims stride, Dims padding, Dims dilation,
+                    bool with_indices) {
+  check_contiguous(input, "max_pool");
+  check_dims(out_size, "max_pool");
+  check_dims(kernel, "max_pool");
+  check_dims(stride, "max_pool");
+  check_dims(padding, "max_pool");
+  check_dims(dilation, "max_pool");
+  if (input.ndim() != 4) throw std::invalid_argument("max_pool: input must be (planes, D, H, W)");
+  std::vector<py::ssize_t> shape{input.shape(0), out_size[0], out_size[1], out_size[2]};
+  py::array values(input.dtype(), shape);
+  py::array indices = with_indices ? py::array(py::dtype::of<int64_t>(), shape) : py::array();
+  {
+    py::gil_scoped_release release;
+    EMBER_DISPATCH_REAL(input.dtype(), "max_pool",
+                        max_pool_typed<scalar_t>(input, values, with_indices ? &indices : nullptr, kernel, stride,
+                                                 padding, dilation));
+  }
+  if (with_indices) return py::make_tuple(values, indices);
+  return values;
+}
+
+// ---- average pooling ---------------------------------------------------------------------
+// The divisor of a window: divisor_override when > 0, else the window's size clipped to the
+// padded input (count_include_pad) or to the input. Integer sums divide truncating toward zero.
+
+template <typename T, typename Acc>
+void avg_pool_typed(const py::array& input, py::array& values, const Dims& k, const Dims& s, const Dims& p,
+                    bool count_include_pad, int64_t divisor_override) {
+  const int64_t P = input.shape(0), D = input.shape(1), H = input.shape(2), W = input.shape(3);
+  const int64_t oD = values.shape(1), oH = values.shape(2), oW = values.shape(3);
+  const T* in = static_cast<const T*>(input.data());
+  T* out = static_cast<T*>(values.mutable_data());
+  const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
+  const bool parallel = P * out_plane * k[0] * k[1] * k[2] > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t pl = 0; pl < P; ++pl) {
+    const T* x = in + pl * in_plane;
+    T* y = out + pl * out_plane;
+    for (int64_t od = 0; od < oD; ++od) {
+      int64_t d0 = od * s[0] - p[0];
+      int64_t d1 = std::min(d0 + k[0], D + p[0]);
+      const int64_t pool_d = d1 - d0;
+      d0 = std::max<int64_t>(d0, 0);
+      d1 = std::min(d1, D);
+      for (int64_t oh = 0; oh < oH; ++oh) {
+        int64_t h0 = oh * s[1] - p[1];
+        int64_t h1 = std::min(h0 + k[1], H + p[1]);
+        const int64_t pool_h = h1 - h0;
+        h0 = std::max<int64_t>(h0, 0);
+        h1 = std::min(h1, H);
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          int64_t w0 = ow * s[2] - p[2];
+          int64_t w1 = std::min(w0 + k[2], W + p[2]);
+          const int64_t pool_w = w1 - w0;
+          w0 = std::max<int64_t>(w0, 0);
+          w1 = std::min(w1, W);
+          const int64_t o = (od * oH + oh) * oW + ow;
+          if (d0 >= d1 || h0 >= h1 || w0 >= w1) {
+            y[o] = T(0);
+            continue;
+          }
+          Acc sum = Acc(0);
+          for (int64_t d = d0; d < d1; ++d)
+            for (int64_t h = h0; h < h1; ++h) {
+              const T* row = x + (d * H + h) * W;
+#pragma omp simd reduction(+ : sum)
+              for (int64_t w = w0; w < w1; ++w) sum += Acc(row[w]);
+            }
+          int64_t divisor;
+          if (divisor_override > 0) divisor = divisor_override;
+          else if (count_include_pad) divisor = pool_d * pool_h * pool_w;
+          else divisor = (d1 - d0) * (h1 - h0) * (w1 - w0);
+          y[o] = static_cast<T>(sum / static_cast<Acc>(divisor));
+        }
+      }
+    }
+  }
+}
+
+py::array avg_pool(py::array input, Dims out_size, Dims kernel, Dims stride, Dims padding, bool count_include_pad,
+                   int64_t divisor_override) {
+  check_contiguous(input, "avg_pool");
+  check_dims(out_size, "avg_pool");
+  check_dims(kernel, "avg_pool");
+  check_dims(stride, "avg_pool");
+  check_dims(padding, "avg_pool");
+  if (input.ndim() != 4) throw std::invalid_argument("avg_pool: input must be (planes, D, H, W)");
+  py::array values(input.dtype(), std::vector<py::ssize_t>{input.shape(0), out_size[0], out_size[1], out_size[2]});
+  auto dt = input.dtype();
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>()))
+    avg_pool_typed<float, float>(input, values, kernel, stride, padding, count_include_pad, divisor_override);
+  else if (dt.is(py::dtype::of<double>()))
+    avg_pool_typed<double, double>(input, values, kernel, stride, padding, count_include_pad, divisor_override);
+  else if (dt.is(py::dtype::of<int64_t>()))
+    avg_pool_typed<int64_t, int64_t>(input, values, kernel, stride, padding, count_include_pad, divisor_override);
+  else
+    throw std::invalid_argument("avg_pool: unsupported dtype");
+  return values;
+}
+
+// ---- adaptive max pooling ----------------------------------------------------------------
+// Output cell i of a dimension of size n -> m covers [floor(i n / m), ceil((i + 1) n / m)).
+
+inline int64_t adaptive_start(int64_t i, int64_t out, int64_t in) { return (i * in) / out; }
+inline int64_t adaptive_end(int64_t i, int64_t out, int64_t in) { return ((i + 1) * in + out - 1) / out; }
+
+template <typename T>
+void adaptive_max_pool_typed(const py::array& input, py::array& values, py::array& indices) {
+  const int64_t P = input.shape(0), D = input.shape(1), H = input.shape(2), W = input.shape(3);
+  const int64_t oD = values.shape(1), oH = values.shape(2), oW = values.shape(3);
+  const T* in = static_cast<const T*>(input.data());
+  T* out = static_cast<T*>(values.mutable_data());
+  int64_t* idx = static_cast<int64_t*>(indices.mutable_data());
+  const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
+  const bool parallel = P * (in_plane + out_plane) > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t pl = 0; pl < P; ++pl) {
+    const T* x = in + pl * in_plane;
+    for (int64_t od = 0; od < oD; ++od) {
+      const int64_t d0 = adaptive_start(od, oD, D), d1 = adaptive_end(od, oD, D);
+      for (int64_t oh = 0; oh < oH; ++oh) {
+        const int64_t h0 = adaptive_start(oh, oH, H), h1 = adaptive_end(oh, oH, H);
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          const int64_t w0 = adaptive_start(ow, oW, W), w1 = adaptive_end(ow, oW, W);
+          int64_t best = (d0 * H + h0) * W + w0;
+          T m = lowest<T>();
+          for (int64_t d = d0; d < d1; ++d)
+            for (int64_t h = h0; h < h1; ++h) {
+              const int64_t row = (d * H + h) * W;
+              for (int64_t w = w0; w < w1; ++w) {
+                const T v = x[row + w];
+                if (v > m || is_nan(v)) {
+                  m = v;
+                  best = row + w;
+                }
+              }
+            }
+          const int64_t o = pl * out_plane + (od * oH + oh) * oW + ow;
+          out[o] = m;
+          idx[o] = best;
+        }
+      }
+    }
+  }
+}
+
+py::tuple adaptive_max_pool(py::array input, Dims out_size) {
+  check_contiguous(input, "adaptive_max_pool");
+  check_dims(out_size, "adaptive_max_pool");
+  if (input.ndim() != 4) throw std::invalid_argument("adaptive_max_pool: input must be (planes, D, H, W)");
+  std::vector<py::ssize_t> shape{input.shape(0), out_size[0], out_size[1], out_size[2]};
+  py::array values(input.dtype(), shape);
+  py::array indices(py::dtype::of<int64_t>(), shape);
+  {
+    py::gil_scoped_release release;
+    EMBER_DISPATCH_REAL(input.dtype(), "adaptive_max_pool", adaptive_max_pool_typed<scalar_t>(input, values, indices));
+  }
+  return py::make_tuple(values, indices);
+}
+
+// ---- adaptive average pooling ------------------------------------------------------------
+
+template <typename T>
+void adaptive_avg_pool_typed(const py::array& input, py::array& values) {
+  const int64_t P = input.shape(0), D = input.shape(1), H = input.shape(2), W = input.shape(3);
+  const int64_t oD = values.shape(1), oH = values.shape(2), oW = values.shape(3);
+  const T* in = static_cast<const T*>(input.data());
+  T* out = static_cast<T*>(values.mutable_data());
+  const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
+  const bool parallel = P * (in_plane + out_plane) > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t pl = 0; pl < P; ++pl) {
+    const T* x = in + pl * in_plane;
+    for (int64_t od = 0; od < oD; ++od) {
+      const int64_t d0 = adaptive_start(od, oD, D), d1 = adaptive_end(od, oD, D);
+      for (int64_t oh = 0; oh < oH; ++oh) {
+        const int64_t h0 = adaptive_start(oh, oH, H), h1 = adaptive_end(oh, oH, H);
+        for (int64_t ow = 0; ow < oW; ++ow) {
+          const int64_t w0 = adaptive_start(ow, oW, W), w1 = adaptive_end(ow, oW, W);
+          T sum = T(0);
+          for (int64_t d = d0; d < d1; ++d)
+            for (int64_t h = h0; h < h1; ++h) {
+              const T* row = x + (d * H + h) * W;
+#pragma omp simd reduction(+ : sum)
+              for (int64_t w = w0; w < w1; ++w) sum += row[w];
+            }
+          out[pl * out_plane + (od * oH + oh) * oW + ow] = sum / T((d1 - d0) * (h1 - h0) * (w1 - w0));
+        }
+      }
+    }
+  }
+}
+
+py::array adaptive_avg_pool(py::array input, Dims out_size) {
+  check_contiguous(input, "adaptive_avg_pool");
+  check_dims(out_size, "adaptive_avg_pool");
+  if (input.ndim() != 4) throw std::invalid_argument("adaptive_avg_pool: input must be (planes, D, H, W)");
+  py::array values(input.dtype(), std::vector<py::ssize_t>{input.shape(0), out_size[0], out_size[1], out_size[2]});
+  auto dt = input.dtype();
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>())) adaptive_avg_pool_typed<float>(input, values);
+  else if (dt.is(py::dtype::of<double>())) adaptive_avg_pool_typed<double>(input, values);
+  else throw std::invalid_argument("adaptive_avg_pool: unsupported dtype");
+  return values;
+}
+
+// ---- col2im (fold) -----------------------------------------------------------------------
+// cols (B, C, kD, kH, kW, lD, lH, lW) -> image (B * C, D, H, W): every column entry is added
+// at (l * stride - padding + k * dilation) when that lands inside the image.
+
+template <typename T>
+void col2im_typed(const py::array& cols, py::array& image, const Dims& k, const Dims& l, const Dims& s,
+                  const Dims& p, const Dims& dil, bool parallel) {
+  const int64_t planes = image.shape(0), D = image.shape(1), H = image.shape(2), W = image.shape(3);
+  const int64_t K = k[0] * k[1] * k[2], L = l[0] * l[1] * l[2];
+  const T* c = static_cast<const T*>(cols.data());
+  T* img = static_cast<T*>(image.mutable_data());
+  parallel = parallel && planes * K * L > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    T* y = img + pl * D * H * W;
+    std::fill(y, y + D * H * W, T(0));
+    const T* src = c + pl * K * L;
+    for (int64_t kd = 0; kd < k[0]; ++kd)
+      for (int64_t kh = 0; kh < k[1]; ++kh)
+        for (int64_t kw = 0; kw < k[2]; ++kw) {
+          const T* col = src + ((kd * k[1] + kh) * k[2] + kw) * L;
+          // output positions lw whose target w = lw * s - p + kw * dil lies in [0, W)
+          const int64_t offw = kw * dil[2] - p[2];
+          int64_t lw0 = offw >= 0 ? 0 : (-offw + s[2] - 1) / s[2];
+          int64_t lw1 = W - offw <= 0 ? 0 : std::min(l[2], (W - offw + s[2] - 1) / s[2]);
+          for (int64_t ld = 0; ld < l[0]; ++ld) {
+            const int64_t d = ld * s[0] - p[0] + kd * dil[0];
+            if (d < 0 || d >= D) continue;
+            for (int64_t lh = 0; lh < l[1]; ++lh) {
+              const int64_t h = lh * s[1] - p[1] + kh * dil[1];
+              if (h < 0 || h >= H) continue;
+              const T* colrow = col + (ld * l[1] + lh) * l[2];
+              T* row = y + (d * H + h) * W;
+              if (s[2] == 1) {
+                for (int64_t lw = lw0; lw < lw1; ++lw) row[lw + offw] += colrow[lw];
+              } else {
+                const int64_t sw = s[2];
+                for (int64_t lw = lw0; lw < lw1; ++lw) row[lw * sw + offw] += colrow[lw];
+              }
+            }
+          }
+        }
+  }
+}
+
+py::array col2im(py::array cols, int64_t planes, Dims image_size, Dims kernel, Dims col_size, Dims stride,
+                 Dims padding, Dims dilation, bool parallel) {
+  check_contiguous(cols, "col2im");
+  check_dims(image_size, "col2im");
+  check_dims(kernel, "col2im");
+  check_dims(col_size, "col2im");
+  check_dims(stride, "col2im");
+  check_dims(padding, "col2im");
+  check_dims(dilation, "col2im");
+  const int64_t need = planes * kernel[0] * kernel[1] * kernel[2] * col_size[0] * col_size[1] * col_size[2];
+  if (cols.size() != need) throw std::invalid_argument("col2im: cols has the wrong number of elements");
+  py::array image(cols.dtype(), std::vector<py::ssize_t>{planes, image_size[0], image_size[1], image_size[2]});
+  auto dt = cols.dtype();
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>()))
+    col2im_typed<float>(cols, image, kernel, col_size, stride, padding, dilation, parallel);
+  else if (dt.is(py::dtype::of<double>()))
+    col2im_typed<double>(cols, image, kernel, col_size, stride, padding, dilation, parallel);
+  else
+    throw std::invalid_argument("col2im: unsupported dtype");
+  return image;
+}
+
+// ---- direct grouped convolution ----------------------------------------------------------
+// For depthwise and other thin-group convolutions, where im2col + GEMM wastes its time on
+// copies: input (N, C, D, H, W), weight (O, C / groups, kD, kH, kW) -> (N, O, oD, oH, oW).
+
+template <typename T>
+void conv_direct_typed(const py::array& input, const py::array& weight, py::array& output, const Dims& s,
+                       const Dims& p, const Dims& dil, int64_t groups) {
+  const int64_t N = input.shape(0), C = input.shape(1), D = input.shape(2), H = input.shape(3), W = input.shape(4);
+  const int64_t O = weight.shape(0), Cg = weight.shape(1), kD = weight.shape(2), kH = weight.shape(3),
+                kW = weight.shape(4);
+  const int64_t oD = output.shape(2), oH = output.shape(3), oW = output.shape(4);
+  const int64_t Og = O / groups;
+  const T* x = static_cast<const T*>(input.data());
+  const T* wt = static_cast<const T*>(weight.data());
+  T* y = static_cast<T*>(output.mutable_data());
+  const int64_t in_plane = D * H * W, out_plane = oD * oH * oW, K = kD * kH * kW;
+  const bool parallel = N * O * out_plane * Cg * K > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t no = 0; no < N * O; ++no) {
+    const int64_t n = no / O, o = no % O, g = o / Og;
+    T* out = y + no * out_plane;
+    std::fill(out, out + out_plane, T(0));
+    for (int64_t ci = 0; ci < Cg; ++ci) {
+      const T* xin = x + (n * C + g * Cg + ci) * in_plane;
+      const T* wk = wt + (o * Cg + ci) * K;
+      for (int64_t kd = 0; kd < kD; ++kd)
+        for (int64_t kh = 0; kh < kH; ++kh)
+          for (int64_t kw = 0; kw < kW; ++kw) {
+            const T wv = wk[(kd * kH + kh) * kW + kw];
+            const int64_t offw = kw * dil[2] - p[2];
+            // output columns ow with 0 <= ow * s + offw < W
+            const int64_t ow0 = offw >= 0 ? 0 : (-offw + s[2] - 1) / s[2];
+            const int64_t ow1 = W - offw <= 0 ? 0 : std::min(oW, (W - offw + s[2] - 1) / s[2]);
+            if (ow0 >= ow1) continue;
+            for (int64_t od = 0; od < oD; ++od) {
+              const int64_t d = od * s[0] - p[0] + kd * dil[0];
+              if (d < 0 || d >= D) continue;
+              for (int64_t oh = 0; oh < oH; ++oh) {
+                const int64_t h = oh * s[1] - p[1] + kh * dil[1];
+                if (h < 0 || h >= H) continue;
+                const T* __restrict__ xrow = xin + (d * H + h) * W;
+                T* __restrict__ orow = out + (od * oH + oh) * oW;
+                if (s[2] == 1) {
+                  for (int64_t ow = ow0; ow < ow1; ++ow) orow[ow] += wv * xrow[ow + offw];
+                } else {
+                  const int64_t sw = s[2];
+                  for (int64_t ow = ow0; ow < ow1; ++ow) orow[ow] += wv * xrow[ow * sw + offw];
+                }
+              }
+            }
+          }
+    }
+  }
+}
+
+py::array conv_direct(py::array input, py::array weight, Dims out_size, Dims stride, Dims padding, Dims dilation,
+                      int64_t groups) {
+  check_contiguous(input, "conv_direct");
+  check_contiguous(weight, "conv_direct");
+  check_dims(out_size, "conv_direct");
+  check_dims(stride, "conv_direct");
+  check_dims(padding, "conv_direct");
+  check_dims(dilation, "conv_direct");
+  if (input.ndim() != 5 || weight.ndim() != 5) throw std::invalid_argument("conv_direct: expected 5-D input and weight");
+  if (!input.dtype().is(weight.dtype())) throw std::invalid_argument("conv_direct: input and weight differ in dtype");
+  if (groups < 1 || input.shape(1) != weight.shape(1) * groups || weight.shape(0) % groups != 0)
+    throw std::invalid_argument("conv_direct: channels do not match groups");
+  py::array output(input.dtype(),
+                   std::vector<py::ssize_t>{input.shape(0), weight.shape(0), out_size[0], out_size[1], out_size[2]});
+  auto dt = input.dtype();
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>()))
+    conv_direct_typed<float>(input, weight, output, stride, padding, dilation, groups);
+  else if (dt.is(py::dtype::of<double>()))
+    conv_direct_typed<double>(input, weight, output, stride, padding, dilation, groups);
+  else
+    throw std::invalid_argument("conv_direct: unsupported dtype");
+  return output;
+}
+
+// ---- grid_sample (bilinear / nearest) ----------------------------------------------------
+// input (N, C, D, H, W), grid (N, P, nd) with nd = 2 (x, y; D = 1) or 3 (x, y, z) normalised
+// coordinates -> (N, C, P). padding_mode: 0 zeros, 1 border, 2 reflection. As PyTorch's
+// grid_sampler: unnormalise, pad the coordinate, then sample (zero outside the input).
+
+template <typename T>
+T unnormalize(T c, int64_t size, bool align) {
+  return align ? (c + T(1)) / T(2) * T(size - 1) : ((c + T(1)) * T(size) - T(1)) / T(2);
+}
+
+template <typename T>
+T reflect_coordinate(T c, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return T(0);
+  const T low = T(twice_low) / T(2);
+  const T span = T(twice_high - twice_low) / T(2);
+  c = std::fabs(c - low);
+  const T extra = std::fmod(c, span);
+  const int64_t flips = static_cast<int64_t>(std::floor(c / span));
+  return flips % 2 == 0 ? extra + low : span - extra + low;
+}
+
+template <typename T>
+T pad_coordinate(T c, int64_t size, int padding_mode, bool align) {
+  if (padding_mode == 0 || !std::isfinite(c)) return c;
+  if (padding_mode == 2) c = align ? reflect_coordinate(c, 0, 2 * (size - 1)) : reflect_coordinate(c, -1, 2 * size - 1);
+  return std::min(T(size - 1), std::max(c, T(0)));
+}
+
+// floor(c) as an index, or -2 (outside) for coordinates far outside or not finite.
+template <typename T>
+int64_t floor_index(T c, int64_t size) {
+  if (!(c > T(-2) && c < T(size + 1))) return -2;
+  return static_cast<int64_t>(std::floor(c));
+}
+
+template <typename T>
+void grid_sample_typed(const py::array& input, const py::array& grid, py::array& output, int mode, int padding_mode,
+                       bool align, int nd) {
+  const int64_t N = input.shape(0), C = input.shape(1), D = input.shape(2), H = input.shape(3), W = input.shape(4);
+  const int64_t P = grid.shape(1);
+  const T* x = static_cast<const T*>(input.data());
+  const T* g = static_cast<const T*>(grid.data());
+  T* y = static_cast<T*>(output.mutable_data());
+  const int64_t plane = D * H * W;
+  const bool parallel = N * P * C > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < N * P; ++i) {
+    const int64_t n = i / P, p = i % P;
+    const T* gp = g + i * nd;
+    const T cx = pad_coordinate(unnormalize(gp[0], W, align), W, padding_mode, align);
+    const T cy = pad_coordinate(unnormalize(gp[1], H, align), H, padding_mode, align);
+    const T cz = nd == 3 ? pad_coordinate(unnormalize(gp[2], D, align), D, padding_mode, align) : T(0);
+    const T* xin = x + n * C * plane;
+    T* out = y + n * C * P + p;
+    if (mode == 1) {  // nearest, ties to even
+      const int64_t ix = floor_index(std::nearbyint(cx), W), iy = floor_index(std::nearbyint(cy), H),
+                    iz = floor_index(std::nearbyint(cz), D);
+      const bool inside = ix >= 0 && ix < W && iy >= 0 && iy < H && iz >= 0 && iz < D;
+      const int64_t offset = (iz * H + iy) * W + ix;
+      for (int64_t c = 0; c < C; ++c) out[c * P] = inside ? xin[c * plane + offset] : T(0);
+      continue;
+    }
+    const int64_t x0 = floor_index(cx, W), y0 = floor_index(cy, H), z0 = nd == 3 ? floor_index(cz, D) : 0;
+    const T tx = cx - T(x0), ty = cy - T(y0), tz = cz - T(z0);
+    int64_t offsets[8];
+    T weights[8];
+    int count = 0;
+    for (int dz = 0; dz < (nd == 3 ? 2 : 1); ++dz)
+      for (int dy = 0; dy < 2; ++dy)
+        for (int dx = 0; dx < 2; ++dx) {
+          const int64_t ix = x0 + dx, iy = y0 + dy, iz = z0 + dz;
+          if (ix < 0 || ix >= W || iy < 0 || iy >= H || iz < 0 || iz >= D) continue;
+          T w = (dx ? tx : T(1) - tx) * (dy ? ty : T(1) - ty);
+          if (nd == 3) w *= dz ? tz : T(1) - tz;
+          offsets[count] = (iz * H + iy) * W + ix;
+          weights[count] = w;
+          ++count;
+        }
+    for (int64_t c = 0; c < C; ++c) {
+      const T* xc = xin + c * plane;
+      T acc = T(0);
+      for (int k = 0; k < count; ++k) acc += xc[offsets[k]] * weights[k];
+      out[c * P] = acc;
+    }
+  }
+}
+
+py::array grid_sample(py::array input, py::array grid, int mode, int padding_mode, bool align_corners) {
+  check_contiguous(input, "grid_sample");
+  check_contiguous(grid, "grid_sample");
+  if (input.ndim() != 5 || grid.ndim() != 3) throw std::invalid_argument("grid_sample: expected (N, C, D, H, W) and (N, P, nd)");
+  const int nd = static_cast<int>(grid.shape(2));
+  if (grid.shape(0) != input.shape(0) || (nd != 2 && nd != 3) || (nd == 2 && input.shape(2) != 1))
+    throw std::invalid_argument("grid_sample: grid does not match input");
+  if (!input.dtype().is(grid.dtype())) throw std::invalid_argument("grid_sample: input and grid differ in dtype");
+  if (mode != 0 && mode != 1) throw std::invalid_argument("grid_sample: mode must be 0 (bilinear) or 1 (nearest)");
+  if (padding_mode < 0 || padding_mode > 2) throw std::invalid_argument("grid_sample: padding_mode must be 0, 1 or 2");
+  py::array output(input.dtype(), std::vector<py::ssize_t>{input.shape(0), input.shape(1), grid.shape(1)});
+  auto dt = input.dtype();
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>()))
+    grid_sample_typed<float>(input, grid, output, mode, padding_mode, align_corners, nd);
+  else if (dt.is(py::dtype::of<double>()))
+    grid_sample_typed<double>(input, grid, output, mode, padding_mode, align_corners, nd);
+  else
+    throw std::invalid_argument("grid_sample: unsupported dtype");
+  return output;
+}
+
+}  // namespace
+
+void init_conv(py::module_& m) {
+  m.def("max_pool", &max_pool, py::arg("input"), py::arg("out_size"), py::arg("kernel"), py::arg("stride"),
+        py::arg("padding"), py::arg("dilation"), py::arg("with_indices"),
+        "Max pooling of (planes, D, H, W); returns values, or (values, flat int64 indices per plane).");
+  m.def("avg_pool", &avg_pool, py::arg("input"), py::arg("out_size"), py::arg("kernel"), py::arg("stride"),
+        py::arg("padding"), py::arg("count_include_pad"), py::arg("divisor_override"),
+        "Average pooling of (planes, D, H, W); divisor_override <= 0 means none.");
+  m.def("adaptive_max_pool", &adaptive_max_pool, py::arg("input"), py::arg("out_size"),
+        "Adaptive max pooling of (planes, D, H, W); returns (values, flat int64 indices per plane).");
+  m.def("adaptive_avg_pool", &adaptive_avg_pool, py::arg("input"), py::arg("out_size"),
+        "Adaptive average pooling of (planes, D, H, W).");
+  m.def("col2im", &col2im, py::arg("cols"), py::arg("planes"), py::arg("image_size"), py::arg("kernel"),
+        py::arg("col_size"), py::arg("stride"), py::arg("padding"), py::arg("dilation"), py::arg("parallel") = true,
+        "Scatter-add columns (planes, kD, kH, kW, lD, lH, lW) into images (planes, D, H, W); parallel=False "
+        "keeps to the calling thread (right after a BLAS call, whose threads are still spinning).");
+  m.def("grid_sample", &grid_sample, py::arg("input"), py::arg("grid"), py::arg("mode"), py::arg("padding_mode"),
+        py::arg("align_corners"),
+        "Bilinear (mode 0) or nearest (mode 1) sampling of (N, C, D, H, W) at grid (N, P, 2 or 3); "
+        "padding_mode 0 zeros, 1 border, 2 reflection.");
+  m.def("conv_direct", &conv_direct, py::arg("input"), py::arg("weight"), py::arg("out_size"), py::arg("stride"),
+        py::arg("padding"), py::arg("dilation"), py::arg("groups"),
+        "Direct grouped convolution of (N, C, D, H, W) by (O, C / groups, kD, kH, kW), for thin groups.");
+}
