@@ -25,8 +25,9 @@ OP_MODULES = (creation, views, pointwise, indexing, random, reductions, shape, l
 
 __all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE", "public_ops", "OP_MODULES"]
 
-# Registry names that are not public functions of the ember namespace.
-_NOT_PUBLIC = {"slice"}
+# Registry names that are not public functions of the ember namespace (PyTorch has
+# them only as Tensor methods, or under another name).
+_NOT_PUBLIC = {"slice", "view_as", "expand_as", "repeat"}
 
 
 def public_ops():

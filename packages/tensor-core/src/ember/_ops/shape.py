@@ -240,18 +240,16 @@ def _def_inplace(op, kernel):
     return inplace
 
 
-def _def_multi_view(name, meta, views):
+def _def_multi_view(name, views, decomposition=None):
     """Register a composite whose outputs view *different* inputs (``broadcast_tensors``, ``meshgrid``, ...).
 
     Kind "view" would make every output a view of the first argument, so these
-    are kind "other": ``views`` (the decomposition, written in view ops) builds
-    the outputs on every device. ``meta`` checks the arguments and describes
-    the outputs as MetaArrays; on the meta device the views are built from meta
-    tensors by ``views`` itself, which is why it is also the meta kernel.
+    are kind "other" (the function returns the final tensors): ``views``,
+    written in view ops, is both the meta function (checks, and the kernel of
+    the meta device, where it builds views of meta tensors) and, unless given,
+    the decomposition that every other device runs after it.
     """
-    op = defop(name, meta, category=COMPOSITE, kind="other", decomposition=views)
-    op.kernels["meta"] = views
-    return op
+    return defop(name, views, category=COMPOSITE, kind="other", decomposition=decomposition or views)
 
 
 # -- cat / stack -------------------------------------------------------------------------------
@@ -753,7 +751,7 @@ def _check_tensor_args(name, tensors):
             raise TypeError(f"{name}(): expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
 
 
-def _broadcast_tensors_meta(*tensors):
+def _broadcast_tensors(*tensors):
     """Broadcast tensors to their common shape, as views.
 
     Args:
@@ -773,16 +771,10 @@ def _broadcast_tensors_meta(*tensors):
     """
     _check_tensor_args("broadcast_tensors", tensors)
     shape = broadcast_shapes(*(t._data.shape for t in tensors))
-    return tuple(_expand_meta(t, shape) for t in tensors)
-
-
-def _broadcast_tensors(*tensors):
-    _check_tensor_args("broadcast_tensors", tensors)
-    shape = broadcast_shapes(*(t._data.shape for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 
-broadcast_tensors = _def_multi_view("broadcast_tensors", _broadcast_tensors_meta, _broadcast_tensors)
+broadcast_tensors = _def_multi_view("broadcast_tensors", _broadcast_tensors)
 
 
 def _movedim_perm(name, input, source, destination):
@@ -2898,7 +2890,7 @@ def _meshgrid_plan(tensors, indexing):
     return tensors, indexing == "xy" and len(tensors) >= 2
 
 
-def _meshgrid_meta(*tensors, indexing=None):
+def _meshgrid(*tensors, indexing=None):
     """Coordinate grids: one view per 1-D (or 0-D) input, all of shape ``(len(t0), len(t1), ...)``.
 
     Output ``i`` holds ``tensors[i]``'s values varying along dim ``i``
@@ -2926,24 +2918,6 @@ def _meshgrid_meta(*tensors, indexing=None):
                 [3, 3]])
     """
     tensors, swap = _meshgrid_plan(tensors, indexing)
-    order = list(range(len(tensors)))
-    if swap:
-        order[0], order[1] = 1, 0
-    sizes = tuple(math.prod(tensors[i]._data.shape) for i in order)
-    results = []
-    for k, t in enumerate(tensors):
-        dim = order.index(k)
-        strides = [0] * len(sizes)
-        strides[dim] = t.stride()[0] if t._data.ndim else 1
-        results.append(MetaArray(sizes, t._data.dtype, tuple(strides), t.storage_offset()))
-    return tuple(results)
-
-
-def _meshgrid(*tensors, indexing=None):
-    if indexing is None:
-        warnings.warn("ember.meshgrid: pass the indexing argument ('ij' or 'xy'); it defaults to 'ij'.",
-                      UserWarning, stacklevel=5)
-    tensors, swap = _meshgrid_plan(tensors, indexing)
     order = list(tensors)
     if swap:
         order[0], order[1] = order[1], order[0]
@@ -2958,7 +2932,14 @@ def _meshgrid(*tensors, indexing=None):
     return tuple(grids)
 
 
-meshgrid = _def_multi_view("meshgrid", _meshgrid_meta, _meshgrid)
+def _meshgrid_decomp(*tensors, indexing=None):
+    if indexing is None:
+        warnings.warn("ember.meshgrid: pass the indexing argument ('ij' or 'xy'); it defaults to 'ij'.",
+                      UserWarning, stacklevel=5)
+    return _meshgrid(*tensors, indexing=indexing)
+
+
+meshgrid = _def_multi_view("meshgrid", _meshgrid, _meshgrid_decomp)
 
 
 def _cartesian_prod_meta(*tensors):
@@ -3171,19 +3152,13 @@ def _atleast(n):
             results.append(t if target == tuple(t._data.shape) else view(t, target))
         return results[0] if single else tuple(results)
 
-    def meta(*tensors):
-        single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
-        tensors = _varargs_tensors(name, tensors)
-        results = tuple(_view_meta_fn(t, _atleast_shape(t._data.shape, n)) for t in tensors)
-        return results[0] if single else results
-
     rule = {
         1: "A 0-D tensor becomes shape (1,).",
         2: "0-D becomes (1, 1), 1-D (n,) becomes (1, n).",
         3: "0-D becomes (1, 1, 1), 1-D (n,) becomes (1, n, 1), 2-D (m, n) becomes (m, n, 1).",
     }[n]
-    meta.__name__ = name
-    meta.__doc__ = f"""Each input as a view with at least {n} dims (the input itself when it already has them).
+    views.__name__ = name
+    views.__doc__ = f"""Each input as a view with at least {n} dims (the input itself when it already has them).
 
     {rule}
 
@@ -3198,7 +3173,7 @@ def _atleast(n):
         >>> ember.{name}(ember.tensor(1.)).shape
         ember.Size({[1] * n})
     """
-    return _def_multi_view(name, meta, views)
+    return _def_multi_view(name, views)
 
 
 atleast_1d = _atleast(1)
