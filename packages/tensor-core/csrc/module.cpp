@@ -18,6 +18,7 @@
 namespace py = pybind11;
 
 void init_conv(py::module_& m);
+void init_reduce(py::module_& m);
 
 namespace {
 
@@ -85,4 +86,5 @@ PYBIND11_MODULE(_C, m) {
   m.def("index_accumulate", &index_accumulate, py::arg("target"), py::arg("index"), py::arg("values"),
         "target[index[i]] += values[i] over flat contiguous arrays; repeated indices accumulate.");
   init_conv(m);
+  init_reduce(m);
 }

@@ -123,8 +123,10 @@ def test_inplace_variant(info, dtype, device):
     _skip_if_listed(info, "test_inplace_variant", dtype)
     inplace = info.op.inplace
     for sample in info.sample_inputs(info, device, dtype, False):
-        expected = sample.call(info.op)
         target = sample.input
+        if not isinstance(target, ember.Tensor):  # e.g. pow(2, t): nothing to write into
+            continue
+        expected = sample.call(info.op)
         if tuple(expected.shape) != tuple(target.shape) or not ember.can_cast(expected.dtype, target.dtype):
             # PyTorch refuses: the result would not fit the first argument
             with pytest.raises(RuntimeError, match="doesn't match the broadcast shape|can't be cast"):
@@ -165,6 +167,7 @@ def _is_method(name):
 
 @pytest.mark.parametrize("info", [op_db[n] for n in OPS if _is_method(n)], ids=lambda i: i.name)
 def test_method_variant(info, device):
+    _skip_if_listed(info, "test_method_variant", None)
     dtype = ember.float32 if ember.float32 in info.dtypes else info.dtypes[0]
     for sample in info.sample_inputs(info, device, dtype, False):
         if not isinstance(sample.input, ember.Tensor):

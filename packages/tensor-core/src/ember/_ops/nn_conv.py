@@ -127,7 +127,8 @@ def _int_tuple(op, name, value, position):
                 raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of ints, but found "
                                 f"element of type {type(v).__name__} at pos {i}")
         return tuple(operator.index(v) for v in items)
-    raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of ints, not {type(value).__name__}")
+    raise TypeError(f"{op}(): argument '{name}' (position {position}) must be tuple of ints, not "
+                    f"{type(value).__name__}")
 
 
 def _expand_param(op, name, value, position, n):
@@ -239,8 +240,8 @@ def _pad_plan(input, pad, mode, value):
             raise _not_implemented(f"{_PAD_KERNELS[mode]}{k}d", input.dtype)
         checked = shape[1:] if ndim == k + 2 else shape
         if 0 in checked:
-            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and other "
-                               f"non-zero dimensions for input, but got: {_fmt(shape)}")
+            raise RuntimeError(f"Expected {k + 1}D or {k + 2}D (batch mode) tensor with possibly 0 batch size and "
+                               f"other non-zero dimensions for input, but got: {_fmt(shape)}")
     names = "WHD"
     for i, (d, lo, hi) in enumerate(plan):
         size = shape[d]
@@ -342,24 +343,24 @@ def _pad_borders(x, plan, out_shape, mode):
     for d, lo, _ in plan:
         region[d] = slice(lo, lo + x.shape[d])
     out[tuple(region)] = x
+    def at(d, start, stop, step=1):
+        """``region`` with dim ``d`` replaced by [start, stop), reversed when ``step`` is -1."""
+        key = list(region)
+        key[d] = slice(start, stop) if step > 0 else slice(stop - 1, start - 1 if start > 0 else None, -1)
+        return tuple(key)
+
     for d, lo, hi in plan:
         size = x.shape[d]
-
-        def at(start, stop, step=1):
-            key = list(region)
-            key[d] = slice(start, stop, step) if step > 0 else slice(stop - 1, start - 1 if start > 0 else None, -1)
-            return tuple(key)
-
         if mode == "reflect":
-            left, right = at(lo + 1, 2 * lo + 1, -1), at(lo + size - 1 - hi, lo + size - 1, -1)
+            left, right = at(d, lo + 1, 2 * lo + 1, -1), at(d, lo + size - 1 - hi, lo + size - 1, -1)
         elif mode == "replicate":
-            left, right = at(lo, lo + 1), at(lo + size - 1, lo + size)
+            left, right = at(d, lo, lo + 1), at(d, lo + size - 1, lo + size)
         else:
-            left, right = at(size, size + lo), at(lo, lo + hi)
+            left, right = at(d, size, size + lo), at(d, lo, lo + hi)
         if lo:
-            out[at(0, lo)] = out[left]
+            out[at(d, 0, lo)] = out[left]
         if hi:
-            out[at(lo + size, lo + size + hi)] = out[right]
+            out[at(d, lo + size, lo + size + hi)] = out[right]
         region[d] = slice(None)
     return out
 
@@ -374,16 +375,18 @@ _CONV_TRANSPOSE_TYPES = (D.int64, *_FLOATS, D.complex64, D.complex128)
 
 
 def _conv_shape(op, x_shape, x_dtype, w_shape, w_dtype, b, stride, pad_lo, pad_hi, dilation, transposed,
-                output_padding, groups):
+                output_padding, groups, allow_complex=True):
     """Check a batched convolution and return its output shape.
 
     ``x_shape`` is (N, C, *spatial), ``w_shape`` is (O, C / groups, *kernel) or,
     transposed, (C, O / groups, *kernel); ``pad_lo``/``pad_hi`` pad each spatial dim
     before/after. Raises PyTorch's errors (RuntimeError, NotImplementedError).
+    ``allow_complex=False`` refuses complex dtypes, as the ``convolution`` prim does.
     """
     n = len(w_shape) - 2
-    if x_dtype is D.bool or (transposed and x_dtype not in _CONV_TRANSPOSE_TYPES):
-        kernel = f"slow_conv_transpose{n}d_out_cpu" if transposed else f"slow_conv{n}d_cpu"
+    if (x_dtype is D.bool or (transposed and x_dtype not in _CONV_TRANSPOSE_TYPES)
+            or (x_dtype.is_complex and not allow_complex)):
+        kernel = f"slow_conv_transpose{max(n, 2)}d_out_cpu" if transposed else f"slow_conv{max(n, 2)}d_cpu"
         raise _not_implemented(kernel, x_dtype)
     if not transposed and any(d != 1 for d in dilation) and x_dtype in _INT_TYPES and x_dtype is not D.int64:
         raise _not_implemented("slow_conv_dilated<>", x_dtype)
@@ -404,8 +407,8 @@ def _conv_shape(op, x_shape, x_dtype, w_shape, w_dtype, b, stride, pad_lo, pad_h
     if any(p < 0 for p in output_padding):
         raise RuntimeError("negative output_padding is not supported")
     if w_shape[0] % groups:
-        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got "
-                           f"weight of size [{_fmt(w_shape)}] instead")
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but "
+                           f"got weight of size [{_fmt(w_shape)}] instead")
     channels = x_shape[1]
     kernel = w_shape[2:]
     spatial = x_shape[2:]
@@ -470,23 +473,23 @@ _DIRECT_MAX_GROUP_WORK = 16
 
 
 def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
-    """Convolution of numpy arrays x (N, C, *spatial) by w (O, C / groups, *kernel), plus bias b (O,) or None."""
+    """Convolution of numpy x (N, C, *spatial) by w (C_out, C / groups, *kernel), plus bias b (C_out,) or None."""
     dtype = x.dtype
     x, w = _compute(x), _compute(w)
     n = w.ndim - 2
     N, C = x.shape[:2]
-    O = w.shape[0]
+    out_channels = w.shape[0]
     kernel = w.shape[2:]
     out = tuple((x.shape[2 + i] + pad_lo[i] + pad_hi[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
                 for i in range(n))
-    cpg, opg = C // groups, O // groups
-    if N == 0 or O == 0 or 0 in out or C == 0:
-        result = np.zeros((N, O, *out), x.dtype)
+    cpg, opg = C // groups, out_channels // groups
+    if N == 0 or out_channels == 0 or 0 in out or C == 0:
+        result = np.zeros((N, out_channels, *out), x.dtype)
     elif x.dtype in _C_FLOAT and groups > 1 and cpg * opg <= _DIRECT_MAX_GROUP_WORK:
         x5 = np.ascontiguousarray(x).reshape((N, C, *_lift3(x.shape[2:], 1)))
-        w5 = np.ascontiguousarray(w).reshape((O, cpg, *_lift3(kernel, 1)))
+        w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))
         result = _C.conv_direct(x5, w5, _lift3(out, 1), _lift3(stride, 1), _lift3(pad_lo, 0), _lift3(dilation, 1),
-                                groups).reshape((N, O, *out))
+                                groups).reshape((N, out_channels, *out))
     else:
         K = math.prod(kernel)
         P = math.prod(out)
@@ -495,9 +498,9 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
         else:
             cols = _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups).reshape(
                 N, groups, cpg * K, P)
-        result = np.matmul(w.reshape(groups, opg, cpg * K), cols).reshape((N, O, *out))
+        result = np.matmul(w.reshape(groups, opg, cpg * K), cols).reshape((N, out_channels, *out))
     if b is not None:
-        result += _compute(b).reshape((O,) + (1,) * n)
+        result += _compute(b).reshape((out_channels,) + (1,) * n)
     return result.astype(dtype, copy=False)
 
 
@@ -527,28 +530,28 @@ def _col2im(cols, planes, image, kernel, blocks, stride, pad, dilation, parallel
 
 
 def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups):
-    """Transposed convolution of x (N, C, *spatial) by w (C, O / groups, *kernel): matmul, then col2im."""
+    """Transposed convolution of x (N, C, *spatial) by w (C, C_out / groups, *kernel): matmul, then col2im."""
     dtype = x.dtype
     x, w = _compute(x), _compute(w)
     n = w.ndim - 2
     N, C = x.shape[:2]
     opg = w.shape[1]
-    O = opg * groups
+    out_channels = opg * groups
     kernel = w.shape[2:]
     blocks = x.shape[2:]
     out = tuple((blocks[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
                 for i in range(n))
     cpg = C // groups
     K, L = math.prod(kernel), math.prod(blocks)
-    if N == 0 or O == 0 or C == 0:
-        result = np.zeros((N, O, *out), x.dtype)
+    if N == 0 or out_channels == 0 or C == 0:
+        result = np.zeros((N, out_channels, *out), x.dtype)
     else:
         wm = w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)
-        cols = np.matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, O / groups * K, L)
-        result = _col2im(cols, N * O, out, kernel, blocks, stride, padding, dilation, parallel=False)
-        result = result.reshape((N, O, *out))
+        cols = np.matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, C_out / groups * K, L)
+        result = _col2im(cols, N * out_channels, out, kernel, blocks, stride, padding, dilation, parallel=False)
+        result = result.reshape((N, out_channels, *out))
     if b is not None:
-        result += _compute(b).reshape((O,) + (1,) * n)
+        result += _compute(b).reshape((out_channels,) + (1,) * n)
     return result.astype(dtype, copy=False)
 
 
@@ -574,7 +577,7 @@ def _convolution_plan(input, weight, bias, stride, padding, dilation, transposed
     output_padding = _expand_param(op, "output_padding", output_padding, 8, n)
     groups = _int_arg(op, "groups", groups, 9)
     out = _conv_shape(op, x_shape, input.dtype, w_shape, weight.dtype, bias, stride, padding, padding, dilation,
-                      transposed, output_padding, groups)
+                      transposed, output_padding, groups, allow_complex=False)
     return stride, padding, dilation, transposed, output_padding, groups, out
 
 
@@ -602,7 +605,8 @@ def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed
     Raises:
         RuntimeError: for mismatched dims, channels, groups, dtypes or bias, bad
             parameters, or a kernel larger than the padded input.
-        NotImplementedError: for bool inputs (and transposed integer inputs but int64).
+        NotImplementedError: for bool and complex inputs (and transposed integer inputs
+            but int64); ``conv*d`` take complex inputs as four real convolutions.
 
     Example:
         >>> import ember
@@ -625,6 +629,15 @@ def _convolution_cpu(input, weight, bias, stride, padding, dilation, transposed,
 
 
 convolution = defop("convolution", _convolution_meta, cpu=_convolution_cpu)
+
+
+def _complex_by_parts(conv, x, weight, bias, n):
+    """A complex convolution from real ones: (a + ib) * (c + id) = (ac - bd) + i(ad + bc)."""
+    xr, xi, wr, wi = _E.real(x), _E.imag(x), _E.real(weight), _E.imag(weight)
+    out = _E.complex(_E.sub(conv(xr, wr, None), conv(xi, wi, None)), _E.add(conv(xr, wi, None), conv(xi, wr, None)))
+    if bias is not None:
+        out = _E.add(out, _E.reshape(bias, (-1,) + (1,) * n))
+    return out
 
 
 def _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups):
@@ -692,7 +705,11 @@ def _make_conv(n):
             for i in reversed(range(n)):
                 extra += [0, pad_hi[i] - pad_lo[i]]
             x = _E.pad(x, extra)
-        out = _E.convolution(x, weight, bias, stride, pad_lo, dilation, False, (0,) * n, groups)
+
+        def conv(x, w, b):
+            return _E.convolution(x, w, b, stride, pad_lo, dilation, False, (0,) * n, groups)
+
+        out = _complex_by_parts(conv, x, weight, bias, n) if input.dtype.is_complex else conv(x, weight, bias)
         return _E.squeeze(out, 0) if unbatched else out
 
     meta.__name__ = name
@@ -786,7 +803,11 @@ def _make_conv_transpose(n):
         stride, padding, output_padding, groups, dilation, unbatched, _ = _conv_transpose_plan(
             name, n, input, weight, bias, stride, padding, output_padding, groups, dilation)
         x = _E.unsqueeze(input, 0) if unbatched else input
-        out = _E.convolution(x, weight, bias, stride, padding, dilation, True, output_padding, groups)
+
+        def conv(x, w, b):
+            return _E.convolution(x, w, b, stride, padding, dilation, True, output_padding, groups)
+
+        out = _complex_by_parts(conv, x, weight, bias, n) if input.dtype.is_complex else conv(x, weight, bias)
         return _E.squeeze(out, 0) if unbatched else out
 
     meta.__name__ = name
@@ -943,7 +964,8 @@ def _fold_plan(input, output_size, kernel_size, dilation, padding, stride):
     rows, length = shape[-2:]
     if rows % (k[0] * k[1]):
         raise RuntimeError(f"Expected size of input's dimension {len(shape) - 2} to be divisible by the product of "
-                           f"kernel_size, but got input.size({len(shape) - 2})={rows} and kernel_size=({k[0]}, {k[1]}).")
+                           f"kernel_size, but got input.size({len(shape) - 2})={rows} and "
+                           f"kernel_size=({k[0]}, {k[1]}).")
     blocks = _blocks(out_size, k, d, p, s)
     if blocks[0] * blocks[1] != length:
         raise RuntimeError(f"Given output_size=({out_size[0]}, {out_size[1]}), kernel_size=({k[0]}, {k[1]}), "
@@ -1390,7 +1412,9 @@ def _make_lp_pool(n):
             return np.power(value, compute.type(1.0 / norm_type)).astype(result.numpy_dtype, copy=False)
 
     meta.__name__ = name
-    meta.__doc__ = f"""{n}-D power-average pooling over (N, C, {spatial}) or (C, {spatial}): ``(sum over window x ** p) ** (1 / p)``.
+    meta.__doc__ = f"""{n}-D power-average pooling: ``(sum over a window of x ** p) ** (1 / p)``.
+
+    Over (N, C, {spatial}) or unbatched (C, {spatial}) inputs.
 
     Computed as PyTorch does: ``avg_pool{n}d(x ** p) * prod(kernel_size)`` raised to
     ``1 / p`` (so integer inputs with an integer ``p`` sum truncated averages);
@@ -1615,6 +1639,8 @@ def _interpolate_plan(input, size, scale_factor, mode, align_corners, recompute_
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input ({given}) output "
                            f"({wanted})")
     allowed = (D.uint8, *_FLOATS) if mode in _UINT8_MODES else _FLOATS
+    if antialias and input.dtype in (D.float16, D.bfloat16):
+        raise _not_implemented("compute_index_ranges_weights", input.dtype)
     if input.dtype not in allowed:
         kind = {"nearest-exact": "_upsample_nearest_exact", "linear": "upsample_linear"}.get(mode, f"upsample_{mode}")
         raise _not_implemented(f"{kind}{n}d", input.dtype)
@@ -1641,7 +1667,8 @@ def _interpolate_meta(input, size=None, scale_factor=None, mode="nearest", align
         recompute_scale_factor (bool, optional): compute the output size from
             ``scale_factor``, then sample with the ratio of sizes instead of
             ``scale_factor``.
-        antialias (bool): low-pass filter when downsampling (bilinear, bicubic, 4-D). Default False.
+        antialias (bool): low-pass filter when downsampling (bilinear, bicubic, 4-D; not
+            float16/bfloat16, as in PyTorch). Default False.
 
     Returns:
         Tensor: (N, C, *output size), of ``input``'s dtype (uint8 rounds and saturates).

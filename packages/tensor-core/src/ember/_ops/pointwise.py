@@ -762,6 +762,8 @@ def _nan_to_num_meta(input, nan=0.0, posinf=None, neginf=None):
 def _replace_non_finite(x, nan, posinf, neginf):
     """A copy of the float array ``x`` with NaN and infinities replaced (values cast to x's dtype)."""
     out = np.array(x, copy=True)
+    if np.isfinite(x).all():
+        return out
     np.copyto(out, nan, where=np.isnan(x), casting="unsafe")
     np.copyto(out, posinf, where=x == np.inf, casting="unsafe")
     np.copyto(out, neginf, where=x == -np.inf, casting="unsafe")

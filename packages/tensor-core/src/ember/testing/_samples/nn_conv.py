@@ -74,10 +74,10 @@ def _ref_conv(n):
             lo = hi = _tup(padding, n)
         xp = np.pad(x, [(0, 0), (0, 0)] + list(zip(lo, hi)))
         out = tuple((xp.shape[2 + i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(n))
-        O, cpg = w.shape[:2]
-        opg = O // groups
-        result = np.zeros((x.shape[0], O, *out), np.result_type(x, w))
-        for o in range(O):
+        out_channels, cpg = w.shape[:2]
+        opg = out_channels // groups
+        result = np.zeros((x.shape[0], out_channels, *out), np.result_type(x, w))
+        for o in range(out_channels):
             g = o // opg
             for offset in np.ndindex(*k):
                 window = tuple(slice(offset[i] * d[i], offset[i] * d[i] + (out[i] - 1) * s[i] + 1, s[i]) for i in range(n))
@@ -137,7 +137,7 @@ def _ref_im2col(x, kernel_size, dilation=1, padding=0, stride=1):
         for i, j in np.ndindex(*k):
             patch = xp[:, c, i * d[0]: i * d[0] + (blocks[0] - 1) * s[0] + 1: s[0],
                        j * d[1]: j * d[1] + (blocks[1] - 1) * s[1] + 1: s[1]]
-            rows.append(patch.reshape(x.shape[0], -1))
+            rows.append(patch.reshape(x.shape[0], blocks[0] * blocks[1]))
     result = np.stack(rows, axis=1)
     return result[0] if unbatched else result
 
@@ -199,7 +199,7 @@ def _ref_max_pool(n):
                 indices = np.zeros(lead + tuple(out), np.int64)
             grid = np.meshgrid(*axes, indexing="ij")
             flat = np.ravel_multi_index(tuple(grid), spatial).reshape(-1)
-            window = x.reshape(lead + (-1,))[..., flat]
+            window = x.reshape(lead + (math.prod(spatial),))[..., flat]
             best = np.argmax(window, axis=-1)
             values[(Ellipsis, *o)] = np.take_along_axis(window, best[..., None], -1)[..., 0]
             indices[(Ellipsis, *o)] = flat[best]
@@ -222,7 +222,7 @@ def _ref_avg_pool(n):
                 result = np.zeros(lead + tuple(out), wide.dtype)
             grid = np.meshgrid(*axes, indexing="ij")
             flat = np.ravel_multi_index(tuple(grid), spatial).reshape(-1)
-            total = wide.reshape(lead + (-1,))[..., flat].sum(axis=-1)
+            total = wide.reshape(lead + (math.prod(spatial),))[..., flat].sum(axis=-1)
             divisor = divisor_override or (full if count_include_pad else flat.size)
             if flat.size == 0:
                 result[(Ellipsis, *o)] = 0
@@ -252,7 +252,7 @@ def _ref_adaptive(n, reduce, with_indices):
         for o in np.ndindex(*sizes):
             axes = [np.arange(*cells[i][o[i]]) for i in range(n)]
             flat = np.ravel_multi_index(tuple(np.meshgrid(*axes, indexing="ij")), spatial).reshape(-1)
-            window = wide.reshape(lead + (-1,))[..., flat]
+            window = wide.reshape(lead + (math.prod(spatial),))[..., flat]
             if reduce == "mean":
                 values[(Ellipsis, *o)] = window.mean(axis=-1)
             else:
@@ -292,8 +292,8 @@ def _ref_max_unpool(n):
             out = tuple(output_size)[-n:]
         lead = x.shape[:x.ndim - n]
         result = np.zeros(lead + (math.prod(out),), x.dtype)
-        flat_x = x.reshape(lead + (-1,))
-        flat_i = indices.reshape(lead + (-1,))
+        flat_x = x.reshape(lead + (math.prod(spatial),))
+        flat_i = indices.reshape(lead + (math.prod(spatial),))
         for lead_index in np.ndindex(*lead):
             result[lead_index][flat_i[lead_index]] = flat_x[lead_index]
         return result.reshape(lead + out)
@@ -411,14 +411,21 @@ def _ref_interpolate(x, size=None, scale_factor=None, mode="nearest", align_corn
 
 def _ref_grid_sample(x, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     n = x.ndim - 2
+    # PyTorch computes float16/bfloat16 coordinates in that dtype: round after every step as it does
+    half = grid.dtype.itemsize == 2
+
+    def rnd(v):
+        return float(np.array(v).astype(grid.dtype)) if half else v
+
     x, grid = _wide(x), _wide(grid)
     spatial = x.shape[2:]
     out_spatial = grid.shape[1:-1]
     result = np.zeros(x.shape[:2] + out_spatial)
 
     def coordinate(c, size):
-        c = (c + 1) / 2 * (size - 1) if align_corners else ((c + 1) * size - 1) / 2
-        return c
+        if align_corners:
+            return rnd(rnd(rnd(c + 1) / 2) * (size - 1))
+        return rnd(rnd(rnd(rnd(c + 1) * size) - 1) / 2)
 
     def padded(c, size):
         if padding_mode == "border":
@@ -476,7 +483,7 @@ def _ref_affine_grid(theta, size, align_corners=None):
         return r if align_corners else r * (steps - 1) / steps
 
     axes = [base(spatial[n - 1 - i]) for i in range(n)]  # x along the last dim
-    points = np.stack(np.meshgrid(*reversed(axes), indexing="ij")[::-1] + [np.ones(spatial)], axis=-1)
+    points = np.stack(list(np.meshgrid(*reversed(axes), indexing="ij"))[::-1] + [np.ones(spatial)], axis=-1)
     return np.einsum("...j,nij->n...i", points, _wide(theta))
 
 
@@ -546,7 +553,7 @@ def _fold_samples(opinfo, device, dtype, requires_grad):
     yield SampleInput(make((2, 12, 12)), ((4, 5), 2), name="2x2")
     yield SampleInput(make((8, 6), noncontiguous=True), ((4, 5), (2, 2)), {"padding": 1, "stride": 2, "dilation": (2, 1)},
                       name="unbatched, all parameters")
-    yield SampleInput(make((0, 4, 9)), (3, 2), {"padding": 1, "stride": 2}, name="empty batch")
+    yield SampleInput(make((0, 4, 4)), (3, 2), {"padding": 1, "stride": 2}, name="empty batch")
 
 
 def _max_pool_samples(n):
@@ -671,6 +678,8 @@ def _interpolate_samples(opinfo, device, dtype, requires_grad):
     for shape, kwargs, name in cases:
         if dtype is D.uint8 and kwargs.get("mode", "nearest") not in _UINT8_MODES:
             continue
+        if kwargs.get("antialias") and dtype in (D.float16, D.bfloat16):  # PyTorch has no such kernel
+            continue
         yield SampleInput(make(shape, noncontiguous=name == "bilinear, scale_factor"), (), kwargs, name=name)
 
 
@@ -705,7 +714,8 @@ def _grid_sample_samples(opinfo, device, dtype, requires_grad):
 def _affine_grid_samples(opinfo, device, dtype, requires_grad):
     make = maker(device, dtype, requires_grad, low=-1, high=1)
     yield SampleInput(make((2, 2, 3)), ((2, 3, 4, 5),), {"align_corners": False}, name="2-d")
-    yield SampleInput(make((1, 2, 3)), ((1, 1, 1, 3),), {"align_corners": True}, name="2-d, a unit size")
+    if dtype in (D.float32, D.float64):  # PyTorch fails on a unit size in float16/bfloat16 ("tensor_cpu")
+        yield SampleInput(make((1, 2, 3)), ((1, 1, 1, 3),), {"align_corners": True}, name="2-d, a unit size")
     yield SampleInput(make((2, 3, 4)), ((2, 1, 2, 3, 4),), {"align_corners": True}, name="3-d")
 
 
@@ -791,7 +801,7 @@ def _pool_errors(name, n, *, dilation=True):
         (_args(_z(2, 3, *spatial), 3, 1, 2), {}, RuntimeError, "pad should be at most half of effective kernel size"),
         (_args(_z(2, 3, *(2,) * n), 3), {}, RuntimeError, "Output size is too small"),
         (_args(_z(2, 0, *spatial), 2), {}, RuntimeError, "with optional 0 dim batch size"),
-        (_args(_z(*(6,) * n), 2), {} if n > 1 else {"stride": 1}, RuntimeError, "Expected"),
+        (_args(_z(1, 2, 3, *(6,) * n), 2), {}, RuntimeError, "Expected"),
         (_args(_z(2, 3, *spatial, dtype=D.complex64), 2), {}, NotImplementedError, "not implemented for 'ComplexFloat'"),
     ]
     if dilation:
@@ -823,8 +833,8 @@ def _max_unpool_errors(n):
     return _errors(
         (_args(values, _z(2, 3, *(3,) * n, dtype=D.int32), 2), {}, RuntimeError, "should be type int64 but got: Int"),
         (_args(values, _z(2, 3, *(2,) * n, dtype=D.int64), 2), {}, RuntimeError, "Expected shape of indices"),
-        (_args(values, lambda e, d: e.full((2, 3, *(3,) * n), 99, dtype=D.int64, device=d), 2), {}, RuntimeError,
-         "Found an invalid max index: 99"),
+        (_args(values, lambda e, d: e.full((2, 3, *(3,) * n), 999, dtype=D.int64, device=d), 2), {}, RuntimeError,
+         "Found an invalid max index: 999"),
         (_args(values, _z(2, 3, *(3,) * n, dtype=D.int64), 2), {"output_size": (9,) * n}, ValueError,
          "invalid output_size"),
         (_args(_z(3, *(3,) * n, dtype=D.int64), _z(3, *(3,) * n, dtype=D.int64), 2), {}, NotImplementedError,
@@ -894,7 +904,7 @@ _PIXEL_UNSHUFFLE_ERRORS = _errors(
 # -- registration -------------------------------------------------------------------------------------
 
 _INFOS = [
-    OpInfo("convolution", _convolution_samples, dtypes=_CONV_TYPES, ref=_ref_convolution,
+    OpInfo("convolution", _convolution_samples, dtypes=(*_INTS, *_FLOATS), ref=_ref_convolution,
            error_inputs=_CONVOLUTION_ERRORS, tolerances=_SUM_TOLERANCES),
     OpInfo("im2col", _im2col_samples, dtypes=_FOLD_TYPES, ref=_ref_im2col, error_inputs=_IM2COL_ERRORS,
            torch_name="nn.functional.unfold"),
@@ -915,7 +925,8 @@ _INFOS = [
            torch_name="nn.functional.upsample_bilinear", tolerances={D.float32: (1e-5, 1e-5), D.uint8: (0, 1)}),
     OpInfo("grid_sample", _grid_sample_samples, dtypes=_FLOATS, ref=_ref_grid_sample, error_inputs=_GRID_SAMPLE_ERRORS,
            torch_name="nn.functional.grid_sample",
-           tolerances={D.float32: (1e-5, 1e-5), D.float16: (4e-3, 2e-2), D.bfloat16: (2e-2, 8e-2)}),
+           # bfloat16 coordinates (as PyTorch computes them) move sample points by up to 1/64 pixel
+           tolerances={D.float32: (1e-5, 1e-5), D.float16: (4e-3, 2e-2), D.bfloat16: (5e-2, 0.4)}),
     OpInfo("affine_grid", _affine_grid_samples, dtypes=_FLOATS, ref=_ref_affine_grid, error_inputs=_AFFINE_GRID_ERRORS,
            torch_name="nn.functional.affine_grid", tolerances={D.float32: (1e-5, 1e-6)}),
     OpInfo("pixel_shuffle", _shuffle_samples(True), dtypes=ALL_TYPES_AND_COMPLEX, ref=_ref_pixel_shuffle,
@@ -939,9 +950,11 @@ for _n in (1, 2, 3):
                dtypes=(D.int64, *_FLOATS) if _n < 3 else (D.int64, D.float32, D.float64), ref=_ref_avg_pool(_n),
                error_inputs=_pool_errors(f"avg_pool{_n}d", _n, dilation=False),
                torch_name=f"nn.functional.avg_pool{_n}d", tolerances={D.float16: (2e-3, 1e-2)}),
+        # PyTorch's 3-d kernel sums float16/bfloat16 in that dtype, a few ulps off a float32 sum
         OpInfo(f"adaptive_avg_pool{_n}d", _adaptive_samples(_n, False), dtypes=_FLOATS, ref=_ref_adaptive(_n, "mean", False),
                error_inputs=_adaptive_errors(f"adaptive_avg_pool{_n}d", _n),
-               torch_name=f"nn.functional.adaptive_avg_pool{_n}d", tolerances={D.float16: (2e-3, 1e-2)}),
+               torch_name=f"nn.functional.adaptive_avg_pool{_n}d",
+               tolerances={D.float16: (4e-3, 1e-2), D.bfloat16: (3e-2, 6e-2)} if _n == 3 else {D.float16: (2e-3, 1e-2)}),
         OpInfo(f"adaptive_max_pool{_n}d", _adaptive_samples(_n, True), dtypes=_FLOATS, ref=_ref_adaptive(_n, "max", True),
                error_inputs=_adaptive_errors(f"adaptive_max_pool{_n}d", _n),
                torch_name=f"nn.functional.adaptive_max_pool{_n}d"),

@@ -532,11 +532,6 @@ _nn("bilinear", _bilinear_samples, _NO_BOOL, _bilinear_ref,
 # =====================================================================================================
 
 
-def _param_dtype(dtype):
-    """PyTorch CPU takes float32 parameters for float16/bfloat16 inputs (and the input's dtype otherwise)."""
-    return dtype
-
-
 def _batch_norm_samples(opinfo, device, dtype, requires_grad):
     import ember
 
