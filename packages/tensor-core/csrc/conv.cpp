@@ -19,6 +19,11 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__GNUC__) && defined(__x86_64__)
+#include <immintrin.h>
+#define EMBER_X86_SIMD 1
+#endif
+
 namespace py = pybind11;
 
 namespace {
@@ -582,6 +587,132 @@ py::array grid_sample(py::array input, py::array grid, int mode, int padding_mod
   return output;
 }
 
+// ---- stride-1 float32 convolution, AVX-512 --------------------------------------------
+// An implicit GEMM: no im2col. Input (N, C, Dp, Hp, Wp) is already zero-padded, so every
+// output row (od, oh, 0..OW) reads whole input rows shifted by the kernel offset. A tile of
+// MR output channels x 16*NV output columns lives in registers; each kernel tap adds
+// NV vector loads of the input row times MR broadcast weights. Weights are packed so that
+// the MR weights of one tap are adjacent. Compiled for AVX-512 and used only when the CPU
+// has it (ember._C.conv_fast_available()); otherwise the Python side runs im2col + BLAS.
+
+bool cpu_has_avx512() {
+#ifdef EMBER_X86_SIMD
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f");
+#else
+  return false;
+#endif
+}
+
+#ifdef EMBER_X86_SIMD
+template <int MR, int NV>
+__attribute__((target("avx512f"))) void conv_s1_avx512(const float* x, const float* wp, const float* bias, float* y,
+                                                        const int64_t* sz) {
+  const int64_t N = sz[0], C = sz[1], Dp = sz[2], Hp = sz[3], Wp = sz[4], O = sz[5], G = sz[6], KD = sz[7],
+                KH = sz[8], KW = sz[9], OD = sz[10], OH = sz[11], OW = sz[12], dd = sz[13], dh = sz[14], dw = sz[15];
+  const int64_t Cg = C / G, Og = O / G, OB = (Og + MR - 1) / MR, K = KD * KH * KW;
+  constexpr int64_t NR = 16 * NV;
+  const int64_t tasks = N * G * OB * OD * OH;
+  const bool parallel = tasks > 1 && tasks * Cg * K * OW * MR > kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t rest = t;
+    const int64_t oh = rest % OH;
+    rest /= OH;
+    const int64_t od = rest % OD;
+    rest /= OD;
+    const int64_t ob = rest % OB;
+    rest /= OB;
+    const int64_t g = rest % G, n = rest / G;
+    const float* wblock = wp + (g * OB + ob) * Cg * K * MR;
+    const int64_t o0 = g * Og + ob * MR;
+    const int64_t mr = std::min<int64_t>(MR, Og - ob * MR);
+    const float* xg = x + (n * C + g * Cg) * Dp * Hp * Wp;
+    for (int64_t ow0 = 0; ow0 < OW; ow0 += NR) {
+      const int64_t valid = std::min(NR, OW - ow0);
+      __mmask16 mask[NV];
+      for (int v = 0; v < NV; ++v) {
+        const int64_t lanes = std::max<int64_t>(0, std::min<int64_t>(16, valid - 16 * v));
+        mask[v] = lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+      }
+      __m512 acc[MR][NV];
+      for (int r = 0; r < MR; ++r) {
+        const __m512 b0 = _mm512_set1_ps(bias != nullptr && r < mr ? bias[o0 + r] : 0.0f);
+        for (int v = 0; v < NV; ++v) acc[r][v] = b0;
+      }
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t kd = 0; kd < KD; ++kd)
+          for (int64_t kh = 0; kh < KH; ++kh) {
+            const float* row = xg + ((c * Dp + od + kd * dd) * Hp + oh + kh * dh) * Wp + ow0;
+            const float* wk = wblock + ((c * KD + kd) * KH + kh) * KW * MR;
+            for (int64_t kw = 0; kw < KW; ++kw, wk += MR) {
+              __m512 in[NV];
+              for (int v = 0; v < NV; ++v) in[v] = _mm512_maskz_loadu_ps(mask[v], row + kw * dw + 16 * v);
+              for (int r = 0; r < MR; ++r) {
+                const __m512 wv = _mm512_set1_ps(wk[r]);
+                for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(wv, in[v], acc[r][v]);
+              }
+            }
+          }
+      for (int64_t r = 0; r < mr; ++r) {
+        float* out = y + (((n * O + o0 + r) * OD + od) * OH + oh) * OW + ow0;
+        for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(out + 16 * v, mask[v], acc[r][v]);
+      }
+    }
+  }
+}
+#endif
+
+// weights (O, Cg, KD, KH, KW) -> [G][OB][Cg][KD][KH][KW][MR], zero past each group's last channel
+std::vector<float> pack_weights(const float* w, int64_t O, int64_t G, int64_t Cg, int64_t K, int64_t MR) {
+  const int64_t Og = O / G, OB = (Og + MR - 1) / MR;
+  std::vector<float> packed(static_cast<size_t>(G * OB * Cg * K * MR), 0.0f);
+  for (int64_t g = 0; g < G; ++g)
+    for (int64_t ob = 0; ob < OB; ++ob)
+      for (int64_t r = 0; r < MR && ob * MR + r < Og; ++r) {
+        const float* src = w + (g * Og + ob * MR + r) * Cg * K;
+        float* dst = packed.data() + (g * OB + ob) * Cg * K * MR + r;
+        for (int64_t ck = 0; ck < Cg * K; ++ck) dst[ck * MR] = src[ck];
+      }
+  return packed;
+}
+
+py::array conv_s1(py::array_t<float, py::array::c_style> input, py::array_t<float, py::array::c_style> weight,
+                  py::object bias, int64_t groups, Dims dilation) {
+  check_dims(dilation, "conv_s1");
+  if (input.ndim() != 5 || weight.ndim() != 5) throw std::invalid_argument("conv_s1: expected 5-D input and weight");
+  const int64_t N = input.shape(0), C = input.shape(1), Dp = input.shape(2), Hp = input.shape(3), Wp = input.shape(4);
+  const int64_t O = weight.shape(0), Cg = weight.shape(1), KD = weight.shape(2), KH = weight.shape(3),
+                KW = weight.shape(4);
+  if (groups < 1 || C != Cg * groups || O % groups != 0) throw std::invalid_argument("conv_s1: channels do not match groups");
+  const int64_t OD = Dp - dilation[0] * (KD - 1), OH = Hp - dilation[1] * (KH - 1), OW = Wp - dilation[2] * (KW - 1);
+  if (OD < 1 || OH < 1 || OW < 1) throw std::invalid_argument("conv_s1: kernel larger than the padded input");
+  py::array_t<float> b;
+  if (!bias.is_none()) {
+    b = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(bias);
+    if (!b || b.ndim() != 1 || b.shape(0) != O) throw std::invalid_argument("conv_s1: bias must be (O,) float32");
+  }
+  py::array_t<float> output(std::vector<py::ssize_t>{N, O, OD, OH, OW});
+#ifdef EMBER_X86_SIMD
+  if (!cpu_has_avx512()) throw std::runtime_error("conv_s1: this CPU lacks AVX-512");
+  const int64_t sz[16] = {N, C, Dp, Hp, Wp, O, groups, KD, KH, KW, OD, OH, OW, dilation[0], dilation[1], dilation[2]};
+  const bool narrow = OW <= 16;
+  const int64_t MR = narrow ? 16 : 12;
+  std::vector<float> packed = pack_weights(weight.data(), O, groups, Cg, KD * KH * KW, MR);
+  const float* bp = bias.is_none() ? nullptr : b.data();
+  {
+    py::gil_scoped_release release;
+    if (narrow)
+      conv_s1_avx512<16, 1>(input.data(), packed.data(), bp, output.mutable_data(), sz);
+    else
+      conv_s1_avx512<12, 2>(input.data(), packed.data(), bp, output.mutable_data(), sz);
+  }
+#else
+  throw std::runtime_error("conv_s1: built without x86 SIMD support");
+#endif
+  return output;
+}
+
 }  // namespace
 
 void init_conv(py::module_& m) {
@@ -603,6 +734,11 @@ void init_conv(py::module_& m) {
         py::arg("align_corners"),
         "Bilinear (mode 0) or nearest (mode 1) sampling of (N, C, D, H, W) at grid (N, P, 2 or 3); "
         "padding_mode 0 zeros, 1 border, 2 reflection.");
+  m.def("conv_fast_available", &cpu_has_avx512, "Whether conv_s1 can run here (the CPU has AVX-512).");
+  m.def("conv_s1", &conv_s1, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("groups"),
+        py::arg("dilation"),
+        "Stride-1 float32 convolution of a zero-padded (N, C, D, H, W) input by (O, C / groups, kD, kH, kW), "
+        "AVX-512 implicit GEMM; bias (O,) or None.");
   m.def("conv_direct", &conv_direct, py::arg("input"), py::arg("weight"), py::arg("out_size"), py::arg("stride"),
         py::arg("padding"), py::arg("dilation"), py::arg("groups"),
         "Direct grouped convolution of (N, C, D, H, W) by (O, C / groups, kD, kH, kW), for thin groups.");

@@ -135,36 +135,63 @@ EMBER_ALWAYS_INLINE AccVecOf<T> widen(const VecOf<T>& v) {
   return __builtin_convertvector(v, AccVecOf<T>);
 }
 
-// Pairwise sum of a vector's elements.
-template <typename Vec, int N>
-EMBER_ALWAYS_INLINE auto horizontal_sum(Vec v) {
-  using E = std::remove_reference_t<decltype(v[0])>;
-  E t[N];
-  std::memcpy(t, &v, sizeof(t));
-  for (int w = N / 2; w >= 1; w /= 2)
-    for (int j = 0; j < w; ++j) t[j] += t[j + w];
-  return t[0];
+// Pairwise sum of the N elements of a vector of E, by halves.
+template <typename E, int N>
+struct VecN {
+  typedef E type __attribute__((vector_size(sizeof(E) * N)));
+};
+
+template <typename E, int N>
+EMBER_ALWAYS_INLINE E horizontal_sum(const typename VecN<E, N>::type& v) {
+  if constexpr (N == 2) {
+    return v[0] + v[1];
+  } else {
+    using H = typename VecN<E, N / 2>::type;
+    H lo, hi;
+    std::memcpy(&lo, &v, sizeof(H));
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof(H), sizeof(H));
+    return horizontal_sum<E, N / 2>(lo + hi);
+  }
 }
 
 template <typename T>
-EMBER_ALWAYS_INLINE AccOf<T> hsum_acc(AccVecOf<T> v) {
-  return horizontal_sum<AccVecOf<T>, kWidth<T>>(v);
+EMBER_ALWAYS_INLINE AccOf<T> hsum_acc(const AccVecOf<T>& v) {
+  return horizontal_sum<AccOf<T>, kWidth<T>>(v);
+}
+
+template <typename T>
+EMBER_ALWAYS_INLINE LaneOf<T> hsum_lane(const VecOf<T>& v) {
+  return horizontal_sum<LaneOf<T>, kWidth<T>>(v);
+}
+
+// v with its first W - k lanes zeroed (keeps the last k).
+template <typename T>
+EMBER_ALWAYS_INLINE VecOf<T> keep_last(const VecOf<T>& v, int64_t k) {
+  using Mask = typename VecN<std::conditional_t<sizeof(T) == 4, int32_t, int64_t>, kWidth<T>>::type;
+  Mask lane = {};
+  for (int j = 0; j < kWidth<T>; ++j) lane[j] = j;
+  return lane >= static_cast<typename std::remove_reference_t<decltype(lane[0])>>(kWidth<T> - k) ? v : VecOf<T>{};
 }
 
 // ---- sum ----------------------------------------------------------------------------------
 
-// Sum of n contiguous elements, blocked-pairwise as described at the top.
+// Sum of n contiguous elements, blocked-pairwise as described at the top. Rows shorter than a
+// block are combined in the input's type (each lane then holds at most 32 elements).
 template <typename T>
 EMBER_ALWAYS_INLINE AccOf<T> sum_contiguous(const T* x, int64_t n) {
   using V = VecOf<T>;
   using A = AccVecOf<T>;
-  using Acc = AccOf<T>;
+  using Lane = LaneOf<T>;
   constexpr int W = kWidth<T>;
   constexpr int64_t block = int64_t(kSteps) * 4 * W;
+  if (n < W) {
+    Lane total = 0;
+    for (int64_t i = 0; i < n; ++i) total += static_cast<Lane>(x[i]);
+    return total;
+  }
   int64_t i = 0;
-  Acc total = 0;
+  A mid = {}, top = {};
   if (n >= block) {
-    A mid = {}, top = {};
     int filled = 0;
     for (; i + block <= n; i += block) {
       const T* p = x + i;
@@ -183,22 +210,36 @@ EMBER_ALWAYS_INLINE AccOf<T> sum_contiguous(const T* x, int64_t n) {
         filled = 0;
       }
     }
-    total = hsum_acc<T>(top + mid);
   }
-  if (i + W <= n) {
-    V a = load(x + i);
-    for (i += W; i + W <= n; i += W) a += load(x + i);
-    total += hsum_acc<T>(widen<T>(a));
+  // The last partial block: whole steps of 4 vectors, single vectors, and the last elements as the
+  // end of the vector that ends the row (its lanes already counted zeroed).
+  V a = {}, b = {}, c = {}, d = {};
+  for (; i + 4 * W <= n; i += 4 * W) {
+    a += load(x + i);
+    b += load(x + i + W);
+    c += load(x + i + 2 * W);
+    d += load(x + i + 3 * W);
   }
-  Acc rest = 0;
-  for (; i < n; ++i) rest += static_cast<Acc>(static_cast<LaneOf<T>>(x[i]));
-  return total + rest;
+  for (; i + W <= n; i += W) a += load(x + i);
+  if (i < n) b += keep_last<T>(load(x + n - W), n - i);
+  const V part = (a + b) + (c + d);
+  if (n < block) return static_cast<AccOf<T>>(hsum_lane<T>(part));
+  return hsum_acc<T>((top + mid) + widen<T>(part));
 }
 
-// out[r] = sum of row r, for rows [r0, r1) of x [rows, n].
+// out[r] = sum of row r, for rows [r0, r1) of x [rows, n] (n >= 1).
 template <typename T>
 EMBER_ALWAYS_INLINE void sum_rows(const T* x, int64_t n, int64_t r0, int64_t r1, T* out) {
-  for (int64_t r = r0; r < r1; ++r) out[r] = static_cast<T>(sum_contiguous(x + r * n, n));
+  constexpr int W = kWidth<T>;
+  int64_t r = r0;
+  if (n < W) {
+    // Rows shorter than a vector: the vector that ends the row reaches back into the rows
+    // before it (still inside the array), whose lanes are zeroed.
+    for (; r < r1 && (r + 1) * n < W; ++r) out[r] = static_cast<T>(sum_contiguous(x + r * n, n));
+    for (; r < r1; ++r) out[r] = static_cast<T>(hsum_lane<T>(keep_last<T>(load(x + (r + 1) * n - W), n)));
+    return;
+  }
+  for (; r < r1; ++r) out[r] = static_cast<T>(sum_contiguous(x + r * n, n));
 }
 
 // out[c0 + j] = sum over r of x[r, c0 + j] for j < cw, for x [R, inner] (one outer index).

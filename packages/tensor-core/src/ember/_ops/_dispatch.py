@@ -280,6 +280,8 @@ def _strided_view(backend, storage, spec, base):
 
 
 def _wrap(result, device, op):
+    if isinstance(result, Tensor):  # a kernel may hand back an argument (F.relu(x, inplace=True) returns x)
+        return result
     if type(result) is tuple:
         wrapped = tuple(Tensor._make(r, device) for r in result)
         return op.return_type(*wrapped) if op.return_type is not None else wrapped

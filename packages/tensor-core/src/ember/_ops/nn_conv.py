@@ -450,6 +450,14 @@ def _conv_shape(op, x_shape, x_dtype, w_shape, w_dtype, b, stride, pad_lo, pad_h
     return (x_shape[0], out_channels, *out)
 
 
+def _zero_pad(x, pad_lo, pad_hi):
+    """``x`` (N, C, *spatial) with zeros around the spatial dims, as a new C-contiguous array."""
+    n = len(pad_lo)
+    padded = np.zeros((*x.shape[:2], *(x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n))), x.dtype)
+    padded[(slice(None), slice(None), *(slice(pad_lo[i], pad_lo[i] + x.shape[2 + i]) for i in range(n)))] = x
+    return padded
+
+
 def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
     """Sliding windows of ``x`` (N, C, *spatial) as a view (N, groups, C / groups, *kernel, *out).
 
@@ -457,9 +465,7 @@ def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
     """
     n = len(kernel)
     if any(pad_lo) or any(pad_hi):
-        padded = np.zeros((*x.shape[:2], *(x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n))), x.dtype)
-        padded[(slice(None), slice(None), *(slice(pad_lo[i], pad_lo[i] + x.shape[2 + i]) for i in range(n)))] = x
-        x = padded
+        x = _zero_pad(x, pad_lo, pad_hi)
     st = x.strides
     cpg = x.shape[1] // groups
     shape = (x.shape[0], groups, cpg, *kernel, *out)
@@ -470,6 +476,8 @@ def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
 
 # Direct kernel (ember._C.conv_direct) when a group is this thin: depthwise and its neighbours.
 _DIRECT_MAX_GROUP_WORK = 16
+# Stride-1 float32 convolutions run ember._C.conv_s1 (AVX-512) where the CPU has it.
+_FAST_CONV = _C.conv_fast_available()
 
 
 def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
@@ -485,6 +493,15 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     cpg, opg = C // groups, out_channels // groups
     if N == 0 or out_channels == 0 or 0 in out or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif x.dtype == _F32 and _FAST_CONV and all(v == 1 for v in stride) and cpg * opg > _DIRECT_MAX_GROUP_WORK \
+            and math.prod(kernel) > 1:
+        # AVX-512 implicit GEMM on the zero-padded input: no im2col copy
+        xp = _zero_pad(x, pad_lo, pad_hi)
+        x5 = xp.reshape((N, C, *_lift3(xp.shape[2:], 1)))
+        w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))
+        result = _C.conv_s1(x5, w5, None if b is None else np.ascontiguousarray(_compute(b), _F32), groups,
+                            _lift3(dilation, 1)).reshape((N, out_channels, *out))
+        return result.astype(dtype, copy=False)
     elif x.dtype in _C_FLOAT and groups > 1 and cpg * opg <= _DIRECT_MAX_GROUP_WORK:
         x5 = np.ascontiguousarray(x).reshape((N, C, *_lift3(x.shape[2:], 1)))
         w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))

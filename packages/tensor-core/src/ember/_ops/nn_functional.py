@@ -26,7 +26,6 @@ the import order of the op families.
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import operator
@@ -72,19 +71,9 @@ class _OpTable:
 _E = _OpTable()
 
 
-def _composite(name, meta, *, cpu, category=COMPOSITE, decomposition, tags, has_out=False):
-    """Register a composite op whose decomposition checks its arguments with ``meta`` first.
-
-    The dispatcher runs a decomposition without the meta function, so the wrapper
-    makes every device report the same errors.
-    """
-
-    @functools.wraps(decomposition)
-    def checked(*args, **kwargs):
-        meta(*args, **kwargs)
-        return decomposition(*args, **kwargs)
-
-    return defop(name, meta, cpu=cpu, category=category, decomposition=checked, tags=tags, has_out=has_out)
+def _composite(name, meta, *, cpu, decomposition, tags, has_out=False):
+    """Register a composite op with its fused CPU kernel (the dispatcher runs ``meta`` before either)."""
+    return defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=tags, has_out=has_out)
 
 
 # -- argument checks -----------------------------------------------------------------------------------
@@ -161,12 +150,12 @@ def _compute_dtype(np_dtype):
 
 
 def _finish(input, values, inplace=False):
-    """The kernel result: ``values`` cast to ``input``'s dtype, or written into ``input`` when ``inplace``."""
+    """The kernel result: ``values`` cast to ``input``'s dtype, or written into ``input`` (returned itself) when ``inplace``."""
     data = input._data
     if inplace:
         np.copyto(data, values, casting="unsafe")
         input._bump_version()
-        return data
+        return input
     return np.asarray(values).astype(data.dtype, copy=False)
 
 
@@ -1015,7 +1004,7 @@ def _logsigmoid_values(input):
 
 
 logsigmoid = _composite(
-    "logsigmoid", _logsigmoid_meta, cpu=_logsigmoid_cpu, category=COMPOSITE,
+    "logsigmoid", _logsigmoid_meta, cpu=_logsigmoid_cpu,
     decomposition=lambda input: _logsigmoid_values(input), tags=_NN_ONLY,
 )
 
@@ -1139,7 +1128,7 @@ def _softsign_cpu(input):
 
 
 softsign = _composite(
-    "softsign", _softsign_meta, cpu=_softsign_cpu, category=COMPOSITE,
+    "softsign", _softsign_meta, cpu=_softsign_cpu,
     decomposition=lambda input: input / (_E.abs(input) + 1), tags=_NN_ONLY,
 )
 
@@ -1265,7 +1254,7 @@ def _tanhshrink_cpu(input):
 
 
 tanhshrink = _composite(
-    "tanhshrink", _tanhshrink_meta, cpu=_tanhshrink_cpu, category=COMPOSITE,
+    "tanhshrink", _tanhshrink_meta, cpu=_tanhshrink_cpu,
     decomposition=lambda input: input - _E.tanh(input), tags=_NN_ONLY,
 )
 
@@ -1632,7 +1621,7 @@ def _gumbel_softmax_decomp(logits, tau=1, hard=False, eps=1e-10, dim=-1):
 
 
 gumbel_softmax = _composite(
-    "gumbel_softmax", _gumbel_softmax_meta, cpu=_gumbel_softmax_cpu, category=COMPOSITE,
+    "gumbel_softmax", _gumbel_softmax_meta, cpu=_gumbel_softmax_cpu,
     decomposition=_gumbel_softmax_decomp, tags=_NN_ONLY_RANDOM,
 )
 
