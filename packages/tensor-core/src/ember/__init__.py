@@ -124,7 +124,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
         from ._extensions import require
 
         require("ember.compile", "ember-dynamo")
-    return dynamo_compile(model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, disable=disable)
+    return dynamo_compile(
+        model, fullgraph=fullgraph, dynamic=dynamic, backend=backend, mode=mode, options=options, disable=disable
+    )
 
 
 def __getattr__(name):
