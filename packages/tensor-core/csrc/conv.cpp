@@ -1,16 +1,19 @@
-// ember._C kernels for convolution, pooling and fold (ember/_ops/nn_conv.py).
+// ember._C kernels of ember/_ops/nn_conv.py: convolution (AVX-512 implicit GEMM, direct grouped),
+// pooling, col2im (fold), padding, grid sampling and separable resampling (interpolate).
 //
 // Every kernel works on C-contiguous arrays laid out as planes: the Python
 // side folds batch and channels into one leading dimension and gives 1-D and
 // 2-D work a spatial shape of (1, 1, W) or (1, H, W), so one 3-D loop nest
 // serves every dimensionality. Arguments were checked by the op's meta
 // function; these functions check only what protects memory (dtypes, sizes).
-// Planes are independent, so OpenMP splits the work over them.
+// Planes are independent, so OpenMP splits the work over them; guided schedules
+// let one thread take over the work of another that the OS has descheduled.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -73,7 +76,7 @@ void max_pool_typed(const py::array& input, py::array& values, py::array* indice
   int64_t* idx = indices ? static_cast<int64_t*>(indices->mutable_data()) : nullptr;
   const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
   const bool parallel = P * out_plane * k[0] * k[1] * k[2] > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t pl = 0; pl < P; ++pl) {
     const T* x = in + pl * in_plane;
     T* y = out + pl * out_plane;
@@ -157,7 +160,7 @@ void avg_pool_typed(const py::array& input, py::array& values, const Dims& k, co
   T* out = static_cast<T*>(values.mutable_data());
   const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
   const bool parallel = P * out_plane * k[0] * k[1] * k[2] > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t pl = 0; pl < P; ++pl) {
     const T* x = in + pl * in_plane;
     T* y = out + pl * out_plane;
@@ -239,7 +242,7 @@ void adaptive_max_pool_typed(const py::array& input, py::array& values, py::arra
   int64_t* idx = static_cast<int64_t*>(indices.mutable_data());
   const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
   const bool parallel = P * (in_plane + out_plane) > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t pl = 0; pl < P; ++pl) {
     const T* x = in + pl * in_plane;
     for (int64_t od = 0; od < oD; ++od) {
@@ -286,6 +289,27 @@ py::tuple adaptive_max_pool(py::array input, Dims out_size) {
 
 // ---- adaptive average pooling ------------------------------------------------------------
 
+// Sum of n contiguous values, vectorised for the widest instruction set the CPU has.
+#ifdef EMBER_X86_SIMD
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+float sum_contiguous(const float* x, int64_t n) {
+  float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+#ifdef EMBER_X86_SIMD
+__attribute__((target_clones("avx512f", "avx2", "default")))
+#endif
+double sum_contiguous(const double* x, int64_t n) {
+  double s = 0.0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
 template <typename T>
 void adaptive_avg_pool_typed(const py::array& input, py::array& values) {
   const int64_t P = input.shape(0), D = input.shape(1), H = input.shape(2), W = input.shape(3);
@@ -294,7 +318,12 @@ void adaptive_avg_pool_typed(const py::array& input, py::array& values) {
   T* out = static_cast<T*>(values.mutable_data());
   const int64_t in_plane = D * H * W, out_plane = oD * oH * oW;
   const bool parallel = P * (in_plane + out_plane) > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+  if (out_plane == 1) {  // global average pooling
+#pragma omp parallel for schedule(guided) if (parallel)
+    for (int64_t pl = 0; pl < P; ++pl) out[pl] = sum_contiguous(in + pl * in_plane, in_plane) / T(in_plane);
+    return;
+  }
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t pl = 0; pl < P; ++pl) {
     const T* x = in + pl * in_plane;
     for (int64_t od = 0; od < oD; ++od) {
@@ -342,7 +371,7 @@ void col2im_typed(const py::array& cols, py::array& image, const Dims& k, const 
   const T* c = static_cast<const T*>(cols.data());
   T* img = static_cast<T*>(image.mutable_data());
   parallel = parallel && planes * K * L > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t pl = 0; pl < planes; ++pl) {
     T* y = img + pl * D * H * W;
     std::fill(y, y + D * H * W, T(0));
@@ -415,7 +444,7 @@ void conv_direct_typed(const py::array& input, const py::array& weight, py::arra
   T* y = static_cast<T*>(output.mutable_data());
   const int64_t in_plane = D * H * W, out_plane = oD * oH * oW, K = kD * kH * kW;
   const bool parallel = N * O * out_plane * Cg * K > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t no = 0; no < N * O; ++no) {
     const int64_t n = no / O, o = no % O, g = o / Og;
     T* out = y + no * out_plane;
@@ -522,45 +551,68 @@ void grid_sample_typed(const py::array& input, const py::array& grid, py::array&
   const T* g = static_cast<const T*>(grid.data());
   T* y = static_cast<T*>(output.mutable_data());
   const int64_t plane = D * H * W;
-  const bool parallel = N * P * C > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+  // 1. per sample point: the plane offsets and weights of its corners (offset -1: outside, skipped)
+  const int K = mode == 1 ? 1 : (nd == 3 ? 8 : 4);
+  std::vector<int64_t> offsets(static_cast<size_t>(N * P * K));
+  std::vector<T> weights(static_cast<size_t>(N * P * K));
+  const bool parallel_points = N * P * K > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel_points)
   for (int64_t i = 0; i < N * P; ++i) {
-    const int64_t n = i / P, p = i % P;
     const T* gp = g + i * nd;
     const T cx = pad_coordinate(unnormalize(gp[0], W, align), W, padding_mode, align);
     const T cy = pad_coordinate(unnormalize(gp[1], H, align), H, padding_mode, align);
     const T cz = nd == 3 ? pad_coordinate(unnormalize(gp[2], D, align), D, padding_mode, align) : T(0);
-    const T* xin = x + n * C * plane;
-    T* out = y + n * C * P + p;
+    int64_t* off = offsets.data() + i * K;
+    T* wt = weights.data() + i * K;
     if (mode == 1) {  // nearest, ties to even
       const int64_t ix = floor_index(std::nearbyint(cx), W), iy = floor_index(std::nearbyint(cy), H),
                     iz = floor_index(std::nearbyint(cz), D);
       const bool inside = ix >= 0 && ix < W && iy >= 0 && iy < H && iz >= 0 && iz < D;
-      const int64_t offset = (iz * H + iy) * W + ix;
-      for (int64_t c = 0; c < C; ++c) out[c * P] = inside ? xin[c * plane + offset] : T(0);
+      off[0] = inside ? (iz * H + iy) * W + ix : -1;
+      wt[0] = T(1);
       continue;
     }
     const int64_t x0 = floor_index(cx, W), y0 = floor_index(cy, H), z0 = nd == 3 ? floor_index(cz, D) : 0;
     const T tx = cx - T(x0), ty = cy - T(y0), tz = cz - T(z0);
-    int64_t offsets[8];
-    T weights[8];
-    int count = 0;
+    int k = 0;
     for (int dz = 0; dz < (nd == 3 ? 2 : 1); ++dz)
       for (int dy = 0; dy < 2; ++dy)
-        for (int dx = 0; dx < 2; ++dx) {
+        for (int dx = 0; dx < 2; ++dx, ++k) {
           const int64_t ix = x0 + dx, iy = y0 + dy, iz = z0 + dz;
-          if (ix < 0 || ix >= W || iy < 0 || iy >= H || iz < 0 || iz >= D) continue;
           T w = (dx ? tx : T(1) - tx) * (dy ? ty : T(1) - ty);
           if (nd == 3) w *= dz ? tz : T(1) - tz;
-          offsets[count] = (iz * H + iy) * W + ix;
-          weights[count] = w;
-          ++count;
+          const bool inside = ix >= 0 && ix < W && iy >= 0 && iy < H && iz >= 0 && iz < D;
+          off[k] = inside ? (iz * H + iy) * W + ix : -1;
+          wt[k] = w;
         }
-    for (int64_t c = 0; c < C; ++c) {
-      const T* xc = xin + c * plane;
+  }
+  // 2. per (batch, channel) plane: weighted sums of the corners, reading one plane at a time
+  const bool parallel = N * C * P * K > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
+  for (int64_t nc = 0; nc < N * C; ++nc) {
+    const int64_t n = nc / C;
+    const T* xc = x + nc * plane;
+    const int64_t* off = offsets.data() + n * P * K;
+    const T* wt = weights.data() + n * P * K;
+    T* out = y + nc * P;
+    if (K == 4) {  // bilinear: corners outside the input have offset -1 and add nothing
+      for (int64_t p = 0; p < P; ++p, off += 4, wt += 4) {
+        if ((off[0] | off[1] | off[2] | off[3]) >= 0) {
+          out[p] = xc[off[0]] * wt[0] + xc[off[1]] * wt[1] + xc[off[2]] * wt[2] + xc[off[3]] * wt[3];
+        } else {
+          T acc = T(0);
+          for (int k = 0; k < 4; ++k)
+            if (off[k] >= 0) acc += xc[off[k]] * wt[k];
+          out[p] = acc;
+        }
+      }
+      continue;
+    }
+    for (int64_t p = 0; p < P; ++p, off += K, wt += K) {
       T acc = T(0);
-      for (int k = 0; k < count; ++k) acc += xc[offsets[k]] * weights[k];
-      out[c * P] = acc;
+      for (int k = 0; k < K; ++k)
+        if (off[k] >= 0) acc += xc[off[k]] * wt[k];
+      out[p] = acc;
     }
   }
 }
@@ -587,13 +639,15 @@ py::array grid_sample(py::array input, py::array grid, int mode, int padding_mod
   return output;
 }
 
-// ---- stride-1 float32 convolution, AVX-512 --------------------------------------------
-// An implicit GEMM: no im2col. Input (N, C, Dp, Hp, Wp) is already zero-padded, so every
-// output row (od, oh, 0..OW) reads whole input rows shifted by the kernel offset. A tile of
-// MR output channels x 16*NV output columns lives in registers; each kernel tap adds
-// NV vector loads of the input row times MR broadcast weights. Weights are packed so that
-// the MR weights of one tap are adjacent. Compiled for AVX-512 and used only when the CPU
-// has it (ember._C.conv_fast_available()); otherwise the Python side runs im2col + BLAS.
+// ---- float32 convolution, AVX-512 ------------------------------------------------------
+// An implicit GEMM: no im2col. The Python side zero-pads the input and splits it into its
+// stride phases, (N, C, SD * SH * SW, Dq, Hq, Wq) with phase (a, b, c) holding the padded
+// elements (q * S + phase) of each dim, so that for every stride an output row (od, oh, all
+// ow) reads, for each kernel tap, one contiguous input row of a phase. A tile of MR output
+// channels x 16 * NV output columns lives in registers; each tap adds NV vector loads times MR
+// broadcast weights. Weights are packed so that the MR weights of one tap are adjacent.
+// Depthwise convolutions (one input channel per group) use conv_dw_avx512 instead.
+// Compiled for AVX-512 and used only when the CPU has it (ember._C.conv_fast_available()).
 
 bool cpu_has_avx512() {
 #ifdef EMBER_X86_SIMD
@@ -604,60 +658,182 @@ bool cpu_has_avx512() {
 #endif
 }
 
+struct ConvGeometry {
+  int64_t N, C, S, Dq, Hq, Wq;  // phase-split input
+  int64_t O, G, KD, KH, KW;     // weight (O, C / G, KD, KH, KW)
+  int64_t OD, OH, OW;           // output
+  std::vector<int64_t> offsets;  // per tap (c, kd, kh, kw): input offset from the output row start
+
+  int64_t channel_stride() const { return S * Dq * Hq * Wq; }
+};
+
+ConvGeometry conv_geometry(const py::array& input, const py::array& weight, int64_t groups, const Dims& stride,
+                           const Dims& dilation, const Dims& out) {
+  ConvGeometry g;
+  g.N = input.shape(0), g.C = input.shape(1), g.S = input.shape(2), g.Dq = input.shape(3), g.Hq = input.shape(4),
+  g.Wq = input.shape(5);
+  g.O = weight.shape(0), g.G = groups, g.KD = weight.shape(2), g.KH = weight.shape(3), g.KW = weight.shape(4);
+  g.OD = out[0], g.OH = out[1], g.OW = out[2];
+  if (groups < 1 || g.C != weight.shape(1) * groups || g.O % groups != 0)
+    throw std::invalid_argument("conv_avx512: channels do not match groups");
+  if (g.S != stride[0] * stride[1] * stride[2]) throw std::invalid_argument("conv_avx512: input is not split by stride");
+  for (int i = 0; i < 3; ++i) {
+    const int64_t k = weight.shape(2 + i), q = input.shape(3 + i);
+    if (stride[i] < 1 || dilation[i] < 1 || out[i] < 1 || (out[i] - 1) + (dilation[i] * (k - 1)) / stride[i] >= q)
+      throw std::invalid_argument("conv_avx512: output size does not fit the input");
+  }
+  const int64_t Cg = g.C / groups, plane = g.Dq * g.Hq * g.Wq;
+  g.offsets.resize(static_cast<size_t>(Cg * g.KD * g.KH * g.KW));
+  int64_t i = 0;
+  for (int64_t c = 0; c < Cg; ++c)
+    for (int64_t kd = 0; kd < g.KD; ++kd)
+      for (int64_t kh = 0; kh < g.KH; ++kh)
+        for (int64_t kw = 0; kw < g.KW; ++kw, ++i) {
+          const int64_t ed = kd * dilation[0], eh = kh * dilation[1], ew = kw * dilation[2];
+          const int64_t phase = ((ed % stride[0]) * stride[1] + eh % stride[1]) * stride[2] + ew % stride[2];
+          g.offsets[i] = c * g.channel_stride() + phase * plane +
+                         ((ed / stride[0]) * g.Hq + eh / stride[1]) * g.Wq + ew / stride[2];
+        }
+  return g;
+}
+
 #ifdef EMBER_X86_SIMD
+inline __mmask16 lane_mask(int64_t lanes) {
+  return lanes >= 16 ? __mmask16(0xFFFF) : lanes <= 0 ? __mmask16(0) : __mmask16((1u << lanes) - 1);
+}
+
+// Output positions are walked on the flat grid of a phase image, p = (od * Hq + oh) * Wq + ow,
+// which input taps read contiguously; positions with oh >= OH or ow >= OW are computed and
+// dropped. valid_before(p) counts the kept positions before p: where p's kept lanes go.
+struct FlatGrid {
+  int64_t Hq, Wq, OH, OW;
+  bool dense() const { return Hq == OH && Wq == OW; }  // every position is an output
+  int64_t valid_before(int64_t p) const {
+    if (dense()) return p;
+    const int64_t slab = Hq * Wq, od = p / slab, r = p % slab, oh = r / Wq, ow = r % Wq;
+    return od * OH * OW + std::min(oh, OH) * OW + (oh < OH ? std::min(ow, OW) : 0);
+  }
+  __mmask16 kept(int64_t p, int64_t end) const {  // lanes p + i < end that are real outputs
+    if (dense()) return lane_mask(end - p);
+    unsigned m = 0;
+    int64_t r = p % (Hq * Wq), oh = r / Wq, ow = r % Wq;
+    for (int i = 0; i < 16 && p + i < end; ++i) {
+      if (oh < OH && ow < OW) m |= 1u << i;
+      if (++ow == Wq) ow = 0, oh = oh + 1 == Hq ? 0 : oh + 1;
+    }
+    return __mmask16(m);
+  }
+};
+
+// Store the kept lanes of v contiguously at out (compress, then a masked store: Zen's
+// compress-to-memory is slow); returns how many were stored.
+__attribute__((target("avx512f"))) inline int64_t store_kept(float* out, __mmask16 keep, __m512 v) {
+  if (keep == 0xFFFF) {
+    _mm512_storeu_ps(out, v);
+    return 16;
+  }
+  const int count = __builtin_popcount(keep);
+  _mm512_mask_storeu_ps(out, __mmask16((1u << count) - 1), _mm512_maskz_compress_ps(keep, v));
+  return count;
+}
+
 template <int MR, int NV>
-__attribute__((target("avx512f"))) void conv_s1_avx512(const float* x, const float* wp, const float* bias, float* y,
-                                                        const int64_t* sz) {
-  const int64_t N = sz[0], C = sz[1], Dp = sz[2], Hp = sz[3], Wp = sz[4], O = sz[5], G = sz[6], KD = sz[7],
-                KH = sz[8], KW = sz[9], OD = sz[10], OH = sz[11], OW = sz[12], dd = sz[13], dh = sz[14], dw = sz[15];
-  const int64_t Cg = C / G, Og = O / G, OB = (Og + MR - 1) / MR, K = KD * KH * KW;
+__attribute__((target("avx512f"))) void conv_avx512_typed(const float* x, const float* wp, const float* bias,
+                                                           float* y, const ConvGeometry& geo) {
+  const int64_t Cg = geo.C / geo.G, Og = geo.O / geo.G, OB = (Og + MR - 1) / MR;
+  const int64_t taps = static_cast<int64_t>(geo.offsets.size());
+  const int64_t plane = geo.OD * geo.OH * geo.OW;
+  const FlatGrid grid{geo.Hq, geo.Wq, geo.OH, geo.OW};
+  const int64_t L = ((geo.OD - 1) * geo.Hq + geo.OH - 1) * geo.Wq + geo.OW;  // flat positions spanned
   constexpr int64_t NR = 16 * NV;
-  const int64_t tasks = N * G * OB * OD * OH;
-  const bool parallel = tasks > 1 && tasks * Cg * K * OW * MR > kParallelWork;
-#pragma omp parallel for schedule(static) if (parallel)
+  const int64_t tiles = (L + NR - 1) / NR;
+  const int64_t* off = geo.offsets.data();
+  const int64_t tasks = geo.N * geo.G * OB * tiles;
+  const bool parallel = tasks > 1 && tasks * taps * NR * MR > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t tile = t % tiles, rest = t / tiles;
+    const int64_t ob = rest % OB, g = (rest / OB) % geo.G, n = rest / OB / geo.G;
+    const float* wk = wp + (g * OB + ob) * taps * MR;
+    const int64_t o0 = g * Og + ob * MR;
+    const int64_t mr = std::min<int64_t>(MR, Og - ob * MR);
+    const int64_t p0 = tile * NR;
+    const float* base = x + (n * geo.C + g * Cg) * geo.channel_stride() + p0;
+    __mmask16 load[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) load[v] = lane_mask(L - p0 - 16 * v);
+    __m512 acc[MR][NV];
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      const __m512 b0 = _mm512_set1_ps(bias != nullptr && r < mr ? bias[o0 + r] : 0.0f);
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) acc[r][v] = b0;
+    }
+    for (int64_t tap = 0; tap < taps; ++tap, wk += MR) {
+      const float* src = base + off[tap];
+      __m512 in[NV];
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) in[v] = _mm512_maskz_loadu_ps(load[v], src + 16 * v);
+#pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const __m512 wv = _mm512_set1_ps(wk[r]);
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(wv, in[v], acc[r][v]);
+      }
+    }
+    float* out = y + (n * geo.O + o0) * plane + grid.valid_before(p0);
+    __mmask16 keep[NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) keep[v] = grid.kept(p0 + 16 * v, L);
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      if (r < mr) {
+        float* o = out + r * plane;
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) o += store_kept(o, keep[v], acc[r][v]);
+      }
+    }
+  }
+}
+
+// One input channel per group: output channel o reads input channel o / (O / C).
+__attribute__((target("avx512f"))) void conv_dw_avx512(const float* x, const float* w, const float* bias, float* y,
+                                                        const ConvGeometry& geo) {
+  const int64_t mult = geo.O / geo.C;
+  const int64_t taps = static_cast<int64_t>(geo.offsets.size());
+  const int64_t OD = geo.OD, OH = geo.OH, OW = geo.OW;
+  const int64_t* off = geo.offsets.data();
+  const int64_t tasks = geo.N * geo.O * OD * OH;
+  const bool parallel = tasks > 1 && tasks * taps * OW > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t t = 0; t < tasks; ++t) {
     int64_t rest = t;
     const int64_t oh = rest % OH;
     rest /= OH;
     const int64_t od = rest % OD;
     rest /= OD;
-    const int64_t ob = rest % OB;
-    rest /= OB;
-    const int64_t g = rest % G, n = rest / G;
-    const float* wblock = wp + (g * OB + ob) * Cg * K * MR;
-    const int64_t o0 = g * Og + ob * MR;
-    const int64_t mr = std::min<int64_t>(MR, Og - ob * MR);
-    const float* xg = x + (n * C + g * Cg) * Dp * Hp * Wp;
-    for (int64_t ow0 = 0; ow0 < OW; ow0 += NR) {
-      const int64_t valid = std::min(NR, OW - ow0);
-      __mmask16 mask[NV];
-      for (int v = 0; v < NV; ++v) {
-        const int64_t lanes = std::max<int64_t>(0, std::min<int64_t>(16, valid - 16 * v));
-        mask[v] = lanes >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << lanes) - 1);
+    const int64_t o = rest % geo.O, n = rest / geo.O;
+    const float* xrow = x + (n * geo.C + o / mult) * geo.channel_stride() + (od * geo.Hq + oh) * geo.Wq;
+    float* yrow = y + ((n * geo.O + o) * OD + od) * OH * OW + oh * OW;
+    const float* wk = w + o * taps;
+    const __m512 b0 = _mm512_set1_ps(bias != nullptr ? bias[o] : 0.0f);
+    for (int64_t ow0 = 0; ow0 < OW; ow0 += 64) {
+      const __mmask16 m0 = lane_mask(OW - ow0), m1 = lane_mask(OW - ow0 - 16), m2 = lane_mask(OW - ow0 - 32),
+                      m3 = lane_mask(OW - ow0 - 48);
+      __m512 a0 = b0, a1 = b0, a2 = b0, a3 = b0;
+      const float* base = xrow + ow0;
+      for (int64_t tap = 0; tap < taps; ++tap) {
+        const float* src = base + off[tap];
+        const __m512 wv = _mm512_set1_ps(wk[tap]);
+        a0 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m0, src), a0);
+        if (m1) a1 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m1, src + 16), a1);
+        if (m2) a2 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m2, src + 32), a2);
+        if (m3) a3 = _mm512_fmadd_ps(wv, _mm512_maskz_loadu_ps(m3, src + 48), a3);
       }
-      __m512 acc[MR][NV];
-      for (int r = 0; r < MR; ++r) {
-        const __m512 b0 = _mm512_set1_ps(bias != nullptr && r < mr ? bias[o0 + r] : 0.0f);
-        for (int v = 0; v < NV; ++v) acc[r][v] = b0;
-      }
-      for (int64_t c = 0; c < Cg; ++c)
-        for (int64_t kd = 0; kd < KD; ++kd)
-          for (int64_t kh = 0; kh < KH; ++kh) {
-            const float* row = xg + ((c * Dp + od + kd * dd) * Hp + oh + kh * dh) * Wp + ow0;
-            const float* wk = wblock + ((c * KD + kd) * KH + kh) * KW * MR;
-            for (int64_t kw = 0; kw < KW; ++kw, wk += MR) {
-              __m512 in[NV];
-              for (int v = 0; v < NV; ++v) in[v] = _mm512_maskz_loadu_ps(mask[v], row + kw * dw + 16 * v);
-              for (int r = 0; r < MR; ++r) {
-                const __m512 wv = _mm512_set1_ps(wk[r]);
-                for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(wv, in[v], acc[r][v]);
-              }
-            }
-          }
-      for (int64_t r = 0; r < mr; ++r) {
-        float* out = y + (((n * O + o0 + r) * OD + od) * OH + oh) * OW + ow0;
-        for (int v = 0; v < NV; ++v) _mm512_mask_storeu_ps(out + 16 * v, mask[v], acc[r][v]);
-      }
+      _mm512_mask_storeu_ps(yrow + ow0, m0, a0);
+      _mm512_mask_storeu_ps(yrow + ow0 + 16, m1, a1);
+      _mm512_mask_storeu_ps(yrow + ow0 + 32, m2, a2);
+      _mm512_mask_storeu_ps(yrow + ow0 + 48, m3, a3);
     }
   }
 }
@@ -677,39 +853,209 @@ std::vector<float> pack_weights(const float* w, int64_t O, int64_t G, int64_t Cg
   return packed;
 }
 
-py::array conv_s1(py::array_t<float, py::array::c_style> input, py::array_t<float, py::array::c_style> weight,
-                  py::object bias, int64_t groups, Dims dilation) {
-  check_dims(dilation, "conv_s1");
-  if (input.ndim() != 5 || weight.ndim() != 5) throw std::invalid_argument("conv_s1: expected 5-D input and weight");
-  const int64_t N = input.shape(0), C = input.shape(1), Dp = input.shape(2), Hp = input.shape(3), Wp = input.shape(4);
-  const int64_t O = weight.shape(0), Cg = weight.shape(1), KD = weight.shape(2), KH = weight.shape(3),
-                KW = weight.shape(4);
-  if (groups < 1 || C != Cg * groups || O % groups != 0) throw std::invalid_argument("conv_s1: channels do not match groups");
-  const int64_t OD = Dp - dilation[0] * (KD - 1), OH = Hp - dilation[1] * (KH - 1), OW = Wp - dilation[2] * (KW - 1);
-  if (OD < 1 || OH < 1 || OW < 1) throw std::invalid_argument("conv_s1: kernel larger than the padded input");
+py::array conv_avx512(py::array_t<float, py::array::c_style> input, py::array_t<float, py::array::c_style> weight,
+                      py::object bias, int64_t groups, Dims stride, Dims dilation, Dims out_size, int variant) {
+  check_dims(stride, "conv_avx512");
+  check_dims(dilation, "conv_avx512");
+  check_dims(out_size, "conv_avx512");
+  if (input.ndim() != 6 || weight.ndim() != 5)
+    throw std::invalid_argument("conv_avx512: expected input (N, C, S, Dq, Hq, Wq) and weight (O, C/G, kD, kH, kW)");
+  const ConvGeometry geo = conv_geometry(input, weight, groups, stride, dilation, out_size);
   py::array_t<float> b;
   if (!bias.is_none()) {
     b = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(bias);
-    if (!b || b.ndim() != 1 || b.shape(0) != O) throw std::invalid_argument("conv_s1: bias must be (O,) float32");
+    if (!b || b.ndim() != 1 || b.shape(0) != geo.O) throw std::invalid_argument("conv_avx512: bias must be (O,)");
   }
-  py::array_t<float> output(std::vector<py::ssize_t>{N, O, OD, OH, OW});
+  py::array_t<float> output(std::vector<py::ssize_t>{geo.N, geo.O, geo.OD, geo.OH, geo.OW});
 #ifdef EMBER_X86_SIMD
-  if (!cpu_has_avx512()) throw std::runtime_error("conv_s1: this CPU lacks AVX-512");
-  const int64_t sz[16] = {N, C, Dp, Hp, Wp, O, groups, KD, KH, KW, OD, OH, OW, dilation[0], dilation[1], dilation[2]};
-  const bool narrow = OW <= 16;
-  const int64_t MR = narrow ? 16 : 12;
-  std::vector<float> packed = pack_weights(weight.data(), O, groups, Cg, KD * KH * KW, MR);
+  if (!cpu_has_avx512()) throw std::runtime_error("conv_avx512: this CPU lacks AVX-512");
   const float* bp = bias.is_none() ? nullptr : b.data();
-  {
+  const int64_t Cg = geo.C / groups, K = geo.KD * geo.KH * geo.KW;
+  if (Cg == 1) {
     py::gil_scoped_release release;
-    if (narrow)
-      conv_s1_avx512<16, 1>(input.data(), packed.data(), bp, output.mutable_data(), sz);
-    else
-      conv_s1_avx512<12, 2>(input.data(), packed.data(), bp, output.mutable_data(), sz);
+    conv_dw_avx512(input.data(), weight.data(), bp, output.mutable_data(), geo);
+  } else {
+    // register tile: MR output channels x 16 * NV columns, picked to waste the fewest lanes
+    const int64_t Og = geo.O / groups;
+    static const int tiles[4][2] = {{12, 2}, {16, 1}, {8, 3}, {8, 2}};
+    int best = 0;
+    double best_cost = 1e300;
+    const int64_t L = ((geo.OD - 1) * geo.Hq + geo.OH - 1) * geo.Wq + geo.OW;
+    for (int i = 0; i < 4; ++i) {
+      const int64_t mr = tiles[i][0], nv = tiles[i][1], nr = 16 * nv;
+      // FMAs on padding channels and tail lanes, plus half a cycle per load or broadcast
+      const double cost = double((Og + mr - 1) / mr * mr) * double((L + nr - 1) / nr * nr) *
+                          (1.0 + 0.5 * double(nv + mr) / double(mr * nv));
+      if (variant == 0 ? cost < best_cost : variant == i + 1) best = i, best_cost = cost;
+    }
+    std::vector<float> packed = pack_weights(weight.data(), geo.O, groups, Cg, K, tiles[best][0]);
+    py::gil_scoped_release release;
+    float* yp = output.mutable_data();
+    if (best == 0) conv_avx512_typed<12, 2>(input.data(), packed.data(), bp, yp, geo);
+    else if (best == 1) conv_avx512_typed<16, 1>(input.data(), packed.data(), bp, yp, geo);
+    else if (best == 2) conv_avx512_typed<8, 3>(input.data(), packed.data(), bp, yp, geo);
+    else conv_avx512_typed<8, 2>(input.data(), packed.data(), bp, yp, geo);
   }
 #else
-  throw std::runtime_error("conv_s1: built without x86 SIMD support");
+  throw std::runtime_error("conv_avx512: built without x86 SIMD support");
 #endif
+  return output;
+}
+
+// ---- reflect / replicate / circular padding ------------------------------------------------
+// input (P, D, H, W) of any dtype (copied as bytes) -> (P, D + lo + hi, H + ..., W + ...), every
+// pad >= 0. Output index o of a dim of size n maps to input index src(o - lo): mirrored without
+// repeating the edge (reflect), clamped (replicate) or wrapped (circular). Each output row is
+// its source row's centre (one memcpy) plus the mapped border elements.
+
+inline int64_t pad_source(int64_t i, int64_t n, int mode) {
+  if (i >= 0 && i < n) return i;
+  if (mode == 0) {  // reflect
+    i = i < 0 ? -i : i;
+    return i >= n ? 2 * (n - 1) - i : i;
+  }
+  if (mode == 1) return i < 0 ? 0 : n - 1;  // replicate
+  return ((i % n) + n) % n;                   // circular
+}
+
+struct Bytes16 {
+  uint64_t a, b;
+};
+
+// E: an unsigned type of the element's size (the values are only moved)
+template <typename E>
+void pad_rows(const E* x, E* y, const int64_t* dims, const Dims& lo, const Dims& hi, int mode, E fill,
+              const std::vector<int64_t>& wsrc) {
+  const int64_t P = dims[0], D = dims[1], H = dims[2], W = dims[3];
+  const int64_t OD = D + lo[0] + hi[0], OH = H + lo[1] + hi[1], OW = W + lo[2] + hi[2];
+  const int64_t rows = P * OD * OH;
+  const bool parallel = rows * OW > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t oh = r % OH, od = (r / OH) % OD, pl = r / (OH * OD);
+    E* dst = y + r * OW;
+    const E* src;
+    if (mode == 3) {
+      const int64_t sd = od - lo[0], sh = oh - lo[1];
+      if (sd < 0 || sd >= D || sh < 0 || sh >= H) {
+        for (int64_t o = 0; o < OW; ++o) dst[o] = fill;
+        continue;
+      }
+      src = x + ((pl * D + sd) * H + sh) * W;
+      for (int64_t o = 0; o < lo[2]; ++o) dst[o] = fill;
+      for (int64_t o = lo[2] + W; o < OW; ++o) dst[o] = fill;
+    } else {
+      src = x + ((pl * D + pad_source(od - lo[0], D, mode)) * H + pad_source(oh - lo[1], H, mode)) * W;
+      for (int64_t o = 0; o < lo[2]; ++o) dst[o] = src[wsrc[o]];
+      for (int64_t o = lo[2] + W; o < OW; ++o) dst[o] = src[wsrc[o]];
+    }
+    std::memcpy(dst + lo[2], src, static_cast<size_t>(W) * sizeof(E));
+  }
+}
+
+template <typename E>
+void pad_dispatch(const py::array& input, py::array& output, const int64_t* dims, const Dims& lo, const Dims& hi,
+                  int mode, const char* value, const std::vector<int64_t>& wsrc) {
+  E fill;
+  std::memcpy(&fill, value, sizeof(E));
+  pad_rows<E>(static_cast<const E*>(input.data()), static_cast<E*>(output.mutable_data()), dims, lo, hi, mode, fill,
+              wsrc);
+}
+
+py::array pad_nd(py::array input, Dims lo, Dims hi, int mode, py::object fill) {
+  check_contiguous(input, "pad_nd");
+  check_dims(lo, "pad_nd");
+  check_dims(hi, "pad_nd");
+  if (input.ndim() != 4) throw std::invalid_argument("pad_nd: input must be (planes, D, H, W)");
+  if (mode < 0 || mode > 3)
+    throw std::invalid_argument("pad_nd: mode must be 0 (reflect), 1 (replicate), 2 (circular) or 3 (constant)");
+  std::vector<char> value(16, 0);
+  if (mode == 3) {
+    py::array f = py::array::ensure(fill);
+    if (!f || f.size() != 1 || !f.dtype().is(input.dtype()))
+      throw std::invalid_argument("pad_nd: constant mode needs a one-element fill array of the input's dtype");
+    std::memcpy(value.data(), f.data(), static_cast<size_t>(input.itemsize()));
+  }
+  const int64_t dims[4] = {input.shape(0), input.shape(1), input.shape(2), input.shape(3)};
+  for (int i = 0; i < 3; ++i) {
+    const int64_t n = dims[1 + i];
+    if (lo[i] < 0 || hi[i] < 0) throw std::invalid_argument("pad_nd: pads must be non-negative");
+    if (mode == 3) continue;
+    if ((lo[i] || hi[i]) && n == 0) throw std::invalid_argument("pad_nd: cannot pad an empty dim");
+    if (mode == 0 && (lo[i] || hi[i]) && (lo[i] >= n || hi[i] >= n))
+      throw std::invalid_argument("pad_nd: reflect pads must be smaller than the dim");
+    if (mode == 2 && (lo[i] > n || hi[i] > n)) throw std::invalid_argument("pad_nd: circular pads must not exceed the dim");
+  }
+  const int64_t OW = dims[3] + lo[2] + hi[2];
+  py::array output(input.dtype(), std::vector<py::ssize_t>{dims[0], dims[1] + lo[0] + hi[0], dims[2] + lo[1] + hi[1], OW});
+  std::vector<int64_t> wsrc(static_cast<size_t>(OW));
+  for (int64_t o = 0; o < OW; ++o) wsrc[o] = mode == 3 ? 0 : pad_source(o - lo[2], dims[3], mode);
+  const int64_t item = input.itemsize();
+  py::gil_scoped_release release;
+  if (item == 1) pad_dispatch<uint8_t>(input, output, dims, lo, hi, mode, value.data(), wsrc);
+  else if (item == 2) pad_dispatch<uint16_t>(input, output, dims, lo, hi, mode, value.data(), wsrc);
+  else if (item == 4) pad_dispatch<uint32_t>(input, output, dims, lo, hi, mode, value.data(), wsrc);
+  else if (item == 8) pad_dispatch<uint64_t>(input, output, dims, lo, hi, mode, value.data(), wsrc);
+  else if (item == 16) pad_dispatch<Bytes16>(input, output, dims, lo, hi, mode, value.data(), wsrc);
+  else throw std::invalid_argument("pad_nd: unsupported element size");
+  return output;
+}
+
+// ---- separable resampling along one axis (interpolate) -------------------------------------
+// x (outer, n_in, inner) -> (outer, n_out, inner): out[a, o, b] = sum_t w[o, t] * x[a, idx[o, t], b].
+
+template <typename T>
+void resample_axis_typed(const py::array& input, const int64_t* idx, const T* w, int64_t T_, py::array& output) {
+  const int64_t A = input.shape(0), n_in = input.shape(1), B = input.shape(2), n_out = output.shape(1);
+  const T* x = static_cast<const T*>(input.data());
+  T* y = static_cast<T*>(output.mutable_data());
+  const bool parallel = A * n_out * B * T_ > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
+  for (int64_t ao = 0; ao < A * n_out; ++ao) {
+    const int64_t a = ao / n_out, o = ao % n_out;
+    T* out = y + ao * B;
+    const T* src = x + a * n_in * B;
+    const int64_t* id = idx + o * T_;
+    const T* wt = w + o * T_;
+    if (B == 1) {
+      T acc = T(0);
+      for (int64_t t = 0; t < T_; ++t) acc += src[id[t]] * wt[t];
+      out[0] = acc;
+      continue;
+    }
+    {
+      const T* row = src + id[0] * B;
+      const T w0 = wt[0];
+      for (int64_t b = 0; b < B; ++b) out[b] = row[b] * w0;
+    }
+    for (int64_t t = 1; t < T_; ++t) {
+      const T* row = src + id[t] * B;
+      const T wv = wt[t];
+      for (int64_t b = 0; b < B; ++b) out[b] += row[b] * wv;
+    }
+  }
+}
+
+py::array resample_axis(py::array input, py::array_t<int64_t, py::array::c_style> indices, py::array weights) {
+  check_contiguous(input, "resample_axis");
+  check_contiguous(weights, "resample_axis");
+  if (input.ndim() != 3 || indices.ndim() != 2 || weights.ndim() != 2 || indices.shape(0) != weights.shape(0) ||
+      indices.shape(1) != weights.shape(1))
+    throw std::invalid_argument("resample_axis: expected x (outer, n_in, inner), indices and weights (n_out, taps)");
+  if (!weights.dtype().is(input.dtype())) throw std::invalid_argument("resample_axis: weights and input differ in dtype");
+  const int64_t n_in = input.shape(1), n_out = indices.shape(0), taps = indices.shape(1);
+  const int64_t* idx = indices.data();
+  for (int64_t i = 0; i < n_out * taps; ++i)
+    if (idx[i] < 0 || idx[i] >= n_in) throw std::out_of_range("resample_axis: index out of range");
+  py::array output(input.dtype(), std::vector<py::ssize_t>{input.shape(0), n_out, input.shape(2)});
+  auto dt = input.dtype();
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>()))
+    resample_axis_typed<float>(input, idx, static_cast<const float*>(weights.data()), taps, output);
+  else if (dt.is(py::dtype::of<double>()))
+    resample_axis_typed<double>(input, idx, static_cast<const double*>(weights.data()), taps, output);
+  else
+    throw std::invalid_argument("resample_axis: unsupported dtype");
   return output;
 }
 
@@ -734,11 +1080,17 @@ void init_conv(py::module_& m) {
         py::arg("align_corners"),
         "Bilinear (mode 0) or nearest (mode 1) sampling of (N, C, D, H, W) at grid (N, P, 2 or 3); "
         "padding_mode 0 zeros, 1 border, 2 reflection.");
-  m.def("conv_fast_available", &cpu_has_avx512, "Whether conv_s1 can run here (the CPU has AVX-512).");
-  m.def("conv_s1", &conv_s1, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("groups"),
-        py::arg("dilation"),
-        "Stride-1 float32 convolution of a zero-padded (N, C, D, H, W) input by (O, C / groups, kD, kH, kW), "
-        "AVX-512 implicit GEMM; bias (O,) or None.");
+  m.def("conv_fast_available", &cpu_has_avx512, "Whether conv_avx512 can run here (the CPU has AVX-512).");
+  m.def("conv_avx512", &conv_avx512, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("groups"),
+        py::arg("stride"), py::arg("dilation"), py::arg("out_size"), py::arg("variant") = 0,
+        "float32 convolution (AVX-512 implicit GEMM) of a zero-padded input split into its stride phases, "
+        "(N, C, SD * SH * SW, Dq, Hq, Wq), by (O, C / groups, kD, kH, kW); bias (O,) or None.");
+  m.def("pad_nd", &pad_nd, py::arg("input"), py::arg("lo"), py::arg("hi"), py::arg("mode"),
+        py::arg("fill") = py::none(),
+        "Reflect (0), replicate (1), circular (2) or constant (3, value in the one-element array fill) padding "
+        "of (planes, D, H, W), any dtype, pads >= 0.");
+  m.def("resample_axis", &resample_axis, py::arg("input"), py::arg("indices"), py::arg("weights"),
+        "x (outer, n_in, inner) -> (outer, n_out, inner): the weighted sum over taps of x at indices[o, t].");
   m.def("conv_direct", &conv_direct, py::arg("input"), py::arg("weight"), py::arg("out_size"), py::arg("stride"),
         py::arg("padding"), py::arg("dilation"), py::arg("groups"),
         "Direct grouped convolution of (N, C, D, H, W) by (O, C / groups, kD, kH, kW), for thin groups.");

@@ -8,19 +8,29 @@ input without ``N``.
 How they are built:
 
 * ``convolution`` is the prim (PyTorch's ``torch.convolution``): forward and
-  transposed, every dimensionality, groups. ``conv1d``..``conv3d`` and
-  ``conv_transpose1d``..``conv_transpose3d`` are composites over it (their
-  decomposition handles unbatched inputs and ``padding='same'``) with a fused
-  CPU kernel. The CPU forward is im2col (a strided window view of the padded
-  input, copied once) and one batched BLAS matmul per group; thin groups
-  (depthwise) run a direct OpenMP kernel of ``ember._C`` instead. Transposed
-  convolution is a matmul followed by col2im, the scatter-add of ``fold``.
-* pooling, fold and col2im run loops of ``ember._C`` (C++/OpenMP over the
-  ``N * C`` planes) for float32/float64 (and integers where PyTorch takes them);
-  float16/bfloat16 compute in float32 and cast back.
-* ``pad``, ``interpolate``, ``grid_sample``, ``affine_grid``, ``pixel_shuffle``
-  and ``max_unpool`` are vectorised numpy: index arrays per dimension,
-  gathers and weighted sums, no Python loop over elements.
+  transposed, every dimensionality, groups; real dtypes only, as in PyTorch.
+  ``conv1d``..``conv3d`` and ``conv_transpose1d``..``conv_transpose3d`` are
+  composites over it (their decomposition handles unbatched inputs,
+  ``padding='same'`` and complex inputs, as four real convolutions) with a
+  fused CPU kernel.
+* The CPU forward of float32 (and float16/bfloat16, computed in float32) runs
+  ``ember._C.conv_avx512`` where the CPU has AVX-512: an implicit GEMM over
+  the zero-padded input split into its stride phases, so that every kernel
+  tap reads contiguous input; no im2col copy, OpenMP over output tiles.
+  Otherwise (float64, integers, complex, CPUs without AVX-512): im2col (a
+  strided window view of the padded input, copied once) and one batched BLAS
+  matmul per group, or a direct OpenMP kernel for thin groups (depthwise).
+  Transposed convolution is that GEMM followed by col2im, the scatter-add of
+  ``fold``.
+* Pooling, fold/col2im, padding, grid sampling and the separable passes of
+  ``interpolate`` are C++/OpenMP loops of ``ember._C`` over the ``N * C``
+  planes (float32/float64, integers where PyTorch takes them); float16 and
+  bfloat16 compute in float32 and cast back. The rest (index arithmetic,
+  ``affine_grid``, ``pixel_shuffle``, ``max_unpool``, uint8 resampling) is
+  vectorised numpy, with no Python loop over elements.
+* Argument checking happens once per distinct call signature: the "plan"
+  functions that check arguments and compute output shapes are memoised by
+  the arguments' metadata (the meta function and the kernel both need them).
 
 Ops that PyTorch also has as ``torch.<name>`` are tagged ``"nn.functional"``;
 the others (``pad``, ``interpolate``, ``grid_sample``, ``avg_pool2d``, ...) are
@@ -63,7 +73,6 @@ _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 _HALF_TYPES = (np.dtype(np.float16), D.bfloat16.numpy_dtype)
 _FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
-_C_REAL = {np.dtype(t) for t in (np.float32, np.float64, np.int64, np.int32, np.int16, np.int8, np.uint8)}
 _C_FLOAT = {_F32, _F64}
 
 
@@ -177,6 +186,45 @@ def _lift3(values, fill):
     return [fill] * (3 - len(values)) + list(values)
 
 
+def _key(value):
+    """A hashable stand-in for an argument: tensors by type, shape and dtype, numbers with their type."""
+    t = type(value)
+    if t is int or value is None or t is str or t is bool or t is float:
+        return (t, value)
+    if t is tuple or t is list:
+        return (t, *map(_key, value))
+    if isinstance(value, Tensor):
+        return (t, value._data.shape, value.dtype)
+    return (t, value)
+
+
+def _memoized(plan):
+    """Cache a plan function's result by its arguments' metadata (meta and kernel both ask, per call).
+
+    Plans read only shapes, dtypes and the Python arguments (and the default dtype), so
+    equal keys give equal plans; calls that raise are not cached. Unhashable arguments
+    skip the cache.
+    """
+    cache = {}
+
+    def cached(*args):
+        try:
+            key = (D.get_default_dtype(), *map(_key, args))
+            return cache[key]
+        except KeyError:
+            pass
+        except TypeError:
+            return plan(*args)
+        result = plan(*args)
+        if len(cache) >= 512:
+            cache.clear()
+        cache[key] = result
+        return result
+
+    cached.__wrapped__ = plan
+    return cached
+
+
 # -- numpy helpers ------------------------------------------------------------------------------------
 
 
@@ -191,17 +239,15 @@ def _planes(data, n):
     return np.ascontiguousarray(data).reshape((-1, *_lift3(spatial, 1)))
 
 
-def _spatial_out(shape, n, lead):
-    """``lead`` dims followed by the ``n`` last entries of a (planes, D, H, W) ``shape``."""
-    return (*lead, *shape[4 - n:])
-
 
 # -- pad -----------------------------------------------------------------------------------------------
 
 _PAD_MODES = ("constant", "reflect", "replicate", "circular")
 _PAD_KERNELS = {"reflect": "reflection_pad", "replicate": "replication_pad"}
+_PAD_CODES = {"reflect": 0, "replicate": 1, "circular": 2}  # ember._C.pad_nd's modes
 
 
+@_memoized
 def _pad_plan(input, pad, mode, value):
     """Check ``pad``'s arguments; return ``[(dim, before, after), ...]`` and the output shape."""
     _check_tensor("pad", "input", input)
@@ -301,6 +347,8 @@ def _pad_cpu(input, pad, mode="constant", value=None):
     x = input._data
     if mode == "constant":
         fill = np.array(0 if value is None else value).astype(x.dtype)
+        if len(plan) <= 3 and all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
+            return _pad_planes(x, plan, out_shape, 3, fill.reshape(1))
         out = np.full(out_shape, fill, dtype=x.dtype)
         src = [slice(None)] * x.ndim
         dst = [slice(None)] * x.ndim
@@ -313,7 +361,7 @@ def _pad_cpu(input, pad, mode="constant", value=None):
         out[tuple(dst)] = x[tuple(src)]
         return out
     if all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
-        return _pad_borders(x, plan, out_shape, mode)
+        return _pad_planes(x, plan, out_shape, _PAD_CODES[mode])
     result = x
     for d, lo, hi in plan:
         if lo == 0 and hi == 0:
@@ -332,37 +380,14 @@ def _pad_cpu(input, pad, mode="constant", value=None):
     return np.array(result, copy=True) if result is x else result
 
 
-def _pad_borders(x, plan, out_shape, mode):
-    """Non-negative reflect/replicate/circular padding: copy ``x`` once, then fill the borders from the copy.
-
-    Dims are done last first; each border slab spans the full (already padded) extent of
-    the dims done before and the input's extent of the others.
-    """
-    out = np.empty(out_shape, x.dtype)
-    region = [slice(None)] * x.ndim
-    for d, lo, _ in plan:
-        region[d] = slice(lo, lo + x.shape[d])
-    out[tuple(region)] = x
-    def at(d, start, stop, step=1):
-        """``region`` with dim ``d`` replaced by [start, stop), reversed when ``step`` is -1."""
-        key = list(region)
-        key[d] = slice(start, stop) if step > 0 else slice(stop - 1, start - 1 if start > 0 else None, -1)
-        return tuple(key)
-
-    for d, lo, hi in plan:
-        size = x.shape[d]
-        if mode == "reflect":
-            left, right = at(d, lo + 1, 2 * lo + 1, -1), at(d, lo + size - 1 - hi, lo + size - 1, -1)
-        elif mode == "replicate":
-            left, right = at(d, lo, lo + 1), at(d, lo + size - 1, lo + size)
-        else:
-            left, right = at(d, size, size + lo), at(d, lo, lo + hi)
-        if lo:
-            out[at(d, 0, lo)] = out[left]
-        if hi:
-            out[at(d, lo + size, lo + size + hi)] = out[right]
-        region[d] = slice(None)
-    return out
+def _pad_planes(x, plan, out_shape, mode, fill=None):
+    """Non-negative padding of at most 3 trailing dims by ember._C.pad_nd (one pass, any dtype)."""
+    k = len(plan)
+    lead = x.shape[:x.ndim - k]
+    lo3 = _lift3([lo for _, lo, _ in reversed(plan)], 0)
+    hi3 = _lift3([hi for _, _, hi in reversed(plan)], 0)
+    planes = np.ascontiguousarray(x).reshape((math.prod(lead), *_lift3(x.shape[x.ndim - k:], 1)))
+    return _C.pad_nd(planes, lo3, hi3, mode, fill).reshape(out_shape)
 
 
 pad = defop("pad", _pad_meta, cpu=_pad_cpu, tags=_NN_ONLY)
@@ -458,6 +483,32 @@ def _zero_pad(x, pad_lo, pad_hi):
     return padded
 
 
+def _stride_phases(x, pad_lo, pad_hi, stride):
+    """``x`` (N, C, *spatial) zero-padded and split by stride phases: (N, C, prod(stride), Dq, Hq, Wq).
+
+    Phase (a, b, c) holds the padded elements (q * stride + (a, b, c)); with stride 1 this is
+    the padded input itself. Spatial dims are lifted to 3 for ember._C.conv_avx512.
+    """
+    n = len(stride)
+    N, C = x.shape[:2]
+    if not any(pad_lo) and not any(pad_hi) and all(v == 1 for v in stride):
+        return np.ascontiguousarray(x, _F32).reshape(N, C, 1, *_lift3(x.shape[2:], 1))
+    sizes = [x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n)]
+    q = [-(-sizes[i] // stride[i]) for i in range(n)]
+    out = np.zeros((N, C, *stride, *q), _F32)
+    for phase in np.ndindex(*stride):
+        src, dst = [], []
+        for i in range(n):
+            # padded index q * s + a holds input index q * s + a - pad_lo, when inside the input
+            q0 = max(-((phase[i] - pad_lo[i]) // stride[i]), 0)
+            start = q0 * stride[i] + phase[i] - pad_lo[i]
+            count = len(range(start, x.shape[2 + i], stride[i]))
+            src.append(slice(start, start + (count - 1) * stride[i] + 1 if count else start, stride[i]))
+            dst.append(slice(q0, q0 + count))
+        out[(slice(None), slice(None), *phase, *dst)] = x[(slice(None), slice(None), *src)]
+    return out.reshape(N, C, math.prod(stride), *_lift3(q, 1))
+
+
 def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
     """Sliding windows of ``x`` (N, C, *spatial) as a view (N, groups, C / groups, *kernel, *out).
 
@@ -476,7 +527,7 @@ def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
 
 # Direct kernel (ember._C.conv_direct) when a group is this thin: depthwise and its neighbours.
 _DIRECT_MAX_GROUP_WORK = 16
-# Stride-1 float32 convolutions run ember._C.conv_s1 (AVX-512) where the CPU has it.
+# float32 convolutions run ember._C.conv_avx512 where the CPU has AVX-512.
 _FAST_CONV = _C.conv_fast_available()
 
 
@@ -493,14 +544,12 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     cpg, opg = C // groups, out_channels // groups
     if N == 0 or out_channels == 0 or 0 in out or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
-    elif x.dtype == _F32 and _FAST_CONV and all(v == 1 for v in stride) and cpg * opg > _DIRECT_MAX_GROUP_WORK \
-            and math.prod(kernel) > 1:
-        # AVX-512 implicit GEMM on the zero-padded input: no im2col copy
-        xp = _zero_pad(x, pad_lo, pad_hi)
-        x5 = xp.reshape((N, C, *_lift3(xp.shape[2:], 1)))
+    elif x.dtype == _F32 and _FAST_CONV and (groups == 1 or cpg == 1 or cpg * opg > _DIRECT_MAX_GROUP_WORK):
+        # AVX-512 implicit GEMM on the zero-padded input split by stride phases: no im2col copy
         w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))
-        result = _C.conv_s1(x5, w5, None if b is None else np.ascontiguousarray(_compute(b), _F32), groups,
-                            _lift3(dilation, 1)).reshape((N, out_channels, *out))
+        bias = None if b is None else np.ascontiguousarray(_compute(b), _F32)
+        result = _C.conv_avx512(_stride_phases(x, pad_lo, pad_hi, stride), w5, bias, groups, _lift3(stride, 1),
+                                _lift3(dilation, 1), _lift3(out, 1)).reshape((N, out_channels, *out))
         return result.astype(dtype, copy=False)
     elif x.dtype in _C_FLOAT and groups > 1 and cpg * opg <= _DIRECT_MAX_GROUP_WORK:
         x5 = np.ascontiguousarray(x).reshape((N, C, *_lift3(x.shape[2:], 1)))
@@ -562,6 +611,14 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
     K, L = math.prod(kernel), math.prod(blocks)
     if N == 0 or out_channels == 0 or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif x.dtype == _F32 and _FAST_CONV:
+        # the GEMM as a 1x1 convolution on ember._C's AVX-512 kernel, then col2im (no BLAS threads to fight)
+        wm = np.ascontiguousarray(w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)).reshape(
+            groups * opg * K, cpg, 1, 1, 1)
+        xm = np.ascontiguousarray(x).reshape(N, C, 1, 1, 1, L)
+        cols = _C.conv_avx512(xm, wm, None, groups, [1, 1, 1], [1, 1, 1], [1, 1, L])
+        result = _col2im(cols, N * out_channels, out, kernel, blocks, stride, padding, dilation)
+        result = result.reshape((N, out_channels, *out))
     else:
         wm = w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)
         cols = np.matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, C_out / groups * K, L)
@@ -572,6 +629,7 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
     return result.astype(dtype, copy=False)
 
 
+@_memoized
 def _convolution_plan(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     op = "convolution"
     _check_tensor(op, "input", input, 1)
@@ -657,6 +715,7 @@ def _complex_by_parts(conv, x, weight, bias, n):
     return out
 
 
+@_memoized
 def _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups):
     """Check a ``conv{n}d`` call; return (stride, pad_lo, pad_hi, dilation, groups, unbatched, output shape)."""
     _check_tensor(name, "input", input, 1)
@@ -771,6 +830,7 @@ conv2d = _make_conv(2)
 conv3d = _make_conv(3)
 
 
+@_memoized
 def _conv_transpose_plan(name, n, input, weight, bias, stride, padding, output_padding, groups, dilation):
     _check_tensor(name, "input", input, 1)
     _check_tensor(name, "weight", weight, 2)
@@ -907,6 +967,7 @@ def _blocks(size, k, d, p, s):
     return tuple((size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
 
 
+@_memoized
 def _im2col_plan(input, kernel_size, dilation, padding, stride):
     _check_tensor("unfold", "input", input)
     k, d, p, s = _block_params(kernel_size, dilation, padding, stride)
@@ -969,6 +1030,7 @@ def _im2col_cpu(input, kernel_size, dilation=1, padding=0, stride=1):
 im2col = defop("im2col", _im2col_meta, cpu=_im2col_cpu, tags=_NN_ONLY)
 
 
+@_memoized
 def _fold_plan(input, output_size, kernel_size, dilation, padding, stride):
     _check_tensor("fold", "input", input)
     out_size = _pair_param("output_size", output_size)
@@ -1064,6 +1126,7 @@ def _check_pool_input(op, n, shape):
     return len(shape) == n + 1
 
 
+@_memoized
 def _window_plan(op, n, input, kernel_size, stride, padding, dilation, ceil_mode, *, positions=(2, 3, 4, 5)):
     """Check a pooling window; return (kernel, stride, padding, dilation, out spatial sizes, unbatched)."""
     _check_tensor(op, "input", input)
@@ -1111,6 +1174,7 @@ def _make_max_pool(n):
     letters = _LETTERS[n]
     spatial = ", ".join(letters)
 
+    @_memoized
     def plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
         k, s, p, d, out, unbatched = _window_plan(name, n, input, kernel_size, stride, padding, dilation, ceil_mode)
         allowed = (*_INT_TYPES, *_FLOATS) if (return_indices or n > 1) else _FLOATS
@@ -1182,6 +1246,7 @@ def _make_avg_pool(n):
     name = f"avg_pool{n}d"
     spatial = ", ".join(_LETTERS[n])
 
+    @_memoized
     def plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         k, s, p, _, out, _ = _window_plan(name, n, input, kernel_size, stride, padding, None, ceil_mode)
         if divisor_override is not None:
@@ -1248,6 +1313,7 @@ avg_pool2d = _make_avg_pool(2)
 avg_pool3d = _make_avg_pool(3)
 
 
+@_memoized
 def _adaptive_plan(op, n, input, output_size):
     _check_tensor(op, "input", input)
     shape = input._data.shape
@@ -1278,9 +1344,6 @@ def _adaptive_plan(op, n, input, output_size):
 
 def _adaptive_avg(x, n, sizes, shape):
     """Adaptive average pooling of numpy x (…, *spatial) to ``sizes``; ``shape`` is the result's."""
-    if all(v == 1 for v in sizes):  # global average pooling: numpy's pairwise sums
-        planes = _compute(x).reshape(-1, math.prod(x.shape[x.ndim - n:]))
-        return planes.mean(axis=1, dtype=planes.dtype).reshape(shape).astype(x.dtype, copy=False)
     result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(sizes, 1))
     return result.reshape(shape).astype(x.dtype, copy=False)
 
@@ -1374,6 +1437,7 @@ def _make_lp_pool(n):
     name = f"lp_pool{n}d"
     spatial = ", ".join(_LETTERS[n])
 
+    @_memoized
     def plan(input, norm_type, kernel_size, stride, ceil_mode):
         """(window plan, powered dtype or None for the max path, result dtype, output shape)."""
         _check_tensor(name, "input", input)
@@ -1464,6 +1528,7 @@ def _make_max_unpool(n):
     name = f"max_unpool{n}d"
     spatial = ", ".join(_LETTERS[n])
 
+    @_memoized
     def plan(input, indices, kernel_size, stride, padding, output_size):
         _check_tensor(name, "input", input, 1)
         _check_tensor(name, "indices", indices, 2)
@@ -1573,6 +1638,7 @@ _MODE_DIMS = {"linear": 3, "bilinear": 4, "trilinear": 5, "bicubic": 4}
 _UINT8_MODES = ("nearest", "nearest-exact", "bilinear", "bicubic")
 
 
+@_memoized
 def _interpolate_plan(input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
     """Check an interpolate call as PyTorch's ``F.interpolate`` does.
 
@@ -1807,6 +1873,11 @@ def _uint8_pass(x, axis, idx, w):
 
 def _apply_taps(x, axis, idx, w):
     """Sum over taps t of ``take(x, idx[:, t], axis) * w[:, t]`` (weights broadcast along ``axis``)."""
+    if x.dtype in _C_FLOAT and w.dtype == x.dtype:
+        outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
+        result = _C.resample_axis(np.ascontiguousarray(x).reshape(outer, x.shape[axis], inner),
+                                  np.ascontiguousarray(idx, np.int64), np.ascontiguousarray(w))
+        return result.reshape(x.shape[:axis] + (idx.shape[0],) + x.shape[axis + 1:])
     shape = (-1,) + (1,) * (x.ndim - axis - 1)
     result = None
     for t in range(idx.shape[1]):
@@ -1958,6 +2029,7 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
                   "grid_sample for details.")
 
 
+@_memoized
 def _grid_sample_plan(input, grid, mode, padding_mode, align_corners):
     _check_tensor("grid_sample", "input", input, 1)
     _check_tensor("grid_sample", "grid", grid, 2)
@@ -2124,6 +2196,7 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
 grid_sample = defop("grid_sample", _grid_sample_meta, cpu=_grid_sample_cpu, tags=_NN_ONLY)
 
 
+@_memoized
 def _affine_grid_plan(theta, size, align_corners):
     _check_tensor("affine_grid", "theta", theta, 1)
     if align_corners is None:
@@ -2214,6 +2287,7 @@ affine_grid = defop("affine_grid", _affine_grid_meta, cpu=_affine_grid_cpu, tags
 # -- pixel_shuffle / pixel_unshuffle -------------------------------------------------------------------
 
 
+@_memoized
 def _shuffle_plan(op, input, factor, up):
     _check_tensor(op, "input", input)
     factor = _int_arg(op, "upscale_factor" if up else "downscale_factor", factor, 2)
@@ -2267,10 +2341,12 @@ def _pixel_shuffle_cpu(input, upscale_factor):
     r, out = _shuffle_plan("pixel_shuffle", input, upscale_factor, True)
     x = input._data
     lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
-    k = len(lead)
     y = x.reshape(*lead, c // (r * r), r, r, h, w)
-    perm = (*range(k), k, k + 3, k + 1, k + 4, k + 2)
-    return np.array(y.transpose(perm), order="C").reshape(out)
+    result = np.empty((*lead, c // (r * r), h, r, w, r), x.dtype)
+    for i in range(r):  # r * r strided copies with whole rows inside (numpy's copy of the transpose loops r at a time)
+        for j in range(r):
+            result[..., i, :, j] = y[..., i, j, :, :]
+    return result.reshape(out)
 
 
 def _pixel_shuffle_decomp(input, upscale_factor):
@@ -2318,10 +2394,12 @@ def _pixel_unshuffle_cpu(input, downscale_factor):
     r, out = _shuffle_plan("pixel_unshuffle", input, downscale_factor, False)
     x = input._data
     lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
-    k = len(lead)
     y = x.reshape(*lead, c, h // r, r, w // r, r)
-    perm = (*range(k), k, k + 2, k + 4, k + 1, k + 3)
-    return np.array(y.transpose(perm), order="C").reshape(out)
+    result = np.empty((*lead, c, r, r, h // r, w // r), x.dtype)
+    for i in range(r):
+        for j in range(r):
+            result[..., i, j, :, :] = y[..., :, i, :, j]
+    return result.reshape(out)
 
 
 def _pixel_unshuffle_decomp(input, downscale_factor):
