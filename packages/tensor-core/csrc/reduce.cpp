@@ -1,34 +1,38 @@
 // ember._C kernels for sum and the scans cumsum/cumprod (ember/_ops/reductions.py).
 //
-// Every kernel sees its input as a C-contiguous 3-D array [outer, n, inner] and
-// works along the middle axis: the Python side folds the dims before, after and
-// across the reduced (or scanned) dims into outer, inner and n. inner == 1 is
-// the common "last axis" case and gets its own loops, because there the work
-// runs along contiguous memory instead of across it.
+// Every kernel sees its input as a C-contiguous array folded to [outer, n, inner]
+// and works along the middle axis: outer and inner count the elements of the dims
+// before and after the reduced (or scanned) dims, n those of the reduced dims.
+// inner == 1 is the common "last axis" case and gets its own loops, because
+// there the work runs along contiguous memory instead of across it.
 //
 // Accuracy (float32, float64):
-// * sum: each row is cut into blocks; inside a block many independent lanes
-//   accumulate a few elements each in the input's type, the lanes of a block
-//   are combined pairwise and the block's result is added to a float64
-//   accumulator, which is flushed every 64 blocks into another (so a float64
-//   lane never adds more than a few hundred terms). This is the blocked form
-//   of pairwise summation (Higham, "The accuracy of floating point summation",
-//   SIAM J. Sci. Comput. 14(4), 1993): the error grows with the block length
-//   and the logarithm of the row length, not with the row length as in a
-//   single running sum. Across rows ("sum over a middle axis") the elements of
-//   4 rows are added pairwise, 16 rows are accumulated in the input's type and
-//   then added to float64 accumulators.
+// * sum along contiguous memory: the row is cut into blocks of 32 vectors; 4
+//   vectors of lanes accumulate 8 elements each in the input's type, are added
+//   pairwise, and each block's lanes go to float64 accumulators, which are
+//   flushed every 64 blocks into others. This is a blocked form of pairwise
+//   summation (Higham, "The accuracy of floating point summation", SIAM J.
+//   Sci. Comput. 14(4), 1993): the error grows with the block length and
+//   slowly with the row length, not in proportion to it as in a single running
+//   sum. Rows shorter than a block combine their lanes pairwise in the input's
+//   type.
+// * sum across rows (inner > 1): the elements of 8 rows are added pairwise,
+//   16 rows are accumulated in the input's type, then added to float64
+//   accumulators. With fewer columns than a vector holds, the array is read as
+//   one stream whose lanes each keep to one column, summed as along a row.
 // * cumsum/cumprod: float32 accumulates in float64 and rounds each output once
-//   (as PyTorch's CPU kernel does, whose float32 results equal the float64
-//   scan rounded to float32); float64 accumulates in float64. int64 wraps
-//   around on overflow, like numpy and PyTorch (the arithmetic is done on
-//   uint64, where wrapping is defined).
+//   (as PyTorch's CPU kernel does: its float32 results equal the float64 scan
+//   rounded to float32); float64 accumulates in float64. A long single row is
+//   scanned as 4 interleaved segments (to hide the latency of the additions),
+//   and over threads as pieces, each starting from the float64 total of what
+//   precedes it. int64 wraps around on overflow, like numpy and PyTorch (the
+//   arithmetic is done on uint64, where wrapping is defined).
 //
 // Speed: the inner loops use GCC vector extensions of 64 bytes and are compiled
 // three times, for AVX-512, AVX2 and the x86-64 baseline; the best one that the
-// CPU supports is chosen once, at import. OpenMP splits the work over
-// independent rows (or over column blocks, or over parts of one long row) when
-// there is enough of it (kParallelWork elements).
+// CPU supports is chosen at import (set_reduce_isa switches, for tests). OpenMP
+// splits the work over independent rows (or over column blocks, or over pieces
+// of one long row) when there is enough of it (kParallelSum, kParallelWork).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -36,6 +40,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -46,7 +51,7 @@
 #endif
 
 #if !defined(__GNUC__)
-#error "reduce.cpp needs GCC or Clang (vector extensions and target attributes)"
+#error "reduce.cpp needs GCC or Clang (vector extensions, target attributes)"
 #endif
 
 namespace py = pybind11;
@@ -59,6 +64,8 @@ namespace {
 
 // Work (elements) below which a kernel runs on one thread: a parallel region costs more.
 constexpr int64_t kParallelWork = 1 << 15;
+// Sums stream through memory fast enough that smaller ones stay on one thread.
+constexpr int64_t kParallelSum = 1 << 16;
 
 int max_threads() {
 #ifdef EMBER_HAS_OPENMP
@@ -242,33 +249,91 @@ EMBER_ALWAYS_INLINE void sum_rows(const T* x, int64_t n, int64_t r0, int64_t r1,
   for (; r < r1; ++r) out[r] = static_cast<T>(sum_contiguous(x + r * n, n));
 }
 
-// out[c0 + j] = sum over r of x[r, c0 + j] for j < cw, for x [R, inner] (one outer index).
-template <typename T>
-EMBER_ALWAYS_INLINE void sum_columns(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, T* out) {
-  using Lane = LaneOf<T>;
+// out[j] = sum over r of x[r, j] for x [R, inner] with inner < W: the array is read as one
+// contiguous stream, in periods of lcm(inner, W) elements (m vectors), within which lane l of
+// vector v always holds column (v * W + l) % inner. Lanes are flushed to float64 as in
+// sum_contiguous, and folded into their columns at the end. (A period may span several lcms.)
+template <typename T, typename Out>
+EMBER_ALWAYS_INLINE void sum_narrow_columns(const T* x, int64_t R, int64_t inner, Out* out) {
+  using V = VecOf<T>;
+  using A = AccVecOf<T>;
   using Acc = AccOf<T>;
-  Lane lo[kColumns];
-  Acc acc[kColumns];
-  for (int64_t j = 0; j < cw; ++j) acc[j] = 0;
+  constexpr int W = kWidth<T>;
+  int64_t m = inner / std::gcd(inner, int64_t(W));
+  m *= (4 + m - 1) / m;  // at least 4 vectors (independent additions) per period
+  const int64_t period = m * W, total = R * inner;
+  V lo[W];
+  A mid[W], top[W];
+  for (int64_t v = 0; v < m; ++v) {
+    lo[v] = V{};
+    mid[v] = top[v] = A{};
+  }
+  int64_t i = 0;
+  int steps = 0, filled = 0;
+  for (; i + period <= total; i += period) {
+    for (int64_t v = 0; v < m; ++v) lo[v] += load(x + i + v * W);
+    if (++steps == 4 * kSteps) {
+      for (int64_t v = 0; v < m; ++v) {
+        mid[v] += widen<T>(lo[v]);
+        lo[v] = V{};
+      }
+      steps = 0;
+      if (++filled == kFlush) {
+        for (int64_t v = 0; v < m; ++v) {
+          top[v] += mid[v];
+          mid[v] = A{};
+        }
+        filled = 0;
+      }
+    }
+  }
+  Acc column[W] = {};
+  for (int64_t v = 0; v < m; ++v) {
+    const A lanes = (top[v] + mid[v]) + widen<T>(lo[v]);
+    for (int l = 0; l < W; ++l) column[(v * W + l) % inner] += lanes[l];
+  }
+  for (; i < total; ++i) column[i % inner] += static_cast<Acc>(x[i]);  // i % period == 0 at the start
+  for (int64_t j = 0; j < inner; ++j) out[j] = static_cast<Out>(column[j]);
+}
+
+// out[c0 + j] = sum over r of x[r, c0 + j] for j < cw, for x [R, inner] (one outer index).
+// Out is T, or the accumulator type for partial sums that are added up afterwards. The columns
+// go in vectors; when cw is not a multiple of W, the last vector ends at the last column and
+// overlaps the one before it, and only its new lanes are written.
+template <typename T, typename Out>
+EMBER_ALWAYS_INLINE void sum_columns(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, Out* out) {
+  using V = VecOf<T>;
+  using A = AccVecOf<T>;
+  constexpr int W = kWidth<T>;
+  if (inner < W) return sum_narrow_columns<T, Out>(x, R, inner, out);  // then c0 == 0, cw == inner
+  constexpr int64_t kMaxVectors = kColumns / W + 1;
+  const int64_t full = cw / W, rem = cw % W, nv = full + (rem ? 1 : 0);
+  int64_t offset[kMaxVectors];
+  V lo[kMaxVectors];
+  A acc[kMaxVectors];
+  for (int64_t v = 0; v < nv; ++v) {
+    offset[v] = v < full ? c0 + v * W : c0 + cw - W;
+    acc[v] = A{};
+  }
   int64_t r = 0;
   while (r < R) {
     const int64_t r_end = std::min(R, r + kRowBlock);
-    for (int64_t j = 0; j < cw; ++j) lo[j] = 0;
-    for (; r + 4 <= r_end; r += 4) {
-      const T* p0 = x + r * inner + c0;
-      const T* p1 = p0 + inner;
-      const T* p2 = p1 + inner;
-      const T* p3 = p2 + inner;
-      for (int64_t j = 0; j < cw; ++j)
-        lo[j] += (Lane(p0[j]) + Lane(p1[j])) + (Lane(p2[j]) + Lane(p3[j]));
+    for (int64_t v = 0; v < nv; ++v) lo[v] = V{};
+    for (; r + 8 <= r_end; r += 8) {
+      const T* row = x + r * inner;
+      for (int64_t v = 0; v < nv; ++v) {
+        const T* p = row + offset[v];
+        const T* q = p + 4 * inner;
+        lo[v] += ((load(p) + load(p + inner)) + (load(p + 2 * inner) + load(p + 3 * inner))) +
+                 ((load(q) + load(q + inner)) + (load(q + 2 * inner) + load(q + 3 * inner)));
+      }
     }
-    for (; r < r_end; ++r) {
-      const T* p = x + r * inner + c0;
-      for (int64_t j = 0; j < cw; ++j) lo[j] += Lane(p[j]);
-    }
-    for (int64_t j = 0; j < cw; ++j) acc[j] += Acc(lo[j]);
+    for (; r < r_end; ++r)
+      for (int64_t v = 0; v < nv; ++v) lo[v] += load(x + r * inner + offset[v]);
+    for (int64_t v = 0; v < nv; ++v) acc[v] += widen<T>(lo[v]);
   }
-  for (int64_t j = 0; j < cw; ++j) out[c0 + j] = static_cast<T>(acc[j]);
+  for (int64_t v = 0; v < nv; ++v)
+    for (int l = v < full ? 0 : W - int(rem); l < W; ++l) out[offset[v] + l] = static_cast<Out>(acc[v][l]);
 }
 
 // ---- scans --------------------------------------------------------------------------------
@@ -352,33 +417,32 @@ EMBER_ALWAYS_INLINE void scan_row(const T* x, T* y, int64_t n, AccOf<T> init) {
   }
 }
 
-// Scans of rows [r0, r1) of x [rows, n], four rows side by side.
+// Scans of rows [r0, r1) of x [rows, n], four rows side by side (four independent dependency
+// chains, each exactly the running scan of its row); the rows left over one by one.
 template <typename T, typename Op>
 EMBER_ALWAYS_INLINE void scan_rows(const T* x, T* y, int64_t n, int64_t r0, int64_t r1) {
   using Acc = AccOf<T>;
   constexpr Acc id = Op::template identity<Acc>();
   int64_t r = r0;
-  if (n < kSegmentedScan) {
-    for (; r + 4 <= r1; r += 4) {
-      const T* x0 = x + r * n;
-      const T* x1 = x0 + n;
-      const T* x2 = x1 + n;
-      const T* x3 = x2 + n;
-      T* y0 = y + r * n;
-      T* y1 = y0 + n;
-      T* y2 = y1 + n;
-      T* y3 = y2 + n;
-      Acc s0 = id, s1 = id, s2 = id, s3 = id;
-      for (int64_t k = 0; k < n; ++k) {
-        s0 = Op::apply(s0, Acc(x0[k]));
-        s1 = Op::apply(s1, Acc(x1[k]));
-        s2 = Op::apply(s2, Acc(x2[k]));
-        s3 = Op::apply(s3, Acc(x3[k]));
-        y0[k] = T(s0);
-        y1[k] = T(s1);
-        y2[k] = T(s2);
-        y3[k] = T(s3);
-      }
+  for (; r + 4 <= r1; r += 4) {
+    const T* x0 = x + r * n;
+    const T* x1 = x0 + n;
+    const T* x2 = x1 + n;
+    const T* x3 = x2 + n;
+    T* y0 = y + r * n;
+    T* y1 = y0 + n;
+    T* y2 = y1 + n;
+    T* y3 = y2 + n;
+    Acc s0 = id, s1 = id, s2 = id, s3 = id;
+    for (int64_t k = 0; k < n; ++k) {
+      s0 = Op::apply(s0, Acc(x0[k]));
+      s1 = Op::apply(s1, Acc(x1[k]));
+      s2 = Op::apply(s2, Acc(x2[k]));
+      s3 = Op::apply(s3, Acc(x3[k]));
+      y0[k] = T(s0);
+      y1[k] = T(s1);
+      y2[k] = T(s2);
+      y3[k] = T(s3);
     }
   }
   for (; r < r1; ++r) scan_row<T, Op>(x + r * n, y + r * n, n, id);
@@ -407,6 +471,7 @@ struct Kernels {
   AccOf<T> (*sum_contiguous)(const T*, int64_t);
   void (*sum_rows)(const T*, int64_t, int64_t, int64_t, T*);
   void (*sum_columns)(const T*, int64_t, int64_t, int64_t, int64_t, T*);
+  void (*sum_columns_partial)(const T*, int64_t, int64_t, int64_t, int64_t, AccOf<T>*);
   AccOf<T> (*acc_total)(const T*, int64_t);
   void (*cumsum_row)(const T*, T*, int64_t, AccOf<T>);
   void (*cumsum_rows)(const T*, T*, int64_t, int64_t, int64_t);
@@ -427,9 +492,9 @@ struct Kernels {
   TARGET void sum_rows_k(const T* x, int64_t n, int64_t r0, int64_t r1, T* out) {                             \
     sum_rows<T>(x, n, r0, r1, out);                                                                           \
   }                                                                                                           \
-  template <typename T>                                                                                       \
-  TARGET void sum_columns_k(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, T* out) {           \
-    sum_columns<T>(x, R, inner, c0, cw, out);                                                                 \
+  template <typename T, typename Out>                                                                          \
+  TARGET void sum_columns_k(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, Out* out) {         \
+    sum_columns<T, Out>(x, R, inner, c0, cw, out);                                                            \
   }                                                                                                           \
   template <typename T>                                                                                       \
   TARGET AccOf<T> acc_total_k(const T* x, int64_t n) {                                                        \
@@ -449,16 +514,21 @@ struct Kernels {
   }                                                                                                           \
   template <typename T>                                                                                       \
   Kernels<T> table() {                                                                                        \
-    return {&sum_contiguous_k<T>,         &sum_rows_k<T>,       &sum_columns_k<T>,                           \
-            &acc_total_k<T>,              &cumsum_row_k<T>,     &scan_rows_k<T, AddOp>,                      \
-            &scan_rows_k<T, MulOp>,       &scan_columns_k<T, AddOp>, &scan_columns_k<T, MulOp>};             \
+    return {&sum_contiguous_k<T>,       &sum_rows_k<T>,           &sum_columns_k<T, T>,                      \
+            &sum_columns_k<T, AccOf<T>>, &acc_total_k<T>,          &cumsum_row_k<T>,                          \
+            &scan_rows_k<T, AddOp>,     &scan_rows_k<T, MulOp>,   &scan_columns_k<T, AddOp>,                 \
+            &scan_columns_k<T, MulOp>};                                                                       \
   }                                                                                                           \
   }
 
 EMBER_REDUCE_VARIANT(baseline, )
 #if defined(__x86_64__) || defined(__i386__)
 EMBER_REDUCE_VARIANT(avx2, __attribute__((target("avx2"))))
+#if defined(__clang__)
+EMBER_REDUCE_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw"))))
+#else
 EMBER_REDUCE_VARIANT(avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512"))))
+#endif
 #endif
 
 // The instruction sets this file is compiled for, best first, and the one in use.
@@ -529,7 +599,7 @@ template <typename T>
 void sum_driver(const T* x, int64_t outer, int64_t R, int64_t inner, T* out) {
   const Kernels<T>& k = kernels<T>();
   const int64_t work = outer * R * inner;
-  const int64_t threads = work > kParallelWork ? max_threads() : 1;
+  const int64_t threads = work > kParallelSum ? max_threads() : 1;
   if (outer * inner == 0) return;
   if (inner == 1) {
     if (outer >= 2 * threads || threads == 1) {
@@ -560,6 +630,28 @@ void sum_driver(const T* x, int64_t outer, int64_t R, int64_t inner, T* out) {
   }
   const int64_t blocks = (inner + kColumns - 1) / kColumns;
   const int64_t tasks = outer * blocks;
+  if (tasks < threads && R >= threads * kRowBlock) {
+    // Too few column blocks to go round (e.g. x.sum(0) of a tall, narrow matrix): each thread sums
+    // its share of the reduced rows into float64 partial sums, added up at the end.
+    const int64_t size = outer * inner;
+    std::vector<AccOf<T>> partial(threads * size);
+#pragma omp parallel for schedule(static)
+    for (int64_t part = 0; part < threads; ++part) {
+      int64_t lo, hi;
+      split(R, threads, part, lo, hi);
+      for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t o = t / blocks, c0 = (t % blocks) * kColumns;
+        k.sum_columns_partial(x + (o * R + lo) * inner, hi - lo, inner, c0, std::min(kColumns, inner - c0),
+                              partial.data() + part * size + o * inner);
+      }
+    }
+    for (int64_t i = 0; i < size; ++i) {
+      AccOf<T> total = 0;
+      for (int64_t part = 0; part < threads; ++part) total += partial[part * size + i];
+      out[i] = static_cast<T>(total);
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static) if (threads > 1 && tasks > 1)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t o = t / blocks, c0 = (t % blocks) * kColumns;
@@ -598,13 +690,14 @@ void scan_driver(const T* x, int64_t outer, int64_t n, int64_t inner, T* y) {
       return;
     }
     const int64_t parts = std::min<int64_t>(threads, outer);
-    // Whole groups of four rows per thread where possible.
-    const int64_t groups = (outer + 3) / 4;
+    // Whole groups of four rows per thread where there are enough rows (see scan_rows).
+    const int64_t unit = outer >= 4 * parts ? 4 : 1;
+    const int64_t units = (outer + unit - 1) / unit;
 #pragma omp parallel for schedule(static) if (parts > 1)
     for (int64_t part = 0; part < parts; ++part) {
       int64_t lo, hi;
-      split(groups, parts, part, lo, hi);
-      (kSum ? k.cumsum_rows : k.cumprod_rows)(x, y, n, lo * 4, std::min(outer, hi * 4));
+      split(units, parts, part, lo, hi);
+      (kSum ? k.cumsum_rows : k.cumprod_rows)(x, y, n, lo * unit, std::min(outer, hi * unit));
     }
     return;
   }
@@ -619,16 +712,48 @@ void scan_driver(const T* x, int64_t outer, int64_t n, int64_t inner, T* y) {
 }
 
 // ---- Python entry points -----------------------------------------------------------------
+// They take arrays of any shape and fold them to [outer, n, inner] themselves (cheaper than
+// numpy reshapes on the Python side). They return None, rather than raise, for arrays that
+// these kernels do not handle (other dtypes, not C-contiguous), so that the caller can fall
+// back to numpy with one call.
 
-void check_input(const py::array& x, const char* what) {
-  if (x.ndim() != 3) throw std::invalid_argument(std::string(what) + ": expected a 3-D array [outer, n, inner]");
-  if (!(x.flags() & py::array::c_style)) throw std::invalid_argument(std::string(what) + ": array must be C-contiguous");
+enum class Kind { kFloat32, kFloat64, kInt64, kOther };
+
+Kind kind_of(const py::array& x) {
+  const py::dtype dt = x.dtype();
+  if (dt.is(py::dtype::of<float>())) return Kind::kFloat32;
+  if (dt.is(py::dtype::of<double>())) return Kind::kFloat64;
+  if (dt.is(py::dtype::of<int64_t>())) return Kind::kInt64;
+  return Kind::kOther;
+}
+
+bool usable(const py::array& x) { return (x.flags() & py::array::c_style) && kind_of(x) != Kind::kOther; }
+
+void check_dims(const py::array& x, int64_t first, int64_t last, const char* what) {
+  const int64_t ndim = x.ndim();
+  if (first < 0 || last < first || last >= ndim)
+    throw std::invalid_argument(std::string(what) + ": dims " + std::to_string(first) + ".." + std::to_string(last) +
+                                " out of range for an array of " + std::to_string(ndim) + " dims");
+}
+
+// outer, n, inner: the element counts of x's dims before first, first..last, and after last.
+void fold(const py::array& x, int64_t first, int64_t last, int64_t& outer, int64_t& n, int64_t& inner) {
+  outer = n = inner = 1;
+  for (int64_t d = 0; d < x.ndim(); ++d) (d < first ? outer : d <= last ? n : inner) *= x.shape(d);
 }
 
 template <typename T>
-py::array sum_typed(const py::array& x) {
-  const int64_t outer = x.shape(0), R = x.shape(1), inner = x.shape(2);
-  py::array_t<T> out({outer, inner});
+py::array sum_typed(const py::array& x, int64_t first, int64_t last, bool keepdim) {
+  int64_t outer, R, inner;
+  fold(x, first, last, outer, R, inner);
+  std::vector<py::ssize_t> shape;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (d < first || d > last)
+      shape.push_back(x.shape(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  py::array_t<T> out(shape);
   const T* in = static_cast<const T*>(x.data());
   T* o = out.mutable_data();
   {
@@ -641,19 +766,24 @@ py::array sum_typed(const py::array& x) {
   return std::move(out);
 }
 
-py::array reduce_sum(const py::array& x) {
-  check_input(x, "reduce_sum");
-  auto dt = x.dtype();
-  if (dt.is(py::dtype::of<float>())) return sum_typed<float>(x);
-  if (dt.is(py::dtype::of<double>())) return sum_typed<double>(x);
-  if (dt.is(py::dtype::of<int64_t>())) return sum_typed<int64_t>(x);
-  throw std::invalid_argument("reduce_sum: unsupported dtype (expected float32, float64 or int64)");
+py::object sum_dims(const py::array& x, int64_t first, int64_t last, bool keepdim) {
+  check_dims(x, first, last, "sum_dims");
+  if (!usable(x)) return py::none();
+  switch (kind_of(x)) {
+    case Kind::kFloat32:
+      return sum_typed<float>(x, first, last, keepdim);
+    case Kind::kFloat64:
+      return sum_typed<double>(x, first, last, keepdim);
+    default:
+      return sum_typed<int64_t>(x, first, last, keepdim);
+  }
 }
 
 template <typename T, bool kSum>
-py::array scan_typed(const py::array& x) {
-  const int64_t outer = x.shape(0), n = x.shape(1), inner = x.shape(2);
-  py::array_t<T> out({outer, n, inner});
+py::array scan_typed(const py::array& x, int64_t dim) {
+  int64_t outer, n, inner;
+  fold(x, dim, dim, outer, n, inner);
+  py::array_t<T> out(std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   const T* in = static_cast<const T*>(x.data());
   T* o = out.mutable_data();
   {
@@ -664,28 +794,32 @@ py::array scan_typed(const py::array& x) {
 }
 
 template <bool kSum>
-py::array scan(const py::array& x) {
-  const char* what = kSum ? "cumsum" : "cumprod";
-  check_input(x, what);
-  auto dt = x.dtype();
-  if (dt.is(py::dtype::of<float>())) return scan_typed<float, kSum>(x);
-  if (dt.is(py::dtype::of<double>())) return scan_typed<double, kSum>(x);
-  if (dt.is(py::dtype::of<int64_t>())) return scan_typed<int64_t, kSum>(x);
-  throw std::invalid_argument(std::string(what) + ": unsupported dtype (expected float32, float64 or int64)");
+py::object scan(const py::array& x, int64_t dim) {
+  check_dims(x, dim, dim, kSum ? "cumsum" : "cumprod");
+  if (!usable(x)) return py::none();
+  switch (kind_of(x)) {
+    case Kind::kFloat32:
+      return scan_typed<float, kSum>(x, dim);
+    case Kind::kFloat64:
+      return scan_typed<double, kSum>(x, dim);
+    default:
+      return scan_typed<int64_t, kSum>(x, dim);
+  }
 }
 
 }  // namespace
 
 void init_reduce(py::module_& m) {
-  m.def("reduce_sum", &reduce_sum, py::arg("x"),
-        "Sum of a C-contiguous float32/float64/int64 array [outer, n, inner] over its middle axis -> [outer, inner] "
-        "(blocked pairwise summation with float64 block accumulators; int64 wraps around).");
-  m.def("cumsum", &scan<true>, py::arg("x"),
-        "Cumulative sum along the middle axis of a C-contiguous float32/float64/int64 array [outer, n, inner] "
-        "(accumulated in float64 for floats; int64 wraps around).");
-  m.def("cumprod", &scan<false>, py::arg("x"),
-        "Cumulative product along the middle axis of a C-contiguous float32/float64/int64 array [outer, n, inner] "
-        "(accumulated in float64 for floats; int64 wraps around).");
+  m.def("sum_dims", &sum_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("keepdim") = false,
+        "Sum of a C-contiguous float32/float64/int64 array over its adjacent dims first..last (a new array; the "
+        "summed dims dropped, or kept with size 1). None for other dtypes or non-contiguous arrays. Floats: blocked "
+        "pairwise summation with float64 block accumulators; int64 wraps around.");
+  m.def("cumsum", &scan<true>, py::arg("x"), py::arg("dim"),
+        "Cumulative sum along dim of a C-contiguous float32/float64/int64 array (a new array). None for other "
+        "dtypes or non-contiguous arrays. Floats accumulate in float64; int64 wraps around.");
+  m.def("cumprod", &scan<false>, py::arg("x"), py::arg("dim"),
+        "Cumulative product along dim of a C-contiguous float32/float64/int64 array (a new array). None for other "
+        "dtypes or non-contiguous arrays. Floats accumulate in float64; int64 wraps around.");
   m.def("set_reduce_isa", &set_reduce_isa, py::arg("name"),
         "Use the sum/cumsum/cumprod kernels compiled for this instruction set (for tests); returns the previous one.");
   m.def("supported_reduce_isas", &supported_reduce_isas,

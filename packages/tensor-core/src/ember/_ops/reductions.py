@@ -15,7 +15,11 @@ Conventions shared by the ops of this module (PyTorch's):
   puts there, and ``sort`` is always stable.
 * NaN propagates through ``max``/``min``/``amax``/``median`` (and counts as
   the largest value when sorting: last ascending, first descending).
-* float16 and bfloat16 are computed in float32 and rounded once at the end.
+* float16 and bfloat16 are computed in float32 and rounded once at the end;
+  float32 ``cumsum``/``cumprod`` accumulate in float64 (as PyTorch's CPU kernels do).
+* ``sum``, ``mean``, ``cumsum`` and ``cumprod`` of float32/float64/int64 data run the C++
+  kernels of ``ember._C`` (csrc/reduce.cpp): the sums for C- or F-contiguous data reduced
+  over adjacent dims, the scans always. Other cases use numpy.
 
 Kernels read ``t._data`` and return new numpy arrays; meta functions do every
 argument check, so the messages are the same on every device.
@@ -184,16 +188,11 @@ def _to_last(data, d):
 
 
 # -- compiled kernels (ember._C) for sum, mean, cumsum and cumprod -----------------------------------------
-# They take a C-contiguous float32/float64/int64 array folded to [outer, n, inner] and work along its middle
-# axis; see csrc/reduce.cpp. Float sums there are blocked-pairwise with float64 block accumulators (at least
-# as accurate as numpy's pairwise sum, and faster); float32 scans accumulate in float64, as PyTorch's do.
+# They take C-contiguous float32/float64/int64 arrays and return None for anything else (see
+# csrc/reduce.cpp). Their float sums are blocked-pairwise with float64 block accumulators (at least as
+# accurate as numpy's pairwise sum, and faster); their float32 scans accumulate in float64, as PyTorch's do.
 
 _C_DTYPES = (_F32, _F64, _I64)
-
-
-def _fold(shape, lo, hi):
-    """``(outer, n, inner)``: the element counts of dims before ``lo``, of ``lo..hi``, and after ``hi``."""
-    return math.prod(shape[:lo]), math.prod(shape[lo:hi + 1]), math.prod(shape[hi + 1:])
 
 
 def _c_sum(data, dims, keepdim):
@@ -202,24 +201,21 @@ def _c_sum(data, dims, keepdim):
     It applies to float32/float64/int64 arrays with at least one dim, C- or F-contiguous, whose reduced
     dims are adjacent. The result is a new C-contiguous array.
     """
-    if data.dtype not in _C_DTYPES or not data.ndim or dims[-1] - dims[0] + 1 != len(dims):
+    if not data.ndim or dims[-1] - dims[0] + 1 != len(dims):
         return None
-    if data.flags.c_contiguous:
-        total = _C.reduce_sum(data.reshape(_fold(data.shape, dims[0], dims[-1])))
-        return total.reshape(_out_shape(data.shape, dims, keepdim))
-    if data.flags.f_contiguous:  # e.g. a transposed matrix: reduce its C-contiguous transpose
+    result = _C.sum_dims(data, dims[0], dims[-1], keepdim)
+    if result is None and data.ndim > 1 and data.flags.f_contiguous:
+        # e.g. a transposed matrix: reduce its C-contiguous transpose, whose dims run the other way
         last = data.ndim - 1
-        view, lo, hi = data.T, last - dims[-1], last - dims[0]
-        total = _C.reduce_sum(view.reshape(_fold(view.shape, lo, hi)))
-        return np.ascontiguousarray(total.reshape(_out_shape(view.shape, range(lo, hi + 1), keepdim)).T)
-    return None
+        result = _C.sum_dims(data.T, last - dims[-1], last - dims[0], keepdim)
+        if result is not None:
+            result = np.ascontiguousarray(result.T)
+    return result
 
 
 def _c_scan(kernel, data, d):
-    """``kernel`` (ember._C.cumsum or cumprod) along dim ``d`` of a float32/float64/int64 array."""
-    if not data.flags.c_contiguous:
-        data = np.ascontiguousarray(data)
-    return kernel(data.reshape(_fold(data.shape, d, d))).reshape(data.shape)
+    """``kernel`` (ember._C.cumsum or cumprod) along dim ``d`` of an array, or None for other dtypes."""
+    return kernel(data if data.flags.c_contiguous else np.ascontiguousarray(data), d)
 
 
 # -- sum, nansum, mean, nanmean, prod ------------------------------------------------------------------
@@ -268,7 +264,7 @@ def _sum_cpu(input, dim=None, keepdim=False, *, dtype=None):
         data = (data.real if data.dtype.kind == "c" and out.kind != "c" else data).astype(out)
     acc = _F32 if out in _LOW_FLOATS else out
     dims = _dims("sum", dim, data.ndim)
-    if data.dtype == acc:
+    if data.dtype == acc:  # no cast needed
         result = _c_sum(data, dims, keepdim)
         if result is not None:
             return result
@@ -373,11 +369,14 @@ def _mean_cpu(input, dim=None, keepdim=False, *, dtype=None):
         data = data.astype(out)
     data = _upcast(data)
     dims = _dims("mean", dim, data.ndim)
-    total = _c_sum(data, dims, keepdim) if data.dtype.kind == "f" else None
+    count = _count(data.shape, dims)
+    if count and data.dtype.kind == "f":
+        total = _c_sum(data, dims, keepdim)
+        if total is not None:  # a new array: divide in place (by a positive count: no floating warnings)
+            return _finish(np.true_divide(total, count, out=total), out)
     with np.errstate(all="ignore"):
-        if total is None:
-            total = np.sum(data, axis=_axis(data, dims), keepdims=keepdim)
-        return _finish(np.true_divide(total, _count(data.shape, dims), dtype=data.dtype), out)
+        total = np.sum(data, axis=_axis(data, dims), keepdims=keepdim)
+        return _finish(np.true_divide(total, count, dtype=data.dtype), out)
 
 
 def _mean_decomp(input, dim=None, keepdim=False, *, dtype=None):
@@ -1253,8 +1252,10 @@ def _cum_op(name, np_fn, c_kernel):
             data = data.astype(out)
         if data.ndim == 0:
             return data.copy()
-        if out in _C_DTYPES:
-            return _c_scan(c_kernel, data, wrap_dim(dim, data.ndim))
+        if out in _C_DTYPES:  # (float16/bfloat16 accumulate in float32 below, as PyTorch's do)
+            result = _c_scan(c_kernel, data, wrap_dim(dim, data.ndim))
+            if result is not None:
+                return result
         acc = _F32 if out in _LOW_FLOATS else out
         with np.errstate(all="ignore"):
             return _finish(np_fn(data, axis=wrap_dim(dim, data.ndim), dtype=acc), out)
