@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import datetime
 import doctest
+import functools
+import importlib
+import inspect
 import re
 import types
 from importlib import metadata
 from pathlib import Path
+
+from sphinx.util import logging as sphinx_logging
 
 project = "Ember"
 author = "The Ember developers"
@@ -57,25 +62,156 @@ html_title = f"Ember {release}"
 html_static_path: list[str] = []
 
 
-# --------------------------------------------------------------------------- coverage
-# api/other.rst lists, at build time, every public name of `ember` that no other
-# API page documents, so a new function is in the reference the day it lands
-# (move it to the right page when convenient).
+# --------------------------------------------------------------------------- op families
+# Each op module of the registry (ember._ops.OP_MODULES) is one family with one page.
+# The page is prose written by hand around a line ``.. ember-op-family: <module>``
+# (an RST comment), which the build replaces with a summary table and an entry for
+# every public op that module registered (ember._ops.OPS_BY_MODULE), under the name
+# a user calls it by. New ops therefore appear on their family's page by themselves;
+# a new op module needs a page, and the build fails until it has one.
 
 API_DIR = Path(__file__).resolve().parent / "api"
-PLACEHOLDER = ".. ember-undocumented-names"
+_OP_FAMILY = re.compile(r"^\.\. ember-op-family: (\S+)[ \t]*$", re.MULTILINE)
 _AUTO_DIRECTIVE = re.compile(
     r"^\s*\.\. auto(?:function|class|exception|data|decorator)::\s+(ember\.[\w.]+)", re.MULTILINE
 )
 
+logger = sphinx_logging.getLogger(__name__)
 
-def documented_names() -> set[str]:
-    """Fully qualified names that the hand-written API pages document."""
-    names: set[str] = set()
-    for page in API_DIR.glob("*.rst"):
-        if page.stem != "other":
-            names.update(_AUTO_DIRECTIVE.findall(page.read_text(encoding="utf-8")))
+
+def _resolve(qualified: str):
+    """The object that a dotted name such as ``ember.nn.functional.relu`` names, or ``None``."""
+    module_name, _, attr = qualified.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), attr)
+    except (ImportError, AttributeError):
+        return None
+
+
+def _api_pages() -> dict[str, str]:
+    """The hand-written API pages' sources, by docname (``"api/ops/pointwise"``)."""
+    root = API_DIR.parent
+    return {
+        page.relative_to(root).with_suffix("").as_posix(): page.read_text(encoding="utf-8")
+        for page in sorted(API_DIR.rglob("*.rst"))
+    }
+
+
+@functools.cache
+def hand_documented() -> frozenset[int]:
+    """``id``s of the objects that the pages document with explicit auto directives."""
+    objects = (_resolve(name) for text in _api_pages().values() for name in _AUTO_DIRECTIVE.findall(text))
+    return frozenset(id(obj) for obj in objects if obj is not None)
+
+
+def _exported_names() -> dict[int, list[str]]:
+    """Every public name of each op, by the op's ``id``: ``ember.<name>`` first, then ``ember.nn.functional``'s.
+
+    Among the ``ember.nn.functional`` names an alias comes before the registry name
+    (``F.unfold`` before ``F.im2col``, the same op).
+    """
+    import ember
+    import ember.nn.functional as F
+    from ember._ops import Op
+
+    top = [f"ember.{n}" for n in dir(ember) if not n.startswith("_") and isinstance(getattr(ember, n), Op)]
+    functional = [f"ember.nn.functional.{n}" for n in F.__all__ if isinstance(getattr(F, n), Op)]
+    names: dict[int, list[str]] = {}
+    for qualified in top + functional:
+        names.setdefault(id(_resolve(qualified)), []).append(qualified)
+    for op_names in names.values():
+        op_names.sort(key=lambda q: (q.startswith("ember.nn."), q.rsplit(".", 1)[1] == _resolve(q).name))
     return names
+
+
+@functools.cache
+def op_family_entries() -> dict[str, list[tuple[str, list[str]]]]:
+    """For each op module, ``(name to document, other public names)`` per public op, in registration order.
+
+    Ops without a public function (in-place variants such as ``add_``, which are
+    Tensor methods, and private ops) are left out, as are ops that a page already
+    documents by hand with its own auto directive.
+    """
+    from ember._ops import OP_MODULES, OPS_BY_MODULE, registry
+
+    exported = _exported_names()
+    families = {}
+    for module in OP_MODULES:
+        prefer_functional = module.__name__.rsplit(".", 1)[1].startswith("nn_")
+        entries = []
+        for op_name in OPS_BY_MODULE[module.__name__]:
+            op = registry[op_name]
+            names = exported.get(id(op))
+            if not names or id(op) in hand_documented():
+                continue
+            if prefer_functional:  # PyTorch documents F.conv2d, not torch.conv2d
+                names = sorted(names, key=lambda q: not q.startswith("ember.nn.functional."))
+            entries.append((names[0], names[1:]))
+        families[module.__name__] = entries
+    return families
+
+
+def _summary(obj) -> str:
+    """The first paragraph of ``obj``'s docstring, on one line."""
+    doc = inspect.getdoc(obj) or ""
+    return " ".join(line.strip() for line in doc.split("\n\n", 1)[0].splitlines()) or "(no docstring)"
+
+
+def _family_rst(module_name: str) -> str:
+    """A table of a family's ops (name and summary line), then each op's entry."""
+    entries = op_family_entries()[module_name]
+    if not entries:
+        return "This family has no public ops yet."
+    rows = "\n".join(f"   * - :func:`~{name}`\n     - {_summary(_resolve(name))}" for name, _ in entries)
+    blocks = [f".. list-table::\n   :class: ember-op-summary\n   :widths: 1 3\n\n{rows}"]
+    for name, also in entries:
+        block = f".. autofunction:: {name}"
+        if also:
+            block += "\n\n   Also available as " + ", ".join(f"``{a}``" for a in also) + "."
+        blocks.append(block)
+    return "\n\n".join(blocks)
+
+
+def check_op_families(app) -> None:
+    """Warn (an error under ``-W``) unless every op module has exactly one page, and each page names a real one."""
+    from ember._ops import OP_MODULES
+
+    claimed: dict[str, list[str]] = {}
+    for docname, text in _api_pages().items():
+        for module_name in _OP_FAMILY.findall(text):
+            claimed.setdefault(module_name, []).append(docname)
+    known = {module.__name__ for module in OP_MODULES}
+    for module_name in sorted(known - set(claimed)):
+        logger.warning(
+            f"op module {module_name} has no API page: add one with a line '.. ember-op-family: {module_name}'"
+        )
+    for module_name, docnames in sorted(claimed.items()):
+        if module_name not in known:
+            logger.warning(f"{', '.join(docnames)}: {module_name} is not in ember._ops.OP_MODULES")
+        elif len(docnames) > 1:
+            logger.warning(f"op module {module_name} has several API pages: {', '.join(docnames)}")
+
+
+def _fill_op_families(app, docname: str, source: list[str]) -> None:
+    if not docname.startswith("api/"):
+        return
+    source[0] = _OP_FAMILY.sub(
+        lambda m: _family_rst(m.group(1)) if m.group(1) in op_family_entries() else m.group(0), source[0]
+    )
+
+
+# --------------------------------------------------------------------------- coverage
+# api/other.rst lists, at build time, every public name of `ember` that no other
+# API page documents (by hand or as an op of a family), so a new function is in the
+# reference the day it lands (move it to the right page when convenient).
+
+PLACEHOLDER = ".. ember-undocumented-names"
+
+
+def documented_objects() -> set[int]:
+    """``id``s of the objects that the API pages document, the op family pages included."""
+    generated = (_resolve(name) for entries in op_family_entries().values() for name, _ in entries)
+    return set(hand_documented()) | {id(obj) for obj in generated}
 
 
 def undocumented_public_names() -> list[tuple[str, str]]:
@@ -83,11 +219,11 @@ def undocumented_public_names() -> list[tuple[str, str]]:
     import ember
 
     public = getattr(ember, "__all__", None) or [n for n in dir(ember) if not n.startswith("_")]
-    documented = documented_names()
+    documented = documented_objects()
     missing = []
     for name in sorted(public):
         obj = getattr(ember, name, None)
-        if f"ember.{name}" in documented or isinstance(obj, types.ModuleType) or isinstance(obj, ember.dtype):
+        if id(obj) in documented or isinstance(obj, types.ModuleType) or isinstance(obj, ember.dtype):
             continue  # documented, a subpackage, or a dtype (listed in the dtypes table)
         if not (isinstance(obj, type) or callable(obj)):
             continue  # data such as ember.default_generator, described in prose
@@ -112,4 +248,6 @@ def _fill_other_page(app, docname: str, source: list[str]) -> None:
 
 
 def setup(app):
+    app.connect("builder-inited", check_op_families)
+    app.connect("source-read", _fill_op_families)
     app.connect("source-read", _fill_other_page)

@@ -2,28 +2,67 @@
 
 See :mod:`ember._ops._registry` for what an entry holds and
 :mod:`ember._ops._dispatch` for how calls reach kernels. The op modules are
-imported here explicitly, in dependency order.
+imported here explicitly, in dependency order, and each one's ops are recorded
+in :data:`OPS_BY_MODULE` (the API reference has one page per op module).
 """
+
+import importlib
+import sys
 
 from . import _registry
 from ._registry import COMPOSITE, PRIM, Op, defop, get, registry
 
-from . import creation  # noqa: E402,I001 - registration order matters
-from . import views  # noqa: E402
-from . import pointwise  # noqa: E402
-from . import indexing  # noqa: E402
-from . import random  # noqa: E402
-from . import reductions  # noqa: E402
-from . import shape  # noqa: E402
-from . import linalg  # noqa: E402
-from . import nn_conv  # noqa: E402
-from . import nn_functional  # noqa: E402
+#: The registry names that each op module registered, by module name
+#: (``OPS_BY_MODULE["ember._ops.pointwise"] == ("abs", "abs_", ...)``), in registration order.
+OPS_BY_MODULE: dict[str, tuple[str, ...]] = {}
+
+
+def _import_op_module(name):
+    """Import the op module ``ember._ops.<name>`` and record the ops it registered in OPS_BY_MODULE.
+
+    Raises:
+        RuntimeError: if the module was already imported (by an op module imported before it,
+            which would register its ops under the wrong module).
+    """
+    qualified = f"{__name__}.{name}"
+    if qualified in sys.modules:
+        raise RuntimeError(
+            f"{qualified} was imported before ember._ops imports it in order; "
+            "an earlier op module must not import a later one at import time"
+        )
+    first = len(registry)
+    module = importlib.import_module(qualified)
+    OPS_BY_MODULE[qualified] = tuple(list(registry)[first:])
+    return module
+
+
+creation = _import_op_module("creation")
+views = _import_op_module("views")
+pointwise = _import_op_module("pointwise")
+indexing = _import_op_module("indexing")
+random = _import_op_module("random")
+reductions = _import_op_module("reductions")
+shape = _import_op_module("shape")
+linalg = _import_op_module("linalg")
+nn_conv = _import_op_module("nn_conv")
+nn_functional = _import_op_module("nn_functional")
 
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv, nn_functional)
 
-__all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE", "public_ops", "OP_MODULES"]
+__all__ = [
+    "Op",
+    "registry",
+    "defop",
+    "get",
+    "PRIM",
+    "COMPOSITE",
+    "public_ops",
+    "nn_functional_ops",
+    "OP_MODULES",
+    "OPS_BY_MODULE",
+]
 
 # Registry names that are not public functions of the ember namespace (PyTorch has
 # them only as Tensor methods, or under another name).

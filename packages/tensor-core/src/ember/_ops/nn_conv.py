@@ -660,12 +660,12 @@ def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed
     """Convolution or transposed convolution over 1, 2 or 3 spatial dims: the prim behind ``conv*d``.
 
     PyTorch's ``torch.convolution``. Every argument is required; ``input`` is
-    batched (N, C, *spatial).
+    batched ``(N, C, *spatial)``.
 
     Args:
-        input (Tensor): (N, C_in, *spatial), not bool.
-        weight (Tensor): (C_out, C_in / groups, *kernel), or transposed
-            (C_in, C_out / groups, *kernel); same dtype as ``input``.
+        input (Tensor): ``(N, C_in, *spatial)``, not bool.
+        weight (Tensor): ``(C_out, C_in / groups, *kernel)``, or transposed
+            ``(C_in, C_out / groups, *kernel)``; same dtype as ``input``.
         bias (Tensor or None): (C_out,).
         stride, padding, dilation (int or sequence of ints): per spatial dim.
         transposed (bool): a transposed convolution (the adjoint of the forward one).
@@ -674,7 +674,7 @@ def _convolution_meta(input, weight, bias, stride, padding, dilation, transposed
         groups (int): splits channels into independent groups.
 
     Returns:
-        Tensor: (N, C_out, *out), with ``out = (in + 2 p - d (k - 1) - 1) // s + 1``,
+        Tensor: ``(N, C_out, *out)``, with ``out = (in + 2 p - d (k - 1) - 1) // s + 1``,
         or transposed ``(in - 1) s - 2 p + d (k - 1) + output_padding + 1``.
 
     Raises:
@@ -803,7 +803,7 @@ def _make_conv(n):
         groups (int): input and output channels split into this many independent groups. Default 1.
 
     Returns:
-        Tensor: (N, C_out, *out) (unbatched: (C_out, *out)), with
+        Tensor: ``(N, C_out, *out)`` (unbatched: ``(C_out, *out)``), with
         ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
 
     Raises:
@@ -904,7 +904,7 @@ def _make_conv_transpose(n):
         dilation (int or tuple[int]): Default 1.
 
     Returns:
-        Tensor: (N, C_out, *out) (unbatched: (C_out, *out)), with
+        Tensor: ``(N, C_out, *out)`` (unbatched: ``(C_out, *out)``), with
         ``out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1``.
 
     Raises:
@@ -1205,7 +1205,7 @@ def _make_max_pool(n):
         return_indices (bool): also return the argmax of every window. Default False.
 
     Returns:
-        Tensor, or (Tensor, Tensor): the maxima, (…, *out) with
+        Tensor, or (Tensor, Tensor): the maxima, ``(…, *out)`` with
         ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1`` (rounded up
         with ``ceil_mode``); with ``return_indices`` also int64 indices into each
         flattened input plane (what :func:`max_unpool{n}d` takes). NaN wins a window.
@@ -1291,7 +1291,7 @@ def _make_avg_pool(n):
         count_include_pad (bool): count padding zeros in the divisor. Default True.{divisor_doc}
 
     Returns:
-        Tensor: (…, *out), ``out = (in + 2 * padding - k) // stride + 1`` (rounded up with ``ceil_mode``).
+        Tensor: ``(…, *out)``, ``out = (in + 2 * padding - k) // stride + 1`` (rounded up with ``ceil_mode``).
 
     Raises:
         RuntimeError: for wrong dims, bad parameters, a zero divisor or an output size below 1.
@@ -1370,7 +1370,7 @@ def _make_adaptive_avg_pool(n):
         output_size (int or tuple[int or None]): the output's spatial size; None keeps an input size.
 
     Returns:
-        Tensor: (…, *output_size).
+        Tensor: ``(…, *output_size)``.
 
     Raises:
         RuntimeError: for wrong dims, empty non-batch dims or negative sizes.
@@ -1419,7 +1419,7 @@ def _make_adaptive_max_pool(n):
         return_indices (bool): also return int64 argmax indices into each flattened input plane. Default False.
 
     Returns:
-        Tensor, or (Tensor, Tensor): (…, *output_size) maxima (and indices).
+        Tensor, or (Tensor, Tensor): ``(…, *output_size)`` maxima (and indices).
 
     Raises:
         RuntimeError: for wrong dims, empty non-batch dims or negative sizes.
@@ -1509,7 +1509,7 @@ def _make_lp_pool(n):
         ceil_mode (bool): round the output size up. Default False.
 
     Returns:
-        Tensor: (…, *out); floating inputs keep their dtype, others give the default float.
+        Tensor: ``(…, *out)``; floating inputs keep their dtype, others give the default float.
 
     Raises:
         ZeroDivisionError: for ``norm_type`` 0.
@@ -1605,7 +1605,7 @@ def _make_max_unpool(n):
             ``(in - 1) * stride + kernel_size - 2 * padding``.
 
     Returns:
-        Tensor: (…, *output_size).
+        Tensor: ``(…, *output_size)``.
 
     Raises:
         ValueError: for an ``output_size`` of a wrong length or out of range.
@@ -1732,7 +1732,7 @@ def _interpolate_plan(input, size, scale_factor, mode, align_corners, recompute_
 
 def _interpolate_meta(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                       recompute_scale_factor=None, antialias=False):
-    """Resize ``input`` (N, C, *spatial) by interpolation: PyTorch's ``F.interpolate``.
+    """Resize ``input`` ``(N, C, *spatial)`` by interpolation: PyTorch's ``F.interpolate``.
 
     Args:
         input (Tensor): (N, C, L), (N, C, H, W) or (N, C, D, H, W); floating
@@ -1754,7 +1754,7 @@ def _interpolate_meta(input, size=None, scale_factor=None, mode="nearest", align
             float16/bfloat16, as in PyTorch). Default False.
 
     Returns:
-        Tensor: (N, C, *output size), of ``input``'s dtype (uint8 rounds and saturates).
+        Tensor: ``(N, C, *output_size)``, of ``input``'s dtype (uint8 rounds and saturates).
 
     Raises:
         ValueError: for both or neither of ``size``/``scale_factor``, lengths that do
@@ -2313,7 +2313,7 @@ def _shuffle_plan(op, input, factor, up):
 
 
 def _pixel_shuffle_meta(input, upscale_factor):
-    """Rearrange (*, C * r * r, H, W) into (*, C, H * r, W * r): sub-pixel convolution's shuffle.
+    """Rearrange ``(*, C * r * r, H, W)`` into ``(*, C, H * r, W * r)``: sub-pixel convolution's shuffle.
 
     Output ``[..., c, h * r + i, w * r + j]`` is input ``[..., c * r * r + i * r + j, h, w]``.
 
@@ -2322,7 +2322,7 @@ def _pixel_shuffle_meta(input, upscale_factor):
         upscale_factor (int): ``r``, positive.
 
     Returns:
-        Tensor: (*, C, H * r, W * r).
+        Tensor: ``(*, C, H * r, W * r)``.
 
     Raises:
         RuntimeError: for fewer than 3 dims, a non-positive factor or indivisible channels.
@@ -2369,14 +2369,14 @@ pixel_shuffle = defop("pixel_shuffle", _pixel_shuffle_meta, cpu=_pixel_shuffle_c
 
 
 def _pixel_unshuffle_meta(input, downscale_factor):
-    """Rearrange (*, C, H * r, W * r) into (*, C * r * r, H, W): the inverse of :func:`pixel_shuffle`.
+    """Rearrange ``(*, C, H * r, W * r)`` into ``(*, C * r * r, H, W)``: the inverse of :func:`pixel_shuffle`.
 
     Args:
         input (Tensor): at least 3-D, H and W divisible by ``r``; any dtype.
         downscale_factor (int): ``r``, positive.
 
     Returns:
-        Tensor: (*, C * r * r, H, W).
+        Tensor: ``(*, C * r * r, H, W)``.
 
     Raises:
         RuntimeError: for fewer than 3 dims, a non-positive factor or indivisible H or W.
