@@ -19,6 +19,7 @@ namespace py = pybind11;
 
 void init_conv(py::module_& m);
 void init_reduce(py::module_& m);
+void init_nn_kernels(py::module_& m);
 
 namespace {
 
@@ -87,4 +88,5 @@ PYBIND11_MODULE(_C, m) {
         "target[index[i]] += values[i] over flat contiguous arrays; repeated indices accumulate.");
   init_conv(m);
   init_reduce(m);
+  init_nn_kernels(m);
 }

@@ -33,6 +33,7 @@ import warnings
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._grad_mode import no_grad
 from .._meta import MetaArray
@@ -56,6 +57,8 @@ _NN_ONLY_RANDOM = ("nn.functional_only", "random")
 
 _HALF_TYPES = (np.dtype(np.float16), D.bfloat16.numpy_dtype)
 _F32 = np.dtype(np.float32)
+# dtypes that the C++ kernels of ember._C (csrc/nn_kernels.cpp) compute in
+_C_FLOATS = (_F32, np.dtype(np.float64))
 
 
 class _OpTable:
@@ -149,8 +152,16 @@ def _compute_dtype(np_dtype):
     return _F32 if np_dtype in _HALF_TYPES else np_dtype
 
 
+def _contiguous(data):
+    """``data`` itself when C-contiguous, else a C-contiguous copy (0-dim stays 0-dim, unlike np.ascontiguousarray)."""
+    return data if data.flags.c_contiguous else np.array(data, order="C")
+
+
 def _finish(input, values, inplace=False):
-    """The kernel result: ``values`` cast to ``input``'s dtype, or written into ``input`` (returned itself) when ``inplace``."""
+    """The kernel result: ``values`` cast to ``input``'s dtype, or written into ``input`` when ``inplace``.
+
+    In place, the kernel returns ``input`` itself, which the dispatcher passes through.
+    """
     data = input._data
     if inplace:
         np.copyto(data, values, casting="unsafe")
@@ -816,6 +827,8 @@ def _gelu_cpu(input, approximate="none"):
 
     x = _compute(input._data)
     dt = x.dtype
+    if dt in _C_FLOATS:
+        return _finish(input, _C.gelu(_contiguous(x), approximate == "tanh"))
     with np.errstate(all="ignore"):
         if approximate == "tanh":
             inner = np.asarray(x * x)
@@ -1405,6 +1418,8 @@ def _softmax_np(x, axis, log=False):
         return _softmax_np(x.reshape(1), 0, log).reshape(())
     if x.size == 0:
         return np.empty(x.shape, x.dtype)
+    if x.dtype in _C_FLOATS:
+        return _C.softmax(_contiguous(x), axis % x.ndim, log)
     with np.errstate(all="ignore"):
         shifted = x - x.max(axis=axis, keepdims=True)
         if log:
@@ -1726,7 +1741,7 @@ def _dropout_doc(what, extra="", example=None):
         >>> ember.nn.functional.{example}(ember.ones(2, 2, 2), p=0.5, training=False)
         tensor([[[1., 1.],
                  [1., 1.]],
-    <BLANKLINE>
+        <BLANKLINE>
                 [[1., 1.],
                  [1., 1.]]])"""
     return f"""{what}
@@ -2472,7 +2487,14 @@ def _layer_norm_cpu(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     inner = math.prod(data.shape[data.ndim - k:])
     if data.size == 0:
         return np.empty(data.shape, data.dtype)
-    x = _compute(data).reshape(-1, inner)
+    x = _compute(data)
+    if x.dtype in _C_FLOATS:
+        params = [
+            None if p is None else _contiguous(_compute(p._data).astype(x.dtype, copy=False).reshape(-1))
+            for p in (weight, bias)
+        ]
+        return _C.layer_norm(_contiguous(x), inner, *params, float(eps)).astype(data.dtype, copy=False)
+    x = x.reshape(-1, inner)
     with np.errstate(all="ignore"):
         mean = np.add.reduce(x, axis=1, keepdims=True)
         mean /= inner
@@ -5234,6 +5256,9 @@ def _log_softmax_rows(x):
         return shifted
 
 
+_C_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}  # ember._C.cross_entropy's reduction codes
+
+
 def _cross_entropy_cpu(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                        reduction="mean", label_smoothing=0.0):
     reduction = _kernel_reduction(size_average, reduce, reduction)
@@ -5261,6 +5286,13 @@ def _cross_entropy_cpu(input, target, weight=None, size_average=None, ignore_ind
             return np.asarray(loss.sum() / np.asarray(x.shape[0], work)).astype(out_dtype)
     # class indices: only the log-sum-exp of each row and the picked logits are needed, not log_softmax itself
     shape = _nll_checks("cross_entropy", input, target, weight)
+    if work in _C_FLOATS:
+        loss = _C.cross_entropy(
+            _contiguous(x), _contiguous(target._data.reshape(-1).astype(np.int64, copy=False)),
+            None if w is None else _contiguous(w.reshape(-1)), int(ignore_index), float(label_smoothing),
+            _C_REDUCTIONS[reduction],
+        )
+        return (loss.reshape(shape) if reduction == "none" else loss).astype(out_dtype, copy=False)
     safe, wt, ignore = _picked_and_weights(target, weight, ignore_index, classes, work)
     lse = _row_logsumexp(x)
     picked = (x[np.arange(safe.size), safe] - lse) if safe.size else np.zeros(0, work)

@@ -74,6 +74,9 @@ _C_ACCUMULATE = frozenset(
     np.dtype(n) for n in ("float32", "float64", "int64", "int32", "int16", "int8", "uint8", "complex64", "complex128")
 )
 _INT32_OR_64 = (D.int32, D.int64)
+# dtypes whose gather runs in ember._C.gather (any of 1, 2, 4, 8, 16 bytes) and scatter_add in ember._C.scatter_add_
+_C_GATHER_KINDS = "biufc"
+_C_SCATTER_ADD = frozenset(np.dtype(n) for n in ("float32", "float64"))
 
 
 # -- argument helpers -----------------------------------------------------------------------
@@ -1727,6 +1730,9 @@ def _gather_cpu(input, dim, index, *, sparse_grad=False):
     d = wrap_dim(dim, data.ndim)
     data = data.reshape(_as_1d(data.shape))
     idx = idx.reshape(_as_1d(idx.shape))
+    if data.dtype.kind in _C_GATHER_KINDS and _matches_outside(idx.shape, data.shape, d):
+        # one pass in C++ (which checks the indices, with the same error)
+        return _C.gather(np.ascontiguousarray(data), d, np.ascontiguousarray(idx)).reshape(index._data.shape)
     _check_index_bounds(idx, data.shape[d], d)
     # flat positions into the (contiguous) input, then one take: much faster than take_along_axis
     flat = np.ascontiguousarray(data).reshape(-1)
@@ -1734,6 +1740,11 @@ def _gather_cpu(input, dim, index, *, sparse_grad=False):
 
 
 gather = defop("gather", _gather_meta, cpu=_gather_cpu, has_out=True)
+
+
+def _matches_outside(ishape, shape, dim):
+    """Whether the index shape ``ishape`` equals ``shape`` in every dim but ``dim`` (what the C++ kernels take)."""
+    return all(i == s for k, (i, s) in enumerate(zip(ishape, shape)) if k != dim)
 
 
 def _scatter_positions(shape, dim, idx):
@@ -1761,6 +1772,14 @@ def _scatter_into(out, dim, index, src, value, reduce, include_self=True):
     shape = _as_1d(out.shape)
     d = wrap_dim(dim, out.ndim)
     idx = idx.reshape(_as_1d(idx.shape))
+    if (src is not None and reduce == "sum" and include_self and out.dtype in _C_SCATTER_ADD
+            and out.flags.c_contiguous and _matches_outside(idx.shape, shape, d)):
+        # one pass in C++ over a contiguous block of src shaped like index (an out-of-range index raises the
+        # same error, before anything is written)
+        block = src._data.reshape(_as_1d(src._data.shape))[tuple(slice(0, n) for n in idx.shape)]
+        block = np.array(block, order="C") if np.may_share_memory(block, out) else np.ascontiguousarray(block)
+        _C.scatter_add_(out.reshape(shape), d, np.ascontiguousarray(idx), block)
+        return
     _check_index_bounds(idx, shape[d], d)
     pos = _scatter_positions(shape, d, idx)
     if src is not None:

@@ -1,0 +1,395 @@
+"""The C++ kernels behind softmax, log_softmax, layer_norm, gelu, cross_entropy, gather and scatter_add
+(``ember._C``, csrc/nn_kernels.cpp).
+
+They are checked directly against float64 numpy references, for every instruction set they are
+compiled for that this CPU runs, on one thread and on two, at shapes that reach every code path:
+one row or one column, rows shorter than a vector, lengths that are no multiple of the vector
+width, 1e5-element rows, middle-dim softmax with several column blocks, and the threaded drivers.
+NaN and inf propagate as in PyTorch. The op-level tests (test_ops.py, the parity suite) check the
+ops built on these kernels with small samples.
+"""
+
+import numpy as np
+import pytest
+
+from ember import _C
+
+SQRT_HALF = np.sqrt(0.5)
+
+# (shape, dim) for softmax: dim last (rows), or a middle dim whose inner size is < a vector,
+# between vectors, or spans several 256-column blocks with a partial last one.
+SOFTMAX_CASES = [
+    ((1,), 0), ((1, 1), 1), ((1, 7), 1), ((7, 1), 1), ((3, 15), 1), ((3, 16), 1), ((5, 17), 1), ((4, 33), 1),
+    ((2, 100), 1), ((64, 513), 1), ((2, 100_003), 1), ((300, 200), 1), ((7, 1), 0), ((1, 5), 0), ((3, 4, 5), 1),
+    ((2, 9, 17), 1), ((2, 33, 300), 1), ((3, 5, 600), 1), ((40, 3, 1000), 0), ((129, 257), 0), ((6, 2, 3, 4), 2),
+]
+LAYER_NORM_SHAPES = [(1, 1), (1, 7), (5, 1), (3, 15), (3, 17), (4, 33), (2, 768), (300, 129), (2, 100_003)]
+GELU_SIZES = [1, 7, 15, 16, 17, 33, 127, 128, 129, 1000, 70_001]
+CE_SHAPES = [(1, 1), (1, 7), (7, 1), (5, 15), (9, 17), (33, 100), (300, 1000), (2, 100_003)]
+
+
+@pytest.fixture(params=_C.supported_nn_isas())
+def isa(request):
+    previous = _C.set_nn_isa(request.param)
+    yield request.param
+    _C.set_nn_isa(previous)
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request):
+    previous = _C.get_num_threads()
+    _C.set_num_threads(request.param)
+    yield request.param
+    _C.set_num_threads(previous)
+
+
+def _normal(shape, dtype, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def _tol(dtype):
+    """(rtol, atol) for results of unit size computed in ``dtype``."""
+    return (2e-5, 1e-6) if dtype == np.float32 else (1e-12, 1e-14)
+
+
+# -- softmax ---------------------------------------------------------------------------------------
+
+
+def _softmax_ref(x, dim, log):
+    x = x.astype(np.float64)
+    shifted = x - x.max(axis=dim, keepdims=True)
+    total = np.exp(shifted).sum(axis=dim, keepdims=True)
+    return shifted - np.log(total) if log else np.exp(shifted) / total
+
+
+@pytest.mark.parametrize("shape,dim", SOFTMAX_CASES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("log", [False, True], ids=["softmax", "log_softmax"])
+def test_softmax_matches_float64_reference(isa, threads, shape, dim, dtype, log):
+    x = _normal(shape, dtype, seed=sum(shape), scale=3.0)
+    got = _C.softmax(x, dim, log)
+    assert got.dtype == dtype and got.shape == x.shape
+    rtol, atol = _tol(dtype)
+    np.testing.assert_allclose(got, _softmax_ref(x, dim, log), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_of_empty_and_input_untouched(dtype):
+    x = np.zeros((3, 0), dtype)
+    assert _C.softmax(x, 1, False).shape == (3, 0)
+    y = _normal((4, 50), dtype)
+    before = y.copy()
+    _C.softmax(y, 1, True)
+    np.testing.assert_array_equal(y, before)
+
+
+@pytest.mark.parametrize("n", [3, 40])  # shorter than a vector, and with a vector tail
+@pytest.mark.parametrize("dim", [0, 1], ids=["middle_dim", "last_dim"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_nan_and_inf_like_pytorch(isa, n, dim, dtype):
+    inf, nan = np.inf, np.nan
+    rows = np.zeros((5, n), dtype)
+    rows[0, 1] = inf  # +inf: NaN throughout (inf - inf)
+    rows[1, :] = -inf  # only -inf: NaN throughout
+    rows[2, 2] = nan  # NaN: NaN throughout
+    rows[3, 0] = -inf  # some -inf: 0 (log: -inf) there, the rest a proper softmax
+    x = rows if dim == 1 else np.ascontiguousarray(rows.T)
+    for log in (False, True):
+        got = _C.softmax(x, dim, log)
+        got = got if dim == 1 else got.T
+        assert np.isnan(got[:3]).all()
+        assert got[3, 0] == (-inf if log else 0.0)
+        np.testing.assert_allclose(got[3, 1:], _softmax_ref(rows[3, 1:], 0, log), rtol=1e-5)
+        np.testing.assert_allclose(got[4], _softmax_ref(rows[4], 0, log), rtol=1e-5)
+
+
+def test_softmax_sums_to_one_on_long_rows(isa, threads):
+    x = _normal((3, 100_003), np.float32, scale=10.0)
+    np.testing.assert_allclose(_C.softmax(x, 1, False).astype(np.float64).sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_softmax_rejects_what_would_be_unsafe():
+    with pytest.raises(ValueError, match="float32 or float64"):
+        _C.softmax(np.zeros(3, np.float16), 0, False)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _C.softmax(np.zeros((3, 4), np.float32).T, 0, False)
+    with pytest.raises(ValueError, match="dim out of range"):
+        _C.softmax(np.zeros((3, 4), np.float32), 2, False)
+
+
+# -- layer_norm ------------------------------------------------------------------------------------
+
+
+def _layer_norm_ref(x, w, b, eps):
+    x = x.astype(np.float64)
+    out = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + eps)
+    if w is not None:
+        out = out * w
+    if b is not None:
+        out = out + b
+    return out
+
+
+@pytest.mark.parametrize("shape", LAYER_NORM_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("params", ["both", "weight", "bias", "none"])
+def test_layer_norm_matches_float64_reference(isa, threads, shape, dtype, params):
+    x = _normal(shape, dtype, seed=sum(shape), scale=2.0) + dtype(5)
+    w = _normal(shape[1], dtype, seed=1) if params in ("both", "weight") else None
+    b = _normal(shape[1], dtype, seed=2) if params in ("both", "bias") else None
+    got = _C.layer_norm(x, shape[1], w, b, 1e-5)
+    assert got.dtype == dtype and got.shape == x.shape
+    rtol, atol = (1e-4, 2e-5) if dtype == np.float32 else (1e-10, 1e-12)
+    np.testing.assert_allclose(got, _layer_norm_ref(x, w, b, 1e-5), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_layer_norm_keeps_precision_with_a_large_offset(dtype):
+    x = (_normal((4, 1000), dtype) + dtype(1e4)).astype(dtype)
+    got = _C.layer_norm(x, 1000, None, None, 1e-5)
+    np.testing.assert_allclose(got, _layer_norm_ref(x, None, None, 1e-5), rtol=0, atol=2e-3 if dtype == np.float32 else 1e-9)
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_layer_norm_nan_and_inf_like_pytorch(n):
+    x = np.ones((3, n), np.float32)
+    x[0, 1] = np.inf
+    x[1, 0] = np.nan
+    got = _C.layer_norm(x, n, None, None, 1e-5)
+    assert np.isnan(got[:2]).all()
+    np.testing.assert_array_equal(got[2], 0.0)  # a constant row: x - mean = 0
+
+
+def test_layer_norm_rejects_mismatched_parameters():
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(ValueError, match="weight"):
+        _C.layer_norm(x, 4, np.zeros(4, np.float64), None, 1e-5)
+    with pytest.raises(ValueError, match="bias has the wrong size"):
+        _C.layer_norm(x, 4, None, np.zeros(3, np.float32), 1e-5)
+    with pytest.raises(ValueError, match="row length"):
+        _C.layer_norm(x, 3, None, None, 1e-5)
+
+
+# -- gelu ------------------------------------------------------------------------------------------
+
+
+def _gelu_ref(x, tanh):
+    from scipy.special import expit, ndtr
+
+    x = x.astype(np.float64)
+    if tanh:  # 0.5 * (1 + tanh(u)) as expit(2u): no cancellation for u << 0
+        return x * expit(2 * np.sqrt(2 / np.pi) * (x + 0.044715 * x**3))
+    return x * ndtr(x)
+
+
+@pytest.mark.parametrize("size", GELU_SIZES)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("tanh", [False, True], ids=["erf", "tanh"])
+def test_gelu_matches_float64_reference(isa, threads, size, dtype, tanh):
+    x = _normal(size, dtype, seed=size, scale=3.0)
+    got = _C.gelu(x, tanh)
+    assert got.dtype == dtype and got.shape == x.shape
+    rtol, atol = (2e-6, 1e-7) if dtype == np.float32 else (1e-13, 1e-300)
+    np.testing.assert_allclose(got, _gelu_ref(x, tanh), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_keeps_relative_accuracy_in_the_negative_tail(isa, dtype):
+    # float32: every value down to where x * Phi(x) leaves the normal range; float64: down to -20.
+    # The error grows with x^2 / 2 ulp: the rounding of x^2 / 2 (computed in the input's type) passes into exp.
+    low = -12.9 if dtype == np.float32 else -20.0
+    x = np.linspace(low, 8.0, 40_001).astype(dtype)
+    want = _gelu_ref(x, False)
+    rel = np.abs(_C.gelu(x, False) - want) / np.abs(want)
+    bound = 8 * (1 + x.astype(np.float64) ** 2 / 2) * np.finfo(dtype).eps
+    assert (rel <= bound)[want != 0].all()
+
+
+def test_gelu_float64_far_tail():
+    # x * Phi(x) from 50-digit arithmetic (scipy's ndtr is itself off by ~1e-13 this far out)
+    x = np.array([-5.0, -20.0, -37.0])
+    want = np.array([-1.4332578593959695e-06, -5.507248237212468e-88, -2.1184613523340935e-298])
+    np.testing.assert_allclose(_C.gelu(x, False), want, rtol=1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gelu_special_values(dtype):
+    x = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0], dtype)
+    for tanh in (False, True):
+        got = _C.gelu(x, tanh)
+        assert got[0] == np.inf and np.isnan(got[1]) and np.isnan(got[2])
+        assert got[3] == 0 and got[4] == 0
+
+
+def test_gelu_keeps_zero_dim_shape():
+    got = _C.gelu(np.array(1.0, np.float32), False)
+    assert got.shape == () and abs(float(got) - 0.8413447) < 1e-6
+
+
+# -- cross_entropy ---------------------------------------------------------------------------------
+
+
+def _cross_entropy_ref(x, target, weight, ignore_index, smoothing, reduction):
+    x = x.astype(np.float64)
+    rows, classes = x.shape
+    m = x.max(axis=1, keepdims=True)
+    logp = x - (m + np.log(np.exp(x - m).sum(axis=1, keepdims=True)))
+    w = np.ones(classes) if weight is None else weight.astype(np.float64)
+    keep = target != ignore_index
+    safe = np.where(keep, target, 0)
+    wt = np.where(keep, w[safe], 0.0)
+    nll = np.where(keep, -logp[np.arange(rows), safe] * wt, 0.0)
+    smooth = np.where(keep, -(logp * w).sum(axis=1), 0.0)
+    loss = (1 - smoothing) * nll + smoothing / classes * smooth
+    if reduction == 0:
+        return loss
+    if reduction == 2:
+        return loss.sum()
+    return loss.sum() / wt.sum()
+
+
+@pytest.mark.parametrize("shape", CE_SHAPES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True], ids=["unweighted", "weighted"])
+@pytest.mark.parametrize("smoothing", [0.0, 0.1])
+@pytest.mark.parametrize("reduction", [0, 1, 2], ids=["none", "mean", "sum"])
+def test_cross_entropy_matches_float64_reference(isa, threads, shape, dtype, weighted, smoothing, reduction):
+    rows, classes = shape
+    rng = np.random.default_rng(rows + classes)
+    x = _normal(shape, dtype, seed=rows, scale=3.0)
+    target = rng.integers(0, classes, rows)
+    if rows > 2:
+        target[::3] = -100  # some ignored rows
+    weight = rng.uniform(0.5, 2.0, classes).astype(dtype) if weighted else None
+    got = _C.cross_entropy(x, target, weight, -100, smoothing, reduction)
+    assert got.dtype == dtype and got.shape == ((rows,) if reduction == 0 else ())
+    want = _cross_entropy_ref(x, target, weight, -100, smoothing, reduction)
+    rtol = 2e-5 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
+
+
+def test_cross_entropy_ignore_index_anywhere():
+    x = _normal((4, 5), np.float32)
+    target = np.array([1, 7, 7, 4])  # 7 is ignored, although outside [0, 5)
+    got = _C.cross_entropy(x, target, None, 7, 0.0, 0)
+    assert got[1] == 0 and got[2] == 0
+    np.testing.assert_allclose(got, _cross_entropy_ref(x, target, None, 7, 0.0, 0), rtol=1e-5)
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.2])
+def test_cross_entropy_all_ignored(smoothing):
+    x = _normal((3, 4), np.float32)
+    target = np.full(3, -100)
+    assert np.isnan(_C.cross_entropy(x, target, None, -100, smoothing, 1))  # 0 / 0, as in PyTorch
+    assert _C.cross_entropy(x, target, None, -100, smoothing, 2) == 0
+    np.testing.assert_array_equal(_C.cross_entropy(x, target, None, -100, smoothing, 0), 0)
+
+
+def test_cross_entropy_out_of_range_target():
+    x = _normal((3, 4), np.float32)
+    with pytest.raises(IndexError, match="Target 4 is out of bounds"):
+        _C.cross_entropy(x, np.array([0, 4, -3]), None, -100, 0.0, 1)
+    with pytest.raises(IndexError, match="Target -3 is out of bounds"):
+        _C.cross_entropy(x, np.array([0, -3, 9]), None, -100, 0.0, 1)
+
+
+@pytest.mark.parametrize("classes", [3, 40])
+def test_cross_entropy_nan_and_inf_like_pytorch(classes):
+    x = np.zeros((4, classes), np.float32)
+    x[0, 1] = np.inf  # NaN loss, whichever the target (log_softmax is NaN throughout)
+    x[1, :] = -np.inf  # NaN
+    x[2, 0] = -np.inf  # target 0: inf; target 1: finite
+    target = np.array([0, 0, 0, 1])
+    got = _C.cross_entropy(x, target, None, -100, 0.0, 0)
+    assert np.isnan(got[0]) and np.isnan(got[1]) and got[2] == np.inf
+    np.testing.assert_allclose(got[3], np.log(classes), rtol=1e-6)
+    x[2, 0] = 0
+    x[3, 2] = -np.inf  # smoothing adds -(-inf) for a -inf logit
+    got = _C.cross_entropy(x, target, None, -100, 0.1, 0)
+    assert got[3] == np.inf and np.isfinite(got[2])
+
+
+# -- gather / scatter_add --------------------------------------------------------------------------
+
+# (input shape, dim, size of index along dim)
+INDEX_CASES = [
+    ((1,), 0, 1), ((1000,), 0, 100_000), ((7,), 0, 3), ((5, 1), 1, 4), ((1, 5), 0, 3), ((6, 9), 0, 11),
+    ((6, 9), 1, 20), ((300, 40), 1, 500), ((4, 7, 5), 1, 9), ((2, 50, 300), 1, 64), ((2, 3, 2000), 0, 5),
+    ((3, 4, 5, 6), 2, 7), ((100, 3), 0, 40_000),
+]
+
+
+def _index(shape, dim, n, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    ishape = shape[:dim] + (n,) + shape[dim + 1:]
+    return rng.integers(0, shape[dim], ishape).astype(dtype)
+
+
+def _full_index(idx, dim):
+    coords = list(np.indices(idx.shape, sparse=True))
+    coords[dim] = idx
+    return tuple(coords)
+
+
+@pytest.mark.parametrize("shape,dim,n", INDEX_CASES, ids=str)
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int16, np.complex128, np.bool_])
+def test_gather_matches_numpy(threads, shape, dim, n, index_dtype, dtype):
+    x = (np.arange(np.prod(shape)) % 97).reshape(shape).astype(dtype)
+    idx = _index(shape, dim, n, index_dtype, seed=n)
+    np.testing.assert_array_equal(_C.gather(x, dim, idx), np.take_along_axis(x, idx, axis=dim))
+
+
+def test_gather_out_of_range_names_the_first_bad_index(threads):
+    x = np.zeros((3, 40_000), np.float32)
+    idx = np.zeros((3, 40_000), np.int64)
+    idx[1, 5] = 3
+    idx[2, 7] = -1
+    with pytest.raises(RuntimeError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        _C.gather(x, 0, idx)
+
+
+@pytest.mark.parametrize("shape,dim,n", INDEX_CASES, ids=str)
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scatter_add_matches_numpy(threads, shape, dim, n, index_dtype, dtype):
+    out = _normal(shape, dtype, seed=1)
+    idx = _index(shape, dim, n, index_dtype, seed=n)
+    src = _normal(idx.shape, dtype, seed=2)
+    want = out.astype(np.float64)
+    np.add.at(want, _full_index(idx, dim), src.astype(np.float64))
+    _C.scatter_add_(out, dim, idx, src)
+    rtol = 1e-4 if dtype == np.float32 else 1e-11
+    np.testing.assert_allclose(out, want, rtol=rtol, atol=rtol * max(1.0, n / shape[dim]) ** 0.5)
+
+
+def test_scatter_add_repeated_indices_accumulate(threads):
+    out = np.zeros(4, np.float32)
+    idx = np.zeros(100_000, np.int64)
+    idx[::2] = 3
+    _C.scatter_add_(out, 0, idx, np.ones(100_000, np.float32))
+    np.testing.assert_array_equal(out, [50_000, 0, 0, 50_000])
+
+
+@pytest.mark.parametrize("shape,dim", [((1000,), 0), ((64, 300), 1), ((300, 64), 0)], ids=str)
+def test_scatter_add_out_of_range_writes_nothing(threads, shape, dim):
+    out = _normal(shape, np.float32)
+    before = out.copy()
+    idx = _index(shape, dim, 2000, np.int64)
+    flat = idx.reshape(-1)
+    flat[flat.size // 2] = shape[dim]
+    flat[-1] = -5
+    with pytest.raises(RuntimeError, match=f"index {shape[dim]} is out of bounds for dimension {dim} with size"):
+        _C.scatter_add_(out, dim, idx, np.ones(idx.shape, np.float32))
+    np.testing.assert_array_equal(out, before)
+
+
+def test_scatter_add_rejects_what_would_be_unsafe():
+    out = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match="src must have out's dtype"):
+        _C.scatter_add_(out, 0, np.zeros((2, 4), np.int64), np.zeros((2, 4), np.float64))
+    with pytest.raises(ValueError, match="differ in size outside dim"):
+        _C.scatter_add_(out, 0, np.zeros((2, 3), np.int64), np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="float32 or float64"):
+        _C.scatter_add_(np.zeros(3, np.int64), 0, np.zeros(3, np.int64), np.zeros(3, np.int64))
