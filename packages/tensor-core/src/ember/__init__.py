@@ -92,6 +92,22 @@ def broadcast_shapes(*shapes):
     return Size(_broadcast_shapes(*((s,) if isinstance(s, _builtins.int) else tuple(s) for s in shapes)))
 
 
+def set_num_threads(num_threads):
+    """Set the number of threads ember's C++ kernels (OpenMP) use for intra-op parallelism.
+
+    numpy's BLAS keeps its own pool; limit it with ``threadpoolctl`` if needed.
+
+    Raises:
+        ValueError: if ``num_threads`` is not positive.
+    """
+    _C.set_num_threads(num_threads)
+
+
+def get_num_threads():
+    """The number of threads ember's C++ kernels use for intra-op parallelism."""
+    return _C.get_num_threads()
+
+
 def is_tensor(obj):
     """Whether ``obj`` is an ember tensor (or a subclass)."""
     return isinstance(obj, Tensor)
