@@ -779,3 +779,20 @@ def test_data_ptr_arithmetic():
 )
 def test_is_contiguous(make, expected):
     assert make(ember.arange(12.0).view(3, 4)).is_contiguous() is expected
+
+
+def test_view_as_another_dtype_reinterprets_bytes():
+    """x.view(dtype) reads the same bytes (numpy's ndarray.view is the oracle)."""
+    base = np.arange(8, dtype=np.float32).reshape(2, 4)
+    x = ember.from_numpy(base.copy())
+    for dtype in (ember.int32, ember.uint8, ember.float64, ember.int16):
+        v = x.view(dtype)
+        np.testing.assert_array_equal(v.numpy(), base.view(dtype.numpy_dtype))
+        assert v.untyped_storage() is x.untyped_storage()
+    with pytest.raises(RuntimeError, match="divisible by 2"):
+        x[:, 1:3].view(ember.float64)  # storage offset of 1 float32: not a whole float64
+    with pytest.raises(RuntimeError, match="stride\\(-1\\) must be 1"):
+        x.t().view(ember.float64)
+    y = x.view(ember.int32)
+    y[0, 0] = 7
+    assert x.numpy()[0, 0] == np.array([7], np.int32).view(np.float32)[0]

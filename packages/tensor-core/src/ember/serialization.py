@@ -632,7 +632,9 @@ class _Reader:
             raise self.error(f"header length {n} is too small for a JSON header")
         if n > MAX_HEADER_BYTES:
             raise self.error(
-                f"header length {n} exceeds the limit of {MAX_HEADER_BYTES} bytes (corrupted or hostile file)"
+                f"not an ember/safetensors file: its first 8 bytes give a header length of {n}, over the limit of "
+                f"{MAX_HEADER_BYTES} bytes (a PyTorch .pt pickle or a corrupted file? ember never unpickles; convert "
+                "PyTorch checkpoints to safetensors first)"
             )
         if self.remaining is not None and n > self.remaining - 8:
             raise self.error(

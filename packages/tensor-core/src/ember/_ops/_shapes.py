@@ -41,7 +41,7 @@ def broadcast_shapes(*shapes):
                 result[j] = n
             elif n != 1 and n != r:
                 raise RuntimeError(
-                    f"The size of tensor a ({r}) must match the size of tensor b ({n}) at non-singleton dimension {i}"
+                    f"The size of tensor a ({r}) must match the size of tensor b ({n}) at non-singleton dimension {j}"
                 )
     return tuple(result)
 

@@ -104,6 +104,8 @@ def _view_meta_fn(input, *shape):
         tensor([[0, 1, 2],
                 [3, 4, 5]])
     """
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return _view_dtype_meta(input, shape[0])
     data = input._data
     new_shape = infer_size(_raw_shape(shape), data.size)
     strides = _view_strides(data.shape, input.stride(), new_shape)
@@ -113,6 +115,35 @@ def _view_meta_fn(input, *shape):
             "two contiguous subspaces). Use .reshape(...) instead."
         )
     return _view_meta(input, new_shape, strides)
+
+
+def _view_dtype_meta(input, dtype):
+    """``input.view(dtype)``: the same bytes read as ``dtype``; the last dim scales with the itemsize ratio."""
+    old, new = input._data.dtype.itemsize, dtype.itemsize
+    shape, strides, offset = list(input._data.shape), list(input.stride()), input.storage_offset()
+    if old == new:
+        return _view_meta(input, tuple(shape), tuple(strides), offset, dtype.numpy_dtype)
+    if input._data.ndim == 0 or strides[-1] != 1:
+        raise RuntimeError(
+            f"self.stride(-1) must be 1 to view {input.dtype} as {dtype} (different element sizes), "
+            f"but got {strides[-1] if strides else 'a 0-dim tensor'}"
+        )
+    if new > old:
+        ratio = new // old
+        if shape[-1] % ratio or offset % ratio or any(s % ratio for s in strides[:-1]):
+            raise RuntimeError(
+                f"self.size(-1) ({shape[-1]}), the storage offset and the other strides must be divisible by {ratio} "
+                f"to view {input.dtype} as {dtype} (different element sizes)"
+            )
+        shape[-1] //= ratio
+        strides = [s // ratio for s in strides[:-1]] + [1]
+        offset //= ratio
+    else:
+        ratio = old // new
+        shape[-1] *= ratio
+        strides = [s * ratio for s in strides[:-1]] + [1]
+        offset *= ratio
+    return _view_meta(input, tuple(shape), tuple(strides), offset, dtype.numpy_dtype)
 
 
 def _raw_shape(shape):
