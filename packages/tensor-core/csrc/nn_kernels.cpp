@@ -1,6 +1,6 @@
 // ember._C kernels for the fused nn ops: softmax/log_softmax, layer_norm, gelu and
-// cross_entropy (ember/_ops/nn_functional.py), and gather/scatter_add along a dim
-// (ember/_ops/shape.py).
+// cross_entropy and embedding's row lookup (ember/_ops/nn_functional.py), and
+// gather/scatter_add along a dim (ember/_ops/shape.py).
 //
 // Layout: every kernel takes C-contiguous float32/float64 arrays (the Python side
 // makes a contiguous copy, or computes float16/bfloat16 in float32, before calling)
@@ -33,7 +33,8 @@
 // vectors so that their long dependency chains overlap. OpenMP splits independent
 // rows (or column blocks, or element ranges) over the threads once there are
 // kParallelWork elements of work. gather/scatter_add are memory-bound scalar
-// loops; scatter_add into a small output adds into per-thread private copies.
+// loops; scatter_add into a small output adds into per-thread private copies. embedding
+// copies whole table rows with memcpy, split over the threads for large outputs.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -1170,6 +1171,65 @@ py::array gather(const py::array& input, int64_t dim, const py::array& index) {
                                                     : gather_indexed<int32_t>(input, index, dim);
 }
 
+// ---- embedding: rows of a table picked by indices ---------------------------------------------
+
+// Rows [r0, r1) of out (rows x row_bytes) = table rows idx[r]; false at the first index outside [0, m).
+template <typename I>
+bool embedding_rows(const char* table, int64_t row_stride, int64_t m, const I* idx, char* out, int64_t row_bytes,
+                    int64_t r0, int64_t r1) {
+  for (int64_t r = r0; r < r1; ++r) {
+    const I k = idx[r];
+    if (static_cast<uint64_t>(k) >= static_cast<uint64_t>(m)) return false;
+    std::memcpy(out + r * row_bytes, table + k * row_stride, row_bytes);
+  }
+  return true;
+}
+
+template <typename I>
+py::array embedding_indexed(const py::array& weight, const py::array& index) {
+  const int64_t m = weight.shape(0), dim = weight.shape(1);
+  std::vector<py::ssize_t> shape = shape_of(index);
+  shape.push_back(dim);
+  py::array out(weight.dtype(), shape);
+  const int64_t rows = index.size(), row_bytes = dim * weight.itemsize();
+  if (rows == 0 || row_bytes == 0) {
+    // no rows to copy, but indices still have to be in range
+    const I* idx = static_cast<const I*>(index.data());
+    for (int64_t r = 0; r < rows; ++r)
+      if (static_cast<uint64_t>(idx[r]) >= static_cast<uint64_t>(m)) throw std::out_of_range("index out of range in self");
+    return out;
+  }
+  const char* table = static_cast<const char*>(weight.data());
+  const int64_t row_stride = weight.strides(0);
+  const I* idx = static_cast<const I*>(index.data());
+  char* dst = static_cast<char*>(out.mutable_data());
+  int bad = 0;
+  {
+    py::gil_scoped_release release;
+    // memory-bound: two threads pay off once the copy is some tens of kilobytes
+    const bool parallel = rows > 1 && rows * row_bytes >= 4 * kParallelWork && max_threads() > 1;
+    (void)parallel;  // unused without OpenMP
+#pragma omp parallel if (parallel) reduction(| : bad)
+    {
+      int64_t r0, r1;
+      split(rows, thread_id(), team_size(), r0, r1);
+      if (r0 < r1) bad = !embedding_rows<I>(table, row_stride, m, idx, dst, row_bytes, r0, r1);
+    }
+  }
+  if (bad) throw std::out_of_range("index out of range in self");  // IndexError in Python, as PyTorch
+  return out;
+}
+
+// weight[index]: weight (m, dim) of any dtype with contiguous rows, index int32/int64 C-contiguous of any shape.
+py::array embedding(const py::array& weight, const py::array& index) {
+  if (weight.ndim() != 2 || (weight.shape(1) > 1 && weight.strides(1) != weight.itemsize()))
+    throw std::invalid_argument("embedding: weight must be 2-D with contiguous rows");
+  require_contiguous(index, "embedding", "index");
+  if (index.dtype().is(py::dtype::of<int64_t>())) return embedding_indexed<int64_t>(weight, index);
+  if (index.dtype().is(py::dtype::of<int32_t>())) return embedding_indexed<int32_t>(weight, index);
+  throw std::invalid_argument("embedding: index must be int32 or int64");
+}
+
 template <typename T, typename I>
 NN_INLINE void scatter_add_block(T* out, const I* idx, const T* src, int64_t o0, int64_t o1, int64_t m, int64_t n,
                                  int64_t inner, int64_t j0, int64_t j1, int64_t c0, int64_t c1) {
@@ -1315,6 +1375,9 @@ void init_nn_kernels(py::module_& m) {
         "Raises IndexError for a target outside [0, C) that is not ignore_index.");
   m.def("gather", &gather, py::arg("input"), py::arg("dim"), py::arg("index"),
         "gather along dim; index (int32/int64, C-contiguous) has input's shape except along dim.");
+  m.def("embedding", &embedding, py::arg("weight"), py::arg("index"),
+        "weight[index] row by row: weight 2-D with contiguous rows, index int32/int64 C-contiguous; "
+        "IndexError for an index outside [0, weight.shape[0]).");
   m.def("scatter_add_", &scatter_add_, py::arg("out"), py::arg("dim"), py::arg("index"), py::arg("src"),
         "out[..., index[..., j, ...], ...] += src[..., j, ...] in place (float32/float64, C-contiguous); src has "
         "index's shape, out has it except along dim; nothing is written when an index is out of range.");

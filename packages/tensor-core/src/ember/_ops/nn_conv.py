@@ -525,6 +525,36 @@ def _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups=1):
     return as_strided(x, shape, strides, writeable=False)
 
 
+def _conv_few_outputs(x, w, stride, pad_lo, pad_hi, dilation, out):
+    """Ungrouped convolution with few output positions and a large kernel, as one BLAS matmul.
+
+    The zero-padded input is copied once, channels last (N, *padded, C), so that every
+    window (*kernel, C) is a strided view of it; the windows of all N * prod(out)
+    output positions become a (N * P, prod(kernel) * C) matrix, which is small next to
+    the kernel when P is small, multiplied by the (C_out, prod(kernel) * C) weight.
+    This is how a weight gradient (input correlated with the output gradient) runs.
+    """
+    n = len(out)
+    N, C = x.shape[:2]
+    out_channels = w.shape[0]
+    kernel = w.shape[2:]
+    padded = tuple(x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n))
+    xcl = np.zeros((N, *padded, C), x.dtype)
+    xcl[(slice(None), *(slice(pad_lo[i], pad_lo[i] + x.shape[2 + i]) for i in range(n)))] = np.moveaxis(x, 1, -1)
+    st = xcl.strides
+    windows = as_strided(xcl, (N, *out, *kernel, C),
+                         (st[0], *(st[1 + i] * stride[i] for i in range(n)),
+                          *(st[1 + i] * dilation[i] for i in range(n)), st[-1]), writeable=False)
+    cols = windows.reshape(N * math.prod(out), -1)
+    wm = np.moveaxis(w, 1, -1).reshape(out_channels, -1)
+    result = np.matmul(cols, wm.T).reshape((N, *out, out_channels))
+    return np.ascontiguousarray(np.moveaxis(result, -1, 1))
+
+
+# Output positions up to which (with a kernel of at least _FEW_OUTPUTS_KERNEL_RATIO times as many taps) an
+# ungrouped convolution runs as one matmul over its windows (_conv_few_outputs).
+_FEW_OUTPUTS = 64
+_FEW_OUTPUTS_KERNEL_RATIO = 4
 # Direct kernel (ember._C.conv_direct) when a group is this thin: depthwise and its neighbours.
 _DIRECT_MAX_GROUP_WORK = 16
 # float32 convolutions run ember._C.conv_avx512 where the CPU has AVX-512.
@@ -544,6 +574,9 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     cpg, opg = C // groups, out_channels // groups
     if N == 0 or out_channels == 0 or 0 in out or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif (groups == 1 and x.dtype in _C_FLOAT and math.prod(out) <= _FEW_OUTPUTS
+          and math.prod(kernel) >= _FEW_OUTPUTS_KERNEL_RATIO * math.prod(out)):
+        result = _conv_few_outputs(x, w, stride, pad_lo, pad_hi, dilation, out)
     elif x.dtype == _F32 and _FAST_CONV and (groups == 1 or cpg == 1 or cpg * opg > _DIRECT_MAX_GROUP_WORK):
         # AVX-512 implicit GEMM on the zero-padded input split by stride phases: no im2col copy
         w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))

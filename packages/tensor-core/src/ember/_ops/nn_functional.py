@@ -2954,10 +2954,16 @@ def _embedding_meta(input, weight, padding_idx=None, max_norm=None, norm_type=2.
 def _embedding_cpu(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, scale_grad_by_freq=False,
                    sparse=False):
     indices = input._data
-    _check_index_range(indices, weight.shape[0])
     if max_norm is not None:
+        _check_index_range(indices, weight.shape[0])
         _renorm_rows_np(weight, indices, max_norm, norm_type)
-    return np.take(weight._data, indices, axis=0)
+    data = weight._data
+    if data.shape[1] > 1 and data.strides[1] != data.itemsize:  # rows not contiguous: numpy gathers them
+        _check_index_range(indices, data.shape[0])
+        return np.take(data, indices, axis=0)
+    # ember._C.embedding copies whole rows (memcpy, OpenMP over indices) and raises the IndexError of an index
+    # out of range itself (np.ascontiguousarray would make a 0-dim index 1-dim)
+    return _C.embedding(data, indices if indices.flags.c_contiguous else np.ascontiguousarray(indices))
 
 
 def _renorm_rows(weight, input, max_norm, norm_type):

@@ -94,6 +94,10 @@ def _view_strides(old_shape, old_strides, new_shape):
 def _view_meta_fn(input, *shape):
     """A view of ``input`` with a new shape (one size may be -1); no data is copied.
 
+    ``view(dtype)`` instead reads the same bytes as another dtype; with a
+    different element size the last dimension (which must have stride 1)
+    shrinks or grows by the size ratio.
+
     Raises:
         RuntimeError: if the shape does not hold ``input.numel()`` elements, or if
             ``input``'s strides don't allow the view (use :func:`ember.reshape` then).
