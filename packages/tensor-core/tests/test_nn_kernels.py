@@ -12,6 +12,7 @@ ops built on these kernels with small samples.
 import numpy as np
 import pytest
 
+import ember
 from ember import _C
 
 SQRT_HALF = np.sqrt(0.5)
@@ -393,3 +394,56 @@ def test_scatter_add_rejects_what_would_be_unsafe():
         _C.scatter_add_(out, 0, np.zeros((2, 3), np.int64), np.zeros((2, 3), np.float32))
     with pytest.raises(ValueError, match="float32 or float64"):
         _C.scatter_add_(np.zeros(3, np.int64), 0, np.zeros(3, np.int64), np.zeros(3, np.int64))
+
+
+# -- paths of F.conv2d and F.embedding not reached by the generic samples ---------------------
+
+
+def _conv2d_reference(x, w, padding, stride=1):
+    """Direct correlation over numpy sliding windows, in float64."""
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    kh, kw = w.shape[2:]
+    windows = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::stride, ::stride]
+    return np.einsum("ncijhw,ochw->noij", windows, w.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape_x, shape_w, padding, stride", [
+    ((2, 3, 8, 8), (4, 3, 8, 8), 1, 1),      # few outputs (3x3), large kernel: the weight-gradient shape
+    ((4, 8, 16, 16), (5, 8, 16, 16), 1, 2),  # strided, 2x2 outputs
+    ((1, 2, 9, 9), (3, 2, 7, 7), 0, 1),      # odd sizes
+])
+def test_conv2d_large_kernel_few_outputs(dtype, shape_x, shape_w, padding, stride):
+    rng = np.random.default_rng(7)
+    x, w = rng.standard_normal(shape_x).astype(dtype), rng.standard_normal(shape_w).astype(dtype)
+    out = ember.nn.functional.conv2d(ember.from_numpy(x), ember.from_numpy(w), padding=padding, stride=stride)
+    tol = 1e-4 if dtype == np.float32 else 1e-10
+    np.testing.assert_allclose(out.numpy(), _conv2d_reference(x, w, padding, stride), rtol=tol, atol=tol)
+    # a transposed (non-contiguous) input takes the same path
+    xt = ember.from_numpy(np.ascontiguousarray(x.transpose(1, 0, 2, 3))).transpose(0, 1)
+    out_t = ember.nn.functional.conv2d(xt, ember.from_numpy(w), padding=padding, stride=stride)
+    np.testing.assert_allclose(out_t.numpy(), out.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.float16])
+@pytest.mark.parametrize("index_dtype", [np.int64, np.int32])
+def test_embedding_kernel_matches_take(dtype, index_dtype):
+    rng = np.random.default_rng(3)
+    weight = rng.standard_normal((50, 7)).astype(dtype)
+    index = rng.integers(0, 50, size=(4, 9)).astype(index_dtype)
+    result = ember._C.embedding(weight, index)
+    np.testing.assert_array_equal(result, np.take(weight, index, axis=0))
+    bad = index.copy()
+    bad[1, 2] = 50
+    with pytest.raises(IndexError, match="index out of range in self"):
+        ember._C.embedding(weight, bad)
+
+
+def test_embedding_op_on_large_output_and_bad_index():
+    rng = np.random.default_rng(4)
+    weight = rng.standard_normal((1000, 256)).astype(np.float32)
+    index = rng.integers(0, 1000, size=4096)
+    out = ember.nn.functional.embedding(ember.from_numpy(index), ember.from_numpy(weight))
+    np.testing.assert_array_equal(out.numpy(), weight[index])
+    with pytest.raises(IndexError, match="index out of range in self"):
+        ember.nn.functional.embedding(ember.tensor([0, 1000]), ember.from_numpy(weight))
