@@ -2237,16 +2237,16 @@ def _affine_grid_plan(theta, size, align_corners):
         align_corners = False
     size = _int_tuple("affine_grid", "size", size, 2)
     if not theta.dtype.is_floating_point:
-        raise ValueError(f"Expected theta to have floating point type, but got torch.{theta.dtype.name}")
+        raise ValueError(f"Expected theta to have floating point type, but got ember.{theta.dtype.name}")
     shape = theta._data.shape
     if len(size) == 4:
         if len(shape) != 3 or shape[-2:] != (2, 3):
             raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size {size}. Got "
-                             f"torch.Size({list(shape)}).")
+                             f"ember.Size({list(shape)}).")
     elif len(size) == 5:
         if len(shape) != 3 or shape[-2:] != (3, 4):
             raise ValueError(f"Expected a batch of 3D affine matrices of shape Nx3x4 for size {size}. Got "
-                             f"torch.Size({list(shape)}).")
+                             f"ember.Size({list(shape)}).")
     else:
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
                                   f"respectively. Got size {size}.")

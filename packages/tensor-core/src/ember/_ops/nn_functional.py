@@ -133,7 +133,7 @@ def _fmt(shape):
 
 
 def _size(shape):
-    return "torch.Size([" + ", ".join(str(s) for s in shape) + "])"
+    return "ember.Size([" + ", ".join(str(s) for s in shape) + "])"
 
 
 # -- numpy helpers ------------------------------------------------------------------------------------
@@ -2869,7 +2869,7 @@ def _check_indices(op, name, t, position=1):
     if t.dtype not in _INDEX_TYPES:
         raise RuntimeError(
             f"Expected tensor for argument #{position} '{name}' to have one of the following scalar types: Long, Int; "
-            f"but got torch.{_TORCH_TENSOR_TYPES[t.dtype.name]} instead (while checking arguments for {op})"
+            f"but got ember.{_TORCH_TENSOR_TYPES[t.dtype.name]} instead (while checking arguments for {op})"
         )
 
 
@@ -3068,14 +3068,14 @@ def _embedding_bag_meta(input, weight, offsets=None, max_norm=None, norm_type=2,
     if weight.dtype.category != D.FLOATING:
         raise RuntimeError(
             "Expected tensor for argument #1 'weight' to have one of the following scalar types: Half, BFloat16, "
-            f"Float, Double; but got torch.{_TORCH_TENSOR_TYPES[weight.dtype.name]} instead (while checking "
+            f"Float, Double; but got ember.{_TORCH_TENSOR_TYPES[weight.dtype.name]} instead (while checking "
             "arguments for embedding_bag)"
         )
     if per_sample_weights is not None and per_sample_weights.dtype is not weight.dtype:
         raise RuntimeError(
             "Expected tensor for argument #1 'weight' to have the same type as tensor for argument #1 "
-            f"'per_sample_weights'; but type torch.{_TORCH_TENSOR_TYPES[weight.dtype.name]} does not equal "
-            f"torch.{_TORCH_TENSOR_TYPES[per_sample_weights.dtype.name]} (while checking arguments for embedding_bag)"
+            f"'per_sample_weights'; but type ember.{_TORCH_TENSOR_TYPES[weight.dtype.name]} does not equal "
+            f"ember.{_TORCH_TENSOR_TYPES[per_sample_weights.dtype.name]} (while checking arguments for embedding_bag)"
         )
     return MetaArray((max(bags, 0), weight.shape[1]), weight._data.dtype)
 

@@ -2210,13 +2210,13 @@ def _histc_meta(input, bins=100, min=0, max=0):
     if input.dtype.category != D.FLOATING:
         raise RuntimeError(f"histc(): expected a floating point input, got {_torch_name(input.dtype)}")
     if bins <= 0:
-        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        raise RuntimeError(f"ember.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:
-        raise RuntimeError("torch.histc: max must be larger than min")
+        raise RuntimeError("ember.histc: max must be larger than min")
     if min == max and input.device.type != "meta":
         _histc_range(input._host_array(), min, max)
     elif not (math.isfinite(min) and math.isfinite(max)):
-        raise RuntimeError(f"torch.histc: range of [{min}, {max}] is not finite")
+        raise RuntimeError(f"ember.histc: range of [{min}, {max}] is not finite")
     return MetaArray((bins,), input._data.dtype)
 
 
@@ -2227,7 +2227,7 @@ def _histc_range(data, low, high):
     if low == high:
         low, high = low - 1, high + 1
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise RuntimeError(f"torch.histc: range of [{low}, {high}] is not finite")
+        raise RuntimeError(f"ember.histc: range of [{low}, {high}] is not finite")
     return low, high
 
 
@@ -2281,30 +2281,30 @@ def _histogram_meta(input, bins=100, *, range=None, weight=None, density=False):
     if isinstance(bins, Tensor):
         if bins.dtype is not input.dtype:
             raise RuntimeError(
-                "torch.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
+                "ember.histogramdd: input tensor and bins tensors should have the same dtype, but got input with "
                 f"dtype {input.dtype.name} and bins for dimension 0 with dtype {bins.dtype.name}"
             )
         if bins.ndim != 1 or bins.shape[0] < 1:
-            raise RuntimeError("torch.histogramdd: bins tensor should have one dimension and at least 1 element")
+            raise RuntimeError("ember.histogramdd: bins tensor should have one dimension and at least 1 element")
         n_bins = bins.shape[0] - 1
     else:
         n_bins = _check_int("histogram", bins, "bins")
         if n_bins <= 0:
-            raise RuntimeError(f"torch.histogramdd(): bins must be > 0, but got {n_bins} for dimension 0")
+            raise RuntimeError(f"ember.histogramdd(): bins must be > 0, but got {n_bins} for dimension 0")
         if range is not None:
             low, high = range
             if low > high:
                 raise RuntimeError(
-                    f"torch.histogramdd: min should not exceed max, but got min {low} max {high} for dimension 0"
+                    f"ember.histogramdd: min should not exceed max, but got min {low} max {high} for dimension 0"
                 )
             if not (math.isfinite(low) and math.isfinite(high)):
-                raise RuntimeError(f"torch.histogramdd: dimension 0's range [{low}, {high}] is not finite")
+                raise RuntimeError(f"ember.histogramdd: dimension 0's range [{low}, {high}] is not finite")
         elif input.device.type != "meta":
             _histogram_range(input._host_array(), None)
     if weight is not None:
         _check_tensor("histogram", weight, "weight")
         if tuple(weight.shape) != tuple(input.shape) or weight.dtype is not input.dtype:
-            raise RuntimeError("torch.histogramdd: weight should have the same shape and dtype as input")
+            raise RuntimeError("ember.histogramdd: weight should have the same shape and dtype as input")
     dtype = input._data.dtype
     return MetaArray((n_bins,), dtype), MetaArray((n_bins + 1,), dtype)
 
@@ -2317,7 +2317,7 @@ def _histogram_range(data, range):
     else:
         low, high = 0.0, 1.0
     if not (math.isfinite(low) and math.isfinite(high)):
-        raise RuntimeError(f"torch.histogramdd: dimension 0's range [{low}, {high}] is not finite")
+        raise RuntimeError(f"ember.histogramdd: dimension 0's range [{low}, {high}] is not finite")
     if low == high:
         low, high = low - 0.5, high + 0.5
     return low, high
@@ -2396,19 +2396,19 @@ def _searchsorted_meta(sorted_sequence, input, *, out_int32=False, right=False, 
         raise TypeError(f"searchsorted(): argument 'input' must be Tensor or Number, not {type(input).__name__}")
     if side is not None:
         if side not in ("left", "right"):
-            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+            raise RuntimeError(f"ember.searchsorted(): side can only be 'left' or 'right' but got {side}")
         if right and side == "left":
             raise RuntimeError(
-                "torch.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
+                "ember.searchsorted(): side and right can't be set to opposites, got side of left while right was True"
             )
     seq_shape = tuple(sorted_sequence.shape)
     if not seq_shape:
         raise RuntimeError(
-            "torch.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
+            "ember.searchsorted(): boundaries tensor should have positive dimension, but got 0 dimension"
         )
     if len(seq_shape) > 1 and (len(shape) != len(seq_shape) or seq_shape[:-1] != shape[:-1]):
         raise RuntimeError(
-            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
+            "ember.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries "
             f"tensor and input value tensor must match, but we got boundaries tensor {list(seq_shape)} and input value "
             f"tensor {list(shape)}"
         )
@@ -2416,17 +2416,17 @@ def _searchsorted_meta(sorted_sequence, input, *, out_int32=False, right=False, 
         _check_tensor("searchsorted", sorter, "sorter")
         if sorter.dtype is not D.int64:
             raise RuntimeError(
-                f"torch.searchsorted(): sorter must be a tensor of long dtype but got dtype {_torch_name(sorter.dtype)}"
+                f"ember.searchsorted(): sorter must be a tensor of long dtype but got dtype {_torch_name(sorter.dtype)}"
             )
         if tuple(sorter.shape) != seq_shape:
             raise RuntimeError(
-                f"torch.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
+                f"ember.searchsorted(): boundary and sorter must have the same size, but got boundary tensor "
                 f"{list(seq_shape)}and got sorter tensor {list(sorter.shape)}"
             )
         if sorter.device.type != "meta":
             order = sorter._host_array()
             if order.size and (order.min() < 0 or order.max() >= seq_shape[-1]):
-                raise RuntimeError("torch.searchsorted(): sorter index out of range")
+                raise RuntimeError("ember.searchsorted(): sorter index out of range")
     return MetaArray(shape, _I32 if out_int32 else _I64)
 
 

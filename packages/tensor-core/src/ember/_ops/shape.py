@@ -2358,14 +2358,14 @@ take = defop("take", _take_meta, cpu=_take_cpu, category=COMPOSITE, decompositio
 def _take_along_dim_plan(input, indices, dim):
     _require_tensor("take_along_dim", "input", input)
     _require_tensor("take_along_dim", "indices", indices)
-    _check_index_dtype(indices, (D.int64,), "torch.take_along_dim(): dtype of indices should be Long but got {name}")
+    _check_index_dtype(indices, (D.int64,), "ember.take_along_dim(): dtype of indices should be Long but got {name}")
     if dim is None:
         return None, None, None
     ndim = input._data.ndim
     d = wrap_dim(dim, ndim)
     if indices._data.ndim != ndim:
         raise RuntimeError(
-            "torch.take_along_dim(): input and indices should have the same number of dimensions, but got "
+            "ember.take_along_dim(): input and indices should have the same number of dimensions, but got "
             f"{ndim} dimensions for input, and {indices._data.ndim} dimensions for indices"
         )
     ishape, jshape = list(input._data.shape), list(indices._data.shape)
@@ -3096,7 +3096,7 @@ def _block_shapes(tensors):
         ndim = t._data.ndim
         if ndim > 2:
             raise RuntimeError(
-                f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {ndim} dimensions"
+                f"ember.block_diag: Input tensors must have 2 or fewer dimensions. Input {i} has {ndim} dimensions"
             )
         shape = t._data.shape
         shapes.append((1, 1) if ndim == 0 else (1, shape[0]) if ndim == 1 else tuple(shape))
