@@ -1,5 +1,5 @@
 // ember._C kernels for the fused nn ops: softmax/log_softmax, layer_norm, gelu and
-// cross_entropy and embedding's row lookup (ember/_ops/nn_functional.py), and
+// cross_entropy and embedding's row lookup (ember/_ops/nn_activation.py (and the other nn_* modules)), and
 // gather/scatter_add along a dim (ember/_ops/shape.py).
 //
 // Layout: every kernel takes C-contiguous float32/float64 arrays (the Python side

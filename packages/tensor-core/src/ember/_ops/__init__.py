@@ -45,11 +45,18 @@ reductions = _import_op_module("reductions")
 shape = _import_op_module("shape")
 linalg = _import_op_module("linalg")
 nn_conv = _import_op_module("nn_conv")
-nn_functional = _import_op_module("nn_functional")
+nn_activation = _import_op_module("nn_activation")
+nn_norm = _import_op_module("nn_norm")
+nn_embedding = _import_op_module("nn_embedding")
+nn_attention = _import_op_module("nn_attention")
+nn_loss = _import_op_module("nn_loss")
 
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
-OP_MODULES = (creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv, nn_functional)
+OP_MODULES = (
+    creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv,
+    nn_activation, nn_norm, nn_embedding, nn_attention, nn_loss,
+)
 
 __all__ = [
     "Op",

@@ -1,4 +1,4 @@
-"""OpInfos of ember._ops.nn_functional.
+"""OpInfos of the nn.functional op modules (ember._ops.nn_activation, nn_norm, nn_embedding, nn_attention, nn_loss).
 
 References are written directly from the definitions (in float64, loops where that
 is clearer), independently of the kernels. Every OpInfo names its PyTorch
