@@ -283,3 +283,15 @@ def test_mixed_promotion_in_arithmetic():
     for result, dtype, values in cases:
         assert result.dtype is dtype
         np.testing.assert_allclose(np.asarray(result, dtype=np.float64), values)
+
+
+def test_return_types_module_names_the_namedtuples():
+    import pickle
+
+    result = ember.max(ember.tensor([[1.0, 5.0], [7.0, 2.0]]), dim=1)
+    assert type(result) is ember.return_types.max
+    np.testing.assert_array_equal(result.values.numpy(), [5.0, 7.0])
+    np.testing.assert_array_equal(result.indices.numpy(), [1, 0])
+    assert "sort" in ember.return_types.__all__ and "topk" in ember.return_types.__all__
+    # the class is importable by its qualified name, so the tuple type pickles (not its tensors)
+    assert pickle.loads(pickle.dumps(type(result))) is ember.return_types.max

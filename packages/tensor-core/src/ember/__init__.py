@@ -74,6 +74,7 @@ from . import _tensor_methods  # noqa: E402
 _tensor_methods.install()
 from .serialization import SerializationError, load, save  # noqa: E402
 from . import nn  # noqa: E402
+from . import return_types  # noqa: E402,F401
 globals().update(_ops.public_ops())
 
 
