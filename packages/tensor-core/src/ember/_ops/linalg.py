@@ -771,17 +771,21 @@ def _addmm_meta(input, mat1, mat2, *, beta=1, alpha=1):
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({b.shape[0]}x{b.shape[1]} and {c.shape[0]}x{c.shape[1]})"
         )
-    if a.dtype != c.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_tname(a.dtype)} and {_tname(c.dtype)}")
-    if b.dtype != c.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_tname(b.dtype)} and {_tname(c.dtype)}")
-    shape = (b.shape[0], c.shape[1])
+    return _added_product_meta("addmm", a, b, c, (b.shape[0], c.shape[1]), beta, alpha)
+
+
+def _added_product_meta(name, a, m1, m2, shape, beta, alpha):
+    """The checks addmm and addbmm share once shapes are known: one dtype, ``a`` expandable, valid scalars."""
+    if a.dtype != m2.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_tname(a.dtype)} and {_tname(m2.dtype)}")
+    if m1.dtype != m2.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_tname(m1.dtype)} and {_tname(m2.dtype)}")
     _check_expandable(a.shape, shape)
-    _no_bool("addmm", c.dtype)
-    dtype = _FROM_NP(c.dtype)
-    _check_scalar("addmm", "beta", beta, dtype)
-    _check_scalar("addmm", "alpha", alpha, dtype)
-    return MetaArray(shape, c.dtype)
+    _no_bool(name, m2.dtype)
+    dtype = _FROM_NP(m2.dtype)
+    _check_scalar(name, "beta", beta, dtype)
+    _check_scalar(name, "alpha", alpha, dtype)
+    return MetaArray(shape, m2.dtype)
 
 
 def _addmm_cpu(input, mat1, mat2, *, beta=1, alpha=1):
@@ -893,17 +897,7 @@ def _addbmm_meta(input, batch1, batch2, *, beta=1, alpha=1):
         raise RuntimeError(
             f"Incompatible matrix sizes for bmm ({b1.shape[1]}x{b1.shape[2]} and {b2.shape[1]}x{b2.shape[2]})"
         )
-    if a.dtype != b2.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got {_tname(a.dtype)} and {_tname(b2.dtype)}")
-    if b1.dtype != b2.dtype:
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got {_tname(b1.dtype)} and {_tname(b2.dtype)}")
-    shape = (b1.shape[1], b2.shape[2])
-    _check_expandable(a.shape, shape)
-    _no_bool("addbmm", b1.dtype)
-    dtype = _FROM_NP(b1.dtype)
-    _check_scalar("addbmm", "beta", beta, dtype)
-    _check_scalar("addbmm", "alpha", alpha, dtype)
-    return MetaArray(shape, b1.dtype)
+    return _added_product_meta("addbmm", a, b1, b2, (b1.shape[1], b2.shape[2]), beta, alpha)
 
 
 def _addbmm_cpu(input, batch1, batch2, *, beta=1, alpha=1):
