@@ -205,13 +205,21 @@ def _float32_division(a, b, mode):
     return value
 
 
-def _floor_divide_np(a, b):
-    kind = np.result_type(a, b)
-    if kind.kind in "iu":
-        _zero_division_check(b)
-    elif kind == _F32:
-        return _float32_division(a, b, "floor")
-    return np.floor_divide(a, b)
+def _integer_or_float32_division(mode, np_fn):
+    """``np_fn(a, b)`` with PyTorch's integer division-by-zero error and the fast float32 path of ``mode``."""
+
+    def divide(a, b):
+        kind = np.result_type(a, b)
+        if kind.kind in "iu":
+            _zero_division_check(b)
+        elif kind == _F32:
+            return _float32_division(a, b, mode)
+        return np_fn(a, b)
+
+    return divide
+
+
+_floor_divide_np = _integer_or_float32_division("floor", np.floor_divide)
 
 
 def _trunc_divide_np(a, b):
@@ -309,22 +317,8 @@ floor_divide = binary("floor_divide", _floor_divide_np, supported=REAL_NO_BOOL, 
     """)
 
 
-def _remainder_np(a, b):
-    kind = np.result_type(a, b)
-    if kind.kind in "iu":
-        _zero_division_check(b)
-    elif kind == _F32:
-        return _float32_division(a, b, "remainder")
-    return np.remainder(a, b)
-
-
-def _fmod_np(a, b):
-    kind = np.result_type(a, b)
-    if kind.kind in "iu":
-        _zero_division_check(b)
-    elif kind == _F32:
-        return _float32_division(a, b, "fmod")
-    return np.fmod(a, b)
+_remainder_np = _integer_or_float32_division("remainder", np.remainder)
+_fmod_np = _integer_or_float32_division("fmod", np.fmod)
 
 
 remainder = binary("remainder", _remainder_np, supported=REAL_NO_BOOL, upcast=True, doc="""Elementwise
