@@ -39,6 +39,12 @@ class _AutogradSlot:
     def retain_grad(self, tensor):
         require("Tensor.retain_grad()", "ember-autograd")
 
+    def register_post_accumulate_grad_hook(self, tensor, hook):
+        require("Tensor.register_post_accumulate_grad_hook()", "ember-autograd")
+
+    def view_grad_fn(self, tensor):
+        return tensor._grad_fn
+
 
 #: Replaced by ember-autograd with its implementation (see ember.autograd).
 autograd = _AutogradSlot()

@@ -66,7 +66,11 @@ class Tensor:
     _offset = None  # cached storage offset in elements
     _requires_grad = False
     _grad = None
-    grad_fn = None
+    _grad_fn = None  # the autograd node that produced it (see the grad_fn property)
+    _output_nr = 0  # which output of _grad_fn it is
+    _view_info = None  # set by ember-autograd on differentiable views: (base, version when grad_fn was made)
+    _nondiff_view = False  # a view autograd does not track through (detach, .data)
+    _grad_accumulator = None  # ember-autograd: weak reference to a leaf's AccumulateGrad node
     _ember_tensor = True
 
     def __init__(self, *args, **kwargs):
@@ -256,7 +260,7 @@ class Tensor:
         requires_grad = bool(requires_grad)
         if requires_grad and self.dtype.category < FLOATING:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
-        if not requires_grad and self.grad_fn is not None:
+        if not requires_grad and self._grad_fn is not None:
             raise RuntimeError(
                 "you can only change requires_grad flags of leaf variables. If you want to use a computed "
                 "variable in a subgraph that doesn't require differentiation use var_no_grad = var.detach()."
@@ -294,8 +298,23 @@ class Tensor:
         self._grad = None
 
     @property
+    def grad_fn(self):
+        """The autograd node that produced this tensor, or None for a leaf."""
+        if self._view_info is not None:  # a view whose base was modified in place since
+            return _extensions.autograd.view_grad_fn(self)
+        return self._grad_fn
+
+    @grad_fn.setter
+    def grad_fn(self, node):
+        self._grad_fn = node
+
+    @property
     def is_leaf(self):
-        return self.grad_fn is None
+        return self._grad_fn is None
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` after a gradient is accumulated into this leaf's ``.grad`` (needs ember-autograd)."""
+        return _extensions.autograd.register_post_accumulate_grad_hook(self, hook)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         """Accumulate gradients of this tensor into the leaves (needs ember-autograd)."""
@@ -461,7 +480,10 @@ class Tensor:
         return t
 
 
-_TENSOR_CORE_FIELDS = {"_data", "_device", "_storage", "_base", "_requires_grad", "_grad", "grad_fn"}
+_TENSOR_CORE_FIELDS = {
+    "_data", "_device", "_storage", "_base", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_view_info",
+    "_nondiff_view", "_grad_accumulator", "_strides", "_offset",
+}
 
 
 def _wrap_dim(dim, ndim):

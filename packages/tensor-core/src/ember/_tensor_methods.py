@@ -284,7 +284,10 @@ def _data_set(self, value):
 
 def detach_(self):
     """Detach this tensor from the autograd graph in place; returns ``self``."""
-    self.grad_fn = None
+    if self._view_info is not None:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    self._grad_fn = None
+    self._output_nr = 0
     self._requires_grad = False
     return self
 

@@ -1,0 +1,313 @@
+"""The backward engine: run the graph from the outputs' gradients to the leaves.
+
+One call of :func:`run_backward` is one *graph task*:
+
+1. from the root edges, walk the graph (iteratively, so graphs of any depth
+   work) counting for each node how many edges lead into it; with
+   ``inputs``, keep only the nodes from which an input can be reached;
+2. run nodes whose dependencies are all done, the most recently created
+   first (as PyTorch's CPU engine orders them), summing the gradients that
+   reach each node's outputs in a buffer;
+3. at a leaf's :class:`~ember.autograd.graph.AccumulateGrad`, add into
+   ``.grad`` (``backward``) or capture the gradient (``grad``).
+
+The engine keeps no global state, so a node's backward may itself call
+``backward`` or ``grad`` (reentrant backward, as checkpointing does).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+
+import ember
+from ember._ops._dispatch import state
+from ember._tensor import Tensor
+
+from . import _anomaly
+from .graph import AccumulateGrad, edge_of
+
+__all__ = ["run_backward"]
+
+
+def run_backward(
+    tensors,
+    grad_tensors,
+    *,
+    retain_graph,
+    create_graph,
+    inputs=None,
+    accumulate=True,
+    allow_unused=False,
+):
+    """Backpropagate from ``tensors``; accumulate into leaves or return the gradients of ``inputs``.
+
+    Args:
+        tensors (sequence[Tensor]): the roots.
+        grad_tensors (sequence[Tensor or None]): their gradients (None: ones, scalar roots only).
+        retain_graph (bool): keep saved tensors for another backward.
+        create_graph (bool): record the backward computation (higher-order gradients).
+        inputs (sequence[Tensor], optional): restrict to these tensors.
+        accumulate (bool): add into ``.grad`` (backward) or return the gradients (grad).
+        allow_unused (bool): with ``accumulate=False``, return None for inputs the roots do not depend on.
+
+    Returns:
+        tuple[Tensor or None] with ``accumulate=False``, else None.
+
+    Raises:
+        RuntimeError: a root does not require grad, a gradient's shape does not match, an input
+            is unused and ``allow_unused`` is False, or the graph was freed.
+    """
+    roots = []
+    for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
+        roots.append((edge_of(t), _root_grad(t, g, i)))
+    input_edges = None
+    if inputs is not None:
+        input_edges = []
+        for i, t in enumerate(inputs):
+            if not isinstance(t, Tensor):
+                raise TypeError(f"inputs[{i}] must be a Tensor, got {type(t).__name__}")
+            if not t._requires_grad:
+                raise RuntimeError(f"One of the differentiated Tensors (inputs[{i}]) does not require grad")
+            input_edges.append(edge_of(t))
+    task = _GraphTask(roots, input_edges, retain_graph, create_graph, accumulate)
+    previous = state.grad_enabled
+    state.grad_enabled = create_graph
+    try:
+        task.run()
+    finally:
+        state.grad_enabled = previous
+    if accumulate:
+        if inputs is not None:  # non-leaf inputs of backward(inputs=...) get .grad too
+            for t, edge in zip(inputs, input_edges):
+                g = task.captured.get(edge)
+                if g is not None and type(edge[0]) is not AccumulateGrad:
+                    t._grad = g.detach() if t._grad is None else t._grad + g.detach()
+        return None
+    results = []
+    for i, edge in enumerate(input_edges):
+        g = task.captured.get(edge)
+        if g is None and not allow_unused:
+            raise RuntimeError(
+                "One of the differentiated Tensors appears to not have been used in the graph. "
+                "Set allow_unused=True if this is the desired behavior."
+            )
+        results.append(g)
+    return tuple(results)
+
+
+def _root_grad(t, g, index):
+    if g is None:
+        if t.numel() != 1:
+            raise RuntimeError("grad can be implicitly created only for scalar outputs")
+        if not (t.is_floating_point() or t.is_complex()):
+            raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
+        return ember.ones_like(t)
+    if not isinstance(g, Tensor):
+        g = ember.tensor(g, dtype=t.dtype, device=t.device)
+    if tuple(g.shape) != tuple(t.shape):
+        raise RuntimeError(
+            f"Mismatch in shape: grad_output[{index}] has a shape of {g.shape} and output[{index}] has a shape "
+            f"of {t.shape}."
+        )
+    if g.is_complex() != t.is_complex():
+        raise RuntimeError(
+            f"For complex Tensors, both grad_output and output are required to have the same dtype. Mismatch in "
+            f"dtype: grad_output[{index}] has a dtype of {g.dtype} and output[{index}] has a dtype of {t.dtype}."
+        )
+    return _Shared(g)
+
+
+class _Shared:
+    """Marks a gradient that someone else holds (the caller's ``grad_tensors``): copy before storing it."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
+class _GraphTask:
+    def __init__(self, roots, input_edges, retain_graph, create_graph, accumulate):
+        self.roots = roots
+        self.retain_graph = retain_graph
+        self.create_graph = create_graph
+        self.accumulate = accumulate
+        self.input_edges = input_edges
+        self.captured = {}
+        self.stored = set()  # ids of tensors stored into a .grad by this task
+        self.shared = set()  # ids of tensors the caller holds
+
+    def run(self):
+        buffers = {}
+        for (node, nr), g in self.roots:
+            if type(g) is _Shared:
+                self.shared.add(id(g.tensor))
+                g = g.tensor
+            _add_to_buffer(buffers, node, nr, g)
+        capture_at = None
+        if self.input_edges is not None:
+            capture_at = {}
+            for node, nr in self.input_edges:
+                capture_at.setdefault(node, set()).add(nr)
+        dependencies = self._dependencies(capture_at)
+        ready = []
+        tie = itertools.count()
+        for node in {n for (n, _), _ in self.roots}:
+            if dependencies.get(node, 0) == 0:
+                heapq.heappush(ready, (-node._seq, next(tie), node))
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * node._num_outputs
+            out = self._run_node(node, grads, capture_at)
+            for (child, nr), g in zip(node.next_functions, out):
+                if child is None or child not in dependencies:
+                    continue
+                if g is not None:
+                    _add_to_buffer(buffers, child, nr, g)
+                left = dependencies[child] - 1
+                dependencies[child] = left
+                if left == 0:
+                    heapq.heappush(ready, (-child._seq, next(tie), child))
+
+    def _dependencies(self, capture_at):
+        """Number of edges into each node that must run; with ``capture_at``, only nodes leading to an input."""
+        roots = {n for (n, _), _ in self.roots}
+        children = {}
+        order = []
+        stack = list(roots)
+        seen = set(roots)
+        while stack:
+            node = stack.pop()
+            order.append(node)
+            kids = [c for c, _ in node.next_functions if c is not None]
+            children[node] = kids
+            for c in kids:
+                if c not in seen:
+                    seen.add(c)
+                    stack.append(c)
+        if capture_at is not None:
+            needed = set(capture_at).intersection(seen)
+            changed = True
+            # nodes from which an input is reachable (iterate to a fixed point; graphs are DAGs)
+            while changed:
+                changed = False
+                for node in order:
+                    if node not in needed and any(c in needed for c in children[node]):
+                        needed.add(node)
+                        changed = True
+            keep = needed
+        else:
+            keep = seen
+        dependencies = {node: 0 for node in keep}
+        for node in keep:
+            for c in children[node]:
+                if c in keep:
+                    dependencies[c] += 1
+        # an input's node with no other input beyond it: capture there, do not run it
+        self._stop = set() if capture_at is None else {
+            n for n in capture_at if n in children and not any(c in keep for c in children[n])
+        }
+        return dependencies
+
+    def _run_node(self, node, grads, capture_at):
+        if type(node) is AccumulateGrad:
+            self._accumulate(node, grads[0], capture_at)
+            return ()
+        grads = _call_tensor_prehooks(node, grads)
+        if capture_at is not None and node in capture_at:
+            for nr in capture_at[node]:
+                if grads[nr] is not None:
+                    self.captured[(node, nr)] = grads[nr]
+            if node in self._stop:
+                return ()
+        if node._pre_hooks:
+            for hook in tuple(node._pre_hooks.values()):
+                new = hook(tuple(grads))
+                if new is not None:
+                    grads = list(new)
+        if all(g is None for g in grads):
+            out = [None] * len(node.next_functions)
+        else:
+            try:
+                out = node.apply(grads)
+            except Exception:
+                _anomaly.warn_forward_trace(node)
+                raise
+        if node._hooks:
+            for hook in tuple(node._hooks.values()):
+                new = hook(tuple(out), tuple(grads))
+                if new is not None:
+                    out = list(new)
+        _anomaly.check_nan(node, out)
+        if not self.retain_graph:
+            node._release()
+        return out
+
+    def _accumulate(self, node, g, capture_at):
+        variable = node.variable
+        if g is None:
+            return
+        hooks = variable.__dict__.get("_leaf_hooks")
+        if hooks:
+            for hook in tuple(hooks.values()):
+                new = hook(g)
+                if new is not None:
+                    g = new
+        if capture_at is not None:
+            if node in capture_at:
+                self.captured[(node, 0)] = g
+            if not self.accumulate or node not in capture_at:
+                return
+        self._add_into_grad(variable, g)
+        post = variable.__dict__.get("_post_accumulate_hooks")
+        if post:
+            for hook in tuple(post.values()):
+                hook(variable)
+
+    def _add_into_grad(self, variable, g):
+        if not self.create_graph and g._requires_grad:
+            g = g.detach()
+        current = variable._grad
+        if current is None:
+            if id(g) in self.shared or id(g) in self.stored or g._base is not None or not g.is_contiguous():
+                g = g.clone() if self.create_graph else ember.clone(g)
+            self.stored.add(id(g))
+            variable._grad = g
+        elif self.create_graph or current._requires_grad:
+            variable._grad = current + g
+        else:
+            current.add_(g)
+
+
+def _call_tensor_prehooks(node, grads):
+    hooks = node._tensor_pre_hooks
+    retain = node._retain_grad_hooks
+    if hooks is None and retain is None:
+        return grads
+    grads = list(grads)
+    if hooks:
+        for nr, per_output in hooks.items():
+            for hook in tuple(per_output.values()):
+                if grads[nr] is None:
+                    continue
+                new = hook(grads[nr])
+                if new is not None:
+                    grads[nr] = new
+    if retain:
+        for nr, fn in retain.items():
+            if grads[nr] is not None:
+                fn(grads[nr])
+    return grads
+
+
+def _add_to_buffer(buffers, node, nr, g):
+    slot = buffers.get(node)
+    if slot is None:
+        slot = buffers[node] = [None] * node._num_outputs
+    current = slot[nr]
+    slot[nr] = g if current is None else current + g

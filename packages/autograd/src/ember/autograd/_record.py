@@ -1,0 +1,447 @@
+"""The Autograd step of the dispatcher: run an op and record its backward node.
+
+:func:`handle` is installed with ``ember._ops._dispatch.set_autograd_handler``;
+the dispatcher calls it for ops with an argument that requires grad while
+grad mode is on. What happens depends on the op's entry in the derivative
+table (:mod:`ember.autograd._table`):
+
+* a formula: run the kernel with grad mode off, then attach a
+  :class:`FormulaNode` to the outputs (saving what the formulas read);
+* through decomposition: run the decomposition with grad mode on, so its
+  ops record themselves;
+* non-differentiable: run it; outputs do not require grad.
+
+In-place ops are recorded as their out-of-place op followed by a copy into
+``self`` (which then points at the new node); when ``self`` is a view, the
+base's history is rewritten with :class:`CopySlices`, so gradients flow
+through every view of the storage, as in PyTorch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import ember
+from ember._dtype import bfloat16 as _bf16
+from ember._ops import registry
+from ember._ops._dispatch import run_backend, state
+from ember._tensor import Tensor
+
+from . import _anomaly
+from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
+from .graph import Node, SavedTensor, edge_of
+
+__all__ = ["handle", "FormulaNode", "CopySlices", "view_grad_fn", "DIFFERENTIABLE_DTYPES", "sum_to", "validate_grad", "make_node"]
+
+#: numpy dtypes of tensors that can require grad.
+DIFFERENTIABLE_DTYPES = frozenset(
+    np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128, _bf16.numpy_dtype)
+)
+
+_copy_ = registry["copy_"]
+_detach = registry["detach"]
+
+
+def _is_tensor(v):
+    return type(v) is Tensor or isinstance(v, Tensor)
+
+
+# ------------------------------------------------------------------ formula nodes
+
+
+class FormulaNode(Node):
+    """A node whose backward is an entry of the derivative table.
+
+    Attributes:
+        entry (Derivative): the op's formulas.
+    """
+
+    def __init__(self, entry, next_functions, input_meta, layout, num_outputs):
+        super().__init__(next_functions, num_outputs)
+        self.entry = entry
+        self._input_meta = input_meta  # per edge: (shape, dtype, device)
+        self._layout = layout  # per differentiable argument: (name, first edge, count or -1 for a tensor)
+        self._saved = None  # {argument name: value}; SavedTensor for tensors
+        self._saved_results = None  # tuple of SavedTensor
+        self._output_meta = None  # multi-output ops: (shape, dtype, device) per output
+        self._freed = False
+        if _anomaly.enabled():
+            _anomaly.record_forward(self)
+
+    def name(self):
+        return self.entry.node_name
+
+    def _unpacked(self):
+        if self._freed:
+            raise RuntimeError(_FREED)
+        name = self.entry.node_name
+        env = {}
+        for key, value in self._saved.items():
+            if type(value) is SavedTensor:
+                value = value.unpack(name)
+            elif type(value) is list and value and type(value[0]) is SavedTensor:
+                value = [v.unpack(name, i) for i, v in enumerate(value)]
+            env[key] = value
+        if self._saved_results is not None:
+            results = tuple(s.unpack(name, i) if s is not None else None for i, s in enumerate(self._saved_results))
+            env["result"] = results[0]
+            env["results"] = results
+        return env
+
+    def apply(self, grad_outputs):
+        env = self._unpacked()
+        if self._output_meta is not None:
+            grad_outputs = _materialize(grad_outputs, self._output_meta)
+        env["grad"] = grad_outputs[0]
+        env["grads"] = tuple(grad_outputs)
+        next_functions = self.next_functions
+        grads = [None] * len(next_functions)
+        layout = self._layout
+        for formula in self.entry.formulas:
+            mask = tuple(_needs(next_functions, layout[name]) for name in formula.inputs)
+            if not any(mask):
+                continue
+            env["output_mask"] = mask
+            out = formula.fn(*[env[p] for p in formula.params])
+            if formula.joint:
+                for name, g, needed in zip(formula.inputs, out, mask):
+                    if needed:
+                        _place(grads, layout[name], g)
+            else:
+                _place(grads, layout[formula.inputs[0]], out)
+        meta = self._input_meta
+        for i, g in enumerate(grads):
+            if g is not None:
+                grads[i] = validate_grad(g, meta[i], self, i)
+        return grads
+
+    def _release(self):
+        self._freed = True
+        self._saved = None
+        self._saved_results = None
+
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
+
+def _needs(next_functions, slot):
+    first, count = slot
+    if count < 0:
+        return next_functions[first][0] is not None
+    return any(next_functions[i][0] is not None for i in range(first, first + count))
+
+
+def _place(grads, slot, g):
+    first, count = slot
+    if count < 0:
+        grads[first] = g
+    elif g is not None:
+        for i, gi in enumerate(g):
+            grads[first + i] = gi
+
+
+def _materialize(grad_outputs, output_meta):
+    """Missing gradients of differentiable outputs become zeros (formulas may then add them)."""
+    out = list(grad_outputs)
+    for i, g in enumerate(out):
+        if g is None and output_meta[i] is not None:
+            shape, dtype, device = output_meta[i]
+            out[i] = ember.zeros(shape, dtype=dtype, device=device)
+    return out
+
+
+def validate_grad(g, meta, node, index):
+    """``g`` summed to the input's shape and cast to its dtype and device.
+
+    Raises:
+        RuntimeError: when ``g`` cannot be summed to the input's shape.
+    """
+    shape, dtype, device = meta
+    if g._data.shape != shape:
+        g = sum_to(g, shape, node, index)
+    if g.dtype is not dtype:
+        if g.is_complex() and not dtype.is_complex:
+            g = ember.real(g)
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+    if g._device != device:
+        g = g.to(device)
+    return g
+
+
+def sum_to(g, shape, node=None, index=0):
+    """Sum ``g`` over the dimensions that broadcasting added or expanded to reach ``shape``."""
+    gshape = g._data.shape
+    lead = len(gshape) - len(shape)
+    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
+        where = f" of {node.name()}" if node is not None else ""
+        raise RuntimeError(
+            f"Function{where} returned an invalid gradient at index {index} - got {list(gshape)} but expected "
+            f"shape compatible with {list(shape)}"
+        )
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
+    if dims:
+        g = ember.sum(g, dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    return g
+
+
+# ------------------------------------------------------------------ the handler
+
+
+def handle(op, args, kwargs, device):
+    """The dispatcher's autograd step for ``op`` (see the module docstring)."""
+    if op.kind == "inplace":
+        return _inplace(op, args, kwargs, device)
+    entry = DERIVATIVES.get(op)
+    if entry is not None:
+        return _record(op, entry, args, kwargs, device)
+    if op in THROUGH_DECOMPOSITION or (op not in NONDIFFERENTIABLE and op.decomposition is not None):
+        op.meta(*args, **kwargs)
+        return op.decomposition(*args, **kwargs)
+    result = _below(op, args, kwargs, device)
+    if op is _detach:
+        result._nondiff_view = True
+    elif op not in NONDIFFERENTIABLE:
+        for o in result if type(result) is tuple else (result,):
+            if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES:
+                raise NotImplementedError(f"the derivative for '{op.name}' is not implemented in ember-autograd")
+    return result
+
+
+def _below(op, args, kwargs, device):
+    """Run the op's kernel (or decomposition) with grad mode off."""
+    previous = state.grad_enabled
+    state.grad_enabled = False
+    try:
+        return run_backend(op, args, kwargs, device)
+    finally:
+        state.grad_enabled = previous
+
+
+def _record(op, entry, args, kwargs, device, attach=True):
+    result = _below(op, args, kwargs, device)
+    node = make_node(entry, args, kwargs)
+    if node is None:
+        return result if attach else (result, None)
+    outs = result if type(result) is tuple else (result,)
+    if entry.saves_result:
+        node._saved_results = tuple(
+            SavedTensor(o, node, i, is_output=True) if _is_tensor(o) else None for i, o in enumerate(outs)
+        )
+    if len(outs) > 1:
+        node._output_meta = tuple(
+            (o._data.shape, o.dtype, o._device) if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES else None
+            for o in outs
+        )
+        node._num_outputs = len(outs)
+    if not attach:
+        return result, node
+    is_view = op.kind == "view"
+    for i, o in enumerate(outs):
+        if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES:
+            o._requires_grad = True
+            o._grad_fn = node
+            o._output_nr = i
+            if is_view and o._base is not None:
+                o._view_info = (o._base, o._storage.version)
+    return result
+
+
+def make_node(entry, args, kwargs):
+    """The :class:`FormulaNode` of a call, with its edges and saved values; None if no input needs grad."""
+    bound = entry.bind(args, kwargs)
+    edges = []
+    meta = []
+    layout = {}
+    for name in entry.grad_args:
+        v = bound.get(name)
+        if _is_tensor(v):
+            layout[name] = (len(edges), -1)
+            edges.append(edge_of(v))
+            meta.append((v._data.shape, v.dtype, v._device))
+        elif type(v) is list or type(v) is tuple:
+            layout[name] = (len(edges), len(v))
+            for t in v:
+                if _is_tensor(t):
+                    edges.append(edge_of(t))
+                    meta.append((t._data.shape, t.dtype, t._device))
+                else:
+                    edges.append((None, 0))
+                    meta.append(None)
+        else:
+            layout[name] = (len(edges), 0)
+    _check_covered(entry, bound)
+    if not any(e[0] is not None for e in edges):
+        return None
+    node = FormulaNode(entry, edges, meta, layout, 1)
+    saved = {}
+    for name in entry.saved_args:
+        v = bound.get(name)
+        if _is_tensor(v):
+            v = SavedTensor(v)
+        elif type(v) in (list, tuple) and v and all(_is_tensor(t) for t in v):
+            v = [SavedTensor(t) for t in v]
+        saved[name] = v
+    node._saved = saved
+    return node
+
+
+def _check_covered(entry, bound):
+    """Raise if an argument that requires grad has no formula (instead of silently dropping its gradient)."""
+    grad_args = entry.grad_args
+    for name, v in bound.items():
+        if name in grad_args or name in entry.nondiff_args:
+            continue
+        if _is_tensor(v) and v._requires_grad:
+            raise NotImplementedError(
+                f"the derivative of '{entry.op.name}' with respect to argument '{name}' is not implemented "
+                "in ember-autograd"
+            )
+
+
+# ------------------------------------------------------------------ in-place ops and views
+
+
+def _differentiable_base(t):
+    """The base whose history an in-place write through view ``t`` must update, or None."""
+    info = t._view_info
+    if info is not None:
+        return info[0]
+    if t._base is not None and not t._nondiff_view:
+        return t._base
+    return None
+
+
+def _check_inplace_allowed(self):
+    if self._requires_grad and self._grad_fn is None and self._view_info is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = _differentiable_base(self)
+    if base is not None and base._requires_grad and base._grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    return base
+
+
+def _inplace(op, args, kwargs, device):
+    self = args[0]
+    base = _check_inplace_allowed(self)
+    functional = op.functional
+    if functional is not None and functional not in NONDIFFERENTIABLE:
+        op.meta(*args, **kwargs)  # the in-place op's own checks (result dtype castable to self's, shapes)
+        entry = DERIVATIVES.get(functional)
+        source = self
+        if entry is None or entry.reads_original_input:
+            source = ember.clone(self)  # the formula reads self's old value, which the write destroys
+        out = functional(source, *args[1:], **kwargs)
+        previous = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            run_backend(_copy_, (self, out), {}, device)
+        finally:
+            state.grad_enabled = previous
+        if out._requires_grad:
+            _rebase_history(self, base, out._grad_fn, out._output_nr)
+        return self
+    entry = DERIVATIVES.get(op)
+    if entry is None:
+        if op in NONDIFFERENTIABLE or functional in NONDIFFERENTIABLE:
+            result = _below(op, args, kwargs, device)
+            _rebase_history(self, base, None, 0)
+            return result
+        raise NotImplementedError(f"the derivative for '{op.name}' is not implemented in ember-autograd")
+    result, node = _record(op, entry, args, kwargs, device, attach=False)
+    _rebase_history(self, base, node, 0)
+    return result
+
+
+def _rebase_history(self, base, node, output_nr):
+    """After an in-place write into ``self``, point ``self`` (and its base) at the node that wrote it."""
+    if base is None:
+        self._grad_fn = node
+        self._output_nr = output_nr
+        self._requires_grad = node is not None
+        return
+    if node is None and not base._requires_grad:
+        return
+    copy_slices = CopySlices(base, self, node, output_nr)
+    base._grad_fn = copy_slices
+    base._output_nr = 0
+    base._requires_grad = True
+    if base._view_info is not None:
+        base._view_info = None
+    _regenerate_view(self, base)
+
+
+class CopySlices(Node):
+    """The history of a base after an in-place write through one of its views.
+
+    The gradient of the new base is the incoming gradient, except in the
+    region of the view, where it is what the in-place op's node gives for
+    its ``self`` input; the op's other inputs get their gradients as usual.
+    """
+
+    def __init__(self, base, view, node, output_nr):
+        base_edge = edge_of(base)
+        rest = tuple(node.next_functions[1:]) if node is not None else ()
+        super().__init__((base_edge, *rest), 1)
+        self._base_geometry = (base._data.shape, base.stride(), base.storage_offset(), base.dtype, base._device)
+        self._view_geometry = (view._data.shape, view.stride(), view.storage_offset())
+        self._fn = node
+        self._fn_output_nr = output_nr
+
+    def name(self):
+        return "CopySlices"
+
+    def apply(self, grad_outputs):
+        g = grad_outputs[0]
+        shape, strides, offset, dtype, device = self._base_geometry
+        vshape, vstrides, voffset = self._view_geometry
+        result = ember.empty_strided(shape, strides, dtype=dtype, device=device)
+        result.copy_(g)
+        region = result.as_strided(vshape, vstrides, voffset - offset)
+        if self._fn is None:
+            region.zero_()
+            return [result]
+        fn_grads = [None] * self._fn._num_outputs
+        fn_grads[self._fn_output_nr] = region.clone()
+        res = self._fn.apply(fn_grads)
+        if res[0] is None:
+            region.zero_()
+        else:
+            region.copy_(res[0])
+        return [result, *res[1:]]
+
+    def _release(self):
+        if self._fn is not None:
+            self._fn._release()
+
+
+def view_grad_fn(t):
+    """``t.grad_fn`` for a view: rebuilt from the base's history when the base was written in place since."""
+    base, version = t._view_info
+    if t._storage.version != version and base._requires_grad:
+        _regenerate_view(t, base)
+    return t._grad_fn
+
+
+def _regenerate_view(view, base):
+    """Make ``view``'s history an ``as_strided`` of ``base``'s current history."""
+    previous = state.grad_enabled
+    state.grad_enabled = True
+    try:
+        fresh = ember.as_strided(base, view._data.shape, view.stride(), view.storage_offset())
+    finally:
+        state.grad_enabled = previous
+    view._grad_fn = fresh._grad_fn
+    view._output_nr = 0
+    view._requires_grad = True
+    view._view_info = (base, view._storage.version)
+

@@ -1,0 +1,243 @@
+"""The derivative table: how to differentiate each op of the registry.
+
+Every op of :mod:`ember._ops` that autograd can meet falls in one of three
+groups, and this module keeps one table per group:
+
+* :data:`DERIVATIVES`: ops with backward formulas. A formula is a Python
+  function whose **parameter names say what it needs**: the gradient of the
+  output (``grad``; ``grads`` for all outputs of a multi-output op), the
+  op's arguments by their registry names (``input``, ``other``, ``dim``,
+  ...), the output (``result``; ``results`` for all of them) and, for joint
+  formulas, ``output_mask`` (which of the inputs need a gradient). Autograd
+  saves exactly those values at forward time, so an in-place change to a
+  tensor that no formula reads is not an error, as in PyTorch's
+  ``derivatives.yaml``. Formulas are written in ember ops, so the gradients
+  they compute are themselves differentiable (``create_graph=True``).
+* :data:`THROUGH_DECOMPOSITION`: composite ops whose gradient comes from
+  recording their decomposition (see :func:`through_decomposition`).
+* :data:`NONDIFFERENTIABLE`: ops whose outputs never require grad
+  (comparisons, indices, integer results).
+
+A formula returns the gradient for its input as the **conjugate Wirtinger
+derivative** convention of PyTorch: for a holomorphic ``f`` the gradient of
+``input`` is ``grad * conj(f'(input))``. The engine sums gradients over
+broadcast dimensions and casts them back to the input's dtype (taking the
+real part for real inputs), so formulas need not.
+
+Example::
+
+    derivative("mul",
+               input=lambda grad, other: grad * conj(other),
+               other=lambda grad, input: grad * conj(input))
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from ember._ops import registry
+
+__all__ = [
+    "Derivative",
+    "DERIVATIVES",
+    "THROUGH_DECOMPOSITION",
+    "NONDIFFERENTIABLE",
+    "derivative",
+    "through_decomposition",
+    "nondifferentiable",
+    "lookup",
+]
+
+#: Names a formula may take besides the op's arguments.
+SPECIAL_PARAMETERS = frozenset({"grad", "grads", "result", "results", "output_mask"})
+
+
+class Formula:
+    """One backward formula: the gradient of one input, or of several inputs jointly.
+
+    Attributes:
+        inputs (tuple[str]): the argument names it returns gradients for.
+        fn (callable): the formula.
+        params (tuple[str]): its parameter names (what it reads).
+        joint (bool): whether it returns a tuple, one gradient per name in ``inputs``.
+    """
+
+    __slots__ = ("inputs", "fn", "params", "joint")
+
+    def __init__(self, inputs, fn):
+        self.inputs = inputs
+        self.fn = fn
+        self.params = tuple(inspect.signature(fn).parameters)
+        self.joint = len(inputs) > 1
+
+
+class Derivative:
+    """The backward formulas of one op (an entry of :data:`DERIVATIVES`).
+
+    Attributes:
+        op: the registry op.
+        formulas (tuple[Formula]): one per differentiable input (or group of inputs).
+        grad_args (tuple[str]): the differentiable arguments, in signature order.
+        saved_args (tuple[str]): the arguments the formulas read (saved at forward time).
+        saves_result (bool): whether the formulas read the output(s).
+        nondiff_args (frozenset[str]): tensor arguments with no gradient (masks, indices).
+        node_name (str): the backward node's name (``MulBackward0``).
+        params (tuple[str]): positional parameter names of the op, for binding calls.
+        var_positional (str or None): the ``*args`` parameter name, if the op has one.
+        defaults (dict): default values of the op's parameters.
+    """
+
+    __slots__ = (
+        "op",
+        "formulas",
+        "grad_args",
+        "saved_args",
+        "saves_result",
+        "nondiff_args",
+        "node_name",
+        "params",
+        "var_positional",
+        "defaults",
+        "reads_original_input",
+    )
+
+    def __init__(self, op, formulas, nondiff_args=()):
+        self.op = op
+        self.formulas = tuple(formulas)
+        sig = op._call_signature
+        names = list(sig.parameters)
+        self.params = tuple(
+            n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        )
+        self.var_positional = next((n for n, p in sig.parameters.items() if p.kind is p.VAR_POSITIONAL), None)
+        self.defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}
+        graded = {name for f in self.formulas for name in f.inputs}
+        self.grad_args = tuple(n for n in names if n in graded)
+        unknown = graded.difference(names)
+        if unknown:
+            raise ValueError(f"derivative of {op.name}: {sorted(unknown)} are not arguments of {op.name}{sig}")
+        read = set()
+        for f in self.formulas:
+            bad = [p for p in f.params if p not in SPECIAL_PARAMETERS and p not in names]
+            if bad:
+                raise ValueError(
+                    f"derivative of {op.name}: formula for {f.inputs} reads {bad}, which are neither arguments "
+                    f"of {op.name}{sig} nor one of {sorted(SPECIAL_PARAMETERS)}"
+                )
+            read.update(f.params)
+        self.saved_args = tuple(n for n in names if n in read)
+        self.saves_result = "result" in read or "results" in read
+        self.nondiff_args = frozenset(nondiff_args)
+        first = names[0] if names else None
+        self.reads_original_input = first in read
+        self.node_name = _node_name(op.name)
+
+    def bind(self, args, kwargs):
+        """The call's arguments by parameter name, defaults filled in (a fast ``Signature.bind``)."""
+        bound = dict(self.defaults)
+        params = self.params
+        if len(args) > len(params):
+            if self.var_positional is None:
+                raise TypeError(f"{self.op.name}() takes {len(params)} positional arguments but {len(args)} were given")
+            bound.update(zip(params, args))
+            bound[self.var_positional] = tuple(args[len(params) :])
+        else:
+            bound.update(zip(params, args))
+            if self.var_positional is not None:
+                bound.setdefault(self.var_positional, ())
+        if kwargs:
+            bound.update(kwargs)
+        return bound
+
+    def __repr__(self):
+        return f"<Derivative of {self.op.name}: {', '.join(self.grad_args)}>"
+
+
+def _node_name(op_name):
+    """``add`` -> ``AddBackward0``, ``max_pool2d`` -> ``MaxPool2DBackward0``, as PyTorch names its nodes."""
+    parts = op_name.strip("_").split("_")
+    camel = "".join(p[:1].upper() + p[1:] for p in parts)
+    camel = camel.replace("1d", "1D").replace("2d", "2D").replace("3d", "3D")
+    return f"{camel}Backward0"
+
+
+#: Op -> Derivative.
+DERIVATIVES: dict = {}
+#: Ops differentiated by recording their decomposition.
+THROUGH_DECOMPOSITION: set = set()
+#: Ops whose outputs never require grad.
+NONDIFFERENTIABLE: set = set()
+
+
+def _op(name):
+    try:
+        return registry[name]
+    except KeyError:
+        raise KeyError(f"the derivative table names {name!r}, which is not an op of the ember registry") from None
+
+
+def derivative(name, joint=None, *, nondiff=(), **formulas):
+    """Register the backward formulas of op ``name``.
+
+    Args:
+        name (str): the registry op.
+        joint (dict, optional): ``{("input", "weight", "bias"): fn}``: one formula returning
+            a tuple of gradients for several inputs (it may read ``output_mask``).
+        nondiff (tuple[str]): tensor arguments that get no gradient (indices, masks).
+        **formulas: ``input_name=fn``: the gradient of one input. An argument that
+            is a list of tensors (``cat``'s ``tensors``) gets a list of gradients.
+
+    Raises:
+        RuntimeError: if the op already has an entry in any table.
+        ValueError: if a formula names something that is not an argument of the op.
+    """
+    op = _op(name)
+    _check_new(op)
+    entries = [Formula((arg,), fn) for arg, fn in formulas.items()]
+    for inputs, fn in (joint or {}).items():
+        entries.append(Formula(tuple(inputs), fn))
+    entry = Derivative(op, entries, nondiff)
+    DERIVATIVES[op] = entry
+    return entry
+
+
+def through_decomposition(*names):
+    """Differentiate these composite ops by recording their decomposition.
+
+    Use it where the decomposition's own backward is as fast as a hand-written
+    formula would be (it is then one thing less to keep right).
+
+    Raises:
+        ValueError: if an op is not a composite.
+    """
+    for name in names:
+        op = _op(name)
+        _check_new(op)
+        if op.decomposition is None:
+            raise ValueError(f"{name} has no decomposition to differentiate through")
+        THROUGH_DECOMPOSITION.add(op)
+
+
+def nondifferentiable(*names):
+    """Mark ops whose outputs never require grad (comparisons, indices, counts)."""
+    for name in names:
+        op = _op(name)
+        _check_new(op)
+        NONDIFFERENTIABLE.add(op)
+
+
+def _check_new(op):
+    if op in DERIVATIVES or op in THROUGH_DECOMPOSITION or op in NONDIFFERENTIABLE:
+        raise RuntimeError(f"op {op.name} already has an entry in the derivative table")
+
+
+def lookup(op):
+    """``("formula", Derivative)``, ``("decomposition", None)``, ``("none", None)`` or ``(None, None)``."""
+    entry = DERIVATIVES.get(op)
+    if entry is not None:
+        return "formula", entry
+    if op in THROUGH_DECOMPOSITION:
+        return "decomposition", None
+    if op in NONDIFFERENTIABLE:
+        return "none", None
+    return None, None

@@ -1,0 +1,9 @@
+"""The derivative table's entries, one module per op family (see :mod:`ember.autograd._table`).
+
+Each module registers formulas with :func:`~ember.autograd._table.derivative`,
+composite ops differentiated through their decomposition with
+:func:`~ember.autograd._table.through_decomposition`, and non-differentiable
+ops with :func:`~ember.autograd._table.nondifferentiable`.
+"""
+
+from . import creation, pointwise, views  # noqa: F401

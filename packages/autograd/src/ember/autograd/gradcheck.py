@@ -1,0 +1,9 @@
+class GradcheckError(RuntimeError):
+    pass
+
+
+def gradcheck(*a, **k):
+    raise NotImplementedError
+
+
+gradgradcheck = gradcheck

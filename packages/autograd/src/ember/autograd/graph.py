@@ -1,0 +1,339 @@
+"""The autograd graph: nodes, edges, saved tensors and hooks.
+
+A tensor computed from tensors that require grad points at the **node** that
+made it (``t.grad_fn``) and says which output of that node it is
+(``t._output_nr``). A node knows, for each of its differentiable inputs, the
+edge ``(node, output_nr)`` that the input's gradient flows to
+(``next_functions``); leaves that require grad are reached through their
+:class:`AccumulateGrad` node. Running a node maps the gradients of its
+outputs to the gradients of its inputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import weakref
+
+from ember._ops._dispatch import state as _dispatch_state
+from ember._storage import storage_of
+from ember._tensor import Tensor
+
+__all__ = [
+    "Node",
+    "AccumulateGrad",
+    "SavedTensor",
+    "saved_tensors_hooks",
+    "save_on_cpu",
+    "disable_saved_tensors_hooks",
+    "RemovableHandle",
+    "increment_version",
+]
+
+_sequence = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by hook registrations; ``remove()`` unregisters the hook."""
+
+    __slots__ = ("_hooks", "_key")
+    _ids = itertools.count()
+
+    def __init__(self, hooks):
+        self._hooks = weakref.ref(hooks) if hooks is not None else None
+        self._key = next(self._ids)
+
+    def remove(self):
+        """Unregister the hook (idempotent)."""
+        hooks = self._hooks() if self._hooks is not None else None
+        if hooks is not None:
+            hooks.pop(self._key, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookDict(dict):
+    """An ordered dict of hooks that :class:`RemovableHandle` can refer to weakly."""
+
+    __slots__ = ("__weakref__",)
+
+
+def _add_hook(hooks, fn):
+    handle = RemovableHandle(hooks)
+    hooks[handle._key] = fn
+    return handle
+
+
+class Node:
+    """A backward function of the graph (PyTorch's ``torch.autograd.graph.Node``).
+
+    Attributes:
+        next_functions (tuple[tuple[Node or None, int]]): per input of the forward op,
+            the edge its gradient flows to (``(None, 0)`` when it needs none).
+        metadata (dict): free-form, for users and tools.
+    """
+
+    _pre_hooks = None  # {key: fn(grad_outputs) -> grad_outputs or None}
+    _hooks = None  # {key: fn(grad_inputs, grad_outputs) -> grad_inputs or None}
+    _tensor_pre_hooks = None  # {output_nr: _HookDict of fn(grad) -> grad or None}
+    _retain_grad_hooks = None  # {output_nr: fn(grad)} (Tensor.retain_grad), run after the tensor hooks
+    _anomaly_trace = None  # the forward stack, recorded in anomaly mode
+    _anomaly_parent = None
+
+    def __init__(self, next_functions=(), num_outputs=1):
+        self.next_functions = tuple(next_functions)
+        self._num_outputs = num_outputs
+        self._seq = next(_sequence)
+        self.metadata = {}
+
+    def name(self):
+        """The node's name, e.g. ``"MulBackward0"``."""
+        return type(self).__name__
+
+    def apply(self, grad_outputs):
+        """Gradients of the inputs, one per edge of ``next_functions``, from the outputs' gradients."""
+        raise NotImplementedError
+
+    def _output_shapes(self):
+        """``(shape, dtype, device)`` per output, to materialise missing gradients as zeros."""
+        return None
+
+    def register_hook(self, fn):
+        """Call ``fn(grad_inputs, grad_outputs)`` after the node runs; it may return new ``grad_inputs``.
+
+        ``grad_inputs`` are the gradients the node computed for its inputs, ``grad_outputs``
+        the gradients it received.
+        """
+        if self._hooks is None:
+            self._hooks = _HookDict()
+        return _add_hook(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """Call ``fn(grad_outputs)`` before the node runs; it may return new ``grad_outputs``."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookDict()
+        return _add_hook(self._pre_hooks, fn)
+
+    def _register_tensor_prehook(self, output_nr, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.get(output_nr)
+        if hooks is None:
+            hooks = self._tensor_pre_hooks[output_nr] = _HookDict()
+        return _add_hook(hooks, fn)
+
+    def _release(self):
+        """Free what the node saved for backward (after a backward without ``retain_graph``)."""
+
+    def __repr__(self):
+        return f"<{self.name()} object>"
+
+
+class AccumulateGrad(Node):
+    """The node that adds a gradient into a leaf's ``.grad``.
+
+    Attributes:
+        variable (Tensor): the leaf.
+    """
+
+    def __init__(self, variable):
+        super().__init__((), 1)
+        self.variable = variable
+        self._seq = float("inf")  # run as soon as ready, as PyTorch does
+
+    def apply(self, grad_outputs):
+        raise RuntimeError("AccumulateGrad is applied by the engine")
+
+    def name(self):
+        return "struct torch::autograd::AccumulateGrad".replace("torch", "ember")
+
+
+def accumulator_of(leaf):
+    """The leaf's :class:`AccumulateGrad` node (kept alive by the graphs that use it)."""
+    ref = leaf._grad_accumulator
+    node = ref() if ref is not None else None
+    if node is None:
+        node = AccumulateGrad(leaf)
+        leaf._grad_accumulator = weakref.ref(node)
+    return node
+
+
+def edge_of(t):
+    """The edge ``(node, output_nr)`` that ``t``'s gradient flows to, or ``(None, 0)``."""
+    if not t._requires_grad:
+        return (None, 0)
+    fn = t._grad_fn if t._view_info is None else t.grad_fn
+    if fn is None:
+        return (accumulator_of(t), 0)
+    return (fn, t._output_nr)
+
+
+# ---------------------------------------------------------------- saved tensors
+
+
+class _HooksState(threading.local):
+    def __init__(self):
+        self.stack = []  # (pack, unpack) pairs, innermost last
+        self.disabled_reason = None
+
+
+_hooks_state = _HooksState()
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when saved.
+
+    Unpacking checks that no in-place operation changed it since, and raises
+    PyTorch's "modified by an inplace operation" error otherwise.
+    """
+
+    __slots__ = ("_tensor", "_version", "_node_ref", "_output_nr", "_packed", "_unpack", "_is_output", "_requires_grad")
+
+    def __init__(self, tensor, node=None, output_nr=0, is_output=False):
+        self._is_output = is_output
+        self._output_nr = output_nr
+        self._requires_grad = tensor._requires_grad
+        self._node_ref = None
+        if is_output:
+            # Keep a plain alias, not the output itself: the output holds its grad_fn,
+            # which holds this, and the cycle would outlive the training step.
+            storage = storage_of(tensor)
+            alias = Tensor._make(tensor._data, tensor._device)
+            alias._storage = storage
+            alias._strides, alias._offset = tensor._strides, tensor._offset
+            self._node_ref = weakref.ref(node)
+            tensor = alias
+            self._version = storage.version
+        else:
+            self._version = tensor._version
+        stack = _hooks_state.stack
+        if stack:
+            pack, unpack = stack[-1]
+            self._packed = pack(tensor if not is_output else _reattach(tensor, node, output_nr, self._requires_grad))
+            self._unpack = unpack
+            self._tensor = None
+        else:
+            self._tensor = tensor
+            self._unpack = None
+
+    def unpack(self, node_name="", index=0):
+        """The saved tensor, checked against in-place modification.
+
+        Raises:
+            RuntimeError: if it was freed by an earlier backward, or modified in place since it was saved.
+        """
+        if self._unpack is not None:
+            return self._unpack(self._packed)
+        t = self._tensor
+        if t is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        if t._version != self._version:
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an inplace operation: "
+                f"[{t.dtype.name} {list(t.shape)}], which is {'output' if self._is_output else 'input'} {index} of "
+                f"{node_name}, is at version {t._version}; expected version {self._version} instead. Hint: the "
+                "backtrace further above shows the operation that failed to compute its gradient; enable anomaly "
+                "detection with ember.autograd.set_detect_anomaly(True) to see where the tensor was used."
+            )
+        if self._is_output:
+            node = self._node_ref()
+            return _reattach(t, node, self._output_nr, self._requires_grad)
+        return t
+
+    def release(self):
+        self._tensor = None
+        self._packed = None
+
+
+def _reattach(alias, node, output_nr, requires_grad):
+    """The saved output as a tensor of the graph again (for double backward)."""
+    if node is None or not requires_grad:
+        return alias
+    t = Tensor._make(alias._data, alias._device)
+    t._storage = alias._storage
+    t._strides, t._offset = alias._strides, alias._offset
+    t._requires_grad = True
+    t._grad_fn = node
+    t._output_nr = output_nr
+    return t
+
+
+_FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
+
+class saved_tensors_hooks:
+    """Context manager: pack every tensor autograd saves with ``pack_hook``, unpack with ``unpack_hook``.
+
+    ``pack_hook(tensor) -> object`` runs when a tensor is saved for backward;
+    ``unpack_hook(object) -> tensor`` runs when backward needs it. Use it to
+    offload activations to another device or to compress them.
+
+    Raises:
+        RuntimeError: on entry, inside :class:`disable_saved_tensors_hooks`.
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self):
+        if _hooks_state.disabled_reason is not None:
+            raise RuntimeError(_hooks_state.disabled_reason)
+        _hooks_state.stack.append((self.pack_hook, self.unpack_hook))
+        return self
+
+    def __exit__(self, *exc):
+        _hooks_state.stack.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors are moved to the CPU at forward time and back at backward time.
+
+    Args:
+        pin_memory (bool): accepted for PyTorch compatibility (no effect on CPU-only builds).
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack(t):
+            return (t.device, t.cpu())
+
+        def unpack(packed):
+            device, t = packed
+            return t.to(device)
+
+        super().__init__(pack, unpack)
+
+
+class disable_saved_tensors_hooks:
+    """Context manager: using :class:`saved_tensors_hooks` inside raises ``RuntimeError(error_message)``."""
+
+    def __init__(self, error_message):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self._previous = _hooks_state.disabled_reason
+        _hooks_state.disabled_reason = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _hooks_state.disabled_reason = self._previous
+        return False
+
+
+def increment_version(tensor):
+    """Bump the version counter of ``tensor``'s storage, as an in-place write does."""
+    tensor._bump_version()
+
+
+def grad_enabled():
+    return _dispatch_state.grad_enabled
