@@ -6,4 +6,15 @@ composite ops differentiated through their decomposition with
 ops with :func:`~ember.autograd._table.nondifferentiable`.
 """
 
-from . import creation, pointwise, views  # noqa: F401
+from . import (  # noqa: F401
+    creation,
+    indexing,
+    linalg,
+    nn_conv,
+    nn_functional,
+    pointwise,
+    random,
+    reductions,
+    shape,
+    views,
+)

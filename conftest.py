@@ -1,4 +1,4 @@
-"""Test-suite wiring shared by every ember-core test: backend choice and markers.
+"""Test-suite wiring shared by the tests of every package: backend choice and markers.
 
 The backend comes from the environment variable ``EMBER_TEST_BACKEND`` (``cpu``,
 ``cuda`` or ``rocm``; default ``cpu``), which ``nox -s tests`` sets for each of its

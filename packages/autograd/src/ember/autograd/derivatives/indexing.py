@@ -1,0 +1,3 @@
+"""Derivatives of the indexing ops."""
+
+from __future__ import annotations

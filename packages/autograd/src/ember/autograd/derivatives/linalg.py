@@ -1,0 +1,3 @@
+"""Derivatives of the linalg ops."""
+
+from __future__ import annotations

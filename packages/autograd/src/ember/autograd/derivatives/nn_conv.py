@@ -1,0 +1,3 @@
+"""Derivatives of the nn_conv ops."""
+
+from __future__ import annotations

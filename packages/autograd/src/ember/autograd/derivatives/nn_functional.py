@@ -1,0 +1,3 @@
+"""Derivatives of the nn_functional ops."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Derivatives of the random ops."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Derivatives of the reductions ops."""
+
+from __future__ import annotations

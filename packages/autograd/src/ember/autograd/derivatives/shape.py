@@ -1,0 +1,3 @@
+"""Derivatives of the shape ops."""
+
+from __future__ import annotations
