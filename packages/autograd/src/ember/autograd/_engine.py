@@ -209,9 +209,11 @@ class _GraphTask:
                 if c in keep:
                     dependencies[c] += 1
         # an input's node with no other input beyond it: capture there, do not run it
-        self._stop = set() if capture_at is None else {
-            n for n in capture_at if n in children and not any(c in keep for c in children[n])
-        }
+        self._stop = (
+            set()
+            if capture_at is None
+            else {n for n in capture_at if n in children and not any(c in keep for c in children[n])}
+        )
         return dependencies
 
     def _run_node(self, node, grads, capture_at):

@@ -31,7 +31,16 @@ from . import _anomaly
 from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
 from .graph import Node, SavedTensor, edge_of
 
-__all__ = ["handle", "FormulaNode", "CopySlices", "view_grad_fn", "DIFFERENTIABLE_DTYPES", "sum_to", "validate_grad", "make_node"]
+__all__ = [
+    "handle",
+    "FormulaNode",
+    "CopySlices",
+    "view_grad_fn",
+    "DIFFERENTIABLE_DTYPES",
+    "sum_to",
+    "validate_grad",
+    "make_node",
+]
 
 #: numpy dtypes of tensors that can require grad.
 DIFFERENTIABLE_DTYPES = frozenset(
@@ -324,9 +333,7 @@ def _check_inplace_allowed(self):
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = _differentiable_base(self)
     if base is not None and base._requires_grad and base._grad_fn is None:
-        raise RuntimeError(
-            "a view of a leaf Variable that requires grad is being used in an in-place operation."
-        )
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
     return base
 
 
@@ -444,4 +451,3 @@ def _regenerate_view(view, base):
     view._output_nr = 0
     view._requires_grad = True
     view._view_info = (base, view._storage.version)
-
