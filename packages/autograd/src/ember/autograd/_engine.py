@@ -158,21 +158,32 @@ class _GraphTask:
         for node in {n for (n, _), _ in self.roots}:
             if dependencies.get(node, 0) == 0:
                 heapq.heappush(ready, (-node._seq, next(tie), node))
+        pop, push = heapq.heappop, heapq.heappush
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = pop(ready)[2]
             grads = buffers.pop(node, None)
             if grads is None:
                 grads = [None] * node._num_outputs
+            if type(node) is AccumulateGrad:
+                self._accumulate(node, grads[0], capture_at)
+                continue
             out = self._run_node(node, grads, capture_at)
             for (child, nr), g in zip(node.next_functions, out):
-                if child is None or child not in dependencies:
+                if child is None:
+                    continue
+                left = dependencies.get(child)
+                if left is None:
                     continue
                 if g is not None:
-                    _add_to_buffer(buffers, child, nr, g)
-                left = dependencies[child] - 1
+                    slot = buffers.get(child)
+                    if slot is None:
+                        slot = buffers[child] = [None] * child._num_outputs
+                    current = slot[nr]
+                    slot[nr] = g if current is None else current + g
+                left -= 1
                 dependencies[child] = left
                 if left == 0:
-                    heapq.heappush(ready, (-child._seq, next(tie), child))
+                    push(ready, (-child._seq, next(tie), child))
 
     def _dependencies(self, capture_at):
         """Number of edges into each node that must run; with ``capture_at``, only nodes leading to an input."""
@@ -217,10 +228,8 @@ class _GraphTask:
         return dependencies
 
     def _run_node(self, node, grads, capture_at):
-        if type(node) is AccumulateGrad:
-            self._accumulate(node, grads[0], capture_at)
-            return ()
-        grads = _call_tensor_prehooks(node, grads)
+        if node._tensor_pre_hooks is not None or node._retain_grad_hooks is not None:
+            grads = _call_tensor_prehooks(node, grads)
         if capture_at is not None and node in capture_at:
             for nr in capture_at[node]:
                 if grads[nr] is not None:
@@ -232,20 +241,23 @@ class _GraphTask:
                 new = hook(tuple(grads))
                 if new is not None:
                     grads = list(new)
-        if all(g is None for g in grads):
-            out = [None] * len(node.next_functions)
+        for g in grads:
+            if g is not None:
+                try:
+                    out = node.apply(grads)
+                except Exception:
+                    _anomaly.warn_forward_trace(node)
+                    raise
+                break
         else:
-            try:
-                out = node.apply(grads)
-            except Exception:
-                _anomaly.warn_forward_trace(node)
-                raise
+            out = [None] * len(node.next_functions)
         if node._hooks:
             for hook in tuple(node._hooks.values()):
                 new = hook(tuple(out), tuple(grads))
                 if new is not None:
                     out = list(new)
-        _anomaly.check_nan(node, out)
+        if _anomaly._state.enabled:
+            _anomaly.check_nan(node, out)
         if not self.retain_graph:
             node._release()
         return out
@@ -308,6 +320,7 @@ def _call_tensor_prehooks(node, grads):
 
 
 def _add_to_buffer(buffers, node, nr, g):
+    """Add ``g`` to the gradient of output ``nr`` of ``node`` (the sum over every edge into it)."""
     slot = buffers.get(node)
     if slot is None:
         slot = buffers[node] = [None] * node._num_outputs

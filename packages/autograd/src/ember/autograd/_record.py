@@ -23,13 +23,14 @@ import numpy as np
 
 import ember
 from ember._dtype import bfloat16 as _bf16
+from ember._dtype import from_numpy_dtype
 from ember._ops import registry
 from ember._ops._dispatch import run_backend, state
 from ember._tensor import Tensor
 
 from . import _anomaly
 from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
-from .graph import Node, SavedTensor, edge_of
+from .graph import Node, SavedTensor, _sequence, edge_of
 
 __all__ = [
     "handle",
@@ -66,7 +67,10 @@ class FormulaNode(Node):
     """
 
     def __init__(self, entry, next_functions, input_meta, layout, num_outputs):
-        super().__init__(next_functions, num_outputs)
+        # Node.__init__, inlined: this runs for every recorded op
+        self.next_functions = next_functions
+        self._num_outputs = num_outputs
+        self._seq = next(_sequence)
         self.entry = entry
         self._input_meta = input_meta  # per edge: (shape, dtype, device)
         self._layout = layout  # per differentiable argument: (name, first edge, count or -1 for a tensor)
@@ -74,7 +78,7 @@ class FormulaNode(Node):
         self._saved_results = None  # tuple of SavedTensor
         self._output_meta = None  # multi-output ops: (shape, dtype, device) per output
         self._freed = False
-        if _anomaly.enabled():
+        if _anomaly._state.enabled:
             _anomaly.record_forward(self)
 
     def name(self):
@@ -102,26 +106,38 @@ class FormulaNode(Node):
         if self._output_meta is not None:
             grad_outputs = _materialize(grad_outputs, self._output_meta)
         env["grad"] = grad_outputs[0]
-        env["grads"] = tuple(grad_outputs)
+        if self.entry.reads_grads:
+            env["grads"] = tuple(grad_outputs)
         next_functions = self.next_functions
         grads = [None] * len(next_functions)
         layout = self._layout
         for formula in self.entry.formulas:
-            mask = tuple(_needs(next_functions, layout[name]) for name in formula.inputs)
-            if not any(mask):
-                continue
-            env["output_mask"] = mask
-            out = formula.fn(*[env[p] for p in formula.params])
             if formula.joint:
+                mask = tuple(_needs(next_functions, layout[name]) for name in formula.inputs)
+                if not any(mask):
+                    continue
+                env["output_mask"] = mask
+                out = formula.fn(*[env[p] for p in formula.params])
                 for name, g, needed in zip(formula.inputs, out, mask):
                     if needed:
                         _place(grads, layout[name], g)
-            else:
-                _place(grads, layout[formula.inputs[0]], out)
+                continue
+            slot = layout[formula.inputs[0]]
+            if slot[1] < 0:
+                if next_functions[slot[0]][0] is None:
+                    continue
+                grads[slot[0]] = formula.fn(*[env[p] for p in formula.params])
+            elif _needs(next_functions, slot):
+                _place(grads, slot, formula.fn(*[env[p] for p in formula.params]))
         meta = self._input_meta
         for i, g in enumerate(grads):
             if g is not None:
-                grads[i] = validate_grad(g, meta[i], self, i)
+                m = meta[i]
+                if m is None or next_functions[i][0] is None:
+                    grads[i] = None  # an input that needs no gradient
+                    continue
+                if g._data.shape != m[0] or g._data.dtype != m[1] or g._device is not m[2]:
+                    grads[i] = validate_grad(g, m, self, i)
         return grads
 
     def _release(self):
@@ -167,13 +183,16 @@ def _materialize(grad_outputs, output_meta):
 def validate_grad(g, meta, node, index):
     """``g`` summed to the input's shape and cast to its dtype and device.
 
+    ``meta`` is the input's ``(shape, numpy dtype, device)``.
+
     Raises:
         RuntimeError: when ``g`` cannot be summed to the input's shape.
     """
-    shape, dtype, device = meta
+    shape, np_dtype, device = meta
     if g._data.shape != shape:
         g = sum_to(g, shape, node, index)
-    if g.dtype is not dtype:
+    if g._data.dtype != np_dtype:
+        dtype = from_numpy_dtype(np_dtype)
         if g.is_complex() and not dtype.is_complex:
             g = ember.real(g)
         if g.dtype is not dtype:
@@ -235,7 +254,12 @@ def _below(op, args, kwargs, device):
 
 
 def _record(op, entry, args, kwargs, device, attach=True):
-    result = _below(op, args, kwargs, device)
+    previous = state.grad_enabled
+    state.grad_enabled = False
+    try:
+        result = run_backend(op, args, kwargs, device)
+    finally:
+        state.grad_enabled = previous
     node = make_node(entry, args, kwargs)
     if node is None:
         return result if attach else (result, None)
@@ -264,42 +288,99 @@ def _record(op, entry, args, kwargs, device, attach=True):
 
 
 def make_node(entry, args, kwargs):
-    """The :class:`FormulaNode` of a call, with its edges and saved values; None if no input needs grad."""
-    bound = entry.bind(args, kwargs)
+    """The :class:`FormulaNode` of a call, with its edges and saved values; None if no input needs grad.
+
+    This runs for every recorded op, so the common case (differentiable arguments that are
+    tensors or scalars, not lists of tensors) has one edge per argument and a precomputed layout.
+    """
+    nargs = len(args)
+    edges = []
+    meta = []
+    needed = 0
+    for name, position in entry.grad_specs:
+        v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
+        if type(v) is Tensor or isinstance(v, Tensor):
+            if v._requires_grad:
+                fn = v._grad_fn
+                edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
+                needed += 1
+            else:
+                edges.append(_NO_EDGE)
+            meta.append((v._data.shape, v._data.dtype, v._device))
+        elif type(v) is list or type(v) is tuple:
+            return _make_node_with_lists(entry, args, kwargs)
+        else:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+    if needed < _requiring_grad(args, kwargs):
+        _check_covered(entry, entry.bind(args, kwargs))
+    if not needed:
+        return None
+    node = FormulaNode(entry, tuple(edges), meta, entry.static_layout, 1)
+    node._saved = _save(entry, args, kwargs) if entry.saved_specs else {}
+    return node
+
+
+def _make_node_with_lists(entry, args, kwargs):
+    """:func:`make_node` for calls with a list of tensors among the differentiable arguments (``cat``)."""
     edges = []
     meta = []
     layout = {}
-    for name in entry.grad_args:
-        v = bound.get(name)
-        if _is_tensor(v):
-            layout[name] = (len(edges), -1)
-            edges.append(edge_of(v))
-            meta.append((v._data.shape, v.dtype, v._device))
-        elif type(v) is list or type(v) is tuple:
-            layout[name] = (len(edges), len(v))
-            for t in v:
-                if _is_tensor(t):
-                    edges.append(edge_of(t))
-                    meta.append((t._data.shape, t.dtype, t._device))
-                else:
-                    edges.append((None, 0))
-                    meta.append(None)
-        else:
-            layout[name] = (len(edges), 0)
-    _check_covered(entry, bound)
-    if not any(e[0] is not None for e in edges):
+    needed = 0
+    for name, position in entry.grad_specs:
+        v = entry.value(name, position, args, kwargs)
+        items = v if type(v) is list or type(v) is tuple else (v,)
+        layout[name] = (len(edges), len(items) if items is v else -1)
+        for t in items:
+            if isinstance(t, Tensor) and t._requires_grad:
+                edges.append(edge_of(t))
+                meta.append((t._data.shape, t._data.dtype, t._device))
+                needed += 1
+            else:
+                edges.append(_NO_EDGE)
+                meta.append(None)
+    if needed < _requiring_grad(args, kwargs):
+        _check_covered(entry, entry.bind(args, kwargs))
+    if not needed:
         return None
-    node = FormulaNode(entry, edges, meta, layout, 1)
+    node = FormulaNode(entry, tuple(edges), meta, layout, 1)
+    node._saved = _save(entry, args, kwargs)
+    return node
+
+
+def _save(entry, args, kwargs):
+    """The values the formulas read, tensors wrapped in :class:`SavedTensor`."""
     saved = {}
-    for name in entry.saved_args:
-        v = bound.get(name)
-        if _is_tensor(v):
+    nargs = len(args)
+    for name, position in entry.saved_specs:
+        v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
+        if type(v) is Tensor or isinstance(v, Tensor):
             v = SavedTensor(v)
-        elif type(v) in (list, tuple) and v and all(_is_tensor(t) for t in v):
+        elif type(v) in (list, tuple) and v and all(isinstance(t, Tensor) for t in v):
             v = [SavedTensor(t) for t in v]
         saved[name] = v
-    node._saved = saved
-    return node
+    return saved
+
+
+_NO_EDGE = (None, 0)
+
+
+def _requiring_grad(args, kwargs):
+    """How many tensors among the arguments (and in list arguments) require grad."""
+    n = 0
+    for a in args:
+        if type(a) is Tensor:
+            if a._requires_grad:
+                n += 1
+        elif type(a) is list or type(a) is tuple:
+            n += sum(1 for t in a if isinstance(t, Tensor) and t._requires_grad)
+        elif isinstance(a, Tensor) and a._requires_grad:
+            n += 1
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, Tensor) and a._requires_grad:
+                n += 1
+    return n
 
 
 def _check_covered(entry, bound):
@@ -308,7 +389,8 @@ def _check_covered(entry, bound):
     for name, v in bound.items():
         if name in grad_args or name in entry.nondiff_args:
             continue
-        if _is_tensor(v) and v._requires_grad:
+        tensors = v if type(v) in (list, tuple) else (v,)
+        if any(isinstance(t, Tensor) and t._requires_grad for t in tensors):
             raise NotImplementedError(
                 f"the derivative of '{entry.op.name}' with respect to argument '{name}' is not implemented "
                 "in ember-autograd"

@@ -48,6 +48,9 @@ __all__ = [
     "lookup",
 ]
 
+KEYWORD_ONLY = -1
+VAR_POSITIONAL = -2
+
 #: Names a formula may take besides the op's arguments.
 SPECIAL_PARAMETERS = frozenset({"grad", "grads", "result", "results", "output_mask"})
 
@@ -99,6 +102,10 @@ class Derivative:
         "var_positional",
         "defaults",
         "reads_original_input",
+        "grad_specs",
+        "saved_specs",
+        "reads_grads",
+        "static_layout",
     )
 
     def __init__(self, op, formulas, nondiff_args=()):
@@ -131,6 +138,25 @@ class Derivative:
         first = names[0] if names else None
         self.reads_original_input = first in read
         self.node_name = _node_name(op.name)
+        position = {n: i for i, n in enumerate(self.params)}
+        if self.var_positional is not None:
+            position[self.var_positional] = VAR_POSITIONAL
+        # (name, index among positional parameters, or KEYWORD_ONLY, or VAR_POSITIONAL for *args)
+        self.grad_specs = tuple((n, position.get(n, KEYWORD_ONLY)) for n in self.grad_args)
+        self.saved_specs = tuple((n, position.get(n, KEYWORD_ONLY)) for n in self.saved_args)
+        # one edge per differentiable argument, when none of them is a list of tensors
+        self.static_layout = {n: (i, -1) for i, n in enumerate(self.grad_args)}
+        self.reads_grads = "grads" in read
+
+    def value(self, name, position, args, kwargs):
+        """The value of argument ``name`` in a call (a fast path of :meth:`bind` for one argument)."""
+        if position == VAR_POSITIONAL:
+            return tuple(args[len(self.params) :])
+        if 0 <= position < len(args):
+            return args[position]
+        if kwargs and name in kwargs:
+            return kwargs[name]
+        return self.defaults.get(name)
 
     def bind(self, args, kwargs):
         """The call's arguments by parameter name, defaults filled in (a fast ``Signature.bind``)."""

@@ -229,7 +229,7 @@ def _attach(ctx, args, output):
     ctx._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
     tensor_args = [a for a in args if isinstance(a, Tensor)]
     ctx.next_functions = tuple(edge_of(t) for t in tensor_args)
-    ctx._input_meta = tuple((t._data.shape, t.dtype, t._device) for t in tensor_args)
+    ctx._input_meta = tuple((t._data.shape, t._data.dtype, t._device) for t in tensor_args)
     single = not isinstance(output, tuple)
     outputs = (output,) if single else output
     dirty = {id(t) for t in ctx.dirty_tensors}

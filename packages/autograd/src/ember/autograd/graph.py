@@ -88,7 +88,14 @@ class Node:
         self.next_functions = tuple(next_functions)
         self._num_outputs = num_outputs
         self._seq = next(_sequence)
-        self.metadata = {}
+
+    @property
+    def metadata(self):
+        """A dict for users and tools to attach information to the node (created on first use)."""
+        meta = self.__dict__.get("_metadata")
+        if meta is None:
+            meta = self.__dict__["_metadata"] = {}
+        return meta
 
     def name(self):
         """The node's name, e.g. ``"MulBackward0"``."""

@@ -68,6 +68,7 @@ def binary_dtype(a, b):
     return D.result_type_of((a, b))
 
 
+_EXACT = 2**53  # Python ints below this convert to float64 exactly
 _NUMBER_CATEGORY = {bool: D.BOOL, int: D.INTEGRAL, float: D.FLOATING, complex: D.COMPLEX}
 
 
@@ -218,6 +219,16 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
                 with np.errstate(all="ignore"):
                     value = np_fn(a, b)
                 if value.dtype is not a.dtype and result != "bool":  # np_fn computed wider
+                    value = value.astype(a.dtype)
+                return value
+        elif type(input) is Tensor and (type(other) is float or (type(other) is int and -_EXACT < other < _EXACT)):
+            a = input._data
+            if a.dtype.kind in "fc" and a.dtype in direct and result != "bool":
+                # Fast path: a float tensor and a Python int/float keep the tensor's dtype
+                # (numpy >= 2 treats Python scalars as weakly typed, as PyTorch does).
+                with np.errstate(all="ignore"):
+                    value = np_fn(a, other)
+                if value.dtype is not a.dtype:
                     value = value.astype(a.dtype)
                 return value
         np_dtype = compute(input, other).numpy_dtype
