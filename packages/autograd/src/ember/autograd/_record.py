@@ -77,7 +77,6 @@ class FormulaNode(Node):
         self._saved = None  # {argument name: value}; SavedTensor for tensors
         self._saved_results = None  # tuple of SavedTensor
         self._output_meta = None  # multi-output ops: (shape, dtype, device) per output
-        self._freed = False
         if _anomaly._state.enabled:
             _anomaly.record_forward(self)
 
@@ -85,11 +84,13 @@ class FormulaNode(Node):
         return self.entry.node_name
 
     def _unpacked(self):
-        if self._freed:
-            raise RuntimeError(_FREED)
         name = self.entry.node_name
         env = {}
+        if self._saved_results is _FREED_TENSOR:
+            raise RuntimeError(_FREED)
         for key, value in self._saved.items():
+            if value is _FREED_TENSOR:
+                raise RuntimeError(_FREED)
             if type(value) is SavedTensor:
                 value = value.unpack(name)
             elif type(value) is list and value and type(value[0]) is SavedTensor:
@@ -141,11 +142,17 @@ class FormulaNode(Node):
         return grads
 
     def _release(self):
-        self._freed = True
-        self._saved = None
-        self._saved_results = None
+        # Only saved tensors are freed: a node that saved none can run again, as in PyTorch.
+        saved = self._saved
+        if saved:
+            for key, value in saved.items():
+                if type(value) is SavedTensor or (type(value) is list and value and type(value[0]) is SavedTensor):
+                    saved[key] = _FREED_TENSOR
+        if self._saved_results is not None:
+            self._saved_results = _FREED_TENSOR
 
 
+_FREED_TENSOR = object()  # what a saved tensor becomes after a backward without retain_graph
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they have "
     "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
