@@ -201,6 +201,7 @@ def _retain_grad(tensor):
         g = g if ember.is_grad_enabled() else g.detach()
         t._grad = g.clone() if t._grad is None else t._grad + g
 
+    fn._any_hooks = True
     if fn._retain_grad_hooks is None:
         fn._retain_grad_hooks = {}
     fn._retain_grad_hooks[tensor._output_nr] = store

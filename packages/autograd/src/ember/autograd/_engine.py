@@ -159,15 +159,25 @@ class _GraphTask:
             if dependencies.get(node, 0) == 0:
                 heapq.heappush(ready, (-node._seq, next(tie), node))
         pop, push = heapq.heappop, heapq.heappush
+        anomaly = _anomaly._state
+        plain = capture_at is None and not anomaly.enabled
+        release = not self.retain_graph
         while ready:
             node = pop(ready)[2]
             grads = buffers.pop(node, None)
-            if grads is None:
-                grads = [None] * node._num_outputs
             if type(node) is AccumulateGrad:
-                self._accumulate(node, grads[0], capture_at)
+                if grads is not None:
+                    self._accumulate(node, grads[0], capture_at)
                 continue
-            out = self._run_node(node, grads, capture_at)
+            if plain and not node._any_hooks:
+                # the common case, inlined: no hooks, no capture, no anomaly checks
+                out = node.apply(grads) if grads is not None else _nones(node)
+                if release:
+                    node._release()
+            else:
+                if grads is None:
+                    grads = [None] * node._num_outputs
+                out = self._run_node(node, grads, capture_at)
             for (child, nr), g in zip(node.next_functions, out):
                 if child is None:
                     continue
@@ -241,16 +251,14 @@ class _GraphTask:
                 new = hook(tuple(grads))
                 if new is not None:
                     grads = list(new)
-        for g in grads:
-            if g is not None:
-                try:
-                    out = node.apply(grads)
-                except Exception:
-                    _anomaly.warn_forward_trace(node)
-                    raise
-                break
+        if any(g is not None for g in grads):
+            try:
+                out = node.apply(grads)
+            except Exception:
+                _anomaly.warn_forward_trace(node)
+                raise
         else:
-            out = [None] * len(node.next_functions)
+            out = _nones(node)
         if node._hooks:
             for hook in tuple(node._hooks.values()):
                 new = hook(tuple(out), tuple(grads))
@@ -296,6 +304,10 @@ class _GraphTask:
             variable._grad = current + g
         else:
             current.add_(g)
+
+
+def _nones(node):
+    return [None] * len(node.next_functions)
 
 
 def _call_tensor_prehooks(node, grads):

@@ -118,7 +118,7 @@ class FormulaNode(Node):
                 if not any(mask):
                     continue
                 env["output_mask"] = mask
-                out = formula.fn(*[env[p] for p in formula.params])
+                out = formula.call(env)
                 for name, g, needed in zip(formula.inputs, out, mask):
                     if needed:
                         _place(grads, layout[name], g)
@@ -127,9 +127,9 @@ class FormulaNode(Node):
             if slot[1] < 0:
                 if next_functions[slot[0]][0] is None:
                     continue
-                grads[slot[0]] = formula.fn(*[env[p] for p in formula.params])
+                grads[slot[0]] = formula.call(env)
             elif _needs(next_functions, slot):
-                _place(grads, slot, formula.fn(*[env[p] for p in formula.params]))
+                _place(grads, slot, formula.call(env))
         meta = self._input_meta
         for i, g in enumerate(grads):
             if g is not None:
@@ -244,7 +244,7 @@ def handle(op, args, kwargs, device):
     if op is _detach:
         result._nondiff_view = True
     elif op not in NONDIFFERENTIABLE:
-        for o in result if type(result) is tuple else (result,):
+        for o in result if isinstance(result, tuple) else (result,):
             if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES:
                 raise NotImplementedError(f"the derivative for '{op.name}' is not implemented in ember-autograd")
     return result
@@ -270,7 +270,15 @@ def _record(op, entry, args, kwargs, device, attach=True):
     node = make_node(entry, args, kwargs)
     if node is None:
         return result if attach else (result, None)
-    outs = result if type(result) is tuple else (result,)
+    if type(result) is Tensor and attach and op.kind == "function":
+        # the common case: one new tensor
+        if entry.saves_result:
+            node._saved_results = (SavedTensor(result, node, 0, is_output=True),)
+        if result._data.dtype in DIFFERENTIABLE_DTYPES:
+            result._requires_grad = True
+            result._grad_fn = node
+        return result
+    outs = result if isinstance(result, tuple) else (result,)
     if entry.saves_result:
         node._saved_results = tuple(
             SavedTensor(o, node, i, is_output=True) if _is_tensor(o) else None for i, o in enumerate(outs)

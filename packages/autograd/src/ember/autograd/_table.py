@@ -34,6 +34,7 @@ Example::
 from __future__ import annotations
 
 import inspect
+import operator
 
 from ember._ops import registry
 
@@ -65,13 +66,26 @@ class Formula:
         joint (bool): whether it returns a tuple, one gradient per name in ``inputs``.
     """
 
-    __slots__ = ("inputs", "fn", "params", "joint")
+    __slots__ = ("inputs", "fn", "params", "joint", "call")
 
     def __init__(self, inputs, fn):
         self.inputs = inputs
         self.fn = fn
         self.params = tuple(inspect.signature(fn).parameters)
         self.joint = len(inputs) > 1
+        self.call = self._caller()
+
+    def _caller(self):
+        """``call(env)``: the formula applied to the values it names (looked up once per call)."""
+        fn, params = self.fn, self.params
+        if len(params) == 1:
+            (name,) = params
+            return lambda env: fn(env[name])
+        if len(params) == 2:
+            first, second = params
+            return lambda env: fn(env[first], env[second])
+        getter = operator.itemgetter(*params) if params else (lambda env: ())
+        return lambda env: fn(*getter(env))
 
 
 class Derivative:

@@ -81,6 +81,7 @@ class Node:
     _hooks = None  # {key: fn(grad_inputs, grad_outputs) -> grad_inputs or None}
     _tensor_pre_hooks = None  # {output_nr: _HookDict of fn(grad) -> grad or None}
     _retain_grad_hooks = None  # {output_nr: fn(grad)} (Tensor.retain_grad), run after the tensor hooks
+    _any_hooks = False  # whether any of the hook tables above is set (the engine's fast path checks this)
     _anomaly_trace = None  # the forward stack, recorded in anomaly mode
     _anomaly_parent = None
 
@@ -117,15 +118,18 @@ class Node:
         """
         if self._hooks is None:
             self._hooks = _HookDict()
+        self._any_hooks = True
         return _add_hook(self._hooks, fn)
 
     def register_prehook(self, fn):
         """Call ``fn(grad_outputs)`` before the node runs; it may return new ``grad_outputs``."""
         if self._pre_hooks is None:
             self._pre_hooks = _HookDict()
+        self._any_hooks = True
         return _add_hook(self._pre_hooks, fn)
 
     def _register_tensor_prehook(self, output_nr, fn):
+        self._any_hooks = True
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = {}
         hooks = self._tensor_pre_hooks.get(output_nr)
