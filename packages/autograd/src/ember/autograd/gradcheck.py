@@ -58,8 +58,8 @@ def _values(outputs):
 def _evaluate(fn, inputs, index, flat_index, delta):
     """The outputs of ``fn`` with element ``flat_index`` of input ``index`` moved by ``delta``."""
     x = inputs[index]
-    data = x.detach().clone()
-    flat = data.reshape(-1)
+    data = x.detach().contiguous().clone()  # contiguous, so that the flat view below writes into it
+    flat = data.view(-1)
     flat[flat_index] = flat[flat_index] + delta
     perturbed = list(inputs)
     perturbed[index] = data
@@ -220,7 +220,7 @@ def _slow_check(func, inputs, outputs, diff_inputs, eps, atol, rtol, raise_excep
                         numerical[i][k] = numerical[i][k] + 1j * np.array(
                             [np.real(np.vdot(v_np, col[o_index])) for col in im_cols]
                         )
-            for i, t in diff_inputs:
+            for i, _ in diff_inputs:
                 if not _close(analytical[i], numerical[i], atol, rtol):
                     return _fail(_mismatch_report(analytical[i], numerical[i], o_index, i, atol, rtol), raise_exception)
     return True
@@ -248,14 +248,10 @@ def _fast_check(func, inputs, outputs, diff_inputs, eps, atol, rtol, raise_excep
             analytical = np.real(np.vdot(_as_numpy(g, t), u_np))
             u = _direction_tensor(u_np, t)
 
-            def loss_at(step, i=i, u=u):
-                moved = list(inputs)
-                moved[i] = (t.detach() + step * u).detach()
-                with ember.no_grad():
-                    y = _values(_outputs(func, moved))[o_index]
-                return np.real(np.vdot(v_np, y))
-
-            numerical = (loss_at(eps) - loss_at(-eps)) / (2 * eps)
+            numerical = (
+                _directional_loss(func, inputs, i, t, u, eps, o_index, v_np)
+                - _directional_loss(func, inputs, i, t, u, -eps, o_index, v_np)
+            ) / (2 * eps)
             if not np.isclose(analytical, numerical, atol=atol, rtol=rtol):
                 return _fail(
                     f"Jacobian mismatch for output {o_index} with respect to input {i} (fast mode, a random "
@@ -264,6 +260,15 @@ def _fast_check(func, inputs, outputs, diff_inputs, eps, atol, rtol, raise_excep
                     raise_exception,
                 )
     return True
+
+
+def _directional_loss(func, inputs, i, t, u, step, o_index, v_np):
+    """``Re(sum(conj(v) * y))`` for output ``o_index`` with input ``i`` moved to ``t + step * u``."""
+    moved = list(inputs)
+    moved[i] = (t.detach() + step * u).detach()
+    with ember.no_grad():
+        y = _values(_outputs(func, moved))[o_index]
+    return np.real(np.vdot(v_np, y))
 
 
 def gradgradcheck(
@@ -319,6 +324,18 @@ def gradgradcheck(
     diff_positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
 
     def first_derivative(*args):
+        # The numerical part of gradcheck calls this under no_grad on perturbed copies that do not
+        # require grad: differentiating needs both, so restore them here.
+        with ember.enable_grad():
+            args = tuple(
+                a.detach().requires_grad_(True)
+                if isinstance(a, Tensor) and not a.requires_grad and (i in diff_positions or i >= n_in)
+                else a
+                for i, a in enumerate(args)
+            )
+            return _first_derivative(args)
+
+    def _first_derivative(args):
         xs, vs = args[:n_in], args[n_in:]
         outs = [o for o in _differentiable(_outputs(func, xs)) if o.requires_grad]
         used = [v for o, v in zip(_differentiable(_outputs(func, xs)), vs) if o.requires_grad]
