@@ -30,7 +30,8 @@ from ember._tensor import Tensor
 
 from . import _anomaly
 from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
-from .graph import Node, SavedTensor, _sequence, edge_of
+from .derivatives._helpers import as_strided_backward
+from .graph import Node, SavedTensor, _sequence, edge_of, tensor_meta
 
 __all__ = [
     "handle",
@@ -214,7 +215,7 @@ def sum_to(g, shape, node=None, index=0):
     gshape = g._data.shape
     lead = len(gshape) - len(shape)
     if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
-        where = f" of {node.name()}" if node is not None else ""
+        where = f" {node.name()}" if node is not None else ""
         raise RuntimeError(
             f"Function{where} returned an invalid gradient at index {index} - got {list(gshape)} but expected "
             f"shape compatible with {list(shape)}"
@@ -243,6 +244,7 @@ def handle(op, args, kwargs, device):
     result = _below(op, args, kwargs, device)
     if op is _detach:
         result._nondiff_view = True
+        result._base = None  # not a view autograd knows of: writes through it leave the original's history alone
     elif op not in NONDIFFERENTIABLE:
         for o in result if isinstance(result, tuple) else (result,):
             if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES:
@@ -272,34 +274,33 @@ def _record(op, entry, args, kwargs, device, attach=True):
         return result if attach else (result, None)
     if type(result) is Tensor and attach and op.kind == "function":
         # the common case: one new tensor
-        if entry.saves_result:
-            node._saved_results = (SavedTensor(result, node, 0, is_output=True),)
         if result._data.dtype in DIFFERENTIABLE_DTYPES:
             result._requires_grad = True
             result._grad_fn = node
+        if entry.saves_result:  # saved once marked, so that double backward sees the output's history
+            node._saved_results = (SavedTensor(result, node, 0, is_output=True),)
         return result
     outs = result if isinstance(result, tuple) else (result,)
-    if entry.saves_result:
-        node._saved_results = tuple(
-            SavedTensor(o, node, i, is_output=True) if _is_tensor(o) else None for i, o in enumerate(outs)
-        )
     if len(outs) > 1:
         node._output_meta = tuple(
             (o._data.shape, o.dtype, o._device) if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES else None
             for o in outs
         )
         node._num_outputs = len(outs)
-    if not attach:
-        return result, node
-    is_view = op.kind == "view"
-    for i, o in enumerate(outs):
-        if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES:
-            o._requires_grad = True
-            o._grad_fn = node
-            o._output_nr = i
-            if is_view and o._base is not None:
-                o._view_info = (o._base, o._storage.version)
-    return result
+    if attach:
+        is_view = op.kind == "view"
+        for i, o in enumerate(outs):
+            if _is_tensor(o) and o._data.dtype in DIFFERENTIABLE_DTYPES:
+                o._requires_grad = True
+                o._grad_fn = node
+                o._output_nr = i
+                if is_view and o._base is not None:
+                    o._view_info = (o._base, o._storage.version)
+    if entry.saves_result:  # saved once marked, so that double backward sees the outputs' history
+        node._saved_results = tuple(
+            SavedTensor(o, node, i, is_output=True) if _is_tensor(o) else None for i, o in enumerate(outs)
+        )
+    return result if attach else (result, node)
 
 
 def make_node(entry, args, kwargs):
@@ -367,8 +368,11 @@ def _save(entry, args, kwargs):
     """The values the formulas read, tensors wrapped in :class:`SavedTensor`."""
     saved = {}
     nargs = len(args)
-    for name, position in entry.saved_specs:
+    for key, name, position, shape_only in entry.saved_specs:
         v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
+        if shape_only:
+            saved[key] = tensor_meta(v)
+            continue
         if type(v) is Tensor or isinstance(v, Tensor):
             v = SavedTensor(v)
         elif type(v) in (list, tuple) and v and all(isinstance(t, Tensor) for t in v):
@@ -441,17 +445,31 @@ def _inplace(op, args, kwargs, device):
     if functional is not None and functional not in NONDIFFERENTIABLE:
         op.meta(*args, **kwargs)  # the in-place op's own checks (result dtype castable to self's, shapes)
         entry = DERIVATIVES.get(functional)
+        # CopySlices can call the functional's node directly when its first gradient is self's
+        position = getattr(op, "self_index", 0)  # where self goes among the functional's arguments
+        direct = position == 0 and entry is not None and entry.grad_args[:1] == entry.params[:1]
         source = self
-        if entry is None or entry.reads_original_input:
+        if base is not None and base._requires_grad:
+            # self's history may be followed backward from here (by CopyBackwards below, or by double
+            # backward through a formula that reads self): make it a view of base's current history that
+            # keeps no values of base, which the write is about to change (the view op's node may have saved them)
+            _regenerate_view(self, base)
+        if not direct or entry.reads_original_input:
             source = ember.clone(self)  # the formula reads self's old value, which the write destroys
-        out = functional(source, *args[1:], **kwargs)
+        out = functional(*args[1 : 1 + position], source, *args[1 + position :], **kwargs)
         previous = state.grad_enabled
         state.grad_enabled = False
         try:
             run_backend(_copy_, (self, out), {}, device)
         finally:
             state.grad_enabled = previous
-        if out._requires_grad:
+        if not out._requires_grad:
+            _rebase_history(self, base, None, 0)  # self now holds values that depend on nothing that needs grad
+        elif base is not None and not _takes_self_first(out._grad_fn, functional):
+            # out's history is not one node of the functional op whose first input is self (the functional
+            # was differentiated through its decomposition): the write is then a copy of out into the view
+            _rebase_history(self, base, CopyBackwards(edge_of(out)), 0)
+        else:
             _rebase_history(self, base, out._grad_fn, out._output_nr)
         return self
     entry = DERIVATIVES.get(op)
@@ -464,6 +482,28 @@ def _inplace(op, args, kwargs, device):
     result, node = _record(op, entry, args, kwargs, device, attach=False)
     _rebase_history(self, base, node, 0)
     return result
+
+
+def _takes_self_first(node, op):
+    """Whether ``node`` is ``op``'s formula node with the gradient of ``op``'s first argument first (what
+    :class:`CopySlices` calls to get the gradient of the overwritten region)."""
+    if type(node) is not FormulaNode or node.entry.op is not op:
+        return False
+    entry = node.entry
+    return bool(entry.grad_args) and bool(entry.params) and entry.grad_args[0] == entry.params[0]
+
+
+class CopyBackwards(Node):
+    """``self.copy_(src)`` as a node: the old value of ``self`` gets no gradient, ``src`` all of it.
+
+    Its inputs are ``(self, src)``, as :class:`CopySlices` expects of the node that wrote the view.
+    """
+
+    def __init__(self, src_edge):
+        super().__init__(((None, 0), src_edge), 1)
+
+    def apply(self, grad_outputs):
+        return [None, grad_outputs[0]]
 
 
 def _rebase_history(self, base, node, output_nr):
@@ -484,20 +524,50 @@ def _rebase_history(self, base, node, output_nr):
     _regenerate_view(self, base)
 
 
+def _geometry(t, real_units):
+    """``(shape, strides, offset)`` of ``t`` in elements, or in real scalars (a complex element is two)."""
+    shape, strides, offset = tuple(t._data.shape), tuple(t.stride()), t.storage_offset()
+    if real_units and t.is_complex():
+        return shape + (2,), tuple(2 * s for s in strides) + (1,), 2 * offset
+    return shape, strides, offset
+
+
+def _region(base_like, view_geometry, view_is_complex):
+    """The view's region of a tensor laid out like the base (``base_like``), as a view of it.
+
+    ``view_geometry`` is in real scalars when the view's dtype differs from the base's
+    (``view_as_real``, ``.real``/``.imag`` of a complex base; ``view_as_complex`` of a real one).
+    """
+    vshape, vstrides, voffset = view_geometry
+    if base_like.is_complex() == view_is_complex:
+        return base_like.as_strided(vshape, vstrides, voffset)
+    if base_like.is_complex():
+        return ember.view_as_real(base_like).as_strided(vshape, vstrides, voffset)
+    return ember.view_as_complex(base_like.as_strided(vshape, vstrides, voffset))
+
+
 class CopySlices(Node):
     """The history of a base after an in-place write through one of its views.
 
     The gradient of the new base is the incoming gradient, except in the
     region of the view, where it is what the in-place op's node gives for
     its ``self`` input; the op's other inputs get their gradients as usual.
+    Views of another dtype (the real view of a complex base) are handled in
+    real scalars.
     """
 
     def __init__(self, base, view, node, output_nr):
         base_edge = edge_of(base)
         rest = tuple(node.next_functions[1:]) if node is not None else ()
         super().__init__((base_edge, *rest), 1)
-        self._base_geometry = (base._data.shape, base.stride(), base.storage_offset(), base.dtype, base._device)
-        self._view_geometry = (view._data.shape, view.stride(), view.storage_offset())
+        real_units = base.is_complex() != view.is_complex()
+        shape, strides, offset = _geometry(base, False)
+        self._base_geometry = (shape, strides, base.dtype, base._device)
+        vshape, vstrides, voffset = _geometry(view, real_units)
+        # the region's offset relative to the base's first element, in the units of the region's strides
+        relative = voffset - (2 * offset if real_units and base.is_complex() else offset)
+        self._view_geometry = (vshape, vstrides, relative)
+        self._view_is_complex = view.is_complex()
         self._fn = node
         self._fn_output_nr = output_nr
 
@@ -506,11 +576,10 @@ class CopySlices(Node):
 
     def apply(self, grad_outputs):
         g = grad_outputs[0]
-        shape, strides, offset, dtype, device = self._base_geometry
-        vshape, vstrides, voffset = self._view_geometry
+        shape, strides, dtype, device = self._base_geometry
         result = ember.empty_strided(shape, strides, dtype=dtype, device=device)
         result.copy_(g)
-        region = result.as_strided(vshape, vstrides, voffset - offset)
+        region = _region(result, self._view_geometry, self._view_is_complex)
         if self._fn is None:
             region.zero_()
             return [result]
@@ -536,15 +605,39 @@ def view_grad_fn(t):
     return t._grad_fn
 
 
+class AsStridedView(Node):
+    """A view's history rebuilt from its base's: ``base.as_strided(view's geometry)``.
+
+    It keeps the two geometries, not the base's values, so later in-place
+    writes to the storage don't invalidate it (the base's own history says
+    what the base was). Its backward is :func:`as_strided_backward`, in
+    real scalars when the view's dtype differs from the base's.
+    """
+
+    def __init__(self, base, view):
+        super().__init__((edge_of(base),), 1)
+        real_units = base.is_complex() != view.is_complex()
+        self._real_units = real_units
+        self._base_is_complex = base.is_complex()
+        self._base_geometry = _geometry(base, real_units)
+        self._view_geometry = _geometry(view, real_units)
+
+    def name(self):
+        return "AsStridedBackward0"
+
+    def apply(self, grad_outputs):
+        g = grad_outputs[0]
+        if self._real_units and g.is_complex():
+            g = ember.view_as_real(g.contiguous())
+        g = as_strided_backward(g, *self._base_geometry, *self._view_geometry)
+        if self._real_units and self._base_is_complex:
+            g = ember.view_as_complex(g.contiguous())
+        return [g]
+
+
 def _regenerate_view(view, base):
     """Make ``view``'s history an ``as_strided`` of ``base``'s current history."""
-    previous = state.grad_enabled
-    state.grad_enabled = True
-    try:
-        fresh = ember.as_strided(base, view._data.shape, view.stride(), view.storage_offset())
-    finally:
-        state.grad_enabled = previous
-    view._grad_fn = fresh._grad_fn
+    view._grad_fn = AsStridedView(base, view)
     view._output_nr = 0
     view._requires_grad = True
     view._view_info = (base, view._storage.version)

@@ -11,7 +11,10 @@ groups, and this module keeps one table per group:
   formulas, ``output_mask`` (which of the inputs need a gradient). Autograd
   saves exactly those values at forward time, so an in-place change to a
   tensor that no formula reads is not an error, as in PyTorch's
-  ``derivatives.yaml``. Formulas are written in ember ops, so the gradients
+  ``derivatives.yaml``. A formula that needs only an argument's shape, strides
+  or dtype reads ``<argument>_meta`` (``input_meta``), which saves a
+  :class:`~ember.autograd.graph.TensorMeta`, not the tensor.
+  Formulas are written in ember ops, so the gradients
   they compute are themselves differentiable (``create_graph=True``).
 * :data:`THROUGH_DECOMPOSITION`: composite ops whose gradient comes from
   recording their decomposition (see :func:`through_decomposition`).
@@ -96,6 +99,9 @@ class Derivative:
         formulas (tuple[Formula]): one per differentiable input (or group of inputs).
         grad_args (tuple[str]): the differentiable arguments, in signature order.
         saved_args (tuple[str]): the arguments the formulas read (saved at forward time).
+        meta_args (tuple[str]): arguments of which the formulas read only the metadata
+            (parameter ``<name>_meta``): a :class:`~ember.autograd.graph.TensorMeta` is saved,
+            not the tensor, so no memory is kept alive and an in-place change later is no error.
         saves_result (bool): whether the formulas read the output(s).
         nondiff_args (frozenset[str]): tensor arguments with no gradient (masks, indices).
         node_name (str): the backward node's name (``MulBackward0``).
@@ -109,6 +115,7 @@ class Derivative:
         "formulas",
         "grad_args",
         "saved_args",
+        "meta_args",
         "saves_result",
         "nondiff_args",
         "node_name",
@@ -139,7 +146,11 @@ class Derivative:
             raise ValueError(f"derivative of {op.name}: {sorted(unknown)} are not arguments of {op.name}{sig}")
         read = set()
         for f in self.formulas:
-            bad = [p for p in f.params if p not in SPECIAL_PARAMETERS and p not in names]
+            bad = [
+                p
+                for p in f.params
+                if p not in SPECIAL_PARAMETERS and p not in names and _meta_of(p, names) is None
+            ]
             if bad:
                 raise ValueError(
                     f"derivative of {op.name}: formula for {f.inputs} reads {bad}, which are neither arguments "
@@ -147,6 +158,7 @@ class Derivative:
                 )
             read.update(f.params)
         self.saved_args = tuple(n for n in names if n in read)
+        self.meta_args = tuple(n for n in names if n + META_SUFFIX in read and n + META_SUFFIX not in names)
         self.saves_result = "result" in read or "results" in read
         self.nondiff_args = frozenset(nondiff_args)
         first = names[0] if names else None
@@ -157,7 +169,10 @@ class Derivative:
             position[self.var_positional] = VAR_POSITIONAL
         # (name, index among positional parameters, or KEYWORD_ONLY, or VAR_POSITIONAL for *args)
         self.grad_specs = tuple((n, position.get(n, KEYWORD_ONLY)) for n in self.grad_args)
-        self.saved_specs = tuple((n, position.get(n, KEYWORD_ONLY)) for n in self.saved_args)
+        # (key in the formulas' environment, argument name, position, whether only its metadata is kept)
+        self.saved_specs = tuple((n, n, position.get(n, KEYWORD_ONLY), False) for n in self.saved_args) + tuple(
+            (n + META_SUFFIX, n, position.get(n, KEYWORD_ONLY), True) for n in self.meta_args
+        )
         # one edge per differentiable argument, when none of them is a list of tensors
         self.static_layout = {n: (i, -1) for i, n in enumerate(self.grad_args)}
         self.reads_grads = "grads" in read
@@ -191,6 +206,17 @@ class Derivative:
 
     def __repr__(self):
         return f"<Derivative of {self.op.name}: {', '.join(self.grad_args)}>"
+
+
+#: A formula parameter ``<argument> + META_SUFFIX`` (``input_meta``) reads only the argument's metadata.
+META_SUFFIX = "_meta"
+
+
+def _meta_of(param, names):
+    """The argument whose metadata ``param`` reads, or None."""
+    if param.endswith(META_SUFFIX) and param[: -len(META_SUFFIX)] in names:
+        return param[: -len(META_SUFFIX)]
+    return None
 
 
 def _node_name(op_name):

@@ -28,6 +28,8 @@ __all__ = [
     "disable_saved_tensors_hooks",
     "RemovableHandle",
     "increment_version",
+    "TensorMeta",
+    "tensor_meta",
 ]
 
 _sequence = itertools.count()
@@ -160,7 +162,7 @@ class AccumulateGrad(Node):
         raise RuntimeError("AccumulateGrad is applied by the engine")
 
     def name(self):
-        return "struct torch::autograd::AccumulateGrad".replace("torch", "ember")
+        return "ember::autograd::AccumulateGrad"
 
 
 def accumulator_of(leaf):
@@ -348,3 +350,67 @@ def increment_version(tensor):
 
 def grad_enabled():
     return _dispatch_state.grad_enabled
+
+
+class TensorMeta:
+    """What a formula that reads no values keeps of a tensor argument (``input_meta``).
+
+    It answers as the tensor would: ``shape``, ``size()``, ``dim()``/``ndim``,
+    ``numel()``, ``stride()``, ``storage_offset()``, ``dtype``, ``device``,
+    ``is_complex()``, ``is_floating_point()``.
+    """
+
+    __slots__ = ("shape", "_np_dtype", "device", "_strides", "_offset")
+
+    def __init__(self, t):
+        self.shape = t.shape
+        self._np_dtype = t._data.dtype
+        self.device = t._device
+        self._strides = t.stride()
+        self._offset = t.storage_offset()
+
+    @property
+    def dtype(self):
+        from ember._dtype import from_numpy_dtype
+
+        return from_numpy_dtype(self._np_dtype)
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self):
+        return len(self.shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def numel(self):
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def stride(self, dim=None):
+        return self._strides if dim is None else self._strides[dim]
+
+    def storage_offset(self):
+        return self._offset
+
+    def is_complex(self):
+        return self._np_dtype.kind == "c"
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def __repr__(self):
+        return f"TensorMeta(shape={list(self.shape)}, stride={list(self._strides)}, dtype={self.dtype})"
+
+
+def tensor_meta(v):
+    """:class:`TensorMeta` of a tensor, a list of them for a list of tensors, ``v`` itself otherwise."""
+    if isinstance(v, Tensor):
+        return TensorMeta(v)
+    if type(v) in (list, tuple):
+        return [TensorMeta(t) if isinstance(t, Tensor) else t for t in v]
+    return v

@@ -223,7 +223,7 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
                 return value
         elif type(input) is Tensor and (type(other) is float or (type(other) is int and -_EXACT < other < _EXACT)):
             a = input._data
-            if a.dtype.kind in "fc" and a.dtype in direct and result != "bool":
+            if a.ndim and a.dtype.kind in "fc" and a.dtype in direct and result != "bool":
                 # Fast path: a float tensor and a Python int/float keep the tensor's dtype
                 # (numpy >= 2 treats Python scalars as weakly typed, as PyTorch does).
                 with np.errstate(all="ignore"):
@@ -353,6 +353,7 @@ def make_inplace(op, check=None, self_index=0):
     )
     inplace.functional = op
     op.inplace = inplace
+    inplace.self_index = self_index  # autograd records x.op_(...) as op(...) with x at this position
     return inplace
 
 
