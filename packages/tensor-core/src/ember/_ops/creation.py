@@ -445,7 +445,8 @@ def _polar_meta(abs, angle):  # noqa: A002
 
 
 def _polar_cpu(abs, angle):  # noqa: A002
-    return (abs._data * np.exp(1j * angle._data.astype(abs.dtype.to_complex().numpy_dtype))).astype(
+    # np.asarray: numpy arithmetic on zero-dim arrays gives a scalar, not an array
+    return np.asarray(abs._data * np.exp(1j * angle._data.astype(abs.dtype.to_complex().numpy_dtype))).astype(
         abs.dtype.to_complex().numpy_dtype
     )
 

@@ -1240,7 +1240,7 @@ def _kron_cpu(input, other):
     ia, ib = _interleaved(a_shape, b_shape)
     a = _compute_array(input._data, np_dtype).reshape(ia)
     b = _compute_array(other._data, np_dtype).reshape(ib)
-    return np.multiply(a, b).reshape(out_shape).astype(np_dtype, copy=False)
+    return np.asarray(np.multiply(a, b)).reshape(out_shape).astype(np_dtype, copy=False)  # 0-d: numpy scalar
 
 
 def _kron_decomp(input, other):
