@@ -938,7 +938,7 @@ def _softsign_cpu(input):
     with np.errstate(all="ignore"):
         denom = np.abs(x).astype(x.dtype)
         denom += 1
-        return (x / denom).astype(out, copy=False)
+        return np.asarray(x / denom).astype(out, copy=False)  # 0-d inputs give numpy scalars
 
 
 softsign = _composite(
@@ -1064,7 +1064,7 @@ def _tanhshrink_cpu(input):
     out = _float_result(input.dtype).numpy_dtype
     x = _compute(input._data, out)
     with np.errstate(all="ignore"):
-        return (x - np.tanh(x)).astype(out, copy=False)
+        return np.asarray(x - np.tanh(x)).astype(out, copy=False)  # 0-d inputs give numpy scalars
 
 
 tanhshrink = _composite(
