@@ -12,13 +12,17 @@ One call of :func:`run_backward` is one *graph task*:
    ``.grad`` (``backward``) or capture the gradient (``grad``).
 
 The engine keeps no global state, so a node's backward may itself call
-``backward`` or ``grad`` (reentrant backward, as checkpointing does).
+``backward`` or ``grad`` (reentrant backward, as checkpointing does). The
+one thing it records per thread is whether the running tasks all accumulate
+into every leaf (no ``inputs``, not :func:`ember.autograd.grad`): reentrant
+checkpointing needs that (:func:`is_checkpoint_valid`).
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import threading
 
 import ember
 from ember._ops._dispatch import state
@@ -27,7 +31,25 @@ from ember._tensor import Tensor
 from . import _anomaly
 from .graph import AccumulateGrad, edge_of
 
-__all__ = ["run_backward"]
+__all__ = ["run_backward", "is_checkpoint_valid"]
+
+
+class _ThreadState(threading.local):
+    def __init__(self):
+        self.checkpoint_valid = True
+
+
+_thread_state = _ThreadState()
+
+
+def is_checkpoint_valid():
+    """Whether a backward running now (in this thread) accumulates into every leaf.
+
+    False inside :func:`ember.autograd.grad` and ``backward(inputs=...)``: a reentrant
+    checkpoint's inner backward could not deliver its gradients to those (PyTorch's
+    ``torch.autograd._is_checkpoint_valid``). True outside any backward.
+    """
+    return _thread_state.checkpoint_valid
 
 
 def run_backward(
@@ -74,11 +96,14 @@ def run_backward(
             input_edges.append(edge_of(t))
     task = _GraphTask(roots, input_edges, retain_graph, create_graph, accumulate)
     previous = state.grad_enabled
+    previous_valid = _thread_state.checkpoint_valid
     state.grad_enabled = create_graph
+    _thread_state.checkpoint_valid = previous_valid and input_edges is None
     try:
         task.run()
     finally:
         state.grad_enabled = previous
+        _thread_state.checkpoint_valid = previous_valid
     if accumulate:
         if inputs is not None:  # non-leaf inputs of backward(inputs=...) get .grad too
             for t, edge in zip(inputs, input_edges):
@@ -91,7 +116,7 @@ def run_backward(
         g = task.captured.get(edge)
         if g is None and not allow_unused:
             raise RuntimeError(
-                "One of the differentiated Tensors appears to not have been used in the graph. "
+                f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
                 "Set allow_unused=True if this is the desired behavior."
             )
         results.append(g)
@@ -198,6 +223,23 @@ class _GraphTask:
     def _dependencies(self, capture_at):
         """Number of edges into each node that must run; with ``capture_at``, only nodes leading to an input."""
         roots = {n for (n, _), _ in self.roots}
+        if capture_at is None:
+            # backward() without inputs=: every reachable node runs; count the edges in one walk
+            self._stop = set()
+            dependencies = dict.fromkeys(roots, 0)
+            count_of = dependencies.get
+            stack = list(roots)
+            while stack:
+                for child, _ in stack.pop().next_functions:
+                    if child is None:
+                        continue
+                    count = count_of(child)
+                    if count is None:
+                        dependencies[child] = 1
+                        stack.append(child)
+                    else:
+                        dependencies[child] = count + 1
+            return dependencies
         children = {}
         order = []
         stack = list(roots)
@@ -212,15 +254,19 @@ class _GraphTask:
                     seen.add(c)
                     stack.append(c)
         if capture_at is not None:
+            # nodes from which an input is reachable: walk the reversed edges from the inputs
+            # (linear in the graph's size; a fixed-point sweep would be quadratic on long chains)
+            parents = {}
+            for node in order:
+                for c in children[node]:
+                    parents.setdefault(c, []).append(node)
             needed = set(capture_at).intersection(seen)
-            changed = True
-            # nodes from which an input is reachable (iterate to a fixed point; graphs are DAGs)
-            while changed:
-                changed = False
-                for node in order:
-                    if node not in needed and any(c in needed for c in children[node]):
-                        needed.add(node)
-                        changed = True
+            stack = list(needed)
+            while stack:
+                for parent in parents.get(stack.pop(), ()):
+                    if parent not in needed:
+                        needed.add(parent)
+                        stack.append(parent)
             keep = needed
         else:
             keep = seen
@@ -300,9 +346,11 @@ class _GraphTask:
                 g = g.clone() if self.create_graph else ember.clone(g)
             self.stored.add(id(g))
             variable._grad = g
-        elif self.create_graph or current._requires_grad:
+        elif self.create_graph:
             variable._grad = current + g
         else:
+            # in place even when .grad is itself a graph (an earlier create_graph backward), as
+            # PyTorch's AccumulateGrad does with grad mode off: .grad stays the same object
             current.add_(g)
 
 

@@ -162,9 +162,9 @@ def gradcheck(
         check_grad_dtypes (bool): also check that each gradient has its input's dtype.
         fast_mode (bool): check one random direction instead of whole Jacobians (one backward
             and two forward evaluations per output instead of one per element).
-        check_undefined_grad, nondet_tol, check_batched_grad, check_batched_forward_grad,
-            check_forward_ad, check_backward_ad, masked: accepted for PyTorch compatibility;
-            batched and forward-mode checks need ember.func (not available yet) and must be False.
+        check_undefined_grad, nondet_tol, check_backward_ad, masked: accepted for PyTorch compatibility.
+        check_batched_grad, check_batched_forward_grad, check_forward_ad: must be False (batched and
+            forward-mode checks need ember.func, which is not available yet).
 
     Returns:
         bool: True when every gradient matches.

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._fp import quiet
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
 from .creation import copy_
@@ -69,6 +70,7 @@ def binary_dtype(a, b):
 
 
 _EXACT = 2**53  # Python ints below this convert to float64 exactly
+_REAL_NUMBER = (int, float)
 _NUMBER_CATEGORY = {bool: D.BOOL, int: D.INTEGRAL, float: D.FLOATING, complex: D.COMPLEX}
 
 
@@ -191,6 +193,14 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
                     dtype = D.get_default_dtype()
                 if supported is None or dtype in supported:
                     return MetaArray(input._data.shape, _BOOL if result == "bool" else dtype.numpy_dtype)
+        elif type(other) is Tensor and scalars == "both" and check is None and type(input) in _REAL_NUMBER:
+            # Fast path: a Python number first (1 - x) that doesn't change the tensor's dtype.
+            dtype = _FROM_NP(other._data.dtype)
+            if number_keeps_dtype(dtype, input):
+                if float_result and dtype.category < D.FLOATING:
+                    dtype = D.get_default_dtype()
+                if supported is None or dtype in supported:
+                    return MetaArray(other._data.shape, _BOOL if result == "bool" else dtype.numpy_dtype)
         if scalars == "both":
             _check_operand(name, "input", input)
             _check_operand(name, "other", other)
@@ -216,8 +226,7 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             a, b = input._data, other._data
             if a.dtype is b.dtype and a.ndim and b.ndim and a.dtype in direct:
                 # Fast path: one dtype numpy computes in directly.
-                with np.errstate(all="ignore"):
-                    value = np_fn(a, b)
+                value = quiet(np_fn, a, b)
                 if value.dtype is not a.dtype and result != "bool":  # np_fn computed wider
                     value = value.astype(a.dtype)
                 return value
@@ -226,15 +235,22 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             if a.ndim and a.dtype.kind in "fc" and a.dtype in direct and result != "bool":
                 # Fast path: a float tensor and a Python int/float keep the tensor's dtype
                 # (numpy >= 2 treats Python scalars as weakly typed, as PyTorch does).
-                with np.errstate(all="ignore"):
-                    value = np_fn(a, other)
+                value = quiet(np_fn, a, other)
                 if value.dtype is not a.dtype:
                     value = value.astype(a.dtype)
                 return value
+        elif type(other) is Tensor and (type(input) is float or (type(input) is int and -_EXACT < input < _EXACT)):
+            b = other._data
+            if b.ndim and b.dtype.kind in "fc" and b.dtype in direct and result != "bool":
+                # Fast path: a Python int/float first (1 - x), as above.
+                value = quiet(np_fn, input, b)
+                if value.dtype is not b.dtype:
+                    value = value.astype(b.dtype)
+                return value
         np_dtype = compute(input, other).numpy_dtype
         work = _UPCAST.get(np_dtype, np_dtype) if upcast else np_dtype
-        with np.errstate(all="ignore"):  # PyTorch computes inf/nan silently (1/0, 0/0)
-            value = np.asarray(np_fn(operand(input, work), operand(other, work)))
+        # PyTorch computes inf/nan silently (1/0, 0/0)
+        value = np.asarray(quiet(np_fn, operand(input, work), operand(other, work)))
         if result != "bool" and value.dtype != np_dtype:  # upcast, or a function that widened (scipy)
             value = value.astype(np_dtype)
         return value
@@ -284,8 +300,7 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
             work = _UPCAST.get(work, work)
         if data.dtype != work:
             data = data.astype(work)
-        with np.errstate(all="ignore"):
-            return np.asarray(np_fn(data)).astype(target, copy=False)
+        return np.asarray(quiet(np_fn, data)).astype(target, copy=False)
 
     meta.__name__ = name
     meta.__doc__ = doc

@@ -22,6 +22,13 @@ How they are built:
   matmul per group, or a direct OpenMP kernel for thin groups (depthwise).
   Transposed convolution is that GEMM followed by col2im, the scatter-add of
   ``fold``.
+* ``max_pool1d``..``max_pool3d`` and ``adaptive_max_pool1d``..``3d`` are
+  composites over the prims ``max_pool{n}d_with_indices`` and
+  ``adaptive_max_pool{n}d_with_indices``, which return the argmax of every
+  window with the maxima (autograd records those and keeps the indices for
+  the backward, as PyTorch does). The composites keep CPU kernels of their
+  own, so calls without autograd run as before (``max_pool{n}d`` without
+  ``return_indices`` skips computing the indices).
 * Pooling, fold/col2im, padding, grid sampling and the separable passes of
   ``interpolate`` are C++/OpenMP loops of ``ember._C`` over the ``N * C``
   planes (float32/float64, integers where PyTorch takes them); float16 and
@@ -41,6 +48,7 @@ tagged ``"nn.functional_only"``. ``F.unfold`` (im2col) is registered as
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 import operator
@@ -1202,8 +1210,24 @@ def _max_pool_run(x, n, k, s, p, d, out, with_indices):
     return result.reshape((*lead, *out)).astype(x.dtype, copy=False)
 
 
+def _pool_return_type(name):
+    """The namedtuple ``(values, indices)`` of a ``*_with_indices`` op (``ember.return_types.<name>``)."""
+    cls = collections.namedtuple(name, ["values", "indices"])
+    cls.__module__ = "ember.return_types"
+    return cls
+
+
 def _make_max_pool(n):
+    """``max_pool{n}d_with_indices`` (the prim) and ``max_pool{n}d`` (a composite over it), as in PyTorch.
+
+    The prim returns the argmax of every window with the maxima, so autograd saves
+    the indices at forward time and its backward is one scatter, with no second
+    pooling pass. ``max_pool{n}d`` keeps a fused kernel of its own, which skips the
+    indices where nobody asks for them (inference); under autograd it is recorded
+    as its decomposition, the prim.
+    """
     name = f"max_pool{n}d"
+    with_name = f"{name}_with_indices"
     letters = _LETTERS[n]
     spatial = ", ".join(letters)
 
@@ -1214,6 +1238,14 @@ def _make_max_pool(n):
         _check_dtype(f"{name}_impl" if n == 1 else name, input, allowed)
         return k, s, p, d, input._data.shape[:input._data.ndim - n] + out
 
+    def with_meta(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, True)[-1]
+        return MetaArray(shape, input._data.dtype), MetaArray(shape, _I64)
+
+    def with_cpu(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        k, s, p, d, shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+        return _max_pool_run(input._data, n, k, s, p, d, shape[len(shape) - n:], True)
+
     def meta(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)[-1]
         values = MetaArray(shape, input._data.dtype)
@@ -1223,30 +1255,50 @@ def _make_max_pool(n):
         k, s, p, d, shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
         return _max_pool_run(input._data, n, k, s, p, d, shape[len(shape) - n:], bool(return_indices))
 
-    meta.__name__ = name
-    meta.__doc__ = f"""{n}-D max pooling over (N, C, {spatial}) or unbatched (C, {spatial}) inputs.
+    def decomposition(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+        values, indices = getattr(_E, with_name)(input, kernel_size, stride, padding, dilation, ceil_mode)
+        return (values, indices) if return_indices else values
 
-    Args:
-        input (Tensor): floating or integer (integers only with ``return_indices``
-            for 1-D pooling, as in PyTorch).
+    args_doc = """
         kernel_size (int or tuple[int]): window size.
         stride (int or tuple[int], optional): window step; default ``kernel_size``.
         padding (int or tuple[int]): implicit -inf padding on both sides, at most half the kernel. Default 0.
         dilation (int or tuple[int]): spacing of window elements. Default 1.
         ceil_mode (bool): round the output size up (windows must start inside the
-            input or the left padding). Default False.
-        return_indices (bool): also return the argmax of every window. Default False.
-
-    Returns:
-        Tensor, or (Tensor, Tensor): the maxima, ``(…, *out)`` with
+            input or the left padding). Default False."""
+    out_doc = """``(…, *out)`` with
         ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1`` (rounded up
-        with ``ceil_mode``); with ``return_indices`` also int64 indices into each
-        flattened input plane (what :func:`max_unpool{n}d` takes). NaN wins a window.
-
+        with ``ceil_mode``)"""
+    raises_doc = """
     Raises:
         RuntimeError: for wrong dims, bad parameters or an output size below 1.
         NotImplementedError: for bool and complex inputs.
 """
+    meta.__name__ = name
+    meta.__doc__ = f"""{n}-D max pooling over (N, C, {spatial}) or unbatched (C, {spatial}) inputs.
+
+    Args:
+        input (Tensor): floating or integer (integers only with ``return_indices``
+            for 1-D pooling, as in PyTorch).{args_doc}
+        return_indices (bool): also return the argmax of every window. Default False.
+
+    Returns:
+        Tensor, or (Tensor, Tensor): the maxima, {out_doc}; with ``return_indices`` also int64 indices into each
+        flattened input plane (what :func:`max_unpool{n}d` takes). NaN wins a window.
+{raises_doc}"""
+    with_meta.__name__ = with_name
+    with_meta.__doc__ = f"""{n}-D max pooling that also returns the argmax of every window.
+
+    ``max_pool{n}d(..., return_indices=True)``, as its own op: ``max_pool{n}d`` is
+    defined by it, and autograd records it, keeping the indices for the backward.
+
+    Args:
+        input (Tensor): floating or integer, (N, C, {spatial}) or unbatched (C, {spatial}).{args_doc}
+
+    Returns:
+        (Tensor, Tensor): ``(values, indices)``: the maxima, {out_doc}, and int64 indices into each flattened
+        input plane. NaN wins a window.
+{raises_doc}"""
     if n == 2:
         meta.__doc__ += """
     Example:
@@ -1255,7 +1307,19 @@ def _make_max_pool(n):
         >>> ember.nn.functional.max_pool2d(x, 2, return_indices=True)
         (tensor([[[5., 8.]]]), tensor([[[1, 6]]]))
 """
-    return defop(name, meta, cpu=cpu, tags=_NN)
+        with_meta.__doc__ += """
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([[[1., 5., 2., 0.], [3., 4., 8., 7.]]])
+        >>> values, indices = ember.nn.functional.max_pool2d_with_indices(x, 2)
+        >>> indices
+        tensor([[[1, 6]]])
+"""
+    op = defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=_NN)
+    # PyTorch has torch.max_pool1d_with_indices, but max_pool2d/3d_with_indices only in torch.nn.functional
+    defop(with_name, with_meta, cpu=with_cpu, tags=_NN if n == 1 else _NN_ONLY,
+          return_type=_pool_return_type(with_name))
+    return op
 
 
 max_pool1d = _make_max_pool(1)
@@ -1426,39 +1490,71 @@ adaptive_avg_pool3d = _make_adaptive_avg_pool(3)
 
 
 def _make_adaptive_max_pool(n):
+    """``adaptive_max_pool{n}d`` (a composite) over ``adaptive_max_pool{n}d_with_indices`` (the prim).
+
+    As for max pooling: autograd records the prim and keeps its indices for the backward.
+    """
     name = f"adaptive_max_pool{n}d"
+    with_name = f"{name}_with_indices"
     spatial = ", ".join(_LETTERS[n])
 
-    def meta(input, output_size, return_indices=False):
-        shape = _adaptive_plan(name, n, input, output_size)[1]
-        values = MetaArray(shape, input._data.dtype)
-        return (values, MetaArray(shape, _I64)) if return_indices else values
-
-    def cpu(input, output_size, return_indices=False):
+    def run(input, output_size):
         sizes, shape = _adaptive_plan(name, n, input, output_size)
         x = input._data
         values, indices = _C.adaptive_max_pool(_planes(_compute(x), n), _lift3(sizes, 1))
-        values = values.reshape(shape).astype(x.dtype, copy=False)
-        return (values, indices.reshape(shape)) if return_indices else values
+        return values.reshape(shape).astype(x.dtype, copy=False), indices.reshape(shape)
 
+    def with_meta(input, output_size):
+        shape = _adaptive_plan(name, n, input, output_size)[1]
+        return MetaArray(shape, input._data.dtype), MetaArray(shape, _I64)
+
+    def meta(input, output_size, return_indices=False):
+        values, indices = with_meta(input, output_size)
+        return (values, indices) if return_indices else values
+
+    def cpu(input, output_size, return_indices=False):
+        values, indices = run(input, output_size)
+        return (values, indices) if return_indices else values
+
+    def decomposition(input, output_size, return_indices=False):
+        values, indices = getattr(_E, with_name)(input, output_size)
+        return (values, indices) if return_indices else values
+
+    args_doc = """
+        input (Tensor): floating, with non-empty non-batch dims.
+        output_size (int or tuple[int or None]): the output's spatial size; None keeps an input size."""
+    raises_doc = """
+    Raises:
+        RuntimeError: for wrong dims, empty non-batch dims or negative sizes.
+        NotImplementedError: for non-floating dtypes.
+"""
     meta.__name__ = name
     meta.__doc__ = f"""{n}-D adaptive max pooling to a given output size, over (N, C, {spatial}) or (C, {spatial}).
 
     Windows are those of ``adaptive_avg_pool{n}d``.
 
-    Args:
-        input (Tensor): floating, with non-empty non-batch dims.
-        output_size (int or tuple[int or None]): the output's spatial size; None keeps an input size.
+    Args:{args_doc}
         return_indices (bool): also return int64 argmax indices into each flattened input plane. Default False.
 
     Returns:
         Tensor, or (Tensor, Tensor): ``(…, *output_size)`` maxima (and indices).
+{raises_doc}"""
+    with_meta.__name__ = with_name
+    with_meta.__doc__ = f"""{n}-D adaptive max pooling that also returns the argmax of every window.
 
-    Raises:
-        RuntimeError: for wrong dims, empty non-batch dims or negative sizes.
-        NotImplementedError: for non-floating dtypes.
-"""
-    return defop(name, meta, cpu=cpu, tags=_NN if n == 1 else _NN_ONLY)
+    ``adaptive_max_pool{n}d(..., return_indices=True)``, as its own op:
+    ``adaptive_max_pool{n}d`` is defined by it, and autograd records it, keeping the
+    indices for the backward.
+
+    Args:{args_doc}
+
+    Returns:
+        (Tensor, Tensor): ``(values, indices)``, each ``(…, *output_size)``: the maxima and
+        int64 indices into each flattened input plane.
+{raises_doc}"""
+    op = defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=_NN if n == 1 else _NN_ONLY)
+    defop(with_name, with_meta, cpu=run, tags=_NN_ONLY, return_type=_pool_return_type(with_name))
+    return op
 
 
 adaptive_max_pool1d = _make_adaptive_max_pool(1)

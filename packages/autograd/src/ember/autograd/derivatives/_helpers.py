@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ember
+from ember._tensor import Tensor
 
 __all__ = ["conj", "zeros_like_grad", "unsqueeze_to", "expand_reduced"]
 
 
 def conj(t):
     """``t.conj()`` for complex tensors; ``t`` itself for real ones (no op recorded)."""
+    if type(t) is Tensor:  # the common case, without the dtype property: this runs in most formulas
+        return ember.conj_physical(t) if t._data.dtype.kind == "c" else t
     if isinstance(t, ember.Tensor) and t.is_complex():
         return ember.conj_physical(t)
     if isinstance(t, complex):

@@ -368,7 +368,8 @@ def _make_adaptive(n):
         return _adaptive_avg_adjoint(grad, input.shape[input.dim() - n :])
 
     derivative(f"adaptive_avg_pool{n}d", input=avg_grad)
-    derivative(f"adaptive_max_pool{n}d_with_indices", input=_max_pool_with_indices_grad(n))
+    entry = derivative(f"adaptive_max_pool{n}d_with_indices", input=_max_pool_with_indices_grad(n))
+    entry.node_name = f"AdaptiveMaxPool{n}DBackward0"  # PyTorch's adaptive_max_pool{n}d returns the indices itself
     through_decomposition(f"adaptive_max_pool{n}d")
 
 

@@ -130,7 +130,7 @@ derivative("acos", input=lambda grad, input: grad * (-conj(ember.rsqrt(1 - input
 derivative("atan", input=lambda grad, input: grad / (conj(input * input) + 1))
 derivative("sinh", input=lambda grad, input: grad * conj(ember.cosh(input)))
 derivative("cosh", input=lambda grad, input: grad * conj(ember.sinh(input)))
-derivative("tanh", input=lambda grad, result: grad * (1 - conj(result * result)))
+derivative("tanh", input=lambda grad, result: grad - grad * conj(result * result))  # tensor ops only: no 1 - t
 derivative("asinh", input=lambda grad, input: grad * conj(ember.rsqrt(input * input + 1)))
 
 
@@ -143,7 +143,7 @@ def _acosh_input(grad, input):
 
 derivative("acosh", input=_acosh_input)
 derivative("atanh", input=lambda grad, input: grad / (1 - conj(input * input)))
-derivative("sigmoid", input=lambda grad, result: grad * conj(result * (1 - result)))
+derivative("sigmoid", input=lambda grad, result: grad * conj(result - result * result))
 
 derivative("erf", input=lambda grad, input: grad * (_TWO_OVER_SQRT_PI * ember.exp(-(input * input))))
 derivative("erfc", input=lambda grad, input: grad * (-_TWO_OVER_SQRT_PI * ember.exp(-(input * input))))

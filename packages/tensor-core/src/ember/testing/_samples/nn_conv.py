@@ -208,6 +208,13 @@ def _ref_max_pool(n):
     return ref
 
 
+def _ref_max_pool_with_indices(n):
+    def ref(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        return _ref_max_pool(n)(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices=True)
+
+    return ref
+
+
 def _ref_avg_pool(n):
     def ref(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, divisor_override=None):
         k = _tup(kernel_size, n)
@@ -260,6 +267,13 @@ def _ref_adaptive(n, reduce, with_indices):
                 values[(Ellipsis, *o)] = np.take_along_axis(window, best[..., None], -1)[..., 0]
                 indices[(Ellipsis, *o)] = flat[best]
         return (values, indices) if with_indices and return_indices else values
+
+    return ref
+
+
+def _ref_adaptive_with_indices(n):
+    def ref(x, output_size):
+        return _ref_adaptive(n, "max", True)(x, output_size, return_indices=True)
 
     return ref
 
@@ -556,19 +570,22 @@ def _fold_samples(opinfo, device, dtype, requires_grad):
     yield SampleInput(make((0, 4, 4)), (3, 2), {"padding": 1, "stride": 2}, name="empty batch")
 
 
-def _max_pool_samples(n):
+def _max_pool_samples(n, with_indices=False):
+    """Samples of ``max_pool{n}d`` (with and without ``return_indices``) or of ``max_pool{n}d_with_indices``."""
+
     def gen(opinfo, device, dtype, requires_grad):
         make = maker(device, dtype, requires_grad)
         spatial = (7, 6, 5)[:n]
         indices = dtype in _INTS and n == 1  # PyTorch's max_pool1d takes integers only with indices
-        for ri in ((True,) if indices else (False, True)):
-            yield SampleInput(make((2, 3, *spatial)), (2,), {"return_indices": ri}, name="2")
-            yield SampleInput(make((3, *spatial), noncontiguous=True), (3, 2, 1), {"ceil_mode": True, "return_indices": ri},
+        for ri in ((None,) if with_indices else (True,) if indices else (False, True)):
+            extra = {} if ri is None else {"return_indices": ri}
+            yield SampleInput(make((2, 3, *spatial)), (2,), extra, name="2")
+            yield SampleInput(make((3, *spatial), noncontiguous=True), (3, 2, 1), {"ceil_mode": True, **extra},
                               name="unbatched, stride, padding, ceil_mode")
             yield SampleInput(make((1, 2, *spatial)), ((2, 3, 2)[:n],),
-                              {"stride": (1, 2, 1)[:n], "dilation": (2, 1, 2)[:n], "padding": (1, 1, 0)[:n],
-                               "return_indices": ri}, name="dilation")
-            yield SampleInput(make((0, 2, *spatial)), (2,), {"return_indices": ri}, name="empty batch")
+                              {"stride": (1, 2, 1)[:n], "dilation": (2, 1, 2)[:n], "padding": (1, 1, 0)[:n], **extra},
+                              name="dilation")
+            yield SampleInput(make((0, 2, *spatial)), (2,), extra, name="empty batch")
 
     return gen
 
@@ -590,11 +607,14 @@ def _avg_pool_samples(n):
     return gen
 
 
-def _adaptive_samples(n, indices):
+def _adaptive_samples(n, indices, with_indices=False):
+    """Samples of ``adaptive_{avg,max}_pool{n}d`` (``indices``: some with ``return_indices``), or of the max
+    pool's ``_with_indices`` op."""
+
     def gen(opinfo, device, dtype, requires_grad):
         make = maker(device, dtype, requires_grad)
         spatial = (7, 6, 5)[:n]
-        extra = {"return_indices": True} if indices else {}
+        extra = {"return_indices": True} if indices and not with_indices else {}
         yield SampleInput(make((2, 3, *spatial)), ((3, 4, 2)[:n],), extra, name="shrink")
         yield SampleInput(make((3, *spatial), noncontiguous=True), ((9, 8, 6)[:n],), name="unbatched, grow")
         yield SampleInput(make((1, 2, *spatial)), (1,), extra, name="global")
@@ -795,7 +815,7 @@ _FOLD_ERRORS = _errors(
 )
 
 
-def _pool_errors(name, n, *, dilation=True):
+def _pool_errors(name, n, *, dilation=True, return_indices=False):
     spatial = (6,) * n
     cases = [
         (_args(_z(2, 3, *spatial), 3, 1, 2), {}, RuntimeError, "pad should be at most half of effective kernel size"),
@@ -806,7 +826,7 @@ def _pool_errors(name, n, *, dilation=True):
     ]
     if dilation:
         cases.append((_args(_z(2, 3, *spatial), 2), {"dilation": 0}, RuntimeError, "dilation should be greater than zero"))
-    if n == 1 and name.startswith("max"):
+    if n == 1 and name.startswith("max") and not return_indices:  # integers pool in 1-d only with the indices
         cases.append((_args(_z(2, 3, 6, dtype=D.int64), 2), {}, NotImplementedError,
                       "\"max_pool1d_impl\" not implemented for 'Long'"))
     if name.startswith("avg"):
@@ -946,6 +966,10 @@ for _n in (1, 2, 3):
                torch_name=f"nn.functional.conv_transpose{_n}d"),
         OpInfo(f"max_pool{_n}d", _max_pool_samples(_n), dtypes=(*_INTS, *_FLOATS), ref=_ref_max_pool(_n),
                error_inputs=_pool_errors(f"max_pool{_n}d", _n), torch_name=f"nn.functional.max_pool{_n}d"),
+        OpInfo(f"max_pool{_n}d_with_indices", _max_pool_samples(_n, with_indices=True), dtypes=(*_INTS, *_FLOATS),
+               ref=_ref_max_pool_with_indices(_n),
+               error_inputs=_pool_errors(f"max_pool{_n}d", _n, return_indices=True),
+               torch_name=f"nn.functional.max_pool{_n}d_with_indices"),
         OpInfo(f"avg_pool{_n}d", _avg_pool_samples(_n),
                dtypes=(D.int64, *_FLOATS) if _n < 3 else (D.int64, D.float32, D.float64), ref=_ref_avg_pool(_n),
                error_inputs=_pool_errors(f"avg_pool{_n}d", _n, dilation=False),
@@ -958,6 +982,9 @@ for _n in (1, 2, 3):
         OpInfo(f"adaptive_max_pool{_n}d", _adaptive_samples(_n, True), dtypes=_FLOATS, ref=_ref_adaptive(_n, "max", True),
                error_inputs=_adaptive_errors(f"adaptive_max_pool{_n}d", _n),
                torch_name=f"nn.functional.adaptive_max_pool{_n}d"),
+        OpInfo(f"adaptive_max_pool{_n}d_with_indices", _adaptive_samples(_n, True, with_indices=True), dtypes=_FLOATS,
+               ref=_ref_adaptive_with_indices(_n), error_inputs=_adaptive_errors(f"adaptive_max_pool{_n}d", _n),
+               torch_name=f"nn.functional.adaptive_max_pool{_n}d_with_indices"),
         OpInfo(f"lp_pool{_n}d", _lp_pool_samples(_n),
                dtypes=(D.bool, D.int64, *_FLOATS) if _n < 3 else (D.bool, D.int64, D.float32, D.float64),
                ref=_ref_lp_pool(_n), torch_name=f"nn.functional.lp_pool{_n}d",
