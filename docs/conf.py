@@ -201,11 +201,14 @@ def _fill_op_families(app, docname: str, source: list[str]) -> None:
 
 
 # --------------------------------------------------------------------------- coverage
-# api/other.rst lists, at build time, every public name of `ember` that no other
-# API page documents (by hand or as an op of a family), so a new function is in the
-# reference the day it lands (move it to the right page when convenient).
+# api/other.rst lists, at build time, every public name of `ember` (and of the
+# subpackages in COVERED_MODULES, when installed) that no other API page documents
+# (by hand or as an op of a family), so a new function is in the reference the day it
+# lands (move it to the right page when convenient).
 
 PLACEHOLDER = ".. ember-undocumented-names"
+#: Modules whose public names must all appear in the API reference.
+COVERED_MODULES = ("ember", "ember.autograd")
 
 
 def documented_objects() -> set[int]:
@@ -214,15 +217,25 @@ def documented_objects() -> set[int]:
     return set(hand_documented()) | {id(obj) for obj in generated}
 
 
-def undocumented_public_names() -> list[tuple[str, str]]:
-    """``(name, directive)`` for each public callable or class of ``ember`` that no page documents."""
+def undocumented_public_names(module_name: str = "ember") -> list[tuple[str, str]]:
+    """``(name, directive)`` for each public callable or class of ``module_name`` that no page documents.
+
+    An installed module that cannot be imported is an error; a module that is
+    not installed (an optional distribution) has nothing to list.
+    """
     import ember
 
-    public = getattr(ember, "__all__", None) or [n for n in dir(ember) if not n.startswith("_")]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            return []
+        raise
+    public = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
     documented = documented_objects()
     missing = []
     for name in sorted(public):
-        obj = getattr(ember, name, None)
+        obj = getattr(module, name, None)
         if id(obj) in documented or isinstance(obj, types.ModuleType) or isinstance(obj, ember.dtype):
             continue  # documented, a subpackage, or a dtype (listed in the dtypes table)
         if not (isinstance(obj, type) or callable(obj)):
@@ -241,13 +254,163 @@ def _fill_other_page(app, docname: str, source: list[str]) -> None:
     if docname != "api/other" or PLACEHOLDER not in source[0]:
         return
     entries = []
-    for name, kind in undocumented_public_names():
-        entries.append(f".. auto{kind}:: ember.{name}" + ("\n   :members:" if kind == "class" else ""))
+    for module_name in COVERED_MODULES:
+        for name, kind in undocumented_public_names(module_name):
+            entries.append(f".. auto{kind}:: {module_name}.{name}" + ("\n   :members:" if kind == "class" else ""))
     body = "\n\n".join(entries) if entries else "Every public name is documented on the pages above."
     source[0] = source[0].replace(PLACEHOLDER, body)
+
+
+# --------------------------------------------------------------------------- derivative table
+# autograd.rst holds a line ``.. ember-derivative-table`` (an RST comment), which the
+# build replaces with one table per op family: how autograd differentiates each op of
+# the registry, read from ember-autograd's tables (``ember.autograd._table``), with each
+# formula's source. A new formula is therefore documented the day it is registered.
+
+DERIVATIVE_PLACEHOLDER = ".. ember-derivative-table"
+
+
+@functools.cache
+def _lambdas_by_line(filename: str) -> dict:
+    """The ``ast.Lambda`` nodes of a Python file by first line (empty when the file cannot be read)."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(filename).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[int, list] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            found.setdefault(node.lineno, []).append(node)
+    return found
+
+
+def _lambda_body(fn) -> str | None:
+    """The source of a lambda's body (``grad * conj(other)``), or ``None`` when it cannot be found."""
+    import ast
+
+    code = fn.__code__
+    names = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+    candidates = [
+        node
+        for node in _lambdas_by_line(code.co_filename).get(code.co_firstlineno, [])
+        if [a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)] == names
+    ]
+    positions = getattr(code, "co_positions", None)  # Python 3.11+
+    if len(candidates) > 1 and positions is not None:  # same parameters, same line: match by column
+        columns = [  # where the body's instructions are (the (0, 0) spans belong to no source text)
+            col for line, _, col, end in positions() if line == code.co_firstlineno and col is not None and end
+        ]
+        if columns:
+            first = min(columns)
+            candidates = [n for n in candidates if n.body.col_offset <= first <= (n.body.end_col_offset or 0)]
+    if len(candidates) != 1:
+        return None
+    return ast.unparse(candidates[0].body)
+
+
+def _only_raises(fn) -> bool:
+    """Whether ``fn``'s body (after any docstring) is a single ``raise`` (an op PyTorch cannot differentiate either)."""
+    import ast
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    if not tree.body or not isinstance(tree.body[0], ast.FunctionDef):
+        return False
+    body = tree.body[0].body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    return len(body) == 1 and isinstance(body[0], ast.Raise)
+
+
+def _formula_rst(formula) -> str:
+    """One formula as RST: the inputs it gives gradients for, then its source (or name and parameters)."""
+    inputs = ", ".join(f"``{name}``" for name in formula.inputs)
+    if formula.joint:
+        inputs += " (jointly)"
+    fn = formula.fn
+    if fn.__name__ == "<lambda>":
+        body = _lambda_body(fn)
+    elif _only_raises(fn):
+        return f"{inputs}: raises ``NotImplementedError`` when needed, as in PyTorch"
+    else:
+        body = None
+    if body is None:
+        body = f"{fn.__name__}({', '.join(formula.params)})"
+    return f"{inputs}: ``{body}``"
+
+
+def derivative_rows(module_name: str) -> list[tuple[str, str, str]]:
+    """``(op, how, details)`` for each op of a registry module, in registration order.
+
+    In-place variants with a functional op are left out: autograd records them
+    as that op followed by a copy, so they share its row.
+    """
+    from ember._ops import OPS_BY_MODULE, registry
+    from ember.autograd import _table
+
+    rows = []
+    for op_name in OPS_BY_MODULE[module_name]:
+        op = registry[op_name]
+        if op.kind == "inplace" and op.functional is not None:
+            continue
+        how, entry = _table.lookup(op)
+        if how == "formula":
+            details = "; ".join(_formula_rst(f) for f in entry.formulas)
+            if entry.nondiff_args:
+                details += "; no gradient for " + ", ".join(f"``{n}``" for n in sorted(entry.nondiff_args))
+            rows.append((op_name, "formula", details))
+        elif how == "decomposition":
+            rows.append((op_name, "through decomposition", "recorded as the ops of its decomposition"))
+        elif how == "none":
+            rows.append((op_name, "non-differentiable", "outputs never require grad"))
+        elif op.decomposition is not None:
+            rows.append((op_name, "through decomposition (default)", "composite without an entry"))
+        else:
+            rows.append((op_name, "not differentiable yet", "no entry: raises if a floating-point output needs grad"))
+    return rows
+
+
+def _derivative_table_rst() -> str:
+    """The generated part of autograd.rst: a summary, then a table per op family."""
+    from ember._ops import OP_MODULES
+
+    try:
+        import ember.autograd  # noqa: F401
+    except ModuleNotFoundError as exc:  # not installed; a broken install still fails the build
+        if exc.name != "ember.autograd":
+            raise
+        return "ember-autograd is not installed in the environment that built these docs."
+    tables = []
+    counts: dict[str, int] = {}
+    for module in OP_MODULES:
+        rows = derivative_rows(module.__name__)
+        if not rows:
+            continue
+        for _, how, _ in rows:
+            counts[how] = counts.get(how, 0) + 1
+        family = module.__name__.rsplit(".", 1)[1]
+        body = "\n".join(f"   * - ``{op}``\n     - {how}\n     - {details}" for op, how, details in rows)
+        title = f"``{family}``"
+        tables.append(
+            f"{title}\n{'^' * len(title)}\n\n.. list-table::\n   :class: ember-derivative-table\n"
+            f"   :header-rows: 1\n   :widths: 2 2 6\n\n   * - op\n     - how\n     - gradient\n{body}"
+        )
+    summary = ", ".join(f"{n} {how}" for how, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    return f"Ops by how they are differentiated: {summary}.\n\n" + "\n\n".join(tables)
+
+
+def _fill_derivative_table(app, docname: str, source: list[str]) -> None:
+    if DERIVATIVE_PLACEHOLDER in source[0]:
+        source[0] = source[0].replace(DERIVATIVE_PLACEHOLDER, _derivative_table_rst())
 
 
 def setup(app):
     app.connect("builder-inited", check_op_families)
     app.connect("source-read", _fill_op_families)
     app.connect("source-read", _fill_other_page)
+    app.connect("source-read", _fill_derivative_table)

@@ -36,11 +36,6 @@ def _rand(*shape, seed=0):
 
 
 #: Saved metadata instead of whole tensors (a formula parameter ``input_meta``) is what makes these pass.
-_NEEDS_METADATA_SAVING = (
-    "the view op's node saved the whole input (not its shape), so the later in-place write to the "
-    "storage fails the version check; PyTorch saves sizes only (fixed by saving TensorMeta for "
-    "`<arg>_meta` formula parameters)"
-)
 
 
 class TestWriteThroughView:
@@ -168,7 +163,6 @@ class TestWriteThroughView:
         np.testing.assert_allclose(_np(a.grad), expected)
         np.testing.assert_allclose(_np(v.grad), g[[3, 0]])
 
-    @pytest.mark.xfail(reason=_NEEDS_METADATA_SAVING, strict=True)
     def test_augmented_setitem_with_index_tensor(self):
         a0, v0, g = _rand(4, 3), _rand(3, 2, seed=1), _rand(4, 3, seed=2)
         a, v = _leaf(a0), _leaf(v0)
@@ -179,7 +173,6 @@ class TestWriteThroughView:
         np.testing.assert_allclose(_np(a.grad), g)
         np.testing.assert_allclose(_np(v.grad), g[1:, [0, 2]])
 
-    @pytest.mark.xfail(reason=_NEEDS_METADATA_SAVING, strict=True)
     def test_base_written_after_a_view_was_used(self):
         a0, g = _rand(3, 4), _rand(4, seed=1)
         a = _leaf(a0)
@@ -298,11 +291,6 @@ class TestDetach:
         assert w.grad is None
         np.testing.assert_allclose(_np(a.grad), [2.0, 2.0, 2.0])
 
-    @pytest.mark.xfail(
-        reason="a view of a detached tensor has the root as its _base (Tensor._make_view collapses bases), so "
-        "the write rewrites the root's history; PyTorch rewrites the detached tensor's",
-        strict=True,
-    )
     def test_view_of_detached_tensor_written_with_a_grad_input(self):
         a0, w0 = _rand(3), _rand(2, seed=1)
         a, w = _leaf(a0), _leaf(w0)

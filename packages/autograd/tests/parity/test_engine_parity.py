@@ -140,11 +140,6 @@ def test_same_error(program):
     assert got[1].replace("ember", "torch").startswith(expected[1])
 
 
-@pytest.mark.xfail(
-    reason="ember.autograd.backward quotes 'inputs' and backward() differently from PyTorch's "
-    '"`inputs` argument to `backward()` cannot be empty." (a one-line fix in ember/autograd/__init__.py)',
-    strict=True,
-)
 def test_empty_inputs_error():
     expected = _error(lambda: _empty_inputs(torch))
     got = _error(lambda: _empty_inputs(ember))

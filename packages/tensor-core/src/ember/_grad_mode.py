@@ -7,6 +7,7 @@ ember-autograd builds the engine on top and re-exports these names.
 from __future__ import annotations
 
 import functools
+import inspect
 
 from ._ops._dispatch import state
 
@@ -20,8 +21,54 @@ __all__ = [
 ]
 
 
+def _decorate(fn, make_context):
+    """``fn`` run inside a fresh ``make_context()``; for a generator function, each step of it is."""
+    if inspect.isgeneratorfunction(fn):
+
+        @functools.wraps(fn)
+        def generator(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            # the mode must hold while the body runs, i.e. during each next()/send(), not while the
+            # caller holds the generator between steps
+            try:
+                with make_context():
+                    request = gen.send(None)
+                while True:
+                    try:
+                        response = yield request
+                    except GeneratorExit:
+                        with make_context():
+                            gen.close()
+                        raise
+                    except BaseException as exc:  # noqa: BLE001 - thrown into the generator
+                        with make_context():
+                            request = gen.throw(exc)
+                    else:
+                        with make_context():
+                            request = gen.send(response)
+            except StopIteration as stop:
+                return stop.value
+
+        return generator
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with make_context():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class _GradModeContext:
-    """Base of the grad-mode context managers; also usable as decorators."""
+    """Base of the grad-mode context managers; also usable as decorators, with or without parentheses."""
+
+    def __new__(cls, *args, **kwargs):
+        # ``@no_grad`` (no parentheses) calls the class with the function: decorate it directly
+        if cls._bare_decorator and len(args) == 1 and not kwargs and callable(args[0]):
+            return _decorate(args[0], cls)
+        return super().__new__(cls)
+
+    _bare_decorator = True
 
     def _enter_value(self):
         raise NotImplementedError
@@ -36,12 +83,7 @@ class _GradModeContext:
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__():
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorate(fn, self.__class__)
 
 
 class no_grad(_GradModeContext):
@@ -72,6 +114,8 @@ class set_grad_enabled(_GradModeContext):
         mode (bool): whether to record autograd graphs.
     """
 
+    _bare_decorator = False  # set_grad_enabled(mode) takes a bool, never a function
+
     def __init__(self, mode):
         self._mode = bool(mode)
         self._previous = state.grad_enabled
@@ -86,13 +130,7 @@ class set_grad_enabled(_GradModeContext):
     def __call__(self, fn):
         state.grad_enabled = self._previous
         mode = self._mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorate(fn, lambda: set_grad_enabled(mode))
 
 
 def is_grad_enabled():
@@ -111,7 +149,8 @@ class inference_mode(_GradModeContext):
         self._mode = bool(mode)
 
     def _enter_value(self):
-        return not self._mode and state.grad_enabled
+        # as PyTorch: inference_mode(True) turns grad off, inference_mode(False) turns it on
+        return not self._mode
 
     def __enter__(self):
         self._previous_inference = state.inference_mode
@@ -124,13 +163,7 @@ class inference_mode(_GradModeContext):
 
     def __call__(self, fn):
         mode = self._mode
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with inference_mode(mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
+        return _decorate(fn, lambda: inference_mode(mode))
 
 
 def is_inference_mode_enabled():

@@ -35,6 +35,7 @@ from ember._tensor import Tensor
 from . import derivatives as _derivatives  # noqa: F401 - fills the derivative table
 from . import graph
 from ._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
+from ._engine import is_checkpoint_valid as _is_checkpoint_valid
 from ._engine import run_backward
 from ._record import handle, view_grad_fn
 from .function import Function, FunctionCtx, once_differentiable
@@ -97,7 +98,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     inputs = _as_tuple(inputs)
     if inputs is not None and len(inputs) == 0:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
     run_backward(tensors, grads, retain_graph=retain_graph, create_graph=create_graph, inputs=inputs)
 
 

@@ -9,14 +9,15 @@ showing that forward stack, so the op at fault is found without bisecting.
 
 from __future__ import annotations
 
-import threading
 import traceback
 import warnings
 
 __all__ = ["detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled", "is_anomaly_check_nan_enabled"]
 
 
-class _State(threading.local):
+class _State:
+    """The mode is process-wide, as PyTorch's is: a thread started inside ``detect_anomaly`` sees it on."""
+
     def __init__(self):
         self.enabled = False
         self.check_nan = True
@@ -118,7 +119,7 @@ class set_detect_anomaly:
 
 
 def is_anomaly_enabled():
-    """Whether anomaly detection is on (this thread)."""
+    """Whether anomaly detection is on (process-wide)."""
     return _state.enabled
 
 

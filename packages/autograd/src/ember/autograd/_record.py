@@ -67,6 +67,8 @@ class FormulaNode(Node):
         entry (Derivative): the op's formulas.
     """
 
+    _needed = None  # frozenset of the grad_args indices that need a gradient, when not all do
+
     def __init__(self, entry, next_functions, input_meta, layout, num_outputs):
         # Node.__init__, inlined: this runs for every recorded op
         self.next_functions = next_functions
@@ -277,7 +279,8 @@ def _record(op, entry, args, kwargs, device, attach=True):
         if result._data.dtype in DIFFERENTIABLE_DTYPES:
             result._requires_grad = True
             result._grad_fn = node
-        if entry.saves_result:  # saved once marked, so that double backward sees the output's history
+        if entry.saves_result and (node._needed is None or not node._needed.isdisjoint(entry.result_by)):
+            # saved once marked, so that double backward sees the output's history
             node._saved_results = (SavedTensor(result, node, 0, is_output=True),)
         return result
     outs = result if isinstance(result, tuple) else (result,)
@@ -296,7 +299,8 @@ def _record(op, entry, args, kwargs, device, attach=True):
                 o._output_nr = i
                 if is_view and o._base is not None:
                     o._view_info = (o._base, o._storage.version)
-    if entry.saves_result:  # saved once marked, so that double backward sees the outputs' history
+    if entry.saves_result and (node._needed is None or not node._needed.isdisjoint(entry.result_by)):
+        # saved once marked, so that double backward sees the outputs' history
         node._saved_results = tuple(
             SavedTensor(o, node, i, is_output=True) if _is_tensor(o) else None for i, o in enumerate(outs)
         )
@@ -333,7 +337,9 @@ def make_node(entry, args, kwargs):
     if not needed:
         return None
     node = FormulaNode(entry, tuple(edges), meta, entry.static_layout, 1)
-    node._saved = _save(entry, args, kwargs) if entry.saved_specs else {}
+    if needed < len(edges):  # some argument needs no gradient: skip what only its formula reads
+        node._needed = frozenset(i for i, e in enumerate(edges) if e[0] is not None)
+    node._saved = _save(entry, args, kwargs, node._needed) if entry.saved_specs else {}
     return node
 
 
@@ -360,15 +366,22 @@ def _make_node_with_lists(entry, args, kwargs):
     if not needed:
         return None
     node = FormulaNode(entry, tuple(edges), meta, layout, 1)
-    node._saved = _save(entry, args, kwargs)
+    if needed < len(edges):
+        node._needed = frozenset(i for i, name in enumerate(entry.grad_args) if _needs(edges, layout[name]))
+    node._saved = _save(entry, args, kwargs, node._needed)
     return node
 
 
-def _save(entry, args, kwargs):
-    """The values the formulas read, tensors wrapped in :class:`SavedTensor`."""
+def _save(entry, args, kwargs, needed=None):
+    """The values the formulas that will run read, tensors wrapped in :class:`SavedTensor`.
+
+    ``needed``: indices (into ``entry.grad_args``) of the arguments that need a gradient; None for all.
+    """
     saved = {}
     nargs = len(args)
-    for key, name, position, shape_only in entry.saved_specs:
+    for j, (key, name, position, shape_only) in enumerate(entry.saved_specs):
+        if needed is not None and needed.isdisjoint(entry.saved_by[j]):
+            continue
         v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
         if shape_only:
             saved[key] = tensor_meta(v)

@@ -125,6 +125,8 @@ class Derivative:
         "reads_original_input",
         "grad_specs",
         "saved_specs",
+        "saved_by",
+        "result_by",
         "reads_grads",
         "static_layout",
     )
@@ -173,6 +175,15 @@ class Derivative:
         self.saved_specs = tuple((n, n, position.get(n, KEYWORD_ONLY), False) for n in self.saved_args) + tuple(
             (n + META_SUFFIX, n, position.get(n, KEYWORD_ONLY), True) for n in self.meta_args
         )
+        # which differentiable arguments (indices into grad_args) need each saved value, and the outputs:
+        # a value is saved only when a formula that reads it will run (PyTorch's should_compute_output)
+        index = {n: i for i, n in enumerate(self.grad_args)}
+        readers = {}
+        for f in self.formulas:
+            for p in f.params:
+                readers.setdefault(p, set()).update(index[n] for n in f.inputs)
+        self.saved_by = tuple(frozenset(readers.get(key, ())) for key, *_ in self.saved_specs)
+        self.result_by = frozenset(readers.get("result", set()) | readers.get("results", set()))
         # one edge per differentiable argument, when none of them is a list of tensors
         self.static_layout = {n: (i, -1) for i, n in enumerate(self.grad_args)}
         self.reads_grads = "grads" in read

@@ -15,6 +15,7 @@ The context (``ctx``) is the backward node itself (:class:`BackwardCFunction`).
 from __future__ import annotations
 
 import functools
+import inspect
 
 import ember
 from ember._ops._dispatch import state
@@ -206,6 +207,9 @@ class Function(metaclass=_FunctionMeta):
         """
         ctx = cls._backward_cls(cls)
         uses_setup_context = cls.setup_context is not Function.setup_context
+        if uses_setup_context:
+            # setup_context sees every argument positionally, defaults filled in, as in PyTorch
+            args, kwargs = _bind_forward_arguments(cls.forward, args, kwargs)
         tensor_args = [a for a in args if isinstance(a, Tensor)]
         recording = state.grad_enabled and any(t._requires_grad for t in tensor_args)
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and recording for a in args)
@@ -222,6 +226,16 @@ class Function(metaclass=_FunctionMeta):
         if not recording:
             return output
         return _attach(ctx, args, output)
+
+
+def _bind_forward_arguments(forward, args, kwargs):
+    """``args`` and ``kwargs`` of a call of ``forward`` as positional arguments (defaults filled in)."""
+    code = getattr(forward, "__code__", None)
+    if not kwargs and code is not None and code.co_argcount == len(args):
+        return args, kwargs  # every parameter given positionally: the common case, no binding
+    bound = inspect.signature(forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
 
 
 def _attach(ctx, args, output):
@@ -254,12 +268,9 @@ def _attach(ctx, args, output):
             o._grad_fn, o._output_nr, o._requires_grad = ctx, nr, True
         final.append(o)
     ctx._num_outputs = len(outputs)
-    ctx._output_meta = tuple(
-        (o._data.shape, o.dtype, o._device)
-        if isinstance(o, Tensor) and o._data.dtype in DIFFERENTIABLE_DTYPES and id(o) not in non_diff
-        else None
-        for o in final
-    )
+    # every tensor output, non-differentiable ones included: PyTorch hands ``backward`` zeros of
+    # the output's dtype for them (integer indices too) when grads are materialized
+    ctx._output_meta = tuple((o._data.shape, o.dtype, o._device) if isinstance(o, Tensor) else None for o in final)
     output_ids = {id(o): i for i, o in enumerate(final) if isinstance(o, Tensor)}
     original_ids = {id(o): i for i, o in enumerate(outputs) if isinstance(o, Tensor)}
     saved = []
