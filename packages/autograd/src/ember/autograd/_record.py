@@ -67,7 +67,7 @@ class FormulaNode(Node):
         entry (Derivative): the op's formulas.
     """
 
-    _needed = None  # frozenset of the grad_args indices that need a gradient, when not all do
+    _needed = -1  # bit mask over grad_args of the arguments that need a gradient (-1: all)
 
     def __init__(self, entry, next_functions, input_meta, layout, num_outputs):
         # Node.__init__, inlined: this runs for every recorded op
@@ -279,7 +279,7 @@ def _record(op, entry, args, kwargs, device, attach=True):
         if result._data.dtype in DIFFERENTIABLE_DTYPES:
             result._requires_grad = True
             result._grad_fn = node
-        if entry.saves_result and (node._needed is None or not node._needed.isdisjoint(entry.result_by)):
+        if entry.saves_result and node._needed & entry.result_by:
             # saved once marked, so that double backward sees the output's history
             node._saved_results = (SavedTensor(result, node, 0, is_output=True),)
         return result
@@ -299,7 +299,7 @@ def _record(op, entry, args, kwargs, device, attach=True):
                 o._output_nr = i
                 if is_view and o._base is not None:
                     o._view_info = (o._base, o._storage.version)
-    if entry.saves_result and (node._needed is None or not node._needed.isdisjoint(entry.result_by)):
+    if entry.saves_result and node._needed & entry.result_by:
         # saved once marked, so that double backward sees the outputs' history
         node._saved_results = tuple(
             SavedTensor(o, node, i, is_output=True) if _is_tensor(o) else None for i, o in enumerate(outs)
@@ -317,13 +317,15 @@ def make_node(entry, args, kwargs):
     edges = []
     meta = []
     needed = 0
-    for name, position in entry.grad_specs:
+    mask = 0
+    for i, (name, position) in enumerate(entry.grad_specs):
         v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
         if type(v) is Tensor or isinstance(v, Tensor):
             if v._requires_grad:
                 fn = v._grad_fn
                 edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
                 needed += 1
+                mask |= 1 << i
             else:
                 edges.append(_NO_EDGE)
             meta.append((v._data.shape, v._data.dtype, v._device))
@@ -338,7 +340,7 @@ def make_node(entry, args, kwargs):
         return None
     node = FormulaNode(entry, tuple(edges), meta, entry.static_layout, 1)
     if needed < len(edges):  # some argument needs no gradient: skip what only its formula reads
-        node._needed = frozenset(i for i, e in enumerate(edges) if e[0] is not None)
+        node._needed = mask
     node._saved = _save(entry, args, kwargs, node._needed) if entry.saved_specs else {}
     return node
 
@@ -367,20 +369,21 @@ def _make_node_with_lists(entry, args, kwargs):
         return None
     node = FormulaNode(entry, tuple(edges), meta, layout, 1)
     if needed < len(edges):
-        node._needed = frozenset(i for i, name in enumerate(entry.grad_args) if _needs(edges, layout[name]))
+        node._needed = sum(1 << i for i, name in enumerate(entry.grad_args) if _needs(edges, layout[name]))
     node._saved = _save(entry, args, kwargs, node._needed)
     return node
 
 
-def _save(entry, args, kwargs, needed=None):
+def _save(entry, args, kwargs, needed=-1):
     """The values the formulas that will run read, tensors wrapped in :class:`SavedTensor`.
 
-    ``needed``: indices (into ``entry.grad_args``) of the arguments that need a gradient; None for all.
+    ``needed``: bit mask over ``entry.grad_args`` of the arguments that need a gradient (-1: all).
     """
     saved = {}
     nargs = len(args)
+    saved_by = entry.saved_by
     for j, (key, name, position, shape_only) in enumerate(entry.saved_specs):
-        if needed is not None and needed.isdisjoint(entry.saved_by[j]):
+        if not needed & saved_by[j]:
             continue
         v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
         if shape_only:

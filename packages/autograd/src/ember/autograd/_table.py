@@ -182,8 +182,9 @@ class Derivative:
         for f in self.formulas:
             for p in f.params:
                 readers.setdefault(p, set()).update(index[n] for n in f.inputs)
-        self.saved_by = tuple(frozenset(readers.get(key, ())) for key, *_ in self.saved_specs)
-        self.result_by = frozenset(readers.get("result", set()) | readers.get("results", set()))
+        # as bit masks over grad_args (bit i: argument i), tested against the mask of arguments needing a gradient
+        self.saved_by = tuple(_bits(readers.get(key, ())) for key, *_ in self.saved_specs)
+        self.result_by = _bits(readers.get("result", set()) | readers.get("results", set()))
         # one edge per differentiable argument, when none of them is a list of tensors
         self.static_layout = {n: (i, -1) for i, n in enumerate(self.grad_args)}
         self.reads_grads = "grads" in read
@@ -228,6 +229,13 @@ def _meta_of(param, names):
     if param.endswith(META_SUFFIX) and param[: -len(META_SUFFIX)] in names:
         return param[: -len(META_SUFFIX)]
     return None
+
+
+def _bits(indices):
+    mask = 0
+    for i in indices:
+        mask |= 1 << i
+    return mask
 
 
 def _node_name(op_name):

@@ -252,7 +252,7 @@ class SavedTensor:
                 "backtrace further above shows the operation that failed to compute its gradient; enable anomaly "
                 "detection with ember.autograd.set_detect_anomaly(True) to see where the tensor was used."
             )
-        if self._is_output:
+        if self._is_output and _dispatch_state.grad_enabled:  # double backward: the output's history counts
             node = self._node_ref()
             return _reattach(t, node, self._output_nr, self._requires_grad)
         return t

@@ -281,26 +281,40 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     """
     result_dtype = _RESULTS[result] if isinstance(result, str) else result
     float_result = result == "float"
+    plans = {}  # (input numpy dtype, default dtype) -> (supported, result numpy dtype, numpy dtype to compute in)
+
+    def plan(np_dtype):
+        """What this op does with an input of ``np_dtype``, worked out once per dtype."""
+        key = (np_dtype, D.get_default_dtype()) if float_result else np_dtype
+        found = plans.get(key)
+        if found is None:
+            dtype = _FROM_NP(np_dtype)
+            target = result_dtype(dtype).numpy_dtype
+            work = target if float_result else np_dtype
+            if upcast:
+                work = _UPCAST.get(work, work)
+            found = plans[key] = (supported is None or dtype in supported, target, work)
+        return found
 
     def meta(input):
         if not isinstance(input, Tensor):
             raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        dtype = input.dtype
-        if supported is not None and dtype not in supported:
-            raise not_implemented(name, dtype)
+        ok, target, _ = plan(input._data.dtype)
+        if not ok:
+            raise not_implemented(name, input.dtype)
         if check is not None:
             check(input)
-        return MetaArray(input._data.shape, result_dtype(dtype).numpy_dtype)
+        return MetaArray(input._data.shape, target)
 
     def cpu(input):
-        target = result_dtype(input.dtype).numpy_dtype
+        _, target, work = plan(input._data.dtype)
         data = input._data
-        work = target if float_result else data.dtype
-        if upcast:
-            work = _UPCAST.get(work, work)
         if data.dtype != work:
             data = data.astype(work)
-        return np.asarray(quiet(np_fn, data)).astype(target, copy=False)
+        value = quiet(np_fn, data)
+        if type(value) is not np.ndarray:  # numpy gives scalars for zero-dim inputs
+            value = np.asarray(value)
+        return value if value.dtype is target else value.astype(target, copy=False)
 
     meta.__name__ = name
     meta.__doc__ = doc
