@@ -25,7 +25,7 @@ def zeros_like_grad(t):
 
 
 def unsqueeze_to(g, dims, ndim):
-    """Re-insert reduced dimensions ``dims`` (already wrapped, any order) into ``g`` of a ``keepdim=False`` reduction."""
+    """Re-insert reduced dimensions ``dims`` (wrapped, any order) into ``g`` of a ``keepdim=False`` reduction."""
     for d in sorted(dims):
         g = g.unsqueeze(d)
     return g
