@@ -237,8 +237,16 @@ def handle(op, args, kwargs, device):
     """The dispatcher's autograd step for ``op`` (see the module docstring)."""
     if op.kind == "inplace":
         return _inplace(op, args, kwargs, device)
+    flag = _INPLACE_FLAG.get(op, _UNKNOWN)
+    if flag is _UNKNOWN:
+        flag = _inplace_flag_position(op)
+    if flag is not None and (args[flag] if flag < len(args) else kwargs and kwargs.get("inplace")):
+        return _inplace_flagged(op, flag, args, kwargs, device)
     entry = DERIVATIVES.get(op)
     if entry is not None:
+        if entry.decompose_if is not None and entry.decomposes(args, kwargs):
+            op.meta(*args, **kwargs)
+            return op.decomposition(*args, **kwargs)
         return _record(op, entry, args, kwargs, device)
     if op in THROUGH_DECOMPOSITION or (op not in NONDIFFERENTIABLE and op.decomposition is not None):
         op.meta(*args, **kwargs)
@@ -460,34 +468,10 @@ def _inplace(op, args, kwargs, device):
     functional = op.functional
     if functional is not None and functional not in NONDIFFERENTIABLE:
         op.meta(*args, **kwargs)  # the in-place op's own checks (result dtype castable to self's, shapes)
-        entry = DERIVATIVES.get(functional)
-        # CopySlices can call the functional's node directly when its first gradient is self's
         position = getattr(op, "self_index", 0)  # where self goes among the functional's arguments
-        direct = position == 0 and entry is not None and entry.grad_args[:1] == entry.params[:1]
-        source = self
-        if base is not None and base._requires_grad:
-            # self's history may be followed backward from here (by CopyBackwards below, or by double
-            # backward through a formula that reads self): make it a view of base's current history that
-            # keeps no values of base, which the write is about to change (the view op's node may have saved them)
-            _regenerate_view(self, base)
-        if not direct or entry.reads_original_input:
-            source = ember.clone(self)  # the formula reads self's old value, which the write destroys
-        out = functional(*args[1 : 1 + position], source, *args[1 + position :], **kwargs)
-        previous = state.grad_enabled
-        state.grad_enabled = False
-        try:
-            run_backend(_copy_, (self, out), {}, device)
-        finally:
-            state.grad_enabled = previous
-        if not out._requires_grad:
-            _rebase_history(self, base, None, 0)  # self now holds values that depend on nothing that needs grad
-        elif base is not None and not _takes_self_first(out._grad_fn, functional):
-            # out's history is not one node of the functional op whose first input is self (the functional
-            # was differentiated through its decomposition): the write is then a copy of out into the view
-            _rebase_history(self, base, CopyBackwards(edge_of(out)), 0)
-        else:
-            _rebase_history(self, base, out._grad_fn, out._output_nr)
-        return self
+        return _functional_then_copy(
+            functional, args[1 : 1 + position], self, args[1 + position :], kwargs, base, device
+        )
     entry = DERIVATIVES.get(op)
     if entry is None:
         if op in NONDIFFERENTIABLE or functional in NONDIFFERENTIABLE:
@@ -498,6 +482,67 @@ def _inplace(op, args, kwargs, device):
     result, node = _record(op, entry, args, kwargs, device, attach=False)
     _rebase_history(self, base, node, 0)
     return result
+
+
+def _functional_then_copy(functional, before, self, after, kwargs, base, device):
+    """Overwrite ``self`` with ``functional(*before, self, *after, **kwargs)``, recorded as that call and a copy."""
+    entry = DERIVATIVES.get(functional)
+    # CopySlices can call the functional's node directly when its first gradient is self's
+    direct = not before and entry is not None and entry.grad_args[:1] == entry.params[:1]
+    source = self
+    if base is not None and base._requires_grad:
+        # self's history may be followed backward from here (by CopyBackwards below, or by double
+        # backward through a formula that reads self): make it a view of base's current history that
+        # keeps no values of base, which the write is about to change (the view op's node may have saved them)
+        _regenerate_view(self, base)
+    if not direct or entry.reads_original_input:
+        source = ember.clone(self)  # the formula reads self's old value, which the write destroys
+    out = functional(*before, source, *after, **kwargs)
+    previous = state.grad_enabled
+    state.grad_enabled = False
+    try:
+        run_backend(_copy_, (self, out), {}, device)
+    finally:
+        state.grad_enabled = previous
+    if not out._requires_grad:
+        _rebase_history(self, base, None, 0)  # self now holds values that depend on nothing that needs grad
+    elif base is not None and not _takes_self_first(out._grad_fn, functional):
+        # out's history is not one node of the functional op whose first input is self (the functional
+        # was differentiated through its decomposition): the write is then a copy of out into the view
+        _rebase_history(self, base, CopyBackwards(edge_of(out)), 0)
+    else:
+        _rebase_history(self, base, out._grad_fn, out._output_nr)
+    return self
+
+
+#: Functional ops with PyTorch's ``inplace`` flag (``F.relu(x, inplace=True)``): op -> the flag's position
+#: among the parameters, or None for ops without the flag (filled on first use).
+_INPLACE_FLAG = {}
+_UNKNOWN = object()
+
+
+def _inplace_flag_position(op):
+    names = list(op._call_signature.parameters)
+    position = names.index("inplace") if op.kind == "function" and "inplace" in names else None
+    _INPLACE_FLAG[op] = position
+    return position
+
+
+def _inplace_flagged(op, position, args, kwargs, device):
+    """``F.relu(x, inplace=True)``: recorded as ``relu(x)`` and a copy into ``x``, as ``x.relu_()`` is.
+
+    The kernel writing into ``x`` under a formula node would let the formula read the overwritten
+    input and skip the leaf and view rules of in-place writes; a decomposition that copies its
+    result into ``x`` would find the input it saved modified.
+    """
+    self = args[0]
+    base = _check_inplace_allowed(self)
+    op.meta(*args, **kwargs)
+    if position < len(args):
+        args = args[:position] + (False,) + args[position + 1 :]
+    else:
+        kwargs = dict(kwargs, inplace=False)
+    return _functional_then_copy(op, (), self, args[1:], kwargs, base, device)
 
 
 def _takes_self_first(node, op):

@@ -129,9 +129,11 @@ class Derivative:
         "result_by",
         "reads_grads",
         "static_layout",
+        "decompose_if",
+        "_decompose_specs",
     )
 
-    def __init__(self, op, formulas, nondiff_args=()):
+    def __init__(self, op, formulas, nondiff_args=(), decompose_if=None):
         self.op = op
         self.formulas = tuple(formulas)
         sig = op._call_signature
@@ -188,6 +190,19 @@ class Derivative:
         # one edge per differentiable argument, when none of them is a list of tensors
         self.static_layout = {n: (i, -1) for i, n in enumerate(self.grad_args)}
         self.reads_grads = "grads" in read
+        # decompose_if(the arguments it names) true: that call records the decomposition instead
+        self.decompose_if = decompose_if
+        self._decompose_specs = ()
+        if decompose_if is not None:
+            wanted = tuple(inspect.signature(decompose_if).parameters)
+            bad = [n for n in wanted if n not in names]
+            if bad:
+                raise ValueError(f"derivative of {op.name}: decompose_if reads {bad}, which are not arguments of it")
+            self._decompose_specs = tuple((n, position.get(n, KEYWORD_ONLY)) for n in wanted)
+
+    def decomposes(self, args, kwargs):
+        """Whether this call goes through the decomposition (``decompose_if`` of its arguments)."""
+        return bool(self.decompose_if(*[self.value(n, p, args, kwargs) for n, p in self._decompose_specs]))
 
     def value(self, name, position, args, kwargs):
         """The value of argument ``name`` in a call (a fast path of :meth:`bind` for one argument)."""
@@ -261,7 +276,7 @@ def _op(name):
         raise KeyError(f"the derivative table names {name!r}, which is not an op of the ember registry") from None
 
 
-def derivative(name, joint=None, *, nondiff=(), **formulas):
+def derivative(name, joint=None, *, nondiff=(), decompose_if=None, **formulas):
     """Register the backward formulas of op ``name``.
 
     Args:
@@ -269,6 +284,9 @@ def derivative(name, joint=None, *, nondiff=(), **formulas):
         joint (dict, optional): ``{("input", "weight", "bias"): fn}``: one formula returning
             a tuple of gradients for several inputs (it may read ``output_mask``).
         nondiff (tuple[str]): tensor arguments that get no gradient (indices, masks).
+        decompose_if (callable, optional): a function of some of the op's arguments (by name); calls
+            for which it is true record the op's decomposition instead (a random mask the kernel
+            does not return: ``scaled_dot_product_attention`` with ``dropout_p > 0``).
         **formulas: ``input_name=fn``: the gradient of one input. An argument that
             is a list of tensors (``cat``'s ``tensors``) gets a list of gradients.
 
@@ -281,7 +299,7 @@ def derivative(name, joint=None, *, nondiff=(), **formulas):
     entries = [Formula((arg,), fn) for arg, fn in formulas.items()]
     for inputs, fn in (joint or {}).items():
         entries.append(Formula(tuple(inputs), fn))
-    entry = Derivative(op, entries, nondiff)
+    entry = Derivative(op, entries, nondiff, decompose_if)
     DERIVATIVES[op] = entry
     return entry
 

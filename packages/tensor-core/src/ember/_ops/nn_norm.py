@@ -145,12 +145,18 @@ def _batch_norm_meta(input, running_mean, running_var, weight=None, bias=None, t
     return MetaArray(input._data.shape, input._data.dtype)
 
 
-def _update_running_np(stat, new, momentum):
-    """``stat = (1 - momentum) * stat + momentum * new`` in place (numpy ``new``), bumping ``stat``'s version."""
+def _update_running_np(stat, new, momentum, bump=True):
+    """``stat = (1 - momentum) * stat + momentum * new`` in place (numpy ``new``), bumping ``stat``'s version.
+
+    ``bump=False`` leaves the version alone, as PyTorch's batch_norm does: its backward keeps the
+    running statistics (for evaluation mode), and a module applied twice in one training step
+    must not make the first call's backward see them as modified.
+    """
     data = stat._data
     updated = _compute(data).reshape(-1) * (1 - momentum) + new.reshape(-1) * momentum
     np.copyto(data, updated.reshape(data.shape).astype(data.dtype, copy=False), casting="unsafe")
-    stat._bump_version()
+    if bump:
+        stat._bump_version()
 
 
 def _normalize_np(x, mean, var, eps, weight, bias, ndim):
@@ -183,8 +189,8 @@ def _batch_norm_cpu(input, running_mean, running_var, weight=None, bias=None, tr
             var = np.square(centered).mean(axis=axes)
             if running_mean is not None:
                 count = x.size // x.shape[1]
-                _update_running_np(running_mean, mean, momentum)
-                _update_running_np(running_var, var * (count / (count - 1)), momentum)
+                _update_running_np(running_mean, mean, momentum, bump=False)
+                _update_running_np(running_var, var * (count / (count - 1)), momentum, bump=False)
         else:
             mean = _compute(running_mean._data).astype(x.dtype, copy=False)
             var = _compute(running_var._data).astype(x.dtype, copy=False)
