@@ -7,8 +7,9 @@ point) installs the Autograd step of the dispatcher (ARCHITECTURE.md section
 
 * :mod:`ember.autograd._table` and :mod:`ember.autograd.derivatives`: the
   derivative table, one entry per op of the registry;
-* :mod:`ember.autograd._record`: the dispatcher step that records nodes,
-  in-place ops and views;
+* :mod:`ember.autograd._record`: the dispatcher step that records nodes, with
+  :mod:`ember.autograd._formula_node` (the nodes of formulas) and
+  :mod:`ember.autograd._inplace` (in-place ops and views);
 * :mod:`ember.autograd._engine`: the backward engine;
 * :mod:`ember.autograd.graph`: nodes, saved tensors and hooks;
 * :mod:`ember.autograd.function`: custom :class:`Function`;
@@ -37,7 +38,8 @@ from . import graph
 from ._anomaly import detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled, set_detect_anomaly
 from ._engine import is_checkpoint_valid as _is_checkpoint_valid
 from ._engine import run_backward
-from ._record import handle, view_grad_fn
+from ._inplace import view_grad_fn
+from ._record import handle
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import _HookDict, _add_hook

@@ -22,7 +22,9 @@ from ember._ops._dispatch import state
 from ember._tensor import Tensor
 
 from . import _anomaly
-from ._record import DIFFERENTIABLE_DTYPES, _check_inplace_allowed, _rebase_history, validate_grad
+from ._formula_node import validate_grad
+from ._inplace import _check_inplace_allowed, _rebase_history
+from ._record import DIFFERENTIABLE_DTYPES
 from .graph import Node, SavedTensor, edge_of
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]

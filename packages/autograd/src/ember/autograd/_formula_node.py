@@ -1,0 +1,187 @@
+"""The backward node of ops with formulas in the derivative table, and the checks of its results.
+
+A :class:`FormulaNode` holds what the forward call saved for the formulas of
+its op (see :mod:`ember.autograd._table`), runs the formulas whose inputs need
+a gradient, and makes each gradient fit its input: summed over broadcast
+dimensions and cast to the input's dtype and device (:func:`validate_grad`).
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._dtype import from_numpy_dtype
+
+from . import _anomaly
+from .graph import Node, SavedTensor, _sequence
+
+__all__ = ["FormulaNode", "validate_grad", "sum_to"]
+
+class FormulaNode(Node):
+    """A node whose backward is an entry of the derivative table.
+
+    Attributes:
+        entry (Derivative): the op's formulas.
+    """
+
+    _needed = -1  # bit mask over grad_args of the arguments that need a gradient (-1: all)
+
+    def __init__(self, entry, next_functions, input_meta, layout, num_outputs):
+        # Node.__init__, inlined: this runs for every recorded op
+        self.next_functions = next_functions
+        self._num_outputs = num_outputs
+        self._seq = next(_sequence)
+        self.entry = entry
+        self._input_meta = input_meta  # per edge: (shape, dtype, device)
+        self._layout = layout  # per differentiable argument: (name, first edge, count or -1 for a tensor)
+        self._saved = None  # {argument name: value}; SavedTensor for tensors
+        self._saved_results = None  # tuple of SavedTensor
+        self._output_meta = None  # multi-output ops: (shape, dtype, device) per output
+        if _anomaly._state.enabled:
+            _anomaly.record_forward(self)
+
+    def name(self):
+        return self.entry.node_name
+
+    def _unpacked(self):
+        name = self.entry.node_name
+        env = {}
+        if self._saved_results is _FREED_TENSOR:
+            raise RuntimeError(_FREED)
+        for key, value in self._saved.items():
+            if value is _FREED_TENSOR:
+                raise RuntimeError(_FREED)
+            if type(value) is SavedTensor:
+                value = value.unpack(name)
+            elif type(value) is list and value and type(value[0]) is SavedTensor:
+                value = [v.unpack(name, i) for i, v in enumerate(value)]
+            env[key] = value
+        if self._saved_results is not None:
+            results = tuple(s.unpack(name, i) if s is not None else None for i, s in enumerate(self._saved_results))
+            env["result"] = results[0]
+            env["results"] = results
+        return env
+
+    def apply(self, grad_outputs):
+        env = self._unpacked()
+        if self._output_meta is not None:
+            grad_outputs = _materialize(grad_outputs, self._output_meta)
+        env["grad"] = grad_outputs[0]
+        if self.entry.reads_grads:
+            env["grads"] = tuple(grad_outputs)
+        next_functions = self.next_functions
+        grads = [None] * len(next_functions)
+        layout = self._layout
+        for formula in self.entry.formulas:
+            if formula.joint:
+                mask = tuple(_needs(next_functions, layout[name]) for name in formula.inputs)
+                if not any(mask):
+                    continue
+                env["output_mask"] = mask
+                out = formula.call(env)
+                for name, g, needed in zip(formula.inputs, out, mask):
+                    if needed:
+                        _place(grads, layout[name], g)
+                continue
+            slot = layout[formula.inputs[0]]
+            if slot[1] < 0:
+                if next_functions[slot[0]][0] is None:
+                    continue
+                grads[slot[0]] = formula.call(env)
+            elif _needs(next_functions, slot):
+                _place(grads, slot, formula.call(env))
+        meta = self._input_meta
+        for i, g in enumerate(grads):
+            if g is not None:
+                m = meta[i]
+                if m is None or next_functions[i][0] is None:
+                    grads[i] = None  # an input that needs no gradient
+                    continue
+                if g._data.shape != m[0] or g._data.dtype != m[1] or g._device is not m[2]:
+                    grads[i] = validate_grad(g, m, self, i)
+        return grads
+
+    def _release(self):
+        # Only saved tensors are freed: a node that saved none can run again, as in PyTorch.
+        saved = self._saved
+        if saved:
+            for key, value in saved.items():
+                if type(value) is SavedTensor or (type(value) is list and value and type(value[0]) is SavedTensor):
+                    saved[key] = _FREED_TENSOR
+        if self._saved_results is not None:
+            self._saved_results = _FREED_TENSOR
+
+
+_FREED_TENSOR = object()  # what a saved tensor becomes after a backward without retain_graph
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they have "
+    "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+    "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+    "if you need to access saved tensors after calling backward."
+)
+
+
+def _needs(next_functions, slot):
+    first, count = slot
+    if count < 0:
+        return next_functions[first][0] is not None
+    return any(next_functions[i][0] is not None for i in range(first, first + count))
+
+
+def _place(grads, slot, g):
+    first, count = slot
+    if count < 0:
+        grads[first] = g
+    elif g is not None:
+        for i, gi in enumerate(g):
+            grads[first + i] = gi
+
+
+def _materialize(grad_outputs, output_meta):
+    """Missing gradients of differentiable outputs become zeros (formulas may then add them)."""
+    out = list(grad_outputs)
+    for i, g in enumerate(out):
+        if g is None and output_meta[i] is not None:
+            shape, dtype, device = output_meta[i]
+            out[i] = ember.zeros(shape, dtype=dtype, device=device)
+    return out
+
+
+def validate_grad(g, meta, node, index):
+    """``g`` summed to the input's shape and cast to its dtype and device.
+
+    ``meta`` is the input's ``(shape, numpy dtype, device)``.
+
+    Raises:
+        RuntimeError: when ``g`` cannot be summed to the input's shape.
+    """
+    shape, np_dtype, device = meta
+    if g._data.shape != shape:
+        g = sum_to(g, shape, node, index)
+    if g._data.dtype != np_dtype:
+        dtype = from_numpy_dtype(np_dtype)
+        if g.is_complex() and not dtype.is_complex:
+            g = ember.real(g)
+        if g.dtype is not dtype:
+            g = g.to(dtype)
+    if g._device != device:
+        g = g.to(device)
+    return g
+
+
+def sum_to(g, shape, node=None, index=0):
+    """Sum ``g`` over the dimensions that broadcasting added or expanded to reach ``shape``."""
+    gshape = g._data.shape
+    lead = len(gshape) - len(shape)
+    if lead < 0 or any(s != 1 and s != gs for s, gs in zip(shape, gshape[lead:])):
+        where = f" {node.name()}" if node is not None else ""
+        raise RuntimeError(
+            f"Function{where} returned an invalid gradient at index {index} - got {list(gshape)} but expected "
+            f"shape compatible with {list(shape)}"
+        )
+    dims = list(range(lead)) + [lead + i for i, s in enumerate(shape) if s == 1 and gshape[lead + i] != 1]
+    if dims:
+        g = ember.sum(g, dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    return g
+
