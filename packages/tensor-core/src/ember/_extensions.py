@@ -21,7 +21,8 @@ def require(feature, distribution):
     """Raise :class:`MissingDistributionError` for ``feature`` provided by ``distribution``."""
     raise MissingDistributionError(
         f"{feature} needs the '{distribution}' distribution, which is not installed. "
-        f"Install it with: pip install {distribution}"
+        f"Install it with: pip install {distribution} (from a checkout of the ember repository: "
+        f"pip install ./packages/<its folder>, e.g. ./packages/autograd for ember-autograd)"
     )
 
 

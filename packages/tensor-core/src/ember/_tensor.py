@@ -270,6 +270,17 @@ class Tensor:
 
     @property
     def grad(self):
+        if self._grad_fn is not None and self._grad is None and not self.__dict__.get("_retains_grad"):
+            import warnings
+
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad attribute "
+                "won't be populated during autograd.backward(). If you indeed want the .grad field to be populated "
+                "for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor "
+                "by mistake, make sure you access the leaf Tensor instead.",
+                UserWarning,
+                stacklevel=2,
+            )
         return self._grad
 
     @grad.setter
@@ -334,10 +345,10 @@ class Tensor:
         """The values as a numpy array; shares memory on CPU.
 
         Raises:
-            RuntimeError: if the tensor requires grad (unless ``force``), or is not on CPU
+            RuntimeError: if the tensor requires grad while grad mode is on (unless ``force``), or is not on CPU
                 (unless ``force``, which copies), or is on meta.
         """
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         if self._device.type != "cpu":
             if not force:
@@ -349,7 +360,7 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad:
+        if self._requires_grad and _grad_enabled():
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         array = self.numpy(force=True) if self._device.type != "cpu" else self._data
         if dtype is not None and array.dtype != dtype:
@@ -484,6 +495,12 @@ _TENSOR_CORE_FIELDS = {
     "_data", "_device", "_storage", "_base", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_view_info",
     "_nondiff_view", "_grad_accumulator", "_strides", "_offset",
 }
+
+
+def _grad_enabled():
+    from ._ops._dispatch import state  # the dispatcher imports this module
+
+    return state.grad_enabled
 
 
 def _wrap_dim(dim, ndim):

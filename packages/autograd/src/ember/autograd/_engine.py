@@ -127,7 +127,7 @@ def _root_grad(t, g, index):
     if g is None:
         if t.numel() != 1:
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
-        if not (t.is_floating_point() or t.is_complex()):
+        if not t.is_floating_point():
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
         return ember.ones_like(t)
     if not isinstance(g, Tensor):

@@ -14,7 +14,7 @@ from ember._dtype import from_numpy_dtype
 from . import _anomaly
 from .graph import Node, SavedTensor, _sequence
 
-__all__ = ["FormulaNode", "validate_grad", "sum_to"]
+__all__ = ["FormulaNode", "node_class", "validate_grad", "sum_to"]
 
 class FormulaNode(Node):
     """A node whose backward is an entry of the derivative table.
@@ -185,3 +185,13 @@ def sum_to(g, shape, node=None, index=0):
         g = g.reshape(shape)
     return g
 
+
+def node_class(entry):
+    """The node class of ``entry``'s op: a :class:`FormulaNode` subclass named like PyTorch's (``MulBackward0``).
+
+    Tools that read ``type(t.grad_fn).__name__`` (graph visualisers) then see the op's node name.
+    """
+    cls = entry.node_class
+    if cls is None:
+        cls = entry.node_class = type(entry.node_name, (FormulaNode,), {"__module__": __name__})
+    return cls

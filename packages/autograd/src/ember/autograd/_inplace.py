@@ -133,7 +133,7 @@ def inplace_flagged(op, position, args, kwargs, device):
 def _takes_self_first(node, op):
     """Whether ``node`` is ``op``'s formula node with the gradient of ``op``'s first argument first (what
     :class:`CopySlices` calls to get the gradient of the overwritten region)."""
-    if type(node) is not FormulaNode or node.entry.op is not op:
+    if not isinstance(node, FormulaNode) or node.entry.op is not op:
         return False
     entry = node.entry
     return bool(entry.grad_args) and bool(entry.params) and entry.grad_args[0] == entry.params[0]

@@ -24,7 +24,7 @@ from ember._ops._dispatch import run_backend, state
 from ember._tensor import Tensor
 
 from . import _inplace
-from ._formula_node import FormulaNode, _needs
+from ._formula_node import _needs, node_class
 from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
 from .graph import SavedTensor, edge_of, tensor_meta
 
@@ -157,7 +157,7 @@ def make_node(entry, args, kwargs):
         _check_covered(entry, entry.bind(args, kwargs))
     if not needed:
         return None
-    node = FormulaNode(entry, tuple(edges), meta, entry.static_layout, 1)
+    node = node_class(entry)(entry, tuple(edges), meta, entry.static_layout, 1)
     if needed < len(edges):  # some argument needs no gradient: skip what only its formula reads
         node._needed = mask
     node._saved = _save(entry, args, kwargs, node._needed) if entry.saved_specs else {}
@@ -186,7 +186,7 @@ def _make_node_with_lists(entry, args, kwargs):
         _check_covered(entry, entry.bind(args, kwargs))
     if not needed:
         return None
-    node = FormulaNode(entry, tuple(edges), meta, layout, 1)
+    node = node_class(entry)(entry, tuple(edges), meta, layout, 1)
     if needed < len(edges):
         node._needed = sum(1 << i for i, name in enumerate(entry.grad_args) if _needs(edges, layout[name]))
     node._saved = _save(entry, args, kwargs, node._needed)

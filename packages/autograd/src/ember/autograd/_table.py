@@ -130,6 +130,7 @@ class Derivative:
         "reads_grads",
         "static_layout",
         "decompose_if",
+        "node_class",
         "_decompose_specs",
     )
 
@@ -168,6 +169,7 @@ class Derivative:
         first = names[0] if names else None
         self.reads_original_input = first in read
         self.node_name = _node_name(op.name)
+        self.node_class = None  # the FormulaNode subclass named node_name (made on first use)
         position = {n: i for i, n in enumerate(self.params)}
         if self.var_positional is not None:
             position[self.var_positional] = VAR_POSITIONAL
