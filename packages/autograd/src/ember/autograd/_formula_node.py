@@ -23,19 +23,20 @@ class FormulaNode(Node):
         entry (Derivative): the op's formulas.
     """
 
+    # Defaults at class level: each recorded op sets only what differs.
     _needed = -1  # bit mask over grad_args of the arguments that need a gradient (-1: all)
+    _num_outputs = 1
+    _saved = None  # {argument name: value}; SavedTensor for tensors
+    _saved_results = None  # tuple of SavedTensor
+    _output_meta = None  # multi-output ops: (shape, dtype, device) per output
 
-    def __init__(self, entry, next_functions, input_meta, layout, num_outputs):
+    def __init__(self, entry, next_functions, input_meta, layout):
         # Node.__init__, inlined: this runs for every recorded op
         self.next_functions = next_functions
-        self._num_outputs = num_outputs
         self._seq = next(_sequence)
         self.entry = entry
         self._input_meta = input_meta  # per edge: (shape, dtype, device)
         self._layout = layout  # per differentiable argument: (name, first edge, count or -1 for a tensor)
-        self._saved = None  # {argument name: value}; SavedTensor for tensors
-        self._saved_results = None  # tuple of SavedTensor
-        self._output_meta = None  # multi-output ops: (shape, dtype, device) per output
         if _anomaly._state.enabled:
             _anomaly.record_forward(self)
 

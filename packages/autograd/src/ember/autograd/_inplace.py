@@ -20,7 +20,7 @@ from ._table import DERIVATIVES, NONDIFFERENTIABLE
 from .derivatives._helpers import as_strided_backward
 from .graph import Node, edge_of
 
-__all__ = ["inplace", "inplace_flag", "inplace_flagged", "CopySlices", "view_grad_fn"]
+__all__ = ["inplace", "inplace_flagged", "CopySlices", "view_grad_fn"]
 
 _copy_ = registry["copy_"]
 
@@ -95,22 +95,6 @@ def _functional_then_copy(functional, before, self, after, kwargs, base, device)
     else:
         _rebase_history(self, base, out._grad_fn, out._output_nr)
     return self
-
-
-#: Functional ops with PyTorch's ``inplace`` flag (``F.relu(x, inplace=True)``): op -> the flag's position
-#: among the parameters, or None for ops without the flag (filled on first use).
-_INPLACE_FLAG = {}
-_UNKNOWN = object()
-
-
-def inplace_flag(op):
-    """The position of ``op``'s ``inplace`` parameter, or None when it has none."""
-    position = _INPLACE_FLAG.get(op, _UNKNOWN)
-    if position is _UNKNOWN:
-        names = list(op._call_signature.parameters)
-        position = names.index("inplace") if op.kind == "function" and "inplace" in names else None
-        _INPLACE_FLAG[op] = position
-    return position
 
 
 def inplace_flagged(op, position, args, kwargs, device):

@@ -37,6 +37,17 @@ DIFFERENTIABLE_DTYPES = frozenset(
 
 _detach = registry["detach"]
 
+#: Functional ops with PyTorch's ``inplace`` flag (``F.relu(x, inplace=True)``): op -> the flag's position
+#: among the parameters, or None for ops without the flag (filled on first use).
+_INPLACE_FLAG = {}
+
+
+def _inplace_flag(op):
+    names = list(op._call_signature.parameters)
+    position = names.index("inplace") if op.kind == "function" and "inplace" in names else None
+    _INPLACE_FLAG[op] = position
+    return position
+
 
 def _is_tensor(v):
     return type(v) is Tensor or isinstance(v, Tensor)
@@ -49,7 +60,9 @@ def handle(op, args, kwargs, device):
     """The dispatcher's autograd step for ``op`` (see the module docstring)."""
     if op.kind == "inplace":
         return _inplace.inplace(op, args, kwargs, device)
-    flag = _inplace.inplace_flag(op)
+    flag = _INPLACE_FLAG.get(op, _INPLACE_FLAG)  # the dict itself marks "not looked up yet"
+    if flag is _INPLACE_FLAG:
+        flag = _inplace_flag(op)
     if flag is not None and (args[flag] if flag < len(args) else kwargs and kwargs.get("inplace")):
         return _inplace.inplace_flagged(op, flag, args, kwargs, device)
     entry = DERIVATIVES.get(op)
@@ -157,10 +170,11 @@ def make_node(entry, args, kwargs):
         _check_covered(entry, entry.bind(args, kwargs))
     if not needed:
         return None
-    node = node_class(entry)(entry, tuple(edges), meta, entry.static_layout, 1)
+    cls = entry.node_class or node_class(entry)
+    node = cls(entry, tuple(edges), meta, entry.static_layout)
     if needed < len(edges):  # some argument needs no gradient: skip what only its formula reads
         node._needed = mask
-    node._saved = _save(entry, args, kwargs, node._needed) if entry.saved_specs else {}
+    node._saved = _save(entry, args, kwargs, mask if needed < len(edges) else -1) if entry.saved_specs else {}
     return node
 
 
@@ -186,7 +200,7 @@ def _make_node_with_lists(entry, args, kwargs):
         _check_covered(entry, entry.bind(args, kwargs))
     if not needed:
         return None
-    node = node_class(entry)(entry, tuple(edges), meta, layout, 1)
+    node = node_class(entry)(entry, tuple(edges), meta, layout)
     if needed < len(edges):
         node._needed = sum(1 << i for i, name in enumerate(entry.grad_args) if _needs(edges, layout[name]))
     node._saved = _save(entry, args, kwargs, node._needed)
