@@ -14,6 +14,7 @@ from ._device import canonical_device
 from ._device import device as _device_cls
 from ._indexing import getitem, setitem
 from ._ops import _registry
+from ._ops._dispatch import dispatch as _dispatch
 from ._tensor import Tensor
 
 __all__ = ["install"]
@@ -21,7 +22,7 @@ __all__ = ["install"]
 
 def _method_from_op(op):
     def method(self, *args, **kwargs):
-        return op(self, *args, **kwargs)
+        return _dispatch(op, (self, *args), kwargs)  # op(self, ...) without the Op.__call__ frame
 
     method.__name__ = method.__qualname__ = op.name
     method.__doc__ = f"See :func:`ember.{op.name}`."
@@ -30,10 +31,10 @@ def _method_from_op(op):
 
 def _binary_operators(add, sub, mul, div, eq, ne, lt, le, gt, ge, neg, abs_, logical_not):
     def rsub(self, other):
-        return sub(other, self)
+        return _dispatch(sub, (other, self), {})
 
     def rdiv(self, other):
-        return div(other, self)
+        return _dispatch(div, (other, self), {})
 
     def iadd(self, other):
         return add.inplace(self, other)
@@ -56,16 +57,16 @@ def _binary_operators(add, sub, mul, div, eq, ne, lt, le, gt, ge, neg, abs_, log
         return logical_not(self)
 
     return {
-        "__add__": lambda self, other: add(self, other),
-        "__radd__": lambda self, other: add(self, other),
+        "__add__": lambda self, other: _dispatch(add, (self, other), {}),
+        "__radd__": lambda self, other: _dispatch(add, (self, other), {}),
         "__iadd__": iadd,
-        "__sub__": lambda self, other: sub(self, other),
+        "__sub__": lambda self, other: _dispatch(sub, (self, other), {}),
         "__rsub__": rsub,
         "__isub__": isub,
-        "__mul__": lambda self, other: mul(self, other),
-        "__rmul__": lambda self, other: mul(self, other),
+        "__mul__": lambda self, other: _dispatch(mul, (self, other), {}),
+        "__rmul__": lambda self, other: _dispatch(mul, (self, other), {}),
         "__imul__": imul,
-        "__truediv__": lambda self, other: div(self, other),
+        "__truediv__": lambda self, other: _dispatch(div, (self, other), {}),
         "__rtruediv__": rdiv,
         "__itruediv__": idiv,
         "__eq__": lambda self, other: eq(self, other),
@@ -74,7 +75,7 @@ def _binary_operators(add, sub, mul, div, eq, ne, lt, le, gt, ge, neg, abs_, log
         "__le__": lambda self, other: le(self, other),
         "__gt__": lambda self, other: gt(self, other),
         "__ge__": lambda self, other: ge(self, other),
-        "__neg__": lambda self: neg(self),
+        "__neg__": lambda self: _dispatch(neg, (self,), {}),
         "__pos__": lambda self: self,
         "__abs__": lambda self: abs_(self),
         "__invert__": invert,
