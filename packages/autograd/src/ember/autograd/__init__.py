@@ -232,3 +232,6 @@ def _install():
 
 
 _install()
+
+# ember.optim ships with ember-autograd; `import ember` gives it, as `import torch` gives torch.optim.
+from ember import optim  # noqa: E402,F401

@@ -1,0 +1,29 @@
+"""ember.optim: optimizers and learning-rate schedulers (PyTorch's ``torch.optim``).
+
+Shipped by ember-autograd. Optimizers update parameters in place under
+``ember.no_grad()`` from their ``.grad``; their ``state_dict()`` has PyTorch's
+layout. ``foreach``/``fused`` are accepted for compatibility: every optimizer
+runs a single-tensor loop of ember ops for now.
+"""
+
+from __future__ import annotations
+
+from . import lr_scheduler
+from .adagrad import Adagrad
+from .adam import Adam
+from .adamw import AdamW
+from .optimizer import Optimizer, register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from .rmsprop import RMSprop
+from .sgd import SGD
+
+__all__ = [
+    "Adagrad",
+    "Adam",
+    "AdamW",
+    "Optimizer",
+    "RMSprop",
+    "SGD",
+    "lr_scheduler",
+    "register_optimizer_step_post_hook",
+    "register_optimizer_step_pre_hook",
+]

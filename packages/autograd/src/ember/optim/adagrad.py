@@ -1,0 +1,168 @@
+"""Adagrad, with learning-rate decay and an initial accumulator value.
+
+Reference: Duchi, Hazan & Singer, "Adaptive Subgradient Methods for Online Learning and Stochastic
+Optimization" (JMLR 2011). PyTorch's ``torch.optim.Adagrad``.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _get_scalar_dtype, _get_value, _to_scalar, _use_grad_for_differentiable
+
+__all__ = ["Adagrad", "adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad, PyTorch's ``torch.optim.Adagrad``.
+
+    Per step ``t`` (from 1), for each parameter with gradient ``g`` (negated when ``maximize``)::
+
+        g = g + weight_decay * theta                  (if weight_decay != 0)
+        clr = lr / (1 + (t - 1) * lr_decay)
+        s = s + g * g
+        theta = theta - clr * g / (sqrt(s) + eps)
+
+    State (created in the constructor, for every parameter, as in PyTorch): ``"step"`` (0-d
+    float tensor) and ``"sum"`` (filled with ``initial_accumulator_value``).
+
+    Args:
+        params (iterable): tensors or parameter-group dicts.
+        lr (float, default 1e-2): learning rate.
+        lr_decay (float, default 0): learning-rate decay.
+        weight_decay (float, default 0): L2 penalty.
+        initial_accumulator_value (float, default 0): initial value of the sums of squares.
+        eps (float, default 1e-10): added to the denominator.
+        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        maximize (bool, default False): maximize the objective.
+        differentiable (bool, default False): run the step with autograd enabled.
+        fused (bool, optional): accepted for compatibility; runs the same loop.
+
+    Raises:
+        ValueError: a negative ``lr``, ``lr_decay``, ``weight_decay``, ``initial_accumulator_value``
+            or ``eps``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-2,
+        lr_decay: float = 0,
+        weight_decay: float = 0,
+        initial_accumulator_value: float = 0,
+        eps: float = 1e-10,
+        foreach: bool | None = None,
+        *,
+        maximize: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+    ) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        defaults = {
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "initial_accumulator_value": initial_accumulator_value,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "fused": fused,
+        }
+        super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = ember.tensor(0.0, dtype=_get_scalar_dtype())
+                init_value = (
+                    complex(initial_accumulator_value, initial_accumulator_value)
+                    if p.is_complex()
+                    else initial_accumulator_value
+                )
+                state["sum"] = ember.full_like(p, init_value)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
+        for p_state in self.state.values():
+            if len(p_state) != 0 and not isinstance(p_state.get("step"), Tensor):
+                p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            params, grads, state_sums, state_steps = [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                params.append(p)
+                grads.append(p.grad)
+                state = self.state[p]
+                state_sums.append(state["sum"])
+                state_steps.append(state["step"])
+            adagrad(
+                params,
+                grads,
+                state_sums,
+                state_steps,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                lr_decay=group["lr_decay"],
+                eps=group["eps"],
+                maximize=group["maximize"],
+            )
+        return loss
+
+
+def adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize):
+    """Functional Adagrad (PyTorch's ``torch.optim.adagrad.adagrad``, single-tensor form); see :class:`Adagrad`."""
+    lr = _to_scalar(lr)
+    for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):
+        step_t.add_(1)
+        step = _get_value(step_t)
+        grad = grad if not maximize else -grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        if param.is_complex():
+            param = ember.view_as_real(param)
+            grad = ember.view_as_real(grad)
+            state_sum = ember.view_as_real(state_sum)
+        state_sum.addcmul_(grad, grad, value=1)
+        std = state_sum.sqrt().add_(eps)
+        param.addcdiv_(grad, std, value=-clr)

@@ -1,0 +1,254 @@
+"""Adam (and AdamW through ``decoupled_weight_decay``), with the AMSGrad variant.
+
+References: Kingma & Ba, "Adam: A Method for Stochastic Optimization" (ICLR 2015);
+Reddi et al., "On the Convergence of Adam and Beyond" (ICLR 2018, AMSGrad);
+Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019, AdamW).
+PyTorch's ``torch.optim.Adam``.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _get_scalar_dtype, _get_value, _to_scalar, _use_grad_for_differentiable
+
+__all__ = ["Adam", "adam"]
+
+
+class Adam(Optimizer):
+    r"""Adam, PyTorch's ``torch.optim.Adam``.
+
+    Per step ``t`` (from 1), for each parameter with gradient ``g`` (negated when ``maximize``)::
+
+        theta = theta * (1 - lr * weight_decay)      (decoupled_weight_decay)
+        g = g + weight_decay * theta                 (otherwise, if weight_decay != 0)
+        m = beta1 * m + (1 - beta1) * g              (computed as m.lerp_(g, 1 - beta1))
+        v = beta2 * v + (1 - beta2) * g * g
+        v_max = max(v_max, v)                        (amsgrad; used instead of v below)
+        theta = theta - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+
+    State per parameter: ``"step"`` (a 0-d float tensor, float64 when that is the default dtype,
+    as in PyTorch 2.x), ``"exp_avg"``, ``"exp_avg_sq"`` and, with amsgrad, ``"max_exp_avg_sq"``.
+
+    Args:
+        params (iterable): tensors or parameter-group dicts.
+        lr (float, default 1e-3): learning rate.
+        betas (tuple[float, float], default (0.9, 0.999)): decay rates of the two moments.
+        eps (float, default 1e-8): added to the denominator.
+        weight_decay (float, default 0): L2 penalty (or decoupled decay, see below).
+        amsgrad (bool, default False): use the AMSGrad variant.
+        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        maximize (bool, default False): maximize the objective.
+        capturable (bool, default False): accepted for compatibility (no CUDA graphs in ember).
+        differentiable (bool, default False): run the step with autograd enabled.
+        fused (bool, optional): accepted for compatibility; runs the same loop.
+        decoupled_weight_decay (bool, default False): AdamW's decoupled weight decay.
+
+    Raises:
+        ValueError: a negative ``lr``, ``eps`` or ``weight_decay``, a beta outside ``[0, 1)``,
+            betas of mixed types, a tensor ``lr``/beta with more than one element.
+        RuntimeError: ``fused`` with ``differentiable`` or with ``foreach``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        amsgrad: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+        fused: bool | None = None,
+        decoupled_weight_decay: bool = False,
+    ) -> None:
+        _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable)
+        betas = tuple(map(_to_scalar, betas))
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "amsgrad": amsgrad,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+            "fused": fused,
+            "decoupled_weight_decay": decoupled_weight_decay,
+        }
+        super().__init__(params, defaults)
+        if fused:
+            if differentiable:
+                raise RuntimeError("`fused` does not support `differentiable`")
+            if foreach:
+                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params_with_grad.append(p)
+            grads.append(p.grad)
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = ember.tensor(0.0, dtype=_get_scalar_dtype())
+                state["exp_avg"] = ember.zeros_like(p)
+                state["exp_avg_sq"] = ember.zeros_like(p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = ember.zeros_like(p)
+            exp_avgs.append(state["exp_avg"])
+            exp_avg_sqs.append(state["exp_avg_sq"])
+            if group["amsgrad"]:
+                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
+            state_steps.append(state["step"])
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+            beta1, beta2 = group["betas"]
+            self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
+            adam(
+                params_with_grad,
+                grads,
+                exp_avgs,
+                exp_avg_sqs,
+                max_exp_avg_sqs,
+                state_steps,
+                amsgrad=group["amsgrad"],
+                beta1=beta1,
+                beta2=beta2,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                eps=group["eps"],
+                maximize=group["maximize"],
+                decoupled_weight_decay=group["decoupled_weight_decay"],
+            )
+        return loss
+
+
+def _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable):
+    """The argument checks shared by :class:`Adam` and :class:`~ember.optim.AdamW`, with PyTorch's messages."""
+    if isinstance(lr, Tensor):
+        if foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+        if lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if not (
+        (isinstance(betas[0], float) and isinstance(betas[1], float))
+        or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))
+    ):
+        raise ValueError("betas must be either both floats or both Tensors")
+    for i in (0, 1):
+        if isinstance(betas[i], Tensor):
+            if not capturable and foreach:
+                raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+            if betas[i].numel() != 1:
+                raise ValueError(f"Tensor betas[{i}] must be 1-element")
+
+
+def adam(
+    params,
+    grads,
+    exp_avgs,
+    exp_avg_sqs,
+    max_exp_avg_sqs,
+    state_steps,
+    *,
+    amsgrad,
+    beta1,
+    beta2,
+    lr,
+    weight_decay,
+    eps,
+    maximize,
+    decoupled_weight_decay=False,
+):
+    """Functional Adam (PyTorch's ``torch.optim.adam.adam``, single-tensor form); see :class:`Adam`.
+
+    Updates ``params``, the moment tensors and the ``state_steps`` tensors in place.
+    """
+    lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        exp_avg = exp_avgs[i]
+        exp_avg_sq = exp_avg_sqs[i]
+        step_t = state_steps[i]
+
+        step_t.add_(1)
+
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+
+        max_exp_avg_sq = max_exp_avg_sqs[i] if amsgrad else None
+        if param.is_complex():
+            grad = ember.view_as_real(grad)
+            exp_avg = ember.view_as_real(exp_avg)
+            exp_avg_sq = ember.view_as_real(exp_avg_sq)
+            if amsgrad:
+                max_exp_avg_sq = ember.view_as_real(max_exp_avg_sq)
+            param = ember.view_as_real(param)
+
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+
+        step = _get_value(step_t)
+        bias_correction1 = 1 - beta1**step
+        bias_correction2 = 1 - beta2**step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = bias_correction2**0.5
+
+        if amsgrad:
+            max_exp_avg_sq.copy_(ember.maximum(max_exp_avg_sq, exp_avg_sq))
+            denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+        else:
+            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+
+        param.addcdiv_(exp_avg, denom, value=-step_size)

@@ -1,0 +1,1079 @@
+"""Learning-rate schedulers (PyTorch's ``torch.optim.lr_scheduler``).
+
+A scheduler changes ``optimizer.param_groups[i]["lr"]`` each time its ``step()`` is called
+(once per epoch or per batch, after ``optimizer.step()``). Schedulers are chainable: most
+compute the next lr from the group's current lr (the recursive form), so two schedulers on
+one optimizer compose; ``step(epoch)`` uses the closed form where one exists. The first value
+is set in the constructor (``last_epoch`` goes from -1 to 0). ``state_dict()`` holds every
+attribute except the optimizer, as in PyTorch.
+
+References: PyTorch's ``torch/optim/lr_scheduler.py``; Loshchilov & Hutter, "SGDR: Stochastic
+Gradient Descent with Warm Restarts" (ICLR 2017) for the cosine schedules; Smith & Topin,
+"Super-Convergence" (2017) for OneCycleLR.
+"""
+
+from __future__ import annotations
+
+import math
+import types
+import warnings
+import weakref
+from bisect import bisect_right
+from collections import Counter
+from functools import wraps
+
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _to_scalar
+
+__all__ = [
+    "LambdaLR",
+    "MultiplicativeLR",
+    "StepLR",
+    "MultiStepLR",
+    "ConstantLR",
+    "LinearLR",
+    "ExponentialLR",
+    "SequentialLR",
+    "CosineAnnealingLR",
+    "ChainedScheduler",
+    "ReduceLROnPlateau",
+    "CosineAnnealingWarmRestarts",
+    "OneCycleLR",
+    "PolynomialLR",
+    "LRScheduler",
+]
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
+
+
+def _format_param(name, optimizer, param):
+    """One value per parameter group: ``param`` repeated, or checked to have one entry per group."""
+
+    def _copy(value):
+        return value.clone() if isinstance(value, Tensor) else value
+
+    if isinstance(param, (list, tuple)):
+        if len(param) != len(optimizer.param_groups):
+            raise ValueError(
+                f"{name} must have the same length as optimizer.param_groups. "
+                f"{name} has {len(param)} values, param_groups has {len(optimizer.param_groups)}."
+            )
+    else:
+        param = [param] * len(optimizer.param_groups)
+    return list(map(_copy, param))
+
+
+def _param_groups_val_list(optimizer, key):
+    """``group[key]`` of every group (tensors cloned)."""
+    return [group[key].clone() if isinstance(group[key], Tensor) else group[key] for group in optimizer.param_groups]
+
+
+def _update_param_group_val(param_group, key, val):
+    """Set ``param_group[key]``, in place when it is a tensor (a tensor lr stays the same tensor)."""
+    if isinstance(param_group[key], Tensor):
+        param_group[key].fill_(_to_scalar(val))
+    else:
+        param_group[key] = val
+
+
+class _enable_get_lr_call:
+    def __init__(self, o):
+        self.o = o
+
+    def __enter__(self):
+        self.o._get_lr_called_within_step = True
+        return self
+
+    def __exit__(self, *exc):
+        self.o._get_lr_called_within_step = False
+
+
+class _initial_mode:
+    def __init__(self, o):
+        self.o = o
+
+    def __enter__(self):
+        self.o._is_initial = True
+
+    def __exit__(self, *exc):
+        self.o._is_initial = False
+
+
+def _warn_get_lr_called_within_step(scheduler):
+    if not scheduler._get_lr_called_within_step:
+        warnings.warn(
+            "To get the last learning rate computed by the scheduler, please use `get_last_lr()`.",
+            UserWarning,
+            stacklevel=2,
+        )
+
+
+class LRScheduler:
+    """Base class of the learning-rate schedulers (PyTorch's ``torch.optim.lr_scheduler.LRScheduler``).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        last_epoch (int, default -1): index of the last epoch; -1 starts a new schedule and records
+            each group's ``lr`` as ``"initial_lr"``. A value >= 0 resumes and needs ``"initial_lr"``.
+
+    Attributes:
+        base_lrs (list[float]): the groups' ``initial_lr``.
+        last_epoch (int): the number of ``step()`` calls since the start (0 after construction).
+
+    Raises:
+        TypeError: ``optimizer`` is not an :class:`~ember.optim.Optimizer`.
+        KeyError: resuming (``last_epoch >= 0``) without ``"initial_lr"`` in a group.
+
+    Subclasses implement :meth:`get_lr` (and optionally ``_get_closed_form_lr``).
+    """
+
+    _get_lr_called_within_step = False
+    _is_initial = False
+
+    def __init__(self, optimizer, last_epoch: int = -1) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                initial_lr = group["lr"]
+                if isinstance(initial_lr, Tensor):
+                    initial_lr = initial_lr.clone()
+                group.setdefault("initial_lr", initial_lr)
+        else:
+            for i, group in enumerate(optimizer.param_groups):
+                if "initial_lr" not in group:
+                    raise KeyError(
+                        f"param 'initial_lr' is not specified in param_groups[{i}] when resuming scheduler with "
+                        "last_epoch >= 0.\n"
+                        "This typically happens when:\n"
+                        "1. You're trying to resume training from a checkpoint but haven't properly loaded "
+                        "the optimizer state\n"
+                        "2. You're using last_epoch >= 0 for a fresh training run (not recommended)"
+                    )
+        self.base_lrs = _param_groups_val_list(optimizer, "initial_lr")
+        self.last_epoch = last_epoch
+        self._patch_track_step_called(optimizer)
+        self._initial_step()
+
+    def _patch_track_step_called(self, opt):
+        """Wrap ``opt.step`` (once) so that it records ``opt._opt_called``, for the step-order warning."""
+        if hasattr(opt.step, "_wrapped_by_lr_sched"):
+            return
+        opt_ref = weakref.ref(opt)
+        func = opt.step.__func__
+
+        @wraps(func)
+        def wrapper(*args, **kwargs):
+            o = opt_ref()
+            o._opt_called = True
+            return func.__get__(o, o.__class__)(*args, **kwargs)
+
+        wrapper._wrapped_by_lr_sched = True
+        opt.step = wrapper
+
+    def _initial_step(self) -> None:
+        """Set the first learning rate (``last_epoch`` -1 -> 0)."""
+        self._step_count = 0
+        with _initial_mode(self):
+            self.step()
+
+    def state_dict(self) -> dict:
+        """Every attribute except the optimizer."""
+        return {key: value for key, value in self.__dict__.items() if key != "optimizer"}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the attributes saved by :meth:`state_dict`."""
+        self.__dict__.update(state_dict)
+
+    def get_last_lr(self) -> list:
+        """The learning rates set by the last :meth:`step`, one per parameter group."""
+        return self._last_lr
+
+    def get_lr(self) -> list:
+        """The learning rates for the current ``last_epoch`` (called by :meth:`step`)."""
+        raise NotImplementedError
+
+    def step(self, epoch: int | None = None) -> None:
+        """Advance the schedule by one (or to ``epoch``, deprecated) and set the groups' ``lr``."""
+        if self._step_count == 1:
+            if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
+                warnings.warn(
+                    "Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+                    "initialization. Please, make sure to call `optimizer.step()` before "
+                    "`lr_scheduler.step()`. See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning,
+                    stacklevel=2,
+                )
+            elif not getattr(self.optimizer, "_opt_called", False):
+                warnings.warn(
+                    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
+                    "In PyTorch 1.1.0 and later, you should call them in the opposite order: "
+                    "`optimizer.step()` before `lr_scheduler.step()`.  Failure to do this "
+                    "will result in PyTorch skipping the first value of the learning rate schedule. "
+                    "See more details at "
+                    "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        self._step_count += 1
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None) -> None:
+        with _enable_get_lr_call(self):
+            if epoch is None:
+                self.last_epoch += 1
+                values = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                if hasattr(self, "_get_closed_form_lr"):
+                    values = self._get_closed_form_lr()
+                else:
+                    values = self.get_lr()
+        for param_group, lr in zip(self.optimizer.param_groups, values):
+            _update_param_group_val(param_group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
+
+
+class _LambdaStateMixin:
+    """state_dict/load_state_dict that keep callable objects' ``__dict__`` but not plain functions."""
+
+    def state_dict(self) -> dict:
+        """Every attribute except the optimizer; ``lr_lambdas`` as the ``__dict__`` of callable objects."""
+        state_dict = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "lr_lambdas")}
+        state_dict["lr_lambdas"] = [None] * len(self.lr_lambdas)
+        for idx, fn in enumerate(self.lr_lambdas):
+            if not isinstance(fn, types.FunctionType):
+                state_dict["lr_lambdas"][idx] = fn.__dict__.copy()
+        return state_dict
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the attributes; callable objects' ``__dict__`` are updated in place."""
+        lr_lambdas = state_dict.pop("lr_lambdas")
+        self.__dict__.update(state_dict)
+        state_dict["lr_lambdas"] = lr_lambdas
+        for idx, fn in enumerate(lr_lambdas):
+            if fn is not None:
+                self.lr_lambdas[idx].__dict__.update(fn)
+
+
+def _lambdas(optimizer, lr_lambda):
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
+
+
+class LambdaLR(_LambdaStateMixin, LRScheduler):
+    """``lr = initial_lr * lr_lambda(epoch)``.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        lr_lambda (callable or list of callables): ``epoch -> factor``, one for all groups or one per group.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: a list of lambdas whose length is not the number of groups.
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """``base_lr * lambda(last_epoch)`` for each group."""
+        _warn_get_lr_called_within_step(self)
+        return [base_lr * lmbda(self.last_epoch) for lmbda, base_lr in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(_LambdaStateMixin, LRScheduler):
+    """Multiply each group's lr by ``lr_lambda(epoch)`` at every step after the first.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        lr_lambda (callable or list of callables): ``epoch -> factor``.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: wrong number of lambdas. TypeError: a lambda that is not callable.
+    """
+
+    def __init__(self, optimizer, lr_lambda, last_epoch: int = -1) -> None:
+        self.optimizer = optimizer
+        self.lr_lambdas = _lambdas(optimizer, lr_lambda)
+        for fn in self.lr_lambdas:
+            if not callable(fn):
+                raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """``lr * lambda(last_epoch)`` for each group (unchanged at construction)."""
+        _warn_get_lr_called_within_step(self)
+        if not self._is_initial:
+            return [
+                group["lr"] * lmbda(self.last_epoch)
+                for lmbda, group in zip(self.lr_lambdas, self.optimizer.param_groups)
+            ]
+        return _param_groups_val_list(self.optimizer, "lr")
+
+
+class StepLR(LRScheduler):
+    """Decay the lr by ``gamma`` every ``step_size`` epochs: ``lr = initial_lr * gamma ** (epoch // step_size)``.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        step_size (int): period of the decay, in epochs.
+        gamma (float, default 0.1): multiplicative factor.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+    """
+
+    def __init__(self, optimizer, step_size: int, gamma: float = 0.1, last_epoch: int = -1) -> None:
+        self.step_size = step_size
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form: multiply by ``gamma`` when ``last_epoch`` is a positive multiple of ``step_size``."""
+        _warn_get_lr_called_within_step(self)
+        if (self.last_epoch == 0) or (self.last_epoch % self.step_size != 0):
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """Decay the lr by ``gamma`` at each milestone epoch (a repeated milestone decays repeatedly).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        milestones (iterable of int): epochs at which to decay.
+        gamma (float, default 0.1): multiplicative factor.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+    """
+
+    def __init__(self, optimizer, milestones, gamma: float = 0.1, last_epoch: int = -1) -> None:
+        self.milestones = Counter(milestones)
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form: multiply by ``gamma ** count`` at a milestone."""
+        _warn_get_lr_called_within_step(self)
+        if self.last_epoch not in self.milestones:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [group["lr"] * self.gamma ** self.milestones[self.last_epoch] for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        milestones = sorted(self.milestones.elements())
+        return [base_lr * self.gamma ** bisect_right(milestones, self.last_epoch) for base_lr in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """Multiply the lr by ``factor`` until epoch ``total_iters``, then restore it.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        factor (float, default 1/3): in ``[0, 1]``.
+        total_iters (int, default 5): number of epochs with the reduced lr.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: ``factor`` outside ``[0, 1]``.
+    """
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5, last_epoch: int = -1) -> None:
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form."""
+        _warn_get_lr_called_within_step(self)
+        if self.last_epoch == 0:
+            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+        if self.last_epoch != self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [
+            base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+            for base_lr in self.base_lrs
+        ]
+
+
+class LinearLR(LRScheduler):
+    """Scale the lr linearly from ``start_factor`` to ``end_factor`` over ``total_iters`` epochs.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        start_factor (float, default 1/3): in ``(0, 1]``.
+        end_factor (float, default 1.0): in ``[0, 1]``.
+        total_iters (int, default 5): number of epochs of the ramp.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: a factor outside its range.
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        start_factor: float = 1.0 / 3,
+        end_factor: float = 1.0,
+        total_iters: int = 5,
+        last_epoch: int = -1,
+    ) -> None:
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form."""
+        _warn_get_lr_called_within_step(self)
+        if self.last_epoch == 0:
+            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [
+            group["lr"]
+            * (
+                1.0
+                + (self.end_factor - self.start_factor)
+                / (self.total_iters * self.start_factor + (self.last_epoch - 1) * (self.end_factor - self.start_factor))
+            )
+            for group in self.optimizer.param_groups
+        ]
+
+    def _get_closed_form_lr(self):
+        return [
+            base_lr
+            * (
+                self.start_factor
+                + (self.end_factor - self.start_factor) * min(self.total_iters, self.last_epoch) / self.total_iters
+            )
+            for base_lr in self.base_lrs
+        ]
+
+
+class ExponentialLR(LRScheduler):
+    """Decay the lr by ``gamma`` every epoch.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        gamma (float): multiplicative factor.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+    """
+
+    def __init__(self, optimizer, gamma: float, last_epoch: int = -1) -> None:
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form."""
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial:
+            return _param_groups_val_list(self.optimizer, "lr")
+        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [base_lr * self.gamma**self.last_epoch for base_lr in self.base_lrs]
+
+
+class _ComposedStateMixin:
+    def state_dict(self) -> dict:
+        """Every attribute except the optimizer; the wrapped schedulers' state dicts under ``_schedulers``."""
+        state_dict = {key: value for key, value in self.__dict__.items() if key not in ("optimizer", "_schedulers")}
+        state_dict["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return state_dict
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the attributes and the wrapped schedulers."""
+        _schedulers = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        state_dict["_schedulers"] = _schedulers
+        for idx, s in enumerate(_schedulers):
+            self._schedulers[idx].load_state_dict(s)
+
+
+def _check_composed(owner, optimizer, schedulers):
+    for scheduler_idx, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{owner} at index {scheduler_idx} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{owner} does not support `ReduceLROnPlateau` scheduler as it "
+                "requires additional kwargs to be specified when calling `step`, "
+                f"but got one at index {scheduler_idx} in the given schedulers sequence."
+            )
+        if optimizer != scheduler.optimizer:
+            raise ValueError(
+                f"{owner} expects all schedulers to belong to the same optimizer, but "
+                f"got scheduler {scheduler.__class__.__name__} at index {scheduler_idx} has {scheduler.optimizer}, "
+                f"which is different from {optimizer.__class__.__name__}."
+            )
+
+
+class SequentialLR(_ComposedStateMixin, LRScheduler):
+    """Run ``schedulers`` one after another, switching at the ``milestones`` epochs.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        schedulers (list[LRScheduler]): schedulers of this optimizer (not ReduceLROnPlateau).
+        milestones (list[int]): ``len(schedulers) - 1`` switching epochs.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: no schedulers, a scheduler of another optimizer or a ReduceLROnPlateau, or a
+            wrong number of milestones. TypeError: an object without ``optimizer``.
+    """
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(f"{self.__class__.__name__} expects at least one scheduler, but got no scheduler.")
+        _check_composed(self.__class__.__name__, optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more "
+                f"than the number of milestone points, but got number of schedulers {len(schedulers)} and the "
+                f"number of milestones to be equal to {len(milestones)}"
+            )
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+
+        for group in self.optimizer.param_groups:
+            _update_param_group_val(group, "lr", group["initial_lr"])
+        self.recursive_undo()
+        idx = bisect_right(self._milestones, 0)
+        self._schedulers[idx]._initial_step()
+        self._last_lr = schedulers[idx].get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Undo the initial step of every wrapped scheduler (their constructors each took one)."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
+
+    def step(self) -> None:
+        """Step the scheduler of the current phase (restarting it at a milestone)."""
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler._update_lr(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+
+class ChainedScheduler(_ComposedStateMixin, LRScheduler):
+    """Step several schedulers of one optimizer together, composing their effects.
+
+    Args:
+        schedulers (sequence of LRScheduler): chainable schedulers (not ReduceLROnPlateau).
+        optimizer (Optimizer, optional): defaults to the first scheduler's.
+
+    Raises:
+        ValueError: no schedulers, a ReduceLROnPlateau, or schedulers of different optimizers.
+    """
+
+    def __init__(self, schedulers, optimizer=None) -> None:
+        if len(schedulers) < 1:
+            raise ValueError(
+                f"{self.__class__.__name__} expects at least one scheduler to be chained, but got no scheduler."
+            )
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_composed(self.__class__.__name__, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
+
+    def step(self) -> None:
+        """Step every scheduler in order."""
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = _param_groups_val_list(self._schedulers[-1].optimizer, "lr")
+
+
+class PolynomialLR(LRScheduler):
+    """Decay the lr polynomially to 0 over ``total_iters`` epochs: ``initial_lr * (1 - t / total_iters) ** power``.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        total_iters (int, default 5): epochs of the decay.
+        power (float, default 1.0): power of the polynomial.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+    """
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0, last_epoch: int = -1) -> None:
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form."""
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return _param_groups_val_list(self.optimizer, "lr")
+        decay_factor = (
+            (1.0 - self.last_epoch / self.total_iters) / (1.0 - (self.last_epoch - 1) / self.total_iters)
+        ) ** self.power
+        return [group["lr"] * decay_factor for group in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [
+            base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power
+            for base_lr in self.base_lrs
+        ]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine annealing from ``initial_lr`` to ``eta_min`` over ``T_max`` epochs (SGDR without restarts).
+
+    ``lr_t = eta_min + (initial_lr - eta_min) * (1 + cos(pi * t / T_max)) / 2`` for a lone scheduler
+    (computed recursively, so it composes with other schedulers; past ``T_max`` it rises again).
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        T_max (int): half-period, in epochs.
+        eta_min (float, default 0.0): minimum lr.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+    """
+
+    def __init__(self, optimizer, T_max: int, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        self.T_max = T_max
+        self.eta_min = eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """The recursive form."""
+        _warn_get_lr_called_within_step(self)
+        if self._is_initial:
+            return _param_groups_val_list(self.optimizer, "lr")
+        if self._step_count == 1 and self.last_epoch > 0:
+            return [
+                self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(self.last_epoch * math.pi / self.T_max)) / 2
+                for base_lr in self.base_lrs
+            ]
+        if (self.last_epoch - 1 - self.T_max) % (2 * self.T_max) == 0:
+            return [
+                group["lr"] + (base_lr - self.eta_min) * (1 - math.cos(math.pi / self.T_max)) / 2
+                for base_lr, group in zip(self.base_lrs, self.optimizer.param_groups)
+            ]
+        return [
+            (1 + math.cos(math.pi * self.last_epoch / self.T_max))
+            / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
+            * (group["lr"] - self.eta_min)
+            + self.eta_min
+            for group in self.optimizer.param_groups
+        ]
+
+    def _get_closed_form_lr(self):
+        return [
+            self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+            for base_lr in self.base_lrs
+        ]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing with warm restarts (SGDR): periods ``T_0``, ``T_0 * T_mult``, ...
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        T_0 (int): length of the first period (positive integer).
+        T_mult (int, default 1): growth factor of the period (integer >= 1).
+        eta_min (float, default 0.0): minimum lr.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: a bad ``T_0``, ``T_mult`` or ``eta_min``; ``step(epoch)`` with a negative epoch.
+    """
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0, last_epoch: int = -1) -> None:
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        """``eta_min + (base_lr - eta_min) * (1 + cos(pi * T_cur / T_i)) / 2``."""
+        _warn_get_lr_called_within_step(self)
+        return [
+            self.eta_min + (base_lr - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i)) / 2
+            for base_lr in self.base_lrs
+        ]
+
+    def step(self, epoch=None) -> None:
+        """Advance by one epoch, or jump to ``epoch`` (which may be fractional, for per-batch stepping)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult**n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** (n)
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        with _enable_get_lr_call(self):
+            for param_group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+                _update_param_group_val(param_group, "lr", lr)
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy: lr from ``max_lr / div_factor`` up to ``max_lr`` then down to
+    ``initial_lr / final_div_factor``, momentum (or Adam's beta1) cycled inversely. Step once per batch.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        max_lr (float or list): peak lr per group.
+        total_steps (int, optional): number of steps; else ``epochs * steps_per_epoch``.
+        epochs (int, optional), steps_per_epoch (int, optional): see ``total_steps``.
+        pct_start (float, default 0.3): fraction of the cycle spent increasing the lr.
+        anneal_strategy (str, default "cos"): "cos" or "linear".
+        cycle_momentum (bool, default True): cycle momentum between base and max momentum.
+        base_momentum (float or list, default 0.85), max_momentum (float or list, default 0.95).
+        div_factor (float, default 25.0): ``initial_lr = max_lr / div_factor``.
+        final_div_factor (float, default 1e4): ``min_lr = initial_lr / final_div_factor``.
+        three_phase (bool, default False): use fast.ai's three-phase schedule.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        ValueError: bad step counts, ``pct_start``, ``anneal_strategy``, an optimizer without momentum
+            when ``cycle_momentum``, or stepping past ``total_steps``.
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        max_lr,
+        total_steps: int | None = None,
+        epochs: int | None = None,
+        steps_per_epoch: int | None = None,
+        pct_start: float = 0.3,
+        anneal_strategy: str = "cos",
+        cycle_momentum: bool = True,
+        base_momentum=0.85,
+        max_momentum=0.95,
+        div_factor: float = 25.0,
+        final_div_factor: float = 1e4,
+        three_phase: bool = False,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if not isinstance(epochs, int) or epochs <= 0:
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got {steps_per_epoch}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+
+        if three_phase:
+            self._schedule_phases = [
+                {
+                    "end_step": float(pct_start * self.total_steps) - 1,
+                    "start_lr": "initial_lr",
+                    "end_lr": "max_lr",
+                    "start_momentum": "max_momentum",
+                    "end_momentum": "base_momentum",
+                },
+                {
+                    "end_step": float(2 * pct_start * self.total_steps) - 2,
+                    "start_lr": "max_lr",
+                    "end_lr": "initial_lr",
+                    "start_momentum": "base_momentum",
+                    "end_momentum": "max_momentum",
+                },
+                {
+                    "end_step": self.total_steps - 1,
+                    "start_lr": "initial_lr",
+                    "end_lr": "min_lr",
+                    "start_momentum": "max_momentum",
+                    "end_momentum": "max_momentum",
+                },
+            ]
+        else:
+            self._schedule_phases = [
+                {
+                    "end_step": float(pct_start * self.total_steps) - 1,
+                    "start_lr": "initial_lr",
+                    "end_lr": "max_lr",
+                    "start_momentum": "max_momentum",
+                    "end_momentum": "base_momentum",
+                },
+                {
+                    "end_step": self.total_steps - 1,
+                    "start_lr": "max_lr",
+                    "end_lr": "min_lr",
+                    "start_momentum": "base_momentum",
+                    "end_momentum": "max_momentum",
+                },
+            ]
+
+        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ["cos", "linear"]:
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got {anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+
+        max_lrs = _format_param("max_lr", self.optimizer, max_lr)
+        if last_epoch == -1:
+            for idx, group in enumerate(self.optimizer.param_groups):
+                group["initial_lr"] = max_lrs[idx] / div_factor
+                group["max_lr"] = max_lrs[idx]
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+
+        self.cycle_momentum = cycle_momentum
+        if self.cycle_momentum:
+            if "momentum" not in self.optimizer.defaults and "betas" not in self.optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in self.optimizer.defaults
+            max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums, optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (m_momentum, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_momentum
+                    group["max_momentum"] = m_momentum
+                    group["base_momentum"] = b_momentum
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal_func(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return self._annealing_cos(start, end, pct)
+        return self._annealing_linear(start, end, pct)
+
+    @staticmethod
+    def _annealing_cos(start, end, pct):
+        cos_out = math.cos(math.pi * pct) + 1
+        return end + (start - end) / 2.0 * cos_out
+
+    @staticmethod
+    def _annealing_linear(start, end, pct):
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        """The lr of the current phase at ``last_epoch``; also sets the groups' momentum/beta1."""
+        _warn_get_lr_called_within_step(self)
+        lrs = []
+        step_num = self.last_epoch
+        if step_num > self.total_steps:
+            raise ValueError(
+                f"Tried to step {step_num} times. The specified number of total steps is {self.total_steps}"
+            )
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            computed_lr = computed_momentum = None
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step_num <= end_step or i == len(self._schedule_phases) - 1:
+                    pct = (step_num - start_step) / (end_step - start_step)
+                    computed_lr = self._anneal_func(group[phase["start_lr"]], group[phase["end_lr"]], pct)
+                    if self.cycle_momentum:
+                        computed_momentum = self._anneal_func(
+                            group[phase["start_momentum"]], group[phase["end_momentum"]], pct
+                        )
+                    break
+                start_step = phase["end_step"]
+            lrs.append(computed_lr)
+            if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (computed_momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = computed_momentum
+        return lrs
+
+
+class ReduceLROnPlateau(LRScheduler):
+    """Reduce the lr by ``factor`` when a metric has stopped improving for ``patience`` epochs.
+
+    Call ``step(metric)`` after each validation.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        mode (str, default "min"): "min" (lower is better) or "max".
+        factor (float, default 0.1): ``new_lr = lr * factor`` (must be < 1).
+        patience (int, default 10): epochs without improvement tolerated before reducing.
+        threshold (float, default 1e-4): minimum change counted as an improvement.
+        threshold_mode (str, default "rel"): "rel" (relative to the best) or "abs".
+        cooldown (int, default 0): epochs to wait after a reduction before counting bad epochs again.
+        min_lr (float or list, default 0): lower bound of each group's lr.
+        eps (float, default 1e-8): reductions smaller than this are skipped.
+
+    Raises:
+        ValueError: ``factor >= 1``, an unknown mode/threshold mode, a wrong number of ``min_lr``.
+        TypeError: ``optimizer`` is not an Optimizer.
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        mode: str = "min",
+        factor: float = 0.1,
+        patience: int = 10,
+        threshold: float = 1e-4,
+        threshold_mode: str = "rel",
+        cooldown: int = 0,
+        min_lr=0,
+        eps: float = 1e-8,
+    ) -> None:
+        if factor >= 1.0:
+            raise ValueError("Factor should be < 1.0.")
+        self.factor = factor
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if isinstance(min_lr, (list, tuple)):
+            if len(min_lr) != len(optimizer.param_groups):
+                raise ValueError(f"expected {len(optimizer.param_groups)} min_lrs, got {len(min_lr)}")
+            self.default_min_lr = None
+            self.min_lrs = list(min_lr)
+        else:
+            self.default_min_lr = min_lr
+            self.min_lrs = [min_lr] * len(optimizer.param_groups)
+        self.patience = patience
+        self.cooldown = cooldown
+        self.eps = eps
+        self.last_epoch = 0
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
+        self._init_is_better(mode=mode, threshold=threshold, threshold_mode=threshold_mode)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.best = self.mode_worse
+        self.cooldown_counter = 0
+        self.num_bad_epochs = 0
+
+    def step(self, metrics, epoch=None) -> None:
+        """Record ``metrics`` (a number or 1-element tensor) and reduce the lr if it has plateaued."""
+        current = float(metrics)
+        if epoch is None:
+            epoch = self.last_epoch + 1
+        else:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self.last_epoch = epoch
+
+        if self._is_better(current, self.best):
+            self.best = current
+            self.num_bad_epochs = 0
+        else:
+            self.num_bad_epochs += 1
+
+        if self.in_cooldown:
+            self.cooldown_counter -= 1
+            self.num_bad_epochs = 0
+
+        if self.num_bad_epochs > self.patience:
+            self._reduce_lr(epoch)
+            self.cooldown_counter = self.cooldown
+            self.num_bad_epochs = 0
+
+        self._last_lr = _param_groups_val_list(self.optimizer, "lr")
+
+    def _reduce_lr(self, epoch) -> None:
+        if len(self.optimizer.param_groups) != len(self.min_lrs):
+            if self.default_min_lr is None:
+                raise RuntimeError(
+                    "The number of param groups in the `optimizer` "
+                    f"({len(self.optimizer.param_groups)}) differs "
+                    f"from when `ReduceLROnPlateau` was initialized "
+                    f"({len(self.min_lrs)}), usually due to a new "
+                    "param group being added to the optimizer. Please "
+                    "modify the `min_lrs` field to match the length "
+                    "of the `optimizer` param groups."
+                )
+            self.min_lrs = [self.default_min_lr] * len(self.optimizer.param_groups)
+        for i, param_group in enumerate(self.optimizer.param_groups):
+            old_lr = float(param_group["lr"])
+            new_lr = max(old_lr * self.factor, self.min_lrs[i])
+            if old_lr - new_lr > self.eps:
+                _update_param_group_val(param_group, "lr", new_lr)
+
+    @property
+    def in_cooldown(self) -> bool:
+        """Whether the scheduler is waiting out its cooldown after a reduction."""
+        return self.cooldown_counter > 0
+
+    def _is_better(self, a, best) -> bool:
+        if self.mode == "min" and self.threshold_mode == "rel":
+            return a < best * (1.0 - self.threshold)
+        if self.mode == "min" and self.threshold_mode == "abs":
+            return a < best - self.threshold
+        if self.mode == "max" and self.threshold_mode == "rel":
+            return a > best * (self.threshold + 1.0)
+        return a > best + self.threshold
+
+    def _init_is_better(self, mode, threshold, threshold_mode) -> None:
+        if mode not in {"min", "max"}:
+            raise ValueError("mode " + mode + " is unknown!")
+        if threshold_mode not in {"rel", "abs"}:
+            raise ValueError("threshold mode " + threshold_mode + " is unknown!")
+        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode = mode
+        self.threshold = threshold
+        self.threshold_mode = threshold_mode
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the attributes saved by :meth:`state_dict`."""
+        self.__dict__.update(state_dict)
+        self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)

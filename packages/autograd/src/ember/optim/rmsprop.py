@@ -1,0 +1,207 @@
+"""RMSprop, with the centered variant and momentum.
+
+References: Hinton, "Neural Networks for Machine Learning", lecture 6e; Graves, "Generating Sequences
+With Recurrent Neural Networks" (2013, centered version). PyTorch's ``torch.optim.RMSprop``.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+
+__all__ = ["RMSprop", "rmsprop"]
+
+
+class RMSprop(Optimizer):
+    """RMSprop, PyTorch's ``torch.optim.RMSprop``.
+
+    Per step, for each parameter with gradient ``g`` (negated when ``maximize``)::
+
+        g = g + weight_decay * theta                      (if weight_decay != 0)
+        v = alpha * v + (1 - alpha) * g * g
+        avg = sqrt(v - m * m) + eps, m = m.lerp(g, 1 - alpha)   (centered)
+        avg = sqrt(v) + eps                                (otherwise)
+        b = momentum * b + g / avg; theta = theta - lr * b (momentum > 0)
+        theta = theta - lr * g / avg                       (otherwise)
+
+    State per parameter: ``"step"``, ``"square_avg"``, ``"momentum_buffer"`` (momentum > 0) and
+    ``"grad_avg"`` (centered).
+
+    Args:
+        params (iterable): tensors or parameter-group dicts.
+        lr (float, default 1e-2): learning rate.
+        alpha (float, default 0.99): smoothing constant.
+        eps (float, default 1e-8): added to the denominator.
+        weight_decay (float, default 0): L2 penalty.
+        momentum (float, default 0): momentum factor.
+        centered (bool, default False): normalize by an estimate of the gradient's variance.
+        capturable (bool, default False): accepted for compatibility.
+        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        maximize (bool, default False): maximize the objective.
+        differentiable (bool, default False): run the step with autograd enabled.
+
+    Raises:
+        ValueError: a negative ``lr``, ``eps``, ``momentum``, ``weight_decay`` or ``alpha``.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-2,
+        alpha: float = 0.99,
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum: float = 0,
+        centered: bool = False,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= alpha:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        defaults = {
+            "lr": lr,
+            "momentum": momentum,
+            "alpha": alpha,
+            "eps": eps,
+            "centered": centered,
+            "weight_decay": weight_decay,
+            "capturable": capturable,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("momentum", 0)
+            group.setdefault("centered", False)
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            params, grads, square_avgs, grad_avgs, momentum_buffers, steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                params.append(p)
+                grads.append(p.grad)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = ember.zeros((), dtype=_get_scalar_dtype())
+                    state["square_avg"] = ember.zeros_like(p)
+                    if group["momentum"] > 0:
+                        state["momentum_buffer"] = ember.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = ember.zeros_like(p)
+                square_avgs.append(state["square_avg"])
+                steps.append(state["step"])
+                if group["momentum"] > 0:
+                    momentum_buffers.append(state["momentum_buffer"])
+                if group["centered"]:
+                    grad_avgs.append(state["grad_avg"])
+            rmsprop(
+                params,
+                grads,
+                square_avgs,
+                grad_avgs,
+                momentum_buffers,
+                steps,
+                lr=group["lr"],
+                alpha=group["alpha"],
+                eps=group["eps"],
+                weight_decay=group["weight_decay"],
+                momentum=group["momentum"],
+                centered=group["centered"],
+                maximize=group["maximize"],
+            )
+        return loss
+
+
+def rmsprop(
+    params,
+    grads,
+    square_avgs,
+    grad_avgs,
+    momentum_buffer_list,
+    state_steps,
+    *,
+    lr,
+    alpha,
+    eps,
+    weight_decay,
+    momentum,
+    centered,
+    maximize,
+):
+    """Functional RMSprop (PyTorch's ``torch.optim.rmsprop.rmsprop``, single-tensor form); see :class:`RMSprop`."""
+    lr = _to_scalar(lr)
+    for i, param in enumerate(params):
+        step = state_steps[i]
+        grad = grads[i] if not maximize else -grads[i]
+        square_avg = square_avgs[i]
+        step.add_(1)
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+
+        is_complex_param = param.is_complex()
+        if is_complex_param:
+            param = ember.view_as_real(param)
+            grad = ember.view_as_real(grad)
+            square_avg = ember.view_as_real(square_avg)
+
+        square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        if centered:
+            grad_avg = grad_avgs[i]
+            if is_complex_param:
+                grad_avg = ember.view_as_real(grad_avg)
+            grad_avg.lerp_(grad, 1 - alpha)
+            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+        else:
+            avg = square_avg.sqrt()
+        avg = avg.add_(eps)
+
+        if momentum > 0:
+            buf = momentum_buffer_list[i]
+            if is_complex_param:
+                buf = ember.view_as_real(buf)
+            buf.mul_(momentum).addcdiv_(grad, avg)
+            param.add_(buf, alpha=-lr)
+        else:
+            param.addcdiv_(grad, avg, value=-lr)
