@@ -157,6 +157,7 @@ def __getattr__(name):
 
 __version__ = "0.1.0"
 
+from . import utils  # noqa: E402,F401 - ember.utils.data, ember.utils.checkpoint, ...
 from ._extensions import load_extensions as _load_extensions  # noqa: E402
 
 _load_extensions()
