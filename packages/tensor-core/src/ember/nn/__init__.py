@@ -1,6 +1,7 @@
-"""Neural-network building blocks. ``ember.nn.functional`` holds the functional ops;
-modules (``Linear``, ``Conv2d``, ...) arrive with the nn issue."""
+"""Neural-network building blocks: ``ember.nn.functional`` (functional ops), ``Parameter`` and
+``Module`` with its containers and layers (``ember.nn.modules``)."""
 
 from . import functional  # noqa: F401
-
-__all__ = ["functional"]
+from .parameter import *  # noqa: F401,F403
+from .modules import *  # noqa: F401,F403
+from . import init  # noqa: F401,E402

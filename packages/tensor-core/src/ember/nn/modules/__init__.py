@@ -1,0 +1,14 @@
+"""``ember.nn`` module classes. One import line per module file; each file defines ``__all__``."""
+
+from .module import *  # noqa: F401,F403
+from .container import *  # noqa: F401,F403
+from .linear import *  # noqa: F401,F403
+from .conv import *  # noqa: F401,F403
+from .pooling import *  # noqa: F401,F403
+from .batchnorm import *  # noqa: F401,F403
+from .normalization import *  # noqa: F401,F403
+from .dropout import *  # noqa: F401,F403
+from .activation import *  # noqa: F401,F403
+from .flatten import *  # noqa: F401,F403
+from .sparse import *  # noqa: F401,F403
+from .loss import *  # noqa: F401,F403

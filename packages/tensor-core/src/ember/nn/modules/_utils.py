@@ -1,0 +1,28 @@
+"""Tuple helpers shared by the layer modules (``_single``/``_pair``/``_triple`` as in PyTorch)."""
+
+from __future__ import annotations
+
+import collections.abc
+from itertools import repeat
+
+__all__: list[str] = []
+
+
+def _ntuple(n, name="parse"):
+    def parse(x):
+        if isinstance(x, collections.abc.Iterable) and not isinstance(x, str):
+            return tuple(x)
+        return tuple(repeat(x, n))
+
+    parse.__name__ = name
+    return parse
+
+
+_single = _ntuple(1, "_single")
+_pair = _ntuple(2, "_pair")
+_triple = _ntuple(3, "_triple")
+
+
+def _reverse_repeat_tuple(t, n):
+    """Reverse ``t`` and repeat each element ``n`` times: ``(1, 2), 2 -> (2, 2, 1, 1)`` (F.pad order)."""
+    return tuple(x for x in reversed(t) for _ in range(n))

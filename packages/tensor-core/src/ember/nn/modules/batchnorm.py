@@ -1,0 +1,189 @@
+"""Batch normalisation: ``BatchNorm1d/2d/3d`` (running statistics, ``momentum=None`` for a
+cumulative average, ``track_running_stats``), and ``SyncBatchNorm`` (a placeholder until
+distributed lands), as in ``torch.nn``.
+
+Reference: Ioffe & Szegedy, "Batch Normalization: Accelerating Deep Network Training by Reducing
+Internal Covariate Shift" (2015).
+"""
+
+from __future__ import annotations
+
+import ember
+
+from .. import functional as F
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm"]
+
+
+class _NormBase(Module):
+    """Parameters (``weight``, ``bias``) and buffers (``running_mean``, ``running_var``,
+    ``num_batches_tracked``) shared by batch and instance norm, in PyTorch's registration order."""
+
+    _version = 2
+    __constants__ = ["track_running_stats", "momentum", "eps", "num_features", "affine"]
+
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        if self.affine:
+            self.weight = Parameter(ember.empty(num_features, **factory_kwargs))
+            if bias:
+                self.bias = Parameter(ember.empty(num_features, **factory_kwargs))
+            else:
+                self.register_parameter("bias", None)
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if self.track_running_stats:
+            self.register_buffer("running_mean", ember.zeros(num_features, **factory_kwargs))
+            self.register_buffer("running_var", ember.ones(num_features, **factory_kwargs))
+            self.register_buffer(
+                "num_batches_tracked",
+                ember.tensor(0, dtype=ember.long, device=device),
+            )
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self):
+        """Running mean to 0, running variance to 1, ``num_batches_tracked`` to 0."""
+        if self.track_running_stats:
+            with ember.no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self):
+        """Reset the running statistics, then ``weight`` to 1 and ``bias`` to 0."""
+        self.reset_running_stats()
+        if self.affine:
+            init.ones_(self.weight)
+            if self.bias is not None:
+                init.zeros_(self.bias)
+
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
+    def extra_repr(self):
+        return (
+            "{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
+            "bias={use_bias}, track_running_stats={track_running_stats}".format(
+                **self.__dict__, use_bias=self.bias is not None
+            )
+        )
+
+
+class _BatchNorm(_NormBase):
+    def forward(self, input):
+        self._check_input_dim(input)
+        # momentum=None: cumulative moving average, factor 1 / num_batches_tracked.
+        exponential_average_factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            with ember.no_grad():
+                self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                exponential_average_factor = 1.0 / float(self.num_batches_tracked.item())
+        # Batch statistics in training, or in eval when no running statistics are kept.
+        bn_training = self.training or (self.running_mean is None and self.running_var is None)
+        use_running = not self.training or self.track_running_stats
+        return F.batch_norm(
+            input,
+            self.running_mean if use_running else None,
+            self.running_var if use_running else None,
+            self.weight,
+            self.bias,
+            bn_training,
+            exponential_average_factor,
+            self.eps,
+        )
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm over a 2-D ``(N, C)`` or 3-D ``(N, C, L)`` input, per channel ``C``.
+
+    ``y = (x - E[x]) / sqrt(Var[x] + eps) * weight + bias``, with batch statistics (biased variance)
+    in training and the running statistics in eval. Running statistics are updated in training as
+    ``running = (1 - momentum) * running + momentum * batch`` (unbiased variance); with
+    ``momentum=None`` the factor is ``1 / num_batches_tracked`` (a cumulative average).
+
+    Args:
+        num_features (int): ``C``.
+        eps (float): added to the variance. Default 1e-5.
+        momentum (float or None): running-statistics factor. Default 0.1.
+        affine (bool): learn ``weight`` (init 1) and ``bias`` (init 0). Default ``True``.
+        bias (bool, keyword-only): with ``affine``, learn the bias. Default ``True``.
+        track_running_stats (bool): keep ``running_mean``/``running_var``/``num_batches_tracked``
+            buffers; when ``False`` batch statistics are used in eval too. Default ``True``.
+
+    Raises:
+        ValueError: the input is not 2-D or 3-D.
+    """
+
+    def _check_input_dim(self, input):
+        if input.dim() != 2 and input.dim() != 3:
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm over a 4-D ``(N, C, H, W)`` input; arguments as :class:`BatchNorm1d`.
+
+    Raises:
+        ValueError: the input is not 4-D.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.BatchNorm2d(100)(ember.randn(20, 100, 35, 45)).shape
+        ember.Size([20, 100, 35, 45])
+    """
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch norm over a 5-D ``(N, C, D, H, W)`` input; arguments as :class:`BatchNorm1d`.
+
+    Raises:
+        ValueError: the input is not 5-D.
+    """
+
+    def _check_input_dim(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class SyncBatchNorm(_BatchNorm):
+    """Placeholder for cross-process batch norm: constructing it raises until ``ember.distributed``
+    exists.
+
+    Raises:
+        NotImplementedError: always (use :class:`BatchNorm1d`/``2d``/``3d`` on one process).
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError(
+            "SyncBatchNorm needs ember.distributed, which does not exist yet; "
+            "use BatchNorm1d/BatchNorm2d/BatchNorm3d for single-process training"
+        )
