@@ -56,10 +56,16 @@ class FormulaNode(Node):
             elif type(value) is list and value and type(value[0]) is SavedTensor:
                 value = [v.unpack(name, i) for i, v in enumerate(value)]
             env[key] = value
-        if self._saved_results is not None:
-            results = tuple(s.unpack(name, i) if s is not None else None for i, s in enumerate(self._saved_results))
-            env["result"] = results[0]
-            env["results"] = results
+        saved_results = self._saved_results
+        if saved_results is not None:
+            if len(saved_results) == 1:
+                result = saved_results[0].unpack(name)
+                env["result"] = result
+                env["results"] = (result,)
+            else:
+                results = tuple(s.unpack(name, i) if s is not None else None for i, s in enumerate(saved_results))
+                env["result"] = results[0]
+                env["results"] = results
         return env
 
     def apply(self, grad_outputs):

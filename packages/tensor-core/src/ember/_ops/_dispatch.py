@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import threading
 
+import numpy as _np
+
 from .._device import CPU as _CPU
 from .._device import canonical_device, get_backend
 from .._dtype import dtype as _dtype_cls
@@ -55,6 +57,9 @@ def set_autograd_handler(handler):
     global _autograd_handler
     _autograd_handler = handler
 
+
+_ndarray = _np.ndarray
+_new_object = object.__new__
 
 _PLAIN_TYPES = frozenset({int, float, bool, complex, str, type(None), slice, type(Ellipsis), _dtype_cls})
 
@@ -251,7 +256,12 @@ def run_backend(op, args, kwargs, device):
         op.meta(*args, **kwargs)
     result = kernel(*args, **kwargs)
     if kind == "function":
-        result = _wrap(result, device, op)
+        if type(result) is _ndarray:  # the common case, inlined: a new numpy array (Tensor._make)
+            array, result = result, _new_object(Tensor)
+            result._data = array
+            result._device = device
+        else:
+            result = _wrap(result, device, op)
         if kwargs and "factory" in op.tags and kwargs.get("requires_grad"):
             result.requires_grad_(True)
         return result
