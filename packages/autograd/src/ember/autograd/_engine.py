@@ -187,12 +187,15 @@ class _GraphTask:
         anomaly = _anomaly._state
         plain = capture_at is None and not anomaly.enabled
         release = not self.retain_graph
-        while ready:
-            node = pop(ready)[2]
+        node = None
+        while ready or node is not None:
+            if node is None:
+                node = pop(ready)[2]
             grads = buffers.pop(node, None)
             if type(node) is AccumulateGrad:
                 if grads is not None:
                     self._accumulate(node, grads[0], capture_at)
+                node = None
                 continue
             if plain and not node._any_hooks:
                 # the common case, inlined: no hooks, no capture, no anomaly checks
@@ -203,6 +206,7 @@ class _GraphTask:
                 if grads is None:
                     grads = [None] * node._num_outputs
                 out = self._run_node(node, grads, capture_at)
+            became_ready = None
             for (child, nr), g in zip(node.next_functions, out):
                 if child is None:
                     continue
@@ -218,7 +222,17 @@ class _GraphTask:
                 left -= 1
                 dependencies[child] = left
                 if left == 0:
-                    push(ready, (-child._seq, next(tie), child))
+                    if became_ready is not None:
+                        push(ready, (-became_ready._seq, next(tie), became_ready))
+                    became_ready = child
+            # A chain: the only node that became ready, with nothing else waiting, runs next without
+            # going through the heap (the order is the same either way).
+            if became_ready is not None and not ready:
+                node = became_ready
+            else:
+                if became_ready is not None:
+                    push(ready, (-became_ready._seq, next(tie), became_ready))
+                node = None
 
     def _dependencies(self, capture_at):
         """Number of edges into each node that must run; with ``capture_at``, only nodes leading to an input."""
