@@ -5,3 +5,4 @@ from . import functional  # noqa: F401
 from .parameter import *  # noqa: F401,F403
 from .modules import *  # noqa: F401,F403
 from . import init  # noqa: F401,E402
+from . import utils  # noqa: F401,E402

@@ -93,6 +93,26 @@ class _NormBase(Module):
             )
         )
 
+    def _load_from_state_dict(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
+        """Load as :meth:`Module._load_from_state_dict`; a state dict older than version 2 (or
+        without version metadata) that lacks ``num_batches_tracked`` loads with that buffer
+        unchanged (0 for a fresh module), as in PyTorch."""
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            # version 2 added the num_batches_tracked buffer; older checkpoints load it as 0.
+            num_batches_tracked_key = prefix + "num_batches_tracked"
+            if num_batches_tracked_key not in state_dict:
+                state_dict[num_batches_tracked_key] = (
+                    self.num_batches_tracked
+                    if self.num_batches_tracked is not None and self.num_batches_tracked.device.type != "meta"
+                    else ember.tensor(0, dtype=ember.long)
+                )
+        super()._load_from_state_dict(
+            state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+        )
+
 
 class _BatchNorm(_NormBase):
     def forward(self, input):

@@ -1,0 +1,205 @@
+"""Parametrizations built on :mod:`ember.nn.utils.parametrize`, PyTorch's ``torch.nn.utils.parametrizations``.
+
+- :func:`weight_norm`: ``w = g * v / ||v||``, with ``g`` and ``v`` stored as
+  ``parametrizations.<name>.original0`` and ``original1``.
+- :func:`spectral_norm`: ``w = W / sigma(W)``, ``sigma`` estimated by power iteration with the
+  buffers ``parametrizations.<name>.0._u`` and ``_v``.
+"""
+
+from __future__ import annotations
+
+from ..._tensor import Tensor
+from ..modules.module import Module
+from . import parametrize
+
+__all__ = ["weight_norm", "spectral_norm"]
+
+
+def _norm_except_dim(v, dim):
+    """The 2-norm of ``v`` over every dimension but ``dim``, kept broadcastable (PyTorch's ``norm_except_dim``).
+
+    ``dim == -1`` means the norm of the whole tensor (a 0-dim tensor), as in PyTorch.
+    """
+    if dim == -1:
+        return v.norm(2)
+    dims = tuple(d for d in range(v.dim()) if d != dim)
+    if not dims:
+        return v.abs()
+    return v.norm(2, dim=dims, keepdim=True)
+
+
+class _WeightNorm(Module):
+    def __init__(self, dim=0):
+        super().__init__()
+        if dim is None:
+            dim = -1
+        self.dim = dim
+
+    def forward(self, weight_g, weight_v):
+        return weight_v * (weight_g / _norm_except_dim(weight_v, self.dim))
+
+    def right_inverse(self, weight):
+        weight_g = _norm_except_dim(weight, self.dim)
+        weight_v = weight
+        return weight_g, weight_v
+
+
+def weight_norm(module, name="weight", dim=0):
+    r"""Apply weight normalization to the parameter ``name`` of ``module``.
+
+    .. math:: \mathbf{w} = g \dfrac{\mathbf{v}}{\|\mathbf{v}\|}
+
+    The magnitude ``g`` (``original0``, the 2-norm over every dimension but ``dim``, kept as
+    size-1 dimensions) and direction ``v`` (``original1``, initially the weight itself) become the
+    trainable parameters ``module.parametrizations.<name>.original0``/``original1``. State dicts saved
+    with the old ``<name>_g``/``<name>_v`` keys still load.
+
+    Args:
+        module (Module): the module holding the weight.
+        name (str, optional): name of the weight parameter. Default: ``"weight"``.
+        dim (int, optional): the dimension over which the norm is *not* taken (output channels for
+            ``0``); ``None`` normalises the whole tensor. Default: ``0``.
+
+    Returns:
+        Module: ``module``, parametrized.
+
+    Reference:
+        Salimans & Kingma, "Weight Normalization: A Simple Reparameterization to Accelerate Training
+        of Deep Neural Networks", 2016, https://arxiv.org/abs/1602.07868
+
+    Example:
+        >>> import ember
+        >>> from ember import nn
+        >>> m = nn.utils.parametrizations.weight_norm(nn.Linear(20, 40), name="weight")
+        >>> m.parametrizations.weight.original0.shape, m.parametrizations.weight.original1.shape
+        (ember.Size([40, 1]), ember.Size([40, 20]))
+    """
+    _weight_norm = _WeightNorm(dim)
+    parametrize.register_parametrization(module, name, _weight_norm, unsafe=True)
+
+    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
+        g_key = f"{prefix}{name}_g"
+        v_key = f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            original0 = state_dict.pop(g_key)
+            original1 = state_dict.pop(v_key)
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = original0
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = original1
+
+    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
+    return module
+
+
+class _SpectralNorm(Module):
+    def __init__(self, weight, n_power_iterations=1, dim=0, eps=1e-12):
+        from ..functional import normalize
+
+        super().__init__()
+        ndim = weight.ndim
+        if dim >= ndim or dim < -ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [-{ndim}, {ndim - 1}] but got {dim})")
+        if n_power_iterations <= 0:
+            raise ValueError(
+                f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
+            )
+        self.dim = dim if dim >= 0 else dim + ndim
+        self.eps = eps
+        if ndim > 1:
+            # For ndim == 1 we do not need to approximate anything (see forward).
+            self.n_power_iterations = n_power_iterations
+            weight_mat = self._reshape_weight_to_matrix(weight.detach())
+            h, w = weight_mat.shape
+            u = weight_mat.new_empty(h).normal_(0, 1)
+            v = weight_mat.new_empty(w).normal_(0, 1)
+            self.register_buffer("_u", normalize(u, dim=0, eps=self.eps))
+            self.register_buffer("_v", normalize(v, dim=0, eps=self.eps))
+            # Start from a good approximation of the leading singular vectors.
+            self._power_method(weight_mat, 15)
+
+    def _reshape_weight_to_matrix(self, weight):
+        # Precondition: weight.ndim > 1
+        if self.dim != 0:
+            weight = weight.permute(self.dim, *(d for d in range(weight.dim()) if d != self.dim))
+        return weight.flatten(1)
+
+    def _power_method(self, weight_mat, n_power_iterations):
+        """Update the buffers ``_u``/``_v`` in place with ``n_power_iterations`` steps of power iteration.
+
+        ``u <- normalize(W v)``, ``v <- normalize(W^H u)``; run under ``no_grad``.
+        """
+        from ... import mv, no_grad
+        from ..functional import normalize
+
+        with no_grad():
+            weight_h = weight_mat.mT.conj() if weight_mat.is_complex() else weight_mat.mT
+            for _ in range(n_power_iterations):
+                self._u.copy_(normalize(mv(weight_mat, self._v), dim=0, eps=self.eps))
+                self._v.copy_(normalize(mv(weight_h, self._u), dim=0, eps=self.eps))
+
+    def forward(self, weight):
+        from ... import mv, vdot
+        from ..functional import normalize
+
+        if weight.ndim == 1:
+            # Faster and more exact path, no need to approximate anything.
+            return normalize(weight, dim=0, eps=self.eps)
+        weight_mat = self._reshape_weight_to_matrix(weight)
+        if self.training:
+            self._power_method(weight_mat, self.n_power_iterations)
+        # Clone so that later in-place updates of the buffers do not invalidate the backward graph.
+        u = self._u.clone()
+        v = self._v.clone()
+        sigma = vdot(u, mv(weight_mat, v))
+        return weight / sigma
+
+    def right_inverse(self, value):
+        # Assigning to the weight sets ``original`` directly, as in PyTorch (no rescaling).
+        return value
+
+
+def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=None):
+    r"""Apply spectral normalization to the parameter ``name`` of ``module``.
+
+    .. math:: \mathbf{W}_{SN} = \dfrac{\mathbf{W}}{\sigma(\mathbf{W})},
+        \qquad \sigma(\mathbf{W}) = \max_{\mathbf{h} \ne 0} \dfrac{\|\mathbf{W} \mathbf{h}\|_2}{\|\mathbf{h}\|_2}
+
+    The weight is reshaped to a matrix with ``dim`` as rows; ``sigma`` is estimated as
+    ``u^H W v`` with vectors ``u``/``v`` (buffers ``parametrizations.<name>.0._u`` and ``_v``) refined by
+    ``n_power_iterations`` steps of power iteration on every forward in training mode (15 steps at
+    registration). In eval mode the stored vectors are used as they are. A 1-D weight is simply
+    normalised. The unnormalised weight is ``parametrizations.<name>.original``.
+
+    Args:
+        module (Module): the module holding the weight.
+        name (str, optional): name of the weight parameter. Default: ``"weight"``.
+        n_power_iterations (int, optional): power iterations per training forward. Default: ``1``.
+        eps (float, optional): epsilon for numerical stability in the normalisations. Default: ``1e-12``.
+        dim (int, optional): the output dimension; default ``0``, or ``1`` for ``ConvTranspose1d/2d/3d``.
+
+    Returns:
+        Module: ``module``, parametrized.
+
+    Raises:
+        ValueError: if ``module`` has no parameter or buffer ``name``, or ``n_power_iterations <= 0``.
+        IndexError: if ``dim`` is out of range for the weight.
+
+    Reference:
+        Miyato et al., "Spectral Normalization for Generative Adversarial Networks", ICLR 2018,
+        https://arxiv.org/abs/1802.05957
+
+    Example:
+        >>> import ember
+        >>> from ember import nn
+        >>> m = nn.utils.parametrizations.spectral_norm(nn.Linear(20, 40))
+        >>> m.parametrizations.weight.original.shape, m.parametrizations.weight[0]._u.shape
+        (ember.Size([40, 20]), ember.Size([40]))
+    """
+    from ..modules.conv import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if dim is None:
+        dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d, ConvTranspose3d)) else 0
+    parametrize.register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
