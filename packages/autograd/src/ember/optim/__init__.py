@@ -27,3 +27,13 @@ __all__ = [
     "register_optimizer_step_post_hook",
     "register_optimizer_step_pre_hook",
 ]
+
+from . import swa_utils  # noqa: E402
+from .adadelta import Adadelta  # noqa: E402
+from .adamax import Adamax  # noqa: E402
+from .lbfgs import LBFGS  # noqa: E402
+from .nadam import NAdam  # noqa: E402
+from .radam import RAdam  # noqa: E402
+from .rprop import Rprop  # noqa: E402
+
+__all__ += ["Adadelta", "Adamax", "LBFGS", "NAdam", "RAdam", "Rprop", "swa_utils"]

@@ -20,7 +20,7 @@ import warnings
 import weakref
 from bisect import bisect_right
 from collections import Counter
-from functools import wraps
+from functools import partial, wraps
 
 from ember._tensor import Tensor
 
@@ -1077,3 +1077,186 @@ class ReduceLROnPlateau(LRScheduler):
         """Restore the attributes saved by :meth:`state_dict`."""
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold, threshold_mode=self.threshold_mode)
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rate: the lr oscillates between ``base_lr`` and ``max_lr`` (and momentum inversely).
+
+    With ``cycle = floor(1 + t / total_size)`` and ``x`` the position within the cycle, the lr rises
+    linearly over ``step_size_up`` steps and falls over ``step_size_down`` steps::
+
+        lr = base_lr + (max_lr - base_lr) * height(x) * scale_fn(cycle or t)
+
+    Policies: ``"triangular"`` (constant amplitude), ``"triangular2"`` (amplitude halved each
+    cycle), ``"exp_range"`` (amplitude ``gamma ** t``), or a custom ``scale_fn``. Step it after
+    every batch. With ``cycle_momentum`` the momentum (or Adam's ``beta1``) cycles between
+    ``max_momentum`` and ``base_momentum`` in the opposite direction.
+
+    Args:
+        optimizer (Optimizer): the wrapped optimizer.
+        base_lr (float or list): lower bound of the lr (sets each group's lr at construction).
+        max_lr (float or list): upper bound of the cycle.
+        step_size_up (int, default 2000): steps in the increasing half of a cycle.
+        step_size_down (int, optional): steps in the decreasing half; default ``step_size_up``.
+        mode (str, default "triangular"): "triangular", "triangular2" or "exp_range".
+        gamma (float, default 1.0): the ``exp_range`` base.
+        scale_fn (callable, optional): custom amplitude scaling ``x -> factor`` (overrides ``mode``).
+        scale_mode (str, default "cycle"): "cycle" or "iterations": the argument of ``scale_fn``.
+        cycle_momentum (bool, default True): cycle the momentum too.
+        base_momentum (float or list, default 0.8): lower momentum bound.
+        max_momentum (float or list, default 0.9): upper momentum bound.
+        last_epoch (int, default -1): see :class:`LRScheduler`.
+
+    Raises:
+        TypeError: ``optimizer`` is not an Optimizer.
+        ValueError: an unknown mode without ``scale_fn``; ``cycle_momentum`` with an optimizer that
+            has neither ``momentum`` nor ``betas``; a list of the wrong length.
+
+    Reference: Smith, "Cyclical Learning Rates for Training Neural Networks" (WACV 2017).
+    """
+
+    def __init__(
+        self,
+        optimizer,
+        base_lr,
+        max_lr,
+        step_size_up: int = 2000,
+        step_size_down: int | None = None,
+        mode: str = "triangular",
+        gamma: float = 1.0,
+        scale_fn=None,
+        scale_mode: str = "cycle",
+        cycle_momentum: bool = True,
+        base_momentum=0.8,
+        max_momentum=0.9,
+        last_epoch: int = -1,
+    ) -> None:
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _format_param("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                _update_param_group_val(group, "lr", lr)
+        self.max_lrs = _format_param("max_lr", optimizer, max_lr)
+
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.base_momentums = _format_param("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format_param("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for m_momentum, b_momentum, group in zip(
+                    self.max_momentums, self.base_momentums, optimizer.param_groups
+                ):
+                    if self.use_beta1:
+                        group["betas"] = (m_momentum, *group["betas"][1:])
+                    else:
+                        group["momentum"] = m_momentum
+                    group["max_momentum"] = m_momentum
+                    group["base_momentum"] = b_momentum
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode == "triangular":
+            self._scale_fn_ref = self._triangular_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "triangular2":
+            self._scale_fn_ref = self._triangular2_scale_fn
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self._scale_fn_ref = partial(self._exp_range_scale_fn, self.gamma)
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The amplitude scaling at ``x`` (the cycle number or the iteration, per ``scale_mode``)."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        return self._scale_fn_ref(x)
+
+    @staticmethod
+    def _triangular_scale_fn(x: float) -> float:
+        return 1.0
+
+    @staticmethod
+    def _triangular2_scale_fn(x: float) -> float:
+        return 1 / (2.0 ** (x - 1))
+
+    @staticmethod
+    def _exp_range_scale_fn(gamma: float, x: float) -> float:
+        return gamma**x
+
+    def get_lr(self):
+        """The lr of each group at ``last_epoch``; also sets the groups' momentum/beta1 with ``cycle_momentum``."""
+        _warn_get_lr_called_within_step(self)
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+
+        lrs = []
+        for base_lr, max_lr in zip(self.base_lrs, self.max_lrs):
+            base_height = (max_lr - base_lr) * scale_factor
+            if self.scale_mode == "cycle":
+                lr = base_lr + base_height * self.scale_fn(cycle)
+            else:
+                lr = base_lr + base_height * self.scale_fn(self.last_epoch)
+            lrs.append(lr)
+
+        if self.cycle_momentum:
+            momentums = []
+            for base_momentum, max_momentum in zip(self.base_momentums, self.max_momentums):
+                base_height = (max_momentum - base_momentum) * scale_factor
+                if self.scale_mode == "cycle":
+                    momentum = max_momentum - base_height * self.scale_fn(cycle)
+                else:
+                    momentum = max_momentum - base_height * self.scale_fn(self.last_epoch)
+                momentums.append(momentum)
+            for param_group, momentum in zip(self.optimizer.param_groups, momentums):
+                if self.use_beta1:
+                    param_group["betas"] = (momentum, *param_group["betas"][1:])
+                else:
+                    param_group["momentum"] = momentum
+        return lrs
+
+    def state_dict(self) -> dict:
+        """Every attribute except the optimizer and the built-in scale function; a custom
+        ``scale_fn`` is saved as its ``__dict__`` when it is a callable object (``None`` for a function)."""
+        state = super().state_dict()
+        state.pop("_scale_fn_ref", None)
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Restore the attributes; a saved custom ``scale_fn`` ``__dict__`` updates the current one."""
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
+
+
+__all__.append("CyclicLR")

@@ -1,0 +1,158 @@
+"""Adadelta: an adaptive learning-rate method without a global step size.
+
+Reference: Zeiler, "ADADELTA: An Adaptive Learning Rate Method" (2012), Algorithm 1;
+PyTorch's ``torch.optim.Adadelta``.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+
+__all__ = ["Adadelta", "adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta, PyTorch's ``torch.optim.Adadelta``.
+
+    Per step, for each parameter with gradient ``g`` (negated when ``maximize``)::
+
+        g = g + weight_decay * theta                         (if weight_decay != 0)
+        v = rho * v + (1 - rho) * g * g
+        delta = sqrt(u + eps) / sqrt(v + eps) * g
+        u = rho * u + (1 - rho) * delta * delta
+        theta = theta - lr * delta
+
+    State per parameter: ``"step"`` (0-d tensor), ``"square_avg"`` (v), ``"acc_delta"`` (u).
+
+    Args:
+        params (iterable): tensors or parameter-group dicts.
+        lr (float, default 1.0): coefficient that scales delta before it is applied.
+        rho (float, default 0.9): decay rate of the running averages.
+        eps (float, default 1e-6): added inside the square roots.
+        weight_decay (float, default 0): L2 penalty.
+        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        capturable (bool, default False): accepted for compatibility.
+        maximize (bool, default False): maximize the objective.
+        differentiable (bool, default False): run the step with autograd enabled.
+
+    Raises:
+        ValueError: a negative ``lr``, ``eps`` or ``weight_decay``; ``rho`` outside ``[0, 1]``; a
+            tensor ``lr`` with more than one element.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1.0,
+        rho: float = 0.9,
+        eps: float = 1e-6,
+        weight_decay: float = 0,
+        foreach: bool | None = None,
+        *,
+        capturable: bool = False,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = {
+            "lr": lr,
+            "rho": rho,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "maximize": maximize,
+            "capturable": capturable,
+            "foreach": foreach,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            params, grads, square_avgs, acc_deltas, state_steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                params.append(p)
+                grads.append(p.grad)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = ember.zeros((), dtype=_get_scalar_dtype())
+                    state["square_avg"] = ember.zeros_like(p)
+                    state["acc_delta"] = ember.zeros_like(p)
+                square_avgs.append(state["square_avg"])
+                acc_deltas.append(state["acc_delta"])
+                state_steps.append(state["step"])
+            adadelta(
+                params,
+                grads,
+                square_avgs,
+                acc_deltas,
+                state_steps,
+                lr=group["lr"],
+                rho=group["rho"],
+                eps=group["eps"],
+                weight_decay=group["weight_decay"],
+                maximize=group["maximize"],
+            )
+        return loss
+
+
+def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize):
+    """Functional Adadelta (PyTorch's ``torch.optim.adadelta.adadelta``, single-tensor form); see :class:`Adadelta`."""
+    lr = _to_scalar(lr)
+    for param, grad, square_avg, acc_delta, step in zip(params, grads, square_avgs, acc_deltas, state_steps):
+        step.add_(1)
+        grad = grad if not maximize else -grad
+        if weight_decay != 0:
+            grad = grad.add(param, alpha=weight_decay)
+        is_complex_param = param.is_complex()
+        if is_complex_param:
+            square_avg = ember.view_as_real(square_avg)
+            acc_delta = ember.view_as_real(acc_delta)
+            grad = ember.view_as_real(grad)
+        square_avg.mul_(rho).addcmul_(grad, grad, value=1 - rho)
+        std = square_avg.add(eps).sqrt_()
+        delta = acc_delta.add(eps).sqrt_()
+        delta.div_(std).mul_(grad)
+        acc_delta.mul_(rho).addcmul_(delta, delta, value=1 - rho)
+        if is_complex_param:
+            delta = ember.view_as_complex(delta)
+        param.add_(delta, alpha=-lr)

@@ -1,0 +1,216 @@
+"""NAdam: Adam with Nesterov momentum, with the momentum-decay schedule of Dozat.
+
+References: Dozat, "Incorporating Nesterov Momentum into Adam" (ICLR 2016 workshop);
+Loshchilov & Hutter, "Decoupled Weight Decay Regularization" (ICLR 2019) for
+``decoupled_weight_decay``; PyTorch's ``torch.optim.NAdam``.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _get_scalar_dtype, _get_value, _to_scalar, _use_grad_for_differentiable
+
+__all__ = ["NAdam", "nadam"]
+
+
+class NAdam(Optimizer):
+    """NAdam, PyTorch's ``torch.optim.NAdam``.
+
+    Per step ``t``, for each parameter with gradient ``g`` (negated when ``maximize``)::
+
+        theta = theta * (1 - lr * weight_decay)     (decoupled_weight_decay)
+        g = g + weight_decay * theta                (otherwise, if weight_decay != 0)
+        mu_t = beta1 * (1 - 0.5 * 0.96 ** (t * momentum_decay))
+        mu_product = mu_product * mu_t
+        m = beta1 * m + (1 - beta1) * g;  v = beta2 * v + (1 - beta2) * g * g
+        denom = sqrt(v / (1 - beta2 ** t)) + eps
+        theta = theta - lr * (1 - mu_t) / (1 - mu_product) * g / denom
+                      - lr * mu_{t+1} / (1 - mu_product * mu_{t+1}) * m / denom
+
+    State per parameter: ``"step"``, ``"mu_product"`` (0-d tensors), ``"exp_avg"``, ``"exp_avg_sq"``.
+
+    Args:
+        params (iterable): tensors or parameter-group dicts.
+        lr (float, default 2e-3): learning rate.
+        betas (tuple[float, float], default (0.9, 0.999)): decay rates of the moments.
+        eps (float, default 1e-8): added to the denominator.
+        weight_decay (float, default 0): weight decay (L2 penalty, or decoupled).
+        momentum_decay (float, default 4e-3): momentum decay ``psi``.
+        decoupled_weight_decay (bool, default False): AdamW-style decay (NAdamW).
+        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        maximize (bool, default False): maximize the objective.
+        capturable (bool, default False): accepted for compatibility.
+        differentiable (bool, default False): run the step with autograd enabled.
+
+    Raises:
+        ValueError: a negative ``lr``, ``eps``, ``weight_decay`` or ``momentum_decay``; a beta
+            outside ``[0, 1)``; a tensor ``lr`` with more than one element.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 2e-3,
+        betas=(0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0,
+        momentum_decay: float = 4e-3,
+        decoupled_weight_decay: bool = False,
+        *,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        capturable: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        defaults = {
+            "lr": lr,
+            "betas": betas,
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "momentum_decay": momentum_decay,
+            "decoupled_weight_decay": decoupled_weight_decay,
+            "maximize": maximize,
+            "foreach": foreach,
+            "capturable": capturable,
+            "differentiable": differentiable,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0:
+                    if not isinstance(p_state["step"], Tensor):
+                        p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+                    if not isinstance(p_state["mu_product"], Tensor):
+                        p_state["mu_product"] = ember.tensor(float(p_state["mu_product"]), dtype=_get_scalar_dtype())
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps = [], [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                params.append(p)
+                grads.append(p.grad)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = ember.tensor(0.0, dtype=_get_scalar_dtype())
+                    state["mu_product"] = ember.tensor(1.0, dtype=_get_scalar_dtype())
+                    state["exp_avg"] = ember.zeros_like(p)
+                    state["exp_avg_sq"] = ember.zeros_like(p)
+                exp_avgs.append(state["exp_avg"])
+                exp_avg_sqs.append(state["exp_avg_sq"])
+                mu_products.append(state["mu_product"])
+                state_steps.append(state["step"])
+            beta1, beta2 = group["betas"]
+            nadam(
+                params,
+                grads,
+                exp_avgs,
+                exp_avg_sqs,
+                mu_products,
+                state_steps,
+                beta1=beta1,
+                beta2=beta2,
+                lr=group["lr"],
+                weight_decay=group["weight_decay"],
+                momentum_decay=group["momentum_decay"],
+                eps=group["eps"],
+                decoupled_weight_decay=group["decoupled_weight_decay"],
+                maximize=group["maximize"],
+            )
+        return loss
+
+
+def nadam(
+    params,
+    grads,
+    exp_avgs,
+    exp_avg_sqs,
+    mu_products,
+    state_steps,
+    *,
+    beta1,
+    beta2,
+    lr,
+    weight_decay,
+    momentum_decay,
+    eps,
+    decoupled_weight_decay=False,
+    maximize=False,
+):
+    """Functional NAdam (PyTorch's ``torch.optim.nadam.nadam``, single-tensor form); see :class:`NAdam`."""
+    lr = _to_scalar(lr)
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        exp_avg = exp_avgs[i]
+        exp_avg_sq = exp_avg_sqs[i]
+        mu_product = mu_products[i]
+        step_t = state_steps[i]
+        if param.is_complex():
+            param = ember.view_as_real(param)
+            grad = ember.view_as_real(grad)
+            exp_avg = ember.view_as_real(exp_avg)
+            exp_avg_sq = ember.view_as_real(exp_avg_sq)
+
+        step_t.add_(1)
+        step = _get_value(step_t)
+        bias_correction2 = 1 - beta2**step
+
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                param.mul_(1 - lr * weight_decay)
+            else:
+                grad = grad.add(param, alpha=weight_decay)
+
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu_product.mul_(mu)
+
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        denom = exp_avg_sq.div(bias_correction2).sqrt()
+
+        mu_product_value = _get_value(mu_product)
+        mu_product_next = mu_product_value * mu_next
+        denom.add_(eps)
+        param.addcdiv_(grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_product_value)))
+        param.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))

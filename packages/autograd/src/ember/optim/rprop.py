@@ -1,0 +1,165 @@
+"""Rprop: resilient backpropagation (sign-based updates with per-element adaptive step sizes).
+
+Reference: Riedmiller & Braun, "A Direct Adaptive Method for Faster Backpropagation Learning:
+The RPROP Algorithm" (ICNN 1993); PyTorch's ``torch.optim.Rprop`` (the Rprop- variant, without
+weight backtracking).
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._tensor import Tensor
+
+from .optimizer import Optimizer, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+
+__all__ = ["Rprop", "rprop"]
+
+
+class Rprop(Optimizer):
+    """Rprop, PyTorch's ``torch.optim.Rprop``.
+
+    Per step, for each parameter with gradient ``g`` (negated when ``maximize``), elementwise::
+
+        s = sign(g * prev)
+        eta = etaplus if s > 0, etaminus if s < 0, 1 otherwise
+        step_size = clamp(step_size * eta, step_size_min, step_size_max)
+        g = 0 where s < 0
+        theta = theta - sign(g) * step_size;  prev = g
+
+    State per parameter: ``"step"`` (0-d tensor), ``"prev"`` (the previous gradient, zeroed where
+    the sign flipped) and ``"step_size"`` (initialised to ``lr``).
+
+    Args:
+        params (iterable): tensors or parameter-group dicts.
+        lr (float, default 1e-2): initial step size.
+        etas (tuple[float, float], default (0.5, 1.2)): (etaminus, etaplus), multiplicative decrease
+            and increase factors.
+        step_sizes (tuple[float, float], default (1e-6, 50)): minimal and maximal step sizes.
+        capturable (bool, default False): accepted for compatibility.
+        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        maximize (bool, default False): maximize the objective.
+        differentiable (bool, default False): run the step with autograd enabled.
+
+    Raises:
+        ValueError: a negative ``lr``, etas not satisfying ``0 < etaminus < 1 < etaplus``, a tensor
+            ``lr`` with more than one element.
+    """
+
+    def __init__(
+        self,
+        params,
+        lr: float | Tensor = 1e-2,
+        etas=(0.5, 1.2),
+        step_sizes=(1e-6, 50),
+        *,
+        capturable: bool = False,
+        foreach: bool | None = None,
+        maximize: bool = False,
+        differentiable: bool = False,
+    ) -> None:
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        defaults = {
+            "lr": lr,
+            "etas": etas,
+            "step_sizes": step_sizes,
+            "foreach": foreach,
+            "maximize": maximize,
+            "differentiable": differentiable,
+            "capturable": capturable,
+        }
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
+                    p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+
+    @_use_grad_for_differentiable
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Args:
+            closure (Callable, optional): re-evaluates the model and returns the loss.
+
+        Returns:
+            The closure's loss, or ``None``.
+        """
+        loss = None
+        if closure is not None:
+            with ember.enable_grad():
+                loss = closure()
+
+        for group in self.param_groups:
+            params, grads, prevs, step_sizes, state_steps = [], [], [], [], []
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                params.append(p)
+                grad = p.grad
+                if getattr(grad, "is_sparse", False):
+                    raise RuntimeError("Rprop does not support sparse gradients")
+                grads.append(grad)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = ember.zeros((), dtype=_get_scalar_dtype())
+                    state["prev"] = ember.zeros_like(p)
+                    if p.is_complex():
+                        lr = _to_scalar(group["lr"])
+                        state["step_size"] = ember.full_like(grad, complex(lr, lr))
+                    else:
+                        state["step_size"] = ember.full_like(grad, _to_scalar(group["lr"]))
+                prevs.append(state["prev"])
+                step_sizes.append(state["step_size"])
+                state_steps.append(state["step"])
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            rprop(
+                params,
+                grads,
+                prevs,
+                step_sizes,
+                state_steps,
+                step_size_min=step_size_min,
+                step_size_max=step_size_max,
+                etaminus=etaminus,
+                etaplus=etaplus,
+                maximize=group["maximize"],
+            )
+        return loss
+
+
+def rprop(params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_size_max, etaminus, etaplus, maximize):
+    """Functional Rprop (PyTorch's ``torch.optim.rprop.rprop``, single-tensor form); see :class:`Rprop`."""
+    for i, param in enumerate(params):
+        grad = grads[i] if not maximize else -grads[i]
+        prev = prevs[i]
+        step_size = step_sizes[i]
+        step = state_steps[i]
+        step.add_(1)
+        if param.is_complex():
+            grad = ember.view_as_real(grad)
+            prev = ember.view_as_real(prev)
+            param = ember.view_as_real(param)
+            step_size = ember.view_as_real(step_size)
+        sign = grad.mul(prev).sign()
+        sign[sign.gt(0)] = etaplus
+        sign[sign.lt(0)] = etaminus
+        sign[sign.eq(0)] = 1
+        step_size.mul_(sign).clamp_(step_size_min, step_size_max)
+        # Where the gradient changed sign, skip the update and forget the gradient (Rprop-).
+        grad = grad.clone()
+        grad[sign.eq(etaminus)] = 0
+        param.addcmul_(grad.sign(), step_size, value=-1)
+        prev.copy_(grad)

@@ -1,0 +1,274 @@
+"""ember.optim against torch.optim for Adamax, NAdam, RAdam, Adadelta, Rprop, LBFGS, CyclicLR and swa_utils.
+
+Identical initial weights and data on both libraries (float64); after 20 steps the parameters,
+learning rates and optimizer state (same state_dict layout) must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+STEPS = 20
+RNG = np.random.default_rng(1)
+W0 = RNG.standard_normal((3, 4))
+B0 = RNG.standard_normal(3)
+X = RNG.standard_normal((8, 4))
+Y = RNG.standard_normal((8, 3))
+
+
+def _np(v):
+    return v.detach().numpy() if hasattr(v, "detach") else v
+
+
+def _run(lib, opt_name, opt_kwargs, sched_name=None, sched_kwargs=None, groups=False):
+    w = lib.tensor(W0.copy(), dtype=lib.float64, requires_grad=True)
+    b = lib.tensor(B0.copy(), dtype=lib.float64, requires_grad=True)
+    x = lib.tensor(X, dtype=lib.float64)
+    y = lib.tensor(Y, dtype=lib.float64)
+    params = [{"params": [w]}, {"params": [b], "lr": opt_kwargs.get("lr", 0.01) * 0.5}] if groups else [w, b]
+    opt = getattr(lib.optim, opt_name)(params, **opt_kwargs)
+    scheduler = None
+    if sched_name is not None:
+        if sched_name == "SWALR":
+            scheduler = lib.optim.swa_utils.SWALR(opt, **sched_kwargs)
+        else:
+            scheduler = getattr(lib.optim.lr_scheduler, sched_name)(opt, **(sched_kwargs or {}))
+    lrs, momenta = [], []
+    for _ in range(STEPS):
+        opt.zero_grad()
+        loss = ((x @ w.t() + b - y) ** 2).mean()
+        loss.backward()
+        opt.step()
+        if scheduler is not None:
+            scheduler.step()
+        lrs.append([g["lr"] for g in opt.param_groups])
+        momenta.append([g["betas"][0] if "betas" in g else g.get("momentum", 0.0) for g in opt.param_groups])
+    sd = opt.state_dict()
+    state = {k: {n: _np(v) for n, v in s.items()} for k, s in sd["state"].items()}
+    groups_sd = [{k: v for k, v in g.items()} for g in sd["param_groups"]]
+    return w.detach().numpy(), b.detach().numpy(), np.array(lrs), state, np.array(momenta), groups_sd
+
+
+def _compare(e, t):
+    np.testing.assert_allclose(e[0], t[0], rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(e[1], t[1], rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(e[2], t[2], rtol=1e-12)
+    assert e[3].keys() == t[3].keys()
+    for k in e[3]:
+        assert list(e[3][k].keys()) == list(t[3][k].keys())
+        for n in e[3][k]:
+            np.testing.assert_allclose(np.asarray(e[3][k][n]), np.asarray(t[3][k][n]), rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(e[4], t[4], rtol=1e-12)
+    assert e[5] == t[5]
+
+
+OPTIMIZERS = [
+    ("Adamax", {"lr": 0.05}),
+    ("Adamax", {"lr": 0.05, "betas": (0.8, 0.95), "weight_decay": 0.1, "maximize": False}),
+    ("Adamax", {"lr": 0.01, "maximize": True}),
+    ("NAdam", {"lr": 0.05}),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "momentum_decay": 0.01}),
+    ("NAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True}),
+    ("RAdam", {"lr": 0.05}),
+    ("RAdam", {"lr": 0.05, "betas": (0.9, 0.9), "weight_decay": 0.1}),
+    ("RAdam", {"lr": 0.05, "weight_decay": 0.1, "decoupled_weight_decay": True, "maximize": True}),
+    ("Adadelta", {}),
+    ("Adadelta", {"lr": 0.5, "rho": 0.8, "eps": 1e-5, "weight_decay": 0.05}),
+    ("Rprop", {"lr": 0.05}),
+    ("Rprop", {"lr": 0.02, "etas": (0.3, 1.5), "step_sizes": (1e-3, 0.1)}),
+    ("Rprop", {"lr": 0.01, "maximize": True}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), OPTIMIZERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(OPTIMIZERS)])
+@pytest.mark.parametrize("groups", [False, True], ids=["one-group", "two-groups"])
+def test_optimizer_parity(name, kwargs, groups):
+    _compare(_run(ember, name, kwargs, groups=groups), _run(torch, name, kwargs, groups=groups))
+
+
+SCHEDULERS = [
+    ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 4}),
+    (
+        "CyclicLR",
+        {"base_lr": [0.01, 0.02], "max_lr": 0.1, "step_size_up": 3, "step_size_down": 5, "mode": "triangular2"},
+    ),
+    ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 3, "mode": "exp_range", "gamma": 0.9}),
+    ("CyclicLR", {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 2, "scale_fn": lambda x: 0.5**x}),
+    (
+        "CyclicLR",
+        {
+            "base_lr": 0.01,
+            "max_lr": 0.1,
+            "step_size_up": 2,
+            "scale_fn": lambda x: 1 / (1 + x),
+            "scale_mode": "iterations",
+        },
+    ),
+    ("SWALR", {"swa_lr": 0.01, "anneal_epochs": 5}),
+    ("SWALR", {"swa_lr": [0.01, 0.005], "anneal_epochs": 3, "anneal_strategy": "linear"}),
+    ("SWALR", {"swa_lr": 0.2, "anneal_epochs": 0}),
+]
+
+
+@pytest.mark.parametrize(("name", "kwargs"), SCHEDULERS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(SCHEDULERS)])
+@pytest.mark.parametrize("opt", [("SGD", {"lr": 0.05, "momentum": 0.9}), ("Adam", {"lr": 0.05})], ids=["SGD", "Adam"])
+def test_scheduler_parity(name, kwargs, opt):
+    _compare(
+        _run(ember, opt[0], opt[1], name, kwargs, groups=True),
+        _run(torch, opt[0], opt[1], name, kwargs, groups=True),
+    )
+
+
+def test_cyclic_lr_without_momentum_cycling():
+    kwargs = {"base_lr": 0.01, "max_lr": 0.1, "step_size_up": 4, "cycle_momentum": False}
+    _compare(
+        _run(ember, "Adagrad", {"lr": 0.1}, "CyclicLR", kwargs),
+        _run(torch, "Adagrad", {"lr": 0.1}, "CyclicLR", kwargs),
+    )
+
+
+def test_cyclic_lr_state_dict_keys_match():
+    def sd(lib):
+        w = lib.zeros(2, requires_grad=True)
+        opt = lib.optim.SGD([w], lr=0.1, momentum=0.9)
+        s = lib.optim.lr_scheduler.CyclicLR(opt, 0.01, 0.1, step_size_up=3, mode="exp_range", gamma=0.9)
+        for _ in range(4):
+            opt.step()
+            s.step()
+        return s.state_dict()
+
+    e, t = sd(ember), sd(torch)
+    assert set(e) == set(t)
+    for k in ("last_epoch", "_step_count", "base_lrs", "max_lrs", "total_size", "step_ratio", "scale_mode", "_last_lr"):
+        assert e[k] == t[k]
+
+
+# ---------------------------------------------------------------------- LBFGS
+
+
+def _rosenbrock(lib, p):
+    return (1 - p[0]) ** 2 + 100 * (p[1] - p[0] ** 2) ** 2
+
+
+A = RNG.standard_normal((5, 5))
+Q = A @ A.T + 0.5 * np.eye(5)
+C = RNG.standard_normal(5)
+
+
+def _quadratic(lib, p):
+    q = lib.tensor(Q, dtype=lib.float64)
+    c = lib.tensor(C, dtype=lib.float64)
+    return 0.5 * (p @ (q @ p)) - (c * p).sum()
+
+
+def _lbfgs_run(lib, fn, x0, kwargs, steps=STEPS):
+    p = lib.tensor(np.asarray(x0, dtype=np.float64), requires_grad=True)
+    opt = lib.optim.LBFGS([p], **kwargs)
+
+    def closure():
+        opt.zero_grad()
+        loss = fn(lib, p)
+        loss.backward()
+        return loss
+
+    losses = [float(opt.step(closure).detach()) for _ in range(steps)]
+    return p.detach().numpy(), np.array(losses), opt.state_dict()
+
+
+LBFGS_CASES = [
+    ("quadratic", _quadratic, np.ones(5), {"lr": 0.5, "max_iter": 3}),
+    ("quadratic-sw", _quadratic, np.ones(5), {"max_iter": 4, "line_search_fn": "strong_wolfe"}),
+    ("quadratic-history2", _quadratic, np.ones(5), {"lr": 0.3, "max_iter": 5, "history_size": 2}),
+    ("rosenbrock", _rosenbrock, [-1.5, 2.0], {"lr": 0.05, "max_iter": 5}),
+    ("rosenbrock-sw", _rosenbrock, [-1.5, 2.0], {"max_iter": 5, "line_search_fn": "strong_wolfe"}),
+    (
+        "rosenbrock-sw-h3",
+        _rosenbrock,
+        [-1.2, 1.0],
+        {"max_iter": 3, "history_size": 3, "line_search_fn": "strong_wolfe"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("fn", "x0", "kwargs"), [c[1:] for c in LBFGS_CASES], ids=[c[0] for c in LBFGS_CASES])
+def test_lbfgs_parity(fn, x0, kwargs):
+    pe, le, sde = _lbfgs_run(ember, fn, x0, kwargs)
+    pt, lt, sdt = _lbfgs_run(torch, fn, x0, kwargs)
+    np.testing.assert_allclose(pe, pt, rtol=1e-6, atol=1e-10)
+    np.testing.assert_allclose(le, lt, rtol=1e-6, atol=1e-10)
+    assert sde["param_groups"] == sdt["param_groups"]
+    assert sde["state"].keys() == sdt["state"].keys()
+    se, st = sde["state"][0], sdt["state"][0]
+    assert list(se.keys()) == list(st.keys())
+    assert se["func_evals"] == st["func_evals"]
+    assert se["n_iter"] == st["n_iter"]
+    for key in ("d", "prev_flat_grad"):
+        np.testing.assert_allclose(_np(se[key]), _np(st[key]), rtol=1e-5, atol=1e-8)
+    for key in ("t", "H_diag", "prev_loss"):
+        np.testing.assert_allclose(float(se[key]), float(st[key]), rtol=1e-5, atol=1e-12)
+    for key in ("old_dirs", "old_stps", "ro"):
+        assert len(se[key]) == len(st[key])
+        for a, b in zip(se[key], st[key]):
+            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=1e-8)
+
+
+# ---------------------------------------------------------------------- swa_utils
+
+
+def _model(lib):
+    model = lib.nn.Sequential(lib.nn.Linear(4, 5), lib.nn.BatchNorm1d(5), lib.nn.ReLU(), lib.nn.Linear(5, 3))
+    model = model.double()
+    rng = np.random.default_rng(7)
+    with lib.no_grad():
+        for p in model.parameters():
+            p.copy_(lib.tensor(rng.standard_normal(tuple(p.shape))))
+    return model
+
+
+def _avg_run(lib, avg_kind, use_buffers):
+    model = _model(lib)
+    sw = lib.optim.swa_utils
+    kwargs = {"use_buffers": use_buffers}
+    if avg_kind == "ema_multi":
+        kwargs["multi_avg_fn"] = sw.get_ema_multi_avg_fn(0.9)
+    elif avg_kind == "ema":
+        kwargs["avg_fn"] = sw.get_ema_avg_fn(0.8)
+    elif avg_kind == "swa_fn":
+        kwargs["avg_fn"] = sw.get_swa_avg_fn()
+    elif avg_kind == "swa_multi":
+        kwargs["multi_avg_fn"] = sw.get_swa_multi_avg_fn()
+    averaged = sw.AveragedModel(model, **kwargs)
+    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.5)
+    sched = sw.SWALR(opt, swa_lr=0.02, anneal_epochs=4)
+    x = lib.tensor(X, dtype=lib.float64)
+    y = lib.tensor(Y, dtype=lib.float64)
+    for _ in range(STEPS):
+        opt.zero_grad()
+        ((model(x) - y) ** 2).mean().backward()
+        opt.step()
+        sched.step()
+        averaged.update_parameters(model)
+    loader = [(x[:4], y[:4]), (x[4:], y[4:])]
+    sw.update_bn(loader, averaged)
+    out = averaged(x).detach().numpy()
+    return {k: _np(v) for k, v in averaged.state_dict().items()}, out
+
+
+# torch's get_swa_multi_avg_fn fails on integer buffers (addcdiv integer division), so no swa_multi + buffers.
+AVG_CASES = [(k, False) for k in ("swa", "ema_multi", "ema", "swa_fn", "swa_multi")] + [
+    (k, True) for k in ("swa", "ema_multi", "ema", "swa_fn")
+]
+
+
+@pytest.mark.parametrize(("avg_kind", "use_buffers"), AVG_CASES, ids=[f"{k}-{b}" for k, b in AVG_CASES])
+def test_averaged_model_parity(avg_kind, use_buffers):
+    e, eo = _avg_run(ember, avg_kind, use_buffers)
+    t, to = _avg_run(torch, avg_kind, use_buffers)
+    assert list(e.keys()) == list(t.keys())
+    for k in e:
+        np.testing.assert_allclose(np.asarray(e[k]), np.asarray(t[k]), rtol=1e-6, atol=1e-10, err_msg=k)
+    np.testing.assert_allclose(eo, to, rtol=1e-6, atol=1e-10)
