@@ -24,9 +24,11 @@ class Adam(Optimizer):
         theta = theta * (1 - lr * weight_decay)      (decoupled_weight_decay)
         g = g + weight_decay * theta                 (otherwise, if weight_decay != 0)
         m = beta1 * m + (1 - beta1) * g              (computed as m.lerp_(g, 1 - beta1))
-        v = beta2 * v + (1 - beta2) * g * g
+        v = beta2 * v + (1 - beta2) * g * g          (computed as v.lerp_(g * g, 1 - beta2))
         v_max = max(v_max, v)                        (amsgrad; used instead of v below)
         theta = theta - lr / (1 - beta1**t) * m / (sqrt(v) / sqrt(1 - beta2**t) + eps)
+                                                     (computed as theta - lr * c / (1 - beta1**t) * m
+                                                      / (sqrt(v) + eps * c), c = sqrt(1 - beta2**t))
 
     State per parameter: ``"step"`` (a 0-d float tensor, float64 when that is the default dtype,
     as in PyTorch 2.x), ``"exp_avg"``, ``"exp_avg_sq"`` and, with amsgrad, ``"max_exp_avg_sq"``.
@@ -236,19 +238,22 @@ def adam(
                 max_exp_avg_sq = ember.view_as_real(max_exp_avg_sq)
             param = ember.view_as_real(param)
 
+        # Few full passes over the tensors, none through a temporary that an out-of-place op can avoid:
+        # v.lerp_(g * g, 1 - beta2) is beta2 * v + (1 - beta2) * g * g in one in-place op, and
+        # m / (sqrt(v) / sqrt(bc2) + eps) is folded to sqrt(bc2) * m / (sqrt(v) + eps * sqrt(bc2)),
+        # so the denominator is one sqrt and one out-of-place add (no division, no in-place copy).
         exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        exp_avg_sq.lerp_(grad.square(), 1 - beta2)
 
         step = _get_value(step_t)
         bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        step_size = lr / bias_correction1
-        bias_correction2_sqrt = bias_correction2**0.5
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        step_size = lr / bias_correction1 * bias_correction2_sqrt
 
         if amsgrad:
             max_exp_avg_sq.copy_(ember.maximum(max_exp_avg_sq, exp_avg_sq))
-            denom = (max_exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            denom = max_exp_avg_sq.sqrt() + eps * bias_correction2_sqrt
         else:
-            denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            denom = exp_avg_sq.sqrt() + eps * bias_correction2_sqrt
 
         param.addcdiv_(exp_avg, denom, value=-step_size)
