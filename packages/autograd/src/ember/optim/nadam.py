@@ -10,7 +10,14 @@ from __future__ import annotations
 import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _get_scalar_dtype, _get_value, _to_scalar, _use_grad_for_differentiable
+from .optimizer import (
+    Optimizer,
+    _evaluate_closure,
+    _get_scalar_dtype,
+    _get_value,
+    _to_scalar,
+    _use_grad_for_differentiable,
+)
 
 __all__ = ["NAdam", "nadam"]
 
@@ -94,19 +101,16 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            for p in group["params"]:
-                p_state = self.state.get(p, [])
-                if len(p_state) != 0:
-                    if not isinstance(p_state["step"], Tensor):
-                        p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
-                    if not isinstance(p_state["mu_product"], Tensor):
-                        p_state["mu_product"] = ember.tensor(float(p_state["mu_product"]), dtype=_get_scalar_dtype())
+        self._upgrade_loaded_state(
+            {
+                "maximize": False,
+                "foreach": None,
+                "capturable": False,
+                "differentiable": False,
+                "decoupled_weight_decay": False,
+            },
+            tensor_keys=("step", "mu_product"),
+        )
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
@@ -118,10 +122,7 @@ class NAdam(Optimizer):
         Returns:
             The closure's loss, or ``None``.
         """
-        loss = None
-        if closure is not None:
-            with ember.enable_grad():
-                loss = closure()
+        loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
             params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps = [], [], [], [], [], []

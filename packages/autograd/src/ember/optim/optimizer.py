@@ -95,6 +95,14 @@ def _to_scalar(x):
     return x
 
 
+def _evaluate_closure(closure):
+    """The loss of ``closure()`` (run with grad enabled, as the step itself runs without), or None."""
+    if closure is None:
+        return None
+    with ember.enable_grad():
+        return closure()
+
+
 def _use_grad_for_differentiable(step):
     """Run ``step`` under ``ember.no_grad()`` unless the group's ``differentiable`` default is set."""
 
@@ -209,6 +217,22 @@ class Optimizer:
         ):
             if name not in self.__dict__:
                 setattr(self, name, OrderedDict())
+
+    def _upgrade_loaded_state(self, group_defaults, tensor_keys=("step",)):
+        """After ``__setstate__``: fill group options that older state dicts lack, and turn per-parameter
+        state saved as Python numbers (``step``) into 0-d tensors, as PyTorch 2.x keeps them.
+
+        Args:
+            group_defaults (dict): option name -> value for groups that lack it.
+            tensor_keys (tuple[str]): per-parameter state entries kept as 0-d tensors.
+        """
+        for group in self.param_groups:
+            for key, value in group_defaults.items():
+                group.setdefault(key, value)
+        for p_state in self.state.values():
+            for key in tensor_keys:
+                if key in p_state and not isinstance(p_state[key], Tensor):
+                    p_state[key] = ember.tensor(float(p_state[key]), dtype=_get_scalar_dtype())
 
     def __repr__(self) -> str:
         format_string = self.__class__.__name__ + " ("

@@ -9,7 +9,7 @@ from __future__ import annotations
 import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+from .optimizer import Optimizer, _evaluate_closure, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -88,17 +88,16 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
-            for p in group["params"]:
-                p_state = self.state.get(p, [])
-                if len(p_state) != 0 and not isinstance(p_state["step"], Tensor):
-                    p_state["step"] = ember.tensor(float(p_state["step"]), dtype=_get_scalar_dtype())
+        self._upgrade_loaded_state(
+            {
+                "momentum": 0,
+                "centered": False,
+                "foreach": None,
+                "maximize": False,
+                "differentiable": False,
+                "capturable": False,
+            }
+        )
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
@@ -110,10 +109,7 @@ class RMSprop(Optimizer):
         Returns:
             The closure's loss, or ``None``.
         """
-        loss = None
-        if closure is not None:
-            with ember.enable_grad():
-                loss = closure()
+        loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
             params, grads, square_avgs, grad_avgs, momentum_buffers, steps = [], [], [], [], [], []

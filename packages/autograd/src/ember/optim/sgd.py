@@ -6,10 +6,9 @@ importance of initialization and momentum in deep learning" (ICML 2013).
 
 from __future__ import annotations
 
-import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _to_scalar, _use_grad_for_differentiable
+from .optimizer import Optimizer, _evaluate_closure, _to_scalar, _use_grad_for_differentiable
 
 __all__ = ["SGD", "sgd"]
 
@@ -97,12 +96,16 @@ class SGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+        self._upgrade_loaded_state(
+            {
+                "nesterov": False,
+                "maximize": False,
+                "foreach": None,
+                "differentiable": False,
+                "fused": False,
+            },
+            tensor_keys=(),
+        )
 
     @_use_grad_for_differentiable
     def step(self, closure=None):
@@ -114,10 +117,7 @@ class SGD(Optimizer):
         Returns:
             The closure's loss, or ``None``.
         """
-        loss = None
-        if closure is not None:
-            with ember.enable_grad():
-                loss = closure()
+        loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
             params = []
