@@ -219,7 +219,7 @@ class _LazyConvXdMixin(LazyModuleMixin):
         return input.shape[1] if input.dim() == num_dims_batch else input.shape[0]
 
     def _get_num_spatial_dims(self):
-        raise NotImplementedError
+        return len(self.kernel_size)  # 1, 2 or 3, from the convolution the module becomes
 
 
 def _lazy_conv_init(self, out_channels, bias, factory_kwargs):
@@ -229,12 +229,8 @@ def _lazy_conv_init(self, out_channels, bias, factory_kwargs):
         self.bias = UninitializedParameter(**factory_kwargs)
 
 
-class LazyConv1d(_LazyConvXdMixin, Conv1d):
-    """A :class:`Conv1d` whose ``in_channels`` is inferred from the first input (``input.size(1)``,
-    or ``size(0)`` unbatched). Arguments as :class:`Conv1d` without ``in_channels``; becomes a
-    :class:`Conv1d` after the first call."""
-
-    cls_to_become = Conv1d
+class _LazyConvNd(_LazyConvXdMixin):
+    """The constructor of the lazy convolutions: their non-lazy class's arguments without ``in_channels``."""
 
     def __init__(
         self,
@@ -253,11 +249,40 @@ class LazyConv1d(_LazyConvXdMixin, Conv1d):
         super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, **factory_kwargs)
         _lazy_conv_init(self, out_channels, bias, factory_kwargs)
 
-    def _get_num_spatial_dims(self):
-        return 1
+
+class _LazyConvTransposeNd(_LazyConvXdMixin):
+    """The constructor of the lazy transposed convolutions (their argument order differs from the convolutions')."""
+
+    def __init__(
+        self,
+        out_channels,
+        kernel_size,
+        stride=1,
+        padding=0,
+        output_padding=0,
+        groups=1,
+        bias=True,
+        dilation=1,
+        padding_mode="zeros",
+        device=None,
+        dtype=None,
+    ):
+        factory_kwargs = {"device": device, "dtype": dtype}
+        super().__init__(
+            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode, **factory_kwargs
+        )
+        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
 
 
-class LazyConv2d(_LazyConvXdMixin, Conv2d):
+class LazyConv1d(_LazyConvNd, Conv1d):
+    """A :class:`Conv1d` whose ``in_channels`` is inferred from the first input (``input.size(1)``,
+    or ``size(0)`` unbatched). Arguments as :class:`Conv1d` without ``in_channels``; becomes a
+    :class:`Conv1d` after the first call."""
+
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvNd, Conv2d):
     """A :class:`Conv2d` whose ``in_channels`` is inferred from the first input; arguments as
     :class:`Conv2d` without ``in_channels``; becomes a :class:`Conv2d` after the first call.
 
@@ -270,142 +295,33 @@ class LazyConv2d(_LazyConvXdMixin, Conv2d):
 
     cls_to_become = Conv2d
 
-    def __init__(
-        self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, **factory_kwargs)
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
 
-    def _get_num_spatial_dims(self):
-        return 2
-
-
-class LazyConv3d(_LazyConvXdMixin, Conv3d):
+class LazyConv3d(_LazyConvNd, Conv3d):
     """A :class:`Conv3d` whose ``in_channels`` is inferred from the first input; arguments as
     :class:`Conv3d` without ``in_channels``; becomes a :class:`Conv3d` after the first call."""
 
     cls_to_become = Conv3d
 
-    def __init__(
-        self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        dilation=1,
-        groups=1,
-        bias=True,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, **factory_kwargs)
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
 
-    def _get_num_spatial_dims(self):
-        return 3
-
-
-class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
+class LazyConvTranspose1d(_LazyConvTransposeNd, ConvTranspose1d):
     """A :class:`ConvTranspose1d` whose ``in_channels`` is inferred from the first input; arguments
     as :class:`ConvTranspose1d` without ``in_channels``; becomes a :class:`ConvTranspose1d`."""
 
     cls_to_become = ConvTranspose1d
 
-    def __init__(
-        self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        bias=True,
-        dilation=1,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(
-            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode, **factory_kwargs
-        )
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
 
-    def _get_num_spatial_dims(self):
-        return 1
-
-
-class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
+class LazyConvTranspose2d(_LazyConvTransposeNd, ConvTranspose2d):
     """A :class:`ConvTranspose2d` whose ``in_channels`` is inferred from the first input; arguments
     as :class:`ConvTranspose2d` without ``in_channels``; becomes a :class:`ConvTranspose2d`."""
 
     cls_to_become = ConvTranspose2d
 
-    def __init__(
-        self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        bias=True,
-        dilation=1,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(
-            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode, **factory_kwargs
-        )
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
 
-    def _get_num_spatial_dims(self):
-        return 2
-
-
-class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
+class LazyConvTranspose3d(_LazyConvTransposeNd, ConvTranspose3d):
     """A :class:`ConvTranspose3d` whose ``in_channels`` is inferred from the first input; arguments
     as :class:`ConvTranspose3d` without ``in_channels``; becomes a :class:`ConvTranspose3d`."""
 
     cls_to_become = ConvTranspose3d
-
-    def __init__(
-        self,
-        out_channels,
-        kernel_size,
-        stride=1,
-        padding=0,
-        output_padding=0,
-        groups=1,
-        bias=True,
-        dilation=1,
-        padding_mode="zeros",
-        device=None,
-        dtype=None,
-    ):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(
-            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode, **factory_kwargs
-        )
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
-
-    def _get_num_spatial_dims(self):
-        return 3
 
 
 class _LazyNormBase(LazyModuleMixin, _NormBase):
