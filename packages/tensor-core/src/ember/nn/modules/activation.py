@@ -49,6 +49,23 @@ def _inplace_str(inplace, leading=""):
     return f"{leading}inplace=True" if inplace else ""
 
 
+class _InplaceActivation(Module):
+    """An activation whose only argument is ``inplace``: ``forward`` calls ``_function(input, inplace)``."""
+
+    __constants__ = ["inplace"]
+    _function = None  # set by each subclass (a staticmethod of ember.nn.functional)
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return self._function(input, self.inplace)
+
+    def extra_repr(self):
+        return _inplace_str(self.inplace)
+
+
 class Threshold(Module):
     """``y = x if x > threshold else value``.
 
@@ -72,7 +89,7 @@ class Threshold(Module):
         return f"threshold={self.threshold}, value={self.value}{_inplace_str(self.inplace, ', ')}"
 
 
-class ReLU(Module):
+class ReLU(_InplaceActivation):
     """``y = max(0, x)``. Args: inplace (bool): overwrite the input. Default ``False``.
 
     Example:
@@ -81,17 +98,7 @@ class ReLU(Module):
         tensor([0., 2.])
     """
 
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace)
+    _function = staticmethod(F.relu)
 
 
 class RReLU(Module):
@@ -166,17 +173,13 @@ class Sigmoid(Module):
         return ember.sigmoid(input)
 
 
-class Hardsigmoid(Module):
+class Hardsigmoid(_InplaceActivation):
     """``y = clamp(x / 6 + 1 / 2, 0, 1)``. Args: inplace (bool)."""
 
-    __constants__ = ["inplace"]
+    _function = staticmethod(F.hardsigmoid)
 
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardsigmoid(input, self.inplace)
+    def extra_repr(self):
+        return ""
 
 
 class Tanh(Module):
@@ -186,58 +189,34 @@ class Tanh(Module):
         return ember.tanh(input)
 
 
-class SiLU(Module):
+class SiLU(_InplaceActivation):
     """``y = x * sigmoid(x)`` (swish). Args: inplace (bool).
 
     Reference: Elfwing et al., "Sigmoid-Weighted Linear Units" (2017).
     """
 
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace)
+    _function = staticmethod(F.silu)
 
 
-class Mish(Module):
+class Mish(_InplaceActivation):
     """``y = x * tanh(softplus(x))``. Args: inplace (bool).
 
     Reference: Misra, "Mish: A Self Regularized Non-Monotonic Neural Activation Function" (2019).
     """
 
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.mish(input, inplace=self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace)
+    _function = staticmethod(F.mish)
 
 
-class Hardswish(Module):
+class Hardswish(_InplaceActivation):
     """``y = x * relu6(x + 3) / 6``. Args: inplace (bool).
 
     Reference: Howard et al., "Searching for MobileNetV3" (2019).
     """
 
-    __constants__ = ["inplace"]
+    _function = staticmethod(F.hardswish)
 
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.hardswish(input, self.inplace)
+    def extra_repr(self):
+        return ""
 
 
 class ELU(Module):
@@ -281,21 +260,11 @@ class CELU(Module):
         return f"alpha={self.alpha}{_inplace_str(self.inplace, ', ')}"
 
 
-class SELU(Module):
+class SELU(_InplaceActivation):
     """``y = scale * elu(x, alpha)`` with the fixed constants of Klambauer et al.,
     "Self-Normalizing Neural Networks" (2017). Args: inplace (bool)."""
 
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.selu(input, self.inplace)
-
-    def extra_repr(self):
-        return _inplace_str(self.inplace)
+    _function = staticmethod(F.selu)
 
 
 class GLU(Module):
