@@ -37,6 +37,7 @@ from _grad_samples import NONDIFF_ARGS, GradCase, grad_cases, grad_dtypes  # noq
 
 import ember  # noqa: E402
 from ember.testing import op_db  # noqa: E402
+from ember.testing._torch_oracle import to_torch, torch_counterpart  # noqa: E402
 
 #: (op name, dtype name or None for all) -> why ember's gradient differs from PyTorch's there.
 KNOWN_DIFFERENCES: dict[tuple[str, str | None], str] = {
@@ -111,41 +112,15 @@ _NO_COUNTERPART: dict[str, str] = {}
 OPS = sorted(name for name, info in op_db.items() if info.supports_autograd and grad_dtypes(info))
 
 
-def _to_torch(value):
-    if isinstance(value, ember.Tensor):
-        return torch.from_numpy(np.array(value.detach()._host_array(), copy=True))
-    if isinstance(value, ember.dtype):
-        return getattr(torch, value.name)
-    if isinstance(value, ember.device):
-        return torch.device("cpu")
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_to_torch(v) for v in value)
-    if isinstance(value, list):
-        return [_to_torch(v) for v in value]
-    if isinstance(value, dict):
-        return {k: ("cpu" if k == "device" else _to_torch(v)) for k, v in value.items()}
-    return value
+_to_torch = to_torch
 
 
 def _torch_callable(info):
-    """The PyTorch function matching ``info`` (as ember-core's parity test finds it), or None."""
-    if info.torch_fn is not None:
-        return info.torch_fn
-    path = info.torch_name or info.name
-    if path.startswith("Tensor."):
-        method = path.split(".", 1)[1]
-        return lambda input, *args, **kwargs: getattr(input, method)(*args, **kwargs)
-    target = torch
-    for part in path.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            break
-    nn_op = "nn.functional" in info.op.tags or "nn.functional_only" in info.op.tags
-    if target is None and nn_op and info.name in dir(torch.nn.functional):
-        target = getattr(torch.nn.functional, info.name)
-    if target is None:
-        _NO_COUNTERPART[info.name] = f"no torch.{path}"
-    return target
+    """The PyTorch function matching ``info``, or None with the reason recorded."""
+    fn, reason = torch_counterpart(info)
+    if fn is None:
+        _NO_COUNTERPART[info.name] = reason
+    return fn
 
 
 def _torch_outputs(result):

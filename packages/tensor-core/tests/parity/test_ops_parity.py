@@ -8,12 +8,12 @@ table of the ops that differ and of the ops without a PyTorch counterpart.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 
 import ember
 from ember.testing import op_db
+from ember.testing._torch_oracle import to_torch, torch_counterpart
 
 #: (op name, dtype name or None for all) -> why ember differs from PyTorch there.
 KNOWN_DIFFERENCES: dict[tuple[str, str | None], str] = {}
@@ -22,48 +22,15 @@ _NO_COUNTERPART: dict[str, str] = {}
 _DIFFERENT: list[tuple[str, str, str]] = []
 
 
-def _torch_dtype(dtype):
-    return getattr(torch, dtype.name)
-
-
-def _to_torch(value):
-    if isinstance(value, ember.Tensor):
-        data = value._host_array()
-        if data.dtype.name == "bfloat16":
-            return torch.from_numpy(np.array(data.astype(np.float32))).to(torch.bfloat16)
-        return torch.from_numpy(np.array(data, copy=True))
-    if isinstance(value, ember.dtype):
-        return _torch_dtype(value)
-    if isinstance(value, ember.device):
-        return torch.device("cpu")
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(_to_torch(v) for v in value)
-    if isinstance(value, list):
-        return [_to_torch(v) for v in value]
-    if isinstance(value, dict):
-        return {k: ("cpu" if k == "device" else _to_torch(v)) for k, v in value.items()}
-    return value
+_to_torch = to_torch
 
 
 def _torch_callable(info):
     """The PyTorch function matching ``info``, or None with the reason recorded."""
-    if info.torch_fn is not None:
-        return info.torch_fn
-    path = info.torch_name or info.name
-    if path.startswith("Tensor."):
-        method = path.split(".", 1)[1]
-        return lambda input, *args, **kwargs: getattr(input, method)(*args, **kwargs)
-    target = torch
-    for part in path.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            break
-    nn_op = "nn.functional" in info.op.tags or "nn.functional_only" in info.op.tags
-    if target is None and nn_op and info.name in dir(torch.nn.functional):
-        target = getattr(torch.nn.functional, info.name)
-    if target is None:
-        _NO_COUNTERPART[info.name] = f"no torch.{path}"
-    return target
+    fn, reason = torch_counterpart(info)
+    if fn is None:
+        _NO_COUNTERPART[info.name] = reason
+    return fn
 
 
 def _cases():
