@@ -15,6 +15,7 @@ import itertools
 import threading
 import weakref
 
+from ember._hooks import RemovableHandle
 from ember._ops._dispatch import state as _dispatch_state
 from ember._storage import storage_of
 from ember._tensor import Tensor
@@ -35,29 +36,6 @@ __all__ = [
 _sequence = itertools.count()
 
 
-class RemovableHandle:
-    """Returned by hook registrations; ``remove()`` unregisters the hook."""
-
-    __slots__ = ("_hooks", "_key")
-    _ids = itertools.count()
-
-    def __init__(self, hooks):
-        self._hooks = weakref.ref(hooks) if hooks is not None else None
-        self._key = next(self._ids)
-
-    def remove(self):
-        """Unregister the hook (idempotent)."""
-        hooks = self._hooks() if self._hooks is not None else None
-        if hooks is not None:
-            hooks.pop(self._key, None)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
-
-
 class _HookDict(dict):
     """An ordered dict of hooks that :class:`RemovableHandle` can refer to weakly."""
 
@@ -66,7 +44,7 @@ class _HookDict(dict):
 
 def _add_hook(hooks, fn):
     handle = RemovableHandle(hooks)
-    hooks[handle._key] = fn
+    hooks[handle.id] = fn
     return handle
 
 

@@ -17,7 +17,6 @@ Reference: PyTorch's ``torch/optim/optimizer.py``.
 from __future__ import annotations
 
 import functools
-import itertools
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
@@ -46,7 +45,6 @@ class _RequiredParameter:
 required = _RequiredParameter()
 """Default value of a hyper-parameter that has no default (``SGD``'s ``lr`` in old PyTorch releases)."""
 
-_hook_keys = itertools.count()
 _global_optimizer_pre_hooks = _HookDict()
 _global_optimizer_post_hooks = _HookDict()
 
@@ -283,11 +281,11 @@ class Optimizer:
 
     @staticmethod
     def _add_ordered_hook(hooks, hook, prepend):
-        key = next(_hook_keys)
-        hooks[key] = hook
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
         if prepend:
-            hooks.move_to_end(key, last=False)
-        return _OrderedHandle(lambda: hooks.pop(key, None))
+            hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # ------------------------------------------------------------------ parameter groups
 
@@ -496,22 +494,3 @@ class Optimizer:
 
         for post_hook in self._optimizer_load_state_dict_post_hooks.values():
             post_hook(self)
-
-
-class _OrderedHandle:
-    """A handle for hooks kept in an OrderedDict (state-dict hooks); ``remove()`` unregisters."""
-
-    __slots__ = ("_remove",)
-
-    def __init__(self, remove):
-        self._remove = remove
-
-    def remove(self):
-        """Unregister the hook (idempotent)."""
-        self._remove()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()

@@ -11,51 +11,16 @@ from __future__ import annotations
 import functools
 import itertools
 import warnings
-import weakref
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+from ..._hooks import RemovableHandle
 from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module"]
 
 _EXTRA_STATE_KEY_SUFFIX = "_extra_state"
-
-
-class RemovableHandle:
-    """A handle that removes a hook from the dicts it was registered in (``torch.utils.hooks.RemovableHandle``).
-
-    Usable as a context manager: the hook is removed on exit.
-    """
-
-    next_id = 0
-
-    def __init__(self, hooks_dict, *, extra_dict=None):
-        self.hooks_dict_ref = weakref.ref(hooks_dict)
-        self.id = RemovableHandle.next_id
-        RemovableHandle.next_id += 1
-        if extra_dict is None:
-            extra_dict = ()
-        elif isinstance(extra_dict, dict):
-            extra_dict = (extra_dict,)
-        self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
-
-    def remove(self):
-        """Remove the hook (a no-op when already removed)."""
-        hooks_dict = self.hooks_dict_ref()
-        if hooks_dict is not None and self.id in hooks_dict:
-            del hooks_dict[self.id]
-        for ref in self.extra_dict_ref:
-            extra = ref()
-            if extra is not None and self.id in extra:
-                del extra[self.id]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *args):
-        self.remove()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):

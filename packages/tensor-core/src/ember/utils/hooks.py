@@ -1,0 +1,5 @@
+"""Hook handles (PyTorch's ``torch.utils.hooks``)."""
+
+from .._hooks import RemovableHandle
+
+__all__ = ["RemovableHandle"]
