@@ -270,6 +270,7 @@ class Tensor:
 
     @property
     def grad(self):
+        """The gradient accumulated into this leaf by backward (None until then); warns on a non-leaf."""
         if self._grad_fn is not None and self._grad is None and not self.__dict__.get("_retains_grad"):
             import warnings
 
@@ -321,6 +322,7 @@ class Tensor:
 
     @property
     def is_leaf(self):
+        """Whether no autograd node produced this tensor (created by the user, or not requiring grad)."""
         return self._grad_fn is None
 
     def register_post_accumulate_grad_hook(self, hook):

@@ -27,6 +27,7 @@ _state = _State()
 
 
 def enabled():
+    """Whether anomaly mode is on (the recording hot path reads ``_state.enabled`` directly)."""
     return _state.enabled
 
 

@@ -235,9 +235,6 @@ class SavedTensor:
             return _reattach(t, node, self._output_nr, self._requires_grad)
         return t
 
-    def release(self):
-        self._tensor = None
-        self._packed = None
 
 
 def _reattach(alias, node, output_nr, requires_grad):
@@ -324,10 +321,6 @@ class disable_saved_tensors_hooks:
 def increment_version(tensor):
     """Bump the version counter of ``tensor``'s storage, as an in-place write does."""
     tensor._bump_version()
-
-
-def grad_enabled():
-    return _dispatch_state.grad_enabled
 
 
 class TensorMeta:
