@@ -70,6 +70,21 @@ def binary_dtype(a, b):
 
 
 _EXACT = 2**53  # Python ints below this convert to float64 exactly
+
+
+def _is_exact_number(x):
+    """Whether ``x`` is a Python float, or an int that converts to float64 exactly."""
+    return type(x) is float or (type(x) is int and -_EXACT < x < _EXACT)
+
+
+def _float_operand(t, direct):
+    """``t``'s array when it is a floating/complex array numpy computes in directly, else None."""
+    a = t._data
+    return a if a.ndim and a.dtype.kind in "fc" and a.dtype in direct else None
+
+
+def _same_dtype(value, np_dtype):
+    return value if value.dtype is np_dtype else value.astype(np_dtype)
 _REAL_NUMBER = (int, float)
 _NUMBER_CATEGORY = {bool: D.BOOL, int: D.INTEGRAL, float: D.FLOATING, complex: D.COMPLEX}
 
@@ -230,23 +245,17 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
                 if value.dtype is not a.dtype and result != "bool":  # np_fn computed wider
                     value = value.astype(a.dtype)
                 return value
-        elif type(input) is Tensor and (type(other) is float or (type(other) is int and -_EXACT < other < _EXACT)):
-            a = input._data
-            if a.ndim and a.dtype.kind in "fc" and a.dtype in direct and result != "bool":
-                # Fast path: a float tensor and a Python int/float keep the tensor's dtype
-                # (numpy >= 2 treats Python scalars as weakly typed, as PyTorch does).
-                value = quiet(np_fn, a, other)
-                if value.dtype is not a.dtype:
-                    value = value.astype(a.dtype)
-                return value
-        elif type(other) is Tensor and (type(input) is float or (type(input) is int and -_EXACT < input < _EXACT)):
-            b = other._data
-            if b.ndim and b.dtype.kind in "fc" and b.dtype in direct and result != "bool":
-                # Fast path: a Python int/float first (1 - x), as above.
-                value = quiet(np_fn, input, b)
-                if value.dtype is not b.dtype:
-                    value = value.astype(b.dtype)
-                return value
+        elif result != "bool":
+            # Fast path: a float tensor and a Python int/float, in either order (1 - x), keep the
+            # tensor's dtype (numpy >= 2 treats Python scalars as weakly typed, as PyTorch does).
+            if type(input) is Tensor and _is_exact_number(other):
+                a = _float_operand(input, direct)
+                if a is not None:
+                    return _same_dtype(quiet(np_fn, a, other), a.dtype)
+            elif type(other) is Tensor and _is_exact_number(input):
+                b = _float_operand(other, direct)
+                if b is not None:
+                    return _same_dtype(quiet(np_fn, input, b), b.dtype)
         np_dtype = compute(input, other).numpy_dtype
         work = _UPCAST.get(np_dtype, np_dtype) if upcast else np_dtype
         # PyTorch computes inf/nan silently (1/0, 0/0)
