@@ -3,18 +3,21 @@
 A benchmark module is a file ``benchmarks/bench_*.py`` that defines ``WORKLOADS``,
 a list of :class:`Workload`. ``benchmarks/run.py`` finds the modules, times each
 workload's ember and PyTorch callables in the same process, and writes the table.
+Timing is ``ember.utils.benchmark.Timer``'s (:func:`time_call`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import statistics
 import sys
 import timeit
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 Fn = Callable[[], object]
+
+#: Seconds of timed blocks per callable (``Timer.blocked_autorange``'s ``min_run_time``).
+MIN_RUN_TIME = 0.5
 
 
 @dataclass(frozen=True)
@@ -45,25 +48,23 @@ def import_torch():
     return torch
 
 
-def time_call(fn: Fn, *, min_time: float = 0.05, repeats: int = 25) -> float:
-    """Median wall time of one ``fn()`` call, in seconds.
+def time_call(
+    fn: Fn, *, threads: int = 1, min_run_time: float = MIN_RUN_TIME, timer: Callable[[], float] = timeit.default_timer
+) -> float:
+    """Median seconds per ``fn()`` call, measured by ``ember.utils.benchmark.Timer``.
 
-    ``fn`` runs in batches sized so that one batch takes about ``min_time``
-    seconds (the first, calibrating batches double as warm-up); the result is the
-    median over ``repeats`` batches of the time per call, which shrugs off the
-    outliers a shared machine produces. Garbage collection is off while timing
-    (``timeit``'s default), as in PyTorch's benchmark timer.
-
-    This is the one place that measures time: the benchmark-utilities issue swaps
-    it for ``ember.utils.benchmark.Timer(...).blocked_autorange().median``.
+    ``Timer.blocked_autorange`` picks a block size that makes the clock's cost
+    negligible (the first, calibrating blocks double as warm-up), then times
+    blocks of calls for ``min_run_time`` seconds in all, with garbage collection
+    off and ``threads`` intra-op threads in ember's kernels and numpy's BLAS
+    (PyTorch's own pool is set by :func:`limit_threads`). The median over the
+    blocks shrugs off the ones a shared machine slows down. ``timer`` is the clock
+    (tests inject a fake one).
     """
-    timer = timeit.Timer(fn)
-    number, elapsed = 1, timer.timeit(1)
-    while elapsed < min_time / 10 and number < 10**8:
-        number *= 10
-        elapsed = timer.timeit(number)
-    number = max(1, round(number * min_time / max(elapsed, 1e-12)))
-    return statistics.median(t / number for t in timer.repeat(repeat=repeats, number=number))
+    from ember.utils.benchmark import Timer
+
+    timed = Timer("fn()", timer=timer, globals={"fn": fn}, num_threads=threads)
+    return timed.blocked_autorange(min_run_time=min_run_time).median
 
 
 @contextlib.contextmanager
@@ -71,7 +72,9 @@ def limit_threads(threads: int) -> Iterator[None]:
     """Run the body with ``threads`` intra-op threads in numpy/BLAS/OpenMP, PyTorch and ember.
 
     Each library's previous setting is restored on exit. Libraries that are not
-    loaded (or a missing ``threadpoolctl``) are left alone.
+    loaded (or a missing ``threadpoolctl``) are left alone. :func:`time_call`'s
+    Timer sets ember's and numpy's count again while it measures (``num_threads``);
+    PyTorch's pool is the one only this function sets.
     """
     with contextlib.ExitStack() as stack:
         try:

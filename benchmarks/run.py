@@ -11,11 +11,14 @@ Usage::
     python benchmarks/run.py                 # everything (nox -s bench)
     python benchmarks/run.py -k add_1elem    # workloads whose name contains a substring
     python benchmarks/run.py --quick         # few, short repeats: checks the plumbing only
+    python benchmarks/run.py --clock thread  # CPU time of the thread for 1-thread rows (busy machines)
     python benchmarks/run.py --list          # names only
 
-Times are medians per call (see ``harness.time_call``); the ratio is ember's time
-divided by PyTorch's, so 1.00 is parity and lower is better for ember. Benchmarks
-never gate CI: the exit status is non-zero only when a workload fails to run.
+Times are medians per call measured by ``ember.utils.benchmark.Timer`` (see
+``harness.time_call``); the ratio is ember's time divided by PyTorch's, so 1.00 is
+parity and lower is better for ember. The terminal gets the same numbers as an
+``ember.utils.benchmark.Compare`` table. Benchmarks never gate CI: the exit status
+is non-zero only when a workload fails to run.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -97,23 +101,36 @@ def select(workloads: Sequence, patterns: Sequence[str]) -> list:
 TimeFn = Callable[..., float]
 
 
-def measure(workload, *, quick: bool = False, time_fn: TimeFn = time_call) -> Result:
-    """Set up ``workload`` and time its ember and PyTorch callables, one after the other."""
+CLOCKS = ("wall", "thread")
+
+
+def measure(workload, *, quick: bool = False, time_fn: TimeFn = time_call, clock: str = "wall") -> Result:
+    """Set up ``workload`` and time its ember and PyTorch callables, one after the other.
+
+    ``time_fn(fn, threads=..., **timing)`` returns seconds per call; the default,
+    ``harness.time_call``, sets ember's and numpy's thread count itself, and
+    :func:`limit_threads` sets PyTorch's. With ``clock="thread"``, single-threaded
+    workloads are timed with ``time.thread_time`` (CPU time of this thread, which
+    other processes on a busy machine do not inflate); multi-threaded ones keep
+    the wall clock, since their work runs on other threads too.
+    """
     threads = int(getattr(workload, "threads", 1))
     description = getattr(workload, "description", "")
-    timing = {"min_time": 1e-3, "repeats": 3} if quick else {}
+    timing = {"min_run_time": 1e-3} if quick else {}
+    if clock == "thread" and threads == 1:
+        timing["timer"] = time.thread_time
     try:
         ember_fn, torch_fn = workload.setup()
         with limit_threads(threads):
-            ember_s = time_fn(ember_fn, **timing)
-            torch_s = time_fn(torch_fn, **timing) if torch_fn is not None else None
+            ember_s = time_fn(ember_fn, threads=threads, **timing)
+            torch_s = time_fn(torch_fn, threads=threads, **timing) if torch_fn is not None else None
     except Exception as exc:  # report the failure in the table, keep going with the others
         return Result(workload.name, threads, description, None, None, error=f"{type(exc).__name__}: {exc}")
     return Result(workload.name, threads, description, ember_s, torch_s)
 
 
 def run(
-    workloads: Sequence, *, quick: bool = False, time_fn: TimeFn = time_call, progress: bool = True
+    workloads: Sequence, *, quick: bool = False, time_fn: TimeFn = time_call, progress: bool = True, clock: str = "wall"
 ) -> list[Result]:
     """Measure every workload, reporting each as it finishes (a tqdm bar on a terminal)."""
     bar = None
@@ -128,7 +145,7 @@ def run(
     for workload in workloads:
         if bar is not None:
             bar.set_postfix_str(workload.name)
-        result = measure(workload, quick=quick, time_fn=time_fn)
+        result = measure(workload, quick=quick, time_fn=time_fn, clock=clock)
         results.append(result)
         line = _summary_line(result)
         if bar is not None:
@@ -148,6 +165,27 @@ def _summary_line(result: Result) -> str:
         f"{result.name}: ember {format_seconds(result.ember_s)}, PyTorch {format_seconds(result.torch_s)}, "
         f"ratio {format_ratio(result.ratio)}"
     )
+
+
+def compare_table(results: Sequence[Result]):
+    """The results as an ``ember.utils.benchmark.Compare``: a row per workload, grouped by thread count,
+    with ember and PyTorch columns (failed or unmeasured cells are left empty)."""
+    from ember.utils.benchmark import Compare, Measurement, TaskSpec
+
+    measurements = []
+    for r in results:
+        for library, seconds in (("ember", r.ember_s), ("PyTorch", r.torch_s)):
+            if seconds is not None:
+                spec = TaskSpec(
+                    stmt=r.name,
+                    setup="pass",
+                    label="ember vs PyTorch",
+                    sub_label=r.name,
+                    description=library,
+                    num_threads=r.threads,
+                )
+                measurements.append(Measurement(number_per_run=1, raw_times=[seconds], task_spec=spec))
+    return Compare(measurements)
 
 
 # --------------------------------------------------------------------------- machine
@@ -213,22 +251,40 @@ def format_ratio(ratio: float | None) -> str:
 
 
 def markdown(
-    results: Sequence[Result], info: dict[str, str], *, quick: bool, patterns: Sequence[str], plot: str | None
+    results: Sequence[Result],
+    info: dict[str, str],
+    *,
+    quick: bool,
+    patterns: Sequence[str],
+    plot: str | None,
+    clock: str = "wall",
 ) -> str:
     """The whole BENCHMARKS.md text."""
     label = machine_label(info)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    command = " ".join(["python benchmarks/run.py", *(f"-k {p}" for p in patterns), *(["--quick"] if quick else [])])
+    options = [
+        *(f"-k {p}" for p in patterns),
+        *(["--quick"] if quick else []),
+        *([f"--clock {clock}"] if clock != "wall" else []),
+    ]
+    command = " ".join(["python benchmarks/run.py", *options])
     lines = [
         "# Benchmarks",
         "",
         f"Written by `nox -s bench` (`{command}`) on {when}.",
         "",
-        "Each time is the median per call over many timed batches; ember and PyTorch are measured one",
-        "after the other in the same process on the same inputs. The ratio is ember's time over",
-        "PyTorch's: 1.00 is parity, lower is better for ember. These numbers describe one machine at",
-        "one moment; they never gate CI.",
+        "Each time is the median per call over many timed blocks of calls",
+        "(`ember.utils.benchmark.Timer.blocked_autorange`, with the thread count of the row set in ember,",
+        "numpy's BLAS and PyTorch); ember and PyTorch are measured one after the other in the same process",
+        "on the same inputs. The ratio is ember's time over PyTorch's: 1.00 is parity, lower is better for",
+        "ember. These numbers describe one machine at one moment; they never gate CI.",
     ]
+    if clock == "thread":
+        lines += [
+            "",
+            "**Clock**: single-threaded rows are CPU time of the measuring thread (`time.thread_time`), which",
+            "other processes on a busy machine do not inflate; multi-threaded rows are wall time.",
+        ]
     if quick:
         lines += ["", "**Quick mode**: very few repeats; these numbers check the plumbing, not the speed."]
     lines += [
@@ -299,6 +355,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--quick", action="store_true", help="few short repeats (for tests of this runner)")
     parser.add_argument("--list", action="store_true", help="list the workload names and exit")
+    parser.add_argument(
+        "--clock",
+        choices=CLOCKS,
+        default="wall",
+        help="'thread': CPU time of the measuring thread for single-threaded workloads (for busy machines)",
+    )
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR, help="where to look for bench_*.py")
     parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS.md", help="Markdown file to write")
     parser.add_argument("--plot", type=Path, default=BENCH_DIR / "ratios.png", help="bar chart to write")
@@ -317,17 +379,26 @@ def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> i
     if not workloads:
         print(f"no workload matches {args.patterns} in {args.bench_dir}", file=sys.stderr)
         return 2
-    results = run(workloads, quick=args.quick, time_fn=time_fn)
+    results = run(workloads, quick=args.quick, time_fn=time_fn, clock=args.clock)
+    if any(r.ember_s is not None or r.torch_s is not None for r in results):
+        compare = compare_table(results)
+        compare.colorize(rowwise=True)
+        print(compare if sys.stdout.isatty() else compare.markdown())
     info = machine_info()
     plot_link = None
     if not args.no_plot and plot_ratios(results, args.plot):
         plot_link = os.path.relpath(args.plot.resolve(), args.output.resolve().parent).replace(os.sep, "/")
-    text = markdown(results, info, quick=args.quick, patterns=args.patterns, plot=plot_link)
+    text = markdown(results, info, quick=args.quick, patterns=args.patterns, plot=plot_link, clock=args.clock)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     print(f"wrote {args.output}" + (f" and {args.plot}" if plot_link else ""), file=sys.stderr)
     if args.json is not None:
-        payload = {"machine": info, "quick": args.quick, "results": [asdict(r) | {"ratio": r.ratio} for r in results]}
+        payload = {
+            "machine": info,
+            "quick": args.quick,
+            "clock": args.clock,
+            "results": [asdict(r) | {"ratio": r.ratio} for r in results],
+        }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
     failed = [r.name for r in results if r.error is not None]
     if failed:

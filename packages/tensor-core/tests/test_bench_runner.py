@@ -183,11 +183,87 @@ def test_format_seconds(runner, value, text):
     assert runner.format_seconds(value) == text
 
 
-def test_time_call_returns_seconds_per_call(runner):
-    calls = []
-    per_call = runner.time_call(lambda: calls.append(None), min_time=1e-3, repeats=3)
-    assert 0 < per_call < 1e-3
-    assert len(calls) >= 3 + 1  # calibration plus at least one call per repeat
+def test_time_call_returns_the_median_seconds_per_call(runner):
+    # Each call advances an injected fake clock by 2**-20 s (exact in floating point), so the median per call is
+    # exactly that; a real clock would make this test depend on the machine's load.
+    clock = {"now": 0.0}
+
+    def fn():
+        clock["now"] += 2.0**-20
+
+    assert runner.time_call(fn, min_run_time=1e-3, timer=lambda: clock["now"]) == 2.0**-20
+
+
+def test_time_call_runs_with_the_workload_thread_count(runner):
+    import ember
+
+    previous = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        seen = []
+        runner.time_call(lambda: seen.append(ember.get_num_threads()), threads=1, min_run_time=1e-3)
+        assert seen and set(seen) == {1}
+        assert ember.get_num_threads() == 2
+    finally:
+        ember.set_num_threads(previous)
+
+
+def test_time_fn_gets_the_workload_thread_count(runner, tmp_path):
+    bench_dir = write_fake_benchmarks(tmp_path / "bench", FAKE_TWO_WORKLOADS)
+    seen = []
+
+    def time_fn(fn, *, threads, **timing):
+        seen.append((threads, timing))
+        return 1e-6
+
+    rc = runner.main(
+        ["--quick", "--bench-dir", str(bench_dir), "--output", str(tmp_path / "b.md"), "--no-plot"], time_fn=time_fn
+    )
+    assert rc == 0
+    # fake_small (1 thread) then fake_large (2 threads), ember then PyTorch; quick mode shortens the timing.
+    assert seen == [(1, {"min_run_time": 1e-3})] * 2 + [(2, {"min_run_time": 1e-3})] * 2
+
+
+def test_thread_clock_applies_to_single_threaded_workloads_only(runner, tmp_path):
+    import time
+
+    bench_dir = write_fake_benchmarks(tmp_path / "bench", FAKE_TWO_WORKLOADS)
+    seen = []
+
+    def time_fn(fn, *, threads, **timing):
+        seen.append((threads, timing.get("timer")))
+        return 1e-6
+
+    out = tmp_path / "b.md"
+    argv = ["--clock", "thread", "--bench-dir", str(bench_dir), "--output", str(out), "--no-plot"]
+    assert runner.main(argv, time_fn=time_fn) == 0
+    assert seen == [(1, time.thread_time)] * 2 + [(2, None)] * 2
+    text = out.read_text(encoding="utf-8")
+    assert "--clock thread" in text and "`time.thread_time`" in text
+
+
+def test_terminal_output_is_a_compare_table(runner, tmp_path, capsys):
+    bench_dir = write_fake_benchmarks(
+        tmp_path / "bench",
+        """
+        from types import SimpleNamespace
+
+        WORKLOADS = [
+            SimpleNamespace(name="one", setup=lambda: (lambda: 2.0e-6, lambda: 4.0e-6), threads=1),
+            SimpleNamespace(name="two", setup=lambda: (lambda: 3.0e-6, None), threads=2),
+        ]
+        """,
+    )
+    rc = runner.main(
+        ["--bench-dir", str(bench_dir), "--output", str(tmp_path / "b.md"), "--no-plot"],
+        time_fn=lambda fn, **_: fn(),
+    )
+    assert rc == 0
+    out = capsys.readouterr().out  # not a terminal here: the Markdown form of the Compare table
+    assert "| | threads | ember | PyTorch |" in out
+    assert "| one | 1 | **2.0** | 4.0 |" in out
+    assert "| two | 2 | **3.0** |  |" in out
+    assert "Times are in microseconds (us)." in out
 
 
 def test_suite_lists_the_hot_path_workloads(runner, capsys):
