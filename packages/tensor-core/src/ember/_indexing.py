@@ -14,6 +14,8 @@ CPU index tensors may index a tensor of any device.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from . import _dtype as D
@@ -135,14 +137,54 @@ def _apply_basic(t, key):
     return result, indices
 
 
+def _overrides_disabled():
+    from ._ops._dispatch import state
+
+    return state.overrides_disabled
+
+
 def _int_or_none(v):
     return None if v is None else int(v)
+
+
+def _overriding_in_key(key):
+    """Objects in an index that override ember functions but are not tensors (FX proxies), or None.
+
+    ``x[:n]`` with ``n`` a traced value cannot be computed; the proxy records it instead,
+    as PyTorch's ``__getitem__`` hands such calls to ``__torch_function__``.
+    """
+    found = None
+    for k in key if type(key) is tuple else (key,):
+        tk = type(k)
+        if tk in _PLAIN_INDEX_TYPES:
+            continue
+        parts = (k.start, k.stop, k.step) if tk is slice else (k,)
+        for p in parts:
+            tp = type(p)
+            if tp in _PLAIN_INDEX_TYPES or isinstance(p, Tensor):
+                continue
+            if hasattr(tp, "__ember_function__"):
+                found = (found or []) + [p]
+    return found
+
+
+_PLAIN_INDEX_TYPES = frozenset({int, bool, type(None), type(Ellipsis), Tensor})
+
+
+def _dispatch_to_override(fn, overloaded, args):
+    from .overrides import handle_ember_function
+
+    return handle_ember_function(fn, overloaded, args, {})
 
 
 def getitem(t, key):
     """``t[key]``: a view for ints/slices/None/Ellipsis, a copy when tensors or lists index."""
     from ._ops import indexing
 
+    if type(key) is not int:
+        overloaded = _overriding_in_key(key)
+        if overloaded is not None and not _overrides_disabled():
+            return _dispatch_to_override(operator.getitem, overloaded, (t, key))
     view, indices = _apply_basic(t, key)
     if indices is None:
         if view is t:  # x[...] or x[:] is still a new view, as in PyTorch
@@ -157,6 +199,10 @@ def setitem(t, key, value):
     """``t[key] = value``: writes through the views, broadcasting ``value``."""
     from ._ops import creation, indexing
 
+    overloaded = _overriding_in_key((*key, value) if type(key) is tuple else (key, value))
+    if overloaded is not None and not _overrides_disabled():
+        _dispatch_to_override(operator.setitem, overloaded, (t, key, value))
+        return
     view, indices = _apply_basic(t, key)
     if indices is None:
         if isinstance(value, Tensor):

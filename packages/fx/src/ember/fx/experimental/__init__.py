@@ -1,0 +1,1 @@
+"""Experimental parts of ember.fx."""

@@ -1,0 +1,1 @@
+"""Graph passes: analyses and rewrites over ember.fx graphs."""
