@@ -304,3 +304,37 @@ def test_transformer_state_dict_round_trip_through_save_load(tmp_path):
     other.eval()
     src, tgt = ember.randn(5, 2, E), ember.randn(4, 2, E)
     np.testing.assert_array_equal(_np(other(src, tgt)), _np(model(src, tgt)))
+
+
+def test_functional_multi_head_attention_forward_matches_numpy():
+    m = nn.MultiheadAttention(E, H)
+    _randomise(m, seed=4)
+    q, k, v = _arr(2, 3, E, seed=5), _arr(2, 4, E, seed=6), _arr(2, 4, E, seed=7)  # batch-first arrays
+    seq_first = [ember.from_numpy(np.ascontiguousarray(a.transpose(1, 0, 2))) for a in (q, k, v)]
+    out, w = nn.functional.multi_head_attention_forward(
+        *seq_first, E, H, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0, m.out_proj.weight,
+        m.out_proj.bias, average_attn_weights=False,
+    )
+    ref_out, ref_w = _mha_ref(m, q, k, v)
+    np.testing.assert_allclose(_np(out).transpose(1, 0, 2), ref_out, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(w), ref_w, rtol=1e-5, atol=1e-6)
+    with pytest.raises(AssertionError, match="was expecting embedding dimension of 5, but got 6"):
+        nn.functional.multi_head_attention_forward(
+            *seq_first, 5, H, m.in_proj_weight, None, None, None, False, 0.0, m.out_proj.weight, None
+        )
+
+
+def test_functional_multi_head_attention_forward_honours_ember_function():
+    seen = []
+
+    class Traced(ember.Tensor):
+        @classmethod
+        def __ember_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", None))
+            return "intercepted"
+
+    x = ember.zeros(3, 1, E).as_subclass(Traced)
+    w = ember.zeros(3 * E, E)
+    result = nn.functional.multi_head_attention_forward(x, x, x, E, H, w, None, None, None, False, 0.0,
+                                                         ember.zeros(E, E), None)
+    assert result == "intercepted" and seen == ["multi_head_attention_forward"]

@@ -95,8 +95,31 @@ def test_batchnorm_momentum_none_is_cumulative_average():
 def test_batchnorm_dim_errors_and_sync():
     with pytest.raises(ValueError, match="expected 4D input"):
         nn.BatchNorm2d(3)(ember.randn(2, 3))
-    with pytest.raises(NotImplementedError, match="ember.distributed"):
-        nn.SyncBatchNorm(3)
+
+
+def test_sync_batchnorm_is_single_process_batchnorm_and_errors_on_sync():
+    x = ember.randn(4, 3, 5)
+    sync, plain = nn.SyncBatchNorm(3), nn.BatchNorm1d(3)
+    assert list(sync.state_dict()) == list(plain.state_dict())
+    np.testing.assert_allclose(sync(x).detach().numpy(), plain(x).detach().numpy(), atol=1e-6)
+    np.testing.assert_allclose(sync.running_var.numpy(), plain.running_var.numpy(), atol=1e-6)
+    with pytest.raises(ValueError, match=r"expected at least 2D input \(got 1D input\)"):
+        sync(ember.randn(3))
+    grouped = nn.SyncBatchNorm(3, process_group=object())
+    with pytest.raises(NotImplementedError, match="cannot synchronize batch statistics across processes"):
+        grouped(x)
+    grouped.eval()  # eval uses the running statistics: nothing to synchronize
+    np.testing.assert_allclose(grouped(x).detach().numpy(), x.numpy() / np.sqrt(1 + 1e-5), atol=1e-6)
+
+
+def test_convert_sync_batchnorm_shares_parameters():
+    model = nn.Sequential(nn.Conv2d(1, 3, 1), nn.BatchNorm2d(3), nn.Sequential(nn.BatchNorm1d(2, affine=False)))
+    bn = model[1]
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert converted is model
+    assert type(model[1]) is nn.SyncBatchNorm and type(model[2][0]) is nn.SyncBatchNorm
+    assert model[1].weight is bn.weight and model[1].running_mean is bn.running_mean
+    assert model[2][0].weight is None and isinstance(model[0], nn.Conv2d)
 
 
 def test_layer_group_rms_norm_against_numpy():

@@ -259,6 +259,25 @@ def test_channel_shuffle_matches_numpy():
         nn.ChannelShuffle(4)(ember.zeros(1, 6, 2))
 
 
+def test_channel_shuffle_functional_gradient_and_errors():
+    x = ember.arange(12.0).reshape(1, 6, 2).requires_grad_()
+    y = nn.functional.channel_shuffle(x, 2)
+    assert y.grad_fn is not None
+    np.testing.assert_array_equal(ember.channel_shuffle(x.detach(), 2).numpy(), y.detach().numpy())
+    np.testing.assert_array_equal(nn.functional.native_channel_shuffle(x.detach(), 2).numpy(), y.detach().numpy())
+    weights = np.arange(12.0, dtype=np.float32).reshape(1, 6, 2)
+    (y * ember.from_numpy(weights)).sum().backward()
+    # output channel j * groups + g is input channel g * 3 + j: the gradient is the weights unshuffled
+    perm = [0, 3, 1, 4, 2, 5]
+    expected = np.empty_like(weights)
+    expected[:, perm] = weights
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    with pytest.raises(RuntimeError, match=r"channel_shuffle expects input with > 2 dims, but got input with sizes \[2, 6\]"):
+        nn.ChannelShuffle(2)(ember.zeros(2, 6))
+    with pytest.raises(RuntimeError, match="Number of groups to divide channels in must be positive. Value of groups:0"):
+        nn.ChannelShuffle(0)(ember.zeros(1, 6, 2))
+
+
 # -- max unpool / LP pool ----------------------------------------------------------------------------
 
 

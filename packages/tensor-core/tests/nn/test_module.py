@@ -346,3 +346,49 @@ def test_incompatible_keys_namedtuple():
     missing, unexpected = result
     assert missing == [] and unexpected == ["zz"]
     assert repr(result) == "_IncompatibleKeys(missing_keys=[], unexpected_keys=['zz'])"
+
+
+def test_modules_remove_duplicate_and_set_submodule():
+    shared = nn.Linear(2, 2)
+    model = nn.Sequential(shared, nn.ReLU())
+    model.add_module("again", shared)
+    assert len(list(model.modules())) == 3
+    assert len(list(model.modules(remove_duplicate=False))) == 4
+    model.set_submodule("1", nn.Tanh())
+    assert isinstance(model[1], nn.Tanh)
+    nested = nn.Sequential(nn.Sequential(nn.Linear(1, 1)))
+    nested.set_submodule("0.extra", nn.ReLU())  # a new name under an existing parent
+    assert isinstance(nested[0].extra, nn.ReLU)
+    with pytest.raises(ValueError, match="Cannot set the submodule without a target name!"):
+        model.set_submodule("", nn.ReLU())
+    with pytest.raises(ValueError, match="`module` is not an nn.Module, found <class 'int'>"):
+        model.set_submodule("1", 3)
+    with pytest.raises(AttributeError, match="Sequential has no attribute `x`"):
+        model.set_submodule("x", nn.ReLU(), strict=True)
+    with pytest.raises(AttributeError, match="`weight` is not an nn.Module"):
+        model.set_submodule("0.weight", nn.ReLU())
+    with pytest.raises(AttributeError, match="Sequential has no attribute `5`"):
+        model.set_submodule("5.a", nn.ReLU())
+
+
+def test_to_empty_and_skip_init():
+    meta = nn.Linear(3, 4, device="meta")
+    assert meta.weight.device.type == "meta"
+    moved = meta.to_empty(device="cpu")
+    assert moved is meta and isinstance(meta.weight, nn.Parameter)
+    assert meta.weight.device.type == "cpu" and meta.weight.shape == (4, 3) and meta.bias.dtype == ember.float32
+    meta.weight.data.fill_(2.0)  # real storage: writable and readable
+    assert abs(float(meta(ember.ones(1, 3)).sum() - meta.bias.sum()) - 24.0) < 1e-5
+    m = nn.utils.skip_init(nn.Conv1d, 2, 3, 2, dtype=ember.float64)
+    assert m.weight.device.type == "cpu" and m.weight.dtype == ember.float64 and m.weight.shape == (3, 2, 2)
+    bn = nn.utils.skip_init(nn.BatchNorm1d, 3)
+    assert bn.running_mean.device.type == "cpu" and bn.num_batches_tracked.dtype == ember.int64
+    with pytest.raises(RuntimeError, match="Expected a Module"):
+        nn.utils.skip_init(int)
+
+    class NoDevice(nn.Module):
+        def __init__(self, n):
+            super().__init__()
+
+    with pytest.raises(RuntimeError, match="Module must support a 'device' arg to skip initialization"):
+        nn.utils.skip_init(NoDevice, 2)

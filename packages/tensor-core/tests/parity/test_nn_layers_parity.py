@@ -73,7 +73,23 @@ CASES = [
     ("Unflatten", (1, (2, 3)), {}, (4, 6, 5), "float"),
     ("PReLU", (), {}, (3, 4), "float"),
     ("PReLU", (4,), {"init": 0.1}, (3, 4, 5), "float"),
+    ("AdaptiveMaxPool3d", ((2, 3, 1),), {}, (1, 2, 5, 4, 3), "float"),
+    ("InstanceNorm3d", (2,), {"affine": True}, (2, 2, 3, 3, 3), "float"),
+    # single process: SyncBatchNorm computes what BatchNorm computes
+    ("SyncBatchNorm", (3,), {}, (4, 3, 5), "float"),
+    ("SyncBatchNorm", (3,), {"bias": False, "momentum": None}, (4, 3, 2, 2), "float"),
+    ("SyncBatchNorm", (3,), {"affine": False, "track_running_stats": False}, (4, 3), "float"),
 ]
+# Random masks in training (different random streams): compared in eval mode only (identity).
+DROPOUTS = [
+    ("Dropout", (0.3,), {}, (2, 4, 3, 6), "float"),
+    ("Dropout1d", (0.3,), {}, (2, 4, 6), "float"),
+    ("Dropout2d", (0.3,), {}, (2, 4, 3, 6), "float"),
+    ("Dropout3d", (0.3,), {}, (2, 4, 3, 2, 2), "float"),
+    ("AlphaDropout", (0.3,), {}, (2, 4, 3, 6), "float"),
+    ("FeatureAlphaDropout", (0.3,), {}, (2, 4, 3, 6), "float"),
+]
+CASES += DROPOUTS
 
 ACTIVATIONS = [
     ("ReLU", (), {}),
@@ -129,6 +145,8 @@ def test_layer_matches_torch(case, mode):
     name, args, kwargs, shapes, kind = case
     if name == "RReLU" and mode == "train":
         pytest.skip("random slopes in training (different random streams)")
+    if name in {d[0] for d in DROPOUTS} and mode == "train":
+        pytest.skip("random masks in training (different random streams)")
     torch.manual_seed(0)
     tm = getattr(torch.nn, name)(*args, **kwargs)
     em = getattr(enn, name)(*args, **kwargs)
@@ -286,3 +304,156 @@ def test_three_input_losses_match_torch():
         t = getattr(torch.nn, name)(**kwargs)(*(torch.from_numpy(x.copy()) for x in arrays))
         e = getattr(enn, name)(**kwargs)(*(ember.from_numpy(x.copy()) for x in arrays))
         np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_more_losses_match_torch():
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 4)).astype(np.float32)
+    y = rng.standard_normal((5, 4)).astype(np.float32)
+    var = rng.random((5, 4)).astype(np.float32) + 0.1
+    labels = np.array([[3, 0, -1, 1], [1, 2, 3, -1], [0, -1, 2, 2], [2, 1, 0, 3], [-1, 0, 1, 2]], np.int64)
+    logits = rng.standard_normal((7, 2, 4)).astype(np.float32)
+    targets = np.array([[1, 2, 2], [3, 1, 0]], np.int64)
+    cases = [
+        ("GaussianNLLLoss", {}, (x, y, var)),
+        ("GaussianNLLLoss", {"full": True, "eps": 1e-3, "reduction": "sum"}, (x, y, var[:, :1])),
+        ("MultiLabelMarginLoss", {}, (x, labels)),
+        ("CTCLoss", {}, (logits, targets, np.array([7, 6]), np.array([3, 2]))),
+        ("CTCLoss", {"blank": 3, "reduction": "sum", "zero_infinity": True},
+         (logits, targets % 3, np.array([7, 5]), np.array([3, 1]))),
+    ]
+    for name, kwargs, arrays in cases:
+        tin = [torch.from_numpy(a.copy()) for a in arrays]
+        ein = [ember.from_numpy(a.copy()) for a in arrays]
+        tin[0].requires_grad_()
+        ein[0].requires_grad_()
+        t_first, e_first = tin[0], ein[0]
+        if name == "CTCLoss":
+            # torch's CTC backward returns the gradient for logits behind a log_softmax (not the
+            # partial derivative for free log-probabilities): compare through the log_softmax.
+            t_first, e_first = t_first.log_softmax(-1), e_first.log_softmax(-1)
+        t = getattr(torch.nn, name)(**kwargs)(t_first, *tin[1:])
+        e = getattr(enn, name)(**kwargs)(e_first, *ein[1:])
+        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-5, atol=1e-5, err_msg=name)
+        t.sum().backward()
+        e.sum().backward()
+        np.testing.assert_allclose(ein[0].grad.numpy(), tin[0].grad.numpy(), rtol=1e-4, atol=1e-5, err_msg=name)
+
+
+def test_triplet_margin_with_distance_loss_functional_matches_torch():
+    rng = np.random.default_rng(1)
+    a, p, n = (rng.standard_normal((6, 3)).astype(np.float32) for _ in range(3))
+    cosine = (lambda x, y: 1 - torch.nn.functional.cosine_similarity(x, y),
+              lambda x, y: 1 - ember.nn.functional.cosine_similarity(x, y))
+    for kwargs in ({}, {"swap": True, "margin": 0.3}, {"reduction": "none"}, {"reduction": "sum", "swap": True}):
+        for t_dist, e_dist in ((None, None), cosine):
+            t = torch.nn.functional.triplet_margin_with_distance_loss(
+                *(torch.from_numpy(v) for v in (a, p, n)), distance_function=t_dist, **kwargs)
+            e = ember.nn.functional.triplet_margin_with_distance_loss(
+                *(ember.from_numpy(v) for v in (a, p, n)), distance_function=e_dist, **kwargs)
+            np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-5, atol=1e-6)
+            tm = torch.nn.TripletMarginWithDistanceLoss(distance_function=t_dist, **kwargs)
+            em = enn.TripletMarginWithDistanceLoss(distance_function=e_dist, **kwargs)
+            np.testing.assert_allclose(em(*(ember.from_numpy(v) for v in (a, p, n))).numpy(),
+                                       tm(*(torch.from_numpy(v) for v in (a, p, n))).numpy(), rtol=1e-5, atol=1e-6)
+    for bad in ({"margin": 0.0}, {"reduction": "avg"}):
+        with pytest.raises(ValueError) as te:
+            torch.nn.functional.triplet_margin_with_distance_loss(*(torch.from_numpy(v) for v in (a, p, n)), **bad)
+        with pytest.raises(ValueError) as ee:
+            ember.nn.functional.triplet_margin_with_distance_loss(*(ember.from_numpy(v) for v in (a, p, n)), **bad)
+        assert str(ee.value) == str(te.value)
+
+
+@pytest.mark.parametrize("cutoffs, head_bias", [([3], False), ([3, 6], True)])
+def test_adaptive_log_softmax_matches_torch(cutoffs, head_bias):
+    torch.manual_seed(0)
+    tm = torch.nn.AdaptiveLogSoftmaxWithLoss(16, 10, cutoffs, div_value=2.0, head_bias=head_bias)
+    em = enn.AdaptiveLogSoftmaxWithLoss(16, 10, cutoffs, div_value=2.0, head_bias=head_bias)
+    assert list(em.state_dict()) == list(tm.state_dict()) and repr(em) == repr(tm)
+    em.load_state_dict(_to_ember_state(tm.state_dict()))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((7, 16)).astype(np.float32)
+    y = np.array([0, 2, 3, 5, 6, 9, 1])
+    tx, ex = torch.from_numpy(x.copy()).requires_grad_(), ember.from_numpy(x.copy()).requires_grad_()
+    t_out, e_out = tm(tx, torch.from_numpy(y)), em(ex, ember.from_numpy(y))
+    np.testing.assert_allclose(e_out.output.detach().numpy(), t_out.output.detach().numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(float(e_out.loss), t_out.loss.item(), rtol=1e-6)
+    t_out.loss.backward()
+    e_out.loss.backward()
+    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-6)
+    for (tn, tp), (en, ep) in zip(tm.named_parameters(), em.named_parameters()):
+        assert tn == en
+        np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), rtol=1e-4, atol=1e-6, err_msg=tn)
+    np.testing.assert_allclose(em.log_prob(ex).detach().numpy(), tm.log_prob(tx).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_array_equal(em.predict(ex).numpy(), tm.predict(tx).numpy())
+
+
+def test_nll_loss_2d_and_lazy_instance_norm_match_torch():
+    with pytest.warns(FutureWarning):
+        tl = torch.nn.NLLLoss2d(ignore_index=1)
+    with pytest.warns(FutureWarning, match="NLLLoss2d"):
+        el = enn.NLLLoss2d(ignore_index=1)
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 4)).astype(np.float32)
+    y = np.random.default_rng(1).integers(0, 3, size=(2, 4, 4))
+    np.testing.assert_allclose(el(ember.from_numpy(x), ember.from_numpy(y)).numpy(),
+                               tl(torch.from_numpy(x), torch.from_numpy(y)).numpy(), rtol=1e-6)
+    for n, shape in ((1, (2, 3, 5)), (2, (2, 3, 4, 4)), (3, (2, 3, 2, 3, 3))):
+        tm = getattr(torch.nn, f"LazyInstanceNorm{n}d")()
+        em = getattr(enn, f"LazyInstanceNorm{n}d")()
+        a = np.random.default_rng(n).standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(em(ember.from_numpy(a)).detach().numpy(), tm(torch.from_numpy(a)).detach().numpy(),
+                                   rtol=1e-5, atol=1e-5)
+        assert type(em).__name__ == type(tm).__name__ and repr(em) == repr(tm)
+        assert list(em.state_dict()) == list(tm.state_dict())
+        np.testing.assert_allclose(em.running_var.numpy(), tm.running_var.numpy(), rtol=1e-5)
+
+
+# Layers built large enough that each parameter has hundreds of values to compare.
+INIT_CASES = [
+    ("Linear", (40, 30), {}),
+    ("Bilinear", (20, 15, 10), {}),
+    ("Conv1d", (8, 16, 5), {}),
+    ("Conv2d", (6, 12, 3), {"groups": 2}),
+    ("Conv3d", (4, 8, 3), {}),
+    ("ConvTranspose1d", (16, 8, 5), {}),
+    ("ConvTranspose2d", (12, 6, 3), {"groups": 3}),
+    ("ConvTranspose3d", (8, 4, 3), {}),
+    ("Embedding", (100, 16), {}),
+    ("EmbeddingBag", (100, 16), {}),
+    ("PReLU", (300,), {}),
+    ("BatchNorm2d", (300,), {}),
+    ("LayerNorm", (300,), {}),
+    ("GroupNorm", (3, 300), {}),
+    ("RMSNorm", (300,), {}),
+    ("InstanceNorm1d", (300,), {"affine": True, "track_running_stats": True}),
+    ("RNN", (20, 30), {"num_layers": 2}),
+    ("LSTM", (20, 30), {"proj_size": 10}),
+    ("GRUCell", (20, 30), {}),
+    ("MultiheadAttention", (32, 4), {"add_bias_kv": True, "kdim": 20, "vdim": 24}),
+    ("TransformerEncoderLayer", (32, 4), {"dim_feedforward": 64}),
+    ("AdaptiveLogSoftmaxWithLoss", (64, 40, [10, 20]), {}),
+]
+
+
+@pytest.mark.parametrize("case", INIT_CASES, ids=lambda c: c[0])
+def test_default_initialisation_distribution_matches_torch(case):
+    """Each parameter and buffer's default values come from the same distribution as torch's (two-sample
+    Kolmogorov-Smirnov test); constants (ones, zeros) are equal."""
+    from scipy import stats
+
+    name, args, kwargs = case
+    ember.manual_seed(0)
+    torch.manual_seed(0)
+    tm = getattr(torch.nn, name)(*args, **kwargs)
+    em = getattr(enn, name)(*args, **kwargs)
+    t_state, e_state = tm.state_dict(), em.state_dict()
+    assert list(e_state) == list(t_state)
+    for key, t_value in t_state.items():
+        t = t_value.detach().double().numpy().ravel()
+        e = e_state[key].detach().numpy().astype(np.float64).ravel()
+        assert e.shape == t.shape, key
+        if np.all(t == t[0]):  # a constant initialisation
+            np.testing.assert_array_equal(e, t, err_msg=key)
+            continue
+        assert stats.ks_2samp(e, t).pvalue > 1e-3, key

@@ -28,6 +28,7 @@ def _build(lib, ns):
             self.heads = ns.ModuleList([Leaf(), Leaf(), Leaf()])
             self.extra = ns.ParameterList([ns.Parameter(lib.ones(4))])
             self.table = ns.ModuleDict({"z": Leaf()})
+            self.named = ns.ParameterDict({"b": ns.Parameter(lib.ones(2)), "a": ns.Parameter(lib.zeros(1, 2))})
 
     return Net()
 

@@ -195,15 +195,82 @@ class BatchNorm3d(_BatchNorm):
 
 
 class SyncBatchNorm(_BatchNorm):
-    """Placeholder for cross-process batch norm: constructing it raises until ``ember.distributed``
-    exists.
+    """Batch norm whose statistics are meant to be reduced over every process of a group.
+
+    Until ``ember.distributed`` exists there is only one process, and like PyTorch's outside an
+    initialized process group it computes exactly what :class:`BatchNorm1d`/``2d``/``3d`` compute
+    (same parameters, buffers and state-dict keys), so models that use it build, train on one
+    process, save and load. Asking for synchronization (a ``process_group``) raises in training.
+
+    Args:
+        num_features (int): ``C`` of an ``(N, C, *)`` input.
+        eps, momentum, affine, track_running_stats, device, dtype, bias: as :class:`BatchNorm1d`.
+        process_group (optional): the group to synchronize over; any value but ``None`` raises
+            ``NotImplementedError`` in a training forward, since no process groups exist yet.
 
     Raises:
-        NotImplementedError: always (use :class:`BatchNorm1d`/``2d``/``3d`` on one process).
+        ValueError: the input has fewer than 2 dims.
+        NotImplementedError: a training forward with a ``process_group``.
+
+    Example:
+        >>> import ember
+        >>> ember.nn.SyncBatchNorm(3)(ember.randn(4, 3, 2)).shape
+        ember.Size([4, 3, 2])
     """
 
-    def __init__(self, *args, **kwargs):
-        raise NotImplementedError(
-            "SyncBatchNorm needs ember.distributed, which does not exist yet; "
-            "use BatchNorm1d/BatchNorm2d/BatchNorm3d for single-process training"
-        )
+    def __init__(
+        self,
+        num_features,
+        eps=1e-5,
+        momentum=0.1,
+        affine=True,
+        track_running_stats=True,
+        process_group=None,
+        device=None,
+        dtype=None,
+        *,
+        bias=True,
+    ):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
+        self.process_group = process_group
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected at least 2D input (got {input.dim()}D input)")
+
+    def forward(self, input):
+        if self.training and self.process_group is not None:
+            raise NotImplementedError(
+                "SyncBatchNorm cannot synchronize batch statistics across processes: ember.distributed does "
+                "not exist yet. Use process_group=None (single-process batch norm) or BatchNorm1d/2d/3d."
+            )
+        return super().forward(input)
+
+    @classmethod
+    def convert_sync_batchnorm(cls, module, process_group=None):
+        """Replace every ``BatchNorm*d`` in ``module`` (recursively) by a :class:`SyncBatchNorm` sharing
+        its parameters and buffers; returns the converted module (a new object for a top-level
+        batch norm, ``module`` itself otherwise).
+
+        Example:
+            >>> from ember import nn
+            >>> nn.SyncBatchNorm.convert_sync_batchnorm(nn.Sequential(nn.BatchNorm2d(3)))[0]
+            SyncBatchNorm(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)
+        """
+        converted = module
+        if isinstance(module, _BatchNorm) and not isinstance(module, SyncBatchNorm):
+            converted = cls(
+                module.num_features, module.eps, module.momentum, module.affine, module.track_running_stats,
+                process_group, bias=getattr(module, "bias", None) is not None or not module.affine,
+            )
+            if module.affine:
+                with ember.no_grad():
+                    converted.weight = module.weight
+                    converted.bias = module.bias
+            converted.running_mean = module.running_mean
+            converted.running_var = module.running_var
+            converted.num_batches_tracked = module.num_batches_tracked
+            converted.training = module.training
+        for name, child in module.named_children():
+            converted.add_module(name, cls.convert_sync_batchnorm(child, process_group))
+        return converted

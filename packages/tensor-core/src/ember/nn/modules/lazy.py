@@ -30,6 +30,7 @@ from ..parameter import UninitializedBuffer, UninitializedParameter, is_lazy
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, _BatchNorm, _NormBase
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .linear import Linear
+from .normalization import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, _InstanceNorm
 
 __all__ = [
     "LazyModuleMixin",
@@ -43,6 +44,9 @@ __all__ = [
     "LazyBatchNorm1d",
     "LazyBatchNorm2d",
     "LazyBatchNorm3d",
+    "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d",
+    "LazyInstanceNorm3d",
 ]
 
 
@@ -346,11 +350,15 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
         if not self.has_uninitialized_params() and self.num_features != 0:
             super().reset_parameters()
 
+    def _feature_dim(self, input):
+        return 1
+
     def initialize_parameters(self, input):
-        """Set ``num_features = input.shape[1]``, materialize the parameters and running statistics,
-        and initialize them (weight 1, bias 0, running mean 0, running variance 1)."""
+        """Set ``num_features`` to the input's channel count (dim 1, or dim 0 of an unbatched instance
+        norm input), materialize the parameters and running statistics, and initialize them
+        (weight 1, bias 0, running mean 0, running variance 1)."""
         if self.has_uninitialized_params():
-            self.num_features = input.shape[1]
+            self.num_features = input.shape[self._feature_dim(input)]
             with ember.no_grad():
                 if self.affine:
                     self.weight.materialize((self.num_features,))
@@ -405,3 +413,56 @@ class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 5:
             raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+
+
+class _LazyInstanceNorm(_LazyNormBase, _InstanceNorm):
+    def _feature_dim(self, input):
+        # Unbatched inputs have no N: the channels are dim 0.
+        return input.dim() - self._no_batch_dim
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm):
+    """An :class:`InstanceNorm1d` whose ``num_features`` is inferred from the input's channels;
+    arguments as :class:`InstanceNorm1d` without ``num_features`` (but ``affine=True`` and
+    ``track_running_stats=True`` by default, as in PyTorch); becomes an :class:`InstanceNorm1d`.
+
+    Raises:
+        ValueError: the input is not 2-D or 3-D.
+
+    Example:
+        >>> import ember
+        >>> m = ember.nn.LazyInstanceNorm1d()
+        >>> _ = m(ember.randn(2, 3, 5))
+        >>> type(m).__name__, m.num_features, m.weight.shape
+        ('InstanceNorm1d', 3, ember.Size([3]))
+    """
+
+    cls_to_become = InstanceNorm1d
+    _no_batch_dim = 2
+    _valid_dims = (2, 3)
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm):
+    """An :class:`InstanceNorm2d` with ``num_features`` inferred from the input; see
+    :class:`LazyInstanceNorm1d`.
+
+    Raises:
+        ValueError: the input is not 3-D or 4-D.
+    """
+
+    cls_to_become = InstanceNorm2d
+    _no_batch_dim = 3
+    _valid_dims = (3, 4)
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm):
+    """An :class:`InstanceNorm3d` with ``num_features`` inferred from the input; see
+    :class:`LazyInstanceNorm1d`.
+
+    Raises:
+        ValueError: the input is not 4-D or 5-D.
+    """
+
+    cls_to_become = InstanceNorm3d
+    _no_batch_dim = 4
+    _valid_dims = (4, 5)

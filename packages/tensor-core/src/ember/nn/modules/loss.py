@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import warnings
 
-import ember
-
 from .. import functional as F
 from .module import Module
 
 __all__ = [
     "L1Loss",
     "NLLLoss",
+    "NLLLoss2d",
     "PoissonNLLLoss",
     "GaussianNLLLoss",
     "KLDivLoss",
@@ -103,6 +102,23 @@ class NLLLoss(_WeightedLoss):
 
     def forward(self, input, target):
         return F.nll_loss(input, target, weight=self.weight, ignore_index=self.ignore_index, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """Deprecated name of :class:`NLLLoss` (which takes ``(N, C, H, W)`` inputs too), kept for old
+    code as PyTorch keeps it.
+
+    Warns:
+        FutureWarning: on construction.
+    """
+
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+        warnings.warn(
+            "`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement.",
+            FutureWarning,
+            stacklevel=2,
+        )
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class PoissonNLLLoss(_Loss):
@@ -414,18 +430,15 @@ class TripletMarginWithDistanceLoss(_Loss):
         self.swap = swap
 
     def forward(self, anchor, positive, negative):
-        if self.reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"{self.reduction} is not a valid value for reduction")
-        dist_pos = self.distance_function(anchor, positive)
-        dist_neg = self.distance_function(anchor, negative)
-        if self.swap:
-            dist_neg = ember.minimum(dist_neg, self.distance_function(positive, negative))
-        loss = (self.margin + dist_pos - dist_neg).clamp(min=0)
-        if self.reduction == "mean":
-            return loss.mean()
-        if self.reduction == "sum":
-            return loss.sum()
-        return loss
+        return F.triplet_margin_with_distance_loss(
+            anchor,
+            positive,
+            negative,
+            distance_function=self.distance_function,
+            margin=self.margin,
+            swap=self.swap,
+            reduction=self.reduction,
+        )
 
 
 class CTCLoss(_Loss):

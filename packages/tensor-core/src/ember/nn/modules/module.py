@@ -360,6 +360,32 @@ class Module:
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target, module, strict=False):
+        """Put ``module`` at the dotted path ``target`` (``"encoder.0"``), replacing what is there.
+
+        Args:
+            target (str): the path; its parent must exist.
+            module (Module): the new submodule.
+            strict (bool): refuse to create a new attribute (the last name must exist already).
+
+        Raises:
+            ValueError: an empty ``target``, or ``module`` is not a Module.
+            AttributeError: a missing parent or (with ``strict``) a missing last name; the last name
+                holds something that is not a Module.
+        """
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent_path, _, name = target.rpartition(".")
+        parent = self.get_submodule(parent_path)
+        if hasattr(parent, name):
+            if not isinstance(getattr(parent, name), Module):
+                raise AttributeError("`" + name + "` is not an nn.Module")
+        elif strict:
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        setattr(parent, name, module)
+
     def get_parameter(self, target):
         """The parameter at the dotted path ``target`` (``"layer.weight"``).
 
@@ -548,9 +574,10 @@ class Module:
                 memo.add(module)
                 yield name, module
 
-    def modules(self):
-        """Iterator over all modules of the tree, ``self`` first (pre-order), each once."""
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate=True):
+        """Iterator over all modules of the tree, ``self`` first (pre-order); a module reachable by
+        several paths comes once unless ``remove_duplicate=False``."""
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
@@ -639,6 +666,21 @@ class Module:
             if buf is not None:
                 self._buffers[key] = fn(buf)
         return self
+
+    def to_empty(self, *, device, recurse=True):
+        """Move parameters and buffers to ``device`` without copying their values (new, uninitialized
+        storage of the same shapes and dtypes); for modules built on the ``"meta"`` device, which
+        hold no values. Returns ``self``.
+
+        Example:
+            >>> from ember import nn
+            >>> nn.Linear(2, 3, device="meta").to_empty(device="cpu").weight.device
+            device(type='cpu')
+        """
+        from ... import empty
+
+        # ember.empty rather than empty_like: empty_like(meta_tensor, device=...) stays on meta today.
+        return self._apply(lambda t: empty(tuple(t.shape), dtype=t.dtype, device=device), recurse=recurse)
 
     def to(self, *args, **kwargs):
         """Move and/or cast parameters and buffers in place; returns ``self``.

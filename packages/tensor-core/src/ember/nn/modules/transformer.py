@@ -18,8 +18,9 @@ import ember
 
 from .. import functional as F
 from .. import init
+from .._mha_functional import _canonical_mask, _none_or_dtype
 from .activation import GELU, ReLU
-from .attention import MultiheadAttention, _canonical_mask, _none_or_dtype
+from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
 from .linear import Linear

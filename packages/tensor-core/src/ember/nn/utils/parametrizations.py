@@ -4,6 +4,7 @@
   ``parametrizations.<name>.original0`` and ``original1``.
 - :func:`spectral_norm`: ``w = W / sigma(W)``, ``sigma`` estimated by power iteration with the
   buffers ``parametrizations.<name>.0._u`` and ``_v``.
+- :func:`orthogonal`: ``w = Q(X)`` with orthonormal columns or rows (``ember/nn/utils/_orthogonal.py``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from __future__ import annotations
 from ..._tensor import Tensor
 from ..modules.module import Module
 from . import parametrize
+from ._orthogonal import orthogonal
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
 
 
 def _norm_except_dim(v, dim):
@@ -105,7 +107,7 @@ class _SpectralNorm(Module):
         self.dim = dim if dim >= 0 else dim + ndim
         self.eps = eps
         if ndim > 1:
-            # For ndim == 1 we do not need to approximate anything (see forward).
+            # A vector's spectral norm is its 2-norm: no singular vectors to track (see forward).
             self.n_power_iterations = n_power_iterations
             weight_mat = self._reshape_weight_to_matrix(weight.detach())
             h, w = weight_mat.shape
@@ -117,7 +119,7 @@ class _SpectralNorm(Module):
             self._power_method(weight_mat, 15)
 
     def _reshape_weight_to_matrix(self, weight):
-        # Precondition: weight.ndim > 1
+        # Only called for weights of 2 or more dims.
         if self.dim != 0:
             weight = weight.permute(self.dim, *(d for d in range(weight.dim()) if d != self.dim))
         return weight.flatten(1)
@@ -141,7 +143,7 @@ class _SpectralNorm(Module):
         from ..functional import normalize
 
         if weight.ndim == 1:
-            # Faster and more exact path, no need to approximate anything.
+            # A vector: divide by its exact 2-norm.
             return normalize(weight, dim=0, eps=self.eps)
         weight_mat = self._reshape_weight_to_matrix(weight)
         if self.training:

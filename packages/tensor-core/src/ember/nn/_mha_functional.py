@@ -1,0 +1,425 @@
+"""``ember.nn.functional.multi_head_attention_forward``: multi-head attention as one function of
+its inputs and weights, as in PyTorch. :class:`ember.nn.MultiheadAttention` holds the weights and
+calls it.
+
+The steps (in-projection, learned key/value biases, a zero attention position, mask canonicalisation
+and merging, scaled dot-product attention per head, out-projection) follow PyTorch's order, so that
+with the same weights both agree on outputs, attention weights and gradients. This is a Python
+composition of registry ops (like PyTorch's, it is not an op of its own): autograd, FX and dispatch
+modes see the ops it calls.
+
+Reference: Vaswani et al., "Attention Is All You Need" (2017), https://arxiv.org/abs/1706.03762.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import ember
+
+from ..overrides import handle_ember_function, has_ember_function
+from . import functional as F
+
+__all__ = ["multi_head_attention_forward"]
+
+
+# =====================================================================================================
+# Masks
+# =====================================================================================================
+
+
+def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_other=True):
+    """A bool mask (True = masked) as an additive float mask of ``target_type`` (-inf where True);
+    a float mask unchanged.
+
+    Raises:
+        AssertionError: the mask is neither bool nor floating point.
+    """
+    if mask is None:
+        return None
+    mask_dtype = mask.dtype
+    mask_is_float = mask.is_floating_point()
+    if mask_dtype is not ember.bool and not mask_is_float:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask_dtype is not other_type:
+        warnings.warn(
+            f"Support for mismatched {mask_name} and {other_name} is deprecated. Use same type for both instead.",
+            stacklevel=3,
+        )
+    if not mask_is_float:
+        mask = ember.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
+    return mask
+
+
+def _none_or_dtype(input):
+    if input is None:
+        return None
+    if isinstance(input, ember.Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or ember.Tensor")
+
+
+def _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads):
+    """Checks the ranks of the inputs; returns whether they are batched (3-D ``query``)."""
+    if query.dim() == 3:
+        if key.dim() != 3 or value.dim() != 3:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key` and `value` to be 3-D"
+                f" but found {key.dim()}-D and {value.dim()}-D tensors respectively"
+            )
+        if key_padding_mask is not None and key_padding_mask.dim() != 2:
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D"
+                f" but found {key_padding_mask.dim()}-D tensor instead"
+            )
+        if attn_mask is not None and attn_mask.dim() not in (2, 3):
+            raise AssertionError(
+                "For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D"
+                f" but found {attn_mask.dim()}-D tensor instead"
+            )
+        return True
+    if query.dim() == 2:
+        if key.dim() != 2 or value.dim() != 2:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key` and `value` to be 2-D"
+                f" but found {key.dim()}-D and {value.dim()}-D tensors respectively"
+            )
+        if key_padding_mask is not None and key_padding_mask.dim() != 1:
+            raise AssertionError(
+                "For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D"
+                f" but found {key_padding_mask.dim()}-D tensor instead"
+            )
+        if attn_mask is not None:
+            if attn_mask.dim() not in (2, 3):
+                raise AssertionError(
+                    "For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D"
+                    f" but found {attn_mask.dim()}-D tensor instead"
+                )
+            if attn_mask.dim() == 3:
+                expected_shape = (num_heads, query.shape[0], key.shape[0])
+                if tuple(attn_mask.shape) != expected_shape:
+                    raise AssertionError(
+                        f"Expected `attn_mask` shape to be {expected_shape} but got {attn_mask.shape}"
+                    )
+        return False
+    raise AssertionError(
+        f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query tensor"
+    )
+
+
+# =====================================================================================================
+# Functional forward
+# =====================================================================================================
+
+
+def _in_projection_packed(q, k, v, w, b=None):
+    """``q W_q^T + b_q``, ``k W_k^T + b_k``, ``v W_v^T + b_v`` with ``w = [W_q; W_k; W_v]`` stacked on dim 0."""
+    E = q.size(-1)
+    if k is v and q is k:
+        proj = F.linear(q, w, b)
+        proj = proj.unflatten(-1, (3, E))
+        return proj[..., 0, :], proj[..., 1, :], proj[..., 2, :]
+    w_q, w_k, w_v = w.chunk(3)
+    b_q = b_k = b_v = None
+    if b is not None:
+        b_q, b_k, b_v = b.chunk(3)
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
+    """Separate projections of query, key and value (``kdim``/``vdim`` different from ``embed_dim``)."""
+    Eq, Ek, Ev = q.size(-1), k.size(-1), v.size(-1)
+    for name, w, shape in (("query", w_q, (Eq, Eq)), ("key", w_k, (Eq, Ek)), ("value", w_v, (Eq, Ev))):
+        if tuple(w.shape) != shape:
+            raise AssertionError(f"expecting {name} weights shape of {shape}, but got {w.shape}")
+    for name, bias in (("query", b_q), ("key", b_k), ("value", b_v)):
+        if bias is not None and tuple(bias.shape) != (Eq,):
+            raise AssertionError(f"expecting {name} bias shape of {(Eq,)}, but got {bias.shape}")
+    return F.linear(q, w_q, b_q), F.linear(k, w_k, b_k), F.linear(v, w_v, b_v)
+
+
+def multi_head_attention_forward(
+    query,
+    key,
+    value,
+    embed_dim_to_check,
+    num_heads,
+    in_proj_weight,
+    in_proj_bias,
+    bias_k,
+    bias_v,
+    add_zero_attn,
+    dropout_p,
+    out_proj_weight,
+    out_proj_bias,
+    training=True,
+    key_padding_mask=None,
+    need_weights=True,
+    attn_mask=None,
+    use_separate_proj_weight=False,
+    q_proj_weight=None,
+    k_proj_weight=None,
+    v_proj_weight=None,
+    static_k=None,
+    static_v=None,
+    average_attn_weights=True,
+    is_causal=False,
+):
+    r"""Multi-head attention of sequence-first inputs with explicitly given weights.
+
+    ``softmax(Q_h K_h^T / sqrt(E / H) + mask) V_h`` for each head ``h``, with
+    ``Q = query W_q^T + b_q`` (``K``, ``V`` likewise) split into ``H`` heads of ``E / H`` features,
+    the heads concatenated and projected by ``out_proj_weight``/``out_proj_bias``. This is the
+    forward of :class:`ember.nn.MultiheadAttention`, which transposes batch-first inputs first.
+
+    Args:
+        query (Tensor): ``(L, N, E)``, or ``(L, E)`` unbatched (``L`` target length, ``N`` batch,
+            ``E`` = ``embed_dim_to_check``).
+        key (Tensor): ``(S, N, Ek)`` or ``(S, Ek)`` (``S`` source length).
+        value (Tensor): ``(S, N, Ev)`` or ``(S, Ev)``.
+        embed_dim_to_check (int): the expected ``E``; a different ``query.shape[-1]`` raises.
+        num_heads (int): ``H``; must divide ``E``.
+        in_proj_weight (Tensor, optional): ``(3E, E)``, ``[W_q; W_k; W_v]``; unused (may be ``None``)
+            with ``use_separate_proj_weight``.
+        in_proj_bias (Tensor, optional): ``(3E,)``, ``[b_q; b_k; b_v]``, or ``None``.
+        bias_k, bias_v (Tensor, optional): ``(1, 1, E)`` appended to the projected key and value
+            as one more source position (both or neither).
+        add_zero_attn (bool): append a zero key and value position.
+        dropout_p (float): dropout probability on the attention weights (when ``training``).
+        out_proj_weight (Tensor): ``(E, E)``.
+        out_proj_bias (Tensor, optional): ``(E,)`` or ``None``.
+        training (bool): apply dropout. Default ``True``.
+        key_padding_mask (Tensor, optional): ``(N, S)`` or ``(S,)``; bool (``True`` = ignore that key)
+            or float (added to the scores).
+        need_weights (bool): also return the attention weights. Default ``True``.
+        attn_mask (Tensor, optional): ``(L, S)`` or ``(N * H, L, S)``; bool (``True`` = not allowed)
+            or float (added to the scores).
+        use_separate_proj_weight (bool): project with ``q_proj_weight`` ``(E, E)``,
+            ``k_proj_weight`` ``(E, Ek)`` and ``v_proj_weight`` ``(E, Ev)`` instead of
+            ``in_proj_weight``. Default ``False``.
+        q_proj_weight, k_proj_weight, v_proj_weight (Tensor, optional): see above.
+        static_k, static_v (Tensor, optional): ``(N * H, S, E / H)``, used instead of the projected
+            key/value.
+        average_attn_weights (bool): average the returned weights over heads. Default ``True``.
+        is_causal (bool): hint that ``attn_mask`` is the causal mask; it is still required.
+
+    Returns:
+        tuple: ``(attn_output, attn_output_weights)``: ``(L, N, E)`` (``(L, E)`` unbatched); the
+        weights ``(N, L, S)`` (``(N, H, L, S)`` with ``average_attn_weights=False``, no ``N`` when
+        unbatched) when ``need_weights``, else ``None``. Same dtype as ``query``.
+
+    Raises:
+        AssertionError: inputs of mismatched ranks or shapes, a wrong ``embed_dim_to_check``,
+            ``E`` not divisible by ``num_heads``, a missing projection weight, or a mask that is
+            neither bool nor floating point (the error types PyTorch uses).
+        RuntimeError: ``is_causal`` without ``attn_mask``; an ``attn_mask`` of the wrong shape.
+
+    References:
+        Vaswani et al., "Attention Is All You Need", NeurIPS 2017, https://arxiv.org/abs/1706.03762
+
+    Example:
+        >>> import ember
+        >>> import ember.nn.functional as F
+        >>> E, H = 4, 2
+        >>> x = ember.randn(3, 1, E)  # (L, N, E)
+        >>> out, w = F.multi_head_attention_forward(
+        ...     x, x, x, E, H, ember.randn(3 * E, E), None, None, None, False, 0.0,
+        ...     ember.eye(E), None)
+        >>> out.shape, w.shape, bool(w.sum(-1).allclose(ember.ones(1, 3)))
+        (ember.Size([3, 1, 4]), ember.Size([1, 3, 3]), True)
+    """
+    tensors = (query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v, out_proj_weight, out_proj_bias)
+    if has_ember_function(tensors):
+        # Tensor subclasses and proxies see this call as one function, as in PyTorch.
+        return handle_ember_function(
+            multi_head_attention_forward,
+            [t for t in tensors if has_ember_function((t,))],
+            (query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias, bias_k, bias_v,
+             add_zero_attn, dropout_p, out_proj_weight, out_proj_bias),
+            dict(
+                training=training, key_padding_mask=key_padding_mask, need_weights=need_weights,
+                attn_mask=attn_mask, use_separate_proj_weight=use_separate_proj_weight,
+                q_proj_weight=q_proj_weight, k_proj_weight=k_proj_weight, v_proj_weight=v_proj_weight,
+                static_k=static_k, static_v=static_v, average_attn_weights=average_attn_weights,
+                is_causal=is_causal,
+            ),
+        )
+    is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
+    if not is_batched:
+        query = query.unsqueeze(1)
+        key = key.unsqueeze(1)
+        value = value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+
+    key_padding_mask = _canonical_mask(
+        key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask", query.dtype
+    )
+    if is_causal and attn_mask is None:
+        raise RuntimeError(
+            "Need attn_mask if specifying the is_causal hint. "
+            "You may use the Transformer module method "
+            "`generate_square_subsequent_mask` to create this mask."
+        )
+    if is_causal and key_padding_mask is None and not need_weights:
+        # The causal hint goes to scaled_dot_product_attention as is.
+        attn_mask = None
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False
+
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight:
+        if tuple(key.shape[:2]) != tuple(value.shape[:2]):
+            raise AssertionError(
+                f"key's sequence and batch dims {key.shape[:2]} do not match value's {value.shape[:2]}"
+            )
+    elif tuple(key.shape) != tuple(value.shape):
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+
+    # In-projection.
+    if not use_separate_proj_weight:
+        if in_proj_weight is None:
+            raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
+        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    else:
+        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
+            if w is None:
+                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
+        b_q = b_k = b_v = None
+        if in_proj_bias is not None:
+            b_q, b_k, b_v = in_proj_bias.chunk(3)
+        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
+
+    # attn_mask to 3-D.
+    if attn_mask is not None:
+        if attn_mask.dim() == 2:
+            correct_2d_size = (tgt_len, src_len)
+            if tuple(attn_mask.shape) != correct_2d_size:
+                raise RuntimeError(
+                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be {correct_2d_size}."
+                )
+            attn_mask = attn_mask.unsqueeze(0)
+        elif attn_mask.dim() == 3:
+            correct_3d_size = (bsz * num_heads, tgt_len, src_len)
+            if tuple(attn_mask.shape) != correct_3d_size:
+                raise RuntimeError(
+                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be {correct_3d_size}."
+                )
+        else:
+            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+    # Learned key/value biases: one more source position.
+    if bias_k is not None and bias_v is not None:
+        if static_k is not None:
+            raise AssertionError("bias cannot be added to static key.")
+        if static_v is not None:
+            raise AssertionError("bias cannot be added to static value.")
+        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
+        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+    elif bias_k is not None:
+        raise AssertionError("bias_k is set but bias_v is None")
+    elif bias_v is not None:
+        raise AssertionError("bias_v is set but bias_k is None")
+
+    # Heads into the batch dim: (N*H, len, head_dim).
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    if static_k is None:
+        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_k.size(0) != bsz * num_heads:
+            raise AssertionError(f"expecting static_k.size(0) of {bsz * num_heads}, but got {static_k.size(0)}")
+        if static_k.size(2) != head_dim:
+            raise AssertionError(f"expecting static_k.size(2) of {head_dim}, but got {static_k.size(2)}")
+        k = static_k
+    if static_v is None:
+        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    else:
+        if static_v.size(0) != bsz * num_heads:
+            raise AssertionError(f"expecting static_v.size(0) of {bsz * num_heads}, but got {static_v.size(0)}")
+        if static_v.size(2) != head_dim:
+            raise AssertionError(f"expecting static_v.size(2) of {head_dim}, but got {static_v.size(2)}")
+        v = static_v
+
+    # A zero key/value position.
+    if add_zero_attn:
+        zero_attn_shape = (bsz * num_heads, 1, head_dim)
+        k = ember.cat([k, ember.zeros(zero_attn_shape, dtype=k.dtype, device=k.device)], dim=1)
+        v = ember.cat([v, ember.zeros(zero_attn_shape, dtype=v.dtype, device=v.device)], dim=1)
+        if attn_mask is not None:
+            attn_mask = F.pad(attn_mask, (0, 1))
+        if key_padding_mask is not None:
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+
+    src_len = k.size(1)
+
+    # Merge the key padding mask into attn_mask: (N*H, 1, S), added.
+    if key_padding_mask is not None:
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(
+                f"Expected key_padded_mask.shape[1] to be {src_len}, but got {key_padding_mask.shape[1]}"
+            )
+        key_padding_mask = (
+            key_padding_mask.reshape(bsz, 1, 1, src_len)
+            .expand(-1, num_heads, -1, -1)
+            .reshape(bsz * num_heads, 1, src_len)
+        )
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+
+    if not training:
+        dropout_p = 0.0
+
+    if need_weights:
+        E = q.shape[-1]
+        q_scaled = q * math.sqrt(1.0 / float(E))
+        if is_causal and attn_mask is None:
+            raise AssertionError("FIXME: is_causal not implemented for need_weights")
+        if attn_mask is not None:
+            attn_output_weights = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            attn_output_weights = ember.bmm(q_scaled, k.transpose(-2, -1))
+        attn_output_weights = F.softmax(attn_output_weights, dim=-1)
+        if dropout_p > 0.0:
+            attn_output_weights = F.dropout(attn_output_weights, p=dropout_p)
+        attn_output = ember.bmm(attn_output_weights, v)
+        attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+        attn_output = attn_output.reshape(tgt_len, bsz, attn_output.size(1))
+        attn_output_weights = attn_output_weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            attn_output_weights = attn_output_weights.mean(dim=1)
+        if not is_batched:
+            attn_output = attn_output.squeeze(1)
+            attn_output_weights = attn_output_weights.squeeze(0)
+        return attn_output, attn_output_weights
+
+    if attn_mask is not None:
+        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
+    k = k.reshape(bsz, num_heads, src_len, head_dim)
+    v = v.reshape(bsz, num_heads, src_len, head_dim)
+    attn_output = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
+    attn_output = attn_output.reshape(tgt_len, bsz, attn_output.size(1))
+    if not is_batched:
+        attn_output = attn_output.squeeze(1)
+    return attn_output, None
