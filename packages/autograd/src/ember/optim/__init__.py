@@ -2,8 +2,10 @@
 
 Shipped by ember-autograd. Optimizers update parameters in place under
 ``ember.no_grad()`` from their ``.grad``; their ``state_dict()`` has PyTorch's
-layout. ``foreach``/``fused`` are accepted for compatibility: every optimizer
-runs a single-tensor loop of ember ops for now.
+layout. Each optimizer has a single-tensor loop and a multi-tensor path over the
+``ember._foreach_*`` list ops (``foreach=True``, the default for plain CPU tensors;
+the same bits); ``differentiable=True`` records the step with autograd;
+``fused=True`` raises (no fused kernels yet).
 """
 
 from __future__ import annotations

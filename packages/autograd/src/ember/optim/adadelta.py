@@ -9,7 +9,15 @@ from __future__ import annotations
 import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _evaluate_closure, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+from .optimizer import (
+    Optimizer,
+    _as_real,
+    _evaluate_closure,
+    _get_scalar_dtype,
+    _resolve_foreach,
+    _to_scalar,
+    _use_grad_for_differentiable,
+)
 
 __all__ = ["Adadelta", "adadelta"]
 
@@ -33,10 +41,12 @@ class Adadelta(Optimizer):
         rho (float, default 0.9): decay rate of the running averages.
         eps (float, default 1e-6): added inside the square roots.
         weight_decay (float, default 0): L2 penalty.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         capturable (bool, default False): accepted for compatibility.
         maximize (bool, default False): maximize the objective.
-        differentiable (bool, default False): run the step with autograd enabled.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
 
     Raises:
         ValueError: a negative ``lr``, ``eps`` or ``weight_decay``; ``rho`` outside ``[0, 1]``; a
@@ -120,13 +130,47 @@ class Adadelta(Optimizer):
                 eps=group["eps"],
                 weight_decay=group["weight_decay"],
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
 
-def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize):
-    """Functional Adadelta (PyTorch's ``torch.optim.adadelta.adadelta``, single-tensor form); see :class:`Adadelta`."""
-    lr = _to_scalar(lr)
+def adadelta(
+    params,
+    grads,
+    square_avgs,
+    acc_deltas,
+    state_steps,
+    foreach=None,
+    capturable=False,
+    maximize=False,
+    differentiable=False,
+    has_complex=False,
+    *,
+    lr,
+    rho,
+    eps,
+    weight_decay,
+):
+    """Functional Adadelta (PyTorch's ``torch.optim.adadelta.adadelta``); see :class:`Adadelta`.
+
+    Runs the multi-tensor path when ``foreach`` (None: the optimizer class's default), else the
+    single-tensor loop.
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    impl = _multi_tensor_adadelta if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adadelta
+    impl(
+        params, grads, square_avgs, acc_deltas, state_steps, lr=_to_scalar(lr), rho=rho, eps=eps,
+        weight_decay=weight_decay, maximize=maximize, differentiable=differentiable,
+    )
+
+
+def _single_tensor_adadelta(
+    params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize, differentiable
+):
     for param, grad, square_avg, acc_delta, step in zip(params, grads, square_avgs, acc_deltas, state_steps):
         step.add_(1)
         grad = grad if not maximize else -grad
@@ -145,3 +189,31 @@ def adadelta(params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, ep
         if is_complex_param:
             delta = ember.view_as_complex(delta)
         param.add_(delta, alpha=-lr)
+
+
+def _multi_tensor_adadelta(
+    params, grads, square_avgs, acc_deltas, state_steps, *, lr, rho, eps, weight_decay, maximize, differentiable
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    ember._foreach_add_(state_steps, 1)
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    if weight_decay != 0:
+        grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    grads, square_avgs, acc_deltas = _as_real(grads), _as_real(square_avgs), _as_real(acc_deltas)
+    ember._foreach_mul_(square_avgs, rho)
+    ember._foreach_addcmul_(square_avgs, grads, grads, 1 - rho)
+    stds = ember._foreach_add(square_avgs, eps)
+    ember._foreach_sqrt_(stds)
+    deltas = ember._foreach_add(acc_deltas, eps)
+    ember._foreach_sqrt_(deltas)
+    ember._foreach_div_(deltas, stds)
+    ember._foreach_mul_(deltas, grads)
+    ember._foreach_mul_(acc_deltas, rho)
+    ember._foreach_addcmul_(acc_deltas, deltas, deltas, 1 - rho)
+    deltas = [ember.view_as_complex(d) if p.is_complex() else d for p, d in zip(params, deltas)]
+    ember._foreach_add_(params, deltas, alpha=-lr)

@@ -11,9 +11,12 @@ from ember._tensor import Tensor
 
 from .optimizer import (
     Optimizer,
+    _as_real,
+    _check_fused,
     _evaluate_closure,
     _get_scalar_dtype,
     _get_value,
+    _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -41,14 +44,17 @@ class Adagrad(Optimizer):
         weight_decay (float, default 0): L2 penalty.
         initial_accumulator_value (float, default 0): initial value of the sums of squares.
         eps (float, default 1e-10): added to the denominator.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
-        differentiable (bool, default False): run the step with autograd enabled.
-        fused (bool, optional): accepted for compatibility; runs the same loop.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
+        fused (bool, optional): None or False; ``True`` raises (ember has no fused kernels).
 
     Raises:
         ValueError: a negative ``lr``, ``lr_decay``, ``weight_decay``, ``initial_accumulator_value``
             or ``eps``.
+        RuntimeError: ``fused=True``.
     """
 
     def __init__(
@@ -88,12 +94,8 @@ class Adagrad(Optimizer):
             "differentiable": differentiable,
             "fused": fused,
         }
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
-        if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
         for group in self.param_groups:
             for p in group["params"]:
@@ -142,24 +144,89 @@ class Adagrad(Optimizer):
                 lr_decay=group["lr_decay"],
                 eps=group["eps"],
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
 
-def adagrad(params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize):
-    """Functional Adagrad (PyTorch's ``torch.optim.adagrad.adagrad``, single-tensor form); see :class:`Adagrad`."""
-    lr = _to_scalar(lr)
+def adagrad(
+    params,
+    grads,
+    state_sums,
+    state_steps,
+    fused=None,
+    grad_scale=None,
+    found_inf=None,
+    has_sparse_grad=False,
+    foreach=None,
+    differentiable=False,
+    has_complex=False,
+    *,
+    lr,
+    weight_decay,
+    lr_decay,
+    eps,
+    maximize,
+):
+    """Functional Adagrad (PyTorch's ``torch.optim.adagrad.adagrad``); see :class:`Adagrad`.
+
+    ``grad_scale``, ``found_inf``, ``has_sparse_grad`` and ``has_complex`` are accepted for PyTorch's signature.
+    Runs the multi-tensor path when ``foreach`` (None: :class:`Adagrad`'s default), else the
+    single-tensor loop.
+
+    Raises:
+        RuntimeError: ``fused=True``.
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    _check_fused(fused, foreach, differentiable)
+    impl = _multi_tensor_adagrad if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adagrad
+    impl(
+        params, grads, state_sums, state_steps, lr=_to_scalar(lr), weight_decay=weight_decay, lr_decay=lr_decay,
+        eps=eps, maximize=maximize, differentiable=differentiable,
+    )
+
+
+def _clr(lr, lr_decay, step_t):
+    return lr / (1 + (_get_value(step_t) - 1) * lr_decay)
+
+
+def _single_tensor_adagrad(
+    params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize, differentiable
+):
     for param, grad, state_sum, step_t in zip(params, grads, state_sums, state_steps):
         step_t.add_(1)
-        step = _get_value(step_t)
         grad = grad if not maximize else -grad
         if weight_decay != 0:
             grad = grad.add(param, alpha=weight_decay)
-        clr = lr / (1 + (step - 1) * lr_decay)
+        clr = _clr(lr, lr_decay, step_t)
         if param.is_complex():
             param = ember.view_as_real(param)
             grad = ember.view_as_real(grad)
             state_sum = ember.view_as_real(state_sum)
         state_sum.addcmul_(grad, grad, value=1)
-        std = state_sum.sqrt().add_(eps)
+        std = state_sum.sqrt()
+        # differentiable: sqrt's node keeps its result, which an in-place add would overwrite
+        std = std + eps if differentiable else std.add_(eps)
         param.addcdiv_(grad, std, value=-clr)
+
+
+def _multi_tensor_adagrad(
+    params, grads, state_sums, state_steps, *, lr, weight_decay, lr_decay, eps, maximize, differentiable
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    ember._foreach_add_(state_steps, 1)
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    if weight_decay != 0:
+        grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    clrs = [-_clr(lr, lr_decay, step_t) for step_t in state_steps]
+    params, grads, state_sums = _as_real(params), _as_real(grads), _as_real(state_sums)
+    ember._foreach_addcmul_(state_sums, grads, grads, 1)
+    stds = ember._foreach_sqrt(state_sums)
+    ember._foreach_add_(stds, eps)
+    ember._foreach_addcdiv_(params, grads, stds, clrs)

@@ -13,9 +13,13 @@ from ember._tensor import Tensor
 
 from .optimizer import (
     Optimizer,
+    _as_real,
+    _check_fused,
     _evaluate_closure,
     _get_scalar_dtype,
     _get_value,
+    _lr_value,
+    _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -47,17 +51,20 @@ class Adam(Optimizer):
         eps (float, default 1e-8): added to the denominator.
         weight_decay (float, default 0): L2 penalty (or decoupled decay, see below).
         amsgrad (bool, default False): use the AMSGrad variant.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
         capturable (bool, default False): accepted for compatibility (no CUDA graphs in ember).
-        differentiable (bool, default False): run the step with autograd enabled.
-        fused (bool, optional): accepted for compatibility; runs the same loop.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps, and for ``lr``, when it is a tensor that requires
+            grad); parameters may then be non-leaf tensors.
+        fused (bool, optional): None or False; ``True`` raises (ember has no fused kernels).
         decoupled_weight_decay (bool, default False): AdamW's decoupled weight decay.
 
     Raises:
         ValueError: a negative ``lr``, ``eps`` or ``weight_decay``, a beta outside ``[0, 1)``,
             betas of mixed types, a tensor ``lr``/beta with more than one element.
-        RuntimeError: ``fused`` with ``differentiable`` or with ``foreach``.
+        RuntimeError: ``fused=True`` (with PyTorch's message when combined with ``differentiable`` or ``foreach``).
     """
 
     def __init__(
@@ -91,12 +98,8 @@ class Adam(Optimizer):
             "fused": fused,
             "decoupled_weight_decay": decoupled_weight_decay,
         }
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
-        if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -162,6 +165,8 @@ class Adam(Optimizer):
                 eps=group["eps"],
                 maximize=group["maximize"],
                 decoupled_weight_decay=group["decoupled_weight_decay"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
@@ -203,6 +208,14 @@ def adam(
     exp_avg_sqs,
     max_exp_avg_sqs,
     state_steps,
+    foreach=None,
+    capturable=False,
+    differentiable=False,
+    fused=None,
+    grad_scale=None,
+    found_inf=None,
+    has_complex=False,
+    decoupled_weight_decay=False,
     *,
     amsgrad,
     beta1,
@@ -211,13 +224,33 @@ def adam(
     weight_decay,
     eps,
     maximize,
-    decoupled_weight_decay=False,
 ):
-    """Functional Adam (PyTorch's ``torch.optim.adam.adam``, single-tensor form); see :class:`Adam`.
+    """Functional Adam (PyTorch's ``torch.optim.adam.adam``); see :class:`Adam`.
 
-    Updates ``params``, the moment tensors and the ``state_steps`` tensors in place.
+    Updates ``params``, the moment tensors and the ``state_steps`` tensors in place, with the
+    multi-tensor path when ``foreach`` (None: :class:`Adam`'s default), else the single-tensor loop.
+    ``capturable``, ``grad_scale``, ``found_inf`` and ``has_complex`` are accepted for PyTorch's signature.
+
+    Raises:
+        RuntimeError: ``fused=True``; ``grad_scale``/``found_inf`` given.
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
+    _check_fused(fused, foreach, differentiable)
+    if grad_scale is not None or found_inf is not None:
+        raise RuntimeError("grad_scale and found_inf are only used by fused kernels, which ember does not have")
+    impl = _multi_tensor_adam if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adam
+    impl(
+        params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=amsgrad, beta1=beta1,
+        beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize,
+        decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable,
+    )
+
+
+def _single_tensor_adam(
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
+    weight_decay, eps, maximize, decoupled_weight_decay, differentiable,
+):
+    lr, beta1, beta2 = _lr_value(lr, differentiable), _to_scalar(beta1), _to_scalar(beta2)
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         exp_avg = exp_avgs[i]
@@ -248,15 +281,64 @@ def adam(
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.lerp_(grad.square(), 1 - beta2)
 
-        step = _get_value(step_t)
-        bias_correction1 = 1 - beta1**step
-        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
-        step_size = lr / bias_correction1 * bias_correction2_sqrt
+        step_size, eps_term = _step_scalars(_get_value(step_t), lr, beta1, beta2, eps)
 
         if amsgrad:
-            max_exp_avg_sq.copy_(ember.maximum(max_exp_avg_sq, exp_avg_sq))
-            denom = max_exp_avg_sq.sqrt() + eps * bias_correction2_sqrt
+            if differentiable:  # maximum's node keeps its inputs, which this copy_ and later lerp_s overwrite
+                max_exp_avg_sq.copy_(ember.maximum(max_exp_avg_sq.clone(), exp_avg_sq.clone()))
+            else:
+                max_exp_avg_sq.copy_(ember.maximum(max_exp_avg_sq, exp_avg_sq))
+            denom = max_exp_avg_sq.sqrt() + eps_term
         else:
-            denom = exp_avg_sq.sqrt() + eps * bias_correction2_sqrt
+            denom = exp_avg_sq.sqrt() + eps_term
 
-        param.addcdiv_(exp_avg, denom, value=-step_size)
+        # differentiable: addcdiv's node keeps exp_avg, which the next step's lerp_ overwrites
+        if isinstance(step_size, Tensor):  # differentiable, with a gradient for lr
+            param.addcmul_(exp_avg.clone() / denom, step_size, value=-1)
+        else:
+            param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom, value=-step_size)
+
+
+def _step_scalars(step, lr, beta1, beta2, eps):
+    """(step size, eps term) of step ``step``: ``lr * sqrt(1 - beta2**t) / (1 - beta1**t)`` and
+    ``eps * sqrt(1 - beta2**t)``, Python floats (both paths compute them alike: the same bits)."""
+    bias_correction1 = 1 - beta1**step
+    bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+    return lr / bias_correction1 * bias_correction2_sqrt, eps * bias_correction2_sqrt
+
+
+def _multi_tensor_adam(
+    params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, *, amsgrad, beta1, beta2, lr,
+    weight_decay, eps, maximize, decoupled_weight_decay, differentiable,
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
+    params, grads, exp_avgs, exp_avg_sqs = _as_real(params), _as_real(grads), _as_real(exp_avgs), _as_real(exp_avg_sqs)
+    if amsgrad:
+        max_exp_avg_sqs = _as_real(max_exp_avg_sqs)
+    if maximize:
+        grads = ember._foreach_neg(grads)
+
+    ember._foreach_add_(state_steps, 1)
+
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            ember._foreach_mul_(params, 1 - lr * weight_decay)
+        else:
+            grads = ember._foreach_add(grads, params, alpha=weight_decay)
+
+    ember._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    ember._foreach_lerp_(exp_avg_sqs, [g.square() for g in grads], 1 - beta2)
+
+    scalars = [_step_scalars(_get_value(step_t), lr, beta1, beta2, eps) for step_t in state_steps]
+    if amsgrad:
+        ember._foreach_maximum_(max_exp_avg_sqs, exp_avg_sqs)
+        denoms = ember._foreach_sqrt(max_exp_avg_sqs)
+    else:
+        denoms = ember._foreach_sqrt(exp_avg_sqs)
+    ember._foreach_add_(denoms, [eps_term for _, eps_term in scalars])
+    ember._foreach_addcdiv_(params, exp_avgs, denoms, [-step_size for step_size, _ in scalars])

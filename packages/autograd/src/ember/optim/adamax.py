@@ -11,9 +11,11 @@ from ember._tensor import Tensor
 
 from .optimizer import (
     Optimizer,
+    _as_real,
     _evaluate_closure,
     _get_scalar_dtype,
     _get_value,
+    _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -39,9 +41,11 @@ class Adamax(Optimizer):
         betas (tuple[float, float], default (0.9, 0.999)): decay rates of m and u.
         eps (float, default 1e-8): added to ``|g|`` for numerical stability.
         weight_decay (float, default 0): L2 penalty.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
-        differentiable (bool, default False): run the step with autograd enabled.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
         capturable (bool, default False): accepted for compatibility.
 
     Raises:
@@ -130,13 +134,46 @@ class Adamax(Optimizer):
                 lr=group["lr"],
                 weight_decay=group["weight_decay"],
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
 
-def adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2, lr, weight_decay, maximize):
-    """Functional Adamax (PyTorch's ``torch.optim.adamax.adamax``, single-tensor form); see :class:`Adamax`."""
-    lr = _to_scalar(lr)
+def adamax(
+    params,
+    grads,
+    exp_avgs,
+    exp_infs,
+    state_steps,
+    foreach=None,
+    maximize=False,
+    differentiable=False,
+    *,
+    eps,
+    beta1,
+    beta2,
+    lr,
+    weight_decay,
+):
+    """Functional Adamax (PyTorch's ``torch.optim.adamax.adamax``); see :class:`Adamax`.
+
+    Runs the multi-tensor path when ``foreach`` (None: the optimizer class's default), else the
+    single-tensor loop.
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    impl = _multi_tensor_adamax if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adamax
+    impl(
+        params, grads, exp_avgs, exp_infs, state_steps, eps=eps, beta1=beta1, beta2=beta2, lr=_to_scalar(lr),
+        weight_decay=weight_decay, maximize=maximize, differentiable=differentiable,
+    )
+
+
+def _single_tensor_adamax(
+    params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2, lr, weight_decay, maximize, differentiable
+):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         exp_avg = exp_avgs[i]
@@ -151,7 +188,37 @@ def adamax(params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2,
             exp_avg = ember.view_as_real(exp_avg)
             exp_inf = ember.view_as_real(exp_inf)
         exp_avg.lerp_(grad, 1 - beta1)
-        exp_inf.copy_(ember.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-        bias_correction = 1 - beta1 ** _get_value(step_t)
-        clr = lr / bias_correction
-        param.addcdiv_(exp_avg, exp_inf, value=-clr)
+        norm = grad.abs().add_(eps)
+        if differentiable:
+            # maximum's and addcdiv's nodes keep their inputs: hand them tensors no later step overwrites
+            exp_inf.copy_(ember.maximum(exp_inf.mul(beta2), norm))
+            param.addcdiv_(exp_avg.clone(), exp_inf.clone(), value=-_step_size(lr, beta1, step_t))
+        else:
+            exp_inf.copy_(ember.maximum(exp_inf.mul_(beta2), norm))
+            param.addcdiv_(exp_avg, exp_inf, value=-_step_size(lr, beta1, step_t))
+
+
+def _step_size(lr, beta1, step_t):
+    return lr / (1 - beta1 ** _get_value(step_t))
+
+
+def _multi_tensor_adamax(
+    params, grads, exp_avgs, exp_infs, state_steps, *, eps, beta1, beta2, lr, weight_decay, maximize, differentiable
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    ember._foreach_add_(state_steps, 1)
+    if weight_decay != 0:
+        grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    params, grads, exp_avgs, exp_infs = _as_real(params), _as_real(grads), _as_real(exp_avgs), _as_real(exp_infs)
+    ember._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    norms = ember._foreach_abs(grads)
+    ember._foreach_add_(norms, eps)
+    ember._foreach_mul_(exp_infs, beta2)
+    ember._foreach_maximum_(exp_infs, norms)
+    ember._foreach_addcdiv_(params, exp_avgs, exp_infs, [-_step_size(lr, beta1, step_t) for step_t in state_steps])

@@ -12,9 +12,11 @@ from ember._tensor import Tensor
 
 from .optimizer import (
     Optimizer,
+    _as_real,
     _evaluate_closure,
     _get_scalar_dtype,
     _get_value,
+    _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -46,10 +48,12 @@ class NAdam(Optimizer):
         weight_decay (float, default 0): weight decay (L2 penalty, or decoupled).
         momentum_decay (float, default 4e-3): momentum decay ``psi``.
         decoupled_weight_decay (bool, default False): AdamW-style decay (NAdamW).
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
         capturable (bool, default False): accepted for compatibility.
-        differentiable (bool, default False): run the step with autograd enabled.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
 
     Raises:
         ValueError: a negative ``lr``, ``eps``, ``weight_decay`` or ``momentum_decay``; a beta
@@ -157,6 +161,8 @@ class NAdam(Optimizer):
                 eps=group["eps"],
                 decoupled_weight_decay=group["decoupled_weight_decay"],
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
@@ -168,6 +174,12 @@ def nadam(
     exp_avg_sqs,
     mu_products,
     state_steps,
+    decoupled_weight_decay=False,
+    foreach=None,
+    capturable=False,
+    differentiable=False,
+    has_complex=False,
+    maximize=False,
     *,
     beta1,
     beta2,
@@ -175,11 +187,32 @@ def nadam(
     weight_decay,
     momentum_decay,
     eps,
-    decoupled_weight_decay=False,
-    maximize=False,
 ):
-    """Functional NAdam (PyTorch's ``torch.optim.nadam.nadam``, single-tensor form); see :class:`NAdam`."""
-    lr = _to_scalar(lr)
+    """Functional NAdam (PyTorch's ``torch.optim.nadam.nadam``); see :class:`NAdam`.
+
+    Runs the multi-tensor path when ``foreach`` (None: the optimizer class's default), else the
+    single-tensor loop.
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    impl = _multi_tensor_nadam if _resolve_foreach(foreach, differentiable, params) else _single_tensor_nadam
+    impl(
+        params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, beta1=beta1, beta2=beta2, lr=_to_scalar(lr),
+        weight_decay=weight_decay, momentum_decay=momentum_decay, eps=eps,
+        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, differentiable=differentiable,
+    )
+
+
+def _mu(beta1, momentum_decay, step):
+    """NAdam's momentum coefficient of step ``step``: ``beta1 * (1 - 0.5 * 0.96 ** (step * momentum_decay))``."""
+    return beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+
+
+def _single_tensor_nadam(
+    params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, beta1, beta2, lr, weight_decay,
+    momentum_decay, eps, decoupled_weight_decay, maximize, differentiable,
+):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         exp_avg = exp_avgs[i]
@@ -202,16 +235,55 @@ def nadam(
             else:
                 grad = grad.add(param, alpha=weight_decay)
 
-        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
-        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu = _mu(beta1, momentum_decay, step)
+        mu_next = _mu(beta1, momentum_decay, step + 1)
         mu_product.mul_(mu)
 
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         denom = exp_avg_sq.div(bias_correction2).sqrt()
+        # differentiable: sqrt's node keeps its result, addcdiv's keeps exp_avg; neither may be overwritten
+        denom = denom + eps if differentiable else denom.add_(eps)
 
         mu_product_value = _get_value(mu_product)
         mu_product_next = mu_product_value * mu_next
-        denom.add_(eps)
         param.addcdiv_(grad, denom, value=(-lr * (1.0 - mu) / (1.0 - mu_product_value)))
-        param.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product_next))
+        param.addcdiv_(exp_avg.clone() if differentiable else exp_avg, denom,
+                       value=(-lr * mu_next) / (1.0 - mu_product_next))
+
+
+def _multi_tensor_nadam(
+    params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, *, beta1, beta2, lr, weight_decay,
+    momentum_decay, eps, decoupled_weight_decay, maximize, differentiable,
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    params, grads, exp_avgs, exp_avg_sqs = _as_real(params), _as_real(grads), _as_real(exp_avgs), _as_real(exp_avg_sqs)
+    ember._foreach_add_(state_steps, 1)
+    steps = [_get_value(step_t) for step_t in state_steps]
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            ember._foreach_mul_(params, 1 - lr * weight_decay)
+        else:
+            grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    mus = [_mu(beta1, momentum_decay, step) for step in steps]
+    mu_nexts = [_mu(beta1, momentum_decay, step + 1) for step in steps]
+    ember._foreach_mul_(mu_products, mus)
+
+    ember._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    ember._foreach_mul_(exp_avg_sqs, beta2)
+    ember._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    denoms = ember._foreach_div(exp_avg_sqs, [1 - beta2**step for step in steps])
+    ember._foreach_sqrt_(denoms)
+    ember._foreach_add_(denoms, eps)
+
+    products = [_get_value(mu_product) for mu_product in mu_products]
+    grad_values = [-lr * (1.0 - mu) / (1.0 - product) for mu, product in zip(mus, products)]
+    avg_values = [(-lr * mu_next) / (1.0 - product * mu_next) for mu_next, product in zip(mu_nexts, products)]
+    ember._foreach_addcdiv_(params, grads, denoms, grad_values)
+    ember._foreach_addcdiv_(params, exp_avgs, denoms, avg_values)

@@ -12,9 +12,11 @@ from ember._tensor import Tensor
 
 from .optimizer import (
     Optimizer,
+    _as_real,
     _evaluate_closure,
     _get_scalar_dtype,
     _get_value,
+    _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -47,10 +49,12 @@ class RAdam(Optimizer):
         eps (float, default 1e-8): added to the denominator.
         weight_decay (float, default 0): weight decay (L2 penalty, or decoupled).
         decoupled_weight_decay (bool, default False): AdamW-style decay (RAdamW).
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
         capturable (bool, default False): accepted for compatibility.
-        differentiable (bool, default False): run the step with autograd enabled.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
 
     Raises:
         ValueError: a negative ``lr``, ``eps`` or ``weight_decay``; a beta outside ``[0, 1)``; a
@@ -149,6 +153,8 @@ class RAdam(Optimizer):
                 eps=group["eps"],
                 maximize=group["maximize"],
                 decoupled_weight_decay=group["decoupled_weight_decay"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
@@ -159,17 +165,52 @@ def radam(
     exp_avgs,
     exp_avg_sqs,
     state_steps,
+    decoupled_weight_decay=False,
+    foreach=None,
+    capturable=False,
+    differentiable=False,
+    has_complex=False,
+    maximize=False,
     *,
     beta1,
     beta2,
     lr,
     weight_decay,
     eps,
-    maximize=False,
-    decoupled_weight_decay=False,
 ):
-    """Functional RAdam (PyTorch's ``torch.optim.radam.radam``, single-tensor form); see :class:`RAdam`."""
-    lr = _to_scalar(lr)
+    """Functional RAdam (PyTorch's ``torch.optim.radam.radam``); see :class:`RAdam`.
+
+    Runs the multi-tensor path when ``foreach`` (None: the optimizer class's default), else the
+    single-tensor loop.
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    impl = _multi_tensor_radam if _resolve_foreach(foreach, differentiable, params) else _single_tensor_radam
+    impl(
+        params, grads, exp_avgs, exp_avg_sqs, state_steps, beta1=beta1, beta2=beta2, lr=_to_scalar(lr),
+        weight_decay=weight_decay, eps=eps, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
+        differentiable=differentiable,
+    )
+
+
+def _radam_step(step, lr, beta1, beta2):
+    """(rectified, step size) of step ``step``: with the variance rectified (``rho_t > 5``) the update is
+    ``-step_size * m / (sqrt(v) + eps)``, else ``-step_size * m`` (SGD with momentum)."""
+    bias_correction1 = 1 - beta1**step
+    bias_correction2 = 1 - beta2**step
+    rho_inf = 2 / (1 - beta2) - 1
+    rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+    if rho_t > 5.0:
+        rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+        return True, lr * rect * bias_correction2**0.5 / bias_correction1
+    return False, lr / bias_correction1
+
+
+def _single_tensor_radam(
+    params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr, weight_decay, eps, maximize,
+    decoupled_weight_decay, differentiable,
+):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         exp_avg = exp_avgs[i]
@@ -182,8 +223,6 @@ def radam(
             exp_avg_sq = ember.view_as_real(exp_avg_sq)
 
         step_t.add_(1)
-        step = _get_value(step_t)
-
         if weight_decay != 0:
             if decoupled_weight_decay:
                 param.mul_(1 - lr * weight_decay)
@@ -193,16 +232,46 @@ def radam(
         exp_avg.lerp_(grad, 1 - beta1)
         exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
 
-        bias_correction1 = 1 - beta1**step
-        bias_correction2 = 1 - beta2**step
-        bias_corrected_exp_avg = exp_avg / bias_correction1
-
-        rho_inf = 2 / (1 - beta2) - 1
-        rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
-
-        if rho_t > 5.0:
-            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-            adaptive_lr = (bias_correction2**0.5) / exp_avg_sq.sqrt().add_(eps)
-            param.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+        rectified, step_size = _radam_step(_get_value(step_t), lr, beta1, beta2)
+        # differentiable: addcdiv's node keeps exp_avg, sqrt's its result; neither may be overwritten
+        avg = exp_avg.clone() if differentiable else exp_avg
+        if rectified:
+            denom = exp_avg_sq.sqrt()
+            denom = denom + eps if differentiable else denom.add_(eps)
+            param.addcdiv_(avg, denom, value=-step_size)
         else:
-            param.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+            param.add_(avg, alpha=-step_size)
+
+
+def _multi_tensor_radam(
+    params, grads, exp_avgs, exp_avg_sqs, state_steps, *, beta1, beta2, lr, weight_decay, eps, maximize,
+    decoupled_weight_decay, differentiable,
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    params, grads, exp_avgs, exp_avg_sqs = _as_real(params), _as_real(grads), _as_real(exp_avgs), _as_real(exp_avg_sqs)
+    ember._foreach_add_(state_steps, 1)
+    if weight_decay != 0:
+        if decoupled_weight_decay:
+            ember._foreach_mul_(params, 1 - lr * weight_decay)
+        else:
+            grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    ember._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    ember._foreach_mul_(exp_avg_sqs, beta2)
+    ember._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+
+    plans = [_radam_step(_get_value(step_t), lr, beta1, beta2) for step_t in state_steps]
+    rect = [i for i, (rectified, _) in enumerate(plans) if rectified]
+    plain = [i for i, (rectified, _) in enumerate(plans) if not rectified]
+    if rect:
+        denoms = ember._foreach_sqrt([exp_avg_sqs[i] for i in rect])
+        ember._foreach_add_(denoms, eps)
+        ember._foreach_addcdiv_([params[i] for i in rect], [exp_avgs[i] for i in rect], denoms,
+                                [-plans[i][1] for i in rect])
+    for i in plain:  # no list op: add_ takes one alpha for the whole list
+        params[i].add_(exp_avgs[i], alpha=-plans[i][1])

@@ -9,7 +9,15 @@ from __future__ import annotations
 import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _evaluate_closure, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+from .optimizer import (
+    Optimizer,
+    _as_real,
+    _evaluate_closure,
+    _get_scalar_dtype,
+    _resolve_foreach,
+    _to_scalar,
+    _use_grad_for_differentiable,
+)
 
 __all__ = ["RMSprop", "rmsprop"]
 
@@ -38,9 +46,11 @@ class RMSprop(Optimizer):
         momentum (float, default 0): momentum factor.
         centered (bool, default False): normalize by an estimate of the gradient's variance.
         capturable (bool, default False): accepted for compatibility.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
-        differentiable (bool, default False): run the step with autograd enabled.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
 
     Raises:
         ValueError: a negative ``lr``, ``eps``, ``momentum``, ``weight_decay`` or ``alpha``.
@@ -146,6 +156,8 @@ class RMSprop(Optimizer):
                 momentum=group["momentum"],
                 centered=group["centered"],
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
@@ -157,6 +169,11 @@ def rmsprop(
     grad_avgs,
     momentum_buffer_list,
     state_steps,
+    foreach=None,
+    maximize=False,
+    differentiable=False,
+    capturable=False,
+    has_complex=False,
     *,
     lr,
     alpha,
@@ -164,10 +181,27 @@ def rmsprop(
     weight_decay,
     momentum,
     centered,
-    maximize,
 ):
-    """Functional RMSprop (PyTorch's ``torch.optim.rmsprop.rmsprop``, single-tensor form); see :class:`RMSprop`."""
-    lr = _to_scalar(lr)
+    """Functional RMSprop (PyTorch's ``torch.optim.rmsprop.rmsprop``); see :class:`RMSprop`.
+
+    Runs the multi-tensor path when ``foreach`` (None: the optimizer class's default), else the
+    single-tensor loop.
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    impl = _multi_tensor_rmsprop if _resolve_foreach(foreach, differentiable, params) else _single_tensor_rmsprop
+    impl(
+        params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr=_to_scalar(lr), alpha=alpha,
+        eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered, maximize=maximize,
+        differentiable=differentiable,
+    )
+
+
+def _single_tensor_rmsprop(
+    params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha, eps, weight_decay,
+    momentum, centered, maximize, differentiable,
+):
     for i, param in enumerate(params):
         step = state_steps[i]
         grad = grads[i] if not maximize else -grads[i]
@@ -188,10 +222,13 @@ def rmsprop(
             if is_complex_param:
                 grad_avg = ember.view_as_real(grad_avg)
             grad_avg.lerp_(grad, 1 - alpha)
-            avg = square_avg.addcmul(grad_avg, grad_avg, value=-1).sqrt_()
+            # differentiable: addcmul's node keeps grad_avg, which the next step's lerp_ overwrites
+            centre = grad_avg.clone() if differentiable else grad_avg
+            avg = square_avg.addcmul(centre, centre, value=-1).sqrt_()
         else:
             avg = square_avg.sqrt()
-        avg = avg.add_(eps)
+        # differentiable: sqrt's node keeps its result, which an in-place add would overwrite
+        avg = avg.add(eps) if differentiable else avg.add_(eps)
 
         if momentum > 0:
             buf = momentum_buffer_list[i]
@@ -201,3 +238,37 @@ def rmsprop(
             param.add_(buf, alpha=-lr)
         else:
             param.addcdiv_(grad, avg, value=-lr)
+
+
+def _multi_tensor_rmsprop(
+    params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, *, lr, alpha, eps, weight_decay,
+    momentum, centered, maximize, differentiable,
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    ember._foreach_add_(state_steps, 1)
+    if weight_decay != 0:
+        grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    params, grads, square_avgs = _as_real(params), _as_real(grads), _as_real(square_avgs)
+    ember._foreach_mul_(square_avgs, alpha)
+    ember._foreach_addcmul_(square_avgs, grads, grads, 1 - alpha)
+    if centered:
+        grad_avgs = _as_real(grad_avgs)
+        ember._foreach_lerp_(grad_avgs, grads, 1 - alpha)
+        avgs = ember._foreach_addcmul(square_avgs, grad_avgs, grad_avgs, -1)
+        ember._foreach_sqrt_(avgs)
+    else:
+        avgs = ember._foreach_sqrt(square_avgs)
+    ember._foreach_add_(avgs, eps)
+    if momentum > 0:
+        bufs = _as_real(momentum_buffer_list)
+        ember._foreach_mul_(bufs, momentum)
+        ember._foreach_addcdiv_(bufs, grads, avgs)
+        ember._foreach_add_(params, bufs, alpha=-lr)
+    else:
+        ember._foreach_addcdiv_(params, grads, avgs, -lr)

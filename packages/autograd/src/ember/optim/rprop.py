@@ -10,7 +10,15 @@ from __future__ import annotations
 import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _evaluate_closure, _get_scalar_dtype, _to_scalar, _use_grad_for_differentiable
+from .optimizer import (
+    Optimizer,
+    _as_real,
+    _evaluate_closure,
+    _get_scalar_dtype,
+    _resolve_foreach,
+    _to_scalar,
+    _use_grad_for_differentiable,
+)
 
 __all__ = ["Rprop", "rprop"]
 
@@ -36,9 +44,11 @@ class Rprop(Optimizer):
             and increase factors.
         step_sizes (tuple[float, float], default (1e-6, 50)): minimal and maximal step sizes.
         capturable (bool, default False): accepted for compatibility.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
         maximize (bool, default False): maximize the objective.
-        differentiable (bool, default False): run the step with autograd enabled.
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps); parameters may then be non-leaf tensors.
 
     Raises:
         ValueError: a negative ``lr``, etas not satisfying ``0 < etaminus < 1 < etaplus``, a tensor
@@ -125,12 +135,56 @@ class Rprop(Optimizer):
                 etaminus=etaminus,
                 etaplus=etaplus,
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
         return loss
 
 
-def rprop(params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_size_max, etaminus, etaplus, maximize):
-    """Functional Rprop (PyTorch's ``torch.optim.rprop.rprop``, single-tensor form); see :class:`Rprop`."""
+def rprop(
+    params,
+    grads,
+    prevs,
+    step_sizes,
+    state_steps,
+    foreach=None,
+    capturable=False,
+    maximize=False,
+    differentiable=False,
+    has_complex=False,
+    *,
+    step_size_min,
+    step_size_max,
+    etaminus,
+    etaplus,
+):
+    """Functional Rprop (PyTorch's ``torch.optim.rprop.rprop``); see :class:`Rprop`.
+
+    Runs the multi-tensor path when ``foreach`` (None: the optimizer class's default), else the
+    single-tensor loop.
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    impl = _multi_tensor_rprop if _resolve_foreach(foreach, differentiable, params) else _single_tensor_rprop
+    impl(
+        params, grads, prevs, step_sizes, state_steps, step_size_min=step_size_min, step_size_max=step_size_max,
+        etaminus=etaminus, etaplus=etaplus, maximize=maximize, differentiable=differentiable,
+    )
+
+
+def _factors(sign, etaminus, etaplus):
+    """The step-size factors from ``sign`` (of grad * prev): etaplus where positive, etaminus where negative, 1
+    where zero (masked_fill rather than boolean-index assignment: it takes 0-d tensors too)."""
+    factors = sign.masked_fill(sign.gt(0), etaplus)
+    factors = factors.masked_fill(sign.lt(0), etaminus)
+    return factors.masked_fill(sign.eq(0), 1)
+
+
+def _single_tensor_rprop(
+    params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_size_max, etaminus, etaplus, maximize,
+    differentiable,
+):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         prev = prevs[i]
@@ -142,13 +196,33 @@ def rprop(params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_
             prev = ember.view_as_real(prev)
             param = ember.view_as_real(param)
             step_size = ember.view_as_real(step_size)
-        sign = grad.mul(prev).sign()
-        sign[sign.gt(0)] = etaplus
-        sign[sign.lt(0)] = etaminus
-        sign[sign.eq(0)] = 1
+        # differentiable: mul's node keeps prev, which prev.copy_ below overwrites
+        sign = _factors(grad.mul(prev.clone() if differentiable else prev).sign(), etaminus, etaplus)
         step_size.mul_(sign).clamp_(step_size_min, step_size_max)
         # Where the gradient changed sign, skip the update and forget the gradient (Rprop-).
-        grad = grad.clone()
-        grad[sign.eq(etaminus)] = 0
-        param.addcmul_(grad.sign(), step_size, value=-1)
+        grad = grad.masked_fill(sign.eq(etaminus), 0)
+        # differentiable: addcmul's node keeps step_size, which the next step's mul_ overwrites
+        param.addcmul_(grad.sign(), step_size.clone() if differentiable else step_size, value=-1)
         prev.copy_(grad)
+
+
+def _multi_tensor_rprop(
+    params, grads, prevs, step_sizes, state_steps, *, step_size_min, step_size_max, etaminus, etaplus, maximize,
+    differentiable,
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    ember._foreach_add_(state_steps, 1)
+    params, grads, prevs, step_sizes = _as_real(params), _as_real(grads), _as_real(prevs), _as_real(step_sizes)
+    signs = [_factors(s, etaminus, etaplus) for s in ember._foreach_sign(ember._foreach_mul(grads, prevs))]
+    ember._foreach_mul_(step_sizes, signs)
+    for step_size in step_sizes:  # one clamp_ with both bounds, as the single-tensor loop
+        step_size.clamp_(step_size_min, step_size_max)
+    grads = [grad.masked_fill(sign.eq(etaminus), 0) for grad, sign in zip(grads, signs)]
+    ember._foreach_addcmul_(params, ember._foreach_sign(grads), step_sizes, -1)
+    ember._foreach_copy_(prevs, grads)

@@ -6,9 +6,17 @@ importance of initialization and momentum in deep learning" (ICML 2013).
 
 from __future__ import annotations
 
+import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _evaluate_closure, _to_scalar, _use_grad_for_differentiable
+from .optimizer import (
+    Optimizer,
+    _check_fused,
+    _evaluate_closure,
+    _lr_value,
+    _resolve_foreach,
+    _use_grad_for_differentiable,
+)
 
 __all__ = ["SGD", "sgd"]
 
@@ -33,13 +41,17 @@ class SGD(Optimizer):
         weight_decay (float, default 0): L2 penalty.
         nesterov (bool, default False): Nesterov momentum (needs momentum > 0 and dampening 0).
         maximize (bool, default False): maximize the objective instead of minimizing it.
-        foreach (bool, optional): accepted for compatibility; ember runs the single-tensor loop.
-        differentiable (bool, default False): run the step with autograd enabled.
-        fused (bool, optional): accepted for compatibility; ``fused=True`` runs the same loop.
+        foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
+            None (default): it, for plain CPU tensors without ``differentiable`` (it measured faster).
+        differentiable (bool, default False): run the step with autograd enabled, recording the update
+            (to differentiate through unrolled steps, and for ``lr``, when it is a tensor that requires
+            grad); the first momentum buffer then keeps the gradient's history too (PyTorch detaches it).
+        fused (bool, optional): None or False; ``True`` raises (ember has no fused kernels).
 
     Raises:
         ValueError: a negative ``lr``, ``momentum`` or ``weight_decay``; Nesterov without momentum
             or with dampening; a tensor ``lr`` with more than one element.
+        RuntimeError: ``fused=True``.
 
     Example::
 
@@ -87,12 +99,8 @@ class SGD(Optimizer):
         }
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        _check_fused(fused, foreach, differentiable)
         super().__init__(params, defaults)
-        if fused:
-            if differentiable:
-                raise RuntimeError("`fused` does not support `differentiable`")
-            if foreach:
-                raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
 
     def __setstate__(self, state):
         super().__setstate__(state)
@@ -141,6 +149,8 @@ class SGD(Optimizer):
                 dampening=group["dampening"],
                 nesterov=group["nesterov"],
                 maximize=group["maximize"],
+                foreach=group["foreach"],
+                differentiable=group["differentiable"],
             )
 
             if group["momentum"] != 0:
@@ -149,12 +159,42 @@ class SGD(Optimizer):
         return loss
 
 
-def sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize):
-    """Functional SGD (PyTorch's ``torch.optim.sgd.sgd``, single-tensor form); see :class:`SGD`.
+def sgd(
+    params,
+    grads,
+    momentum_buffer_list,
+    foreach=None,
+    differentiable=False,
+    fused=None,
+    *,
+    weight_decay,
+    momentum,
+    lr,
+    dampening,
+    nesterov,
+    maximize,
+):
+    """Functional SGD (PyTorch's ``torch.optim.sgd.sgd``); see :class:`SGD`.
 
-    ``momentum_buffer_list`` entries that are ``None`` are replaced by the new buffers in place.
+    ``momentum_buffer_list`` entries that are ``None`` are replaced by the new buffers in place. Runs
+    the multi-tensor path when ``foreach`` (None: :class:`SGD`'s default), else the single-tensor loop.
+
+    Raises:
+        RuntimeError: ``fused=True``.
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    lr = _to_scalar(lr)
+    _check_fused(fused, foreach, differentiable)
+    impl = _multi_tensor_sgd if _resolve_foreach(foreach, differentiable, params) else _single_tensor_sgd
+    impl(
+        params, grads, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum,
+        lr=_lr_value(lr, differentiable),
+        dampening=dampening, nesterov=nesterov, maximize=maximize, differentiable=differentiable,
+    )
+
+
+def _single_tensor_sgd(
+    params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, differentiable
+):
     for i, param in enumerate(params):
         grad = grads[i] if not maximize else -grads[i]
         if weight_decay != 0:
@@ -162,7 +202,7 @@ def sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, damp
         if momentum != 0:
             buf = momentum_buffer_list[i]
             if buf is None:
-                buf = grad.clone().detach()
+                buf = grad.clone() if differentiable else grad.clone().detach()
                 momentum_buffer_list[i] = buf
             else:
                 buf.mul_(momentum).add_(grad, alpha=1 - dampening)
@@ -170,4 +210,36 @@ def sgd(params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, damp
                 grad = grad.add(buf, alpha=momentum)
             else:
                 grad = buf
-        param.add_(grad, alpha=-lr)
+        if isinstance(lr, Tensor):  # differentiable, with a gradient for lr
+            # addcmul's node keeps its factors: not the momentum buffer, which the next step's mul_ overwrites
+            param.addcmul_(grad.clone(), lr, value=-1)
+        else:
+            param.add_(grad, alpha=-lr)
+
+
+def _multi_tensor_sgd(
+    params, grads, momentum_buffer_list, *, weight_decay, momentum, lr, dampening, nesterov, maximize, differentiable
+):
+    """The single-tensor loop's ops, one list op at a time over all parameters (the same bits)."""
+    if differentiable:
+        raise AssertionError("_foreach ops don't support autograd")
+    if len(params) == 0:
+        return
+    if maximize:
+        grads = ember._foreach_neg(grads)
+    if weight_decay != 0:
+        grads = ember._foreach_add(grads, params, alpha=weight_decay)
+    if momentum != 0:
+        old = [i for i, buf in enumerate(momentum_buffer_list) if buf is not None]
+        if old:
+            bufs = [momentum_buffer_list[i] for i in old]
+            ember._foreach_mul_(bufs, momentum)
+            ember._foreach_add_(bufs, [grads[i] for i in old], alpha=1 - dampening)
+        for i, buf in enumerate(momentum_buffer_list):
+            if buf is None:
+                momentum_buffer_list[i] = grads[i].clone().detach()
+        if nesterov:
+            grads = ember._foreach_add(grads, momentum_buffer_list, alpha=momentum)
+        else:
+            grads = momentum_buffer_list
+    ember._foreach_add_(params, grads, alpha=-lr)

@@ -5,7 +5,8 @@ norm of the per-gradient norms, as if every gradient were flattened into one vec
 ``max_norm``; :func:`clip_grad_value_` clamps every gradient element into ``[-clip_value, clip_value]``.
 :func:`get_total_norm` and :func:`clip_grads_with_norm_` are the two halves of :func:`clip_grad_norm_`.
 
-``foreach`` is accepted for compatibility: ember always runs the per-tensor loop.
+``foreach=True`` computes the per-tensor norms, the scaling and the clamping with the ``ember._foreach_*``
+list ops (``ember._ops.foreach``); ``foreach=None`` (the default) does too. Both paths give the same bits.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import functools
 import types
 import warnings
+
+from ..._ops.foreach import _foreach_clamp_max_, _foreach_clamp_min_, _foreach_mul_, _foreach_norm
 
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_", "get_total_norm"]
 
@@ -46,7 +49,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         tensors (Iterable[Tensor] or Tensor): the tensors (typically gradients), of any shapes.
         norm_type (float): order of the p-norm; ``float('inf')`` for the max-abs norm. Default: ``2.0``.
         error_if_nonfinite (bool): raise if the total norm is ``nan``, ``inf`` or ``-inf``. Default: ``False``.
-        foreach (bool, optional): accepted for compatibility; ignored.
+        foreach (bool, optional): compute the per-tensor norms with ``ember._foreach_norm``
+            (None, the default: yes). The result is the same either way.
 
     Returns:
         Tensor: a 0-dim tensor, the total norm (``ember.tensor(0.0)`` for no tensors).
@@ -67,7 +71,10 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     if len(tensors) == 0:
         return tensor(0.0)
     first_device = tensors[0].device
-    norms = [t.norm(norm_type).to(first_device) for t in tensors]
+    if foreach is None or foreach:
+        norms = [n.to(first_device) for n in _foreach_norm(tensors, norm_type)]
+    else:
+        norms = [t.norm(norm_type).to(first_device) for t in tensors]
     total_norm = stack(norms).norm(norm_type)
     if error_if_nonfinite and bool(total_norm.isnan() | total_norm.isinf()):
         raise RuntimeError(
@@ -90,7 +97,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         parameters (Iterable[Tensor] or Tensor): tensors whose ``.grad`` is scaled; ``grad=None`` is skipped.
         max_norm (float): the maximum norm of the gradients.
         total_norm (Tensor): their total norm, e.g. from :func:`get_total_norm`.
-        foreach (bool, optional): accepted for compatibility; ignored.
+        foreach (bool, optional): scale with ``ember._foreach_mul_`` (None, the default: yes); same result.
 
     Returns:
         None
@@ -102,8 +109,13 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
         return
     clip_coef = max_norm / (total_norm + 1e-6)
     clip_coef_clamped = clip_coef.clamp(max=1.0)
-    for g in grads:
-        g.mul_(clip_coef_clamped.to(g.device))
+    if foreach is None or foreach:
+        devices = {g.device for g in grads}
+        for device in devices:  # a list op per device, as the coefficient is moved once per device
+            _foreach_mul_([g for g in grads if g.device == device], clip_coef_clamped.to(device))
+    else:
+        for g in grads:
+            g.mul_(clip_coef_clamped.to(g.device))
 
 
 @_no_grad
@@ -121,7 +133,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
             Default: ``2.0``.
         error_if_nonfinite (bool, optional): raise if the total norm is ``nan``, ``inf`` or ``-inf``.
             Default: ``False``.
-        foreach (bool, optional): accepted for compatibility; ignored.
+        foreach (bool, optional): use the ``ember._foreach_*`` list ops (None, the default: yes); same result.
 
     Returns:
         Tensor: the total norm of the gradients before clipping (0-dim).
@@ -170,13 +182,20 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     Args:
         parameters (Iterable[Tensor] or Tensor): tensors whose gradients are clipped.
         clip_value (float): the maximum absolute value allowed.
-        foreach (bool, optional): accepted for compatibility; ignored.
+        foreach (bool, optional): clamp with ``ember._foreach_clamp_min_``/``_foreach_clamp_max_`` (None, the
+            default: yes); the same values as one ``clamp_`` per gradient.
 
     Returns:
         None
     """
     parameters = _as_list(parameters)
     clip_value = float(clip_value)
-    for p in parameters:
-        if p.grad is not None:
-            p.grad.clamp_(min=-clip_value, max=clip_value)
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return
+    if foreach is None or foreach:
+        _foreach_clamp_min_(grads, -clip_value)
+        _foreach_clamp_max_(grads, clip_value)
+    else:
+        for g in grads:
+            g.clamp_(min=-clip_value, max=clip_value)
