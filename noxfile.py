@@ -13,7 +13,8 @@ Sessions:
 * ``lint``: ruff.
 * ``docs``: Sphinx HTML with warnings as errors, then the doctests.
 * ``bench``: ``benchmarks/run.py``; writes ``BENCHMARKS.md`` and ``benchmarks/ratios.png``.
-* ``demo``: the demo program in ``examples/``.
+* ``demo``: the demo in ``examples/``: a CNN trained on the UCI handwritten digits
+  (``-- --task text``: a character-level transformer; ``-- --task tour``: the tensor tour).
 
 Arguments after ``--`` go to the tool a session runs, e.g.
 ``nox -s tests -- -k promotion -x`` or ``nox -s bench -- -k add_1elem``.
@@ -61,6 +62,16 @@ PACKAGE_DIRS = (
 # exact pin: the project's machines carry this CPU wheel on local disk, and any
 # looser spec lets pip download a multi-GB CUDA build.
 TORCH_SPEC = "torch==2.13.0"
+
+# What the example programs in examples/ (and their tests) need beyond the packages.
+EXAMPLE_REQUIREMENTS = ("scikit-learn", "tqdm", "matplotlib")
+EXAMPLE_TESTS = "examples/tests"
+# `nox -s demo -- --task NAME`: the example each task runs.
+DEMO_TASKS = {
+    "digits": "examples/digits_cnn.py",
+    "text": "examples/char_transformer.py",
+    "tour": "examples/quickstart.py",
+}
 
 RUFF_SPEC = "ruff==0.17.6"  # bump deliberately: new ruff releases add rules
 DOCS_REQUIREMENTS = "docs/requirements.txt"
@@ -190,7 +201,7 @@ def _gpu_requirements(session: nox.Session, backend: str) -> tuple[str, tuple[st
 
 
 def _pytest_targets(session: nox.Session) -> list[str]:
-    """The test folders, unless the user named test paths after ``--``."""
+    """The test folders (the packages' and the examples'), unless the user named test paths after ``--``."""
     for arg in session.posargs:
         candidate = arg.split("::", 1)[0]
         if not arg.startswith("-") and (ROOT / candidate).exists():
@@ -198,7 +209,24 @@ def _pytest_targets(session: nox.Session) -> list[str]:
     targets = _test_dirs()
     if not targets:
         session.error("no packages/*/tests folders found: refusing to report success on zero tests")
+    if (ROOT / EXAMPLE_TESTS).is_dir():
+        targets.append(EXAMPLE_TESTS)
     return targets
+
+
+def _demo_task(posargs: list[str]) -> tuple[str, list[str]]:
+    """Split ``--task NAME`` (or ``--task=NAME``; default ``digits``) from the arguments meant for the example."""
+    task, rest, args = "digits", [], iter(posargs)
+    for arg in args:
+        if arg == "--task":
+            task = next(args, "")
+        elif arg.startswith("--task="):
+            task = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    if task not in DEMO_TASKS:
+        raise ValueError(f"--task must be one of {', '.join(DEMO_TASKS)}, got {task!r}")
+    return task, rest
 
 
 # --------------------------------------------------------------------------- sessions
@@ -211,7 +239,7 @@ def tests(session: nox.Session, backend: str) -> None:
     extras, also = "test", ()
     if backend != "cpu":
         extras, also = _gpu_requirements(session, backend)
-    _install_packages(session, extras=extras, also=also)
+    _install_packages(session, extras=extras, also=(*also, *EXAMPLE_REQUIREMENTS))
     if backend != "cpu" and _has_venv(session):
         problem = _gpu_problem(backend, _parse_probe(session.run("python", "-c", _GPU_PROBE, silent=True) or ""))
         if problem is not None:
@@ -300,6 +328,21 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Run the demo program (for now the tensor quickstart in examples/)."""
-    _install_packages(session, extras=None)
-    session.run("python", "examples/quickstart.py", *session.posargs)
+    """Train a CNN on the UCI handwritten digits (``-- --task text``: a char transformer; ``--task tour``: tensors).
+
+    Arguments after ``--`` other than ``--task`` go to the example (``nox -s demo -- --help``).
+    The default task first runs the tensor tour (``examples/quickstart.py``, a few
+    seconds of self-checks) quietly, then the training; outputs go to ``.nox/demo/tmp/``
+    unless ``--output DIR`` is given.
+    """
+    try:
+        task, args = _demo_task(session.posargs)
+    except ValueError as exc:
+        session.error(str(exc))
+    _install_packages(session, extras=None, also=EXAMPLE_REQUIREMENTS)
+    if task == "digits" and "--help" not in args and "-h" not in args:
+        session.run("python", DEMO_TASKS["tour"], silent=True)  # its output is shown if a check fails
+        session.log("tensor tour (examples/quickstart.py): all checks passed")
+    if task != "tour" and not any(arg == "--output" or arg.startswith("--output=") for arg in args):
+        args = [*args, "--output", str(Path(session.create_tmp()).resolve() / task)]
+    session.run("python", DEMO_TASKS[task], *args)

@@ -1,13 +1,14 @@
 """A short tour of ember's tensors: creation, views, indexing, arithmetic, save/load, printing.
 
-This is what ``nox -s demo`` runs for now. A later issue replaces the demo with a
-training program (a CNN on the UCI handwritten digits); this tour stays in
-``examples/`` as the first thing to read.
+The first thing to read in ``examples/``; the demo's training program,
+``digits_cnn.py``, comes next.
 
 Every step checks its own result, so the script doubles as a smoke test: it exits
-with an error if ember does not behave as printed.
+with an error if ember does not behave as printed. ``nox -s demo`` runs it quietly
+before training for that reason.
 
-Run it with ``nox -s demo`` or, with ember-core installed, ``python examples/quickstart.py``.
+Run it with ``nox -s demo -- --task tour`` or, with ember-core installed,
+``python examples/quickstart.py``.
 """
 
 from __future__ import annotations

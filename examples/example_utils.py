@@ -1,0 +1,54 @@
+"""Small helpers the example programs share: atomic file writes and thread limits."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import ember
+
+
+def atomic_write(path: Path, write: Callable[[str], object]) -> None:
+    """Call ``write(tmp_path)`` on a temporary file beside ``path``, then ``os.replace`` it over ``path``.
+
+    A crash or error mid-write leaves any previous ``path`` intact and no temporary file behind.
+    (``ember.save`` to a path already works this way.)
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextlib.contextmanager
+def thread_limits(threads: int | None) -> Iterator[None]:
+    """Run the body with ``threads`` intra-op threads, or with the libraries' defaults when ``None``.
+
+    ``ember.set_num_threads`` sizes ember's own (OpenMP) kernels; numpy's BLAS keeps a
+    pool of its own, which ``threadpoolctl`` (a scikit-learn dependency) resizes, as
+    ``ember.set_num_threads``'s documentation advises. Both are restored on exit.
+    """
+    if threads is None:
+        yield
+        return
+    previous = ember.get_num_threads()
+    ember.set_num_threads(threads)
+    try:
+        with contextlib.ExitStack() as stack:
+            try:
+                from threadpoolctl import threadpool_limits
+            except ImportError:  # BLAS keeps its default pool
+                pass
+            else:
+                stack.enter_context(threadpool_limits(limits=threads, user_api="blas"))
+            yield
+    finally:
+        ember.set_num_threads(previous)
