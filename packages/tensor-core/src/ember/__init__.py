@@ -76,6 +76,9 @@ from .serialization import SerializationError, load, save  # noqa: E402
 from . import nn  # noqa: E402
 from . import return_types  # noqa: E402,F401
 globals().update(_ops.public_ops())
+from ._ops import foreach as _foreach  # noqa: E402 - PyTorch's torch._foreach_* list ops (not registry ops)
+
+globals().update({_name: getattr(_foreach, _name) for _name in _foreach.__all__})
 
 
 def broadcast_shapes(*shapes):

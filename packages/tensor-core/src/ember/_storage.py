@@ -24,22 +24,55 @@ class Storage:
         version (int): bumped by every in-place write through any view.
     """
 
-    __slots__ = ("base", "nbytes", "device", "version", "__weakref__")
+    # ``_source``: for a storage made by :func:`storage_of`, the array it was asked for; ``base`` and
+    # ``nbytes`` are found from it on first use. Autograd asks for the storage of most outputs it saves
+    # (for the shared version counter only), so finding the allocation eagerly would cost every op.
+    __slots__ = ("_base", "_nbytes", "_source", "device", "version", "__weakref__")
 
     def __init__(self, base, nbytes, device):
-        self.base = base
-        self.nbytes = nbytes
+        self._base = base
+        self._nbytes = nbytes
+        self._source = None
         self.device = device
         self.version = 0
 
+    @classmethod
+    def _of_array(cls, array, device):
+        """The storage of ``array``'s allocation, found when first needed."""
+        storage = _new_object(cls)
+        storage._source = array
+        storage.device = device
+        storage.version = 0
+        return storage
+
+    def _resolve(self):
+        array, self._source = self._source, None
+        self._base, self._nbytes = _allocation_of(array)
+
+    @property
+    def base(self):
+        if self._source is not None:
+            self._resolve()
+        return self._base
+
+    @property
+    def nbytes(self):
+        if self._source is not None:
+            self._resolve()
+        return self._nbytes
+
     def data_ptr(self):
         """Address of the first byte of the allocation (0 on meta)."""
-        if self.base is None:
+        base = self.base
+        if base is None:
             return 0
-        return array_data_ptr(self.base)
+        return array_data_ptr(base)
 
     def __repr__(self):
         return f"Storage(nbytes={self.nbytes}, device={self.device})"
+
+
+_new_object = object.__new__
 
 
 def array_data_ptr(array):
@@ -73,20 +106,20 @@ def storage_of(tensor):
     """The storage of ``tensor``, created on first use."""
     storage = tensor._storage
     if storage is None:
-        storage = tensor._storage = _new_storage_for(tensor._data, tensor._device)
+        storage = tensor._storage = Storage._of_array(tensor._data, tensor._device)
     return storage
 
 
-def _new_storage_for(array, device):
+def _allocation_of(array):
+    """``(base, nbytes)``: the allocation a backend array views, as flat bytes, and its size."""
     if isinstance(array, np.ndarray):
         base = _numpy_root_bytes(array)
-        return Storage(base, base.nbytes, device)
+        return base, base.nbytes
     storage_hook = getattr(array, "_ember_storage_bytes", None)
     if storage_hook is not None:  # meta and out-of-tree arrays describe themselves
-        base, nbytes = storage_hook()
-        return Storage(base, nbytes, device)
+        return storage_hook()
     # CuPy: follow .base to the owning array, as for numpy.
     root = array
     while getattr(root, "base", None) is not None:
         root = root.base
-    return Storage(root, root.nbytes, device)
+    return root, root.nbytes

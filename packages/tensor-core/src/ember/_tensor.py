@@ -188,6 +188,8 @@ class Tensor:
             array = self._data
             if type(array) is MetaArray:
                 offset = array.offset
+            elif self._storage is None and type(array) is np.ndarray and array.base is None:
+                offset = 0  # an array that owns its memory starts its storage (which is then not built to ask it)
             else:
                 offset = (array_data_ptr(array) - storage_of(self).data_ptr()) // array.dtype.itemsize
             self._offset = offset

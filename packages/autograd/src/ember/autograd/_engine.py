@@ -24,6 +24,8 @@ import heapq
 import itertools
 import threading
 
+import numpy as np
+
 import ember
 from ember._ops._dispatch import state
 from ember._tensor import Tensor
@@ -129,6 +131,9 @@ def _root_grad(t, g, index):
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         if not t.is_floating_point():
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
+        if type(t) is Tensor and t._device.type == "cpu" and not state.modes:
+            # ones_like(t), without its trip through the dispatcher: a fixed cost of every backward()
+            return Tensor._make(np.ones(t._data.shape, t._data.dtype), t._device)
         return ember.ones_like(t)
     if not isinstance(g, Tensor):
         g = ember.tensor(g, dtype=t.dtype, device=t.device)
@@ -188,10 +193,12 @@ class _GraphTask:
         plain = capture_at is None and not anomaly.enabled
         release = not self.retain_graph
         node = None
+        grads = None
         while ready or node is not None:
             if node is None:
                 node = pop(ready)[2]
-            grads = buffers.pop(node, None)
+                grads = buffers.pop(node, None)
+            # else: node is the one child the previous node made ready, and grads its gradients
             if type(node) is AccumulateGrad:
                 if grads is not None:
                     self._accumulate(node, grads[0], capture_at)
@@ -206,12 +213,27 @@ class _GraphTask:
                 if grads is None:
                     grads = [None] * node._num_outputs
                 out = self._run_node(node, grads, capture_at)
-            became_ready = None
+            became_ready = None  # the last child made ready here, and its gradients (not in buffers)
+            ready_grads = None
             for (child, nr), g in zip(node.next_functions, out):
                 if child is None:
                     continue
                 left = dependencies.get(child)
                 if left is None:
+                    continue
+                if left == 1:  # the child's last edge: its gradients leave the buffers
+                    dependencies[child] = 0
+                    slot = buffers.pop(child, None)
+                    if g is not None:
+                        if slot is None:
+                            slot = [None] * child._num_outputs
+                        current = slot[nr]
+                        slot[nr] = g if current is None else current + g
+                    if became_ready is not None:
+                        if ready_grads is not None:
+                            buffers[became_ready] = ready_grads
+                        push(ready, (-became_ready._seq, next(tie), became_ready))
+                    became_ready, ready_grads = child, slot
                     continue
                 if g is not None:
                     slot = buffers.get(child)
@@ -219,18 +241,15 @@ class _GraphTask:
                         slot = buffers[child] = [None] * child._num_outputs
                     current = slot[nr]
                     slot[nr] = g if current is None else current + g
-                left -= 1
-                dependencies[child] = left
-                if left == 0:
-                    if became_ready is not None:
-                        push(ready, (-became_ready._seq, next(tie), became_ready))
-                    became_ready = child
+                dependencies[child] = left - 1
             # A chain: the only node that became ready, with nothing else waiting, runs next without
-            # going through the heap (the order is the same either way).
+            # going through the heap or the buffers (the order is the same either way).
             if became_ready is not None and not ready:
-                node = became_ready
+                node, grads = became_ready, ready_grads
             else:
                 if became_ready is not None:
+                    if ready_grads is not None:
+                        buffers[became_ready] = ready_grads
                     push(ready, (-became_ready._seq, next(tie), became_ready))
                 node = None
 

@@ -31,11 +31,11 @@ class FormulaNode(Node):
     _output_meta = None  # multi-output ops: (shape, dtype, device) per output
 
     def __init__(self, entry, next_functions, input_meta, layout):
-        # Node.__init__, inlined: this runs for every recorded op
+        # Node.__init__, inlined: this runs for every recorded op (and _record's unary recorder inlines this)
         self.next_functions = next_functions
         self._seq = next(_sequence)
         self.entry = entry
-        self._input_meta = input_meta  # per edge: (shape, dtype, device)
+        self._input_meta = input_meta  # per edge: (shape, dtype, device) (a list or a tuple)
         self._layout = layout  # per differentiable argument: (name, first edge, count or -1 for a tensor)
         if _anomaly._state.enabled:
             _anomaly.record_forward(self)
@@ -49,10 +49,10 @@ class FormulaNode(Node):
         if self._saved_results is _FREED_TENSOR:
             raise RuntimeError(_FREED)
         for key, value in self._saved.items():
-            if value is _FREED_TENSOR:
-                raise RuntimeError(_FREED)
             if type(value) is SavedTensor:
                 value = value.unpack(name)
+            elif value is _FREED_TENSOR:
+                raise RuntimeError(_FREED)
             elif type(value) is list and value and type(value[0]) is SavedTensor:
                 value = [v.unpack(name, i) for i, v in enumerate(value)]
             env[key] = value
@@ -69,6 +69,47 @@ class FormulaNode(Node):
         return env
 
     def apply(self, grad_outputs):
+        entry = self.entry
+        steps = entry.simple_steps
+        if steps is None or self._layout is not entry.static_layout or self._output_meta is not None:
+            return self._apply_general(grad_outputs)
+        # The common node, inlined (this runs once per node of every backward): one output, one formula
+        # per differentiable tensor argument.
+        env = {"grad": grad_outputs[0]}
+        saved = self._saved
+        if saved:  # _unpacked(), inlined
+            name = entry.node_name
+            for key, value in saved.items():
+                if type(value) is SavedTensor:
+                    value = value.unpack(name)
+                elif value is _FREED_TENSOR:
+                    raise RuntimeError(_FREED)
+                elif type(value) is list and value and type(value[0]) is SavedTensor:
+                    value = [v.unpack(name, i) for i, v in enumerate(value)]
+                env[key] = value
+        results = self._saved_results
+        if results is not None:
+            if results is _FREED_TENSOR:
+                raise RuntimeError(_FREED)
+            result = env["result"] = results[0].unpack(entry.node_name)  # one output: results has one entry
+            if entry.reads_results:
+                env["results"] = (result,)
+        next_functions = self.next_functions
+        meta = self._input_meta
+        grads = [None] * len(next_functions)
+        for i, call in steps:
+            if next_functions[i][0] is None:
+                continue  # an input that needs no gradient (or is not a tensor)
+            g = call(env)
+            if g is not None:
+                m = meta[i]
+                data = g._data
+                if data.shape != m[0] or data.dtype != m[1] or g._device is not m[2]:
+                    g = validate_grad(g, m, self, i)
+                grads[i] = g
+        return grads
+
+    def _apply_general(self, grad_outputs):
         env = self._unpacked()
         if self._output_meta is not None:
             grad_outputs = _materialize(grad_outputs, self._output_meta)

@@ -20,13 +20,13 @@ import numpy as np
 
 from ember._dtype import bfloat16 as _bf16
 from ember._ops import registry
-from ember._ops._dispatch import run_backend, state
+from ember._ops._dispatch import autograd_recorders, run_backend, state
 from ember._tensor import Tensor
 
-from . import _inplace
+from . import _anomaly, _inplace
 from ._formula_node import _needs, node_class
 from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
-from .graph import SavedTensor, edge_of, tensor_meta
+from .graph import SavedTensor, _sequence, edge_of, tensor_meta
 
 __all__ = ["handle", "record", "run_without_grad", "make_node", "DIFFERENTIABLE_DTYPES"]
 
@@ -58,6 +58,16 @@ def _is_tensor(v):
 
 def handle(op, args, kwargs, device):
     """The dispatcher's autograd step for ``op`` (see the module docstring)."""
+    entry = DERIVATIVES.get(op)
+    if entry is not None and not kwargs:
+        fast = entry.fast_record
+        if fast is False:
+            fast = entry.fast_record = _fast_recorder(entry)
+        if fast is not None:
+            autograd_recorders[op] = fast  # the dispatcher calls it directly from now on
+            result = fast(args, device)
+            if result is not NotImplemented:
+                return result
     if op.kind == "inplace":
         return _inplace.inplace(op, args, kwargs, device)
     flag = _INPLACE_FLAG.get(op, _INPLACE_FLAG)  # the dict itself marks "not looked up yet"
@@ -65,7 +75,6 @@ def handle(op, args, kwargs, device):
         flag = _inplace_flag(op)
     if flag is not None and (args[flag] if flag < len(args) else kwargs and kwargs.get("inplace")):
         return _inplace.inplace_flagged(op, flag, args, kwargs, device)
-    entry = DERIVATIVES.get(op)
     if entry is not None:
         if entry.decompose_if is not None and entry.decomposes(args, kwargs):
             op.meta(*args, **kwargs)
@@ -106,6 +115,11 @@ def record(op, entry, args, kwargs, device, attach=True):
     node = make_node(entry, args, kwargs)
     if node is None:
         return result if attach else (result, None)
+    return _attach(op, entry, node, result, attach)
+
+
+def _attach(op, entry, node, result, attach=True):
+    """Make ``node`` the ``grad_fn`` of the op's differentiable outputs and save the outputs its formulas read."""
     if type(result) is Tensor and attach and op.kind == "function":
         # the common case: one new tensor
         if result._data.dtype in DIFFERENTIABLE_DTYPES:
@@ -176,6 +190,165 @@ def make_node(entry, args, kwargs):
         node._needed = mask
     node._saved = _save(entry, args, kwargs, mask if needed < len(edges) else -1) if entry.saved_specs else {}
     return node
+
+
+_new_object = object.__new__
+_save_input = SavedTensor._of_input
+_save_output = SavedTensor._of_output
+_anomaly_state = _anomaly._state
+_NUMBERS = frozenset({int, float, bool, complex})
+
+
+def _fast_recorder(entry):
+    """``record(args, device)`` for calls of ``entry``'s op without keywords, or None where the op has none.
+
+    It covers the common calls: the differentiable arguments are the leading
+    positional parameters and the call passes exactly those, each a plain
+    tensor or a number, so every argument that requires grad has an edge and
+    the values to save are found at positions (or defaults) known in advance.
+    What :func:`make_node` works out per call is worked out here once. Other
+    calls answer ``NotImplemented`` and take :func:`record`.
+    """
+    op = entry.op
+    k = len(entry.grad_args)
+    if (
+        op.kind != "function"
+        or entry.decompose_if is not None
+        or entry.var_positional is not None
+        or entry.grad_args != entry.params[:k]
+        or _inplace_flag(op) is not None
+    ):
+        return None
+    # what to save: (key, position among the args or -1 for the default, only the metadata, readers' bit mask,
+    # default value)
+    plan = []
+    for (key, name, position, shape_only), readers in zip(entry.saved_specs, entry.saved_by):
+        if 0 <= position < k:
+            plan.append((key, position, shape_only, readers, None))
+        elif name in entry.defaults:
+            plan.append((key, -1, shape_only, readers, entry.defaults[name]))
+        else:
+            return None  # a required argument past the differentiable ones: no call passes exactly k arguments
+    plan = tuple(plan)
+    cls = node_class(entry)
+    layout = entry.static_layout
+    every = (1 << k) - 1
+    result_by = entry.result_by if entry.saves_result else 0
+    checked = op.checked_cpu
+
+    def run(args, device):
+        """The op's result, computed below autograd."""
+        array = checked(*args) if checked is not None and device.type == "cpu" else None
+        if array is not None:
+            # a checked kernel computes in numpy alone (no ops dispatched): no need to turn grad mode off
+            result = _new_object(Tensor)
+            result._data = array
+            result._device = device
+            return result
+        previous = state.grad_enabled
+        state.grad_enabled = False
+        try:
+            return run_backend(op, args, {}, device)
+        finally:
+            state.grad_enabled = previous
+
+    def finish(args, mask, node, result):
+        """Save what the formulas that will run read; make ``node`` the result's ``grad_fn``."""
+        saved = {}
+        for key, position, shape_only, readers, default in plan:
+            if mask & readers:
+                v = args[position] if position >= 0 else default
+                if shape_only:
+                    v = tensor_meta(v)
+                elif type(v) is Tensor:
+                    v = _save_input(v)
+                saved[key] = v
+        node._saved = saved
+        if type(result) is Tensor:
+            if result._data.dtype in DIFFERENTIABLE_DTYPES:
+                result._requires_grad = True
+                result._grad_fn = node
+            if mask & result_by:
+                node._saved_results = (_save_output(result, node),)
+            return result
+        return _attach(op, entry, node, result)
+
+    def record_unary(args, device):
+        # record_fast below for one argument (unary ops: most recorded calls), with run() and finish()
+        # inlined: each frame saved is a few percent of the op
+        if len(args) != 1:
+            return NotImplemented
+        (v,) = args
+        if type(v) is not Tensor or not v._requires_grad:
+            return NotImplemented
+        fn = v._grad_fn
+        edge = (fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v)
+        data = v._data
+        array = checked(v) if checked is not None and device.type == "cpu" else None
+        if array is not None:
+            result = _new_object(Tensor)
+            result._data = array
+            result._device = device
+        else:
+            result = run(args, device)
+        node = _new_object(cls)  # FormulaNode.__init__, inlined (keep the two in step)
+        node.next_functions = (edge,)
+        node._seq = next(_sequence)
+        node.entry = entry
+        node._input_meta = ((data.shape, data.dtype, v._device),)
+        node._layout = layout
+        if _anomaly_state.enabled:
+            _anomaly.record_forward(node)
+        saved = {}
+        for key, position, shape_only, _, default in plan:  # the one argument needs a gradient: save all
+            value = v if position >= 0 else default
+            if shape_only:
+                value = tensor_meta(value)
+            elif type(value) is Tensor:
+                value = _save_input(value)
+            saved[key] = value
+        node._saved = saved
+        if type(result) is Tensor:
+            if result._data.dtype in DIFFERENTIABLE_DTYPES:
+                result._requires_grad = True
+                result._grad_fn = node
+            if result_by:
+                node._saved_results = (_save_output(result, node),)
+            return result
+        return _attach(op, entry, node, result)
+
+    def record_fast(args, device):
+        if len(args) != k:
+            return NotImplemented
+        edges = []
+        meta = []
+        mask = 0
+        bit = 1
+        for v in args:
+            if type(v) is Tensor:
+                data = v._data
+                if v._requires_grad:
+                    fn = v._grad_fn
+                    edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
+                    mask |= bit
+                else:
+                    edges.append(_NO_EDGE)
+                meta.append((data.shape, data.dtype, v._device))
+            elif type(v) in _NUMBERS:
+                edges.append(_NO_EDGE)
+                meta.append(None)
+            else:
+                return NotImplemented
+            bit <<= 1
+        if not mask:
+            return NotImplemented
+        result = run(args, device)
+        node = cls(entry, tuple(edges), meta, layout)
+        if mask != every:  # some argument needs no gradient: skip what only its formula reads
+            node._needed = mask
+        return finish(args, mask, node, result)
+
+    return record_unary if k == 1 else record_fast
 
 
 def _make_node_with_lists(entry, args, kwargs):

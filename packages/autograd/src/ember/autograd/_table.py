@@ -131,6 +131,9 @@ class Derivative:
         "static_layout",
         "decompose_if",
         "node_class",
+        "fast_record",
+        "simple_steps",
+        "reads_results",
         "_decompose_specs",
     )
 
@@ -170,6 +173,7 @@ class Derivative:
         self.reads_original_input = first in read
         self.node_name = _node_name(op.name)
         self.node_class = None  # the FormulaNode subclass named node_name (made on first use)
+        self.fast_record = False  # ember.autograd._record's recorder of common calls: False until built, None if none
         position = {n: i for i, n in enumerate(self.params)}
         if self.var_positional is not None:
             position[self.var_positional] = VAR_POSITIONAL
@@ -192,6 +196,14 @@ class Derivative:
         # one edge per differentiable argument, when none of them is a list of tensors
         self.static_layout = {n: (i, -1) for i, n in enumerate(self.grad_args)}
         self.reads_grads = "grads" in read
+        self.reads_results = "results" in read
+        # FormulaNode.apply's plan for the common entry (one formula per tensor argument, reading one output
+        # gradient): (edge index, formula caller) per formula; None otherwise
+        self.simple_steps = (
+            tuple((self.static_layout[f.inputs[0]][0], f.call) for f in self.formulas)
+            if not self.reads_grads and not any(f.joint for f in self.formulas)
+            else None
+        )
         # decompose_if(the arguments it names) true: that call records the decomposition instead
         self.decompose_if = decompose_if
         self._decompose_specs = ()

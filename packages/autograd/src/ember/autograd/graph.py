@@ -34,6 +34,8 @@ __all__ = [
 ]
 
 _sequence = itertools.count()
+_new_object = object.__new__
+_weakref = weakref.ref
 
 
 class _HookDict(dict):
@@ -211,6 +213,39 @@ class SavedTensor:
             self._tensor = tensor
             self._unpack = None
 
+    @classmethod
+    def _of_input(cls, tensor):
+        """``SavedTensor(tensor)`` for an input, the attributes that a plain unpack reads set directly."""
+        if _hooks_state.stack:
+            return cls(tensor)
+        saved = _new_object(cls)
+        saved._is_output = False
+        storage = tensor._storage
+        saved._version = 0 if storage is None else storage.version
+        saved._tensor = tensor
+        saved._unpack = None
+        return saved
+
+    @classmethod
+    def _of_output(cls, tensor, node):
+        """``SavedTensor(tensor, node, 0, is_output=True)`` for the one output of a new tensor (see __init__)."""
+        if _hooks_state.stack or tensor._strides is not None or tensor._offset is not None:
+            return cls(tensor, node, 0, is_output=True)
+        saved = _new_object(cls)
+        saved._is_output = True
+        saved._output_nr = 0
+        saved._requires_grad = tensor._requires_grad
+        saved._node_ref = _weakref(node)
+        storage = storage_of(tensor)
+        alias = _new_object(Tensor)
+        alias._data = tensor._data
+        alias._device = tensor._device
+        alias._storage = storage
+        saved._tensor = alias
+        saved._version = storage.version
+        saved._unpack = None
+        return saved
+
     def unpack(self, node_name="", index=0):
         """The saved tensor, checked against in-place modification.
 
@@ -222,7 +257,8 @@ class SavedTensor:
         t = self._tensor
         if t is None:
             raise RuntimeError(_FREED_MESSAGE)
-        if t._version != self._version:
+        storage = t._storage  # t._version, inlined: this runs for every saved tensor of every backward
+        if (0 if storage is None else storage.version) != self._version:
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace operation: "
                 f"[{t.dtype.name} {list(t.shape)}], which is {'output' if self._is_output else 'input'} {index} of "

@@ -12,7 +12,10 @@ Layers, in order (ARCHITECTURE.md section 3)::
 One scan over the arguments finds what the layers need: the common device,
 whether any tensor requires grad, and any argument that overrides. A plain
 call (no overrides, no mode, no grad) costs that scan, the meta check, the
-kernel and the wrapping of its result.
+kernel and the wrapping of its result; for the small pointwise ops, a checked
+kernel (``Op.checked_cpu``) does the meta check's work itself, and ember-autograd
+registers per-op recorders (:data:`autograd_recorders`) that the scan calls
+directly.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from .._device import canonical_device, get_backend
 from .._dtype import dtype as _dtype_cls
 from .._meta import MetaArray
 from .._storage import storage_of
-from .._tensor import Tensor
+from .._tensor import Size, Tensor
 
-__all__ = ["dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state"]
+__all__ = ["dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders"]
 
 
 class _State(threading.local):
@@ -46,22 +49,30 @@ state = _State()
 # Set by ember-autograd: handler(op, args, kwargs, device) -> result.
 _autograd_handler = None
 
+#: Filled by the autograd handler: op -> ``recorder(args, device)``, its autograd step for calls
+#: without keyword arguments, which returns the result or ``NotImplemented`` (then the handler
+#: runs). It spares the common call of a recorded op one frame and the handler's look-ups.
+autograd_recorders = {}
+
 
 def set_autograd_handler(handler):
     """Install the autograd layer (ember-autograd calls this once at import).
 
     ``handler(op, args, kwargs, device)`` is called for ops with at least one
     argument that requires grad while grad mode is on; it computes the result
-    with :func:`run_backend` and records the graph.
+    with :func:`run_backend` and records the graph. It may fill
+    :data:`autograd_recorders`, which a new handler starts without.
     """
     global _autograd_handler
     _autograd_handler = handler
+    autograd_recorders.clear()
 
 
 _ndarray = _np.ndarray
 _new_object = object.__new__
 
-_PLAIN_TYPES = frozenset({int, float, bool, complex, str, type(None), slice, type(Ellipsis), _dtype_cls})
+# arguments that are never tensors nor overridable (a Size holds ints: grad.expand(input.shape))
+_PLAIN_TYPES = frozenset({int, float, bool, complex, str, type(None), slice, type(Ellipsis), _dtype_cls, Size})
 
 
 def _disabled_ember_function(cls, func, types, args=(), kwargs=None):
@@ -169,7 +180,20 @@ def dispatch(op, args, kwargs):
     if device is None:
         device = _CPU
     if needs_grad and _autograd_handler is not None and state.grad_enabled:
+        recorder = autograd_recorders.get(op)
+        if recorder is not None:
+            result = recorder(args, device)
+            if result is not NotImplemented:
+                return result
         return _autograd_handler(op, args, kwargs, device)
+    checked = op.checked_cpu
+    if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
+        array = checked(*args)
+        if array is not None:
+            result = _new_object(Tensor)
+            result._data = array
+            result._device = device
+            return result
     return run_backend(op, args, kwargs, device)
 
 
@@ -240,6 +264,13 @@ def run_backend(op, args, kwargs, device):
     Raises:
         NotImplementedError: when a prim has no kernel for the device type.
     """
+    if not kwargs and op.checked_cpu is not None and device.type == "cpu":
+        array = op.checked_cpu(*args)  # the kernel checks what the meta function would (see Op.checked_cpu)
+        if array is not None:
+            result = _new_object(Tensor)
+            result._data = array
+            result._device = device
+            return result
     kernel = op.kernels.get(device.type)
     kind = op.kind
     if kernel is None:

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from . import _fp
 from ._fp import quiet
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
@@ -81,6 +82,19 @@ def _float_operand(t, direct):
     """``t``'s array when it is a floating/complex array numpy computes in directly, else None."""
     a = t._data
     return a if a.ndim and a.dtype.kind in "fc" and a.dtype in direct else None
+
+
+def _is_float_operand(a, direct):
+    """Whether array ``a`` is a floating/complex array with dimensions that numpy computes in directly."""
+    return a.ndim and a.dtype.kind in "fc" and a.dtype in direct
+
+
+# numpy's error state, set around the checked kernels' calls as :func:`~ember._ops._fp.quiet` does (without the
+# extra call); None where numpy keeps it elsewhere, and the checked kernels are then left out
+_error_state = getattr(_fp, "_error_state", None)
+if _error_state is not None:
+    _IGNORE_ALL = _fp._IGNORE_ALL
+    _set_error_state, _reset_error_state = _error_state.set, _error_state.reset
 
 
 def _same_dtype(value, np_dtype):
@@ -264,9 +278,41 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             value = value.astype(np_dtype)
         return value
 
+    def checked_cpu(input, other):
+        # The meta function's fast paths and the kernel's in one: no promotion, no broadcasting.
+        if type(input) is Tensor:
+            a = input._data
+            if type(other) is Tensor:
+                b = other._data
+                if a.dtype is not b.dtype or a.shape != b.shape or not a.ndim or a.dtype not in direct:
+                    return None
+                target = None if result == "bool" else a.dtype
+            elif scalars != "none" and result != "bool" and _is_float_operand(a, direct) and _is_exact_number(other):
+                b, target = other, a.dtype
+            else:
+                return None
+        elif (
+            scalars == "both" and result != "bool" and type(other) is Tensor
+            and _is_exact_number(input) and _is_float_operand(other._data, direct)
+        ):
+            a, b = input, other._data
+            target = b.dtype
+        else:
+            return None
+        token = _set_error_state(_IGNORE_ALL)  # quiet(np_fn, a, b), inlined
+        try:
+            value = np_fn(a, b)
+        finally:
+            _reset_error_state(token)
+        if target is not None and value.dtype is not target:  # np_fn computed wider
+            value = value.astype(target)
+        return value
+
     meta.__name__ = name
     meta.__doc__ = doc
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
+    if check is None and _error_state is not None:
+        op.checked_cpu = checked_cpu
     op.result_dtype = lambda input, other: D.bool if result == "bool" else compute(input, other)
     if has_inplace:
         make_inplace(op)
@@ -290,14 +336,20 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     """
     result_dtype = _RESULTS[result] if isinstance(result, str) else result
     float_result = result == "float"
-    plans = {}  # (input numpy dtype, default dtype) -> (supported, result numpy dtype, numpy dtype to compute in)
+    # input numpy dtype (with the default dtype for "float" results of integers) -> (supported, result numpy
+    # dtype, numpy dtype to compute in)
+    plans = {}
 
     def plan(np_dtype):
         """What this op does with an input of ``np_dtype``, worked out once per dtype."""
-        key = (np_dtype, D.get_default_dtype()) if float_result else np_dtype
+        found = plans.get(np_dtype)
+        if found is not None:
+            return found
+        dtype = _FROM_NP(np_dtype)
+        # only a "float" result of an integer input depends on the default dtype
+        key = (np_dtype, D.get_default_dtype()) if float_result and dtype.category < D.FLOATING else np_dtype
         found = plans.get(key)
         if found is None:
-            dtype = _FROM_NP(np_dtype)
             target = result_dtype(dtype).numpy_dtype
             work = target if float_result else np_dtype
             if upcast:
@@ -325,9 +377,32 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
             value = np.asarray(value)
         return value if value.dtype is target else value.astype(target, copy=False)
 
+    def checked_cpu(input):
+        # The meta function's checks and the kernel in one.
+        if type(input) is not Tensor:
+            return None
+        data = input._data
+        ok, target, work = plans.get(data.dtype) or plan(data.dtype)
+        if not ok:
+            return None  # the meta function raises
+        if check is not None:
+            check(input)
+        if data.dtype is not work:
+            data = data.astype(work)
+        token = _set_error_state(_IGNORE_ALL)  # quiet(np_fn, data), inlined
+        try:
+            value = np_fn(data)
+        finally:
+            _reset_error_state(token)
+        if type(value) is not np.ndarray:  # numpy gives scalars for zero-dim inputs
+            value = np.asarray(value)
+        return value if value.dtype is target else value.astype(target, copy=False)
+
     meta.__name__ = name
     meta.__doc__ = doc
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
+    if _error_state is not None:
+        op.checked_cpu = checked_cpu
     if has_inplace:
         make_inplace(op, check=inplace_check)
     return op
@@ -341,6 +416,13 @@ def make_inplace(op, check=None, self_index=0):
     (PyTorch's rule: an int tensor can't take a float result in place). An op
     with a ``result_dtype(*args, **kwargs)`` attribute gets the cast checked
     before a dtype refusal of its meta function, as PyTorch orders them.
+
+    On CPU, the ops of ``_INTO`` (add_, sub_, mul_, div_, lerp_, addcmul_, addcdiv_,
+    clamp_, relu_ and common unary ops) write into ``self``'s float32/float64 buffer
+    directly, with the same numpy operations as the functional kernel (so the
+    same bits); other ops, dtypes or operands compute the functional result and
+    copy it into ``self``. The autograd layer records every in-place op as its
+    functional op and a copy, whichever kernel runs.
 
     Args:
         check: optional extra check ``check(self, *args, **kwargs)``, run first
@@ -374,7 +456,15 @@ def make_inplace(op, check=None, self_index=0):
             _cast_error(result_dtype, self.dtype)
         return self._data
 
+    into = _INTO.get(op.name) if self_index == 0 else None
+
     def cpu(self, *args, **kwargs):
+        # Fast path: write straight into self's buffer (no result array, no copy pass). Meta has run:
+        # the shapes and dtypes are valid, so only the kernel's own preconditions are left to check.
+        if into is not None:
+            out = _direct_target(self)
+            if out is not None and into(out, *args, **kwargs):
+                return
         value = op.kernels["cpu"](*call_args(self, args), **kwargs)
         np.copyto(self._data, value, casting="unsafe")
 
@@ -393,6 +483,157 @@ def make_inplace(op, check=None, self_index=0):
     op.inplace = inplace
     inplace.self_index = self_index  # autograd records x.op_(...) as op(...) with x at this position
     return inplace
+
+
+# -- make_inplace's direct kernels ---------------------------------------------------------
+# Each ``_into_<op>(out, *args, **kwargs)`` writes ``op(out, *args, **kwargs)`` into ``out`` (self's array)
+# and returns True, or returns False, having written nothing, for operands it doesn't take (the caller then
+# runs the functional kernel and copies). Each repeats its functional kernel's numpy calls for float32/float64
+# operands of self's dtype and real Python numbers, so the result is bitwise the same; self is written only
+# by the last ufunc call, and numpy buffers that call's inputs when they overlap its output.
+
+_DIRECT_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+def _direct_target(self):
+    """``self``'s numpy array when the direct kernels may write into it, else None.
+
+    It must be a writable float32/float64 numpy array without repeated elements (a stride-0
+    broadcast view keeps the copy path and its behaviour).
+    """
+    a = self._data
+    if type(a) is np.ndarray and a.dtype in _DIRECT_DTYPES and a.flags.writeable:
+        if a.ndim == 0 or 0 not in a.strides:
+            return a
+    return None
+
+
+def _direct_operand(x, np_dtype):
+    """``x``'s array when it is a tensor of ``np_dtype``, ``x`` when it is a real Python number, else None."""
+    if type(x) is Tensor:
+        data = x._data
+        return data if type(data) is np.ndarray and data.dtype == np_dtype else None
+    if type(x) is float or type(x) is int:
+        return x
+    return None
+
+
+def _is_real_number(x):
+    return type(x) is float or type(x) is int
+
+
+def _into_add_sub(ufunc):
+    def into(out, other, *, alpha=1):
+        b = _direct_operand(other, out.dtype)
+        if b is None or not _is_real_number(alpha):
+            return False
+        if alpha != 1:
+            b = np.multiply(b, alpha, dtype=out.dtype)
+        quiet(ufunc, out, b, out)
+        return True
+
+    return into
+
+
+def _into_binary(ufunc):
+    def into(out, other):
+        b = _direct_operand(other, out.dtype)
+        if b is None:
+            return False
+        quiet(ufunc, out, b, out)
+        return True
+
+    return into
+
+
+def _into_div(out, other, *, rounding_mode=None):
+    b = _direct_operand(other, out.dtype)
+    if b is None or rounding_mode is not None:
+        return False
+    quiet(np.true_divide, out, b, out)
+    return True
+
+
+def _lerp_scalar_weight(out, stop, w):
+    diff = np.subtract(stop, out)
+    # the functional kernel's two formulas, each exact at its end point
+    if abs(w) < 0.5:
+        diff *= w
+        np.add(diff, out, out=out)
+    else:
+        diff *= 1 - w
+        np.subtract(stop, diff, out=out)
+
+
+def _into_lerp(out, end, weight):
+    stop = _direct_operand(end, out.dtype)
+    if type(end) is not Tensor or stop is None or not _is_real_number(weight):
+        return False
+    quiet(_lerp_scalar_weight, out, stop, weight)
+    return True
+
+
+def _addcmul_into(out, value, t1, t2):
+    np.add(out, value * t1 * t2, out=out)
+
+
+def _addcdiv_into(out, value, t1, t2):
+    np.add(out, value * (t1 / t2), out=out)
+
+
+def _into_addc(kernel):
+    def into(out, tensor1, tensor2, *, value=1):
+        a, b = _direct_operand(tensor1, out.dtype), _direct_operand(tensor2, out.dtype)
+        if type(tensor1) is not Tensor or type(tensor2) is not Tensor or a is None or b is None:
+            return False
+        if not _is_real_number(value):
+            return False
+        quiet(kernel, out, value, a, b)
+        return True
+
+    return into
+
+
+def _clip_into(out, low, high):
+    np.clip(out, low, high, out=out)
+
+
+def _into_clamp(out, min=None, max=None):  # noqa: A002 - PyTorch's argument names
+    if not (min is None or _is_real_number(min)) or not (max is None or _is_real_number(max)):
+        return False
+    quiet(_clip_into, out, min, max)
+    return True
+
+
+def _into_unary(ufunc):
+    def into(out):
+        quiet(ufunc, out, out)
+        return True
+
+    return into
+
+
+def _into_relu(out):
+    np.maximum(out, out.dtype.type(0), out=out)  # relu's kernel: maximum with a zero of out's dtype (NaN stays)
+    return True
+
+
+# op name -> direct kernel; unary entries are the numpy functions the ops' CPU kernels call for float32/float64
+_INTO = {
+    "add": _into_add_sub(np.add),
+    "sub": _into_add_sub(np.subtract),
+    "mul": _into_binary(np.multiply),
+    "div": _into_div,
+    "lerp": _into_lerp,
+    "addcmul": _into_addc(_addcmul_into),
+    "addcdiv": _into_addc(_addcdiv_into),
+    "clamp": _into_clamp,
+    "relu": _into_relu,
+    **{name: _into_unary(fn) for name, fn in {
+        "neg": np.negative, "abs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
+        "reciprocal": np.reciprocal, "tanh": np.tanh, "sin": np.sin, "cos": np.cos,
+    }.items()},
+}
 
 
 def _cast_error(result_dtype, self_dtype):

@@ -55,7 +55,15 @@ class Op:
         tags (frozenset[str]): free-form properties (``"pointwise"``, ``"reduction"``,
             ``"random"``, ...).
         return_type (type or None): a namedtuple class for ops with several named outputs.
+        checked_cpu (callable or None): an optional CPU kernel of a ``"function"`` op that does the
+            meta function's checks itself for the calls it takes: called with the positional
+            arguments of a call without keywords, it returns the result array, or None to leave the
+            call to the meta function and the kernel. It spares the hot path of small pointwise
+            ops a separate meta call. It computes with the backend alone, never dispatching
+            ops, so autograd may call it without turning grad mode off.
     """
+
+    checked_cpu = None
 
     def __init__(
         self,

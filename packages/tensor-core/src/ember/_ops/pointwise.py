@@ -18,6 +18,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._fp import quiet
 from ._pointwise_helpers import (
     FLOATING,
     FLOATING_AND_COMPLEX,
@@ -140,7 +141,16 @@ def _add_sub(name, np_fn, sign_word, check=None):
         >>> ember.{name}(ember.tensor([1., 2.]), ember.tensor([10., 20.]), alpha=2)
         tensor([{"21., 42." if sign_word == "+" else "-19., -38."}])
     """
+    def checked_cpu(input, other):
+        # the meta function's fast path and the kernel's in one (alpha is 1: a call without keywords)
+        if type(input) is Tensor and type(other) is Tensor:
+            a, b = input._data, other._data
+            if a.dtype is b.dtype and a.shape == b.shape and a.ndim and (check is None or a.dtype != np.bool_):
+                return np_fn(a, b)
+        return None
+
     op = defop(name, meta, cpu=cpu, has_out=True, tags=("pointwise",))
+    op.checked_cpu = checked_cpu
     make_inplace(op)
     return op
 
@@ -1679,6 +1689,81 @@ def _inplace(op):
     return method
 
 
+# -- tanh_backward, sigmoid_backward: the gradients of tanh and sigmoid from their outputs ------------
+
+
+def _backward_from_output(name, np_fn, formula):
+    """Define ``name(grad_output, output)``, PyTorch's ATen op of that name: ``np_fn(grad_output, output)``.
+
+    Autograd's formulas for ``tanh`` and ``sigmoid`` call it: one op instead of
+    the three that the formula in other ops would take, on the hot path of
+    every backward through them.
+    """
+
+    def meta(grad_output, output):
+        check_tensor(name, "grad_output", 1, grad_output)
+        check_tensor(name, "output", 2, output)
+        shape = broadcast_shapes(grad_output._data.shape, output._data.shape)
+        dtype = binary_dtype(grad_output, output)
+        if dtype not in FLOATING_AND_COMPLEX:
+            raise not_implemented(name, dtype)
+        return MetaArray(shape, dtype.numpy_dtype)
+
+    def cpu(grad_output, output):
+        np_dtype = binary_dtype(grad_output, output).numpy_dtype
+        work = compute_dtype(np_dtype)
+        value = quiet(np_fn, operand(grad_output, work), operand(output, work))
+        return np.asarray(value).astype(np_dtype, copy=False)
+
+    def checked_cpu(grad_output, output):
+        # the common call: two tensors of one dtype numpy computes in, one shape (meta's checks pass)
+        if type(grad_output) is Tensor and type(output) is Tensor:
+            g, y = grad_output._data, output._data
+            if g.dtype is y.dtype and g.shape == y.shape and g.dtype in _DIRECT_FLOATS:
+                return np.asarray(quiet(np_fn, g, y))
+        return None
+
+    meta.__name__ = name
+    meta.__doc__ = f"""The gradient of ``{name[: -len("_backward")]}`` from its output: ``{formula}``.
+
+    PyTorch's ATen op of the same name (``torch.ops.aten.{name}``; not a public function there
+    either). ``conj`` is the identity on real tensors.
+
+    Args:
+        grad_output (Tensor): the gradient of the output.
+        output (Tensor): the output of ``{name[: -len("_backward")]}``.
+
+    Raises:
+        TypeError: if an argument is not a tensor.
+        RuntimeError: if the shapes don't broadcast.
+        NotImplementedError: for integer and bool dtypes.
+    """
+    op = defop(name, meta, cpu=cpu, tags=("pointwise",))
+    op.checked_cpu = checked_cpu
+    return op
+
+
+_DIRECT_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _tanh_backward_np(g, y):
+    factor = 1 - y * y
+    return g * (np.conjugate(factor) if factor.dtype.kind == "c" else factor)
+
+
+def _sigmoid_backward_np(g, y):
+    factor = y - y * y
+    return g * (np.conjugate(factor) if factor.dtype.kind == "c" else factor)
+
+
+tanh_backward = _backward_from_output("tanh_backward", _tanh_backward_np, "grad_output * conj(1 - output**2)")
+sigmoid_backward = _backward_from_output(
+    "sigmoid_backward", _sigmoid_backward_np, "grad_output * conj(output - output**2)"
+)
+#: Ops of the registry that are neither Tensor methods nor public functions of ``ember`` (as in PyTorch).
+_ATEN_ONLY = ("tanh_backward", "sigmoid_backward")
+
+
 #: Operators of this family; ``__invert__`` (ember._tensor_methods) uses ``bitwise_not``. Three
 #: ordinary methods are here too because ``self`` is not their first argument: ``where``,
 #: ``polygamma`` and ``polygamma_``.
@@ -1694,7 +1779,7 @@ for _symbol, _op in (("pow", pow), ("floordiv", floor_divide), ("mod", remainder
 #: (methods through ALIASES below) and the ones whose method takes ``self`` elsewhere (OPERATORS).
 METHODS = [
     name for name in list(registry)[_FIRST_OP:]
-    if name not in ALIAS_OPS and name not in ("where", "polygamma", "polygamma_")
+    if name not in ALIAS_OPS and name not in ("where", "polygamma", "polygamma_") and name not in _ATEN_ONLY
 ]
 #: Tensor method aliases: the public aliases and their in-place forms (``x.clip_``).
 ALIASES = dict(ALIAS_OPS)

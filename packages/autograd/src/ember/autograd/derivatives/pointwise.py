@@ -23,6 +23,7 @@ import cmath
 import math
 
 import ember
+from ember._ops import registry
 
 from .._table import derivative, nondifferentiable, through_decomposition
 from ._helpers import conj
@@ -31,6 +32,8 @@ _LN2 = math.log(2.0)
 _LN10 = math.log(10.0)
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 _HALF_SQRT_PI = 0.5 * math.sqrt(math.pi)
+_tanh_backward = registry["tanh_backward"]
+_sigmoid_backward = registry["sigmoid_backward"]
 
 
 def _zeros(grad):
@@ -130,7 +133,8 @@ derivative("acos", input=lambda grad, input: grad * (-conj(ember.rsqrt(1 - input
 derivative("atan", input=lambda grad, input: grad / (conj(input * input) + 1))
 derivative("sinh", input=lambda grad, input: grad * conj(ember.cosh(input)))
 derivative("cosh", input=lambda grad, input: grad * conj(ember.sinh(input)))
-derivative("tanh", input=lambda grad, result: grad - grad * conj(result * result))  # tensor ops only: no 1 - t
+# tanh and sigmoid: one op (PyTorch's tanh_backward / sigmoid_backward) instead of three, as PyTorch does
+derivative("tanh", input=lambda grad, result: _tanh_backward(grad, result))
 derivative("asinh", input=lambda grad, input: grad * conj(ember.rsqrt(input * input + 1)))
 
 
@@ -143,7 +147,19 @@ def _acosh_input(grad, input):
 
 derivative("acosh", input=_acosh_input)
 derivative("atanh", input=lambda grad, input: grad / (1 - conj(input * input)))
-derivative("sigmoid", input=lambda grad, result: grad * conj(result - result * result))
+derivative("sigmoid", input=lambda grad, result: _sigmoid_backward(grad, result))
+# tanh_backward(g, y) = g * conj(1 - y**2) is holomorphic in g and antiholomorphic in y: the gradient of y is
+# conj(grad) times the derivative in conj(y), -2 g conj(y) (likewise for sigmoid_backward's g * conj(y - y**2))
+derivative(
+    "tanh_backward",
+    grad_output=lambda grad, output: _tanh_backward(grad, conj(output)),
+    output=lambda grad, grad_output, output: conj(grad) * (-2 * grad_output * conj(output)),
+)
+derivative(
+    "sigmoid_backward",
+    grad_output=lambda grad, output: _sigmoid_backward(grad, conj(output)),
+    output=lambda grad, grad_output, output: conj(grad) * (grad_output * (1 - 2 * conj(output))),
+)
 
 derivative("erf", input=lambda grad, input: grad * (_TWO_OVER_SQRT_PI * ember.exp(-(input * input))))
 derivative("erfc", input=lambda grad, input: grad * (-_TWO_OVER_SQRT_PI * ember.exp(-(input * input))))

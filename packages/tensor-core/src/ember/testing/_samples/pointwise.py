@@ -417,6 +417,22 @@ for _name, _fn, _kwargs, _dtypes in _FLOAT_UNARY:
                            error_inputs=_errors(*_cases), tolerances=_FLOAT_UNARY_TOLERANCES.get(_name, {})))
 
 
+
+def _output_backward_ref(factor):
+    """The reference of ``tanh_backward``/``sigmoid_backward``: ``g * conj(factor(y))``."""
+    return _float_ref(lambda g, y: g * np.conjugate(factor(y)))
+
+
+# gradients from an output in tanh's range (-1, 1) / sigmoid's (0, 1); two tensors, as in PyTorch (whose
+# ATen op refuses a number with a schema RuntimeError, where ember's TypeError names the argument: not listed)
+for _name, _factor, _low in (("tanh_backward", lambda y: 1 - y * y, -1), ("sigmoid_backward", lambda y: y - y * y, 0)):
+    register_opinfo(OpInfo(_name, _binary(scalars="none", other_low=_low, other_high=1, mixed=False),
+                           dtypes=_FLOATING_AND_COMPLEX, ref=_output_backward_ref(_factor),
+                           torch_name=f"ops.aten.{_name}",
+                           error_inputs=_errors(_BROADCAST_ERROR, _binary_dtype_error(D.int64),
+                                                _binary_dtype_error(D.bool))))
+
+
 def _square_ref(x):
     return np.square(x.astype(np.int64) if x.dtype == np.bool_ else _wide_floats(x))
 
