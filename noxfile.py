@@ -275,11 +275,13 @@ sys.exit(0 if rc in (0, pytest.ExitCode.NO_TESTS_COLLECTED) else int(rc))
 @nox.session
 def parity(session: nox.Session) -> None:
     """Compare ember with PyTorch (tests marked ``parity`` or under ``packages/*/tests/parity/``)."""
-    _install_packages(session, extras="test")
+    _install_packages(session, extras="test", also=EXAMPLE_REQUIREMENTS)
     problem = _try_install_torch(session)
     if problem is not None:
         session.skip(problem)
     targets = _test_dirs()
+    if (ROOT / EXAMPLE_TESTS).is_dir():
+        targets.append(EXAMPLE_TESTS)  # the demo against its PyTorch twin
     counter = Path(session.create_tmp()) / "count_parity_tests.py"
     counter.write_text(_COUNT_PARITY, encoding="utf-8")
     output = session.run("python", str(counter), *targets, silent=True) or ""
