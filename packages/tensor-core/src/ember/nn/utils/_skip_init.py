@@ -17,8 +17,9 @@ def skip_init(module_cls, *args, **kwargs):
     :meth:`Module.to_empty`. Useful when the values are about to be loaded or set anyway.
 
     Args:
-        module_cls (type): a :class:`Module` subclass whose constructor takes ``device``.
-        *args, **kwargs: the constructor's arguments.
+        module_cls: a :class:`Module` subclass whose constructor takes ``device``.
+        *args: the constructor's positional arguments.
+        **kwargs: the constructor's keyword arguments.
 
     Returns:
         Module: the module, its tensors uninitialized.
