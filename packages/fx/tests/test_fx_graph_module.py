@@ -323,3 +323,27 @@ def test_to_folder_refuses_what_it_cannot_rebuild(tmp_path):
     g.output(g.call_function(local_helper, (x,)))
     with pytest.raises(RuntimeError, match="cannot be imported by name"):
         GraphModule(nn.Module(), g).to_folder(tmp_path / "b")
+
+
+def test_to_folder_rebuilds_own_leaf_modules_from_their_default_constructor(tmp_path):
+    from _fx_leaf_helper import Gate, GateTracer
+
+    ember.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 3), Gate())
+    gm = GraphModule(model, GateTracer().trace(model))
+    assert [n.target for n in gm.graph.find_nodes(op="call_module")] == ["0", "1"]
+    folder = gm.to_folder(tmp_path / "gate_pkg", "GateNet")
+    text = (folder / "module.py").read_text()
+    assert "from _fx_leaf_helper import Gate as _Gate" in text and "_Gate()" in text
+    net = _import_folder(folder, "fx_written_gate")
+    net = net.GateNet()
+    for _ in range(3):
+        x = ember.randn(4, 3)
+        _close(net(x), model(x))
+    # a configuration the default constructor does not reproduce is refused, not silently lost
+    other = nn.Sequential(Gate(threshold=5.0))
+    with pytest.raises(RuntimeError, match=r"cannot write submodule of type Gate.*Gate\(\)"):
+        GraphModule(other, GateTracer().trace(other)).to_folder(tmp_path / "other")
+    wider = nn.Sequential(Gate(width=4))
+    with pytest.raises(RuntimeError, match="cannot write submodule of type Gate"):
+        GraphModule(wider, GateTracer().trace(wider)).to_folder(tmp_path / "wider")

@@ -1074,3 +1074,90 @@ def test_public_names():
     assert set(serialization.__all__) == {"save", "load", "SerializationError"}
     assert issubclass(SerializationError, RuntimeError)
     assert Path(serialization.__file__).name == "serialization.py"
+
+
+# -- register_serializable_type: the extension hook -------------------------------------------------------
+
+
+class _Affine:
+    """A toy type saved through the hook: y = weight * x + bias."""
+
+    def __init__(self, weight, bias, label):
+        self.weight, self.bias, self.label = weight, bias, label
+
+
+class _AffineChild(_Affine):
+    pass
+
+
+@pytest.fixture
+def affine_registered():
+    def decode(value):
+        if set(value) != {"w", "b", "label"}:
+            raise ValueError(f"fields {sorted(value)}")
+        return _Affine(value["w"], value["b"], value["label"])
+
+    serialization.register_serializable_type(
+        _Affine, "tests.Affine", lambda a: {"w": a.weight, "b": a.bias, "label": a.label}, decode
+    )
+    yield
+    del serialization._EXTENSIONS_BY_TYPE[_Affine]
+    del serialization._EXTENSIONS_BY_NAME["tests.Affine"]
+
+
+def test_extension_type_round_trip(affine_registered, tmp_path):
+    weight = ember.arange(6, dtype=ember.float32).reshape(2, 3)
+    obj = {"a": _Affine(weight, 1.5, "first"), "b": [_AffineChild(weight.t(), -2.0, "child")]}
+    save(obj, tmp_path / "x.safetensors")
+    loaded = load(tmp_path / "x.safetensors")
+    a, b = loaded["a"], loaded["b"][0]
+    assert type(a) is _Affine and type(b) is _Affine  # a subclass is saved as the registered type
+    assert a.label == "first" and a.bias == 1.5 and b.bias == -2.0
+    assert a.weight.tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
+    assert b.weight.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    assert a.weight.untyped_storage() is b.weight.untyped_storage()  # views still share one storage
+    structure = json.loads(_read_header(tmp_path / "x.safetensors")["__metadata__"]["ember.structure"])
+    assert structure["root"]["items"][0][1]["t"] == "ext"
+    assert structure["root"]["items"][0][1]["type"] == "tests.Affine"
+
+
+def test_extension_type_errors(affine_registered, tmp_path):
+    with pytest.raises(ValueError, match="'tests.Affine' is already registered"):
+        serialization.register_serializable_type(int, "tests.Affine", str, str)
+    with pytest.raises(ValueError, match="is already registered"):
+        serialization.register_serializable_type(_Affine, "tests.Other", str, str)
+    with pytest.raises(TypeError, match="cls must be a type"):
+        serialization.register_serializable_type("x", "tests.X", str, str)
+    with pytest.raises(TypeError, match="must be callable"):
+        serialization.register_serializable_type(float, "tests.F", 1, str)
+    path = tmp_path / "x.safetensors"
+    save(_Affine(ember.ones(2), 0.0, "x"), path)
+    # a decoder that rejects the value: reported as a SerializationError naming the type
+    _rewrite_structure(path, lambda s: s["root"]["v"]["items"].pop())
+    with pytest.raises(SerializationError, match=r"cannot rebuild a tests.Affine: fields \['b', 'w'\]"):
+        load(path)
+    # a type name nobody registered: refused, nothing is imported
+    save(_Affine(ember.ones(2), 0.0, "x"), path)
+    _rewrite_structure(path, lambda s: s["root"].update(type="os.system"))
+    with pytest.raises(SerializationError, match="unknown extension type 'os.system'"):
+        load(path)
+
+
+def _read_header(path):
+    data = Path(path).read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    return json.loads(data[8 : 8 + n])
+
+
+def _rewrite_structure(path, edit):
+    """Edit the structure of the file at ``path`` and fix its checksum, as a forger would."""
+    data = Path(path).read_bytes()
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8 : 8 + n])
+    structure = json.loads(header["__metadata__"]["ember.structure"])
+    edit(structure)
+    header["__metadata__"]["ember.structure"] = json.dumps(structure)
+    header["__metadata__"]["ember.header_sha256"] = serialization._header_checksum(header)
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    Path(path).write_bytes(len(text).to_bytes(8, "little") + text + data[8 + n :])

@@ -170,3 +170,31 @@ def test_printed_graph_matches_torch(name):
     got = str(fx.symbolic_trace(ember_model).graph)
     want = want.replace("torch.", "ember.")
     assert got == want
+
+
+def test_structured_inputs_and_outputs_match_torch_fx():
+    """Pytree inputs/outputs: same placeholders (one per leaf), nodes, and output structure as torch.fx."""
+
+    def build(lib):
+        def f(batch, pair, k):
+            y = lib.relu(batch["x"]) * k + pair[1][0]
+            return {"y": y, "rest": (pair[0].sum(), [batch["z"] - 1])}
+
+        return f
+
+    def with_ph(ph):
+        return {"batch": {"x": ph, "z": ph}, "pair": (ph, [ph])}
+
+    theirs = torch.fx.symbolic_trace(build(torch), concrete_args=with_ph(torch.fx.PH))
+    ours = fx.symbolic_trace(build(ember), concrete_args=with_ph(fx.PH))
+    assert _signature(ours.graph) == _signature(theirs.graph)
+    assert repr(ours._out_spec) == repr(theirs._out_spec)
+    assert ours._in_spec.num_leaves == theirs._in_spec.num_leaves
+    x, z, p0, p1, k = (np.random.default_rng(i).standard_normal(3).astype(np.float32) for i in range(5))
+
+    def call(gm, lib):
+        return gm({"x": lib.tensor(x), "z": lib.tensor(z)}, (lib.tensor(p0), [lib.tensor(p1)]), lib.tensor(k))
+
+    out_t, out_e = call(theirs, torch), call(ours, ember)
+    np.testing.assert_allclose(out_e["y"].detach().numpy(), out_t["y"].detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(out_e["rest"][1][0].numpy(), out_t["rest"][1][0].numpy(), rtol=1e-6)

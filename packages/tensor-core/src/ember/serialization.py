@@ -38,7 +38,9 @@ named after the first place in the object where a tensor uses it
   (:class:`ember.Size`), ``{"t": "dict" | "odict", "items": [[key, value],
   ...]}`` (keys are nodes too, so int keys stay ints), ``{"t": "float", "v":
   "nan" | "inf" | "-inf"}``, ``{"t": "complex", "re": x, "im": y}``,
-  ``{"t": "dtype", "v": "float32"}`` and ``{"t": "device", "v": "cuda:0"}``;
+  ``{"t": "dtype", "v": "float32"}``, ``{"t": "device", "v": "cuda:0"}`` and
+  ``{"t": "ext", "type": name, "v": node}`` (an object of a type registered with
+  :func:`register_serializable_type`, by the name it was registered under);
 * ``"ember.header_sha256"``: the SHA-256 of the header in canonical JSON
   (keys sorted, no spaces, ASCII) without this entry, so a damaged header is
   detected even where it still parses. The data bytes are not checksummed.
@@ -67,6 +69,8 @@ from ._meta import MetaArray
 from ._storage import Storage, array_data_ptr, storage_of
 from ._tensor import Size, Tensor
 
+# register_serializable_type is public too (ember.serialization.register_serializable_type), for
+# distributions; it stays out of __all__, which lists what `ember` itself re-exports.
 __all__ = ["save", "load", "SerializationError"]
 
 FORMAT_VERSION = "1"
@@ -97,6 +101,70 @@ class SerializationError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------
+# extension types
+
+
+class _ExtensionType:
+    __slots__ = ("cls", "name", "encode", "decode")
+
+    def __init__(self, cls, name, encode, decode):
+        self.cls, self.name, self.encode, self.decode = cls, name, encode, decode
+
+
+_EXTENSIONS_BY_TYPE: dict[type, _ExtensionType] = {}
+_EXTENSIONS_BY_NAME: dict[str, _ExtensionType] = {}
+
+
+def register_serializable_type(cls, name, encode, decode):
+    """Let :func:`save` and :func:`load` handle instances of ``cls`` (and its subclasses).
+
+    This is how a distribution makes its own type saveable without pickle (``ember.fx``
+    registers ``GraphModule``). :func:`save` calls ``encode(obj)``, which must return a
+    value made of the supported types (dicts, lists, tuples, tensors, scalars, strings,
+    other registered types), and stores it tagged with ``name``. :func:`load` decodes that
+    value and passes it to ``decode(value)``, which rebuilds the object.
+
+    Safety: the file only names a type; it never names code. ``decode`` is looked up
+    among the functions registered *in this process* (by packages the user imported),
+    so loading runs no code that the file chose. A ``decode`` must in turn treat
+    ``value`` as untrusted data: validate it and raise :class:`SerializationError`
+    (or ``ValueError``/``TypeError``/``KeyError``, reported as one) for anything
+    unexpected, and never ``eval``/``exec``/import what it contains.
+
+    Args:
+        cls (type): the type.
+        name (str): the name stored in files, unique (``"ember.fx.GraphModule"``).
+        encode (callable): ``obj -> saveable value``.
+        decode (callable): ``value -> obj``.
+
+    Raises:
+        ValueError: if ``name`` or ``cls`` is already registered (to something else).
+        TypeError: if ``cls`` is not a type, ``name`` not a string or a function not callable.
+    """
+    if not isinstance(cls, type):
+        raise TypeError(f"register_serializable_type: cls must be a type, got {cls!r}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register_serializable_type: name must be a non-empty string, got {name!r}")
+    if not callable(encode) or not callable(decode):
+        raise TypeError("register_serializable_type: encode and decode must be callable")
+    for table, key in ((_EXTENSIONS_BY_NAME, name), (_EXTENSIONS_BY_TYPE, cls)):
+        if key in table:
+            raise ValueError(f"register_serializable_type: {key!r} is already registered (as {table[key].name!r})")
+    entry = _ExtensionType(cls, name, encode, decode)
+    _EXTENSIONS_BY_TYPE[cls] = entry
+    _EXTENSIONS_BY_NAME[name] = entry
+
+
+def _extension_for(kind):
+    """The registration covering type ``kind`` (its own or a base class's), or None."""
+    for base in kind.__mro__:
+        entry = _EXTENSIONS_BY_TYPE.get(base)
+        if entry is not None:
+            return entry
+    return None
+
+
+# ---------------------------------------------------------------------------
 # save
 
 
@@ -106,8 +174,9 @@ def save(obj, f):
     ``obj`` may be a tensor or any nesting of ``dict`` (keys: str, int, float,
     bool, None or tuples of those), ``collections.OrderedDict``, ``list``,
     ``tuple``, :class:`ember.Size`, tensors, Python scalars (``int``,
-    ``float``, ``bool``, ``complex``, ``None``, ``str``), :class:`ember.dtype`
-    and :class:`ember.device`. Types are kept exactly (a tuple loads as a
+    ``float``, ``bool``, ``complex``, ``None``, ``str``), :class:`ember.dtype`,
+    :class:`ember.device` and instances of types registered with
+    :func:`register_serializable_type` (``ember.fx.GraphModule``). Types are kept exactly (a tuple loads as a
     tuple, an OrderedDict as an OrderedDict). Each storage is written once, so
     views keep sharing memory after :func:`load`, with their strides and
     storage offsets. Meta tensors keep shape, dtype and strides only. Tensors
@@ -284,12 +353,22 @@ class _Encoder:
                 return {"t": "dict" if kind is dict else "odict", "items": items}
             finally:
                 self.active.discard(id(obj))
+        extension = _extension_for(kind)
+        if extension is not None:
+            if id(obj) in self.active:
+                raise ValueError(f"ember.save: {where} contains itself; reference cycles cannot be saved")
+            self.active.add(id(obj))
+            try:
+                value = self.encode(extension.encode(obj), f"{where}<{extension.name}>", path)
+            finally:
+                self.active.discard(id(obj))
+            return {"t": "ext", "type": extension.name, "v": value}
         hint = " (convert numpy values with .item() or ember.from_numpy)" if kind.__module__ == "numpy" else ""
         raise TypeError(
             f"ember.save: cannot save {where} of type {kind.__module__}.{kind.__qualname__}{hint}; supported are "
             "tensors, dict, OrderedDict, list, tuple, ember.Size, int, float, bool, complex, str, None, "
-            "ember.dtype and ember.device (subclasses other than of Tensor are not, since loading must not run "
-            "their code)"
+            "ember.dtype, ember.device and types registered with ember.serialization.register_serializable_type "
+            "(other subclasses than of Tensor are not, since loading must not run their code)"
         )
 
     def encode_key(self, key, where):
@@ -1010,6 +1089,23 @@ class _Decoder:
             raise self.error(where, f"unknown dtype {_short(v)}")
         return BY_NAME[v]
 
+    def node_ext(self, node, where):
+        name, value = self.fields(node, where, "type", "v")
+        entry = _EXTENSIONS_BY_NAME.get(name) if type(name) is str else None
+        if entry is None:
+            raise self.error(
+                where,
+                f"unknown extension type {_short(name)}; import the package that registers it "
+                "(ember.serialization.register_serializable_type) before loading",
+            )
+        decoded = self.decode(value, f"{where}<{name}>")
+        try:
+            return entry.decode(decoded)
+        except SerializationError:
+            raise
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            raise self.error(where, f"cannot rebuild a {name}: {exc}") from None
+
     def node_device(self, node, where):
         (v,) = self.fields(node, where, "v")
         if type(v) is not str:
@@ -1030,6 +1126,7 @@ _NODE_HANDLERS = {
     "odict": _Decoder.node_odict,
     "dtype": _Decoder.node_dtype,
     "device": _Decoder.node_device,
+    "ext": _Decoder.node_ext,
 }
 
 

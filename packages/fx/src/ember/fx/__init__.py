@@ -27,13 +27,15 @@ Example:
         return add
 """
 
-from . import passes, subgraph_rewriter  # noqa: F401
+from . import _serialize, passes, subgraph_rewriter  # noqa: F401
 from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap
 from .graph import Graph, PythonCode
 from .graph_module import GraphModule
 from .interpreter import Interpreter, Transformer
 from .node import Node, map_arg
 from .proxy import Attribute, Proxy, TraceError
+
+_serialize.register()  # ember.save / ember.load of GraphModules (as data, no pickle)
 
 __all__ = [
     "symbolic_trace",

@@ -14,9 +14,9 @@ import functools
 import inspect
 import math
 
-from .graph import Graph
+from .graph import Graph, _PyTreeCodeGen, _PyTreeInfo
 from .graph_module import GraphModule
-from .node import map_aggregate
+from .node import Node, map_aggregate
 from .proxy import ParameterProxy, Proxy, TraceError, TracerBase
 
 __all__ = ["Tracer", "symbolic_trace", "wrap", "PH"]
@@ -326,6 +326,7 @@ class Tracer(TracerBase):
         if unknown:
             raise TraceError(f"concrete_args names {sorted(unknown)} are not parameters of {root_fn.__qualname__}")
         args, kwargs = [], {}
+        structured = []  # per parameter: what the in_spec sees (placeholder proxies in its structure)
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TraceError(
@@ -335,21 +336,42 @@ class Tracer(TracerBase):
             if p.name in concrete_args and concrete_args[p.name] is not PH:
                 value = concrete_args[p.name]
                 if _contains_ph(value):
-                    # A structure with some symbolic leaves: the input stays one placeholder and
-                    # each PH leaf is read from it (x["a"][0]); the other leaves are constants.
-                    root = self.create_proxy("placeholder", p.name, (), {})
-                    value = _symbolic_leaves(value, root)
+                    # A structure with symbolic leaves: one placeholder per leaf (PyTorch's pytree
+                    # inputs); the PH leaves are traced, the others stay fixed to their value.
+                    value, leaves = self._placeholder_leaves(p.name, value)
+                    structured.append(leaves)
                 else:
-                    self.create_node("placeholder", p.name, (value,), {})
+                    structured.append(self.create_node("placeholder", p.name, (value,), {}))
             else:
                 default = () if p.default is inspect.Parameter.empty else (p.default,)
                 annotation = None if p.annotation is inspect.Parameter.empty else p.annotation
                 value = self.create_proxy("placeholder", p.name, default, {}, type_expr=annotation)
+                structured.append(value)
             if p.kind is p.KEYWORD_ONLY:
                 kwargs[p.name] = value
             else:
                 args.append(value)
+        self._pytree_inputs = None
+        if any(not isinstance(v, (Proxy, Node)) for v in structured):
+            from ember.utils._pytree import tree_structure
+
+            in_spec = tree_structure(tuple(structured))
+            self._pytree_inputs = _PyTreeInfo([p.name for p in params], in_spec, None)
         return args, kwargs
+
+    def _placeholder_leaves(self, name, value):
+        """``value`` with each PH leaf a new placeholder proxy, and the structure of all the placeholders."""
+        from ember.utils._pytree import tree_flatten, tree_unflatten
+
+        leaves, spec = tree_flatten(value, is_leaf=lambda x: x is PH)
+        # The parameter's own name must stay free: forward(self, <name>) takes the structure.
+        self.graph._namespace.mark_used(name)
+        traced, nodes = [], []
+        for i, leaf in enumerate(leaves):
+            proxy = self.create_proxy("placeholder", f"{name}_{i + 1}", (), {})
+            nodes.append(proxy)
+            traced.append(proxy if leaf is PH else leaf)
+        return tree_unflatten(traced, spec), tree_unflatten(nodes, spec)
 
     def trace(self, root, concrete_args=None):
         """Trace ``root`` (a module or a function) into a graph.
@@ -357,9 +379,12 @@ class Tracer(TracerBase):
         Args:
             root (ember.nn.Module or callable): what to trace.
             concrete_args (dict or None): inputs to fix to a value (the code is specialised to
-                it: Python control flow on it is allowed); :data:`PH` keeps one symbolic. In a
-                structured value (``{"x": PH, "flag": True}``), the PH leaves stay symbolic and
-                are read from the input by indexing; the other leaves are fixed.
+                it: Python control flow on it is allowed); :data:`PH` keeps one symbolic. A
+                structured value (nested dicts, tuples, lists: ``{"x": PH, "flag": True}``) gets
+                one placeholder per leaf: the PH leaves are traced, the others fixed to their
+                value. The generated ``forward`` then takes the same structures (it picks the
+                leaves out along the recorded ``in_spec``) and returns the traced function's
+                structure (``out_spec``), as PyTorch's pytree code generation does.
 
         Returns:
             Graph: the recorded graph. ``self.root`` is the module its names refer to.
@@ -378,6 +403,7 @@ class Tracer(TracerBase):
             fn = root
             bound_self = []
         self.graph = Graph(tracer_cls=type(self))
+        self._pytree_inputs = None
         self.tensor_attrs = {}
         self.submodule_paths = None
         self._collect_tensor_attrs(self.root, "")
@@ -410,22 +436,15 @@ class Tracer(TracerBase):
                     _autowrap_check(patcher, module.__dict__, self._autowrap_function_ids)
                 result = fn(*bound_self, *args, **kwargs)
                 return_type = getattr(fn, "__annotations__", {}).get("return")
+                if self._pytree_inputs is not None:
+                    from ember.utils._pytree import tree_flatten
+
+                    result, out_spec = tree_flatten(result)
+                    self.graph.set_codegen(_PyTreeCodeGen(self._pytree_inputs._replace(out_spec=out_spec)))
                 self.create_node("output", "output", (self.create_arg(result),), {}, type_expr=return_type)
         finally:
             self.submodule_paths = None
         return self.graph
-
-
-def _symbolic_leaves(value, proxy):
-    """``value`` with each PH leaf replaced by ``proxy`` indexed along the leaf's path."""
-    if value is PH:
-        return proxy
-    if isinstance(value, dict):
-        return {k: _symbolic_leaves(v, proxy[k]) if _contains_ph(v) else v for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
-        items = [_symbolic_leaves(v, proxy[i]) if _contains_ph(v) else v for i, v in enumerate(value)]
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
-    return value
 
 
 def _contains_ph(value):

@@ -4,8 +4,12 @@ The folder holds ``module.py`` (a class whose ``forward`` is the generated code 
 whose ``__init__`` rebuilds the submodules and loads the tensors), ``state.pt`` (every
 tensor the module holds, written with :func:`ember.save`: no pickle) and
 ``__init__.py``. Submodules are rebuilt from their ``repr`` (``Linear(in_features=4,
-...)``), which is checked when writing: a module that its ``repr`` does not rebuild is
-refused with an error, as is a global the generated code needs but cannot import.
+...)``), which is checked when writing. A leaf its ``repr`` does not rebuild (your own
+leaf modules) is written as ``YourLayer()``, imported by name, when that no-argument
+constructor builds a module with the same tensors and the same plain attributes (the
+tensors' values then come from ``state.pt``); anything else is refused with an error, as
+is a global the generated code needs but cannot import. Constructor arguments cannot be
+recovered in general (a module does not record them, and pickling is what we avoid).
 """
 
 from __future__ import annotations
@@ -49,6 +53,14 @@ def _import_line(name, obj):
         return f"{name} = ember.{obj.name}" if isinstance(obj, ember.dtype) else f"{name} = ember.device({str(obj)!r})"
     if isinstance(obj, float):
         return f"{name} = float({str(obj)!r})"
+    from ember.utils._pytree import TreeSpec, treespec_dumps
+
+    if isinstance(obj, TreeSpec):  # the input/output structure of a pytree-flattened forward
+        try:
+            text = treespec_dumps(obj)
+        except NotImplementedError as exc:
+            raise RuntimeError(f"to_folder: cannot write the structure {name}: {exc}") from None
+        return f"import ember.utils._pytree\n{name} = ember.utils._pytree.treespec_loads({text!r})"
     module = getattr(obj, "__module__", None)
     qualname = getattr(obj, "__qualname__", None)
     if module and qualname and "<" not in qualname and module != "__main__":
@@ -65,8 +77,8 @@ def _import_line(name, obj):
     )
 
 
-def _module_expr(module):
-    """Python that rebuilds ``module`` from its repr, or raises RuntimeError naming it."""
+def _module_expr(module, imports):
+    """Python that rebuilds ``module`` (adding any import it needs to ``imports``), or raises RuntimeError."""
     import ember
     import ember.nn as nn
 
@@ -82,10 +94,48 @@ def _module_expr(module):
             rebuilt = None
         if type(rebuilt) is cls and _same_state_layout(rebuilt, module):
             return expr
+    expr = _default_constructor_expr(module, imports)
+    if expr is not None:
+        return expr
     raise RuntimeError(
-        f"to_folder: cannot write submodule of type {cls.__name__}: its repr does not rebuild it "
-        "(ember.fx never pickles modules); make it traceable (not a leaf) or write it yourself"
+        f"to_folder: cannot write submodule of type {cls.__name__}: its repr does not rebuild it and "
+        f"{cls.__name__}() (its constructor without arguments, imported by name) does not build an equal "
+        "layer (ember.fx never pickles modules); make it traceable (not a leaf) or write it yourself"
     )
+
+
+def _default_constructor_expr(module, imports):
+    """``Name()`` for a leaf whose class is importable and whose no-argument constructor builds a module
+    with the same tensors (names, shapes) and the same plain attributes; None otherwise.
+
+    The tensors' values then come from the saved state, as for every other layer.
+    """
+    cls = type(module)
+    module_name, qualname = cls.__module__, cls.__qualname__
+    if not module_name or module_name == "__main__" or "<" in qualname or "." in qualname:
+        return None
+    try:
+        rebuilt = cls()
+    except Exception:  # noqa: BLE001 - needs arguments (or fails): not rebuildable this way
+        return None
+    if not (_same_state_layout(rebuilt, module) and _plain_attributes(rebuilt) == _plain_attributes(module)):
+        return None
+    alias = f"_{qualname}"
+    line = f"from {module_name} import {qualname} as {alias}"
+    if line not in imports:
+        imports.append(line)
+    return f"{alias}()"
+
+
+def _plain_attributes(module):
+    """The configuration a module keeps in plain attributes (numbers, strings, tuples), training mode aside."""
+    plain = (bool, int, float, complex, str, bytes, type(None), tuple)
+    return {
+        (prefix, name): value
+        for prefix, sub in module.named_modules()
+        for name, value in vars(sub).items()
+        if isinstance(value, plain) and name != "training"
+    }
 
 
 def _same_state_layout(a, b):
@@ -93,7 +143,7 @@ def _same_state_layout(a, b):
     return sa.keys() == sb.keys() and all(tuple(sa[k].shape) == tuple(sb[k].shape) for k in sa)
 
 
-def _module_lines(gm):
+def _module_lines(gm, imports):
     """``__init__`` lines creating every submodule the module holds (leaves from repr, holders empty)."""
     import ember.nn as nn
 
@@ -107,7 +157,7 @@ def _module_lines(gm):
                 lines.append(f"{parent}.add_module({name!r}, ember.nn.Module())")
                 visit(child, f"{target}.")
             else:
-                lines.append(f"{parent}.add_module({name!r}, {_module_expr(child)})")
+                lines.append(f"{parent}.add_module({name!r}, {_module_expr(child, imports)})")
 
     visit(gm, "")
     return lines
@@ -151,7 +201,7 @@ def write_folder(gm, folder, module_name="FxModule"):
     init = [
         "def __init__(self):",
         "    super().__init__()",
-        *(f"    {line}" for line in _module_lines(gm)),
+        *(f"    {line}" for line in _module_lines(gm, imports)),
         f"    state = ember.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), {_STATE_FILE!r}))",
         f"    for target, (kind, requires_grad) in {kinds!r}.items():",
         "        _install(self, target, state[target], kind, requires_grad)",

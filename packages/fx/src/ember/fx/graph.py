@@ -30,11 +30,12 @@ import math
 import operator
 import sys
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ._names import Namespace, op_path, qualified_name, snake_case
 from .node import Node, map_arg
 
-__all__ = ["Graph", "PythonCode"]
+__all__ = ["Graph", "PythonCode", "CodeGen"]
 
 # operator.<fn> -> infix template; generated code reads like the traced code did.
 _INFIX = {
@@ -74,6 +75,123 @@ class PythonCode:
 
     src: str
     globals: dict = field(default_factory=dict)
+
+
+class CodeGen:
+    """How a graph's inputs and outputs meet the generated ``forward``: one parameter per
+    placeholder, the output value returned as it is.
+
+    :class:`~ember.fx.Interpreter` calls :meth:`process_inputs` and :meth:`process_outputs`
+    so that running a graph node by node takes and returns what ``forward`` does.
+    """
+
+    def process_inputs(self, *args):
+        """The placeholder values for a call with ``args``."""
+        return list(args)
+
+    def process_outputs(self, outputs):
+        """What the call returns, given the output node's value."""
+        return outputs
+
+    def signature(self, emitter, placeholders):
+        """The parameters of ``forward`` after the root module's."""
+        params = []
+        for node in placeholders:
+            param = node.target
+            if node.args:
+                param += f" = {emitter.arg(node.args[0])}"
+            params.append(param)
+        return params
+
+    def prologue(self, emitter, placeholders):
+        """Lines that bind the placeholder nodes' names from the parameters."""
+        lines = []
+        for node in placeholders:
+            bare = node.target.lstrip("*")
+            if node.name != bare:
+                lines.append(f"{node.name} = {bare}")
+        return lines
+
+    def return_expr(self, emitter, value):
+        """The returned expression for the output node's argument ``value``."""
+        return emitter.arg(value)
+
+
+class _PyTreeInfo(NamedTuple):
+    """The original parameter names and the input/output structures of a pytree-flattened graph."""
+
+    orig_args: list
+    in_spec: object  # TreeSpec of the tuple of all inputs
+    out_spec: object  # TreeSpec of the returned value, or None to return the output as is
+
+
+class _PyTreeCodeGen(CodeGen):
+    """Code generation for a graph with one placeholder per leaf of structured inputs.
+
+    ``forward`` keeps the original parameters (``def forward(self, batch, pair)``), picks the
+    leaves out of them along ``in_spec`` (:func:`ember.fx._pytree.tree_flatten_spec`) and, when
+    ``out_spec`` is set, rebuilds the returned structure from the output node's flat list.
+
+    Args:
+        pytree_info (_PyTreeInfo): the parameter names and specs.
+    """
+
+    def __init__(self, pytree_info):
+        self.pytree_info = pytree_info
+
+    def process_inputs(self, *args):
+        from ._pytree import tree_flatten_spec
+
+        return tree_flatten_spec(tuple(args), self.pytree_info.in_spec)
+
+    def process_outputs(self, outputs):
+        from ember.utils._pytree import tree_unflatten
+
+        if self.pytree_info.out_spec is None:
+            return outputs
+        return tree_unflatten(outputs, self.pytree_info.out_spec)
+
+    def signature(self, emitter, placeholders):
+        params = []
+        leaves = iter(placeholders)
+        seen_default = False
+        for name, spec in zip(self.pytree_info.orig_args, self.pytree_info.in_spec.children_specs):
+            default = None
+            if spec.is_leaf():  # a plain input keeps its default value
+                node = next(leaves, None)
+                if node is not None and node.args:
+                    default = emitter.arg(node.args[0])
+            else:
+                for _ in range(spec.num_leaves):
+                    next(leaves, None)
+            if default is not None:
+                seen_default = True
+                params.append(f"{name} = {default}")
+            else:
+                if seen_default and "*" not in params:
+                    params.append("*")  # a required input after a defaulted one was keyword-only
+                params.append(name)
+        return params
+
+    def prologue(self, emitter, placeholders):
+        from ._pytree import tree_flatten_spec
+
+        if not placeholders:
+            return []
+        flatten = emitter.add_global("_tree_flatten_spec", tree_flatten_spec)
+        spec = emitter.add_global("_in_spec", self.pytree_info.in_spec)
+        args = "[" + ", ".join(self.pytree_info.orig_args) + "]"
+        targets = ", ".join(n.name for n in placeholders)
+        return [f"{targets}, = {flatten}({args}, {spec})"]
+
+    def return_expr(self, emitter, value):
+        from ember.utils._pytree import tree_unflatten
+
+        if self.pytree_info.out_spec is None:
+            return emitter.arg(value)
+        unflatten = emitter.add_global("_tree_unflatten", tree_unflatten)
+        spec = emitter.add_global("_out_spec", self.pytree_info.out_spec)
+        return f"{unflatten}({emitter.arg(value)}, {spec})"
 
 
 class _NoDefault:
@@ -168,6 +286,19 @@ class Graph:
         self._namespace = Namespace()
         self.owning_module = owning_module
         self._tracer_cls = tracer_cls
+        self._codegen = CodeGen()
+
+    def set_codegen(self, codegen):
+        """Use ``codegen`` (a :class:`CodeGen`) for the signature and the return of the generated code."""
+        self._codegen = codegen
+
+    def process_inputs(self, *args):
+        """The placeholder values for a call of the generated ``forward`` with ``args``."""
+        return self._codegen.process_inputs(*args)
+
+    def process_outputs(self, out):
+        """What the generated ``forward`` returns for the output node's value ``out``."""
+        return self._codegen.process_outputs(out)
 
     @property
     def nodes(self):
@@ -321,6 +452,7 @@ class Graph:
     def __deepcopy__(self, memo):
         memo = memo if memo is not None else {}
         g = Graph(tracer_cls=self._tracer_cls)
+        g._codegen = copy.deepcopy(self._codegen, memo)
         output_vals = g.graph_copy(self, {}, return_output_node=True)
         value, out = output_vals
         if out is not None:
@@ -579,21 +711,17 @@ class _CodeGen:
         return f"{self.function_expr(target)}({self.call_args(args, kwargs)})"
 
     def generate(self):
-        signature = [self.root]
-        body = []
+        codegen = self.graph._codegen
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        signature = [self.root, *codegen.signature(self, placeholders)]
+        body = codegen.prologue(self, placeholders)
         returned = None
         for node in self.graph.nodes:
             comment = f"  # {node.op}[{qualified_name(node.target)}]" if self.verbose else ""
             if node.op == "placeholder":
-                param = node.target
-                if node.args:
-                    param += f" = {self.arg(node.args[0])}"
-                signature.append(param)
-                bare = node.target.lstrip("*")
-                if node.name != bare:
-                    body.append(f"{node.name} = {bare}{comment}")
-            elif node.op == "output":
-                returned = f"return {self.arg(node.args[0])}{comment}"
+                continue
+            if node.op == "output":
+                returned = f"return {codegen.return_expr(self, node.args[0])}{comment}"
             else:
                 body.append(self.emit(node) + comment)
         body.append(returned if returned is not None else "return None")

@@ -137,6 +137,9 @@ class GraphModule(Module):
         """
         python_code = self._graph.python_code(root_module="self")
         self._code = python_code.src
+        info = getattr(self._graph._codegen, "pytree_info", None)
+        if info is not None:  # PyTorch's attribute names for the structures forward takes and returns
+            self._in_spec, self._out_spec = info.in_spec, info.out_spec
         type(self).forward = _forward_from_src(self._code, python_code.globals)
         return python_code
 
@@ -168,16 +171,18 @@ class GraphModule(Module):
         """Write this module as an importable Python package in ``folder``, weights included.
 
         The folder gets ``module.py`` (class ``module_name``: submodules rebuilt from their
-        ``repr``, ``forward`` the generated code), ``state.pt`` (every tensor, written by
-        :func:`ember.save`, no pickle) and ``__init__.py``. ``from <folder> import
-        <module_name>`` then gives a module equal to this one.
+        ``repr``, or for your own leaf modules from their no-argument constructor imported
+        by name when that builds an equal layer; ``forward`` the generated code),
+        ``state.pt`` (every tensor, written by :func:`ember.save`, no pickle) and
+        ``__init__.py``. ``from <folder> import <module_name>`` then gives a module equal
+        to this one.
 
         Returns:
             pathlib.Path: the folder.
 
         Raises:
-            RuntimeError: for a submodule its ``repr`` does not rebuild, or a function the
-                code calls that cannot be imported by name.
+            RuntimeError: for a submodule neither its ``repr`` nor its no-argument
+                constructor rebuilds, or a function the code calls that cannot be imported by name.
         """
         from ._to_folder import write_folder
 

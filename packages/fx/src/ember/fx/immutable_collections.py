@@ -41,3 +41,24 @@ class immutable_dict(dict):  # noqa: N801 - PyTorch's name
 
     def __reduce__(self):
         return (immutable_dict, (dict(self),))
+
+
+def _register_pytree_nodes():
+    # Node arguments are pytrees like the builtin containers they stand for (as in PyTorch).
+    from ember.utils._pytree import register_pytree_node
+
+    register_pytree_node(
+        immutable_list,
+        lambda x: (list(x), None),
+        lambda children, _: immutable_list(children),
+        serialized_type_name="ember.fx.immutable_collections.immutable_list",
+    )
+    register_pytree_node(
+        immutable_dict,
+        lambda x: (list(x.values()), list(x.keys())),
+        lambda children, keys: immutable_dict(zip(keys, children)),
+        serialized_type_name="ember.fx.immutable_collections.immutable_dict",
+    )
+
+
+_register_pytree_nodes()

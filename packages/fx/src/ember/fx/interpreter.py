@@ -9,6 +9,8 @@ into a new graph.
 
 from __future__ import annotations
 
+import copy
+
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import map_aggregate, map_arg
@@ -54,13 +56,17 @@ class Interpreter:
             *args: the inputs, in placeholder order.
             initial_env (dict[ember.fx.Node, object] or None): values to use for some nodes instead of
                 computing them.
-            enable_io_processing (bool): accepted for PyTorch compatibility (inputs and
-                outputs are used as given).
+            enable_io_processing (bool): pass ``args`` through the graph's code generator first
+                and its result back through it, so a graph traced with structured inputs
+                (one placeholder per leaf) takes and returns the structures, as its
+                GraphModule does. With False, ``args`` are the placeholder values.
 
         Raises:
             RuntimeError: if there are fewer inputs than placeholders without defaults.
         """
         self.env = initial_env if initial_env is not None else {}
+        if enable_io_processing:
+            args = self.graph.process_inputs(*args)
         self.args_iter = iter(args)
         for node in self.graph.nodes:
             if node in self.env:
@@ -77,14 +83,15 @@ class Interpreter:
                 for dead in self.user_to_last_uses.get(node, ()):
                     self.env.pop(dead, None)
             if node.op == "output":
-                return self.env[node]
+                value = self.env[node]
+                return self.graph.process_outputs(value) if enable_io_processing else value
         return None
 
     def boxed_run(self, args_list):
-        """Run with inputs given as a list, which is cleared so the inputs can be freed early."""
+        """Run with the placeholder values given as a list, which is cleared so they can be freed early."""
         args = list(args_list)
         args_list.clear()
-        return self.run(*args)
+        return self.graph.process_outputs(self.run(*args, enable_io_processing=False))
 
     def run_node(self, n):
         """Compute node ``n``: fetch its arguments from :attr:`env` and call the opcode's method."""
@@ -200,6 +207,7 @@ class Transformer(Interpreter):
     def __init__(self, module):
         super().__init__(module, garbage_collect_values=False)
         self.new_graph = Graph()
+        self.new_graph.set_codegen(copy.deepcopy(self.graph._codegen))  # same inputs and outputs
         self.tracer = _TransformerTracer(self.new_graph)
         self.tracer.root = module
 
