@@ -132,7 +132,7 @@ def register_serializable_type(cls, name, encode, decode):
     unexpected, and never ``eval``/``exec``/import what it contains.
 
     Args:
-        cls (type): the type.
+        cls: the type.
         name (str): the name stored in files, unique (``"ember.fx.GraphModule"``).
         encode (callable): ``obj -> saveable value``.
         decode (callable): ``value -> obj``.

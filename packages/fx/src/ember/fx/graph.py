@@ -276,7 +276,7 @@ class Graph:
     Args:
         owning_module (ember.nn.Module or None): the module whose attributes the
             ``get_attr``/``call_module`` nodes name, used by :meth:`lint` and dead code elimination.
-        tracer_cls (type or None): the tracer class that built it, if any.
+        tracer_cls: the tracer class that built it, or None.
     """
 
     def __init__(self, owning_module=None, tracer_cls=None):

@@ -97,7 +97,7 @@ def register_pytree_node(
     """Make instances of ``cls`` pytree nodes.
 
     Args:
-        cls (type): the container type (exact type: subclasses are leaves unless registered too).
+        cls: the container type (exact type: subclasses are leaves unless registered too).
         flatten_fn (callable): ``node -> (children, context)``; ``children`` is a list of the
             node's direct children, ``context`` anything (hashable and comparable with ``==``)
             needed to rebuild the node.
@@ -262,12 +262,11 @@ register_pytree_node(
 class TreeSpec:
     """The structure of a pytree without its leaves.
 
-    Attributes:
-        type (type or None): the node's type (``None`` for a leaf, ``namedtuple`` for named tuples).
-        context: what the node's type needs besides its children (a dict's keys, a named tuple's class).
-        children_specs (list[TreeSpec]): the children's specs.
-        num_leaves (int): how many leaves the structure holds.
-        num_nodes (int): how many nodes, leaves included.
+    Its attributes: ``type``, the node's class (``None`` for a leaf, ``namedtuple`` for named
+    tuples); ``context``, what that class needs besides the children (a dict's keys, a named
+    tuple's class); ``children_specs``, the children's specs (a list of TreeSpec);
+    ``num_leaves``, how many leaves the structure holds; ``num_nodes``, how many nodes,
+    leaves included.
 
     Two specs are equal when their types, contexts and children are.
     """
