@@ -108,6 +108,23 @@ def test_only_the_argument_that_needs_a_gradient_gets_one():
     assert w.grad is None
 
 
+def test_binary_recorder_covers_numbers_and_tensors_in_either_position():
+    x = _leaf([1.0, 2.0])
+    w = _leaf([3.0, -4.0])
+    c = ember.tensor([0.5, 0.25], dtype=ember.float64)
+    recorder = _record._fast_recorder(_record.DERIVATIVES[registry["mul"]])
+    cpu = ember.device("cpu")
+    assert recorder((c, c), cpu) is NotImplemented  # nothing requires grad
+    assert recorder((x, "a"), cpu) is NotImplemented  # not a tensor or a number
+    assert recorder((x, x, x), cpu) is NotImplemented  # three arguments: not its call
+    y = ember.mul(2.0, x) + c * w + ember.sub(x, w) / w  # number first, grad second, both need one
+    assert y.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0] == (None, 0)
+    y.sum().backward()
+    xv, wv, cv = _np(x), _np(w), c.numpy()
+    np.testing.assert_allclose(_np(x.grad), 2.0 + 1 / wv, rtol=1e-12)
+    np.testing.assert_allclose(_np(w.grad), cv - xv / wv**2, rtol=1e-12)
+
+
 def test_saved_input_modified_in_place_raises_with_versions():
     x = _leaf([0.5, 1.0])
     h = x * 1.0
@@ -219,3 +236,75 @@ def test_branches_and_chains_sum_their_gradients():
     xv = _np(x)
     expected = np.cos(xv) * (2.0 + np.exp(np.sin(xv))) + 1.0
     np.testing.assert_allclose(_np(x.grad), expected, rtol=1e-12)
+
+
+# -- numpy's error state -------------------------------------------------------------------------------
+# The engine ignores numpy's floating-point errors once per backward instead of around every kernel; the
+# user's code that runs inside backward must still see the user's own numpy settings.
+
+
+def test_add_and_sub_overflow_to_inf_silently():
+    a = ember.tensor([3e38, 1.0])
+    with np.errstate(all="raise"):
+        np.testing.assert_array_equal((a + a).numpy(), np.array([np.inf, 2.0], np.float32))
+        np.testing.assert_array_equal((a - (-a)).numpy(), np.array([np.inf, 2.0], np.float32))
+
+
+def test_backward_computes_inf_silently_and_restores_the_users_error_state():
+    x = _leaf([1000.0, 0.0])
+    with np.errstate(all="raise", under="ignore"):
+        before = np.geterr()
+        y = (x.exp() * 2.0).sin()  # exp(1000) overflows: the gradients are inf/nan, as in PyTorch
+        y.sum().backward()
+        assert np.geterr() == before
+    g = _np(x.grad)
+    assert not np.isfinite(g[0])
+    np.testing.assert_allclose(g[1], np.cos(2.0) * 2.0)
+
+
+def test_user_code_inside_backward_sees_the_users_error_state():
+    seen = []
+
+    def record(*args):
+        seen.append(np.geterr()["divide"])
+
+    class Double(ember.autograd.Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            record()
+            return g * 2
+
+    x = _leaf([1.0, 2.0])
+    with ember.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: (record(), t)[1]):
+        y = x.exp()
+    y.register_hook(lambda g: record())
+    y.grad_fn.register_hook(lambda gi, go: record())
+    x.register_hook(lambda g: record())
+    with np.errstate(divide="raise"):
+        Double.apply(y).sin().sum().backward()
+    # the tensor hook, the custom backward, the unpack hook, the node hook, the leaf hook
+    assert seen == ["raise"] * 5
+    np.testing.assert_allclose(_np(x.grad), np.cos(2 * np.exp([1.0, 2.0])) * 2 * np.exp([1.0, 2.0]))
+
+
+def test_ember_function_override_inside_backward_sees_the_users_error_state():
+    seen = []
+
+    class Logged(ember.Tensor):
+        @classmethod
+        def __ember_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(np.geterr()["over"])
+            return super().__ember_function__(func, types, args, kwargs)
+
+    x = _leaf([0.5, 1.5])
+    c = ember.tensor([2.0, 3.0], dtype=ember.float64).as_subclass(Logged)
+    y = (x * c).sum()  # mul saves the subclass constant for its formula
+    seen.clear()
+    with np.errstate(over="raise"):
+        y.backward()
+    assert seen and set(seen) == {"raise"}
+    np.testing.assert_array_equal(_np(x.grad), np.array([2.0, 3.0]))

@@ -28,6 +28,7 @@ import numpy as np
 
 import ember
 from ember._ops._dispatch import state
+from ember._ops._fp import as_user, enter_quiet, exit_quiet
 from ember._tensor import Tensor
 
 from . import _anomaly
@@ -101,9 +102,15 @@ def run_backward(
     previous_valid = _thread_state.checkpoint_valid
     state.grad_enabled = create_graph
     _thread_state.checkpoint_valid = previous_valid and input_edges is None
+    # numpy's floating-point errors are ignored once for the whole task rather than around every kernel
+    # (a few percent of a small op); the user's code that runs inside goes through as_user (see _fp).
+    # Not under a dispatch mode: the formulas' ops would run the mode's (user) code.
+    quiet = enter_quiet() if not state.modes else None
     try:
+        task.quiet = quiet is not None
         task.run()
     finally:
+        exit_quiet(quiet)
         state.grad_enabled = previous
         _thread_state.checkpoint_valid = previous_valid
     if accumulate:
@@ -169,6 +176,7 @@ class _GraphTask:
         self.captured = {}
         self.stored = set()  # ids of tensors stored into a .grad by this task
         self.shared = set()  # ids of tensors the caller holds
+        self.quiet = False  # whether numpy's error state is ember's ignore-all (run user code through as_user)
 
     def run(self):
         buffers = {}
@@ -192,6 +200,7 @@ class _GraphTask:
         anomaly = _anomaly._state
         plain = capture_at is None and not anomaly.enabled
         release = not self.retain_graph
+        quiet = self.quiet
         node = None
         grads = None
         while ready or node is not None:
@@ -201,18 +210,29 @@ class _GraphTask:
             # else: node is the one child the previous node made ready, and grads its gradients
             if type(node) is AccumulateGrad:
                 if grads is not None:
-                    self._accumulate(node, grads[0], capture_at)
+                    if quiet:  # leaf hooks are the user's code
+                        as_user(self._accumulate, node, grads[0], capture_at)
+                    else:
+                        self._accumulate(node, grads[0], capture_at)
                 node = None
                 continue
             if plain and not node._any_hooks:
                 # the common case, inlined: no hooks, no capture, no anomaly checks
-                out = node.apply(grads) if grads is not None else _nones(node)
+                if grads is None:
+                    out = _nones(node)
+                elif node._runs_ember_code or not quiet:
+                    out = node.apply(grads)
+                else:  # a custom Function's backward: the user's code
+                    out = as_user(node.apply, grads)
                 if release:
                     node._release()
             else:
                 if grads is None:
                     grads = [None] * node._num_outputs
-                out = self._run_node(node, grads, capture_at)
+                if quiet:  # hooks are the user's code (and the node's kernels then quiet themselves)
+                    out = as_user(self._run_node, node, grads, capture_at)
+                else:
+                    out = self._run_node(node, grads, capture_at)
             became_ready = None  # the last child made ready here, and its gradients (not in buffers)
             ready_grads = None
             for (child, nr), g in zip(node.next_functions, out):

@@ -29,6 +29,7 @@ class FormulaNode(Node):
     _saved = None  # {argument name: value}; SavedTensor for tensors
     _saved_results = None  # tuple of SavedTensor
     _output_meta = None  # multi-output ops: (shape, dtype, device) per output
+    _runs_ember_code = True  # the formulas are ember ops
 
     def __init__(self, entry, next_functions, input_meta, layout):
         # Node.__init__, inlined: this runs for every recorded op (and _record's unary recorder inlines this)
@@ -59,11 +60,13 @@ class FormulaNode(Node):
         saved_results = self._saved_results
         if saved_results is not None:
             if len(saved_results) == 1:
-                result = saved_results[0].unpack(name)
+                result = saved_results[0].unpack(name, 0, self)
                 env["result"] = result
                 env["results"] = (result,)
             else:
-                results = tuple(s.unpack(name, i) if s is not None else None for i, s in enumerate(saved_results))
+                results = tuple(
+                    s.unpack(name, i, self) if s is not None else None for i, s in enumerate(saved_results)
+                )
                 env["result"] = results[0]
                 env["results"] = results
         return env
@@ -91,7 +94,7 @@ class FormulaNode(Node):
         if results is not None:
             if results is _FREED_TENSOR:
                 raise RuntimeError(_FREED)
-            result = env["result"] = results[0].unpack(entry.node_name)  # one output: results has one entry
+            result = env["result"] = results[0].unpack(entry.node_name, 0, self)  # one output: one entry
             if entry.reads_results:
                 env["results"] = (result,)
         next_functions = self.next_functions

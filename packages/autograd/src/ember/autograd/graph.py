@@ -17,6 +17,7 @@ import weakref
 
 from ember._hooks import RemovableHandle
 from ember._ops._dispatch import state as _dispatch_state
+from ember._ops._fp import as_user
 from ember._storage import storage_of
 from ember._tensor import Tensor
 
@@ -35,7 +36,6 @@ __all__ = [
 
 _sequence = itertools.count()
 _new_object = object.__new__
-_weakref = weakref.ref
 
 
 class _HookDict(dict):
@@ -64,6 +64,9 @@ class Node:
     _tensor_pre_hooks = None  # {output_nr: _HookDict of fn(grad) -> grad or None}
     _retain_grad_hooks = None  # {output_nr: fn(grad)} (Tensor.retain_grad), run after the tensor hooks
     _any_hooks = False  # whether any of the hook tables above is set (the engine's fast path checks this)
+    # whether apply runs ember's own code only (no user callbacks besides saved-tensor unpack hooks, which
+    # SavedTensor.unpack runs through as_user): the engine then leaves numpy's error state to ember's
+    _runs_ember_code = False
     _anomaly_trace = None  # the forward stack, recorded in anomaly mode
     _anomaly_parent = None
 
@@ -235,7 +238,7 @@ class SavedTensor:
         saved._is_output = True
         saved._output_nr = 0
         saved._requires_grad = tensor._requires_grad
-        saved._node_ref = _weakref(node)
+        saved._node_ref = None  # no weak reference: the node passes itself to unpack (see there)
         storage = storage_of(tensor)
         alias = _new_object(Tensor)
         alias._data = tensor._data
@@ -246,14 +249,17 @@ class SavedTensor:
         saved._unpack = None
         return saved
 
-    def unpack(self, node_name="", index=0):
+    def unpack(self, node_name="", index=0, node=None):
         """The saved tensor, checked against in-place modification.
+
+        ``node`` is the node that saved it: a saved output made by :meth:`_of_output` keeps no reference
+        to its node (a weak reference per op costs), so its node passes itself here.
 
         Raises:
             RuntimeError: if it was freed by an earlier backward, or modified in place since it was saved.
         """
         if self._unpack is not None:
-            return self._unpack(self._packed)
+            return as_user(self._unpack, self._packed)  # the user's hook: under the user's numpy error state
         t = self._tensor
         if t is None:
             raise RuntimeError(_FREED_MESSAGE)
@@ -267,7 +273,8 @@ class SavedTensor:
                 "detection with ember.autograd.set_detect_anomaly(True) to see where the tensor was used."
             )
         if self._is_output and _dispatch_state.grad_enabled:  # double backward: the output's history counts
-            node = self._node_ref()
+            if self._node_ref is not None:
+                node = self._node_ref()
             return _reattach(t, node, self._output_nr, self._requires_grad)
         return t
 

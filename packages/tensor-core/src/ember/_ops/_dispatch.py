@@ -30,6 +30,7 @@ from .._dtype import dtype as _dtype_cls
 from .._meta import MetaArray
 from .._storage import storage_of
 from .._tensor import Size, Tensor
+from ._fp import as_user
 
 __all__ = ["dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders"]
 
@@ -205,7 +206,8 @@ def _dispatch_general(op, args, kwargs):
 
         if out is not None:
             kwargs["out"] = out
-        return handle_ember_function(op, scan.overloaded, args, kwargs)
+        # __ember_function__ is the user's code: under the user's numpy error state inside backward (see _fp)
+        return as_user(handle_ember_function, op, scan.overloaded, args, kwargs)
     if out is not None:
         from ._out import write_out
 
@@ -279,10 +281,12 @@ def run_backend(op, args, kwargs, device):
             return op.decomposition(*args, **kwargs)
         if kind == "view":
             return _strided_views(op.meta(*args, **kwargs), args[0], device)
-        raise NotImplementedError(
-            f"Could not run '{op.name}' with arguments from the '{device.type}' backend: the op is a {op.category} "
-            f"with no kernel for device type '{device.type}'"
-        )
+        kernel = get_backend(device.type).fallback_kernel(op)  # non-CPU devices only: every CPU prim has a kernel
+        if kernel is None:
+            raise NotImplementedError(
+                f"Could not run '{op.name}' with arguments from the '{device.type}' backend: the op is a "
+                f"{op.category} with no kernel for device type '{device.type}'"
+            )
     if device.type != "meta":
         op.meta(*args, **kwargs)
     result = kernel(*args, **kwargs)

@@ -22,6 +22,7 @@ from . import _fp
 from ._fp import quiet
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
+from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from .creation import copy_
 
 __all__ = [
@@ -91,10 +92,11 @@ def _is_float_operand(a, direct):
 
 # numpy's error state, set around the checked kernels' calls as :func:`~ember._ops._fp.quiet` does (without the
 # extra call); None where numpy keeps it elsewhere, and the checked kernels are then left out
+# (and nothing set where it is already ignore-all: inside another kernel or the backward engine)
 _error_state = getattr(_fp, "_error_state", None)
 if _error_state is not None:
-    _IGNORE_ALL = _fp._IGNORE_ALL
-    _set_error_state, _reset_error_state = _error_state.set, _error_state.reset
+    _IGNORE_ALL = _fp.IGNORE_ALL
+    _get_error_state, _set_error_state, _reset_error_state = _error_state.get, _error_state.set, _error_state.reset
 
 
 def _same_dtype(value, np_dtype):
@@ -273,7 +275,7 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         np_dtype = compute(input, other).numpy_dtype
         work = _UPCAST.get(np_dtype, np_dtype) if upcast else np_dtype
         # PyTorch computes inf/nan silently (1/0, 0/0)
-        value = np.asarray(quiet(np_fn, operand(input, work), operand(other, work)))
+        value = _as_array(quiet(np_fn, operand(input, work), operand(other, work)))
         if result != "bool" and value.dtype != np_dtype:  # upcast, or a function that widened (scipy)
             value = value.astype(np_dtype)
         return value
@@ -299,11 +301,14 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             target = b.dtype
         else:
             return None
-        token = _set_error_state(_IGNORE_ALL)  # quiet(np_fn, a, b), inlined
-        try:
+        if _get_error_state() is _IGNORE_ALL:  # quiet(np_fn, a, b), inlined
             value = np_fn(a, b)
-        finally:
-            _reset_error_state(token)
+        else:
+            token = _set_error_state(_IGNORE_ALL)
+            try:
+                value = np_fn(a, b)
+            finally:
+                _reset_error_state(token)
         if target is not None and value.dtype is not target:  # np_fn computed wider
             value = value.astype(target)
         return value
@@ -374,7 +379,7 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
             data = data.astype(work)
         value = quiet(np_fn, data)
         if type(value) is not np.ndarray:  # numpy gives scalars for zero-dim inputs
-            value = np.asarray(value)
+            value = _as_array(value)
         return value if value.dtype is target else value.astype(target, copy=False)
 
     def checked_cpu(input):
@@ -389,11 +394,14 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
             check(input)
         if data.dtype is not work:
             data = data.astype(work)
-        token = _set_error_state(_IGNORE_ALL)  # quiet(np_fn, data), inlined
-        try:
+        if _get_error_state() is _IGNORE_ALL:  # quiet(np_fn, data), inlined
             value = np_fn(data)
-        finally:
-            _reset_error_state(token)
+        else:
+            token = _set_error_state(_IGNORE_ALL)
+            try:
+                value = np_fn(data)
+            finally:
+                _reset_error_state(token)
         if type(value) is not np.ndarray:  # numpy gives scalars for zero-dim inputs
             value = np.asarray(value)
         return value if value.dtype is target else value.astype(target, copy=False)

@@ -18,7 +18,11 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._fp import IGNORE_ALL as _IGNORE_ALL
+from ._fp import get_error_state as _get_error_state
 from ._fp import quiet
+from ._fp import reset_error_state as _reset_error_state
+from ._fp import set_error_state as _set_error_state
 from ._pointwise_helpers import (
     FLOATING,
     FLOATING_AND_COMPLEX,
@@ -42,6 +46,7 @@ from ._pointwise_helpers import (
 )
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import broadcast_shapes, shape_of
+from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 
 __all__ = []
 
@@ -123,7 +128,7 @@ def _add_sub(name, np_fn, sign_word, check=None):
         b = operand(other, np_dtype)
         if alpha != 1:
             b = np.multiply(b, operand(alpha, np_dtype), dtype=np_dtype)
-        return np.asarray(np_fn(operand(input, np_dtype), b, dtype=np_dtype))
+        return _as_array(np_fn(operand(input, np_dtype), b, dtype=np_dtype))
 
     meta.__name__ = name
     meta.__doc__ = f"""Elementwise ``input {sign_word} alpha * other``, broadcasting, with PyTorch's type promotion.
@@ -146,7 +151,13 @@ def _add_sub(name, np_fn, sign_word, check=None):
         if type(input) is Tensor and type(other) is Tensor:
             a, b = input._data, other._data
             if a.dtype is b.dtype and a.shape == b.shape and a.ndim and (check is None or a.dtype != np.bool_):
-                return np_fn(a, b)
+                if _get_error_state() is _IGNORE_ALL:  # quiet(np_fn, a, b), inlined: overflow gives inf silently
+                    return np_fn(a, b)
+                token = _set_error_state(_IGNORE_ALL)
+                try:
+                    return np_fn(a, b)
+                finally:
+                    _reset_error_state(token)
         return None
 
     op = defop(name, meta, cpu=cpu, has_out=True, tags=("pointwise",))
@@ -297,7 +308,7 @@ def _div_cpu(input, other, *, rounding_mode=None):
     np_dtype = _div_dtype(input, other, rounding_mode).numpy_dtype
     with np.errstate(all="ignore"):
         if rounding_mode is None:
-            return np.asarray(np.true_divide(operand(input, np_dtype), operand(other, np_dtype)))
+            return _as_array(np.true_divide(operand(input, np_dtype), operand(other, np_dtype)))
         work = compute_dtype(np_dtype)
         value = _ROUNDING[rounding_mode](operand(input, work), operand(other, work))
     return np.asarray(value).astype(np_dtype, copy=False)
@@ -445,7 +456,7 @@ abs = unary("abs", np.abs, result="real", supported=NO_BOOL, inplace_check=_chec
 def _sign_np(x):
     if x.dtype == np.bool_:
         return x.copy()
-    value = np.asarray(np.sign(x))
+    value = _as_array(np.sign(x))
     if x.dtype.kind == "f":  # PyTorch's sign of NaN is 0
         np.copyto(value, 0, where=np.isnan(value))
     return value
@@ -1193,7 +1204,7 @@ def _float_power_meta(input, exponent):
 def _float_power_cpu(input, exponent):
     np_dtype = _float_power_dtype(input, exponent).numpy_dtype
     with np.errstate(all="ignore"):
-        return np.asarray(np.power(operand(input, np_dtype), operand(exponent, np_dtype))).astype(np_dtype, copy=False)
+        return _as_array(np.power(operand(input, np_dtype), operand(exponent, np_dtype))).astype(np_dtype, copy=False)
 
 
 def _check_float_power_inplace(self, exponent):
@@ -1270,7 +1281,7 @@ def _clamp_cpu(input, min=None, max=None):  # noqa: A002
     low = None if min is None else operand(min, work)
     high = None if max is None else operand(max, work)
     # numpy's clip is minimum(maximum(x, low), high): NaN anywhere gives NaN, and low > high gives high
-    return np.asarray(np.clip(operand(input, work), low, high)).astype(np_dtype, copy=False)
+    return _as_array(np.clip(operand(input, work), low, high)).astype(np_dtype, copy=False)
 
 
 clamp = defop("clamp", _clamp_meta, cpu=_clamp_cpu, has_out=True, tags=("pointwise",))
@@ -1485,7 +1496,7 @@ def _where_cpu(condition, input, other):
     mask = condition._data
     if mask.dtype != np.bool_:
         mask = mask.astype(np.bool_)
-    return np.asarray(np.where(mask, operand(input, np_dtype), operand(other, np_dtype))).astype(np_dtype, copy=False)
+    return _as_array(np.where(mask, operand(input, np_dtype), operand(other, np_dtype))).astype(np_dtype, copy=False)
 
 
 where = defop("where", _where_meta, cpu=_where_cpu, has_out=True, tags=("pointwise",))

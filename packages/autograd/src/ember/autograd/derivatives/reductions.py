@@ -125,7 +125,10 @@ def _not_implemented(name):
 def _sum_backward(grad, input_meta, dim, keepdim):
     # only the input's shape is kept: sum saves no tensor, as in PyTorch
     ndim = input_meta.dim()
-    return _restore(grad, ndim, _wrap_dims(dim, ndim), keepdim).expand(input_meta.shape)
+    dims = _wrap_dims(dim, ndim)
+    if not keepdim and len(dims) == ndim:  # a 0-d grad of a full sum expands in one view (no unsqueezes)
+        return grad.expand(input_meta.shape)
+    return _restore(grad, ndim, dims, keepdim).expand(input_meta.shape)
 
 
 def _nansum_backward(grad, input, dim, keepdim):
