@@ -154,6 +154,13 @@ WORKLOADS = [
         conv2d_weight_grad(32, 64, 32, 8),
         "weight-gradient shape of the conv above: input correlated with the output gradient over the batch",
     ),
+    # the second layer of the training-step CNN (bench_training.py): small images, where the kernels' tiles differ
+    _w("conv2d_3x3_32to64_8px_b64", conv2d(1, 32, 64, 8, 64), "F.conv2d, 64x32x8x8 input, 64 3x3 filters, padding 1"),
+    _w(
+        "conv2d_weight_grad_3x3_8px_b64",
+        conv2d_weight_grad(32, 64, 8, 64),
+        "weight-gradient shape of the 8x8 conv above: input correlated with the output gradient over the batch",
+    ),
     _w("matmul_512_f32", matmul(512), "matmul of two 512x512 float32 matrices"),
     _w("matmul_1024_f32", matmul(1024), "matmul of two 1024x1024 float32 matrices"),
     _w("softmax_256x1000", softmax(256, 1000), "F.softmax over the last dim of a 256x1000 float32 tensor"),

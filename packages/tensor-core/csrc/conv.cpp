@@ -22,6 +22,10 @@
 #include <type_traits>
 #include <vector>
 
+#ifdef EMBER_HAS_OPENMP
+#include <omp.h>
+#endif
+
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define EMBER_X86_SIMD 1
@@ -646,7 +650,9 @@ py::array grid_sample(py::array input, py::array grid, int mode, int padding_mod
 // ow) reads, for each kernel tap, one contiguous input row of a phase. A tile of MR output
 // channels x 16 * NV output columns lives in registers; each tap adds NV vector loads times MR
 // broadcast weights. Weights are packed so that the MR weights of one tap are adjacent.
-// Depthwise convolutions (one input channel per group) use conv_dw_avx512 instead.
+// Small images, where the flat grid's dropped columns cost most, use conv_oc_avx512 (the tile
+// turned around: output positions x output channels); depthwise convolutions (one input
+// channel per group) use conv_dw_avx512. conv_avx512 picks among them by an estimate of cost.
 // Compiled for AVX-512 and used only when the CPU has it (ember._C.conv_fast_available()).
 
 bool cpu_has_avx512() {
@@ -796,6 +802,65 @@ __attribute__((target("avx512f"))) void conv_avx512_typed(const float* x, const 
   }
 }
 
+// The same convolution with the register tile turned around, for small images: MR output positions
+// x 16 * NV output channels, each tap adding NV vector loads of weights (packed output channels
+// last) times MR broadcasts of the input. Every lane is a real output channel where the group's
+// output channels are a multiple of 16, whereas the flat grid above computes and drops the
+// positions past each row's end (a fifth of them on an 8x8 image padded by 1). The tile goes out
+// through a small buffer, one contiguous run of MR positions per output channel.
+template <int MR, int NV>
+__attribute__((target("avx512f"))) void conv_oc_avx512(const float* x, const float* wp, const float* bp, float* y,
+                                                       const ConvGeometry& geo) {
+  constexpr int64_t NR = 16 * NV;
+  const int64_t Cg = geo.C / geo.G, Og = geo.O / geo.G, OB = (Og + NR - 1) / NR;
+  const int64_t taps = static_cast<int64_t>(geo.offsets.size());
+  const int64_t P = geo.OD * geo.OH * geo.OW, PT = (P + MR - 1) / MR;
+  const int64_t* off = geo.offsets.data();
+  const int64_t tasks = geo.G * OB * geo.N * PT;
+  const bool parallel = tasks > 1 && tasks * taps * NR * MR > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t pt = t % PT, n = (t / PT) % geo.N, gob = t / PT / geo.N, g = gob / OB, ob = gob % OB;
+    const float* wk = wp + gob * taps * NR;
+    const float* xs = x + (n * geo.C + g * Cg) * geo.channel_stride();
+    const float* xr[MR];
+    const int64_t q0 = pt * MR, rows = std::min<int64_t>(MR, P - q0);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      const int64_t q = q0 + std::min<int64_t>(r, rows - 1), ow = q % geo.OW, rest = q / geo.OW;
+      xr[r] = xs + ((rest / geo.OH) * geo.Hq + rest % geo.OH) * geo.Wq + ow;
+    }
+    __m512 acc[MR][NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      const __m512 b0 = _mm512_loadu_ps(bp + gob * NR + 16 * v);
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r) acc[r][v] = b0;
+    }
+    for (int64_t tap = 0; tap < taps; ++tap, wk += NR) {
+      const int64_t o_ = off[tap];
+      __m512 wv[NV];
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) wv[v] = _mm512_loadu_ps(wk + 16 * v);
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r) {
+        const __m512 xv = _mm512_set1_ps(xr[r][o_]);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm512_fmadd_ps(wv[v], xv, acc[r][v]);
+      }
+    }
+    alignas(64) float buf[MR][NR];
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) _mm512_store_ps(&buf[r][16 * v], acc[r][v]);
+    const int64_t width = std::min<int64_t>(NR, Og - ob * NR);
+    float* out = y + (n * geo.O + g * Og + ob * NR) * P + q0;
+    for (int64_t j = 0; j < width; ++j, out += P)
+      for (int64_t r = 0; r < rows; ++r) out[r] = buf[r][j];
+  }
+}
+
 // One input channel per group: output channel o reads input channel o / (O / C).
 __attribute__((target("avx512f"))) void conv_dw_avx512(const float* x, const float* w, const float* bias, float* y,
                                                         const ConvGeometry& geo) {
@@ -870,24 +935,60 @@ py::array conv_avx512(py::array_t<float, py::array::c_style> input, py::array_t<
 #ifdef EMBER_X86_SIMD
   if (!cpu_has_avx512()) throw std::runtime_error("conv_avx512: this CPU lacks AVX-512");
   const float* bp = bias.is_none() ? nullptr : b.data();
-  const int64_t Cg = geo.C / groups, K = geo.KD * geo.KH * geo.KW;
-  if (Cg == 1) {
+  const int64_t Cg = geo.C / groups, K = geo.KD * geo.KH * geo.KW, Og = geo.O / groups;
+  const int64_t L = ((geo.OD - 1) * geo.Hq + geo.OH - 1) * geo.Wq + geo.OW;
+  const int64_t P = geo.OD * geo.OH * geo.OW;
+  // Costs per image and group, in lane-FMAs: the FMAs on padding channels and lanes plus half a cycle
+  // per load or broadcast, and for the tile along output channels 16 per output for its transposed
+  // store; the flat-grid kernel's 1.15 is measured (it rereads a large image's channels per tile).
+  // Variants 1-4 force a flat-grid tile, 5-8 a tile along output channels (tests and benchmarks).
+  // Tiles along output channels: MR positions x 16 * NV channels ({6, 4} and {8, 3} measured slower).
+  static const int oc_tiles[4][2] = {{8, 2}, {8, 1}, {6, 4}, {8, 3}};
+  int oc_best = 0;
+  double oc_cost = 1e300;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t mr = oc_tiles[i][0], nv = oc_tiles[i][1], nr = 16 * nv;
+    const double cost = double((Og + nr - 1) / nr * nr) * double((P + mr - 1) / mr * mr) *
+                        (double(K * Cg) * (1.0 + 0.5 * double(nv + mr) / double(mr * nv)) + 16.0);
+    if (variant == 0 ? i < 2 && cost < oc_cost : variant == i + 5) oc_best = i, oc_cost = cost;
+  }
+  // flat-grid tiles: MR output channels x 16 * NV columns of the flat grid
+  static const int tiles[4][2] = {{12, 2}, {16, 1}, {8, 3}, {8, 2}};
+  int best = 0;
+  double best_cost = 1e300;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t mr = tiles[i][0], nv = tiles[i][1], nr = 16 * nv;
+    const double cost = 1.15 * double((Og + mr - 1) / mr * mr) * double((L + nr - 1) / nr * nr) * double(K * Cg) *
+                        (1.0 + 0.5 * double(nv + mr) / double(mr * nv));
+    if (variant == 0 ? cost < best_cost : variant == i + 1) best = i, best_cost = cost;
+  }
+  // the depthwise kernel (one input channel per group): one output row at a time, 16 columns a vector
+  const double dw_cost = double(Og) * double(geo.OD * geo.OH) * (double((geo.OW + 15) / 16 * 16) * double(K) * 1.5 + 64.0);
+  const bool use_oc = variant == 0 ? oc_cost < (Cg == 1 ? dw_cost : best_cost) : variant >= 5;
+  if (use_oc) {
+    const int64_t nr = 16 * oc_tiles[oc_best][1], OB = (Og + nr - 1) / nr;
+    // weights -> [G][OB][Cg * K][nr] and bias -> [G][OB][nr], zero past each group's last channel
+    std::vector<float> packed(static_cast<size_t>(groups * OB * Cg * K * nr), 0.0f);
+    std::vector<float> bias_packed(static_cast<size_t>(groups * OB * nr), 0.0f);
+    const float* w = weight.data();
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t o = 0; o < Og; ++o) {
+        float* dst = packed.data() + ((g * OB + o / nr) * Cg * K) * nr + o % nr;
+        const float* src = w + (g * Og + o) * Cg * K;
+        for (int64_t ck = 0; ck < Cg * K; ++ck) dst[ck * nr] = src[ck];
+        if (bp) bias_packed[(g * OB + o / nr) * nr + o % nr] = bp[g * Og + o];
+      }
+    py::gil_scoped_release release;
+    const float* xp = input.data();
+    float* yp = output.mutable_data();
+    if (oc_best == 0) conv_oc_avx512<8, 2>(xp, packed.data(), bias_packed.data(), yp, geo);
+    else if (oc_best == 1) conv_oc_avx512<8, 1>(xp, packed.data(), bias_packed.data(), yp, geo);
+    else if (oc_best == 2) conv_oc_avx512<6, 4>(xp, packed.data(), bias_packed.data(), yp, geo);
+    else conv_oc_avx512<8, 3>(xp, packed.data(), bias_packed.data(), yp, geo);
+  } else if (Cg == 1) {
     py::gil_scoped_release release;
     conv_dw_avx512(input.data(), weight.data(), bp, output.mutable_data(), geo);
   } else {
-    // register tile: MR output channels x 16 * NV columns, picked to waste the fewest lanes
-    const int64_t Og = geo.O / groups;
-    static const int tiles[4][2] = {{12, 2}, {16, 1}, {8, 3}, {8, 2}};
-    int best = 0;
-    double best_cost = 1e300;
-    const int64_t L = ((geo.OD - 1) * geo.Hq + geo.OH - 1) * geo.Wq + geo.OW;
-    for (int i = 0; i < 4; ++i) {
-      const int64_t mr = tiles[i][0], nv = tiles[i][1], nr = 16 * nv;
-      // FMAs on padding channels and tail lanes, plus half a cycle per load or broadcast
-      const double cost = double((Og + mr - 1) / mr * mr) * double((L + nr - 1) / nr * nr) *
-                          (1.0 + 0.5 * double(nv + mr) / double(mr * nv));
-      if (variant == 0 ? cost < best_cost : variant == i + 1) best = i, best_cost = cost;
-    }
     std::vector<float> packed = pack_weights(weight.data(), geo.O, groups, Cg, K, tiles[best][0]);
     py::gil_scoped_release release;
     float* yp = output.mutable_data();
@@ -899,6 +1000,223 @@ py::array conv_avx512(py::array_t<float, py::array::c_style> input, py::array_t<
 #else
   throw std::runtime_error("conv_avx512: built without x86 SIMD support");
 #endif
+  return output;
+}
+
+// ---- convolution weight gradient, AVX-512 --------------------------------------------------
+// dW[o, c, k] = sum_n sum_p gy[n, o, p] * x[n, c, p * stride + k * dilation] over the zero-padded
+// input x: the weight gradient of y = conv(x, W), a (O x C K) product reduced over the N P
+// output positions. Its outputs are few and its reduction long, so the register tile runs along
+// the output channels: MR rows (c, k) x 16 * NV output channels (8 * NV for float64) of
+// accumulators, each output position adding NV vector loads of gy times MR broadcasts of x.
+// x is the forward's input, phase-split by the stride as for conv_avx512, so that the rows of a
+// tap read a contiguous run of a phase image; gy is repacked output channels last, in blocks of
+// the tile's width and zero past each group's last channel, so its loads need no mask. Rows past
+// C K repeat row 0 and land in padding that is dropped. The batch is walked in slices small
+// enough for a slice of gy to stay in cache while every tile of a panel reads it; OpenMP takes
+// whole panels (tiles, all of the batch), so no thread waits on another between slices.
+
+#ifdef EMBER_X86_SIMD
+template <typename T>
+struct Simd;
+
+template <>
+struct Simd<float> {
+  using V = __m512;
+  static constexpr int W = 16;
+  __attribute__((target("avx512f"), always_inline)) static V zero() { return _mm512_setzero_ps(); }
+  __attribute__((target("avx512f"), always_inline)) static V load(const float* p) { return _mm512_loadu_ps(p); }
+  __attribute__((target("avx512f"), always_inline)) static V bcast(const float* p) { return _mm512_set1_ps(*p); }
+  __attribute__((target("avx512f"), always_inline)) static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  __attribute__((target("avx512f"), always_inline)) static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+};
+
+template <>
+struct Simd<double> {
+  using V = __m512d;
+  static constexpr int W = 8;
+  __attribute__((target("avx512f"), always_inline)) static V zero() { return _mm512_setzero_pd(); }
+  __attribute__((target("avx512f"), always_inline)) static V load(const double* p) { return _mm512_loadu_pd(p); }
+  __attribute__((target("avx512f"), always_inline)) static V bcast(const double* p) { return _mm512_set1_pd(*p); }
+  __attribute__((target("avx512f"), always_inline)) static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  __attribute__((target("avx512f"), always_inline)) static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+};
+
+struct WGradPlan {
+  int64_t Cg, Og, K, CK, CKpad, OB, OW_pad;  // OW_pad: output channels per group, padded to whole tiles
+  int64_t P, tiles, panels, slice;           // gy positions per sample, row tiles, panels, samples per slice
+};
+
+// One panel of row tiles [t0, t1) of group g and output-channel block ob, over the whole batch.
+template <typename T, int MR, int NV>
+__attribute__((target("avx512f"))) void wgrad_panel(const T* x, const T* gp, T* dwt, const ConvGeometry& geo,
+                                                     const WGradPlan& pl, const int64_t* off, int64_t g, int64_t ob,
+                                                     int64_t t0, int64_t t1) {
+  using S = Simd<T>;
+  constexpr int64_t NR = S::W * NV;
+  const int64_t N = geo.N, Hq = geo.Hq, Wq = geo.Wq, OD = geo.OD, OH = geo.OH, OW = geo.OW;
+  for (int64_t n0 = 0; n0 < N; n0 += pl.slice) {
+    const int64_t n1 = std::min(N, n0 + pl.slice);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t row0 = t * MR;
+      T* out = dwt + (g * pl.CKpad + row0) * pl.OW_pad + ob * NR;
+      typename S::V acc[MR][NV];
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) acc[r][v] = n0 == 0 ? S::zero() : S::load(out + r * pl.OW_pad + v * S::W);
+      for (int64_t n = n0; n < n1; ++n) {
+        const T* xs = x + (n * geo.C + g * pl.Cg) * geo.channel_stride();
+        const T* gy = gp + ((g * pl.OB + ob) * N + n) * pl.P * NR;
+        const T* xr[MR];
+#pragma GCC unroll 12
+        for (int r = 0; r < MR; ++r) xr[r] = xs + off[row0 + r];
+        for (int64_t od = 0; od < OD; ++od)
+          for (int64_t oh = 0; oh < OH; ++oh) {
+            const int64_t rb = (od * Hq + oh) * Wq;
+            for (int64_t ow = 0; ow < OW; ++ow, gy += NR) {
+              typename S::V gv[NV];
+#pragma GCC unroll 4
+              for (int v = 0; v < NV; ++v) gv[v] = S::load(gy + v * S::W);
+#pragma GCC unroll 12
+              for (int r = 0; r < MR; ++r) {
+                const typename S::V xv = S::bcast(xr[r] + rb + ow);
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; ++v) acc[r][v] = S::fma(gv[v], xv, acc[r][v]);
+              }
+            }
+          }
+      }
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) S::store(out + r * pl.OW_pad + v * S::W, acc[r][v]);
+    }
+  }
+}
+
+// gy (N, O, P) -> [G][OB][N][P][NR], zero past each group's last output channel; then the panels;
+// then dwt [G][CKpad][OW_pad] -> dw (O, CK). One parallel region, its loops split by barriers.
+template <typename T, int MR, int NV>
+__attribute__((target("avx512f"))) void conv_wgrad_run(const T* x, const T* gy, T* dw, const ConvGeometry& geo,
+                                                        const WGradPlan& pl, const int64_t* off, T* gp, T* dwt,
+                                                        bool parallel) {
+  constexpr int64_t NR = Simd<T>::W * NV;
+  const int64_t G = geo.G, N = geo.N, P = pl.P, panels = pl.panels;
+  const int64_t tasks = G * pl.OB * panels;
+#pragma omp parallel if (parallel)
+  {
+#pragma omp for schedule(static)
+    for (int64_t gbn = 0; gbn < G * pl.OB * N; ++gbn) {
+      const int64_t n = gbn % N, ob = (gbn / N) % pl.OB, g = gbn / N / pl.OB;
+      T* dst = gp + gbn * P * NR;
+      const int64_t o0 = ob * NR, width = std::min<int64_t>(NR, pl.Og - o0);
+      const T* src = gy + (n * geo.O + g * pl.Og + o0) * P;
+      for (int64_t p = 0; p < P; ++p) {
+        T* d = dst + p * NR;
+        for (int64_t j = 0; j < width; ++j) d[j] = src[j * P + p];
+        for (int64_t j = width; j < NR; ++j) d[j] = T(0);
+      }
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t panel = task % panels, ob = (task / panels) % pl.OB, g = task / panels / pl.OB;
+      const int64_t t0 = panel * pl.tiles / panels, t1 = (panel + 1) * pl.tiles / panels;
+      wgrad_panel<T, MR, NV>(x, gp, dwt, geo, pl, off, g, ob, t0, t1);
+    }
+#pragma omp for schedule(static)
+    for (int64_t go = 0; go < G * pl.Og; ++go) {
+      const int64_t g = go / pl.Og, o = go % pl.Og;
+      const T* src = dwt + g * pl.CKpad * pl.OW_pad + o;
+      T* d = dw + go * pl.CK;
+      for (int64_t ck = 0; ck < pl.CK; ++ck) d[ck] = src[ck * pl.OW_pad];
+    }
+  }
+}
+#endif
+
+template <typename T>
+void conv_wgrad_typed(const py::array& input, const py::array& grad, py::array& output, const ConvGeometry& geo) {
+#ifdef EMBER_X86_SIMD
+  // register tiles (MR rows, NV vectors of output channels), picked to waste the fewest lanes
+  static const int shapes[4][2] = {{6, 4}, {8, 3}, {8, 2}, {8, 1}};
+  constexpr int64_t W = Simd<T>::W;
+  WGradPlan pl;
+  pl.Cg = geo.C / geo.G, pl.Og = geo.O / geo.G, pl.K = geo.KD * geo.KH * geo.KW, pl.CK = pl.Cg * pl.K;
+  pl.P = geo.OD * geo.OH * geo.OW;
+  int best = 0;
+  double best_cost = 1e300;
+  for (int i = 0; i < 4; ++i) {
+    const int64_t mr = shapes[i][0], nr = W * shapes[i][1];
+    // FMAs on padding rows and channels, plus half a cycle per load or broadcast
+    const double cost = double((pl.Og + nr - 1) / nr * nr) * double((pl.CK + mr - 1) / mr * mr) *
+                        (1.0 + 0.5 * double(shapes[i][1] + mr) / double(mr * shapes[i][1]));
+    if (cost < best_cost) best = i, best_cost = cost;
+  }
+  const int64_t MR = shapes[best][0], NR = W * shapes[best][1];
+  pl.CKpad = (pl.CK + MR - 1) / MR * MR;
+  pl.tiles = pl.CKpad / MR;
+  pl.OB = (pl.Og + NR - 1) / NR;
+  pl.OW_pad = pl.OB * NR;
+  // a slice of the batch whose packed gy block (P x NR per sample) stays near 32 KiB
+  pl.slice = std::max<int64_t>(1, (32 * 1024 / int64_t(sizeof(T))) / std::max<int64_t>(1, pl.P * NR));
+  const int64_t threads =
+#ifdef EMBER_HAS_OPENMP
+      omp_get_max_threads();
+#else
+      1;
+#endif
+  const int64_t work = geo.N * pl.P * pl.OW_pad * pl.CKpad;
+  const bool parallel = threads > 1 && work > kParallelWork * 4;
+  // a few panels per thread (dynamic scheduling evens out a descheduled thread), one when alone
+  const int64_t want = parallel ? (3 * threads + geo.G * pl.OB - 1) / (geo.G * pl.OB) : 1;
+  pl.panels = std::max<int64_t>(1, std::min(pl.tiles, want));
+  std::vector<int64_t> off(static_cast<size_t>(pl.CKpad));
+  for (int64_t i = 0; i < pl.CKpad; ++i) off[i] = geo.offsets[i < pl.CK ? i : 0];
+  std::vector<T> gp(static_cast<size_t>(geo.G * pl.OB * geo.N * pl.P * NR));
+  std::vector<T> dwt(static_cast<size_t>(geo.G * pl.CKpad * pl.OW_pad));
+  const T* x = static_cast<const T*>(input.data());
+  const T* gy = static_cast<const T*>(grad.data());
+  T* dw = static_cast<T*>(output.mutable_data());
+  py::gil_scoped_release release;
+  if (best == 0) conv_wgrad_run<T, 6, 4>(x, gy, dw, geo, pl, off.data(), gp.data(), dwt.data(), parallel);
+  else if (best == 1) conv_wgrad_run<T, 8, 3>(x, gy, dw, geo, pl, off.data(), gp.data(), dwt.data(), parallel);
+  else if (best == 2) conv_wgrad_run<T, 8, 2>(x, gy, dw, geo, pl, off.data(), gp.data(), dwt.data(), parallel);
+  else conv_wgrad_run<T, 8, 1>(x, gy, dw, geo, pl, off.data(), gp.data(), dwt.data(), parallel);
+#else
+  throw std::runtime_error("conv_weight_grad: built without x86 SIMD support");
+#endif
+}
+
+py::array conv_weight_grad(py::array input, py::array grad, Dims kernel, int64_t groups, Dims stride, Dims dilation) {
+  check_dims(kernel, "conv_weight_grad");
+  check_dims(stride, "conv_weight_grad");
+  check_dims(dilation, "conv_weight_grad");
+  check_contiguous(input, "conv_weight_grad");
+  check_contiguous(grad, "conv_weight_grad");
+  if (input.ndim() != 6 || grad.ndim() != 5)
+    throw std::invalid_argument("conv_weight_grad: expected input (N, C, S, Dq, Hq, Wq) and grad (N, O, oD, oH, oW)");
+  if (!input.dtype().is(grad.dtype())) throw std::invalid_argument("conv_weight_grad: input and grad differ in dtype");
+  if (grad.shape(0) != input.shape(0)) throw std::invalid_argument("conv_weight_grad: input and grad differ in batch");
+  if (groups < 1 || input.shape(1) % groups != 0 || grad.shape(1) % groups != 0)
+    throw std::invalid_argument("conv_weight_grad: channels do not match groups");
+  for (int i = 0; i < 3; ++i)
+    if (kernel[i] < 1) throw std::invalid_argument("conv_weight_grad: kernel sizes must be positive");
+  // the geometry of the forward convolution: a weight of the gradient's shape, gy's spatial size as output
+  const py::ssize_t O = grad.shape(1), Cg = input.shape(1) / groups;
+  const std::vector<py::ssize_t> wshape{O, Cg, kernel[0], kernel[1], kernel[2]};
+  py::array output(input.dtype(), wshape);
+  if (input.shape(0) == 0 || O == 0 || Cg == 0 || grad.shape(2) * grad.shape(3) * grad.shape(4) == 0) {
+    std::memset(output.mutable_data(), 0, static_cast<size_t>(output.nbytes()));  // an empty sum
+    return output;
+  }
+  const ConvGeometry geo = conv_geometry(input, output, groups, stride, dilation,
+                                         {grad.shape(2), grad.shape(3), grad.shape(4)});
+  if (!cpu_has_avx512()) throw std::runtime_error("conv_weight_grad: this CPU lacks AVX-512");
+  auto dt = input.dtype();
+  if (dt.is(py::dtype::of<float>())) conv_wgrad_typed<float>(input, grad, output, geo);
+  else if (dt.is(py::dtype::of<double>())) conv_wgrad_typed<double>(input, grad, output, geo);
+  else throw std::invalid_argument("conv_weight_grad: expected float32 or float64 arrays");
   return output;
 }
 
@@ -1001,6 +1319,101 @@ py::array pad_nd(py::array input, Dims lo, Dims hi, int mode, py::object fill) {
   return output;
 }
 
+// ---- zero padding for the convolution kernels ----------------------------------------------
+// input (P, D, H, W) of 4- or 8-byte elements -> (P, D + lo + hi, ...) with zeros around: the
+// padded input of conv_avx512 and conv_weight_grad at stride 1. pad_nd's constant mode does the
+// same for any layout, but its per-row index arithmetic dominates on small images (an 8x8 image
+// has 10 rows of 10); here a row shorter than a vector is one masked load and one masked store.
+
+template <typename E>
+void pad_zero_rows(const E* x, E* y, int64_t P, int64_t D, int64_t H, int64_t W, const Dims& lo, const Dims& hi) {
+  const int64_t OD = D + lo[0] + hi[0], OH = H + lo[1] + hi[1], OW = W + lo[2] + hi[2];
+  const int64_t out_plane = OD * OH * OW;
+  const bool parallel = P * out_plane > 4 * kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t p = 0; p < P; ++p) {
+    E* yp = y + p * out_plane;
+    const E* xp = x + p * D * H * W;
+    for (int64_t od = 0; od < OD; ++od) {
+      const int64_t d = od - lo[0];
+      E* yd = yp + od * OH * OW;
+      if (d < 0 || d >= D) {
+        std::memset(yd, 0, static_cast<size_t>(OH * OW) * sizeof(E));
+        continue;
+      }
+      if (lo[1]) std::memset(yd, 0, static_cast<size_t>(lo[1] * OW) * sizeof(E));
+      if (hi[1]) std::memset(yd + (lo[1] + H) * OW, 0, static_cast<size_t>(hi[1] * OW) * sizeof(E));
+      const E* xd = xp + d * H * W;
+      for (int64_t h = 0; h < H; ++h) {
+        E* row = yd + (lo[1] + h) * OW;
+        const E* src = xd + h * W;
+        for (int64_t o = 0; o < lo[2]; ++o) row[o] = E(0);
+        for (int64_t w = 0; w < W; ++w) row[lo[2] + w] = src[w];
+        for (int64_t o = lo[2] + W; o < OW; ++o) row[o] = E(0);
+      }
+    }
+  }
+}
+
+#ifdef EMBER_X86_SIMD
+// Rows of at most 64 bytes: each output row is the input row shifted by lo[2] lanes.
+template <typename E>
+__attribute__((target("avx512f,avx512bw"))) void pad_zero_short_rows(const E* x, E* y, int64_t P, int64_t D, int64_t H,
+                                                                     int64_t W, const Dims& lo, const Dims& hi) {
+  const int64_t OD = D + lo[0] + hi[0], OH = H + lo[1] + hi[1], OW = W + lo[2] + hi[2];
+  const int64_t out_plane = OD * OH * OW, es = sizeof(E);
+  const __mmask64 out_mask = OW * es >= 64 ? ~__mmask64(0) : (__mmask64(1) << (OW * es)) - 1;
+  const __mmask64 in_mask = W == 0 ? __mmask64(0) : ((__mmask64(1) << (W * es)) - 1) << (lo[2] * es);  // W * es < 64
+  const bool parallel = P * out_plane > 4 * kParallelWork;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t p = 0; p < P; ++p) {
+    char* yp = reinterpret_cast<char*>(y + p * out_plane);
+    const char* xp = reinterpret_cast<const char*>(x + p * D * H * W);
+    for (int64_t od = 0; od < OD; ++od) {
+      const int64_t d = od - lo[0];
+      char* yd = yp + od * OH * OW * es;
+      for (int64_t oh = 0; oh < OH; ++oh) {
+        const int64_t h = oh - lo[1];
+        __m512i v = _mm512_setzero_si512();
+        // the masked-off bytes before the row are never read, so starting lo[2] elements early is safe
+        if (d >= 0 && d < D && h >= 0 && h < H)
+          v = _mm512_maskz_loadu_epi8(in_mask, xp + ((d * H + h) * W - lo[2]) * es);
+        _mm512_mask_storeu_epi8(yd + oh * OW * es, out_mask, v);
+      }
+    }
+  }
+}
+#endif
+
+py::array pad_zero(py::array input, Dims lo, Dims hi) {
+  check_contiguous(input, "pad_zero");
+  check_dims(lo, "pad_zero");
+  check_dims(hi, "pad_zero");
+  if (input.ndim() != 4) throw std::invalid_argument("pad_zero: input must be (planes, D, H, W)");
+  for (int i = 0; i < 3; ++i)
+    if (lo[i] < 0 || hi[i] < 0) throw std::invalid_argument("pad_zero: pads must be non-negative");
+  const int64_t P = input.shape(0), D = input.shape(1), H = input.shape(2), W = input.shape(3);
+  const int64_t OW = W + lo[2] + hi[2], item = input.itemsize();
+  py::array output(input.dtype(), std::vector<py::ssize_t>{P, D + lo[0] + hi[0], H + lo[1] + hi[1], OW});
+  if (item != 4 && item != 8) throw std::invalid_argument("pad_zero: expected 4- or 8-byte elements");
+  py::gil_scoped_release release;
+#ifdef EMBER_X86_SIMD
+  static const bool short_rows_ok = (__builtin_cpu_init(), __builtin_cpu_supports("avx512bw"));
+  if (short_rows_ok && OW * item <= 64 && W * item < 64) {
+    if (item == 4) pad_zero_short_rows<uint32_t>(static_cast<const uint32_t*>(input.data()),
+                                                 static_cast<uint32_t*>(output.mutable_data()), P, D, H, W, lo, hi);
+    else pad_zero_short_rows<uint64_t>(static_cast<const uint64_t*>(input.data()),
+                                       static_cast<uint64_t*>(output.mutable_data()), P, D, H, W, lo, hi);
+    return output;
+  }
+#endif
+  if (item == 4) pad_zero_rows<uint32_t>(static_cast<const uint32_t*>(input.data()),
+                                         static_cast<uint32_t*>(output.mutable_data()), P, D, H, W, lo, hi);
+  else pad_zero_rows<uint64_t>(static_cast<const uint64_t*>(input.data()),
+                               static_cast<uint64_t*>(output.mutable_data()), P, D, H, W, lo, hi);
+  return output;
+}
+
 // ---- separable resampling along one axis (interpolate) -------------------------------------
 // x (outer, n_in, inner) -> (outer, n_out, inner): out[a, o, b] = sum_t w[o, t] * x[a, idx[o, t], b].
 
@@ -1084,13 +1497,20 @@ void init_conv(py::module_& m) {
   m.def("conv_avx512", &conv_avx512, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("groups"),
         py::arg("stride"), py::arg("dilation"), py::arg("out_size"), py::arg("variant") = 0,
         "float32 convolution (AVX-512 implicit GEMM) of a zero-padded input split into its stride phases, "
-        "(N, C, SD * SH * SW, Dq, Hq, Wq), by (O, C / groups, kD, kH, kW); bias (O,) or None.");
+        "(N, C, SD * SH * SW, Dq, Hq, Wq), by (O, C / groups, kD, kH, kW); bias (O,) or None. variant 0 picks "
+        "the kernel and tile by cost; 1-4 force a flat-grid tile, 5-8 a tile along output channels.");
   m.def("pad_nd", &pad_nd, py::arg("input"), py::arg("lo"), py::arg("hi"), py::arg("mode"),
         py::arg("fill") = py::none(),
         "Reflect (0), replicate (1), circular (2) or constant (3, value in the one-element array fill) padding "
         "of (planes, D, H, W), any dtype, pads >= 0.");
+  m.def("pad_zero", &pad_zero, py::arg("input"), py::arg("lo"), py::arg("hi"),
+        "Zero padding of (planes, D, H, W) of 4- or 8-byte elements, pads >= 0 (the convolutions' padded input).");
   m.def("resample_axis", &resample_axis, py::arg("input"), py::arg("indices"), py::arg("weights"),
         "x (outer, n_in, inner) -> (outer, n_out, inner): the weighted sum over taps of x at indices[o, t].");
+  m.def("conv_weight_grad", &conv_weight_grad, py::arg("input"), py::arg("grad"), py::arg("kernel"),
+        py::arg("groups"), py::arg("stride"), py::arg("dilation"),
+        "float32/float64 convolution weight gradient (AVX-512): input split by stride phases as for conv_avx512, "
+        "(N, C, SD * SH * SW, Dq, Hq, Wq), grad (N, O, oD, oH, oW) -> (O, C / groups, kD, kH, kW).");
   m.def("conv_direct", &conv_direct, py::arg("input"), py::arg("weight"), py::arg("out_size"), py::arg("stride"),
         py::arg("padding"), py::arg("dilation"), py::arg("groups"),
         "Direct grouped convolution of (N, C, D, H, W) by (O, C / groups, kD, kH, kW), for thin groups.");

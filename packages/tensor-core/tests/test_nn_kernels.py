@@ -447,3 +447,224 @@ def test_embedding_op_on_large_output_and_bad_index():
     np.testing.assert_array_equal(out.numpy(), weight[index])
     with pytest.raises(IndexError, match="index out of range in self"):
         ember.nn.functional.embedding(ember.tensor([0, 1000]), ember.from_numpy(weight))
+
+
+# -- convolution kernels: conv_weight_grad, conv_avx512's tiles, the BLAS thread switch -----------
+
+_NEEDS_AVX512 = pytest.mark.skipif(not _C.conv_fast_available(), reason="conv_avx512/conv_weight_grad need AVX-512")
+
+# (input shape, output channels, kernel, groups, stride, padding, dilation): 1-D to 3-D, strides and
+# dilations that split the input into several phases, groups, output channels that are no multiple
+# of a vector, a 1x1 kernel, thin groups, and the two layers of the benchmarked CNN.
+CONV_CASES = [
+    ((64, 32, 8, 8), 64, (3, 3), 1, (1, 1), (1, 1), (1, 1)),
+    ((64, 1, 8, 8), 32, (3, 3), 1, (1, 1), (1, 1), (1, 1)),
+    ((3, 5, 9, 7), 7, (3, 2), 1, (2, 1), (1, 0), (1, 2)),
+    ((2, 6, 11, 10), 20, (3, 3), 2, (2, 3), (2, 1), (2, 1)),
+    ((2, 4, 13), 33, (5,), 1, (3,), (2,), (2,)),
+    ((2, 4, 5, 6, 7), 18, (2, 3, 2), 2, (1, 2, 1), (1, 0, 1), (1, 1, 2)),
+    ((1, 3, 4, 4), 1, (1, 1), 1, (1, 1), (0, 0), (1, 1)),
+    ((5, 8, 6, 6), 48, (3, 3), 4, (1, 1), (1, 1), (1, 1)),
+    ((3, 6, 5, 5), 6, (3, 3), 6, (1, 1), (1, 1), (1, 1)),
+    ((2, 3, 7, 7), 48, (3, 3), 3, (1, 1), (1, 1), (1, 1)),
+]
+
+
+def _conv_out(shape, kernel, stride, padding, dilation):
+    return tuple((shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                 for i in range(len(kernel)))
+
+
+def _windows(x, kernel, stride, padding, dilation):
+    """x (N, C, *spatial) zero-padded -> {tap: (N, C, *out) view of the inputs that tap reads}, in float64."""
+    n = len(kernel)
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(p, p) for p in padding])
+    out = _conv_out(x.shape, kernel, stride, padding, dilation)
+    return {k: xp[(slice(None), slice(None), *(slice(k[i] * dilation[i], k[i] * dilation[i] + (out[i] - 1) * stride[i]
+                                                       + 1, stride[i]) for i in range(n)))]
+            for k in np.ndindex(*kernel)}
+
+
+def _conv_reference(x, w, b, groups, stride, padding, dilation):
+    """y[n, o] = b[o] + sum over the group's channels and taps of w * x, in float64."""
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    y = 0.0
+    for k, win in _windows(x, w.shape[2:], stride, padding, dilation).items():
+        parts = [np.einsum("oc,nc...->no...", w[(slice(g * og, (g + 1) * og), slice(None), *k)].astype(np.float64),
+                           win[:, g * cg:(g + 1) * cg]) for g in range(groups)]
+        y = y + np.concatenate(parts, axis=1)
+    if b is not None:
+        y = y + b.astype(np.float64).reshape((-1,) + (1,) * len(stride))
+    return y
+
+
+def _weight_grad_reference(x, gy, kernel, groups, stride, padding, dilation):
+    """dW[o, c, k] = sum over n and output positions of gy[n, o] * x[n, c] at tap k, in float64."""
+    cg, og = x.shape[1] // groups, gy.shape[1] // groups
+    dw = np.zeros((gy.shape[1], cg, *kernel))
+    g64 = gy.astype(np.float64).reshape(gy.shape[0], gy.shape[1], -1)
+    for k, win in _windows(x, kernel, stride, padding, dilation).items():
+        win = win.reshape(win.shape[0], win.shape[1], -1)
+        for g in range(groups):
+            dw[(slice(g * og, (g + 1) * og), slice(None), *k)] = np.einsum(
+                "nop,ncp->oc", g64[:, g * og:(g + 1) * og], win[:, g * cg:(g + 1) * cg])
+    return dw
+
+
+def _sum_tol(dtype, want):
+    """Absolute tolerance for long sums: rounding grows with the terms, so relative to the largest result."""
+    return (1e-5 if dtype == np.float32 else 1e-13) * max(1.0, float(np.abs(want).max()))
+
+
+def _phases(x, padding, stride):
+    from ember._ops.nn_conv import _stride_phases
+    return _stride_phases(x, padding, padding, stride, x.dtype)
+
+
+def _lift(values, fill):
+    return [fill] * (3 - len(values)) + list(values)
+
+
+@pytest.mark.parametrize("shape", [(4096, 1, 8, 8), (3, 2, 5, 7), (2, 3, 4, 20), (1, 1, 1, 1), (2, 1, 1, 16),
+                                   (0, 1, 3, 3), (3, 1, 2, 0)], ids=str)
+@pytest.mark.parametrize("lo, hi", [([0, 1, 1], [0, 1, 1]), ([1, 2, 0], [0, 0, 3]), ([0, 0, 0], [0, 0, 0]),
+                                    ([2, 0, 1], [1, 3, 0])], ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_pad_zero_matches_numpy_pad(threads, shape, lo, hi, dtype):
+    """Rows shorter than a vector (one masked load and store each) and longer ones, any 4- or 8-byte dtype."""
+    x = (np.random.default_rng(15).standard_normal(shape) * 100).astype(dtype)
+    np.testing.assert_array_equal(_C.pad_zero(x, lo, hi), np.pad(x, [(0, 0)] + list(zip(lo, hi))))
+
+
+def test_pad_zero_rejects_what_would_be_unsafe():
+    with pytest.raises(ValueError, match="4- or 8-byte"):
+        _C.pad_zero(np.ones((1, 1, 2, 2), np.float16), [0, 1, 1], [0, 1, 1])
+    with pytest.raises(ValueError, match="non-negative"):
+        _C.pad_zero(np.ones((1, 1, 2, 2), np.float32), [0, -1, 1], [0, 1, 1])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _C.pad_zero(np.ones((1, 1, 2, 4), np.float32)[..., ::2], [0, 1, 1], [0, 1, 1])
+
+
+@_NEEDS_AVX512
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_conv_weight_grad_matches_reference(threads, case, dtype):
+    shape, out_channels, kernel, groups, stride, padding, dilation = case
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal(shape).astype(dtype)
+    gy = rng.standard_normal((shape[0], out_channels, *_conv_out(shape, kernel, stride, padding, dilation)))
+    gy = gy.astype(dtype)
+    g5 = gy.reshape(gy.shape[:2] + tuple(_lift(gy.shape[2:], 1)))
+    dw = _C.conv_weight_grad(_phases(x, padding, stride), g5, _lift(kernel, 1), groups, _lift(stride, 1),
+                             _lift(dilation, 1))
+    assert dw.dtype == dtype
+    want = _weight_grad_reference(x, gy, kernel, groups, stride, padding, dilation)
+    np.testing.assert_allclose(dw.reshape(want.shape), want, rtol=0, atol=_sum_tol(dtype, want))
+
+
+@_NEEDS_AVX512
+def test_conv_weight_grad_empty_and_rejects_what_would_be_unsafe():
+    x = np.ones((0, 3, 1, 1, 4, 4), np.float32)
+    dw = _C.conv_weight_grad(x, np.ones((0, 2, 1, 2, 2), np.float32), [1, 3, 3], 1, [1, 1, 1], [1, 1, 1])
+    np.testing.assert_array_equal(dw, np.zeros((2, 3, 1, 3, 3), np.float32))
+    x = np.ones((2, 3, 1, 1, 4, 4), np.float32)
+    g = np.ones((2, 2, 1, 2, 2), np.float32)
+    with pytest.raises(ValueError, match="differ in dtype"):
+        _C.conv_weight_grad(x, g.astype(np.float64), [1, 3, 3], 1, [1, 1, 1], [1, 1, 1])
+    with pytest.raises(ValueError, match="groups"):
+        _C.conv_weight_grad(x, g, [1, 3, 3], 2, [1, 1, 1], [1, 1, 1])
+    with pytest.raises(ValueError, match="does not fit"):  # a 4x4 kernel reads past a 4x4 input for 2x2 outputs
+        _C.conv_weight_grad(x, g, [1, 4, 4], 1, [1, 1, 1], [1, 1, 1])
+    with pytest.raises(ValueError, match="C-contiguous"):
+        _C.conv_weight_grad(x, np.ones((2, 2, 1, 2, 4), np.float32)[..., ::2], [1, 3, 3], 1, [1, 1, 1], [1, 1, 1])
+    with pytest.raises(ValueError, match="float32 or float64"):
+        _C.conv_weight_grad(x.astype(np.int32), g.astype(np.int32), [1, 3, 3], 1, [1, 1, 1], [1, 1, 1])
+
+
+@_NEEDS_AVX512
+@pytest.mark.parametrize("case", CONV_CASES, ids=str)
+@pytest.mark.parametrize("variant", range(9), ids=lambda v: f"variant{v}")
+def test_conv_avx512_tiles_match_reference(threads, case, variant):
+    """Every tile of both kernels (variants 1-4 flat grid, 5-8 along output channels) and the automatic pick."""
+    shape, out_channels, kernel, groups, stride, padding, dilation = case
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((out_channels, shape[1] // groups, *kernel)).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32)
+    out = _conv_out(shape, kernel, stride, padding, dilation)
+    w5 = w.reshape(w.shape[:2] + tuple(_lift(kernel, 1)))
+    for bias in (None, b):
+        y = _C.conv_avx512(_phases(x, padding, stride), w5, bias, groups, _lift(stride, 1), _lift(dilation, 1),
+                           _lift(out, 1), variant)
+        want = _conv_reference(x, w, bias, groups, stride, padding, dilation)
+        np.testing.assert_allclose(y.reshape(want.shape), want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("case", [CONV_CASES[0], CONV_CASES[2], CONV_CASES[4]], ids=str)
+def test_conv_weight_gradient_through_autograd(case, dtype):
+    """conv*d's weight gradient (the few-outputs convolution of the input with the output gradient)."""
+    shape, out_channels, kernel, _, stride, padding, dilation = case
+    rng = np.random.default_rng(13)
+    x = rng.standard_normal(shape).astype(dtype)
+    w = ember.from_numpy(rng.standard_normal((out_channels, shape[1], *kernel)).astype(dtype)).requires_grad_()
+    conv = getattr(ember.nn.functional, f"conv{len(kernel)}d")
+    y = conv(ember.from_numpy(x), w, stride=stride, padding=padding, dilation=dilation)
+    gy = rng.standard_normal(tuple(y.shape)).astype(dtype)
+    y.backward(ember.from_numpy(gy))
+    want = _weight_grad_reference(x, gy, kernel, 1, stride, padding, dilation)
+    np.testing.assert_allclose(w.grad.numpy(), want, rtol=0, atol=_sum_tol(dtype, want))
+
+
+def test_small_blas_products_run_on_one_thread_and_restore_the_count():
+    from ember._ops import _blas_threads
+
+    switch = _blas_threads._get_switch()
+    if switch is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS with its own thread pool: nothing to switch")
+    get, set_ = switch
+    previous = get()
+    set_(2)
+    try:
+        assert _blas_threads.one_thread(get) == 1
+        assert get() == 2
+        rng = np.random.default_rng(14)
+        a, b = rng.standard_normal((64, 300)), rng.standard_normal((300, 10))
+        np.testing.assert_allclose(_blas_threads.matmul(a, b), a @ b, rtol=1e-12)
+        big = rng.standard_normal((260, 260))  # 260 ** 3 > THREADED_MACS: left to the BLAS's threads
+        assert _blas_threads._macs(big, big) >= _blas_threads.THREADED_MACS > _blas_threads._macs(a, b)
+        np.testing.assert_allclose(_blas_threads.matmul(big, big), big @ big, rtol=1e-12)
+        assert get() == 2
+    finally:
+        set_(previous)
+
+
+def _conv_transpose2d_reference(x, w, b, padding, dilation):
+    """Stride-1 transposed convolution as a scatter: y[n, o, i + k * d - p] += x[n, c, i] * w[c, o, k], float64."""
+    (kh, kw), (H, W) = w.shape[2:], x.shape[2:]
+    full = np.zeros((x.shape[0], w.shape[1], H + dilation * (kh - 1), W + dilation * (kw - 1)))
+    for i, j in np.ndindex(kh, kw):
+        full[:, :, i * dilation:i * dilation + H, j * dilation:j * dilation + W] += np.einsum(
+            "nchw,co->nohw", x.astype(np.float64), w[:, :, i, j].astype(np.float64))
+    y = full[:, :, padding:full.shape[2] - padding, padding:full.shape[3] - padding]
+    return y if b is None else y + b.astype(np.float64).reshape(-1, 1, 1)
+
+
+@pytest.mark.parametrize("shape, out_channels, kernel, padding, dilation", [
+    ((8, 64, 32, 32), 32, 3, 1, 1),  # the input gradient of a 3x3 convolution
+    ((2, 3, 7, 7), 5, 3, 0, 1),
+    ((2, 4, 9, 9), 6, 3, 2, 2),
+    ((2, 3, 6, 6), 4, 5, 4, 1),
+], ids=str)
+@pytest.mark.parametrize("bias", [False, True])
+def test_conv_transpose2d_stride_1_matches_reference(shape, out_channels, kernel, padding, dilation, bias):
+    """Stride 1 runs as the convolution by the flipped kernel (the forward's kernels): values as the scatter."""
+    rng = np.random.default_rng(16)
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal((shape[1], out_channels, kernel, kernel)).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32) if bias else None
+    y = ember.nn.functional.conv_transpose2d(ember.from_numpy(x), ember.from_numpy(w),
+                                             None if b is None else ember.from_numpy(b), padding=padding,
+                                             dilation=dilation)
+    want = _conv_transpose2d_reference(x, w, b, padding, dilation)
+    np.testing.assert_allclose(y.numpy(), want, rtol=0, atol=_sum_tol(np.float32, want))

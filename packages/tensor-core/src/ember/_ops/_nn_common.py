@@ -38,6 +38,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import broadcast_shapes
@@ -268,10 +269,13 @@ _C_TYPE_NAMES = {
 
 
 def _matmul_np(a, b):
-    """``a @ b`` for numpy arrays, in float32 for float16/bfloat16 (numpy has no BLAS for them)."""
+    """``a @ b`` for numpy arrays, in float32 for float16/bfloat16 (numpy has no BLAS for them).
+
+    Small products run on one BLAS thread (see ``_blas_threads``).
+    """
     if a.dtype in _HALF_TYPES:
-        return np.matmul(a.astype(_F32), b.astype(_F32)).astype(a.dtype)
-    return np.matmul(a, b)
+        return _blas_matmul(a.astype(_F32), b.astype(_F32)).astype(a.dtype)
+    return _blas_matmul(a, b)
 
 
 def _vector_norm_np(x, p, axis, keepdims=True):

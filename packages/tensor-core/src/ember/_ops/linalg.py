@@ -26,9 +26,11 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name, make_inplace, operand
 from ._registry import COMPOSITE, PRIM, defop, registry
 from ._shapes import broadcast_shapes, wrap_dim
+from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from .pointwise import add, mul, sub
 from .views import diagonal, narrow, permute, reshape, select, t, transpose, unsqueeze
 
@@ -211,7 +213,7 @@ def _blas_ready(a):
 
 def _new_array(r):
     """A numpy result as an ndarray that owns its memory (numpy returns scalars for 0-d products)."""
-    return r if type(r) is np.ndarray else np.asarray(r)
+    return r if type(r) is np.ndarray else _as_array(r)
 
 
 def _matmul_arrays(a, b):
@@ -237,7 +239,7 @@ def _matmul_compute(a, b):
         return folded.reshape(lead + b.shape[1:])
     if a.dtype.kind in "iu":
         return _int_matmul(a, b)
-    return _new_array(np.matmul(_blas_ready(a), _blas_ready(b)))
+    return _new_array(_blas_matmul(_blas_ready(a), _blas_ready(b)))  # small products on one BLAS thread
 
 
 _EXACT_IN_FLOAT64 = 2**53

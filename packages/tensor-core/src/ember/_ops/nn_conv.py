@@ -16,12 +16,23 @@ How they are built:
 * The CPU forward of float32 (and float16/bfloat16, computed in float32) runs
   ``ember._C.conv_avx512`` where the CPU has AVX-512: an implicit GEMM over
   the zero-padded input split into its stride phases, so that every kernel
-  tap reads contiguous input; no im2col copy, OpenMP over output tiles.
+  tap reads contiguous input; no im2col copy, OpenMP over output tiles (its
+  register tile runs along output positions, or, on small images, along
+  output channels; the kernel picks by an estimate of cost).
   Otherwise (float64, integers, complex, CPUs without AVX-512): im2col (a
   strided window view of the padded input, copied once) and one batched BLAS
   matmul per group, or a direct OpenMP kernel for thin groups (depthwise).
   Transposed convolution is that GEMM followed by col2im, the scatter-add of
-  ``fold``.
+  ``fold``; an ungrouped float32 one of stride 1 is the plain convolution by
+  the flipped kernel (channels swapped) on the AVX-512 kernels.
+* An ungrouped convolution with few output positions and a large kernel, the
+  shape of a weight gradient (which the autograd formula computes as the
+  input convolved with the output gradient, batch and channels swapped), runs
+  ``ember._C.conv_weight_grad`` in float32 and float64 on AVX-512: the weight
+  gradient computed directly, its register tile along the output channels and
+  its long reduction over batch and positions kept in registers.
+* Small matrix products run on one BLAS thread (``_blas_threads``): OpenBLAS's
+  spinning workers would otherwise take the cores of the OpenMP kernels.
 * ``max_pool1d``..``max_pool3d`` and ``adaptive_max_pool1d``..``3d`` are
   composites over the prims ``max_pool{n}d_with_indices`` and
   ``adaptive_max_pool{n}d_with_indices``, which return the argmax of every
@@ -33,7 +44,7 @@ How they are built:
   ``interpolate`` are C++/OpenMP loops of ``ember._C`` over the ``N * C``
   planes (float32/float64, integers where PyTorch takes them); float16 and
   bfloat16 compute in float32 and cast back. The rest (index arithmetic,
-  ``affine_grid``, ``pixel_shuffle``, ``max_unpool``, uint8 resampling) is
+  ``affine_grid``, ``pixel_shuffle``, ``channel_shuffle``, ``max_unpool``, uint8 resampling) is
   vectorised numpy, with no Python loop over elements.
 * Argument checking happens once per distinct call signature: the "plan"
   functions that check arguments and compute output shapes are memoised by
@@ -61,6 +72,7 @@ from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop, registry
 
@@ -71,7 +83,7 @@ METHODS: list[str] = []
 #: Tensor method aliases: alias name -> op name.
 ALIASES: dict[str, str] = {}
 #: ``ember.nn.functional`` names that differ from the registry name: public name -> op name.
-NN_FUNCTIONAL_ALIASES: dict[str, str] = {"unfold": "im2col"}
+NN_FUNCTIONAL_ALIASES: dict[str, str] = {"unfold": "im2col", "native_channel_shuffle": "channel_shuffle"}
 
 _NN = ("nn.functional",)  # PyTorch has torch.<name> too
 _NN_ONLY = ("nn.functional_only",)  # only torch.nn.functional.<name>
@@ -491,19 +503,24 @@ def _zero_pad(x, pad_lo, pad_hi):
     return padded
 
 
-def _stride_phases(x, pad_lo, pad_hi, stride):
+def _stride_phases(x, pad_lo, pad_hi, stride, dtype=_F32):
     """``x`` (N, C, *spatial) zero-padded and split by stride phases: (N, C, prod(stride), Dq, Hq, Wq).
 
     Phase (a, b, c) holds the padded elements (q * stride + (a, b, c)); with stride 1 this is
-    the padded input itself. Spatial dims are lifted to 3 for ember._C.conv_avx512.
+    the padded input itself. Spatial dims are lifted to 3 for ember._C.conv_avx512 and
+    ember._C.conv_weight_grad; the result has ``dtype``.
     """
     n = len(stride)
     N, C = x.shape[:2]
-    if not any(pad_lo) and not any(pad_hi) and all(v == 1 for v in stride):
-        return np.ascontiguousarray(x, _F32).reshape(N, C, 1, *_lift3(x.shape[2:], 1))
+    if all(v == 1 for v in stride):
+        x = np.ascontiguousarray(x, dtype)
+        if any(pad_lo) or any(pad_hi):
+            # ember._C.pad_zero: a few times faster than numpy's copy into the middle of short rows
+            x = _C.pad_zero(x.reshape(N * C, *_lift3(x.shape[2:], 1)), _lift3(pad_lo, 0), _lift3(pad_hi, 0))
+        return x.reshape(N, C, 1, *_lift3(x.shape[-n:], 1))
     sizes = [x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n)]
     q = [-(-sizes[i] // stride[i]) for i in range(n)]
-    out = np.zeros((N, C, *stride, *q), _F32)
+    out = np.zeros((N, C, *stride, *q), dtype)
     for phase in np.ndindex(*stride):
         src, dst = [], []
         for i in range(n):
@@ -542,6 +559,8 @@ def _conv_few_outputs(x, w, stride, pad_lo, pad_hi, dilation, out):
     the kernel when P is small, multiplied by the (C_out, prod(kernel) * C) weight.
     This is how a weight gradient (input correlated with the output gradient) runs.
     """
+    if _FAST_CONV:
+        return _conv_few_outputs_avx512(x, w, stride, pad_lo, pad_hi, dilation, out)
     n = len(out)
     N, C = x.shape[:2]
     out_channels = w.shape[0]
@@ -555,8 +574,26 @@ def _conv_few_outputs(x, w, stride, pad_lo, pad_hi, dilation, out):
                           *(st[1 + i] * dilation[i] for i in range(n)), st[-1]), writeable=False)
     cols = windows.reshape(N * math.prod(out), -1)
     wm = np.moveaxis(w, 1, -1).reshape(out_channels, -1)
-    result = np.matmul(cols, wm.T).reshape((N, *out, out_channels))
+    result = _blas_matmul(cols, wm.T).reshape((N, *out, out_channels))
     return np.ascontiguousarray(np.moveaxis(result, -1, 1))
+
+
+def _conv_few_outputs_avx512(x, w, stride, pad_lo, pad_hi, dilation, out):
+    """``_conv_few_outputs`` on ember._C.conv_weight_grad (float32 or float64, AVX-512).
+
+    The convolution ``y[b, o, k] = sum_{n, p} x[b, n, k * stride + p * dilation] w[o, n, p]`` is a weight
+    gradient read the other way round: with ``b`` as the channel, ``n`` as the batch and ``w`` as the output
+    gradient, it is ``dW[o, b, k]`` of a convolution whose stride is this one's dilation and whose dilation is
+    this one's stride. The autograd formula hands over transposed views of the forward's input and output
+    gradient, so swapping the two leading axes back costs no copy.
+    """
+    dtype = x.dtype
+    x_nc = x.swapaxes(0, 1)  # (n, b, *spatial): the "batch" n first
+    phases = _stride_phases(x_nc, pad_lo, pad_hi, dilation, dtype)
+    g = np.ascontiguousarray(w.swapaxes(0, 1))  # (n, o, *p)
+    g = g.reshape((*g.shape[:2], *_lift3(g.shape[2:], 1)))
+    dw = _C.conv_weight_grad(phases, g, _lift3(out, 1), 1, _lift3(dilation, 1), _lift3(stride, 1))
+    return np.ascontiguousarray(dw.reshape((w.shape[0], x.shape[0], *out)).swapaxes(0, 1))
 
 
 # Output positions up to which (with a kernel of at least _FEW_OUTPUTS_KERNEL_RATIO times as many taps) an
@@ -605,7 +642,7 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
         else:
             cols = _im2col_windows(x, kernel, stride, pad_lo, pad_hi, dilation, out, groups).reshape(
                 N, groups, cpg * K, P)
-        result = np.matmul(w.reshape(groups, opg, cpg * K), cols).reshape((N, out_channels, *out))
+        result = _blas_matmul(w.reshape(groups, opg, cpg * K), cols).reshape((N, out_channels, *out))
     if b is not None:
         result += _compute(b).reshape((out_channels,) + (1,) * n)
     return result.astype(dtype, copy=False)
@@ -652,6 +689,13 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
     K, L = math.prod(kernel), math.prod(blocks)
     if N == 0 or out_channels == 0 or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif (x.dtype == _F32 and _FAST_CONV and groups == 1 and all(s == 1 for s in stride) and not any(output_padding)
+          and all(padding[i] <= dilation[i] * (kernel[i] - 1) for i in range(n))):
+        # at stride 1 it is the plain convolution by the flipped kernel, channels swapped, padded by
+        # dilation * (kernel - 1) - padding: the forward's kernels, and no col2im scatter
+        flipped = np.flip(w.swapaxes(0, 1), axis=tuple(range(2, 2 + n)))
+        pad = tuple(dilation[i] * (kernel[i] - 1) - padding[i] for i in range(n))
+        return _conv_forward(x, flipped, b, (1,) * n, pad, pad, dilation, 1).astype(dtype, copy=False)
     elif x.dtype == _F32 and _FAST_CONV:
         # the GEMM as a 1x1 convolution on ember._C's AVX-512 kernel, then col2im (no BLAS threads to fight)
         wm = np.ascontiguousarray(w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)).reshape(
@@ -662,7 +706,7 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
         result = result.reshape((N, out_channels, *out))
     else:
         wm = w.reshape(groups, cpg, opg * K).transpose(0, 2, 1)
-        cols = np.matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, C_out / groups * K, L)
+        cols = _blas_matmul(wm, x.reshape(N, groups, cpg, L))  # (N, groups, C_out / groups * K, L)
         result = _col2im(cols, N * out_channels, out, kernel, blocks, stride, padding, dilation, parallel=False)
         result = result.reshape((N, out_channels, *out))
     if b is not None:
@@ -2542,3 +2586,70 @@ def _pixel_unshuffle_decomp(input, downscale_factor):
 
 pixel_unshuffle = defop("pixel_unshuffle", _pixel_unshuffle_meta, cpu=_pixel_unshuffle_cpu, category=COMPOSITE,
                         decomposition=_pixel_unshuffle_decomp, tags=_NN)
+
+
+# -- channel_shuffle ------------------------------------------------------------------------------------
+
+
+@_memoized
+def _channel_shuffle_plan(input, groups):
+    """Check ``channel_shuffle``'s arguments; the number of channels per group."""
+    _check_tensor("channel_shuffle", "input", input)
+    groups = _int_arg("channel_shuffle", "groups", groups, 2)
+    shape = input._data.shape
+    if len(shape) <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with sizes {_fmt(shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
+    if shape[1] % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {shape[1]} channels and {groups} "
+                           "groups.")
+    return groups, shape[1] // groups
+
+
+def _channel_shuffle_meta(input, groups):
+    """Interleave the channel groups of ``(N, C, *)``: ShuffleNet's channel shuffle.
+
+    The channels, read as a ``(groups, C / groups)`` grid, are transposed: output channel
+    ``j * groups + g`` is input channel ``g * (C / groups) + j``.
+
+    Args:
+        input (Tensor): ``(N, C, *)``, at least 3-D, ``C`` divisible by ``groups``; any dtype.
+        groups (int): the number of groups, positive.
+
+    Returns:
+        Tensor: the same shape and dtype as ``input``.
+
+    Raises:
+        RuntimeError: for fewer than 3 dims, a non-positive ``groups`` or ``C`` not divisible by it.
+        TypeError: for a non-integer ``groups``.
+
+    References:
+        Zhang et al., "ShuffleNet: An Extremely Efficient Convolutional Neural Network for Mobile
+        Devices", CVPR 2018, https://arxiv.org/abs/1707.01083
+
+    Example:
+        >>> import ember
+        >>> ember.nn.functional.channel_shuffle(ember.arange(6).reshape(1, 6, 1), 2).flatten()
+        tensor([0, 3, 1, 4, 2, 5])
+    """
+    _channel_shuffle_plan(input, groups)
+    return MetaArray(input._data.shape, input._data.dtype)
+
+
+def _channel_shuffle_cpu(input, groups):
+    g, k = _channel_shuffle_plan(input, groups)
+    x = input._data
+    n, rest = x.shape[0], x.shape[2:]
+    return np.ascontiguousarray(x.reshape(n, g, k, *rest).swapaxes(1, 2)).reshape(x.shape)
+
+
+def _channel_shuffle_decomp(input, groups):
+    g, k = _channel_shuffle_plan(input, groups)
+    n, rest = input.shape[0], tuple(input.shape[2:])
+    y = _E.transpose(_E.reshape(input, (n, g, k, *rest)), 1, 2)
+    return _E.reshape(_E.clone(y, memory_format=_contiguous()), tuple(input.shape))
+
+
+channel_shuffle = defop("channel_shuffle", _channel_shuffle_meta, cpu=_channel_shuffle_cpu, category=COMPOSITE,
+                        decomposition=_channel_shuffle_decomp, tags=_NN)
