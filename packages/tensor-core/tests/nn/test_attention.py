@@ -10,8 +10,6 @@ import pytest
 import ember
 import ember.nn as nn
 
-pytestmark = pytest.mark.filterwarnings("ignore:enable_nested_tensor is True")
-
 E, H = 6, 2
 
 

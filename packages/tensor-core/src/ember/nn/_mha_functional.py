@@ -246,16 +246,70 @@ def multi_head_attention_forward(
             ),
         )
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
-    if not is_batched:
-        query = query.unsqueeze(1)
-        key = key.unsqueeze(1)
-        value = value.unsqueeze(1)
+    if not is_batched:  # compute as a batch of one
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
+    target_len, batch, embed_dim = query.shape
+    rows = batch * num_heads  # heads are folded into the batch dimension: (rows, length, head_dim)
 
-    tgt_len, bsz, embed_dim = query.shape
-    src_len = key.shape[0]
+    key_padding_mask, attn_mask, is_causal = _prepare_masks(
+        query, key_padding_mask, attn_mask, is_causal, need_weights
+    )
+    head_dim = _check_embedding(query, key, value, embed_dim_to_check, num_heads, use_separate_proj_weight)
+    q, k, v = _project(
+        query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight,
+        (q_proj_weight, k_proj_weight, v_proj_weight),
+    )
+    attn_mask = _attn_mask_as_3d(attn_mask, target_len, key.shape[0], rows)
 
+    if bias_k is not None or bias_v is not None:
+        _check_bias_kv(bias_k, bias_v, static_k, static_v)
+        k = ember.cat([k, bias_k.repeat(1, batch, 1)])
+        v = ember.cat([v, bias_v.repeat(1, batch, 1)])
+        attn_mask, key_padding_mask = _pad_one_position(attn_mask), _pad_one_position(key_padding_mask)
+
+    q = q.reshape(target_len, rows, head_dim).transpose(0, 1)
+    k = _key_or_value_heads(k, static_k, "static_k", rows, head_dim)
+    v = _key_or_value_heads(v, static_v, "static_v", rows, head_dim)
+
+    if add_zero_attn:
+        zeros = (rows, 1, head_dim)
+        k = ember.cat([k, ember.zeros(zeros, dtype=k.dtype, device=k.device)], dim=1)
+        v = ember.cat([v, ember.zeros(zeros, dtype=v.dtype, device=v.device)], dim=1)
+        attn_mask, key_padding_mask = _pad_one_position(attn_mask), _pad_one_position(key_padding_mask)
+
+    if key_padding_mask is not None:
+        padding = _padding_mask_per_head(key_padding_mask, batch, num_heads, k.size(1))
+        attn_mask = padding if attn_mask is None else attn_mask + padding
+
+    dropout_p = dropout_p if training else 0.0
+    if need_weights:
+        heads_out, weights = _attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal)
+        # (rows, L, head_dim) -> (L, rows, head_dim) -> (L * N, E): heads side by side per position
+        merged = heads_out.transpose(0, 1).reshape(target_len * batch, embed_dim)
+        weights = weights.reshape(batch, num_heads, target_len, k.size(1))
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+    else:
+        heads_out = _fused_attention(q, k, v, attn_mask, dropout_p, is_causal, batch, num_heads)
+        # (N, H, L, head_dim) -> (L, N, H, head_dim) -> (L * N, E)
+        merged = heads_out.permute(2, 0, 1, 3).reshape(batch * target_len, embed_dim)
+        weights = None
+    out = F.linear(merged, out_proj_weight, out_proj_bias)
+    out = out.reshape(target_len, batch, out.size(1))
+    if not is_batched:
+        out = out.squeeze(1)
+        weights = None if weights is None else weights.squeeze(0)
+    return out, weights
+
+
+def _prepare_masks(query, key_padding_mask, attn_mask, is_causal, need_weights):
+    """Both masks as additive float masks; returns ``(key_padding_mask, attn_mask, is_causal)``.
+
+    With the causal hint, no padding mask and no weights requested, the mask is dropped and the
+    fused attention builds the causal mask itself.
+    """
     key_padding_mask = _canonical_mask(
         key_padding_mask, "key_padding_mask", _none_or_dtype(attn_mask), "attn_mask", query.dtype
     )
@@ -266,160 +320,122 @@ def multi_head_attention_forward(
             "`generate_square_subsequent_mask` to create this mask."
         )
     if is_causal and key_padding_mask is None and not need_weights:
-        # The causal hint goes to scaled_dot_product_attention as is.
-        attn_mask = None
-    else:
-        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
-        if key_padding_mask is not None:
-            is_causal = False
+        return key_padding_mask, None, is_causal
+    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+    # Once padding is merged into the mask, it is no longer purely causal.
+    return key_padding_mask, attn_mask, is_causal and key_padding_mask is None
 
+
+def _check_embedding(query, key, value, embed_dim_to_check, num_heads, use_separate_proj_weight):
+    """Check the feature sizes; returns the per-head size ``E / H``."""
+    embed_dim = query.shape[-1]
     if embed_dim != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
+    if embed_dim % num_heads != 0:
         raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
     if use_separate_proj_weight:
+        # key and value may have different feature sizes (kdim, vdim), but the same positions.
         if tuple(key.shape[:2]) != tuple(value.shape[:2]):
             raise AssertionError(
                 f"key's sequence and batch dims {key.shape[:2]} do not match value's {value.shape[:2]}"
             )
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
+    return embed_dim // num_heads
 
-    # In-projection.
-    if not use_separate_proj_weight:
+
+def _project(query, key, value, in_proj_weight, in_proj_bias, separate, separate_weights):
+    """The in-projection: one packed ``(3E, E)`` weight, or three separate ones."""
+    if not separate:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        q, k, v = _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
-    else:
-        for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
-            if w is None:
-                raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
-        b_q = b_k = b_v = None
-        if in_proj_bias is not None:
-            b_q, b_k, b_v = in_proj_bias.chunk(3)
-        q, k, v = _in_projection(query, key, value, q_proj_weight, k_proj_weight, v_proj_weight, b_q, b_k, b_v)
+        return _in_projection_packed(query, key, value, in_proj_weight, in_proj_bias)
+    for name, weight in zip("qkv", separate_weights):
+        if weight is None:
+            raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
+    biases = (None, None, None) if in_proj_bias is None else in_proj_bias.chunk(3)
+    return _in_projection(query, key, value, *separate_weights, *biases)
 
-    # attn_mask to 3-D.
-    if attn_mask is not None:
-        if attn_mask.dim() == 2:
-            correct_2d_size = (tgt_len, src_len)
-            if tuple(attn_mask.shape) != correct_2d_size:
-                raise RuntimeError(
-                    f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be {correct_2d_size}."
-                )
-            attn_mask = attn_mask.unsqueeze(0)
-        elif attn_mask.dim() == 3:
-            correct_3d_size = (bsz * num_heads, tgt_len, src_len)
-            if tuple(attn_mask.shape) != correct_3d_size:
-                raise RuntimeError(
-                    f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be {correct_3d_size}."
-                )
-        else:
-            raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
 
-    # Learned key/value biases: one more source position.
-    if bias_k is not None and bias_v is not None:
-        if static_k is not None:
-            raise AssertionError("bias cannot be added to static key.")
-        if static_v is not None:
-            raise AssertionError("bias cannot be added to static value.")
-        k = ember.cat([k, bias_k.repeat(1, bsz, 1)])
-        v = ember.cat([v, bias_v.repeat(1, bsz, 1)])
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
-    elif bias_k is not None:
+def _attn_mask_as_3d(attn_mask, target_len, source_len, rows):
+    """Check ``attn_mask``'s shape; a 2-D mask becomes ``(1, L, S)`` (broadcast over batch and heads)."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dim() == 2:
+        expected = (target_len, source_len)
+        if tuple(attn_mask.shape) != expected:
+            raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but should be {expected}.")
+        return attn_mask.unsqueeze(0)
+    if attn_mask.dim() == 3:
+        expected = (rows, target_len, source_len)
+        if tuple(attn_mask.shape) != expected:
+            raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but should be {expected}.")
+        return attn_mask
+    raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
+
+
+def _check_bias_kv(bias_k, bias_v, static_k, static_v):
+    if bias_v is None:
         raise AssertionError("bias_k is set but bias_v is None")
-    elif bias_v is not None:
+    if bias_k is None:
         raise AssertionError("bias_v is set but bias_k is None")
+    if static_k is not None:
+        raise AssertionError("bias cannot be added to static key.")
+    if static_v is not None:
+        raise AssertionError("bias cannot be added to static value.")
 
-    # Heads into the batch dim: (N*H, len, head_dim).
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    if static_k is None:
-        k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_k.size(0) != bsz * num_heads:
-            raise AssertionError(f"expecting static_k.size(0) of {bsz * num_heads}, but got {static_k.size(0)}")
-        if static_k.size(2) != head_dim:
-            raise AssertionError(f"expecting static_k.size(2) of {head_dim}, but got {static_k.size(2)}")
-        k = static_k
-    if static_v is None:
-        v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
-    else:
-        if static_v.size(0) != bsz * num_heads:
-            raise AssertionError(f"expecting static_v.size(0) of {bsz * num_heads}, but got {static_v.size(0)}")
-        if static_v.size(2) != head_dim:
-            raise AssertionError(f"expecting static_v.size(2) of {head_dim}, but got {static_v.size(2)}")
-        v = static_v
 
-    # A zero key/value position.
-    if add_zero_attn:
-        zero_attn_shape = (bsz * num_heads, 1, head_dim)
-        k = ember.cat([k, ember.zeros(zero_attn_shape, dtype=k.dtype, device=k.device)], dim=1)
-        v = ember.cat([v, ember.zeros(zero_attn_shape, dtype=v.dtype, device=v.device)], dim=1)
-        if attn_mask is not None:
-            attn_mask = F.pad(attn_mask, (0, 1))
-        if key_padding_mask is not None:
-            key_padding_mask = F.pad(key_padding_mask, (0, 1))
+def _pad_one_position(mask):
+    """Extend a mask by one source position (0: attended) for an appended key/value."""
+    return None if mask is None else F.pad(mask, (0, 1))
 
-    src_len = k.size(1)
 
-    # Merge the key padding mask into attn_mask: (N*H, 1, S), added.
-    if key_padding_mask is not None:
-        if key_padding_mask.shape[0] != bsz:
-            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got {key_padding_mask.shape[0]}")
-        if key_padding_mask.shape[1] != src_len:
-            raise AssertionError(
-                f"Expected key_padded_mask.shape[1] to be {src_len}, but got {key_padding_mask.shape[1]}"
-            )
-        key_padding_mask = (
-            key_padding_mask.reshape(bsz, 1, 1, src_len)
-            .expand(-1, num_heads, -1, -1)
-            .reshape(bsz * num_heads, 1, src_len)
+def _key_or_value_heads(projected, static, static_name, rows, head_dim):
+    """``(S, N, E)`` split into heads as ``(rows, S, head_dim)``, or the given ``static_k``/``static_v``."""
+    if static is None:
+        return projected.reshape(projected.shape[0], rows, head_dim).transpose(0, 1)
+    for dim, expected in ((0, rows), (2, head_dim)):
+        if static.size(dim) != expected:
+            raise AssertionError(f"expecting {static_name}.size({dim}) of {expected}, but got {static.size(dim)}")
+    return static
+
+
+def _padding_mask_per_head(key_padding_mask, batch, num_heads, source_len):
+    """``(N, S)`` padding mask repeated for every head as ``(N * H, 1, S)``, to add to the scores."""
+    if key_padding_mask.shape[0] != batch:
+        raise AssertionError(f"Expected key_padded_mask.shape[0] to be {batch}, but got {key_padding_mask.shape[0]}")
+    if key_padding_mask.shape[1] != source_len:
+        raise AssertionError(
+            f"Expected key_padded_mask.shape[1] to be {source_len}, but got {key_padding_mask.shape[1]}"
         )
-        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
+    per_head = key_padding_mask.reshape(batch, 1, 1, source_len).expand(-1, num_heads, -1, -1)
+    return per_head.reshape(batch * num_heads, 1, source_len)
 
-    if not training:
-        dropout_p = 0.0
 
-    if need_weights:
-        E = q.shape[-1]
-        q_scaled = q * math.sqrt(1.0 / float(E))
-        if is_causal and attn_mask is None:
-            raise AssertionError("FIXME: is_causal not implemented for need_weights")
-        if attn_mask is not None:
-            attn_output_weights = ember.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
-        else:
-            attn_output_weights = ember.bmm(q_scaled, k.transpose(-2, -1))
-        attn_output_weights = F.softmax(attn_output_weights, dim=-1)
-        if dropout_p > 0.0:
-            attn_output_weights = F.dropout(attn_output_weights, p=dropout_p)
-        attn_output = ember.bmm(attn_output_weights, v)
-        attn_output = attn_output.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
-        attn_output = attn_output.reshape(tgt_len, bsz, attn_output.size(1))
-        attn_output_weights = attn_output_weights.reshape(bsz, num_heads, tgt_len, src_len)
-        if average_attn_weights:
-            attn_output_weights = attn_output_weights.mean(dim=1)
-        if not is_batched:
-            attn_output = attn_output.squeeze(1)
-            attn_output_weights = attn_output_weights.squeeze(0)
-        return attn_output, attn_output_weights
+def _attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal):
+    """Explicit attention on ``(rows, L, head_dim)`` heads; returns ``(output, weights)``, the
+    weights ``(rows, L, S)`` after dropout."""
+    if is_causal and attn_mask is None:
+        raise AssertionError("FIXME: is_causal not implemented for need_weights")
+    # Scale q rather than the scores: the same values PyTorch computes, so results agree closely.
+    q = q * math.sqrt(1.0 / float(q.shape[-1]))
+    keys_t = k.transpose(-2, -1)
+    scores = ember.bmm(q, keys_t) if attn_mask is None else ember.baddbmm(attn_mask, q, keys_t)
+    weights = F.softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, p=dropout_p)
+    return ember.bmm(weights, v), weights
 
+
+def _fused_attention(q, k, v, attn_mask, dropout_p, is_causal, batch, num_heads):
+    """Attention through ``scaled_dot_product_attention`` on ``(N, H, len, head_dim)`` views."""
     if attn_mask is not None:
-        if attn_mask.size(0) == 1 and attn_mask.dim() == 3:
-            attn_mask = attn_mask.unsqueeze(0)
+        if attn_mask.dim() == 3 and attn_mask.size(0) == 1:
+            attn_mask = attn_mask.unsqueeze(0)  # (1, 1, L, S): one mask for all batches and heads
         else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
-    q = q.reshape(bsz, num_heads, tgt_len, head_dim)
-    k = k.reshape(bsz, num_heads, src_len, head_dim)
-    v = v.reshape(bsz, num_heads, src_len, head_dim)
-    attn_output = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
-    attn_output = attn_output.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    attn_output = F.linear(attn_output, out_proj_weight, out_proj_bias)
-    attn_output = attn_output.reshape(tgt_len, bsz, attn_output.size(1))
-    if not is_batched:
-        attn_output = attn_output.squeeze(1)
-    return attn_output, None
+            attn_mask = attn_mask.reshape(batch, num_heads, -1, k.size(1))
+
+    def by_head(x):
+        return x.reshape(batch, num_heads, x.size(1), x.size(2))
+
+    return F.scaled_dot_product_attention(by_head(q), by_head(k), by_head(v), attn_mask, dropout_p, is_causal)

@@ -225,14 +225,14 @@ def dirac_(tensor, groups=1):
     sizes = tensor.shape
     if sizes[0] % groups != 0:
         raise ValueError("dim 0 must be divisible by groups")
-    out_chans_per_grp = sizes[0] // groups
-    min_dim = min(out_chans_per_grp, sizes[1])
+    per_group = sizes[0] // groups
+    copied = min(per_group, sizes[1])  # channels an identity can carry through each group
     centre = tuple(s // 2 for s in sizes[2:])
     with ember.no_grad():
         tensor.zero_()
-        for g in range(groups):
-            for d in range(min_dim):
-                tensor[(g * out_chans_per_grp + d, d, *centre)] = 1
+        for group in range(groups):
+            for channel in range(copied):
+                tensor[(group * per_group + channel, channel, *centre)] = 1
     return tensor
 
 
@@ -240,21 +240,26 @@ def _calculate_fan_in_and_fan_out(tensor):
     """``(fan_in, fan_out)`` of a weight laid out as ``(out, in, *kernel)``."""
     if tensor.dim() < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
-    receptive_field_size = 1
-    for s in tensor.shape[2:]:
-        receptive_field_size *= s
-    fan_in = tensor.shape[1] * receptive_field_size
-    fan_out = tensor.shape[0] * receptive_field_size
-    return fan_in, fan_out
+    # Each output (input) unit of a convolution sees a whole kernel window of every input (output) channel.
+    window = math.prod(tensor.shape[2:])
+    return tensor.shape[1] * window, tensor.shape[0] * window
 
 
-def _calculate_correct_fan(tensor, mode):
+def _fan(tensor, mode):
+    """``fan_in`` or ``fan_out`` of ``tensor``, as ``mode`` (case-insensitive) names."""
     mode = mode.lower()
-    valid_modes = ["fan_in", "fan_out"]
-    if mode not in valid_modes:
-        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    if mode not in ("fan_in", "fan_out"):
+        raise ValueError(f"Mode {mode} not supported, please use one of {['fan_in', 'fan_out']}")
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     return fan_in if mode == "fan_in" else fan_out
+
+
+def _skip_empty(tensor):
+    """Whether ``tensor`` has no elements (then the Kaiming initializers warn and do nothing)."""
+    if 0 in tuple(tensor.shape):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
+        return True
+    return False
 
 
 def xavier_uniform_(tensor, gain=1.0, generator=None):
@@ -266,10 +271,9 @@ def xavier_uniform_(tensor, gain=1.0, generator=None):
     Raises:
         ValueError: ``tensor`` has fewer than 2 dimensions.
     """
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    a = math.sqrt(3.0) * std
-    return uniform_(tensor, -a, a, generator)
+    fans = sum(_calculate_fan_in_and_fan_out(tensor))
+    bound = math.sqrt(3.0) * (gain * math.sqrt(2.0 / float(fans)))  # sqrt(3) * std of xavier_normal_
+    return uniform_(tensor, -bound, bound, generator)
 
 
 def xavier_normal_(tensor, gain=1.0, generator=None):
@@ -280,9 +284,8 @@ def xavier_normal_(tensor, gain=1.0, generator=None):
     Raises:
         ValueError: ``tensor`` has fewer than 2 dimensions.
     """
-    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
-    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std, generator)
+    fans = sum(_calculate_fan_in_and_fan_out(tensor))
+    return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fans)), generator)
 
 
 def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
@@ -300,12 +303,10 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
     Raises:
         ValueError: fewer than 2 dimensions, unknown ``mode`` or ``nonlinearity``.
     """
-    if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+    if _skip_empty(tensor):
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    bound = math.sqrt(3.0) * gain / math.sqrt(fan)
+    # U(-b, b) has standard deviation b / sqrt(3): b = sqrt(3) * (the std of kaiming_normal_).
+    bound = math.sqrt(3.0) * calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return uniform_(tensor, -bound, bound, generator)
 
 
@@ -314,12 +315,9 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gener
 
     Reference: He et al., "Delving deep into rectifiers" (2015).
     """
-    if 0 in tuple(tensor.shape):
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+    if _skip_empty(tensor):
         return tensor
-    fan = _calculate_correct_fan(tensor, mode)
-    gain = calculate_gain(nonlinearity, a)
-    return normal_(tensor, 0.0, gain / math.sqrt(fan), generator)
+    return normal_(tensor, 0.0, calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode)), generator)
 
 
 def orthogonal_(tensor, gain=1, generator=None):
@@ -367,40 +365,39 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
-    num_zeros = math.ceil(sparsity * rows)
+    zeros_per_column = math.ceil(sparsity * rows)
     with ember.no_grad():
         tensor.normal_(0, std, generator=generator)
-        for col_idx in range(cols):
-            zero_indices = ember.randperm(rows, generator=generator)[:num_zeros]
-            tensor[zero_indices, col_idx] = 0
+        for column in range(cols):
+            tensor[ember.randperm(rows, generator=generator)[:zeros_per_column], column] = 0
     return tensor
 
 
-def _make_deprecate(meth):
-    new_name = meth.__name__
-    old_name = new_name[:-1]
+def _deprecated_alias(initializer):
+    """The old name without the trailing underscore: warns (FutureWarning), then calls ``initializer``."""
+    current = initializer.__name__
+    alias = current.rstrip("_")
 
-    def deprecated_init(*args, **kwargs):
+    def call_with_warning(*args, **kwargs):
         warnings.warn(
-            f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
-            FutureWarning,
-            stacklevel=2,
+            f"`nn.init.{alias}` is now deprecated in favor of `nn.init.{current}`.", FutureWarning, stacklevel=2
         )
-        return meth(*args, **kwargs)
+        return initializer(*args, **kwargs)
 
-    deprecated_init.__doc__ = f"{old_name}(...): deprecated, use :func:`ember.nn.init.{new_name}`."
-    deprecated_init.__name__ = old_name
-    return deprecated_init
+    call_with_warning.__name__ = alias
+    call_with_warning.__doc__ = f"{alias}(...): deprecated, use :func:`ember.nn.init.{current}`."
+    return call_with_warning
 
 
-uniform = _make_deprecate(uniform_)
-normal = _make_deprecate(normal_)
-constant = _make_deprecate(constant_)
-eye = _make_deprecate(eye_)
-dirac = _make_deprecate(dirac_)
-xavier_uniform = _make_deprecate(xavier_uniform_)
-xavier_normal = _make_deprecate(xavier_normal_)
-kaiming_uniform = _make_deprecate(kaiming_uniform_)
-kaiming_normal = _make_deprecate(kaiming_normal_)
-orthogonal = _make_deprecate(orthogonal_)
-sparse = _make_deprecate(sparse_)
+# The pre-underscore names, kept (with a warning) because old code still calls them.
+uniform = _deprecated_alias(uniform_)
+normal = _deprecated_alias(normal_)
+constant = _deprecated_alias(constant_)
+eye = _deprecated_alias(eye_)
+dirac = _deprecated_alias(dirac_)
+xavier_uniform = _deprecated_alias(xavier_uniform_)
+xavier_normal = _deprecated_alias(xavier_normal_)
+kaiming_uniform = _deprecated_alias(kaiming_uniform_)
+kaiming_normal = _deprecated_alias(kaiming_normal_)
+orthogonal = _deprecated_alias(orthogonal_)
+sparse = _deprecated_alias(sparse_)

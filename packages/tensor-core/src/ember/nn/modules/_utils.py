@@ -1,4 +1,5 @@
-"""Tuple helpers shared by the layer modules (``_single``/``_pair``/``_triple`` as in PyTorch)."""
+"""Helpers shared by the layer modules: ``_single``/``_pair``/``_triple`` (as in PyTorch) and an
+``extra_repr`` formatter."""
 
 from __future__ import annotations
 
@@ -26,3 +27,8 @@ _triple = _ntuple(3, "_triple")
 def _reverse_repeat_tuple(t, n):
     """Reverse ``t`` and repeat each element ``n`` times: ``(1, 2), 2 -> (2, 2, 1, 1)`` (F.pad order)."""
     return tuple(x for x in reversed(t) for _ in range(n))
+
+
+def _options_repr(module, names):
+    """``"a=1, b=2"``: the named attributes of ``module`` as an ``extra_repr`` fragment."""
+    return ", ".join(f"{name}={getattr(module, name)}" for name in names)

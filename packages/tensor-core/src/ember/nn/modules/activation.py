@@ -402,11 +402,11 @@ class PReLU(Module):
     __constants__ = ["num_parameters"]
 
     def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         self.num_parameters = num_parameters
         super().__init__()
         self.init = init
-        self.weight = Parameter(ember.empty(num_parameters, **factory_kwargs))
+        self.weight = Parameter(ember.empty(num_parameters, **placement))
         self.reset_parameters()
 
     def reset_parameters(self):

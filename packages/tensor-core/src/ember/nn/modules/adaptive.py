@@ -63,7 +63,7 @@ class AdaptiveLogSoftmaxWithLoss(Module):
     """
 
     def __init__(self, in_features, n_classes, cutoffs, div_value=4.0, head_bias=False, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         cutoffs = list(cutoffs)
         if len(cutoffs) == 0:
@@ -87,15 +87,15 @@ class AdaptiveLogSoftmaxWithLoss(Module):
         self.shortlist_size = self.cutoffs[0]
         self.n_clusters = len(self.cutoffs) - 1
         self.head_size = self.shortlist_size + self.n_clusters
-        self.head = Linear(in_features, self.head_size, bias=head_bias, **factory_kwargs)
+        self.head = Linear(in_features, self.head_size, bias=head_bias, **placement)
         self.tail = ModuleList()
         for i in range(self.n_clusters):
             hidden = int(in_features // (div_value ** (i + 1)))
             size = self.cutoffs[i + 1] - self.cutoffs[i]
             self.tail.append(
                 Sequential(
-                    Linear(in_features, hidden, bias=False, **factory_kwargs),
-                    Linear(hidden, size, bias=False, **factory_kwargs),
+                    Linear(in_features, hidden, bias=False, **placement),
+                    Linear(hidden, size, bias=False, **placement),
                 )
             )
 

@@ -30,6 +30,16 @@ class NonDynamicallyQuantizableLinear(Linear):
 # =====================================================================================================
 
 
+def _sequence_first(query, key, value):
+    """``(N, L, E)`` inputs as ``(L, N, E)``. Inputs that are the same tensor stay the same tensor,
+    so that self-attention still takes the single packed projection."""
+    transposed = {}
+    for x in (query, key, value):
+        if id(x) not in transposed:
+            transposed[id(x)] = x.transpose(1, 0)
+    return transposed[id(query)], transposed[id(key)], transposed[id(value)]
+
+
 class MultiheadAttention(Module):
     r"""Multi-head attention: ``Concat(head_1, ..., head_h) W^O`` with
     ``head_i = softmax(Q W_i^Q (K W_i^K)^T / sqrt(d) + mask) V W_i^V``.
@@ -101,7 +111,6 @@ class MultiheadAttention(Module):
                 f"embed_dim and num_heads must be greater than 0,"
                 f" got embed_dim={embed_dim} and num_heads={num_heads} instead"
             )
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.embed_dim = embed_dim
         self.kdim = kdim if kdim is not None else embed_dim
@@ -111,52 +120,46 @@ class MultiheadAttention(Module):
         self.dropout = dropout
         self.batch_first = batch_first
         self.head_dim = embed_dim // num_heads
-        if self.head_dim * num_heads != self.embed_dim:
+        if embed_dim % num_heads != 0:
             raise AssertionError("embed_dim must be divisible by num_heads")
 
-        if not self._qkv_same_embed_dim:
-            self.q_proj_weight = Parameter(ember.empty((embed_dim, embed_dim), **factory_kwargs))
-            self.k_proj_weight = Parameter(ember.empty((embed_dim, self.kdim), **factory_kwargs))
-            self.v_proj_weight = Parameter(ember.empty((embed_dim, self.vdim), **factory_kwargs))
-            self.register_parameter("in_proj_weight", None)
-        else:
-            self.in_proj_weight = Parameter(ember.empty((3 * embed_dim, embed_dim), **factory_kwargs))
-            self.register_parameter("q_proj_weight", None)
-            self.register_parameter("k_proj_weight", None)
-            self.register_parameter("v_proj_weight", None)
+        def new_parameter(*shape):
+            return Parameter(ember.empty(shape, device=device, dtype=dtype))
 
-        if bias:
-            self.in_proj_bias = Parameter(ember.empty(3 * embed_dim, **factory_kwargs))
-        else:
-            self.register_parameter("in_proj_bias", None)
-        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **factory_kwargs)
-
-        if add_bias_kv:
-            self.bias_k = Parameter(ember.empty((1, 1, embed_dim), **factory_kwargs))
-            self.bias_v = Parameter(ember.empty((1, 1, embed_dim), **factory_kwargs))
-        else:
-            self.bias_k = self.bias_v = None
+        # One packed (3E, E) projection when query, key and value share E; three otherwise. The
+        # unused names are registered as None so that both layouts have the same attributes.
+        packed = self._qkv_same_embed_dim
+        projections = {
+            "in_proj_weight": (3 * embed_dim, embed_dim),
+            "q_proj_weight": (embed_dim, embed_dim),
+            "k_proj_weight": (embed_dim, self.kdim),
+            "v_proj_weight": (embed_dim, self.vdim),
+        }
+        order = list(projections) if packed else [*list(projections)[1:], "in_proj_weight"]
+        for name in order:
+            used = (name == "in_proj_weight") == packed
+            self.register_parameter(name, new_parameter(*projections[name]) if used else None)
+        self.register_parameter("in_proj_bias", new_parameter(3 * embed_dim) if bias else None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
+        self.bias_k = new_parameter(1, 1, embed_dim) if add_bias_kv else None
+        self.bias_v = new_parameter(1, 1, embed_dim) if add_bias_kv else None
         self.add_zero_attn = add_zero_attn
         self._reset_parameters()
 
     def _reset_parameters(self):
-        if self._qkv_same_embed_dim:
-            init.xavier_uniform_(self.in_proj_weight)
-        else:
-            init.xavier_uniform_(self.q_proj_weight)
-            init.xavier_uniform_(self.k_proj_weight)
-            init.xavier_uniform_(self.v_proj_weight)
+        # Glorot-uniform projections, zero biases, Glorot-normal learned key/value biases.
+        for weight in (self.in_proj_weight, self.q_proj_weight, self.k_proj_weight, self.v_proj_weight):
+            if weight is not None:
+                init.xavier_uniform_(weight)
         if self.in_proj_bias is not None:
             init.constant_(self.in_proj_bias, 0.0)
             init.constant_(self.out_proj.bias, 0.0)
-        if self.bias_k is not None:
-            init.xavier_normal_(self.bias_k)
-        if self.bias_v is not None:
-            init.xavier_normal_(self.bias_v)
+        for learned_bias in (self.bias_k, self.bias_v):
+            if learned_bias is not None:
+                init.xavier_normal_(learned_bias)
 
     def __setstate__(self, state):
-        if "_qkv_same_embed_dim" not in state:
-            state["_qkv_same_embed_dim"] = True
+        state.setdefault("_qkv_same_embed_dim", True)  # objects pickled before the attribute existed
         self.__dict__.update(state)
 
     def forward(
@@ -177,14 +180,7 @@ class MultiheadAttention(Module):
         attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
 
         if self.batch_first and is_batched:
-            if key is value:
-                if query is key:
-                    query = key = value = query.transpose(1, 0)
-                else:
-                    query, key = (x.transpose(1, 0) for x in (query, key))
-                    value = key
-            else:
-                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+            query, key, value = _sequence_first(query, key, value)
 
         separate = {}
         if not self._qkv_same_embed_dim:
@@ -229,24 +225,13 @@ class MultiheadAttention(Module):
             type 2 and ``attn_mask`` expanded to ``(N, H, L, L)`` (plus the expanded key padding mask
             when both are given); ``(None, None)`` when neither is given.
         """
-        mask_type = None
-        merged_mask = None
+        if attn_mask is None:
+            return (None, None) if key_padding_mask is None else (key_padding_mask, 1)
+        batch, length, _ = query.shape
+        if attn_mask.dim() == 3:
+            merged = attn_mask.reshape(batch, -1, length, length)
+        else:
+            merged = attn_mask.reshape(1, 1, length, length).expand(batch, self.num_heads, -1, -1)
         if key_padding_mask is not None:
-            mask_type = 1
-            merged_mask = key_padding_mask
-        if attn_mask is not None:
-            batch_size, seq_len, _ = query.shape
-            mask_type = 2
-            if attn_mask.dim() == 3:
-                attn_mask_expanded = attn_mask.reshape(batch_size, -1, seq_len, seq_len)
-            else:
-                attn_mask_expanded = attn_mask.reshape(1, 1, seq_len, seq_len).expand(
-                    batch_size, self.num_heads, -1, -1
-                )
-            merged_mask = attn_mask_expanded
-            if key_padding_mask is not None:
-                key_padding_mask_expanded = key_padding_mask.reshape(batch_size, 1, 1, seq_len).expand(
-                    -1, self.num_heads, -1, -1
-                )
-                merged_mask = attn_mask_expanded + key_padding_mask_expanded
-        return merged_mask, mask_type
+            merged = merged + key_padding_mask.reshape(batch, 1, 1, length).expand(-1, self.num_heads, -1, -1)
+        return merged, 2

@@ -37,7 +37,7 @@ class _NormBase(Module):
         *,
         bias=True,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         self.num_features = num_features
         self.eps = eps
@@ -45,17 +45,17 @@ class _NormBase(Module):
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
-            self.weight = Parameter(ember.empty(num_features, **factory_kwargs))
+            self.weight = Parameter(ember.empty(num_features, **placement))
             if bias:
-                self.bias = Parameter(ember.empty(num_features, **factory_kwargs))
+                self.bias = Parameter(ember.empty(num_features, **placement))
             else:
                 self.register_parameter("bias", None)
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
         if self.track_running_stats:
-            self.register_buffer("running_mean", ember.zeros(num_features, **factory_kwargs))
-            self.register_buffer("running_var", ember.ones(num_features, **factory_kwargs))
+            self.register_buffer("running_mean", ember.zeros(num_features, **placement))
+            self.register_buffer("running_var", ember.ones(num_features, **placement))
             self.register_buffer(
                 "num_batches_tracked",
                 ember.tensor(0, dtype=ember.long, device=device),
@@ -87,10 +87,8 @@ class _NormBase(Module):
 
     def extra_repr(self):
         return (
-            "{num_features}, eps={eps}, momentum={momentum}, affine={affine}, "
-            "bias={use_bias}, track_running_stats={track_running_stats}".format(
-                **self.__dict__, use_bias=self.bias is not None
-            )
+            f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+            f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}"
         )
 
     def _load_from_state_dict(
@@ -99,16 +97,14 @@ class _NormBase(Module):
         """Load as :meth:`Module._load_from_state_dict`; a state dict older than version 2 (or
         without version metadata) that lacks ``num_batches_tracked`` loads with that buffer
         unchanged (0 for a fresh module), as in PyTorch."""
-        version = local_metadata.get("version", None)
-        if (version is None or version < 2) and self.track_running_stats:
-            # version 2 added the num_batches_tracked buffer; older checkpoints load it as 0.
-            num_batches_tracked_key = prefix + "num_batches_tracked"
-            if num_batches_tracked_key not in state_dict:
-                state_dict[num_batches_tracked_key] = (
-                    self.num_batches_tracked
-                    if self.num_batches_tracked is not None and self.num_batches_tracked.device.type != "meta"
-                    else ember.tensor(0, dtype=ember.long)
-                )
+        key = prefix + "num_batches_tracked"
+        # Version 2 added the num_batches_tracked buffer: an older checkpoint without it keeps the
+        # module's own count (0 when the module is new or on the meta device, which has no value).
+        from_before_v2 = local_metadata.get("version", None) is None or local_metadata["version"] < 2
+        if from_before_v2 and self.track_running_stats and key not in state_dict:
+            current = self.num_batches_tracked
+            usable = current is not None and current.device.type != "meta"
+            state_dict[key] = current if usable else ember.tensor(0, dtype=ember.long)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )

@@ -9,13 +9,74 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 from collections import abc as container_abcs
-from itertools import chain, islice
+from itertools import chain
 
 from ..._tensor import Tensor
 from ..parameter import Parameter
-from .module import Module, _addindent, _typename
+from .module import Module, _indent_tail, _typename
 
 __all__ = ["Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict"]
+
+
+# -- helpers shared by the containers -----------------------------------------------------------------
+
+
+def _checked_position(index, length):
+    """``index`` (any integer-like, negative counts from the end) as a position in ``[0, length)``."""
+    index = operator.index(index)
+    if index < -length or index >= length:
+        raise IndexError(f"index {index} is out of range")
+    return index % length
+
+
+def _renumbered(entries):
+    """The entries of a list-like container re-keyed ``"0"``, ``"1"``, ... after a deletion left gaps."""
+    return OrderedDict((str(position), entry) for position, entry in enumerate(entries))
+
+
+def _open_slot(modules, index):
+    """Shift the entries at ``index`` and after one key up, leaving ``str(index)`` to be filled."""
+    for position in range(len(modules), index, -1):
+        modules[str(position)] = modules[str(position - 1)]
+
+
+def _key_value_pairs(pairs, container_name):
+    """Validate an iterable of ``(key, value)`` pairs for ``update``, yielding each pair."""
+    for number, pair in enumerate(pairs):
+        if not isinstance(pair, container_abcs.Iterable):
+            raise TypeError(
+                f"{container_name} update sequence element #{number} should be Iterable; is{type(pair).__name__}"
+            )
+        if len(pair) != 2:
+            raise ValueError(
+                f"{container_name} update sequence element #{number} has length {len(pair)}; 2 is required"
+            )
+        yield pair[0], pair[1]
+
+
+def _as_parameter(value):
+    """Parameter containers register tensors as parameters; other objects are kept as they are."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+def _entry_line(key, value, tensor_type_name):
+    """One line of a parameter container's repr: ``(key): Parameter containing: [... of size 2x3]``."""
+    if not isinstance(value, Tensor):
+        return f"  ({key}): Object of type: {type(value).__name__}"
+    shape = "x".join(str(n) for n in value.size())
+    where = "" if value.device.type == "cpu" else f" ({value.device})"
+    kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+    return f"  ({key}): {kind} containing: [{tensor_type_name(value)} of size {shape}{where}]"
+
+
+def _without_index_names(names):
+    # "0", "1", ... are not identifiers: leave them out of tab completion.
+    return [name for name in names if not name.isdigit()]
+
+
+# -- containers ------------------------------------------------------------------------------------
 
 
 class Sequential(Module):
@@ -36,84 +97,68 @@ class Sequential(Module):
     def __init__(self, *args):
         super().__init__()
         if len(args) == 1 and isinstance(args[0], OrderedDict):
-            for key, module in args[0].items():
-                self.add_module(key, module)
+            named = args[0].items()
         else:
-            for idx, module in enumerate(args):
-                self.add_module(str(idx), module)
+            named = ((str(position), module) for position, module in enumerate(args))
+        for name, module in named:
+            self.add_module(name, module)
 
-    def _get_item_by_idx(self, iterator, idx):
-        size = len(self)
-        idx = operator.index(idx)
-        if not -size <= idx < size:
-            raise IndexError(f"index {idx} is out of range")
-        idx %= size
-        return next(islice(iterator, idx, None))
+    def _name_at(self, index):
+        """The registered name of the child at ``index`` (names need not be ``"0"``, ``"1"``...)."""
+        return list(self._modules)[_checked_position(index, len(self))]
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return self.__class__(OrderedDict(list(self._modules.items())[idx]))
-        return self._get_item_by_idx(self._modules.values(), idx)
+            return type(self)(OrderedDict(list(self._modules.items())[idx]))
+        return self._modules[self._name_at(idx)]
 
     def __setitem__(self, idx, module):
-        key = self._get_item_by_idx(self._modules.keys(), idx)
-        return setattr(self, key, module)
+        setattr(self, self._name_at(idx), module)
 
     def __delitem__(self, idx):
-        if isinstance(idx, slice):
-            for key in list(self._modules.keys())[idx]:
-                delattr(self, key)
-        else:
-            key = self._get_item_by_idx(self._modules.keys(), idx)
-            delattr(self, key)
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(zip(str_indices, self._modules.values()))
+        doomed = list(self._modules)[idx] if isinstance(idx, slice) else [self._name_at(idx)]
+        for name in doomed:
+            delattr(self, name)
+        self._modules = _renumbered(self._modules.values())
 
     def __len__(self):
         return len(self._modules)
 
     def __add__(self, other):
-        if isinstance(other, Sequential):
-            ret = Sequential()
-            for layer in self:
-                ret.append(layer)
-            for layer in other:
-                ret.append(layer)
-            return ret
-        raise ValueError(f"add operator supports only objects of Sequential class, but {str(type(other))} is given.")
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                f"add operator supports only objects of Sequential class, but {str(type(other))} is given."
+            )
+        return Sequential(*self, *other)
 
     def pop(self, key):
         """Remove the module at ``key`` (an int or a slice) and return it."""
-        v = self[key]
+        removed = self[key]
         del self[key]
-        return v
+        return removed
 
     def __iadd__(self, other):
-        if isinstance(other, Sequential):
-            offset = len(self)
-            for i, module in enumerate(other):
-                self.add_module(str(i + offset), module)
-            return self
-        raise ValueError(f"add operator supports only objects of Sequential class, but {str(type(other))} is given.")
+        if not isinstance(other, Sequential):
+            raise ValueError(
+                f"add operator supports only objects of Sequential class, but {str(type(other))} is given."
+            )
+        for module in other:
+            self.append(module)
+        return self
 
     def __mul__(self, other):
         if not isinstance(other, int):
             raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
         if other <= 0:
             raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
-        combined = Sequential()
-        offset = 0
-        for _ in range(other):
-            for module in self:
-                combined.add_module(str(offset), module)
-                offset += 1
-        return combined
+        # The same module objects, repeated: the copies share parameters.
+        return Sequential(*(list(self) * other))
 
     def __rmul__(self, other):
         return self.__mul__(other)
 
     def __dir__(self):
-        return [key for key in super().__dir__() if not key.isdigit()]
+        return _without_index_names(super().__dir__())
 
     def __iter__(self):
         return iter(self._modules.values())
@@ -138,20 +183,18 @@ class Sequential(Module):
         """
         if not isinstance(module, Module):
             raise AssertionError(f"module should be of type: {Module}")
-        n = len(self._modules)
-        if not (-n <= index <= n):
+        length = len(self._modules)
+        if index < -length or index > length:
             raise IndexError(f"Index out of range: {index}")
-        if index < 0:
-            index += n
-        for i in range(n, index, -1):
-            self._modules[str(i)] = self._modules[str(i - 1)]
+        index = index + length if index < 0 else index
+        _open_slot(self._modules, index)
         self._modules[str(index)] = module
         return self
 
     def extend(self, sequential):
         """Append every module of the iterable ``sequential``; returns ``self``."""
-        for layer in sequential:
-            self.append(layer)
+        for module in sequential:
+            self.append(module)
         return self
 
 
@@ -167,31 +210,22 @@ class ModuleList(Module):
         if modules is not None:
             self += modules
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            return self.__class__(list(self._modules.values())[idx])
-        return self._modules[self._get_abs_string_index(idx)]
+            return type(self)(list(self._modules.values())[idx])
+        return self._modules[str(_checked_position(idx, len(self)))]
 
     def __setitem__(self, idx, module):
-        idx = self._get_abs_string_index(idx)
-        return setattr(self, str(idx), module)
+        setattr(self, str(_checked_position(idx, len(self))), module)
 
     def __delitem__(self, idx):
         if isinstance(idx, slice):
-            for k in range(len(self._modules))[idx]:
-                delattr(self, str(k))
+            doomed = range(len(self._modules))[idx]
         else:
-            delattr(self, self._get_abs_string_index(idx))
-        str_indices = [str(i) for i in range(len(self._modules))]
-        self._modules = OrderedDict(zip(str_indices, self._modules.values()))
+            doomed = [_checked_position(idx, len(self))]
+        for position in doomed:
+            delattr(self, str(position))
+        self._modules = _renumbered(self._modules.values())
 
     def __len__(self):
         return len(self._modules)
@@ -203,45 +237,28 @@ class ModuleList(Module):
         return self.extend(modules)
 
     def __add__(self, other):
-        combined = ModuleList()
-        for i, module in enumerate(chain(self, other)):
-            combined.add_module(str(i), module)
-        return combined
+        return ModuleList(chain(self, other))
 
     def __repr__(self):
         """PyTorch's compressed form: runs of equal children print as ``(0-2): 3 x Linear(...)``."""
-        list_of_reprs = [repr(item) for item in self]
-        if len(list_of_reprs) == 0:
+        if len(self) == 0:
             return self._get_name() + "()"
-
-        start_end_indices = [[0, 0]]
-        repeated_blocks = [list_of_reprs[0]]
-        for i, r in enumerate(list_of_reprs[1:], 1):
-            if r == repeated_blocks[-1]:
-                start_end_indices[-1][1] += 1
-                continue
-            start_end_indices.append([i, i])
-            repeated_blocks.append(r)
-
-        lines = []
-        main_str = self._get_name() + "("
-        for (start_id, end_id), b in zip(start_end_indices, repeated_blocks):
-            local_repr = f"({start_id}): {b}"
-            if start_id != end_id:
-                n = end_id - start_id + 1
-                local_repr = f"({start_id}-{end_id}): {n} x {b}"
-            lines.append(_addindent(local_repr, 2))
-        main_str += "\n  " + "\n  ".join(lines) + "\n"
-        main_str += ")"
-        return main_str
+        runs = []  # [first position, last position, repr], consecutive equal reprs merged
+        for position, child in enumerate(self):
+            text = repr(child)
+            if runs and runs[-1][2] == text:
+                runs[-1][1] = position
+            else:
+                runs.append([position, position, text])
+        lines = [_indent_tail(_run_line(first, last, text), 2) for first, last, text in runs]
+        return self._get_name() + "(" + "".join(f"\n  {line}" for line in lines) + "\n)"
 
     def __dir__(self):
-        return [key for key in super().__dir__() if not key.isdigit()]
+        return _without_index_names(super().__dir__())
 
     def insert(self, index, module):
         """Insert ``module`` before position ``index``."""
-        for i in range(len(self._modules), index, -1):
-            self._modules[str(i)] = self._modules[str(i - 1)]
+        _open_slot(self._modules, index)
         self._modules[str(index)] = module
 
     def append(self, module):
@@ -251,9 +268,9 @@ class ModuleList(Module):
 
     def pop(self, key):
         """Remove the module at ``key`` and return it."""
-        v = self[key]
+        removed = self[key]
         del self[key]
-        return v
+        return removed
 
     def extend(self, modules):
         """Append the modules of an iterable; returns ``self``.
@@ -263,10 +280,16 @@ class ModuleList(Module):
         """
         if not isinstance(modules, container_abcs.Iterable):
             raise TypeError("ModuleList.extend should be called with an iterable, but got " + type(modules).__name__)
-        offset = len(self)
-        for i, module in enumerate(modules):
-            self.add_module(str(offset + i), module)
+        first_new = len(self)
+        for position, module in enumerate(modules, start=first_new):
+            self.add_module(str(position), module)
         return self
+
+
+def _run_line(first, last, text):
+    if first == last:
+        return f"({first}): {text}"
+    return f"({first}-{last}): {last - first + 1} x {text}"
 
 
 class ModuleDict(Module):
@@ -305,9 +328,9 @@ class ModuleDict(Module):
 
     def pop(self, key):
         """Remove ``key`` and return its module."""
-        v = self[key]
+        removed = self[key]
         del self[key]
-        return v
+        return removed
 
     def keys(self):
         """The keys, in insertion order."""
@@ -333,31 +356,10 @@ class ModuleDict(Module):
                 "ModuleDict.update should be called with an iterable of key/value pairs, but got "
                 + type(modules).__name__
             )
-        if isinstance(modules, (OrderedDict, ModuleDict, container_abcs.Mapping)):
-            for key, module in modules.items():
-                self[key] = module
-        else:
-            for j, m in enumerate(modules):
-                if not isinstance(m, container_abcs.Iterable):
-                    raise TypeError(
-                        "ModuleDict update sequence element #" + str(j) + " should be Iterable; is" + type(m).__name__
-                    )
-                if not len(m) == 2:
-                    raise ValueError(
-                        "ModuleDict update sequence element #"
-                        + str(j)
-                        + " has length "
-                        + str(len(m))
-                        + "; 2 is required"
-                    )
-                self[m[0]] = m[1]
-
-
-def _describe_tensor(p, type_name):
-    size_str = "x".join(str(size) for size in p.size())
-    device_str = f" ({p.device})" if p.device.type != "cpu" else ""
-    kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
-    return f"{kind} containing: [{type_name} of size {size_str}{device_str}]"
+        is_mapping = isinstance(modules, (container_abcs.Mapping, ModuleDict))
+        pairs = modules.items() if is_mapping else _key_value_pairs(modules, "ModuleDict")
+        for key, module in pairs:
+            self[key] = module
 
 
 class ParameterList(Module):
@@ -369,51 +371,35 @@ class ParameterList(Module):
 
     def __init__(self, values=None):
         super().__init__()
+        # Entries that are not tensors become plain attributes, so the length is counted here.
         self._size = 0
         if values is not None:
             self += values
 
-    def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not (-len(self) <= idx < len(self)):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
-
     def __getitem__(self, idx):
         if isinstance(idx, slice):
-            start, stop, step = idx.indices(len(self))
-            out = self.__class__()
-            for i in range(start, stop, step):
-                out.append(self[i])
-            return out
-        idx = self._get_abs_string_index(idx)
-        return getattr(self, str(idx))
+            return type(self)().extend(self[position] for position in range(len(self))[idx])
+        return getattr(self, str(_checked_position(idx, len(self))))
 
     def __setitem__(self, idx, param):
-        idx = self._get_abs_string_index(idx)
-        if isinstance(param, Tensor) and not isinstance(param, Parameter):
-            param = Parameter(param)
-        return setattr(self, str(idx), param)
+        setattr(self, str(_checked_position(idx, len(self))), _as_parameter(param))
 
     def __len__(self):
         return self._size
 
     def __iter__(self):
-        return iter(self[i] for i in range(len(self)))
+        return (self[position] for position in range(len(self)))
 
     def __iadd__(self, parameters):
         return self.extend(parameters)
 
     def __dir__(self):
-        return [key for key in super().__dir__() if not key.isdigit()]
+        return _without_index_names(super().__dir__())
 
     def append(self, value):
         """Add ``value`` at the end; returns ``self``."""
-        new_idx = len(self)
         self._size += 1
-        self[new_idx] = value
+        self[self._size - 1] = value
         return self
 
     def extend(self, values):
@@ -429,13 +415,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        child_lines = []
-        for k, p in enumerate(self):
-            if isinstance(p, Tensor):
-                child_lines.append("  (" + str(k) + "): " + _describe_tensor(p, str(p.dtype)))
-            else:
-                child_lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
-        return "\n".join(child_lines)
+        return "\n".join(_entry_line(k, value, lambda t: str(t.dtype)) for k, value in enumerate(self))
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("ParameterList should not be called.")
@@ -451,34 +431,34 @@ class ParameterDict(Module):
 
     def __init__(self, parameters=None):
         super().__init__()
+        # Insertion order of the keys (values are unused): entries live as attributes, which may be
+        # parameters or plain objects.
         self._keys = {}
         if parameters is not None:
             self.update(parameters)
 
-    def _key_to_attr(self, key):
+    @staticmethod
+    def _check_key(key):
         if not isinstance(key, str):
             raise TypeError(
                 "Index given to ParameterDict cannot be used as a key as it is "
                 f"not a string (type is '{type(key).__name__}'). Open an issue on "
                 "github if you need non-string keys."
             )
-        return key
 
     def __getitem__(self, key):
-        attr = self._key_to_attr(key)
-        return getattr(self, attr)
+        self._check_key(key)
+        return getattr(self, key)
 
     def __setitem__(self, key, value):
+        self._check_key(key)
         self._keys[key] = None
-        attr = self._key_to_attr(key)
-        if isinstance(value, Tensor) and not isinstance(value, Parameter):
-            value = Parameter(value)
-        setattr(self, attr, value)
+        setattr(self, key, _as_parameter(value))
 
     def __delitem__(self, key):
         del self._keys[key]
-        attr = self._key_to_attr(key)
-        delattr(self, attr)
+        self._check_key(key)
+        delattr(self, key)
 
     def __len__(self):
         return len(self._keys)
@@ -491,7 +471,7 @@ class ParameterDict(Module):
 
     def copy(self):
         """A new ParameterDict holding the same parameters."""
-        return ParameterDict(OrderedDict((k, self[k]) for k in self._keys))
+        return ParameterDict(OrderedDict(self.items()))
 
     def __contains__(self, key):
         return key in self._keys
@@ -504,22 +484,21 @@ class ParameterDict(Module):
 
     def clear(self):
         """Remove every entry."""
-        for k in self._keys.copy():
-            del self[k]
+        for key in list(self._keys):
+            del self[key]
 
     def pop(self, key):
         """Remove ``key`` and return its value."""
-        v = self[key]
+        removed = self[key]
         del self[key]
-        return v
+        return removed
 
     def popitem(self):
         """Remove and return the last inserted ``(key, value)`` pair."""
-        k, _ = self._keys.popitem()
-        self._keys[k] = None
-        val = self[k]
-        del self[k]
-        return k, val
+        if not self._keys:
+            raise KeyError("popitem(): dictionary is empty")
+        last = next(reversed(self._keys))
+        return last, self.pop(last)
 
     def get(self, key, default=None):
         """``self[key]`` if present, else ``default``."""
@@ -554,51 +533,29 @@ class ParameterDict(Module):
                 + type(parameters).__name__
             )
         if isinstance(parameters, (OrderedDict, ParameterDict)):
-            for key, parameter in parameters.items():
-                self[key] = parameter
+            pairs = parameters.items()
         elif isinstance(parameters, container_abcs.Mapping):
-            for key, parameter in sorted(parameters.items()):
-                self[key] = parameter
+            pairs = sorted(parameters.items())  # a plain dict's order is not meaningful to PyTorch
         else:
-            for j, p in enumerate(parameters):
-                if not isinstance(p, container_abcs.Iterable):
-                    raise TypeError(
-                        "ParameterDict update sequence element #"
-                        + str(j)
-                        + " should be Iterable; is"
-                        + type(p).__name__
-                    )
-                if not len(p) == 2:
-                    raise ValueError(
-                        "ParameterDict update sequence element #"
-                        + str(j)
-                        + " has length "
-                        + str(len(p))
-                        + "; 2 is required"
-                    )
-                self[p[0]] = p[1]
+            pairs = _key_value_pairs(parameters, "ParameterDict")
+        for key, value in pairs:
+            self[key] = value
 
     def extra_repr(self):
-        child_lines = []
-        for k, p in self.items():
-            if isinstance(p, Tensor):
-                child_lines.append("  (" + str(k) + "): " + _describe_tensor(p, _typename(p)))
-            else:
-                child_lines.append("  (" + str(k) + "): Object of type: " + type(p).__name__)
-        return "\n".join(child_lines)
+        return "\n".join(_entry_line(k, value, _typename) for k, value in self.items())
 
     def __call__(self, input):
         raise RuntimeError("ParameterDict should not be called.")
 
     def __or__(self, other):
-        copy = self.copy()
-        copy.update(other)
-        return copy
+        merged = self.copy()
+        merged.update(other)
+        return merged
 
     def __ror__(self, other):
-        copy = other.copy()
-        copy.update(self)
-        return copy
+        merged = other.copy()
+        merged.update(self)
+        return merged
 
     def __ior__(self, other):
         self.update(other)

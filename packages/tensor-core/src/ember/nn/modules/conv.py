@@ -24,6 +24,20 @@ _VALID_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
 _VALID_PADDING_STRINGS = {"same", "valid"}
 
 
+def _f_pad_amounts(padding, kernel_size, dilation):
+    """Padding as ``F.pad`` takes it: last spatial dim first, ``(left, right)`` per dim.
+
+    ``"same"`` puts the odd element of an odd total on the right; ``"valid"`` pads nothing.
+    """
+    if not isinstance(padding, str):
+        return list(_reverse_repeat_tuple(padding, 2))
+    amounts = []
+    for size, rate in zip(reversed(kernel_size), reversed(dilation)):
+        total = rate * (size - 1) if padding == "same" else 0
+        amounts += [total // 2, total - total // 2]
+    return amounts
+
+
 class _ConvNd(Module):
     """Shared constructor, initialisation and repr of the convolution modules."""
 
@@ -55,7 +69,6 @@ class _ConvNd(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         if groups <= 0:
             raise ValueError("groups must be a positive integer")
@@ -82,52 +95,38 @@ class _ConvNd(Module):
         self.output_padding = output_padding
         self.groups = groups
         self.padding_mode = padding_mode
-        # F.pad order (last dim first, (left, right) per dim) for the non-"zeros" padding modes.
-        if isinstance(self.padding, str):
-            self._reversed_padding_repeated_twice = [0, 0] * len(kernel_size)
-            if padding == "same":
-                for d, k, i in zip(dilation, kernel_size, range(len(kernel_size) - 1, -1, -1)):
-                    total_padding = d * (k - 1)
-                    left_pad = total_padding // 2
-                    self._reversed_padding_repeated_twice[2 * i] = left_pad
-                    self._reversed_padding_repeated_twice[2 * i + 1] = total_padding - left_pad
-        else:
-            self._reversed_padding_repeated_twice = list(_reverse_repeat_tuple(self.padding, 2))
-        if transposed:
-            shape = (in_channels, out_channels // groups, *kernel_size)
-        else:
-            shape = (out_channels, in_channels // groups, *kernel_size)
-        self.weight = Parameter(ember.empty(shape, **factory_kwargs))
-        if bias:
-            self.bias = Parameter(ember.empty(out_channels, **factory_kwargs))
-        else:
-            self.register_parameter("bias", None)
+        # PyTorch's attribute name for the padding in F.pad's order (used by the non-"zeros" modes).
+        self._reversed_padding_repeated_twice = _f_pad_amounts(padding, kernel_size, dilation)
+        # A transposed convolution maps in_channels to out_channels the other way round.
+        channels = (in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups)
+        self.weight = Parameter(ember.empty((*channels, *kernel_size), device=device, dtype=dtype))
+        bias_tensor = Parameter(ember.empty(out_channels, device=device, dtype=dtype)) if bias else None
+        self.register_parameter("bias", bias_tensor)
         self.reset_parameters()
 
     def reset_parameters(self):
         """Re-draw the weight (``kaiming_uniform_(a=sqrt(5))``) and bias (U(±1/sqrt(fan_in)))."""
         init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        if self.bias is None:
+            return
+        fan_in = init._calculate_fan_in_and_fan_out(self.weight)[0]
+        if fan_in > 0:
+            init.uniform_(self.bias, -1 / math.sqrt(fan_in), 1 / math.sqrt(fan_in))
 
     def extra_repr(self):
-        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
-        if self.padding != (0,) * len(self.padding):
-            s += ", padding={padding}"
-        if self.dilation != (1,) * len(self.dilation):
-            s += ", dilation={dilation}"
-        if self.output_padding != (0,) * len(self.output_padding):
-            s += ", output_padding={output_padding}"
+        parts = [f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"]
+        # Tuple options are shown when some entry differs from its default (0 or 1).
+        for name, neutral in (("padding", 0), ("dilation", 1), ("output_padding", 0)):
+            value = getattr(self, name)
+            if value != (neutral,) * len(value):
+                parts.append(f"{name}={value}")
         if self.groups != 1:
-            s += ", groups={groups}"
+            parts.append(f"groups={self.groups}")
         if self.bias is None:
-            s += ", bias=False"
+            parts.append("bias=False")
         if self.padding_mode != "zeros":
-            s += ", padding_mode={padding_mode}"
-        return s.format(**self.__dict__)
+            parts.append(f"padding_mode={self.padding_mode}")
+        return ", ".join(parts)
 
 
 class _ConvForward(_ConvNd):
@@ -272,35 +271,34 @@ class _ConvTransposeNd(_ConvNd):
         )
 
     def _output_padding(self, input, output_size, stride, padding, kernel_size, num_spatial_dims, dilation=None):
+        """The ``output_padding`` that makes the output ``output_size`` (the module's own when None).
+
+        Without output padding, spatial dim ``d`` has size ``(n - 1) * stride - 2 * padding +
+        dilation * (kernel - 1) + 1``; every size up to ``stride - 1`` larger is reachable.
+        """
         if output_size is None:
             return _single(self.output_padding)
-        has_batch_dim = input.dim() == num_spatial_dims + 2
-        num_non_spatial_dims = 2 if has_batch_dim else 1
-        output_size = list(output_size)
-        if len(output_size) == num_non_spatial_dims + num_spatial_dims:
-            output_size = output_size[num_non_spatial_dims:]
-        if len(output_size) != num_spatial_dims:
+        leading = input.dim() - num_spatial_dims  # (N, C) or just (C)
+        requested = list(output_size)
+        if len(requested) == leading + num_spatial_dims:
+            requested = requested[leading:]  # a full shape was given: keep the spatial part
+        if len(requested) != num_spatial_dims:
             raise ValueError(
                 f"ConvTranspose{num_spatial_dims}D: for {input.dim()}D input, output_size must have "
-                f"{num_spatial_dims} or {num_non_spatial_dims + num_spatial_dims} elements (got {len(output_size)})"
+                f"{num_spatial_dims} or {leading + num_spatial_dims} elements (got {len(requested)})"
             )
-        min_sizes, max_sizes = [], []
-        for d in range(num_spatial_dims):
-            dim_size = (
-                (input.shape[d + num_non_spatial_dims] - 1) * stride[d]
-                - 2 * padding[d]
-                + (dilation[d] if dilation is not None else 1) * (kernel_size[d] - 1)
-                + 1
+        dilation = dilation if dilation is not None else (1,) * num_spatial_dims
+        smallest = [
+            (input.shape[leading + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel_size[d] - 1) + 1
+            for d in range(num_spatial_dims)
+        ]
+        largest = [size + step - 1 for size, step in zip(smallest, stride)]
+        if any(not lo <= size <= hi for size, lo, hi in zip(requested, smallest, largest)):
+            raise ValueError(
+                f"requested an output size of {requested}, but valid sizes range "
+                f"from {smallest} to {largest} (for an input of {input.shape[2:]})"
             )
-            min_sizes.append(dim_size)
-            max_sizes.append(dim_size + stride[d] - 1)
-        for size, min_size, max_size in zip(output_size, min_sizes, max_sizes):
-            if size < min_size or size > max_size:
-                raise ValueError(
-                    f"requested an output size of {output_size}, but valid sizes range "
-                    f"from {min_sizes} to {max_sizes} (for an input of {input.shape[2:]})"
-                )
-        return [output_size[d] - min_sizes[d] for d in range(num_spatial_dims)]
+        return [size - lo for size, lo in zip(requested, smallest)]
 
     def forward(self, input, output_size=None):
         """Args: input ``(N, C_in, *spatial)``; output_size (optional): the exact output shape, which

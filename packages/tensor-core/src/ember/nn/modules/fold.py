@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import functional as F
+from ._utils import _options_repr
 from .module import Module
 
 __all__ = ["Fold", "Unfold"]
@@ -44,10 +45,7 @@ class Fold(Module):
         return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self):
-        return (
-            "output_size={output_size}, kernel_size={kernel_size}, "
-            "dilation={dilation}, padding={padding}, stride={stride}".format(**self.__dict__)
-        )
+        return _options_repr(self, ("output_size", "kernel_size", "dilation", "padding", "stride"))
 
 
 class Unfold(Module):
@@ -78,6 +76,4 @@ class Unfold(Module):
         return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
 
     def extra_repr(self):
-        return "kernel_size={kernel_size}, dilation={dilation}, padding={padding}, stride={stride}".format(
-            **self.__dict__
-        )
+        return _options_repr(self, ("kernel_size", "dilation", "padding", "stride"))

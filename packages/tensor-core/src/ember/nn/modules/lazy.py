@@ -70,32 +70,29 @@ class LazyModuleMixin:
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self._load_hook = self._register_load_state_dict_pre_hook(self._lazy_load_hook)
-        self._initialize_hook = self.register_forward_pre_hook(self._infer_parameters, with_kwargs=True)
+        # Both hooks are removed (and these attributes deleted) once the module is initialized.
+        self._load_hook = self._register_load_state_dict_pre_hook(self._materialize_from_checkpoint)
+        self._initialize_hook = self.register_forward_pre_hook(self._initialize_on_first_call, with_kwargs=True)
 
     def _save_to_state_dict(self, destination, prefix, keep_vars):
-        # Uninitialized placeholders are saved as they are (detaching them is not allowed).
-        for name, param in self._parameters.items():
-            if param is not None:
-                if not (is_lazy(param) or keep_vars):
-                    param = param.detach()
-                destination[prefix + name] = param
-        for name, buf in self._buffers.items():
-            if buf is not None and name not in self._non_persistent_buffers_set:
-                if not (is_lazy(buf) or keep_vars):
-                    buf = buf.detach()
-                destination[prefix + name] = buf
+        # Placeholders have no data to detach: they go into the state dict as they are.
+        for name, tensor in self._state_tensors():
+            keep = keep_vars or is_lazy(tensor)
+            destination[prefix + name] = tensor if keep else tensor.detach()
 
-    def _lazy_load_hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
-        """``load_state_dict`` pre-hook: materialize each placeholder whose key holds a real tensor,
-        to that tensor's shape, so that the values can be copied in."""
-        for name, param in itertools.chain(self._parameters.items(), self._buffers.items()):
-            key = prefix + name
-            if key in state_dict and param is not None:
-                input_param = state_dict[key]
-                if is_lazy(param) and not is_lazy(input_param):
-                    with ember.no_grad():
-                        param.materialize(input_param.shape)
+    def _materialize_from_checkpoint(
+        self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
+    ):
+        """``load_state_dict`` pre-hook: give each placeholder the shape of the real tensor stored
+        under its key, so that the loader can copy the values in."""
+        members = itertools.chain(self._parameters.items(), self._buffers.items())
+        for name, placeholder in members:
+            stored = state_dict.get(prefix + name)
+            if placeholder is None or stored is None:
+                continue
+            if is_lazy(placeholder) and not is_lazy(stored):
+                with ember.no_grad():
+                    placeholder.materialize(stored.shape)
 
     def initialize_parameters(self, *args, **kwargs):
         """Materialize the parameters from the first forward's arguments (implemented by subclasses).
@@ -107,21 +104,17 @@ class LazyModuleMixin:
 
     def has_uninitialized_params(self):
         """Whether any parameter or buffer is still an uninitialized placeholder."""
-        for param in itertools.chain(self._parameters.values(), self._buffers.values()):
-            if is_lazy(param):
-                return True
-        return False
+        return any(is_lazy(t) for t in itertools.chain(self._parameters.values(), self._buffers.values()))
 
-    def _infer_parameters(self, module, args, kwargs=None):
-        """Forward pre-hook: initialize from the input, remove the hooks, become ``cls_to_become``."""
-        kwargs = kwargs if kwargs else {}
-        module.initialize_parameters(*args, **kwargs)
+    def _initialize_on_first_call(self, module, args, kwargs=None):
+        """Forward pre-hook: initialize from the input, then stop being lazy (no more hooks, and the
+        class ``cls_to_become``)."""
+        module.initialize_parameters(*args, **(kwargs or {}))
         if module.has_uninitialized_params():
             raise RuntimeError(f"module {self._get_name()} has not been fully initialized")
-        module._initialize_hook.remove()
-        module._load_hook.remove()
-        delattr(module, "_initialize_hook")
-        delattr(module, "_load_hook")
+        for hook_attribute in ("_initialize_hook", "_load_hook"):
+            getattr(module, hook_attribute).remove()
+            delattr(module, hook_attribute)
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 
@@ -147,13 +140,12 @@ class LazyLinear(LazyModuleMixin, Linear):
     cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        # bias=False: no tensor that would be replaced right away.
+        # Built as Linear(0, 0, bias=False), so that no tensor is allocated only to be replaced.
         super().__init__(0, 0, False)
-        self.weight = UninitializedParameter(**factory_kwargs)
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
         self.out_features = out_features
         if bias:
-            self.bias = UninitializedParameter(**factory_kwargs)
+            self.bias = UninitializedParameter(device=device, dtype=dtype)
 
     def reset_parameters(self):
         """Draw the initial values (as :class:`Linear`) once the parameters are materialized."""
@@ -167,22 +159,23 @@ class LazyLinear(LazyModuleMixin, Linear):
             AssertionError: (after ``load_state_dict``) the input's last dimension differs from the
                 loaded weight's, as in PyTorch.
         """
+        features = input.shape[-1]
         if self.has_uninitialized_params():
+            self.in_features = features
             with ember.no_grad():
-                self.in_features = input.shape[-1]
-                self.weight.materialize((self.out_features, self.in_features))
+                self.weight.materialize((self.out_features, features))
                 if self.bias is not None:
                     self.bias.materialize((self.out_features,))
                 self.reset_parameters()
-        if self.in_features == 0:
-            # Materialized by load_state_dict: take in_features from the loaded weight.
-            if input.shape[-1] != self.weight.shape[-1]:
+        elif self.in_features == 0:
+            # load_state_dict materialized the weight: the input must agree with its shape.
+            if features != self.weight.shape[-1]:
                 raise AssertionError(
-                    f"The in_features inferred from input: {input.shape[-1]} "
+                    f"The in_features inferred from input: {features} "
                     f"is not equal to in_features from self.weight: "
                     f"{self.weight.shape[-1]}"
                 )
-            self.in_features = input.shape[-1]
+            self.in_features = features
 
 
 class _LazyConvXdMixin(LazyModuleMixin):
@@ -197,40 +190,41 @@ class _LazyConvXdMixin(LazyModuleMixin):
             RuntimeError: the input does not have ``spatial + 1`` or ``spatial + 2`` dimensions.
             ValueError: ``in_channels`` is not divisible by ``groups``.
         """
-        if self.has_uninitialized_params():
-            self.in_channels = self._get_in_channels(input)
-            if self.in_channels % self.groups != 0:
-                raise ValueError("in_channels must be divisible by groups")
-            with ember.no_grad():
-                if self.transposed:
-                    self.weight.materialize((self.in_channels, self.out_channels // self.groups, *self.kernel_size))
-                else:
-                    self.weight.materialize((self.out_channels, self.in_channels // self.groups, *self.kernel_size))
-                if self.bias is not None:
-                    self.bias.materialize((self.out_channels,))
-                self.reset_parameters()
+        if not self.has_uninitialized_params():
+            return
+        self.in_channels = self._channels_of(input)
+        if self.in_channels % self.groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        # Transposed convolutions store their weight as (in, out / groups, *kernel).
+        if self.transposed:
+            channel_dims = (self.in_channels, self.out_channels // self.groups)
+        else:
+            channel_dims = (self.out_channels, self.in_channels // self.groups)
+        with ember.no_grad():
+            self.weight.materialize((*channel_dims, *self.kernel_size))
+            if self.bias is not None:
+                self.bias.materialize((self.out_channels,))
+            self.reset_parameters()
 
-    def _get_in_channels(self, input):
-        num_spatial_dims = self._get_num_spatial_dims()
-        num_dims_no_batch = num_spatial_dims + 1  # +1 for the channel dimension
-        num_dims_batch = num_dims_no_batch + 1
-        if input.dim() not in (num_dims_no_batch, num_dims_batch):
-            raise RuntimeError(
-                f"Expected {num_dims_no_batch}D (unbatched) or {num_dims_batch}D (batched) input "
-                f"to {self.__class__.__name__}, but "
-                f"got input of size: {input.shape}"
-            )
-        return input.shape[1] if input.dim() == num_dims_batch else input.shape[0]
-
-    def _get_num_spatial_dims(self):
-        return len(self.kernel_size)  # 1, 2 or 3, from the convolution the module becomes
+    def _channels_of(self, input):
+        """The channel count of a batched ``(N, C, *spatial)`` or unbatched ``(C, *spatial)`` input."""
+        unbatched_rank = len(self.kernel_size) + 1
+        if input.dim() == unbatched_rank:
+            return input.shape[0]
+        if input.dim() == unbatched_rank + 1:
+            return input.shape[1]
+        raise RuntimeError(
+            f"Expected {unbatched_rank}D (unbatched) or {unbatched_rank + 1}D (batched) input "
+            f"to {self.__class__.__name__}, but "
+            f"got input of size: {input.shape}"
+        )
 
 
-def _lazy_conv_init(self, out_channels, bias, factory_kwargs):
-    self.weight = UninitializedParameter(**factory_kwargs)
+def _lazy_conv_init(self, out_channels, bias, placement):
+    self.weight = UninitializedParameter(**placement)
     self.out_channels = out_channels
     if bias:
-        self.bias = UninitializedParameter(**factory_kwargs)
+        self.bias = UninitializedParameter(**placement)
 
 
 class _LazyConvNd(_LazyConvXdMixin):
@@ -249,9 +243,9 @@ class _LazyConvNd(_LazyConvXdMixin):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
-        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, **factory_kwargs)
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
+        placement = {"device": device, "dtype": dtype}
+        super().__init__(0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode, **placement)
+        _lazy_conv_init(self, out_channels, bias, placement)
 
 
 class _LazyConvTransposeNd(_LazyConvXdMixin):
@@ -271,11 +265,11 @@ class _LazyConvTransposeNd(_LazyConvXdMixin):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__(
-            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode, **factory_kwargs
+            0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation, padding_mode, **placement
         )
-        _lazy_conv_init(self, out_channels, bias, factory_kwargs)
+        _lazy_conv_init(self, out_channels, bias, placement)
 
 
 class LazyConv1d(_LazyConvNd, Conv1d):
@@ -332,18 +326,18 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
     def __init__(
         self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None, dtype=None, *, bias=True
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         # affine and track_running_stats False: no tensors that would be replaced right away.
-        super().__init__(0, eps, momentum, False, False, **factory_kwargs, bias=False)
+        super().__init__(0, eps, momentum, False, False, **placement, bias=False)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
-            self.weight = UninitializedParameter(**factory_kwargs)
+            self.weight = UninitializedParameter(**placement)
             if bias:
-                self.bias = UninitializedParameter(**factory_kwargs)
+                self.bias = UninitializedParameter(**placement)
         if self.track_running_stats:
-            self.running_mean = UninitializedBuffer(**factory_kwargs)
-            self.running_var = UninitializedBuffer(**factory_kwargs)
+            self.running_mean = UninitializedBuffer(**placement)
+            self.running_var = UninitializedBuffer(**placement)
             self.num_batches_tracked = ember.tensor(0, dtype=ember.long, device=device)
 
     def reset_parameters(self):

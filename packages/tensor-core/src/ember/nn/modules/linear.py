@@ -31,8 +31,8 @@ class Linear(Module):
     """Affine map ``y = x A^T + b``.
 
     Args:
-        in_features (int): size of each input sample.
-        out_features (int): size of each output sample.
+        in_features (int): features of the input (its last dimension).
+        out_features (int): features of the output.
         bias (bool): learn an additive bias. Default ``True``.
         device, dtype: of the parameters.
 
@@ -53,13 +53,13 @@ class Linear(Module):
     __constants__ = ["in_features", "out_features"]
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(ember.empty((out_features, in_features), **factory_kwargs))
+        self.weight = Parameter(ember.empty((out_features, in_features), **placement))
         if bias:
-            self.bias = Parameter(ember.empty(out_features, **factory_kwargs))
+            self.bias = Parameter(ember.empty(out_features, **placement))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()
@@ -97,14 +97,14 @@ class Bilinear(Module):
     __constants__ = ["in1_features", "in2_features", "out_features"]
 
     def __init__(self, in1_features, in2_features, out_features, bias=True, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(ember.empty((out_features, in1_features, in2_features), **factory_kwargs))
+        self.weight = Parameter(ember.empty((out_features, in1_features, in2_features), **placement))
         if bias:
-            self.bias = Parameter(ember.empty(out_features, **factory_kwargs))
+            self.bias = Parameter(ember.empty(out_features, **placement))
         else:
             self.register_parameter("bias", None)
         self.reset_parameters()

@@ -20,7 +20,24 @@ from ..parameter import Buffer, Parameter, is_lazy
 
 __all__ = ["Module"]
 
-_EXTRA_STATE_KEY_SUFFIX = "_extra_state"
+# state_dict key (after the module's prefix) of what get_extra_state returns.
+_EXTRA_STATE_KEY = "_extra_state"
+
+# Per-instance hook tables. OrderedDicts because handles hold weak references to them and
+# ``prepend=True`` moves an entry to the front.
+_HOOK_TABLES = (
+    "_backward_pre_hooks",
+    "_backward_hooks",
+    "_forward_hooks",
+    "_forward_hooks_with_kwargs",
+    "_forward_hooks_always_called",
+    "_forward_pre_hooks",
+    "_forward_pre_hooks_with_kwargs",
+    "_state_dict_hooks",
+    "_state_dict_pre_hooks",
+    "_load_state_dict_pre_hooks",
+    "_load_state_dict_post_hooks",
+)
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -29,9 +46,9 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __slots__ = ()
 
     def __repr__(self):
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
+        if self.missing_keys or self.unexpected_keys:
+            return super().__repr__()
+        return "<All keys matched successfully>"
 
     __str__ = __repr__
 
@@ -49,13 +66,14 @@ def _is_tensor_like(obj):
     return isinstance(obj, Tensor) or hasattr(type(obj), "__ember_function__")
 
 
-def _addindent(s_, num_spaces):
-    s = s_.split("\n")
-    if len(s) == 1:
-        return s_
-    first = s.pop(0)
-    s = [(num_spaces * " ") + line for line in s]
-    return first + "\n" + "\n".join(s)
+def _indent_tail(text, spaces):
+    """Indent every line of ``text`` but the first: a child's repr starts after ``"(name): "``."""
+    return text.replace("\n", "\n" + " " * spaces)
+
+
+def _dotted(prefix, name):
+    """``"encoder.0"`` from ``"encoder"`` and ``"0"``; just ``name`` at the root."""
+    return f"{prefix}.{name}" if prefix else name
 
 
 def _forward_unimplemented(self, *input):
@@ -99,8 +117,17 @@ def _hook_functions():
 _HOOK_FUNCTIONS = None
 
 
-class BackwardHook:
-    """Runs a module's full backward (pre-)hooks, PyTorch's ``torch.utils.hooks.BackwardHook``.
+def _route_through(function, owner, values, positions):
+    """Replace ``values[i]`` for ``i`` in ``positions`` by the outputs of ``function.apply(owner, ...)``."""
+    routed = function.apply(owner, *(values[i] for i in positions))
+    values = list(values)
+    for i, tensor in zip(positions, routed):
+        values[i] = tensor
+    return tuple(values)
+
+
+class _BackwardHookRunner:
+    """Runs one call's full backward (pre-)hooks.
 
     The module's tensor inputs and outputs pass through identity autograd Functions: the one on
     the outputs sees ``grad_output`` (and runs the pre-hooks), the one on the inputs sees
@@ -120,70 +147,266 @@ class BackwardHook:
     def _tensor_positions(values):
         return [i for i, v in enumerate(values) if isinstance(v, Tensor)]
 
-    def setup_input_hook(self, args):
-        positions = self._tensor_positions(args)
-        self.n_inputs = len(positions)
+    def wrap_inputs(self, args):
         from ... import is_grad_enabled
 
+        positions = self._tensor_positions(args)
+        self.n_inputs = len(positions)
         grad_positions = [i for i in positions if args[i].requires_grad]
         if not grad_positions or not is_grad_enabled():
             return args
         self.input_positions = [positions.index(i) for i in grad_positions]
-        outs = _hook_functions()[0].apply(self, *(args[i] for i in grad_positions))
-        args = list(args)
-        for i, o in zip(grad_positions, outs):
-            args[i] = o
-        return tuple(args)
+        return _route_through(_hook_functions()[0], self, args, grad_positions)
 
-    def setup_output_hook(self, result):
+    def wrap_outputs(self, output):
         from ... import is_grad_enabled
 
-        single = isinstance(result, Tensor)
-        values = (result,) if single else result
+        single = isinstance(output, Tensor)
+        values = (output,) if single else output
         if not isinstance(values, tuple) or not is_grad_enabled():
-            return result
+            return output
         positions = [i for i in self._tensor_positions(values) if values[i].requires_grad]
         if not positions:
-            return result
-        outs = _hook_functions()[1].apply(self, *(values[i] for i in positions))
-        values = list(values)
-        for i, o in zip(positions, outs):
-            values[i] = o
-        return values[0] if single else tuple(values)
+            return output
+        values = _route_through(_hook_functions()[1], self, values, positions)
+        return values[0] if single else values
 
     def _on_grad_output(self, grads):
         for hook in self.user_pre_hooks:
-            result = hook(self.module, tuple(grads))
-            if result is not None:
-                grads = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+            replaced = hook(self.module, tuple(grads))
+            if replaced is not None:
+                grads = tuple(replaced) if isinstance(replaced, (tuple, list)) else (replaced,)
         self.grad_outputs = tuple(grads)
         if self.input_positions is None:  # no input requires grad: call the hooks now
-            grad_inputs = (None,) * max(self.n_inputs, 1)
-            for hook in self.user_hooks:
-                out = hook(self.module, grad_inputs, self.grad_outputs)
-                if out is not None and not all(g is None for g in out):
-                    raise RuntimeError(
-                        "Backward hook for Modules where no input requires gradient should always return None or None"
-                        " for all gradients."
-                    )
+            self._call_hooks_without_grad_input()
         return grads
 
-    def _on_grad_input(self, grads):
-        full = [None] * self.n_inputs
-        for pos, g in zip(self.input_positions, grads):
-            full[pos] = g
-        full = tuple(full)
+    def _call_hooks_without_grad_input(self):
+        grad_inputs = (None,) * max(self.n_inputs, 1)
         for hook in self.user_hooks:
-            out = hook(self.module, full, self.grad_outputs)
-            if out is not None:
-                out = tuple(out) if isinstance(out, (tuple, list)) else (out,)
-                if len(out) != len(full):
-                    raise RuntimeError(
-                        f"Backward hook returned an invalid number of grad_input, got {len(out)}, but expected "
-                        f"{len(full)}"
-                    )
-                full = out
-        return tuple(full[pos] for pos in self.input_positions)
+            out = hook(self.module, grad_inputs, self.grad_outputs)
+            if out is not None and any(g is not None for g in out):
+                raise RuntimeError(
+                    "Backward hook for Modules where no input requires gradient should always return None or None"
+                    " for all gradients."
+                )
+
+    def _on_grad_input(self, grads):
+        grad_inputs = [None] * self.n_inputs
+        for pos, g in zip(self.input_positions, grads):
+            grad_inputs[pos] = g
+        grad_inputs = tuple(grad_inputs)
+        for hook in self.user_hooks:
+            replaced = hook(self.module, grad_inputs, self.grad_outputs)
+            if replaced is None:
+                continue
+            replaced = tuple(replaced) if isinstance(replaced, (tuple, list)) else (replaced,)
+            if len(replaced) != len(grad_inputs):
+                raise RuntimeError(
+                    f"Backward hook returned an invalid number of grad_input, got {len(replaced)}, but expected "
+                    f"{len(grad_inputs)}"
+                )
+            grad_inputs = replaced
+        return tuple(grad_inputs[pos] for pos in self.input_positions)
+
+
+class _ForwardCall:
+    """One hooked call's arguments and output, updated in place by the hooks so that the
+    ``always_call`` hooks run after an error see what the earlier hooks had changed."""
+
+    __slots__ = ("args", "kwargs", "output", "always_called_done")
+
+    def __init__(self, args, kwargs):
+        self.args = args
+        self.kwargs = kwargs
+        self.output = None
+        self.always_called_done = set()
+
+
+def _check_member_name(kind, name, dot_message):
+    """Raise for a parameter/buffer/module name that cannot be an attribute path component."""
+    if not isinstance(name, str):
+        raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+    if "." in name:
+        raise KeyError(dot_message)
+    if name == "":
+        raise KeyError(f'{kind} name can\'t be empty string ""')
+
+
+def _overrides(module, method_name):
+    """Whether ``module``'s class replaces ``Module.<method_name>`` (the extra-state protocol is opt-in)."""
+    return getattr(type(module), method_name) is not getattr(Module, method_name)
+
+
+def _reject_init_arguments(module, args, kwargs):
+    """Module.__init__ takes no arguments unless the class opts into cooperative ``super().__init__``."""
+    if kwargs:
+        raise TypeError(f"{type(module).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if args:
+        raise TypeError(
+            f"{type(module).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given"
+        )
+
+
+def _fresh_module_state():
+    """The per-instance attributes every Module starts with."""
+    state = {
+        "training": True,
+        "_parameters": {},
+        "_buffers": {},
+        "_non_persistent_buffers_set": set(),
+        "_modules": {},
+        "_is_full_backward_hook": None,
+    }
+    state.update((table, OrderedDict()) for table in _HOOK_TABLES)
+    return state
+
+
+def _check_parameter_value(name, param):
+    if not isinstance(param, Parameter):
+        raise TypeError(
+            f"cannot assign '{_typename(param)}' object to parameter '{name}' (ember.nn.Parameter or None required)"
+        )
+    if param.grad_fn:
+        raise ValueError(
+            f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
+            f"parameters must be created explicitly. To express '{name}' "
+            "as a function of another Tensor, compute the value in "
+            "the forward() method."
+        )
+
+
+def _remove_name(name, *stores):
+    """Forget ``name`` in each dict or set (an attribute changing kind, e.g. buffer -> parameter)."""
+    for store in stores:
+        if isinstance(store, set):
+            store.discard(name)
+        else:
+            store.pop(name, None)
+
+
+def _zero_gradient_in_place(grad):
+    # Detach first: zeroing a gradient that is part of a graph (create_graph=True) must not record.
+    if grad.grad_fn is not None:
+        grad.detach_()
+    else:
+        grad.requires_grad_(False)
+    grad.zero_()
+
+
+def _convert_keeping_identity(param, fn):
+    """Convert ``param`` (and its gradient) with ``fn`` while keeping the objects optimizers hold."""
+    from ... import no_grad
+
+    with no_grad():
+        converted = fn(param)
+    if converted is not param:
+        param.data = converted
+    if param.grad is None:
+        return
+    with no_grad():
+        converted_grad = fn(param.grad)
+    if converted_grad is not param.grad:
+        param.grad.data = converted_grad
+
+
+def _add_hook(table, hook, *, prepend=False, flags=()):
+    """Put ``hook`` in ``table`` under a new handle's id. ``flags`` holds ``(side_table, marked)``
+    pairs: side tables record which hooks take kwargs or are always called, and the handle removes
+    the hook from them too."""
+    handle = RemovableHandle(table, extra_dict=[side_table for side_table, _ in flags])
+    table[handle.id] = hook
+    for side_table, marked in flags:
+        if marked:
+            side_table[handle.id] = True
+    if prepend:
+        table.move_to_end(handle.id, last=False)
+    return handle
+
+
+def _wrap_outputs_for_backward_hooks(runner, output):
+    if not isinstance(output, (Tensor, tuple)):
+        warnings.warn(
+            "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors"
+            f" but received {type(output)}",
+            stacklevel=4,
+        )
+    return runner.wrap_outputs(output)
+
+
+def _positional_state_dict_args(args, destination, prefix, keep_vars):
+    """Old-style ``state_dict(destination, prefix, keep_vars)``: still accepted, with a warning."""
+    warnings.warn(
+        "Positional args are being deprecated, use kwargs instead. Refer to "
+        "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
+        " for details.",
+        FutureWarning,
+        stacklevel=3,
+    )
+    # A keyword that was given explicitly wins over the positional value.
+    values = [destination, prefix, keep_vars]
+    still_default = (lambda v: v is None, lambda v: v == "", lambda v: v is False)
+    for i, positional in enumerate(args[:3]):
+        if still_default[i](values[i]):
+            values[i] = positional
+    return tuple(values)
+
+
+def _as_assigned_value(current, value):
+    """``load_state_dict(assign=True)``: the checkpoint tensor becomes the member, a Parameter where
+    the member was one, with the member's ``requires_grad``."""
+    if not isinstance(current, Parameter):
+        return value
+    if isinstance(value, Parameter):
+        value.requires_grad_(current.requires_grad)
+        return value
+    return Parameter(value, requires_grad=current.requires_grad)
+
+
+class _LoadReport:
+    """What ``load_state_dict`` collects while walking the tree. The key lists are shared with the
+    post hooks, which may edit them in place."""
+
+    def __init__(self):
+        self.missing_keys = []
+        self.unexpected_keys = []
+        self.error_msgs = []
+
+    def strict_problems(self):
+        problems = []
+        if self.missing_keys:
+            quoted = ", ".join(f'"{k}"' for k in self.missing_keys)
+            problems.append(f"Missing key(s) in state_dict: {quoted}. ")
+        if self.unexpected_keys:
+            quoted = ", ".join(f'"{k}"' for k in self.unexpected_keys)
+            problems.append(f"Unexpected key(s) in state_dict: {quoted}. ")
+        return problems
+
+
+def _load_subtree(module, state_dict, prefix, metadata, assign, report):
+    """Load ``module`` then its children (each given only the keys under its prefix), then run the
+    module's post hooks, which therefore see the keys of the whole subtree."""
+    local_metadata = dict(metadata.get(prefix[:-1], {})) if metadata is not None else {}
+    if assign:
+        local_metadata["assign_to_params_buffers"] = assign
+    module._load_from_state_dict(
+        state_dict, prefix, local_metadata, True, report.missing_keys, report.unexpected_keys, report.error_msgs
+    )
+    for name, child in module._modules.items():
+        if child is None:
+            continue
+        child_prefix = f"{prefix}{name}."
+        child_state = {key: value for key, value in state_dict.items() if key.startswith(child_prefix)}
+        _load_subtree(child, child_state, child_prefix, metadata, assign, report)
+
+    keys = _IncompatibleKeys(report.missing_keys, report.unexpected_keys)
+    for post_hook in module._load_state_dict_post_hooks.values():
+        if post_hook(module, keys) is not None:
+            raise AssertionError(
+                "Hooks registered with ``register_load_state_dict_post_hook`` are not "
+                "expected to return new values, if incompatible_keys need to be modified, "
+                "it should be done inplace."
+            )
 
 
 class Module:
@@ -212,32 +435,11 @@ class Module:
     call_super_init = False
 
     def __init__(self, *args, **kwargs):
-        if self.call_super_init is False and bool(kwargs):
-            raise TypeError(
-                f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
-            )
-        if self.call_super_init is False and bool(args):
-            raise TypeError(
-                f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given"
-            )
-        setattr_ = super().__setattr__
-        setattr_("training", True)
-        setattr_("_parameters", {})
-        setattr_("_buffers", {})
-        setattr_("_non_persistent_buffers_set", set())
-        setattr_("_backward_pre_hooks", OrderedDict())
-        setattr_("_backward_hooks", OrderedDict())
-        setattr_("_is_full_backward_hook", None)
-        setattr_("_forward_hooks", OrderedDict())
-        setattr_("_forward_hooks_with_kwargs", OrderedDict())
-        setattr_("_forward_hooks_always_called", OrderedDict())
-        setattr_("_forward_pre_hooks", OrderedDict())
-        setattr_("_forward_pre_hooks_with_kwargs", OrderedDict())
-        setattr_("_state_dict_hooks", OrderedDict())
-        setattr_("_state_dict_pre_hooks", OrderedDict())
-        setattr_("_load_state_dict_pre_hooks", OrderedDict())
-        setattr_("_load_state_dict_post_hooks", OrderedDict())
-        setattr_("_modules", {})
+        if not self.call_super_init:
+            _reject_init_arguments(self, args, kwargs)
+        # object.__setattr__: our __setattr__ consults these stores, so they must exist first.
+        for name, value in _fresh_module_state().items():
+            object.__setattr__(self, name, value)
         if self.call_super_init:
             super().__init__(*args, **kwargs)
 
@@ -261,23 +463,26 @@ class Module:
         """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        elif not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
-        elif "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        elif name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        elif hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
-        elif tensor is not None and not _is_tensor_like(tensor):
+        _check_member_name("buffer", name, 'buffer name can\'t contain "."')
+        self._refuse_taken_name(name, self._buffers)
+        if tensor is not None and not _is_tensor_like(tensor):
             raise TypeError(
                 f"cannot assign '{_typename(tensor)}' object to buffer '{name}' (ember Tensor or None required)"
             )
         self._buffers[name] = tensor
+        self._set_buffer_persistence(name, persistent)
+
+    def _set_buffer_persistence(self, name, persistent):
         if persistent:
             self._non_persistent_buffers_set.discard(name)
         else:
             self._non_persistent_buffers_set.add(name)
+
+    def _refuse_taken_name(self, name, own_store):
+        """A new member may not shadow another kind of attribute (a method, a plain attribute, a
+        member of another store); re-registering under the same store replaces it."""
+        if name not in own_store and hasattr(self, name):
+            raise KeyError(f"attribute '{name}' already exists")
 
     def register_parameter(self, name, param):
         """Add a parameter, accessible as the attribute ``name``.
@@ -295,30 +500,11 @@ class Module:
         """
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        elif not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
-        elif "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        elif name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        elif hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
-
-        if param is None:
-            self._parameters[name] = None
-        elif not isinstance(param, Parameter):
-            raise TypeError(
-                f"cannot assign '{_typename(param)}' object to parameter '{name}' (ember.nn.Parameter or None required)"
-            )
-        elif param.grad_fn:
-            raise ValueError(
-                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model "
-                f"parameters must be created explicitly. To express '{name}' "
-                "as a function of another Tensor, compute the value in "
-                "the forward() method."
-            )
-        else:
-            self._parameters[name] = param
+        _check_member_name("parameter", name, 'parameter name can\'t contain "."')
+        self._refuse_taken_name(name, self._parameters)
+        if param is not None:
+            _check_parameter_value(name, param)
+        self._parameters[name] = param
 
     def add_module(self, name, module):
         """Add a child module, accessible as the attribute ``name``.
@@ -327,16 +513,10 @@ class Module:
             TypeError: if ``module`` is not a Module (or None), or ``name`` not a string.
             KeyError: for a name with ``"."``, an empty name, or one of another attribute.
         """
-        if not isinstance(module, Module) and module is not None:
+        if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_typename(module)} is not a Module subclass")
-        elif not isinstance(name, str):
-            raise TypeError(f"module name should be a string. Got {_typename(name)}")
-        elif hasattr(self, name) and name not in self._modules:
-            raise KeyError(f"attribute '{name}' already exists")
-        elif "." in name:
-            raise KeyError(f'module name can\'t contain ".", got: {name}')
-        elif name == "":
-            raise KeyError('module name can\'t be empty string ""')
+        _check_member_name("module", name, f'module name can\'t contain ".", got: {name}')
+        self._refuse_taken_name(name, self._modules)
         self._modules[name] = module
 
     def register_module(self, name, module):
@@ -386,20 +566,25 @@ class Module:
             raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
         setattr(parent, name, module)
 
+    def _resolve_attribute(self, target):
+        """``(owner module, attribute name)`` for the dotted path ``target``; the attribute must exist."""
+        owner_path, _, attr = target.rpartition(".")
+        owner = self.get_submodule(owner_path)
+        if not hasattr(owner, attr):
+            raise AttributeError(owner._get_name() + " has no attribute `" + attr + "`")
+        return owner, attr
+
     def get_parameter(self, target):
         """The parameter at the dotted path ``target`` (``"layer.weight"``).
 
         Raises:
             AttributeError: if the path does not lead to a Parameter.
         """
-        module_path, _, param_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, param_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
-        param = getattr(mod, param_name)
-        if not isinstance(param, Parameter):
-            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
-        return param
+        owner, attr = self._resolve_attribute(target)
+        value = getattr(owner, attr)
+        if not isinstance(value, Parameter):
+            raise AttributeError("`" + attr + "` is not an nn.Parameter")
+        return value
 
     def get_buffer(self, target):
         """The buffer at the dotted path ``target`` (``"bn.running_mean"``).
@@ -407,14 +592,11 @@ class Module:
         Raises:
             AttributeError: if the path does not lead to a buffer.
         """
-        module_path, _, buffer_name = target.rpartition(".")
-        mod = self.get_submodule(module_path)
-        if not hasattr(mod, buffer_name):
-            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
-        buffer = getattr(mod, buffer_name)
-        if buffer_name not in mod._buffers:
-            raise AttributeError("`" + buffer_name + "` is not a buffer")
-        return buffer
+        owner, attr = self._resolve_attribute(target)
+        value = getattr(owner, attr)
+        if attr not in owner._buffers:
+            raise AttributeError("`" + attr + "` is not a buffer")
+        return value
 
     def get_extra_state(self):
         """Extra state to put in the state dict; override together with :meth:`set_extra_state`."""
@@ -435,108 +617,92 @@ class Module:
     # -- attribute protocol ------------------------------------------------------------------------
 
     def __getattr__(self, name):
-        d = self.__dict__
-        if "_parameters" in d:
-            if name in d["_parameters"]:
-                return d["_parameters"][name]
-        if "_buffers" in d:
-            if name in d["_buffers"]:
-                return d["_buffers"][name]
-        if "_modules" in d:
-            if name in d["_modules"]:
-                return d["_modules"][name]
+        # Only called when ordinary lookup failed: members live in the three stores, not in __dict__.
+        attributes = self.__dict__
+        for store_name in ("_parameters", "_buffers", "_modules"):
+            store = attributes.get(store_name)
+            if store is not None and name in store:
+                return store[name]
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name, value):
-        def remove_from(*dicts_or_sets):
-            for d in dicts_or_sets:
-                if name in d:
-                    if isinstance(d, dict):
-                        del d[name]
-                    else:
-                        d.discard(name)
-
-        params = self.__dict__.get("_parameters")
-        if isinstance(value, Parameter):
-            if params is None:
-                raise AttributeError("cannot assign parameters before Module.__init__() call")
-            remove_from(self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
-            self.register_parameter(name, value)
-        elif params is not None and name in params:
-            if value is not None:
-                raise TypeError(
-                    f"cannot assign '{_typename(value)}' as parameter '{name}' (ember.nn.Parameter or None expected)"
-                )
-            self.register_parameter(name, value)
+        # An existing member keeps its kind (assigning None to it clears it); a Parameter, Module or
+        # Buffer value becomes a member of that kind; anything else is an ordinary attribute.
+        attributes = self.__dict__
+        if isinstance(value, Parameter) or name in attributes.get("_parameters", ()):
+            self._assign_parameter(name, value)
+        elif isinstance(value, Module) or name in attributes.get("_modules", ()):
+            self._assign_module(name, value)
+        elif isinstance(value, Buffer) or name in attributes.get("_buffers", ()):
+            self._assign_buffer(name, value)
         else:
-            modules = self.__dict__.get("_modules")
-            if isinstance(value, Module):
-                if modules is None:
-                    raise AttributeError("cannot assign module before Module.__init__() call")
-                remove_from(self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
-                modules[name] = value
-            elif modules is not None and name in modules:
-                if value is not None:
-                    raise TypeError(
-                        f"cannot assign '{_typename(value)}' as child module '{name}' "
-                        "(ember.nn.Module or None expected)"
-                    )
-                modules[name] = value
-            else:
-                buffers = self.__dict__.get("_buffers")
-                if isinstance(value, Buffer) or (buffers is not None and name in buffers):
-                    if value is not None and not _is_tensor_like(value):
-                        raise TypeError(
-                            f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                            "(ember.nn.Buffer, ember.Tensor or None expected)"
-                        )
-                    if isinstance(value, Buffer):
-                        persistent = value.persistent
-                    else:
-                        persistent = name not in self._non_persistent_buffers_set
-                    self.register_buffer(name, value, persistent)
-                else:
-                    super().__setattr__(name, value)
+            super().__setattr__(name, value)
+
+    def _assign_parameter(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameters before Module.__init__() call")
+        if isinstance(value, Parameter):
+            _remove_name(name, self.__dict__, self._buffers, self._modules, self._non_persistent_buffers_set)
+        elif value is not None:
+            raise TypeError(
+                f"cannot assign '{_typename(value)}' as parameter '{name}' (ember.nn.Parameter or None expected)"
+            )
+        self.register_parameter(name, value)
+
+    def _assign_module(self, name, value):
+        if "_modules" not in self.__dict__:
+            raise AttributeError("cannot assign module before Module.__init__() call")
+        if isinstance(value, Module):
+            _remove_name(name, self.__dict__, self._parameters, self._buffers, self._non_persistent_buffers_set)
+        elif value is not None:
+            raise TypeError(
+                f"cannot assign '{_typename(value)}' as child module '{name}' (ember.nn.Module or None expected)"
+            )
+        self._modules[name] = value
+
+    def _assign_buffer(self, name, value):
+        if value is not None and not _is_tensor_like(value):
+            raise TypeError(
+                f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                "(ember.nn.Buffer, ember.Tensor or None expected)"
+            )
+        if isinstance(value, Buffer):
+            persistent = value.persistent
+        else:  # a plain tensor assigned to an existing buffer keeps that buffer's persistence
+            persistent = name not in self._non_persistent_buffers_set
+        self.register_buffer(name, value, persistent)
 
     def __delattr__(self, name):
-        if name in self._parameters:
-            del self._parameters[name]
-        elif name in self._buffers:
-            del self._buffers[name]
-            self._non_persistent_buffers_set.discard(name)
-        elif name in self._modules:
-            del self._modules[name]
-        else:
-            super().__delattr__(name)
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        super().__delattr__(name)
 
     def __dir__(self):
-        module_attrs = dir(self.__class__)
-        attrs = list(self.__dict__.keys())
-        parameters = list(self._parameters.keys())
-        modules = list(self._modules.keys())
-        buffers = list(self._buffers.keys())
-        keys = module_attrs + attrs + parameters + modules + buffers
-        keys = [key for key in keys if not key[0].isdigit()]  # Python identifiers only
-        return sorted(keys)
+        names = itertools.chain(dir(type(self)), self.__dict__, self._parameters, self._modules, self._buffers)
+        # Members such as Sequential's "0" are not identifiers, so completion should not offer them.
+        return sorted(n for n in names if not n[0].isdigit())
 
     # -- iteration ---------------------------------------------------------------------------------
 
-    def _named_members(self, get_members_fn, prefix="", recurse=True, remove_duplicate=True):
-        memo = set()
-        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
-        for module_prefix, module in modules:
-            for k, v in get_members_fn(module):
-                if v is None or v in memo:
+    def _iter_members(self, members_of, prefix, recurse, remove_duplicate):
+        """Yield ``(dotted name, tensor)`` for ``members_of(module)`` over this module (and its
+        descendants when ``recurse``), skipping ``None`` and, with ``remove_duplicate``, repeats."""
+        owners = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        seen = set()
+        for owner_name, owner in owners:
+            for name, tensor in members_of(owner):
+                if tensor is None or tensor in seen:
                     continue
                 if remove_duplicate:
-                    memo.add(v)
-                name = module_prefix + ("." if module_prefix else "") + k
-                yield name, v
+                    seen.add(tensor)
+                yield _dotted(owner_name, name), tensor
 
     def parameters(self, recurse=True):
         """Iterator over the parameters (of submodules too when ``recurse``), each once."""
-        for _name, param in self.named_parameters(recurse=recurse):
-            yield param
+        return (param for _, param in self.named_parameters(recurse=recurse))
 
     def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """Iterator over ``(name, parameter)``; names are dotted paths (``"0.weight"``).
@@ -546,53 +712,45 @@ class Module:
             recurse (bool): include submodules' parameters.
             remove_duplicate (bool): yield a parameter shared by several modules once.
         """
-        yield from self._named_members(
-            lambda module: module._parameters.items(), prefix=prefix, recurse=recurse, remove_duplicate=remove_duplicate
-        )
+        return self._iter_members(lambda m: m._parameters.items(), prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
         """Iterator over the buffers (of submodules too when ``recurse``)."""
-        for _, buf in self.named_buffers(recurse=recurse):
-            yield buf
+        return (buf for _, buf in self.named_buffers(recurse=recurse))
 
     def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
         """Iterator over ``(name, buffer)``, persistent or not; see :meth:`named_parameters`."""
-        yield from self._named_members(
-            lambda module: module._buffers.items(), prefix=prefix, recurse=recurse, remove_duplicate=remove_duplicate
-        )
+        return self._iter_members(lambda m: m._buffers.items(), prefix, recurse, remove_duplicate)
 
     def children(self):
         """Iterator over the immediate child modules."""
-        for _name, module in self.named_children():
-            yield module
+        return (child for _, child in self.named_children())
 
     def named_children(self):
         """Iterator over ``(name, child)`` for the immediate children, each module once."""
-        memo = set()
-        for name, module in self._modules.items():
-            if module is not None and module not in memo:
-                memo.add(module)
-                yield name, module
+        seen = set()
+        for name, child in self._modules.items():
+            if child is None or child in seen:
+                continue
+            seen.add(child)
+            yield name, child
 
     def modules(self, remove_duplicate=True):
         """Iterator over all modules of the tree, ``self`` first (pre-order); a module reachable by
         several paths comes once unless ``remove_duplicate=False``."""
-        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
-            yield module
+        return (module for _, module in self.named_modules(remove_duplicate=remove_duplicate))
 
     def named_modules(self, memo=None, prefix="", remove_duplicate=True):
         """Iterator over ``(dotted name, module)`` of the tree, ``("", self)`` first (pre-order)."""
-        if memo is None:
-            memo = set()
-        if self not in memo:
-            if remove_duplicate:
-                memo.add(self)
-            yield prefix, self
-            for name, module in self._modules.items():
-                if module is None:
-                    continue
-                submodule_prefix = prefix + ("." if prefix else "") + name
-                yield from module.named_modules(memo, submodule_prefix, remove_duplicate)
+        visited = set() if memo is None else memo
+        if self in visited:
+            return
+        if remove_duplicate:
+            visited.add(self)
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is not None:
+                yield from child.named_modules(visited, _dotted(prefix, name), remove_duplicate)
 
     # -- modes and gradients -----------------------------------------------------------------------
 
@@ -605,8 +763,8 @@ class Module:
         if not isinstance(mode, bool):
             raise ValueError("training mode is expected to be boolean")
         self.training = mode
-        for module in self.children():
-            module.train(mode)
+        for child in self.children():
+            child.train(mode)
         return self
 
     def eval(self):
@@ -615,27 +773,24 @@ class Module:
 
     def requires_grad_(self, requires_grad=True):
         """Set ``requires_grad`` of every parameter; returns ``self``."""
-        for p in self.parameters():
-            p.requires_grad_(requires_grad)
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
         return self
 
     def zero_grad(self, set_to_none=True):
         """Reset the gradients of all parameters: to ``None`` (default) or to zeros in place."""
-        for p in self.parameters():
-            if p.grad is not None:
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                _zero_gradient_in_place(param.grad)
 
     def apply(self, fn):
         """Call ``fn`` on every submodule (children first, as in PyTorch), then ``self``; returns ``self``."""
-        for module in self.children():
-            module.apply(fn)
+        for child in self.children():
+            child.apply(fn)
         fn(self)
         return self
 
@@ -643,28 +798,13 @@ class Module:
 
     def _apply(self, fn, recurse=True):
         """Apply ``fn`` to every parameter, gradient and buffer, keeping Parameter objects (``.data = ...``)."""
-        from ... import no_grad
-
         if recurse:
-            for module in self.children():
-                module._apply(fn)
-
+            for child in self.children():
+                child._apply(fn)
         for param in self._parameters.values():
-            if param is None:
-                continue
-            with no_grad():
-                param_applied = fn(param)
-            if param_applied is not param:
-                param.data = param_applied
-            if param.grad is not None:
-                with no_grad():
-                    grad_applied = fn(param.grad)
-                if grad_applied is not param.grad:
-                    param.grad.data = grad_applied
-
-        for key, buf in self._buffers.items():
-            if buf is not None:
-                self._buffers[key] = fn(buf)
+            if param is not None:
+                _convert_keeping_identity(param, fn)
+        self._buffers.update((name, fn(buf)) for name, buf in self._buffers.items() if buf is not None)
         return self
 
     def to_empty(self, *, device, recurse=True):
@@ -695,17 +835,16 @@ class Module:
         from ..._tensor_methods import _parse_to
 
         dtype, device, non_blocking, _copy = _parse_to(args, dict(kwargs))
-        if dtype is not None:
-            if not (dtype.is_floating_point or dtype.is_complex):
-                raise TypeError(
-                    f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
-                )
+        casts_values = dtype is not None
+        if casts_values and not dtype.is_floating_point and not dtype.is_complex:
+            raise TypeError(
+                f"nn.Module.to only accepts floating point or complex dtypes, but got desired dtype={dtype}"
+            )
 
         def convert(t):
-            target = {} if device is None else {"device": device}
-            if dtype is not None and (t.is_floating_point() or t.is_complex()):
-                target["dtype"] = dtype
-            return t.to(non_blocking=non_blocking, **target)
+            # integer and bool tensors (step counters, masks) keep their dtype
+            cast = casts_values and (t.is_floating_point() or t.is_complex())
+            return t.to(device=device, dtype=dtype if cast else None, non_blocking=non_blocking)
 
         return self._apply(convert)
 
@@ -751,13 +890,8 @@ class Module:
         Returns:
             RemovableHandle: ``handle.remove()`` unregisters the hook.
         """
-        handle = RemovableHandle(self._forward_pre_hooks, extra_dict=self._forward_pre_hooks_with_kwargs)
-        self._forward_pre_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_pre_hooks_with_kwargs[handle.id] = True
-        if prepend:
-            self._forward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        flags = [(self._forward_pre_hooks_with_kwargs, with_kwargs)]
+        return _add_hook(self._forward_pre_hooks, hook, prepend=prepend, flags=flags)
 
     def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False, always_call=False):
         """Register ``hook(module, args, output) -> None or new output`` run after :meth:`forward`.
@@ -771,17 +905,8 @@ class Module:
         Returns:
             RemovableHandle: ``handle.remove()`` unregisters the hook.
         """
-        handle = RemovableHandle(
-            self._forward_hooks, extra_dict=[self._forward_hooks_with_kwargs, self._forward_hooks_always_called]
-        )
-        self._forward_hooks[handle.id] = hook
-        if with_kwargs:
-            self._forward_hooks_with_kwargs[handle.id] = True
-        if always_call:
-            self._forward_hooks_always_called[handle.id] = True
-        if prepend:
-            self._forward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        flags = [(self._forward_hooks_with_kwargs, with_kwargs), (self._forward_hooks_always_called, always_call)]
+        return _add_hook(self._forward_hooks, hook, prepend=prepend, flags=flags)
 
     def register_full_backward_hook(self, hook, prepend=False):
         """Register ``hook(module, grad_input, grad_output) -> None or new grad_input``.
@@ -794,41 +919,27 @@ class Module:
             RemovableHandle: ``handle.remove()`` unregisters the hook.
         """
         self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        if prepend:
-            self._backward_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._backward_hooks, hook, prepend=prepend)
 
     def register_full_backward_pre_hook(self, hook, prepend=False):
         """Register ``hook(module, grad_output) -> None or new grad_output``, run before the module's backward."""
-        handle = RemovableHandle(self._backward_pre_hooks)
-        self._backward_pre_hooks[handle.id] = hook
-        if prepend:
-            self._backward_pre_hooks.move_to_end(handle.id, last=False)
-        return handle
+        return _add_hook(self._backward_pre_hooks, hook, prepend=prepend)
 
     def _register_state_dict_hook(self, hook):
         """Register ``hook(module, state_dict, prefix, local_metadata) -> None or state_dict`` run after
         :meth:`state_dict` filled this module's entries."""
-        handle = RemovableHandle(self._state_dict_hooks)
-        self._state_dict_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._state_dict_hooks, hook)
 
     register_state_dict_post_hook = _register_state_dict_hook
 
     def register_state_dict_pre_hook(self, hook):
         """Register ``hook(module, prefix, keep_vars)`` run before :meth:`state_dict`."""
-        handle = RemovableHandle(self._state_dict_pre_hooks)
-        self._state_dict_pre_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._state_dict_pre_hooks, hook)
 
     def _register_load_state_dict_pre_hook(self, hook, with_module=False):
         """Register ``hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
         error_msgs)`` run before loading this module's entries (``module`` first when ``with_module``)."""
-        handle = RemovableHandle(self._load_state_dict_pre_hooks)
-        self._load_state_dict_pre_hooks[handle.id] = functools.partial(hook, self) if with_module else hook
-        return handle
+        return _add_hook(self._load_state_dict_pre_hooks, functools.partial(hook, self) if with_module else hook)
 
     def register_load_state_dict_pre_hook(self, hook):
         """Register ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -838,99 +949,101 @@ class Module:
     def register_load_state_dict_post_hook(self, hook):
         """Register ``hook(module, incompatible_keys) -> None`` run after :meth:`load_state_dict`
         loaded this module; it may edit ``incompatible_keys`` in place (strict mode sees the edits)."""
-        handle = RemovableHandle(self._load_state_dict_post_hooks)
-        self._load_state_dict_post_hooks[handle.id] = hook
-        return handle
+        return _add_hook(self._load_state_dict_post_hooks, hook)
 
     # -- calling -----------------------------------------------------------------------------------
 
     def _call_impl(self, *args, **kwargs):
-        forward_call = self.forward
-        if not (self._backward_hooks or self._backward_pre_hooks or self._forward_hooks or self._forward_pre_hooks):
-            return forward_call(*args, **kwargs)
+        if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks:
+            return self._call_with_hooks(self.forward, _ForwardCall(args, kwargs))
+        return self.forward(*args, **kwargs)
 
-        called_always_called_hooks = set()
-        result = None
+    def _call_with_hooks(self, forward, call):
         try:
-            for hook_id, hook in self._forward_pre_hooks.items():
-                if hook_id in self._forward_pre_hooks_with_kwargs:
-                    args_kwargs_result = hook(self, args, kwargs)
-                    if args_kwargs_result is not None:
-                        if isinstance(args_kwargs_result, tuple) and len(args_kwargs_result) == 2:
-                            args, kwargs = args_kwargs_result
-                        else:
-                            raise RuntimeError(
-                                "forward pre-hook must return None or a tuple "
-                                f"of (new_args, new_kwargs), but got {args_kwargs_result}."
-                            )
-                else:
-                    args_result = hook(self, args)
-                    if args_result is not None:
-                        if not isinstance(args_result, tuple):
-                            args_result = (args_result,)
-                        args = args_result
-
-            bw_hook = None
-            if self._backward_hooks or self._backward_pre_hooks:
-                bw_hook = BackwardHook(
-                    self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values())
-                )
-                args = bw_hook.setup_input_hook(args)
-
-            result = forward_call(*args, **kwargs)
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called:
-                    called_always_called_hooks.add(hook_id)
-                if hook_id in self._forward_hooks_with_kwargs:
-                    hook_result = hook(self, args, kwargs, result)
-                else:
-                    hook_result = hook(self, args, result)
-                if hook_result is not None:
-                    result = hook_result
-
-            if bw_hook is not None:
-                if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn(
-                        "For backward hooks to be called, module output should be a Tensor or a tuple of Tensors"
-                        f" but received {type(result)}",
-                        stacklevel=2,
-                    )
-                result = bw_hook.setup_output_hook(result)
-            return result
+            self._run_forward_pre_hooks(call)
+            backward_hooks = self._backward_hook_runner()
+            if backward_hooks is not None:
+                call.args = backward_hooks.wrap_inputs(call.args)
+            call.output = forward(*call.args, **call.kwargs)
+            self._run_forward_hooks(call)
+            if backward_hooks is not None:
+                call.output = _wrap_outputs_for_backward_hooks(backward_hooks, call.output)
+            return call.output
         except Exception:
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called and hook_id not in called_always_called_hooks:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            hook_result = hook(self, args, kwargs, result)
-                        else:
-                            hook_result = hook(self, args, result)
-                        if hook_result is not None:
-                            result = hook_result
-                    except Exception as e:
-                        warnings.warn(
-                            "forward hook with ``always_call=True`` raised an exception "
-                            f"that was silenced as another error was raised in forward: {str(e)}",
-                            stacklevel=2,
-                        )
-                        continue
+            self._run_pending_always_called_hooks(call)
             raise
+
+    def _run_forward_pre_hooks(self, call):
+        for hook_id, hook in self._forward_pre_hooks.items():
+            if hook_id not in self._forward_pre_hooks_with_kwargs:
+                new_args = hook(self, call.args)
+                if new_args is not None:
+                    call.args = new_args if isinstance(new_args, tuple) else (new_args,)
+                continue
+            replacement = hook(self, call.args, call.kwargs)
+            if replacement is None:
+                continue
+            if not (isinstance(replacement, tuple) and len(replacement) == 2):
+                raise RuntimeError(
+                    f"forward pre-hook must return None or a tuple of (new_args, new_kwargs), but got {replacement}."
+                )
+            call.args, call.kwargs = replacement
+
+    def _backward_hook_runner(self):
+        if not (self._backward_hooks or self._backward_pre_hooks):
+            return None
+        return _BackwardHookRunner(self, list(self._backward_hooks.values()), list(self._backward_pre_hooks.values()))
+
+    def _invoke_forward_hook(self, hook_id, hook, call):
+        """Call one forward hook; a non-None result replaces the output."""
+        if hook_id in self._forward_hooks_with_kwargs:
+            new_output = hook(self, call.args, call.kwargs, call.output)
+        else:
+            new_output = hook(self, call.args, call.output)
+        if new_output is not None:
+            call.output = new_output
+
+    def _run_forward_hooks(self, call):
+        for hook_id, hook in self._forward_hooks.items():
+            if hook_id in self._forward_hooks_always_called:
+                call.always_called_done.add(hook_id)
+            self._invoke_forward_hook(hook_id, hook, call)
+
+    def _run_pending_always_called_hooks(self, call):
+        """After an error, run the ``always_call`` forward hooks that have not run yet. Their own
+        errors become warnings so that the original error is the one the caller sees."""
+        for hook_id, hook in self._forward_hooks.items():
+            if hook_id not in self._forward_hooks_always_called or hook_id in call.always_called_done:
+                continue
+            try:
+                self._invoke_forward_hook(hook_id, hook, call)
+            except Exception as e:
+                warnings.warn(
+                    "module forward hook with ``always_call=True`` raised an exception "
+                    f"that was silenced as another error was raised in forward: {str(e)}",
+                    stacklevel=4,
+                )
 
     __call__ = _call_impl
 
     # -- state dict --------------------------------------------------------------------------------
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        """Put this module's parameters and persistent buffers (not its children's) in ``destination``."""
+    def _state_tensors(self):
+        """This module's own state-dict entries as ``(name, tensor)``: parameters, then persistent
+        buffers, skipping names registered as ``None``."""
         for name, param in self._parameters.items():
             if param is not None:
-                destination[prefix + name] = param if keep_vars else param.detach()
+                yield name, param
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = buf if keep_vars else buf.detach()
-        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
-        if getattr(self.__class__, "get_extra_state", Module.get_extra_state) is not Module.get_extra_state:
-            destination[extra_state_key] = self.get_extra_state()
+                yield name, buf
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        """Put this module's parameters and persistent buffers (not its children's) in ``destination``."""
+        for name, tensor in self._state_tensors():
+            destination[prefix + name] = tensor if keep_vars else tensor.detach()
+        if _overrides(self, "get_extra_state"):
+            destination[prefix + _EXTRA_STATE_KEY] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
         """An ordered dict of parameters and persistent buffers, keyed by dotted names.
@@ -946,123 +1059,105 @@ class Module:
         Returns:
             dict: ``{"0.weight": ..., "0.bias": ..., "1.running_mean": ...}``.
         """
-        if len(args) > 0:
-            # positional (destination, prefix, keep_vars) as in old PyTorch; deprecated there too
-            warnings.warn(
-                "Positional args are being deprecated, use kwargs instead. Refer to "
-                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict"
-                " for details.",
-                FutureWarning,
-                stacklevel=2,
-            )
-            if destination is None:
-                destination = args[0]
-            if len(args) > 1 and prefix == "":
-                prefix = args[1]
-            if len(args) > 2 and keep_vars is False:
-                keep_vars = args[2]
-
+        if args:
+            destination, prefix, keep_vars = _positional_state_dict_args(args, destination, prefix, keep_vars)
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
-
-        local_metadata = dict(version=self._version)
+        # Per-module metadata (the class's _version) lets _load_from_state_dict upgrade old checkpoints.
+        own_metadata = {"version": self._version}
         if hasattr(destination, "_metadata"):
-            destination._metadata[prefix[:-1]] = local_metadata
+            destination._metadata[prefix[:-1]] = own_metadata
 
-        for hook in self._state_dict_pre_hooks.values():
-            hook(self, prefix, keep_vars)
+        for pre_hook in self._state_dict_pre_hooks.values():
+            pre_hook(self, prefix, keep_vars)
         self._save_to_state_dict(destination, prefix, keep_vars)
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".", keep_vars=keep_vars)
-        for hook in self._state_dict_hooks.values():
-            hook_result = hook(self, destination, prefix, local_metadata)
-            if hook_result is not None:
-                destination = hook_result
+        for name, child in self._modules.items():
+            if child is not None:
+                child.state_dict(destination=destination, prefix=f"{prefix}{name}.", keep_vars=keep_vars)
+        for post_hook in self._state_dict_hooks.values():
+            replaced = post_hook(self, destination, prefix, own_metadata)
+            if replaced is not None:
+                destination = replaced
         return destination
 
     def _load_from_state_dict(
         self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
     ):
         """Load this module's own entries (not its children's) from ``state_dict``."""
-        from ... import no_grad
+        for pre_hook in self._load_state_dict_pre_hooks.values():
+            pre_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
 
-        for hook in self._load_state_dict_pre_hooks.values():
-            hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
-
-        persistent_buffers = {k: v for k, v in self._buffers.items() if k not in self._non_persistent_buffers_set}
-        local_name_params = itertools.chain(self._parameters.items(), persistent_buffers.items())
-        local_state = {k: v for k, v in local_name_params if v is not None}
-        assign_to_params_buffers = local_metadata.get("assign_to_params_buffers", False)
-
-        for name, param in local_state.items():
+        own = dict(self._state_tensors())
+        assign = local_metadata.get("assign_to_params_buffers", False)
+        for name, current in own.items():
             key = prefix + name
             if key in state_dict:
-                input_param = state_dict[key]
-                if not _is_tensor_like(input_param):
-                    error_msgs.append(
-                        f'While copying the parameter named "{key}", '
-                        "expected ember.Tensor or Tensor-like object from checkpoint but "
-                        f"received {type(input_param)}"
-                    )
-                    continue
-
-                is_param_lazy = is_lazy(param)
-                if (
-                    not is_param_lazy
-                    and len(param.shape) == 0
-                    and len(input_param.shape) == 1
-                    and input_param.shape[0] == 1
-                ):
-                    input_param = input_param[0]
-
-                if not is_param_lazy and input_param.shape != param.shape:
-                    error_msgs.append(
-                        f"size mismatch for {key}: copying a param with shape {input_param.shape} from checkpoint, "
-                        f"the shape in current model is {param.shape}."
-                    )
-                    continue
-
-                try:
-                    with no_grad():
-                        if assign_to_params_buffers:
-                            if isinstance(param, Parameter):
-                                if not isinstance(input_param, Parameter):
-                                    input_param = Parameter(input_param, requires_grad=param.requires_grad)
-                                else:
-                                    input_param.requires_grad_(param.requires_grad)
-                            setattr(self, name, input_param)
-                        elif is_param_lazy:
-                            param.materialize(input_param.shape)
-                            param.copy_(input_param)
-                        else:
-                            param.copy_(input_param)
-                except Exception as ex:
-                    error_msgs.append(
-                        f'While copying the parameter named "{key}", '
-                        f"whose dimensions in the model are {param.size()} and "
-                        f"whose dimensions in the checkpoint are {input_param.size()}, "
-                        f"an exception occurred : {ex.args}."
-                    )
+                self._load_one_tensor(name, current, state_dict[key], key, assign, error_msgs)
             elif strict:
                 missing_keys.append(key)
 
-        extra_state_key = prefix + _EXTRA_STATE_KEY_SUFFIX
-        if getattr(self.__class__, "set_extra_state", Module.set_extra_state) is not Module.set_extra_state:
-            if extra_state_key in state_dict:
-                self.set_extra_state(state_dict[extra_state_key])
-            elif strict:
-                missing_keys.append(extra_state_key)
-        elif strict and (extra_state_key in state_dict):
-            unexpected_keys.append(extra_state_key)
-
+        self._load_extra_state(state_dict, prefix, strict, missing_keys, unexpected_keys)
         if strict:
-            for key in state_dict.keys():
-                if key.startswith(prefix) and key != extra_state_key:
-                    input_name = key[len(prefix) :].split(".", 1)
-                    if input_name[0] not in self._modules and input_name[0] not in local_state:
-                        unexpected_keys.append(key)
+            unexpected_keys.extend(self._unknown_keys(state_dict, prefix, own))
+
+    def _load_one_tensor(self, name, current, value, key, assign, error_msgs):
+        """Copy (or, with ``assign``, set) one checkpoint tensor; problems go to ``error_msgs``."""
+        from ... import no_grad
+
+        if not _is_tensor_like(value):
+            error_msgs.append(
+                f'While copying the parameter named "{key}", '
+                "expected ember.Tensor or Tensor-like object from checkpoint but "
+                f"received {type(value)}"
+            )
+            return
+        lazy = is_lazy(current)
+        if not lazy:
+            # Old checkpoints stored 0-d tensors with shape (1,).
+            if len(current.shape) == 0 and tuple(value.shape) == (1,):
+                value = value[0]
+            if value.shape != current.shape:
+                error_msgs.append(
+                    f"size mismatch for {key}: copying a param with shape {value.shape} from checkpoint, "
+                    f"the shape in current model is {current.shape}."
+                )
+                return
+        try:
+            with no_grad():
+                if assign:
+                    setattr(self, name, _as_assigned_value(current, value))
+                else:
+                    if lazy:
+                        current.materialize(value.shape)
+                    current.copy_(value)
+        except Exception as ex:
+            error_msgs.append(
+                f'While copying the parameter named "{key}", '
+                f"whose dimensions in the model are {current.size()} and "
+                f"whose dimensions in the checkpoint are {value.size()}, "
+                f"an exception occurred : {ex.args}."
+            )
+
+    def _load_extra_state(self, state_dict, prefix, strict, missing_keys, unexpected_keys):
+        key = prefix + _EXTRA_STATE_KEY
+        if not _overrides(self, "set_extra_state"):
+            if strict and key in state_dict:
+                unexpected_keys.append(key)
+        elif key in state_dict:
+            self.set_extra_state(state_dict[key])
+        elif strict:
+            missing_keys.append(key)
+
+    def _unknown_keys(self, state_dict, prefix, own):
+        """Keys under ``prefix`` that name neither one of ``own`` entries nor a child module."""
+        extra_state_key = prefix + _EXTRA_STATE_KEY
+        for key in state_dict:
+            if not key.startswith(prefix) or key == extra_state_key:
+                continue
+            first = key[len(prefix) :].split(".", 1)[0]
+            if first not in self._modules and first not in own:
+                yield key
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy parameters and buffers from ``state_dict`` into this module and its descendants.
@@ -1086,55 +1181,17 @@ class Module:
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
 
-        missing_keys = []
-        unexpected_keys = []
-        error_msgs = []
-
+        report = _LoadReport()
         metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
+        root_state = OrderedDict(state_dict)
         if metadata is not None:
-            state_dict._metadata = metadata
-
-        def load(module, local_state_dict, prefix=""):
-            local_metadata = {} if metadata is None else dict(metadata.get(prefix[:-1], {}))
-            if assign:
-                local_metadata["assign_to_params_buffers"] = assign
-            module._load_from_state_dict(
-                local_state_dict, prefix, local_metadata, True, missing_keys, unexpected_keys, error_msgs
-            )
-            for name, child in module._modules.items():
-                if child is not None:
-                    child_prefix = prefix + name + "."
-                    child_state_dict = {k: v for k, v in local_state_dict.items() if k.startswith(child_prefix)}
-                    load(child, child_state_dict, child_prefix)
-
-            incompatible_keys = _IncompatibleKeys(missing_keys, unexpected_keys)
-            for hook in module._load_state_dict_post_hooks.values():
-                out = hook(module, incompatible_keys)
-                if out is not None:
-                    raise AssertionError(
-                        "Hooks registered with ``register_load_state_dict_post_hook`` are not "
-                        "expected to return new values, if incompatible_keys need to be modified, "
-                        "it should be done inplace."
-                    )
-
-        load(self, state_dict)
-
-        if strict:
-            if len(unexpected_keys) > 0:
-                error_msgs.insert(
-                    0, "Unexpected key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in unexpected_keys))
-                )
-            if len(missing_keys) > 0:
-                error_msgs.insert(
-                    0, "Missing key(s) in state_dict: {}. ".format(", ".join(f'"{k}"' for k in missing_keys))
-                )
-
-        if len(error_msgs) > 0:
-            raise RuntimeError(
-                "Error(s) in loading state_dict for {}:\n\t{}".format(self.__class__.__name__, "\n\t".join(error_msgs))
-            )
-        return _IncompatibleKeys(missing_keys, unexpected_keys)
+            root_state._metadata = metadata  # visible to load pre-hooks, as in a state_dict() result
+        _load_subtree(self, root_state, "", metadata, assign, report)
+        problems = report.strict_problems() if strict else []
+        problems += report.error_msgs
+        if problems:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t" + "\n\t".join(problems))
+        return _IncompatibleKeys(report.missing_keys, report.unexpected_keys)
 
     # -- printing ----------------------------------------------------------------------------------
 
@@ -1149,21 +1206,11 @@ class Module:
         return ""
 
     def __repr__(self):
-        extra_lines = []
-        extra_repr = self.extra_repr()
-        if extra_repr:
-            extra_lines = extra_repr.split("\n")
-        child_lines = []
-        for key, module in self._modules.items():
-            mod_str = _addindent(repr(module), 2)
-            child_lines.append("(" + key + "): " + mod_str)
-        lines = extra_lines + child_lines
-
-        main_str = self._get_name() + "("
-        if lines:
-            if len(extra_lines) == 1 and not child_lines:
-                main_str += extra_lines[0]
-            else:
-                main_str += "\n  " + "\n  ".join(lines) + "\n"
-        main_str += ")"
-        return main_str
+        extra = self.extra_repr()
+        own_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): {_indent_tail(repr(child), 2)}" for name, child in self._modules.items()]
+        if not child_lines and len(own_lines) <= 1:
+            return f"{self._get_name()}({''.join(own_lines)})"
+        # One entry per line, indented under the class name.
+        body = "".join(f"\n  {line}" for line in own_lines + child_lines)
+        return f"{self._get_name()}({body}\n)"

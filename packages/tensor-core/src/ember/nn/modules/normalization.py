@@ -11,6 +11,7 @@ import ember
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._utils import _options_repr
 from .batchnorm import _NormBase
 from .module import Module
 
@@ -52,15 +53,15 @@ class LayerNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         self.normalized_shape = _as_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if self.elementwise_affine:
-            self.weight = Parameter(ember.empty(self.normalized_shape, **factory_kwargs))
+            self.weight = Parameter(ember.empty(self.normalized_shape, **placement))
             if bias:
-                self.bias = Parameter(ember.empty(self.normalized_shape, **factory_kwargs))
+                self.bias = Parameter(ember.empty(self.normalized_shape, **placement))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -79,9 +80,8 @@ class LayerNorm(Module):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}, bias={use_bias}".format(
-            **self.__dict__, use_bias=self.bias is not None
-        )
+        affine = _options_repr(self, ("eps", "elementwise_affine"))
+        return f"{self.normalized_shape}, {affine}, bias={self.bias is not None}"
 
 
 class GroupNorm(Module):
@@ -106,7 +106,7 @@ class GroupNorm(Module):
     __constants__ = ["num_groups", "num_channels", "eps", "affine"]
 
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -115,9 +115,9 @@ class GroupNorm(Module):
         self.eps = eps
         self.affine = affine
         if self.affine:
-            self.weight = Parameter(ember.empty(num_channels, **factory_kwargs))
+            self.weight = Parameter(ember.empty(num_channels, **placement))
             if bias:
-                self.bias = Parameter(ember.empty(num_channels, **factory_kwargs))
+                self.bias = Parameter(ember.empty(num_channels, **placement))
             else:
                 self.register_parameter("bias", None)
         else:
@@ -136,9 +136,8 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return "{num_groups}, {num_channels}, eps={eps}, affine={affine}, bias={use_bias}".format(
-            **self.__dict__, use_bias=self.bias is not None
-        )
+        options = _options_repr(self, ("eps", "affine"))
+        return f"{self.num_groups}, {self.num_channels}, {options}, bias={self.bias is not None}"
 
 
 class RMSNorm(Module):
@@ -156,13 +155,13 @@ class RMSNorm(Module):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
+        placement = {"device": device, "dtype": dtype}
         super().__init__()
         self.normalized_shape = _as_shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
         if self.elementwise_affine:
-            self.weight = Parameter(ember.empty(self.normalized_shape, **factory_kwargs))
+            self.weight = Parameter(ember.empty(self.normalized_shape, **placement))
         else:
             self.register_parameter("weight", None)
         self.reset_parameters()
@@ -176,7 +175,7 @@ class RMSNorm(Module):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self):
-        return "{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}".format(**self.__dict__)
+        return f"{self.normalized_shape}, {_options_repr(self, ('eps', 'elementwise_affine'))}"
 
 
 class LocalResponseNorm(Module):
@@ -206,7 +205,7 @@ class LocalResponseNorm(Module):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self):
-        return "{size}, alpha={alpha}, beta={beta}, k={k}".format(**self.__dict__)
+        return f"{self.size}, {_options_repr(self, ('alpha', 'beta', 'k'))}"
 
 
 class _InstanceNorm(_NormBase):

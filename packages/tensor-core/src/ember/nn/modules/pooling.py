@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from .. import functional as F
-from ._utils import _single
+from ._utils import _options_repr, _single
 from .module import Module
 
 __all__ = [
@@ -49,10 +49,7 @@ class _MaxPoolNd(Module):
         )
 
     def extra_repr(self):
-        return (
-            "kernel_size={kernel_size}, stride={stride}, padding={padding}"
-            ", dilation={dilation}, ceil_mode={ceil_mode}".format(**self.__dict__)
-        )
+        return _options_repr(self, ("kernel_size", "stride", "padding", "dilation", "ceil_mode"))
 
 
 class MaxPool1d(_MaxPoolNd):

@@ -66,6 +66,16 @@ def _gru_step(gi, h, c, w_hh, b_hh, w_hr):
 
 _STEPS = {"RNN_TANH": _rnn_tanh_step, "RNN_RELU": _rnn_relu_step, "LSTM": _lstm_step, "GRU": _gru_step}
 
+# Gates per step: rows of weight_ih/weight_hh are this many blocks of hidden_size.
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _init_uniform_by_hidden_size(module):
+    """Every parameter from U(-k, k) with k = 1/sqrt(hidden_size), PyTorch's default for recurrent layers."""
+    bound = 1.0 / math.sqrt(module.hidden_size) if module.hidden_size > 0 else 0
+    for param in module.parameters():
+        init.uniform_(param, -bound, bound)
+
 
 def _run_direction(step, gi, batch_sizes, h0, c0, w_hh, b_hh, w_hr, reverse):
     """Run one direction of one layer over packed rows.
@@ -159,7 +169,6 @@ class RNNBase(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.mode = mode
         self.input_size = input_size
@@ -170,7 +179,6 @@ class RNNBase(Module):
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
         self.proj_size = proj_size
-        num_directions = 2 if bidirectional else 1
 
         if not isinstance(dropout, numbers.Number) or not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError(
@@ -203,38 +211,46 @@ class RNNBase(Module):
         if proj_size >= hidden_size:
             raise ValueError("proj_size has to be smaller than hidden_size")
 
-        if mode == "LSTM":
-            gate_size = 4 * hidden_size
-        elif mode == "GRU":
-            gate_size = 3 * hidden_size
-        elif mode in ("RNN_TANH", "RNN_RELU"):
-            gate_size = hidden_size
-        else:
+        if mode not in _GATES:
             raise ValueError("Unrecognized RNN mode: " + mode)
 
-        self._flat_weights_names = []
+        # Parameter names per (layer, direction), in PyTorch's order: they are the state-dict keys.
         self._all_weights = []
-        real_hidden_size = proj_size if proj_size > 0 else hidden_size
         for layer in range(num_layers):
-            for direction in range(num_directions):
-                layer_input_size = input_size if layer == 0 else real_hidden_size * num_directions
-                suffix = "_reverse" if direction == 1 else ""
-                params = [
-                    ("weight_ih_l{}{}", (gate_size, layer_input_size)),
-                    ("weight_hh_l{}{}", (gate_size, real_hidden_size)),
-                ]
-                if bias:
-                    params += [("bias_ih_l{}{}", (gate_size,)), ("bias_hh_l{}{}", (gate_size,))]
-                if proj_size > 0:
-                    params.append(("weight_hr_l{}{}", (proj_size, hidden_size)))
-                names = []
-                for fmt, shape in params:
-                    name = fmt.format(layer, suffix)
-                    setattr(self, name, Parameter(ember.empty(shape, **factory_kwargs)))
-                    names.append(name)
-                self._flat_weights_names.extend(names)
+            layer_input = input_size if layer == 0 else self._state_size * self._directions
+            for suffix in ("", "_reverse")[: self._directions]:
+                shapes = self._cell_parameter_shapes(layer_input)
+                names = [f"{kind}_l{layer}{suffix}" for kind in shapes]
+                for name, shape in zip(names, shapes.values()):
+                    setattr(self, name, Parameter(ember.empty(shape, device=device, dtype=dtype)))
                 self._all_weights.append(names)
+        self._flat_weights_names = [name for names in self._all_weights for name in names]
         self.reset_parameters()
+
+    @property
+    def _directions(self):
+        return 2 if self.bidirectional else 1
+
+    @property
+    def _state_size(self):
+        """Size of ``h``: the projection size of an LSTM with ``proj_size``, else ``hidden_size``."""
+        return self.proj_size if self.proj_size > 0 else self.hidden_size
+
+    def _cell_parameter_shapes(self, layer_input):
+        """``{kind: shape}`` of one layer-direction's parameters (``weight_ih``, ``weight_hh``, ...)."""
+        rows = _GATES[self.mode] * self.hidden_size
+        shapes = {"weight_ih": (rows, layer_input), "weight_hh": (rows, self._state_size)}
+        if self.bias:
+            shapes["bias_ih"] = (rows,)
+            shapes["bias_hh"] = (rows,)
+        if self.proj_size > 0:
+            shapes["weight_hr"] = (self.proj_size, self.hidden_size)
+        return shapes
+
+    def _batch_size(self, input, batch_sizes):
+        if batch_sizes is not None:  # packed: the first time step has every sequence
+            return int(batch_sizes[0])
+        return input.size(0) if self.batch_first else input.size(1)
 
     @property
     def _flat_weights(self):
@@ -250,9 +266,7 @@ class RNNBase(Module):
 
     def reset_parameters(self):
         """Re-draw every parameter from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _init_uniform_by_hidden_size(self)
 
     # ----------------------------------------------------------------------------------- argument checks
     def check_input(self, input, batch_sizes):
@@ -271,13 +285,7 @@ class RNNBase(Module):
             )
 
     def get_expected_hidden_size(self, input, batch_sizes):
-        if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
-        else:
-            mini_batch = input.size(0) if self.batch_first else input.size(1)
-        num_directions = 2 if self.bidirectional else 1
-        real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
-        return (self.num_layers * num_directions, mini_batch, real_hidden_size)
+        return (self.num_layers * self._directions, self._batch_size(input, batch_sizes), self._state_size)
 
     def check_hidden_size(self, hx, expected_hidden_size, msg="Expected hidden size {}, got {}"):
         if tuple(hx.size()) != tuple(expected_hidden_size):
@@ -293,20 +301,21 @@ class RNNBase(Module):
         return _apply_permutation(hx, permutation)
 
     def extra_repr(self):
-        s = "{input_size}, {hidden_size}"
-        if self.proj_size != 0:
-            s += ", proj_size={proj_size}"
-        if self.num_layers != 1:
-            s += ", num_layers={num_layers}"
-        if self.bias is not True:
-            s += ", bias={bias}"
-        if self.batch_first is not False:
-            s += ", batch_first={batch_first}"
-        if self.dropout != 0:
-            s += ", dropout={dropout}"
-        if self.bidirectional is not False:
-            s += ", bidirectional={bidirectional}"
-        return s.format(**self.__dict__)
+        # Only the options that differ from their defaults are shown.
+        defaults = {
+            "proj_size": 0,
+            "num_layers": 1,
+            "bias": True,
+            "batch_first": False,
+            "dropout": 0,
+            "bidirectional": False,
+        }
+        parts = [f"{self.input_size}, {self.hidden_size}"]
+        for name, default in defaults.items():
+            value = getattr(self, name)
+            if value != default:
+                parts.append(f"{name}={value}")
+        return ", ".join(parts)
 
     # ----------------------------------------------------------------------------------- the recurrence
     def _run(self, data, batch_sizes, hx, cx):
@@ -316,109 +325,100 @@ class RNNBase(Module):
         ``(output rows, h_n, c_n)``.
         """
         step = _STEPS[self.mode]
-        num_directions = 2 if self.bidirectional else 1
-        h_n, c_n = [], []
+        finals_h, finals_c = [], []
         layer_input = data
         for layer in range(self.num_layers):
-            outs = []
-            for direction in range(num_directions):
-                idx = layer * num_directions + direction
-                weights = [getattr(self, name) for name in self._all_weights[idx]]
-                w_ih, w_hh = weights[0], weights[1]
-                b_ih, b_hh = (weights[2], weights[3]) if self.bias else (None, None)
-                w_hr = weights[-1] if self.proj_size > 0 else None
-                gi = F.linear(layer_input, w_ih, b_ih)
+            outputs = []
+            for direction in range(self._directions):
+                index = layer * self._directions + direction
+                # "weight_ih_l0_reverse" -> "weight_ih"
+                params = {name.rsplit("_l", 1)[0]: getattr(self, name) for name in self._all_weights[index]}
+                gates_x = F.linear(layer_input, params["weight_ih"], params.get("bias_ih"))
+                c0 = None if cx is None else cx[index]
                 out, h, c = _run_direction(
-                    step, gi, batch_sizes, hx[idx], None if cx is None else cx[idx], w_hh, b_hh, w_hr, direction == 1
+                    step, gates_x, batch_sizes, hx[index], c0, params["weight_hh"], params.get("bias_hh"),
+                    params.get("weight_hr"), direction == 1,
                 )
-                outs.append(out)
-                h_n.append(h)
-                c_n.append(c)
-            layer_input = outs[0] if num_directions == 1 else ember.cat(outs, 1)
+                outputs.append(out)
+                finals_h.append(h)
+                finals_c.append(c)
+            layer_input = outputs[0] if len(outputs) == 1 else ember.cat(outputs, 1)
+            # Dropout between layers only: the last layer's output is returned as it is.
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
-        return layer_input, ember.stack(h_n, 0), (ember.stack(c_n, 0) if cx is not None else None)
+        return layer_input, ember.stack(finals_h, 0), (ember.stack(finals_c, 0) if cx is not None else None)
+
+    def _batched_hidden(self, hx, is_batched):
+        """Check the initial state's rank against the input's; give an unbatched state its batch dim."""
+        want = 3 if is_batched else 2
+        kind = "batched 3-D" if is_batched else "unbatched 2-D"
+        if self.mode == "LSTM":
+            ranks = (hx[0].dim(), hx[1].dim())
+            if ranks != (want, want):
+                raise RuntimeError(
+                    f"For {kind} input, hx and cx should also be {want}-D but got ({ranks[0]}-D, {ranks[1]}-D) tensors"
+                )
+            return hx if is_batched else (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+        if hx.dim() != want:
+            raise RuntimeError(f"For {kind} input, hx should also be {want}-D but got {hx.dim()}-D tensor")
+        return hx if is_batched else hx.unsqueeze(1)
+
+    def _zero_state(self, batch, like):
+        """``h_0`` (and ``c_0`` for an LSTM) of zeros when the caller gives none."""
+        layers = self.num_layers * self._directions
+        h0 = ember.zeros((layers, batch, self._state_size), dtype=like.dtype, device=like.device)
+        if self.mode != "LSTM":
+            return h0
+        return h0, ember.zeros((layers, batch, self.hidden_size), dtype=like.dtype, device=like.device)
 
     def _forward_impl(self, input, hx):
         """Shared forward of RNN/LSTM/GRU; ``hx`` is a tensor, or a ``(h_0, c_0)`` tuple for LSTM."""
-        packed_type = _packed_sequence_type()
         is_lstm = self.mode == "LSTM"
-        name = {"RNN_TANH": "RNN", "RNN_RELU": "RNN"}.get(self.mode, self.mode)
-        num_directions = 2 if self.bidirectional else 1
-        real_hidden_size = self.proj_size if self.proj_size > 0 else self.hidden_size
-        orig_input = input
+        width = self._state_size * self._directions  # features of the output
+        packed = input if isinstance(input, _packed_sequence_type()) else None
         is_batched = True
-        batch_dim = 0 if self.batch_first else 1
-        if isinstance(orig_input, packed_type):
-            input, batch_sizes, sorted_indices, unsorted_indices = input
-            max_batch_size = int(batch_sizes[0])
+        if packed is not None:
+            input, batch_sizes, sorted_indices, unsorted_indices = packed
         else:
-            batch_sizes = None
-            sorted_indices = unsorted_indices = None
+            batch_sizes = sorted_indices = unsorted_indices = None
             if input.dim() not in (2, 3):
-                tensor_word = " tensor" if name == "RNN" else ""
+                name, tensor_word = ("RNN", " tensor") if self.mode.startswith("RNN") else (self.mode, "")
                 raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D{tensor_word} instead")
             is_batched = input.dim() == 3
             if not is_batched:
-                input = input.unsqueeze(batch_dim)
+                input = input.unsqueeze(0 if self.batch_first else 1)
             if hx is not None:
-                if is_lstm:
-                    dims = (hx[0].dim(), hx[1].dim())
-                    want = 3 if is_batched else 2
-                    if dims != (want, want):
-                        kind = "batched 3-D" if is_batched else "unbatched 2-D"
-                        raise RuntimeError(
-                            f"For {kind} input, hx and cx should also be {want}-D but got "
-                            f"({dims[0]}-D, {dims[1]}-D) tensors"
-                        )
-                    if not is_batched:
-                        hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
-                else:
-                    if is_batched and hx.dim() != 3:
-                        raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
-                    if not is_batched:
-                        if hx.dim() != 2:
-                            raise RuntimeError(
-                                f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor"
-                            )
-                        hx = hx.unsqueeze(1)
-            max_batch_size = input.size(0) if self.batch_first else input.size(1)
+                hx = self._batched_hidden(hx, is_batched)
 
-        factory = {"dtype": input.dtype, "device": input.device}
         if hx is None:
-            h0 = ember.zeros((self.num_layers * num_directions, max_batch_size, real_hidden_size), **factory)
-            hx = (h0, ember.zeros((self.num_layers * num_directions, max_batch_size, self.hidden_size), **factory))
-            if not is_lstm:
-                hx = hx[0]
+            hx = self._zero_state(self._batch_size(input, batch_sizes), input)
         else:
-            hx = self.permute_hidden(hx, sorted_indices)
+            hx = self.permute_hidden(hx, sorted_indices)  # packed sequences are sorted by length
         self.check_forward_args(input, hx, batch_sizes)
 
-        if batch_sizes is not None:
-            sizes = [int(b) for b in batch_sizes.tolist()]
-            data = input
+        # The recurrence runs on rows: packed data as is, a padded batch as (steps * batch, features).
+        if packed is not None:
+            sizes, rows = [int(b) for b in batch_sizes.tolist()], input
         else:
-            seq = input.transpose(0, 1) if self.batch_first else input
-            steps, batch = seq.shape[0], seq.shape[1]
-            sizes = [batch] * steps
-            data = seq.reshape(steps * batch, seq.shape[2])
+            time_major = input.transpose(0, 1) if self.batch_first else input
+            steps, batch = time_major.shape[0], time_major.shape[1]
+            sizes, rows = [batch] * steps, time_major.reshape(steps * batch, time_major.shape[2])
         h0, c0 = hx if is_lstm else (hx, None)
         if sizes and sizes[0] > 0:
-            out, h_n, c_n = self._run(data, sizes, h0, c0)
+            out, h_n, c_n = self._run(rows, sizes, h0, c0)
         else:  # no step or an empty batch: nothing runs, the states pass through
-            out = ember.zeros((0, real_hidden_size * num_directions), **factory)
+            out = ember.zeros((0, width), dtype=input.dtype, device=input.device)
             h_n, c_n = h0, c0
         hidden = (h_n, c_n) if is_lstm else h_n
 
-        if batch_sizes is not None:
-            return type(orig_input)(out, batch_sizes, sorted_indices, unsorted_indices), self.permute_hidden(
-                hidden, unsorted_indices
-            )
-        output = out.reshape(steps, batch, real_hidden_size * num_directions)
+        if packed is not None:
+            output = type(packed)(out, batch_sizes, sorted_indices, unsorted_indices)
+            return output, self.permute_hidden(hidden, unsorted_indices)
+        output = out.reshape(steps, batch, width)
         if self.batch_first:
             output = output.transpose(0, 1)
         if not is_batched:
-            output = output.squeeze(batch_dim)
+            output = output.squeeze(0 if self.batch_first else 1)
             hidden = (hidden[0].squeeze(1), hidden[1].squeeze(1)) if is_lstm else hidden.squeeze(1)
         return output, hidden
 
@@ -452,18 +452,16 @@ class RNN(RNNBase):
     def __init__(self, *args, **kwargs):
         if "proj_size" in kwargs:
             raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        # nonlinearity is RNN's 4th positional argument but not RNNBase's: take it out of either place.
         if len(args) > 3:
             self.nonlinearity = args[3]
             args = args[:3] + args[4:]
         else:
             self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
-        if self.nonlinearity == "tanh":
-            mode = "RNN_TANH"
-        elif self.nonlinearity == "relu":
-            mode = "RNN_RELU"
-        else:
+        modes = {"tanh": "RNN_TANH", "relu": "RNN_RELU"}
+        if self.nonlinearity not in modes:
             raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
-        super().__init__(mode, *args, **kwargs)
+        super().__init__(modes[self.nonlinearity], *args, **kwargs)
 
     def forward(self, input, hx=None):
         return self._forward_impl(input, hx)
@@ -504,12 +502,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input, batch_sizes):
-        if batch_sizes is not None:
-            mini_batch = int(batch_sizes[0])
-        else:
-            mini_batch = input.size(0) if self.batch_first else input.size(1)
-        num_directions = 2 if self.bidirectional else 1
-        return (self.num_layers * num_directions, mini_batch, self.hidden_size)
+        return (self.num_layers * self._directions, self._batch_size(input, batch_sizes), self.hidden_size)
 
     def check_forward_args(self, input, hidden, batch_sizes):
         self.check_input(input, batch_sizes)
@@ -565,34 +558,33 @@ class RNNCellBase(Module):
     __constants__ = ["input_size", "hidden_size", "bias"]
 
     def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.bias = bias
-        self.weight_ih = Parameter(ember.empty((num_chunks * hidden_size, input_size), **factory_kwargs))
-        self.weight_hh = Parameter(ember.empty((num_chunks * hidden_size, hidden_size), **factory_kwargs))
-        if bias:
-            self.bias_ih = Parameter(ember.empty(num_chunks * hidden_size, **factory_kwargs))
-            self.bias_hh = Parameter(ember.empty(num_chunks * hidden_size, **factory_kwargs))
-        else:
-            self.register_parameter("bias_ih", None)
-            self.register_parameter("bias_hh", None)
+        rows = num_chunks * hidden_size
+
+        def new_parameter(*shape):
+            return Parameter(ember.empty(shape, device=device, dtype=dtype))
+
+        self.weight_ih = new_parameter(rows, input_size)
+        self.weight_hh = new_parameter(rows, hidden_size)
+        # Without bias the names are still registered (as None), so ``cell.bias_ih is None`` works.
+        self.register_parameter("bias_ih", new_parameter(rows) if bias else None)
+        self.register_parameter("bias_hh", new_parameter(rows) if bias else None)
         self.reset_parameters()
 
     def extra_repr(self):
-        s = "{input_size}, {hidden_size}"
-        if "bias" in self.__dict__ and self.bias is not True:
-            s += ", bias={bias}"
-        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
-            s += ", nonlinearity={nonlinearity}"
-        return s.format(**self.__dict__)
+        parts = [f"{self.input_size}, {self.hidden_size}"]
+        if self.__dict__.get("bias", True) is not True:
+            parts.append(f"bias={self.bias}")
+        if self.__dict__.get("nonlinearity", "tanh") != "tanh":
+            parts.append(f"nonlinearity={self.nonlinearity}")
+        return ", ".join(parts)
 
     def reset_parameters(self):
         """Re-draw every parameter from U(-1/sqrt(hidden_size), 1/sqrt(hidden_size))."""
-        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
-        for weight in self.parameters():
-            init.uniform_(weight, -stdv, stdv)
+        _init_uniform_by_hidden_size(self)
 
     def _check(self, input, states):
         if input.size(1) != self.input_size:

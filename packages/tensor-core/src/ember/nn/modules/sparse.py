@@ -25,6 +25,36 @@ def _check_padding_idx(padding_idx, num_embeddings):
     return padding_idx
 
 
+# Options shown by extra_repr only when they differ from these defaults.
+_REPR_DEFAULTS = {"padding_idx": None, "max_norm": None, "norm_type": 2, "scale_grad_by_freq": False}
+
+
+def _non_default_options(module, names):
+    return [f"{name}={getattr(module, name)}" for name in names if getattr(module, name) != _REPR_DEFAULTS[name]]
+
+
+def _table_or_given(num_embeddings, embedding_dim, given, device, dtype):
+    """The embedding table: ``given`` after a shape check, or new uninitialized storage."""
+    if given is None:
+        return ember.empty((num_embeddings, embedding_dim), device=device, dtype=dtype)
+    if tuple(given.shape) != (num_embeddings, embedding_dim):
+        raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
+    return given
+
+
+def _zero_padding_row(weight, padding_idx):
+    # The padding row's embedding is the zero vector; its gradient stays zero, so it stays so.
+    if padding_idx is not None:
+        with ember.no_grad():
+            weight[padding_idx].fill_(0)
+
+
+def _pretrained_shape(embeddings):
+    if embeddings.dim() != 2:
+        raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
+    return tuple(embeddings.shape)
+
+
 class Embedding(Module):
     """A lookup table: ``output[..., :] = weight[input[...], :]``.
 
@@ -80,7 +110,6 @@ class Embedding(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -88,26 +117,16 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
+        table = _table_or_given(num_embeddings, embedding_dim, _weight, device, dtype)
+        self.weight = Parameter(table, requires_grad=not _freeze)
         if _weight is None:
-            self.weight = Parameter(
-                ember.empty((num_embeddings, embedding_dim), **factory_kwargs), requires_grad=not _freeze
-            )
             self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
-            self.weight = Parameter(_weight, requires_grad=not _freeze)
         self.sparse = sparse
 
     def reset_parameters(self):
         """Re-draw ``weight`` from N(0, 1) and zero the ``padding_idx`` row."""
         init.normal_(self.weight)
-        self._fill_padding_idx_with_zero()
-
-    def _fill_padding_idx_with_zero(self):
-        if self.padding_idx is not None:
-            with ember.no_grad():
-                self.weight[self.padding_idx].fill_(0)
+        _zero_padding_row(self.weight, self.padding_idx)
 
     def forward(self, input):
         return F.embedding(
@@ -115,18 +134,11 @@ class Embedding(Module):
         )
 
     def extra_repr(self):
-        s = "{num_embeddings}, {embedding_dim}"
-        if self.padding_idx is not None:
-            s += ", padding_idx={padding_idx}"
-        if self.max_norm is not None:
-            s += ", max_norm={max_norm}"
-        if self.norm_type != 2:
-            s += ", norm_type={norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq={scale_grad_by_freq}"
+        parts = [f"{self.num_embeddings}, {self.embedding_dim}"]
+        parts += _non_default_options(self, ("padding_idx", "max_norm", "norm_type", "scale_grad_by_freq"))
         if self.sparse is not False:
-            s += ", sparse=True"
-        return s.format(**self.__dict__)
+            parts.append("sparse=True")
+        return ", ".join(parts)
 
     @classmethod
     def from_pretrained(
@@ -150,9 +162,7 @@ class Embedding(Module):
         Raises:
             AssertionError: ``embeddings`` is not 2-D (as PyTorch).
         """
-        if embeddings.dim() != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
-        rows, cols = embeddings.shape
+        rows, cols = _pretrained_shape(embeddings)
         return cls(
             num_embeddings=rows,
             embedding_dim=cols,
@@ -206,7 +216,6 @@ class EmbeddingBag(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
@@ -214,13 +223,9 @@ class EmbeddingBag(Module):
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
         self.padding_idx = _check_padding_idx(padding_idx, num_embeddings)
+        self.weight = Parameter(_table_or_given(num_embeddings, embedding_dim, _weight, device, dtype))
         if _weight is None:
-            self.weight = Parameter(ember.empty((num_embeddings, embedding_dim), **factory_kwargs))
             self.reset_parameters()
-        else:
-            if list(_weight.shape) != [num_embeddings, embedding_dim]:
-                raise AssertionError("Shape of weight does not match num_embeddings and embedding_dim")
-            self.weight = Parameter(_weight)
         self.mode = mode
         self.sparse = sparse
         self.include_last_offset = include_last_offset
@@ -228,9 +233,7 @@ class EmbeddingBag(Module):
     def reset_parameters(self):
         """Re-draw ``weight`` from N(0, 1) and zero the ``padding_idx`` row."""
         init.normal_(self.weight)
-        if self.padding_idx is not None:
-            with ember.no_grad():
-                self.weight[self.padding_idx].fill_(0)
+        _zero_padding_row(self.weight, self.padding_idx)
 
     def forward(self, input, offsets=None, per_sample_weights=None):
         return F.embedding_bag(
@@ -248,17 +251,11 @@ class EmbeddingBag(Module):
         )
 
     def extra_repr(self):
-        s = "{num_embeddings}, {embedding_dim}"
-        if self.max_norm is not None:
-            s += ", max_norm={max_norm}"
-        if self.norm_type != 2:
-            s += ", norm_type={norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq={scale_grad_by_freq}"
-        s += ", mode={mode}"
-        if self.padding_idx is not None:
-            s += ", padding_idx={padding_idx}"
-        return s.format(**{k: repr(v) if k == "mode" else v for k, v in self.__dict__.items()})
+        parts = [f"{self.num_embeddings}, {self.embedding_dim}"]
+        parts += _non_default_options(self, ("max_norm", "norm_type", "scale_grad_by_freq"))
+        parts.append(f"mode={self.mode!r}")
+        parts += _non_default_options(self, ("padding_idx",))
+        return ", ".join(parts)
 
     @classmethod
     def from_pretrained(
@@ -275,9 +272,7 @@ class EmbeddingBag(Module):
     ):
         """Create an EmbeddingBag whose weight is the 2-D ``embeddings``; see
         :meth:`Embedding.from_pretrained`."""
-        if embeddings.dim() != 2:
-            raise AssertionError("Embeddings parameter is expected to be 2-dimensional")
-        rows, cols = embeddings.shape
+        rows, cols = _pretrained_shape(embeddings)
         bag = cls(
             num_embeddings=rows,
             embedding_dim=cols,

@@ -12,7 +12,6 @@ Xiong et al., "On Layer Normalization in the Transformer Architecture" (2020) fo
 from __future__ import annotations
 
 import copy
-import warnings
 
 import ember
 
@@ -41,37 +40,64 @@ def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     return ember.triu(ember.full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)
 
 
-def _get_seq_len(src, batch_first):
-    src_size = src.size()
-    if len(src_size) == 2:
-        return src_size[0]
-    return src_size[1 if batch_first else 0]
+def _sequence_length(x, batch_first):
+    """Length of the sequence dimension of ``(S, E)``, ``(S, N, E)`` or, batch first, ``(N, S, E)``."""
+    if x.dim() == 2:
+        return x.size(0)
+    return x.size(1) if batch_first else x.size(0)
 
 
-def _get_clones(module, N):
-    return ModuleList([copy.deepcopy(module) for _ in range(N)])
+def _stack_copies(layer, count):
+    """``count`` independent deep copies of ``layer``: each layer of a stack has its own weights."""
+    return ModuleList(copy.deepcopy(layer) for _ in range(count))
 
 
-def _get_activation_fn(activation):
-    if activation == "relu":
-        return F.relu
-    if activation == "gelu":
-        return F.gelu
-    raise RuntimeError(f"activation should be relu/gelu, not {activation}")
+def _activation_from_name(name):
+    known = {"relu": F.relu, "gelu": F.gelu}
+    if name not in known:
+        raise RuntimeError(f"activation should be relu/gelu, not {name}")
+    return known[name]
+
+
+def _activation_code(activation):
+    """PyTorch's ``activation_relu_or_gelu`` attribute: 1 for ReLU, 2 for GELU, 0 otherwise. PyTorch's
+    fused kernels read it; ember has none, but the attribute is public, so it is kept."""
+    if activation is F.relu or isinstance(activation, ReLU):
+        return 1
+    if activation is F.gelu or isinstance(activation, GELU):
+        return 2
+    return 0
 
 
 def _detect_is_causal_mask(mask, is_causal=None, size=None):
     """``is_causal`` when given; otherwise whether ``mask`` equals the square subsequent mask of ``size``
-    (default ``mask.size(-2)``)."""
-    make_causal = is_causal is True
-    if is_causal is None and mask is not None:
-        sz = size if size is not None else mask.size(-2)
-        causal_comparison = _generate_square_subsequent_mask(sz, device=mask.device, dtype=mask.dtype)
-        if tuple(mask.size()) == tuple(causal_comparison.size()):
-            make_causal = bool((mask == causal_comparison).all())
-        else:
-            make_causal = False
-    return make_causal
+    (default ``mask.size(-2)``). Layers can then skip building a mask they already know."""
+    if is_causal is not None or mask is None:
+        return is_causal is True
+    n = mask.size(-2) if size is None else size
+    if tuple(mask.size()) != (n, n):
+        return False
+    reference = _generate_square_subsequent_mask(n, device=mask.device, dtype=mask.dtype)
+    return bool((mask == reference).all())
+
+
+def _add_layer_blocks(layer, n_blocks, d_model, dim_feedforward, dropout, layer_norm_eps, bias, placement):
+    """Give an encoder/decoder layer its feed-forward network (``linear1``, ``dropout``, ``linear2``)
+    and one ``norm{i}``/``dropout{i}`` per residual block, in the order their state-dict keys have."""
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **placement)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **placement)
+    for i in range(1, n_blocks + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **placement))
+    for i in range(1, n_blocks + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+
+
+def _residual(x, block, norm, norm_first):
+    """One residual block: pre-norm ``x + block(norm(x))`` or post-norm ``norm(x + block(x))``."""
+    if norm_first:
+        return x + block(norm(x))
+    return norm(x + block(x))
 
 
 class Transformer(Module):
@@ -127,26 +153,19 @@ class Transformer(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            encoder_layer = TransformerEncoderLayer(
-                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
-                bias, **factory_kwargs,
-            )
-            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            decoder_layer = TransformerDecoderLayer(
-                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first,
-                bias, **factory_kwargs,
-            )
-            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+        placement = {"device": device, "dtype": dtype}
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first, norm_first)
+        if custom_encoder is None:
+            layer = TransformerEncoderLayer(*layer_args, bias, **placement)
+            final_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **placement)
+            custom_encoder = TransformerEncoder(layer, num_encoder_layers, final_norm)
+        self.encoder = custom_encoder
+        if custom_decoder is None:
+            layer = TransformerDecoderLayer(*layer_args, bias, **placement)
+            final_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **placement)
+            custom_decoder = TransformerDecoder(layer, num_decoder_layers, final_norm)
+        self.decoder = custom_decoder
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead
@@ -166,13 +185,7 @@ class Transformer(Module):
         tgt_is_causal=None,
         memory_is_causal=False,
     ):
-        is_batched = src.dim() == 3
-        if not self.batch_first and src.size(1) != tgt.size(1) and is_batched:
-            raise RuntimeError("the batch number of src and tgt must be equal")
-        elif self.batch_first and src.size(0) != tgt.size(0) and is_batched:
-            raise RuntimeError("the batch number of src and tgt must be equal")
-        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
-            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        self._check_inputs(src, tgt)
         memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask, is_causal=src_is_causal)
         return self.decoder(
             tgt,
@@ -185,6 +198,14 @@ class Transformer(Module):
             memory_is_causal=memory_is_causal,
         )
 
+    def _check_inputs(self, src, tgt):
+        if src.dim() == 3:  # unbatched inputs have no batch dimension to compare
+            batch_dim = 0 if self.batch_first else 1
+            if src.size(batch_dim) != tgt.size(batch_dim):
+                raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.size(-1) != self.d_model or tgt.size(-1) != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """A causal mask for a sequence of length ``sz``: a float ``(sz, sz)`` tensor with ``-inf``
@@ -193,9 +214,10 @@ class Transformer(Module):
         return _generate_square_subsequent_mask(sz, dtype=dtype, device=device)
 
     def _reset_parameters(self):
-        for p in self.parameters():
-            if p.dim() > 1:
-                init.xavier_uniform_(p)
+        # Weight matrices only; biases and norm scales keep their layer's initialisation.
+        for weight in self.parameters():
+            if weight.dim() > 1:
+                init.xavier_uniform_(weight)
 
 
 class TransformerEncoder(Module):
@@ -205,8 +227,8 @@ class TransformerEncoder(Module):
         encoder_layer (TransformerEncoderLayer): the layer to clone.
         num_layers (int): number of layers.
         norm (Module, optional): applied to the output of the last layer.
-        enable_nested_tensor (bool): accepted for compatibility (PyTorch's nested-tensor fast path is
-            not implemented; ``use_nested_tensor`` is recorded as PyTorch does, with its warning).
+        enable_nested_tensor (bool): accepted for compatibility and stored; ember has no nested-tensor
+            fast path, so ``use_nested_tensor`` is always ``False``.
         mask_check (bool): accepted for compatibility.
 
     Shape: src ``(S, N, E)`` (``(N, S, E)`` with batch-first layers, or ``(S, E)``); mask ``(S, S)`` or
@@ -217,41 +239,12 @@ class TransformerEncoder(Module):
 
     def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
         super().__init__()
-        self.layers = _get_clones(encoder_layer, num_layers)
+        self.layers = _stack_copies(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
-        self.use_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = False  # no nested-tensor path in ember: every input takes the dense path
         self.mask_check = mask_check
-
-        enc_layer = "encoder_layer"
-        why_not_sparsity_fast_path = ""
-        if not isinstance(encoder_layer, TransformerEncoderLayer):
-            why_not_sparsity_fast_path = f"{enc_layer} was not TransformerEncoderLayer"
-        elif encoder_layer.norm_first:
-            why_not_sparsity_fast_path = f"{enc_layer}.norm_first was True"
-        elif not encoder_layer.self_attn.batch_first:
-            why_not_sparsity_fast_path = (
-                f"{enc_layer}.self_attn.batch_first was not True"
-                + "(use batch_first for better inference performance)"
-            )
-        elif not encoder_layer.self_attn._qkv_same_embed_dim:
-            why_not_sparsity_fast_path = f"{enc_layer}.self_attn._qkv_same_embed_dim was not True"
-        elif encoder_layer.self_attn.in_proj_bias is None:
-            why_not_sparsity_fast_path = f"{enc_layer}.self_attn was passed bias=False"
-        elif not encoder_layer.activation_relu_or_gelu:
-            why_not_sparsity_fast_path = f"{enc_layer}.activation_relu_or_gelu was not True"
-        elif encoder_layer.norm1.eps != encoder_layer.norm2.eps:
-            why_not_sparsity_fast_path = f"{enc_layer}.norm1.eps was not equal to {enc_layer}.norm2.eps"
-        elif encoder_layer.self_attn.num_heads % 2 == 1:
-            why_not_sparsity_fast_path = f"{enc_layer}.self_attn.num_heads is odd"
-        if enable_nested_tensor and why_not_sparsity_fast_path:
-            warnings.warn(
-                "enable_nested_tensor is True, but self.use_nested_tensor is False because "
-                f"{why_not_sparsity_fast_path}",
-                stacklevel=2,
-            )
-            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         """Pass ``src`` through the layers. ``is_causal=None`` detects whether ``mask`` is the
@@ -260,15 +253,12 @@ class TransformerEncoder(Module):
             src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(mask), "mask", src.dtype
         )
         mask = _canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
-        output = src
-        batch_first = self.layers[0].self_attn.batch_first
-        seq_len = _get_seq_len(src, batch_first)
+        seq_len = _sequence_length(src, self.layers[0].self_attn.batch_first)
         is_causal = _detect_is_causal_mask(mask, is_causal, seq_len)
-        for mod in self.layers:
-            output = mod(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
-        if self.norm is not None:
-            output = self.norm(output)
-        return output
+        x = src
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
+        return x if self.norm is None else self.norm(x)
 
 
 class TransformerDecoder(Module):
@@ -283,7 +273,7 @@ class TransformerDecoder(Module):
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
-        self.layers = _get_clones(decoder_layer, num_layers)
+        self.layers = _stack_copies(decoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
 
@@ -300,23 +290,19 @@ class TransformerDecoder(Module):
     ):
         """Pass ``tgt`` (attending to ``memory``) through the layers; ``tgt_is_causal=None`` detects
         whether ``tgt_mask`` is the square subsequent mask."""
-        output = tgt
-        seq_len = _get_seq_len(tgt, self.layers[0].self_attn.batch_first)
-        tgt_is_causal = _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len)
-        for mod in self.layers:
-            output = mod(
-                output,
-                memory,
-                tgt_mask=tgt_mask,
-                memory_mask=memory_mask,
-                tgt_key_padding_mask=tgt_key_padding_mask,
-                memory_key_padding_mask=memory_key_padding_mask,
-                tgt_is_causal=tgt_is_causal,
-                memory_is_causal=memory_is_causal,
-            )
-        if self.norm is not None:
-            output = self.norm(output)
-        return output
+        seq_len = _sequence_length(tgt, self.layers[0].self_attn.batch_first)
+        masks = {
+            "tgt_mask": tgt_mask,
+            "memory_mask": memory_mask,
+            "tgt_key_padding_mask": tgt_key_padding_mask,
+            "memory_key_padding_mask": memory_key_padding_mask,
+            "tgt_is_causal": _detect_is_causal_mask(tgt_mask, tgt_is_causal, seq_len),
+            "memory_is_causal": memory_is_causal,
+        }
+        x = tgt
+        for layer in self.layers:
+            x = layer(x, memory, **masks)
+        return x if self.norm is None else self.norm(x)
 
 
 class TransformerEncoderLayer(Module):
@@ -354,33 +340,17 @@ class TransformerEncoderLayer(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
+        placement = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **factory_kwargs
+            d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **placement
         )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory_kwargs)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory_kwargs)
+        _add_layer_blocks(self, 2, d_model, dim_feedforward, dropout, layer_norm_eps, bias, placement)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
         if isinstance(activation, str):
-            activation = _get_activation_fn(activation)
-        if activation is F.relu or isinstance(activation, ReLU):
-            self.activation_relu_or_gelu = 1
-        elif activation is F.gelu or isinstance(activation, GELU):
-            self.activation_relu_or_gelu = 2
-        else:
-            self.activation_relu_or_gelu = 0
+            activation = _activation_from_name(activation)
+        self.activation_relu_or_gelu = _activation_code(activation)
         self.activation = activation
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        if not hasattr(self, "activation"):
-            self.activation = F.relu
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         """``src_mask`` ``(S, S)`` or ``(N*nhead, S, S)`` and ``src_key_padding_mask`` ``(N, S)``: bool
@@ -389,24 +359,22 @@ class TransformerEncoderLayer(Module):
             src_key_padding_mask, "src_key_padding_mask", _none_or_dtype(src_mask), "src_mask", src.dtype
         )
         src_mask = _canonical_mask(src_mask, "src_mask", None, "", src.dtype, check_other=False)
-        x = src
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal=is_causal)
-            x = x + self._ff_block(self.norm2(x))
-        else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal=is_causal))
-            x = self.norm2(x + self._ff_block(x))
-        return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(
+        def attend(h):
+            return self._self_attention(h, src_mask, src_key_padding_mask, is_causal)
+
+        x = _residual(src, attend, self.norm1, self.norm_first)
+        return _residual(x, self._feed_forward, self.norm2, self.norm_first)
+
+    def _self_attention(self, x, attn_mask, key_padding_mask, is_causal):
+        out, _ = self.self_attn(
             x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, need_weights=False, is_causal=is_causal
-        )[0]
-        return self.dropout1(x)
+        )
+        return self.dropout1(out)
 
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
+    def _feed_forward(self, x):
+        hidden = self.dropout(self.activation(self.linear1(x)))
+        return self.dropout2(self.linear2(hidden))
 
 
 class TransformerDecoderLayer(Module):
@@ -438,33 +406,17 @@ class TransformerDecoderLayer(Module):
         device=None,
         dtype=None,
     ):
-        factory_kwargs = {"device": device, "dtype": dtype}
         super().__init__()
+        placement = {"device": device, "dtype": dtype}
         self.self_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **factory_kwargs
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **placement
         )
         self.multihead_attn = MultiheadAttention(
-            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **factory_kwargs
+            d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias, **placement
         )
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **factory_kwargs)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **factory_kwargs)
+        _add_layer_blocks(self, 3, d_model, dim_feedforward, dropout, layer_norm_eps, bias, placement)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **factory_kwargs)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        if isinstance(activation, str):
-            self.activation = _get_activation_fn(activation)
-        else:
-            self.activation = activation
-
-    def __setstate__(self, state):
-        if "activation" not in state:
-            state["activation"] = F.relu
-        self.__dict__.update(state)
+        self.activation = _activation_from_name(activation) if isinstance(activation, str) else activation
 
     def forward(
         self,
@@ -479,30 +431,30 @@ class TransformerDecoderLayer(Module):
     ):
         """Masks as :meth:`MultiheadAttention.forward`: ``tgt_mask`` ``(T, T)``, ``memory_mask`` ``(T, S)``,
         ``tgt_key_padding_mask`` ``(N, T)``, ``memory_key_padding_mask`` ``(N, S)``."""
-        x = tgt
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
-            x = x + self._ff_block(self.norm3(x))
-        else:
-            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
-            x = self.norm3(x + self._ff_block(x))
-        return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(
+        def attend_self(h):
+            return self._self_attention(h, tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+
+        def attend_memory(h):
+            return self._cross_attention(h, memory, memory_mask, memory_key_padding_mask, memory_is_causal)
+
+        x = _residual(tgt, attend_self, self.norm1, self.norm_first)
+        x = _residual(x, attend_memory, self.norm2, self.norm_first)
+        return _residual(x, self._feed_forward, self.norm3, self.norm_first)
+
+    def _self_attention(self, x, attn_mask, key_padding_mask, is_causal):
+        out, _ = self.self_attn(
             x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal, need_weights=False
-        )[0]
-        return self.dropout1(x)
+        )
+        return self.dropout1(out)
 
-    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
-        x = self.multihead_attn(
-            x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
+    def _cross_attention(self, x, memory, attn_mask, key_padding_mask, is_causal):
+        out, _ = self.multihead_attn(
+            x, memory, memory, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
             need_weights=False,
-        )[0]
-        return self.dropout2(x)
+        )
+        return self.dropout2(out)
 
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
+    def _feed_forward(self, x):
+        hidden = self.dropout(self.activation(self.linear1(x)))
+        return self.dropout3(self.linear2(hidden))

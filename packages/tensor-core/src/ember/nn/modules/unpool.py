@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from .. import functional as F
-from ._utils import _pair, _single, _triple
+from ._utils import _options_repr, _pair, _single, _triple
 from .module import Module
 
 __all__ = ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d", "LPPool2d", "LPPool3d"]
@@ -91,9 +91,7 @@ class _LPPoolNd(Module):
         return type(self)._pool(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
 
     def extra_repr(self):
-        return "norm_type={norm_type}, kernel_size={kernel_size}, stride={stride}, ceil_mode={ceil_mode}".format(
-            **self.__dict__
-        )
+        return _options_repr(self, ("norm_type", "kernel_size", "stride", "ceil_mode"))
 
 
 class LPPool1d(_LPPoolNd):

@@ -6,7 +6,7 @@ __all__ = ["parameters_to_vector", "vector_to_parameters"]
 
 
 def parameters_to_vector(parameters):
-    """Flatten an iterable of parameters into a single 1-D vector (in iteration order).
+    """One 1-D tensor holding every parameter's values, flattened and concatenated in iteration order.
 
     The result is differentiable with respect to the parameters (it is ``cat`` of their views).
 

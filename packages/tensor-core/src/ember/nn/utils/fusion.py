@@ -12,7 +12,7 @@ __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "
 
 
 def fuse_conv_bn_eval(conv, bn, transpose=False):
-    """Fuse a convolution module and a BatchNorm module into a new convolution module.
+    """A copy of ``conv`` that computes ``bn(conv(x))`` in one step (inference only).
 
     Args:
         conv (ember.nn.modules.conv._ConvNd): a convolution (``ConvNd`` or, with ``transpose=True``,
@@ -37,19 +37,26 @@ def fuse_conv_bn_eval(conv, bn, transpose=False):
         >>> bool(((fused(x) - bn(conv(x))).abs() < 1e-5).all())
         True
     """
-    if conv.training or bn.training:
+    _check_fusable(conv, bn)
+    fused = copy.deepcopy(conv)
+    fused.weight, fused.bias = fuse_conv_bn_weights(fused.weight, fused.bias, *_bn_statistics(bn), transpose)
+    return fused
+
+
+def _check_fusable(layer, bn):
+    # Fusion bakes the running statistics into the layer: only valid when bn no longer updates them.
+    if layer.training or bn.training:
         raise AssertionError("Fusion only for eval!")
-    fused_conv = copy.deepcopy(conv)
     if bn.running_mean is None or bn.running_var is None:
         raise AssertionError("bn.running_mean and bn.running_var must not be None")
-    fused_conv.weight, fused_conv.bias = fuse_conv_bn_weights(
-        fused_conv.weight, fused_conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias, transpose
-    )
-    return fused_conv
+
+
+def _bn_statistics(bn):
+    return bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
 
 
 def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, transpose=False):
-    """Fuse convolution parameters and BatchNorm parameters into new convolution parameters.
+    """The weight and bias of a convolution with the BatchNorm that follows it folded in.
 
     Args:
         conv_w (Tensor): convolution weight, ``(out, in/groups, *kernel)`` (``(in, out/groups, *kernel)``
@@ -69,26 +76,24 @@ def fuse_conv_bn_weights(conv_w, conv_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b, trans
     from ... import ones_like, rsqrt, zeros_like
     from ..parameter import Parameter
 
-    conv_weight_dtype = conv_w.dtype
-    conv_bias_dtype = conv_b.dtype if conv_b is not None else conv_weight_dtype
-    if conv_b is None:
-        conv_b = zeros_like(bn_rm)
-    if bn_w is None:
-        bn_w = ones_like(bn_rm)
-    if bn_b is None:
-        bn_b = zeros_like(bn_rm)
-    bn_var_rsqrt = rsqrt(bn_rv + bn_eps)
-    if transpose:
-        shape = [1, -1] + [1] * (len(conv_w.shape) - 2)
-    else:
-        shape = [-1, 1] + [1] * (len(conv_w.shape) - 2)
-    fused_conv_w = (conv_w * (bn_w * bn_var_rsqrt).reshape(shape)).to(dtype=conv_weight_dtype)
-    fused_conv_b = ((conv_b - bn_rm) * bn_var_rsqrt * bn_w + bn_b).to(dtype=conv_bias_dtype)
-    return Parameter(fused_conv_w, conv_w.requires_grad), Parameter(fused_conv_b, conv_b.requires_grad)
+    # bn(conv(x)) = (conv(x) - mean) * gamma / sqrt(var + eps) + beta: scale each output channel of the
+    # weight by gamma / sqrt(var + eps), and shift the bias to match.
+    weight_dtype = conv_w.dtype
+    bias_dtype = weight_dtype if conv_b is None else conv_b.dtype
+    conv_b = zeros_like(bn_rm) if conv_b is None else conv_b
+    gamma = ones_like(bn_rm) if bn_w is None else bn_w
+    beta = zeros_like(bn_rm) if bn_b is None else bn_b
+    inv_std = rsqrt(bn_rv + bn_eps)
+    # Output channels are dim 0 of a convolution weight, dim 1 of a transposed one.
+    per_channel = [1] * conv_w.dim()
+    per_channel[1 if transpose else 0] = -1
+    weight = (conv_w * (gamma * inv_std).reshape(per_channel)).to(dtype=weight_dtype)
+    bias = ((conv_b - bn_rm) * inv_std * gamma + beta).to(dtype=bias_dtype)
+    return Parameter(weight, conv_w.requires_grad), Parameter(bias, conv_b.requires_grad)
 
 
 def fuse_linear_bn_eval(linear, bn):
-    """Fuse a Linear module and a BatchNorm module into a new Linear module.
+    """A copy of ``linear`` that computes ``bn(linear(x))`` in one step (inference only).
 
     Args:
         linear (ember.nn.Linear): a Linear module in eval mode (deep-copied, not modified).
@@ -104,22 +109,20 @@ def fuse_linear_bn_eval(linear, bn):
     """
     if linear.training or bn.training:
         raise AssertionError("Fusion only for eval!")
-    fused_linear = copy.deepcopy(linear)
-    if linear.out_features != bn.num_features and bn.num_features != 1:
+    # A single-feature BatchNorm broadcasts over all of the linear layer's outputs.
+    if bn.num_features not in (linear.out_features, 1):
         raise AssertionError(
             f"To fuse, linear.out_features == bn.num_features or bn.num_features == 1, "
             f"got linear.out_features={linear.out_features} and bn.num_features={bn.num_features}"
         )
-    if bn.running_mean is None or bn.running_var is None:
-        raise AssertionError("bn.running_mean and bn.running_var must not be None")
-    fused_linear.weight, fused_linear.bias = fuse_linear_bn_weights(
-        fused_linear.weight, fused_linear.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight, bn.bias
-    )
-    return fused_linear
+    _check_fusable(linear, bn)
+    fused = copy.deepcopy(linear)
+    fused.weight, fused.bias = fuse_linear_bn_weights(fused.weight, fused.bias, *_bn_statistics(bn))
+    return fused
 
 
 def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b):
-    """Fuse Linear parameters and BatchNorm parameters into new Linear parameters.
+    """The weight and bias of a Linear layer with the BatchNorm that follows it folded in.
 
     Args:
         linear_w (Tensor): Linear weight ``(out, in)``.
@@ -136,11 +139,9 @@ def fuse_linear_bn_weights(linear_w, linear_b, bn_rm, bn_rv, bn_eps, bn_w, bn_b)
     from ... import rsqrt, zeros_like
     from ..parameter import Parameter
 
-    linear_weight_dtype = linear_w.dtype
-    linear_bias_dtype = linear_b.dtype if linear_b is not None else linear_weight_dtype
-    if linear_b is None:
-        linear_b = zeros_like(bn_rm)
-    bn_scale = bn_w * rsqrt(bn_rv + bn_eps)
-    fused_w = linear_w * bn_scale.unsqueeze(-1).to(dtype=linear_weight_dtype)
-    fused_b = ((linear_b - bn_rm) * bn_scale + bn_b).to(dtype=linear_bias_dtype)
-    return Parameter(fused_w, linear_w.requires_grad), Parameter(fused_b, linear_b.requires_grad)
+    bias_dtype = linear_w.dtype if linear_b is None else linear_b.dtype
+    linear_b = zeros_like(bn_rm) if linear_b is None else linear_b
+    scale = bn_w * rsqrt(bn_rv + bn_eps)  # per output feature
+    weight = linear_w * scale.unsqueeze(-1).to(dtype=linear_w.dtype)
+    bias = ((linear_b - bn_rm) * scale + bn_b).to(dtype=bias_dtype)
+    return Parameter(weight, linear_w.requires_grad), Parameter(bias, linear_b.requires_grad)

@@ -76,19 +76,17 @@ def weight_norm(module, name="weight", dim=0):
         >>> m.parametrizations.weight.original0.shape, m.parametrizations.weight.original1.shape
         (ember.Size([40, 1]), ember.Size([40, 20]))
     """
-    _weight_norm = _WeightNorm(dim)
-    parametrize.register_parametrization(module, name, _weight_norm, unsafe=True)
+    parametrize.register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
 
-    def _weight_norm_compat_hook(state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs):
-        g_key = f"{prefix}{name}_g"
-        v_key = f"{prefix}{name}_v"
-        if g_key in state_dict and v_key in state_dict:
-            original0 = state_dict.pop(g_key)
-            original1 = state_dict.pop(v_key)
-            state_dict[f"{prefix}parametrizations.{name}.original0"] = original0
-            state_dict[f"{prefix}parametrizations.{name}.original1"] = original1
+    def rename_hook_based_keys(state_dict, prefix, *_):
+        # Checkpoints of the hook-based weight_norm (nn.utils.weight_norm) store the magnitude and
+        # direction as "<name>_g" and "<name>_v"; here they are original0 and original1.
+        old_keys = (f"{prefix}{name}_g", f"{prefix}{name}_v")
+        if all(key in state_dict for key in old_keys):
+            for i, key in enumerate(old_keys):
+                state_dict[f"{prefix}parametrizations.{name}.original{i}"] = state_dict.pop(key)
 
-    module._register_load_state_dict_pre_hook(_weight_norm_compat_hook)
+    module._register_load_state_dict_pre_hook(rename_hook_based_keys)
     return module
 
 
@@ -97,34 +95,34 @@ class _SpectralNorm(Module):
         from ..functional import normalize
 
         super().__init__()
-        ndim = weight.ndim
-        if dim >= ndim or dim < -ndim:
-            raise IndexError(f"Dimension out of range (expected to be in range of [-{ndim}, {ndim - 1}] but got {dim})")
+        rank = weight.ndim
+        if not -rank <= dim < rank:
+            raise IndexError(f"Dimension out of range (expected to be in range of [-{rank}, {rank - 1}] but got {dim})")
         if n_power_iterations <= 0:
             raise ValueError(
                 f"Expected n_power_iterations to be positive, but got n_power_iterations={n_power_iterations}"
             )
-        self.dim = dim if dim >= 0 else dim + ndim
+        self.dim = dim % rank
         self.eps = eps
-        if ndim > 1:
-            # A vector's spectral norm is its 2-norm: no singular vectors to track (see forward).
-            self.n_power_iterations = n_power_iterations
-            weight_mat = self._reshape_weight_to_matrix(weight.detach())
-            h, w = weight_mat.shape
-            u = weight_mat.new_empty(h).normal_(0, 1)
-            v = weight_mat.new_empty(w).normal_(0, 1)
-            self.register_buffer("_u", normalize(u, dim=0, eps=self.eps))
-            self.register_buffer("_v", normalize(v, dim=0, eps=self.eps))
-            # Start from a good approximation of the leading singular vectors.
-            self._power_method(weight_mat, 15)
+        if rank == 1:
+            return  # a vector's spectral norm is its 2-norm: no singular vectors to track (see forward)
+        self.n_power_iterations = n_power_iterations
+        matrix = self._as_matrix(weight.detach())
+        rows, cols = matrix.shape
+        # Random unit starting vectors (the buffers _u and _v, PyTorch's state-dict keys) ...
+        for buffer_name, size in (("_u", rows), ("_v", cols)):
+            start = matrix.new_empty(size).normal_(0, 1)
+            self.register_buffer(buffer_name, normalize(start, dim=0, eps=self.eps))
+        # ... refined up front, so the first forward already sees good singular vectors.
+        self._power_iterations(matrix, 15)
 
-    def _reshape_weight_to_matrix(self, weight):
-        # Only called for weights of 2 or more dims.
+    def _as_matrix(self, weight):
+        """``weight`` (2-D or more) as a matrix whose rows run along ``self.dim``."""
         if self.dim != 0:
-            weight = weight.permute(self.dim, *(d for d in range(weight.dim()) if d != self.dim))
+            weight = weight.movedim(self.dim, 0)
         return weight.flatten(1)
 
-    def _power_method(self, weight_mat, n_power_iterations):
+    def _power_iterations(self, weight_mat, n_power_iterations):
         """Update the buffers ``_u``/``_v`` in place with ``n_power_iterations`` steps of power iteration.
 
         ``u <- normalize(W v)``, ``v <- normalize(W^H u)``; run under ``no_grad``.
@@ -145,9 +143,9 @@ class _SpectralNorm(Module):
         if weight.ndim == 1:
             # A vector: divide by its exact 2-norm.
             return normalize(weight, dim=0, eps=self.eps)
-        weight_mat = self._reshape_weight_to_matrix(weight)
+        weight_mat = self._as_matrix(weight)
         if self.training:
-            self._power_method(weight_mat, self.n_power_iterations)
+            self._power_iterations(weight_mat, self.n_power_iterations)
         # Clone so that later in-place updates of the buffers do not invalidate the backward graph.
         u = self._u.clone()
         v = self._v.clone()

@@ -32,8 +32,9 @@ __all__ = [
     "transfer_parametrizations_and_params",
 ]
 
-_cache_enabled = 0
-_cache: dict = {}
+# Nesting depth of cached() contexts, and the values computed inside them keyed by (id(module), name).
+_cache_depth = 0
+_cached_values: dict = {}
 
 
 @contextmanager
@@ -50,26 +51,60 @@ def cached():
         >>> with parametrize.cached():
         ...     pass
     """
-    global _cache, _cache_enabled
-    _cache_enabled += 1
+    global _cache_depth, _cached_values
+    _cache_depth += 1
     try:
         yield
     finally:
-        _cache_enabled -= 1
-        if not _cache_enabled:
-            _cache = {}
+        _cache_depth -= 1
+        if _cache_depth == 0:
+            _cached_values = {}
 
 
-def _register_parameter_or_buffer(module, name, X):
-    if isinstance(X, Parameter):
-        module.register_parameter(name, X)
+def _register_like(module, name, tensor):
+    """Register ``tensor`` on ``module`` as what it is: a parameter if it is a Parameter, else a buffer."""
+    if isinstance(tensor, Parameter):
+        module.register_parameter(name, tensor)
     else:
-        module.register_buffer(name, X)
+        module.register_buffer(name, tensor)
 
 
-def _maybe_set(dest, src):
-    """Make ``dest`` hold ``src``'s values and shape, keeping the ``dest`` object (PyTorch's ``dest.set_(src)``)."""
+def _overwrite_keeping_identity(dest, src):
+    """Give ``dest`` the values and shape of ``src`` while staying the same object, so optimizers
+    holding ``dest`` keep working (PyTorch's ``dest.set_(src)``)."""
     dest.data = src.detach()
+
+
+def _apply_right_inverses(modules, value):
+    """Map ``value`` back through the parametrizations (last to first) that define ``right_inverse``;
+    one that raises NotImplementedError leaves the value as it is."""
+    for module in reversed(modules):
+        if not hasattr(module, "right_inverse"):
+            continue
+        try:
+            value = module.right_inverse(value)
+        except NotImplementedError:
+            pass
+    return value
+
+
+def _check_same_dtype_and_shape(unparametrized_dtype, unparametrized_shape, value):
+    if not isinstance(value, Tensor):
+        raise ValueError(f"A parametrization must return a tensor. Got {type(value).__name__}.")
+    if value.dtype != unparametrized_dtype:
+        raise ValueError(
+            "Registering a parametrization may not change the dtype of the tensor, unless `unsafe` flag is "
+            "enabled.\n"
+            f"unparametrized dtype: {unparametrized_dtype}\n"
+            f"parametrized dtype: {value.dtype}"
+        )
+    if value.shape != unparametrized_shape:
+        raise ValueError(
+            "Registering a parametrization may not change the shape of the tensor, unless `unsafe` flag is "
+            "enabled.\n"
+            f"unparametrized shape: {unparametrized_shape}\n"
+            f"parametrized shape: {value.shape}"
+        )
 
 
 class ParametrizationList(ModuleList):
@@ -98,75 +133,62 @@ class ParametrizationList(ModuleList):
             raise ValueError("ParametrizationList requires one or more modules.")
         super().__init__(modules)
         self.unsafe = unsafe
-
-        original_shape = original.shape
-        original_dtype = original.dtype
+        dtype_before, shape_before = original.dtype, original.shape
 
         with no_grad():
-            new = original
-            for module in reversed(self):
-                if hasattr(module, "right_inverse"):
-                    try:
-                        new = module.right_inverse(new)
-                    except NotImplementedError:
-                        pass
-
-        if not isinstance(new, Tensor) and not isinstance(new, collections.abc.Sequence):
+            stored = _apply_right_inverses(self, original)
+        if isinstance(stored, Tensor):
+            self._store_one_original(original, stored)
+        elif isinstance(stored, collections.abc.Sequence):
+            self._store_original_sequence(original, stored)
+        else:
             raise ValueError(
                 "'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
-                f"Got {type(new).__name__}"
+                f"Got {type(stored).__name__}"
             )
-
-        self.is_tensor = isinstance(new, Tensor)
-        self.ntensors = 1 if self.is_tensor else len(new)
-
-        if self.is_tensor:
-            if original.dtype != new.dtype:
-                raise ValueError(
-                    "When `right_inverse` outputs one tensor, it may not change the dtype.\n"
-                    f"original.dtype: {original.dtype}\n"
-                    f"right_inverse(original).dtype: {new.dtype}"
-                )
-            if original.device != new.device:
-                raise ValueError(
-                    "When `right_inverse` outputs one tensor, it may not change the device.\n"
-                    f"original.device: {original.device}\n"
-                    f"right_inverse(original).device: {new.device}"
-                )
-            if new is not original:
-                with no_grad():
-                    _maybe_set(original, new)
-            _register_parameter_or_buffer(self, "original", original)
-        else:
-            for i, originali in enumerate(new):
-                if not isinstance(originali, Tensor):
-                    raise ValueError(
-                        "'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
-                        f"Got element {i} of the sequence with type {type(originali).__name__}."
-                    )
-                if isinstance(original, Parameter):
-                    originali = Parameter(originali, original.requires_grad)
-                originali.requires_grad_(original.requires_grad)
-                _register_parameter_or_buffer(self, f"original{i}", originali)
-
         if not self.unsafe:
-            Z = self()
-            if not isinstance(Z, Tensor):
-                raise ValueError(f"A parametrization must return a tensor. Got {type(Z).__name__}.")
-            if Z.dtype != original_dtype:
+            _check_same_dtype_and_shape(dtype_before, shape_before, self())
+
+    # ``is_tensor`` and ``ntensors`` are public attributes in PyTorch: whether a single ``original`` is
+    # stored, and how many originals there are.
+
+    def _store_one_original(self, original, value):
+        from ... import no_grad
+
+        self.is_tensor = True
+        self.ntensors = 1
+        for what in ("dtype", "device"):
+            before, after = getattr(original, what), getattr(value, what)
+            if before != after:
                 raise ValueError(
-                    "Registering a parametrization may not change the dtype of the tensor, unless `unsafe` flag is "
-                    "enabled.\n"
-                    f"unparametrized dtype: {original_dtype}\n"
-                    f"parametrized dtype: {Z.dtype}"
+                    f"When `right_inverse` outputs one tensor, it may not change the {what}.\n"
+                    f"original.{what}: {before}\n"
+                    f"right_inverse(original).{what}: {after}"
                 )
-            if Z.shape != original_shape:
+        if value is not original:
+            with no_grad():
+                _overwrite_keeping_identity(original, value)
+        _register_like(self, "original", original)
+
+    def _store_original_sequence(self, original, values):
+        self.is_tensor = False
+        self.ntensors = len(values)
+        for i, value in enumerate(values):
+            if not isinstance(value, Tensor):
                 raise ValueError(
-                    "Registering a parametrization may not change the shape of the tensor, unless `unsafe` flag is "
-                    "enabled.\n"
-                    f"unparametrized shape: {original_shape}\n"
-                    f"parametrized shape: {Z.shape}"
+                    "'right_inverse' must return a Tensor or a Sequence of tensors (list, tuple...). "
+                    f"Got element {i} of the sequence with type {type(value).__name__}."
                 )
+            # Each piece inherits the kind (parameter or buffer) and requires_grad of the tensor it replaces.
+            if isinstance(original, Parameter):
+                value = Parameter(value, original.requires_grad)
+            value.requires_grad_(original.requires_grad)
+            _register_like(self, f"original{i}", value)
+
+    def _originals(self):
+        if self.is_tensor:
+            return (self.original,)
+        return tuple(getattr(self, f"original{i}") for i in range(self.ntensors))
 
     def right_inverse(self, value):
         """Set the original tensor(s) so that the parametrization evaluates to ``value``.
@@ -185,107 +207,149 @@ class ParametrizationList(ModuleList):
 
         with no_grad():
             for module in reversed(self):
-                if hasattr(module, "right_inverse"):
-                    value = module.right_inverse(value)
-                else:
+                if not hasattr(module, "right_inverse"):
                     raise RuntimeError(f"parametrization {type(module).__name__} does not implement right_inverse.")
+                value = module.right_inverse(value)
             if self.is_tensor:
-                if not isinstance(value, Tensor):
-                    raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
-                if value.dtype != self.original.dtype:
-                    raise ValueError(
-                        f"The tensor returned by `right_inverse` has dtype {value.dtype} "
-                        f"while `original` has dtype {self.original.dtype}"
-                    )
-                _maybe_set(self.original, value)
+                self._write_one_original(value)
             else:
-                if not isinstance(value, collections.abc.Sequence):
-                    raise ValueError(f"'right_inverse' must return a sequence of tensors. Got {type(value).__name__}.")
-                if len(value) != self.ntensors:
-                    raise ValueError(
-                        f"'right_inverse' must return a sequence of tensors of length {self.ntensors}. "
-                        f"Got a sequence of length {len(value)}."
-                    )
-                for i, tensor in enumerate(value):
-                    original_i = getattr(self, f"original{i}")
-                    if not isinstance(tensor, Tensor):
-                        raise ValueError(
-                            "'right_inverse' must return a sequence of tensors or reference-type opaques. "
-                            f"Got element {i} of type {type(tensor).__name__}."
-                        )
-                    if original_i.dtype != tensor.dtype:
-                        raise ValueError(
-                            f"Tensor {i} returned by `right_inverse` has dtype {tensor.dtype} "
-                            f"while `original{i}` has dtype {original_i.dtype}"
-                        )
-                    _maybe_set(original_i, tensor)
+                self._write_original_sequence(value)
+
+    def _write_one_original(self, value):
+        if not isinstance(value, Tensor):
+            raise ValueError(f"`right_inverse` should return a tensor. Got {type(value).__name__}")
+        if value.dtype != self.original.dtype:
+            raise ValueError(
+                f"The tensor returned by `right_inverse` has dtype {value.dtype} "
+                f"while `original` has dtype {self.original.dtype}"
+            )
+        _overwrite_keeping_identity(self.original, value)
+
+    def _write_original_sequence(self, values):
+        if not isinstance(values, collections.abc.Sequence):
+            raise ValueError(f"'right_inverse' must return a sequence of tensors. Got {type(values).__name__}.")
+        if len(values) != self.ntensors:
+            raise ValueError(
+                f"'right_inverse' must return a sequence of tensors of length {self.ntensors}. "
+                f"Got a sequence of length {len(values)}."
+            )
+        for i, (target, value) in enumerate(zip(self._originals(), values)):
+            if not isinstance(value, Tensor):
+                raise ValueError(
+                    "'right_inverse' must return a sequence of tensors or reference-type opaques. "
+                    f"Got element {i} of type {type(value).__name__}."
+                )
+            if target.dtype != value.dtype:
+                raise ValueError(
+                    f"Tensor {i} returned by `right_inverse` has dtype {value.dtype} "
+                    f"while `original{i}` has dtype {target.dtype}"
+                )
+            _overwrite_keeping_identity(target, value)
 
     def forward(self):
         """Evaluate the parametrized tensor: the first module on the original(s), then each following one."""
-        if self.is_tensor:
-            x = self[0](self.original)
-        else:
-            originals = (getattr(self, f"original{i}") for i in range(self.ntensors))
-            x = self[0](*originals)
-        curr_idx = 1
-        while hasattr(self, str(curr_idx)):
-            x = self[curr_idx](x)
-            curr_idx += 1
-        return x
+        first, *rest = self
+        value = first(*self._originals())
+        for module in rest:
+            value = module(value)
+        return value
 
 
-def _inject_new_class(module):
-    """Swap ``module.__class__`` for a fresh subclass ``Parametrized<Class>`` that can hold the properties."""
-    cls = module.__class__
-
-    def default_deepcopy(self, memo):
-        obj = memo.get(id(self), None)
-        if obj is not None:
-            return obj
-        replica = self.__new__(self.__class__)
-        memo[id(self)] = replica
-        replica.__dict__ = deepcopy(self.__dict__, memo)
-        for slot in copyreg._slotnames(self.__class__):
-            if hasattr(self, slot):
-                setattr(replica, slot, deepcopy(getattr(self, slot), memo))
-        return replica
-
-    def getstate(self):
-        raise RuntimeError(
-            "Serialization of parametrized modules is only supported through state_dict(). See:\n"
-            "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
-            "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training"
-        )
-
-    dct = {"__getstate__": getstate}
-    if not hasattr(cls, "__deepcopy__"):
-        dct["__deepcopy__"] = default_deepcopy
-    module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), dct)
+def _deepcopy_parametrized(self, memo):
+    """``copy.deepcopy`` for a parametrized module. Needed because the class's ``__getstate__`` raises
+    (to refuse pickling) and the default deepcopy goes through it."""
+    if id(self) in memo:
+        return memo[id(self)]
+    clone = self.__new__(type(self))
+    memo[id(self)] = clone
+    clone.__dict__ = deepcopy(self.__dict__, memo)
+    for slot in copyreg._slotnames(type(self)):
+        if hasattr(self, slot):
+            setattr(clone, slot, deepcopy(getattr(self, slot), memo))
+    return clone
 
 
-def _inject_property(module, tensor_name):
-    """Add to ``module``'s (parametrized) class a property ``tensor_name`` that evaluates its parametrization."""
+def _refuse_pickling(self):
+    raise RuntimeError(
+        "Serialization of parametrized modules is only supported through state_dict(). See:\n"
+        "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+        "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training"
+    )
+
+
+def _swap_in_parametrized_class(module):
+    """Give ``module`` its own subclass ``Parametrized<Class>``: properties can then be added to it
+    without touching the original class, which other instances share."""
+    base = type(module)
+    namespace = {"__getstate__": _refuse_pickling}
+    if not hasattr(base, "__deepcopy__"):
+        namespace["__deepcopy__"] = _deepcopy_parametrized
+    module.__class__ = type(f"Parametrized{base.__name__}", (base,), namespace)
+
+
+def _add_parametrized_property(module, tensor_name):
+    """Make ``module.<tensor_name>`` a property of its (parametrized) class: reading evaluates the
+    parametrization (once per :func:`cached` context), assigning calls ``right_inverse``."""
     if hasattr(module, tensor_name):
         raise AssertionError(f"Module already has an attribute named '{tensor_name}'")
+    cache_key = (id(module), tensor_name)
 
-    def get_cached_parametrization(parametrization):
-        key = (id(module), tensor_name)
-        tensor = _cache.get(key)
-        if tensor is None:
-            tensor = parametrization()
-            _cache[key] = tensor
-        return tensor
+    def evaluate(self):
+        plist = self.parametrizations[tensor_name]
+        if not _cache_depth:
+            return plist()
+        if _cached_values.get(cache_key) is None:
+            _cached_values[cache_key] = plist()
+        return _cached_values[cache_key]
 
-    def get_parametrized(self):
-        parametrization = self.parametrizations[tensor_name]
-        if _cache_enabled:
-            return get_cached_parametrization(parametrization)
-        return parametrization()
-
-    def set_original(self, value):
+    def assign(self, value):
         self.parametrizations[tensor_name].right_inverse(value)
 
-    setattr(module.__class__, tensor_name, property(get_parametrized, set_original))
+    setattr(type(module), tensor_name, property(evaluate, assign))
+
+
+def _check_stacked_parametrization(module, tensor_name, parametrization):
+    """A parametrization added on top of others must keep the current value's dtype and shape, and so
+    must its ``right_inverse`` (checked on the value it produces)."""
+    current = getattr(module, tensor_name)
+    produced = parametrization(current)
+    if not isinstance(produced, Tensor):
+        raise ValueError(f"A parametrization must return a tensor. Got {type(produced).__name__}.")
+    for what in ("dtype", "shape"):
+        if getattr(produced, what) != getattr(current, what):
+            raise ValueError(
+                f"Registering a parametrization may not change the {what} of the tensor, unless the `unsafe` flag "
+                "is enabled.\n"
+                f"module.{tensor_name}.{what}: {getattr(current, what)}\n"
+                f"parametrization(module.{tensor_name}).{what}: {getattr(produced, what)}"
+            )
+    if not hasattr(parametrization, "right_inverse"):
+        return
+    try:
+        recovered = parametrization.right_inverse(produced)
+    except NotImplementedError:
+        return
+    if not isinstance(recovered, Tensor):
+        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(recovered).__name__}")
+    for what in ("dtype", "shape"):
+        if getattr(recovered, what) != getattr(current, what):
+            raise ValueError(
+                f"The tensor returned by parametrization.right_inverse must have the same {what} "
+                f"as module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
+                f"module.{tensor_name}.{what}: {getattr(current, what)}\n"
+                f"returned {what}: {getattr(recovered, what)}"
+            )
+
+
+def _parametrize_plain_tensor(module, tensor_name, parametrization, unsafe):
+    """First parametrization of a parameter or buffer: move it into a ParametrizationList."""
+    plist = ParametrizationList([parametrization], getattr(module, tensor_name), unsafe=unsafe)
+    delattr(module, tensor_name)
+    if not is_parametrized(module):
+        _swap_in_parametrized_class(module)
+        module.parametrizations = ModuleDict()
+    _add_parametrized_property(module, tensor_name)
+    module.parametrizations[tensor_name] = plist
 
 
 def register_parametrization(module, tensor_name, parametrization, *, unsafe=False):
@@ -318,69 +382,24 @@ def register_parametrization(module, tensor_name, parametrization, *, unsafe=Fal
         >>> import ember
         >>> from ember import nn
         >>> from ember.nn.utils import parametrize
-        >>> class Symmetric(nn.Module):
-        ...     def forward(self, X):
-        ...         return X.triu() + X.triu(1).transpose(-1, -2)
-        >>> m = parametrize.register_parametrization(nn.Linear(3, 3), "weight", Symmetric())
-        >>> bool((m.weight == m.weight.T).all()), type(m).__name__
-        (True, 'ParametrizedLinear')
+        >>> class ZeroDiagonal(nn.Module):  # a layer whose units never see their own input
+        ...     def forward(self, W):
+        ...         return W - ember.diag_embed(W.diagonal())
+        >>> m = parametrize.register_parametrization(nn.Linear(3, 3), "weight", ZeroDiagonal())
+        >>> m.weight.diagonal().tolist(), type(m).__name__
+        ([0.0, 0.0, 0.0], 'ParametrizedLinear')
         >>> list(m.state_dict())
         ['bias', 'parametrizations.weight.original']
     """
     parametrization.train(module.training)
     if is_parametrized(module, tensor_name):
         if not unsafe:
-            Y = getattr(module, tensor_name)
-            X = parametrization(Y)
-            if not isinstance(X, Tensor):
-                raise ValueError(f"A parametrization must return a tensor. Got {type(X).__name__}.")
-            if X.dtype != Y.dtype:
-                raise ValueError(
-                    "Registering a parametrization may not change the dtype of the tensor, unless the `unsafe` flag is "
-                    "enabled.\n"
-                    f"module.{tensor_name}.dtype: {Y.dtype}\n"
-                    f"parametrization(module.{tensor_name}).dtype: {X.dtype}"
-                )
-            if X.shape != Y.shape:
-                raise ValueError(
-                    "Registering a parametrization may not change the shape of the tensor, unless the `unsafe` flag is "
-                    "enabled.\n"
-                    f"module.{tensor_name}.shape: {Y.shape}\n"
-                    f"parametrization(module.{tensor_name}).shape: {X.shape}"
-                )
-            if hasattr(parametrization, "right_inverse"):
-                try:
-                    Z = parametrization.right_inverse(X)
-                except NotImplementedError:
-                    pass
-                else:
-                    if not isinstance(Z, Tensor):
-                        raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(Z).__name__}")
-                    if Z.dtype != Y.dtype:
-                        raise ValueError(
-                            "The tensor returned by parametrization.right_inverse must have the same dtype "
-                            f"as module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
-                            f"module.{tensor_name}.dtype: {Y.dtype}\n"
-                            f"returned dtype: {Z.dtype}"
-                        )
-                    if Z.shape != Y.shape:
-                        raise ValueError(
-                            "The tensor returned by parametrization.right_inverse must have the same shape "
-                            f"as module.{tensor_name}, unless the `unsafe` flag is enabled.\n"
-                            f"module.{tensor_name}.shape: {Y.shape}\n"
-                            f"returned shape: {Z.shape}"
-                        )
-        module.parametrizations[tensor_name].append(parametrization)
-        module.parametrizations[tensor_name].unsafe |= unsafe
+            _check_stacked_parametrization(module, tensor_name, parametrization)
+        plist = module.parametrizations[tensor_name]
+        plist.append(parametrization)
+        plist.unsafe = plist.unsafe or unsafe
     elif tensor_name in module._buffers or tensor_name in module._parameters:
-        original = getattr(module, tensor_name)
-        parametrizations = ParametrizationList([parametrization], original, unsafe=unsafe)
-        delattr(module, tensor_name)
-        if not is_parametrized(module):
-            _inject_new_class(module)
-            module.parametrizations = ModuleDict()
-        _inject_property(module, tensor_name)
-        module.parametrizations[tensor_name] = parametrizations
+        _parametrize_plain_tensor(module, tensor_name, parametrization, unsafe)
     else:
         raise ValueError(
             f"Module '{module}' does not have a parameter, a buffer, or a parametrized element "
@@ -399,12 +418,29 @@ def is_parametrized(module, tensor_name=None):
     Returns:
         bool
     """
-    parametrizations = getattr(module, "parametrizations", None)
-    if parametrizations is None or not isinstance(parametrizations, ModuleDict):
+    plists = getattr(module, "parametrizations", None)
+    if not isinstance(plists, ModuleDict):
         return False
-    if tensor_name is None:
-        return len(parametrizations) > 0
-    return tensor_name in parametrizations
+    return len(plists) > 0 if tensor_name is None else tensor_name in plists
+
+
+def _tensor_after_removal(module, tensor_name, plist, leave_parametrized):
+    """The parameter or buffer that replaces the parametrized ``module.<tensor_name>``."""
+    from ... import no_grad
+
+    if plist.is_tensor:
+        # Reuse the original object (optimizers may hold it), with the current value if asked.
+        if leave_parametrized:
+            with no_grad():
+                _overwrite_keeping_identity(plist.original, getattr(module, tensor_name))
+        return plist.original
+    if not leave_parametrized:
+        raise ValueError(
+            "Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized in terms of "
+            "a sequence of tensors."
+        )
+    value = getattr(module, tensor_name)
+    return Parameter(value.detach()) if value.requires_grad else value
 
 
 def remove_parametrizations(module, tensor_name, leave_parametrized=True):
@@ -426,34 +462,16 @@ def remove_parametrizations(module, tensor_name, leave_parametrized=True):
         ValueError: if ``module.<tensor_name>`` is not parametrized, or if ``leave_parametrized=False``
             for a tensor parametrized by a sequence of tensors (``original0``, ...).
     """
-    from ... import no_grad
-
     if not is_parametrized(module, tensor_name):
         raise ValueError(f"Module {module} does not have a parametrization on {tensor_name}")
-
-    parametrizations = module.parametrizations[tensor_name]
-    if parametrizations.is_tensor:
-        original = parametrizations.original
-        if leave_parametrized:
-            with no_grad():
-                t = getattr(module, tensor_name)
-                _maybe_set(original, t)
-    elif leave_parametrized:
-        t = getattr(module, tensor_name)
-        original = Parameter(t.detach()) if t.requires_grad else t
-    else:
-        raise ValueError(
-            "Cannot leave unparametrized (`leave_parametrized=False`) a tensor that is parametrized in terms of "
-            "a sequence of tensors."
-        )
-
-    delattr(module.__class__, tensor_name)
+    restored = _tensor_after_removal(module, tensor_name, module.parametrizations[tensor_name], leave_parametrized)
+    delattr(type(module), tensor_name)
     del module.parametrizations[tensor_name]
-    _register_parameter_or_buffer(module, tensor_name, original)
-
+    _register_like(module, tensor_name, restored)
     if not is_parametrized(module):
+        # Last one gone: drop the container and give the module its own class back.
         delattr(module, "parametrizations")
-        module.__class__ = module.__class__.__bases__[0]
+        module.__class__ = type(module).__bases__[0]
     return module
 
 
@@ -467,8 +485,18 @@ def type_before_parametrizations(module):
         type
     """
     if is_parametrized(module):
-        return module.__class__.__bases__[0]
+        return type(module).__bases__[0]
     return type(module)
+
+
+def _original_names(plist):
+    """``["original"]`` or ``["original0", "original1", ...]``: where a list keeps its originals."""
+    if hasattr(plist, "original"):
+        return ["original"]
+    names = []
+    while hasattr(plist, f"original{len(names)}"):
+        names.append(f"original{len(names)}")
+    return names
 
 
 def transfer_parametrizations_and_params(from_module, to_module, tensor_name=None):
@@ -486,20 +514,17 @@ def transfer_parametrizations_and_params(from_module, to_module, tensor_name=Non
     Returns:
         Module: ``to_module``.
     """
-    if is_parametrized(from_module):
-        names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
-        for parameter_name in names:
-            if not hasattr(to_module, parameter_name):
-                setattr(to_module, parameter_name, Parameter(getattr(from_module, parameter_name).detach()))
-            for param_func in from_module.parametrizations[parameter_name]:
-                register_parametrization(to_module, parameter_name, param_func)
-            src = from_module.parametrizations[parameter_name]
-            dst = to_module.parametrizations[parameter_name]
-            if hasattr(src, "original"):
-                dst.original = src.original
-            else:
-                num = 0
-                while hasattr(src, f"original{num}"):
-                    setattr(dst, f"original{num}", getattr(src, f"original{num}"))
-                    num += 1
+    if not is_parametrized(from_module):
+        return to_module
+    names = list(from_module.parametrizations) if tensor_name is None else [tensor_name]
+    for name in names:
+        if not hasattr(to_module, name):
+            setattr(to_module, name, Parameter(getattr(from_module, name).detach()))
+        source = from_module.parametrizations[name]
+        for parametrization in source:
+            register_parametrization(to_module, name, parametrization)
+        target = to_module.parametrizations[name]
+        # Share the very tensors, not copies: both modules then train the same originals.
+        for original_name in _original_names(source):
+            setattr(target, original_name, getattr(source, original_name))
     return to_module

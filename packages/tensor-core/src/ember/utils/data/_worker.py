@@ -75,7 +75,8 @@ class WorkerInfo:
 
 
 def get_worker_info():
-    """Information about the current DataLoader worker process, or ``None`` in the main process.
+    """Who am I? A worker process gets its id, the worker count, its seed and its dataset copy; the
+    main process gets ``None``.
 
     Use it in a dataset's ``__iter__`` (to shard an :class:`IterableDataset`
     across workers) or in ``worker_init_fn``.
@@ -193,24 +194,30 @@ class _ResumeIteration:
 
 
 class _MapDatasetFetcher:
+    """Looks samples up by index: one index, or a list of them (a batch) when auto-collating."""
+
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset = dataset
         self.auto_collation = auto_collation
         self.collate_fn = collate_fn
-        self.drop_last = drop_last
+        self.drop_last = drop_last  # the batch sampler already dropped the short batch
+
+    def _samples(self, indices):
+        # A dataset may fetch a whole batch at once (``__getitems__``), e.g. with one vectorised read.
+        fetch_many = getattr(self.dataset, "__getitems__", None)
+        if callable(fetch_many):
+            return fetch_many(indices)
+        return [self.dataset[i] for i in indices]
 
     def fetch(self, possibly_batched_index):
         if self.auto_collation:
-            if callable(getattr(self.dataset, "__getitems__", None)):
-                data = self.dataset.__getitems__(possibly_batched_index)
-            else:
-                data = [self.dataset[idx] for idx in possibly_batched_index]
-        else:
-            data = self.dataset[possibly_batched_index]
-        return self.collate_fn(data)
+            return self.collate_fn(self._samples(possibly_batched_index))
+        return self.collate_fn(self.dataset[possibly_batched_index])
 
 
 class _IterableDatasetFetcher:
+    """Draws the next samples from the dataset's iterator; the 'indices' only say how many."""
+
     def __init__(self, dataset, auto_collation, collate_fn, drop_last):
         self.dataset = dataset
         self.auto_collation = auto_collation
@@ -219,22 +226,27 @@ class _IterableDatasetFetcher:
         self.dataset_iter = iter(dataset)
         self.ended = False
 
+    def _next_batch(self, size):
+        """Up to ``size`` samples; fewer (and ``ended`` set) when the iterator runs out."""
+        batch = []
+        while len(batch) < size:
+            try:
+                batch.append(next(self.dataset_iter))
+            except StopIteration:
+                self.ended = True
+                break
+        return batch
+
     def fetch(self, possibly_batched_index):
         if self.ended:
             raise StopIteration
-        if self.auto_collation:
-            data = []
-            for _ in possibly_batched_index:
-                try:
-                    data.append(next(self.dataset_iter))
-                except StopIteration:
-                    self.ended = True
-                    break
-            if len(data) == 0 or (self.drop_last and len(data) < len(possibly_batched_index)):
-                raise StopIteration
-        else:
-            data = next(self.dataset_iter)
-        return self.collate_fn(data)
+        if not self.auto_collation:
+            return self.collate_fn(next(self.dataset_iter))
+        wanted = len(possibly_batched_index)
+        batch = self._next_batch(wanted)
+        if not batch or (self.drop_last and len(batch) < wanted):
+            raise StopIteration
+        return self.collate_fn(batch)
 
 
 def create_fetcher(is_iterable, dataset, auto_collation, collate_fn, drop_last):

@@ -42,6 +42,66 @@ def _default_context():
     return multiprocessing.get_context()
 
 
+# Attributes that decide which batches an iterator produces: fixed once the loader exists, since
+# persistent workers and live iterators were set up with them.
+_FIXED_AFTER_INIT = frozenset(("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers"))
+
+
+def _checked_worker_options(num_workers, timeout, prefetch_factor, persistent_workers):
+    """Validate the multiprocessing options; returns ``prefetch_factor`` with its default filled in."""
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if prefetch_factor is None:
+        prefetch_factor = 2 if num_workers > 0 else None
+    elif num_workers == 0:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing."
+            "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+        )
+    elif prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    return prefetch_factor
+
+
+def _check_iterable_dataset_options(shuffle, sampler, batch_sampler):
+    """An IterableDataset yields its own samples in its own order: no sampler and no shuffling."""
+    if isinstance(shuffle, bool) and shuffle:  # PyTorch accepts shuffle=False/None here
+        raise ValueError(
+            f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}"
+        )
+    if sampler is not None:
+        raise ValueError(
+            f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}"
+        )
+    if batch_sampler is not None:
+        raise ValueError(
+            "DataLoader with IterableDataset: expected unspecified batch_sampler option, but got "
+            f"batch_sampler={batch_sampler}"
+        )
+
+
+def _context_from(multiprocessing_context):
+    """A start-method name resolved to its context; a context object checked and returned."""
+    if isinstance(multiprocessing_context, str):
+        valid = multiprocessing.get_all_start_methods()
+        if multiprocessing_context not in valid:
+            raise ValueError(
+                "multiprocessing_context option should specify a valid start method in "
+                f"{valid!r}, but got multiprocessing_context={multiprocessing_context!r}"
+            )
+        return multiprocessing.get_context(multiprocessing_context)
+    if not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
+        raise TypeError(
+            "multiprocessing_context option should be a valid context object or a string specifying the "
+            f"start method, but got multiprocessing_context={multiprocessing_context}"
+        )
+    return multiprocessing_context
+
+
 class DataLoader:
     """Iterate over a dataset in batches.
 
@@ -117,22 +177,7 @@ class DataLoader:
         pin_memory_device="",
         in_order=True,
     ):
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
-                "prefetch_factor option could only be specified in multiprocessing."
-                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
-            )
-        if num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
-        elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
-
+        prefetch_factor = _checked_worker_options(num_workers, timeout, prefetch_factor, persistent_workers)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -144,44 +189,23 @@ class DataLoader:
         self._is_iterable = isinstance(dataset, IterableDataset)
 
         if self._is_iterable:
-            if isinstance(shuffle, bool) and shuffle:  # PyTorch accepts shuffle=False/None here
-                raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle={shuffle}"
-                )
-            if sampler is not None:
-                raise ValueError(
-                    f"DataLoader with IterableDataset: expected unspecified sampler option, but got sampler={sampler}"
-                )
-            if batch_sampler is not None:
-                raise ValueError(
-                    "DataLoader with IterableDataset: expected unspecified batch_sampler option, but got "
-                    f"batch_sampler={batch_sampler}"
-                )
+            _check_iterable_dataset_options(shuffle, sampler, batch_sampler)
         else:
             shuffle = bool(shuffle)
-
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
-
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError(
                     "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last"
                 )
-            batch_size = None
-            drop_last = False
+            batch_size, drop_last = None, False  # the batch sampler decides both
         elif batch_size is None and drop_last:
             raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
 
         if sampler is None:
-            if self._is_iterable:
-                sampler = _InfiniteConstantSampler()
-            elif shuffle:
-                sampler = RandomSampler(dataset, generator=generator)
-            else:
-                sampler = SequentialSampler(dataset)
-
-        if batch_size is not None and batch_sampler is None:
+            sampler = self._default_sampler(shuffle, generator)
+        if batch_sampler is None and batch_size is not None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)
 
         self.batch_size = batch_size
@@ -189,14 +213,21 @@ class DataLoader:
         self.sampler = sampler
         self.batch_sampler = batch_sampler
         self.generator = generator
-
         if collate_fn is None:
+            # Batches are collated; single samples (batch_size=None) are only converted.
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self.multiprocessing_context = multiprocessing_context
         self._iterator = None
         self.__initialized = True
+
+    def _default_sampler(self, shuffle, generator):
+        if self._is_iterable:
+            return _InfiniteConstantSampler()  # an iterable dataset chooses its own order
+        if shuffle:
+            return RandomSampler(self.dataset, generator=generator)
+        return SequentialSampler(self.dataset)
 
     # -- attributes ----------------------------------------------------------------
 
@@ -213,30 +244,11 @@ class DataLoader:
                     "multiprocessing_context can only be used with multi-process loading (num_workers > 0), but "
                     f"got num_workers={self.num_workers}"
                 )
-            if isinstance(multiprocessing_context, str):
-                valid = multiprocessing.get_all_start_methods()
-                if multiprocessing_context not in valid:
-                    raise ValueError(
-                        "multiprocessing_context option should specify a valid start method in "
-                        f"{valid!r}, but got multiprocessing_context={multiprocessing_context!r}"
-                    )
-                multiprocessing_context = multiprocessing.get_context(multiprocessing_context)
-            elif not isinstance(multiprocessing_context, multiprocessing.context.BaseContext):
-                raise TypeError(
-                    "multiprocessing_context option should be a valid context object or a string specifying the "
-                    f"start method, but got multiprocessing_context={multiprocessing_context}"
-                )
+            multiprocessing_context = _context_from(multiprocessing_context)
         self.__multiprocessing_context = multiprocessing_context
 
     def __setattr__(self, attr, val):
-        if self.__initialized and attr in (
-            "batch_size",
-            "batch_sampler",
-            "sampler",
-            "drop_last",
-            "dataset",
-            "persistent_workers",
-        ):
+        if self.__initialized and attr in _FIXED_AFTER_INIT:
             raise ValueError(f"{attr} attribute should not be set after {self.__class__.__name__} is initialized")
         super().__setattr__(attr, val)
 
@@ -258,13 +270,13 @@ class DataLoader:
 
     def __iter__(self):
         """A fresh iterator over the batches (the same one, reset, with persistent workers)."""
-        if self.persistent_workers and self.num_workers > 0:
-            if self._iterator is None:
-                self._iterator = self._get_iterator()
-            else:
-                self._iterator._reset(self)
-            return self._iterator
-        return self._get_iterator()
+        if not (self.persistent_workers and self.num_workers > 0):
+            return self._get_iterator()
+        if self._iterator is None:
+            self._iterator = self._get_iterator()
+        else:
+            self._iterator._reset(self)  # keep the worker processes, start a new epoch
+        return self._iterator
 
     def __len__(self):
         """The number of batches (for an IterableDataset: from ``len(dataset)``, if it has one).
@@ -272,15 +284,13 @@ class DataLoader:
         Raises:
             TypeError: if the dataset or sampler has no length.
         """
-        if self._is_iterable:
-            length = len(self.dataset)
-            if self.batch_size is not None:
-                if self.drop_last:
-                    length = length // self.batch_size
-                else:
-                    length = -(-length // self.batch_size)
-            return length
-        return len(self._index_sampler)
+        if not self._is_iterable:
+            return len(self._index_sampler)
+        samples = len(self.dataset)
+        if self.batch_size is None:
+            return samples
+        full_batches, remainder = divmod(samples, self.batch_size)
+        return full_batches + (1 if remainder and not self.drop_last else 0)
 
     def _get_shared_seed(self):
         # The workers' base seed: one int64 draw from the loader's generator (or the default one).
@@ -291,54 +301,65 @@ class DataLoader:
 
 
 class _BaseDataLoaderIter:
+    """What both iterators share: the loader's configuration, the sampler iterator, and the count
+    of batches handed out (to warn when an IterableDataset yields more than its ``len``)."""
+
+    # Loader settings copied at creation (as ``_<name>``): changing them on the loader later does not
+    # affect an iterator that is already running.
+    _SNAPSHOT = (
+        "dataset",
+        "_is_iterable",
+        "_auto_collation",
+        "drop_last",
+        "_index_sampler",
+        "num_workers",
+        "prefetch_factor",
+        "timeout",
+        "collate_fn",
+        "persistent_workers",
+    )
+
     def __init__(self, loader):
-        self._dataset = loader.dataset
-        self._is_iterable = loader._is_iterable
-        self._auto_collation = loader._auto_collation
-        self._drop_last = loader.drop_last
-        self._index_sampler = loader._index_sampler
-        self._num_workers = loader.num_workers
-        self._prefetch_factor = loader.prefetch_factor
-        self._timeout = loader.timeout
-        self._collate_fn = loader.collate_fn
-        self._sampler_iter = iter(self._index_sampler)
+        for name in self._SNAPSHOT:
+            setattr(self, "_" + name.lstrip("_"), getattr(loader, name))
         self._base_seed = loader._get_shared_seed()
-        self._persistent_workers = loader.persistent_workers
-        self._num_yielded = 0
-        self._profile_name = f"enumerate(DataLoader)#{self.__class__.__name__}.__next__"
+        self._indices = iter(self._index_sampler)
+        self._yielded = 0
 
     def __iter__(self):
         return self
 
     def _reset(self, loader, first_iter=False):
-        self._sampler_iter = iter(self._index_sampler)
-        self._num_yielded = 0
+        self._indices = iter(self._index_sampler)
+        self._yielded = 0
 
     def _next_index(self):
-        return next(self._sampler_iter)
+        return next(self._indices)
 
     def _next_data(self):
         raise NotImplementedError
 
     def __next__(self):
-        if self._sampler_iter is None:
-            self._reset(None)
         data = self._next_data()
-        self._num_yielded += 1
-        if self._is_iterable and hasattr(self._dataset, "__len__"):
-            try:
-                length = len(self._dataset)
-            except TypeError:
-                length = None
-            if length is not None and self._num_yielded > length:
-                warnings.warn(
-                    f"Length of IterableDataset {self._dataset} was reported to be {length} (when accessing "
-                    f"len(dataloader)), but {self._num_yielded} samples have been fetched. For multiprocessing "
-                    "data-loading, this could be caused by not properly configuring the IterableDataset replica "
-                    "at each worker.",
-                    stacklevel=2,
-                )
+        self._yielded += 1
+        if self._is_iterable:
+            self._warn_if_past_reported_length()
         return data
+
+    def _warn_if_past_reported_length(self):
+        # A common mistake with workers: each replica yields the whole dataset.
+        try:
+            length = len(self._dataset)
+        except TypeError:  # no __len__, or one that refuses
+            return
+        if self._yielded > length:
+            warnings.warn(
+                f"Length of IterableDataset {self._dataset} was reported to be {length} (when accessing "
+                f"len(dataloader)), but {self._yielded} samples have been fetched. For multiprocessing "
+                "data-loading, this could be caused by not properly configuring the IterableDataset replica "
+                "at each worker.",
+                stacklevel=3,
+            )
 
     def __len__(self):
         return len(self._index_sampler)
@@ -347,13 +368,13 @@ class _BaseDataLoaderIter:
 class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
-        self._dataset_fetcher = _worker.create_fetcher(
+        self._fetcher = _worker.create_fetcher(
             self._is_iterable, self._dataset, self._auto_collation, self._collate_fn, self._drop_last
         )
 
     def _next_data(self):
-        index = self._next_index()  # may raise StopIteration
-        return self._dataset_fetcher.fetch(index)  # may raise StopIteration (IterableDataset)
+        # Both lines may raise StopIteration: the sampler is exhausted, or the IterableDataset is.
+        return self._fetcher.fetch(self._next_index())
 
 
 def _describe_exit(process):
@@ -371,90 +392,99 @@ def _describe_exit(process):
 class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """Loads batches in worker processes and hands them out in sampler order.
 
-    Each worker has its own index queue; all share one result queue. Up to
-    ``prefetch_factor * num_workers`` tasks are in flight; task ``i`` goes to
-    the next worker that is still active, round-robin. Results that arrive
-    early are held until their turn. While waiting, the main process polls the
-    workers' liveness, so a dead worker raises instead of hanging.
+    Every batch is a numbered task. Each worker has its own index queue; all share one result
+    queue. Up to ``prefetch_factor * num_workers`` tasks are in flight, each sent to the next
+    worker that is still active, round-robin. A result that arrives before its turn waits in
+    ``_early``. While waiting, the main process polls the workers' liveness, so a dead worker
+    raises instead of hanging.
     """
 
     def __init__(self, loader):
         super().__init__(loader)
         context = loader.multiprocessing_context or _default_context()
-        self._worker_init_fn = loader.worker_init_fn
-        payload = (self._dataset, self._collate_fn, self._worker_init_fn)
+        payload = (self._dataset, self._collate_fn, loader.worker_init_fn)
         if context.get_start_method() != "fork":
             # Tensors (e.g. a TensorDataset's) are not picklable: send the payload in the transfer format.
             payload = _worker.dumps(payload)
-        self._worker_result_queue = context.Queue()
-        self._workers_done_event = context.Event()
-        self._index_queues = []
-        self._workers = []
+        self._results = context.Queue()
+        self._done_event = context.Event()
         self._shutdown = False
-        for i in range(self._num_workers):
-            index_queue = context.Queue()
-            index_queue.cancel_join_thread()
-            w = context.Process(
-                target=_worker._worker_loop,
-                args=(
-                    self._is_iterable,
-                    payload,
-                    index_queue,
-                    self._worker_result_queue,
-                    self._workers_done_event,
-                    self._auto_collation,
-                    self._drop_last,
-                    self._base_seed,
-                    i,
-                    self._num_workers,
-                    os.getpid(),
-                ),
-            )
-            w.daemon = True
-            w.start()
-            self._index_queues.append(index_queue)
-            self._workers.append(w)
+        self._index_queues = [context.Queue() for _ in range(self._num_workers)]
+        self._workers = [
+            self._start_worker(context, worker_id, payload, index_queue)
+            for worker_id, index_queue in enumerate(self._index_queues)
+        ]
         self._reset(loader, first_iter=True)
+
+    def _start_worker(self, context, worker_id, payload, index_queue):
+        # Our process may exit while the queue still holds indices: do not block on its feeder thread.
+        index_queue.cancel_join_thread()
+        worker = context.Process(
+            target=_worker._worker_loop,
+            args=(
+                self._is_iterable,
+                payload,
+                index_queue,
+                self._results,
+                self._done_event,
+                self._auto_collation,
+                self._drop_last,
+                self._base_seed,
+                worker_id,
+                self._num_workers,
+                os.getpid(),
+            ),
+        )
+        worker.daemon = True
+        worker.start()
+        return worker
+
+    @property
+    def _max_in_flight(self):
+        return self._prefetch_factor * self._num_workers
 
     def _reset(self, loader, first_iter=False):
         super()._reset(loader, first_iter)
-        self._send_idx = 0  # the index of the next task to send to a worker
-        self._rcvd_idx = 0  # the index of the next task to hand to the user
-        # task index -> (worker_id,) while pending, (worker_id, data) once received out of order.
-        self._task_info = {}
-        self._tasks_outstanding = 0
-        self._workers_status = [True] * self._num_workers
-        self._worker_queue_idx_cycle = itertools.cycle(range(self._num_workers))
+        self._next_task = 0  # number of the next task to send
+        self._next_to_yield = 0  # number of the next task to hand to the user
+        self._assigned = {}  # task -> worker, for tasks sent and not yet received
+        self._early = {}  # task -> data, received before its turn
+        self._in_flight = 0
+        self._active = [True] * self._num_workers  # False once a worker's IterableDataset ran out
+        self._worker_cycle = itertools.cycle(range(self._num_workers))
         if not first_iter:
-            # Persistent workers: start a new epoch, and drain everything from the previous one.
-            seed = loader._get_shared_seed()
-            for index_queue in self._index_queues:
-                index_queue.put(_worker._ResumeIteration(seed))
-            resume_count = 0
-            while resume_count < self._num_workers:
-                idx, _ = self._get_data()
-                if isinstance(idx, _worker._ResumeIteration):
-                    resume_count += 1
-        for _ in range(self._prefetch_factor * self._num_workers):
-            self._try_put_index()
+            self._start_new_epoch(loader._get_shared_seed())
+        for _ in range(self._max_in_flight):
+            self._send_next_task()
+
+    def _start_new_epoch(self, seed):
+        """Persistent workers: tell each worker to start over, and drop what the last epoch left in
+        the result queue until every worker has acknowledged."""
+        for index_queue in self._index_queues:
+            index_queue.put(_worker._ResumeIteration(seed))
+        acknowledged = 0
+        while acknowledged < self._num_workers:
+            task, _ = self._get_data()
+            if isinstance(task, _worker._ResumeIteration):
+                acknowledged += 1
 
     def _check_workers(self):
         """Raise if a worker exited while we wait for it (the 'no hang' guarantee)."""
-        for w in self._workers:
-            if not w.is_alive() and not self._shutdown:
-                description = _describe_exit(w)
+        for worker in self._workers:
+            if not worker.is_alive() and not self._shutdown:
+                description = _describe_exit(worker)
                 self._shutdown_workers()
-                raise RuntimeError(f"DataLoader worker (pid {w.pid}) exited unexpectedly {description}.")
+                raise RuntimeError(f"DataLoader worker (pid {worker.pid}) exited unexpectedly {description}.")
 
     def _get_data(self):
-        """The next ``(task_idx, data)`` from the result queue, decoded; raises on timeout or a dead worker."""
+        """The next ``(task, data)`` from the result queue, decoded; raises on timeout or a dead worker."""
         deadline = time.monotonic() + self._timeout if self._timeout > 0 else None
         while True:
             wait = _worker.MP_STATUS_CHECK_INTERVAL
             if deadline is not None:
                 wait = min(wait, max(deadline - time.monotonic(), 0.0))
             try:
-                idx, data = self._worker_result_queue.get(timeout=wait)
+                task, data = self._results.get(timeout=wait)
             except queue.Empty:
                 self._check_workers()
                 if deadline is not None and time.monotonic() >= deadline:
@@ -463,60 +493,65 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                 continue
             if isinstance(data, bytes):
                 data = _worker.loads(data)
-            return idx, data
+            return task, data
+
+    def _skip_tasks_of_ended_workers(self):
+        """Advance past tasks sent to workers whose IterableDataset has ended: no result will come."""
+        while self._next_to_yield < self._next_task:
+            task = self._next_to_yield
+            if task in self._early or self._active[self._assigned[task]]:
+                return
+            del self._assigned[task]
+            self._next_to_yield += 1
 
     def _next_data(self):
         while True:
-            # Skip tasks of workers whose IterableDataset has ended: they will never come.
-            while self._rcvd_idx < self._send_idx:
-                info = self._task_info[self._rcvd_idx]
-                worker_id = info[0]
-                if len(info) == 2 or self._workers_status[worker_id]:
-                    break
-                del self._task_info[self._rcvd_idx]
-                self._rcvd_idx += 1
-            else:
+            self._skip_tasks_of_ended_workers()
+            if self._next_to_yield == self._next_task:  # nothing left in flight
                 if not self._persistent_workers:
                     self._shutdown_workers()
                 raise StopIteration
+            if self._next_to_yield in self._early:
+                return self._hand_out(self._early.pop(self._next_to_yield))
 
-            if len(self._task_info[self._rcvd_idx]) == 2:
-                data = self._task_info.pop(self._rcvd_idx)[1]
-                return self._process_data(data)
-
-            idx, data = self._get_data()
-            self._tasks_outstanding -= 1
+            task, data = self._get_data()
+            self._in_flight -= 1
             if self._is_iterable and isinstance(data, _worker._IterableDatasetStopIteration):
-                self._workers_status[data.worker_id] = False
-                self._try_put_index()
+                self._active[data.worker_id] = False
+                self._send_next_task()
                 continue
-            if idx != self._rcvd_idx:
-                self._task_info[idx] += (data,)
-            else:
-                del self._task_info[idx]
-                return self._process_data(data)
+            del self._assigned[task]
+            if task == self._next_to_yield:
+                return self._hand_out(data)
+            self._early[task] = data
 
-    def _try_put_index(self):
-        if self._tasks_outstanding >= self._prefetch_factor * self._num_workers:
+    def _next_active_worker(self):
+        """The next worker in round-robin order that is still active, or None if none is."""
+        for _ in range(self._num_workers):
+            worker_id = next(self._worker_cycle)
+            if self._active[worker_id]:
+                return worker_id
+        return None
+
+    def _send_next_task(self):
+        if self._in_flight >= self._max_in_flight:
             return
         try:
-            index = self._next_index()
+            indices = self._next_index()
         except StopIteration:
             return
-        for _ in range(self._num_workers):  # find the next active worker, if any
-            worker_queue_idx = next(self._worker_queue_idx_cycle)
-            if self._workers_status[worker_queue_idx]:
-                break
-        else:
-            return  # every worker has ended (IterableDataset)
-        self._index_queues[worker_queue_idx].put((self._send_idx, index))
-        self._task_info[self._send_idx] = (worker_queue_idx,)
-        self._tasks_outstanding += 1
-        self._send_idx += 1
+        worker_id = self._next_active_worker()
+        if worker_id is None:  # every worker's IterableDataset has ended
+            return
+        self._index_queues[worker_id].put((self._next_task, indices))
+        self._assigned[self._next_task] = worker_id
+        self._in_flight += 1
+        self._next_task += 1
 
-    def _process_data(self, data):
-        self._rcvd_idx += 1
-        self._try_put_index()
+    def _hand_out(self, data):
+        """Deliver the current task's result: refill the pipeline, re-raise a worker's error."""
+        self._next_to_yield += 1
+        self._send_next_task()
         if isinstance(data, _worker.ExceptionWrapper):
             self._shutdown_workers()
             data.reraise()
@@ -528,20 +563,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             return
         self._shutdown = True
         try:
-            self._workers_done_event.set()
-            for index_queue, w in zip(self._index_queues, self._workers):
-                if w.is_alive():
-                    index_queue.put(None)
-            for w in self._workers:
-                w.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL * 10)
-                if w.is_alive():
-                    w.terminate()
-                    w.join(timeout=1.0)
-            for index_queue in self._index_queues:
-                index_queue.cancel_join_thread()
-                index_queue.close()
-            self._worker_result_queue.cancel_join_thread()
-            self._worker_result_queue.close()
+            self._done_event.set()
+            for index_queue, worker in zip(self._index_queues, self._workers):
+                if worker.is_alive():
+                    index_queue.put(None)  # the "exit" message
+            for worker in self._workers:
+                worker.join(timeout=_worker.MP_STATUS_CHECK_INTERVAL * 10)
+                if worker.is_alive():
+                    worker.terminate()
+                    worker.join(timeout=1.0)
+            for q in (*self._index_queues, self._results):
+                q.cancel_join_thread()
+                q.close()
         except Exception:  # interpreter shutdown: queues/processes may already be torn down
             pass
 

@@ -179,11 +179,8 @@ class ConcatDataset(Dataset):
 
     @staticmethod
     def cumsum(sequence):
-        r, s = [], 0
-        for e in sequence:
-            s += len(e)
-            r.append(s)
-        return r
+        """Running totals of the lengths: ``[len(d0), len(d0) + len(d1), ...]``."""
+        return list(itertools.accumulate(len(d) for d in sequence))
 
     def __init__(self, datasets):
         self.datasets = list(datasets)
@@ -202,9 +199,10 @@ class ConcatDataset(Dataset):
             if -idx > len(self):
                 raise ValueError("absolute value of index should not exceed dataset length")
             idx = len(self) + idx
-        dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
-        sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
-        return self.datasets[dataset_idx][sample_idx]
+        # The first dataset whose running total exceeds idx holds it.
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = self.cumulative_sizes[which - 1] if which > 0 else 0
+        return self.datasets[which][idx - start]
 
 
 class ChainDataset(IterableDataset):
@@ -280,6 +278,21 @@ class Subset(Dataset):
         return len(self.indices)
 
 
+def _counts_from_fractions(fractions, total):
+    """Split ``total`` by ``fractions``: floors first, then the leftover items one each to the
+    splits in order (PyTorch's rule, so both libraries give the same sizes)."""
+    for i, fraction in enumerate(fractions):
+        if not 0 <= fraction <= 1:
+            raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+    counts = [int(math.floor(total * fraction)) for fraction in fractions]
+    for i in range(total - sum(counts)):
+        counts[i % len(counts)] += 1
+    for i, count in enumerate(counts):
+        if count == 0:
+            warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=3)
+    return counts
+
+
 def random_split(dataset, lengths, generator=None):
     """Split ``dataset`` at random into non-overlapping :class:`Subset` s of the given lengths.
 
@@ -312,21 +325,8 @@ def random_split(dataset, lengths, generator=None):
     if generator is None:
         generator = ember.default_generator
     lengths = list(lengths)
-    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
-        subset_lengths = []
-        for i, frac in enumerate(lengths):
-            if frac < 0 or frac > 1:
-                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
-            subset_lengths.append(int(math.floor(len(dataset) * frac)))
-        remainder = len(dataset) - sum(subset_lengths)
-        for i in range(remainder):
-            subset_lengths[i % len(subset_lengths)] += 1
-        lengths = subset_lengths
-        for i, length in enumerate(lengths):
-            if length == 0:
-                warnings.warn(
-                    f"Length of split at index {i} is 0. This might result in an empty dataset.", stacklevel=2
-                )
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:  # fractions, not counts
+        lengths = _counts_from_fractions(lengths, len(dataset))
     if sum(lengths) != len(dataset):
         raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
     indices = ember.randperm(sum(lengths), generator=generator).tolist()
