@@ -99,7 +99,10 @@ def broadcast_shapes(*shapes):
 def set_num_threads(num_threads):
     """Set the number of threads ember's C++ kernels (OpenMP) use for intra-op parallelism.
 
-    numpy's BLAS keeps its own pool; limit it with ``threadpoolctl`` if needed.
+    numpy's BLAS keeps its own pool; limit it with ``threadpoolctl`` if needed. ember runs
+    matrix products below about 16M multiply-adds on one BLAS thread whatever that pool's
+    size, so that OpenBLAS's workers, which busy-wait after each call, leave the cores to
+    the OpenMP kernels that come next.
 
     Raises:
         ValueError: if ``num_threads`` is not positive.
@@ -161,6 +164,7 @@ def __getattr__(name):
 __version__ = "0.1.0"
 
 from . import utils  # noqa: E402,F401 - ember.utils.data, ember.utils.checkpoint, ...
+from . import cuda  # noqa: E402,F401 - ember.cuda (imports CuPy only on first use)
 from ._extensions import load_extensions as _load_extensions  # noqa: E402
 
 _load_extensions()

@@ -51,6 +51,14 @@ class Backend:
     def unavailable_reason(self):
         return f"device type '{self.name}' is not available"
 
+    def fallback_kernel(self, op):
+        """A kernel for ``op`` when it registered none for this device type (None: there is none).
+
+        The CUDA backend runs the op's numpy-namespace CPU kernel on its arrays (see
+        :mod:`ember.cuda._backend`).
+        """
+        return None
+
 
 _BACKENDS: dict[str, Backend] = {}
 
@@ -189,13 +197,46 @@ class _CPUBackend(Backend):
 
 
 class _CUDABackend(Backend):
-    """Placeholder until the CUDA backend lands: every use says so clearly."""
+    """CUDA (and ROCm, through CuPy's ROCm build): arrays are ``cupy.ndarray`` (see :mod:`ember.cuda._backend`).
+
+    CuPy is imported on the first request for a CUDA tensor, never by ``import ember``.
+    """
+
+    _ready = False
 
     def is_available(self):
-        return False
+        if self._ready:
+            return True
+        from .cuda import _backend, _runtime
+
+        if not _runtime.is_available():
+            return False
+        _backend.initialize()
+        type(self)._ready = True
+        return True
 
     def unavailable_reason(self):
-        return "CUDA is not available: ember-core's CUDA backend needs CuPy and an NVIDIA/ROCm GPU"
+        from .cuda._runtime import unavailable_reason
+
+        return unavailable_reason() or "CUDA is not available"
+
+    def from_numpy(self, array, index):
+        from .cuda._backend import from_numpy
+
+        return from_numpy(array, index)
+
+    def to_numpy(self, array):
+        return array.get()
+
+    def strided_view(self, storage, shape, strides, offset, dtype):
+        from .cuda._backend import strided_view
+
+        return strided_view(storage, shape, strides, offset, dtype)
+
+    def fallback_kernel(self, op):
+        from .cuda._backend import fallback_kernel
+
+        return fallback_kernel(op)
 
 
 register_backend_type("cpu", _CPUBackend())

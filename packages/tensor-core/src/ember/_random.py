@@ -274,9 +274,25 @@ def _state_bytes(new_state):
 #: The generator random ops use when no ``generator=`` is given.
 default_generator = Generator()
 
+#: Per-device-type seeding hooks (``ember.cuda`` adds one): ``hook(seed)`` seeds that type's default
+#: generators, so that :func:`manual_seed` makes draws on every device reproducible, as in PyTorch.
+_device_seed_hooks = []
+#: The seed device generators created later start from (the last :func:`manual_seed`, else the default).
+_device_seed = [DEFAULT_SEED]
+
+
+def register_device_seed_hook(hook):
+    """Have :func:`manual_seed` also call ``hook(seed)`` (for a device type's default generators)."""
+    _device_seed_hooks.append(hook)
+
+
+def device_initial_seed():
+    """The seed a device type's default generator starts from when it is created."""
+    return _device_seed[0]
+
 
 def manual_seed(seed):
-    """Seed the default generator, making the program's random draws reproducible.
+    """Seed the default generator (and every device's, e.g. CUDA's), making random draws reproducible.
 
     Args:
         seed (int): any integer (converted with ``int``; reduced modulo 2**64).
@@ -295,7 +311,11 @@ def manual_seed(seed):
         >>> ember.randn(3).tolist() == a
         True
     """
-    return default_generator.manual_seed(int(seed))
+    seed = int(seed)
+    _device_seed[0] = seed
+    for hook in _device_seed_hooks:  # the device generators (ember.cuda's), when they exist
+        hook(seed)
+    return default_generator.manual_seed(seed)
 
 
 def seed():

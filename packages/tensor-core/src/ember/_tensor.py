@@ -357,7 +357,7 @@ class Tensor:
         if self._device.type != "cpu":
             if not force:
                 raise TypeError(
-                    f"can't convert {self._device.type} tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                    f"can't convert {self._device} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
                     "to host memory first."
                 )
             return get_backend(self._device.type).to_numpy(self._data)

@@ -532,7 +532,8 @@ def _to_copy_meta(
 def _convert_array(array, np_dtype):
     if np_dtype.kind == "b":
         # non-zero is True; a complex value is zero only when both parts are
-        return np.asarray(np.not_equal(array, 0))
+        value = np.not_equal(array, 0)
+        return np.asarray(value) if isinstance(value, np.generic) else value  # a CuPy array stays one
     if np_dtype.kind in "iu" and array.dtype.kind in "fc":
         # float -> int truncates toward zero like C; complex drops the imaginary part
         if array.dtype.kind == "c":
@@ -631,3 +632,126 @@ def _zero_cpu(self):
 
 
 zero_ = defop("zero_", _zero_meta, cpu=_zero_cpu, kind="inplace")
+
+
+# -- CUDA kernels ------------------------------------------------------------------------------
+# CuPy is imported when a kernel first runs (never by ``import ember``). Factories that make small
+# arrays from host-side arithmetic (arange, linspace, eye...) build them with the CPU kernel and copy.
+
+
+def _cupy():
+    from ..cuda._runtime import cupy_module
+
+    return cupy_module()
+
+
+def _cuda_index(device):
+    return canonical_device(device).index or 0
+
+
+def _cuda_factory(name):
+    def kernel(*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
+        cp = _cupy()
+        with cp.cuda.Device(_cuda_index(device)):
+            return getattr(cp, name)(normalize_size(size), _float_dtype(dtype).numpy_dtype)
+
+    return kernel
+
+
+def _full_cuda(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    cp = _cupy()
+    np_dtype = _fill_dtype(fill_value, dtype).numpy_dtype
+    with cp.cuda.Device(_cuda_index(device)):
+        return cp.full(normalize_size((size,)), _cast_scalar(fill_value, np_dtype), dtype=np_dtype)
+
+
+def _empty_strided_cuda(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    cp = _cupy()
+    size = normalize_size((size,))
+    np_dtype = _float_dtype(dtype).numpy_dtype
+    extent = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
+    with cp.cuda.Device(_cuda_index(device)):
+        buf = cp.empty(extent, np_dtype)
+    return cp.ndarray(size, np_dtype, memptr=buf.data, strides=tuple(s * np_dtype.itemsize for s in stride))
+
+
+def _uploaded(cpu_kernel):
+    """A CUDA kernel that builds the (small, host-computed) result on the CPU and copies it to the GPU."""
+
+    def kernel(*args, device=None, **kwargs):
+        cp = _cupy()
+        with cp.cuda.Device(_cuda_index(device)):
+            return cp.asarray(cpu_kernel(*args, device=device, **kwargs))
+
+    return kernel
+
+
+def _clone_cuda(input, *, memory_format=None):
+    cp = _cupy()
+    data = input._data
+    strides = _clone_strides(input, memory_format)
+    with cp.cuda.Device(input.device.index or 0):
+        if strides == contiguous_strides(data.shape):
+            return cp.array(data, copy=True, order="C")
+        itemsize = data.dtype.itemsize
+        buf = cp.empty(data.size, data.dtype)
+    out = cp.ndarray(data.shape, data.dtype, memptr=buf.data, strides=tuple(s * itemsize for s in strides))
+    out[...] = data
+    return out
+
+
+def _to_copy_cuda(
+    input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None
+):
+    cp = _cupy()
+    data = input._data
+    np_dtype = data.dtype if dtype is None else dtype.numpy_dtype
+    target = canonical_device(device) if device is not None else input.device
+    if target.type == "meta":
+        strides = dense_strides_like(data.shape, input.stride())
+        return Tensor._make(MetaArray(data.shape, np_dtype, strides), target)
+    with cp.cuda.Device(input.device.index or 0):
+        array = _convert_array(data, np_dtype)
+        if array is data:  # astype may hand back its input
+            array = array.copy()
+    if target.type == "cpu":
+        return Tensor._make(array.get(), target)  # waits for the GPU work that writes it
+    if target.type != "cuda":
+        return Tensor._make(get_backend(target.type).from_numpy(array.get(), target.index), target)
+    if (target.index or 0) != (input.device.index or 0):
+        with cp.cuda.Device(target.index or 0):
+            array = cp.array(array, copy=True)
+    return Tensor._make(array, target)
+
+
+def _copy_cuda(self, src, non_blocking=False):
+    cp = _cupy()
+    if isinstance(src, Tensor):
+        data = src._data if src.device.type == "cuda" else src._host_array()
+    else:
+        data = np.asarray(src)
+    if data.dtype != self._data.dtype:
+        data = _convert_array(data, self._data.dtype)
+    with cp.cuda.Device(self.device.index or 0):
+        if isinstance(data, np.ndarray):
+            data = cp.asarray(data)
+        cp.copyto(self._data, data, casting="unsafe")
+
+
+for _op, _kernel in (
+    (empty, _cuda_factory("empty")),
+    (zeros, _cuda_factory("zeros")),
+    (ones, _cuda_factory("ones")),
+    (full, _full_cuda),
+    (empty_strided, _empty_strided_cuda),
+    (arange, _uploaded(_arange_cpu)),
+    (linspace, _uploaded(_linspace_cpu)),
+    (logspace, _uploaded(_logspace_cpu)),
+    (eye, _uploaded(_eye_cpu)),
+    (scalar_tensor, _uploaded(_scalar_tensor_cpu)),
+    (clone, _clone_cuda),
+    (_to_copy, _to_copy_cuda),
+    (copy_, _copy_cuda),
+):
+    _op.register_kernel("cuda", _kernel)
+del _op, _kernel

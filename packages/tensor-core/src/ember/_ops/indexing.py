@@ -17,6 +17,7 @@ from .._meta import MetaArray
 from .._tensor import Tensor
 from ._registry import defop
 from ._shapes import broadcast_shapes
+from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 
 __all__ = []
 
@@ -114,7 +115,7 @@ def _rephrase_index_error(exc):
 def _index_cpu(input, indices):
     try:
         # row-major, as the meta function says (numpy may lay advanced results out otherwise)
-        return np.asarray(input._data[_numpy_key(input, indices)], order="C")
+        return _as_array(input._data[_numpy_key(input, indices)], order="C")
     except IndexError as exc:
         raise _rephrase_index_error(exc) from None
 

@@ -40,6 +40,7 @@ from .._tensor import Tensor
 from ._pointwise_helpers import _torch_name, make_inplace
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import wrap_dim
+from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 
 __all__ = []
 
@@ -176,7 +177,7 @@ def _upcast(data):
 
 def _finish(result, np_dtype):
     """``result`` as a new array of ``np_dtype``."""
-    result = np.asarray(result)
+    result = _as_array(result)
     return result.astype(np_dtype) if result.dtype != np_dtype else result
 
 
@@ -201,7 +202,7 @@ def _c_sum(data, dims, keepdim):
     It applies to float32/float64/int64 arrays with at least one dim, C- or F-contiguous, whose reduced
     dims are adjacent. The result is a new C-contiguous array.
     """
-    if not data.ndim or dims[-1] - dims[0] + 1 != len(dims):
+    if not data.ndim or dims[-1] - dims[0] + 1 != len(dims) or type(data) is not np.ndarray:  # (CuPy: numpy path)
         return None
     result = _C.sum_dims(data, dims[0], dims[-1], keepdim)
     if result is None and data.ndim > 1 and data.flags.f_contiguous:
@@ -215,6 +216,8 @@ def _c_sum(data, dims, keepdim):
 
 def _c_scan(kernel, data, d):
     """``kernel`` (ember._C.cumsum or cumprod) along dim ``d`` of an array, or None for other dtypes."""
+    if type(data) is not np.ndarray:  # a CuPy array takes the numpy-namespace path
+        return None
     return kernel(data if data.flags.c_contiguous else np.ascontiguousarray(data), d)
 
 
@@ -729,7 +732,7 @@ def _arg_extreme_cpu(np_fn, name):
     def cpu(input, dim=None, keepdim=False):
         data = _upcast(input._data)
         if dim is None or data.ndim == 0:
-            result = np.asarray(np_fn(data), dtype=_I64)
+            result = _as_array(np_fn(data)).astype(_I64, copy=False)
             return result.reshape((1,) * data.ndim) if keepdim else result.reshape(())
         d = wrap_dim(dim, data.ndim)
         return _finish(np_fn(data, axis=d, keepdims=keepdim), _I64)

@@ -1,0 +1,165 @@
+"""The ``cuda`` device type's backend: CuPy arrays, views of them, and the generic kernel path.
+
+:class:`ember._device._CUDABackend` delegates here, so nothing imports CuPy before
+a CUDA tensor is asked for. What lives here:
+
+* moving numpy data to the GPU and back, and building strided views of a
+  storage (the primitive every view op uses);
+* the **generic kernel path**: an op without a CUDA kernel of its own runs its
+  CPU kernel on CuPy arrays. numpy hands ufunc calls (NEP 13,
+  ``__array_ufunc__``) and most ``np.*`` functions (NEP 18,
+  ``__array_function__``) on CuPy arrays to CuPy, so a CPU kernel written with
+  ``np.`` functions computes on the GPU unchanged. A kernel that leaves the
+  numpy namespace (``np.asarray`` of its input, ``np.array``, ``ember._C``)
+  raises ``NotImplementedError`` naming the op, never a silent host copy of its
+  inputs. This is the bridge until every kernel takes ``xp`` explicitly
+  (docs/internals.rst, "The CUDA backend");
+* the random factory ops: they draw from the device's default generator
+  (:mod:`ember.cuda.random`) on the host and copy the values to the GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _device
+from .._tensor import Tensor
+from ._runtime import cupy_module
+
+__all__ = ["initialize", "initialized", "from_numpy", "to_numpy", "strided_view", "fallback_kernel", "generic_ops"]
+
+_done = []
+_fallbacks = {}  # op -> its generic CUDA kernel
+#: names of the ops that ran through the generic path in this process (for the porting plan's bookkeeping)
+generic_ops = set()
+
+# What numpy, CuPy and pybind11 say when a CPU kernel leaves the numpy namespace with a CuPy array.
+_NOT_GENERIC = (
+    "Implicit conversion to a NumPy array",
+    "no implementation found for",
+    "incompatible function arguments",
+    "Unsupported type <class 'cupy",
+    "Unsupported type <class 'numpy",  # CuPy handed a numpy array the kernel made
+    "incorrect type (expected cupy",
+)
+
+
+def initialized():
+    return bool(_done)
+
+
+def initialize():
+    """Load CuPy and set up the allocator's bookkeeping (once).
+
+    Raises:
+        RuntimeError: when CUDA is not available, saying how to install it.
+    """
+    if _done:
+        return
+    cupy_module()
+    from .memory import install_peak_tracking
+
+    install_peak_tracking()
+    _register_random_kernels()
+    _done.append(True)
+
+
+def from_numpy(array, index):
+    """A CuPy copy of numpy ``array`` on GPU ``index`` (0 when None).
+
+    Raises:
+        TypeError: for a dtype CuPy cannot hold (bfloat16, for now).
+    """
+    cp = cupy_module()
+    if array.dtype.name == "bfloat16":
+        raise TypeError("bfloat16 tensors are not supported on the cuda device yet (CuPy has no bfloat16 dtype)")
+    with cp.cuda.Device(index or 0):
+        return cp.asarray(array)
+
+
+def to_numpy(array):
+    """A numpy copy of CuPy ``array`` (waits for the GPU work that writes it)."""
+    return array.get()
+
+
+def strided_view(storage, shape, strides, offset, dtype):
+    """A CuPy array viewing ``storage`` with ``shape``/``strides``/``offset`` (elements) of numpy ``dtype``."""
+    cp = cupy_module()
+    if 0 in shape:  # an empty view may start past the end of its storage (PyTorch allows it)
+        return cp.empty(shape, dtype)
+    itemsize = dtype.itemsize
+    memptr = storage.base.data + offset * itemsize
+    return cp.ndarray(shape, dtype, memptr=memptr, strides=tuple(s * itemsize for s in strides))
+
+
+def _on_device(result):
+    """A kernel's result with any numpy array in it copied to the GPU (results computed from metadata alone)."""
+    if isinstance(result, (np.ndarray, np.generic)):
+        return cupy_module().asarray(result)
+    if type(result) is tuple or type(result) is list:
+        return type(result)(_on_device(r) for r in result)
+    return result
+
+
+def _cpu_scalars_to_device(a):
+    # A zero-dim CPU tensor may join a CUDA op (the dispatcher allows it, as PyTorch does); its value
+    # goes to the GPU so that the kernel sees arrays of one namespace.
+    if type(a) is Tensor and a._device.type == "cpu":
+        cp = cupy_module()
+        return Tensor._make(cp.asarray(a._data), _device.device("cuda", cp.cuda.runtime.getDevice()))
+    return a
+
+
+def fallback_kernel(op):
+    """The generic CUDA kernel of ``op``: its CPU kernel run on CuPy arrays (None if it has no CPU kernel)."""
+    kernel = _fallbacks.get(op)
+    if kernel is not None:
+        return kernel
+    cpu = op.kernels.get("cpu")
+    if cpu is None:
+        return None
+
+    def kernel(*args, **kwargs):
+        generic_ops.add(op.name)
+        if any(type(a) is Tensor and a._device.type == "cpu" for a in args):
+            args = tuple(_cpu_scalars_to_device(a) for a in args)
+        try:
+            result = cpu(*args, **kwargs)
+        except TypeError as exc:
+            if not any(marker in str(exc) for marker in _NOT_GENERIC):
+                raise
+            raise NotImplementedError(
+                f"Could not run '{op.name}' on the 'cuda' backend: it has no CUDA kernel yet and its CPU kernel "
+                f"leaves the numpy namespace ({exc})"
+            ) from exc
+        return _on_device(result)
+
+    kernel.__name__ = f"{op.name}_cuda_generic"
+    _fallbacks[op] = kernel
+    return kernel
+
+
+def _device_index(kwargs):
+    from .._device import canonical_device
+
+    return canonical_device(kwargs.get("device")).index or 0
+
+
+def _register_random_kernels():
+    """CUDA kernels of the random factory ops: draw from the GPU's default generator, then copy to the GPU."""
+    from .._ops._registry import registry
+    from .random import generator_for
+
+    def make(op, cpu):
+        def kernel(*args, **kwargs):
+            if kwargs.get("generator") is None:
+                kwargs["generator"] = generator_for(_device_index(kwargs))
+            with cupy_module().cuda.Device(_device_index(kwargs)):
+                return _on_device(cpu(*args, **kwargs))
+
+        kernel.__name__ = f"{op.name}_cuda"
+        return kernel
+
+    for op in registry.values():
+        if "random" in op.tags and "factory" in op.tags and "cuda" not in op.kernels and "cpu" in op.kernels:
+            op.register_kernel("cuda", make(op, op.kernels["cpu"]))

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Run ember's tests with the cuda backend on a GPU machine whose python has CuPy, CMake, ninja
+# and pybind11 but no network (the lent H200): build ember._C in place, put both packages'
+# src/ on PYTHONPATH, register ember-autograd's entry point, then run pytest.
+#
+#   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh [pytest arguments]
+#
+# With no arguments it runs packages/tensor-core/tests. Environment: PYTHON (default python3),
+# EMBER_BUILD_DIR (default /tmp/ember-build).
+set -euo pipefail
+cd "$(dirname "$0")/../../../.."  # the repository root
+PY=${PYTHON:-python3}
+BUILD=${EMBER_BUILD_DIR:-/tmp/ember-build}
+cmake -S packages/tensor-core -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DPython_EXECUTABLE="$(command -v "$PY")" -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" >/dev/null
+cmake --build "$BUILD" -j"$(nproc)" >/dev/null
+cp "$BUILD"/_C*.so packages/tensor-core/src/ember/
+# ember-autograd is found through its entry point (ember.extensions); without pip, declare it by hand.
+SITE="$BUILD/site"
+mkdir -p "$SITE/ember_autograd-0.1.0.dist-info"
+printf 'Metadata-Version: 2.1\nName: ember-autograd\nVersion: 0.1.0\n' >"$SITE/ember_autograd-0.1.0.dist-info/METADATA"
+printf '[ember.extensions]\nautograd = ember.autograd\n' >"$SITE/ember_autograd-0.1.0.dist-info/entry_points.txt"
+export PYTHONPATH="packages/tensor-core/src:packages/autograd/src:$SITE${PYTHONPATH:+:$PYTHONPATH}"
+export EMBER_TEST_BACKEND=cuda
+if [ "$#" -eq 0 ]; then set -- packages/tensor-core/tests; fi
+exec "$PY" -m pytest -p no:cacheprovider "$@"
