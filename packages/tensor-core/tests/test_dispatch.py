@@ -188,20 +188,26 @@ def test_mode_exit_out_of_order_raises():
 # -- the autograd slot -------------------------------------------------------------------
 
 
-def test_autograd_handler_sees_calls_with_requires_grad(monkeypatch):
+def test_autograd_handler_sees_calls_with_requires_grad():
     seen = []
 
     def handler(op, args, kwargs, device):
         seen.append(op.name)
         return _dispatch.run_backend(op, args, kwargs, device)
 
-    monkeypatch.setattr(_dispatch, "_autograd_handler", handler)
-    x = ember.ones(2, requires_grad=True)
-    assert x.requires_grad
-    x * 2
-    ember.ones(2) * 2  # no input requires grad
-    with ember.no_grad():
-        x * 3
+    # Installed the way ember-autograd installs itself, which also drops the per-op
+    # recorders that earlier tests' backward passes cached.
+    previous = _dispatch._autograd_handler
+    _dispatch.set_autograd_handler(handler)
+    try:
+        x = ember.ones(2, requires_grad=True)
+        assert x.requires_grad
+        x * 2
+        ember.ones(2) * 2  # no input requires grad
+        with ember.no_grad():
+            x * 3
+    finally:
+        _dispatch.set_autograd_handler(previous)
     assert seen == ["mul"]
 
 
