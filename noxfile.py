@@ -334,7 +334,9 @@ def demo(session: nox.Session) -> None:
 
     Arguments after ``--`` other than ``--task`` go to the example (``nox -s demo -- --help``).
     The default task first runs the tensor tour (``examples/quickstart.py``, a few
-    seconds of self-checks) quietly, then the training; outputs go to ``.nox/demo/tmp/``
+    seconds of self-checks) quietly, then the training. Outputs go to ``runs/<example>/``
+    in the repository (ignored by git; outside ``.nox/``, which nox recreates on each run,
+    so ``--resume runs/digits_cnn/checkpoint.ember`` works from one session to the next)
     unless ``--output DIR`` is given.
     """
     try:
@@ -345,6 +347,4 @@ def demo(session: nox.Session) -> None:
     if task == "digits" and "--help" not in args and "-h" not in args:
         session.run("python", DEMO_TASKS["tour"], silent=True)  # its output is shown if a check fails
         session.log("tensor tour (examples/quickstart.py): all checks passed")
-    if task != "tour" and not any(arg == "--output" or arg.startswith("--output=") for arg in args):
-        args = [*args, "--output", str(Path(session.create_tmp()).resolve() / task)]
     session.run("python", DEMO_TASKS[task], *args)

@@ -132,8 +132,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW's decoupled weight decay")
     parser.add_argument("--label-smoothing", type=float, default=0.1, help="cross-entropy label smoothing")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights, dropout and shuffling")
-    parser.add_argument("--device", default="cpu", help="device to train on (cpu; cuda once ember has a CUDA backend)")
-    parser.add_argument("--output", type=Path, default=Path("runs/digits_cnn"), help="folder for checkpoint and plots")
+    parser.add_argument("--device", default="cpu", help="device to train on (only cpu so far)")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="folder for checkpoint and plots (default: runs/digits_cnn, or the --resume checkpoint's folder)",
+    )
     parser.add_argument("--resume", type=Path, metavar="CHECKPOINT", help="continue the run saved in CHECKPOINT")
     parser.add_argument("--compile", action="store_true", help="compile the model with ember.compile")
     parser.add_argument(
@@ -186,7 +191,10 @@ def maybe_compile(model: nn.Module, enabled: bool) -> nn.Module:
     try:
         return ember.compile(model)
     except (ImportError, RuntimeError) as exc:  # ember-dynamo is not installed (MissingDistributionError)
-        raise SystemExit(f"--compile: ember.compile is not available yet ({exc}); run without --compile") from exc
+        raise SystemExit(
+            "--compile: ember.compile is not available yet (its distributions, ember-dynamo and ember-inductor, "
+            f"are not built; {type(exc).__name__}); run without --compile"
+        ) from exc
 
 
 # --------------------------------------------------------------------------- training
@@ -359,6 +367,8 @@ def main(argv=None) -> dict:
 def run(args: argparse.Namespace) -> dict:
     """:func:`main` after the command line is parsed and the thread counts are set."""
     device = pick_device(args.device)
+    if args.output is None:  # a resumed run keeps writing beside its checkpoint
+        args.output = args.resume.parent if args.resume is not None else Path("runs/digits_cnn")
     args.output.mkdir(parents=True, exist_ok=True)
     wall_start, cpu_start = time.perf_counter(), time.process_time()
 
@@ -387,7 +397,7 @@ def run(args: argparse.Namespace) -> dict:
 
     parameters = sum(p.numel() for p in model.parameters())
     print(f"ember {ember.__version__} | {len(train_set)} train / {len(test_set)} test images | "
-          f"{parameters:,} parameters | device {device} | {ember.get_num_threads()} threads")
+          f"{parameters:,} parameters | device {device} | {_plural(ember.get_num_threads(), 'thread')}")
     print_table_header()
     for row in history:
         print_table_row(row)
@@ -446,7 +456,14 @@ def run(args: argparse.Namespace) -> dict:
     print(f"test accuracy {summary['test_accuracy']:.4f} | wall {summary['wall_seconds']:.1f} s "
           f"(cpu {summary['cpu_seconds']:.1f} s) | {summary['train_images_per_s']:.0f} train images/s | "
           f"outputs in {args.output}")
+    if last_epoch < args.epochs:
+        print(f"stopped after epoch {last_epoch} of {args.epochs}; continue with "
+              f"--epochs {args.epochs} --resume {args.output / CHECKPOINT}")
     return summary
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 if __name__ == "__main__":
