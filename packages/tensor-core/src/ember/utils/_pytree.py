@@ -113,6 +113,7 @@ def register_pytree_node(
         TypeError: if ``cls`` is not a type or a function is not callable.
 
     Example:
+        >>> from ember.utils._pytree import register_pytree_node, tree_leaves
         >>> class Pair:
         ...     def __init__(self, a, b):
         ...         self.a, self.b = a, b
