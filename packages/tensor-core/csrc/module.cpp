@@ -20,6 +20,7 @@ namespace py = pybind11;
 void init_conv(py::module_& m);
 void init_reduce(py::module_& m);
 void init_nn_kernels(py::module_& m);
+void init_optim(py::module_& m);
 
 namespace {
 
@@ -89,4 +90,5 @@ PYBIND11_MODULE(_C, m) {
   init_conv(m);
   init_reduce(m);
   init_nn_kernels(m);
+  init_optim(m);
 }

@@ -132,11 +132,15 @@ def _resolve_foreach(foreach, differentiable, params):
     return bool(foreach)
 
 
-def _check_fused(fused, foreach, differentiable):
-    """Refuse ``fused=True``: ember has no fused optimizer kernels (None/False are accepted).
+def _check_fused(fused, foreach, differentiable, supported=False):
+    """Check ``fused`` against ``foreach`` and ``differentiable`` (None/False always pass).
+
+    Args:
+        supported (bool): whether the optimizer has a fused step (Adam, AdamW); the others refuse ``fused=True``.
 
     Raises:
-        RuntimeError: ``fused`` with ``differentiable`` or ``foreach`` (PyTorch's messages), or ``fused=True``.
+        RuntimeError: ``fused`` with ``differentiable`` or ``foreach`` (PyTorch's messages), or ``fused=True``
+            for an optimizer without a fused step.
     """
     if not fused:
         return
@@ -144,10 +148,28 @@ def _check_fused(fused, foreach, differentiable):
         raise RuntimeError("`fused` does not support `differentiable`")
     if foreach:
         raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
-    raise RuntimeError(
-        "`fused=True` is not implemented in ember: there are no fused optimizer kernels yet; "
-        "use foreach=True (the default for CPU tensors) or foreach=False"
-    )
+    if not supported:
+        raise RuntimeError(
+            "`fused=True` is not implemented in ember for this optimizer: only Adam and AdamW have a fused step; "
+            "use foreach=True (the default for CPU tensors) or foreach=False"
+        )
+
+
+#: The dtypes of the fused kernels (``ember._C.fused_adam_``); complex parameters are viewed as real.
+_FUSED_DTYPES = frozenset({"float32", "float64", "complex64", "complex128"})
+
+
+def _fused_supported(p):
+    """Whether ``p`` may take the fused path by default: a plain CPU tensor of a dtype the kernel takes."""
+    return _foreach_supported(p) and p.device.type == "cpu" and p.dtype.name in _FUSED_DTYPES
+
+
+def _default_to_fused(params, differentiable):
+    """``fused=None``'s choice for ``params`` (PyTorch's ``_default_to_fused_or_foreach``, fused half, which
+    ember answers differently: see ``ember.optim.adam._FUSED_BY_DEFAULT``)."""
+    if differentiable:
+        return False
+    return all(p is None or _fused_supported(p) for p in params)
 
 
 def _as_real(tensors):
