@@ -362,7 +362,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="'thread': CPU time of the measuring thread for single-threaded workloads (for busy machines)",
     )
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR, help="where to look for bench_*.py")
-    parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS.md", help="Markdown file to write")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="Markdown file to write (default: BENCHMARKS.md for a full run; with -k, nothing unless given)",
+    )
     parser.add_argument("--plot", type=Path, default=BENCH_DIR / "ratios.png", help="bar chart to write")
     parser.add_argument("--no-plot", action="store_true", help="do not draw the chart")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw results as JSON")
@@ -384,6 +389,21 @@ def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> i
         compare = compare_table(results)
         compare.colorize(rowwise=True)
         print(compare if sys.stdout.isatty() else compare.markdown())
+    if args.output is None and args.patterns:  # a partial run must not replace the suite's table with a few rows
+        print("-k: results printed only; pass --output FILE to write a table", file=sys.stderr)
+    else:
+        write_reports(args, results)
+    failed = [r.name for r in results if r.error is not None]
+    if failed:
+        print(f"failed workloads: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def write_reports(args: argparse.Namespace, results: Sequence[Result]) -> None:
+    """BENCHMARKS.md (or ``--output``), the ratio chart and the optional JSON."""
+    if args.output is None:
+        args.output = ROOT / "BENCHMARKS.md"
     info = machine_info()
     plot_link = None
     if not args.no_plot and plot_ratios(results, args.plot):
@@ -400,11 +420,6 @@ def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> i
             "results": [asdict(r) | {"ratio": r.ratio} for r in results],
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    failed = [r.name for r in results if r.error is not None]
-    if failed:
-        print(f"failed workloads: {', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

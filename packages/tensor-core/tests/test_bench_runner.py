@@ -111,6 +111,19 @@ def test_filter_selects_by_substring(runner, tmp_path):
     assert runner.main(["--quick", "-k", "nothing-matches", "--bench-dir", str(bench_dir), "--no-plot"]) == 2
 
 
+def test_filtered_run_without_output_writes_nothing(runner, tmp_path, monkeypatch):
+    bench_dir = write_fake_benchmarks(tmp_path / "bench", FAKE_TWO_WORKLOADS)
+    monkeypatch.setattr(runner, "ROOT", tmp_path)  # where a full run would write BENCHMARKS.md
+    png = tmp_path / "ratios.png"
+    assert runner.main(["--quick", "-k", "LARGE", "--bench-dir", str(bench_dir), "--plot", str(png)]) == 0
+    assert not (tmp_path / "BENCHMARKS.md").exists() and not png.exists()
+    assert runner.main(["--quick", "--bench-dir", str(bench_dir), "--no-plot"]) == 0
+    assert [row[0] for row in table_rows((tmp_path / "BENCHMARKS.md").read_text(encoding="utf-8"))] == [
+        "fake_small",
+        "fake_large",
+    ]
+
+
 def test_reported_values_come_from_the_timer(runner, tmp_path):
     # Injected timer: each fake callable returns the time it should be reported with.
     bench_dir = write_fake_benchmarks(
