@@ -462,6 +462,73 @@ def test_like_factories():
     assert ember.zeros_like(ember.ones(2), requires_grad=True).requires_grad
 
 
+_DEVICES = ["cpu", "meta"]
+_DETERMINISTIC_LIKE = [
+    ("empty_like", (), None),
+    ("zeros_like", (), 0.0),
+    ("ones_like", (), 1.0),
+    ("full_like", (2.5,), 2.5),
+]
+
+
+@pytest.mark.parametrize("name, extra, fill", _DETERMINISTIC_LIKE)
+@pytest.mark.parametrize("target", [None, *_DEVICES])
+@pytest.mark.parametrize("source", _DEVICES)
+def test_like_factories_honour_device_and_dtype(source, target, name, extra, fill):
+    # device= wins over the input's device, dtype= over its dtype (PyTorch's rule); None keeps the input's
+    x = ember.ones(2, 3, device=source)
+    out = getattr(ember, name)(x, *extra, device=target, dtype=ember.float64)
+    assert out.device == ember.device(target or source)
+    assert out.shape == (2, 3) and out.dtype is ember.float64
+    if out.device.type == "cpu" and fill is not None:
+        np.testing.assert_array_equal(out.numpy(), np.full((2, 3), fill, np.float64))
+    kept = getattr(ember, name)(x, *extra, device=target)
+    assert kept.device == out.device and kept.dtype is ember.float32
+
+
+@pytest.mark.parametrize("name, extra", [("rand_like", ()), ("randn_like", ()), ("randint_like", (7,))])
+@pytest.mark.parametrize("target", [None, *_DEVICES])
+@pytest.mark.parametrize("source", _DEVICES)
+def test_random_like_factories_honour_device(source, target, name, extra):
+    x = ember.ones(4, 5, device=source)
+    ember.manual_seed(3)
+    out = getattr(ember, name)(x, *extra, device=target, dtype=ember.float64)
+    assert out.device == ember.device(target or source)
+    assert out.shape == (4, 5) and out.dtype is ember.float64
+    if out.device.type == "cpu":
+        # the same draws as the plain factory on the same seed
+        factory = {"rand_like": ember.rand, "randn_like": ember.randn}.get(name)
+        ember.manual_seed(3)
+        if factory is None:
+            expected = ember.randint(7, (4, 5), dtype=ember.float64)
+        else:
+            expected = factory(4, 5, dtype=ember.float64)
+        np.testing.assert_array_equal(out.numpy(), expected.numpy())
+
+
+def test_like_factory_to_cpu_keeps_requires_grad_argument():
+    x = ember.ones(2, device="meta", requires_grad=True)
+    out = ember.zeros_like(x, device="cpu", requires_grad=True)
+    assert out.device.type == "cpu" and out.requires_grad and out.is_leaf
+    assert out.tolist() == [0.0, 0.0]
+    assert not ember.zeros_like(x, device="cpu").requires_grad
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("name", ["empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like"])
+@pytest.mark.parametrize("target", [None, *_DEVICES])
+@pytest.mark.parametrize("source", _DEVICES)
+def test_like_factories_device_parity_with_torch(source, target, name):
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this parity test")
+    extra = (1.5,) if name == "full_like" else ()
+    expected = getattr(torch, name)(torch.ones(2, 3, device=source), *extra, device=target, dtype=torch.float64)
+    got = getattr(ember, name)(ember.ones(2, 3, device=source), *extra, device=target, dtype=ember.float64)
+    assert got.device.type == expected.device.type
+    assert tuple(got.shape) == tuple(expected.shape) and str(got.dtype) == str(expected.dtype).replace("torch", "ember")
+    if name in ("zeros_like", "ones_like", "full_like") and got.device.type == "cpu":
+        np.testing.assert_array_equal(got.numpy(), expected.numpy())
+
+
 def test_new_methods():
     x = ember.ones(2, dtype=ember.int32)
     assert_tensor(x.new_zeros(3), [0, 0, 0], ember.int32)

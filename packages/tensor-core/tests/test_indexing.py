@@ -626,3 +626,135 @@ def test_index_put_errors():
     with pytest.raises(RuntimeError, match="dtypes match"):
         x.index_put_((ember.tensor([0]),), ember.tensor([1.0], dtype=ember.float64))
     assert x.tolist() == [0.0, 0.0, 0.0]
+
+
+# -- zero-dim bool masks ------------------------------------------------------------------------------
+# PyTorch reads a zero-dim bool (or uint8) tensor as ``x[True]``/``x[False]``: a new dim of size 1 or 0,
+# as numpy does for a zero-dim bool array. numpy is the oracle here; the parity test checks against torch.
+
+
+@pytest.mark.parametrize("bit", [True, False])
+@pytest.mark.parametrize("mask_dtype", ["bool", "uint8"])
+def test_zero_dim_mask_on_zero_dim_tensor(bit, mask_dtype):
+    mask = ember.tensor(bit, dtype=getattr(ember, mask_dtype))
+    t = ember.tensor(1.0)
+    got = t[mask]
+    expected = np.float32(1.0)[np.array(bit)]
+    assert tuple(got.shape) == expected.shape == ((1,) if bit else (0,))
+    np.testing.assert_array_equal(got.numpy(), expected)
+    t[mask] = 5.0
+    assert t.item() == (5.0 if bit else 1.0)
+
+
+def test_zero_dim_mask_read_is_a_copy():
+    t = ember.tensor(1.0)
+    got = t[ember.tensor(True)]
+    got[0] = 9.0
+    assert t.item() == 1.0
+
+
+@pytest.mark.parametrize("bit", [True, False])
+@pytest.mark.parametrize(
+    "key",
+    [
+        lambda m: m,
+        lambda m: (m, Ellipsis),
+        lambda m: (Ellipsis, m),
+        lambda m: (slice(None), m),
+        lambda m: (m, [0, 1]),
+        lambda m: (slice(None), m, [2, 0, 1]),
+        lambda m: (m, slice(1, None), np.array([True, False, True, True])),
+    ],
+)
+def test_zero_dim_mask_on_nd_tensor_matches_numpy(bit, key):
+    data = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np_key = key(np.array(bit))
+    ember_key = key(ember.tensor(bit))
+    try:
+        data[np_key]
+    except IndexError:
+        # a false mask selects 0 positions, which don't broadcast with a list of 2 or 3 (numpy, PyTorch)
+        with pytest.raises(IndexError, match="could not be broadcast together with shapes"):
+            ember.tensor(data)[ember_key]
+        with pytest.raises(IndexError, match="could not be broadcast together with shapes"):
+            ember.tensor(data)[ember_key] = -1.0
+        return
+    got = ember.tensor(data)[ember_key]
+    np.testing.assert_array_equal(got.numpy(), data[np_key])
+    assert tuple(got.shape) == data[np_key].shape
+    target, expected = ember.tensor(data), data.copy()
+    target[ember_key] = -1.0
+    expected[np_key] = -1.0
+    np.testing.assert_array_equal(target.numpy(), expected)
+
+
+def test_zero_dim_mask_setitem_broadcasts_value_tensor():
+    t = ember.zeros(2, 3)
+    t[ember.tensor(True)] = ember.tensor([1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(t.numpy(), np.array([[1, 2, 3], [1, 2, 3]], dtype=np.float32))
+
+
+def test_zero_dim_mask_keeps_gradient():
+    x = ember.tensor([1.0, 2.0], requires_grad=True)
+    (x[ember.tensor(True)] * ember.tensor([[3.0, 4.0]])).sum().backward()
+    assert x.grad.tolist() == [3.0, 4.0]
+
+
+def test_zero_dim_meta_mask_raises():
+    with pytest.raises(NotImplementedError, match="data-dependent"):
+        ember.tensor(1.0)[ember.empty((), dtype=ember.bool, device="meta")]
+
+
+_MASK_CASES = [
+    # (tensor shape, key builder taking (module, mask maker)); masks come from a fixed generator
+    ((), lambda m: m(())),
+    ((3, 4), lambda m: m(())),
+    ((3, 4), lambda m: m((3, 4))),  # a mask of the tensor's shape
+    ((3, 4), lambda m: m((3,))),
+    ((3, 4), lambda m: (slice(None), m((4,)))),
+    ((2, 3, 4), lambda m: m((2, 3))),
+    ((2, 3, 4), lambda m: (Ellipsis, m((4,)))),
+    ((2, 3, 4), lambda m: (slice(None), m((3, 4)))),
+    ((2, 3, 4), lambda m: (m((2,)), slice(None), m((4,)))),  # two masks, counts forced equal below
+    ((2, 3, 4), lambda m: (m(()), m((2, 3)))),
+    ((2, 3, 4), lambda m: (None, m((2,)), 1)),
+    ((2, 3, 4), lambda m: (m(()), slice(None), [0, 2], None)),
+]
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("case", range(len(_MASK_CASES)))
+def test_mask_indexing_parity_with_torch(case):
+    torch = pytest.importorskip("torch", reason="torch is the oracle of this parity test")
+    shape, build = _MASK_CASES[case]
+    rng = np.random.default_rng(case)
+    masks = []
+
+    def make(mask_shape):
+        bits = rng.random(mask_shape) < 0.6
+        if mask_shape == (2,) or mask_shape == (4,):
+            bits = np.zeros(mask_shape, dtype=bool)
+            bits[[0, -1]] = True  # two masks in one key must select as many positions each
+        masks.append(np.asarray(bits))
+        return masks[-1]
+
+    np_key = build(make)
+    data = rng.standard_normal(shape).astype(np.float32)
+
+    def convert(key, lib):
+        if isinstance(key, tuple):
+            return tuple(convert(k, lib) for k in key)
+        return lib.tensor(key) if isinstance(key, np.ndarray) else key
+
+    e_key, t_key = convert(np_key, ember), convert(np_key, torch)
+    expected = torch.tensor(data)[t_key]
+    got = ember.tensor(data)[e_key]
+    assert tuple(got.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    # writes: a scalar, and a tensor of the indexed shape's trailing dims (broadcast)
+    value = rng.standard_normal(tuple(expected.shape)[1:]).astype(np.float32)
+    for v_e, v_t in ((2.5, 2.5), (ember.tensor(value), torch.tensor(value))):
+        t_dst, e_dst = torch.tensor(data), ember.tensor(data)
+        t_dst[t_key] = v_t
+        e_dst[e_key] = v_e
+        np.testing.assert_array_equal(e_dst.numpy(), t_dst.numpy())

@@ -225,3 +225,108 @@ def test_parity_json_layout():
 
     for tree in [[1, (2, 3)], {"b": 1, "a": [None, 2]}, OrderedDict(y=1, x=(2,)), ()]:
         assert treespec_dumps(tree_structure(tree)) == torch_pytree.treespec_dumps(torch_pytree.tree_structure(tree))
+
+
+# -- key paths ---------------------------------------------------------------------------------------------
+
+
+def test_key_entries_str_get_and_equality():
+    assert str(pytree.SequenceKey(2)) == "[2]" and pytree.SequenceKey(2).get("abc") == "c"
+    assert str(pytree.MappingKey("a")) == "['a']" and pytree.MappingKey("a").get({"a": 7}) == 7
+    assert str(pytree.MappingKey(1)) == "[1]"
+    assert str(pytree.GetAttrKey("x")) == ".x" and pytree.GetAttrKey("x").get(Point(4, 5)) == 4
+    assert pytree.SequenceKey(1) == pytree.SequenceKey(1) != pytree.SequenceKey(2)
+    assert len({pytree.MappingKey("a"), pytree.MappingKey("a")}) == 1
+    with pytest.raises(AttributeError):  # frozen, as PyTorch's dataclasses (FrozenInstanceError)
+        pytree.SequenceKey(0).idx = 1
+    assert pytree.keystr((pytree.MappingKey("a"), pytree.SequenceKey(0), pytree.GetAttrKey("y"))) == "['a'][0].y"
+    assert pytree.keystr(()) == ""
+
+
+def test_flatten_with_path_hand_computed():
+    tree = {"a": [1, Point(2, 3)], "b": deque([4]), "c": defaultdict(int, {1: 5}), "d": OrderedDict(q=6), "e": None}
+    pairs, spec = pytree.tree_flatten_with_path(tree)
+    assert [(pytree.keystr(p), leaf) for p, leaf in pairs] == [
+        ("['a'][0]", 1), ("['a'][1].x", 2), ("['a'][1].y", 3), ("['b'][0]", 4), ("['c'][1]", 5),
+        ("['d']['q']", 6), ("['e']", None),
+    ]
+    assert spec == tree_structure(tree)
+    # each path leads back to its leaf
+    for path, leaf in pairs:
+        node = tree
+        for key in path:
+            node = key.get(node)
+        assert node == leaf
+    assert pytree.tree_leaves_with_path(5) == [((), 5)]
+    assert pytree.tree_leaves_with_path([[1], {"x": 2}], is_leaf=lambda t: t == [1]) == [
+        ((pytree.SequenceKey(0),), [1]), ((pytree.SequenceKey(1), pytree.MappingKey("x")), 2),
+    ]
+
+
+def test_map_with_path_and_rests():
+    out = pytree.tree_map_with_path(lambda p, x, y: (pytree.keystr(p), x + y), [1, {"k": 2}], [10, {"k": 20}])
+    assert out == [("[0]", 11), {"k": ("[1]['k']", 22)}]
+    with pytest.raises(ValueError):
+        pytree.tree_map_with_path(lambda p, x, y: x, [1, 2], [1])
+
+
+def test_with_path_needs_flatten_with_keys_fn():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    register_pytree_node(Box, lambda b: ([b.v], None), lambda c, _: Box(*c))
+    try:
+        assert tree_leaves([Box(1)]) == [1]
+        with pytest.raises(ValueError, match="flatten_with_keys_fn"):
+            pytree.tree_flatten_with_path([Box(1)])
+    finally:
+        pytree._deregister_pytree_node(Box)
+    register_pytree_node(
+        Box, lambda b: ([b.v], None), lambda c, _: Box(*c),
+        flatten_with_keys_fn=lambda b: ([(pytree.GetAttrKey("v"), b.v)], None),
+    )
+    try:
+        assert pytree.tree_leaves_with_path({"b": Box(3)}) == [((pytree.MappingKey("b"), pytree.GetAttrKey("v")), 3)]
+    finally:
+        pytree._deregister_pytree_node(Box)
+    with pytest.raises(TypeError, match="flatten_with_keys_fn must be callable"):
+        register_pytree_node(Box, lambda b: ([], None), lambda c, _: Box(0), flatten_with_keys_fn=3)
+
+
+def _torch_keys_to_ours(torch_pytree, path):
+    convert = {
+        torch_pytree.SequenceKey: lambda k: pytree.SequenceKey(k.idx),
+        torch_pytree.MappingKey: lambda k: pytree.MappingKey(k.key),
+        torch_pytree.GetAttrKey: lambda k: pytree.GetAttrKey(k.name),
+    }
+    return tuple(convert[type(k)](k) for k in path)
+
+
+@pytest.mark.parity
+@pytest.mark.parametrize("tree", _examples(), ids=lambda t: type(t).__name__)
+def test_parity_flatten_with_path(tree):
+    from torch.utils import _pytree as torch_pytree
+
+    ours, ours_spec = pytree.tree_flatten_with_path(tree)
+    theirs, theirs_spec = torch_pytree.tree_flatten_with_path(tree)
+    assert [(_torch_keys_to_ours(torch_pytree, p), leaf) for p, leaf in theirs] == ours
+    assert [torch_pytree.keystr(p) for p, _ in theirs] == [pytree.keystr(p) for p, _ in ours]
+    assert repr(ours_spec) == repr(theirs_spec)
+    for ours_key, theirs_key in [
+        (pytree.SequenceKey(3), torch_pytree.SequenceKey(3)),
+        (pytree.MappingKey("a"), torch_pytree.MappingKey("a")),
+        (pytree.GetAttrKey("x"), torch_pytree.GetAttrKey("x")),
+    ]:
+        assert str(ours_key) == str(theirs_key) and repr(ours_key) == repr(theirs_key)
+
+
+@pytest.mark.parity
+def test_parity_map_with_path():
+    from torch.utils import _pytree as torch_pytree
+
+    tree = {"w": [1, Point(2, 3)], "b": (4, deque([5]))}
+    other = {"w": [10, Point(20, 30)], "b": (40, deque([50]))}
+    ours = pytree.tree_map_with_path(lambda p, x, y: (pytree.keystr(p), x * y), tree, other)
+    theirs = torch_pytree.tree_map_with_path(lambda p, x, y: (torch_pytree.keystr(p), x * y), tree, other)
+    assert ours == theirs

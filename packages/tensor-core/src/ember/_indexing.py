@@ -115,6 +115,12 @@ def _apply_basic(t, key):
                 result = views.slice_op(result, dim, _int_or_none(k.start), _int_or_none(k.stop), int(k.step or 1))
             dim += 1
             consumed += 1
+        elif isinstance(k, Tensor) and k.ndim == 0 and k.dtype in (D.bool, D.uint8):
+            # As ``x[True]``: a new dim of size 1, then picked (or not) by an index tensor, so the
+            # result is a copy and composes with other advanced indices, as in PyTorch.
+            result = views.unsqueeze(result, dim)
+            advanced.append((dim, _zero_dim_mask_index(k, t.device)))
+            dim += 1
         elif isinstance(k, Tensor):
             if k.device != t.device and k.device.type == "cpu":
                 k = k.to(t.device)  # CPU index tensors may index tensors of any device, as in PyTorch
@@ -135,6 +141,15 @@ def _apply_basic(t, key):
         indices.append(k)
         pos = d + _dims_used(k)
     return result, indices
+
+
+def _zero_dim_mask_index(mask, device):
+    """The int64 index tensor ``[0]`` (mask true) or ``[]`` (false) standing for a zero-dim mask."""
+    from ._creation import tensor
+
+    if mask.device.type == "meta":
+        raise NotImplementedError("boolean-mask indexing with a meta mask has a data-dependent shape")
+    return tensor([0] if bool(mask.item()) else [], dtype=D.int64, device=device)
 
 
 def _overrides_disabled():

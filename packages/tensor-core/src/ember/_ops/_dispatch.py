@@ -249,7 +249,8 @@ def run_below_modes(op, args, kwargs, scan=None):
     if scan is None:
         scan = _scan(args, kwargs, op)
     device = scan.device
-    if device is None:
+    if device is None or (kwargs and "factory" in op.tags and kwargs.get("device") is not None):
+        # A factory's device= wins over its tensor arguments' (empty_like(meta_tensor, device="cpu")).
         device = canonical_device(kwargs.get("device")) if kwargs else canonical_device(None)
     if scan.needs_grad and _autograd_handler is not None and state.grad_enabled:
         return _autograd_handler(op, args, kwargs, device)

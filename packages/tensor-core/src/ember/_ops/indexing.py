@@ -72,7 +72,7 @@ def _result_shape(input, indices):
     except RuntimeError:
         raise IndexError(
             "shape mismatch: indexing tensors could not be broadcast together with shapes "
-            + " ".join(str(list(e[1])) for e in entries)
+            + ", ".join(str(list(e[1])) for e in entries)
         ) from None
     first, last = entries[0][0], entries[-1][0] + entries[-1][2]
     covered = sum(e[2] for e in entries)

@@ -24,6 +24,10 @@ Example:
     >>> tree_unflatten([x * 10 for x in leaves[:3]] + [None], spec)
     {'w': 10, 'b': [20, (30, None)]}
 
+:func:`tree_flatten_with_path`, :func:`tree_leaves_with_path` and :func:`tree_map_with_path`
+also give each leaf's *key path*, a tuple of key entries (:class:`SequenceKey`,
+:class:`MappingKey`, :class:`GetAttrKey`) that :func:`keystr` prints as ``['w'][1].x``.
+
 :func:`treespec_dumps` writes a spec as JSON (in the layout PyTorch uses, protocol 1)
 and :func:`treespec_loads` reads it back. Loading only looks types up among the
 registered ones (by their ``serialized_type_name``); it never imports or runs code
@@ -33,6 +37,7 @@ named by the text.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
 import types
 from collections import OrderedDict, defaultdict, deque, namedtuple
@@ -56,6 +61,13 @@ __all__ = [
     "treespec_dumps",
     "treespec_loads",
     "SUPPORTED_NODES",
+    "SequenceKey",
+    "MappingKey",
+    "GetAttrKey",
+    "keystr",
+    "tree_flatten_with_path",
+    "tree_leaves_with_path",
+    "tree_map_with_path",
 ]
 
 DEFAULT_TREESPEC_SERIALIZATION_PROTOCOL = 1
@@ -68,6 +80,7 @@ class NodeDef(NamedTuple):
     type: type
     flatten_fn: Callable  # node -> (children list, context)
     unflatten_fn: Callable  # (children iterable, context) -> node
+    flatten_with_keys_fn: Callable | None = None  # node -> ([(key entry, child), ...], context)
 
 
 class _SerializeNodeDef(NamedTuple):
@@ -93,6 +106,7 @@ def register_pytree_node(
     serialized_type_name=None,
     to_dumpable_context=None,
     from_dumpable_context=None,
+    flatten_with_keys_fn=None,
 ):
     """Make instances of ``cls`` pytree nodes.
 
@@ -107,6 +121,10 @@ def register_pytree_node(
         to_dumpable_context (callable or None): ``context -> JSON-able value``; by default the
             context itself is written (it must then be JSON-able).
         from_dumpable_context (callable or None): the inverse; by default the JSON value is used.
+        flatten_with_keys_fn (callable or None): ``node -> (list of (key entry, child), context)``,
+            the key entries (:class:`SequenceKey`, :class:`MappingKey`, :class:`GetAttrKey` or any
+            object with ``__str__`` and ``get(parent)``) naming each child for
+            :func:`tree_flatten_with_path`; without it, the ``*_with_path`` functions raise on ``cls``.
 
     Raises:
         ValueError: if ``cls`` is already registered, or ``serialized_type_name`` is taken by another type.
@@ -123,7 +141,10 @@ def register_pytree_node(
     """
     if not isinstance(cls, type) and cls is not namedtuple:  # namedtuple: the key for all named tuples
         raise TypeError(f"register_pytree_node: cls must be a type, got {cls!r}")
-    for name, fn in (("flatten_fn", flatten_fn), ("unflatten_fn", unflatten_fn)):
+    functions = [("flatten_fn", flatten_fn), ("unflatten_fn", unflatten_fn)]
+    if flatten_with_keys_fn is not None:
+        functions.append(("flatten_with_keys_fn", flatten_with_keys_fn))
+    for name, fn in functions:
         if not callable(fn):
             raise TypeError(f"register_pytree_node: {name} must be callable, got {type(fn).__name__}")
     if cls in SUPPORTED_NODES:
@@ -135,7 +156,7 @@ def register_pytree_node(
         raise ValueError(
             f"register_pytree_node: serialized_type_name {serialized_type_name!r} is already used by {holder}"
         )
-    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn)
+    SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
     SUPPORTED_SERIALIZED_TYPES[cls] = _SerializeNodeDef(
         cls, serialized_type_name, to_dumpable_context, from_dumpable_context
     )
@@ -217,14 +238,81 @@ def _defaultdict_load(value):
     return [factory, keys]
 
 
-register_pytree_node(tuple, lambda t: (list(t), None), lambda c, _: tuple(c), serialized_type_name="builtins.tuple")
-register_pytree_node(list, lambda t: (list(t), None), lambda c, _: list(c), serialized_type_name="builtins.list")
+# -- key entries: how a child is reached from its parent (for the *_with_path functions) ----------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SequenceKey:
+    """The child at position ``idx`` of a sequence (a tuple, list or deque); prints as ``[idx]``."""
+
+    idx: int
+
+    def __str__(self):
+        return f"[{self.idx!r}]"
+
+    def get(self, sequence):
+        """``sequence[idx]``."""
+        return sequence[self.idx]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MappingKey:
+    """The value under ``key`` of a mapping (a dict, OrderedDict or defaultdict); prints as ``[key]``
+    with the key's repr (``['a']``)."""
+
+    key: object
+
+    def __str__(self):
+        return f"[{self.key!r}]"
+
+    def get(self, mapping):
+        """``mapping[key]``."""
+        return mapping[self.key]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class GetAttrKey:
+    """The attribute ``name`` of an object (a named tuple's field); prints as ``.name``."""
+
+    name: str
+
+    def __str__(self):
+        return f".{self.name}"
+
+    def get(self, obj):
+        """``getattr(obj, name)``."""
+        return getattr(obj, self.name)
+
+
+def _sequence_with_keys(seq, context):
+    return [(SequenceKey(i), c) for i, c in enumerate(seq)], context
+
+
+def _mapping_with_keys(mapping, context):
+    return [(MappingKey(k), v) for k, v in mapping.items()], context
+
+
+register_pytree_node(
+    tuple,
+    lambda t: (list(t), None),
+    lambda c, _: tuple(c),
+    serialized_type_name="builtins.tuple",
+    flatten_with_keys_fn=lambda t: _sequence_with_keys(t, None),
+)
+register_pytree_node(
+    list,
+    lambda t: (list(t), None),
+    lambda c, _: list(c),
+    serialized_type_name="builtins.list",
+    flatten_with_keys_fn=lambda t: _sequence_with_keys(t, None),
+)
 register_pytree_node(
     dict,
     lambda d: (list(d.values()), list(d.keys())),
     lambda c, keys: dict(zip(keys, c)),
     serialized_type_name="builtins.dict",
     to_dumpable_context=_dict_context_dump,
+    flatten_with_keys_fn=lambda d: _mapping_with_keys(d, list(d.keys())),
 )
 register_pytree_node(
     OrderedDict,
@@ -232,6 +320,7 @@ register_pytree_node(
     lambda c, keys: OrderedDict(zip(keys, c)),
     serialized_type_name="collections.OrderedDict",
     to_dumpable_context=_dict_context_dump,
+    flatten_with_keys_fn=lambda d: _mapping_with_keys(d, list(d.keys())),
 )
 register_pytree_node(
     defaultdict,
@@ -240,12 +329,14 @@ register_pytree_node(
     serialized_type_name="collections.defaultdict",
     to_dumpable_context=_defaultdict_dump,
     from_dumpable_context=_defaultdict_load,
+    flatten_with_keys_fn=lambda d: _mapping_with_keys(d, [d.default_factory, list(d.keys())]),
 )
 register_pytree_node(
     deque,
     lambda d: (list(d), d.maxlen),
     lambda c, maxlen: deque(c, maxlen=maxlen),
     serialized_type_name="collections.deque",
+    flatten_with_keys_fn=lambda d: _sequence_with_keys(d, d.maxlen),
 )
 register_pytree_node(
     namedtuple,  # stands for every named tuple class; the context is the class
@@ -254,6 +345,7 @@ register_pytree_node(
     serialized_type_name="collections.namedtuple",
     to_dumpable_context=_namedtuple_dump,
     from_dumpable_context=_namedtuple_load,
+    flatten_with_keys_fn=lambda t: ([(GetAttrKey(f), v) for f, v in zip(t._fields, t)], type(t)),
 )
 
 
@@ -464,6 +556,70 @@ def tree_map(func, tree, *rests, is_leaf=None):
     leaves, spec = tree_flatten(tree, is_leaf)
     others = [spec.flatten_up_to(r) for r in rests]
     return tree_unflatten([func(*xs) for xs in zip(leaves, *others)], spec)
+
+
+# -- key paths -----------------------------------------------------------------------------------------
+
+
+def keystr(kp):
+    """A key path (a tuple of key entries) as text: the entries' ``str`` joined, e.g. ``['a'][0].x``."""
+    return "".join(str(k) for k in kp)
+
+
+def tree_leaves_with_path(tree, is_leaf=None):
+    """The leaves of ``tree`` with their key paths: a list of ``(key path, leaf)``, in
+    :func:`tree_leaves`' order. A key path is a tuple of key entries (:class:`SequenceKey`,
+    :class:`MappingKey`, :class:`GetAttrKey`...) leading from the root to the leaf; the root
+    itself, when a leaf, has the path ``()``.
+
+    Raises:
+        ValueError: if ``tree`` holds a node type registered without ``flatten_with_keys_fn``.
+
+    Example:
+        >>> from ember.utils._pytree import keystr, tree_leaves_with_path
+        >>> [(keystr(path), leaf) for path, leaf in tree_leaves_with_path({"a": [1, 2]})]
+        [("['a'][0]", 1), ("['a'][1]", 2)]
+    """
+    out = []
+    _leaves_with_path(tree, (), out, is_leaf)
+    return out
+
+
+def _leaves_with_path(tree, path, out, is_leaf):
+    if tree_is_leaf(tree, is_leaf):
+        out.append((path, tree))
+        return
+    kind = _node_type(tree)
+    with_keys = SUPPORTED_NODES[kind].flatten_with_keys_fn
+    if with_keys is None:
+        raise ValueError(
+            f"Did not find a flatten_with_keys_fn for type: {kind}. "
+            "Please pass a flatten_with_keys_fn argument to register_pytree_node."
+        )
+    children, _ = with_keys(tree)
+    for key, child in children:
+        _leaves_with_path(child, (*path, key), out, is_leaf)
+
+
+def tree_flatten_with_path(tree, is_leaf=None):
+    """:func:`tree_flatten` with key paths: ``(list of (key path, leaf), TreeSpec)``.
+
+    Raises:
+        ValueError: as :func:`tree_leaves_with_path`.
+    """
+    return tree_leaves_with_path(tree, is_leaf), tree_structure(tree, is_leaf)
+
+
+def tree_map_with_path(func, tree, *rests, is_leaf=None):
+    """:func:`tree_map` whose ``func`` gets each leaf's key path first: ``func(key path, leaf, *others)``.
+
+    Raises:
+        ValueError: as :func:`tree_leaves_with_path`, or if a tree of ``rests`` does not have
+            ``tree``'s structure.
+    """
+    pairs, spec = tree_flatten_with_path(tree, is_leaf)
+    others = [spec.flatten_up_to(r) for r in rests]
+    return tree_unflatten([func(path, leaf, *xs) for (path, leaf), *xs in zip(pairs, *others)], spec)
 
 
 def _type_predicate(type_or_types_or_pred):

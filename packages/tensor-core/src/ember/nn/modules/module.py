@@ -817,10 +817,9 @@ class Module:
             >>> nn.Linear(2, 3, device="meta").to_empty(device="cpu").weight.device
             device(type='cpu')
         """
-        from ... import empty
+        from ... import empty_like
 
-        # ember.empty rather than empty_like: empty_like(meta_tensor, device=...) stays on meta today.
-        return self._apply(lambda t: empty(tuple(t.shape), dtype=t.dtype, device=device), recurse=recurse)
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
 
     def to(self, *args, **kwargs):
         """Move and/or cast parameters and buffers in place; returns ``self``.
