@@ -30,6 +30,7 @@ from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name, make_inplace, operand
 from ._registry import COMPOSITE, PRIM, defop, registry
 from ._shapes import broadcast_shapes, wrap_dim
+from ._xp import array_namespace as _array_namespace
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from .pointwise import add, mul, sub
 from .views import diagonal, narrow, permute, reshape, select, t, transpose, unsqueeze
@@ -208,7 +209,7 @@ def _blas_ready(a):
     n0, n1 = a.shape[-2], a.shape[-1]
     if (s1 == item and s0 >= n1 * item) or (s0 == item and s1 >= n0 * item):
         return a
-    return np.ascontiguousarray(a)
+    return a.copy(order="C")  # np.ascontiguousarray would pull a CuPy array to the host
 
 
 def _new_array(r):
@@ -283,8 +284,8 @@ def _blend(product, input, beta, alpha, np_dtype):
     dtype = _FROM_NP(np_dtype)
     beta, alpha = _scalar_as(beta, dtype), _scalar_as(alpha, dtype)
     work = product.dtype
-    if product.ndim == 0:
-        product = np.array(product)
+    if product.ndim == 0:  # a numpy scalar: make it writable (CuPy's 0-d arrays already are)
+        product = _array_namespace(product).array(product)
     if alpha != 1:
         np.multiply(product, operand(alpha, work), out=product, casting="unsafe")
     if beta != 0:
@@ -383,7 +384,7 @@ def _matmul_meta(input, other):
 def _matmul_cpu(input, other):
     a, b = input._data, other._data
     if a.dtype != b.dtype:  # an empty batched product of mixed dtypes: PyTorch gives the second one's
-        return np.zeros(_matmul_shape(a, b)[0], b.dtype)
+        return _array_namespace(a).zeros(_matmul_shape(a, b)[0], b.dtype)
     return _matmul_arrays(a, b)
 
 

@@ -75,6 +75,7 @@ from .._tensor import Tensor
 from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop, registry
+from ._xp import array_namespace as _array_namespace  # numpy or CuPy (the CUDA backend)
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -365,11 +366,13 @@ def _pad_meta(input, pad, mode="constant", value=None):
 def _pad_cpu(input, pad, mode="constant", value=None):
     plan, out_shape = _pad_plan(input, pad, mode, value)
     x = input._data
+    on_host = type(x) is np.ndarray  # ember._C's one-pass kernel takes host arrays only
+    xp = np if on_host else _array_namespace(x)
     if mode == "constant":
         fill = np.array(0 if value is None else value).astype(x.dtype)
-        if len(plan) <= 3 and all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
+        if on_host and len(plan) <= 3 and all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
             return _pad_planes(x, plan, out_shape, 3, fill.reshape(1))
-        out = np.full(out_shape, fill, dtype=x.dtype)
+        out = xp.full(out_shape, fill[()], dtype=x.dtype)
         src = [slice(None)] * x.ndim
         dst = [slice(None)] * x.ndim
         for d, lo, hi in plan:
@@ -380,14 +383,14 @@ def _pad_cpu(input, pad, mode="constant", value=None):
             dst[d] = slice(max(lo, 0), max(lo, 0) + stop - start)
         out[tuple(dst)] = x[tuple(src)]
         return out
-    if all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
+    if on_host and all(lo >= 0 and hi >= 0 for _, lo, hi in plan):
         return _pad_planes(x, plan, out_shape, _PAD_CODES[mode])
     result = x
     for d, lo, hi in plan:
         if lo == 0 and hi == 0:
             continue
         size = x.shape[d]
-        idx = np.arange(out_shape[d]) - lo
+        idx = xp.arange(out_shape[d]) - lo
         if mode == "reflect":
             idx = np.abs(idx)
             idx = np.where(idx >= size, 2 * (size - 1) - idx, idx)
@@ -395,9 +398,9 @@ def _pad_cpu(input, pad, mode="constant", value=None):
             idx = np.clip(idx, 0, size - 1)
         else:  # negative amounts crop first; the rest wraps around what is left
             start, kept = max(-lo, 0), size - max(-lo, 0) - max(-hi, 0)
-            idx = start + (np.arange(out_shape[d]) - max(lo, 0)) % max(kept, 1)
+            idx = start + (xp.arange(out_shape[d]) - max(lo, 0)) % max(kept, 1)
         result = np.take(result, idx, axis=d)
-    return np.array(result, copy=True) if result is x else result
+    return xp.array(result, copy=True) if result is x else result
 
 
 def _pad_planes(x, plan, out_shape, mode, fill=None):

@@ -46,6 +46,7 @@ from ._pointwise_helpers import (
 )
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import broadcast_shapes, shape_of
+from ._xp import array_namespace as _array_namespace
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 
 __all__ = []
@@ -211,8 +212,8 @@ def _float32_division(a, b, mode):
     loops round the quotient their own way. The other elements (division by zero,
     NaN, infinities, huge quotients) take numpy's loop.
     """
-    a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    quotient = np.asarray(a64 / b64)
+    a64, b64 = _as_array(a).astype(np.float64, copy=False), _as_array(b).astype(np.float64, copy=False)
+    quotient = _as_array(a64 / b64)
     limit = _EXACT_QUOTIENT_LIMIT if mode != "floor" else _F32_INTEGER_LIMIT
     value = np.empty_like(quotient)  # an array even when zero-dim, for the in-place steps
     (np.trunc if mode == "fmod" else np.floor)(quotient, out=value)
@@ -221,7 +222,7 @@ def _float32_division(a, b, mode):
         np.subtract(a64, value, out=value)
     inexact = ~(np.abs(quotient) < limit) | np.isinf(b64)
     if inexact.any():
-        a32, b32 = np.broadcast_arrays(np.asarray(a, _F32), np.asarray(b, _F32))
+        a32, b32 = np.broadcast_arrays(_as_array(a).astype(_F32, copy=False), _as_array(b).astype(_F32, copy=False))
         value[inexact] = _F32_FORMULAS[mode](a32[inexact], b32[inexact])
     return value
 
@@ -311,7 +312,7 @@ def _div_cpu(input, other, *, rounding_mode=None):
             return _as_array(np.true_divide(operand(input, np_dtype), operand(other, np_dtype)))
         work = compute_dtype(np_dtype)
         value = _ROUNDING[rounding_mode](operand(input, work), operand(other, work))
-    return np.asarray(value).astype(np_dtype, copy=False)
+    return _as_array(value).astype(np_dtype, copy=False)
 
 
 div = defop("div", _div_meta, cpu=_div_cpu, has_out=True, tags=("pointwise",))
@@ -651,7 +652,7 @@ def _round_cpu(input, *, decimals=0):
         else:
             scale = work.type(10) ** -decimals
             value = np.rint(x / scale) * scale
-    return np.asarray(value).astype(data.dtype, copy=False)
+    return _as_array(value).astype(data.dtype, copy=False)
 
 
 round = defop("round", _round_meta, cpu=_round_cpu, has_out=True, tags=("pointwise",))  # noqa: A001
@@ -695,7 +696,7 @@ def _logit_cpu(input, eps=None):
         if eps is not None:
             low, high = eps, 1 - eps
             x = np.where(x < low, low, np.where(x > high, high, x)).astype(x.dtype, copy=False)
-        return np.asarray(np.log(x / (1 - x))).astype(target, copy=False)
+        return _as_array(np.log(x / (1 - x))).astype(target, copy=False)
 
 
 logit = defop("logit", _logit_meta, cpu=_logit_cpu, has_out=True, tags=("pointwise",))
@@ -742,7 +743,7 @@ def _polygamma_cpu(n, input):
     x = input._data.astype(compute_dtype(target))
     with np.errstate(all="ignore"):
         value = _psi(x) if n == 0 else _polygamma(n, x)
-    return np.asarray(value).astype(target, copy=False)
+    return _as_array(value).astype(target, copy=False)
 
 
 polygamma = defop("polygamma", _polygamma_meta, cpu=_polygamma_cpu, has_out=True, tags=("pointwise",))
@@ -776,7 +777,7 @@ def _nan_to_num_meta(input, nan=0.0, posinf=None, neginf=None):
 
 def _replace_non_finite(x, nan, posinf, neginf):
     """A copy of the float array ``x`` with NaN and infinities replaced (values cast to x's dtype)."""
-    out = np.array(x, copy=True)
+    out = _array_namespace(x).array(x, copy=True)  # CuPy arrays stay on their device
     if np.isfinite(x).all():
         return out
     np.copyto(out, nan, where=np.isnan(x), casting="unsafe")
@@ -1146,7 +1147,7 @@ def _pow_meta(input, exponent):
 
 def _int_pow(base, exponent):
     """Integer powers; a negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise."""
-    base, exponent = np.asarray(base), np.asarray(exponent)
+    base, exponent = _as_array(base), _as_array(exponent)
     if exponent.dtype.kind == "u" or not np.any(exponent < 0):
         return np.power(base, exponent)
     negative = exponent < 0
@@ -1159,12 +1160,12 @@ def _int_pow(base, exponent):
 def _pow_cpu(input, exponent):
     np_dtype = binary_dtype(input, exponent).numpy_dtype
     if np_dtype == np.bool_:  # bool ** True is the tensor, bool ** False is ones
-        return input._data.copy() if exponent else np.ones(input._data.shape, np.bool_)
+        return input._data.copy() if exponent else _array_namespace(input._data).ones(input._data.shape, np.bool_)
     work = compute_dtype(np_dtype)
     a, b = operand(input, work), operand(exponent, work)
     with np.errstate(all="ignore"):
         value = _int_pow(a, b) if work.kind in "iu" else np.power(a, b)
-    return np.asarray(value).astype(np_dtype, copy=False)
+    return _as_array(value).astype(np_dtype, copy=False)
 
 
 pow = defop("pow", _pow_meta, cpu=_pow_cpu, has_out=True, tags=("pointwise",))  # noqa: A001
@@ -1333,7 +1334,7 @@ def _lerp_cpu(input, end, weight):
     work = compute_dtype(np_dtype)
     start, stop, w = operand(input, work), operand(end, work), operand(weight, work)
     with np.errstate(all="ignore"):
-        diff = np.asarray(np.subtract(stop, start))  # of the broadcast shape of start and stop
+        diff = _as_array(np.subtract(stop, start))  # of the broadcast shape of start and stop
         # two formulas, each exact at its end point (weight 0 or 1)
         if not isinstance(weight, Tensor):
             if np.abs(w) < 0.5:
@@ -1344,7 +1345,7 @@ def _lerp_cpu(input, end, weight):
                 value = np.subtract(stop, diff, out=diff)
         else:
             value = np.where(np.abs(w) < 0.5, start + w * diff, stop - diff * (1 - w))
-    return np.asarray(value).astype(np_dtype, copy=False)
+    return _as_array(value).astype(np_dtype, copy=False)
 
 
 lerp = defop("lerp", _lerp_meta, cpu=_lerp_cpu, has_out=True, tags=("pointwise",))
@@ -1405,7 +1406,7 @@ def _addcmul_cpu(input, tensor1, tensor2, *, value=1):
     work = compute_dtype(np_dtype)
     with np.errstate(all="ignore"):
         product = _addc_value(value, work) * operand(tensor1, work) * operand(tensor2, work)
-        return np.asarray(operand(input, work) + product).astype(np_dtype, copy=False)
+        return _as_array(operand(input, work) + product).astype(np_dtype, copy=False)
 
 
 addcmul = defop("addcmul", _addcmul_meta, cpu=_addcmul_cpu, has_out=True, tags=("pointwise",))
@@ -1452,7 +1453,7 @@ def _addcdiv_cpu(input, tensor1, tensor2, *, value=1):
     work = compute_dtype(np_dtype)
     with np.errstate(all="ignore"):
         quotient = _addc_value(value, work) * (operand(tensor1, work) / operand(tensor2, work))
-        return np.asarray(operand(input, work) + quotient).astype(np_dtype, copy=False)
+        return _as_array(operand(input, work) + quotient).astype(np_dtype, copy=False)
 
 
 addcdiv = defop("addcdiv", _addcdiv_meta, cpu=_addcdiv_cpu, has_out=True, tags=("pointwise",))
@@ -1547,7 +1548,7 @@ def _isclose_meta(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 
 def _rounded(value, np_dtype):
-    return np.asarray(value).astype(np_dtype, copy=False)
+    return _as_array(value).astype(np_dtype, copy=False)
 
 
 def _isclose_np(a, b, dtype, rtol, atol, equal_nan):
@@ -1570,7 +1571,7 @@ def _isclose_np(a, b, dtype, rtol, atol, equal_nan):
 
 
 def _isclose_cpu(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    return np.asarray(_isclose_np(input._data, other._data, input.dtype, rtol, atol, equal_nan))
+    return _as_array(_isclose_np(input._data, other._data, input.dtype, rtol, atol, equal_nan))
 
 
 isclose = defop("isclose", _isclose_meta, cpu=_isclose_cpu, tags=("pointwise",))
@@ -1724,7 +1725,7 @@ def _backward_from_output(name, np_fn, formula):
         np_dtype = binary_dtype(grad_output, output).numpy_dtype
         work = compute_dtype(np_dtype)
         value = quiet(np_fn, operand(grad_output, work), operand(output, work))
-        return np.asarray(value).astype(np_dtype, copy=False)
+        return _as_array(value).astype(np_dtype, copy=False)
 
     def checked_cpu(grad_output, output):
         # the common call: two tensors of one dtype numpy computes in, one shape (meta's checks pass)

@@ -40,6 +40,7 @@ from .._tensor import Tensor
 from ._pointwise_helpers import _torch_name, make_inplace
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import wrap_dim
+from ._xp import array_namespace as _array_namespace
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 
 __all__ = []
@@ -1182,7 +1183,7 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
         with np.errstate(all="ignore"):
             if len(dims) == data.ndim and data.flags.c_contiguous:  # every element: one BLAS dot product
                 flat = data.reshape(-1)
-                total = np.asarray(np.dot(flat, flat))
+                total = _as_array(np.dot(flat, flat))
                 result = np.sqrt(total.reshape((1,) * data.ndim) if keepdim else total)
             else:
                 result = np.sqrt(np.add.reduce(data * data, axis=axis, keepdims=keepdim))
@@ -1303,8 +1304,9 @@ def _cum_extreme(name, ufunc, return_type):
 
     def cpu(input, dim):
         data = input._data
+        xp = _array_namespace(data)
         if data.ndim == 0:
-            return data.copy(), np.zeros((), _I64)
+            return data.copy(), xp.zeros((), _I64)
         d = wrap_dim(dim, data.ndim)
         x = _upcast(data)
         values = ufunc.accumulate(x, axis=d)  # maximum/minimum propagate NaN
@@ -1313,7 +1315,7 @@ def _cum_extreme(name, ufunc, return_type):
             reached |= np.isnan(x) & np.isnan(values)
         shape = [1] * x.ndim
         shape[d] = x.shape[d]
-        positions = np.where(reached, np.arange(x.shape[d], dtype=_I64).reshape(shape), 0)
+        positions = np.where(reached, xp.arange(x.shape[d], dtype=_I64).reshape(shape), 0)
         # the last position (so far) where the running extreme was reached
         return _finish(values, data.dtype), np.maximum.accumulate(positions, axis=d)
 
@@ -1824,20 +1826,21 @@ def _mode_cpu(input, dim=-1, keepdim=False):
     lead = rows.shape[:-1]
     rows = rows.reshape(-1, rows.shape[-1])
     m, n = rows.shape
+    xp = _array_namespace(rows)
     if m == 0:
-        values, indices = np.empty(0, data.dtype), np.empty(0, _I64)
+        values, indices = xp.empty(0, data.dtype), xp.empty(0, _I64)
     else:
         order = _sort_order(rows, 1, False)
         ordered = np.take_along_axis(rows, order, axis=1)
-        starts = np.ones((m, n), dtype=bool)
+        starts = xp.ones((m, n), dtype=bool)
         starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
         flat_starts = np.flatnonzero(starts)  # runs of equal values, row by row
         lengths = np.diff(np.append(flat_starts, m * n))
         run_rows = flat_starts // n
-        first_run = np.searchsorted(run_rows, np.arange(m))
+        first_run = np.searchsorted(run_rows, xp.arange(m))
         longest = np.maximum.reduceat(lengths, first_run)
         candidates = np.flatnonzero(lengths == longest[run_rows])
-        chosen = candidates[np.searchsorted(run_rows[candidates], np.arange(m))]  # first (smallest) per row
+        chosen = candidates[np.searchsorted(run_rows[candidates], xp.arange(m))]  # first (smallest) per row
         ends = flat_starts[chosen] + lengths[chosen] - 1  # stable order: the run's end is its largest index
         values = ordered.reshape(-1)[ends]
         indices = order.reshape(-1)[ends].astype(_I64, copy=False)
@@ -2442,7 +2445,8 @@ def _searchsorted_cpu(sorted_sequence, input, *, out_int32=False, right=False, s
         compute = D.promote_types(compute, D.scalar_dtype(input))
     np_dtype = _upcast(np.empty(0, compute.numpy_dtype)).dtype
     seq = seq.astype(np_dtype, copy=False)
-    values = (input._data if isinstance(input, Tensor) else np.asarray(input)).astype(np_dtype, copy=False)
+    values = input._data if isinstance(input, Tensor) else _array_namespace(seq).asarray(input)
+    values = values.astype(np_dtype, copy=False)
     side = "right" if right or side == "right" else "left"
     out = _I32 if out_int32 else _I64
     if seq.ndim == 1:
@@ -2454,7 +2458,7 @@ def _searchsorted_cpu(sorted_sequence, input, *, out_int32=False, right=False, s
         result = before.sum(axis=-1)
     if values.dtype.kind == "f":
         result = np.where(np.isnan(values), seq.shape[-1], result)  # NaN goes last, as PyTorch
-    return np.asarray(result).astype(out)
+    return _as_array(result).astype(out)
 
 
 searchsorted = defop("searchsorted", _searchsorted_meta, cpu=_searchsorted_cpu, has_out=True, tags=_SORT)

@@ -30,6 +30,7 @@ from .._tensor import Tensor
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes, wrap_dim
+from ._xp import array_namespace as _array_namespace  # numpy or CuPy (the CUDA backend)
 from .creation import _cast_scalar, check_scalar_fits, clone, copy_, full, zeros
 from .indexing import index as index_op
 from .indexing import index_put
@@ -157,7 +158,8 @@ def _check_index_dtype(index, allowed, message, error=RuntimeError):
 
 def _fresh(array):
     """``array`` as a new C-contiguous array that shares no memory with any input."""
-    return np.array(array, order="C", copy=True)
+    xp = np if type(array) is np.ndarray else _array_namespace(array)  # CuPy arrays stay on their device
+    return xp.array(array, order="C", copy=True)
 
 
 def _astype(array, np_dtype):
@@ -1611,10 +1613,11 @@ def _reduce_at(flat, pos, vals, reduce, include_self=True):
         _reduce_at(work, pos, vals.astype(np.float32), reduce, include_self)
         flat[...] = work.astype(dtype)
         return
-    vals = np.ascontiguousarray(_astype(vals, dtype))
-    pos = np.ascontiguousarray(pos, dtype=np.int64)
+    xp = _array_namespace(flat)
+    vals = xp.ascontiguousarray(_astype(vals, dtype))
+    pos = xp.ascontiguousarray(pos, dtype=np.int64)
     if reduce == "mean":
-        total = np.zeros(flat.size, dtype)
+        total = xp.zeros(flat.size, dtype)
         _accumulate(total, pos, vals)
         count = np.bincount(pos, minlength=flat.size)
         hit = np.flatnonzero(count)
@@ -1636,7 +1639,7 @@ def _reduce_at(flat, pos, vals, reduce, include_self=True):
 
 def _accumulate(flat, pos, vals):
     """``flat[pos] += vals`` with repeats adding up (``or`` for bool)."""
-    if flat.dtype in _C_ACCUMULATE:
+    if type(flat) is np.ndarray and flat.dtype in _C_ACCUMULATE:
         _C.index_accumulate(flat, pos, vals)
     elif flat.dtype == np.bool_:
         np.logical_or.at(flat, pos, vals)
@@ -1725,17 +1728,18 @@ def _gather_meta(input, dim, index, *, sparse_grad=False):
 def _gather_cpu(input, dim, index, *, sparse_grad=False):
     data = input._data
     idx = index._data
+    xp = _array_namespace(data)
     if idx.size == 0:
-        return np.empty(idx.shape, data.dtype)
+        return xp.empty(idx.shape, data.dtype)
     d = wrap_dim(dim, data.ndim)
     data = data.reshape(_as_1d(data.shape))
     idx = idx.reshape(_as_1d(idx.shape))
-    if data.dtype.kind in _C_GATHER_KINDS and _matches_outside(idx.shape, data.shape, d):
+    if xp is np and data.dtype.kind in _C_GATHER_KINDS and _matches_outside(idx.shape, data.shape, d):
         # one pass in C++ (which checks the indices, with the same error)
         return _C.gather(np.ascontiguousarray(data), d, np.ascontiguousarray(idx)).reshape(index._data.shape)
     _check_index_bounds(idx, data.shape[d], d)
     # flat positions into the (contiguous) input, then one take: much faster than take_along_axis
-    flat = np.ascontiguousarray(data).reshape(-1)
+    flat = xp.ascontiguousarray(data).reshape(-1)
     return flat.take(_scatter_positions(data.shape, d, idx)).reshape(index._data.shape)
 
 
@@ -1752,10 +1756,11 @@ def _scatter_positions(shape, dim, idx):
     strides = contiguous_strides(shape)
     ndim = len(shape)
     # the offsets of the other dims form a small broadcastable array: one pass over idx remains
-    base = np.zeros((1,) * ndim, dtype=np.int64)
+    xp = _array_namespace(idx)
+    base = xp.zeros((1,) * ndim, dtype=np.int64)
     for k, n in enumerate(idx.shape):
         if k != dim and n > 1:
-            base = base + (np.arange(n, dtype=np.int64) * strides[k]).reshape((n,) + (1,) * (ndim - k - 1))
+            base = base + (xp.arange(n, dtype=np.int64) * strides[k]).reshape((n,) + (1,) * (ndim - k - 1))
     if strides[dim] == 1:
         pos = np.add(idx, base, dtype=np.int64)
     else:
@@ -1772,7 +1777,7 @@ def _scatter_into(out, dim, index, src, value, reduce, include_self=True):
     shape = _as_1d(out.shape)
     d = wrap_dim(dim, out.ndim)
     idx = idx.reshape(_as_1d(idx.shape))
-    if (src is not None and reduce == "sum" and include_self and out.dtype in _C_SCATTER_ADD
+    if (src is not None and reduce == "sum" and include_self and type(out) is np.ndarray and out.dtype in _C_SCATTER_ADD
             and out.flags.c_contiguous and _matches_outside(idx.shape, shape, d)):
         # one pass in C++ over a contiguous block of src shaped like index (an out-of-range index raises the
         # same error, before anything is written)
@@ -1786,7 +1791,7 @@ def _scatter_into(out, dim, index, src, value, reduce, include_self=True):
         source = src._data.reshape(_as_1d(src._data.shape))
         vals = source[tuple(slice(0, n) for n in idx.shape)].reshape(-1)
     else:
-        vals = np.full(pos.size, _cast_scalar(value, out.dtype), dtype=out.dtype)
+        vals = _array_namespace(out).full(pos.size, _cast_scalar(value, out.dtype), dtype=out.dtype)
     _reduce_at(out.reshape(-1), pos, vals, reduce, include_self)
 
 
@@ -1985,7 +1990,8 @@ def _index_positions(shape, dim, idx):
     the row-major order of a source of shape ``shape[:dim] + (len(idx),) + shape[dim + 1:]``."""
     pre, size, post = math.prod(shape[:dim]), shape[dim], math.prod(shape[dim + 1 :])
     # (pre, post) offsets of the other dims plus (n,) offsets along dim: one pass over the result
-    others = np.arange(pre, dtype=np.int64)[:, None] * (size * post) + np.arange(post, dtype=np.int64)
+    xp = _array_namespace(idx)
+    others = xp.arange(pre, dtype=np.int64)[:, None] * (size * post) + xp.arange(post, dtype=np.int64)
     along = np.multiply(idx, post, dtype=np.int64)
     return np.add(others[:, None, :], along[None, :, None]).reshape(-1)
 
@@ -2557,7 +2563,7 @@ def _nonzero_cpu(input, *, as_tuple=False):
     data = input._data
     if as_tuple:
         return tuple(a.astype(np.int64, copy=False) for a in np.nonzero(data.reshape(_as_1d(data.shape))))
-    return np.ascontiguousarray(np.argwhere(data), dtype=np.int64)
+    return _array_namespace(data).ascontiguousarray(np.argwhere(data), dtype=np.int64)
 
 
 nonzero = defop("nonzero", _nonzero_meta, cpu=_nonzero_cpu, has_out=True)

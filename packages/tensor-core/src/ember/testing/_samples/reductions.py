@@ -86,7 +86,7 @@ def _with_nan(t, *flat_positions):
     if not (t.dtype.is_floating_point or t.dtype.is_complex) or t.dtype is D.bfloat16:
         # bfloat16 is left out: numpy's assert_array_equal (test_inputs_not_modified) sees its NaNs as different
         return t
-    array = t.numpy().astype(np.complex128 if t.dtype.is_complex else np.float64)
+    array = t.cpu().numpy().astype(np.complex128 if t.dtype.is_complex else np.float64)
     for p in flat_positions:
         array.reshape(-1)[p] = np.nan
     return ember.tensor(array.astype(t.dtype.numpy_dtype), device=t.device)
@@ -1284,7 +1284,7 @@ register_opinfo(OpInfo(
 def _sorted_seq(shape, dtype, device, seed=0):
     """Increasing rows of distinct values."""
     t = _distinct(shape, dtype, device, seed)
-    return _tensor(np.sort(t.numpy().astype(np.float64), axis=-1), dtype, device)
+    return _tensor(np.sort(t.cpu().numpy().astype(np.float64), axis=-1), dtype, device)
 
 
 def _searchsorted_samples(opinfo, device, dtype, requires_grad):
@@ -1303,7 +1303,7 @@ def _searchsorted_samples(opinfo, device, dtype, requires_grad):
     yield SampleInput(_sorted_seq((3, 6), dtype, device, 2), (_small_ints((3, 4), dtype, device, 2, high=4),),
                       {"right": True}, name="a sequence per row, right")
     order = ember.tensor([3, 0, 7, 5, 1, 6, 2, 4], device=device)
-    shuffled = ember.tensor(seq.numpy()[np.argsort([3, 0, 7, 5, 1, 6, 2, 4])], device=device)
+    shuffled = ember.tensor(seq.cpu().numpy()[np.argsort([3, 0, 7, 5, 1, 6, 2, 4])], device=device)
     yield SampleInput(shuffled, (values,), {"sorter": order}, name="sorter")
     yield SampleInput(seq, (values.t(),), name="transposed values")
     yield SampleInput(seq, (_small_ints((0,), dtype, device),), name="empty values")
