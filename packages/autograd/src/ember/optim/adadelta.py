@@ -13,7 +13,6 @@ from .optimizer import (
     Optimizer,
     _as_real,
     _evaluate_closure,
-    _get_scalar_dtype,
     _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
@@ -105,20 +104,8 @@ class Adadelta(Optimizer):
         loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
-            params, grads, square_avgs, acc_deltas, state_steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                params.append(p)
-                grads.append(p.grad)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = ember.zeros((), dtype=_get_scalar_dtype())
-                    state["square_avg"] = ember.zeros_like(p)
-                    state["acc_delta"] = ember.zeros_like(p)
-                square_avgs.append(state["square_avg"])
-                acc_deltas.append(state["acc_delta"])
-                state_steps.append(state["step"])
+            params, grads, state = self._gather_state(group, ["square_avg", "acc_delta"])
+            square_avgs, acc_deltas, state_steps = state["square_avg"], state["acc_delta"], state["step"]
             adadelta(
                 params,
                 grads,

@@ -325,6 +325,41 @@ class Optimizer:
                 if key in p_state and not isinstance(p_state[key], Tensor):
                     p_state[key] = ember.tensor(float(p_state[key]), dtype=_get_scalar_dtype())
 
+    def _gather_state(self, group, buffers, scalars=None):
+        """The group's parameters that have a gradient, their gradients and their per-parameter state.
+
+        A parameter's state is created at its first step, in this order: ``step`` (a 0-d tensor of
+        the scalar dtype, 0), each of ``scalars`` (name -> start value, 0-d tensors of that dtype),
+        then each of ``buffers`` (zeros shaped and typed like the parameter).
+
+        Args:
+            group (dict): one of ``self.param_groups``.
+            buffers (list[str]): state entries shaped like the parameter.
+            scalars (dict[str, float], optional): 0-d state entries and their start values.
+
+        Returns:
+            tuple: ``(params, grads, state)``, where ``state`` maps ``"step"`` and every name of
+            ``scalars`` and ``buffers`` to the list of that entry, one per returned parameter.
+        """
+        scalars = scalars or {}
+        params, grads = [], []
+        state = {name: [] for name in ("step", *scalars, *buffers)}
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            params.append(p)
+            grads.append(p.grad)
+            p_state = self.state[p]
+            if len(p_state) == 0:
+                p_state["step"] = ember.tensor(0.0, dtype=_get_scalar_dtype())
+                for name, start in scalars.items():
+                    p_state[name] = ember.tensor(start, dtype=_get_scalar_dtype())
+                for name in buffers:
+                    p_state[name] = ember.zeros_like(p)
+            for name, values in state.items():
+                values.append(p_state[name])
+        return params, grads, state
+
     def __repr__(self) -> str:
         format_string = self.__class__.__name__ + " ("
         for i, group in enumerate(self.param_groups):

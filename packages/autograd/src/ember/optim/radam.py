@@ -14,7 +14,6 @@ from .optimizer import (
     Optimizer,
     _as_real,
     _evaluate_closure,
-    _get_scalar_dtype,
     _get_value,
     _resolve_foreach,
     _to_scalar,
@@ -125,20 +124,8 @@ class RAdam(Optimizer):
         loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
-            params, grads, exp_avgs, exp_avg_sqs, state_steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                params.append(p)
-                grads.append(p.grad)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = ember.tensor(0.0, dtype=_get_scalar_dtype())
-                    state["exp_avg"] = ember.zeros_like(p)
-                    state["exp_avg_sq"] = ember.zeros_like(p)
-                exp_avgs.append(state["exp_avg"])
-                exp_avg_sqs.append(state["exp_avg_sq"])
-                state_steps.append(state["step"])
+            params, grads, state = self._gather_state(group, ["exp_avg", "exp_avg_sq"])
+            exp_avgs, exp_avg_sqs, state_steps = state["exp_avg"], state["exp_avg_sq"], state["step"]
             beta1, beta2 = group["betas"]
             radam(
                 params,

@@ -13,7 +13,6 @@ from .optimizer import (
     Optimizer,
     _as_real,
     _evaluate_closure,
-    _get_scalar_dtype,
     _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
@@ -122,26 +121,14 @@ class RMSprop(Optimizer):
         loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
-            params, grads, square_avgs, grad_avgs, momentum_buffers, steps = [], [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                params.append(p)
-                grads.append(p.grad)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = ember.zeros((), dtype=_get_scalar_dtype())
-                    state["square_avg"] = ember.zeros_like(p)
-                    if group["momentum"] > 0:
-                        state["momentum_buffer"] = ember.zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = ember.zeros_like(p)
-                square_avgs.append(state["square_avg"])
-                steps.append(state["step"])
-                if group["momentum"] > 0:
-                    momentum_buffers.append(state["momentum_buffer"])
-                if group["centered"]:
-                    grad_avgs.append(state["grad_avg"])
+            buffers = ["square_avg"]
+            if group["momentum"] > 0:
+                buffers.append("momentum_buffer")
+            if group["centered"]:
+                buffers.append("grad_avg")
+            params, grads, state = self._gather_state(group, buffers)
+            square_avgs, steps = state["square_avg"], state["step"]
+            momentum_buffers, grad_avgs = state.get("momentum_buffer", []), state.get("grad_avg", [])
             rmsprop(
                 params,
                 grads,
