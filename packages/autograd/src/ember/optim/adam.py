@@ -18,6 +18,7 @@ from ember._tensor import Tensor
 from .optimizer import (
     Optimizer,
     _as_real,
+    _check_adam_family_args,
     _check_fused,
     _default_to_fused,
     _evaluate_closure,
@@ -186,21 +187,9 @@ class Adam(Optimizer):
 
 def _check_adam_args(lr, betas, eps, weight_decay, foreach, capturable):
     """The argument checks shared by :class:`Adam` and :class:`~ember.optim.AdamW`, with PyTorch's messages."""
-    if isinstance(lr, Tensor):
-        if foreach and not capturable:
-            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
-        if lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if isinstance(lr, Tensor) and foreach and not capturable:
+        raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
+    _check_adam_family_args(lr, betas, eps, weight_decay)
     if not (
         (isinstance(betas[0], float) and isinstance(betas[1], float))
         or (isinstance(betas[0], Tensor) and isinstance(betas[1], Tensor))

@@ -12,6 +12,7 @@ from ember._tensor import Tensor
 from .optimizer import (
     Optimizer,
     _as_real,
+    _check_adam_family_args,
     _evaluate_closure,
     _get_value,
     _resolve_foreach,
@@ -65,18 +66,7 @@ class Adamax(Optimizer):
         differentiable: bool = False,
         capturable: bool = False,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= betas[0] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-        if not 0.0 <= betas[1] < 1.0:
-            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_adam_family_args(lr, betas, eps, weight_decay)
         defaults = {
             "lr": lr,
             "betas": betas,

@@ -132,6 +132,32 @@ def _resolve_foreach(foreach, differentiable, params):
     return bool(foreach)
 
 
+def _check_adam_family_args(lr, betas, eps, weight_decay):
+    """The hyperparameter checks of Adam, AdamW, Adamax, NAdam and RAdam, in PyTorch's order and words.
+
+    Args:
+        lr (float or Tensor): learning rate, >= 0 (a Tensor must hold one element).
+        betas (tuple[float, float]): each in [0, 1).
+        eps (float): >= 0.
+        weight_decay (float): >= 0.
+
+    Raises:
+        ValueError: naming the first argument out of range and its value.
+    """
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
 def _check_fused(fused, foreach, differentiable, supported=False):
     """Check ``fused`` against ``foreach`` and ``differentiable`` (None/False always pass).
 
