@@ -4,6 +4,11 @@ A benchmark module is a file ``benchmarks/bench_*.py`` that defines ``WORKLOADS`
 a list of :class:`Workload`. ``benchmarks/run.py`` finds the modules, times each
 workload's ember and PyTorch callables in the same process, and writes the table.
 Timing is ``ember.utils.benchmark.Timer``'s (:func:`time_call`).
+
+GPU workloads (``device="cuda"``, ``benchmarks/bench_cuda.py``) run only with
+``run.py --device cuda``; their callables synchronise the device themselves, a
+setup raises :class:`Skip` where there is no GPU, and a side that cannot run the
+work hands back a :class:`NotRun` in place of its callable.
 """
 
 from __future__ import annotations
@@ -31,12 +36,41 @@ class Workload:
             work, ``torch_fn`` being ``None`` when PyTorch is not importable.
         threads: Intra-op thread count for both libraries during the measurement.
         description: One line for the table's notes.
+        device: ``"cpu"`` (the default suite, ``BENCHMARKS.md``) or ``"cuda"`` (only with
+            ``run.py --device cuda``, written to ``BENCHMARKS_CUDA.md``).
+        inner: How many operations one call of a callable performs; the reported time is
+            per operation (a loop of 100 small launches and one synchronisation, say).
+        work: The amount of work of one operation in ``unit``'s numerator (bytes moved for
+            ``"GB/s"``, floating-point operations for ``"TFLOP/s"``); 0 for no rate column.
+        unit: ``"GB/s"``, ``"TFLOP/s"`` or ``""``.
     """
 
     name: str
     setup: Callable[[], tuple[Fn, Fn | None]]
     threads: int = 1
     description: str = ""
+    device: str = "cpu"
+    inner: int = 1
+    work: float = 0.0
+    unit: str = ""
+
+
+#: How each rate unit scales work per second.
+RATE_SCALE = {"GB/s": 1e9, "TFLOP/s": 1e12}
+
+
+class Skip(Exception):
+    """Raised by a workload's setup when this machine cannot run it at all (no GPU): the row is skipped."""
+
+
+class NotRun:
+    """Stands in for one library's callable when that library cannot do the work; ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+    def __repr__(self):
+        return f"NotRun({self.reason!r})"
 
 
 def import_torch():

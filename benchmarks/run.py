@@ -13,12 +13,18 @@ Usage::
     python benchmarks/run.py --quick         # few, short repeats: checks the plumbing only
     python benchmarks/run.py --clock thread  # CPU time of the thread for 1-thread rows (busy machines)
     python benchmarks/run.py --list          # names only
+    python benchmarks/run.py --device cuda   # the GPU workloads (bench_cuda.py) -> BENCHMARKS_CUDA.md
 
 Times are medians per call measured by ``ember.utils.benchmark.Timer`` (see
 ``harness.time_call``); the ratio is ember's time divided by PyTorch's, so 1.00 is
 parity and lower is better for ember. The terminal gets the same numbers as an
 ``ember.utils.benchmark.Compare`` table. Benchmarks never gate CI: the exit status
 is non-zero only when a workload fails to run.
+
+``--device cuda`` runs the GPU workloads instead (``Workload.device == "cuda"``),
+on the wall clock, and writes ``BENCHMARKS_CUDA.md`` (and ``benchmarks/ratios_cuda.png``),
+so a GPU run never replaces the CPU table. Its rows also give rates (GB/s,
+TFLOP/s) where the workload states its work. Without a GPU they are skipped.
 """
 
 from __future__ import annotations
@@ -41,10 +47,15 @@ ROOT = BENCH_DIR.parent
 if str(BENCH_DIR) not in sys.path:  # bench modules import `harness` from here
     sys.path.insert(0, str(BENCH_DIR))
 
-from harness import limit_threads, time_call  # noqa: E402
+from harness import RATE_SCALE, NotRun, Skip, limit_threads, time_call  # noqa: E402
 
 TABLE_HEADER = "| workload | ember time | PyTorch time | ratio (ember / PyTorch) | threads | machine |"
 TABLE_RULE = "|---|---:|---:|---:|---:|---|"
+CUDA_TABLE_HEADER = (
+    "| workload | ember time | PyTorch time | ratio (ember / PyTorch) | ember rate | PyTorch rate | GPU |"
+)
+CUDA_TABLE_RULE = "|---|---:|---:|---:|---:|---:|---|"
+DEVICES = ("cpu", "cuda")
 MISSING = "—"
 
 
@@ -58,12 +69,22 @@ class Result:
     ember_s: float | None
     torch_s: float | None
     error: str | None = None
+    skipped: str | None = None  # why the row was not measured at all (no GPU here)
+    note: str | None = None  # why one side was not measured (a NotRun's reason)
+    work: float = 0.0  # per operation, in the numerator of ``unit``
+    unit: str = ""
 
     @property
     def ratio(self) -> float | None:
         if self.ember_s is None or self.torch_s is None or self.torch_s <= 0:
             return None
         return self.ember_s / self.torch_s
+
+    def rate(self, seconds: float | None) -> float | None:
+        """``work / seconds`` in ``unit`` (GB/s, TFLOP/s), or None without a rate."""
+        if not self.work or not self.unit or seconds is None or seconds <= 0:
+            return None
+        return self.work / seconds / RATE_SCALE[self.unit]
 
 
 # --------------------------------------------------------------------------- discovery
@@ -88,8 +109,9 @@ def discover(bench_dir: Path) -> list:
     return workloads
 
 
-def select(workloads: Sequence, patterns: Sequence[str]) -> list:
-    """The workloads whose name contains any of ``patterns`` (case-insensitive); all if none."""
+def select(workloads: Sequence, patterns: Sequence[str], device: str = "cpu") -> list:
+    """The workloads of ``device`` whose name contains any of ``patterns`` (case-insensitive); all if none."""
+    workloads = [w for w in workloads if getattr(w, "device", "cpu") == device]
     if not patterns:
         return list(workloads)
     lowered = [p.lower() for p in patterns]
@@ -104,7 +126,14 @@ TimeFn = Callable[..., float]
 CLOCKS = ("wall", "thread")
 
 
-def measure(workload, *, quick: bool = False, time_fn: TimeFn = time_call, clock: str = "wall") -> Result:
+def measure(
+    workload,
+    *,
+    quick: bool = False,
+    time_fn: TimeFn = time_call,
+    clock: str = "wall",
+    min_run_time: float | None = None,
+) -> Result:
     """Set up ``workload`` and time its ember and PyTorch callables, one after the other.
 
     ``time_fn(fn, threads=..., **timing)`` returns seconds per call; the default,
@@ -112,25 +141,50 @@ def measure(workload, *, quick: bool = False, time_fn: TimeFn = time_call, clock
     :func:`limit_threads` sets PyTorch's. With ``clock="thread"``, single-threaded
     workloads are timed with ``time.thread_time`` (CPU time of this thread, which
     other processes on a busy machine do not inflate); multi-threaded ones keep
-    the wall clock, since their work runs on other threads too.
+    the wall clock, since their work runs on other threads too, and so do GPU
+    workloads. ``min_run_time`` overrides the timer's budget per callable. A
+    ``Workload.inner`` above 1 divides the times (operations per call).
     """
     threads = int(getattr(workload, "threads", 1))
     description = getattr(workload, "description", "")
+    on_gpu = getattr(workload, "device", "cpu") != "cpu"
+    inner = int(getattr(workload, "inner", 1))
+    rate = {"work": float(getattr(workload, "work", 0.0)), "unit": getattr(workload, "unit", "")}
     timing = {"min_run_time": 1e-3} if quick else {}
-    if clock == "thread" and threads == 1:
+    if min_run_time is not None and not quick:
+        timing["min_run_time"] = min_run_time
+    if clock == "thread" and threads == 1 and not on_gpu:  # GPU work runs off this thread: wall clock only
         timing["timer"] = time.thread_time
+    notes = []
+
+    def timed(fn):
+        if fn is None:
+            return None
+        if isinstance(fn, NotRun):
+            notes.append(fn.reason)
+            return None
+        return time_fn(fn, threads=threads, **timing) / inner
+
     try:
         ember_fn, torch_fn = workload.setup()
         with limit_threads(threads):
-            ember_s = time_fn(ember_fn, threads=threads, **timing)
-            torch_s = time_fn(torch_fn, threads=threads, **timing) if torch_fn is not None else None
+            ember_s = timed(ember_fn)
+            torch_s = timed(torch_fn)
+    except Skip as exc:
+        return Result(workload.name, threads, description, None, None, skipped=str(exc), **rate)
     except Exception as exc:  # report the failure in the table, keep going with the others
-        return Result(workload.name, threads, description, None, None, error=f"{type(exc).__name__}: {exc}")
-    return Result(workload.name, threads, description, ember_s, torch_s)
+        return Result(workload.name, threads, description, None, None, error=f"{type(exc).__name__}: {exc}", **rate)
+    return Result(workload.name, threads, description, ember_s, torch_s, note="; ".join(notes) or None, **rate)
 
 
 def run(
-    workloads: Sequence, *, quick: bool = False, time_fn: TimeFn = time_call, progress: bool = True, clock: str = "wall"
+    workloads: Sequence,
+    *,
+    quick: bool = False,
+    time_fn: TimeFn = time_call,
+    progress: bool = True,
+    clock: str = "wall",
+    min_run_time: float | None = None,
 ) -> list[Result]:
     """Measure every workload, reporting each as it finishes (a tqdm bar on a terminal)."""
     bar = None
@@ -145,7 +199,7 @@ def run(
     for workload in workloads:
         if bar is not None:
             bar.set_postfix_str(workload.name)
-        result = measure(workload, quick=quick, time_fn=time_fn, clock=clock)
+        result = measure(workload, quick=quick, time_fn=time_fn, clock=clock, min_run_time=min_run_time)
         results.append(result)
         line = _summary_line(result)
         if bar is not None:
@@ -161,10 +215,20 @@ def run(
 def _summary_line(result: Result) -> str:
     if result.error is not None:
         return f"{result.name}: FAILED ({result.error})"
-    return (
+    if result.skipped is not None:
+        return f"{result.name}: skipped ({result.skipped})"
+    line = (
         f"{result.name}: ember {format_seconds(result.ember_s)}, PyTorch {format_seconds(result.torch_s)}, "
         f"ratio {format_ratio(result.ratio)}"
     )
+    if result.unit:
+        line += (
+            f", ember {format_rate(result.rate(result.ember_s), result.unit)}, "
+            f"PyTorch {format_rate(result.rate(result.torch_s), result.unit)}"
+        )
+    if result.note:
+        line += f" [{result.note}]"
+    return line
 
 
 def compare_table(results: Sequence[Result]):
@@ -228,6 +292,24 @@ def machine_info() -> dict[str, str]:
     }
 
 
+def gpu_info() -> dict[str, str]:
+    """The GPU the cuda workloads run on and the GPU libraries' versions (empty without a GPU)."""
+    try:
+        import ember.cuda
+
+        if not ember.cuda.is_available():
+            return {}
+        props = ember.cuda.get_device_properties(0)
+        memory = getattr(props, "total_memory", 0)
+        return {
+            "gpu": ember.cuda.get_device_name(0),
+            "gpu_memory": f"{memory / 2**30:.0f} GiB" if memory else "unknown",
+            "cupy": _version("cupy-cuda13x") if _version("cupy-cuda13x") != "not installed" else _version("cupy"),
+        }
+    except Exception as exc:  # the table still gets written, saying what went wrong
+        return {"gpu": f"unknown ({type(exc).__name__}: {exc})"}
+
+
 def machine_label(info: dict[str, str]) -> str:
     """The short machine description repeated in each table row."""
     return f"{info['cpu']}, {info['usable_cores']} cores"
@@ -250,6 +332,13 @@ def format_ratio(ratio: float | None) -> str:
     return MISSING if ratio is None else f"{ratio:.2f}"
 
 
+def format_rate(rate: float | None, unit: str) -> str:
+    """``4330 GB/s``-style: three significant figures (at least the integer part)."""
+    if rate is None or not unit:
+        return MISSING
+    return f"{rate:.0f} {unit}" if rate >= 100 else f"{rate:.3g} {unit}"
+
+
 def markdown(
     results: Sequence[Result],
     info: dict[str, str],
@@ -258,8 +347,11 @@ def markdown(
     patterns: Sequence[str],
     plot: str | None,
     clock: str = "wall",
+    device: str = "cpu",
 ) -> str:
-    """The whole BENCHMARKS.md text."""
+    """The whole BENCHMARKS.md text (BENCHMARKS_CUDA.md's for ``device="cuda"``)."""
+    if device != "cpu":
+        return _markdown_gpu(results, info, quick=quick, patterns=patterns, plot=plot, device=device)
     label = machine_label(info)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     options = [
@@ -305,6 +397,77 @@ def markdown(
         cells = [r.name, ember_cell, format_seconds(r.torch_s), format_ratio(r.ratio), str(r.threads), label]
         lines.append("| " + " | ".join(cells) + " |")
     notes = [f"- `{r.name}`: {r.description}" for r in results if r.description]
+    notes += [f"- `{r.name}` failed: {r.error}" for r in results if r.error is not None]
+    if notes:
+        lines += ["", "Workloads:", "", *notes]
+    if plot is not None:
+        lines += ["", f"![ember / PyTorch time ratio per workload]({plot})"]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_gpu(
+    results: Sequence[Result],
+    info: dict[str, str],
+    *,
+    quick: bool,
+    patterns: Sequence[str],
+    plot: str | None,
+    device: str,
+) -> str:
+    """BENCHMARKS_CUDA.md: the GPU rows, with rates, and the GPU they ran on."""
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    options = [f"--device {device}", *(f"-k {p}" for p in patterns), *(["--quick"] if quick else [])]
+    command = " ".join(["python benchmarks/run.py", *options])
+    gpu = info.get("gpu", "no GPU")
+    lines = [
+        "# GPU benchmarks",
+        "",
+        f"Written by `{command}` on {when}.",
+        "",
+        "Ember and PyTorch run the same work on the same GPU in one process, one after the other. Every timed",
+        "call ends with a device synchronisation (`ember.cuda.synchronize()` / `torch.cuda.synchronize()`), so",
+        "the wall time is the GPU's time; rows that time many small operations per call divide by their count.",
+        "Each time is the median per operation over timed blocks (`ember.utils.benchmark.Timer.blocked_autorange`).",
+        "The ratio is ember's time over PyTorch's: 1.00 is parity, lower is better for ember. Rates are bytes",
+        "read and written per second (GB/s, 1e9) or floating-point operations per second (TFLOP/s, 1e12).",
+        "These numbers describe one machine at one moment; they never gate CI.",
+    ]
+    if quick:
+        lines += ["", "**Quick mode**: very few repeats; these numbers check the plumbing, not the speed."]
+    lines += [
+        "",
+        "## Machine",
+        "",
+        f"- GPU: {gpu} ({info.get('gpu_memory', 'unknown memory')}), CuPy {info.get('cupy', 'not installed')}",
+        f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
+        f"- OS: {info['os']}",
+        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']}, torch {info['torch']}",
+        "",
+        "## Results",
+        "",
+        CUDA_TABLE_HEADER,
+        CUDA_TABLE_RULE,
+    ]
+    for r in results:
+        if r.error is not None:
+            ember_cell = "failed"
+        elif r.skipped is not None:
+            ember_cell = "skipped"
+        else:
+            ember_cell = format_seconds(r.ember_s)
+        cells = [
+            r.name,
+            ember_cell,
+            format_seconds(r.torch_s),
+            format_ratio(r.ratio),
+            format_rate(r.rate(r.ember_s), r.unit),
+            format_rate(r.rate(r.torch_s), r.unit),
+            gpu,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = [f"- `{r.name}`: {r.description}" for r in results if r.description]
+    notes += [f"- `{r.name}`, not measured on one side: {r.note}" for r in results if r.note]
+    notes += [f"- `{r.name}` skipped: {r.skipped}" for r in results if r.skipped is not None]
     notes += [f"- `{r.name}` failed: {r.error}" for r in results if r.error is not None]
     if notes:
         lines += ["", "Workloads:", "", *notes]
@@ -361,14 +524,29 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="wall",
         help="'thread': CPU time of the measuring thread for single-threaded workloads (for busy machines)",
     )
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="'cuda': the GPU workloads (bench_cuda.py), written to BENCHMARKS_CUDA.md; skipped without a GPU",
+    )
+    parser.add_argument(
+        "--min-run-time", type=float, default=None, metavar="S", help="seconds of timed blocks per callable"
+    )
     parser.add_argument("--bench-dir", type=Path, default=BENCH_DIR, help="where to look for bench_*.py")
     parser.add_argument(
         "--output",
         type=Path,
         default=None,
-        help="Markdown file to write (default: BENCHMARKS.md for a full run; with -k, nothing unless given)",
+        help="Markdown file to write (default: BENCHMARKS.md for a full run, BENCHMARKS_CUDA.md with "
+        "--device cuda; with -k, nothing unless given)",
     )
-    parser.add_argument("--plot", type=Path, default=BENCH_DIR / "ratios.png", help="bar chart to write")
+    parser.add_argument(
+        "--plot",
+        type=Path,
+        default=None,
+        help="bar chart to write (default: benchmarks/ratios.png, benchmarks/ratios_cuda.png with --device cuda)",
+    )
     parser.add_argument("--no-plot", action="store_true", help="do not draw the chart")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw results as JSON")
     return parser.parse_args(argv)
@@ -376,7 +554,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> int:
     args = parse_args(argv)
-    workloads = select(discover(args.bench_dir), args.patterns)
+    if args.plot is None:
+        args.plot = BENCH_DIR / ("ratios.png" if args.device == "cpu" else f"ratios_{args.device}.png")
+    workloads = select(discover(args.bench_dir), args.patterns, args.device)
     if args.list:
         for w in workloads:
             print(w.name)
@@ -384,7 +564,7 @@ def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> i
     if not workloads:
         print(f"no workload matches {args.patterns} in {args.bench_dir}", file=sys.stderr)
         return 2
-    results = run(workloads, quick=args.quick, time_fn=time_fn, clock=args.clock)
+    results = run(workloads, quick=args.quick, time_fn=time_fn, clock=args.clock, min_run_time=args.min_run_time)
     if any(r.ember_s is not None or r.torch_s is not None for r in results):
         compare = compare_table(results)
         compare.colorize(rowwise=True)
@@ -403,12 +583,16 @@ def main(argv: Sequence[str] | None = None, *, time_fn: TimeFn = time_call) -> i
 def write_reports(args: argparse.Namespace, results: Sequence[Result]) -> None:
     """BENCHMARKS.md (or ``--output``), the ratio chart and the optional JSON."""
     if args.output is None:
-        args.output = ROOT / "BENCHMARKS.md"
+        args.output = ROOT / ("BENCHMARKS.md" if args.device == "cpu" else f"BENCHMARKS_{args.device.upper()}.md")
     info = machine_info()
+    if args.device != "cpu":
+        info.update(gpu_info())
     plot_link = None
     if not args.no_plot and plot_ratios(results, args.plot):
         plot_link = os.path.relpath(args.plot.resolve(), args.output.resolve().parent).replace(os.sep, "/")
-    text = markdown(results, info, quick=args.quick, patterns=args.patterns, plot=plot_link, clock=args.clock)
+    text = markdown(
+        results, info, quick=args.quick, patterns=args.patterns, plot=plot_link, clock=args.clock, device=args.device
+    )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text, encoding="utf-8")
     print(f"wrote {args.output}" + (f" and {args.plot}" if plot_link else ""), file=sys.stderr)
@@ -417,7 +601,11 @@ def write_reports(args: argparse.Namespace, results: Sequence[Result]) -> None:
             "machine": info,
             "quick": args.quick,
             "clock": args.clock,
-            "results": [asdict(r) | {"ratio": r.ratio} for r in results],
+            "device": args.device,
+            "results": [
+                asdict(r) | {"ratio": r.ratio, "ember_rate": r.rate(r.ember_s), "torch_rate": r.rate(r.torch_s)}
+                for r in results
+            ],
         }
         args.json.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 

@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from example_utils import atomic_write, thread_limits
+from example_utils import atomic_write, pick_device, thread_limits
 
 import ember
 import ember.nn as nn
@@ -163,10 +163,13 @@ class CharTransformer(nn.Module):
 def sample(model, vocab, prompt: str, length: int, temperature: float = 0.8, generator=None) -> str:
     """Continue ``prompt`` by ``length`` characters drawn one at a time from the model's softmax."""
     model.eval()
-    ids = vocab.encode(prompt).unsqueeze(0)
+    ids = vocab.encode(prompt).unsqueeze(0).to(model.head.weight.device)
     for _ in range(length):
         logits = model(ids[:, -model.context :])[:, -1] / temperature
-        next_id = ember.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+        # the draw happens on the host, from a CPU generator: the same characters on every device
+        # (a (1, vocab) row of probabilities; ember has no CUDA multinomial kernel yet)
+        probs = F.softmax(logits, dim=-1).cpu()
+        next_id = ember.multinomial(probs, 1, generator=generator).to(ids.device)
         ids = ember.cat([ids, next_id], dim=1)
     return vocab.decode(ids[0].tolist())
 
@@ -176,7 +179,9 @@ def evaluate(model, loader) -> float:
     """Mean cross-entropy (nats per character) of ``model`` over ``loader``."""
     model.eval()
     total, count = 0.0, 0
+    device = model.head.weight.device
     for inputs, targets in loader:
+        inputs, targets = inputs.to(device), targets.to(device)
         logits = model(inputs)
         total += F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum").item()
         count += targets.numel()
@@ -209,6 +214,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         type=int,
         default=1,
         help="intra-op threads of ember and of numpy's BLAS (1 is fastest for this small model on 2 busy cores)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="device to train on: cpu, or cuda (cuda:N for another GPU; needs CuPy and a GPU)",
     )
     parser.add_argument("--output", type=Path, default=Path("runs/char_transformer"), help="folder for the outputs")
     parser.add_argument("--no-plots", action="store_true", help="skip the PNG plot")
@@ -258,6 +268,7 @@ def main(argv=None) -> dict:
 
 def run(args: argparse.Namespace) -> dict:
     """:func:`main` after the command line is parsed and the thread counts are set."""
+    device = pick_device(args.device)
     args.output.mkdir(parents=True, exist_ok=True)
     wall_start, cpu_start = time.perf_counter(), time.process_time()
     ember.manual_seed(args.seed)
@@ -272,12 +283,15 @@ def run(args: argparse.Namespace) -> dict:
     train_set = NextCharDataset(ids[:split], args.context)
     val_set = NextCharDataset(ids[split:], args.context, stride=args.context)
     batches = ember.Generator().manual_seed(args.seed)
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, drop_last=True, generator=batches)
-    val_loader = DataLoader(val_set, batch_size=args.batch_size)
+    pin = device.type == "cuda"  # page-locked batches: asynchronous copies to the GPU
+    train_loader = DataLoader(
+        train_set, batch_size=args.batch_size, shuffle=True, drop_last=True, generator=batches, pin_memory=pin
+    )
+    val_loader = DataLoader(val_set, batch_size=args.batch_size, pin_memory=pin)
 
     model = CharTransformer(
         len(vocab), args.context, args.d_model, args.heads, args.layers, 4 * args.d_model, args.dropout
-    )
+    ).to(device)
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.1)
     scheduler = optim.lr_scheduler.SequentialLR(
         optimizer,
@@ -291,7 +305,7 @@ def run(args: argparse.Namespace) -> dict:
     print(f"ember {ember.__version__} | corpus: docstrings of {len(MODULES)} stdlib modules, {len(text):,} chars, "
           f"{len(vocab)} distinct, sha256 {digest[:12]} (Python {sys.version.split()[0]})")
     print(f"model: {args.layers} layers, d_model {args.d_model}, {args.heads} heads, context {args.context}, "
-          f"{parameters:,} parameters | {ember.get_num_threads()} threads")
+          f"{parameters:,} parameters | device {device} | {ember.get_num_threads()} threads")
 
     initial_val = evaluate(model, val_loader)
     print(f"{'step':>5}  {'lr':>8}  {'train loss':>10}  {'val loss':>8}  {'chars/s':>7}")
@@ -301,6 +315,8 @@ def run(args: argparse.Namespace) -> dict:
     for step in range(1, args.steps + 1):
         model.train()
         inputs, targets = next(batch_iter)
+        non_blocking = device.type == "cuda"
+        inputs, targets = inputs.to(device, non_blocking=non_blocking), targets.to(device, non_blocking=non_blocking)
         logits = model(inputs)
         loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
         optimizer.zero_grad()
@@ -345,6 +361,7 @@ def run(args: argparse.Namespace) -> dict:
         "corpus_sha256": digest,
         "vocab_size": len(vocab),
         "parameters": parameters,
+        "device": str(device),
         "threads": ember.get_num_threads(),
         "initial_val_loss": initial_val,
         "final_val_loss": log[-1]["val_loss"],

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from example_utils import atomic_write, thread_limits
+from example_utils import atomic_write, pick_device, thread_limits
 
 import ember
 import ember.nn as nn
@@ -132,7 +132,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--weight-decay", type=float, default=1e-2, help="AdamW's decoupled weight decay")
     parser.add_argument("--label-smoothing", type=float, default=0.1, help="cross-entropy label smoothing")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights, dropout and shuffling")
-    parser.add_argument("--device", default="cpu", help="device to train on (only cpu so far)")
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="device to train on: cpu, or cuda (cuda:N for another GPU; needs CuPy and a GPU)",
+    )
     parser.add_argument(
         "--output",
         type=Path,
@@ -165,23 +169,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def pick_device(name: str) -> ember.device:
-    """``ember.device(name)``, or a clear exit when that device cannot be used yet."""
-    try:
-        device = ember.device(name)
-    except (RuntimeError, ValueError) as exc:
-        raise SystemExit(f"--device {name}: {exc}") from exc
-    if device.type == "cuda":
-        cuda = getattr(ember, "cuda", None)
-        if cuda is None:
-            raise SystemExit("--device cuda: ember has no CUDA backend yet (the CUDA issue adds it); use --device cpu")
-        if not cuda.is_available():
-            raise SystemExit("--device cuda: no CUDA device is available here; use --device cpu")
-    elif device.type != "cpu":
-        raise SystemExit(f"--device {name}: this demo runs on cpu or cuda, not {device.type}")
-    return device
-
-
 def maybe_compile(model: nn.Module, enabled: bool) -> nn.Module:
     """``ember.compile(model)`` when asked for, or a clear exit when compilation is not available yet."""
     if not enabled:
@@ -210,7 +197,7 @@ def train_one_epoch(model, loader, optimizer, scheduler, criterion, device, desc
     # disable=None: a bar on a terminal, nothing in a log file or under pytest
     with tqdm(loader, desc=desc, unit="batch", leave=False, disable=None, file=sys.stderr) as bar:
         for images, labels in bar:
-            images, labels = images.to(device), labels.to(device)
+            images, labels = _to_device(images, device), _to_device(labels, device)
             optimizer.zero_grad()
             logits = model(images)
             loss = criterion(logits, labels)
@@ -233,13 +220,18 @@ def evaluate(model, loader, criterion, device):
     model.eval()
     total_loss, predictions, targets = 0.0, [], []
     for images, labels in loader:
-        images, labels = images.to(device), labels.to(device)
+        images, labels = _to_device(images, device), _to_device(labels, device)
         logits = model(images)
         total_loss += criterion(logits, labels).item() * labels.shape[0]
         predictions.append(logits.argmax(dim=1).cpu().numpy())
         targets.append(labels.cpu().numpy())
     predictions, targets = np.concatenate(predictions), np.concatenate(targets)
     return total_loss / len(targets), float((predictions == targets).mean()), predictions
+
+
+def _to_device(batch, device):
+    """``batch`` on ``device``; from the loader's pinned memory the copy to a GPU is asynchronous."""
+    return batch.to(device, non_blocking=device.type == "cuda")
 
 
 # --------------------------------------------------------------------------- checkpoints
@@ -252,6 +244,8 @@ def save_checkpoint(path, model, optimizer, scheduler, shuffle_generator, epoch,
     fsyncs it and ``os.replace``-s it over ``path``, so an interrupted save leaves the
     previous checkpoint intact.
     """
+    # on a GPU, dropout draws from that GPU's generator: save it too
+    device = next(model.parameters()).device
     state = {
         "epoch": epoch,
         "model": model.state_dict(),
@@ -260,6 +254,7 @@ def save_checkpoint(path, model, optimizer, scheduler, shuffle_generator, epoch,
         # dropout draws from the default generator, the shuffling from its own
         "rng_state": ember.get_rng_state(),
         "shuffle_rng_state": shuffle_generator.get_state(),
+        **({"cuda_rng_state": ember.cuda.get_rng_state(device)} if device.type == "cuda" else {}),
         "history": history,
         "config": {"epochs": args.epochs, "batch_size": args.batch_size, "lr": args.lr, "limit": args.limit},
     }
@@ -267,8 +262,13 @@ def save_checkpoint(path, model, optimizer, scheduler, shuffle_generator, epoch,
 
 
 def load_checkpoint(path, model, optimizer, scheduler, shuffle_generator, args):
-    """Restore a :func:`save_checkpoint` file into the given objects; returns ``(epoch, history)``."""
-    state = ember.load(path)
+    """Restore a :func:`save_checkpoint` file into the given objects; returns ``(epoch, history)``.
+
+    The file loads to the CPU first (``map_location``), so a checkpoint written on a GPU resumes on a
+    machine without one and vice versa: ``load_state_dict`` copies the values to the model's device and
+    the optimizer casts its state to its parameters' device.
+    """
+    state = ember.load(path, map_location="cpu")
     for key, value in state["config"].items():
         if getattr(args, key) != value:
             flag = "--" + key.replace("_", "-")
@@ -280,6 +280,9 @@ def load_checkpoint(path, model, optimizer, scheduler, shuffle_generator, args):
     optimizer.load_state_dict(state["optimizer"])
     scheduler.load_state_dict(state["scheduler"])
     ember.set_rng_state(state["rng_state"])
+    device = next(model.parameters()).device
+    if device.type == "cuda" and "cuda_rng_state" in state:
+        ember.cuda.set_rng_state(state["cuda_rng_state"], device)
     shuffle_generator.set_state(state["shuffle_rng_state"])
     return state["epoch"], list(state["history"])
 
@@ -378,8 +381,11 @@ def run(args: argparse.Namespace) -> dict:
         x_train, y_train = x_train[: args.limit], y_train[: args.limit]
     train_set, test_set = DigitsDataset(x_train, y_train), DigitsDataset(x_test, y_test)
     shuffle_generator = ember.Generator().manual_seed(args.seed)
-    train_loader = DataLoader(train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle_generator)
-    test_loader = DataLoader(test_set, batch_size=256)
+    pin = device.type == "cuda"  # page-locked batches: asynchronous copies to the GPU
+    train_loader = DataLoader(
+        train_set, batch_size=args.batch_size, shuffle=True, generator=shuffle_generator, pin_memory=pin
+    )
+    test_loader = DataLoader(test_set, batch_size=256, pin_memory=pin)
 
     model = DigitsCNN().to(device)
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)

@@ -1,4 +1,4 @@
-"""Small helpers the example programs share: atomic file writes and thread limits."""
+"""Small helpers the example programs share: atomic file writes, thread limits and the ``--device`` check."""
 
 from __future__ import annotations
 
@@ -59,3 +59,25 @@ def thread_limits(threads: int | None) -> Iterator[None]:
             yield
     finally:
         ember.set_num_threads(previous)
+
+
+def pick_device(name: str) -> ember.device:
+    """The examples' ``--device``: ``ember.device(name)`` for ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Raises:
+        SystemExit: with a message naming the flag, for another device type, a malformed name, or
+            ``cuda`` where no GPU (or no CuPy) is available.
+    """
+    try:
+        device = ember.device(name)
+    except (RuntimeError, ValueError) as exc:
+        raise SystemExit(f"--device {name}: {exc}") from exc
+    if device.type == "cuda":
+        cuda = getattr(ember, "cuda", None)
+        if cuda is None:
+            raise SystemExit("--device cuda: ember has no CUDA backend yet (the CUDA issue adds it); use --device cpu")
+        if not cuda.is_available():
+            raise SystemExit("--device cuda: no CUDA device is available here; use --device cpu")
+    elif device.type != "cpu":
+        raise SystemExit(f"--device {name}: this demo runs on cpu or cuda, not {device.type}")
+    return device

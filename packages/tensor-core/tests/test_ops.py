@@ -25,15 +25,6 @@ def _cases(ops=OPS):
             yield pytest.param(info, dtype, id=f"{name}-{dtype.name}")
 
 
-@pytest.fixture(autouse=True)
-def _skip_dtypes_the_backend_cannot_hold(request, backend):
-    # CuPy has no bfloat16 dtype: creating such a tensor on the cuda device raises TypeError by design
-    # (ember/cuda/_backend.py), so every sample of the case would fail before the op runs
-    params = getattr(request.node, "callspec", None)
-    if backend != "cpu" and params is not None and params.params.get("dtype") is ember.bfloat16:
-        pytest.skip("bfloat16 tensors are not supported on the cuda device yet (CuPy has no bfloat16 dtype)")
-
-
 def _skip_if_listed(info, test, dtype):
     reason = info.skip_reason(test, dtype)
     if reason:

@@ -417,10 +417,12 @@ def test_map_location_to_meta_drops_data():
     assert loaded["t"].stride() == (1, 3) and loaded["t"].shape == (3, 2)
 
 
-def test_unavailable_saved_device_needs_map_location():
+def test_unavailable_saved_device_needs_map_location(monkeypatch):
     def to_cuda(structure):
         structure["storages"]["x"]["device"] = "cuda:0"
 
+    # the file names a device this process can't use: make CUDA unavailable where it is not already
+    monkeypatch.setattr(_BACKENDS["cuda"], "is_available", lambda: False)
     data = edit_structure(saved_bytes({"x": ember.ones(2)}), to_cuda)
     with pytest.raises(SerializationError, match=r"saved on 'cuda:0'.*map_location"):
         load_bytes(data)

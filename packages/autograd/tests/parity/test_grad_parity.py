@@ -19,6 +19,13 @@ gradients there are still gradchecked by ``test_ops_grad.py``):
 
 ``test_refuses_grad_where_pytorch_does``: where PyTorch refuses an argument
 that requires grad (``_grad_samples.NONDIFF_ARGS``), ember raises too.
+
+The gradients are computed on the backend's device (``_parity_device`` in ember-core's
+``tests/parity``): with the cuda backend, ember's CUDA gradients against PyTorch's CUDA
+gradients. PyTorch runs on the CPU for the ops of :data:`TORCH_CANNOT` (their failures
+include index checks, which are device-side asserts on CUDA) and where its CUDA build has no
+kernel. Under a PyTorch other than the pinned one, :data:`VERSION_TORCH_CANNOT` and
+:data:`VERSION_DIFFERENCES` describe what that release does differently.
 """
 
 from __future__ import annotations
@@ -34,6 +41,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the shared helpers of tests/
 
 from _grad_samples import NONDIFF_ARGS, GradCase, grad_cases, grad_dtypes  # noqa: E402
+
+# the parity helpers of ember-core's tests: the device under test, the pinned torch version
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tensor-core" / "tests" / "parity"))
+from _parity_device import EMBER_DEVICE, IS_PINNED_TORCH, PINNED_TORCH, TORCH_DEVICE  # noqa: E402
+from _parity_device import to_torch as _to_torch_on  # noqa: E402
 
 import ember  # noqa: E402
 from ember.testing import op_db  # noqa: E402
@@ -93,6 +105,22 @@ TORCH_CANNOT: dict[tuple[str, str | None], tuple[str, str]] = {
         "addmv input tensors must have the same dtype",
         "PyTorch's addr backward fails when the vectors' dtypes differ (type promotion)",
     ),
+}
+
+#: What PyTorch releases before the pinned one cannot differentiate, in the form of :data:`TORCH_CANNOT`
+#: (used instead of its entry when the installed torch is not ``PINNED_TORCH``).
+VERSION_TORCH_CANNOT: dict[tuple[str, str | None], tuple[str, str]] = {
+    ("aminmax", None): ("derivative for aten::aminmax is not implemented", "no aminmax derivative before torch 2.13"),
+    ("addr", None): (
+        "addmv input tensors must have the same dtype|expected scalar type",
+        "PyTorch's addr backward fails when the vectors' dtypes differ (type promotion)",
+    ),
+}
+
+#: (op name, dtype name or None) -> how releases before the pinned one differ (those cases skip there).
+VERSION_DIFFERENCES: dict[tuple[str, str | None], str] = {
+    ("lp_pool2d", None): "lp_pool values (and so gradients) differ from torch 2.13's",
+    ("lp_pool3d", None): "lp_pool values (and so gradients) differ from torch 2.13's",
 }
 
 #: op name -> (predicate of a sample, why): samples where PyTorch documents the result as undefined, so
@@ -164,12 +192,15 @@ def _ember_grads(case):
     return outputs, grad_outputs, grads
 
 
-def _torch_grads(fn, case, grad_outputs):
-    leaves = [_to_torch(t).requires_grad_(True) for t in case.leaves]
-    input, args, kwargs = case.arguments(leaves, convert=_to_torch)
+def _torch_grads(fn, case, grad_outputs, device="cpu"):
+    def convert(value):
+        return _to_torch_on(value, device)
+
+    leaves = [convert(t).requires_grad_(True) for t in case.leaves]
+    input, args, kwargs = case.arguments(leaves, convert=convert)
     result = fn(input, *args, **kwargs)
     outputs = [o for o in _torch_outputs(result) if o.is_floating_point() or o.is_complex()]
-    used = [(o, _to_torch(g)) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+    used = [(o, convert(g)) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
     if not used:
         return outputs, [None] * len(leaves)
     grads = torch.autograd.grad(
@@ -187,8 +218,17 @@ def test_grads_match_pytorch(info, dtype):
     if fn is None:
         pytest.skip(_NO_COUNTERPART[info.name])
     cannot = TORCH_CANNOT.get((info.name, dtype.name)) or TORCH_CANNOT.get((info.name, None))
+    # PyTorch on the CPU where its known failures could be CUDA device-side asserts
+    torch_device = TORCH_DEVICE if cannot is None else "cpu"
+    if not IS_PINNED_TORCH:
+        why = VERSION_DIFFERENCES.get((info.name, dtype.name)) or VERSION_DIFFERENCES.get((info.name, None))
+        if why:
+            pytest.skip(f"{why} (torch {torch.__version__}; the parity suite pins {PINNED_TORCH})")
+        cannot = VERSION_TORCH_CANNOT.get((info.name, dtype.name)) or VERSION_TORCH_CANNOT.get(
+            (info.name, None), cannot
+        )
     compared = torch_refused = 0
-    for case in grad_cases(info, dtype, limit=MAX_SAMPLES):
+    for case in grad_cases(info, dtype, EMBER_DEVICE, limit=MAX_SAMPLES):
         if _draws_random_numbers(case):
             continue
         undefined = UNDEFINED_IN_PYTORCH.get(info.name)
@@ -200,7 +240,12 @@ def test_grads_match_pytorch(info, dtype):
         except Exception as exc:  # noqa: BLE001 - reported with the sample
             raise AssertionError(f"{case}: ember raised {type(exc).__name__}: {exc}") from exc
         try:
-            theirs, their_grads = _torch_grads(fn, case, grad_outputs)
+            try:
+                theirs, their_grads = _torch_grads(fn, case, grad_outputs, torch_device)
+            except Exception:  # noqa: BLE001 - PyTorch's CUDA build may lack the kernel: its CPU answers
+                if torch_device == "cpu":
+                    raise
+                theirs, their_grads = _torch_grads(fn, case, grad_outputs, "cpu")
         except Exception as exc:  # noqa: BLE001 - reported with the sample
             if cannot is not None and re.search(cannot[0], str(exc)):
                 torch_refused += 1

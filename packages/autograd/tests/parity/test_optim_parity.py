@@ -6,11 +6,23 @@ libraries; parameters, learning rates and optimizer state after 20 steps must ag
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 import ember
+
+# the parity helpers of ember-core's tests: the device under test, the pinned torch version
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tensor-core" / "tests" / "parity"))
+from _parity_device import EMBER_DEVICE, TORCH_DEVICE  # noqa: E402
+
+
+def _device(lib):
+    """The device ``lib`` (ember or torch) runs on in these comparisons."""
+    return EMBER_DEVICE if lib is ember else TORCH_DEVICE
 
 STEPS = 20
 RNG = np.random.default_rng(0)
@@ -21,10 +33,11 @@ Y = RNG.standard_normal((8, 3))
 
 
 def _run(lib, opt_name, opt_kwargs, sched_name=None, sched_kwargs=None, groups=False):
-    w = lib.tensor(W0.copy(), dtype=lib.float64, requires_grad=True)
-    b = lib.tensor(B0.copy(), dtype=lib.float64, requires_grad=True)
-    x = lib.tensor(X, dtype=lib.float64)
-    y = lib.tensor(Y, dtype=lib.float64)
+    dev = _device(lib)
+    w = lib.tensor(W0.copy(), dtype=lib.float64, device=dev, requires_grad=True)
+    b = lib.tensor(B0.copy(), dtype=lib.float64, device=dev, requires_grad=True)
+    x = lib.tensor(X, dtype=lib.float64, device=dev)
+    y = lib.tensor(Y, dtype=lib.float64, device=dev)
     params = [{"params": [w]}, {"params": [b], "lr": opt_kwargs.get("lr", 0.01) * 0.5}] if groups else [w, b]
     opt = getattr(lib.optim, opt_name)(params, **opt_kwargs)
     scheduler = None
@@ -43,10 +56,10 @@ def _run(lib, opt_name, opt_kwargs, sched_name=None, sched_kwargs=None, groups=F
                 scheduler.step()
         lrs.append([g["lr"] for g in opt.param_groups])
     state = {
-        k: {n: (v.detach().numpy() if hasattr(v, "numpy") else v) for n, v in s.items()}
+        k: {n: (v.detach().cpu().numpy() if hasattr(v, "numpy") else v) for n, v in s.items()}
         for k, s in opt.state_dict()["state"].items()
     }
-    return w.detach().numpy(), b.detach().numpy(), np.array(lrs), state
+    return w.detach().cpu().numpy(), b.detach().cpu().numpy(), np.array(lrs), state
 
 
 def _compare(e, t):

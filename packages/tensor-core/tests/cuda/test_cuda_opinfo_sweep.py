@@ -49,10 +49,6 @@ def _compare(got, expected, name, values=True):
 _KNOWN_DIFFERENCES = {
     ("index_put", "rows, last write wins"): "with duplicate indices, which write wins is undefined on CUDA (as in "
     "PyTorch's CUDA backend)",
-    ("sinc", "nan and inf"): "CuPy's sinc differs from numpy's at nan/inf: needs an ember kernel",
-    ("i0", "nan and inf"): "CuPy's i0(inf) is inf where numpy's is nan: needs an ember kernel",
-    ("clamp", "nan bound"): "CuPy's clip ignores a nan bound (numpy and PyTorch give nan): needs an ember kernel",
-    ("clip", "nan bound"): "CuPy's clip ignores a nan bound (numpy and PyTorch give nan): needs an ember kernel",
 }
 _UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty"}  # only shape, dtype and device are defined
 

@@ -1,7 +1,8 @@
 """The public API of ember.nn / nn.init / nn.utils / ember.utils.data against torch's: every module
 class torch.nn exports exists (or is listed below with the reason it does not), with the same
 constructor and forward signatures (names, kinds, defaults); the same functions with the same
-signatures; the same Module methods. Run after adding a name to see what else PyTorch users expect."""
+signatures; the same Module methods. Run after adding a name to see what else PyTorch users expect.
+Skipped under a PyTorch other than the pinned one (``_parity_device.PINNED_TORCH``)."""
 
 import inspect
 
@@ -9,13 +10,15 @@ import pytest
 import torch
 import torch.nn.functional as TF
 import torch.utils.data
+from _parity_device import pinned_torch_only
 
 import ember
 import ember.nn as enn
 import ember.nn.functional as EF
 import ember.utils.data
 
-pytestmark = pytest.mark.parity
+# Names and signatures change between PyTorch releases: this module checks the pinned one's.
+pytestmark = [pytest.mark.parity, pinned_torch_only]
 
 #: torch.nn module classes ember does not have, and why.
 KNOWN_MISSING_MODULES = {

@@ -5,6 +5,7 @@ modules materialize to the same shapes and state_dict and become the non-lazy cl
 import numpy as np
 import pytest
 import torch
+from _parity_device import IS_PINNED_TORCH
 
 import ember
 import ember.nn as enn
@@ -160,7 +161,8 @@ def test_lazy_module_materializes_like_torch(case):
     lazy_name, name, args, kwargs, shape = case
     tm = getattr(torch.nn, lazy_name)(*args, **kwargs)
     em = getattr(enn, lazy_name)(*args, **kwargs)
-    assert repr(em) == repr(tm)
+    if IS_PINNED_TORCH:  # the repr names the options of the pinned release
+        assert repr(em) == repr(tm)
     assert list(em.state_dict().keys()) == list(tm.state_dict().keys())
     assert [type(p).__name__ for p in em.parameters()] == [type(p).__name__ for p in tm.parameters()]
     assert em.has_uninitialized_params() == tm.has_uninitialized_params() == True  # noqa: E712

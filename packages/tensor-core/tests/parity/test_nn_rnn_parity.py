@@ -1,9 +1,13 @@
 """ember.nn RNN/LSTM/GRU, the cells and ember.nn.utils.rnn against torch: torch's weights copied over ->
-same state_dict keys (names and order), same outputs, final states and gradients, for padded and packed input."""
+same state_dict keys (names and order), same outputs, final states and gradients, for padded and packed input.
+
+Modules and tensors live on the backend's device (``_parity_device``): with the cuda backend, ember's CUDA
+results against PyTorch's CUDA results."""
 
 import numpy as np
 import pytest
 import torch
+from _parity_device import EMBER_DEVICE, TORCH_DEVICE
 
 import ember
 import ember.nn as enn
@@ -15,11 +19,16 @@ RNG = np.random.default_rng(0)
 
 
 def _e(a):
-    return ember.from_numpy(np.ascontiguousarray(a))
+    return ember.from_numpy(np.ascontiguousarray(a)).to(EMBER_DEVICE)
 
 
 def _t(a):
-    return torch.from_numpy(np.ascontiguousarray(a))
+    return torch.from_numpy(np.ascontiguousarray(a)).to(TORCH_DEVICE)
+
+
+def _np(t):
+    """The values of a torch or ember tensor, from any device, as numpy."""
+    return t.detach().cpu().numpy()
 
 
 def _pair(cls_name, args, kwargs, dtype=torch.float64):
@@ -27,8 +36,8 @@ def _pair(cls_name, args, kwargs, dtype=torch.float64):
     tm = getattr(torch.nn, cls_name)(*args, **kwargs).to(dtype)
     em = getattr(enn, cls_name)(*args, **kwargs).to(ember.float64 if dtype == torch.float64 else ember.float32)
     assert list(em.state_dict()) == list(tm.state_dict())
-    em.load_state_dict({k: _e(v.detach().numpy()) for k, v in tm.state_dict().items()})
-    return tm, em
+    em.load_state_dict({k: _e(_np(v)) for k, v in tm.state_dict().items()})
+    return tm.to(TORCH_DEVICE), em.to(EMBER_DEVICE)
 
 
 def _flat(out):
@@ -46,7 +55,7 @@ def _check(tm, em, t_args, e_args, rtol=1e-9, atol=1e-10):
     assert len(t_out) == len(e_out)
     for t, e in zip(t_out, e_out):
         assert tuple(e.shape) == tuple(t.shape)
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=rtol, atol=atol)
+        np.testing.assert_allclose(_np(e), _np(t), rtol=rtol, atol=atol)
     weights = [RNG.standard_normal(tuple(t.shape)) for t in t_out]
     t_loss = sum((t * _t(w).to(t.dtype)).sum() for t, w in zip(t_out, weights))
     e_loss = sum((e * _e(w).to(e.dtype)).sum() for e, w in zip(e_out, weights))
@@ -54,7 +63,7 @@ def _check(tm, em, t_args, e_args, rtol=1e-9, atol=1e-10):
     e_loss.backward()
     for (name, tp), (ename, ep) in zip(tm.named_parameters(), em.named_parameters()):
         assert name == ename
-        np.testing.assert_allclose(ep.grad.numpy(), tp.grad.numpy(), rtol=rtol * 10, atol=atol * 10, err_msg=name)
+        np.testing.assert_allclose(_np(ep.grad), _np(tp.grad), rtol=rtol * 10, atol=atol * 10, err_msg=name)
     return t_out, e_out
 
 
@@ -102,10 +111,10 @@ def test_padded_forward_backward(name, args, kwargs, with_hx):
         t_args.append(tuple(th) if name == "LSTM" else th[0])
         e_args.append(tuple(eh) if name == "LSTM" else eh[0])
     _check(tm, em, t_args, e_args)
-    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(_np(ex.grad), _np(tx.grad), rtol=1e-8, atol=1e-10)
     if with_hx:
         for t, e in zip(th, eh):
-            np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-8, atol=1e-10)
+            np.testing.assert_allclose(_np(e.grad), _np(t.grad), rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("name,args,kwargs", CASES)
@@ -129,20 +138,20 @@ def test_packed_forward_backward(name, args, kwargs, enforce_sorted):
     t_pad, t_len = torch.nn.utils.rnn.pad_packed_sequence(t_res[0], batch_first=bf)
     e_pad, e_len = ernn.pad_packed_sequence(e_res[0], batch_first=bf)
     assert e_len.tolist() == t_len.tolist()
-    np.testing.assert_allclose(e_pad.detach().numpy(), t_pad.detach().numpy(), rtol=1e-9, atol=1e-10)
+    np.testing.assert_allclose(_np(e_pad), _np(t_pad), rtol=1e-9, atol=1e-10)
     t_states = _flat(t_res[1])
     e_states = _flat(e_res[1])
     for t, e in zip(t_states, e_states):
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(_np(e), _np(t), rtol=1e-9, atol=1e-10)
     w = RNG.standard_normal(tuple(t_pad.shape))
     ws = [RNG.standard_normal(tuple(t.shape)) for t in t_states]
     (((t_pad * _t(w)).sum()) + sum((t * _t(v)).sum() for t, v in zip(t_states, ws))).backward()
     (((e_pad * _e(w)).sum()) + sum((e * _e(v)).sum() for e, v in zip(e_states, ws))).backward()
     for (pname, tparam), (_, eparam) in zip(tm.named_parameters(), em.named_parameters()):
-        np.testing.assert_allclose(eparam.grad.numpy(), tparam.grad.numpy(), rtol=1e-8, atol=1e-10, err_msg=pname)
-    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(_np(eparam.grad), _np(tparam.grad), rtol=1e-8, atol=1e-10, err_msg=pname)
+    np.testing.assert_allclose(_np(ex.grad), _np(tx.grad), rtol=1e-8, atol=1e-10)
     for t, e in zip(th, eh):
-        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(_np(e.grad), _np(t.grad), rtol=1e-8, atol=1e-10)
 
 
 @pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
@@ -150,7 +159,7 @@ def test_unbatched_and_float32(name):
     tm, em = _pair(name, (3, 4, 2), {"bidirectional": True}, dtype=torch.float32)
     (tx,), (ex,) = _inputs((5, 3), dtype=np.float32)
     _check(tm, em, [tx], [ex], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(_np(ex.grad), _np(tx.grad), rtol=1e-4, atol=1e-5)
 
 
 CELL_CASES = [
@@ -171,13 +180,13 @@ def test_cells(name, args, kwargs, batched):
     t_hx = tuple(th) if name == "LSTMCell" else th[0]
     e_hx = tuple(eh) if name == "LSTMCell" else eh[0]
     _check(tm, em, [tx, t_hx], [ex, e_hx])
-    np.testing.assert_allclose(ex.grad.numpy(), tx.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(_np(ex.grad), _np(tx.grad), rtol=1e-8, atol=1e-10)
     for t, e in zip(th, eh):
-        np.testing.assert_allclose(e.grad.numpy(), t.grad.numpy(), rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(_np(e.grad), _np(t.grad), rtol=1e-8, atol=1e-10)
     # without a state: zeros
     t_out, e_out = _flat(tm(tx)), _flat(em(ex))
     for t, e in zip(t_out, e_out):
-        np.testing.assert_allclose(e.detach().numpy(), t.detach().numpy(), rtol=1e-9, atol=1e-10)
+        np.testing.assert_allclose(_np(e), _np(t), rtol=1e-9, atol=1e-10)
 
 
 def test_reprs_match_torch():
@@ -196,7 +205,7 @@ def test_pad_sequence(batch_first, padding_side):
     e = ernn.pad_sequence(
         [_e(a) for a in arrays], batch_first=batch_first, padding_value=-1.5, padding_side=padding_side
     )
-    np.testing.assert_array_equal(e.numpy(), t.numpy())
+    np.testing.assert_array_equal(_np(e), _np(t))
 
 
 @pytest.mark.parametrize("enforce_sorted", [True, False])
@@ -205,7 +214,7 @@ def test_pack_unpack_roundtrip(enforce_sorted):
     arrays = [RNG.standard_normal((n, 2)) for n in lengths]
     tp = torch.nn.utils.rnn.pack_sequence([_t(a) for a in arrays], enforce_sorted=enforce_sorted)
     ep = ernn.pack_sequence([_e(a) for a in arrays], enforce_sorted=enforce_sorted)
-    np.testing.assert_array_equal(ep.data.numpy(), tp.data.numpy())
+    np.testing.assert_array_equal(_np(ep.data), _np(tp.data))
     assert ep.batch_sizes.tolist() == tp.batch_sizes.tolist()
     for attr in ("sorted_indices", "unsorted_indices"):
         tv, ev = getattr(tp, attr), getattr(ep, attr)
@@ -214,7 +223,7 @@ def test_pack_unpack_roundtrip(enforce_sorted):
             assert ev.tolist() == tv.tolist()
     t_pad, t_len = torch.nn.utils.rnn.pad_packed_sequence(tp, batch_first=True, padding_value=7.0, total_length=7)
     e_pad, e_len = ernn.pad_packed_sequence(ep, batch_first=True, padding_value=7.0, total_length=7)
-    np.testing.assert_array_equal(e_pad.numpy(), t_pad.numpy())
+    np.testing.assert_array_equal(_np(e_pad), _np(t_pad))
     assert e_len.tolist() == t_len.tolist() and e_len.dtype == ember.int64
     for a, e in zip(arrays, ernn.unpack_sequence(ep)):
-        np.testing.assert_array_equal(e.numpy(), a)
+        np.testing.assert_array_equal(_np(e), a)

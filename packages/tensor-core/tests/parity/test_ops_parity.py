@@ -1,15 +1,29 @@
-"""Every op over every sample against PyTorch (the CPU wheel): values, shapes and dtypes.
+"""Every op over every sample against PyTorch: values, shapes and dtypes.
 
 Driven by ``ember.testing.op_db``. An op differs from PyTorch only where
 :data:`KNOWN_DIFFERENCES` says so, with a reason; those cases are strict
 xfails, so a difference that goes away is noticed too. The session prints a
 table of the ops that differ and of the ops without a PyTorch counterpart.
+
+Values run on the backend's device (``_parity_device``): with the cuda backend,
+ember's CUDA results against PyTorch's CUDA results. Error types are compared on
+the CPU (a CUDA kernel's index check is a device-side assert in PyTorch, which
+would end the process's CUDA context). Under a PyTorch other than the pinned
+one, :data:`VERSION_DIFFERENCES` and differing error types skip, with the reason.
 """
 
 from __future__ import annotations
 
 import pytest
 import torch
+from _parity_device import (
+    EMBER_DEVICE,
+    IS_PINNED_TORCH,
+    PINNED_TORCH,
+    device_holds,
+    torch_call,
+    torch_numpy,
+)
 
 import ember
 from ember.testing import op_db
@@ -17,6 +31,17 @@ from ember.testing._torch_oracle import to_torch, torch_counterpart
 
 #: (op name, dtype name or None for all) -> why ember differs from PyTorch there.
 KNOWN_DIFFERENCES: dict[tuple[str, str | None], str] = {}
+
+#: (op name, dtype name or None for all) -> how PyTorch releases before the pinned one differ there.
+#: Applied only when the installed torch is not :data:`PINNED_TORCH` (those cases skip).
+VERSION_DIFFERENCES: dict[tuple[str, str | None], str] = {
+    ("clamp", None): "clamping to a nan bound gives the bound, not nan, in torch before 2.13",
+    ("clip", None): "clamping to a nan bound gives the bound, not nan, in torch before 2.13",
+    ("lp_pool2d", None): "lp_pool values differ from torch 2.13's",
+    ("lp_pool3d", None): "lp_pool values differ from torch 2.13's",
+    ("trace", "float16"): "trace has no float16 CPU kernel in torch before 2.13",
+    ("trace", "bfloat16"): "trace has no bfloat16 CPU kernel in torch before 2.13",
+}
 
 _NO_COUNTERPART: dict[str, str] = {}
 _DIFFERENT: list[tuple[str, str, str]] = []
@@ -46,10 +71,15 @@ def _cases():
             yield pytest.param(info, dtype, id=f"{name}-{dtype.name}", marks=marks)
 
 
-def _torch_values(t):
-    if t.dtype == torch.bfloat16:
-        t = t.float()
-    return t.detach().numpy()
+_torch_values = torch_numpy
+
+
+def _skip_if_version_differs(info, dtype):
+    if IS_PINNED_TORCH:
+        return
+    why = VERSION_DIFFERENCES.get((info.name, dtype.name)) or VERSION_DIFFERENCES.get((info.name, None))
+    if why:
+        pytest.skip(f"{why} (torch {torch.__version__}; the parity suite pins {PINNED_TORCH})")
 
 
 def _compare(ours, theirs, info, dtype, sample):
@@ -81,9 +111,12 @@ def test_matches_pytorch(info, dtype):
     fn = _torch_callable(info)
     if fn is None:
         pytest.skip(_NO_COUNTERPART[info.name])
-    for sample in info.sample_inputs(info, "cpu", dtype, False):
+    _skip_if_version_differs(info, dtype)
+    if not device_holds(dtype):
+        pytest.skip(f"{dtype.name} tensors are not supported on the {EMBER_DEVICE} device")
+    for sample in info.sample_inputs(info, EMBER_DEVICE, dtype, False):
         try:
-            theirs = fn(_to_torch(sample.input), *_to_torch(sample.args), **_to_torch(sample.kwargs))
+            theirs = torch_call(fn, sample.input, *sample.args, **sample.kwargs)
         except Exception as exc:  # noqa: BLE001 - torch refusing is a difference too
             with pytest.raises(
                 type(exc) if isinstance(exc, (RuntimeError, TypeError, ValueError, IndexError)) else Exception
@@ -107,10 +140,20 @@ def test_errors_match_pytorch_types(info):
         with pytest.raises(error.error_type):
             error.sample.call(info.op)
         sample = error.sample
-        with pytest.raises(Exception) as caught:  # noqa: PT011 - which type is the point of the next assert
+        try:
             fn(_to_torch(sample.input), *_to_torch(sample.args), **_to_torch(sample.kwargs))
-        assert isinstance(caught.value, error.error_type), (
-            f"{sample}: ember raises {error.error_type.__name__}, torch raises {type(caught.value).__name__}"
+        except Exception as exc:  # noqa: BLE001 - which type is the point of the next assert
+            raised = exc
+        else:
+            raised = None
+        if not IS_PINNED_TORCH and not isinstance(raised, error.error_type):
+            pytest.skip(
+                f"{sample}: torch {torch.__version__} raises {type(raised).__name__ if raised else 'nothing'}; "
+                f"the expected {error.error_type.__name__} is torch {PINNED_TORCH}'s"
+            )
+        assert raised is not None, f"{sample}: torch raises nothing, ember raises {error.error_type.__name__}"
+        assert isinstance(raised, error.error_type), (
+            f"{sample}: ember raises {error.error_type.__name__}, torch raises {type(raised).__name__}"
         )
 
 

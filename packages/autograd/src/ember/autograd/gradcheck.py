@@ -50,9 +50,17 @@ def _differentiable(outputs):
     return [o for o in outputs if isinstance(o, Tensor) and (o.is_floating_point() or o.is_complex())]
 
 
+def _host(t):
+    """``t``'s values as a numpy array: the array itself on CPU, a copy to the host on other devices.
+
+    gradcheck compares numbers on the host by design (a test utility, not an op), so this copy is intended.
+    """
+    return t.detach()._host_array()
+
+
 def _values(outputs):
     """Output values as complex128 numpy arrays (flattened), one per differentiable output."""
-    return [np.asarray(o.detach().numpy(), dtype=np.complex128).ravel() for o in _differentiable(outputs)]
+    return [np.asarray(_host(o), dtype=np.complex128).ravel() for o in _differentiable(outputs)]
 
 
 def _evaluate(fn, inputs, index, flat_index, delta):
@@ -96,7 +104,7 @@ def _vjp(outputs, diff_inputs, out_index, v):
 def _as_numpy(g, like):
     if g is None:
         return np.zeros(like.numel(), dtype=np.complex128)
-    return np.asarray(g.detach().numpy(), dtype=np.complex128).ravel()
+    return np.asarray(_host(g), dtype=np.complex128).ravel()
 
 
 def _fail(message, raise_exception):
@@ -227,9 +235,10 @@ def _slow_check(func, inputs, outputs, diff_inputs, eps, atol, rtol, raise_excep
 
 
 def _direction_tensor(v_np, like):
-    if like.is_complex():
-        return ember.tensor(v_np.reshape(tuple(like.shape)), dtype=like.dtype)
-    return ember.tensor(np.real(v_np).reshape(tuple(like.shape)), dtype=like.dtype)
+    """The host array ``v_np`` as a tensor of ``like``'s shape, dtype and device."""
+    if not like.is_complex():
+        v_np = np.real(v_np)
+    return ember.tensor(v_np.reshape(tuple(like.shape)), dtype=like.dtype, device=like.device)
 
 
 def _fast_check(func, inputs, outputs, diff_inputs, eps, atol, rtol, raise_exception):
@@ -316,7 +325,7 @@ def gradgradcheck(
             values = rng.standard_normal(tuple(o.shape))
             if o.is_complex():
                 values = values + 1j * rng.standard_normal(tuple(o.shape))
-            grad_outputs.append(ember.tensor(values, dtype=o.dtype).requires_grad_(True))
+            grad_outputs.append(ember.tensor(values, dtype=o.dtype, device=o.device).requires_grad_(True))
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = [grad_outputs]
     grad_outputs = list(grad_outputs)

@@ -59,8 +59,8 @@ class Adam(Optimizer):
         weight_decay (float, default 0): L2 penalty (or decoupled decay, see below).
         amsgrad (bool, default False): use the AMSGrad variant.
         foreach (bool, optional): run the multi-tensor path (``ember._foreach_*`` list ops; same results).
-            None (default): the fused step for plain CPU float/complex tensors, else the foreach path for
-            plain tensors, without ``differentiable`` (see ``fused``).
+            None (default): the fused step for plain CPU float/complex tensors and for plain CUDA floating tensors,
+            else the foreach path for plain tensors, without ``differentiable`` (see ``fused``).
         maximize (bool, default False): maximize the objective.
         capturable (bool, default False): accepted for compatibility (no CUDA graphs in ember).
         differentiable (bool, default False): run the step with autograd enabled, recording the update
@@ -69,7 +69,10 @@ class Adam(Optimizer):
         fused (bool, optional): run the fused step (``ember._C.fused_adam_``: one vectorized C++ pass per
             parameter, huge parameters split over the threads; the single-tensor loop's results within an ulp
             or two) on float32/float64 (and complex, viewed as real) contiguous CPU tensors; other tensors take
-            the single-tensor loop. None (default): fused when every parameter suits it and neither ``foreach``
+            the single-tensor loop. On CUDA, float16/bfloat16/float32/float64 (and complex) contiguous tensors take
+            ``ember.cuda.kernels.optim_kernels.fused_adam_``: one kernel launch for all parameters of a group,
+            computing in float32 (float64 for float64), results within float rounding of the single-tensor loop.
+            None (default): fused when every parameter suits it (all CPU or all CUDA) and neither ``foreach``
             nor ``differentiable`` is set (it measured fastest, see ``_FUSED_BY_DEFAULT``).
         decoupled_weight_decay (bool, default False): AdamW's decoupled weight decay.
 
@@ -363,10 +366,46 @@ _FUSED_BY_DEFAULT = True
 
 
 def _default_impl(params, differentiable):
-    """The path of ``fused=None, foreach=None``: fused (see :data:`_FUSED_BY_DEFAULT`), else foreach's default."""
+    """The path of ``fused=None, foreach=None``: fused (see :data:`_FUSED_BY_DEFAULT`; CPU float tensors, or
+    CUDA float tensors, see :data:`_CUDA_FUSED_DTYPES`), else foreach's default."""
     if _FUSED_BY_DEFAULT and _default_to_fused(params, differentiable):
         return _fused_adam
+    if not differentiable and params and all(_cuda_fused_supported(p) for p in params):
+        return _fused_adam
     return _multi_tensor_adam if _resolve_foreach(None, differentiable, params) else _single_tensor_adam
+
+
+#: The dtypes of the CUDA fused step (``ember.cuda.kernels.optim_kernels``), complex viewed as real. It is the
+#: default for CUDA parameters: one launch for all parameters of a group, where the foreach path launches about
+#: ten kernels per parameter.
+_CUDA_FUSED_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128"})
+
+
+def _cuda_fused_supported(p):
+    """Whether ``p`` may take the CUDA fused step by default: a plain CUDA tensor of a dtype the kernel takes."""
+    return _foreach_supported(p) and p.device.type == "cuda" and p.dtype.name in _CUDA_FUSED_DTYPES
+
+
+def _cuda_fused_arrays(tensors):
+    """The CuPy arrays the CUDA fused step updates for one parameter (complex tensors viewed as real), or None
+    when one of them does not suit it (not a plain CUDA tensor of a dtype the kernel takes, C-contiguous, of the
+    parameter's dtype, size and device)."""
+    arrays = []
+    for t in tensors:
+        if t is None:
+            arrays.append(None)
+            continue
+        if not _foreach_supported(t) or t.device.type != "cuda":
+            return None
+        if t.is_complex():
+            t = ember.view_as_real(t)
+        a = t._data
+        if t.dtype.name not in _CUDA_FUSED_DTYPES or not a.flags.c_contiguous:
+            return None
+        if arrays and (a.dtype != arrays[0].dtype or a.size != arrays[0].size or t.device != tensors[0].device):
+            return None
+        arrays.append(a)
+    return arrays
 
 
 def _fused_arrays(tensors):
@@ -416,11 +455,16 @@ def _fused_adam(
     if len(params) == 0:
         return
     lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
-    fused, rest = [], []
+    fused, rest, on_cuda = [], [], []
     no_mode = not _dispatch_state.modes
     for i in range(len(params)):
         row = (params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] if amsgrad else None)
         arrays = _fused_arrays(row) if no_mode else None
+        if arrays is None and no_mode and params[i].device.type == "cuda":
+            arrays = _cuda_fused_arrays(row)
+            if arrays is not None:
+                on_cuda.append((i, row, arrays))
+                continue
         (fused if arrays is not None else rest).append((i, row, arrays))
     if rest:
         idx = [i for i, _, _ in rest]
@@ -431,6 +475,9 @@ def _fused_adam(
             weight_decay=weight_decay, eps=eps, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,
             differentiable=False,
         )
+    if on_cuda:
+        _cuda_fused_adam(on_cuda, state_steps, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize,
+                         decoupled_weight_decay)
     if not fused:
         return
     steps = [state_steps[i] for i, _, _ in fused]
@@ -445,3 +492,29 @@ def _fused_adam(
         for k, t in enumerate(row):
             if t is not None and k != 1:
                 t._bump_version()
+
+
+def _cuda_fused_adam(rows, state_steps, amsgrad, beta1, beta2, lr, weight_decay, eps, maximize,
+                     decoupled_weight_decay):
+    """The fused step of CUDA parameters (``ember.cuda.kernels.optim_kernels.fused_adam_``), grouped by device:
+    one launch per device and dtype (and step count, when parameters have taken different numbers of steps)."""
+    from ember.cuda._runtime import cupy_module
+    from ember.cuda.kernels.optim_kernels import fused_adam_
+
+    by_device = {}
+    for item in rows:
+        by_device.setdefault(item[1][0].device, []).append(item)
+    for device, items in by_device.items():
+        steps = [state_steps[i] for i, _, _ in items]
+        ember._foreach_add_(steps, 1)
+        columns = list(zip(*(arrays for _, _, arrays in items)))
+        with cupy_module().cuda.Device(device.index or 0):
+            fused_adam_(
+                list(columns[0]), list(columns[1]), list(columns[2]), list(columns[3]),
+                list(columns[4]) if amsgrad else [], [_get_value(s) for s in steps], lr, beta1, beta2, weight_decay,
+                eps, amsgrad, maximize, decoupled_weight_decay,
+            )
+        for _, row, _ in items:  # in-place updates, as the dispatcher records them for autograd's checks
+            for k, t in enumerate(row):
+                if t is not None and k != 1:
+                    t._bump_version()

@@ -32,7 +32,10 @@ from .._storage import storage_of
 from .._tensor import Size, Tensor
 from ._fp import as_user
 
-__all__ = ["dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders"]
+__all__ = [
+    "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
+    "checked_cuda", "set_device_array_type",
+]
 
 
 class _State(threading.local):
@@ -69,8 +72,24 @@ def set_autograd_handler(handler):
     autograd_recorders.clear()
 
 
+#: Filled by the CUDA backend's fast kernels (``ember.cuda.kernels``): op -> ``checked(*args)``, the
+#: ``cuda`` counterpart of ``Op.checked_cpu``. Called with the positional arguments of a call without
+#: keywords on the cuda device, it does the meta function's checks itself for the calls it takes and
+#: returns the result array, or None to leave the call to the meta function and the op's kernel.
+checked_cuda = {}
+
 _ndarray = _np.ndarray
 _new_object = object.__new__
+_fallback_kernels = {}  # (device type, op) -> the backend's generic kernel of an op without a kernel of its own
+_device_array = _ndarray  # the array type of the accelerator backend's results (cupy.ndarray), once set
+
+
+def set_device_array_type(array_type):
+    """Tell the dispatcher the array type of the cuda backend (``cupy.ndarray``): results of that type
+    are wrapped inline, as numpy arrays are on the CPU."""
+    global _device_array
+    _device_array = array_type
+
 
 # arguments that are never tensors nor overridable (a Size holds ints: grad.expand(input.shape))
 _PLAIN_TYPES = frozenset({int, float, bool, complex, str, type(None), slice, type(Ellipsis), _dtype_cls, Size})
@@ -195,6 +214,15 @@ def dispatch(op, args, kwargs):
             result._data = array
             result._device = device
             return result
+    elif device.type == "cuda":  # the same for the cuda device's checked kernels
+        checked = checked_cuda.get(op)
+        if checked is not None:
+            array = checked(*args)
+            if array is not None:
+                result = _new_object(Tensor)
+                result._data = array
+                result._device = device
+                return result
     return run_backend(op, args, kwargs, device)
 
 
@@ -274,6 +302,15 @@ def run_backend(op, args, kwargs, device):
             result._data = array
             result._device = device
             return result
+    elif device.type == "cuda" and not kwargs:  # autograd's calls reach the cuda checked kernels here
+        checked = checked_cuda.get(op)
+        if checked is not None:
+            array = checked(*args)
+            if array is not None:
+                result = _new_object(Tensor)
+                result._data = array
+                result._device = device
+                return result
     kernel = op.kernels.get(device.type)
     kind = op.kind
     if kernel is None:
@@ -282,7 +319,10 @@ def run_backend(op, args, kwargs, device):
             return op.decomposition(*args, **kwargs)
         if kind == "view":
             return _strided_views(op.meta(*args, **kwargs), args[0], device)
-        kernel = get_backend(device.type).fallback_kernel(op)  # non-CPU devices only: every CPU prim has a kernel
+        # non-CPU devices only (every CPU prim has a kernel); the backend's answer is kept per op
+        kernel = _fallback_kernels.get((device.type, op))
+        if kernel is None:
+            kernel = _fallback_kernels[device.type, op] = get_backend(device.type).fallback_kernel(op)
         if kernel is None:
             raise NotImplementedError(
                 f"Could not run '{op.name}' with arguments from the '{device.type}' backend: the op is a "
@@ -293,6 +333,10 @@ def run_backend(op, args, kwargs, device):
     result = kernel(*args, **kwargs)
     if kind == "function":
         if type(result) is _ndarray:  # the common case, inlined: a new numpy array (Tensor._make)
+            array, result = result, _new_object(Tensor)
+            result._data = array
+            result._device = device
+        elif type(result) is _device_array:  # the same for a new GPU array
             array, result = result, _new_object(Tensor)
             result._data = array
             result._device = device

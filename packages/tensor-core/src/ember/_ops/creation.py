@@ -17,6 +17,7 @@ from .._meta import MetaArray, contiguous_strides, dense_strides_like
 from .._tensor import Tensor
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes, normalize_size
+from ._xp import array_namespace, as_array
 
 __all__ = []  # ops are exported by ember/__init__.py from the registry
 
@@ -426,10 +427,24 @@ def _complex_meta(real, imag):
 
 
 def _complex_cpu(real, imag):
+    if type(real._data) is not np.ndarray:
+        return _complex_xp(array_namespace(real._data), real, imag)
     out = np.empty(np.broadcast_shapes(real._data.shape, imag._data.shape), real.dtype.to_complex().numpy_dtype)
     out.real = real._data
     out.imag = imag._data
     return out
+
+
+def _complex_xp(xp, real, imag):
+    """:func:`complex` on GPU arrays (``xp`` is CuPy): the parts interleaved, then read as complex numbers.
+
+    Exact for every value (``real + 1j * imag`` is not: ``1j * inf`` has a NaN real part).
+    """
+    dtype = real.dtype.to_complex().numpy_dtype
+    part = np.dtype(np.float32 if dtype == np.complex64 else np.float64)
+    re, im = xp.broadcast_arrays(real._data.astype(part, copy=False), imag._data.astype(part, copy=False))
+    pairs = xp.stack((re, im), axis=-1)  # (..., 2), C-contiguous
+    return pairs.view(dtype).reshape(re.shape)
 
 
 complex = defop("complex", _complex_meta, cpu=_complex_cpu, has_out=True)  # noqa: A001 - PyTorch's name
@@ -445,8 +460,8 @@ def _polar_meta(abs, angle):  # noqa: A002
 
 
 def _polar_cpu(abs, angle):  # noqa: A002
-    # np.asarray: numpy arithmetic on zero-dim arrays gives a scalar, not an array
-    return np.asarray(abs._data * np.exp(1j * angle._data.astype(abs.dtype.to_complex().numpy_dtype))).astype(
+    # as_array: numpy arithmetic on zero-dim arrays gives a scalar, not an array (CuPy arrays stay on the GPU)
+    return as_array(abs._data * np.exp(1j * angle._data.astype(abs.dtype.to_complex().numpy_dtype))).astype(
         abs.dtype.to_complex().numpy_dtype
     )
 

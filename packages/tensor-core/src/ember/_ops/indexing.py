@@ -17,7 +17,12 @@ from .._meta import MetaArray
 from .._tensor import Tensor
 from ._registry import defop
 from ._shapes import broadcast_shapes
+from ._xp import array_namespace as _array_namespace
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
+from ._xp import check_bounds as _check_bounds
+from ._xp import is_device_array as _is_device_array
+from ._xp import keep_last as _keep_last
+from ._xp import ufunc_at as _ufunc_at
 
 __all__ = []
 
@@ -53,7 +58,8 @@ def _expand_masks(input, indices):
                 )
             if idx.device.type == "meta":
                 raise NotImplementedError("boolean-mask indexing of a meta tensor has a data-dependent shape")
-            count = int(np.count_nonzero(idx._host_array()))
+            mask = idx._data if _is_device_array(idx._data) else idx._host_array()  # (CuPy: reads the count)
+            count = int(np.count_nonzero(mask))
             entries.append((dim, (count,), len(mask_shape)))
             dim += len(mask_shape)
         else:
@@ -112,7 +118,26 @@ def _rephrase_index_error(exc):
     return IndexError(text)
 
 
+def _check_device_key(shape, indices):
+    """Raise numpy's IndexError for out-of-range integer indices (CuPy's fancy indexing wraps them silently)."""
+    dim = 0
+    for idx in indices:
+        if idx is None:
+            dim += 1
+            continue
+        if idx.dtype in (D.bool, D.uint8):
+            dim += idx._data.ndim
+            continue
+        size = shape[dim]
+        bad = _check_bounds(idx._data, -size, size)  # one reduction and a host read per index tensor
+        if bad is not None:
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+        dim += 1
+
+
 def _index_cpu(input, indices):
+    if type(input._data) is not np.ndarray:
+        _check_device_key(input._data.shape, indices)
     try:
         # row-major, as the meta function says (numpy may lay advanced results out otherwise)
         return _as_array(input._data[_numpy_key(input, indices)], order="C")
@@ -153,9 +178,40 @@ def _value_array(values, np_dtype):
     return data.astype(np_dtype, copy=False)
 
 
+def _index_put_device(self, key, indices, values, accumulate):
+    """index_put_ on a CuPy array: bounds checked as numpy would, repeated positions resolved as numpy does
+    (the last value wins; with ``accumulate`` every value adds up, through ``_xp.ufunc_at``)."""
+    data = self._data
+    xp = _array_namespace(data)
+    _check_device_key(data.shape, indices)
+    if isinstance(values, Tensor):
+        vals = values._data if _is_device_array(values._data) else xp.asarray(values._host_array())
+    else:
+        vals = xp.asarray(np.asarray(values))  # a Python number (an argument, not tensor data)
+    vals = vals.astype(data.dtype, copy=False)
+    masks_only = all(idx is None or idx.dtype in (D.bool, D.uint8) for idx in indices)
+    if not accumulate and masks_only:  # masks select each position once: a plain write is exact
+        data[key] = vals
+        return
+    positions = xp.arange(data.size, dtype=np.int64).reshape(data.shape)[key]
+    vals = xp.broadcast_to(vals, positions.shape).reshape(-1)
+    positions = positions.reshape(-1)
+    flat = data.reshape(-1) if data.flags.c_contiguous else xp.ascontiguousarray(data).reshape(-1)
+    if accumulate:
+        _ufunc_at(np.add, flat, positions, vals)
+    else:
+        keep = _keep_last(positions)
+        flat[positions[keep]] = vals[keep]
+    if not data.flags.c_contiguous:
+        data[...] = flat.reshape(data.shape)
+
+
 def _index_put_cpu(self, indices, values, accumulate=False):
     key = _numpy_key(self, indices)
     data = self._data
+    if type(data) is not np.ndarray:
+        _index_put_device(self, key, indices, values, accumulate)
+        return
     vals = _value_array(values, data.dtype)
     try:
         if not accumulate:

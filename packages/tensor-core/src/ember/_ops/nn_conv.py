@@ -414,6 +414,9 @@ def _pad_planes(x, plan, out_shape, mode, fill=None):
 
 
 pad = defop("pad", _pad_meta, cpu=_pad_cpu, tags=_NN_ONLY)
+# _pad_cpu takes ember._C's path for numpy arrays only and is namespace-generic otherwise: CuPy arrays run it
+# as pad's CUDA kernel directly (no generic-path wrapper)
+pad.register_kernel("cuda", _pad_cpu)
 
 
 # -- convolution ---------------------------------------------------------------------------------------
@@ -1191,6 +1194,330 @@ def _fold_cpu(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 fold = defop("fold", _fold_meta, cpu=_fold_cpu, tags=_NN_ONLY)
 
 
+# -- convolution, im2col and fold over xp (numpy or CuPy): the CUDA kernels -------------------------------
+#
+# The CPU keeps its ember._C kernels above; CuPy arrays take these paths, registered below as the "cuda"
+# kernels of convolution, conv{1,2,3}d, conv_transpose{1,2,3}d, im2col and fold. They use only the array
+# namespace ``xp`` of their inputs, so they run on numpy arrays too (tests/cuda/test_cuda_conv.py checks
+# them there against the CPU kernels). A convolution is im2col (a strided window view of the zero-padded
+# input, copied once into columns ordered (group, C / groups * taps, N * positions)) and one batched matrix
+# product over the groups: cuBLAS for floating and complex dtypes, CuPy's integer GEMM kernel for integers
+# (exact, wrapping like numpy's). float16 computes in float32, as on CPU. A transposed convolution is the
+# product the other way round followed by col2im, which fold shares: one strided add per kernel tap.
+# A forward convolution costs about five kernel launches, whatever its size (small CNNs are launch-bound).
+
+
+# On CuPy arrays, im2col and col2im can each run as one CuPy ElementwiseKernel (zero padding folded into
+# the index arithmetic, any input strides) instead of a padded copy plus a layout copy, or one add per tap.
+# Off until a GPU run has confirmed them: tests/cuda/test_cuda_conv.py's test_fused_* check them against CPU.
+_FUSED_CUDA = False
+_cuda_kernels = {}  # name -> compiled cupy.ElementwiseKernel
+
+_IM2COL_PARAMS = ("raw T x, int64 C, int64 N, int64 D, int64 H, int64 W, int64 KD, int64 KH, int64 KW, int64 OD, "
+                  "int64 OH, int64 OW, int64 sd, int64 sh, int64 sw, int64 pd, int64 ph, int64 pw, int64 dd, int64 dh, "
+                  "int64 dw, int64 xn, int64 xc, int64 xd, int64 xh, int64 xw")
+# element i of the columns (C, KD, KH, KW, N, OD, OH, OW): input element (n, c, o * s - p + k * d) or 0 outside
+_IM2COL_BODY = """
+    long long r = i;
+    const long long ow = r % OW; r /= OW;
+    const long long oh = r % OH; r /= OH;
+    const long long od = r % OD; r /= OD;
+    const long long n = r % N; r /= N;
+    const long long kw = r % KW; r /= KW;
+    const long long kh = r % KH; r /= KH;
+    const long long kd = r % KD;
+    const long long c = r / KD;
+    const long long z = od * sd - pd + kd * dd;
+    const long long y = oh * sh - ph + kh * dh;
+    const long long q = ow * sw - pw + kw * dw;
+    if (z < 0 || z >= D || y < 0 || y >= H || q < 0 || q >= W) {
+        col = T(0);
+    } else {
+        col = x[n * xn + c * xc + z * xd + y * xh + q * xw];
+    }
+"""
+_COL2IM_PARAMS = ("raw T cols, int64 M2, int64 D, int64 H, int64 W, int64 KD, int64 KH, int64 KW, int64 BD, "
+                  "int64 BH, int64 BW, int64 sd, int64 sh, int64 sw, int64 pd, int64 ph, int64 pw, int64 dd, int64 dh, "
+                  "int64 dw, int64 ckd, int64 ckh, int64 ckw, int64 cm1, int64 cm2, int64 cbd, int64 cbh, int64 cbw")
+# element i of the images (M1, M2, D, H, W): the sum over the taps k whose block b has b * s - p + k * d there
+_COL2IM_BODY = """
+    long long r = i;
+    const long long q = r % W; r /= W;
+    const long long y = r % H; r /= H;
+    const long long z = r % D; r /= D;
+    const long long m2 = r % M2;
+    const long long m1 = r / M2;
+    const long long base = m1 * cm1 + m2 * cm2;
+    T acc = T(0);
+    for (long long kd = 0; kd < KD; ++kd) {
+        const long long tz = z + pd - kd * dd;
+        if (tz < 0 || tz % sd != 0 || tz / sd >= BD) continue;
+        for (long long kh = 0; kh < KH; ++kh) {
+            const long long ty = y + ph - kh * dh;
+            if (ty < 0 || ty % sh != 0 || ty / sh >= BH) continue;
+            for (long long kw = 0; kw < KW; ++kw) {
+                const long long tq = q + pw - kw * dw;
+                if (tq < 0 || tq % sw != 0 || tq / sw >= BW) continue;
+                acc += cols[base + kd * ckd + kh * ckh + kw * ckw
+                            + (tz / sd) * cbd + (ty / sh) * cbh + (tq / sw) * cbw];
+            }
+        }
+    }
+    img = acc;
+"""
+
+
+def _cuda_kernel(name):
+    kernel = _cuda_kernels.get(name)
+    if kernel is None:
+        import cupy
+
+        params, out, body = {"im2col": (_IM2COL_PARAMS, "T col", _IM2COL_BODY),
+                             "col2im": (_COL2IM_PARAMS, "T img", _COL2IM_BODY)}[name]
+        kernel = _cuda_kernels[name] = cupy.ElementwiseKernel(params, out, body, f"ember_{name}")
+    return kernel
+
+
+def _cuda_flat(cp, a):
+    """``a``'s memory span as a 1-D CuPy array, and ``a``'s element strides into it (a copy's, if any is negative)."""
+    if any(s < 0 for s in a.strides):
+        a = cp.ascontiguousarray(a)
+    strides = tuple(s // a.itemsize for s in a.strides)
+    span = 1 + sum((d - 1) * s for d, s in zip(a.shape, strides))
+    return cp.ndarray((span,), a.dtype, memptr=a.data, strides=(a.itemsize,)), strides
+
+
+def _cuda_columns(x, kernel, stride, pad_lo, dilation, out):
+    """The columns (C, *kernel, N, *out) of CuPy x (N, C, *spatial), non-empty, in one kernel launch."""
+    import cupy as cp
+
+    flat, st = _cuda_flat(cp, x)
+    cols = cp.empty((x.shape[1], *kernel, x.shape[0], *out), x.dtype)
+    _cuda_kernel("im2col")(flat, x.shape[1], x.shape[0], *_lift3(x.shape[2:], 1), *_lift3(kernel, 1), *_lift3(out, 1),
+                           *_lift3(stride, 1), *_lift3(pad_lo, 0), *_lift3(dilation, 1), st[0], st[1],
+                           *_lift3(st[2:], 0), cols)
+    return cols
+
+
+def _cuda_col2im(cols, image, kernel, blocks, stride, pad, dilation):
+    """``_xp_col2im`` of CuPy ``cols`` (*kernel, *lead, *blocks), 1 or 2 lead dims: one gather launch, no atomics."""
+    import cupy as cp
+
+    n = len(kernel)
+    lead = cols.shape[n:cols.ndim - n]
+    flat, st = _cuda_flat(cp, cols)
+    lead_strides = (0,) * (2 - len(lead)) + st[n:n + len(lead)]
+    img = cp.empty((*lead, *image), cols.dtype)
+    _cuda_kernel("col2im")(flat, lead[-1], *_lift3(image, 1), *_lift3(kernel, 1), *_lift3(blocks, 1),
+                           *_lift3(stride, 1), *_lift3(pad, 0), *_lift3(dilation, 1), *_lift3(st[:n], 0),
+                           *lead_strides, *_lift3(st[n + len(lead):], 0), img)
+    return img
+
+
+def _xp_as_strided(xp, x, shape, strides):
+    """A view of ``x`` with ``shape`` and byte ``strides``, in ``x``'s namespace; never written through."""
+    if xp is np:
+        return as_strided(x, shape, strides, writeable=False)
+    from cupy.lib.stride_tricks import as_strided as device_as_strided
+
+    return device_as_strided(x, shape, strides)
+
+
+def _xp_windows(xp, x, kernel, stride, pad_lo, pad_hi, dilation, out):
+    """The sliding windows of ``x`` (N, C, *spatial) as a view (N, C, *kernel, *out).
+
+    With padding, the view reads a zero-padded copy of ``x``; ``x`` itself is never written.
+    """
+    n = len(kernel)
+    if any(pad_lo) or any(pad_hi):
+        padded = xp.zeros((*x.shape[:2], *(x.shape[2 + i] + pad_lo[i] + pad_hi[i] for i in range(n))), x.dtype)
+        padded[(slice(None), slice(None), *(slice(pad_lo[i], pad_lo[i] + x.shape[2 + i]) for i in range(n)))] = x
+        x = padded
+    elif any(s < 0 for s in x.strides):
+        x = xp.ascontiguousarray(x)
+    st = x.strides
+    strides = (st[0], st[1], *(st[2 + i] * dilation[i] for i in range(n)), *(st[2 + i] * stride[i] for i in range(n)))
+    return _xp_as_strided(xp, x, (*x.shape[:2], *kernel, *out), strides)
+
+
+def _xp_col2im(xp, cols, image, kernel, blocks, stride, pad, dilation):
+    """Sum ``cols`` (*kernel, *lead, *blocks), any strides, into new images (*lead, *image).
+
+    Kernel tap ``k`` of block ``l`` lands at ``l * stride - pad + k * dilation`` in each spatial dim;
+    one strided in-place add per tap (bool adds are logical or, as on CPU).
+    """
+    n = len(kernel)
+    lead = cols.shape[n:cols.ndim - n]
+    if _FUSED_CUDA and xp is not np and 1 <= len(lead) <= 2:
+        return _cuda_col2im(cols, image, kernel, blocks, stride, pad, dilation)
+    full = tuple(max((blocks[i] - 1) * stride[i] + dilation[i] * (kernel[i] - 1) + 1, pad[i] + image[i])
+                 for i in range(n))
+    buffer = xp.zeros((*lead, *full), cols.dtype)
+    head = (slice(None),) * len(lead)
+    for offset in np.ndindex(*kernel):
+        target = buffer[(*head, *(slice(offset[i] * dilation[i], offset[i] * dilation[i] + (blocks[i] - 1) * stride[i]
+                                        + 1, stride[i]) for i in range(n)))]
+        xp.add(target, cols[offset], out=target)
+    return xp.ascontiguousarray(buffer[(*head, *(slice(pad[i], pad[i] + image[i]) for i in range(n)))])
+
+
+def _xp_group_matmul(xp, a, b):
+    """``a @ b`` of stacks (groups, M, K) and (groups, K, L): one batched GEMM, or per group for integers on GPU.
+
+    CuPy's 2-D product runs an exact integer GEMM kernel (wrapping like numpy's); some CuPy versions compute
+    batched integer products in floating point, so integers on the GPU take one 2-D product per group.
+    """
+    if xp is np or a.dtype.kind not in "biu":
+        return xp.matmul(a, b)
+    if a.shape[0] == 1:
+        return xp.matmul(a[0], b[0])[None]
+    return xp.stack([xp.matmul(a[g], b[g]) for g in range(a.shape[0])])
+
+
+def _xp_conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
+    """Convolution of x (N, C, *spatial) by w (C_out, C / groups, *kernel), plus b (C_out,) or None; any namespace.
+
+    Returns a new C-contiguous array of ``x``'s dtype and namespace.
+    """
+    xp = _array_namespace(x, w)
+    dtype = x.dtype
+    x, w = _compute(x), _compute(w)
+    n = w.ndim - 2
+    N, C = x.shape[:2]
+    out_channels = w.shape[0]
+    kernel = w.shape[2:]
+    out = tuple((x.shape[2 + i] + pad_lo[i] + pad_hi[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                for i in range(n))
+    if N == 0 or out_channels == 0 or C == 0 or 0 in out:
+        result = xp.zeros((N, out_channels, *out), x.dtype)
+    else:
+        cpg, opg = C // groups, out_channels // groups
+        K, P = math.prod(kernel), math.prod(out)
+        # columns (C, *kernel, N, *out), seen as (groups, C / groups * K, N * P): channel-and-tap rows, every
+        # output position of the batch a column
+        if _FUSED_CUDA and xp is not np:
+            cols = _cuda_columns(x, kernel, stride, pad_lo, dilation, out)
+        else:
+            if K == 1 and not any(pad_lo) and not any(pad_hi) and all(s == 1 for s in stride):
+                windows = x[(slice(None), slice(None), *(None,) * n)]  # a 1x1 kernel: the input is its own window
+            else:
+                windows = _xp_windows(xp, x, kernel, stride, pad_lo, pad_hi, dilation, out)
+            cols = xp.ascontiguousarray(windows.transpose(1, *range(2, 2 + n), 0, *range(2 + n, 2 + 2 * n)))
+        product = _xp_group_matmul(xp, w.reshape(groups, opg, cpg * K), cols.reshape(groups, cpg * K, N * P))
+        result = product.reshape(out_channels, N, *out).swapaxes(0, 1)
+    if b is not None:
+        result = result + _compute(b).reshape((out_channels,) + (1,) * n)  # also lays out (N, C_out, ...)
+    return xp.ascontiguousarray(result).astype(dtype, copy=False)
+
+
+def _xp_conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups):
+    """Transposed convolution of x (N, C, *spatial) by w (C, C_out / groups, *kernel); any namespace.
+
+    The matrix product gives every kernel tap's contribution of every input position (columns), which
+    col2im sums into the output. Returns a new C-contiguous array of ``x``'s dtype and namespace.
+    """
+    xp = _array_namespace(x, w)
+    dtype = x.dtype
+    x, w = _compute(x), _compute(w)
+    n = w.ndim - 2
+    N, C = x.shape[:2]
+    opg = w.shape[1]
+    out_channels = opg * groups
+    kernel = w.shape[2:]
+    blocks = x.shape[2:]
+    out = tuple((blocks[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
+                for i in range(n))
+    if N == 0 or out_channels == 0 or C == 0:
+        result = xp.zeros((N, out_channels, *out), x.dtype)
+    else:
+        cpg = C // groups
+        K, L = math.prod(kernel), math.prod(blocks)
+        wm = w.reshape(groups, cpg, opg * K).swapaxes(1, 2)  # (groups, C_out / groups * K, C / groups)
+        xm = xp.ascontiguousarray(x.reshape(N, groups, cpg, L).transpose(1, 2, 0, 3)).reshape(groups, cpg, N * L)
+        cols = _xp_group_matmul(xp, wm, xm).reshape(out_channels, *kernel, N, *blocks)
+        cols = cols.transpose(*range(1, 1 + n), 1 + n, 0, *range(2 + n, 2 + 2 * n))  # (*kernel, N, C_out, *blocks)
+        result = _xp_col2im(xp, cols, out, kernel, blocks, stride, padding, dilation)
+    if b is not None:
+        result = result + _compute(b).reshape((out_channels,) + (1,) * n)
+    return xp.ascontiguousarray(result).astype(dtype, copy=False)
+
+
+def _convolution_cuda(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    stride, padding, dilation, transposed, output_padding, groups, _ = _convolution_plan(
+        input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+    b = None if bias is None else bias._data
+    if transposed:
+        return _xp_conv_transpose_forward(input._data, weight._data, b, stride, padding, output_padding, dilation,
+                                          groups)
+    return _xp_conv_forward(input._data, weight._data, b, stride, padding, padding, dilation, groups)
+
+
+def _make_conv_cuda(n):
+    """The fused kernel of ``conv{n}d`` over xp (complex inputs directly, unlike the prim)."""
+    name = f"conv{n}d"
+
+    def kernel(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+        stride, pad_lo, pad_hi, dilation, groups, unbatched, _ = _conv_plan(name, n, input, weight, bias, stride,
+                                                                            padding, dilation, groups)
+        x = input._data[None] if unbatched else input._data
+        out = _xp_conv_forward(x, weight._data, None if bias is None else bias._data, stride, pad_lo, pad_hi,
+                               dilation, groups)
+        return out[0] if unbatched else out
+
+    kernel.__name__ = f"{name}_cuda"
+    return kernel
+
+
+def _make_conv_transpose_cuda(n):
+    """The fused kernel of ``conv_transpose{n}d`` over xp."""
+    name = f"conv_transpose{n}d"
+
+    def kernel(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+        stride, padding, output_padding, groups, dilation, unbatched, _ = _conv_transpose_plan(
+            name, n, input, weight, bias, stride, padding, output_padding, groups, dilation)
+        x = input._data[None] if unbatched else input._data
+        out = _xp_conv_transpose_forward(x, weight._data, None if bias is None else bias._data, stride, padding,
+                                         output_padding, dilation, groups)
+        return out[0] if unbatched else out
+
+    kernel.__name__ = f"{name}_cuda"
+    return kernel
+
+
+def _im2col_cuda(input, kernel_size, dilation=1, padding=0, stride=1):
+    k, d, p, s, blocks, out = _im2col_plan(input, kernel_size, dilation, padding, stride)
+    x = input._data
+    xp = _array_namespace(x)
+    if x.ndim == 3:
+        x = x[None]
+    if x.size == 0:
+        return xp.zeros(out, x.dtype)
+    return xp.ascontiguousarray(_xp_windows(xp, x, k, s, p, p, d, blocks)).reshape(out)
+
+
+def _fold_cuda(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    k, d, p, s, blocks, out_size, out = _fold_plan(input, output_size, kernel_size, dilation, padding, stride)
+    x = _compute(input._data)
+    xp = _array_namespace(x)
+    if x.size == 0:
+        return xp.zeros(out, input._data.dtype)
+    lead = out[:-2]  # (N, C) or (C,)
+    cols = x.reshape((*lead, *k, *blocks))
+    m = len(lead)
+    cols = cols.transpose(m, m + 1, *range(m), m + 2, m + 3)  # (kH, kW, *lead, *blocks)
+    return _xp_col2im(xp, cols, out_size, k, blocks, s, p, d).astype(input._data.dtype, copy=False)
+
+
+convolution.register_kernel("cuda", _convolution_cuda)
+im2col.register_kernel("cuda", _im2col_cuda)
+fold.register_kernel("cuda", _fold_cuda)
+for _n, _conv_op, _transpose_op in ((1, conv1d, conv_transpose1d), (2, conv2d, conv_transpose2d),
+                                    (3, conv3d, conv_transpose3d)):
+    _conv_op.register_kernel("cuda", _make_conv_cuda(_n))
+    _transpose_op.register_kernel("cuda", _make_conv_transpose_cuda(_n))
+del _n, _conv_op, _transpose_op
+
+
 # -- pooling -------------------------------------------------------------------------------------------
 
 _INT_TYPES = (D.uint8, D.int8, D.int16, D.int32, D.int64)
@@ -1264,6 +1591,324 @@ def _pool_return_type(name):
     return cls
 
 
+# -- pooling over any array namespace (CuPy arrays; numpy arrays keep the ember._C kernels) ---------------
+#
+# The windows of a pool are a strided view (planes, *out, *kernel) of the (padded) input, reduced over
+# the kernel axes in one launch. Index maps of window taps depend only on shapes: they are built on the
+# host with numpy (metadata, memoised) and uploaded with ``xp.asarray``.
+
+
+_DEVICE_COPIES = {}
+
+
+def _uploaded(xp, host):
+    """``host`` (a memoised numpy index map or mask: metadata) on the current GPU, uploaded once while it lives."""
+    if xp is np:
+        return host
+    key = (id(host), xp.cuda.runtime.getDevice())
+    entry = _DEVICE_COPIES.get(key)
+    if entry is None or entry[0] is not host:  # the entry keeps ``host`` alive, so its id is not reused meanwhile
+        if len(_DEVICE_COPIES) >= 256:
+            _DEVICE_COPIES.clear()
+        entry = _DEVICE_COPIES[key] = (host, xp.asarray(host))
+    return entry[1]
+
+
+def _lowest(dtype):
+    """The value that never wins a max: -inf for floating dtypes, the minimum for integers."""
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _padded_planes_xp(xp, x, n, lo, hi, fill):
+    """``x`` (…, *spatial) as (planes, *spatial), ``lo``/``hi`` cells of ``fill`` added on each side."""
+    spatial = x.shape[x.ndim - n:]
+    planes = x.reshape((-1, *spatial))
+    if not any(lo) and not any(hi):
+        return planes
+    padded = xp.full((planes.shape[0], *(a + size + b for a, size, b in zip(lo, spatial, hi))), fill, x.dtype)
+    padded[(slice(None), *(slice(a, a + size) for a, size in zip(lo, spatial)))] = planes
+    return padded
+
+
+def _pool_windows_xp(xp, planes, k, s, d, out):
+    """The strided view (planes, *out, *k) of every window of ``planes`` (planes, *spatial); read it only."""
+    n = len(k)
+    st = planes.strides
+    shape = (planes.shape[0], *out, *k)
+    strides = (st[0], *(st[1 + i] * s[i] for i in range(n)), *(st[1 + i] * d[i] for i in range(n)))
+    return xp.lib.stride_tricks.as_strided(planes, shape, strides)
+
+
+def _window_pick(xp, windows, values, valid, window_dims=1):
+    """The tap (0..K-1) of every window that ember._C's max pools report for its maximum ``values``.
+
+    ``windows`` is (P, *cells, *taps) with ``window_dims`` tap dims, ``values`` (P, *cells); the result
+    is (P, cells). The first maximum wins, or the last NaN of a window holding NaN (``values`` is NaN
+    there). ``valid`` (cells, K) masks taps outside the input (None: all are inside).
+    """
+    hit = windows == values.reshape(values.shape + (1,) * window_dims)
+    nan_kind = windows.dtype.kind == "f"
+    if nan_kind:
+        hit |= xp.isnan(windows)  # a window holding NaN has NaN as its maximum: its NaN taps are the hits
+    planes = hit.shape[0]
+    cells = math.prod(values.shape[1:])
+    taps = math.prod(windows.shape[windows.ndim - window_dims:])
+    hit = hit.reshape(planes, cells, taps)  # hit is a new contiguous array: a free reshape
+    if valid is not None:
+        hit &= valid
+    first = xp.argmax(hit, axis=-1)  # argmax picks the first of equal values (numpy and CuPy alike)
+    if not nan_kind:
+        return first
+    last = (hit.shape[-1] - 1) - xp.argmax(hit[..., ::-1], axis=-1)
+    return xp.where(xp.isnan(values.reshape(planes, cells)), last, first)
+
+
+@_memoized
+def _max_pool_taps(spatial, k, s, p, d, out):
+    """Host metadata of a max pool's windows: flat input index = ``start[cell] + offset[tap]`` of every tap.
+
+    Returns ``(start (cells,), offset (K,), valid (cells, K) bool or None when every tap is inside)``.
+    """
+    n = len(k)
+    start = np.zeros((1,) * n, np.int64)
+    offset = np.zeros((1,) * n, np.int64)
+    valid = np.ones((1,) * (2 * n), bool)
+    for i in range(n):
+        first = np.arange(out[i]) * s[i] - p[i]
+        taps = np.arange(k[i]) * d[i]
+        shape = [1] * n
+        shape[i] = -1
+        start = start * spatial[i] + first.reshape(shape)
+        offset = offset * spatial[i] + taps.reshape(shape)
+        pos = first[:, None] + taps[None, :]
+        inside = ((pos >= 0) & (pos < spatial[i])).reshape([out[i] if j == i else k[i] if j == n + i else 1
+                                                            for j in range(2 * n)])
+        valid = valid & inside
+    valid = np.broadcast_to(valid, (*out, *k)).reshape(math.prod(out), math.prod(k))
+    return start.reshape(-1), offset.reshape(-1), None if valid.all() else valid
+
+
+def _max_pool_xp(x, n, k, s, p, d, out, with_indices):
+    """Max pooling of an array of any namespace (…, *spatial): as ``_max_pool_run``, same values and indices."""
+    xp = _array_namespace(x)
+    lead, spatial = x.shape[:x.ndim - n], x.shape[x.ndim - n:]
+    hi = [max(0, (out[i] - 1) * s[i] + (k[i] - 1) * d[i] + 1 - p[i] - spatial[i]) for i in range(n)]
+    planes = _padded_planes_xp(xp, x, n, p, hi, _lowest(x.dtype))
+    windows = _pool_windows_xp(xp, planes, k, s, d, out)
+    values = windows.max(axis=tuple(range(n + 1, 2 * n + 1)))
+    if not with_indices:
+        return values.reshape((*lead, *out))
+    start, offset, valid = _max_pool_taps(tuple(spatial), tuple(k), tuple(s), tuple(p), tuple(d), tuple(out))
+    tap = _window_pick(xp, windows, values, None if valid is None else _uploaded(xp, valid), n)
+    indices = _uploaded(xp, start) + xp.take(_uploaded(xp, offset), tap)
+    return values.reshape((*lead, *out)), indices.reshape((*lead, *out))
+
+
+#: CuPy arrays max-pool in one CUDA kernel (ember._C.max_pool's loop, one thread per output value);
+#: False: :func:`_max_pool_xp`'s window reductions (about a dozen launches with indices).
+_MAX_POOL_RAW_KERNEL = True
+
+# element i of the output (P, oD, oH, oW): the maximum of its window and the window's flat plane index of
+# it, the first maximum or the last NaN, as ember._C.max_pool
+_MAX_POOL_SOURCE = r"""
+long long r = i;
+const long long ow = r % out_w; r /= out_w;
+const long long oh = r % out_h; r /= out_h;
+const long long od = r % out_d;
+const long long pl = r / out_d;
+long long d0 = od * s_d - p_d, h0 = oh * s_h - p_h, w0 = ow * s_w - p_w;
+const long long d_end = d0 + (k_d - 1) * dil_d + 1, h_end = h0 + (k_h - 1) * dil_h + 1;
+const long long w_end = w0 + (k_w - 1) * dil_w + 1;
+const long long d1 = d_end < size_d ? d_end : size_d, h1 = h_end < size_h ? h_end : size_h;
+const long long w1 = w_end < size_w ? w_end : size_w;
+while (d0 < 0) d0 += dil_d;
+while (h0 < 0) h0 += dil_h;
+while (w0 < 0) w0 += dil_w;
+long long best = (d0 * size_h + h0) * size_w + w0;
+T m = lowest;
+const long long base = pl * size_d * size_h * size_w;
+for (long long dd = d0; dd < d1; dd += dil_d)
+  for (long long hh = h0; hh < h1; hh += dil_h) {
+    const long long row = (dd * size_h + hh) * size_w;
+    for (long long ww = w0; ww < w1; ww += dil_w) {
+      const T v = x[base + row + ww];
+      if (v > m || v != v) {
+        m = v;
+        best = row + ww;
+      }
+    }
+  }
+y = m;
+"""
+_MAX_POOL_PARAMS = ("raw T x, T lowest, int64 size_d, int64 size_h, int64 size_w, int64 out_d, int64 out_h, "
+                    "int64 out_w, int64 k_d, int64 k_h, int64 k_w, int64 s_d, int64 s_h, int64 s_w, int64 p_d, "
+                    "int64 p_h, int64 p_w, int64 dil_d, int64 dil_h, int64 dil_w")
+_max_pool_kernels = {}
+
+
+def _max_pool_device(xp, x, n, k, s, p, d, out, with_indices):
+    """Max pooling of a CuPy array (…, *spatial) in one kernel: values, or (values, int64 indices)."""
+    kernel = _max_pool_kernels.get((xp, with_indices))
+    if kernel is None:
+        outputs = "T y, int64 best_index" if with_indices else "T y"
+        source = _MAX_POOL_SOURCE + ("best_index = best;\n" if with_indices else "")
+        name = "ember_max_pool_indices" if with_indices else "ember_max_pool"
+        kernel = _max_pool_kernels[xp, with_indices] = xp.ElementwiseKernel(_MAX_POOL_PARAMS, outputs, source, name)
+    lead, spatial = x.shape[:x.ndim - n], x.shape[x.ndim - n:]
+    planes = xp.ascontiguousarray(x).reshape(-1)
+    shape = (*lead, *out)
+    values = xp.empty(shape, x.dtype)
+    indices = xp.empty(shape, np.int64) if with_indices else None
+    if values.size:
+        args = (planes, x.dtype.type(_lowest(x.dtype)), *_lift3(spatial, 1), *_lift3(out, 1), *_lift3(k, 1),
+                *_lift3(s, 1), *_lift3(p, 0), *_lift3(d, 1), values)
+        if with_indices:
+            kernel(*args, indices)
+        else:
+            kernel(*args)
+    return (values, indices) if with_indices else values
+
+
+def _max_pool_any(x, n, k, s, p, d, out, with_indices):
+    """Max pooling: ember._C for numpy arrays, one CUDA kernel or :func:`_max_pool_xp` for others (CuPy)."""
+    if type(x) is np.ndarray:
+        return _max_pool_run(x, n, k, s, p, d, out, with_indices)
+    if _MAX_POOL_RAW_KERNEL and x.dtype != np.float16:  # float16 (CuPy's class type) takes the xp path
+        return _max_pool_device(_array_namespace(x), x, n, k, s, p, d, out, with_indices)
+    return _max_pool_xp(x, n, k, s, p, d, out, with_indices)
+
+
+@_memoized
+def _avg_pool_divisors(spatial, k, s, p, out, count_include_pad):
+    """Host metadata: every window's divisor as ember._C's avg_pool (int64, shape ``out``), or an int if all agree."""
+    n = len(k)
+    divisor = np.ones((1,) * n, np.int64)
+    for i in range(n):
+        first = np.arange(out[i]) * s[i] - p[i]
+        last = np.minimum(first + k[i], spatial[i] + p[i])
+        size = last - first if count_include_pad else np.minimum(last, spatial[i]) - np.maximum(first, 0)
+        shape = [1] * n
+        shape[i] = -1
+        divisor = divisor * size.reshape(shape)
+    divisor = np.broadcast_to(divisor, out)
+    return int(divisor.flat[0]) if (divisor == divisor.flat[0]).all() else np.ascontiguousarray(divisor)
+
+
+def _truncating_divide(total, divisor):
+    """Integer ``total / divisor`` rounded toward zero (C's division), for a positive ``divisor``."""
+    quotient = total // divisor
+    return quotient + ((total < 0) & (quotient * divisor != total))
+
+
+def _avg_pool_xp(x, n, k, s, p, out, count_include_pad, divisor_override):
+    """Average pooling of an array of any namespace (…, *spatial): as ``_avg_pool_run``."""
+    xp = _array_namespace(x)
+    lead, spatial = x.shape[:x.ndim - n], x.shape[x.ndim - n:]
+    data = _compute(x)
+    hi = [max(0, (out[i] - 1) * s[i] + k[i] - p[i] - spatial[i]) for i in range(n)]
+    planes = _padded_planes_xp(xp, data, n, p, hi, 0)
+    windows = _pool_windows_xp(xp, planes, k, s, (1,) * n, out)
+    total = windows.sum(axis=tuple(range(n + 1, 2 * n + 1)), dtype=data.dtype)
+    if divisor_override is not None and divisor_override > 0:
+        divisor = int(divisor_override)
+    else:
+        divisor = _avg_pool_divisors(tuple(spatial), tuple(k), tuple(s), tuple(p), tuple(out), bool(count_include_pad))
+    if data.dtype.kind == "i":
+        result = _truncating_divide(total, divisor if type(divisor) is int else _uploaded(xp, divisor))
+    elif type(divisor) is int:
+        result = total / data.dtype.type(divisor)
+    else:
+        result = total / _uploaded(xp, divisor).astype(data.dtype, copy=False)
+    return result.reshape((*lead, *out)).astype(x.dtype, copy=False)
+
+
+def _avg_pool_any(x, n, k, s, p, out, count_include_pad, divisor_override):
+    """Average pooling: ember._C for numpy arrays, :func:`_avg_pool_xp` for others (CuPy)."""
+    if type(x) is np.ndarray:
+        return _avg_pool_run(x, n, k, s, p, out, count_include_pad, divisor_override)
+    return _avg_pool_xp(x, n, k, s, p, out, count_include_pad, divisor_override)
+
+
+@_memoized
+def _adaptive_taps(spatial, out):
+    """Host metadata of adaptive pooling windows.
+
+    Returns the flat input index (cells, K) of every tap of the widest window (clipped into the
+    input), whether each tap is inside its window (None: all are), and the windows' sizes (cells,).
+    """
+    n = len(out)
+    index = np.zeros((1,) * (2 * n), np.int64)
+    valid = np.ones((1,) * (2 * n), bool)
+    sizes = np.ones((1,) * n, np.int64)
+    widths = []
+    for i in range(n):
+        o = np.arange(out[i])
+        first = (o * spatial[i]) // out[i]
+        last = -((-(o + 1) * spatial[i]) // out[i])
+        widths.append(int((last - first).max()))
+        pos = first[:, None] + np.arange(widths[i])[None, :]
+        shape = [out[i] if j == i else widths[i] if j == n + i else 1 for j in range(2 * n)]
+        index = index * spatial[i] + np.minimum(pos, spatial[i] - 1).reshape(shape)
+        valid = valid & (pos < last[:, None]).reshape(shape)
+        size_shape = [1] * n
+        size_shape[i] = -1
+        sizes = sizes * (last - first).reshape(size_shape)
+    cells, taps = math.prod(out), math.prod(widths)
+    index = np.broadcast_to(index, (*out, *widths)).reshape(cells, taps)
+    valid = np.broadcast_to(valid, (*out, *widths)).reshape(cells, taps)
+    return index, None if valid.all() else valid, np.broadcast_to(sizes, out).reshape(-1)
+
+
+def _adaptive_windows_xp(xp, planes, spatial, sizes, fill):
+    """Every adaptive window of ``planes`` (P, plane size) gathered as (P, cells, K), ``fill`` at taps
+    outside the window; with the host index map (cells, K) and the windows' sizes (cells,)."""
+    index, valid, counts = _adaptive_taps(tuple(spatial), tuple(sizes))
+    windows = xp.take(planes, _uploaded(xp, index).reshape(-1), axis=1).reshape(planes.shape[0], *index.shape)
+    if valid is not None:
+        windows = xp.where(_uploaded(xp, valid), windows, windows.dtype.type(fill))
+    return windows, index, counts
+
+
+def _adaptive_avg_xp(x, n, sizes, shape):
+    """Adaptive average pooling of an array of any namespace: window sums divided by their sizes, as ember._C."""
+    xp = _array_namespace(x)
+    if 0 in sizes:
+        return xp.zeros(shape, x.dtype)
+    data = _compute(x)
+    spatial = x.shape[x.ndim - n:]
+    planes = data.reshape(-1, math.prod(spatial))
+    if all(spatial[i] % sizes[i] == 0 for i in range(n)):  # equal windows that tile the input: a reshape
+        split = []
+        for i in range(n):
+            split += [sizes[i], spatial[i] // sizes[i]]
+        total = planes.reshape(planes.shape[0], *split).sum(axis=tuple(range(2, 2 * n + 1, 2)))
+        result = total / data.dtype.type(math.prod(spatial) // math.prod(sizes))
+    else:
+        windows, _, counts = _adaptive_windows_xp(xp, planes, spatial, sizes, 0)
+        result = windows.sum(axis=-1) / _uploaded(xp, counts).astype(data.dtype, copy=False)
+    return result.reshape(shape).astype(x.dtype, copy=False)
+
+
+def _adaptive_max_xp(x, n, sizes, shape):
+    """Adaptive max pooling of an array of any namespace: values and indices as ember._C's."""
+    xp = _array_namespace(x)
+    if 0 in sizes:
+        return xp.zeros(shape, x.dtype), xp.zeros(shape, np.int64)
+    spatial = x.shape[x.ndim - n:]
+    if all(spatial[i] % sizes[i] == 0 for i in range(n)):  # equal windows that tile the input: a max pool
+        k = tuple(spatial[i] // sizes[i] for i in range(n))
+        values, indices = _max_pool_any(x, n, k, k, (0,) * n, (1,) * n, tuple(sizes), True)
+        return values.reshape(shape), indices.reshape(shape)
+    planes = x.reshape(-1, math.prod(spatial))
+    windows, index, _ = _adaptive_windows_xp(xp, planes, spatial, sizes, _lowest(x.dtype))
+    values = windows.max(axis=-1)
+    # taps past a window hold the lowest value; tap 0 is always inside, so they are never the first maximum
+    tap = _window_pick(xp, windows, values, None)
+    index = _uploaded(xp, index)
+    indices = index[xp.arange(index.shape[0]), tap]
+    return values.reshape(shape), indices.reshape(shape)
+
+
 def _make_max_pool(n):
     """``max_pool{n}d_with_indices`` (the prim) and ``max_pool{n}d`` (a composite over it), as in PyTorch.
 
@@ -1291,7 +1936,7 @@ def _make_max_pool(n):
 
     def with_cpu(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
         k, s, p, d, shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, True)
-        return _max_pool_run(input._data, n, k, s, p, d, shape[len(shape) - n:], True)
+        return _max_pool_any(input._data, n, k, s, p, d, shape[len(shape) - n:], True)
 
     def meta(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)[-1]
@@ -1300,7 +1945,7 @@ def _make_max_pool(n):
 
     def cpu(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         k, s, p, d, shape = plan(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-        return _max_pool_run(input._data, n, k, s, p, d, shape[len(shape) - n:], bool(return_indices))
+        return _max_pool_any(input._data, n, k, s, p, d, shape[len(shape) - n:], bool(return_indices))
 
     def decomposition(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
         values, indices = getattr(_E, with_name)(input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -1407,7 +2052,7 @@ def _make_avg_pool(n):
 
         def cpu(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
             k, s, p, out, _, _ = plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
-            return _avg_pool_run(input._data, n, k, s, p, out, count_include_pad, None)
+            return _avg_pool_any(input._data, n, k, s, p, out, count_include_pad, None)
     else:
         def meta(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
@@ -1418,7 +2063,7 @@ def _make_avg_pool(n):
                 divisor_override=None):
             k, s, p, out, div, _ = plan(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                                         divisor_override)
-            return _avg_pool_run(input._data, n, k, s, p, out, count_include_pad, div)
+            return _avg_pool_any(input._data, n, k, s, p, out, count_include_pad, div)
 
     divisor_doc = "" if n == 1 else """
         divisor_override (int, optional): divide every window sum by this instead. Default None."""
@@ -1487,7 +2132,9 @@ def _adaptive_plan(op, n, input, output_size):
 
 
 def _adaptive_avg(x, n, sizes, shape):
-    """Adaptive average pooling of numpy x (…, *spatial) to ``sizes``; ``shape`` is the result's."""
+    """Adaptive average pooling of x (…, *spatial) to ``sizes``; ``shape`` is the result's."""
+    if type(x) is not np.ndarray:
+        return _adaptive_avg_xp(x, n, sizes, shape)
     result = _C.adaptive_avg_pool(_planes(_compute(x), n), _lift3(sizes, 1))
     return result.reshape(shape).astype(x.dtype, copy=False)
 
@@ -1548,6 +2195,8 @@ def _make_adaptive_max_pool(n):
     def run(input, output_size):
         sizes, shape = _adaptive_plan(name, n, input, output_size)
         x = input._data
+        if type(x) is not np.ndarray:
+            return _adaptive_max_xp(x, n, sizes, shape)
         values, indices = _C.adaptive_max_pool(_planes(_compute(x), n), _lift3(sizes, 1))
         return values.reshape(shape).astype(x.dtype, copy=False), indices.reshape(shape)
 
@@ -1655,14 +2304,14 @@ def _make_lp_pool(n):
         if powered is None:
             with np.errstate(all="ignore"):
                 if norm_type > 0:
-                    return _max_pool_run(np.abs(x), n, k, s, p, d, out, False)
-                return -_max_pool_run(-np.abs(x), n, k, s, p, d, out, False)
+                    return _max_pool_any(np.abs(x), n, k, s, p, d, out, False)
+                return -_max_pool_any(-np.abs(x), n, k, s, p, d, out, False)
         with np.errstate(all="ignore"):
             if powered.is_floating_point:
                 y = np.power(_compute(x.astype(powered.numpy_dtype, copy=False)), norm_type)
             else:
                 y = np.power(x.astype(powered.numpy_dtype, copy=False), norm_type)
-            avg = _avg_pool_run(y, n, k, s, p, out, True, None)
+            avg = _avg_pool_any(y, n, k, s, p, out, True, None)
             compute = _F64 if result is D.float64 else _F32
             avg = avg.astype(compute, copy=False)
             value = np.sign(avg) * np.maximum(np.abs(avg), 0) * compute.type(math.prod(k))
@@ -1756,14 +2405,18 @@ def _make_max_unpool(n):
         x = input._data
         lead = x.shape[:x.ndim - n]
         planes, size = math.prod(lead), math.prod(out)
-        result = np.zeros((planes, size), x.dtype)
+        xp = _array_namespace(x)
+        result = xp.zeros((planes, size), x.dtype)
         idx = indices._data.reshape(planes, -1)
         if idx.size:
             bad = (idx < 0) | (idx >= size)
-            if bad.any():
+            if bad.any():  # on CUDA this reads back one bool: the argument check PyTorch's CPU kernel makes
                 raise RuntimeError(f"Found an invalid max index: {idx[bad][0]} (output volumes are of size "
                                    f"{'x'.join(map(str, out))})")
-            np.put_along_axis(result, idx, x.reshape(planes, -1), axis=1)
+            if xp is np:
+                np.put_along_axis(result, idx, x.reshape(planes, -1), axis=1)
+            else:
+                result[xp.arange(planes)[:, None], idx] = x.reshape(planes, -1)
         return result.reshape(shape)
 
     meta.__name__ = name
@@ -2048,7 +2701,18 @@ def _uint8_pass(x, axis, idx, w):
 
 
 def _apply_taps(x, axis, idx, w):
-    """Sum over taps t of ``take(x, idx[:, t], axis) * w[:, t]`` (weights broadcast along ``axis``)."""
+    """Sum over taps t of ``take(x, idx[:, t], axis) * w[:, t]`` (weights broadcast along ``axis``).
+
+    ``idx`` and ``w`` are host (numpy) arrays computed from shapes; for a CuPy ``x`` they are uploaded
+    and every tap is gathered in one ``take``, weighted and summed over the tap axis.
+    """
+    if type(x) is not np.ndarray:
+        xp = _array_namespace(x)
+        out, taps = idx.shape
+        picked = xp.take(x, xp.asarray(idx.reshape(-1)), axis=axis)
+        picked = picked.reshape(x.shape[:axis] + (out, taps) + x.shape[axis + 1:])
+        weights = xp.asarray(w).reshape((out, taps) + (1,) * (x.ndim - axis - 1))
+        return (picked * weights).sum(axis=axis + 1)
     if x.dtype in _C_FLOAT and w.dtype == x.dtype:
         outer, inner = math.prod(x.shape[:axis]), math.prod(x.shape[axis + 1:])
         result = _C.resample_axis(np.ascontiguousarray(x).reshape(outer, x.shape[axis], inner),
@@ -2069,13 +2733,15 @@ def _interpolate_cpu(input, size=None, scale_factor=None, mode="nearest", align_
     x = input._data
     if mode == "area":
         return _adaptive_avg(x, n, out, x.shape[:2] + out)
+    xp = _array_namespace(x)
     if x.shape[0] == 0:
-        return np.zeros(x.shape[:2] + out, x.dtype)
+        return xp.zeros(x.shape[:2] + out, x.dtype)
     if mode in ("nearest", "nearest-exact"):
         for i in range(n):
             scale = scales[i] if scales is not None else None
-            x = np.take(x, _nearest_index(x.shape[2 + i], out[i], scale, mode == "nearest-exact"), axis=2 + i)
-        return np.array(x, copy=True) if x is input._data else x
+            index = _nearest_index(x.shape[2 + i], out[i], scale, mode == "nearest-exact")  # host metadata
+            x = xp.take(x, index if xp is np else xp.asarray(index), axis=2 + i)
+        return x.copy() if x is input._data else x
     cubic = mode == "bicubic"
     if x.dtype == np.uint8:
         delta = 0.5 if align_corners and not antialias else 0.0
@@ -2277,24 +2943,105 @@ def _grid_sample_meta(input, grid, mode="bilinear", padding_mode="zeros", align_
 
 def _reflect(coord, twice_low, twice_high):
     """Mirror coordinates into [twice_low / 2, twice_high / 2] (PyTorch's ``reflect_coordinates``)."""
+    xp = _array_namespace(coord)
     if twice_low == twice_high:
-        return np.zeros_like(coord)
+        return xp.zeros_like(coord)
     low = coord.dtype.type(twice_low / 2)
     span = coord.dtype.type((twice_high - twice_low) / 2)
-    coord = np.abs(coord - low)
-    extra = np.fmod(coord, span)
-    flips = np.floor(coord / span)
-    return np.where(flips % 2 == 0, extra + low, span - extra + low)
+    coord = xp.abs(coord - low)
+    extra = xp.fmod(coord, span)
+    flips = xp.floor(coord / span)
+    return xp.where(flips % 2 == 0, extra + low, span - extra + low)
 
 
 def _pad_coordinates(coord, size, padding_mode, align_corners):
     """Source coordinates after ``border`` or ``reflection`` padding (``zeros`` leaves them)."""
     if padding_mode == "border":
-        return np.clip(coord, 0, size - 1)
+        return coord.clip(0, size - 1)
     if padding_mode == "reflection":
         coord = _reflect(coord, 0, 2 * (size - 1)) if align_corners else _reflect(coord, -1, 2 * size - 1)
-        return np.clip(coord, 0, size - 1)
+        return coord.clip(0, size - 1)
     return coord
+
+
+#: CuPy arrays of float32/float64 run bilinear and nearest grid sampling as one CUDA kernel (the
+#: computation of ember._C.grid_sample, one thread per output value); False: the xp code below.
+_GRID_SAMPLE_RAW_KERNEL = True
+
+_GRID_SAMPLE_PREAMBLE = r"""
+template <typename F> __device__ F gs_unnormalize(F c, long long size, bool align) {
+  return align ? (c + F(1)) / F(2) * F(size - 1) : ((c + F(1)) * F(size) - F(1)) / F(2);
+}
+template <typename F> __device__ F gs_reflect(F c, long long twice_low, long long twice_high) {
+  if (twice_low == twice_high) return F(0);
+  const F low = F(twice_low) / F(2);
+  const F span = F(twice_high - twice_low) / F(2);
+  c = fabs(c - low);
+  const F extra = fmod(c, span);
+  const long long flips = (long long)floor(c / span);
+  return flips % 2 == 0 ? extra + low : span - extra + low;
+}
+template <typename F> __device__ F gs_pad(F c, long long size, int padding, bool align) {
+  if (padding == 0 || !isfinite(c)) return c;
+  if (padding == 2) c = align ? gs_reflect(c, 0, 2 * (size - 1)) : gs_reflect(c, -1, 2 * size - 1);
+  c = c < F(0) ? F(0) : c;
+  return c < F(size - 1) ? c : F(size - 1);
+}
+template <typename F> __device__ long long gs_floor_index(F c, long long size) {
+  if (!(c > F(-2) && c < F(size + 1))) return -2;
+  return (long long)floor(c);
+}
+"""
+
+_GRID_SAMPLE_SOURCE = r"""
+const long long p = i % n_p;
+const long long nc = i / n_p;
+const long long g = (nc / n_c * n_p + p) * nd;
+const T cx = gs_pad(gs_unnormalize(grid[g], size_w, align), size_w, padding, align);
+const T cy = gs_pad(gs_unnormalize(grid[g + 1], size_h, align), size_h, padding, align);
+const T cz = nd == 3 ? gs_pad(gs_unnormalize(grid[g + 2], size_d, align), size_d, padding, align) : T(0);
+const long long plane = nc * size_d * size_h * size_w;
+if (mode == 1) {
+  const long long ix = gs_floor_index(nearbyint(cx), size_w), iy = gs_floor_index(nearbyint(cy), size_h),
+                  iz = gs_floor_index(nearbyint(cz), size_d);
+  const bool inside = ix >= 0 && ix < size_w && iy >= 0 && iy < size_h && iz >= 0 && iz < size_d;
+  y = inside ? x[plane + (iz * size_h + iy) * size_w + ix] : T(0);
+} else {
+  const long long x0 = gs_floor_index(cx, size_w), y0 = gs_floor_index(cy, size_h);
+  const long long z0 = nd == 3 ? gs_floor_index(cz, size_d) : 0;
+  const T tx = cx - T(x0), ty = cy - T(y0), tz = cz - T(z0);
+  T acc = T(0);
+  for (int dz = 0; dz < (nd == 3 ? 2 : 1); ++dz)
+    for (int dy = 0; dy < 2; ++dy)
+      for (int dx = 0; dx < 2; ++dx) {
+        const long long ix = x0 + dx, iy = y0 + dy, iz = z0 + dz;
+        T w = (dx ? tx : T(1) - tx) * (dy ? ty : T(1) - ty);
+        if (nd == 3) w *= dz ? tz : T(1) - tz;
+        if (ix >= 0 && ix < size_w && iy >= 0 && iy < size_h && iz >= 0 && iz < size_d)
+          acc += x[plane + (iz * size_h + iy) * size_w + ix] * w;
+      }
+  y = acc;
+}
+"""
+
+_grid_sample_kernels = {}
+
+
+def _grid_sample_device(xp, x5, points, mode, padding, align):
+    """ember._C.grid_sample's computation on CuPy arrays: x5 (N, C, D, H, W), points (N, P, nd) -> (N, C, P)."""
+    kernel = _grid_sample_kernels.get(xp)
+    if kernel is None:
+        kernel = xp.ElementwiseKernel(
+            "raw T x, raw T grid, int64 n_c, int64 n_p, int64 size_d, int64 size_h, int64 size_w, int32 nd, "
+            "int32 mode, int32 padding, bool align", "T y", _GRID_SAMPLE_SOURCE, "ember_grid_sample",
+            preamble=_GRID_SAMPLE_PREAMBLE)
+        _grid_sample_kernels[xp] = kernel
+    N, C, D, H, W = x5.shape
+    P, nd = points.shape[1], points.shape[2]
+    y = xp.empty((N, C, P), x5.dtype)
+    if y.size:
+        kernel(x5.reshape(-1), points.reshape(-1), C, P, D, H, W, nd, mode, padding, bool(align), y)
+    return y
 
 
 def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
@@ -2304,16 +3051,20 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
     spatial = x.shape[2:]
     # PyTorch computes float16/bfloat16 coordinates in that dtype; so do we, to pick the same pixels
     half_coordinates = input._data.dtype in _HALF_TYPES
-    if mode != "bicubic" and not half_coordinates:
-        x5 = np.ascontiguousarray(x).reshape((N, C, *_lift3(spatial, 1)))
-        points = np.ascontiguousarray(_compute(grid._data).reshape(N, -1, n))
-        result = _C.grid_sample(x5, points, 0 if mode == "bilinear" else 1, _GRID_PADDINGS.index(padding_mode),
-                                align_corners)
+    xp = _array_namespace(x)
+    if mode != "bicubic" and not half_coordinates and (xp is np or _GRID_SAMPLE_RAW_KERNEL):
+        x5 = xp.ascontiguousarray(x).reshape((N, C, *_lift3(spatial, 1)))
+        points = xp.ascontiguousarray(_compute(grid._data).reshape(N, -1, n))
+        mode_code, padding_code = 0 if mode == "bilinear" else 1, _GRID_PADDINGS.index(padding_mode)
+        if xp is np:
+            result = _C.grid_sample(x5, points, mode_code, padding_code, align_corners)
+        else:
+            result = _grid_sample_device(xp, x5, points, mode_code, padding_code, align_corners)
         return result.reshape(out).astype(input._data.dtype, copy=False)
     points = grid._data.reshape(N, -1, n)
     if not half_coordinates:
         points = _compute(points)
-    flat = np.ascontiguousarray(x).reshape(N, C, -1)
+    flat = x.reshape(N, C, -1)
     ct = points.dtype.type
 
     # coords[i]: source coordinate along spatial dim i (D, H, W order); grid component n - 1 - i
@@ -2329,21 +3080,23 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
 
     def gather(indices, weight):
         """weight * input at integer coordinates (zero outside), for every channel: (N, C, M)."""
-        inside = np.ones(indices[0].shape, bool)
-        flat_index = np.zeros(indices[0].shape, np.int64)
+        inside = xp.ones(indices[0].shape, bool)
+        flat_index = xp.zeros(indices[0].shape, np.int64)
         for i in range(n):
             idx = indices[i]
             inside &= (idx >= 0) & (idx < spatial[i])
-            flat_index = flat_index * spatial[i] + np.clip(idx, 0, spatial[i] - 1)
-        values = np.take_along_axis(flat, flat_index[:, None, :], axis=2)
-        return np.where(inside[:, None, :], values, 0) * weight.astype(x.dtype)[:, None, :]
+            flat_index = flat_index * spatial[i] + idx.clip(0, spatial[i] - 1)
+        every_channel = xp.broadcast_to(flat_index[:, None, :], flat.shape[:2] + flat_index.shape[1:])
+        values = xp.take_along_axis(flat, every_channel, axis=2)
+        # taps outside add exactly nothing (as ember._C's kernel), even where a non-finite coordinate's weight is NaN
+        return xp.where(inside[:, None, :], values * weight.astype(x.dtype)[:, None, :], 0)
 
     def index(c):
         """Integer coordinates, with non-finite ones outside."""
         c = c.astype(np.float64)
-        return np.where(np.isfinite(c), c, -2).astype(np.int64)
+        return xp.where(xp.isfinite(c), c, -2).astype(np.int64)
 
-    result = np.zeros((N, C, points.shape[1]), x.dtype)
+    result = xp.zeros((N, C, points.shape[1]), x.dtype)
     with np.errstate(all="ignore"):
         if mode == "bicubic":
             base = [np.floor(c) for c in coords]
@@ -2356,13 +3109,13 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
         else:
             coords = [_pad_coordinates(c, spatial[i], padding_mode, align_corners) for i, c in enumerate(coords)]
             if mode == "nearest":
-                result += gather([index(np.rint(c)) for c in coords], np.ones(coords[0].shape, x.dtype))
+                result += gather([index(xp.rint(c)) for c in coords], xp.ones(coords[0].shape, x.dtype))
             else:
                 low = [np.floor(c) for c in coords]
                 frac = [(c - f).astype(x.dtype) for c, f in zip(coords, low)]
                 low = [index(f) for f in low]
                 for corner in np.ndindex(*(2,) * n):
-                    weight = np.ones(low[0].shape, x.dtype)
+                    weight = xp.ones(low[0].shape, x.dtype)
                     for i in range(n):
                         weight = weight * (frac[i] if corner[i] else x.dtype.type(1) - frac[i])
                     result += gather([low[i] + corner[i] for i in range(n)], weight)
@@ -2453,7 +3206,9 @@ def _affine_grid_cpu(theta, size, align_corners=None):
         shape = [1] * n
         shape[n - 1 - i] = spatial[n - 1 - i]
         base[..., i] = _affine_base(spatial[n - 1 - i], align_corners, ct).reshape(shape)
-    grid = np.matmul(base.reshape(1, -1, n + 1), th.transpose(0, 2, 1))
+    xp = _array_namespace(th)
+    base = base if xp is np else xp.asarray(base)  # built on the host from the size alone (metadata)
+    grid = xp.matmul(base.reshape(1, -1, n + 1), th.transpose(0, 2, 1))
     return grid.reshape(out).astype(theta._data.dtype, copy=False)
 
 
@@ -2518,7 +3273,7 @@ def _pixel_shuffle_cpu(input, upscale_factor):
     x = input._data
     lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
     y = x.reshape(*lead, c // (r * r), r, r, h, w)
-    result = np.empty((*lead, c // (r * r), h, r, w, r), x.dtype)
+    result = _array_namespace(x).empty((*lead, c // (r * r), h, r, w, r), x.dtype)
     for i in range(r):  # r * r strided copies with whole rows inside (numpy's copy of the transpose loops r at a time)
         for j in range(r):
             result[..., i, :, j] = y[..., i, j, :, :]
@@ -2571,7 +3326,7 @@ def _pixel_unshuffle_cpu(input, downscale_factor):
     x = input._data
     lead, (c, h, w) = x.shape[:-3], x.shape[-3:]
     y = x.reshape(*lead, c, h // r, r, w // r, r)
-    result = np.empty((*lead, c, r, r, h // r, w // r), x.dtype)
+    result = _array_namespace(x).empty((*lead, c, r, r, h // r, w // r), x.dtype)
     for i in range(r):
         for j in range(r):
             result[..., i, j, :, :] = y[..., :, i, :, j]
@@ -2644,7 +3399,7 @@ def _channel_shuffle_cpu(input, groups):
     g, k = _channel_shuffle_plan(input, groups)
     x = input._data
     n, rest = x.shape[0], x.shape[2:]
-    return np.ascontiguousarray(x.reshape(n, g, k, *rest).swapaxes(1, 2)).reshape(x.shape)
+    return _array_namespace(x).ascontiguousarray(x.reshape(n, g, k, *rest).swapaxes(1, 2)).reshape(x.shape)
 
 
 def _channel_shuffle_decomp(input, groups):
@@ -2656,3 +3411,19 @@ def _channel_shuffle_decomp(input, groups):
 
 channel_shuffle = defop("channel_shuffle", _channel_shuffle_meta, cpu=_channel_shuffle_cpu, category=COMPOSITE,
                         decomposition=_channel_shuffle_decomp, tags=_NN)
+
+
+# -- CUDA kernels ------------------------------------------------------------------------------------------
+# The kernels of pooling, unpooling, interpolation, grid sampling and channel_shuffle take CuPy arrays too:
+# pooling through its xp paths, the rest computing over their input's namespace with host-built index maps
+# uploaded. Registered for "cuda", they run there as on CPU, composites included (so max_pool{n}d without
+# return_indices skips the indices). pixel_shuffle/pixel_unshuffle keep their decompositions on cuda: one
+# strided copy there, where the CPU kernel's r * r row copies would be r * r kernel launches.
+for _name in (*(f"{kind}{_n}d{suffix}" for _n in (1, 2, 3)
+                for kind, suffix in (("max_pool", ""), ("max_pool", "_with_indices"), ("avg_pool", ""),
+                                     ("adaptive_avg_pool", ""), ("adaptive_max_pool", ""),
+                                     ("adaptive_max_pool", "_with_indices"), ("lp_pool", ""), ("max_unpool", ""))),
+              "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "grid_sample", "affine_grid",
+              "channel_shuffle"):
+    registry[_name].register_kernel("cuda", registry[_name].kernels["cpu"])
+del _name

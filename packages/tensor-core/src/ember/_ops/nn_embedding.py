@@ -27,6 +27,10 @@ from ._nn_common import (
     _vector_norm,
     _vector_norm_np,
 )
+from ._xp import array_namespace as _array_namespace
+from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
+from ._xp import is_device_array as _is_device_array
+from ._xp import ufunc_at as _ufunc_at
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -272,7 +276,7 @@ def _bag_bounds(input, offsets, include_last_offset):
     indices = input._data
     if indices.ndim == 2:
         b, length = indices.shape
-        starts = np.arange(b, dtype=np.int64) * length
+        starts = _array_namespace(indices).arange(b, dtype=np.int64) * length
         return indices.reshape(-1), starts, starts + length
     n = indices.shape[0]
     offs = offsets._data.astype(np.int64)
@@ -305,10 +309,11 @@ def _embedding_bag_cpu(input, weight, offsets=None, max_norm=None, norm_type=2, 
     if max_norm is not None:
         _renorm_rows_np(weight, indices, max_norm, norm_type)
     w = weight._data
+    xp = _array_namespace(w)
     out_dtype = w.dtype
     bags = starts.shape[0]
     if bags == 0:
-        return np.zeros((0, dim), out_dtype)
+        return xp.zeros((0, dim), out_dtype)
     rows = _compute(np.take(w, indices, axis=0))
     valid = None
     pad = _padding_index(padding_idx, num)
@@ -318,27 +323,58 @@ def _embedding_bag_cpu(input, weight, offsets=None, max_norm=None, norm_type=2, 
         rows = rows * _compute(per_sample_weights._data).reshape(-1, 1)
     lengths = ends - starts
     nonempty = lengths > 0
-    safe_starts = np.minimum(starts, max(indices.shape[0] - 1, 0))
     if mode == "max":
         if valid is not None:
             rows = np.where(valid[:, None], rows, -np.inf)
         if rows.shape[0] == 0:
-            return np.zeros((bags, dim), out_dtype)
-        out = np.maximum.reduceat(rows, safe_starts, axis=0)
-        out[~nonempty] = 0
+            return xp.zeros((bags, dim), out_dtype)
+        out = _bag_reduce(np.maximum, rows, starts, ends, nonempty)
         out[np.isneginf(out).all(axis=1) & nonempty] = 0
         return out.astype(out_dtype, copy=False)
     if valid is not None:
         rows = rows * valid[:, None]
     if rows.shape[0] == 0:
-        return np.zeros((bags, dim), out_dtype)
-    out = np.add.reduceat(rows, safe_starts, axis=0)
-    out[~nonempty] = 0
+        return xp.zeros((bags, dim), out_dtype)
+    out = _bag_reduce(np.add, rows, starts, ends, nonempty)
     if mode == "mean":
-        counts = lengths if valid is None else np.add.reduceat(valid.astype(np.int64), safe_starts) * nonempty
+        counts = lengths if valid is None else _bag_reduce(np.add, valid.astype(np.int64)[:, None], starts, ends,
+                                                           nonempty)[:, 0]
         with np.errstate(all="ignore"):
             out = np.where(counts[:, None] > 0, out / np.maximum(counts, 1)[:, None].astype(out.dtype), 0)
     return out.astype(out_dtype, copy=False)
+
+
+def _bag_reduce(ufunc, rows, starts, ends, nonempty):
+    """``ufunc`` (np.add or np.maximum) over the rows of each bag: ``(bags, dim)``, zero for empty bags.
+
+    Bags are consecutive (each starts where the previous one ends). numpy reduces them with
+    ``ufunc.reduceat``; CuPy (no reduceat) scatters each row into its bag with ``_xp.ufunc_at``.
+    """
+    end = int(ends[-1])  # rows past the last bag's end belong to no bag (CuPy: a host read)
+    rows = rows[:end]
+    if type(rows) is np.ndarray:
+        if end and starts[-1] < end:  # every start is a row: empty bags (given one row by reduceat) are zeroed
+            out = ufunc.reduceat(rows, starts, axis=0)
+            out[~nonempty] = 0
+            return out
+        # trailing empty bags start past the last row: reduce the non-empty bags only
+        out = np.zeros((starts.shape[0],) + rows.shape[1:], rows.dtype)
+        if end:
+            out[nonempty] = ufunc.reduceat(rows, starts[nonempty], axis=0)
+        return out
+    xp = _array_namespace(rows)
+    out = xp.zeros((starts.shape[0],) + rows.shape[1:], rows.dtype)
+    if end == 0:
+        return out
+    # each row's bag: the last bag starting at or before it (empty bags share their start with the next one)
+    bag_of = xp.searchsorted(starts, xp.arange(end, dtype=np.int64), side="right") - 1
+    width = math.prod(rows.shape[1:])
+    positions = (bag_of[:, None] * width + xp.arange(width, dtype=np.int64)).reshape(-1)
+    if ufunc is np.maximum:
+        out.fill(-np.inf)
+    _ufunc_at(ufunc, out.reshape(-1), positions, xp.ascontiguousarray(rows).reshape(-1))
+    out[~nonempty] = 0
+    return out
 
 
 def _embedding_bag_decomp(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
@@ -388,6 +424,7 @@ def _embedding_bag_decomp(input, weight, offsets=None, max_norm=None, norm_type=
 embedding_bag = _composite(
     "embedding_bag", _embedding_bag_meta, cpu=_embedding_bag_cpu, decomposition=_embedding_bag_decomp, tags=_NN
 )
+_cuda_runs_cpu_kernel(embedding_bag)  # (the offsets checks are the kernel's)
 
 
 def _one_hot_classes(tensor, num_classes):
@@ -401,7 +438,8 @@ def _one_hot_classes(tensor, num_classes):
             raise NotImplementedError(
                 "one_hot with num_classes=-1 on a meta tensor has a data-dependent shape; pass num_classes"
             )
-        return int(tensor._host_array().max()) + 1
+        data = tensor._data
+        return int((data if _is_device_array(data) else tensor._host_array()).max()) + 1  # (CuPy: a host read)
     return num_classes
 
 
@@ -441,7 +479,7 @@ def _one_hot_cpu(tensor, num_classes=-1):
             raise RuntimeError("Class values must be non-negative.")
         if data.max() >= classes:
             raise RuntimeError("Class values must be smaller than num_classes.")
-    return (data[..., None] == np.arange(max(classes, 0))).astype(np.int64)
+    return (data[..., None] == _array_namespace(data).arange(max(classes, 0))).astype(np.int64)
 
 
 def _one_hot_decomp(tensor, num_classes=-1):
@@ -450,3 +488,4 @@ def _one_hot_decomp(tensor, num_classes=-1):
 
 
 one_hot = _composite("one_hot", _one_hot_meta, cpu=_one_hot_cpu, decomposition=_one_hot_decomp, tags=_NN_ONLY)
+_cuda_runs_cpu_kernel(one_hot)  # (the class-range checks are the kernel's)

@@ -399,8 +399,18 @@ def _binary_cross_entropy_cpu(input, target, weight=None, size_average=None, red
     return _reduce_np(loss, reduction, input._data.dtype)
 
 
+def _any_off_cpu(flags):
+    """Whether bool tensor ``flags`` (not on CPU) has a True element: the value checks of the fused CPU kernels,
+    for the decompositions other devices run. Reading the answer waits for the device: these are
+    data-dependent errors, as the index checks of ``gather`` (PyTorch's CUDA kernels assert on the device).
+    On CPU it is False without a look: the fused kernels check there, and the decompositions stay as fast."""
+    return flags._device.type != "cpu" and bool(_E.any(flags))
+
+
 def _binary_cross_entropy_decomp(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = _kernel_reduction(size_average, reduce, reduction)
+    if input._device.type != "cpu" and _any_off_cpu(_E.logical_not((input >= 0) & (input <= 1))):
+        raise RuntimeError("all elements of input should be between 0 and 1")
     log_x = _E.clamp(_E.log(input), min=-100)
     log_1mx = _E.clamp(_E.log1p(-input), min=-100)
     loss = -(target * log_x + (1 - target) * log_1mx)
@@ -1030,6 +1040,8 @@ def _multilabel_margin_loss_decomp(input, target, size_average=None, reduce=None
     y = target.reshape(tuple(x.shape))
     c = x.shape[1]
     valid = _E.cumprod((y != -1).to(D.int64), 1).to(D.bool)
+    if y._device.type != "cpu" and _any_off_cpu(valid & ((y < 0) | (y >= c))):
+        raise RuntimeError("argument #2 'target' is out of range")
     safe = _E.where(valid, y, _E.zeros_like(y))
     hits = _E.scatter_add(_E.zeros_like(y), 1, safe, valid.to(D.int64))
     is_target = hits > 0
@@ -1197,6 +1209,8 @@ def _multi_margin_loss_decomp(input, target, p=1, margin=1.0, weight=None, size_
     x = input.reshape(-1, input.shape[-1] if input.ndim else 1)
     y = target.reshape(-1, 1)
     c = x.shape[1]
+    if y._device.type != "cpu" and _any_off_cpu((y < 0) | (y >= c)):
+        raise RuntimeError("target out of range")
     picked = _E.gather(x, 1, y)
     hinge = _E.clamp(margin - picked + x, min=0)
     if p == 2:
@@ -1538,6 +1552,10 @@ def _nll_values(logp, target, weight, ignore_index, reduction):
     x = _class_last(logp)
     t = target.reshape(-1).to(D.int64)
     keep = t != ignore_index
+    if t._device.type != "cpu":
+        bad = keep & ((t < 0) | (t >= x.shape[1]))
+        if _any_off_cpu(bad):
+            raise IndexError(f"Target {int(t[bad][0].item())} is out of bounds.")
     safe = _E.where(keep, t, _E.zeros_like(t))
     picked = _E.gather(x, 1, safe.reshape(-1, 1)).reshape(-1)
     w = _E.ones_like(picked) if weight is None else _E.index_select(weight, 0, safe)

@@ -12,10 +12,12 @@ kernels refuse.
 from __future__ import annotations
 
 import importlib
+import math
 
 import numpy as np
 
 from .. import _dtype as D
+from .._device import get_backend
 from .._meta import MetaArray
 from .._tensor import Tensor
 from ._fp import IGNORE_ALL as _IGNORE_ALL
@@ -56,17 +58,50 @@ _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 
 
 def _special(name):
-    """scipy.special's function ``name``, imported on first call (scipy.special takes 0.1 s to import)."""
+    """scipy.special's function ``name``, imported on first call (scipy.special takes 0.1 s to import).
+
+    On GPU arrays (the CUDA backend) the call goes to :func:`_device_special` instead: scipy.special
+    computes on the host only.
+    """
     fn = None
 
     def call(*args):
         nonlocal fn
+        if type(args[-1]) is not np.ndarray and _array_namespace(*args) is not np:
+            return _device_special(name, *args)
         if fn is None:
             fn = getattr(importlib.import_module("scipy.special"), name)
         return fn(*args)
 
     call.__name__ = name
     return call
+
+
+def _device_special(name, *args):
+    """scipy.special's ``name`` on GPU arrays, from ``cupyx.scipy.special``, with numpy's (scipy's) values.
+
+    Where CuPy's function differs from scipy's (``i0`` at +-inf) or takes other arguments
+    (``polygamma``'s order must be an array there), the difference is made up here.
+    """
+    special = importlib.import_module("cupyx.scipy.special")
+    if name == "polygamma":
+        n, x = args
+        if n == 0:
+            return _device_special("psi", x)
+        # psi^(n)(x) = (-1)^(n+1) n! zeta(n + 1, x) for n >= 1 (Hurwitz zeta), scipy's own formula
+        try:
+            factorial = float(math.factorial(n))
+        except OverflowError:  # above 170!, as scipy's gamma(n + 1)
+            factorial = math.inf
+        return (-1.0) ** (n + 1) * factorial * special.zeta(float(n + 1), x)
+    value = getattr(special, name)(*args)
+    if name == "psi":  # scipy's poles: psi(+-0) = -+inf, NaN at the negative integers and -inf
+        x = args[0]
+        value = np.where(x == 0, np.copysign(np.inf, -x), value)
+        value = np.where((x < 0) & (np.floor(x) == x), np.nan, value)
+    if name == "i0":  # scipy's i0 is NaN at +-inf (its Chebyshev expansion gives inf/inf); CuPy's is inf
+        value = np.where(np.isinf(args[0]), np.nan, value)
+    return value  # of the input's dtype or wider: the callers cast to the result dtype
 
 
 def _is_int_scalar(x):
@@ -212,6 +247,9 @@ def _float32_division(a, b, mode):
     loops round the quotient their own way. The other elements (division by zero,
     NaN, infinities, huge quotients) take numpy's loop.
     """
+    xp = _array_namespace(a, b)
+    if xp is not np:
+        return _float32_division_xp(xp, a, b, mode)
     a64, b64 = _as_array(a).astype(np.float64, copy=False), _as_array(b).astype(np.float64, copy=False)
     quotient = _as_array(a64 / b64)
     limit = _EXACT_QUOTIENT_LIMIT if mode != "floor" else _F32_INTEGER_LIMIT
@@ -225,6 +263,46 @@ def _float32_division(a, b, mode):
         a32, b32 = np.broadcast_arrays(_as_array(a).astype(_F32, copy=False), _as_array(b).astype(_F32, copy=False))
         value[inexact] = _F32_FORMULAS[mode](a32[inexact], b32[inexact])
     return value
+
+
+_F32_ZERO, _F32_HALF, _F32_ONE = (_F32.type(v) for v in (0.0, 0.5, 1.0))
+
+
+def _numpy_divmod_xp(xp, a, b):
+    """numpy's float floor quotient and remainder (its ``npy_divmod``, the Python convention), elementwise in
+    ``a``'s float dtype with ``xp``'s ufuncs. CuPy's own ``floor_divide``/``remainder`` differ from numpy's at
+    infinities (``inf // 3`` is inf there, NaN in numpy; ``-1 // inf`` is -0.0 there, -1 in numpy)."""
+    mod = xp.fmod(a, b)
+    div = (a - mod) / b
+    shift = (mod != 0) & ((b < 0) != (mod < 0))  # NaN counts as nonzero, as in C
+    div = xp.where(shift, div - _F32_ONE, div)
+    mod = xp.where(shift, mod + b, xp.where(mod != 0, mod, xp.copysign(_F32_ZERO, b)))
+    floor = xp.floor(div)
+    floor = xp.where(div - floor > _F32_HALF, floor + _F32_ONE, floor)
+    floor = xp.where(div != 0, floor, xp.copysign(_F32_ZERO, a / b))
+    by_zero = b == 0  # a / b and fmod(a, 0) (NaN), as numpy
+    return xp.where(by_zero, a / b, floor), xp.where(by_zero, xp.fmod(a, b), mod)
+
+
+def _float32_division_xp(xp, a, b, mode):
+    """:func:`_float32_division` on GPU arrays (``xp`` is CuPy), without data-dependent host decisions.
+
+    The same float64 arithmetic; the elements it can't do exactly take numpy's float32 formula through
+    ``where`` instead of boolean indexing (which would wait for the GPU to count them).
+    """
+    a64, b64 = xp.asarray(a, dtype=np.float64), xp.asarray(b, dtype=np.float64)
+    quotient = a64 / b64
+    limit = _EXACT_QUOTIENT_LIMIT if mode != "floor" else _F32_INTEGER_LIMIT
+    value = (xp.trunc if mode == "fmod" else xp.floor)(quotient)
+    if mode != "floor":
+        value = a64 - value * b64
+    inexact = ~(xp.abs(quotient) < limit) | xp.isinf(b64)
+    a32, b32 = xp.asarray(a, dtype=_F32), xp.asarray(b, dtype=_F32)
+    if mode == "fmod":
+        fallback = xp.fmod(a32, b32)  # C's fmod, the same in CuPy
+    else:
+        fallback = _numpy_divmod_xp(xp, a32, b32)[0 if mode == "floor" else 1]
+    return xp.where(inexact, fallback, value)
 
 
 def _integer_or_float32_division(mode, np_fn):
@@ -497,6 +575,13 @@ def _sigmoid_np(x):
     return np.reciprocal(value, out=value)
 
 
+def _sinc_np(x):
+    if type(x) is np.ndarray:
+        return np.sinc(x)
+    # GPU arrays: CuPy's sinc is 1 at NaN and +-inf, where numpy's is NaN (sin of a non-finite number)
+    return np.where(np.isfinite(x), np.sinc(x), np.nan)  # the caller casts to the result dtype
+
+
 # (name, numpy function, summary, example input, example output, supported input dtypes)
 _FLOAT_UNARY = [
     ("exp", np.exp, "Elementwise exponential ``e ** input``.", "[0., 1.]", "tensor([1.0000, 2.7183])", None),
@@ -540,7 +625,7 @@ _FLOAT_UNARY = [
      "tensor([-0.5772,  0.4228])", NO_COMPLEX),
     ("i0", _special("i0"), "Elementwise modified Bessel function of the first kind, order 0.", "[0., 1.]",
      "tensor([1.0000, 1.2661])", NO_COMPLEX),
-    ("sinc", np.sinc, "Elementwise normalized sinc ``sin(pi x) / (pi x)`` (1 at 0).", "[0., 0.5]",
+    ("sinc", _sinc_np, "Elementwise normalized sinc ``sin(pi x) / (pi x)`` (1 at 0).", "[0., 0.5]",
      "tensor([1.0000, 0.6366])", None),
 ]
 
@@ -929,6 +1014,26 @@ logical_and = _logical("logical_and", np.logical_and, "AND", "tensor([ True, Fal
 logical_or = _logical("logical_or", np.logical_or, "OR", "tensor([ True,  True, False])")
 logical_xor = _logical("logical_xor", np.logical_xor, "XOR", "tensor([False,  True, False])")
 
+
+def _truth_values_first(op):
+    """Give ``op`` a CUDA kernel: complex operands become their truth values (``x != 0``), then the generic
+    CUDA kernel (the CPU kernel on CuPy arrays) runs. CuPy's logical ufuncs take no complex arrays."""
+
+    def kernel(*args):
+        args = tuple(
+            Tensor._make(a._data != 0, a._device) if type(a) is Tensor and a._data.dtype.kind == "c" else a
+            for a in args
+        )
+        return get_backend("cuda").fallback_kernel(op)(*args)
+
+    kernel.__name__ = f"{op.name}_cuda"
+    op.register_kernel("cuda", kernel)
+
+
+for _op in (logical_not, logical_and, logical_or, logical_xor):
+    _truth_values_first(_op)
+del _op
+
 bitwise_not = unary("bitwise_not", np.invert, supported=INTEGRAL_AND_BOOL, doc=_udoc(
     "Elementwise bitwise NOT (logical NOT for bool tensors).", "[0, 5, -1]", "tensor([-1, -6,  0])",
     name="bitwise_not", raises="NotImplementedError: for floating and complex inputs."))
@@ -1147,6 +1252,9 @@ def _pow_meta(input, exponent):
 
 def _int_pow(base, exponent):
     """Integer powers; a negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise."""
+    xp = _array_namespace(base, exponent)
+    if xp is not np:
+        return _int_pow_xp(xp, base, exponent)
     base, exponent = _as_array(base), _as_array(exponent)
     if exponent.dtype.kind == "u" or not np.any(exponent < 0):
         return np.power(base, exponent)
@@ -1155,6 +1263,19 @@ def _int_pow(base, exponent):
     odd = np.bitwise_and(exponent, 1).astype(np.bool_)
     special = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
     return np.where(negative, special, value)
+
+
+def _int_pow_xp(xp, base, exponent):
+    """:func:`_int_pow` on GPU arrays (``xp`` is CuPy): negative exponents are handled by ``where`` for every
+    signed exponent, rather than after asking the GPU whether there are any."""
+    base, exponent = xp.asarray(base), xp.asarray(exponent)  # Python numbers become 0-dim arrays, as on CPU
+    if exponent.dtype.kind == "u":
+        return xp.power(base, exponent)
+    negative = exponent < 0
+    value = xp.power(base, xp.where(negative, 0, exponent).astype(exponent.dtype))
+    odd = xp.bitwise_and(exponent, 1).astype(np.bool_)
+    special = xp.where(base == 1, 1, xp.where(base == -1, xp.where(odd, -1, 1), 0))
+    return xp.where(negative, special, value)
 
 
 def _pow_cpu(input, exponent):
@@ -1281,8 +1402,16 @@ def _clamp_cpu(input, min=None, max=None):  # noqa: A002
     work = compute_dtype(np_dtype)
     low = None if min is None else operand(min, work)
     high = None if max is None else operand(max, work)
+    x = operand(input, work)
+    if type(x) is not np.ndarray:
+        # GPU arrays: CuPy's clip takes no None bound and ignores a NaN bound, so spell out numpy's clip
+        if low is not None:
+            x = np.maximum(x, low)
+        if high is not None:
+            x = np.minimum(x, high)
+        return x.astype(np_dtype, copy=False)
     # numpy's clip is minimum(maximum(x, low), high): NaN anywhere gives NaN, and low > high gives high
-    return _as_array(np.clip(operand(input, work), low, high)).astype(np_dtype, copy=False)
+    return _as_array(np.clip(x, low, high)).astype(np_dtype, copy=False)
 
 
 clamp = defop("clamp", _clamp_meta, cpu=_clamp_cpu, has_out=True, tags=("pointwise",))

@@ -40,8 +40,11 @@ from .._tensor import Tensor
 from ._pointwise_helpers import _torch_name, make_inplace
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import wrap_dim
+from ._xp import accumulate as _accumulate  # numpy's ufunc.accumulate, also for CuPy arrays
 from ._xp import array_namespace as _array_namespace
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
+from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
+from ._xp import is_device_array as _is_device_array
 
 __all__ = []
 
@@ -1185,8 +1188,10 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
                 flat = data.reshape(-1)
                 total = _as_array(np.dot(flat, flat))
                 result = np.sqrt(total.reshape((1,) * data.ndim) if keepdim else total)
-            else:
+            elif type(data) is np.ndarray:
                 result = np.sqrt(np.add.reduce(data * data, axis=axis, keepdims=keepdim))
+            else:  # CuPy (its ufuncs' reduce method is not general)
+                result = np.sqrt(np.sum(data * data, axis=axis, keepdims=keepdim))
         return _finish(result, out.numpy_dtype)
     x = np.abs(data)
     with np.errstate(all="ignore"):
@@ -1208,10 +1213,11 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
 def _nuclear_norm(data, dims, keepdim):
     d0, d1 = dims
     moved = np.moveaxis(data, (d0, d1), (-2, -1))
+    xp = _array_namespace(data)
     if moved.size == 0:
-        result = np.zeros(moved.shape[:-2], dtype=np.abs(moved).dtype)
+        result = xp.zeros(moved.shape[:-2], dtype=moved.real.dtype)
     else:
-        result = np.linalg.svd(moved, compute_uv=False).sum(-1)
+        result = xp.linalg.svd(moved, compute_uv=False).sum(-1)
     if keepdim:
         result = np.expand_dims(result, (d0, d1))
     return result
@@ -1237,6 +1243,7 @@ def _norm_decomp(input, p="fro", dim=None, keepdim=False, *, dtype=None):
 
 norm = defop("norm", _norm_meta, cpu=_norm_cpu, category=COMPOSITE, decomposition=_norm_decomp, has_out=True,
              tags=_REDUCTION)
+_cuda_runs_cpu_kernel(norm)  # the nuclear norm needs singular values (xp.linalg.svd), which no ember op gives
 
 
 # -- scans: cumsum, cumprod, cummax, cummin, logcumsumexp -------------------------------------------------
@@ -1309,7 +1316,7 @@ def _cum_extreme(name, ufunc, return_type):
             return data.copy(), xp.zeros((), _I64)
         d = wrap_dim(dim, data.ndim)
         x = _upcast(data)
-        values = ufunc.accumulate(x, axis=d)  # maximum/minimum propagate NaN
+        values = _accumulate(ufunc, x, d)  # maximum/minimum propagate NaN
         reached = x == values
         if x.dtype.kind == "f":
             reached |= np.isnan(x) & np.isnan(values)
@@ -1317,7 +1324,7 @@ def _cum_extreme(name, ufunc, return_type):
         shape[d] = x.shape[d]
         positions = np.where(reached, xp.arange(x.shape[d], dtype=_I64).reshape(shape), 0)
         # the last position (so far) where the running extreme was reached
-        return _finish(values, data.dtype), np.maximum.accumulate(positions, axis=d)
+        return _finish(values, data.dtype), _accumulate(np.maximum, positions, d)
 
     meta.__name__ = name
     word = "maximum" if name == "cummax" else "minimum"
@@ -1378,7 +1385,7 @@ def _logcumsumexp_cpu(input, dim):
     x = _upcast(data)
     with np.errstate(all="ignore"):
         if x.dtype.kind != "c":
-            return _finish(np.logaddexp.accumulate(x, axis=d), data.dtype)
+            return _finish(_accumulate(np.logaddexp, x, d), data.dtype)
         return _complex_logcumsumexp(x, d)
 
 
@@ -1422,6 +1429,7 @@ def _logcumsumexp_decomp(input, dim):
 
 logcumsumexp = defop("logcumsumexp", _logcumsumexp_meta, cpu=_logcumsumexp_cpu, category=COMPOSITE,
                      decomposition=_logcumsumexp_decomp, has_out=True, tags=_SCAN)
+_cuda_runs_cpu_kernel(logcumsumexp)  # (the decomposition's complex branch of the logarithm differs)
 
 
 # -- sorting: sort, argsort, msort, topk, kthvalue -------------------------------------------------------
@@ -1773,7 +1781,7 @@ def _median_rows(rows, ignore_nan):
     if rows.dtype.kind == "f" or rows.dtype in _LOW_FLOATS:
         nans = np.isnan(rows).sum(axis=1)
     else:
-        nans = np.zeros(rows.shape[0], dtype=_I64)
+        nans = _array_namespace(rows).zeros(rows.shape[0], dtype=_I64)
     valid = n - nans
     if ignore_nan:
         pos = np.where(valid > 0, (valid - 1) // 2, 0)
@@ -1837,10 +1845,15 @@ def _mode_cpu(input, dim=-1, keepdim=False):
         flat_starts = np.flatnonzero(starts)  # runs of equal values, row by row
         lengths = np.diff(np.append(flat_starts, m * n))
         run_rows = flat_starts // n
-        first_run = np.searchsorted(run_rows, xp.arange(m))
-        longest = np.maximum.reduceat(lengths, first_run)
-        candidates = np.flatnonzero(lengths == longest[run_rows])
-        chosen = candidates[np.searchsorted(run_rows[candidates], xp.arange(m))]  # first (smallest) per row
+        if xp is np:
+            first_run = np.searchsorted(run_rows, xp.arange(m))
+            longest = np.maximum.reduceat(lengths, first_run)
+            candidates = np.flatnonzero(lengths == longest[run_rows])
+            chosen = candidates[np.searchsorted(run_rows[candidates], xp.arange(m))]  # first (smallest) per row
+        else:  # CuPy (no reduceat): sort the runs by (row, longest first), stably (smaller values first)
+            key = run_rows * (n + 1) + (n - lengths)
+            by_key = xp.argsort(key, kind="stable")
+            chosen = by_key[xp.searchsorted(key[by_key], xp.arange(m, dtype=key.dtype) * (n + 1))]
         ends = flat_starts[chosen] + lengths[chosen] - 1  # stable order: the run's end is its largest index
         values = ordered.reshape(-1)[ends]
         indices = order.reshape(-1)[ends].astype(_I64, copy=False)
@@ -1902,7 +1915,10 @@ def _quantile_op(name, ignore_nan):
             moved = _to_last(data, d)
             rows = moved.reshape(-1, moved.shape[-1])
             shape = _out_shape(data.shape, (d,), keepdim)
-        q_array = q._host_array() if isinstance(q, Tensor) else np.asarray(q, dtype=data.dtype)
+        if type(data) is np.ndarray:
+            q_array = q._host_array() if isinstance(q, Tensor) else np.asarray(q, dtype=data.dtype)
+        else:  # CuPy: q's values stay on (or go to) the GPU
+            q_array = _array_namespace(data).asarray(q._data if isinstance(q, Tensor) else np.asarray(q, data.dtype))
         result = _quantile_rows(rows, q_array.reshape(-1).astype(data.dtype), interpolation, ignore_nan)
         return result.reshape(tuple(q_array.shape) + shape).copy()
 
@@ -1942,7 +1958,7 @@ def _quantile_rows(rows, qs, interpolation, ignore_nan):
     if ignore_nan:
         last = (n - nans - 1).astype(dtype)  # rank of the last valid value; -1 for an all-NaN row
     else:
-        last = np.full(rows.shape[0], n - 1, dtype=dtype)
+        last = _array_namespace(rows).full(rows.shape[0], n - 1, dtype=dtype)
     with np.errstate(all="ignore"):
         ranks = qs[:, None] * last[None, :]  # (Q, M), in the input's dtype as PyTorch
         if not ignore_nan:
@@ -2042,15 +2058,16 @@ def _unique_outputs(values, inverse, counts, return_inverse, return_counts):
 
 def _unique_cpu(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
     data = input._data
+    xp = _array_namespace(data)
     if dim is None:
         flat = _upcast(data.reshape(-1))
         order = np.argsort(flat, kind="stable")
         ordered = flat[order]
-        starts = np.ones(ordered.size, dtype=bool)
+        starts = xp.ones(ordered.size, dtype=bool)
         starts[1:] = ordered[1:] != ordered[:-1]  # NaN != NaN: each NaN stays distinct
         values = ordered[starts].astype(data.dtype)
         group = np.cumsum(starts) - 1
-        inverse = np.empty(flat.size, dtype=_I64)
+        inverse = xp.empty(flat.size, dtype=_I64)
         inverse[order] = group
         counts = np.diff(np.append(np.flatnonzero(starts), flat.size)).astype(_I64)
         return _unique_outputs(values, inverse.reshape(data.shape), counts, return_inverse, return_counts)
@@ -2059,18 +2076,30 @@ def _unique_cpu(input, sorted=True, return_inverse=False, return_counts=False, d
     n = slices.shape[0]
     rows = _upcast(slices.reshape(n, math.prod(slices.shape[1:])))
     if n == 0:
-        return _unique_outputs(np.moveaxis(slices, 0, d).copy(), np.empty(0, _I64), np.empty(0, _I64),
+        return _unique_outputs(np.moveaxis(slices, 0, d).copy(), xp.empty(0, _I64), xp.empty(0, _I64),
                                return_inverse, return_counts)
-    order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(n)  # lexicographic, stable
+    order = _lexsort_rows(rows) if rows.shape[1] else xp.arange(n)  # lexicographic, stable
     ordered = rows[order]
-    starts = np.ones(n, dtype=bool)
+    starts = xp.ones(n, dtype=bool)
     starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
     group = np.cumsum(starts) - 1
-    inverse = np.empty(n, dtype=_I64)
+    inverse = xp.empty(n, dtype=_I64)
     inverse[order] = group
     counts = np.diff(np.append(np.flatnonzero(starts), n)).astype(_I64)
     values = np.moveaxis(slices[order[starts]], 0, d)
-    return _unique_outputs(np.ascontiguousarray(values), inverse, counts, return_inverse, return_counts)
+    return _unique_outputs(xp.ascontiguousarray(values), inverse, counts, return_inverse, return_counts)
+
+
+def _lexsort_rows(rows):
+    """The stable order that sorts the rows of a 2-D array lexicographically (first column most significant)."""
+    if type(rows) is np.ndarray:
+        return np.lexsort(rows.T[::-1])
+    # CuPy: stable argsorts from the last column to the first (its lexsort is less general)
+    xp = _array_namespace(rows)
+    order = xp.arange(rows.shape[0])
+    for column in range(rows.shape[1] - 1, -1, -1):
+        order = order[xp.argsort(rows[order, column], kind="stable")]
+    return order
 
 
 unique = defop("unique", _unique_meta, cpu=_unique_cpu, tags=_SORT)
@@ -2103,9 +2132,10 @@ def _unique_consecutive_meta(input, return_inverse=False, return_counts=False, d
 
 def _unique_consecutive_cpu(input, return_inverse=False, return_counts=False, dim=None):
     data = input._data
+    xp = _array_namespace(data)
     if dim is None:
         flat = data.reshape(-1)
-        starts = np.ones(flat.size, dtype=bool)
+        starts = xp.ones(flat.size, dtype=bool)
         starts[1:] = flat[1:] != flat[:-1]
         group = np.cumsum(starts, dtype=_I64) - 1
         counts = np.diff(np.append(np.flatnonzero(starts), flat.size)).astype(_I64)
@@ -2114,11 +2144,11 @@ def _unique_consecutive_cpu(input, return_inverse=False, return_counts=False, di
     slices = np.moveaxis(data, d, 0)
     n = slices.shape[0]
     rows = slices.reshape(n, math.prod(slices.shape[1:]))
-    starts = np.ones(n, dtype=bool)
+    starts = xp.ones(n, dtype=bool)
     starts[1:] = (rows[1:] != rows[:-1]).any(axis=1)
     group = np.cumsum(starts, dtype=_I64) - 1
     counts = np.diff(np.append(np.flatnonzero(starts), n)).astype(_I64)
-    values = np.ascontiguousarray(np.moveaxis(slices[starts], 0, d))
+    values = xp.ascontiguousarray(np.moveaxis(slices[starts], 0, d))
     return _unique_outputs(values, group, counts, return_inverse, return_counts)
 
 
@@ -2171,7 +2201,7 @@ def _bincount_meta(input, weights=None, minlength=0):
     if input._data.size == 0:
         return MetaArray((minlength,), _bincount_dtype(weights))
     _check_meta_data_dependent("bincount", input)
-    if input._host_array().min() < 0:
+    if _data_for_checks(input).min() < 0:  # (CuPy: one reduction, one host read)
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     return None
 
@@ -2220,7 +2250,7 @@ def _histc_meta(input, bins=100, min=0, max=0):
     if min > max:
         raise RuntimeError("ember.histc: max must be larger than min")
     if min == max and input.device.type != "meta":
-        _histc_range(input._host_array(), min, max)
+        _histc_range(_data_for_checks(input), min, max)
     elif not (math.isfinite(min) and math.isfinite(max)):
         raise RuntimeError(f"ember.histc: range of [{min}, {max}] is not finite")
     return MetaArray((bins,), input._data.dtype)
@@ -2306,13 +2336,19 @@ def _histogram_meta(input, bins=100, *, range=None, weight=None, density=False):
             if not (math.isfinite(low) and math.isfinite(high)):
                 raise RuntimeError(f"ember.histogramdd: dimension 0's range [{low}, {high}] is not finite")
         elif input.device.type != "meta":
-            _histogram_range(input._host_array(), None)
+            _histogram_range(_data_for_checks(input), None)
     if weight is not None:
         _check_tensor("histogram", weight, "weight")
         if tuple(weight.shape) != tuple(input.shape) or weight.dtype is not input.dtype:
             raise RuntimeError("ember.histogramdd: weight should have the same shape and dtype as input")
     dtype = input._data.dtype
     return MetaArray((n_bins,), dtype), MetaArray((n_bins + 1,), dtype)
+
+
+def _data_for_checks(input):
+    """``input``'s array for value checks: the GPU array itself on CUDA (reductions there, no host copy)."""
+    data = input._data
+    return data if type(data) is np.ndarray or _is_device_array(data) else input._host_array()
 
 
 def _histogram_range(data, range):
@@ -2337,6 +2373,8 @@ def _histogram_cpu(input, bins=100, *, range=None, weight=None, density=False):
     else:
         low, high = _histogram_range(data, range)
         edges = np.linspace(low, high, bins + 1).astype(dtype)
+        if type(data) is not np.ndarray:  # computed on the host from the range (numbers), as on CPU
+            edges = _array_namespace(data).asarray(edges)
     n_bins = edges.size - 1
     x = data.reshape(-1)
     w = None if weight is None else weight._data.reshape(-1)

@@ -31,6 +31,13 @@ from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes, wrap_dim
 from ._xp import array_namespace as _array_namespace  # numpy or CuPy (the CUDA backend)
+from ._xp import as_array as _as_array
+from ._xp import assign_last as _assign_last
+from ._xp import check_bounds as _check_bounds
+from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
+from ._xp import is_device_array as _is_device_array
+from ._xp import keep_last as _keep_last
+from ._xp import ufunc_at as _ufunc_at
 from .creation import _cast_scalar, check_scalar_fits, clone, copy_, full, zeros
 from .indexing import index as index_op
 from .indexing import index_put
@@ -174,6 +181,8 @@ def _first_out_of_range(idx, low, high):
     """The first value of ``idx`` outside ``[low, high)``, or None."""
     if idx.size == 0:
         return None
+    if type(idx) is not np.ndarray:  # CuPy: one reduction, one host read (as PyTorch's device-side assert syncs)
+        return _check_bounds(idx, low, high)
     if idx.min() >= low and idx.max() < high:
         return None
     flat = idx.reshape(-1)
@@ -1381,6 +1390,12 @@ index_select = defop("index_select", _index_select_meta, cpu=_index_select_cpu, 
                      decomposition=_index_select_decomp, has_out=True)
 
 
+def _mask_values(mask):
+    """``mask``'s array for counting: the GPU array itself on CUDA (counted there, one host read), else host."""
+    data = mask._data
+    return data if type(data) is np.ndarray or _is_device_array(data) else mask._host_array()
+
+
 def _masked_select_meta(input, mask):
     """The elements of ``input`` where the bool ``mask`` is True, as a 1-D tensor (``input`` and ``mask`` broadcast).
 
@@ -1409,7 +1424,7 @@ def _masked_select_meta(input, mask):
         return MetaArray((0,), input._data.dtype)
     if mask.device.type == "meta":
         raise _data_dependent("masked_select")
-    count = int(np.count_nonzero(mask._host_array())) * (math.prod(shape) // max(mask.numel(), 1))
+    count = int(np.count_nonzero(_mask_values(mask))) * (math.prod(shape) // max(mask.numel(), 1))
     return MetaArray((count,), input._data.dtype)
 
 
@@ -1541,7 +1556,7 @@ def _masked_scatter_meta(input, mask, source):
         )
     shape = broadcast_shapes(input._data.shape, mask._data.shape)
     if mask.device.type != "meta":
-        count = int(np.count_nonzero(np.broadcast_to(mask._host_array(), shape)))
+        count = int(np.count_nonzero(np.broadcast_to(_mask_values(mask), shape)))
         if count > math.prod(source._data.shape):
             raise RuntimeError("Number of elements of source < number of ones in mask")
     return MetaArray(shape, input._data.dtype)
@@ -1606,7 +1621,10 @@ def _reduce_at(flat, pos, vals, reduce, include_self=True):
         return
     dtype = flat.dtype
     if reduce is None:
-        flat[pos] = vals
+        if type(flat) is np.ndarray:
+            flat[pos] = vals
+        else:  # CuPy: repeated positions keep their last value, as numpy's sequential writes do
+            _assign_last(flat, pos, vals)
         return
     if dtype in _LOW_FLOATS:
         work = flat.astype(np.float32)
@@ -1634,7 +1652,8 @@ def _reduce_at(flat, pos, vals, reduce, include_self=True):
         _accumulate(flat, pos, vals)
         return
     with np.errstate(all="ignore"):  # NaN propagates through amax/amin silently, as in PyTorch
-        (_BOOL_UFUNCS if dtype == np.bool_ else _UFUNCS)[reduce].at(flat, pos, vals)
+        # numpy's ufunc.at; on CuPy, _xp.ufunc_at gives the same results for every ufunc and dtype
+        _ufunc_at((_BOOL_UFUNCS if dtype == np.bool_ else _UFUNCS)[reduce], flat, pos, vals)
 
 
 def _accumulate(flat, pos, vals):
@@ -1642,9 +1661,9 @@ def _accumulate(flat, pos, vals):
     if type(flat) is np.ndarray and flat.dtype in _C_ACCUMULATE:
         _C.index_accumulate(flat, pos, vals)
     elif flat.dtype == np.bool_:
-        np.logical_or.at(flat, pos, vals)
+        _ufunc_at(np.logical_or, flat, pos, vals)
     else:
-        np.add.at(flat, pos, vals)
+        _ufunc_at(np.add, flat, pos, vals)
 
 
 # -- gather / scatter ------------------------------------------------------------------------------
@@ -2150,8 +2169,11 @@ def _index_copy_into(out, dim, index, source):
     bad = _first_out_of_range(idx, 0, size)
     if bad is not None:
         raise IndexError(f"index_copy_(): index {bad} is out of bounds for dimension {d} with size {size}")
-    src = source._data.reshape(target.shape[:d] + (idx.size,) + target.shape[d + 1 :])
-    np.moveaxis(target, d, 0)[idx] = np.moveaxis(src, d, 0)
+    src = np.moveaxis(source._data.reshape(target.shape[:d] + (idx.size,) + target.shape[d + 1 :]), d, 0)
+    if type(idx) is not np.ndarray:  # CuPy: of repeated indices only the last slice is written (numpy's result)
+        keep = _keep_last(idx)
+        idx, src = idx[keep], src[keep]
+    np.moveaxis(target, d, 0)[idx] = src
 
 
 def _index_copy_cpu(input, dim, index, source):
@@ -2350,7 +2372,7 @@ def _take_cpu(input, index):
     data = input._data
     idx = index._data
     _flat_bounds("take", idx, data.size)
-    return np.asarray(data.reshape(-1)[idx])
+    return _as_array(data.reshape(-1)[idx])
 
 
 def _take_decomp(input, index):
@@ -2519,6 +2541,11 @@ def _put_decomp(input, index, source, accumulate=False):
 put = defop("put", _put_meta, cpu=_put_cpu, category=COMPOSITE, decomposition=_put_decomp)
 _def_inplace(put, lambda self, index, source, accumulate=False: _write_through(
     self, lambda out: _put_into(out, index, source, accumulate)))
+
+
+for _op in (index_select, take, take_along_dim, put, index_add, index_copy, index_fill, index_reduce):
+    _cuda_runs_cpu_kernel(_op)  # (their decompositions' index checks are index's, with other errors)
+del _op
 
 
 # -- nonzero / argwhere ---------------------------------------------------------------------------------

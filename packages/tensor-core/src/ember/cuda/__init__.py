@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+from . import _pinned
 from ._runtime import INSTALL_HINT, cupy_module
 from ._runtime import is_available as _cupy_available
 from .memory import (
@@ -51,6 +52,9 @@ __all__ = [
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
     "reset_peak_memory_stats", "empty_cache", "mem_get_info", "memory_summary", "INSTALL_HINT",
 ]
+
+
+_pinned.install()  # Tensor.pin_memory() / Tensor.is_pinned() (pinning needs the GPU driver; see _pinned)
 
 
 def is_available():

@@ -24,9 +24,13 @@ import numpy as np
 
 from .. import _device
 from .._tensor import Tensor
+from . import _bf16
 from ._runtime import cupy_module
 
-__all__ = ["initialize", "initialized", "from_numpy", "to_numpy", "strided_view", "fallback_kernel", "generic_ops"]
+__all__ = [
+    "initialize", "initialized", "from_numpy", "upload", "current_index", "to_numpy", "strided_view", "fallback_kernel",
+    "generic_ops",
+]
 
 _done = []
 _fallbacks = {}  # op -> its generic CUDA kernel
@@ -61,20 +65,51 @@ def initialize():
 
     install_peak_tracking()
     _register_random_kernels()
+    from .kernels import register as register_fast_kernels
+
+    register_fast_kernels()  # ember/cuda/kernels: fast pointwise, copy, row and optimizer kernels
+    _bf16.install()
     _done.append(True)
 
 
 def from_numpy(array, index):
-    """A CuPy copy of numpy ``array`` on GPU ``index`` (0 when None).
+    """A CuPy copy of numpy ``array`` on GPU ``index`` (the current GPU when None).
+
+    bfloat16 (``ml_dtypes.bfloat16``) arrays become CuPy bfloat16 arrays, which
+    need CuPy >= 14 with ``ml_dtypes`` installed.
 
     Raises:
-        TypeError: for a dtype CuPy cannot hold (bfloat16, for now).
+        TypeError: for bfloat16 when this CuPy has no bfloat16 dtype.
     """
     cp = cupy_module()
-    if array.dtype.name == "bfloat16":
-        raise TypeError("bfloat16 tensors are not supported on the cuda device yet (CuPy has no bfloat16 dtype)")
-    with cp.cuda.Device(index or 0):
+    if index is None:
+        return upload(array)
+    with cp.cuda.Device(index):
+        return upload(array)
+
+
+def upload(array):
+    """A CuPy copy of numpy ``array`` on the current GPU (bfloat16 included; see :func:`from_numpy`)."""
+    cp = cupy_module()
+    if array.dtype.name != "bfloat16":
         return cp.asarray(array)
+    # the bytes travel as uint16 and are viewed as bfloat16 on the GPU (a plain copy, whatever CuPy's
+    # host-array conversion does with extension dtypes)
+    if not array.flags.c_contiguous:
+        array = array.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array into a 1-d one)
+    bits = cp.asarray(array.view(np.uint16))
+    try:
+        return bits.view(array.dtype)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            "bfloat16 tensors on the cuda device need CuPy >= 14 with ml_dtypes installed "
+            f"(this CuPy {cp.__version__} has no bfloat16 dtype: {exc})"
+        ) from None
+
+
+def current_index():
+    """The index of the current GPU: where a bare ``"cuda"`` device allocates, as in PyTorch."""
+    return cupy_module().cuda.runtime.getDevice()
 
 
 def to_numpy(array):
@@ -94,8 +129,10 @@ def strided_view(storage, shape, strides, offset, dtype):
 
 def _on_device(result):
     """A kernel's result with any numpy array in it copied to the GPU (results computed from metadata alone)."""
-    if isinstance(result, (np.ndarray, np.generic)):
-        return cupy_module().asarray(result)
+    if isinstance(result, np.ndarray):
+        return upload(result)
+    if isinstance(result, np.generic):
+        return upload(np.asarray(result))
     if type(result) is tuple or type(result) is list:
         return type(result)(_on_device(r) for r in result)
     return result
@@ -106,7 +143,7 @@ def _cpu_scalars_to_device(a):
     # goes to the GPU so that the kernel sees arrays of one namespace.
     if type(a) is Tensor and a._device.type == "cpu":
         cp = cupy_module()
-        return Tensor._make(cp.asarray(a._data), _device.device("cuda", cp.cuda.runtime.getDevice()))
+        return Tensor._make(upload(np.asarray(a._data)), _device.device("cuda", cp.cuda.runtime.getDevice()))
     return a
 
 
@@ -124,14 +161,18 @@ def fallback_kernel(op):
         if any(type(a) is Tensor and a._device.type == "cpu" for a in args):
             args = tuple(_cpu_scalars_to_device(a) for a in args)
         try:
-            result = cpu(*args, **kwargs)
-        except TypeError as exc:
-            if not any(marker in str(exc) for marker in _NOT_GENERIC):
+            result = _run_generic(op, cpu, args, kwargs)
+        except Exception as exc:
+            # CuPy lacks bfloat16 in a few functions (rounding, divmod, most of cupyx): compute those in
+            # float32 and round once, as PyTorch's bfloat16 kernels do
+            if not (_bf16.has_bf16(args, kwargs) and _bf16.is_bf16_failure(exc)):
                 raise
-            raise NotImplementedError(
-                f"Could not run '{op.name}' on the 'cuda' backend: it has no CUDA kernel yet and its CPU kernel "
-                f"leaves the numpy namespace ({exc})"
-            ) from exc
+            try:
+                result = _run_generic(op, lambda *a, **k: _bf16.run_in_float32(op, cpu, a, k), args, kwargs)
+            except Exception as retry:
+                if hasattr(exc, "add_note"):  # Python >= 3.11
+                    exc.add_note(f"(computing in float32 instead failed too: {type(retry).__name__}: {retry})")
+                raise exc from None
         return _on_device(result)
 
     kernel.__name__ = f"{op.name}_cuda_generic"
@@ -139,10 +180,24 @@ def fallback_kernel(op):
     return kernel
 
 
+def _run_generic(op, cpu, args, kwargs):
+    """``cpu(*args, **kwargs)`` on CuPy arrays; a kernel that leaves the numpy namespace raises NotImplementedError."""
+    try:
+        return cpu(*args, **kwargs)
+    except TypeError as exc:
+        if not any(marker in str(exc) for marker in _NOT_GENERIC):
+            raise
+        raise NotImplementedError(
+            f"Could not run '{op.name}' on the 'cuda' backend: it has no CUDA kernel yet and its CPU kernel "
+            f"leaves the numpy namespace ({exc})"
+        ) from exc
+
+
 def _device_index(kwargs):
     from .._device import canonical_device
 
-    return canonical_device(kwargs.get("device")).index or 0
+    index = canonical_device(kwargs.get("device")).index
+    return current_index() if index is None else index
 
 
 def _register_random_kernels():

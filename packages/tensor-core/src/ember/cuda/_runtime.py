@@ -9,7 +9,8 @@ from __future__ import annotations
 
 __all__ = ["cupy_module", "unavailable_reason", "is_available", "INSTALL_HINT"]
 
-INSTALL_HINT = "pip install ember-core[cuda]"
+INSTALL_HINT = "pip install ember-core[cuda]"  # the cuda extra is cuda12's alias
+INSTALL_HINT_CUDA13 = "pip install ember-core[cuda13]"
 
 _state = {}  # "cupy": the module, or "reason": why there is none (filled once)
 
@@ -21,7 +22,8 @@ def _probe():
         return None, (
             f"CUDA is not available: ember was not installed with CUDA support (CuPy failed to import: "
             f"{type(exc).__name__}: {exc}). "
-            f"Install it with `{INSTALL_HINT}` on a machine with an NVIDIA (or ROCm) GPU"
+            f"Install it with `{INSTALL_HINT}` (CUDA 12; `{INSTALL_HINT_CUDA13}` for CUDA 13) on a machine with an "
+            "NVIDIA (or ROCm) GPU"
         )
     try:
         count = cupy.cuda.runtime.getDeviceCount()

@@ -341,7 +341,11 @@ def orthogonal_(tensor, gain=1, generator=None):
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
     with ember.no_grad():
-        flattened = ember.empty(rows, cols).normal_(0, 1, generator=generator).numpy().astype(np.float64)
+        # The Gaussian draw happens where the tensor lives (its device's generator, as in PyTorch); the
+        # small QR factorisation runs on the host, once per initialisation (.cpu() is a no-op on CPU).
+        draw_on = tensor.device if generator is None else generator.device
+        gaussian = ember.empty(rows, cols, device=draw_on).normal_(0, 1, generator=generator)
+        flattened = gaussian.cpu().numpy().astype(np.float64)
         if rows < cols:
             flattened = flattened.T
         q, r = np.linalg.qr(flattened)
@@ -366,10 +370,13 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     zeros_per_column = math.ceil(sparsity * rows)
+    # the row permutations are drawn where the values are (the tensor's device, or the generator's)
+    draw_on = tensor.device if generator is None else generator.device
     with ember.no_grad():
         tensor.normal_(0, std, generator=generator)
         for column in range(cols):
-            tensor[ember.randperm(rows, generator=generator)[:zeros_per_column], column] = 0
+            rows_to_zero = ember.randperm(rows, generator=generator, device=draw_on)[:zeros_per_column]
+            tensor[rows_to_zero, column] = 0
     return tensor
 
 

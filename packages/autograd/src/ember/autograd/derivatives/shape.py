@@ -286,6 +286,9 @@ derivative(
 
 def _index_fill_value_backward(grad, dim, index):
     # every filled position counts once, however often (and however signed) the index names it
+    if grad.device.type != "cpu":
+        # no unique() (its output size depends on the data): a 0/1 mask of the filled positions instead
+        return (grad * ember.zeros_like(grad).index_fill(dim, index, 1)).sum()
     size = grad.shape[wrap_dim(dim, grad.dim())] if grad.dim() else 1
     positions = ember.unique(ember.remainder(index.reshape(-1), size))
     return grad.index_select(dim, positions).sum()

@@ -16,6 +16,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Mapping
 
 import ember
 
@@ -25,6 +26,40 @@ from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader"]
+
+
+def _pin_memory(data):
+    """``data`` with every tensor in it copied to page-locked (pinned) host memory.
+
+    Walks what :func:`default_collate` builds: tensors, mappings, named tuples, tuples and lists
+    (other values are returned as they are). Any other object with a ``pin_memory()`` method (a
+    custom batch type, a ``PackedSequence``) is replaced by what that method returns, as in PyTorch.
+    """
+    if isinstance(data, ember.Tensor):
+        return data.pin_memory()
+    if isinstance(data, (str, bytes)):
+        return data
+    if isinstance(data, Mapping):
+        pinned = {key: _pin_memory(value) for key, value in data.items()}
+        try:
+            return type(data)(pinned)
+        except TypeError:  # a mapping type that cannot be built from a dict
+            return pinned
+    if isinstance(data, tuple) and hasattr(data, "_fields"):  # a named tuple
+        return type(data)(*(_pin_memory(item) for item in data))
+    if isinstance(data, tuple):
+        return tuple(_pin_memory(item) for item in data)
+    if isinstance(data, list):
+        return [_pin_memory(item) for item in data]
+    if hasattr(data, "pin_memory"):
+        return data.pin_memory()
+    return data
+
+
+def _pinning_available():
+    """Whether ``pin_memory=True`` can pin: a GPU is present (pinned memory speeds up copies to it
+    and needs its driver) and tensors have ``pin_memory()``."""
+    return hasattr(ember.Tensor, "pin_memory") and ember.cuda.is_available()
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -125,7 +160,9 @@ class DataLoader:
             exclusive with ``batch_size``, ``shuffle``, ``sampler`` and ``drop_last``.
         num_workers (int): worker processes to load with; 0 loads in the main process.
         collate_fn (callable, optional): merges a list of samples into a batch.
-        pin_memory (bool): accepted for compatibility; ember has no pinned host memory, so it has no effect.
+        pin_memory (bool): copy each batch's tensors to pinned (page-locked) host memory before
+            handing it out, so ``.to("cuda", non_blocking=True)`` can copy asynchronously. Only
+            where a GPU is available; elsewhere it has no effect.
         drop_last (bool): drop the last incomplete batch (default False).
         timeout (float): seconds to wait for a batch from the workers before raising; 0 waits
             as long as the workers are alive.
@@ -137,7 +174,7 @@ class DataLoader:
         prefetch_factor (int, optional): batches in flight per worker (default 2 with workers;
             must be None without).
         persistent_workers (bool): keep the workers alive between epochs.
-        pin_memory_device (str): accepted for compatibility, unused.
+        pin_memory_device (str): accepted for compatibility; memory is pinned for the CUDA device.
         in_order (bool): accepted for compatibility; batches are always delivered in order.
 
     Raises:
@@ -322,6 +359,8 @@ class _BaseDataLoaderIter:
     def __init__(self, loader):
         for name in self._SNAPSHOT:
             setattr(self, "_" + name.lstrip("_"), getattr(loader, name))
+        # Pinning happens in the main process, as each batch is handed out.
+        self._pin_memory = bool(loader.pin_memory) and _pinning_available()
         self._base_seed = loader._get_shared_seed()
         self._indices = iter(self._index_sampler)
         self._yielded = 0
@@ -341,6 +380,8 @@ class _BaseDataLoaderIter:
 
     def __next__(self):
         data = self._next_data()
+        if self._pin_memory:
+            data = _pin_memory(data)
         self._yielded += 1
         if self._is_iterable:
             self._warn_if_past_reported_length()

@@ -1,0 +1,192 @@
+"""The fast CUDA kernels (ember.cuda.kernels): the same bits as the generic path, and taken when they should be.
+
+The generic path (an op's CPU kernel on CuPy arrays, or a composite op's
+decomposition) is the oracle: for float32 and float64 the fused kernels must give
+bit-identical results, signed zeros, infinities and NaNs included (any NaN matches
+any NaN). Gradients through the activations are compared with CPU autograd.
+"""
+
+import numpy as np
+import pytest
+
+import ember
+from ember._ops._registry import get as get_op
+
+pytestmark = pytest.mark.cuda
+
+DTYPES = [np.float32, np.float64]
+SPECIALS = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 88.5, -88.5, 1e-38, -1e-38, 20.0, -20.0, 1e30]
+
+
+@pytest.fixture(scope="module")
+def kernels():
+    ember.cuda.init()
+    from ember.cuda import kernels
+    from ember.cuda.kernels import copies, pointwise
+
+    kernels.register()
+    return pointwise, copies
+
+
+def values(dtype, n=1027, seed=0, positive=False):
+    """``n`` values (an odd count: the packed kernels' tail runs too) with the special values first."""
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(n) * 4).astype(dtype)
+    x[: len(SPECIALS)] = np.array(SPECIALS, dtype)
+    if positive:
+        x = np.abs(x)
+    return x
+
+
+def cuda(x):
+    return ember.from_numpy(np.ascontiguousarray(x)).to("cuda")
+
+
+def bits_equal(fast, generic):
+    """Bit-identical results, except that any NaN matches any NaN."""
+    a, b = fast.cpu().numpy(), generic.cpu().numpy()
+    assert a.dtype == b.dtype and a.shape == b.shape
+    if a.dtype.kind != "f":
+        np.testing.assert_array_equal(a, b)
+        return
+    nan = np.isnan(a)
+    np.testing.assert_array_equal(nan, np.isnan(b))
+    width = np.uint32 if a.dtype == np.float32 else np.uint64
+    mismatch = np.flatnonzero(a.view(width)[~nan] != b.view(width)[~nan])
+    first = mismatch[:5]
+    assert mismatch.size == 0, f"{mismatch.size} differ, first at {first}: {a[~nan][first]} vs {b[~nan][first]}"
+
+
+def both(kernels, fn):
+    """``fn()`` with the fast kernels, then on the generic path."""
+    pointwise, copies = kernels
+    fast = fn()
+    with pointwise.generic_only(), copies.generic_only():
+        generic = fn()
+    return fast, generic
+
+
+UNARY = ["neg", "exp", "tanh", "sigmoid", "relu", "silu"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_bits(kernels, name, dtype):
+    x = cuda(values(dtype))
+    fn = getattr(ember, name) if hasattr(ember, name) else getattr(ember.nn.functional, name)
+    fast, generic = both(kernels, lambda: fn(x))
+    bits_equal(fast, generic)
+    assert (name, np.dtype(dtype), "a") in kernels[0].compiled
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_bits(kernels, approximate, dtype):
+    x = cuda(values(dtype))
+    fast, generic = both(kernels, lambda: ember.nn.functional.gelu(x, approximate=approximate))
+    bits_equal(fast, generic)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "gt", "ge", "lt", "le"])
+def test_binary_bits(kernels, name, dtype):
+    a, b = cuda(values(dtype, seed=1)), cuda(values(dtype, seed=2)[::-1])
+    fn = getattr(ember, name)
+    fast, generic = both(kernels, lambda: fn(a, b))
+    bits_equal(fast, generic)
+    assert (name, np.dtype(dtype), "aa") in kernels[0].compiled
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("scalar", [0.1, 2, -3.5, 1e-3, 0])
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
+def test_scalar_bits(kernels, name, scalar, dtype):
+    a = cuda(values(dtype, seed=3))
+    fn = getattr(ember, name)
+    fast, generic = both(kernels, lambda: fn(a, scalar))
+    bits_equal(fast, generic)
+    fast, generic = both(kernels, lambda: fn(scalar, a))
+    bits_equal(fast, generic)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha", [0.3, -2, 1e-4])
+def test_alpha_bits(kernels, alpha, dtype):
+    a, b = cuda(values(dtype, seed=7)), cuda(values(dtype, seed=8))
+    for fn in (ember.add, ember.sub):
+        fast, generic = both(kernels, lambda fn=fn: fn(a, b, alpha=alpha))
+        bits_equal(fast, generic)
+    assert ("add_alpha", np.dtype(dtype), "aas") in kernels[0].compiled
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_comparison_with_scalar_bits(kernels, dtype):
+    a = cuda(values(dtype, seed=4))
+    for scalar in (0, 0.5, 0.1):
+        fast, generic = both(kernels, lambda s=scalar: a > s)
+        bits_equal(fast, generic)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_backward_helpers_and_masks_bits(kernels, dtype):
+    g, y = cuda(values(dtype, seed=5)), cuda(np.tanh(values(dtype, seed=6)))
+    for name in ("tanh_backward", "sigmoid_backward"):
+        op = get_op(name)
+        fast, generic = both(kernels, lambda op=op: op(g, y))
+        bits_equal(fast, generic)
+    mask = y > 0
+    for fn in (lambda: g * mask, lambda: mask * g, lambda: ember.where(mask, g, y)):
+        fast, generic = both(kernels, fn)
+        bits_equal(fast, generic)
+
+
+def test_misaligned_and_fallback_layouts(kernels):
+    x = cuda(values(np.float32, n=4099))
+    # a contiguous view 4 bytes into its storage: the one-element kernel
+    fast, generic = both(kernels, lambda: ember.exp(x[1:]))
+    bits_equal(fast, generic)
+    fast, generic = both(kernels, lambda: x[1:] + x[:-1])
+    bits_equal(fast, generic)
+    # broadcasting, strides and other dtypes take the generic path and still agree with CPU
+    m = cuda(values(np.float32, n=12).reshape(3, 4))
+    row = cuda(values(np.float32, n=4, seed=9))
+    np.testing.assert_array_equal((m + row).cpu().numpy(), m.cpu().numpy() + row.cpu().numpy())
+    np.testing.assert_array_equal((m.t() * 2).cpu().numpy(), m.cpu().numpy().T * 2)
+    i = ember.arange(10, device="cuda")
+    np.testing.assert_array_equal((i + i).cpu().numpy(), np.arange(10) * 2)
+    np.testing.assert_array_equal((m + 2.5).cpu().numpy(), m.cpu().numpy() + np.float32(2.5))
+    assert ember.add(m, m, alpha=2).cpu().numpy().tolist() == (m.cpu().numpy() * 3).tolist()
+
+
+def test_empty_and_zero_dim(kernels):
+    e = ember.empty(0, 3, device="cuda")
+    assert (e + e).shape == (0, 3) and ember.exp(e).shape == (0, 3)
+    s = ember.tensor(2.0, device="cuda")
+    assert float((s * s).item()) == 4.0 and (s + s).shape == ()
+
+
+def test_copies(kernels):
+    x = cuda(values(np.float32, n=1 << 16))
+    for fn in (lambda: x.clone(), lambda: x.to(ember.float32, copy=True), lambda: x[3:].clone()):
+        fast, generic = both(kernels, fn)
+        bits_equal(fast, generic)
+    c = x.clone()
+    assert c.data_ptr() != x.data_ptr()
+    t = cuda(values(np.float32, n=12).reshape(3, 4)).t()
+    assert t.clone().stride() == t.stride()  # preserve_format keeps a transposed layout (the generic kernel)
+    np.testing.assert_array_equal(t.clone().cpu().numpy(), t.cpu().numpy())
+
+
+@pytest.mark.parametrize("name", ["relu", "gelu", "silu", "sigmoid", "tanh", "exp"])
+def test_gradients_match_cpu(kernels, name):
+    x_np = values(np.float32, n=515)
+    x_np = np.where(np.isfinite(x_np), np.clip(x_np, -30, 30), 0.5).astype(np.float32)
+    fn = getattr(ember, name) if hasattr(ember, name) else getattr(ember.nn.functional, name)
+    results = []
+    for device in ("cpu", "cuda"):
+        x = ember.from_numpy(x_np.copy()).to(device).requires_grad_()
+        y = fn(x)
+        (y * y).sum().backward()
+        results.append((y.detach().cpu().numpy(), x.grad.cpu().numpy()))
+    np.testing.assert_allclose(results[1][0], results[0][0], rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5, atol=1e-6)
