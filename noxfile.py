@@ -328,6 +328,16 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+def _demo_device(args: list[str]) -> str:
+    """The value of the demo's ``--device X`` / ``--device=X`` argument (``"cpu"`` when absent)."""
+    for i, arg in enumerate(args):
+        if arg == "--device" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--device="):
+            return arg.split("=", 1)[1]
+    return "cpu"
+
+
 @nox.session
 def demo(session: nox.Session) -> None:
     """Train a CNN on the UCI handwritten digits (``-- --task text``: a char transformer; ``--task tour``: tensors).
@@ -343,7 +353,10 @@ def demo(session: nox.Session) -> None:
         task, args = _demo_task(session.posargs)
     except ValueError as exc:
         session.error(str(exc))
-    _install_packages(session, extras=None, also=EXAMPLE_REQUIREMENTS)
+    extras, also = None, ()
+    if _demo_device(args).startswith("cuda"):  # `-- --device cuda`: CuPy too (skips without a GPU)
+        extras, also = _gpu_requirements(session, "cuda")
+    _install_packages(session, extras=extras, also=(*also, *EXAMPLE_REQUIREMENTS))
     if task == "digits" and "--help" not in args and "-h" not in args:
         session.run("python", DEMO_TASKS["tour"], silent=True)  # its output is shown if a check fails
         session.log("tensor tour (examples/quickstart.py): all checks passed")

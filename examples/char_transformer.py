@@ -17,7 +17,7 @@ exercises attention, embeddings, layer norm and long backward graphs on real dat
 Outputs in ``--output``: ``summary.json`` (losses, timings, the corpus hash),
 ``samples.txt``, ``loss.png`` and ``model.ember`` (the trained weights, written atomically).
 
-Run it with ``python examples/char_transformer.py --help``.
+``--device cuda`` trains on a GPU (through CuPy). Run it with ``python examples/char_transformer.py --help``.
 """
 
 from __future__ import annotations
@@ -166,8 +166,8 @@ def sample(model, vocab, prompt: str, length: int, temperature: float = 0.8, gen
     ids = vocab.encode(prompt).unsqueeze(0).to(model.head.weight.device)
     for _ in range(length):
         logits = model(ids[:, -model.context :])[:, -1] / temperature
-        # the draw happens on the host, from a CPU generator: the same characters on every device
-        # (a (1, vocab) row of probabilities; ember has no CUDA multinomial kernel yet)
+        # drawn on the host from a CPU generator (one row of probabilities per character), so a run on
+        # any device samples the characters a CPU run would from the same probabilities
         probs = F.softmax(logits, dim=-1).cpu()
         next_id = ember.multinomial(probs, 1, generator=generator).to(ids.device)
         ids = ember.cat([ids, next_id], dim=1)

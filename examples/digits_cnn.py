@@ -19,7 +19,9 @@ training script, with ``ember`` in place of ``torch``:
   summary (``summary.json``).
 
 It runs on one thread by default (``--threads``): the model is so small that splitting
-its kernels across two cores costs more than it saves.
+its kernels across two cores costs more than it saves. ``--device cuda`` trains on a GPU
+(through CuPy): the loaders hand out batches in pinned memory, copied to the GPU
+asynchronously, and a checkpoint written on one device resumes on the other.
 
 Run it with ``nox -s demo`` or ``python examples/digits_cnn.py --help``.
 """

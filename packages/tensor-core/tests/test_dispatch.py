@@ -307,3 +307,17 @@ def test_return_types_module_names_the_namedtuples():
     assert "sort" in ember.return_types.__all__ and "topk" in ember.return_types.__all__
     # the class is importable by its qualified name, so the tuple type pickles (not its tensors)
     assert pickle.loads(pickle.dumps(type(result))) is ember.return_types.max
+
+
+def test_a_cpu_tensor_with_dims_never_joins_another_device():
+    # only zero-dim CPU tensors may join another device's op (as in PyTorch); the order does not matter
+    meta = ember.empty(3, device="meta")
+    cpu = ember.ones(3)
+    scalar = ember.tensor(2.0)
+    for call in (lambda: ember.add(cpu, meta), lambda: ember.add(meta, cpu), lambda: ember.add(cpu, meta, alpha=2),
+                 lambda: ember.cat([cpu, meta]), lambda: ember.where(cpu > 0, meta, meta),
+                 lambda: ember.addcmul(scalar, cpu, meta)):
+        with pytest.raises(RuntimeError, match="Expected all tensors to be on the same device"):
+            call()
+    assert ember.add(scalar, meta).device.type == "meta"
+    assert ember.addcmul(scalar, meta, meta).device.type == "meta"

@@ -51,6 +51,10 @@ class Backend:
     def unavailable_reason(self):
         return f"device type '{self.name}' is not available"
 
+    def current_index(self):
+        """The index a device of this type without one (``"cuda"``) allocates on: the current device."""
+        return 0
+
     def fallback_kernel(self, op):
         """A kernel for ``op`` when it registered none for this device type (None: there is none).
 
@@ -162,7 +166,9 @@ class device:
 def canonical_device(dev):
     """The device tensors are created on when ``dev`` is requested (``None`` -> cpu).
 
-    Indexed device types (everything but cpu and meta) get index 0 when no index is given.
+    Indexed device types (everything but cpu and meta) get the current device's index
+    (:meth:`Backend.current_index`; ``ember.cuda.current_device()`` for cuda) when no index is given, as
+    PyTorch allocates ``device="cuda"`` on the current device.
     """
     if dev is None:
         return CPU
@@ -172,11 +178,11 @@ def canonical_device(dev):
         d = device("cuda", dev)
     else:
         d = device(dev)
-    if d.index is None and d.type not in ("cpu", "meta"):
-        d = device(d.type, 0)
     backend = _BACKENDS[d.type]
     if not backend.is_available():
         raise RuntimeError(backend.unavailable_reason())
+    if d.index is None and d.type not in ("cpu", "meta"):
+        d = device(d.type, backend.current_index())
     return d
 
 
@@ -219,6 +225,11 @@ class _CUDABackend(Backend):
         from .cuda._runtime import unavailable_reason
 
         return unavailable_reason() or "CUDA is not available"
+
+    def current_index(self):
+        from .cuda._backend import current_index
+
+        return current_index()
 
     def from_numpy(self, array, index):
         from .cuda._backend import from_numpy

@@ -4,9 +4,12 @@
 # src/ on PYTHONPATH, register ember-autograd's entry point, then run pytest.
 #
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh [pytest arguments]
+#   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh --bench [benchmarks/run.py arguments]
 #
-# With no arguments it runs packages/tensor-core/tests. Environment: PYTHON (default python3),
-# EMBER_BUILD_DIR (default /tmp/ember-build).
+# With no arguments it runs every GPU-relevant test tree (packages/tensor-core/tests,
+# packages/autograd/tests, examples/tests). With --bench it runs the GPU benchmarks
+# (`benchmarks/run.py --device cuda`, which writes BENCHMARKS_CUDA.md) instead of pytest.
+# Environment: PYTHON (default python3), EMBER_BUILD_DIR (default /tmp/ember-build).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
 PY=${PYTHON:-python3}
@@ -22,5 +25,9 @@ printf 'Metadata-Version: 2.1\nName: ember-autograd\nVersion: 0.1.0\n' >"$SITE/e
 printf '[ember.extensions]\nautograd = ember.autograd\n' >"$SITE/ember_autograd-0.1.0.dist-info/entry_points.txt"
 export PYTHONPATH="packages/tensor-core/src:packages/autograd/src:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export EMBER_TEST_BACKEND=cuda
-if [ "$#" -eq 0 ]; then set -- packages/tensor-core/tests; fi
+if [ "${1:-}" = "--bench" ]; then
+  shift
+  exec "$PY" benchmarks/run.py --device cuda "$@"
+fi
+if [ "$#" -eq 0 ]; then set -- packages/tensor-core/tests packages/autograd/tests examples/tests; fi
 exec "$PY" -m pytest -p no:cacheprovider "$@"

@@ -434,6 +434,63 @@ def test_layer_matches_cpu(name, ctor, specs, mode):
         _assert_close(b, ref, 1e-5, 1e-6, f"{name}: buffer {bname}")
 
 
+DTYPE_CASES = [
+    "Linear", "Conv2d", "ConvTranspose2d", "BatchNorm2d", "LayerNorm", "GroupNorm", "Embedding", "LSTM", "GRU",
+    "MultiheadAttention", "TransformerEncoderLayer", "CrossEntropyLoss", "Sequential-cnn", "MaxPool2d", "AvgPool2d",
+    "Softmax", "GELU",
+]  # fmt: skip
+HALF_CASES = ["Linear", "Conv2d", "BatchNorm2d", "LayerNorm", "Embedding", "MultiheadAttention", "Softmax", "GELU"]
+
+
+def _case(name):
+    return next(case for case in CASES if case[0] == name)
+
+
+def _as_dtype(tensors, dtype):
+    return [t.to(dtype) if t.is_floating_point() else t for t in tensors]
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+@pytest.mark.parametrize("name", DTYPE_CASES)
+def test_float64_layers_match_cpu(name, mode):
+    """In float64 the GPU's results agree with the CPU's to rounding (outputs, parameter gradients)."""
+    _, ctor, specs = _case(name)
+    inputs, grads = _make_inputs(specs)
+    inputs = _as_dtype(inputs, ember.float64)
+    cpu_module, device_module = _cpu_and_device_copies(name, ctor, inputs)
+    cpu_module.double()
+    device_module.double()
+    getattr(cpu_module, mode)()
+    getattr(device_module, mode)()
+    expected, _ = _run(cpu_module, inputs, grads, "cpu")
+    actual, _ = _run(device_module, inputs, grads, DEVICE)
+    for index, (out, ref) in enumerate(zip(actual, expected)):
+        assert out.dtype == ref.dtype, f"output {index}"
+        _assert_close(out, ref, 1e-10, 1e-12, f"{name}: float64 output {index}")
+    for (pname, p), (_, ref) in zip(device_module.named_parameters(), cpu_module.named_parameters()):
+        if ref.grad is not None:
+            assert p.grad.dtype == ember.float64, pname
+            _assert_close(p.grad, ref.grad, 1e-9, 1e-11, f"{name}: float64 gradient of {pname}")
+
+
+@pytest.mark.parametrize("name", HALF_CASES)
+def test_float16_layers_forward_close_to_float32(name):
+    """In float16 (eval mode) the GPU's outputs stay within half precision of the CPU's float32 outputs."""
+    _, ctor, specs = _case(name)
+    inputs, _ = _make_inputs(specs)
+    cpu_module, device_module = _cpu_and_device_copies(name, ctor, inputs)
+    cpu_module.eval()
+    device_module.half().eval()
+    with ember.no_grad():
+        expected = _flatten(cpu_module(*inputs))
+        actual = _flatten(device_module(*(x.to(DEVICE) for x in _as_dtype(inputs, ember.float16))))
+    for index, (out, ref) in enumerate(zip(actual, expected)):
+        _assert_on_device(out, f"output {index}")
+        if ref.is_floating_point():
+            assert out.dtype == ember.float16, f"output {index}"
+            _assert_close(out.float(), ref, 1e-2, 1e-2, f"{name}: float16 output {index}")
+
+
 # --------------------------------------------------------------------------- moving modules
 
 

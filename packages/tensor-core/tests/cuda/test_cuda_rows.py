@@ -14,7 +14,10 @@ from ember._ops._registry import get as get_op
 
 pytestmark = pytest.mark.cuda
 
-TOL = {np.float32: (2e-5, 2e-6), np.float64: (1e-11, 1e-12), np.float16: (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2)}
+TOL = {np.float32: (2e-5, 2e-6), np.float64: (1e-11, 1e-12), np.float16: (2e-3, 2e-3), "bfloat16": (2e-2, 2e-2),
+       # float16 Adam: the second moment of small gradients is subnormal in float16, so the kernel (float32 math,
+       # float16 state) and the CPU loop (every op rounded to float16) may differ by a fraction of lr per step
+       "adam16": (5e-2, 5e-2)}
 FLOATS = [np.float32, np.float64, np.float16, "bfloat16"]
 
 
@@ -306,7 +309,7 @@ def test_fused_adam_matches_cpu(rows, opt_name, kwargs, dtype):
     cpu_params, cpu_opt = _adam_run("cpu", dtype, opt_cls, kwargs, foreach=False)
     cuda_params, cuda_opt = _adam_run("cuda", dtype, opt_cls, kwargs)
     assert adam_module._default_impl(cuda_params, False) is adam_module._fused_adam
-    tol = "bfloat16" if dtype == np.float16 else dtype  # the CPU loop rounds every float16 op, the kernel once
+    tol = "adam16" if dtype == np.float16 else dtype
     for a, e in zip(cuda_params, cpu_params):
         close(a.detach(), e.detach(), tol)
         sa, se = cuda_opt.state[a], cpu_opt.state[e]

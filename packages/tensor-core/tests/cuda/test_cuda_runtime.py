@@ -213,3 +213,90 @@ def test_cuda_extras_name_both_cupy_builds():
     extras = dict(re.findall(r'^(cuda\w*) = \["([^"]+)"\]', text, flags=re.M))
     assert extras["cuda12"].startswith("cupy-cuda12x") and extras["cuda13"].startswith("cupy-cuda13x")
     assert extras["cuda"] == extras["cuda12"]
+
+
+# --------------------------------------------------------------------------- random ops on cuda tensors
+
+
+@pytest.mark.parametrize(
+    "name, args, dtype",
+    [("uniform_", (-2.0, 3.0), ember.float32), ("uniform_", (0.0, 1.0), ember.bfloat16),
+     ("uniform_", (0.0, 1.0), ember.complex64), ("normal_", (1.0, 2.0), ember.float64),
+     ("normal_", (0.0, 1.0), ember.bfloat16), ("random_", (0, 10), ember.int64), ("exponential_", (1.5,), ember.float32),
+     ("bernoulli_", (0.3,), ember.float32)],
+)
+def test_in_place_samplers_on_cuda_draw_what_cpu_draws(name, args, dtype):
+    # the GPU's generator draws on the host (the same stream as a CPU generator) and the values are copied
+    expected = getattr(ember.zeros(4, 5, dtype=dtype), name)(*args, generator=ember.Generator().manual_seed(3))
+    x = ember.zeros(4, 5, dtype=dtype, device="cuda")
+    base = ember.zeros(4, 10, dtype=dtype, device="cuda")
+    view = base[:, ::2]  # a strided view is filled in place
+    assert getattr(x, name)(*args, generator=ember.Generator("cuda").manual_seed(3)) is x
+    getattr(view, name)(*args, generator=ember.Generator("cuda").manual_seed(3))
+    for got in (x, view):
+        assert got.device.type == "cuda" and got.dtype is dtype
+        np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+    assert (base[:, 1::2].cpu() == 0).all()
+    ember.manual_seed(5)
+    a = getattr(ember.zeros(6, dtype=dtype, device="cuda"), name)(*args)  # the GPU's default generator
+    ember.manual_seed(5)
+    b = getattr(ember.zeros(6, dtype=dtype, device="cuda"), name)(*args)
+    np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    with pytest.raises(RuntimeError, match="generator"):
+        getattr(x, name)(*args, generator=ember.Generator("cpu"))
+
+
+def test_bernoulli_with_probabilities_on_cuda():
+    p = ember.rand(50, 40)
+    expected = ember.zeros(50, 40).bernoulli_(p, generator=ember.Generator().manual_seed(1))
+    got = ember.zeros(50, 40, device="cuda").bernoulli_(p.cuda(), generator=ember.Generator("cuda").manual_seed(1))
+    np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+    drawn = ember.bernoulli(p.cuda(), generator=ember.Generator("cuda").manual_seed(2))
+    assert drawn.device.type == "cuda" and drawn.dtype is ember.float32
+    np.testing.assert_array_equal(drawn.cpu().numpy(), ember.bernoulli(p, generator=ember.Generator().manual_seed(2)))
+    with pytest.raises(RuntimeError, match=r"probabilities in \[0, 1\]"):
+        ember.bernoulli((p * 3).cuda())
+
+
+@pytest.mark.parametrize("replacement", [True, False])
+@pytest.mark.parametrize("shape", [(7,), (5, 7), (3, 1000)])
+def test_multinomial_on_cuda_draws_what_cpu_draws(shape, replacement):
+    weights = ember.rand(*shape, dtype=ember.float64)
+    weights[..., 2] = 0.0  # a category that can't be drawn with replacement (without: only last)
+    n = 4 if replacement or shape[-1] >= 4 else shape[-1]
+    expected = ember.multinomial(weights, n, replacement, generator=ember.Generator().manual_seed(9))
+    got = ember.multinomial(weights.cuda(), n, replacement, generator=ember.Generator("cuda").manual_seed(9))
+    assert got.device.type == "cuda" and got.dtype is ember.int64 and got.shape == expected.shape
+    np.testing.assert_array_equal(got.cpu().numpy(), expected.numpy())
+    probs = ember.softmax(ember.randn(2, 50, device="cuda"), dim=-1)  # sampling tokens, as a language model does
+    tokens = ember.multinomial(probs, 1)
+    assert tokens.shape == (2, 1) and tokens.device.type == "cuda" and ((tokens >= 0) & (tokens < 50)).all()
+    with pytest.raises(RuntimeError, match="sum of probabilities <= 0"):
+        ember.multinomial(ember.zeros(2, 3, device="cuda"), 1, True)
+    with pytest.raises(RuntimeError, match="inf"):
+        ember.multinomial(ember.tensor([1.0, float("inf")], device="cuda"), 1)
+
+
+def test_nn_init_fills_cuda_parameters_in_place():
+    w = ember.empty(64, 32, device="cuda")
+    ember.nn.init.uniform_(w, -0.5, 0.5)
+    host = w.cpu().numpy()
+    assert w.device.type == "cuda" and host.min() >= -0.5 and host.max() < 0.5 and host.std() > 0.2
+    ember.nn.init.normal_(w, 0.0, 0.1)
+    assert abs(float(w.std().item()) - 0.1) < 0.02
+
+
+def test_default_generator_bernoulli_draws_on_the_gpu():
+    # dropout's sampler: with the default generator the uniforms come from cuRAND's Philox on the GPU,
+    # keyed by the GPU generator, so they are reproducible under ember.manual_seed
+    p = ember.full((1000, 100), 0.3, device="cuda")
+    ember.manual_seed(7)
+    a = ember.bernoulli(p)
+    ember.manual_seed(7)
+    b = ember.bernoulli(p)
+    c = ember.bernoulli(p)
+    assert a.device.type == "cuda" and a.dtype is ember.float32
+    np.testing.assert_array_equal(a.cpu().numpy(), b.cpu().numpy())
+    assert not np.array_equal(b.cpu().numpy(), c.cpu().numpy())  # the generator's state moved on
+    assert set(np.unique(a.cpu().numpy())) <= {0.0, 1.0}
+    assert abs(float(a.mean().item()) - 0.3) < 0.01  # 1e5 draws: the standard error is 0.0015

@@ -1,7 +1,7 @@
 """The scatter/index family, scans and sort-based reductions on cuda, against the same calls on CPU.
 
 Covers every reduction mode and dtype of scatter/index_reduce/put/index_put with repeated positions
-(the ``_xp.ufunc_at`` paths: cupyx.scatter_add, small integers through int64, complex parts, bool
+(the ``_xp.ufunc_at`` paths: cupy.add.at, small integers through int64, complex parts, bool
 counting, and the ordered rounds and segmented scans of every other ufunc), cummax/cummin with ties
 and NaN, mode, unique, quantiles, histogram, the nuclear norm, embedding_bag, and out-of-range
 indices raising on cuda as on CPU. Integer, bool and max/min results must equal CPU's exactly; float
@@ -298,6 +298,24 @@ def test_mode_matches_cpu(dtype):
         expected, got = _both(lambda a: ember.mode(a, dim, keepdim), x)
         _check(got.values, expected.values, exact=True)
         _check(got.indices, expected.indices, exact=True)
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [ember.int16, ember.int64, ember.float32, ember.float64])
+def test_median_and_kthvalue_of_long_rows_match_cpu(dtype):
+    rng = np.random.default_rng(34)
+    data = rng.integers(0, 9, size=(3, 41)).astype(np.float64)
+    if dtype.is_floating_point:
+        data[1, ::7] = np.nan
+    x = ember.tensor(data).to(dtype)
+    for op in (ember.median, ember.nanmedian):
+        expected, got = _both(lambda a, op=op: op(a, 1), x)
+        _check(got.values, expected.values)
+        np.testing.assert_array_equal(_host(x)[np.arange(3), _host(got.indices)], _host(got.values))
+        expected, got = _both(lambda a, op=op: op(a), x)
+        _check(got, expected)
+    expected, got = _both(lambda a: ember.kthvalue(a, 5, 1), x)
+    _check(got.values, expected.values)
 
 
 @cuda

@@ -4,7 +4,8 @@
   PyTorch runs on its CUDA device too when it has one (``torch.cuda.is_available()``), so the
   comparison is GPU against GPU; otherwise both run on the CPU. Where PyTorch's CUDA build has
   no kernel for a case (some integer or half-precision ops), :func:`torch_call` falls back to
-  PyTorch on the CPU, whose answer is the same reference.
+  PyTorch on the CPU, whose answer is the same reference; it also runs every call on the CPU
+  first, so inputs PyTorch rejects never reach a CUDA kernel.
 * Version: the parity suite is written against :data:`PINNED_TORCH` (``noxfile.py``'s
   ``TORCH_SPEC``). Checks of API surface (signatures, reprs, which names exist, error types
   and messages) and the few values that changed between PyTorch releases hold for that version
@@ -90,15 +91,19 @@ def to_torch(value, device=None):
 
 
 def torch_call(fn, *args, **kwargs):
-    """``fn(*args, **kwargs)`` on PyTorch's side: arguments converted with :func:`to_torch` to
-    :data:`TORCH_DEVICE`; where PyTorch's CUDA build raises (no kernel for that dtype), the call is
-    repeated on the CPU, and the CPU's result or error is the answer."""
+    """``fn(*args, **kwargs)`` on PyTorch's side, arguments converted with :func:`to_torch`.
+
+    The call runs on the CPU first: an error there is PyTorch's answer (raised here). Only inputs the
+    CPU accepts go to :data:`TORCH_DEVICE`, so an invalid index never reaches a CUDA kernel, where
+    it would be a device-side assert that ends the process's CUDA context. The device's result is
+    returned, or the CPU's where PyTorch's CUDA build raises (no kernel for that dtype)."""
+    on_cpu = fn(*to_torch(args, "cpu"), **to_torch(kwargs, "cpu"))
+    if TORCH_DEVICE == "cpu":
+        return on_cpu
     try:
         return fn(*to_torch(args), **to_torch(kwargs))
-    except Exception:
-        if TORCH_DEVICE == "cpu":
-            raise
-    return fn(*to_torch(args, "cpu"), **to_torch(kwargs, "cpu"))
+    except Exception:  # noqa: BLE001 - no CUDA kernel for this case: the CPU's answer stands
+        return on_cpu
 
 
 def torch_numpy(t):

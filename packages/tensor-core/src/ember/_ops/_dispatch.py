@@ -103,10 +103,11 @@ def _disabled_ember_function(cls, func, types, args=(), kwargs=None):
 class _Scan:
     """What one pass over the arguments found."""
 
-    __slots__ = ("device", "needs_grad", "overloaded", "zero_dim_cpu")
+    __slots__ = ("device", "full_cpu", "needs_grad", "overloaded", "zero_dim_cpu")
 
     def __init__(self):
         self.device = None
+        self.full_cpu = ()  # (a CPU tensor of one or more dims,) once one was met
         self.needs_grad = False
         self.overloaded = None
         self.zero_dim_cpu = False
@@ -119,13 +120,21 @@ def _see_tensor(scan, t, op):
     if scan.device is None:
         scan.device = d
     elif d is not scan.device:
-        scan.device = _common_device(op, scan.device, t)
+        scan.device = _common_device(op, scan.device, t, scan.full_cpu)
+    if d.type == "cpu" and t._data.ndim != 0 and not scan.full_cpu:
+        scan.full_cpu = (t,)
 
 
-def _common_device(op, current, t):
+def _full_cpu_tensor(value):
+    return isinstance(value, Tensor) and value._device.type == "cpu" and value._data.ndim != 0
+
+
+def _common_device(op, current, t, seen=()):
     """The device of an op mixing ``current`` with tensor ``t``'s device.
 
-    Zero-dim CPU tensors may join tensors of any device (as in PyTorch).
+    Zero-dim CPU tensors may join tensors of any device (as in PyTorch). ``seen`` holds the
+    arguments met before ``t`` (tensors among them are checked when ``current`` is the CPU:
+    it may only have come from zero-dim tensors).
 
     Raises:
         RuntimeError: "Expected all tensors to be on the same device" otherwise.
@@ -133,8 +142,8 @@ def _common_device(op, current, t):
     d = t._device
     if "cross_device" in op.tags or (d.type == "cpu" and t._data.ndim == 0):
         return current
-    if current.type == "cpu":
-        return d  # the first tensor was a CPU scalar; a later check catches real mismatches
+    if current.type == "cpu" and not any(_full_cpu_tensor(a) for a in seen):
+        return d  # the CPU tensors so far were all zero-dim
     raise RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, {current} and {d}! "
         f"(when checking argument for op {op.name})"
@@ -190,7 +199,7 @@ def dispatch(op, args, kwargs):
             if device is None:
                 device = a._device
             elif a._device is not device:
-                device = _common_device(op, device, a)
+                device = _common_device(op, device, a, args)
             if a._requires_grad:
                 needs_grad = True
         elif t not in _PLAIN_TYPES:

@@ -57,12 +57,12 @@ def as_array(value, order=None):
 
 
 # -- scatter and scan helpers: numpy's ufunc.at / ufunc.accumulate for CuPy arrays --------------------------
-# CuPy's ufuncs have no general ``at``/``accumulate``/``reduceat``: ``cupy.add.at`` (cupyx.scatter_add) takes
+# CuPy's ufuncs have no general ``at``/``accumulate``/``reduceat``: ``cupy.add.at`` (atomic adds) takes
 # only some dtypes, and the other ufuncs raise NotImplementedError. The helpers below give numpy's results
 # with CuPy operations (sorts, scans, fancy indexing with distinct positions); on numpy arrays they call
 # numpy directly.
 
-#: dtypes that cupyx.scatter_add (CuPy's add.at) accepts
+#: dtypes that CuPy's add.at accepts (cupyx.scatter_add, the same kernel, is deprecated in CuPy 14)
 _SCATTER_ADD_DTYPES = frozenset(np.dtype(n) for n in ("int32", "int64", "uint32", "uint64", "float16", "float32",
                                                       "float64"))
 #: the most repeats of one position that ``ufunc_at`` applies one occurrence at a time (numpy's exact order);
@@ -92,7 +92,7 @@ def ufunc_at(ufunc, target, positions, values):
         positions: 1-D int64 indices into ``target``, in ``[0, target.size)`` (checked by the caller).
         values: 1-D, of ``target``'s dtype, as long as ``positions`` (or a scalar).
 
-    On CuPy: ``add`` uses ``cupyx.scatter_add`` (atomic, so float sums may round differently from numpy's
+    On CuPy: ``add`` uses ``cupy.add.at`` (atomic, so float sums may round differently from numpy's
     sequential order); small integers add in int64 and wrap back as numpy does; complex adds its real and
     imaginary parts; bool ``or``/``and`` (numpy's ``add``/``maximum`` and ``multiply``/``minimum`` of bool)
     count hits. Every other ufunc and dtype runs in numpy's order: the positions are stably sorted and round
@@ -123,11 +123,9 @@ def ufunc_at(ufunc, target, positions, values):
 
 def _bool_at(cp, target, positions, values, any_true):
     """``or``/``and`` of bool values into ``target`` at ``positions``: by counting the deciding values."""
-    import cupyx
-
     hits = cp.zeros(target.size, dtype=np.int32)
     deciding = values if any_true else cp.logical_not(values)
-    cupyx.scatter_add(hits, positions, deciding.astype(np.int32))
+    cp.add.at(hits, positions, deciding.astype(np.int32))
     if any_true:
         cp.logical_or(target, hits > 0, out=target)
     else:
@@ -135,26 +133,24 @@ def _bool_at(cp, target, positions, values, any_true):
 
 
 def _add_at(cp, target, positions, values):
-    """``add.at`` for every dtype: cupyx.scatter_add where it applies, else through a wider dtype or parts."""
-    import cupyx
-
+    """``add.at`` for every dtype: CuPy's own where it applies, else through a wider dtype or parts."""
     dtype = target.dtype
     if dtype in _SCATTER_ADD_DTYPES:
-        cupyx.scatter_add(target, positions, values)
+        cp.add.at(target, positions, values)
     elif dtype.kind == "c":  # the real and imaginary parts add up separately
         part = np.dtype(np.float32) if dtype == np.complex64 else np.dtype(np.float64)
         real = cp.zeros(target.size, dtype=part)
         imag = cp.zeros(target.size, dtype=part)
-        cupyx.scatter_add(real, positions, cp.ascontiguousarray(values.real))
-        cupyx.scatter_add(imag, positions, cp.ascontiguousarray(values.imag))
+        cp.add.at(real, positions, cp.ascontiguousarray(values.real))
+        cp.add.at(imag, positions, cp.ascontiguousarray(values.imag))
         hit = cp.zeros(target.size, dtype=np.int32)
-        cupyx.scatter_add(hit, positions, cp.ones(positions.size, dtype=np.int32))
+        cp.add.at(hit, positions, cp.ones(positions.size, dtype=np.int32))
         touched = hit > 0  # only touched positions change (adding 0 could turn -0.0 into 0.0)
         total = target + (real + 1j * imag).astype(dtype)
         cp.copyto(target, total, where=touched)
     elif dtype.kind in "iu":  # int8/int16/uint8/uint16: exact in int64, then wrapped as numpy's add wraps
         wide = cp.zeros(target.size, dtype=np.int64)
-        cupyx.scatter_add(wide, positions, values.astype(np.int64))
+        cp.add.at(wide, positions, values.astype(np.int64))
         target[...] = (target.astype(np.int64) + wide).astype(dtype)
     else:
         ordered_at(cp, cp.add, target, positions, values)

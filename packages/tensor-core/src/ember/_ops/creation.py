@@ -570,6 +570,12 @@ def _to_copy_cpu(
     strides = dense_strides_like(data.shape, input.stride())  # a copy keeps the layout, as clone
     if target.type == "meta":
         return Tensor._make(MetaArray(data.shape, np_dtype, strides), target)
+    if target.type == "cuda" and np_dtype == data.dtype:
+        # straight from the source's memory (no host copy first): pinned memory goes by DMA, asynchronously
+        # with non_blocking=True (see ember.cuda._pinned.to_device)
+        from ..cuda._pinned import to_device
+
+        return Tensor._make(to_device(np.asarray(data, order="C"), target.index, non_blocking), target)
     array = _convert_array(data, np_dtype)
     if target.type != "cpu":
         return Tensor._make(get_backend(target.type).from_numpy(np.asarray(array, order="C"), target.index), target)

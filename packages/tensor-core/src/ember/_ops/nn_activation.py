@@ -44,7 +44,7 @@ from ._nn_common import (
 )
 from ._pointwise_helpers import _torch_name, make_inplace
 from ._shapes import wrap_dim
-from .random import _numpy_rng
+from .random import _default_noise
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -411,7 +411,7 @@ def _rrelu_cpu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=Fals
     x = _compute(input._data)
     if not training:
         return _finish(input, _leaky(x, (lower + upper) / 2), inplace)
-    slopes = lower + (upper - lower) * _numpy_rng(None).random(x.shape)
+    slopes = lower + (upper - lower) * _default_noise(x).random(x.shape)
     with np.errstate(all="ignore"):
         return _finish(input, np.where(x > 0, x, x * slopes.astype(x.dtype)), inplace)
 
@@ -1407,7 +1407,7 @@ def _one_hot_argmax_np(y, axis):
 def _gumbel_softmax_cpu(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     data = logits._data
     dim = wrap_dim(dim, data.ndim)
-    noise = _numpy_rng(None).standard_exponential(data.shape).astype(data.dtype)
+    noise = _default_noise(data).standard_exponential(data.shape).astype(data.dtype)
     x = _compute(data)
     with np.errstate(all="ignore"):
         g = (x - np.log(_compute(noise))) / np.asarray(tau, x.dtype)
@@ -1492,7 +1492,7 @@ def _dropout_np(input, p, training, inplace, noise_shape, alpha):
         return data if inplace else data.copy()
     x = _compute(data)
     keep = 1.0 - p
-    noise = (_numpy_rng(None).random(noise_shape(input)) < keep).astype(x.dtype)
+    noise = (_default_noise(x).random(noise_shape(input)) < keep).astype(x.dtype)
     with np.errstate(all="ignore"):
         if alpha:
             a = 1.0 / math.sqrt((_SELU_NEG_SATURATION**2 * p + 1) * keep)

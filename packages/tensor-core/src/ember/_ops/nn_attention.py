@@ -39,7 +39,7 @@ from ._nn_common import (
 )
 from ._pointwise_helpers import _torch_name
 from ._shapes import broadcast_shapes, wrap_dim
-from .random import _numpy_rng
+from .random import _default_noise
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -192,7 +192,7 @@ def _scaled_dot_product_attention_cpu(query, key, value, attn_mask=None, dropout
         total = weights.sum(axis=-1, keepdims=True)
         weights /= np.where(dead, 1, total)
         if dropout_p > 0:
-            keep = _numpy_rng(None).random(weights.shape) < 1.0 - dropout_p
+            keep = _default_noise(weights).random(weights.shape) < 1.0 - dropout_p
             weights = weights * keep / (1.0 - dropout_p) if dropout_p < 1 else weights * 0
         out = np.matmul(weights, v)
     return np.broadcast_to(out, shape).astype(query._data.dtype)

@@ -1594,8 +1594,11 @@ def _pool_return_type(name):
 # -- pooling over any array namespace (CuPy arrays; numpy arrays keep the ember._C kernels) ---------------
 #
 # The windows of a pool are a strided view (planes, *out, *kernel) of the (padded) input, reduced over
-# the kernel axes in one launch. Index maps of window taps depend only on shapes: they are built on the
-# host with numpy (metadata, memoised) and uploaded with ``xp.asarray``.
+# the kernel axes in one launch; adaptive windows (unequal sizes) are gathered with one ``take``. Index
+# maps and masks of window taps depend only on shapes: they are built on the host with numpy (metadata,
+# memoised) and uploaded once per GPU (``_uploaded``). On CuPy arrays max pooling itself runs one CUDA
+# kernel (``_max_pool_device``, below); its window reductions (``_max_pool_xp``) remain the fallback.
+# These functions take numpy arrays too, where tests/cuda/test_cuda_pool.py checks them against ember._C.
 
 
 _DEVICE_COPIES = {}
@@ -1615,8 +1618,8 @@ def _uploaded(xp, host):
 
 
 def _lowest(dtype):
-    """The value that never wins a max: -inf for floating dtypes, the minimum for integers."""
-    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+    """The value that never wins a max: the minimum of integer dtypes, else -inf."""
+    return np.iinfo(dtype).min if dtype.kind in "iu" else -np.inf
 
 
 def _padded_planes_xp(xp, x, n, lo, hi, fill):
@@ -1770,12 +1773,22 @@ def _max_pool_device(xp, x, n, k, s, p, d, out, with_indices):
 
 
 def _max_pool_any(x, n, k, s, p, d, out, with_indices):
-    """Max pooling: ember._C for numpy arrays, one CUDA kernel or :func:`_max_pool_xp` for others (CuPy)."""
+    """Max pooling: ember._C for numpy arrays, one CUDA kernel or :func:`_max_pool_xp` for others (CuPy).
+
+    float16 and bfloat16 pool in float32 (exact: the maxima are input values), as on CPU.
+    """
     if type(x) is np.ndarray:
         return _max_pool_run(x, n, k, s, p, d, out, with_indices)
-    if _MAX_POOL_RAW_KERNEL and x.dtype != np.float16:  # float16 (CuPy's class type) takes the xp path
-        return _max_pool_device(_array_namespace(x), x, n, k, s, p, d, out, with_indices)
-    return _max_pool_xp(x, n, k, s, p, d, out, with_indices)
+    data = _compute(x)
+    if _MAX_POOL_RAW_KERNEL:
+        result = _max_pool_device(_array_namespace(x), data, n, k, s, p, d, out, with_indices)
+    else:
+        result = _max_pool_xp(data, n, k, s, p, d, out, with_indices)
+    if data is x:
+        return result
+    if with_indices:
+        return result[0].astype(x.dtype), result[1]
+    return result.astype(x.dtype)
 
 
 @_memoized
@@ -1890,10 +1903,16 @@ def _adaptive_avg_xp(x, n, sizes, shape):
 
 
 def _adaptive_max_xp(x, n, sizes, shape):
-    """Adaptive max pooling of an array of any namespace: values and indices as ember._C's."""
+    """Adaptive max pooling of an array of any namespace: values and indices as ember._C's.
+
+    float16 and bfloat16 pool in float32 (exact: the maxima are input values), as on CPU.
+    """
     xp = _array_namespace(x)
     if 0 in sizes:
         return xp.zeros(shape, x.dtype), xp.zeros(shape, np.int64)
+    if x.dtype in _HALF_TYPES:
+        values, indices = _adaptive_max_xp(_compute(x), n, sizes, shape)
+        return values.astype(x.dtype), indices
     spatial = x.shape[x.ndim - n:]
     if all(spatial[i] % sizes[i] == 0 for i in range(n)):  # equal windows that tile the input: a max pool
         k = tuple(spatial[i] // sizes[i] for i in range(n))

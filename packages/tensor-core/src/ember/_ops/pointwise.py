@@ -265,21 +265,21 @@ def _float32_division(a, b, mode):
     return value
 
 
-_F32_ZERO, _F32_HALF, _F32_ONE = (_F32.type(v) for v in (0.0, 0.5, 1.0))
-
-
 def _numpy_divmod_xp(xp, a, b):
     """numpy's float floor quotient and remainder (its ``npy_divmod``, the Python convention), elementwise in
-    ``a``'s float dtype with ``xp``'s ufuncs. CuPy's own ``floor_divide``/``remainder`` differ from numpy's at
-    infinities (``inf // 3`` is inf there, NaN in numpy; ``-1 // inf`` is -0.0 there, -1 in numpy)."""
+    the operands' float dtype with ``xp``'s ufuncs (the constants are Python numbers, which keep that dtype).
+
+    CuPy's own ``floor_divide``/``remainder`` (``floor(a / b)``, ``a - floor(a / b) * b``) differ from numpy's:
+    ``1 // 0.1`` is 10 there (9 in numpy), ``inf // 3`` is inf (NaN), ``-1 // inf`` is -0.0 (-1).
+    """
     mod = xp.fmod(a, b)
     div = (a - mod) / b
     shift = (mod != 0) & ((b < 0) != (mod < 0))  # NaN counts as nonzero, as in C
-    div = xp.where(shift, div - _F32_ONE, div)
-    mod = xp.where(shift, mod + b, xp.where(mod != 0, mod, xp.copysign(_F32_ZERO, b)))
+    div = xp.where(shift, div - 1.0, div)
+    mod = xp.where(shift, mod + b, xp.where(mod != 0, mod, xp.copysign(0.0, b)))
     floor = xp.floor(div)
-    floor = xp.where(div - floor > _F32_HALF, floor + _F32_ONE, floor)
-    floor = xp.where(div != 0, floor, xp.copysign(_F32_ZERO, a / b))
+    floor = xp.where(div - floor > 0.5, floor + 1.0, floor)
+    floor = xp.where(div != 0, floor, xp.copysign(0.0, a / b))
     by_zero = b == 0  # a / b and fmod(a, 0) (NaN), as numpy
     return xp.where(by_zero, a / b, floor), xp.where(by_zero, xp.fmod(a, b), mod)
 
@@ -306,7 +306,12 @@ def _float32_division_xp(xp, a, b, mode):
 
 
 def _integer_or_float32_division(mode, np_fn):
-    """``np_fn(a, b)`` with PyTorch's integer division-by-zero error and the fast float32 path of ``mode``."""
+    """``np_fn(a, b)`` with PyTorch's integer division-by-zero error and the fast float32 path of ``mode``.
+
+    Other float dtypes on GPU arrays take numpy's formula (:func:`_numpy_divmod_xp`): CuPy's own
+    ``floor_divide``/``remainder`` are ``floor(a / b)`` and ``a - floor(a / b) * b``, which differ from numpy's
+    (``1 // 0.1`` is 10 there, 9 in numpy and Python). ``fmod`` is C's in both.
+    """
 
     def divide(a, b):
         kind = np.result_type(a, b)
@@ -314,6 +319,10 @@ def _integer_or_float32_division(mode, np_fn):
             _zero_division_check(b)
         elif kind == _F32:
             return _float32_division(a, b, mode)
+        elif mode != "fmod" and kind.kind == "f":
+            xp = _array_namespace(a, b)
+            if xp is not np:
+                return _numpy_divmod_xp(xp, a, b)[0 if mode == "floor" else 1]
         return np_fn(a, b)
 
     return divide

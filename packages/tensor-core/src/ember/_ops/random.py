@@ -52,6 +52,17 @@ def _numpy_rng(generator):
     return (_random.default_generator if generator is None else generator)._rng
 
 
+def _default_noise(data):
+    """The default generator's sampler for a kernel that draws noise for array ``data``: numpy's
+    ``Generator`` of the CPU default generator for numpy arrays; for GPU arrays, a sampler that draws on
+    the GPU from that GPU's default generator (:class:`ember.cuda.random.DeviceNoise`)."""
+    if type(data) is np.ndarray:
+        return _random.default_generator._rng
+    from ..cuda.random import device_rng
+
+    return device_rng()
+
+
 def _check_generator(op, generator, device):
     """Check ``generator``'s type, and that it serves ``device`` (meta accepts any generator).
 

@@ -1674,7 +1674,8 @@ def _select_rows(rows, kth):
     Found by partitioning (linear time) rather than sorting.
     """
     x = _upcast(rows)
-    positions = np.unique(kth) if x.shape[1] > 32 else None
+    # (CuPy: always the sort; its partition takes the ranks as host integers)
+    positions = np.unique(kth) if x.shape[1] > 32 and type(x) is np.ndarray else None
     if positions is None or positions.size > 8:  # short rows, or many ranks: one sort is cheaper
         order = np.take_along_axis(_sort_order(x, 1, False), kth[:, None], axis=1)
         return np.take_along_axis(rows, order, axis=1)[:, 0], order[:, 0].astype(_I64, copy=False)
@@ -1881,7 +1882,7 @@ def _quantile_op(name, ignore_nan):
             if q.ndim > 1:
                 raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
             if q.device.type != "meta":
-                values = q._host_array()
+                values = _data_for_checks(q)  # (CuPy: checked on the GPU, one bool read back)
                 if values.size and not ((values >= 0) & (values <= 1)).all():
                     raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
             q_shape = tuple(q.shape)

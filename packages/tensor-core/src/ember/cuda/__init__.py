@@ -1,9 +1,13 @@
 """``ember.cuda``: the CUDA runtime as PyTorch's ``torch.cuda`` exposes it, backed by CuPy.
 
-CuPy is optional (``pip install ember-core[cuda]``). This module imports without it:
-:func:`is_available` is then False, :func:`device_count` is 0 and every other
-function raises a ``RuntimeError`` that says how to install CUDA support. ROCm
-GPUs are the same ``cuda`` device type, through CuPy's ROCm build.
+CuPy is optional: ``pip install ember-core[cuda12]`` (or ``[cuda]``) for CUDA 12,
+``ember-core[cuda13]`` for CUDA 13; bfloat16 tensors on the GPU need CuPy >= 14. This
+module imports without it: :func:`is_available` is then False, :func:`device_count`
+is 0 and every other function raises a ``RuntimeError`` that says how to install
+CUDA support. ROCm GPUs are the same ``cuda`` device type, through CuPy's ROCm build.
+
+``Tensor.pin_memory()`` and ``Tensor.is_pinned()`` (page-locked host memory for fast,
+asynchronous copies to the GPU) are installed by this module; see ``ember.cuda._pinned``.
 
 Device arguments accept an int index, a string (``"cuda"``, ``"cuda:1"``), an
 :class:`ember.device` of type ``cuda`` or ``None`` (the current device).

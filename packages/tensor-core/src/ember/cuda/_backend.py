@@ -20,6 +20,8 @@ a CUDA tensor is asked for. What lives here:
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _device
@@ -201,9 +203,24 @@ def _device_index(kwargs):
 
 
 def _register_random_kernels():
-    """CUDA kernels of the random factory ops: draw from the GPU's default generator, then copy to the GPU."""
+    """CUDA kernels of the random ops (values drawn from the GPU's default generator on the host, then copied).
+
+    * factories (``rand``, ``randn``, ``randint``, ...): the CPU kernel's result, copied to the GPU;
+    * in-place samplers (``uniform_``, ``normal_``, ``random_``, ``exponential_``, ``bernoulli_``): the
+      CPU kernel fills a host array of ``self``'s shape and dtype (it reads nothing else of ``self``),
+      copied into ``self``; with a tensor argument on the GPU (``bernoulli_(p)``) the kernel runs on the
+      GPU arrays instead, with draws copied to the GPU (:class:`~ember.cuda.random.DeviceDraws`);
+    * samplers of a tensor (``bernoulli``): likewise on the GPU arrays with uploaded draws when given a
+      generator; with the default generator the uniforms are drawn on the GPU (cuRAND Philox keyed by the
+      generator, :class:`~ember.cuda.random.DeviceNoise`), so they differ from the CPU's;
+    * ``multinomial``: :func:`ember.cuda.random.multinomial`.
+
+    Apart from ``bernoulli`` with the default generator, a cuda tensor drawn after ``ember.manual_seed(s)``
+    equals the CPU tensor drawn after the same seed.
+    """
     from .._ops._registry import registry
-    from .random import generator_for
+    from . import random as cuda_random
+    from .random import DeviceDraws, DeviceNoiseDraws, generator_for
 
     def make(op, cpu):
         def kernel(*args, **kwargs):
@@ -215,6 +232,58 @@ def _register_random_kernels():
         kernel.__name__ = f"{op.name}_cuda"
         return kernel
 
+    def make_inplace(op, cpu):
+        def kernel(self, *args, **kwargs):
+            index = self._device.index
+            generator = kwargs.get("generator")
+            generator = generator_for(index) if generator is None else generator
+            on_gpu = any(isinstance(a, Tensor) and a._device.type != "cpu" for a in (*args, *kwargs.values()))
+            with cupy_module().cuda.Device(index):
+                if on_gpu:  # e.g. bernoulli_(p) with p on the GPU: compute there, from uploaded draws
+                    cpu(self, *args, **{**kwargs, "generator": DeviceDraws(generator)})
+                    return self
+                host = Tensor._make(np.empty(self._data.shape, self._data.dtype))  # only its shape/dtype are read
+                cpu(host, *args, **{**kwargs, "generator": generator})
+                self._data[...] = upload(host._data)
+            return self
+
+        kernel.__name__ = f"{op.name}_cuda"
+        return kernel
+
+    def make_sampler(op, cpu):
+        def kernel(input, *args, **kwargs):
+            index = input._device.index
+            generator = kwargs.get("generator")
+            # The default generator's draws are made on the GPU (dropout's masks: a host draw plus copy costs
+            # about a second per transformer-layer step); an explicit generator's equal the CPU's draws.
+            draws = DeviceNoiseDraws(generator_for(index)) if generator is None else DeviceDraws(generator)
+            kwargs = {**kwargs, "generator": draws}
+            with cupy_module().cuda.Device(index):
+                return _on_device(_run_generic(op, cpu, (input, *args), kwargs))
+
+        kernel.__name__ = f"{op.name}_cuda"
+        return kernel
+
+    def multinomial_kernel(input, num_samples, replacement=False, *, generator=None):
+        index = input._device.index
+        generator = generator_for(index) if generator is None else generator
+        shape = input._data.shape
+        with cupy_module().cuda.Device(index):
+            weights = input._data.astype(np.float64).reshape(math.prod(shape[:-1]), shape[-1])
+            out = cuda_random.multinomial(weights, num_samples, replacement, generator)
+            return out.reshape(*shape[:-1], out.shape[-1])
+
     for op in registry.values():
-        if "random" in op.tags and "factory" in op.tags and "cuda" not in op.kernels and "cpu" in op.kernels:
-            op.register_kernel("cuda", make(op, op.kernels["cpu"]))
+        if "random" not in op.tags or "cuda" in op.kernels or "cpu" not in op.kernels:
+            continue
+        cpu = op.kernels["cpu"]
+        if "factory" in op.tags:
+            op.register_kernel("cuda", make(op, cpu))
+        elif "generator" not in op._call_signature.parameters:
+            continue  # draws from the default generator inside (dropout and friends): the generic path
+        elif op.name == "multinomial":
+            op.register_kernel("cuda", multinomial_kernel)
+        elif op.kind == "inplace":
+            op.register_kernel("cuda", make_inplace(op, cpu))
+        elif op.kind == "function":
+            op.register_kernel("cuda", make_sampler(op, cpu))

@@ -47,7 +47,6 @@ _OP_N, _OP_T = 0, 1
 _INT_MAX = 2**31 - 1
 
 
-
 def _cuda_type(dtype):
     return _CUDA_R_16BF if dtype == BF16 else _CUDA_R_32F
 

@@ -8,15 +8,22 @@ CPU generators, on the host, and the values are copied to the GPU: a CUDA
 tensor drawn after ``manual_seed(s)`` equals the CPU tensor drawn after the
 same seed. (A counter-based on-device generator such as Philox is the planned
 replacement for large draws; see docs/internals.rst, "The CUDA backend".)
+
+The random ops' CUDA kernels (registered by :mod:`ember.cuda._backend`) draw this
+way too: factories and in-place samplers copy host draws to the GPU; samplers of
+GPU tensors (``bernoulli``, ``bernoulli_(p)``, :func:`multinomial`) compute on the
+GPU from uploaded draws (:class:`DeviceDraws`), never copying the tensors to the host.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from .. import _random
 
 __all__ = [
     "default_generators", "generator_for", "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
-    "get_rng_state", "set_rng_state",
+    "get_rng_state", "set_rng_state", "DeviceDraws", "device_rng", "multinomial",
 ]
 
 _generators = {}  # device index -> ember.Generator
@@ -107,3 +114,148 @@ def _reseed_existing(seed):
 
 
 _random.register_device_seed_hook(_reseed_existing)
+
+
+# -- kernels of the random ops on the GPU ----------------------------------------------------------------
+# Values are drawn on the host from the GPU's generator (as the factories' are) and copied over; anything
+# computed from tensor arguments (probabilities, weights) is computed on the GPU, from the uploaded draws.
+
+
+class _UploadedDraws:
+    """A numpy ``Generator`` look-alike over ``rng`` whose array results come back as CuPy arrays."""
+
+    def __init__(self, rng):
+        self._rng = rng
+
+    def __getattr__(self, name):
+        method = getattr(self._rng, name)
+
+        def draw(*args, **kwargs):
+            from ._backend import upload
+
+            result = method(*args, **kwargs)
+            return upload(result) if isinstance(result, np.ndarray) else result
+
+        return draw
+
+
+class DeviceDraws:
+    """What a CPU sampling kernel takes as ``generator=`` on the GPU: its draws land on the GPU.
+
+    CPU kernels read a generator's ``_rng`` (a numpy ``Generator``); this one's
+    draws come from ``generator`` (a cuda :class:`ember.Generator`, whose state
+    they advance) and are copied to the current GPU, so that the kernel's
+    arithmetic on them and on CuPy arrays runs on the GPU.
+    """
+
+    def __init__(self, generator):
+        self.device = generator.device
+        self._rng = _UploadedDraws(generator._rng)
+
+
+class DeviceNoise:
+    """Noise for kernels that draw from a GPU's default generator (dropout masks, RReLU slopes, Gumbel
+    noise), made on the GPU: ``random``, ``standard_exponential`` and ``standard_normal`` with numpy
+    ``Generator``'s signatures, returning CuPy arrays.
+
+    Each draw takes one 64-bit key from ``generator`` (advancing its state, so ``ember.manual_seed`` and
+    ``get_rng_state``/``set_rng_state`` reproduce it) and runs cuRAND's counter-based Philox4x32-10
+    generator from that key (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011).
+    Drawing the values on the host and copying them, as the random factories do, costs about a second
+    for the 100M-element attention-dropout mask of one transformer-layer step. The values differ from the
+    CPU's draws for the same seed (as PyTorch's CUDA masks differ from its CPU masks).
+    """
+
+    def __init__(self, generator):
+        self._generator = generator
+
+    def _curand(self):
+        from ._runtime import cupy_module
+
+        cp = cupy_module()
+        device = cp.cuda.runtime.getDevice()
+        states = _philox_states
+        state = states.get(device)
+        if state is None:
+            state = states[device] = cp.random.RandomState(0, method=cp.cuda.curand.CURAND_RNG_PSEUDO_PHILOX4_32_10)
+        state.seed(int(self._generator._rng.integers(0, 2**63)))
+        return state
+
+    def random(self, size=None, dtype=np.float32):
+        """Uniform draws in (0, 1] (cuRAND's interval; masks compare ``u < keep``), float32 unless ``dtype``."""
+        return self._curand().random_sample(size, dtype=dtype)
+
+    def standard_exponential(self, size=None, dtype=np.float64):
+        return self._curand().standard_exponential(size, dtype=dtype)
+
+    def standard_normal(self, size=None, dtype=np.float64):
+        return self._curand().standard_normal(size, dtype=dtype)
+
+
+class DeviceNoiseDraws:
+    """``generator=`` for a CPU sampling kernel run on the GPU whose draws are made on the GPU
+    (:class:`DeviceNoise`): what ``bernoulli`` (and so dropout) uses with the default generator."""
+
+    def __init__(self, generator):
+        self.device = generator.device
+        self._rng = DeviceNoise(generator)
+
+
+_philox_states = {}  # GPU index -> cupy.random.RandomState (Philox), re-keyed for every draw
+
+
+def device_rng(index=None):
+    """A :class:`DeviceNoise` over GPU ``index``'s default generator (the current GPU when None): for
+    kernels that draw from the default generator (dropout masks, noise) and run on the GPU."""
+    return DeviceNoise(generator_for(_index(index)))
+
+
+def multinomial(weights, num_samples, replacement, generator):
+    """``ember.multinomial`` of the rows of CuPy array ``weights`` (2-D, float64) on the GPU.
+
+    The same draws as the CPU kernel for the same generator state: uniforms (with
+    replacement, inverse-CDF) or exponential keys ``E / w`` (without; the
+    ``num_samples`` smallest keys, the categories of weight 0 last, ordered by
+    ``E``), drawn on the host and copied over; the search and the sorts run on
+    the GPU.
+
+    Raises:
+        RuntimeError: on weights that are negative, inf or nan, or a row that sums to 0 (checking them
+            reads one flag back, as PyTorch's check does).
+    """
+    from ._backend import upload
+    from ._runtime import cupy_module
+
+    cp = cupy_module()
+    rows, k = weights.shape
+    n = int(num_samples)
+    rng = generator._rng
+    if rows == 0:
+        return cp.empty((0, n), np.int64)
+    if not bool((cp.isfinite(weights) & (weights >= 0)).all()):
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    totals = weights.sum(axis=1)
+    empty_rows = cp.flatnonzero(~(totals > 0))
+    if empty_rows.size:
+        raise RuntimeError(
+            f"multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row {int(empty_rows[0])}"
+        )
+    if replacement:
+        cdf = cp.cumsum(weights, axis=1)
+        u = upload(rng.random((rows, n)))
+        targets = u * cdf[:, -1:]
+        out = cp.empty((rows, n), np.int64)
+        for r in range(rows):  # one binary search per row (rows are few where sampling is done)
+            out[r] = cp.searchsorted(cdf[r], targets[r], side="right")
+        # u * total can round up to total: clamp to each row's last category of positive weight
+        last = k - 1 - cp.argmax((weights > 0)[:, ::-1], axis=1)
+        return cp.minimum(out, last[:, None])
+    e = upload(rng.standard_exponential((rows, k)))
+    positive = weights > 0
+    # the positive weights in order of their keys E / w (ties have probability 0) ...
+    by_key = cp.argsort(cp.where(positive, e / cp.where(positive, weights, 1.0), cp.inf), axis=1)
+    # ... then the weights 0, in order of E (as the CPU kernel's lexsort by (key, E) puts them)
+    zeros_by_e = cp.argsort(cp.where(positive, -cp.inf, e), axis=1)
+    count = positive.sum(axis=1)[:, None]
+    order = cp.where(cp.arange(k)[None, :] < count, by_key, zeros_by_e)
+    return cp.ascontiguousarray(order[:, :n]).astype(np.int64, copy=False)

@@ -30,7 +30,9 @@ def device_copy(array):
 
 
 def _copyable(data):
-    return type(data) is _state["ndarray"] and data._c_contiguous and data.data.device_id == _state["device"]()
+    if type(data) is not _state["ndarray"] or not data._c_contiguous:
+        return False
+    return _state["one_gpu"] or data.data.device_id == _state["device"]()
 
 
 def _clone_kernel(previous):
@@ -86,6 +88,7 @@ def register():
 
     cp = cupy_module()
     _state["ndarray"], _state["device"] = cp.ndarray, cp.cuda.runtime.getDevice
+    _state["one_gpu"] = cp.cuda.runtime.getDeviceCount() == 1  # every array is then on the current GPU
     for name, make in (("clone", _clone_kernel), ("_to_copy", _to_copy_kernel)):
         op = registry.get(name)
         previous = op.kernels.get("cuda") if op is not None else None

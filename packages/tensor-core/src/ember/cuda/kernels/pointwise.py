@@ -31,6 +31,7 @@ Two entry points per op, installed by :func:`register`:
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 
@@ -237,8 +238,8 @@ def _compile(kind, dtype, layout, out_dtype):
     """Compile (once) the kernels of ``kind`` for ``dtype``; ``layout`` is a string of operand kinds:
     ``a`` an array of ``dtype``, ``m`` a bool array, ``s`` a scalar of ``dtype``."""
     key = (kind, dtype, layout)
-    entry = compiled.get(key)
-    if entry is not None:
+    entry = compiled.get(key, False)
+    if entry is not False:
         return entry
     ctype = _CTYPE[dtype]
     inputs = [(("bool" if c == "m" else ctype), c != "s") for c in layout]
@@ -246,9 +247,14 @@ def _compile(kind, dtype, layout, out_dtype):
     width = 16 // widest
     name = f"ember_{kind}_{layout}_{ctype}"
     source = _source(name, _expression(kind, dtype), inputs, _CTYPE[out_dtype], width)
-    module = _cp.RawModule(code=source, options=("--fmad=false",))
-    vector = module.get_function(f"{name}_g" if GRID_BLOCKS else f"{name}_v")
-    entry = (vector, module.get_function(f"{name}_s"), width, widest * width)
+    try:
+        module = _cp.RawModule(code=source, options=("--fmad=false",))
+        vector = module.get_function(f"{name}_g" if GRID_BLOCKS else f"{name}_v")
+        entry = (vector, module.get_function(f"{name}_s"), width, widest * width)
+    except Exception as exc:  # a kernel that does not build leaves its calls to the generic path
+        warnings.warn(f"ember: the fast CUDA kernel {name} did not compile ({type(exc).__name__}: {exc}); "
+                      "its calls take the generic path", RuntimeWarning, stacklevel=3)
+        entry = None
     compiled[key] = entry
     return entry
 
@@ -257,7 +263,12 @@ def _compile(kind, dtype, layout, out_dtype):
 
 
 def _launch(entry, operands, arrays, out, n):
-    """Run a compiled kernel over ``n`` elements: packed when every array is aligned to a pack."""
+    """Run a compiled kernel over ``n`` elements: packed when every array is aligned to a pack.
+
+    Returns ``out``, or None when the kernel did not compile (the caller then takes the generic path).
+    """
+    if entry is None:
+        return None
     vector, single, width, align = entry
     if n == 0:
         return out
@@ -276,9 +287,17 @@ def _launch(entry, operands, arrays, out, n):
     return out
 
 
-def _usable(a):
+def _usable_any_gpu(a):
     """Whether CuPy array ``a`` suits a fast kernel: C-contiguous, on the current GPU."""
     return a._c_contiguous and a.data.device_id == _get_device()
+
+
+def _usable_one_gpu(a):
+    """:func:`_usable_any_gpu` on a machine with one GPU, where every array is on the current one."""
+    return a._c_contiguous
+
+
+_usable = _usable_any_gpu  # register() picks _usable_one_gpu where CuPy sees a single GPU
 
 
 def _scalar_operand(x, dtype):
@@ -522,12 +541,13 @@ def _generic(op):
 
 def register():
     """Install the fast kernels (idempotent): the dispatcher's ``checked_cuda`` entries and the ops' cuda kernels."""
-    global _cp, _ndarray, _get_device
+    global _cp, _ndarray, _get_device, _usable
     from ..._ops import _dispatch
     from ..._ops._registry import registry
 
     cp = cupy_module()
     _cp, _ndarray, _get_device = cp, cp.ndarray, cp.cuda.runtime.getDevice
+    _usable = _usable_one_gpu if cp.cuda.runtime.getDeviceCount() == 1 else _usable_any_gpu
     _dispatch.set_device_array_type(cp.ndarray)
     for name, fast in FAST_OPS.items():
         op = registry.get(name)

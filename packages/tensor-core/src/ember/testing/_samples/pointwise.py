@@ -313,7 +313,16 @@ _INT_DIVISION_ERRORS = (
     _binary_dtype_error(D.complex64),
     (lambda e, d: (_t(e, d, [1, 2]), (_t(e, d, [1, 0]),), {}), RuntimeError, "ZeroDivisionError"),
 )
-register_opinfo(OpInfo("floor_divide", _binary(exclude_zero=True), dtypes=_REAL_NO_BOOL,
+def _floor_divide_samples(opinfo, device, dtype, requires_grad):
+    yield from binary_samples(opinfo, device, dtype, requires_grad, exclude_zero=True)
+    if dtype in _FLOATING:
+        # Python's convention, where floor(a / b) is not it: 1 // 0.1 is 9, inf // 3 is NaN, -1 // inf is -1
+        a = _specials([1.0, 5.5, -0.3, _INF, -1.0, 1.0, -_INF], dtype, device)
+        b = _specials([0.1, 0.1, 0.1, 3.0, _INF, -_INF, -2.0], dtype, device)
+        yield SampleInput(a, (b,), name="python convention")
+
+
+register_opinfo(OpInfo("floor_divide", _floor_divide_samples, dtypes=_REAL_NO_BOOL,
                        ref=_same_ref(np.floor_divide), error_inputs=_errors(*_INT_DIVISION_ERRORS)))
 register_opinfo(OpInfo("remainder", _binary(exclude_zero=True), dtypes=_REAL_NO_BOOL,
                        ref=_same_ref(np.remainder), error_inputs=_errors(*_INT_DIVISION_ERRORS)))
