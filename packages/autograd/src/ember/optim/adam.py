@@ -383,28 +383,34 @@ _CUDA_FUSED_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "co
 
 def _cuda_fused_supported(p):
     """Whether ``p`` may take the CUDA fused step by default: a plain CUDA tensor of a dtype the kernel takes."""
-    return _foreach_supported(p) and p.device.type == "cuda" and p.dtype.name in _CUDA_FUSED_DTYPES
+    return _foreach_supported(p) and p._device.type == "cuda" and p._data.dtype.name in _CUDA_FUSED_DTYPES
+
+
+#: The real dtype the CUDA fused step sees for each dtype it takes (complex tensors are updated as real pairs).
+_CUDA_REAL = {"float16": None, "bfloat16": None, "float32": None, "float64": None, "complex64": np.float32,
+              "complex128": np.float64}
 
 
 def _cuda_fused_arrays(tensors):
-    """The CuPy arrays the CUDA fused step updates for one parameter (complex tensors viewed as real), or None
-    when one of them does not suit it (not a plain CUDA tensor of a dtype the kernel takes, C-contiguous, of the
-    parameter's dtype, size and device)."""
+    """The CuPy arrays the CUDA fused step updates for one parameter (complex ones viewed as real), or None when
+    one of them does not suit it (not a plain tensor on the GPU, C-contiguous, of a dtype the kernel takes, and of
+    the parameter's dtype and size). Attribute reads only: this runs for every parameter at every step."""
+    a0 = tensors[0]._data
+    name = a0.dtype.name
+    if name not in _CUDA_REAL:
+        return None
+    real = _CUDA_REAL[name]
     arrays = []
     for t in tensors:
         if t is None:
             arrays.append(None)
             continue
-        if not _foreach_supported(t) or t.device.type != "cuda":
-            return None
-        if t.is_complex():
-            t = ember.view_as_real(t)
         a = t._data
-        if t.dtype.name not in _CUDA_FUSED_DTYPES or not a.flags.c_contiguous:
+        if (type(t) is not Tensor and type(t) is not ember.nn.Parameter) or type(a) is np.ndarray:
             return None
-        if arrays and (a.dtype != arrays[0].dtype or a.size != arrays[0].size or t.device != tensors[0].device):
+        if a.dtype != a0.dtype or a.size != a0.size or not a.flags.c_contiguous:
             return None
-        arrays.append(a)
+        arrays.append(a if real is None else a.reshape(-1).view(real))  # (a 0-d array can't change itemsize)
     return arrays
 
 
@@ -459,12 +465,11 @@ def _fused_adam(
     no_mode = not _dispatch_state.modes
     for i in range(len(params)):
         row = (params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] if amsgrad else None)
-        arrays = _fused_arrays(row) if no_mode else None
-        if arrays is None and no_mode and params[i].device.type == "cuda":
+        if type(params[i]._data) is not np.ndarray and no_mode and params[i]._device.type == "cuda":
             arrays = _cuda_fused_arrays(row)
-            if arrays is not None:
-                on_cuda.append((i, row, arrays))
-                continue
+            (on_cuda if arrays is not None else rest).append((i, row, arrays))
+            continue
+        arrays = _fused_arrays(row) if no_mode else None
         (fused if arrays is not None else rest).append((i, row, arrays))
     if rest:
         idx = [i for i, _, _ in rest]
@@ -503,7 +508,7 @@ def _cuda_fused_adam(rows, state_steps, amsgrad, beta1, beta2, lr, weight_decay,
 
     by_device = {}
     for item in rows:
-        by_device.setdefault(item[1][0].device, []).append(item)
+        by_device.setdefault(item[1][0]._device, []).append(item)
     for device, items in by_device.items():
         steps = [state_steps[i] for i, _, _ in items]
         ember._foreach_add_(steps, 1)

@@ -679,18 +679,24 @@ def _col2im(cols, planes, image, kernel, blocks, stride, pad, dilation, parallel
     return np.array(buffer[(slice(None), *(slice(pad[i], pad[i] + image[i]) for i in range(n)))], copy=True)
 
 
+def _transpose_geometry(x_shape, w_shape, stride, padding, output_padding, dilation, groups):
+    """The sizes of a transposed convolution of x (N, C, *blocks) by w (C, C_out / groups, *kernel):
+    ``(n, N, C, C_out / groups, C_out, kernel, blocks, output spatial sizes)``."""
+    n = len(w_shape) - 2
+    N, C = x_shape[:2]
+    opg = w_shape[1]
+    kernel, blocks = tuple(w_shape[2:]), tuple(x_shape[2:])
+    out = tuple((blocks[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
+                for i in range(n))
+    return n, N, C, opg, opg * groups, kernel, blocks, out
+
+
 def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, groups):
     """Transposed convolution of x (N, C, *spatial) by w (C, C_out / groups, *kernel): matmul, then col2im."""
     dtype = x.dtype
     x, w = _compute(x), _compute(w)
-    n = w.ndim - 2
-    N, C = x.shape[:2]
-    opg = w.shape[1]
-    out_channels = opg * groups
-    kernel = w.shape[2:]
-    blocks = x.shape[2:]
-    out = tuple((blocks[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
-                for i in range(n))
+    n, N, C, opg, out_channels, kernel, blocks, out = _transpose_geometry(
+        x.shape, w.shape, stride, padding, output_padding, dilation, groups)
     cpg = C // groups
     K, L = math.prod(kernel), math.prod(blocks)
     if N == 0 or out_channels == 0 or C == 0:
@@ -1419,14 +1425,8 @@ def _xp_conv_transpose_forward(x, w, b, stride, padding, output_padding, dilatio
     xp = _array_namespace(x, w)
     dtype = x.dtype
     x, w = _compute(x), _compute(w)
-    n = w.ndim - 2
-    N, C = x.shape[:2]
-    opg = w.shape[1]
-    out_channels = opg * groups
-    kernel = w.shape[2:]
-    blocks = x.shape[2:]
-    out = tuple((blocks[i] - 1) * stride[i] - 2 * padding[i] + dilation[i] * (kernel[i] - 1) + output_padding[i] + 1
-                for i in range(n))
+    n, N, C, opg, out_channels, kernel, blocks, out = _transpose_geometry(
+        x.shape, w.shape, stride, padding, output_padding, dilation, groups)
     if N == 0 or out_channels == 0 or C == 0:
         result = xp.zeros((N, out_channels, *out), x.dtype)
     else:

@@ -33,6 +33,7 @@ import math
 
 import ember
 from ember._ops import registry as _ops
+from ember._ops._dispatch import state as _dispatch_state
 from ember._ops._nn_common import _kernel_reduction
 
 from .._table import derivative, nondifferentiable, through_decomposition
@@ -182,13 +183,29 @@ def _softmax_dim(ndim, dim):
     return dim % max(ndim, 1)
 
 
+def _cuda_rows(t):
+    """ember.cuda.kernels.rows when ``t`` is a CUDA tensor and the backward pass records nothing (no
+    ``create_graph``): its fused backward kernels then replace the formulas' chains of ops."""
+    if t.device.type != "cuda" or _dispatch_state.grad_enabled:
+        return None
+    from ember.cuda.kernels import rows
+
+    return rows
+
+
 def _softmax_input(grad, result, dim):
     d = _softmax_dim(result.ndim, dim)
+    rows = _cuda_rows(result)
+    if rows is not None:
+        return rows.softmax_backward_tensor(grad, result, d)
     return result * (grad - ember.sum(grad * result, d, keepdim=True))
 
 
 def _log_softmax_input(grad, result, dim):
     d = _softmax_dim(result.ndim, dim)
+    rows = _cuda_rows(result)
+    if rows is not None:
+        return rows.softmax_backward_tensor(grad, result, d, log=True)
     return grad - ember.exp(result) * ember.sum(grad, d, keepdim=True)
 
 
@@ -341,6 +358,9 @@ def _layer_norm_backward(grad, input, normalized_shape, weight, eps, output_mask
     lead = list(range(ndim - k))
     if input.numel() == 0:
         return ember.zeros_like(input), _zeros_param(weight), _zeros_param(weight)
+    rows = _cuda_rows(input)
+    if rows is not None:
+        return rows.layer_norm_backward_tensor(grad, input, normalized_shape, weight, eps, output_mask)
     x, g = _upcast(input), _upcast(grad)
     xhat, invstd = _standardize(x, dims, eps)
     d_input = d_weight = d_bias = None
@@ -1043,6 +1063,12 @@ def _cross_entropy_input(grad, input, target, weight, size_average, ignore_index
     w_shape[cdim] = classes
     if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs_input(grad, input, target, weight, reduction, label_smoothing, cdim, w_shape)
+    rows = _cuda_rows(input)
+    if rows is not None:
+        fused = rows.cross_entropy_backward_tensor(
+            grad, input, target, weight, ignore_index, label_smoothing, reduction)
+        if fused is not None:
+            return fused
     cdim, safe, per_target, keep = _class_targets(input, target, weight, ignore_index)
     p = _softmax(input, cdim)
     one_hot = _one_hot(safe if safe.dtype is ember.int64 else safe.to(ember.int64), classes)

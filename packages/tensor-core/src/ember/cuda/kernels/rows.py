@@ -15,7 +15,7 @@ compiled by NVRTC through ``cupy.RawKernel`` (CuPy caches the binaries on disk),
   else moves the dimension last (two copies) and runs the row kernel.
 
 :func:`register` installs the forward kernels as the ``cuda`` kernels of the registry ops ``softmax``,
-``log_softmax``, ``layer_norm``, ``cross_entropy`` and ``nll_loss``; calls a kernel does not take
+``log_softmax``, ``softmin``, ``layer_norm``, ``cross_entropy`` and ``nll_loss``; calls a kernel does not take
 (probability targets of ``cross_entropy``, dtypes other than float16/bfloat16/float32/float64) run the op's
 decomposition, as they did before these kernels. The backward functions (:func:`softmax_backward`,
 :func:`log_softmax_backward`, :func:`layer_norm_backward`, :func:`cross_entropy_backward`) work on CuPy
@@ -41,12 +41,18 @@ __all__ = [
     "cross_entropy_forward",
     "cross_entropy_backward",
     "nll_loss_forward",
+    "softmax_backward_tensor",
+    "layer_norm_backward_tensor",
+    "cross_entropy_backward_tensor",
     "CHECK_TARGETS",
 ]
 
-#: Whether cross_entropy/nll_loss check their class indices (an ``IndexError`` naming a target outside
-#: ``[0, C)``, as on CPU). The kernel flags a bad target in device memory; reading the flag waits for the
-#: kernel (one small device-to-host copy per call). False skips the wait: bad targets then give NaN.
+#: Whether cross_entropy/nll_loss check their class indices on the host, raising CPU's ``IndexError`` for a
+#: target outside ``[0, C)`` that is not ``ignore_index``. The kernel flags such a target in device memory
+#: either way, and its loss term (and weight) is NaN, so a bad target never passes silently. Reading the flag
+#: waits for the GPU (a 16-byte device-to-host copy and a synchronization per call: about 50 us per small
+#: call on the H200, where PyTorch's CUDA kernels raise asynchronously through a device assert instead).
+#: False skips the wait; the NaN then marks the bad target.
 CHECK_TARGETS = True
 
 # -- CUDA source -----------------------------------------------------------------------------------------
@@ -85,6 +91,9 @@ __device__ __forceinline__ double sq(double v) { return sqrt(v); }
 template <typename S> __device__ __forceinline__ S neg_inf();
 template <> __device__ __forceinline__ float neg_inf<float>() { return __int_as_float(0xff800000); }
 template <> __device__ __forceinline__ double neg_inf<double>() { return __longlong_as_double(0xfff0000000000000ULL); }
+template <typename S> __device__ __forceinline__ S nan_of();
+template <> __device__ __forceinline__ float nan_of<float>() { return __int_as_float(0x7fc00000); }
+template <> __device__ __forceinline__ double nan_of<double>() { return __longlong_as_double(0x7ff8000000000000ULL); }
 
 struct MaxOp {
     template <typename S> __device__ __forceinline__ S operator()(S a, S b) const { return a > b ? a : b; }
@@ -478,7 +487,7 @@ ember_ce_rows(const T* __restrict__ x, const I* __restrict__ target, const T* __
     const long long tg = (long long)target[row];
     A l = 0, wt = 0;
     if (tg != ignore_index) {
-        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; }
+        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
         else {
             wt = hw ? (A)to_acc(weight[tg]) : (A)1;
             l = wt * (lse - (A)to_acc(xr[tg]));
@@ -518,7 +527,7 @@ ember_ce_cols(const T* __restrict__ x, const I* __restrict__ target, const T* __
     const long long tg = (long long)target[k];
     A l = 0, wt = 0;
     if (tg != ignore_index) {
-        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; }
+        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
         else {
             wt = hw ? (A)to_acc(weight[tg]) : (A)1;
             l = wt * (lse - (A)to_acc(xr[tg * inner]));
@@ -542,7 +551,7 @@ ember_nll(const T* __restrict__ x, const I* __restrict__ target, const T* __rest
     const long long tg = (long long)target[k];
     A l = 0, wt = 0;
     if (tg != ignore_index) {
-        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; }
+        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
         else {
             wt = (flags & 1) ? (A)to_acc(weight[tg]) : (A)1;
             l = -((A)to_acc(x[(o * (long long)C + tg) * inner + i]) * wt);
@@ -550,6 +559,89 @@ ember_nll(const T* __restrict__ x, const I* __restrict__ target, const T* __rest
     }
     if (flags & 2) put(out + k, l);
     else { loss[k] = l; wsum[k] = wt; }
+}
+"""
+
+# cross_entropy and its 'sum'/'mean' reduction in one launch, for small problems (where the launches are the
+# cost): one block, each warp taking rows warp, warp + 32, ...; the sums are double and in a fixed order.
+# flags: 1 class weights, 4 'mean'.
+_CE_SMALL = r"""
+extern "C" __global__ void __launch_bounds__(1024)
+ember_ce_small(const T* __restrict__ x, const I* __restrict__ target, const T* __restrict__ weight,
+               T* __restrict__ out, long long* __restrict__ bad, long long rows, int C, long long ignore_index,
+               double smoothing, int flags) {
+    __shared__ double shl[32], shw[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const bool hw = flags & 1;
+    const bool smooth = smoothing > 0.0;
+    double accl = 0, accw = 0;
+    for (long long row = warp; row < rows; row += 32) {
+        const T* xr = x + row * (long long)C;
+        A m = neg_inf<A>(), s = 0, sx = 0, sw = 0;
+        for (int c = lane; c < C; c += 32) {
+            const A v = to_acc(xr[c]);
+            if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
+            else if (v != neg_inf<A>()) s += ex(v - m);
+            if (smooth) {
+                const A wc = hw ? (A)to_acc(weight[c]) : (A)1;
+                sx += wc * v;
+                sw += wc;
+            }
+        }
+        const A M = row_reduce<32>(m, MaxOp(), (A*)0);
+        s = row_reduce<32>(rescale(s, m, M), SumOp(), (A*)0);
+        if (smooth) {
+            sx = row_reduce<32>(sx, SumOp(), (A*)0);
+            sw = row_reduce<32>(sw, SumOp(), (A*)0);
+        }
+        if (lane == 0) {
+            const A shift = (M == neg_inf<A>() || M == -neg_inf<A>()) ? (A)0 : M;
+            const A lse = (shift == M ? lg(s) : lg(s * ex(M - shift))) + shift;
+            const long long tg = (long long)target[row];
+            A l = 0, wt = 0;
+            if (tg != ignore_index) {
+                if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
+                else {
+                    wt = hw ? (A)to_acc(weight[tg]) : (A)1;
+                    l = wt * (lse - (A)to_acc(xr[tg]));
+                    if (smooth) l = l * (A)(1.0 - smoothing) + (lse * sw - sx) * (A)(smoothing / C);
+                }
+            }
+            accl += (double)l;
+            accw += (double)wt;
+        }
+    }
+    if (lane == 0) { shl[warp] = accl; shw[warp] = accw; }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double L = 0, Wt = 0;
+        for (int k = 0; k < 32; k++) { L += shl[k]; Wt += shw[k]; }
+        put(out, (A)((flags & 4) ? L / Wt : L));
+    }
+}
+"""
+
+# nll_loss and its 'sum'/'mean' reduction in one launch, for small problems: one block, thread k taking
+# targets k, k + 1024, ...; double sums in a fixed order. flags: 1 class weights, 4 'mean'.
+_NLL_SMALL = r"""
+extern "C" __global__ void __launch_bounds__(1024)
+ember_nll_small(const T* __restrict__ x, const I* __restrict__ target, const T* __restrict__ weight,
+                T* __restrict__ out, long long* __restrict__ bad, long long outer, int C, long long inner,
+                long long ignore_index, int flags) {
+    __shared__ double sh[32];
+    double s = 0, w = 0;
+    for (long long k = threadIdx.x; k < outer * inner; k += 1024) {
+        const long long o = k / inner, i = k - o * inner;
+        const long long tg = (long long)target[k];
+        if (tg == ignore_index) continue;
+        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; s = w = (double)nan_of<A>(); continue; }
+        const double wt = (flags & 1) ? (double)to_acc(weight[tg]) : 1.0;
+        s += -((double)to_acc(x[(o * (long long)C + tg) * inner + i]) * wt);
+        w += wt;
+    }
+    s = row_reduce<1024>(s, SumOp(), sh);
+    w = row_reduce<1024>(w, SumOp(), sh);
+    if (threadIdx.x == 0) put(out, (A)((flags & 4) ? s / w : s));
 }
 """
 
@@ -645,6 +737,8 @@ _KERNELS = {
     "ce_cols": (_CE_COLS, "ember_ce_cols"),
     "nll": (_NLL, "ember_nll"),
     "loss_reduce": (_LOSS_REDUCE, "ember_loss_reduce"),
+    "ce_small": (_CE_SMALL, "ember_ce_small"),
+    "nll_small": (_NLL_SMALL, "ember_nll_small"),
     "ce_bwd_rows": (_CE_BWD_ROWS, "ember_ce_bwd_rows"),
     "target_weight_sum": (_TARGET_WEIGHT_SUM, "ember_target_weight_sum"),
 }
@@ -679,11 +773,20 @@ def _pow2(n):
 
 
 def _row_config(C, dtype):
-    """``(threads per row, threads per block, items per thread or 0 to loop)`` for rows of ``C`` elements."""
+    """``(threads per row, threads per block, items per thread or 0 to loop)`` for rows of ``C`` elements.
+
+    A row of up to 512 elements (256 for float64) is a warp's, four rows to a block; a longer one is a block's,
+    of the fewest threads (128 to 1024) that hold it in 16 registers each (8 for float64), so that several rows
+    are in flight on each multiprocessor. (On the H200, 1024-thread blocks of 8 items, two resident per
+    multiprocessor, ran (8192, 8192) float32 softmax in 0.25 ms and bfloat16 layer_norm no faster than float32,
+    a sign of too few rows in flight; the 512-thread blocks of 16 items chosen now fit three or four per
+    multiprocessor by their register counts, not yet timed.) A row longer than that is read twice by 1024
+    threads.
+    """
     max_items = 8 if dtype == "float64" else 16
     if C <= 32 * max_items:
         return 32, 128, _pow2(-(-C // 32))
-    tpr = min(1024, max(128, _pow2(-(-C // 8))))
+    tpr = min(1024, max(128, _pow2(-(-C // max_items))))
     items = _pow2(-(-C // tpr))
     if items > max_items:
         return 1024, 1024, 0
@@ -880,7 +983,7 @@ def layer_norm_backward(grad, x, inner, weight=None, eps=1e-5, output_mask=(True
     acc = np.float64 if name == "float64" else np.float32
     st = cp.empty((rows, 2), acc) if (want_dw or want_db) else None
     tpr, block, items = _row_config(inner, name)
-    if items > 8:
+    if items > 8 and tpr == 1024:  # two arrays in registers: 1024 threads of 16 items each would spill
         tpr, block, items = 1024, 1024, 0
     flags = (w is not None) | (st is not None) << 2 | want_dx << 3
     if want_dx or st is not None:
@@ -900,22 +1003,31 @@ def layer_norm_backward(grad, x, inner, weight=None, eps=1e-5, output_mask=(True
 
 # -- cross_entropy, nll_loss -------------------------------------------------------------------------------
 
-_bad_flags = {}  # device id -> a persistent (2,) int64 device array, kept zero between calls
+_bad_flags = {}  # device id -> a (2,) int64 device array: (a target was out of range, its value)
+
+
+_unchecked = set()  # devices whose flag may hold a bad target of a call that ran without CHECK_TARGETS
 
 
 def _bad_flag(cp):
+    """The current device's flag, zero when :data:`CHECK_TARGETS` is set (checked calls reset it on a hit)."""
     dev = cp.cuda.runtime.getDevice()
     flag = _bad_flags.get(dev)
     if flag is None:
         flag = _bad_flags[dev] = cp.zeros(2, np.int64)
+    if not CHECK_TARGETS:
+        _unchecked.add(dev)
+    elif dev in _unchecked:
+        flag.fill(0)
+        _unchecked.discard(dev)
     return flag
 
 
 def _check_bad(flag):
     if not CHECK_TARGETS:
         return
-    # The one host read of these ops: whether a target was out of range (a 16-byte copy; it waits for the
-    # kernel, as PyTorch's device-side assert would surface only later). No tensor data is copied.
+    # The one host read of these ops, only when CHECK_TARGETS: whether a target was out of range (a 16-byte
+    # copy that waits for the kernel). No tensor data is copied.
     bad, value = (int(v) for v in flag.get())
     if bad:
         flag.fill(0)
@@ -934,8 +1046,10 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     (int64 or uint8, ``x``'s shape without the class dim). Returns a CuPy array in ``x``'s dtype: the
     per-target losses (``'none'``, target's shape) or a 0-d sum/mean.
 
+    A target outside ``[0, C)`` other than ``ignore_index`` makes its loss term NaN (and the reduced loss).
+
     Raises:
-        IndexError: a target outside ``[0, C)`` other than ``ignore_index`` (when :data:`CHECK_TARGETS`).
+        IndexError: for such a target, when :data:`CHECK_TARGETS` is set.
     """
     cp = cupy_module()
     name = _dtype_name(x)
@@ -944,6 +1058,9 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     x = _contig(cp, x)
     t = _contig(cp, target.reshape(-1))
     w = None if weight is None else _contig(cp, weight.reshape(-1).astype(x.dtype, copy=False))
+    if reduction != "none" and inner == 1 and 0 < n * C <= _SMALL_LOSS:
+        return _run_small_loss(cp, "ce_small", x, t, w, (_i64(n), _i32(C), _i64(ignore_index),
+                                                          _f64(label_smoothing)), name, reduction)
     if inner == 1:
         tpr, block, _ = _row_config(C, name)
         tpr, block = (32, 128) if tpr == 32 else (min(tpr, 1024), min(tpr, 1024))
@@ -961,10 +1078,11 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
 
 def nll_loss_forward(x, target, weight=None, ignore_index=-100, reduction="mean"):
     """nll_loss of log-probabilities ``x`` (CuPy, classes in dim 1, or dim 0 when 1-D) and class indices
-    ``target``: ``-weight[t] * x[n, t]`` per target, then the reduction, in ``x``'s dtype.
+    ``target``: ``-weight[t] * x[n, t]`` per target, then the reduction, in ``x``'s dtype. A target outside
+    ``[0, C)`` other than ``ignore_index`` makes its term NaN.
 
     Raises:
-        IndexError: a target outside ``[0, C)`` other than ``ignore_index`` (when :data:`CHECK_TARGETS`).
+        IndexError: for such a target, when :data:`CHECK_TARGETS` is set.
     """
     cp = cupy_module()
     name = _dtype_name(x)
@@ -973,9 +1091,26 @@ def nll_loss_forward(x, target, weight=None, ignore_index=-100, reduction="mean"
     x = _contig(cp, x)
     t = _contig(cp, target.reshape(-1))
     w = None if weight is None else _contig(cp, weight.reshape(-1).astype(x.dtype, copy=False))
-    k = _kernel("nll", name, index=t.dtype.name)
     rest = (_i64(outer), _i32(C), _i64(inner), _i64(ignore_index))
+    if reduction != "none" and 0 < n <= _SMALL_LOSS:
+        return _run_small_loss(cp, "nll_small", x, t, w, rest, name, reduction)
+    k = _kernel("nll", name, index=t.dtype.name)
     return _run_loss(cp, k, ((n + 255) // 256,), 256, (x, t, w), rest, target.shape, x.dtype, name, reduction, n)
+
+
+#: Most logits (cross_entropy) or targets (nll_loss) for which a reduced loss is one single-block launch
+#: (``ce_small``/``nll_small``) rather than a per-target kernel and a reduction kernel.
+_SMALL_LOSS = 65536
+
+
+def _run_small_loss(cp, kind, x, t, w, rest, name, reduction):
+    flag = _bad_flag(cp)
+    out = cp.empty((), x.dtype)
+    flags = (w is not None) | (reduction == "mean") << 2
+    _kernel(kind, name, index=t.dtype.name)((1,), (1024,), (x, t, x if w is None else w, out, flag, *rest,
+                                                            _i32(flags)))
+    _check_bad(flag)
+    return out
 
 
 def _run_loss(cp, kernel, grid, block, arrays, rest, out_shape, dtype, name, reduction, n):
@@ -1107,9 +1242,19 @@ def _softmax_kernel(op, log):
 
     opname = op.name
 
+    negate = opname == "softmin"
+
     def kernel(input, dim=None, _stacklevel=3, dtype=None):
         d, out = _softmax_args(opname, input, dim, _stacklevel, dtype, warn=False)
         x = input._data
+        if negate:  # softmin(x) = softmax(-x), -x taken in x's dtype as on CPU
+            if x.dtype.name == "bfloat16":  # through ember's neg, which knows CuPy's bfloat16
+                from ..._grad_mode import no_grad
+
+                with no_grad():
+                    x = (-input)._data
+            else:
+                x = cupy_module().negative(x)
         want = out.numpy_dtype
         if x.dtype != want:
             x = x.astype(want)
@@ -1189,6 +1334,7 @@ def register():
     makers = {
         "softmax": lambda op: _softmax_kernel(op, False),
         "log_softmax": lambda op: _softmax_kernel(op, True),
+        "softmin": lambda op: _softmax_kernel(op, False),
         "layer_norm": _layer_norm_kernel,
         "cross_entropy": _cross_entropy_kernel,
         "nll_loss": _nll_loss_kernel,
