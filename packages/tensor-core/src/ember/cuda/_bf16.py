@@ -1,4 +1,4 @@
-"""bfloat16 on the GPU: cuBLAS matrix products, and the float32 detour for what CuPy lacks.
+"""bfloat16 on the GPU: cuBLAS matrix products (float32/float64 too), and the float32 detour for what CuPy lacks.
 
 A cuda bfloat16 tensor holds a CuPy array of dtype ``ml_dtypes.bfloat16`` (CuPy >= 14
 with ``ml_dtypes`` installed), the same dtype its CPU twin's numpy array has.
@@ -12,7 +12,10 @@ Matrix products
     ``mm``, ``bmm``, ``mv``, ``dot`` and ``linear`` reduce to on cuda), and
     :func:`added_product` under ``addmm`` and ``baddbmm`` (``beta * input`` is
     added in cuBLAS' epilogue, so the result is rounded once, as on CPU); other
-    dtypes keep the kernel they had.
+    dtypes keep the kernel they had. float32 and float64 products take the same
+    direct cuBLAS call (``CUBLAS_COMPUTE_32F``/``64F``: no TF32, as PyTorch's
+    default) when :data:`DIRECT_GEMM` is on, which skips ``cupy.matmul``'s
+    per-call preparation (small training steps make many small products).
 
 Missing bfloat16 loops
     CuPy 14 lacks bfloat16 in a few places (rounding, ``divmod``, most of
@@ -40,15 +43,36 @@ _F32 = np.dtype(np.float32)
 
 # cudaDataType / cublasComputeType_t / cublasGemmAlgo_t values (library_types.h, cublas_api.h)
 _CUDA_R_32F = 0
+_CUDA_R_64F = 1
 _CUDA_R_16BF = 14
 _CUBLAS_COMPUTE_32F = 68
+_CUBLAS_COMPUTE_64F = 70
 _CUBLAS_GEMM_DEFAULT = -1
 _OP_N, _OP_T = 0, 1
 _INT_MAX = 2**31 - 1
 
 
+_F64 = np.dtype(np.float64)
+#: operand dtype -> (cudaDataType, cublasComputeType_t, dtype of the host alpha/beta scalars)
+_GEMM_TYPES = {
+    BF16: (_CUDA_R_16BF, _CUBLAS_COMPUTE_32F, _F32),
+    _F32: (_CUDA_R_32F, _CUBLAS_COMPUTE_32F, _F32),
+    _F64: (_CUDA_R_64F, _CUBLAS_COMPUTE_64F, _F64),
+}
+#: whether float32/float64 ``matmul``/``addmm``/``baddbmm`` call cuBLAS directly (bfloat16 always does)
+DIRECT_GEMM = True
+
+
 def _cuda_type(dtype):
-    return _CUDA_R_16BF if dtype == BF16 else _CUDA_R_32F
+    return _GEMM_TYPES[dtype][0]
+
+
+def _direct(*dtypes):
+    """Whether a product of arrays of ``dtypes`` takes the direct cuBLAS path (one dtype, which it takes)."""
+    first = dtypes[0]
+    if any(d != first for d in dtypes) or first not in _GEMM_TYPES:
+        return False
+    return first == BF16 or DIRECT_GEMM
 
 
 def _describe(x):
@@ -70,14 +94,23 @@ def _describe(x):
     return x, _OP_N, max(cols, 1)
 
 
-def _scalars(alpha, beta):
-    # host float32 scalars (cuBLAS reads them during the call, in its default host pointer mode)
-    return np.array(alpha, np.float32), np.array(beta, np.float32)
+def _handle(cp, cublas):
+    """The current GPU's cuBLAS handle, bound to the current stream (``ember.cuda.stream`` contexts)."""
+    handle = cp.cuda.device.get_cublas_handle()
+    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
+    return handle
+
+
+def _scalars(alpha, beta, dtype):
+    # host scalars of the compute type (cuBLAS reads them during the call, in its default host pointer mode)
+    scalar = _GEMM_TYPES[dtype][2]
+    return np.array(alpha, scalar), np.array(beta, scalar)
 
 
 def _gemm_into(out, a, b, alpha, beta):
-    """``out = alpha * (a @ b) + beta * out`` for 2-D CuPy arrays: ``a`` (M, K), ``b`` (K, N) bfloat16,
-    ``out`` (M, N) C-contiguous bfloat16 or float32, computed in float32 and rounded once."""
+    """``out = alpha * (a @ b) + beta * out`` for 2-D CuPy arrays: ``a`` (M, K), ``b`` (K, N) of one dtype
+    of ``_GEMM_TYPES``, ``out`` (M, N) C-contiguous of that dtype (or float32 for bfloat16 operands),
+    computed in the compute type (float32 for bfloat16) and rounded once."""
     cp = cupy_module()
     m, k = a.shape
     n = b.shape[1]
@@ -91,22 +124,24 @@ def _gemm_into(out, a, b, alpha, beta):
     a, op_a, ld_a = _describe(a)
     from cupy_backends.cuda.libs import cublas
 
-    al, be = _scalars(alpha, beta)
+    in_type, compute, _ = _GEMM_TYPES[a.dtype]
+    al, be = _scalars(alpha, beta, a.dtype)
     cublas.gemmEx(
-        cp.cuda.device.get_cublas_handle(), op_b, op_a, n, m, k,
-        al.ctypes.data, b.data.ptr, _CUDA_R_16BF, ld_b, a.data.ptr, _CUDA_R_16BF, ld_a,
+        _handle(cp, cublas), op_b, op_a, n, m, k,
+        al.ctypes.data, b.data.ptr, in_type, ld_b, a.data.ptr, in_type, ld_a,
         be.ctypes.data, out.data.ptr, _cuda_type(out.dtype), n,
-        _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT,
+        compute, _CUBLAS_GEMM_DEFAULT,
     )
     return out
 
 
 def _scale(out, beta):
-    """``out *= beta`` (in float32, rounded once); ``beta == 0`` writes zeros (NaN in ``out`` included)."""
+    """``out *= beta`` (bfloat16 in float32, rounded once); ``beta == 0`` writes zeros (NaN in ``out`` included)."""
     if beta == 0:
         out.fill(0)
     elif beta != 1:
-        out[...] = (out.astype(_F32) * np.float32(beta)).astype(out.dtype)
+        wide = _F32 if out.dtype == BF16 else out.dtype
+        out[...] = (out.astype(wide) * wide.type(beta)).astype(out.dtype)
 
 
 def _batch_view(x, batch):
@@ -149,28 +184,31 @@ def _batched_gemm_into(out, a, b, alpha, beta):
     ax, op_a, ld_a, st_a = _stack_description(_batch_view(a, batch))
     from cupy_backends.cuda.libs import cublas
 
-    al, be = _scalars(alpha, beta)
+    in_type, compute, _ = _GEMM_TYPES[ax.dtype]
+    al, be = _scalars(alpha, beta, ax.dtype)
     cublas.gemmStridedBatchedEx(
-        cp.cuda.device.get_cublas_handle(), op_b, op_a, n, m, k,
-        al.ctypes.data, bx.data.ptr, _CUDA_R_16BF, ld_b, st_b, ax.data.ptr, _CUDA_R_16BF, ld_a, st_a,
+        _handle(cp, cublas), op_b, op_a, n, m, k,
+        al.ctypes.data, bx.data.ptr, in_type, ld_b, st_b, ax.data.ptr, in_type, ld_a, st_a,
         be.ctypes.data, out.data.ptr, _cuda_type(out.dtype), n, m * n, math.prod(batch),
-        _CUBLAS_COMPUTE_32F, _CUBLAS_GEMM_DEFAULT,
+        compute, _CUBLAS_GEMM_DEFAULT,
     )
     return out
 
 
 def _product_into(out, a, b, alpha=1.0, beta=0.0):
-    """``out = alpha * (a @ b) + beta * out`` for bfloat16 ``a`` (..., M, K) and ``b`` (..., K, N) with
-    ``out`` C-contiguous of the broadcast shape (..., M, N), bfloat16 or float32."""
+    """``out = alpha * (a @ b) + beta * out`` for ``a`` (..., M, K) and ``b`` (..., K, N) of one dtype of
+    ``_GEMM_TYPES`` with ``out`` C-contiguous of the broadcast shape (..., M, N), of that dtype (bfloat16
+    operands: bfloat16 or float32)."""
     cp = cupy_module()
     fold = b.ndim == 2 and a.ndim > 2  # a stack times one matrix: one GEMM over the stacked rows
     rows = math.prod(a.shape[:-1]) if fold else a.shape[-2]
-    if max(rows, a.shape[-1], b.shape[-1]) > _INT_MAX:  # beyond cuBLAS' 32-bit sizes: float32 CuPy
-        product = cp.matmul(a.astype(_F32), b.astype(_F32))
+    if max(rows, a.shape[-1], b.shape[-1]) > _INT_MAX:  # beyond cuBLAS' 32-bit sizes: CuPy (bf16 in float32)
+        wide = _F32 if a.dtype == BF16 else a.dtype
+        product = cp.matmul(a.astype(wide), b.astype(wide))
         if alpha != 1:
-            product *= np.float32(alpha)
+            product *= wide.type(alpha)
         if beta != 0:
-            product += out.astype(_F32) * np.float32(beta)
+            product += out.astype(wide) * wide.type(beta)
         out[...] = product.astype(out.dtype)
     elif fold:
         _gemm_into(out.reshape(rows, out.shape[-1]), a.reshape(rows, a.shape[-1]), b, alpha, beta)
@@ -182,14 +220,15 @@ def _product_into(out, a, b, alpha=1.0, beta=0.0):
 
 
 def matmul(a, b, out_dtype=None):
-    """``numpy.matmul(a, b)`` for CuPy bfloat16 arrays, on cuBLAS' bfloat16 tensor-core GEMM.
+    """``numpy.matmul(a, b)`` for CuPy arrays of one dtype, bfloat16 (cuBLAS' tensor-core GEMM with float32
+    accumulation), float32 or float64, in one cuBLAS call.
 
     Args:
-        a, b: CuPy arrays of dtype bfloat16 with >= 1 dims; the shapes follow
-            ``numpy.matmul`` (1-D operands are promoted and the added dim removed,
+        a, b: CuPy arrays of one dtype (bfloat16, float32, float64) with >= 1 dims; the shapes
+            follow ``numpy.matmul`` (1-D operands are promoted and the added dim removed,
             batch dims broadcast).
-        out_dtype: the result dtype, bfloat16 (default: rounded once from the float32
-            accumulator) or float32.
+        out_dtype: the result dtype: the operands' (default; bfloat16 is rounded once from the
+            float32 accumulator), or float32 for bfloat16 operands.
 
     Returns:
         A new CuPy array on the operands' device.
@@ -198,7 +237,7 @@ def matmul(a, b, out_dtype=None):
         ValueError: for shapes that don't multiply.
     """
     cp = cupy_module()
-    out_dtype = BF16 if out_dtype is None else np.dtype(out_dtype)
+    out_dtype = a.dtype if out_dtype is None else np.dtype(out_dtype)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError("matmul: operands must have at least one dimension")
     a_vec, b_vec = a.ndim == 1, b.ndim == 1
@@ -219,7 +258,7 @@ def matmul(a, b, out_dtype=None):
 
 
 def added_product(input, a, b, beta, alpha):
-    """``beta * input + alpha * (a @ b)`` for CuPy bfloat16 arrays, in float32 and rounded once.
+    """``beta * input + alpha * (a @ b)`` for CuPy arrays of one dtype of :func:`matmul`'s, rounded once.
 
     ``a`` (..., M, K) and ``b`` (..., K, N) as in :func:`matmul` (no 1-D operands);
     ``input`` broadcasts to the product's shape. ``beta == 0`` ignores ``input``
@@ -229,7 +268,7 @@ def added_product(input, a, b, beta, alpha):
     cp = cupy_module()
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     with a.device:
-        out = cp.empty(batch + (a.shape[-2], b.shape[-1]), BF16)
+        out = cp.empty(batch + (a.shape[-2], b.shape[-1]), a.dtype)
         if beta != 0:
             out[...] = input
         return _product_into(out, a, b, alpha, beta if beta != 0 else 0.0)
@@ -241,7 +280,7 @@ def added_product(input, a, b, beta, alpha):
 def _matmul_kernel(previous):
     def matmul_cuda(input, other):
         a, b = input._data, other._data
-        if a.dtype == BF16 and b.dtype == BF16:
+        if _direct(a.dtype, b.dtype) and (a.dtype == BF16 or (a.size and b.size)):
             return matmul(a, b)
         return previous(input, other)
 
@@ -251,7 +290,7 @@ def _matmul_kernel(previous):
 def _added_product_kernel(op):
     def kernel(input, mat1, mat2, *, beta=1, alpha=1):
         m1, m2, inp = mat1._data, mat2._data, input._data
-        if not (m1.dtype == BF16 and m2.dtype == BF16 and inp.dtype == BF16):
+        if not _direct(m1.dtype, m2.dtype, inp.dtype):
             return op.decomposition(input, mat1, mat2, beta=beta, alpha=alpha)
         beta = beta.item() if isinstance(beta, Tensor) else beta
         alpha = alpha.item() if isinstance(alpha, Tensor) else alpha
