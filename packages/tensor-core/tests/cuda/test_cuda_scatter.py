@@ -563,3 +563,14 @@ def test_embedding_bag_keeps_every_row_of_a_bag_before_empty_bags(mode):
     expected = {"sum": second.sum(0), "mean": second.mean(0), "max": second.max(0)}[mode]
     np.testing.assert_allclose(out.numpy()[1], expected)
     np.testing.assert_allclose(out.numpy()[2], np.zeros(3))
+
+
+@pytest.mark.cuda
+def test_complex_accumulation_keeps_an_inf_or_nan_imaginary_part_out_of_the_real_part():
+    src = ember.tensor([complex(1, float("nan")), complex(2, float("inf")), complex(3, 4), complex(5, -1)])
+    index = ember.tensor([0, 0, 1, 0])
+    expected = ember.zeros(3, dtype=ember.complex64).index_add(0, index, src)
+    got = ember.zeros(3, dtype=ember.complex64, device="cuda").index_add(0, index.cuda(), src.cuda())
+    np.testing.assert_array_equal(got.cpu().numpy().real, expected.numpy().real)  # 8, 3, 0: never nan
+    np.testing.assert_array_equal(got.cpu().numpy().imag, expected.numpy().imag)
+    assert np.isfinite(got.cpu().numpy().real).all()

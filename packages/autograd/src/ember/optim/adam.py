@@ -367,28 +367,23 @@ _FUSED_BY_DEFAULT = True
 
 def _default_impl(params, differentiable):
     """The path of ``fused=None, foreach=None``: fused (see :data:`_FUSED_BY_DEFAULT`; CPU float tensors, or
-    CUDA float tensors, see :data:`_CUDA_FUSED_DTYPES`), else foreach's default."""
-    if _FUSED_BY_DEFAULT and _default_to_fused(params, differentiable):
-        return _fused_adam
-    if not differentiable and params and all(_cuda_fused_supported(p) for p in params):
+    CUDA float tensors, see :data:`_CUDA_REAL`), else foreach's default."""
+    if _FUSED_BY_DEFAULT and (_default_to_fused(params, differentiable) or (
+            not differentiable and params and all(_cuda_fused_supported(p) for p in params))):
         return _fused_adam
     return _multi_tensor_adam if _resolve_foreach(None, differentiable, params) else _single_tensor_adam
 
 
-#: The dtypes of the CUDA fused step (``ember.cuda.kernels.optim_kernels``), complex viewed as real. It is the
-#: default for CUDA parameters: one launch for all parameters of a group, where the foreach path launches about
-#: ten kernels per parameter.
-_CUDA_FUSED_DTYPES = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128"})
+#: The dtypes of the CUDA fused step (``ember.cuda.kernels.optim_kernels``), each with the real dtype the step
+#: sees (complex tensors are updated as real pairs). It is the default for CUDA parameters: one launch for all
+#: parameters of a group, where the foreach path launches about ten kernels per parameter.
+_CUDA_REAL = {"float16": None, "bfloat16": None, "float32": None, "float64": None, "complex64": np.float32,
+              "complex128": np.float64}
 
 
 def _cuda_fused_supported(p):
     """Whether ``p`` may take the CUDA fused step by default: a plain CUDA tensor of a dtype the kernel takes."""
-    return _foreach_supported(p) and p._device.type == "cuda" and p._data.dtype.name in _CUDA_FUSED_DTYPES
-
-
-#: The real dtype the CUDA fused step sees for each dtype it takes (complex tensors are updated as real pairs).
-_CUDA_REAL = {"float16": None, "bfloat16": None, "float32": None, "float64": None, "complex64": np.float32,
-              "complex128": np.float64}
+    return _foreach_supported(p) and p._device.type == "cuda" and p._data.dtype.name in _CUDA_REAL
 
 
 def _cuda_fused_arrays(tensors):

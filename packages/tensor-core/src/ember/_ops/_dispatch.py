@@ -132,9 +132,9 @@ def _full_cpu_tensor(value):
 def _common_device(op, current, t, seen=()):
     """The device of an op mixing ``current`` with tensor ``t``'s device.
 
-    Zero-dim CPU tensors may join tensors of any device (as in PyTorch). ``seen`` holds the
-    arguments met before ``t`` (tensors among them are checked when ``current`` is the CPU:
-    it may only have come from zero-dim tensors).
+    Zero-dim CPU tensors may join tensors of any device (as in PyTorch). ``seen`` holds arguments
+    that include those met before ``t``; when ``current`` is the CPU, a CPU tensor with dimensions
+    among them is a mismatch (the CPU device may only have come from zero-dim tensors).
 
     Raises:
         RuntimeError: "Expected all tensors to be on the same device" otherwise.
@@ -223,7 +223,7 @@ def dispatch(op, args, kwargs):
             result._data = array
             result._device = device
             return result
-    elif device.type == "cuda":  # the same for the cuda device's checked kernels
+    elif checked_cuda and device.type == "cuda":  # the same for the cuda device's checked kernels (if loaded)
         checked = checked_cuda.get(op)
         if checked is not None:
             array = checked(*args)
@@ -311,7 +311,7 @@ def run_backend(op, args, kwargs, device):
             result._data = array
             result._device = device
             return result
-    elif device.type == "cuda" and not kwargs:  # autograd's calls reach the cuda checked kernels here
+    elif checked_cuda and device.type == "cuda" and not kwargs:  # autograd's calls reach the cuda checked kernels
         checked = checked_cuda.get(op)
         if checked is not None:
             array = checked(*args)

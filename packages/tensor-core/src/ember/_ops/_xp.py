@@ -14,8 +14,7 @@ import numpy as np
 
 __all__ = [
     "accumulate", "as_array", "array_namespace", "assign_last", "check_bounds", "cuda_runs_cpu_kernel",
-    "is_device_array", "keep_last",
-    "ufunc_at",
+    "is_device_array", "keep_last", "ufunc_at", "values_for_checks",
 ]
 
 _ndarray = np.ndarray
@@ -25,6 +24,16 @@ _generic = np.generic
 def is_device_array(value):
     """Whether ``value`` is a GPU array (anything exposing ``__cuda_array_interface__``: CuPy's)."""
     return hasattr(value, "__cuda_array_interface__")
+
+
+def values_for_checks(tensor):
+    """``tensor``'s array for reading values (checks, counts): numpy or GPU arrays as they are (a GPU
+    array is reduced where it lives, then one scalar is read), anything else (meta, other backends)
+    as a host copy."""
+    data = tensor._data
+    if type(data) is _ndarray or is_device_array(data):
+        return data
+    return tensor._host_array()
 
 
 def array_namespace(*values):
@@ -146,8 +155,11 @@ def _add_at(cp, target, positions, values):
         hit = cp.zeros(target.size, dtype=np.int32)
         cp.add.at(hit, positions, cp.ones(positions.size, dtype=np.int32))
         touched = hit > 0  # only touched positions change (adding 0 could turn -0.0 into 0.0)
-        total = target + (real + 1j * imag).astype(dtype)
-        cp.copyto(target, total, where=touched)
+        sums = cp.empty(target.size, dtype=dtype)  # set part by part: `real + 1j * imag` would turn an
+        parts = sums.view(part).reshape(target.size, 2)  # inf or nan imaginary part into a nan real part
+        parts[:, 0] = real
+        parts[:, 1] = imag
+        cp.copyto(target, target + sums, where=touched)
     elif dtype.kind in "iu":  # int8/int16/uint8/uint16: exact in int64, then wrapped as numpy's add wraps
         wide = cp.zeros(target.size, dtype=np.int64)
         cp.add.at(wide, positions, values.astype(np.int64))
@@ -157,7 +169,7 @@ def _add_at(cp, target, positions, values):
 
 
 def _runs(xp, sorted_positions):
-    """(start mask, index of each run's first element, each element's rank within its run) of a sorted array."""
+    """(index of each run's first element, each element's rank within its run) of a sorted array."""
     n = sorted_positions.size
     start = xp.empty(n, dtype=bool)
     start[:1] = True
@@ -165,7 +177,7 @@ def _runs(xp, sorted_positions):
     first = xp.flatnonzero(start)  # (CuPy: the run count is host metadata; one sync)
     run = xp.cumsum(start, dtype=np.int64) - 1
     rank = xp.arange(n, dtype=np.int64) - first[run]
-    return start, first, rank
+    return first, rank
 
 
 def ordered_at(xp, ufunc, target, positions, values):
@@ -184,7 +196,7 @@ def ordered_at(xp, ufunc, target, positions, values):
     order = xp.argsort(positions, kind="stable")
     sorted_positions = positions[order]
     sorted_values = values[order]
-    start, first, rank = _runs(xp, sorted_positions)
+    first, rank = _runs(xp, sorted_positions)
     rounds = int(rank.max()) + 1  # the largest repeat count (CuPy: a host sync)
     if rounds == 1:
         target[sorted_positions] = ufunc(target[sorted_positions], sorted_values)

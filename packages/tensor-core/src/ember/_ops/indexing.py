@@ -23,6 +23,7 @@ from ._xp import check_bounds as _check_bounds
 from ._xp import is_device_array as _is_device_array
 from ._xp import keep_last as _keep_last
 from ._xp import ufunc_at as _ufunc_at
+from ._xp import values_for_checks as _values_for_checks
 
 __all__ = []
 
@@ -58,7 +59,7 @@ def _expand_masks(input, indices):
                 )
             if idx.device.type == "meta":
                 raise NotImplementedError("boolean-mask indexing of a meta tensor has a data-dependent shape")
-            mask = idx._data if _is_device_array(idx._data) else idx._host_array()  # (CuPy: reads the count)
+            mask = _values_for_checks(idx)  # (CuPy: reads the count)
             count = int(np.count_nonzero(mask))
             entries.append((dim, (count,), len(mask_shape)))
             dim += len(mask_shape)

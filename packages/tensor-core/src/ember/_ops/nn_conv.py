@@ -3107,8 +3107,9 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
             flat_index = flat_index * spatial[i] + idx.clip(0, spatial[i] - 1)
         every_channel = xp.broadcast_to(flat_index[:, None, :], flat.shape[:2] + flat_index.shape[1:])
         values = xp.take_along_axis(flat, every_channel, axis=2)
-        # taps outside add exactly nothing (as ember._C's kernel), even where a non-finite coordinate's weight is NaN
-        return xp.where(inside[:, None, :], values * weight.astype(x.dtype)[:, None, :], 0)
+        # an outside tap's value is 0, but its weight still multiplies it: a non-finite coordinate's NaN weight
+        # gives NaN, as in PyTorch (checked against torch 2.13's bicubic and half-precision grid_sample)
+        return xp.where(inside[:, None, :], values, 0) * weight.astype(x.dtype)[:, None, :]
 
     def index(c):
         """Integer coordinates, with non-finite ones outside."""

@@ -29,8 +29,8 @@ from ._nn_common import (
 )
 from ._xp import array_namespace as _array_namespace
 from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
-from ._xp import is_device_array as _is_device_array
 from ._xp import ufunc_at as _ufunc_at
+from ._xp import values_for_checks as _values_for_checks
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -438,8 +438,7 @@ def _one_hot_classes(tensor, num_classes):
             raise NotImplementedError(
                 "one_hot with num_classes=-1 on a meta tensor has a data-dependent shape; pass num_classes"
             )
-        data = tensor._data
-        return int((data if _is_device_array(data) else tensor._host_array()).max()) + 1  # (CuPy: a host read)
+        return int(_values_for_checks(tensor).max()) + 1  # (CuPy: a host read)
     return num_classes
 
 

@@ -44,7 +44,7 @@ from ._xp import accumulate as _accumulate  # numpy's ufunc.accumulate, also for
 from ._xp import array_namespace as _array_namespace
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
-from ._xp import is_device_array as _is_device_array
+from ._xp import values_for_checks as _values_for_checks
 
 __all__ = []
 
@@ -2346,10 +2346,7 @@ def _histogram_meta(input, bins=100, *, range=None, weight=None, density=False):
     return MetaArray((n_bins,), dtype), MetaArray((n_bins + 1,), dtype)
 
 
-def _data_for_checks(input):
-    """``input``'s array for value checks: the GPU array itself on CUDA (reductions there, no host copy)."""
-    data = input._data
-    return data if type(data) is np.ndarray or _is_device_array(data) else input._host_array()
+_data_for_checks = _values_for_checks  # an array to check values on, without a host copy of a GPU array
 
 
 def _histogram_range(data, range):

@@ -35,9 +35,9 @@ from ._xp import as_array as _as_array
 from ._xp import assign_last as _assign_last
 from ._xp import check_bounds as _check_bounds
 from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
-from ._xp import is_device_array as _is_device_array
 from ._xp import keep_last as _keep_last
 from ._xp import ufunc_at as _ufunc_at
+from ._xp import values_for_checks as _values_for_checks
 from .creation import _cast_scalar, check_scalar_fits, clone, copy_, full, zeros
 from .indexing import index as index_op
 from .indexing import index_put
@@ -1390,10 +1390,7 @@ index_select = defop("index_select", _index_select_meta, cpu=_index_select_cpu, 
                      decomposition=_index_select_decomp, has_out=True)
 
 
-def _mask_values(mask):
-    """``mask``'s array for counting: the GPU array itself on CUDA (counted there, one host read), else host."""
-    data = mask._data
-    return data if type(data) is np.ndarray or _is_device_array(data) else mask._host_array()
+_mask_values = _values_for_checks  # the mask's array for counting (a GPU array is counted there, one host read)
 
 
 def _masked_select_meta(input, mask):

@@ -6,13 +6,16 @@ also reseeds existing ones), so programs that seed once are reproducible on
 every device, as in PyTorch. The generators draw with the same PCG64 stream as
 CPU generators, on the host, and the values are copied to the GPU: a CUDA
 tensor drawn after ``manual_seed(s)`` equals the CPU tensor drawn after the
-same seed. (A counter-based on-device generator such as Philox is the planned
-replacement for large draws; see docs/internals.rst, "The CUDA backend".)
+same seed.
 
 The random ops' CUDA kernels (registered by :mod:`ember.cuda._backend`) draw this
 way too: factories and in-place samplers copy host draws to the GPU; samplers of
-GPU tensors (``bernoulli``, ``bernoulli_(p)``, :func:`multinomial`) compute on the
-GPU from uploaded draws (:class:`DeviceDraws`), never copying the tensors to the host.
+GPU tensors given a generator (``bernoulli``, ``bernoulli_(p)``, :func:`multinomial`)
+compute on the GPU from uploaded draws (:class:`DeviceDraws`), never copying the
+tensors to the host. Noise drawn with the default generator inside kernels
+(``bernoulli``, so dropout; RReLU; Gumbel noise) is made on the GPU by cuRAND's
+counter-based Philox, keyed by the GPU generator (:class:`DeviceNoise`): large
+masks would cost too much as host draws, so those values differ from the CPU's.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from .. import _random
 
 __all__ = [
     "default_generators", "generator_for", "manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed",
-    "get_rng_state", "set_rng_state", "DeviceDraws", "device_rng", "multinomial",
+    "get_rng_state", "set_rng_state", "DeviceDraws", "DeviceNoise", "DeviceNoiseDraws", "device_rng", "multinomial",
 ]
 
 _generators = {}  # device index -> ember.Generator
@@ -182,13 +185,15 @@ class DeviceNoise:
         return state
 
     def random(self, size=None, dtype=np.float32):
-        """Uniform draws in (0, 1] (cuRAND's interval; masks compare ``u < keep``), float32 unless ``dtype``."""
+        """Uniform draws in [0, 1) of shape ``size``, float32 unless ``dtype`` (masks compare ``u < keep``)."""
         return self._curand().random_sample(size, dtype=dtype)
 
     def standard_exponential(self, size=None, dtype=np.float64):
+        """Draws of the exponential distribution of rate 1, of shape ``size`` and ``dtype``."""
         return self._curand().standard_exponential(size, dtype=dtype)
 
     def standard_normal(self, size=None, dtype=np.float64):
+        """Draws of the standard normal distribution, of shape ``size`` and ``dtype``."""
         return self._curand().standard_normal(size, dtype=dtype)
 
 

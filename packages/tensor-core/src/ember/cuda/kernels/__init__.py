@@ -3,8 +3,10 @@
 * :mod:`.pointwise`: fused, vectorised kernels of the common pointwise ops
   (arithmetic, activations and their backward helpers, comparisons, ``where``);
 * :mod:`.copies`: same-dtype ``clone``/``_to_copy`` as one device-to-device memcpy;
-* ``rows`` and ``optim_kernels`` (when present): fused row kernels and optimizer
-  steps; each may define a ``register()`` of its own, which :func:`register` calls.
+* :mod:`.rows`: fused row kernels (softmax, log_softmax, softmin, layer_norm,
+  cross_entropy, nll_loss), registered by its ``register()``;
+* :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
+  calls for CUDA parameters (no registration).
 
 Every fast kernel takes only the calls it computes exactly as the generic path
 (the CPU kernel on CuPy arrays) does and hands the others to the kernel the op
@@ -12,8 +14,6 @@ had before, so installing them changes speed, not results.
 """
 
 from __future__ import annotations
-
-import importlib
 
 __all__ = ["register"]
 
@@ -24,18 +24,9 @@ def register():
     """Install every fast CUDA kernel (once). Needs CuPy and a GPU (``ember.cuda.is_available()``)."""
     if _done:
         return
-    from . import copies, pointwise
+    from . import copies, pointwise, rows
 
     pointwise.register()
     copies.register()
-    for name in ("rows", "optim_kernels"):
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__name__}.{name}":
-                raise
-            continue
-        hook = getattr(module, "register", None)
-        if hook is not None:
-            hook()
+    rows.register()
     _done.append(True)

@@ -1343,6 +1343,3 @@ def register():
         op = registry.get(name)
         if op is not None and "cuda" not in op.kernels:
             op.register_kernel("cuda", make(op))
-
-
-register()
