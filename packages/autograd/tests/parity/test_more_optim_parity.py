@@ -284,6 +284,9 @@ AVG_CASES = [(k, False) for k in ("swa", "ema_multi", "ema", "swa_fn", "swa_mult
 
 @pytest.mark.parametrize(("avg_kind", "use_buffers"), AVG_CASES, ids=[f"{k}-{b}" for k, b in AVG_CASES])
 def test_averaged_model_parity(avg_kind, use_buffers):
+    if use_buffers and ON_GPU and not IS_PINNED_TORCH:
+        pytest.skip(f"torch {torch.__version__}'s averaged model adds its integer buffers (BatchNorm's "
+                    "num_batches_tracked) with addcdiv, which its CUDA build refuses; the parity suite pins 2.13.0")
     e, eo = _avg_run(ember, avg_kind, use_buffers)
     t, to = _avg_run(torch, avg_kind, use_buffers)
     assert list(e.keys()) == list(t.keys())

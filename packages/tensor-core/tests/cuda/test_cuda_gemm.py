@@ -1,5 +1,6 @@
-"""float32/float64 products on cuda through the direct cuBLAS call (ember.cuda._bf16, DIRECT_GEMM) against
-CuPy's own matmul and against the CPU: shapes, transposed and strided operands, batches, 1-D operands."""
+"""float32/float64 products on cuda (CuPy's matmul, and the direct cuBLAS call of ember.cuda._bf16 that
+DIRECT_GEMM switches on) against each other and against the CPU: shapes, transposed and strided operands,
+batches, 1-D operands."""
 
 import numpy as np
 import pytest
@@ -75,10 +76,11 @@ def test_addmm_and_baddbmm_fold_beta_into_cublas(dtype):
                                ember.baddbmm(b_in, b1, b2, beta=0.5).numpy(), **_TOL[dtype])
 
 
-def test_direct_gemm_off_takes_cupy_matmul(monkeypatch):
+def test_direct_gemm_on_and_off_agree(monkeypatch):
     from ember.cuda import _bf16
 
     a, b = _pair((8, 5), (5, 4), ember.float32, np.random.default_rng(3))
+    monkeypatch.setattr(_bf16, "DIRECT_GEMM", True)
     on = ember.matmul(a.cuda(), b.cuda()).cpu().numpy()
     monkeypatch.setattr(_bf16, "DIRECT_GEMM", False)
     off = ember.matmul(a.cuda(), b.cuda()).cpu().numpy()

@@ -1,19 +1,23 @@
 """ember.nn RNN/LSTM/GRU, the cells and ember.nn.utils.rnn against torch: torch's weights copied over ->
 same state_dict keys (names and order), same outputs, final states and gradients, for padded and packed input.
 
-Modules and tensors live on the backend's device (``_parity_device``): with the cuda backend, ember's CUDA
-results against PyTorch's CUDA results."""
+ember's modules and tensors live on the backend's device (``_parity_device``); torch's stay on its CPU (see
+TORCH_DEVICE below)."""
 
 import numpy as np
 import pytest
 import torch
-from _parity_device import EMBER_DEVICE, TORCH_DEVICE
+from _parity_device import EMBER_DEVICE
 
 import ember
 import ember.nn as enn
 from ember.nn.utils import rnn as ernn
 
 pytestmark = pytest.mark.parity
+
+# torch runs on its CPU here even with the cuda backend: cuDNN's RNNs refuse backward in eval mode, and its
+# float32 kernels differ from the sequential recurrence by ~5e-6, more than these tolerances.
+TORCH_DEVICE = "cpu"
 
 RNG = np.random.default_rng(0)
 

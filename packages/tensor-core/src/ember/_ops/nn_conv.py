@@ -3108,7 +3108,8 @@ def _grid_sample_cpu(input, grid, mode="bilinear", padding_mode="zeros", align_c
         every_channel = xp.broadcast_to(flat_index[:, None, :], flat.shape[:2] + flat_index.shape[1:])
         values = xp.take_along_axis(flat, every_channel, axis=2)
         # an outside tap's value is 0, but its weight still multiplies it: a non-finite coordinate's NaN weight
-        # gives NaN, as in PyTorch (checked against torch 2.13's bicubic and half-precision grid_sample)
+        # gives NaN, as PyTorch 2.13's bilinear and bicubic do (ember._C's bilinear kernel, and the CUDA one
+        # that mirrors it, give 0 there instead)
         return xp.where(inside[:, None, :], values, 0) * weight.astype(x.dtype)[:, None, :]
 
     def index(c):

@@ -321,7 +321,8 @@ def _integer_or_float32_division(mode, np_fn):
             return _float32_division(a, b, mode)
         elif mode != "fmod" and kind.kind == "f":
             xp = _array_namespace(a, b)
-            if xp is not np:
+            if xp is not np:  # both as GPU arrays of the result dtype: a Python-number operand breaks xp.where
+                a, b = xp.asarray(a, dtype=kind), xp.asarray(b, dtype=kind)
                 return _numpy_divmod_xp(xp, a, b)[0 if mode == "floor" else 1]
         return np_fn(a, b)
 
