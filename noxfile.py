@@ -178,26 +178,28 @@ def _gpu_problem(backend: str, info: dict) -> str | None:
     return None
 
 
-def _gpu_requirements(session: nox.Session, backend: str) -> tuple[str, tuple[str, ...]]:
-    """Extras and extra requirements for a GPU backend; skips the session when there is no device.
+def _gpu_requirements(session: nox.Session, backend: str, *, required: bool = False) -> tuple[str, tuple[str, ...]]:
+    """Extras and extra requirements for a GPU backend; skips the session when there is no device
+    (stops it with an error instead when the GPU is ``required``, as by ``nox -s demo -- --device cuda``).
 
     CuPy is first looked for in nox's own interpreter (a GPU machine usually has a
     working CuPy); its exact distribution is then installed into the session.
     Without one, a CUDA machine (``nvidia-smi`` present) gets ember-core's ``cuda``
     extra; a ROCm machine needs a CuPy ROCm build installed first.
     """
+    stop = session.error if required else session.skip
     probe = subprocess.run([sys.executable, "-c", _GPU_PROBE], capture_output=True, text=True, timeout=300)
     host = _parse_probe(probe.stdout)
     if host["cupy"]:
         problem = _gpu_problem(backend, host)
         if problem is not None:
-            session.skip(problem)
+            stop(problem)
         return "test", ((host["dist"],) if host["dist"] else ())
     if backend == "cuda" and (shutil.which("nvidia-smi") or Path("/dev/nvidiactl").exists()):
         return "test,cuda", ()
     if backend == "rocm" and Path("/dev/kfd").exists():
-        session.skip("ROCm driver found, but nox's Python has no CuPy ROCm build to install; install one and rerun")
-    session.skip(f"no {'CUDA' if backend == 'cuda' else 'ROCm'} device: no CuPy and no GPU driver on this machine")
+        stop("ROCm driver found, but nox's Python has no CuPy ROCm build to install; install one and rerun")
+    stop(f"no {'CUDA' if backend == 'cuda' else 'ROCm'} device: no CuPy and no GPU driver on this machine")
 
 
 def _pytest_targets(session: nox.Session) -> list[str]:
@@ -328,6 +330,9 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+_HAS_EMBER = "import importlib.util as u; print(all(u.find_spec(m) is not None for m in ('ember', 'ember.optim')))"
+
+
 def _demo_device(args: list[str]) -> str:
     """The value of the demo's ``--device X`` / ``--device=X`` argument (``"cpu"`` when absent)."""
     for i, arg in enumerate(args):
@@ -354,9 +359,12 @@ def demo(session: nox.Session) -> None:
     except ValueError as exc:
         session.error(str(exc))
     extras, also = None, ()
-    if _demo_device(args).startswith("cuda"):  # `-- --device cuda`: CuPy too (skips without a GPU)
-        extras, also = _gpu_requirements(session, "cuda")
+    if _demo_device(args).startswith("cuda"):  # `-- --device cuda`: CuPy too (an error without a GPU)
+        extras, also = _gpu_requirements(session, "cuda", required=True)
     _install_packages(session, extras=extras, also=(*also, *EXAMPLE_REQUIREMENTS))
+    if _has_venv(session) and "True" not in (session.run("python", "-c", _HAS_EMBER, silent=True) or ""):
+        # `nox -R` reuses the environment without installing: one left empty by a run that stopped early
+        session.error("this session's environment has no complete ember install: run `nox -s demo` once without -R")
     if task == "digits" and "--help" not in args and "-h" not in args:
         session.run("python", DEMO_TASKS["tour"], silent=True)  # its output is shown if a check fails
         session.log("tensor tour (examples/quickstart.py): all checks passed")

@@ -47,7 +47,6 @@ def test_is_available_false_and_count_zero(no_cupy):
         lambda: ember.cuda.memory_allocated(),
         lambda: ember.cuda.Stream(),
         lambda: ember.cuda.Event(enable_timing=True),
-        lambda: ember.cuda.manual_seed(0),
         lambda: ember.Generator("cuda"),
     ],
 )
@@ -80,3 +79,10 @@ def test_manual_seed_without_cuda_still_works(no_cupy):
 def test_cuda_device_object_needs_no_cupy(no_cupy):
     d = ember.device("cuda:1")
     assert (d.type, d.index, str(d)) == ("cuda", 1, "cuda:1")
+
+
+def test_seeding_without_cuda_does_nothing(no_cupy):
+    # as torch.cuda.manual_seed/manual_seed_all: seeding code must run on machines without a GPU
+    ember.cuda.manual_seed(0)
+    ember.cuda.manual_seed_all(0)
+    assert ember.cuda.is_available() is False

@@ -69,7 +69,15 @@ def _index(device):
 
 
 def manual_seed(seed):
-    """Seed the current GPU's default generator with ``seed`` (any integer)."""
+    """Seed the current GPU's default generator with ``seed`` (any integer).
+
+    Without CUDA it does nothing, as in PyTorch, so seeding code runs on any machine
+    (``ember.manual_seed`` also seeds the GPUs' generators when they are created).
+    """
+    from ._runtime import is_available
+
+    if not is_available():
+        return
     generator_for(_index(None)).manual_seed(int(seed))
 
 
