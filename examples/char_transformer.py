@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-from example_utils import atomic_write, pick_device, thread_limits
+from example_utils import DefaultsHelpFormatter, atomic_write, pick_device, thread_limits
 
 import ember
 import ember.nn as nn
@@ -194,7 +194,7 @@ def evaluate(model, loader) -> float:
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Train a character-level transformer on the Python standard library's docstrings with ember.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--steps", type=int, default=300, help="optimizer steps")
     parser.add_argument("--batch-size", type=int, default=32, help="sequences per step")

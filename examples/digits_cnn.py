@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from example_utils import atomic_write, pick_device, thread_limits
+from example_utils import DefaultsHelpFormatter, atomic_write, pick_device, thread_limits
 
 import ember
 import ember.nn as nn
@@ -126,7 +126,7 @@ class DigitsCNN(nn.Module):
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Train a CNN on the UCI handwritten digits (sklearn's load_digits) with ember.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        formatter_class=DefaultsHelpFormatter,
     )
     parser.add_argument("--epochs", type=int, default=12, help="epochs of the whole run (the LR schedule spans them)")
     parser.add_argument("--batch-size", type=int, default=64, help="training batch size")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import tempfile
@@ -9,6 +10,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import ember
+
+
+class DefaultsHelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` with each option's default, except options whose default is ``None`` (their help says
+    what happens without them)."""
+
+    def _get_help_string(self, action):
+        return action.help if action.default is None else super()._get_help_string(action)
 
 
 def atomic_write(path: Path, write: Callable[[str], object]) -> None:
