@@ -123,6 +123,32 @@ __device__ __forceinline__ S row_reduce(S v, F f, S* sh) {
 // exp(m - M) scaled partial sum of an online softmax, with -inf maxima contributing nothing
 template <typename S>
 __device__ __forceinline__ S rescale(S s, S m, S M) { return m == M ? s : (m == neg_inf<S>() ? (S)0 : s * ex(m - M)); }
+
+// one value v into an online log-sum-exp: the running maximum m and the sum s of exp(value - m)
+template <typename S>
+__device__ __forceinline__ void lse_add(S v, S& m, S& s) {
+    if (v > m) { s = rescale(s, m, v) + (S)1; m = v; }
+    else if (v != neg_inf<S>()) s += ex(v - m);
+}
+
+// cross_entropy of one target tg, given its row's maximum M and sum s of exp(x - M) (lse_add) and, for
+// label smoothing, the sums sx of w * x and sw of w over the classes: l = wt * -log_softmax(x)[tg] with
+// wt its class weight, blended with the smoothing term; an ignored target gives l = wt = 0, one out of
+// range NaN (and is recorded in bad). xr[c * stride] is the row's logit of class c.
+template <typename S, typename X>
+__device__ __forceinline__ void ce_target_loss(S M, S s, S sx, S sw, long long tg, int C, long long ignore_index,
+                                               double smoothing, const X* xr, long long stride, const X* weight,
+                                               bool hw, long long* bad, S& l, S& wt) {
+    const S shift = (M == neg_inf<S>() || M == -neg_inf<S>()) ? (S)0 : M;  // a row of infinite maxima: no shift
+    const S lse = (shift == M ? lg(s) : lg(s * ex(M - shift))) + shift;
+    l = 0;
+    wt = 0;
+    if (tg == ignore_index) return;
+    if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<S>(); return; }
+    wt = hw ? (S)to_acc(weight[tg]) : (S)1;
+    l = wt * (lse - (S)to_acc(xr[tg * stride]));
+    if (smoothing > 0.0) l = l * (S)(1.0 - smoothing) + (lse * sw - sx) * (S)(smoothing / C);
+}
 """
 
 # Softmax (LOG=0) or log-softmax (LOG=1) of each contiguous row of C elements.
@@ -163,8 +189,7 @@ ember_softmax_rows(const T* __restrict__ x, T* __restrict__ y, long long rows, i
     A m = neg_inf<A>(), s = 0;
     for (int c = t; c < C; c += TPR) {
         const A v = to_acc(xr[c]);
-        if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
-        else if (v != neg_inf<A>()) s += ex(v - m);
+        lse_add(v, m, s);
     }
     const A M = row_reduce<TPR>(m, MaxOp(), sh);
     s = row_reduce<TPR>(rescale(s, m, M), SumOp(), sh);
@@ -189,8 +214,7 @@ ember_softmax_cols(const T* __restrict__ x, T* __restrict__ y, long long outer, 
     A m = neg_inf<A>(), s = 0;
     for (int c = 0; c < C; c++) {
         const A v = to_acc(x[base + c * inner]);
-        if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
-        else if (v != neg_inf<A>()) s += ex(v - m);
+        lse_add(v, m, s);
     }
 #if LOG
     const A ls = lg(s);
@@ -466,8 +490,7 @@ ember_ce_rows(const T* __restrict__ x, const I* __restrict__ target, const T* __
     A m = neg_inf<A>(), s = 0, sx = 0, sw = 0;
     for (int c = t; c < C; c += TPR) {
         const A v = to_acc(xr[c]);
-        if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
-        else if (v != neg_inf<A>()) s += ex(v - m);
+        lse_add(v, m, s);
         if (smooth) {
             const A wc = hw ? (A)to_acc(weight[c]) : (A)1;
             sx += wc * v;
@@ -481,19 +504,8 @@ ember_ce_rows(const T* __restrict__ x, const I* __restrict__ target, const T* __
         sw = row_reduce<TPR>(sw, SumOp(), sh);
     }
     if (t != 0) return;
-    // a row of -inf (or +inf) maxima: shift by 0 as the CPU kernel does
-    const A shift = (M == neg_inf<A>() || M == -neg_inf<A>()) ? (A)0 : M;
-    const A lse = (shift == M ? lg(s) : lg(s * ex(M - shift))) + shift;
-    const long long tg = (long long)target[row];
-    A l = 0, wt = 0;
-    if (tg != ignore_index) {
-        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
-        else {
-            wt = hw ? (A)to_acc(weight[tg]) : (A)1;
-            l = wt * (lse - (A)to_acc(xr[tg]));
-            if (smooth) l = l * (A)(1.0 - smoothing) + (lse * sw - sx) * (A)(smoothing / C);
-        }
-    }
+    A l, wt;
+    ce_target_loss(M, s, sx, sw, (long long)target[row], C, ignore_index, smoothing, xr, 1, weight, hw, bad, l, wt);
     if (flags & 2) put(out + row, l);
     else { loss[row] = l; wsum[row] = wt; }
 }
@@ -514,26 +526,15 @@ ember_ce_cols(const T* __restrict__ x, const I* __restrict__ target, const T* __
     A m = neg_inf<A>(), s = 0, sx = 0, sw = 0;
     for (int c = 0; c < C; c++) {
         const A v = to_acc(xr[c * inner]);
-        if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
-        else if (v != neg_inf<A>()) s += ex(v - m);
+        lse_add(v, m, s);
         if (smooth) {
             const A wc = hw ? (A)to_acc(weight[c]) : (A)1;
             sx += wc * v;
             sw += wc;
         }
     }
-    const A shift = (m == neg_inf<A>() || m == -neg_inf<A>()) ? (A)0 : m;
-    const A lse = (shift == m ? lg(s) : lg(s * ex(m - shift))) + shift;
-    const long long tg = (long long)target[k];
-    A l = 0, wt = 0;
-    if (tg != ignore_index) {
-        if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
-        else {
-            wt = hw ? (A)to_acc(weight[tg]) : (A)1;
-            l = wt * (lse - (A)to_acc(xr[tg * inner]));
-            if (smooth) l = l * (A)(1.0 - smoothing) + (lse * sw - sx) * (A)(smoothing / C);
-        }
-    }
+    A l, wt;
+    ce_target_loss(m, s, sx, sw, (long long)target[k], C, ignore_index, smoothing, xr, inner, weight, hw, bad, l, wt);
     if (flags & 2) put(out + k, l);
     else { loss[k] = l; wsum[k] = wt; }
 }
@@ -580,8 +581,7 @@ ember_ce_small(const T* __restrict__ x, const I* __restrict__ target, const T* _
         A m = neg_inf<A>(), s = 0, sx = 0, sw = 0;
         for (int c = lane; c < C; c += 32) {
             const A v = to_acc(xr[c]);
-            if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
-            else if (v != neg_inf<A>()) s += ex(v - m);
+            lse_add(v, m, s);
             if (smooth) {
                 const A wc = hw ? (A)to_acc(weight[c]) : (A)1;
                 sx += wc * v;
@@ -595,18 +595,9 @@ ember_ce_small(const T* __restrict__ x, const I* __restrict__ target, const T* _
             sw = row_reduce<32>(sw, SumOp(), (A*)0);
         }
         if (lane == 0) {
-            const A shift = (M == neg_inf<A>() || M == -neg_inf<A>()) ? (A)0 : M;
-            const A lse = (shift == M ? lg(s) : lg(s * ex(M - shift))) + shift;
-            const long long tg = (long long)target[row];
-            A l = 0, wt = 0;
-            if (tg != ignore_index) {
-                if (tg < 0 || tg >= C) { bad[1] = tg; bad[0] = 1; l = wt = nan_of<A>(); }
-                else {
-                    wt = hw ? (A)to_acc(weight[tg]) : (A)1;
-                    l = wt * (lse - (A)to_acc(xr[tg]));
-                    if (smooth) l = l * (A)(1.0 - smoothing) + (lse * sw - sx) * (A)(smoothing / C);
-                }
-            }
+            A l, wt;
+            ce_target_loss(M, s, sx, sw, (long long)target[row], C, ignore_index, smoothing, xr, 1, weight, hw, bad,
+                           l, wt);
             accl += (double)l;
             accw += (double)wt;
         }
@@ -679,8 +670,7 @@ ember_ce_bwd_rows(const T* __restrict__ x, const I* __restrict__ target, const T
     A m = neg_inf<A>(), s = 0, sw = 0;
     for (int c = t; c < C; c += TPR) {
         const A v = to_acc(xr[c]);
-        if (v > m) { s = rescale(s, m, v) + (A)1; m = v; }
-        else if (v != neg_inf<A>()) s += ex(v - m);
+        lse_add(v, m, s);
         if (hw) sw += (A)to_acc(weight[c]);
     }
     const A M = row_reduce<TPR>(m, MaxOp(), sh);
