@@ -49,9 +49,6 @@ _CTYPE = {_F32: "float", _F64: "double", _BOOL: "bool"}
 #: :data:`compiled` after changing them).
 THREADS = 256
 UNROLL = 2
-#: 0: one pass of UNROLL packs per thread over a grid covering the array; N > 0: N blocks looping over it
-#: (grid-stride), UNROLL packs per thread per step
-GRID_BLOCKS = 0
 
 #: (kernel name, dtype) -> (vectorised function, one-element function, vector width, alignment in bytes)
 compiled = {}
@@ -190,40 +187,6 @@ extern "C" __global__ void {name}_v({signature}) {{
     }}
 }}
 
-extern "C" __global__ void {name}_g({signature}) {{
-    constexpr int W = {width};
-    constexpr int U = {UNROLL};
-    const long long nv = n / W;
-    const long long step = (long long)gridDim.x * blockDim.x * U;
-    for (long long first = (long long)blockIdx.x * (blockDim.x * U) + threadIdx.x; first < nv; first += step) {{
-{pack_decls.replace("    ember_pack", "        ember_pack")}
-        #pragma unroll
-        for (int u = 0; u < U; ++u) {{
-            const long long i = first + (long long)u * blockDim.x;
-    {loads}
-        }}
-        #pragma unroll
-        for (int u = 0; u < U; ++u) {{
-            const long long i = first + (long long)u * blockDim.x;
-            if (i < nv) {{
-                ember_pack<{out_ctype}, W> r;
-                #pragma unroll
-                for (int k = 0; k < W; ++k) {{
-                    {reads(lambda i: f"l{i}[u].v[k]")}
-                    r.v[k] = ({expr});
-                }}
-                reinterpret_cast<ember_pack<{out_ctype}, W>*>(out)[i] = r;
-            }}
-        }}
-    }}
-    if (blockIdx.x == 0) {{
-        for (long long j = nv * W + threadIdx.x; j < n; j += blockDim.x) {{
-            {reads(lambda i: f"p{i}[j]")}
-            out[j] = ({expr});
-        }}
-    }}
-}}
-
 extern "C" __global__ void {name}_s({signature}) {{
     const long long step = (long long)gridDim.x * blockDim.x;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += step) {{
@@ -249,7 +212,7 @@ def _compile(kind, dtype, layout, out_dtype):
     source = _source(name, _expression(kind, dtype), inputs, _CTYPE[out_dtype], width)
     try:
         module = _cp.RawModule(code=source, options=("--fmad=false",))
-        vector = module.get_function(f"{name}_g" if GRID_BLOCKS else f"{name}_v")
+        vector = module.get_function(f"{name}_v")
         entry = (vector, module.get_function(f"{name}_s"), width, widest * width)
     except Exception as exc:  # a kernel that does not build leaves its calls to the generic path
         warnings.warn(f"ember: the fast CUDA kernel {name} did not compile ({type(exc).__name__}: {exc}); "
@@ -277,9 +240,7 @@ def _launch(entry, operands, arrays, out, n):
         mask |= a.data.ptr
     if mask % align == 0:
         per_block = THREADS * UNROLL
-        blocks = (n // width + per_block - 1) // per_block or 1
-        if GRID_BLOCKS and blocks > GRID_BLOCKS:
-            blocks = GRID_BLOCKS
+        blocks = (n // width + per_block - 1) // per_block or 1  # one pass (a grid-stride loop measured slower)
         vector((blocks,), (THREADS,), (*operands, out, np.int64(n)))
     else:
         blocks = min((n + THREADS - 1) // THREADS, 65536)
