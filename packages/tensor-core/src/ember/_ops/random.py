@@ -712,20 +712,29 @@ def _multinomial_cpu(input, num_samples, replacement=False, *, generator=None):
     weights = input._data.astype(np.float64).reshape(rows, k)
     if rows == 0:
         return np.empty((*shape[:-1], n), np.int64)
-    if not (np.isfinite(weights) & (weights >= 0)).all():
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-    totals = weights.sum(axis=1)
-    empty_rows = np.flatnonzero(~(totals > 0))
-    if empty_rows.size:
-        raise RuntimeError(
-            f"multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row {empty_rows[0]}"
-        )
+    check_multinomial_weights(np, weights)
     rng = _numpy_rng(generator)
     if replacement:
         out = _multinomial_with_replacement(rng, weights, n)
     else:
         out = _multinomial_without_replacement(rng, weights, n)
     return out.reshape(*shape[:-1], n)
+
+
+def check_multinomial_weights(xp, weights):
+    """Check the (rows, categories) float64 ``weights`` of ``multinomial`` (numpy or CuPy arrays, ``xp``).
+
+    Raises:
+        RuntimeError: on weights that are negative, inf or nan, or a row that sums to 0 (on the GPU the
+            check reads one flag back, as PyTorch's does).
+    """
+    if not bool((xp.isfinite(weights) & (weights >= 0)).all()):
+        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
+    empty_rows = xp.flatnonzero(~(weights.sum(axis=1) > 0))
+    if empty_rows.size:
+        raise RuntimeError(
+            f"multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row {int(empty_rows[0])}"
+        )
 
 
 def _multinomial_with_replacement(rng, weights, n):

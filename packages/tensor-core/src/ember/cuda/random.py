@@ -236,6 +236,7 @@ def multinomial(weights, num_samples, replacement, generator):
         RuntimeError: on weights that are negative, inf or nan, or a row that sums to 0 (checking them
             reads one flag back, as PyTorch's check does).
     """
+    from .._ops.random import check_multinomial_weights
     from ._backend import upload
     from ._runtime import cupy_module
 
@@ -245,14 +246,7 @@ def multinomial(weights, num_samples, replacement, generator):
     rng = generator._rng
     if rows == 0:
         return cp.empty((0, n), np.int64)
-    if not bool((cp.isfinite(weights) & (weights >= 0)).all()):
-        raise RuntimeError("multinomial: probability tensor contains either `inf`, `nan` or element < 0")
-    totals = weights.sum(axis=1)
-    empty_rows = cp.flatnonzero(~(totals > 0))
-    if empty_rows.size:
-        raise RuntimeError(
-            f"multinomial: invalid multinomial distribution (sum of probabilities <= 0) in row {int(empty_rows[0])}"
-        )
+    check_multinomial_weights(cp, weights)
     if replacement:
         cdf = cp.cumsum(weights, axis=1)
         u = upload(rng.random((rows, n)))
