@@ -103,14 +103,13 @@ def _disabled_ember_function(cls, func, types, args=(), kwargs=None):
 class _Scan:
     """What one pass over the arguments found."""
 
-    __slots__ = ("device", "full_cpu", "needs_grad", "overloaded", "zero_dim_cpu")
+    __slots__ = ("arguments", "device", "needs_grad", "overloaded")
 
-    def __init__(self):
+    def __init__(self, arguments):
+        self.arguments = arguments  # what is scanned (read again only when two devices meet)
         self.device = None
-        self.full_cpu = ()  # (a CPU tensor of one or more dims,) once one was met
         self.needs_grad = False
         self.overloaded = None
-        self.zero_dim_cpu = False
 
 
 def _see_tensor(scan, t, op):
@@ -120,21 +119,27 @@ def _see_tensor(scan, t, op):
     if scan.device is None:
         scan.device = d
     elif d is not scan.device:
-        scan.device = _common_device(op, scan.device, t, scan.full_cpu)
-    if d.type == "cpu" and t._data.ndim != 0 and not scan.full_cpu:
-        scan.full_cpu = (t,)
+        scan.device = _common_device(op, scan.device, t, scan.arguments)
 
 
-def _full_cpu_tensor(value):
-    return isinstance(value, Tensor) and value._device.type == "cpu" and value._data.ndim != 0
+def _holds_cpu_tensor_with_dims(values):
+    """Whether ``values`` (arguments: nested lists, tuples and dicts) hold a CPU tensor of one or more dims."""
+    for value in values.values() if isinstance(values, dict) else values:
+        if isinstance(value, Tensor):
+            if value._device.type == "cpu" and value._data.ndim != 0:
+                return True
+        elif isinstance(value, (list, tuple, dict)) and _holds_cpu_tensor_with_dims(value):
+            return True
+    return False
 
 
 def _common_device(op, current, t, seen=()):
     """The device of an op mixing ``current`` with tensor ``t``'s device.
 
-    Zero-dim CPU tensors may join tensors of any device (as in PyTorch). ``seen`` holds arguments
-    that include those met before ``t``; when ``current`` is the CPU, a CPU tensor with dimensions
-    among them is a mismatch (the CPU device may only have come from zero-dim tensors).
+    Zero-dim CPU tensors may join tensors of any device (as in PyTorch). ``seen`` holds the op's
+    arguments (nested lists, tuples and dicts), those met before ``t`` among them; when ``current``
+    is the CPU, a CPU tensor with dimensions among them is a mismatch (the CPU device may only have
+    come from zero-dim tensors). Only this rare path reads them.
 
     Raises:
         RuntimeError: "Expected all tensors to be on the same device" otherwise.
@@ -142,7 +147,7 @@ def _common_device(op, current, t, seen=()):
     d = t._device
     if "cross_device" in op.tags or (d.type == "cpu" and t._data.ndim == 0):
         return current
-    if current.type == "cpu" and not any(_full_cpu_tensor(a) for a in seen):
+    if current.type == "cpu" and not _holds_cpu_tensor_with_dims(seen):
         return d  # the CPU tensors so far were all zero-dim
     raise RuntimeError(
         f"Expected all tensors to be on the same device, but found at least two devices, {current} and {d}! "
@@ -170,7 +175,7 @@ def _see(scan, a, op):
 
 
 def _scan(args, kwargs, op):
-    scan = _Scan()
+    scan = _Scan((args, kwargs or {}))
     for a in args:
         if type(a) is Tensor:
             _see_tensor(scan, a, op)
