@@ -80,7 +80,6 @@ checked_cuda = {}
 
 _ndarray = _np.ndarray
 _new_object = object.__new__
-_fallback_kernels = {}  # (device type, op) -> the backend's generic kernel of an op without a kernel of its own
 _device_array = _ndarray  # the array type of the accelerator backend's results (cupy.ndarray), once set
 
 
@@ -333,10 +332,7 @@ def run_backend(op, args, kwargs, device):
             return op.decomposition(*args, **kwargs)
         if kind == "view":
             return _strided_views(op.meta(*args, **kwargs), args[0], device)
-        # non-CPU devices only (every CPU prim has a kernel); the backend's answer is kept per op
-        kernel = _fallback_kernels.get((device.type, op))
-        if kernel is None:
-            kernel = _fallback_kernels[device.type, op] = get_backend(device.type).fallback_kernel(op)
+        kernel = get_backend(device.type).fallback_kernel(op)  # non-CPU devices only: every CPU prim has a kernel
         if kernel is None:
             raise NotImplementedError(
                 f"Could not run '{op.name}' with arguments from the '{device.type}' backend: the op is a "
