@@ -227,15 +227,6 @@ def dispatch(op, args, kwargs):
             result._data = array
             result._device = device
             return result
-    elif checked_cuda and device.type == "cuda":  # the same for the cuda device's checked kernels (if loaded)
-        checked = checked_cuda.get(op)
-        if checked is not None:
-            array = checked(*args)
-            if array is not None:
-                result = _new_object(Tensor)
-                result._data = array
-                result._device = device
-                return result
     return run_backend(op, args, kwargs, device)
 
 
@@ -315,7 +306,7 @@ def run_backend(op, args, kwargs, device):
             result._data = array
             result._device = device
             return result
-    elif checked_cuda and device.type == "cuda" and not kwargs:  # autograd's calls reach the cuda checked kernels
+    elif checked_cuda and device.type == "cuda" and not kwargs:  # the cuda device's checked kernels (if loaded)
         checked = checked_cuda.get(op)
         if checked is not None:
             array = checked(*args)

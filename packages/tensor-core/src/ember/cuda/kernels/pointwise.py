@@ -467,17 +467,14 @@ def _kernel(op, fast, generic):
     alpha = _ALPHA.get(op.name)
 
     def kernel(*args, **kwargs):
-        if not kwargs:
-            result = fast(*args)
-            if result is not None:
-                return result
-        elif alpha is not None:
+        # a call without keywords gets here only after fast, the dispatcher's checked_cuda entry, declined it
+        if alpha is not None:
             if len(kwargs) == 1 and "alpha" in kwargs and len(args) == 2:
                 value = kwargs["alpha"]
                 result = fast(*args) if type(value) is int and value == 1 else alpha(*args, value)
                 if result is not None:
                     return result
-        elif keywords and all(k in keywords for k in kwargs):
+        elif kwargs and keywords and all(k in keywords for k in kwargs):
             result = fast(*args, **kwargs)
             if result is not None:
                 return result
