@@ -161,3 +161,4 @@ def test_print_table_summary(capsys):
         counts[classify(op)] = counts.get(classify(op), 0) + 1
     with capsys.disabled():
         print("\nderivative table:", ", ".join(f"{k}: {v}" for k, v in sorted(counts.items(), key=str)))
+    assert None not in counts and sum(counts.values()) == len(registry)  # every op in exactly one class

@@ -324,7 +324,17 @@ def test_refuses_grad_where_pytorch_does(op_name, argument):
         ember.autograd.grad(outputs, [value], [ember.ones_like(o) for o in outputs])
 
 
-def test_print_known_differences(capsys):
+def test_known_differences_name_ops_and_say_why(capsys):
+    # every entry names an op of op_db (and a dtype it has) and gives a reason; the lists are then printed
+    tables = {"KNOWN_DIFFERENCES": KNOWN_DIFFERENCES, "VERSION_DIFFERENCES": VERSION_DIFFERENCES,
+              "TORCH_CANNOT": {k: why for k, (_, why) in TORCH_CANNOT.items()},
+              "VERSION_TORCH_CANNOT": {k: why for k, (_, why) in VERSION_TORCH_CANNOT.items()},
+              "GPU_DIFFERENCES": {(op, None): why for op, why in GPU_DIFFERENCES.items()}}
+    for table, entries in tables.items():
+        for (op, dtype), why in entries.items():
+            assert op in op_db, f"{table}: {op} is not an op of op_db"
+            assert dtype is None or dtype in {d.name for d in op_db[op].dtypes}, f"{table}: {op} has no {dtype}"
+            assert isinstance(why, str) and why.strip(), f"{table}: {op} gives no reason"
     lines = ["", "gradients: known differences from PyTorch:"]
     lines += [
         f"  {op} [{dt or 'all dtypes'}]: {why}" for (op, dt), why in sorted(KNOWN_DIFFERENCES.items(), key=str)

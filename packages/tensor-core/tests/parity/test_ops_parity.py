@@ -187,4 +187,7 @@ def test_print_difference_table(capsys):
         lines += [f"  {op} [{dt}]: {msg}" for op, dt, msg in _DIFFERENT]
     with capsys.disabled():
         print("\n".join(lines))
-    assert all(isinstance(k, tuple) and len(k) == 2 for k in KNOWN_DIFFERENCES)
+    for table in (KNOWN_DIFFERENCES, VERSION_DIFFERENCES, GPU_DIFFERENCES):  # real ops and dtypes, with reasons
+        for (op, dtype), why in table.items():
+            assert op in op_db and (dtype is None or dtype in {d.name for d in op_db[op].dtypes}), (op, dtype)
+            assert isinstance(why, str) and why.strip(), op
