@@ -808,8 +808,9 @@ def test_clip_grad_norm_and_value_on_cuda():
         nn.utils.clip_grad_value_(cpu_net.parameters(), 0.05, foreach=foreach)
         nn.utils.clip_grad_value_(gpu_net.parameters(), 0.05, foreach=foreach)
         for p, ref in zip(gpu_net.parameters(), cpu_net.parameters()):
-            # the clipped entries are exact; the others are the devices' gradients (float32 rounding)
-            _assert_close(p.grad, ref.grad, 1e-5, 1e-7, "clip_grad_value_")
+            # the clipped entries are exact; the others are the devices' gradients (float32 GEMM rounding,
+            # as for the norms above: 3.7e-7 was seen on an entry of 0.0097)
+            _assert_close(p.grad, ref.grad, 1e-5, 1e-6, "clip_grad_value_")
             assert float(p.grad.abs().max()) <= np.float32(0.05)  # the clip value, rounded to the grads' float32
     norm = nn.utils.get_total_norm([p.grad for p in gpu_net.parameters()])
     _assert_on_device(norm, "get_total_norm")

@@ -36,7 +36,10 @@ from .._dtype import bfloat16 as _BF16_DTYPE
 from .._tensor import Tensor
 from ._runtime import cupy_module
 
-__all__ = ["BF16", "matmul", "added_product", "install", "run_in_float32", "is_bf16_failure", "has_bf16"]
+__all__ = [
+    "BF16", "matmul", "product_2d", "linear", "added_product", "install", "run_in_float32", "is_bf16_failure",
+    "has_bf16",
+]
 
 BF16 = _BF16_DTYPE.numpy_dtype
 _F32 = np.dtype(np.float32)
@@ -103,10 +106,26 @@ def _handle(cp, cublas):
     return handle
 
 
-def _scalars(alpha, beta, dtype):
-    # host scalars of the compute type (cuBLAS reads them during the call, in its default host pointer mode)
+_HOST_SCALARS = {}  # (compute dtype, 0.0 or 1.0) -> (array, its address): the common alpha/beta, made once
+
+
+def _scalar_address(value, dtype, keep):
+    """The address of a host scalar ``value`` of the compute type of ``dtype`` operands.
+
+    cuBLAS reads alpha and beta from host memory during the call (its default pointer mode), so the
+    array must outlive the call: 0 and 1 are made once; other values are appended to ``keep``.
+    """
     scalar = _GEMM_TYPES[dtype][2]
-    return np.array(alpha, scalar), np.array(beta, scalar)
+    if value == 0 or value == 1:
+        key = (scalar, float(value))
+        entry = _HOST_SCALARS.get(key)
+        if entry is None:
+            array = np.array(value, scalar)
+            entry = _HOST_SCALARS[key] = (array, array.ctypes.data)
+        return entry[1]
+    array = np.array(value, scalar)
+    keep.append(array)
+    return array.ctypes.data
 
 
 def _gemm_into(out, a, b, alpha, beta):
@@ -127,11 +146,11 @@ def _gemm_into(out, a, b, alpha, beta):
     from cupy_backends.cuda.libs import cublas
 
     in_type, compute, _ = _GEMM_TYPES[a.dtype]
-    al, be = _scalars(alpha, beta, a.dtype)
+    keep = []
     cublas.gemmEx(
         _handle(cp, cublas), op_b, op_a, n, m, k,
-        al.ctypes.data, b.data.ptr, in_type, ld_b, a.data.ptr, in_type, ld_a,
-        be.ctypes.data, out.data.ptr, _cuda_type(out.dtype), n,
+        _scalar_address(alpha, a.dtype, keep), b.data.ptr, in_type, ld_b, a.data.ptr, in_type, ld_a,
+        _scalar_address(beta, a.dtype, keep), out.data.ptr, _cuda_type(out.dtype), n,
         compute, _CUBLAS_GEMM_DEFAULT,
     )
     return out
@@ -187,11 +206,11 @@ def _batched_gemm_into(out, a, b, alpha, beta):
     from cupy_backends.cuda.libs import cublas
 
     in_type, compute, _ = _GEMM_TYPES[ax.dtype]
-    al, be = _scalars(alpha, beta, ax.dtype)
+    keep = []
     cublas.gemmStridedBatchedEx(
         _handle(cp, cublas), op_b, op_a, n, m, k,
-        al.ctypes.data, bx.data.ptr, in_type, ld_b, st_b, ax.data.ptr, in_type, ld_a, st_a,
-        be.ctypes.data, out.data.ptr, _cuda_type(out.dtype), n, m * n, math.prod(batch),
+        _scalar_address(alpha, ax.dtype, keep), bx.data.ptr, in_type, ld_b, st_b, ax.data.ptr, in_type, ld_a, st_a,
+        _scalar_address(beta, ax.dtype, keep), out.data.ptr, _cuda_type(out.dtype), n, m * n, math.prod(batch),
         compute, _CUBLAS_GEMM_DEFAULT,
     )
     return out
@@ -257,6 +276,53 @@ def matmul(a, b, out_dtype=None):
     if a_vec:
         result = result[..., 0] if b_vec else result[..., 0, :]
     return result
+
+
+def product_2d(a, b):
+    """``a @ b`` for 2-D CuPy arrays of one dtype of ``_GEMM_TYPES`` on the current GPU, in one cuBLAS call.
+
+    The lean form of :func:`matmul` for the fast kernels, which have checked the operands already:
+    ``a`` (M, K) and ``b`` (K, N), any strides, with M, N, K at most 2**31 - 1. Returns a new
+    C-contiguous (M, N) array of the operands' dtype.
+    """
+    out = cupy_module().empty((a.shape[0], b.shape[1]), a.dtype)
+    return _gemm_into(out, a, b, 1.0, 0.0)
+
+
+_ONES = {}  # (device, dtype, rows) -> a (rows, 1) column of ones: the left factor that copies a bias into rows
+
+
+def _ones_column(cp, rows, dtype):
+    key = (cp.cuda.runtime.getDevice(), dtype, rows)
+    column = _ONES.get(key)
+    if column is None:
+        if len(_ONES) >= 32:  # a few batch sizes are in use at a time
+            _ONES.clear()
+        column = _ONES[key] = cp.ones((rows, 1), dtype)
+    return column
+
+
+def linear(x, w, b=None):
+    """``x @ w.T + b`` for 2-D CuPy arrays of one dtype of ``_GEMM_TYPES`` on the current GPU, as PyTorch's
+    CUDA ``linear`` computes it: the bias is copied into every row of the output, then one GEMM adds the
+    product in cuBLAS' epilogue (``beta = 1``).
+
+    The copy is itself a GEMM, ``ones (M, 1) @ b (1, N)``, exact (each value is ``1 * b[j]``), so the op costs
+    two cuBLAS calls and no elementwise kernel.
+
+    Args:
+        x: (M, K); w: (N, K); b: (N,) or None. M, N, K at most 2**31 - 1, any strides.
+
+    Returns:
+        A new C-contiguous (M, N) array of the operands' dtype.
+    """
+    cp = cupy_module()
+    rows, outs = x.shape[0], w.shape[0]
+    out = cp.empty((rows, outs), x.dtype)
+    if b is None:
+        return _gemm_into(out, x, w.T, 1.0, 0.0)
+    _gemm_into(out, _ones_column(cp, rows, x.dtype), b.reshape(1, outs), 1.0, 0.0)
+    return _gemm_into(out, x, w.T, 1.0, 1.0)
 
 
 def added_product(input, a, b, beta, alpha):

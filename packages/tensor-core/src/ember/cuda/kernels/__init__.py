@@ -5,12 +5,16 @@
 * :mod:`.copies`: same-dtype ``clone``/``_to_copy`` as one device-to-device memcpy;
 * :mod:`.rows`: fused row kernels (softmax, log_softmax, softmin, layer_norm,
   cross_entropy, nll_loss), registered by its ``register()``;
+* :mod:`.products`: ``matmul`` and ``linear`` of float matrices straight to cuBLAS (``checked_cuda`` entries);
+* :mod:`.reductions`: ``sum`` of float tensors straight to CuPy's reduction (a ``checked_cuda`` entry);
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).
 
 Every fast kernel takes only the calls it computes exactly as the generic path
 (the CPU kernel on CuPy arrays) does and hands the others to the kernel the op
-had before, so installing them changes speed, not results.
+had before, so installing them changes speed, not results. The one exception is
+``linear`` with a bias, which adds the bias in cuBLAS' epilogue as PyTorch's CUDA
+kernel does (rounded as PyTorch rounds it, not as ``matmul`` then ``add``).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ def register():
     """Install every fast CUDA kernel (once). Needs CuPy and a GPU (``ember.cuda.is_available()``)."""
     if _done:
         return
-    from . import copies, pointwise, rows
+    from . import copies, pointwise, products, reductions, rows
 
     pointwise.register()
     copies.register()
     rows.register()
+    products.register()
+    reductions.register()
     _done.append(True)

@@ -1,0 +1,68 @@
+"""``sum`` of float32/float64 tensors on the GPU without the dispatcher's generic layers.
+
+The bias gradients of a training step are ``sum(grad, [0])`` calls on small tensors, bound by host time:
+the generic path (the meta function, then the CPU kernel's ``numpy.add.reduce`` handed to CuPy through
+``__array_ufunc__``) cost about 45 µs per call on the H200's machine against PyTorch's 9 µs. The
+``checked_cuda`` entry here checks the dims itself and calls CuPy's reduction over the same axes, in the
+same dtype, as the generic path does (so the result is the same array).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._tensor import Tensor
+from .._runtime import cupy_module
+
+__all__ = ["register", "sum_dims"]
+
+_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_state = {}
+
+
+def _axes(dim, ndim):
+    """``dim`` (None, an int or a non-empty list/tuple of ints) as the sorted tuple of reduced axes, or None
+    when it is anything else (out of range, repeated, empty, not ints): the meta function reports those."""
+    if dim is None:
+        return tuple(range(ndim))
+    if type(dim) is int:
+        return (dim + ndim,) if -ndim <= dim < 0 else ((dim,) if 0 <= dim < ndim else None)
+    if type(dim) not in (list, tuple) or not dim:
+        return None
+    axes = set()
+    for d in dim:
+        if type(d) is not int or not -ndim <= d < ndim:
+            return None
+        axes.add(d + ndim if d < 0 else d)
+    if len(axes) != len(dim):
+        return None
+    return tuple(sorted(axes))
+
+
+def sum_dims(*args):
+    """``checked_cuda`` entry of ``sum(input[, dim[, keepdim]])`` for float32/float64 tensors with >= 1 dim."""
+    if not 1 <= len(args) <= 3 or not isinstance(args[0], Tensor):
+        return None
+    data = args[0]._data
+    if type(data) is not _state["ndarray"] or data.dtype not in _FLOATS or data.ndim == 0:
+        return None
+    keepdim = args[2] if len(args) == 3 else False
+    if type(keepdim) is not bool:
+        return None
+    axes = _axes(args[1] if len(args) >= 2 else None, data.ndim)
+    if axes is None:
+        return None
+    if not _state["one_gpu"] and data.data.device_id != _state["device"]():
+        return None
+    return data.sum(axis=axes, dtype=data.dtype, keepdims=keepdim)
+
+
+def register():
+    """Install the entry in the dispatcher's ``checked_cuda`` table (idempotent)."""
+    from ..._ops import _dispatch
+    from ..._ops._registry import registry
+
+    cp = cupy_module()
+    _state.update(ndarray=cp.ndarray, device=cp.cuda.runtime.getDevice,
+                  one_gpu=cp.cuda.runtime.getDeviceCount() == 1)
+    _dispatch.checked_cuda[registry["sum"]] = sum_dims

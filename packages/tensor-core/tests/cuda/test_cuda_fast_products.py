@@ -1,0 +1,139 @@
+"""The ``checked_cuda`` entries of ``matmul``, ``linear`` and ``sum`` (ember.cuda.kernels.products/reductions).
+
+Oracles: the CPU results (products within GEMM rounding), the generic cuda path (``sum``: the same bits),
+and the meta functions' errors for the calls the entries decline.
+"""
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember._ops import _dispatch
+from ember._ops._registry import get as get_op
+
+pytestmark = pytest.mark.cuda
+
+TOL = {np.float32: 2e-5, np.float64: 1e-12}
+
+
+@pytest.fixture(scope="module")
+def fast():
+    ember.cuda.init()
+    from ember.cuda import kernels
+    from ember.cuda.kernels import products, reductions
+
+    kernels.register()
+    return products, reductions
+
+
+@contextlib.contextmanager
+def without_entry(name):
+    op = get_op(name)
+    entry = _dispatch.checked_cuda.pop(op)
+    try:
+        yield
+    finally:
+        _dispatch.checked_cuda[op] = entry
+
+
+def host(t):
+    return t.detach().cpu().numpy()
+
+
+def pair(rng, dtype, *shape):
+    x = rng.standard_normal(shape).astype(dtype)
+    return ember.from_numpy(x), ember.from_numpy(x).to("cuda")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_entry_matches_cpu_for_every_layout(fast, dtype):
+    products, _ = fast
+    rng = np.random.default_rng(0)
+    for m, k, n in [(5, 7, 3), (128, 784, 512), (1, 9, 1), (33, 1, 17)]:
+        a_cpu, a = pair(rng, dtype, m, k)
+        b_cpu, b = pair(rng, dtype, n, k)
+        for left, right, left_cpu, right_cpu in [(a, b.t(), a_cpu, b_cpu.t()),
+                                                 (a.t().contiguous().t(), b.t(), a_cpu, b_cpu.t())]:
+            assert products.matmul(left, right) is not None  # the entry takes these calls
+            got = ember.matmul(left, right)
+            assert got.device.type == "cuda" and got.dtype == left.dtype and got.shape == (m, n)
+            np.testing.assert_allclose(host(got), (left_cpu @ right_cpu).numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+
+
+def test_matmul_entry_declines_what_it_does_not_compute(fast):
+    products, _ = fast
+    a = ember.ones(3, 4, device="cuda")
+    assert products.matmul(a, ember.ones(5, 2, device="cuda")) is None  # inner dims differ
+    assert products.matmul(a, ember.ones(4, device="cuda")) is None  # a vector
+    assert products.matmul(a, ember.ones(4, 2, device="cuda", dtype=ember.float64)) is None  # mixed dtypes
+    assert products.matmul(a.to(ember.int64), ember.ones(4, 2, device="cuda", dtype=ember.int64)) is None
+    assert products.matmul(ember.ones(0, 4, device="cuda"), ember.ones(4, 2, device="cuda")) is None
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        ember.matmul(a, ember.ones(5, 2, device="cuda"))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_entry_matches_cpu_values_and_gradients(fast, dtype, with_bias):
+    products, _ = fast
+    rng = np.random.default_rng(1)
+    for lead in [(128,), (4, 6), (1,)]:
+        x_cpu, x = pair(rng, dtype, *lead, 33)
+        w_cpu, w = pair(rng, dtype, 17, 33)
+        b_cpu, b = pair(rng, dtype, 17) if with_bias else (None, None)
+        assert products.linear(x, w, b) is not None
+        for t in (x, w, b, x_cpu, w_cpu, b_cpu):
+            if t is not None:
+                t.requires_grad_(True)
+        got, want = F.linear(x, w, b), F.linear(x_cpu, w_cpu, b_cpu)
+        assert got.shape == want.shape == (*lead, 17)
+        np.testing.assert_allclose(host(got), want.detach().numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+        seed = rng.standard_normal(want.shape).astype(dtype)
+        got.backward(ember.from_numpy(seed).to("cuda"))
+        want.backward(ember.from_numpy(seed))
+        for ours, theirs in ((x, x_cpu), (w, w_cpu), (b, b_cpu)):
+            if ours is not None:
+                np.testing.assert_allclose(host(ours.grad), theirs.grad.numpy(), rtol=1e-4, atol=TOL[dtype] * 10)
+
+
+def test_linear_entry_declines_and_the_meta_function_reports(fast):
+    products, _ = fast
+    x, w = ember.ones(3, 4, device="cuda"), ember.ones(5, 4, device="cuda")
+    assert products.linear(x, w, ember.ones(4, device="cuda")) is None  # a bias of the wrong length
+    assert products.linear(ember.ones(4, device="cuda"), w) is None  # a 1-D input
+    assert products.linear(x, ember.ones(4, device="cuda")) is None  # a 1-D weight
+    assert products.linear(x.t().contiguous().t().unsqueeze(0).expand(2, 3, 4), w) is None  # strided leading dims
+    with pytest.raises(RuntimeError):
+        F.linear(x, ember.ones(5, 3, device="cuda"))
+    # the declined calls still compute (through the decomposition)
+    np.testing.assert_array_equal(host(F.linear(ember.ones(4, device="cuda"), w)), np.full(5, 4.0, np.float32))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sum_entry_gives_the_generic_paths_bits(fast, dtype):
+    _, reductions = fast
+    rng = np.random.default_rng(2)
+    x = ember.from_numpy(rng.standard_normal((64, 33, 5)).astype(dtype)).to("cuda")
+    calls = [(x,), (x, 0), (x, [0]), (x, [0, 1]), (x, -1, True), (x, (2, 0), False), (x, [1], True), (x[:, 1:7], 1)]
+    for args in calls:
+        assert reductions.sum_dims(*args) is not None
+        got = host(ember.sum(*args))
+        with without_entry("sum"):
+            want = host(ember.sum(*args))
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_sum_entry_declines_and_the_meta_function_reports(fast):
+    _, reductions = fast
+    x = ember.ones(3, 4, device="cuda")
+    for args in [(x, 2), (x, [0, 0]), (x, []), (x, 0, 1), (x.to(ember.int64), 0), (ember.ones((), device="cuda"),)]:
+        assert reductions.sum_dims(*args) is None
+    with pytest.raises(IndexError):
+        ember.sum(x, 2)
+    with pytest.raises(RuntimeError):
+        ember.sum(x, [0, 0])
+    assert ember.sum(x.to(ember.int64), 0).tolist() == [3, 3, 3, 3]
