@@ -60,7 +60,8 @@ def test_matmul_entry_matches_cpu_for_every_layout(fast, dtype):
             assert products.matmul(left, right) is not None  # the entry takes these calls
             got = ember.matmul(left, right)
             assert got.device.type == "cuda" and got.dtype == left.dtype and got.shape == (m, n)
-            np.testing.assert_allclose(host(got), (left_cpu @ right_cpu).numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+            want = left_cpu.double() @ right_cpu.double()  # float32 sums of k terms of size ~sqrt(k): err ~ k eps
+            np.testing.assert_allclose(host(got), want.numpy(), rtol=TOL[dtype], atol=TOL[dtype] * k)
 
 
 def test_matmul_entry_declines_what_it_does_not_compute(fast):

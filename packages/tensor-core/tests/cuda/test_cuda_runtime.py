@@ -287,7 +287,7 @@ def test_nn_init_fills_cuda_parameters_in_place():
 
 
 def test_default_generator_bernoulli_draws_on_the_gpu():
-    # dropout's sampler: with the default generator the uniforms come from cuRAND's Philox on the GPU,
+    # dropout's sampler: with the default generator the uniforms come from ember's Philox kernels on the GPU,
     # keyed by the GPU generator, so they are reproducible under ember.manual_seed
     p = ember.full((1000, 100), 0.3, device="cuda")
     ember.manual_seed(7)

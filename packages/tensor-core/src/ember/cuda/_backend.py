@@ -211,8 +211,10 @@ def _register_random_kernels():
       copied into ``self``; with a tensor argument on the GPU (``bernoulli_(p)``) the kernel runs on the
       GPU arrays instead, with draws copied to the GPU (:class:`~ember.cuda.random.DeviceDraws`);
     * samplers of a tensor (``bernoulli``): likewise on the GPU arrays with uploaded draws when given a
-      generator; with the default generator the uniforms are drawn on the GPU (cuRAND Philox keyed by the
-      generator, :class:`~ember.cuda.random.DeviceNoise`), so they differ from the CPU's;
+      generator; with the default generator the uniforms are drawn on the GPU (ember's Philox4x32-10 kernels
+      keyed by the generator, :class:`~ember.cuda.random.DeviceNoise`), so they differ from the CPU's. With
+      the default generator and a Python number ``p`` (dropout's call) the mask is written in ``input``'s
+      dtype by one kernel (:func:`ember.cuda.kernels.philox.bernoulli`), equal to ``uniforms < p``;
     * ``multinomial``: :func:`ember.cuda.random.multinomial`.
 
     Apart from ``bernoulli`` with the default generator, a cuda tensor drawn after ``ember.manual_seed(s)``
@@ -220,7 +222,8 @@ def _register_random_kernels():
     """
     from .._ops._registry import registry
     from . import random as cuda_random
-    from .random import DeviceDraws, DeviceNoiseDraws, generator_for
+    from .kernels import philox
+    from .random import DeviceDraws, DeviceNoise, DeviceNoiseDraws, generator_for
 
     def make(op, cpu):
         def kernel(*args, **kwargs):
@@ -250,10 +253,29 @@ def _register_random_kernels():
         kernel.__name__ = f"{op.name}_cuda"
         return kernel
 
+    def fused_bernoulli(input, args, kwargs):
+        # bernoulli(input, p) with a Python number p and the default generator: the mask in input's dtype,
+        # straight from the Philox kernel (one pass, no uniforms stored); None for any other call
+        if len(args) > 1 or any(k != "p" and k != "generator" for k in kwargs):
+            return None
+        p = args[0] if args else kwargs.get("p")
+        data = input._data
+        if (type(p) is not float and type(p) is not int) or not philox.mask_dtype_supported(data.dtype):
+            return None
+        index = input._device.index
+        with cupy_module().cuda.Device(index):
+            return DeviceNoise(generator_for(index)).bernoulli(data.shape, p, data.dtype)
+
     def make_sampler(op, cpu):
+        fused = fused_bernoulli if op.name == "bernoulli" else None
+
         def kernel(input, *args, **kwargs):
             index = input._device.index
             generator = kwargs.get("generator")
+            if generator is None and fused is not None:
+                mask = fused(input, args, kwargs)
+                if mask is not None:
+                    return mask
             # The default generator's draws are made on the GPU (dropout's masks: a host draw plus copy costs
             # about a second per transformer-layer step); an explicit generator's equal the CPU's draws.
             draws = DeviceNoiseDraws(generator_for(index)) if generator is None else DeviceDraws(generator)

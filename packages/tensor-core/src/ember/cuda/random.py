@@ -13,12 +13,15 @@ way too: factories and in-place samplers copy host draws to the GPU; samplers of
 GPU tensors given a generator (``bernoulli``, ``bernoulli_(p)``, :func:`multinomial`)
 compute on the GPU from uploaded draws (:class:`DeviceDraws`), never copying the
 tensors to the host. Noise drawn with the default generator inside kernels
-(``bernoulli``, so dropout; RReLU; Gumbel noise) is made on the GPU by cuRAND's
-counter-based Philox, keyed by the GPU generator (:class:`DeviceNoise`): large
-masks would cost too much as host draws, so those values differ from the CPU's.
+(``bernoulli``, so dropout; RReLU; Gumbel noise) is made on the GPU by ember's
+counter-based Philox4x32-10 kernels (:mod:`ember.cuda.kernels.philox`), keyed by
+the GPU generator (:class:`DeviceNoise`): large masks would cost too much as host
+draws, so those values differ from the CPU's.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -167,42 +170,88 @@ class DeviceDraws:
 class DeviceNoise:
     """Noise for kernels that draw from a GPU's default generator (dropout masks, RReLU slopes, Gumbel
     noise), made on the GPU: ``random``, ``standard_exponential`` and ``standard_normal`` with numpy
-    ``Generator``'s signatures, returning CuPy arrays.
+    ``Generator``'s signatures, returning CuPy arrays, and the one-pass Bernoulli mask :meth:`bernoulli`.
 
-    Each draw takes one 64-bit key from ``generator`` (advancing its state, so ``ember.manual_seed`` and
-    ``get_rng_state``/``set_rng_state`` reproduce it) and runs cuRAND's counter-based Philox4x32-10
-    generator from that key (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3", SC 2011).
-    Drawing the values on the host and copying them, as the random factories do, costs about a second
-    for the 100M-element attention-dropout mask of one transformer-layer step. The values differ from the
-    CPU's draws for the same seed (as PyTorch's CUDA masks differ from its CPU masks).
+    Each draw takes one 64-bit key from ``generator`` (:meth:`key`, advancing its state, so
+    ``ember.manual_seed`` and ``get_rng_state``/``set_rng_state`` reproduce it) and runs ember's
+    Philox4x32-10 kernels (:mod:`ember.cuda.kernels.philox`; Salmon et al., "Parallel random numbers: as
+    easy as 1, 2, 3", SC 2011) from that key: a counter-based generator has no state on the GPU to set up,
+    so a draw is one kernel launch. Drawing the values on the host and copying them, as the random
+    factories do, costs about a second for the 100M-element attention-dropout mask of one
+    transformer-layer step. The values differ from the CPU's draws for the same seed (as PyTorch's CUDA
+    masks differ from its CPU masks).
     """
 
     def __init__(self, generator):
         self._generator = generator
 
-    def _curand(self):
-        from ._runtime import cupy_module
-
-        cp = cupy_module()
-        device = cp.cuda.runtime.getDevice()
-        states = _philox_states
-        state = states.get(device)
-        if state is None:
-            state = states[device] = cp.random.RandomState(0, method=cp.cuda.curand.CURAND_RNG_PSEUDO_PHILOX4_32_10)
-        state.seed(int(self._generator._rng.integers(0, 2**63)))
-        return state
+    def key(self):
+        """One key for a Philox stream: an integer in [0, 2**63) drawn from the generator (advancing it)."""
+        return int(self._generator._rng.integers(0, 2**63))
 
     def random(self, size=None, dtype=np.float32):
-        """Uniform draws in [0, 1) of shape ``size``, float32 unless ``dtype`` (masks compare ``u < keep``)."""
-        return self._curand().random_sample(size, dtype=dtype)
+        """Uniform draws in [0, 1) of shape ``size`` (``()`` when None), float32 unless ``dtype`` is float64.
+
+        float32 values are ``(w >> 8) * 2**-24`` of the Philox words, float64 ones carry 53 random bits
+        (:func:`ember.cuda.kernels.philox.uniform`); masks compare ``u < keep``.
+
+        Raises:
+            TypeError: for a dtype other than float32 and float64 (as numpy's ``Generator.random``).
+        """
+        from .kernels import philox
+
+        return philox.uniform(_size(size), self.key(), 0, dtype)
+
+    def bernoulli(self, size, p, dtype, value=1):
+        """A mask of shape ``size`` and numpy ``dtype``: ``value`` with probability ``p``, else 0, in one pass.
+
+        Element for element it is ``random(size) < p`` for the same generator state (``p`` compared
+        exactly), with the uniforms never stored (:func:`ember.cuda.kernels.philox.bernoulli`).
+
+        Raises:
+            TypeError: for a dtype the kernel does not write (complex).
+            ValueError: for ``p`` outside [0, 1].
+        """
+        from .kernels import philox
+
+        return philox.bernoulli(_size(size), p, dtype, self.key(), 0, value)
 
     def standard_exponential(self, size=None, dtype=np.float64):
-        """Draws of the exponential distribution of rate 1, of shape ``size`` and ``dtype``."""
-        return self._curand().standard_exponential(size, dtype=dtype)
+        """Draws of the exponential distribution of rate 1, of shape ``size`` and ``dtype``: ``-log(1 - u)``
+        of :meth:`random`'s uniforms (inversion; ``1 - u`` is in ``(0, 1]``, so the values are finite)."""
+        e = self.random(size, np.float64 if np.dtype(dtype) == np.float64 else np.float32)
+        cp = _cupy()
+        cp.negative(e, out=e)
+        cp.log1p(e, out=e)
+        cp.negative(e, out=e)
+        return e.astype(dtype, copy=False)
 
     def standard_normal(self, size=None, dtype=np.float64):
-        """Draws of the standard normal distribution, of shape ``size`` and ``dtype``."""
-        return self._curand().standard_normal(size, dtype=dtype)
+        """Draws of the standard normal distribution, of shape ``size`` and ``dtype``: Box-Muller
+        (``sqrt(-2 log(1 - u1)) * cos(2 pi u2)``) of two float64 uniforms per value (Box and Muller, "A note
+        on the generation of random normal deviates", 1958)."""
+        shape = _size(size)
+        n = math.prod(shape)
+        cp = _cupy()
+        u = self.random((2, n), np.float64)
+        radius = cp.sqrt(-2.0 * cp.log1p(-u[0]))
+        z = radius * cp.cos((2.0 * math.pi) * u[1])
+        return z.reshape(shape).astype(dtype, copy=False)
+
+
+def _size(size):
+    """numpy's ``size`` argument as a shape tuple (None: a single value, shape ``()``)."""
+    if size is None:
+        return ()
+    if isinstance(size, (int, np.integer)):
+        return (int(size),)
+    return tuple(int(s) for s in size)
+
+
+def _cupy():
+    from ._runtime import cupy_module
+
+    return cupy_module()
 
 
 class DeviceNoiseDraws:
@@ -212,9 +261,6 @@ class DeviceNoiseDraws:
     def __init__(self, generator):
         self.device = generator.device
         self._rng = DeviceNoise(generator)
-
-
-_philox_states = {}  # GPU index -> cupy.random.RandomState (Philox), re-keyed for every draw
 
 
 def device_rng(index=None):
