@@ -2,8 +2,9 @@
 
 The CUDA kernels of these ops (``ember._ops.nn_conv``: ``_xp_conv_forward`` and friends) use only the
 array namespace of their inputs. The tests without the ``cuda`` marker run those same kernels on numpy
-arrays here and compare them with the CPU kernels (``ember._C``), forward and through autograd; the
-``cuda`` tests compare cuda results and gradients with CPU ones.
+arrays here and compare them with the CPU kernels (``ember._C``), forward and through autograd, and run the
+CUDA C of the fast float path (``nn_conv._FAST_CUDA``) compiled for the CPU by g++; the ``cuda`` tests
+compare cuda results and gradients with CPU ones.
 """
 
 import itertools
@@ -319,3 +320,340 @@ def test_fused_cuda_fold_matches_cpu(dtype, monkeypatch):
         # the same columns, stored transposed (a non-contiguous input)
         strided = cols.cuda().transpose(-1, -2).contiguous().transpose(-1, -2)
         _check(F.fold(strided, shape[-2:], **kwargs), F.fold(cols, shape[-2:], **kwargs), dtype)
+
+
+# -- the fast path of float convolutions (nn_conv._FAST_CUDA, on by default) ---------------------------------
+# Forward: one im2col RawKernel, one GEMM, one layout-and-bias RawKernel. Backward (the derivative of
+# ``convolution`` in a backward pass that records nothing, groups 1): rows of the output gradient and the bias
+# gradient in one launch, im2col and a GEMM for the weight, a GEMM and col2im for the input.
+
+# (input shape, weight shape, bias, stride, padding, dilation, groups)
+_FAST_CASES = [
+    ((64, 1, 8, 8), (32, 1, 3, 3), True, 1, 1, 1, 1),  # the GPU training benchmark's CNN
+    ((64, 32, 8, 8), (64, 32, 3, 3), True, 1, 1, 1, 1),
+    ((3, 4, 9, 8), (6, 4, 3, 3), True, 2, 1, 1, 1),  # stride 2
+    ((2, 4, 9, 9), (6, 4, 3, 3), False, 1, 2, 2, 1),  # dilation 2
+    ((2, 4, 8, 7), (6, 2, 3, 2), True, (2, 1), (1, 0), (1, 2), 2),  # groups 2 (fast forward, generic backward)
+    ((2, 3, 6, 5), (5, 3, 3, 3), True, 1, 0, 1, 1),  # no padding
+    ((2, 4, 5, 5), (3, 4, 1, 1), False, 1, 0, 1, 1),  # 1x1
+    ((2, 3, 7, 6), (4, 3, 4, 3), True, 3, 2, 1, 1),  # stride 3, kernel wider than the stride
+    ((2, 4, 9), (6, 4, 3), True, 2, 1, 1, 1),  # 1-D
+    ((2, 2, 5, 4, 4), (3, 2, 2, 3, 2), True, (1, 2, 1), 1, 1, 1),  # 3-D
+]
+_FAST_IDS = [f"fast-{i}" for i in range(len(_FAST_CASES))]
+
+
+def _fast_case(case, dtype, device):
+    x_shape, w_shape, with_bias, stride, padding, dilation, groups = case
+    x = _make(x_shape, dtype, 1, device).requires_grad_(True)
+    w = (_make(w_shape, dtype, 2, device) * 0.3).requires_grad_(True)
+    b = _make((w_shape[0],), dtype, 3, device).requires_grad_(True) if with_bias else None
+    conv = {3: F.conv1d, 4: F.conv2d, 5: F.conv3d}[len(x_shape)]
+    out = conv(x, w, b, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    return out, [t for t in (x, w, b) if t is not None]
+
+
+def _spy(monkeypatch, name):
+    """Count the calls of nn_conv.<name> that return a result (not None: the fast path took the call)."""
+    taken = []
+    original = getattr(nn_conv, name)
+
+    def spy(*args):
+        result = original(*args)
+        taken.append(result is not None)
+        return result
+
+    monkeypatch.setattr(nn_conv, name, spy)
+    return taken
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64], ids=str)
+@pytest.mark.parametrize("case", _FAST_CASES, ids=_FAST_IDS)
+def test_fast_conv_matches_cpu_and_the_generic_path(case, dtype, monkeypatch):
+    """Output and gradients (input, weight, bias) of the fast path against CPU and against the generic CUDA path
+    (the xp kernels and the derivative formulas: ``_FAST_CUDA`` off)."""
+    forward = _spy(monkeypatch, "_fast_conv_forward")
+    backward = _spy(monkeypatch, "_fast_conv_backward")
+    results = {}
+    for label, device, fast in (("cpu", "cpu", True), ("fast", "cuda", True), ("generic", "cuda", False)):
+        monkeypatch.setattr(nn_conv, "_FAST_CUDA", fast)
+        out, leaves = _fast_case(case, dtype, device)
+        g = _make(tuple(out.shape), dtype, 4, device)
+        results[label] = (out, *ember.autograd.grad(out, leaves, g))
+        if label == "fast":
+            assert forward and all(forward), "the fast forward did not take the call"
+            assert all(backward) and len(backward) == (case[-1] == 1), "the fused backward did not take the call"
+    for label in ("fast", "generic"):
+        for got, expected in zip(results[label], results["cpu"]):
+            assert got.device.type == "cuda" and got.is_contiguous()
+            _check(got, expected, dtype)
+
+
+@pytest.mark.cuda
+def test_fast_conv_takes_strided_inputs_and_expanded_gradients():
+    """A sliced (strided) input and weight, and the expanded output gradient of ``out.sum()``, against CPU."""
+    results = []
+    for device in ("cpu", "cuda"):
+        base = _make((3, 4, 9, 16), ember.float32, 1, device).requires_grad_(True)
+        wide = _make((8, 6, 3, 3), ember.float32, 2, device).requires_grad_(True)
+        x, w = base[:, :, :, ::2], wide[:5, 1:5]  # strided views: the kernels read them in place
+        out = F.conv2d(x.transpose(2, 3), w, padding=1, stride=(1, 2))
+        results.append((out, *ember.autograd.grad(out.sum(), [base, wide])))
+    for got, expected in zip(results[1], results[0]):
+        _check(got, expected, ember.float32)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16], ids=str)
+def test_fast_conv_forward_of_half_types_matches_cpu(dtype):
+    for case in _FAST_CASES[:5]:
+        with ember.no_grad():
+            expected = _fast_case(case, dtype, "cpu")[0]
+            got = _fast_case(case, dtype, "cuda")[0]
+        _check(got, expected, dtype)
+
+
+@pytest.mark.cuda
+def test_conv_double_backward_takes_the_formulas():
+    """With create_graph the derivative records its formulas (the fused backward records nothing): the first
+    gradients equal the fused ones and the second derivative matches CPU."""
+    case = _FAST_CASES[2]
+    results = []
+    for device in ("cpu", "cuda"):
+        out, (x, w, b) = _fast_case(case, ember.float64, device)
+        fused = ember.autograd.grad((out * out).sum(), [x, w], retain_graph=True)
+        gx, gw = ember.autograd.grad((out * out).sum(), [x, w], create_graph=True)
+        for a, e in zip((gx, gw), fused):
+            _check(a.detach(), e, ember.float64)
+        results.append(ember.autograd.grad((gx * gx).sum() + (gw * gw).sum(), [x, w, b]))
+    for got, expected in zip(results[1], results[0]):
+        _check(got, expected, ember.float64)
+
+
+# -- the fast path's host side, run here: plans, declines, keys, and the CUDA kernels compiled for the CPU -------
+
+
+def test_fast_plans_decline_what_the_kernels_do_not_compute():
+    f32 = np.dtype(np.float32)
+    args = ((2, 3, 5, 5), (300, 100, 20, 4), f32, (4, 3, 3, 3), f32, f32, (1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert nn_conv._fast_forward_plan(*args) is not None
+    for i, value in ((2, np.dtype(np.int64)), (2, np.dtype(np.complex64)), (4, np.dtype(np.float64)),
+                     (5, np.dtype(np.float64)), (0, (0, 3, 5, 5)), (3, (0, 3, 3, 3))):
+        changed = list(args)
+        changed[i] = value
+        if i == 2:
+            changed[4] = changed[5] = value
+        assert nn_conv._fast_forward_plan(*changed) is None, (i, value)
+    assert nn_conv._fast_forward_plan(*args[:6], (1, 1), (0, 0), (0, 0), (3, 3), 1) is None  # no output position
+    back = ((2, 4, 5, 5), (2, 3, 5, 5), (300, 100, 20, 4), f32, f32, (4, 3, 3, 3), f32, (1, 1), (1, 1), (1, 1))
+    assert nn_conv._fast_backward_plan(*back) is not None
+    assert nn_conv._fast_backward_plan(*back[:3], np.dtype(np.float16), *back[4:]) is None
+    assert nn_conv._fast_backward_plan(*back[:4], np.dtype(np.float64), *back[5:]) is None
+    # 64-bit indexing only past int32's reach (with room for a grid-stride loop's last step)
+    assert nn_conv._fast_index(10, 2**30)[0] is False and nn_conv._fast_index(2**31)[1] is np.int64
+    x = _make((2, 3, 5, 5), ember.float32, 1)
+    w = _make((4, 3, 3, 3), ember.float32, 2)
+    y = _make((2, 4, 5, 5), ember.float32, 3)
+    assert nn_conv.convolution_backward_cuda(y, x, w, (1, 1), (1, 1), (1, 1), 1, (True, True, True)) is None
+
+
+def test_plan_keys_keep_types_apart():
+    """``_key`` of plain tuples/lists: values and their types (True is not 1), and element by element otherwise."""
+    key = nn_conv._key
+    assert key([1, 1]) == key([1, 1]) and key([1, 1]) != key((1, 1))
+    assert key([1, 1]) != key([True, 1]) and key([1, 2]) != key([1.0, 2])
+    a, b = ember.ones(2, 3), ember.zeros(2, 3)
+    assert key([a, 1]) == key([b, 1]) and key([a, 1]) != key([ember.ones(3, 2), 1])
+    assert key([[1, 2], 3]) != key([(1, 2), 3])
+    x, w = a.reshape(1, 1, 2, 3), ember.ones(1, 1, 1, 1)
+    nn_conv._convolution_plan(x, w, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1)
+    with pytest.raises(TypeError, match="stride"):  # the memoised plan still checks a bool where an int was
+        nn_conv._convolution_plan(x, w, None, [True, 1], [0, 0], [1, 1], False, [0, 0], 1)
+
+
+# The fast path's CUDA C, compiled for the CPU by g++: a block's threads run one after another (as OS threads
+# meeting at a std::barrier for a kernel that calls __syncthreads), launched through ctypes with CuPy's argument
+# conventions (an array by the address of its first element, numpy scalars by value). The host code runs on
+# numpy arrays that take CuPy's place (a subclass with CuPy's ``_c_contiguous``; new arrays filled with NaN, so
+# an element a kernel leaves unwritten shows).
+
+_EMULATION_SHIM = r"""
+#include <barrier>
+#include <thread>
+#include <vector>
+struct ember_dim3 { unsigned x, y, z; };
+static thread_local ember_dim3 threadIdx, blockIdx;
+static ember_dim3 blockDim, gridDim;
+static thread_local std::barrier<>* ember_barrier = nullptr;
+#define __global__
+#define __restrict__ __restrict
+#define __shared__ static
+inline void __syncthreads() { ember_barrier->arrive_and_wait(); }
+"""
+_EMULATION_LAUNCHER = r"""
+extern "C" void launch_NAME(unsigned gx, unsigned bx, void** args) {
+    gridDim = {gx, 1, 1};
+    blockDim = {bx, 1, 1};
+    for (unsigned b = 0; b < gx; ++b) {
+        std::barrier<> bar(bx);
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < bx; ++t) {
+            auto run = [&, b, t]() {
+                blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0}; ember_barrier = &bar;
+                NAME(ARGS);
+            };
+            if (SYNCS) threads.emplace_back(run); else run();
+        }
+        for (auto& thread : threads) thread.join();
+    }
+}
+"""
+
+
+class _HostArray(np.ndarray):
+    @property
+    def _c_contiguous(self):
+        return self.flags.c_contiguous
+
+
+class _EmulatedModule:
+    """``cupy.RawModule`` for the CPU: ``get_function(name)((grid,), (block,), args)``."""
+
+    def __init__(self, code, directory):
+        import ctypes
+        import hashlib
+        import re
+        import subprocess
+
+        launchers = []
+        self.arity = {}
+        for match in re.finditer(r'extern "C" __global__ void (\w+)\((.*?)\)\s*\{', code, re.S):
+            name, params = match.group(1), [p.strip() for p in match.group(2).split(",")]
+            end = code.find('extern "C"', match.end())
+            syncs = "__syncthreads" in code[match.end():end if end >= 0 else len(code)]
+            # each argument read through a pointer to its declared type (the declaration less its name)
+            declared = [re.sub(r"\s*\b\w+$", "", p.replace("__restrict__", "")) for p in params]
+            args = [f"*({t}*)args[{k}]" for k, t in enumerate(declared)]
+            launchers.append(_EMULATION_LAUNCHER.replace("NAME", name).replace("ARGS", ", ".join(args))
+                             .replace("SYNCS", "true" if syncs else "false"))
+            self.arity[name] = len(params)
+        source = _EMULATION_SHIM + code + "".join(launchers)
+        path = directory / f"conv_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
+        path.with_suffix(".cpp").write_text(source)
+        subprocess.run(["g++", "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", str(path.with_suffix(".cpp")),
+                        "-o", str(path.with_suffix(".so"))], check=True, capture_output=True)
+        self.lib = ctypes.CDLL(str(path.with_suffix(".so")))
+
+    def get_function(self, name):
+        import ctypes
+
+        launch = getattr(self.lib, f"launch_{name}")
+        types = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64}
+
+        def call(grid, block, args):
+            assert len(args) == self.arity[name] and len(grid) == len(block) == 1
+            values = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else types[type(a)](a)
+                      for a in args]
+            pointers = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
+                                                         for v in values])
+            launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
+
+        return call
+
+
+@pytest.fixture(scope="module")
+def emulated_xp(tmp_path_factory):
+    """A CuPy stand-in whose RawModule runs the CUDA C on the CPU (skips without g++)."""
+    import shutil
+    import types
+
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ to compile the CUDA kernels for the CPU")
+    directory = tmp_path_factory.mktemp("conv_kernels")
+
+    def empty(shape, dtype):
+        return np.full(shape, np.nan, dtype).view(_HostArray)
+
+    def matmul(a, b):
+        return np.matmul(np.asarray(a), np.asarray(b)).view(_HostArray)
+
+    return types.SimpleNamespace(empty=empty, matmul=matmul, ascontiguousarray=np.ascontiguousarray,
+                                 RawModule=lambda code: _EmulatedModule(code, directory))
+
+
+@pytest.fixture
+def emulated(emulated_xp, monkeypatch):
+    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: "emulated")  # modules of its own
+    monkeypatch.setattr(nn_conv, "_fast_plans", {})
+    monkeypatch.setattr(nn_conv, "_FAST_THREADS", 64)  # fewer OS threads for the row kernel's blocks
+    return emulated_xp
+
+
+def _host_views(x):
+    """``x`` as it is, transposed in memory, with negative strides, and with gaps (every other element)."""
+    flipped = np.ascontiguousarray(x[..., ::-1]).view(_HostArray)[..., ::-1]
+    swapped = np.ascontiguousarray(x.swapaxes(0, 1)).view(_HostArray).swapaxes(0, 1)
+    wider = np.zeros((*x.shape[:-1], 2 * x.shape[-1]), x.dtype)
+    wider[..., ::2] = x
+    return x.view(_HostArray), swapped, flipped, wider.view(_HostArray)[..., ::2]
+
+
+def _as_tuple(value, n):
+    return value if isinstance(value, tuple) else (value,) * n
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_fast_conv_forward_kernels_on_the_cpu(emulated, dtype):
+    rng = np.random.default_rng(0)
+    for x_shape, w_shape, with_bias, stride, padding, dilation, groups in _FAST_CASES:
+        x_shape = (min(x_shape[0], 4), *x_shape[1:])
+        n = len(x_shape) - 2
+        stride, padding, dilation = (_as_tuple(v, n) for v in (stride, padding, dilation))
+        x = rng.standard_normal(x_shape).astype(dtype)
+        w = rng.standard_normal(w_shape).astype(dtype)
+        b = rng.standard_normal(w_shape[:1]).astype(dtype).view(_HostArray) if with_bias else None
+        expected = nn_conv._conv_forward(x, w, b, stride, padding, padding, dilation, groups)
+        for view in _host_views(x):
+            got = nn_conv._fast_conv_forward(emulated, view, w.view(_HostArray), b, stride, padding, padding,
+                                             dilation, groups)
+            assert got.dtype == expected.dtype and got.shape == expected.shape and got.flags.c_contiguous
+            np.testing.assert_allclose(got, expected, **({np.float16: dict(rtol=1e-2, atol=1e-2),
+                                                          np.float32: dict(rtol=1e-4, atol=1e-4)}.get(dtype, {})))
+    # 'same' padding of an even kernel: more padding after than before
+    x, w = rng.standard_normal((2, 3, 6, 5)).astype(dtype), rng.standard_normal((4, 3, 2, 2)).astype(dtype)
+    expected = nn_conv._conv_forward(x, w, None, (1, 1), (0, 0), (1, 1), (1, 1), 1)
+    got = nn_conv._fast_conv_forward(emulated, x.view(_HostArray), w, None, (1, 1), (0, 0), (1, 1), (1, 1), 1)
+    np.testing.assert_allclose(got, expected, rtol=1e-2 if dtype is np.float16 else 1e-5, atol=1e-2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fast_conv_backward_kernels_on_the_cpu(emulated, dtype):
+    """The three gradients of the fused backward against CPU autograd (contiguous and strided inputs, an
+    expanded output gradient, each output mask)."""
+    rng = np.random.default_rng(1)
+    for x_shape, w_shape, _, stride, padding, dilation, groups in _FAST_CASES:
+        if groups != 1:
+            continue
+        x_shape = (min(x_shape[0], 4), *x_shape[1:])
+        n = len(x_shape) - 2
+        stride, padding, dilation = (_as_tuple(v, n) for v in (stride, padding, dilation))
+        x = ember.tensor(rng.standard_normal(x_shape).astype(dtype), requires_grad=True)
+        w = ember.tensor(rng.standard_normal(w_shape).astype(dtype), requires_grad=True)
+        b = ember.tensor(rng.standard_normal(w_shape[:1]).astype(dtype), requires_grad=True)
+        out = ember.convolution(x, w, b, list(stride), list(padding), list(dilation), False, [0] * n, 1)
+        gy = rng.standard_normal(tuple(out.shape)).astype(dtype)
+        gy[1:] = gy[:1]  # equal samples: the expanded gradient below is the same gradient
+        expected = [e.numpy() for e in ember.autograd.grad(out, [x, w, b], ember.tensor(gy))]
+        expanded = np.broadcast_to(gy[:1], gy.shape).view(_HostArray)
+        for view, g, mask in zip(_host_views(x.detach().numpy()), (gy.view(_HostArray), expanded) * 2,
+                                 ((True, True, True), (True, False, False), (False, True, True), (True, True, False))):
+            got = nn_conv._fast_conv_backward(emulated, g, view, w.detach().numpy().view(_HostArray), stride, padding,
+                                              dilation, mask)
+            for a, e, wanted in zip(got, expected, mask):
+                if not wanted:
+                    assert a is None
+                    continue
+                assert a.dtype == e.dtype and a.shape == e.shape and a.flags.c_contiguous
+                np.testing.assert_allclose(a, e, rtol=1e-4 if dtype is np.float32 else 1e-10,
+                                           atol=1e-4 if dtype is np.float32 else 1e-10)

@@ -46,6 +46,12 @@ How they are built:
   bfloat16 compute in float32 and cast back. The rest (index arithmetic,
   ``affine_grid``, ``pixel_shuffle``, ``channel_shuffle``, ``max_unpool``, uint8 resampling) is
   vectorised numpy, with no Python loop over elements.
+* On the cuda device these ops run kernels over CuPy arrays (the "over xp"
+  section below). Float convolutions there take a fast path: one im2col
+  launch, one cuBLAS GEMM and one launch for the layout and bias, and, for
+  the derivative of a backward pass that records nothing, a fused backward
+  (the output gradient's rows and the bias gradient in one launch, then an
+  im2col and a GEMM for the weight, a GEMM and a col2im for the input).
 * Argument checking happens once per distinct call signature: the "plan"
   functions that check arguments and compute output shapes are memoised by
   the arguments' metadata (the meta function and the kernel both need them).
@@ -207,12 +213,24 @@ def _lift3(values, fill):
     return [fill] * (3 - len(values)) + list(values)
 
 
+_PLAIN_KEY_TYPES = frozenset((int, float, bool, str, type(None)))
+
+
 def _key(value):
-    """A hashable stand-in for an argument: tensors by type, shape and dtype, numbers with their type."""
+    """A hashable stand-in for an argument: tensors by type, shape and dtype, numbers with their type.
+
+    A tuple or list of plain values (the common ``stride=[1, 1]``) is keyed by its values and their types
+    in one go (``True`` and ``1`` stay apart); others element by element.
+    """
     t = type(value)
-    if t is int or value is None or t is str or t is bool or t is float:
+    if t is Tensor:
+        return (t, value._data.shape, value.dtype)
+    if t in _PLAIN_KEY_TYPES:
         return (t, value)
     if t is tuple or t is list:
+        types = tuple(map(type, value))
+        if _PLAIN_KEY_TYPES.issuperset(types):
+            return (t, tuple(value), types)
         return (t, *map(_key, value))
     if isinstance(value, Tensor):
         return (t, value._data.shape, value.dtype)
@@ -1210,13 +1228,16 @@ fold = defop("fold", _fold_meta, cpu=_fold_cpu, tags=_NN_ONLY)
 # product over the groups: cuBLAS for floating and complex dtypes, CuPy's integer GEMM kernel for integers
 # (exact, wrapping like numpy's). float16 computes in float32, as on CPU. A transposed convolution is the
 # product the other way round followed by col2im, which fold shares: one strided add per kernel tap.
-# A forward convolution costs about five kernel launches, whatever its size (small CNNs are launch-bound).
+# That generic path costs about five kernel launches per forward convolution, whatever its size (small CNNs
+# are bound by the host's time per launch); float convolutions take the fast path below instead (three
+# launches forward, and a fused backward for the derivative).
 
 
 # On CuPy arrays, im2col and col2im can each run as one CuPy ElementwiseKernel (zero padding folded into
 # the index arithmetic, any input strides) instead of a padded copy plus a layout copy, or one add per tap.
 # tests/cuda/test_cuda_conv.py's test_fused_* check them against CPU, and passed on the H200 (2026-11-30);
-# they stay off until their speed has been measured against the default path.
+# they stay off until their speed has been measured against the default path. Float convolutions don't reach
+# them while _FAST_CUDA is on (its RawKernels below take them first).
 _FUSED_CUDA = False
 _cuda_kernels = {}  # name -> compiled cupy.ElementwiseKernel
 
@@ -1321,6 +1342,369 @@ def _cuda_col2im(cols, image, kernel, blocks, stride, pad, dilation):
     return img
 
 
+# The fast CUDA path of float convolutions (float32 and float64; float16/bfloat16 computed in float32), on by
+# default. Every CuPy call costs the host about 5-10 us, and a small CNN's step is bound by that host time, so
+# a convolution here is as few calls as it can be:
+#
+# * forward: one im2col launch (the columns (C * K, N * P) gathered from the unpadded input, any strides, the
+#   padding done by index arithmetic), one GEMM (cuBLAS, through cupy.matmul), one launch that lays the
+#   product (C_out, N, P) out as (N, C_out, P) and adds the bias;
+# * backward (groups 1, for the derivative of ``convolution`` in a backward pass that records nothing): one
+#   launch that lays the output gradient out as rows (C_out, N * P) and sums each row (the bias gradient),
+#   one im2col launch and one GEMM for the weight gradient (rows @ columns^T: the weight's own layout), and
+#   one GEMM (weight^T @ rows: every tap's contribution) and one col2im launch (a gather, no atomics) for
+#   the input gradient.
+#
+# The kernels are CUDA C compiled by NVRTC (cupy.RawModule), one module per element type and index width.
+_FAST_CUDA = True
+_FAST_TYPES = {_F32: "float", _F64: "double"}
+_FAST_THREADS = 256  # threads per block (the row kernel's reduction assumes exactly this many)
+_FAST_MAX_BLOCKS = 1 << 16  # the element-wise kernels loop over the rest (a grid-stride loop)
+_INT32_LIMIT = 2**31 - 1 - _FAST_THREADS * _FAST_MAX_BLOCKS  # 32-bit indexing below this many elements
+_fast_modules = {}  # (device, dtype, 64-bit indexing) -> the functions of _FAST_KERNELS, or None (no build)
+
+_FAST_SOURCE = r"""
+// T: the element type (float or double); I: the index type (int, or long long for large arrays).
+
+// cols (C, KD, KH, KW, N, OD, OH, OW), C-contiguous: element (c, k, n, o) is the input element
+// (n, c, o * s - p + k * d) of x (N, C, D, H, W) with element strides xn..xw, or 0 outside the input.
+extern "C" __global__ void ember_conv_im2col(
+        const T* __restrict__ x, T* __restrict__ cols, const I total, const I N, const I D, const I H, const I W,
+        const I KD, const I KH, const I KW, const I OD, const I OH, const I OW, const I sd, const I sh, const I sw,
+        const I pd, const I ph, const I pw, const I dd, const I dh, const I dw,
+        const I xn, const I xc, const I xd, const I xh, const I xw) {
+    const I step = (I)blockDim.x * (I)gridDim.x;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
+        I r = i;
+        const I ow = r % OW; r /= OW;
+        const I oh = r % OH; r /= OH;
+        const I od = r % OD; r /= OD;
+        const I n = r % N; r /= N;
+        const I kw = r % KW; r /= KW;
+        const I kh = r % KH; r /= KH;
+        const I kd = r % KD;
+        const I c = r / KD;
+        const I z = od * sd - pd + kd * dd;
+        const I y = oh * sh - ph + kh * dh;
+        const I q = ow * sw - pw + kw * dw;
+        T v = T(0);
+        if (z >= 0 && z < D && y >= 0 && y < H && q >= 0 && q < W) {
+            v = x[n * xn + c * xc + z * xd + y * xh + q * xw];
+        }
+        cols[i] = v;
+    }
+}
+
+// out (N, CO, P) = product (CO, N, P) with its first two dims swapped, plus bias[co] when has_bias.
+extern "C" __global__ void ember_conv_output(
+        const T* __restrict__ product, const T* __restrict__ bias, T* __restrict__ out, const I total,
+        const I CO, const I N, const I P, const int has_bias) {
+    const I step = (I)blockDim.x * (I)gridDim.x;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
+        const I p = i % P;
+        const I r = i / P;
+        const I co = r % CO;
+        const I n = r / CO;
+        T v = product[(co * N + n) * P + p];
+        if (has_bias) {
+            v += bias[co];
+        }
+        out[i] = v;
+    }
+}
+
+// One block of THREADS threads per output channel co: rows (CO, N * P) = gy (N, CO, P) with its first two
+// dims swapped, and sums[co] = the sum of row co (each thread's strided partial sum, then a tree).
+extern "C" __global__ void ember_conv_grad_rows(
+        const T* __restrict__ gy, T* __restrict__ rows, T* __restrict__ sums, const I CO, const I N, const I P) {
+    __shared__ T part[THREADS];
+    const I co = (I)blockIdx.x;
+    const I length = N * P;
+    T acc = T(0);
+    for (I j = (I)threadIdx.x; j < length; j += THREADS) {
+        const I n = j / P;
+        const T v = gy[(n * CO + co) * P + (j - n * P)];
+        rows[co * length + j] = v;
+        acc += v;
+    }
+    part[threadIdx.x] = acc;
+    __syncthreads();
+    for (int s = THREADS / 2; s > 0; s >>= 1) {
+        if ((int)threadIdx.x < s) {
+            part[threadIdx.x] += part[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        sums[co] = part[0];
+    }
+}
+
+// img (N, C, D, H, W), C-contiguous: element (n, c, z) sums cols (C, KD, KH, KW, N, OD, OH, OW) over the
+// taps k (kd, kh, kw ascending) whose output position o has o * s - p + k * d == z.
+extern "C" __global__ void ember_conv_col2im(
+        const T* __restrict__ cols, T* __restrict__ img, const I total, const I C, const I N,
+        const I D, const I H, const I W, const I KD, const I KH, const I KW, const I OD, const I OH, const I OW,
+        const I sd, const I sh, const I sw, const I pd, const I ph, const I pw, const I dd, const I dh, const I dw) {
+    const I P = OD * OH * OW;
+    const I step = (I)blockDim.x * (I)gridDim.x;
+    for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
+        I r = i;
+        const I q = r % W; r /= W;
+        const I y = r % H; r /= H;
+        const I z = r % D; r /= D;
+        const I c = r % C;
+        const I n = r / C;
+        T acc = T(0);
+        for (I kd = 0; kd < KD; ++kd) {
+            const I tz = z + pd - kd * dd;
+            if (tz < 0 || tz % sd != 0 || tz / sd >= OD) continue;
+            for (I kh = 0; kh < KH; ++kh) {
+                const I ty = y + ph - kh * dh;
+                if (ty < 0 || ty % sh != 0 || ty / sh >= OH) continue;
+                for (I kw = 0; kw < KW; ++kw) {
+                    const I tq = q + pw - kw * dw;
+                    if (tq < 0 || tq % sw != 0 || tq / sw >= OW) continue;
+                    acc += cols[(((c * KD + kd) * KH + kh) * KW + kw) * N * P + n * P
+                                + ((tz / sd) * OH + ty / sh) * OW + tq / sw];
+                }
+            }
+        }
+        img[i] = acc;
+    }
+}
+"""
+_FAST_KERNELS = ("im2col", "output", "grad_rows", "col2im")
+
+
+def _fast_kernels(xp, device, dtype, wide):
+    """The compiled kernels of ``_FAST_SOURCE`` for ``dtype`` (float32/float64) on GPU ``device``, with 64-bit
+    indexing when ``wide``: a tuple (im2col, output, grad_rows, col2im), or None when they did not compile
+    (then every call takes the generic path, after one warning)."""
+    key = (device, dtype, wide)
+    kernels = _fast_modules.get(key, False)
+    if kernels is False:
+        code = (f"#define T {_FAST_TYPES[dtype]}\n#define I {'long long' if wide else 'int'}\n"
+                f"#define THREADS {_FAST_THREADS}\n{_FAST_SOURCE}")
+        try:
+            module = xp.RawModule(code=code)
+            kernels = tuple(module.get_function(f"ember_conv_{name}") for name in _FAST_KERNELS)
+        except Exception as exc:  # a kernel that does not build leaves its calls to the generic path
+            warnings.warn(f"ember: the CUDA convolution kernels for {dtype} did not compile ({type(exc).__name__}: "
+                          f"{exc}); convolutions take the generic path", RuntimeWarning, stacklevel=4)
+            kernels = None
+        _fast_modules[key] = kernels
+    return kernels
+
+
+def _fast_device(xp, *arrays):
+    """The current GPU when every array is on it (the kernels launch there), else None."""
+    device = xp.cuda.runtime.getDevice()
+    for a in arrays:
+        if a.data.device_id != device:
+            return None
+    return device
+
+
+def _fast_grid(total):
+    return (min((total + _FAST_THREADS - 1) // _FAST_THREADS, _FAST_MAX_BLOCKS),)
+
+
+def _fast_im2col_args(x_shape, x_strides, item, kernel, stride, pad_lo, dilation, out, index):
+    """The grid and the scalar arguments of ``ember_conv_im2col`` (after ``x`` and ``cols``)."""
+    N, C = x_shape[:2]
+    total = C * math.prod(kernel) * N * math.prod(out)
+    values = (total, N, *_lift3(x_shape[2:], 1), *_lift3(kernel, 1), *_lift3(out, 1), *_lift3(stride, 1),
+              *_lift3(pad_lo, 0), *_lift3(dilation, 1), x_strides[0] // item, x_strides[1] // item,
+              *_lift3([s // item for s in x_strides[2:]], 0))
+    return _fast_grid(total), tuple(map(index, values))
+
+
+def _fast_index(*sizes):
+    """(64-bit indexing?, the numpy type of the index arguments) for kernels whose arrays hold ``sizes`` elements."""
+    wide = max(sizes) > _INT32_LIMIT
+    return wide, (np.int64 if wide else np.int32)
+
+
+def _fast_span(shape, strides, item):
+    """Elements from an array's first element to its farthest one, plus one (what its indexing reaches)."""
+    return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, strides)) // item
+
+
+# Launch plans (shapes, grids and kernel arguments), by the arrays' metadata and the convolution's parameters:
+# a training loop repeats a handful of calls. None marks a call the fast path does not take.
+_fast_plans = {}
+_FAST_PLANS_MAX = 512
+
+
+def _fast_forward_plan(x_shape, x_strides, dtype, w_shape, w_dtype, b_dtype, stride, pad_lo, pad_hi, dilation,
+                       groups):
+    """The launch plan of :func:`_fast_conv_forward`, or None for a call it does not take."""
+    compute = _F32 if dtype in _HALF_TYPES else dtype
+    if compute not in _FAST_TYPES or w_dtype != dtype or (b_dtype is not None and b_dtype != dtype):
+        return None
+    n = len(w_shape) - 2
+    N, C = x_shape[:2]
+    out_channels = w_shape[0]
+    kernel = w_shape[2:]
+    out = tuple((x_shape[2 + i] + pad_lo[i] + pad_hi[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
+                for i in range(n))
+    item = compute.itemsize
+    if compute is not dtype:  # float16/bfloat16 run on a C-contiguous float32 copy
+        x_strides = tuple(item * math.prod(x_shape[i + 1:]) for i in range(len(x_shape)))
+    if N == 0 or C == 0 or out_channels == 0 or min(out) <= 0 or any(s % item for s in x_strides):
+        return None
+    K, P = math.prod(kernel), math.prod(out)
+    wide, index = _fast_index(_fast_span(x_shape, x_strides, item), C * K * N * P, N * out_channels * P)
+    im2col_grid, im2col_args = _fast_im2col_args(x_shape, x_strides, item, kernel, stride, pad_lo, dilation, out,
+                                                 index)
+    if groups == 1:
+        w_matrix, cols_matrix = (out_channels, C * K), (C * K, N * P)
+    else:
+        cpg, opg = C // groups, out_channels // groups
+        w_matrix, cols_matrix = (groups, opg, cpg * K), (groups, cpg * K, N * P)
+    total = N * out_channels * P
+    output_args = tuple(map(index, (total, out_channels, N, P)))
+    return (compute, wide, (C * K, N * P), im2col_grid, im2col_args, w_matrix, cols_matrix, (N, out_channels, *out),
+            _fast_grid(total), output_args)
+
+
+def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
+    """``_xp_conv_forward`` of CuPy arrays in three launches (im2col, GEMM, layout and bias), or None for the
+    calls it does not take (other dtypes, empty arrays, arrays on another GPU than the current one).
+
+    The parameters are tuples of ints. float16/bfloat16 compute in float32 (one conversion per operand and
+    one of the result), as the generic path does.
+    """
+    dtype = x.dtype
+    key = ("forward", x.shape, x.strides, dtype, w.shape, w.dtype, None if b is None else b.dtype, stride, pad_lo,
+           pad_hi, dilation, groups)
+    plan = _fast_plans.get(key, False)
+    if plan is False:
+        if len(_fast_plans) >= _FAST_PLANS_MAX:
+            _fast_plans.clear()
+        plan = _fast_plans[key] = _fast_forward_plan(*key[1:])
+    if plan is None:
+        return None
+    compute, wide, cols_shape, im2col_grid, im2col_args, w_matrix, cols_matrix, out_shape, out_grid, output_args = plan
+    device = _fast_device(xp, x, w) if b is None else _fast_device(xp, x, w, b)
+    kernels = None if device is None else _fast_kernels(xp, device, compute, wide)
+    if kernels is None:
+        return None
+    im2col, output = kernels[:2]
+    if compute is not dtype:
+        x, w = x.astype(compute, order="C"), w.astype(compute)
+        b = None if b is None else b.astype(compute)
+    elif b is not None and not b._c_contiguous:
+        b = xp.ascontiguousarray(b)
+    cols = xp.empty(cols_shape, compute)
+    im2col(im2col_grid, (_FAST_THREADS,), (x, cols, *im2col_args))
+    product = xp.matmul(w.reshape(w_matrix), cols if len(cols_matrix) == 2 else cols.reshape(cols_matrix))
+    if not product._c_contiguous:  # (cupy.matmul's results are; the kernel reads C order)
+        product = xp.ascontiguousarray(product)
+    result = xp.empty(out_shape, compute)
+    output(out_grid, (_FAST_THREADS,), (product, product if b is None else b, result, *output_args,
+                                        np.int32(b is not None)))
+    return result if compute is dtype else result.astype(dtype)
+
+
+def _fast_backward_plan(gy_shape, x_shape, x_strides, dtype, gy_dtype, w_shape, w_dtype, stride, padding, dilation):
+    """The launch plan of :func:`_fast_conv_backward`, or None for a call it does not take."""
+    if dtype not in _FAST_TYPES or gy_dtype != dtype or w_dtype != dtype:
+        return None
+    N, C = x_shape[:2]
+    out_channels = w_shape[0]
+    kernel = w_shape[2:]
+    out = gy_shape[2:]
+    item = dtype.itemsize
+    if N == 0 or C == 0 or out_channels == 0 or 0 in out or any(s % item for s in x_strides):
+        return None
+    K, P = math.prod(kernel), math.prod(out)
+    wide, index = _fast_index(_fast_span(x_shape, x_strides, item), C * K * N * P, out_channels * N * P,
+                              math.prod(x_shape))
+    im2col_grid, im2col_args = _fast_im2col_args(x_shape, x_strides, item, kernel, stride, padding, dilation, out,
+                                                 index)
+    total = math.prod(x_shape)
+    col2im_args = tuple(map(index, (total, C, N, *_lift3(x_shape[2:], 1), *_lift3(kernel, 1), *_lift3(out, 1),
+                                    *_lift3(stride, 1), *_lift3(padding, 0), *_lift3(dilation, 1))))
+    return (wide, (out_channels, N * P), (out_channels,), tuple(map(index, (out_channels, N, P))), (C * K, N * P),
+            im2col_grid, im2col_args, (out_channels, C * K), _fast_grid(total), col2im_args)
+
+
+def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
+    """The gradients ``(d x, d w, d b)`` (None where ``mask`` is False) of an ungrouped convolution of CuPy
+    arrays ``y = conv(x, w) + b`` given ``gy = dL/dy``, or None for the calls it does not take (dtypes other
+    than float32/float64, mixed dtypes, empty arrays, arrays on another GPU than the current one).
+
+    With ``rows`` (C_out, N * P) the output gradient's rows and ``cols`` (C * K, N * P) the forward's columns:
+    ``d w = rows @ cols^T``, ``d b`` the row sums, and ``d x`` is col2im of ``w^T @ rows`` (the adjoint of
+    im2col), so the input gradient needs neither a flipped kernel nor a padded copy. The parameters are
+    tuples of ints.
+    """
+    dtype = x.dtype
+    key = ("backward", gy.shape, x.shape, x.strides, dtype, gy.dtype, w.shape, w.dtype, stride, padding, dilation)
+    plan = _fast_plans.get(key, False)
+    if plan is False:
+        if len(_fast_plans) >= _FAST_PLANS_MAX:
+            _fast_plans.clear()
+        plan = _fast_plans[key] = _fast_backward_plan(*key[1:])
+    if plan is None:
+        return None
+    wide, rows_shape, rows_grid, rows_args, cols_shape, im2col_grid, im2col_args, w_matrix, col2im_grid, \
+        col2im_args = plan
+    device = _fast_device(xp, gy, x, w)
+    kernels = None if device is None else _fast_kernels(xp, device, dtype, wide)
+    if kernels is None:
+        return None
+    im2col, _, grad_rows, col2im = kernels
+    if not gy._c_contiguous:
+        gy = xp.ascontiguousarray(gy)
+    rows = xp.empty(rows_shape, dtype)
+    sums = xp.empty(rows_grid, dtype)
+    grad_rows(rows_grid, (_FAST_THREADS,), (gy, rows, sums, *rows_args))
+    grad_x = grad_w = None
+    if mask[1]:
+        cols = xp.empty(cols_shape, dtype)
+        im2col(im2col_grid, (_FAST_THREADS,), (x, cols, *im2col_args))
+        grad_w = xp.matmul(rows, cols.T).reshape(w.shape)
+    if mask[0]:
+        taps = xp.matmul(w.reshape(w_matrix).T, rows)  # (C * K, N * P): the gradient of the columns
+        if not taps._c_contiguous:
+            taps = xp.ascontiguousarray(taps)
+        grad_x = xp.empty(x.shape, dtype)
+        col2im(col2im_grid, (_FAST_THREADS,), (taps, grad_x, *col2im_args))
+    return grad_x, grad_w, sums if mask[2] else None
+
+
+def convolution_backward_cuda(grad, input, weight, stride, padding, dilation, groups, output_mask):
+    """The gradients of ``convolution(input, weight, bias, stride, padding, dilation, False, 0, groups)`` on CUDA
+    tensors, for the derivative of ``convolution`` in a backward pass that records nothing.
+
+    Args:
+        grad (Tensor): the output gradient (N, C_out, *out).
+        input (Tensor): (N, C, *spatial); weight (Tensor): (C_out, C, *kernel).
+        stride, padding, dilation (tuple[int]): one int per spatial dim.
+        groups (int): only 1 is taken.
+        output_mask (sequence of 3 bool): which of the input, weight and bias gradients to compute.
+
+    Returns:
+        ``(d input, d weight, d bias)``: new CUDA tensors, None where ``output_mask`` is False; or None when
+        the fast path does not take the call (CPU tensors, groups, dtypes other than float32/float64, empty
+        tensors, or ``_FAST_CUDA`` off): the caller then runs the generic formulas.
+    """
+    g = grad._data
+    if type(g) is np.ndarray or not _FAST_CUDA or groups != 1:
+        return None
+    xp = _array_namespace(g)
+    if xp is np:
+        return None
+    grads = _fast_conv_backward(xp, g, input._data, weight._data, stride, padding, dilation, output_mask)
+    if grads is None:
+        return None
+    device = grad._device
+    return tuple(None if a is None else Tensor._make(a, device) for a in grads)
+
+
 def _xp_as_strided(xp, x, shape, strides):
     """A view of ``x`` with ``shape`` and byte ``strides``, in ``x``'s namespace; never written through."""
     if xp is np:
@@ -1387,6 +1771,10 @@ def _xp_conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     Returns a new C-contiguous array of ``x``'s dtype and namespace.
     """
     xp = _array_namespace(x, w)
+    if _FAST_CUDA and xp is not np:
+        result = _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups)
+        if result is not None:
+            return result
     dtype = x.dtype
     x, w = _compute(x), _compute(w)
     n = w.ndim - 2

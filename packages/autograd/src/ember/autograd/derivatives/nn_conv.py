@@ -6,7 +6,10 @@ ops run in the other direction, so that gradients are differentiable again:
 * ``convolution``: the input gradient is a convolution of ``grad`` by the
   flipped kernel (stride 1) or a transposed convolution; the weight gradient
   is one convolution of the input with ``grad`` (batch and channels swapped,
-  stride and dilation swapped), which the core runs as one matrix product;
+  stride and dilation swapped), which the core runs as one matrix product.
+  On CUDA tensors, a backward pass that records nothing (no ``create_graph``)
+  runs the core's fused backward instead (``convolution_backward_cuda``: two
+  GEMMs and three kernel launches for all three gradients);
 * pooling: max pools are recorded as their ``*_with_indices`` prims, whose
   backward scatters ``grad`` to the argmax of each window that the forward
   returned (``scatter_add``); average pools spread it over each window (a transposed
@@ -28,6 +31,7 @@ import numpy as np
 
 import ember
 from ember._ops import nn_conv as _core
+from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, through_decomposition
 
@@ -142,6 +146,13 @@ def _conv_weight_grad(x, gy, w_shape, stride, padding, dilation, groups):
 def _convolution_grads(grad, input, weight, stride, padding, dilation, transposed, output_padding, groups, output_mask):
     n = weight.dim() - 2
     stride, padding, dilation = _tup(stride, n), _tup(padding, n), _tup(dilation, n)
+    if not transposed and not _dispatch_state.grad_enabled:
+        # a backward pass that records nothing (no create_graph): on CUDA tensors, the core's fused backward
+        # (three kernel launches and two GEMMs where the formulas below run two convolutions, copies and sums);
+        # None for CPU tensors and the calls it does not take
+        grads = _core.convolution_backward_cuda(grad, input, weight, stride, padding, dilation, groups, output_mask)
+        if grads is not None:
+            return grads
     grad_input = grad_weight = grad_bias = None
     if transposed:
         # y = conv^T(x): the input gradient is the plain convolution of grad, and the weight gradient
