@@ -197,8 +197,9 @@ def _lbfgs_run(lib, fn, x0, kwargs, steps=STEPS):
 LBFGS_ATOL = 1e-10 if IS_PINNED_TORCH and not ON_GPU else 1e-8
 #: the state's vectors: a strong-Wolfe search on the GPU's reductions drifts by a few 1e-8 in small entries
 LBFGS_STATE_ATOL = 1e-7 if ON_GPU else 1e-8
-#: the state's scalars (H_diag = y.s / y.y): GPU reductions sum in another order (1.7e-5 seen on the H200)
-LBFGS_SCALAR_RTOL = 1e-4 if ON_GPU else 1e-5
+#: the state's relative tolerance: GPU reductions sum in another order, and a strong-Wolfe search carries the
+#: difference through its steps (H_diag 1.7e-5 and old_dirs 3.4e-5 off on the H200)
+LBFGS_STATE_RTOL = 1e-4 if ON_GPU else 1e-5
 
 LBFGS_CASES = [
     ("quadratic", _quadratic, np.ones(5), {"lr": 0.5, "max_iter": 3}),
@@ -228,13 +229,13 @@ def test_lbfgs_parity(fn, x0, kwargs):
     assert se["func_evals"] == st["func_evals"]
     assert se["n_iter"] == st["n_iter"]
     for key in ("d", "prev_flat_grad"):
-        np.testing.assert_allclose(_np(se[key]), _np(st[key]), rtol=1e-5, atol=LBFGS_STATE_ATOL)
+        np.testing.assert_allclose(_np(se[key]), _np(st[key]), rtol=LBFGS_STATE_RTOL, atol=LBFGS_STATE_ATOL)
     for key in ("t", "H_diag", "prev_loss"):
-        np.testing.assert_allclose(float(se[key]), float(st[key]), rtol=LBFGS_SCALAR_RTOL, atol=1e-12)
+        np.testing.assert_allclose(float(se[key]), float(st[key]), rtol=LBFGS_STATE_RTOL, atol=1e-12)
     for key in ("old_dirs", "old_stps", "ro"):
         assert len(se[key]) == len(st[key])
         for a, b in zip(se[key], st[key]):
-            np.testing.assert_allclose(_np(a), _np(b), rtol=1e-5, atol=LBFGS_STATE_ATOL)
+            np.testing.assert_allclose(_np(a), _np(b), rtol=LBFGS_STATE_RTOL, atol=LBFGS_STATE_ATOL)
 
 
 # ---------------------------------------------------------------------- swa_utils

@@ -387,7 +387,12 @@ def test_fast_conv_matches_cpu_and_the_generic_path(case, dtype, monkeypatch):
     for label in ("fast", "generic"):
         for got, expected in zip(results[label], results["cpu"]):
             assert got.device.type == "cuda" and got.is_contiguous()
-            _check(got, expected, dtype)
+            # GEMMs sum in another order on each device: an entry that cancels (0.47 from terms near 50) is off
+            # by the rounding of the terms, so the absolute tolerance follows the largest value
+            rtol, atol = _TOL[dtype]
+            scale = max(1.0, float(np.abs(_host(expected)).max(initial=0.0)))
+            assert got.dtype is expected.dtype and tuple(got.shape) == tuple(expected.shape)
+            np.testing.assert_allclose(_host(got), _host(expected), rtol=rtol, atol=atol * scale)
 
 
 @pytest.mark.cuda

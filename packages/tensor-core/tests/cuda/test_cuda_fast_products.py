@@ -118,7 +118,7 @@ def test_sum_entry_gives_the_generic_paths_bits(fast, dtype):
     _, reductions = fast
     rng = np.random.default_rng(2)
     x = ember.from_numpy(rng.standard_normal((64, 33, 5)).astype(dtype)).to("cuda")
-    calls = [(x,), (x, 0), (x, [0]), (x, [0, 1]), (x, -1, True), (x, (2, 0), False), (x, [1], True), (x[:, 1:7], 1)]
+    calls = [(x,), (x, -1, True), (x, (2, 0), False), (x, [1], True), (x[:, 1:7], 1), (x[:, 1:7], 0)]
     for args in calls:
         assert reductions.sum_dims(*args) is not None
         got = host(ember.sum(*args))
@@ -138,3 +138,22 @@ def test_sum_entry_declines_and_the_meta_function_reports(fast):
     with pytest.raises(RuntimeError):
         ember.sum(x, [0, 0])
     assert ember.sum(x.to(ember.int64), 0).tolist() == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sums_over_leading_dims_are_products_with_ones(fast, dtype):
+    # bias gradients: sums over the leading dims of a C-contiguous tensor go to cuBLAS (ones @ x), another
+    # summation order than CuPy's reduction: compared with float64 sums on the CPU
+    _, reductions = fast
+    rng = np.random.default_rng(3)
+    for shape, dims in [((64, 33, 5), 0), ((64, 33, 5), [0]), ((64, 33, 5), [1, 0]), ((16384, 96), 0), ((1, 7), 0)]:
+        host_x = rng.standard_normal(shape).astype(dtype)
+        x = ember.from_numpy(host_x).to("cuda")
+        for keepdim in (False, True):
+            lead = (dims,) if isinstance(dims, int) else tuple(dims)
+            want = host_x.astype(np.float64).sum(axis=lead, keepdims=keepdim)
+            got = ember.sum(x, dims, keepdim)
+            assert got.shape == want.shape and got.dtype == x.dtype
+            rows = int(np.prod([shape[d] for d in lead]))
+            np.testing.assert_allclose(host(got), want, rtol=0, atol=TOL[dtype] * rows)
+    assert reductions._leading_sum(x._data, 1, False).shape == (7,)
