@@ -37,7 +37,7 @@ from .._tensor import Tensor
 from ._runtime import cupy_module
 
 __all__ = [
-    "BF16", "matmul", "product_2d", "linear", "added_product", "install", "run_in_float32", "is_bf16_failure",
+    "BF16", "matmul", "product_2d", "added_product", "install", "run_in_float32", "is_bf16_failure",
     "has_bf16",
 ]
 
@@ -287,42 +287,6 @@ def product_2d(a, b):
     """
     out = cupy_module().empty((a.shape[0], b.shape[1]), a.dtype)
     return _gemm_into(out, a, b, 1.0, 0.0)
-
-
-_ONES = {}  # (device, dtype, rows) -> a (rows, 1) column of ones: the left factor that copies a bias into rows
-
-
-def _ones_column(cp, rows, dtype):
-    key = (cp.cuda.runtime.getDevice(), dtype, rows)
-    column = _ONES.get(key)
-    if column is None:
-        if len(_ONES) >= 32:  # a few batch sizes are in use at a time
-            _ONES.clear()
-        column = _ONES[key] = cp.ones((rows, 1), dtype)
-    return column
-
-
-def linear(x, w, b=None):
-    """``x @ w.T + b`` for 2-D CuPy arrays of one dtype of ``_GEMM_TYPES`` on the current GPU, as PyTorch's
-    CUDA ``linear`` computes it: the bias is copied into every row of the output, then one GEMM adds the
-    product in cuBLAS' epilogue (``beta = 1``).
-
-    The copy is itself a GEMM, ``ones (M, 1) @ b (1, N)``, exact (each value is ``1 * b[j]``), so the op costs
-    two cuBLAS calls and no elementwise kernel.
-
-    Args:
-        x: (M, K); w: (N, K); b: (N,) or None. M, N, K at most 2**31 - 1, any strides.
-
-    Returns:
-        A new C-contiguous (M, N) array of the operands' dtype.
-    """
-    cp = cupy_module()
-    rows, outs = x.shape[0], w.shape[0]
-    out = cp.empty((rows, outs), x.dtype)
-    if b is None:
-        return _gemm_into(out, x, w.T, 1.0, 0.0)
-    _gemm_into(out, _ones_column(cp, rows, x.dtype), b.reshape(1, outs), 1.0, 0.0)
-    return _gemm_into(out, x, w.T, 1.0, 1.0)
 
 
 def added_product(input, a, b, beta, alpha):

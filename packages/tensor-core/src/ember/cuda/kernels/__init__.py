@@ -6,15 +6,16 @@
 * :mod:`.rows`: fused row kernels (softmax, log_softmax, softmin, layer_norm,
   cross_entropy, nll_loss), registered by its ``register()``;
 * :mod:`.products`: ``matmul`` and ``linear`` of float matrices straight to cuBLAS (``checked_cuda`` entries);
-* :mod:`.reductions`: ``sum`` of float tensors straight to CuPy's reduction (a ``checked_cuda`` entry);
+* :mod:`.reductions`: ``sum`` of float tensors without the generic layers (a ``checked_cuda`` entry);
+* :mod:`.columns`: a bias added to rows, and column sums (used by the two above);
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).
 
 Every fast kernel takes only the calls it computes exactly as the generic path
 (the CPU kernel on CuPy arrays) does and hands the others to the kernel the op
-had before, so installing them changes speed, not results. The one exception is
-``linear`` with a bias, which adds the bias in cuBLAS' epilogue as PyTorch's CUDA
-kernel does (rounded as PyTorch rounds it, not as ``matmul`` then ``add``).
+had before, so installing them changes speed, not results. The exception is
+``sum`` over leading dims (:mod:`.columns`), which accumulates in float64 in its
+own fixed order, so its last bits may differ from CuPy's reduction.
 """
 
 from __future__ import annotations

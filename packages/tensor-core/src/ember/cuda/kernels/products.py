@@ -5,11 +5,10 @@ on the H200's machine, while ember's path through the meta function, the decompo
 broadcast ``add``) and ``cupy.matmul`` took about 90 µs. The entries here are the dispatcher's
 ``checked_cuda`` kernels (see :data:`ember._ops._dispatch.checked_cuda`): they check the few things the
 common call needs (tensors of one float dtype, 2-D matrices whose inner dims agree, on the current GPU)
-and call cuBLAS directly (:func:`ember.cuda._bf16.product_2d`, :func:`ember.cuda._bf16.linear`). Anything
-else returns None and takes the op's usual path, with its meta function's checks and error messages.
-
-``linear`` adds the bias the way PyTorch's CUDA kernel does, in cuBLAS' epilogue (``beta = 1`` on the
-bias copied into the output), so its rounding is PyTorch's rather than that of ``matmul`` then ``add``.
+and call cuBLAS directly (:func:`ember.cuda._bf16.product_2d`); ``linear`` then adds its bias with one
+small kernel (:func:`ember.cuda.kernels.columns.add_to_rows`), the same additions as its decomposition's
+``add``. Anything else returns None and takes the op's usual path, with its meta function's checks and
+error messages.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import numpy as np
 from ..._tensor import Tensor
 from .. import _bf16
 from .._runtime import cupy_module
+from . import columns
 
 __all__ = ["register", "matmul", "linear"]
 
@@ -87,9 +87,11 @@ def linear(*args):
         device = _state["device"]()
         if x.data.device_id != device or (b is not None and b.data.device_id != device):
             return None
-    if not _sizes_fit(x.shape[0], x.shape[1], w.shape[0]):
+    if not _sizes_fit(x.shape[0], x.shape[1], w.shape[0]) or (b is not None and not b._c_contiguous):
         return None
-    out = _bf16.linear(x, w, b)
+    out = _bf16.product_2d(x, w.T)
+    if b is not None:
+        columns.add_to_rows(out, b)
     return out.reshape(lead + (w.shape[0],)) if len(lead) > 1 else out
 
 

@@ -4,7 +4,7 @@ The bias gradients of a training step are ``sum(grad, [0])`` calls on small tens
 the generic path (the meta function, then the CPU kernel's ``numpy.add.reduce`` handed to CuPy through
 ``__array_ufunc__``) cost about 45 µs per call on the H200's machine against PyTorch's 9 µs. The
 ``checked_cuda`` entry here checks the dims itself. A sum over the leading dims of a C-contiguous tensor
-(a bias gradient) is one cuBLAS product with a row of ones (:func:`_leading_sum`); any other sum is CuPy's
+(a bias gradient) is a column-sum kernel (:func:`_leading_sum`); any other sum is CuPy's
 reduction over the same axes, in the same dtype, as the generic path's (so the same array).
 """
 
@@ -15,13 +15,12 @@ import math
 import numpy as np
 
 from ..._tensor import Tensor
-from .. import _bf16
 from .._runtime import cupy_module
+from . import columns
 
 __all__ = ["register", "sum_dims"]
 
 _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
-_INT_MAX = 2**31 - 1
 _state = {}
 
 
@@ -66,34 +65,19 @@ def sum_dims(*args):
 
 
 def _leading_sum(data, lead, keepdim):
-    """The sum of C-contiguous ``data`` over its first ``lead`` dims (some dims left), as ``ones @ data``.
+    """The sum of C-contiguous ``data`` over its first ``lead`` dims (some dims left), by column sums.
 
-    A bias gradient is this column sum of a (rows, features) matrix. CuPy's reduction over leading axes
+    A bias gradient is the column sum of a (rows, features) matrix. CuPy's reduction over leading axes
     costs about 65 us of host time on the H200's machine and reads a (16384, 3072) float32 matrix in 380 us;
-    cuBLAS's product with a row of ones takes about 20 us and 55 us (PyTorch: 9 us, 62 us). It sums in
-    another order than CuPy's reduction (float32 accumulation in both), so the last bits may differ.
+    :func:`ember.cuda.kernels.columns.column_sums` is one or two small kernels (float64 accumulation in a
+    fixed order, so its last bits may differ from CuPy's float32 reduction).
     """
     rows = math.prod(data.shape[:lead])
     rest = data.shape[lead:]
-    if rows == 0 or rows > _INT_MAX or 0 in rest:
+    if rows == 0 or 0 in rest:
         return data.sum(axis=tuple(range(lead)), dtype=data.dtype, keepdims=keepdim)
-    matrix = data.reshape(rows, math.prod(rest))
-    summed = _bf16.product_2d(_ones_row(rows, data.dtype), matrix)
+    summed = columns.column_sums(data.reshape(rows, math.prod(rest)))
     return summed.reshape((1,) * lead + rest if keepdim else rest)
-
-
-_ONES = {}  # (device, dtype, rows) -> a C-contiguous (1, rows) row of ones
-
-
-def _ones_row(rows, dtype):
-    cp = _state["cp"]
-    key = (cp.cuda.runtime.getDevice(), dtype, rows)
-    row = _ONES.get(key)
-    if row is None:
-        if len(_ONES) >= 32:  # a few batch sizes are in use at a time
-            _ONES.clear()
-        row = _ONES[key] = cp.ones((1, rows), dtype)
-    return row
 
 
 def register():
@@ -102,6 +86,6 @@ def register():
     from ..._ops._registry import registry
 
     cp = cupy_module()
-    _state.update(cp=cp, ndarray=cp.ndarray, device=cp.cuda.runtime.getDevice,
+    _state.update(ndarray=cp.ndarray, device=cp.cuda.runtime.getDevice,
                   one_gpu=cp.cuda.runtime.getDeviceCount() == 1)
     _dispatch.checked_cuda[registry["sum"]] = sum_dims
