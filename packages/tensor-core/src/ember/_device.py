@@ -237,6 +237,9 @@ class _CUDABackend(Backend):
         return from_numpy(array, index)
 
     def to_numpy(self, array):
+        from .cuda._async_errors import raise_pending
+
+        raise_pending()  # errors the GPU's kernels flagged surface at host reads (see ember.cuda._async_errors)
         return array.get()
 
     def strided_view(self, storage, shape, strides, offset, dtype):

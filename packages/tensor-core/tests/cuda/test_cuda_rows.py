@@ -240,9 +240,15 @@ def test_class_losses_uint8_targets_and_errors(rows, monkeypatch):
     close(F.nll_loss(to_cuda(x), to_cuda(t)), F.nll_loss(x, t), np.float32)
     bad = ember.tensor([0, 1, 7, 2, 3, 4])
     for fn in (F.cross_entropy, F.nll_loss):
+        # the kernel flags the target; the error comes at the next synchronizing call (a host read here)
+        loss = fn(to_cuda(x), to_cuda(bad))
         with pytest.raises(IndexError, match="Target 7 is out of bounds"):
-            fn(to_cuda(x), to_cuda(bad))
+            loss.item()
         close(fn(to_cuda(x), to_cuda(t)), fn(x, t), np.float32)  # the flag was reset
+        fn(to_cuda(x), to_cuda(bad), reduction="none")
+        with pytest.raises(IndexError, match="Target 7 is out of bounds"):
+            ember.cuda.synchronize()
+        ember.cuda.synchronize()  # reported once
     monkeypatch.setattr(rows, "CHECK_TARGETS", False)
     for fn in (F.cross_entropy, F.nll_loss):
         # unchecked (no wait for the GPU): NaN marks the bad target

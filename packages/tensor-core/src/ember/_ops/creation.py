@@ -736,6 +736,9 @@ def _to_copy_cuda(
         if array is data:  # astype may hand back its input
             array = array.copy()
     if target.type == "cpu":
+        from ..cuda._async_errors import raise_pending
+
+        raise_pending()  # errors the GPU's kernels flagged surface at host reads (see ember.cuda._async_errors)
         return Tensor._make(array.get(), target)  # waits for the GPU work that writes it
     if target.type != "cuda":
         return Tensor._make(get_backend(target.type).from_numpy(array.get(), target.index), target)

@@ -208,7 +208,15 @@ def get_device_capability(device=None):
 
 
 def synchronize(device=None):
-    """Wait until every kernel queued on every stream of ``device`` (default: current) has finished."""
+    """Wait until every kernel queued on every stream of ``device`` (default: current) has finished.
+
+    Raises:
+        IndexError: (for example) when a kernel queued earlier found a bad input it reports asynchronously,
+            such as a ``cross_entropy`` class index out of range (see :mod:`ember.cuda._async_errors`).
+    """
+    from ._async_errors import raise_pending
+
     cp = cupy_module()
     with cp.cuda.Device(_device_index(device)):
         cp.cuda.runtime.deviceSynchronize()
+    raise_pending()

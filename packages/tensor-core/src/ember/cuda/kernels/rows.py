@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from .. import _async_errors
 from .._runtime import cupy_module
 
 __all__ = [
@@ -47,12 +48,12 @@ __all__ = [
     "CHECK_TARGETS",
 ]
 
-#: Whether cross_entropy/nll_loss check their class indices on the host, raising CPU's ``IndexError`` for a
-#: target outside ``[0, C)`` that is not ``ignore_index``. The kernel flags such a target in device memory
-#: either way, and its loss term (and weight) is NaN, so a bad target never passes silently. Reading the flag
-#: waits for the GPU (a 16-byte device-to-host copy and a synchronization per call: about 50 us per small
-#: call on the H200, where PyTorch's CUDA kernels raise asynchronously through a device assert instead).
-#: False skips the wait; the NaN then marks the bad target.
+#: Whether cross_entropy/nll_loss report a class index outside ``[0, C)`` that is not ``ignore_index`` with
+#: CPU's ``IndexError``. The kernel flags such a target in device memory either way, and its loss term (and
+#: weight) is NaN, so a bad target never passes silently. The flag is read at the next synchronizing call
+#: (:mod:`ember.cuda._async_errors`: the next host read of a cuda tensor, or ``ember.cuda.synchronize()``),
+#: which raises the error, as PyTorch's CUDA kernels report theirs through a device assert; reading it at
+#: once would make every call wait for the GPU. False leaves the flag unread: only the NaN marks the target.
 CHECK_TARGETS = True
 
 # -- CUDA source -----------------------------------------------------------------------------------------
@@ -1014,14 +1015,18 @@ def _bad_flag(cp):
 
 
 def _check_bad(flag):
-    if not CHECK_TARGETS:
-        return
-    # The one host read of these ops, only when CHECK_TARGETS: whether a target was out of range (a 16-byte
-    # copy that waits for the kernel). No tensor data is copied.
+    if CHECK_TARGETS:  # read at the next synchronizing call, not now (no wait for the GPU here)
+        _async_errors.defer(("class targets", flag.data.device_id), lambda: _read_flag(flag))
+
+
+def _read_flag(flag):
+    # The one host read of these ops: whether a target was out of range (a 16-byte copy). No tensor data is
+    # copied.
     bad, value = (int(v) for v in flag.get())
     if bad:
         flag.fill(0)
-        raise IndexError(f"Target {value} is out of bounds.")
+        raise IndexError(f"Target {value} is out of bounds. (Found by a cross_entropy/nll_loss kernel on "
+                         "the GPU and reported at this synchronizing call.)")
 
 
 def _class_layout(x):
