@@ -157,3 +157,23 @@ def test_sums_over_leading_dims_are_products_with_ones(fast, dtype):
             rows = int(np.prod([shape[d] for d in lead]))
             np.testing.assert_allclose(host(got), want, rtol=0, atol=TOL[dtype] * rows)
     assert reductions._leading_sum(x._data, 1, False).shape == (7,)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linear_backward_gives_the_formulas_values(fast, dtype):
+    # the fused backward of a pass that records nothing: the same cuBLAS calls and column sums as the
+    # formulas' matmul / transpose / sum ops, so the same bits; declined calls return None
+    products, _ = fast
+    rng = np.random.default_rng(4)
+    for lead in [(128,), (4, 6)]:
+        g = ember.from_numpy(rng.standard_normal((*lead, 17)).astype(dtype)).to("cuda")
+        x = ember.from_numpy(rng.standard_normal((*lead, 33)).astype(dtype)).to("cuda")
+        w = ember.from_numpy(rng.standard_normal((17, 33)).astype(dtype)).to("cuda")
+        dx, dw, db = products.linear_backward(g, x, w, (True, True, True))
+        g2, x2 = g.reshape(-1, 17), x.reshape(-1, 33)
+        np.testing.assert_array_equal(host(dx), host(ember.matmul(g2, w).reshape(x.shape)))
+        np.testing.assert_array_equal(host(dw), host(ember.matmul(g2.t(), x2)))
+        np.testing.assert_array_equal(host(db), host(ember.sum(g2, [0])))
+        assert products.linear_backward(g, x, w, (False, True, False))[0::2] == (None, None)
+    assert products.linear_backward(g, x, w.to(ember.float16), (True, True, True)) is None
+    assert products.linear_backward(g.cpu(), x.cpu(), w.cpu(), (True, True, True)) is None

@@ -22,7 +22,7 @@ from .. import _bf16
 from .._runtime import cupy_module
 from . import columns
 
-__all__ = ["register", "matmul", "linear"]
+__all__ = ["register", "matmul", "linear", "linear_backward"]
 
 _FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
 _INT_MAX = 2**31 - 1
@@ -93,6 +93,47 @@ def linear(*args):
     if b is not None:
         columns.add_to_rows(out, b)
     return out.reshape(lead + (w.shape[0],)) if len(lead) > 1 else out
+
+
+def linear_backward(grad, input, weight, output_mask):
+    """The gradients of ``linear(input, weight[, bias])`` on CUDA tensors, for its derivative in a backward
+    pass that records nothing: ``grad @ weight``, ``grad.T @ input`` (one cuBLAS call each) and the column
+    sums of ``grad``, where the formulas would dispatch two ``matmul``s, a ``transpose`` and a ``sum``.
+
+    Args:
+        grad (Tensor): the output gradient (*, N); input (Tensor): (*, K); weight (Tensor): (N, K).
+        output_mask (sequence of 3 bool): which of the input, weight and bias gradients to compute.
+
+    Returns:
+        ``(d input, d weight, d bias)`` (None where not asked), the same values the formulas give; or None
+        for calls it does not take (not float32/float64 CUDA tensors of one dtype on the current GPU,
+        non-contiguous ``grad`` or ``input``, a 1-D weight or input, empty or oversized matrices).
+    """
+    array_type = _state.get("ndarray")
+    g, x, w = grad._data, input._data, weight._data
+    if array_type is None or type(g) is not array_type or type(x) is not array_type or type(w) is not array_type:
+        return None
+    dtype = g.dtype
+    if dtype not in _FLOATS or x.dtype != dtype or w.dtype != dtype or w.ndim != 2 or x.ndim < 2:
+        return None
+    outs, ins = w.shape
+    if g.shape != x.shape[:-1] + (outs,) or x.shape[-1] != ins or not (g._c_contiguous and x._c_contiguous):
+        return None
+    if not _state["one_gpu"]:
+        device = _state["device"]()
+        if any(a.data.device_id != device for a in (g, x, w)):
+            return None
+    rows = math.prod(x.shape[:-1])
+    if not _sizes_fit(rows, ins, outs):
+        return None
+    g2, x2 = g.reshape(rows, outs), x.reshape(rows, ins)
+    grads = (
+        _bf16.product_2d(g2, w).reshape(x.shape) if output_mask[0] else None,
+        _bf16.product_2d(g2.T, x2) if output_mask[1] else None,
+        columns.column_sums(g2) if output_mask[2] else None,
+    )
+    device = grad._device
+    return tuple(None if a is None else Tensor._make(a, device) for a in grads)
 
 
 def register():
