@@ -1599,7 +1599,7 @@ def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
         b = xp.ascontiguousarray(b)
     cols = xp.empty(cols_shape, compute)
     im2col(im2col_grid, (_FAST_THREADS,), (x, cols, *im2col_args))
-    product = xp.matmul(w.reshape(w_matrix), cols if len(cols_matrix) == 2 else cols.reshape(cols_matrix))
+    product = _fast_gemm(xp, w.reshape(w_matrix), cols if len(cols_matrix) == 2 else cols.reshape(cols_matrix))
     if not product._c_contiguous:  # (cupy.matmul's results are; the kernel reads C order)
         product = xp.ascontiguousarray(product)
     result = xp.empty(out_shape, compute)
@@ -1666,14 +1666,30 @@ def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
     if mask[1]:
         cols = xp.empty(cols_shape, dtype)
         im2col(im2col_grid, (_FAST_THREADS,), (x, cols, *im2col_args))
-        grad_w = xp.matmul(rows, cols.T).reshape(w.shape)
+        grad_w = _fast_gemm(xp, rows, cols.T).reshape(w.shape)
     if mask[0]:
-        taps = xp.matmul(w.reshape(w_matrix).T, rows)  # (C * K, N * P): the gradient of the columns
+        taps = _fast_gemm(xp, w.reshape(w_matrix).T, rows)  # (C * K, N * P): the gradient of the columns
         if not taps._c_contiguous:
             taps = xp.ascontiguousarray(taps)
         grad_x = xp.empty(x.shape, dtype)
         col2im(col2im_grid, (_FAST_THREADS,), (taps, grad_x, *col2im_args))
     return grad_x, grad_w, sums if mask[2] else None
+
+
+#: Whether the fast path's 2-D float GEMMs call cuBLAS directly (:func:`ember.cuda._bf16.product_2d`) rather than
+#: through ``cupy.matmul``: on the H200's machine 18.7 against 21.7 us of host time per call (the same cuBLAS
+#: routine and compute type, so the same values).
+_DIRECT_GEMM = True
+
+
+def _fast_gemm(xp, a, b):
+    """``a @ b`` of 2-D arrays for the fast path: one direct cuBLAS call on CuPy float32/float64 operands."""
+    if _DIRECT_GEMM and getattr(xp, "__name__", "") == "cupy" and a.ndim == b.ndim == 2 and a.dtype == b.dtype:
+        from ..cuda import _bf16
+
+        if a.dtype in _bf16.FLOAT_GEMM_DTYPES and max(a.shape + b.shape) < 2**31:  # cuBLAS' 32-bit sizes
+            return _bf16.product_2d(a, b)
+    return xp.matmul(a, b)
 
 
 def convolution_backward_cuda(grad, input, weight, stride, padding, dilation, groups, output_mask):

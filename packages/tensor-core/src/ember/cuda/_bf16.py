@@ -278,6 +278,10 @@ def matmul(a, b, out_dtype=None):
     return result
 
 
+#: the dtypes :func:`product_2d` takes
+FLOAT_GEMM_DTYPES = frozenset((_F32, _F64))
+
+
 def product_2d(a, b):
     """``a @ b`` for 2-D CuPy arrays of one dtype of ``_GEMM_TYPES`` on the current GPU, in one cuBLAS call.
 
