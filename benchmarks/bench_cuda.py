@@ -12,8 +12,8 @@ time, not the time to queue the work. The rows:
   tensors, 100 calls then one synchronisation (the dispatcher's and the launch's
   overhead: the GPU itself needs a few microseconds per launch);
 * ``cuda_add_2^28_f32`` / ``cuda_clone_2^28_f32``: a large pointwise op and a device
-  copy in GB/s (bytes read plus bytes written): the copy is the ceiling an elementwise
-  op can reach;
+  copy in GB/s (bytes read plus bytes written): the copy's bandwidth is the
+  reference for an elementwise op;
 * ``cuda_matmul_8192_f32`` / ``_bf16``: 8192^3 matrix products in TFLOP/s (PyTorch with
   TF32 off, as ember's float32 is true float32);
 * ``cuda_softmax_8192x8192`` / ``cuda_layer_norm_8192x8192``: row kernels over
@@ -352,7 +352,7 @@ WORKLOADS = [
         _setup_clone_large,
         work=2 * 4 * _LARGE,
         unit="GB/s",
-        description="clone of a 2^28-element float32 tensor: the device copy bandwidth, the ceiling of pointwise ops",
+        description="clone of a 2^28-element float32 tensor: the device copy bandwidth, a reference for pointwise ops",
         **_GPU,
     ),
     Workload(

@@ -267,6 +267,18 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def _source_commit() -> str:
+    """The git commit of the ember source these benchmarks ran (``unknown`` outside a git checkout)."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                              capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return done.stdout.strip() or "unknown"
+
+
 def _version(distribution: str) -> str:
     try:
         return metadata.version(distribution)
@@ -288,6 +300,7 @@ def machine_info() -> dict[str, str]:
         "python": platform.python_version(),
         "numpy": _version("numpy"),
         "ember-core": _version("ember-core"),
+        "commit": _source_commit(),
         "torch": _version("torch"),
     }
 
@@ -385,7 +398,8 @@ def markdown(
         "",
         f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
         f"- OS: {info['os']}",
-        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']}, torch {info['torch']}",
+        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']} "
+        f"(source commit {info.get('commit', 'unknown')}), torch {info['torch']}",
         "",
         "## Results",
         "",
@@ -441,7 +455,8 @@ def _markdown_gpu(
         f"- GPU: {gpu} ({info.get('gpu_memory', 'unknown memory')}), CuPy {info.get('cupy', 'not installed')}",
         f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
         f"- OS: {info['os']}",
-        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']}, torch {info['torch']}",
+        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']} "
+        f"(source commit {info.get('commit', 'unknown')}), torch {info['torch']}",
         "",
         "## Results",
         "",

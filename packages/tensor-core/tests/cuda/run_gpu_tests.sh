@@ -6,8 +6,8 @@
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh [pytest arguments]
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh --bench [benchmarks/run.py arguments]
 #
-# With no arguments it runs every GPU-relevant test tree (packages/tensor-core/tests,
-# packages/autograd/tests, examples/tests). With --bench it runs the GPU benchmarks
+# Without a test path among its arguments it runs every GPU-relevant test tree (packages/tensor-core/tests,
+# packages/autograd/tests, examples/tests), with the given options. With --bench it runs the GPU benchmarks
 # (`benchmarks/run.py --device cuda`, which writes BENCHMARKS_CUDA.md) instead of pytest.
 # Environment: PYTHON (default python3), EMBER_BUILD_DIR (default /tmp/ember-build).
 set -euo pipefail
@@ -29,5 +29,11 @@ if [ "${1:-}" = "--bench" ]; then
   shift
   exec "$PY" benchmarks/run.py --device cuda "$@"
 fi
-if [ "$#" -eq 0 ]; then set -- packages/tensor-core/tests packages/autograd/tests examples/tests; fi
+# Without a test path among the arguments (options only, such as -q -n 16), run the three GPU-relevant trees;
+# pytest.ini's testpaths would add packages/fx/tests, whose package is not on PYTHONPATH here.
+has_path=0
+for arg in "$@"; do
+  case "$arg" in -*) ;; *) if [ -e "${arg%%::*}" ]; then has_path=1; fi ;; esac
+done
+if [ "$has_path" -eq 0 ]; then set -- "$@" packages/tensor-core/tests packages/autograd/tests examples/tests; fi
 exec "$PY" -m pytest -p no:cacheprovider "$@"

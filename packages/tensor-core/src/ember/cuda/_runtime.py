@@ -22,8 +22,9 @@ def _probe():
         return None, (
             f"CUDA is not available: ember was not installed with CUDA support (CuPy failed to import: "
             f"{type(exc).__name__}: {exc}). "
-            f"Install it with `{INSTALL_HINT}` (CUDA 12; `{INSTALL_HINT_CUDA13}` for CUDA 13; from a clone of the "
-            "repository, `pip install ./packages/tensor-core[cuda12]`) on a machine with an NVIDIA (or ROCm) GPU"
+            "Install it from a clone of the repository with `pip install \"./packages/tensor-core[cuda12]\"` "
+            f"(`[cuda13]` for CUDA 13; from a package index, `{INSTALL_HINT}` or `{INSTALL_HINT_CUDA13}`) on a machine "
+            "with an NVIDIA (or ROCm) GPU"
         )
     try:
         count = cupy.cuda.runtime.getDeviceCount()
