@@ -1569,6 +1569,16 @@ def _fast_forward_plan(x_shape, x_strides, dtype, w_shape, w_dtype, b_dtype, str
             _fast_grid(total), output_args)
 
 
+def _fast_plan(key, build):
+    """The memoised plan of a fast-path call (``build(*key[1:])``; None for calls the path does not take)."""
+    plan = _fast_plans.get(key, False)
+    if plan is False:
+        if len(_fast_plans) >= _FAST_PLANS_MAX:
+            _fast_plans.clear()
+        plan = _fast_plans[key] = build(*key[1:])
+    return plan
+
+
 def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     """``_xp_conv_forward`` of CuPy arrays in three launches (im2col, GEMM, layout and bias), or None for the
     calls it does not take (other dtypes, empty arrays, arrays on another GPU than the current one).
@@ -1579,11 +1589,7 @@ def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     dtype = x.dtype
     key = ("forward", x.shape, x.strides, dtype, w.shape, w.dtype, None if b is None else b.dtype, stride, pad_lo,
            pad_hi, dilation, groups)
-    plan = _fast_plans.get(key, False)
-    if plan is False:
-        if len(_fast_plans) >= _FAST_PLANS_MAX:
-            _fast_plans.clear()
-        plan = _fast_plans[key] = _fast_forward_plan(*key[1:])
+    plan = _fast_plan(key, _fast_forward_plan)
     if plan is None:
         return None
     compute, wide, cols_shape, im2col_grid, im2col_args, w_matrix, cols_matrix, out_shape, out_grid, output_args = plan
@@ -1643,11 +1649,7 @@ def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
     """
     dtype = x.dtype
     key = ("backward", gy.shape, x.shape, x.strides, dtype, gy.dtype, w.shape, w.dtype, stride, padding, dilation)
-    plan = _fast_plans.get(key, False)
-    if plan is False:
-        if len(_fast_plans) >= _FAST_PLANS_MAX:
-            _fast_plans.clear()
-        plan = _fast_plans[key] = _fast_backward_plan(*key[1:])
+    plan = _fast_plan(key, _fast_backward_plan)
     if plan is None:
         return None
     wide, rows_shape, rows_grid, rows_args, cols_shape, im2col_grid, im2col_args, w_matrix, col2im_grid, \
