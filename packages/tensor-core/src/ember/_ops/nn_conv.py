@@ -1347,7 +1347,7 @@ def _cuda_col2im(cols, image, kernel, blocks, stride, pad, dilation):
 # a convolution here is as few calls as it can be:
 #
 # * forward: one im2col launch (the columns (C * K, N * P) gathered from the unpadded input, any strides, the
-#   padding done by index arithmetic), one GEMM (cuBLAS, through cupy.matmul), one launch that lays the
+#   padding done by index arithmetic), one GEMM (one direct cuBLAS call, _fast_gemm), one launch that lays the
 #   product (C_out, N, P) out as (N, C_out, P) and adds the bias;
 # * backward (groups 1, for the derivative of ``convolution`` in a backward pass that records nothing): one
 #   launch that lays the output gradient out as rows (C_out, N * P) and sums each row (the bias gradient),
