@@ -267,6 +267,16 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown CPU"
 
 
+def _host_lines(info: dict[str, str]) -> list[str]:
+    """The Machine section's lines on the host: CPU, OS and software versions (with the source commit)."""
+    return [
+        f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
+        f"- OS: {info['os']}",
+        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']} "
+        f"(source commit {info.get('commit', 'unknown')}), torch {info['torch']}",
+    ]
+
+
 def _source_commit() -> str:
     """The git commit of the ember source these benchmarks ran (``unknown`` outside a git checkout)."""
     import subprocess
@@ -396,10 +406,7 @@ def markdown(
         "",
         "## Machine",
         "",
-        f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
-        f"- OS: {info['os']}",
-        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']} "
-        f"(source commit {info.get('commit', 'unknown')}), torch {info['torch']}",
+        *_host_lines(info),
         "",
         "## Results",
         "",
@@ -453,10 +460,7 @@ def _markdown_gpu(
         "## Machine",
         "",
         f"- GPU: {gpu} ({info.get('gpu_memory', 'unknown memory')}), CuPy {info.get('cupy', 'not installed')}",
-        f"- CPU: {info['cpu']} ({info['logical_cores']} logical cores, {info['usable_cores']} usable)",
-        f"- OS: {info['os']}",
-        f"- Python {info['python']}, numpy {info['numpy']}, ember-core {info['ember-core']} "
-        f"(source commit {info.get('commit', 'unknown')}), torch {info['torch']}",
+        *_host_lines(info),
         "",
         "## Results",
         "",

@@ -364,3 +364,13 @@ def test_dtype_to_real_and_complex():
     assert ember.float64.to_complex() is ember.complex128
     with pytest.raises(RuntimeError):
         ember.int32.to_complex()
+
+
+def test_numpy_dtype_name_is_numpys_name():
+    import numpy as np
+
+    from ember._dtype import ALL_DTYPES, numpy_dtype_name
+
+    for d in ALL_DTYPES:
+        assert numpy_dtype_name(d.numpy_dtype) == d.numpy_dtype.name
+    assert numpy_dtype_name(np.dtype(np.uint16)) == "uint16"  # no ember counterpart: numpy's own

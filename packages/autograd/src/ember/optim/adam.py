@@ -12,6 +12,7 @@ import numpy as np
 
 import ember
 from ember import _C
+from ember._dtype import numpy_dtype_name
 from ember._ops._dispatch import state as _dispatch_state
 from ember._tensor import Tensor
 
@@ -381,19 +382,9 @@ _CUDA_REAL = {"float16": None, "bfloat16": None, "float32": None, "float64": Non
               "complex128": np.float64}
 
 
-_dtype_names = {}  # numpy dtype -> its name (numpy computes dtype.name in Python, about 3 us a read)
-
-
-def _dtype_name(dtype):
-    name = _dtype_names.get(dtype)
-    if name is None:
-        name = _dtype_names[dtype] = dtype.name
-    return name
-
-
 def _cuda_fused_supported(p):
     """Whether ``p`` may take the CUDA fused step by default: a plain CUDA tensor of a dtype the kernel takes."""
-    return _foreach_supported(p) and p._device.type == "cuda" and _dtype_name(p._data.dtype) in _CUDA_REAL
+    return _foreach_supported(p) and p._device.type == "cuda" and numpy_dtype_name(p._data.dtype) in _CUDA_REAL
 
 
 def _cuda_fused_arrays(tensors):
@@ -401,7 +392,7 @@ def _cuda_fused_arrays(tensors):
     one of them does not suit it (not a plain tensor on the GPU, C-contiguous, of a dtype the kernel takes, and of
     the parameter's dtype and size). Attribute reads only: this runs for every parameter at every step."""
     a0 = tensors[0]._data
-    name = _dtype_name(a0.dtype)
+    name = numpy_dtype_name(a0.dtype)
     if name not in _CUDA_REAL:
         return None
     real = _CUDA_REAL[name]

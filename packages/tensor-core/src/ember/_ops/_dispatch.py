@@ -299,15 +299,12 @@ def run_backend(op, args, kwargs, device):
     Raises:
         NotImplementedError: when a prim has no kernel for the device type.
     """
-    if not kwargs and op.checked_cpu is not None and device.type == "cpu":
-        array = op.checked_cpu(*args)  # the kernel checks what the meta function would (see Op.checked_cpu)
-        if array is not None:
-            result = _new_object(Tensor)
-            result._data = array
-            result._device = device
-            return result
-    elif checked_cuda and device.type == "cuda" and not kwargs:  # the cuda device's checked kernels (if loaded)
-        checked = checked_cuda.get(op)
+    if not kwargs:
+        # a kernel that checks what the meta function would (Op.checked_cpu; the cuda device's checked_cuda)
+        if device.type == "cpu":
+            checked = op.checked_cpu
+        else:
+            checked = checked_cuda.get(op) if checked_cuda and device.type == "cuda" else None
         if checked is not None:
             array = checked(*args)
             if array is not None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._runtime import cupy_module
 
-__all__ = ["add_to_rows", "column_sums", "CHUNK"]
+__all__ = ["add_to_rows", "column_sums", "CHUNK", "DTYPES"]
 
 #: rows summed by one thread in the first pass of :func:`column_sums`
 CHUNK = 256
@@ -26,6 +26,8 @@ _THREADS = 256
 _MAX_BLOCKS = 4096  # the grid-stride loop of add_to_rows covers the rest
 _MAX_GRID_Y = 65535
 _CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+#: the dtypes the kernels take
+DTYPES = frozenset(_CTYPES)
 
 _SOURCES = {}  # kernel name -> its CUDA C, compiled on its own with the kernel's type defines
 _SOURCES["ember_add_to_rows"] = r"""

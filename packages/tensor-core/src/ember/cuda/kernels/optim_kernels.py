@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._dtype import numpy_dtype_name
 from .._runtime import cupy_module
 from .rows import _CTYPES, _PRELUDE
 
@@ -78,21 +79,13 @@ ember_fused_adam(const long long* __restrict__ table, int n, long long total, do
 """
 
 _kernels = {}
-_names = {}  # numpy dtype -> its name (numpy computes dtype.name in Python, about 3 us a read)
 _tables = {}  # (device, dtype, pointers and sizes) -> the uploaded table
 _MAX_TABLES = 32
 
 
 def supported_dtype(array):
     """Whether the fused step takes CuPy ``array``'s dtype (float16, bfloat16, float32, float64)."""
-    return _name(array.dtype) in _CTYPES
-
-
-def _name(dtype):
-    name = _names.get(dtype)
-    if name is None:
-        name = _names[dtype] = dtype.name
-    return name
+    return numpy_dtype_name(array.dtype) in _CTYPES
 
 
 def _kernel(dtype):
@@ -133,7 +126,7 @@ def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr
     cp = cupy_module()
     groups = {}
     for i, p in enumerate(params):
-        groups.setdefault((_name(p.dtype), float(steps[i])), []).append(i)
+        groups.setdefault((numpy_dtype_name(p.dtype), float(steps[i])), []).append(i)
     flags = int(bool(amsgrad)) | int(bool(maximize)) << 1 | int(bool(decoupled_weight_decay)) << 2
     for (dtype, step), idx in groups.items():
         bc1 = 1 - beta1**step

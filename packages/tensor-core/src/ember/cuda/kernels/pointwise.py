@@ -327,20 +327,31 @@ def _binary(kind, *, scalars, compare=False):
     return fast
 
 
+def _float_pair(x, y):
+    """The arrays of plain tensors ``x`` and ``y`` when both are usable float32/float64 CuPy arrays of one dtype
+    and shape (a fast kernel's two operands), else None."""
+    if type(x) is not Tensor or type(y) is not Tensor:
+        return None
+    a, b = x._data, y._data
+    if type(a) is not _ndarray or type(b) is not _ndarray:
+        return None
+    dtype = a.dtype
+    if (dtype is not _F32 and dtype is not _F64) or b.dtype is not dtype or a.shape != b.shape:
+        return None
+    return (a, b) if _usable(a) and _usable(b) else None
+
+
 def _with_alpha(kind):
     """``fast(input, other, alpha)`` of ``add``/``sub`` with a real ``alpha`` other than 1: two tensors only."""
 
     def fast(input, other, alpha):
-        if type(input) is not Tensor or type(other) is not Tensor:
+        pair = _float_pair(input, other)
+        if pair is None:
             return None
-        a, b = input._data, other._data
-        if type(a) is not _ndarray or type(b) is not _ndarray:
-            return None
+        a, b = pair
         dtype = a.dtype
-        if (dtype is not _F32 and dtype is not _F64) or b.dtype is not dtype or a.shape != b.shape:
-            return None
         s = _scalar_operand(alpha, dtype)
-        if s is None or not (_usable(a) and _usable(b)):
+        if s is None:
             return None
         out = _ndarray(a.shape, dtype)
         return _launch(_compile(kind, dtype, "aas", dtype), (a, b, s), (a, b), out, a.size)
@@ -405,16 +416,11 @@ def _where_fast(condition, input, other):
 
 def _backward_from_output(kind):
     def fast(grad_output, output):
-        if type(grad_output) is not Tensor or type(output) is not Tensor:
+        pair = _float_pair(grad_output, output)
+        if pair is None:
             return None
-        g, y = grad_output._data, output._data
-        if type(g) is not _ndarray or type(y) is not _ndarray:
-            return None
+        g, y = pair
         dtype = g.dtype
-        if (dtype is not _F32 and dtype is not _F64) or y.dtype is not dtype or g.shape != y.shape:
-            return None
-        if not (_usable(g) and _usable(y)):
-            return None
         out = _ndarray(g.shape, dtype)
         return _launch(_compile(kind, dtype, "aa", dtype), (g, y), (g, y), out, g.size)
 

@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..._tensor import Tensor
 from .. import _bf16
 from .._runtime import cupy_module
-from . import columns
+from . import _arrays, columns
 
 __all__ = ["register", "matmul", "linear", "linear_backward"]
 
-_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+_FLOATS = _bf16.FLOAT_GEMM_DTYPES
 _INT_MAX = 2**31 - 1
-_state = {}
 
 
 def _matrix(t, dtype):
@@ -34,11 +31,9 @@ def _matrix(t, dtype):
     if not isinstance(t, Tensor):
         return None
     data = t._data
-    if type(data) is not _state["ndarray"] or data.dtype != dtype or data.ndim != 2:
+    if type(data) is not _arrays.array_type() or data.dtype != dtype or data.ndim != 2:
         return None
-    if not _state["one_gpu"] and data.data.device_id != _state["device"]():
-        return None
-    return data
+    return data if _arrays.on_current_gpu(data) else None
 
 
 def _sizes_fit(*sizes):
@@ -65,7 +60,7 @@ def linear(*args):
         return None
     x = args[0]._data
     dtype = x.dtype
-    if type(x) is not _state["ndarray"] or dtype not in _FLOATS or x.ndim < 2:
+    if type(x) is not _arrays.array_type() or dtype not in _FLOATS or x.ndim < 2:
         return None
     w = _matrix(args[1], dtype)
     if w is None or w.shape[1] != x.shape[-1]:
@@ -76,17 +71,15 @@ def linear(*args):
         if not isinstance(bias, Tensor):
             return None
         b = bias._data
-        if type(b) is not _state["ndarray"] or b.dtype != dtype or b.shape != (w.shape[0],):
+        if type(b) is not _arrays.array_type() or b.dtype != dtype or b.shape != (w.shape[0],):
             return None
     lead = x.shape[:-1]
     if x.ndim > 2:
         if not x._c_contiguous:
             return None
         x = x.reshape(math.prod(lead), x.shape[-1])
-    if not _state["one_gpu"]:
-        device = _state["device"]()
-        if x.data.device_id != device or (b is not None and b.data.device_id != device):
-            return None
+    if not _arrays.on_current_gpu(x) or (b is not None and not _arrays.on_current_gpu(b)):
+        return None
     if not _sizes_fit(x.shape[0], x.shape[1], w.shape[0]) or (b is not None and not b._c_contiguous):
         return None
     out = _bf16.product_2d(x, w.T)
@@ -109,7 +102,7 @@ def linear_backward(grad, input, weight, output_mask):
         for calls it does not take (not float32/float64 CUDA tensors of one dtype on the current GPU,
         non-contiguous ``grad`` or ``input``, a 1-D weight or input, empty or oversized matrices).
     """
-    array_type = _state.get("ndarray")
+    array_type = _arrays.array_type()
     g, x, w = grad._data, input._data, weight._data
     if array_type is None or type(g) is not array_type or type(x) is not array_type or type(w) is not array_type:
         return None
@@ -119,10 +112,8 @@ def linear_backward(grad, input, weight, output_mask):
     outs, ins = w.shape
     if g.shape != x.shape[:-1] + (outs,) or x.shape[-1] != ins or not (g._c_contiguous and x._c_contiguous):
         return None
-    if not _state["one_gpu"]:
-        device = _state["device"]()
-        if any(a.data.device_id != device for a in (g, x, w)):
-            return None
+    if not _arrays.on_current_gpu(g, x, w):
+        return None
     rows = math.prod(x.shape[:-1])
     if not _sizes_fit(rows, ins, outs):
         return None
@@ -141,8 +132,6 @@ def register():
     from ..._ops import _dispatch
     from ..._ops._registry import registry
 
-    cp = cupy_module()
-    _state.update(ndarray=cp.ndarray, device=cp.cuda.runtime.getDevice,
-                  one_gpu=cp.cuda.runtime.getDeviceCount() == 1)
+    _arrays.bind(cupy_module())
     _dispatch.checked_cuda[registry["matmul"]] = matmul
     _dispatch.checked_cuda[registry["linear"]] = linear

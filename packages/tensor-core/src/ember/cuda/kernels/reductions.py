@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from ..._tensor import Tensor
 from .._runtime import cupy_module
-from . import columns
+from . import _arrays, columns
 
 __all__ = ["register", "sum_dims"]
 
-_FLOATS = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
-_state = {}
+_FLOATS = columns.DTYPES
 
 
 def _axes(dim, ndim):
@@ -48,7 +45,7 @@ def sum_dims(*args):
     if not 1 <= len(args) <= 3 or not isinstance(args[0], Tensor):
         return None
     data = args[0]._data
-    if type(data) is not _state["ndarray"] or data.dtype not in _FLOATS or data.ndim == 0:
+    if type(data) is not _arrays.array_type() or data.dtype not in _FLOATS or data.ndim == 0:
         return None
     keepdim = args[2] if len(args) == 3 else False
     if type(keepdim) is not bool:
@@ -56,7 +53,7 @@ def sum_dims(*args):
     axes = _axes(args[1] if len(args) >= 2 else None, data.ndim)
     if axes is None:
         return None
-    if not _state["one_gpu"] and data.data.device_id != _state["device"]():
+    if not _arrays.on_current_gpu(data):
         return None
     lead = len(axes)
     if lead < data.ndim and axes[-1] == lead - 1 and data._c_contiguous:
@@ -85,7 +82,5 @@ def register():
     from ..._ops import _dispatch
     from ..._ops._registry import registry
 
-    cp = cupy_module()
-    _state.update(ndarray=cp.ndarray, device=cp.cuda.runtime.getDevice,
-                  one_gpu=cp.cuda.runtime.getDeviceCount() == 1)
+    _arrays.bind(cupy_module())
     _dispatch.checked_cuda[registry["sum"]] = sum_dims
