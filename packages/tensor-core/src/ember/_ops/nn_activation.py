@@ -14,6 +14,7 @@ import numpy as np
 from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
+from ._dispatch import state as _dispatch_state
 from ._nn_common import (
     _C_FLOATS,
     _C_TYPE_NAMES,
@@ -1539,9 +1540,7 @@ def _dropout_values(input, p, training, inplace, noise_shape, alpha):
 
 def _records_grad(input):
     """Whether autograd records ops on ``input`` here (grad mode on and ``input`` requires grad)."""
-    from ._dispatch import state
-
-    return state.grad_enabled and input.requires_grad
+    return _dispatch_state.grad_enabled and input.requires_grad
 
 
 def _dropout_scale(dtype, keep):
