@@ -138,9 +138,15 @@ def _root_grad(t, g, index):
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         if not t.is_floating_point():
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
-        if type(t) is Tensor and t._device.type == "cpu" and not state.modes:
+        if type(t) is Tensor and not state.modes:
             # ones_like(t), without its trip through the dispatcher: a fixed cost of every backward()
-            return Tensor._make(np.ones(t._data.shape, t._data.dtype), t._device)
+            device = t._device
+            if device.type == "cpu":
+                return Tensor._make(np.ones(t._data.shape, t._data.dtype), device)
+            if device.type == "cuda":
+                from ember.cuda._backend import scalar_one
+
+                return Tensor._make(scalar_one(t._data), device)
         return ember.ones_like(t)
     if not isinstance(g, Tensor):
         g = ember.tensor(g, dtype=t.dtype, device=t.device)
@@ -210,7 +216,8 @@ class _GraphTask:
             # else: node is the one child the previous node made ready, and grads its gradients
             if type(node) is AccumulateGrad:
                 if grads is not None:
-                    if quiet:  # leaf hooks are the user's code
+                    if quiet and (type(grads[0]) is not Tensor or _has_leaf_hooks(node.variable)):
+                        # leaf hooks, and a subclass's overrides, are the user's code
                         as_user(self._accumulate, node, grads[0], capture_at)
                     else:
                         self._accumulate(node, grads[0], capture_at)
@@ -395,7 +402,7 @@ class _GraphTask:
             g = g.detach()
         current = variable._grad
         if current is None:
-            if id(g) in self.shared or id(g) in self.stored or g._base is not None or not g.is_contiguous():
+            if id(g) in self.shared or id(g) in self.stored or g._base is not None or not _c_contiguous(g):
                 g = g.clone() if self.create_graph else ember.clone(g)
             self.stored.add(id(g))
             variable._grad = g
@@ -405,6 +412,21 @@ class _GraphTask:
             # in place even when .grad is itself a graph (an earlier create_graph backward), as
             # PyTorch's AccumulateGrad does with grad mode off: .grad stays the same object
             current.add_(g)
+
+
+def _has_leaf_hooks(variable):
+    """Whether accumulating into leaf ``variable`` runs hooks (the user's code)."""
+    hooks = variable.__dict__
+    return bool(hooks.get("_leaf_hooks") or hooks.get("_post_accumulate_hooks"))
+
+
+def _c_contiguous(t):
+    """``t.is_contiguous()`` for a tensor that is not a view, from its array's flags (numpy's and CuPy's
+    C-contiguity also ignores size-1 dims); the strides walk for anything else."""
+    data = t._data
+    if type(data) is np.ndarray or t._device.type == "cuda":
+        return data.flags.c_contiguous
+    return t.is_contiguous()
 
 
 def _nones(node):

@@ -61,9 +61,13 @@ class Op:
             call to the meta function and the kernel. It spares the hot path of small pointwise
             ops a separate meta call. It computes with the backend alone, never dispatching
             ops, so autograd may call it without turning grad mode off.
+        decomposition_checks (bool): for a composite op, whether its decomposition raises every
+            error its meta function would (``reshape``, ``flatten``): the dispatcher and autograd
+            then run the decomposition without calling the meta function first.
     """
 
     checked_cpu = None
+    decomposition_checks = False
 
     def __init__(
         self,

@@ -31,7 +31,7 @@ from ._runtime import cupy_module
 
 __all__ = [
     "initialize", "initialized", "from_numpy", "upload", "current_index", "to_numpy", "strided_view", "fallback_kernel",
-    "generic_ops",
+    "generic_ops", "scalar_one",
 ]
 
 _done = []
@@ -127,6 +127,27 @@ def strided_view(storage, shape, strides, offset, dtype):
     itemsize = dtype.itemsize
     memptr = storage.base.data + offset * itemsize
     return cp.ndarray(shape, dtype, memptr=memptr, strides=tuple(s * itemsize for s in strides))
+
+
+_ones = {}  # (device index, numpy dtype) -> a 0-d CuPy array holding 1
+
+
+def scalar_one(array):
+    """A new CuPy array of ``array``'s shape (one element), dtype and device holding 1: the implicit gradient
+    of ``backward()`` on a scalar. One device-to-device copy from a cached 1 of that dtype, on the current
+    stream: cheaper on the host than ``cupy.ones``' fill kernel, and the same bits.
+    """
+    cp = cupy_module()
+    index = array.data.device_id
+    with cp.cuda.Device(index):
+        one = _ones.get((index, array.dtype))
+        if one is None:
+            one = cp.ones((), array.dtype)
+            cp.cuda.get_current_stream().synchronize()  # written before any stream may read it
+            _ones[(index, array.dtype)] = one
+        out = cp.empty(array.shape, array.dtype)
+        out.data.copy_from_device_async(one.data, array.dtype.itemsize)
+    return out
 
 
 def _on_device(result):

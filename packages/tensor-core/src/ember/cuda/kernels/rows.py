@@ -29,6 +29,7 @@ import math
 
 import numpy as np
 
+from ..._dtype import numpy_dtype_name
 from .. import _async_errors
 from .._runtime import cupy_module
 
@@ -802,7 +803,7 @@ _i64, _i32, _f64 = np.int64, np.int32, np.float64
 
 
 def _dtype_name(a):
-    name = a.dtype.name
+    name = numpy_dtype_name(a.dtype)
     return name if name in _CTYPES else None
 
 
@@ -1059,12 +1060,12 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     if inner == 1:
         tpr, block, _ = _row_config(C, name)
         tpr, block = (32, 128) if tpr == 32 else (min(tpr, 1024), min(tpr, 1024))
-        k = _kernel("ce_rows", name, index=t.dtype.name, tpr=tpr, block=block)
+        k = _kernel("ce_rows", name, index=numpy_dtype_name(t.dtype), tpr=tpr, block=block)
         grid = _grid_rows(n, tpr, block)
         rest = (_i64(n), _i32(C), _i64(ignore_index), _f64(label_smoothing))
         bsize = block
     else:
-        k = _kernel("ce_cols", name, index=t.dtype.name)
+        k = _kernel("ce_cols", name, index=numpy_dtype_name(t.dtype))
         grid, bsize = ((n + 255) // 256,), 256
         rest = (_i64(outer), _i32(C), _i64(inner), _i64(ignore_index), _f64(label_smoothing))
     out_shape = target.shape
@@ -1089,7 +1090,7 @@ def nll_loss_forward(x, target, weight=None, ignore_index=-100, reduction="mean"
     rest = (_i64(outer), _i32(C), _i64(inner), _i64(ignore_index))
     if reduction != "none" and 0 < n <= _SMALL_LOSS:
         return _run_small_loss(cp, "nll_small", x, t, w, rest, name, reduction)
-    k = _kernel("nll", name, index=t.dtype.name)
+    k = _kernel("nll", name, index=numpy_dtype_name(t.dtype))
     return _run_loss(cp, k, ((n + 255) // 256,), 256, (x, t, w), rest, target.shape, x.dtype, name, reduction, n)
 
 
@@ -1102,7 +1103,7 @@ def _run_small_loss(cp, kind, x, t, w, rest, name, reduction):
     flag = _bad_flag(cp)
     out = cp.empty((), x.dtype)
     flags = (w is not None) | (reduction == "mean") << 2
-    _kernel(kind, name, index=t.dtype.name)((1,), (1024,), (x, t, x if w is None else w, out, flag, *rest,
+    _kernel(kind, name, index=numpy_dtype_name(t.dtype))((1,), (1024,), (x, t, x if w is None else w, out, flag, *rest,
                                                             _i32(flags)))
     _check_bad(flag)
     return out
@@ -1156,7 +1157,7 @@ def cross_entropy_backward(grad, x, target, weight=None, ignore_index=-100, labe
     t = _contig(cp, target.reshape(-1))
     w = None if weight is None else _contig(cp, weight.reshape(-1).astype(x.dtype, copy=False))
     g = _contig(cp, grad.astype(x.dtype, copy=False).reshape(-1))
-    index = t.dtype.name
+    index = numpy_dtype_name(t.dtype)
     flags = (w is not None) | (reduction == "none") << 1
     divisor = g
     if reduction == "mean":
@@ -1203,7 +1204,7 @@ def cross_entropy_backward_tensor(grad, input, target, weight, ignore_index, lab
     targets, inputs of more than 2 dims, dtypes other than float16/bfloat16/float32/float64)."""
     if input.ndim > 2 or tuple(target.shape) == tuple(input.shape) or _dtype_name(input._data) is None:
         return None
-    if target._data.dtype.name not in _ITYPES or type(target._data) is np.ndarray:
+    if numpy_dtype_name(target._data.dtype) not in _ITYPES or type(target._data) is np.ndarray:
         return None
     w = None if weight is None else weight._data
     return _wrap(cross_entropy_backward(grad._data, input._data, target._data, w, int(ignore_index),
@@ -1243,7 +1244,7 @@ def _softmax_kernel(op, log):
         d, out = _softmax_args(opname, input, dim, _stacklevel, dtype, warn=False)
         x = input._data
         if negate:  # softmin(x) = softmax(-x), -x taken in x's dtype as on CPU
-            if x.dtype.name == "bfloat16":  # through ember's neg, which knows CuPy's bfloat16
+            if numpy_dtype_name(x.dtype) == "bfloat16":  # through ember's neg, which knows CuPy's bfloat16
                 from ..._grad_mode import no_grad
 
                 with no_grad():
@@ -1282,7 +1283,7 @@ def _class_loss_args(cp, input, target, weight):
     if _dtype_name(x) is None:
         return None
     t = _device_array(cp, target)
-    if t.dtype.name not in _ITYPES:
+    if numpy_dtype_name(t.dtype) not in _ITYPES:
         return None
     w = None if weight is None else _device_array(cp, weight)
     return x, t, w
