@@ -135,6 +135,10 @@ def test_backward_helpers_and_masks_bits(kernels, dtype):
         op = get_op(name)
         fast, generic = both(kernels, lambda op=op: op(g, y))
         bits_equal(fast, generic)
+    threshold_backward = get_op("threshold_backward")
+    for threshold in (0, 0.25):  # values() holds NaNs and infinities in both operands
+        fast, generic = both(kernels, lambda t=threshold: threshold_backward(g, y, t))
+        bits_equal(fast, generic)
     mask = y > 0
     for fn in (lambda: g * mask, lambda: mask * g, lambda: ember.where(mask, g, y)):
         fast, generic = both(kernels, fn)

@@ -73,7 +73,7 @@ __all__ = [
 
 # Registry names that are not public functions of the ember namespace (PyTorch has
 # them only as Tensor methods, under another name, or as ATen ops: torch.ops.aten.tanh_backward).
-_NOT_PUBLIC = {"slice", "view_as", "expand_as", "repeat", "tanh_backward", "sigmoid_backward"}
+_NOT_PUBLIC = {"slice", "view_as", "expand_as", "repeat", "tanh_backward", "sigmoid_backward", "threshold_backward"}
 
 
 def public_ops():

@@ -1911,8 +1911,74 @@ tanh_backward = _backward_from_output("tanh_backward", _tanh_backward_np, "grad_
 sigmoid_backward = _backward_from_output(
     "sigmoid_backward", _sigmoid_backward_np, "grad_output * conj(output - output**2)"
 )
+
+
+# -- threshold_backward: the gradient of threshold and relu ----------------------------------------------
+
+
+def _threshold_backward_meta(grad_output, self, threshold):
+    """The gradient of ``threshold`` (and of ``relu`` from its output): ``grad_output`` where
+    ``self > threshold``, else 0.
+
+    PyTorch's ATen op of the same name (``torch.ops.aten.threshold_backward``; not a public function
+    there either). As there, an element passes unless ``self <= threshold``: a NaN in ``self`` passes
+    its gradient, and a NaN or infinite gradient at a blocked element gives 0, not NaN. ``threshold``
+    is rounded to the computation's dtype first.
+
+    Args:
+        grad_output (Tensor): the gradient of the output; integer or floating point.
+        self (Tensor): the input of ``threshold``, or the output of ``relu``.
+        threshold (float): the threshold.
+
+    Returns:
+        Tensor: the broadcast shape of the two tensors, in their promoted dtype.
+
+    Raises:
+        TypeError: if ``grad_output`` or ``self`` is not a tensor, or ``threshold`` not a real number.
+        RuntimeError: if the shapes don't broadcast.
+        NotImplementedError: for bool and complex dtypes.
+    """
+    check_tensor("threshold_backward", "grad_output", 1, grad_output)
+    check_tensor("threshold_backward", "self", 2, self)
+    if type(threshold) is bool or not isinstance(threshold, (int, float, np.integer, np.floating)):
+        raise TypeError(
+            f"threshold_backward(): argument 'threshold' (position 3) must be Number, not {type(threshold).__name__}"
+        )
+    shape = broadcast_shapes(grad_output._data.shape, self._data.shape)
+    dtype = binary_dtype(grad_output, self)
+    if dtype is D.bool or dtype.category == D.COMPLEX:
+        raise not_implemented("threshold_cpu", dtype)  # PyTorch names its CPU kernel
+    return MetaArray(shape, dtype.numpy_dtype)
+
+
+def _threshold_backward_np(g, y, threshold):
+    return np.where(y <= y.dtype.type(threshold), g.dtype.type(0), g)
+
+
+def _threshold_backward_cpu(grad_output, self, threshold):
+    np_dtype = binary_dtype(grad_output, self).numpy_dtype
+    work = compute_dtype(np_dtype)
+    value = quiet(_threshold_backward_np, operand(grad_output, work), operand(self, work), threshold)
+    return _as_array(value).astype(np_dtype, copy=False)
+
+
+def _threshold_backward_checked_cpu(grad_output, self, threshold):
+    # the common call (relu's backward): two tensors of one float dtype and shape, a Python number
+    if type(grad_output) is Tensor and type(self) is Tensor and type(threshold) in (int, float):
+        g, y = grad_output._data, self._data
+        if g.dtype is y.dtype and g.shape == y.shape and g.dtype in _DIRECT_REAL_FLOATS:
+            return np.asarray(quiet(_threshold_backward_np, g, y, threshold))
+    return None
+
+
+_DIRECT_REAL_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+
+threshold_backward = defop("threshold_backward", _threshold_backward_meta, cpu=_threshold_backward_cpu,
+                           tags=("pointwise",))
+threshold_backward.checked_cpu = _threshold_backward_checked_cpu
+
 #: Ops of the registry that are neither Tensor methods nor public functions of ``ember`` (as in PyTorch).
-_ATEN_ONLY = ("tanh_backward", "sigmoid_backward")
+_ATEN_ONLY = ("tanh_backward", "sigmoid_backward", "threshold_backward")
 
 
 #: Operators of this family; ``__invert__`` (ember._tensor_methods) uses ``bitwise_not``. Three

@@ -65,8 +65,18 @@ def _upcast(t):
 # =====================================================================================================
 
 # relu, threshold: the gradient passes where the output is above the threshold (0 at it, as PyTorch)
-derivative("relu", input=lambda grad, result: grad * (result > 0))
-derivative("threshold", input=lambda grad, input, threshold: grad * (input > threshold))
+_threshold_backward = _ops["threshold_backward"]
+
+# relu, threshold: the gradient passes unless the output (input) is at or below the threshold, as PyTorch: one
+# op (its threshold_backward), which also passes it where the value is NaN
+derivative("relu", input=lambda grad, result: _threshold_backward(grad, result, 0))
+derivative("threshold", input=lambda grad, input, threshold: _threshold_backward(grad, input, threshold))
+# piecewise constant in self: its gradient is zero wherever it exists
+derivative(
+    "threshold_backward",
+    grad_output=lambda grad, self, threshold: _threshold_backward(grad, self, threshold),
+    self=lambda grad, self: ember.zeros_like(self),
+)
 
 
 # hardtanh and relu6 pass the gradient strictly inside the limits (0 at them, as PyTorch); the output is

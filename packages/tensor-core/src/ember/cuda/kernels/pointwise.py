@@ -118,6 +118,7 @@ def _expression(kind, dtype):
             f" * {_literal(_SQRT_2_OVER_PI, dtype)}) + {one})"
         ),
         "tanh_backward": "in0 * (" + one + " - in1 * in1)",
+        "threshold_backward": f"(in1 <= in2 ? {zero} : in0)",  # a NaN in1 passes in0, as on the CPU
         "sigmoid_backward": "in0 * (in1 - in1 * in1)",
         "copy": "in0",
     }
@@ -428,6 +429,18 @@ def _backward_from_output(kind):
     return fast
 
 
+def _threshold_backward_fast(grad_output, output, threshold):
+    pair = _float_pair(grad_output, output)
+    if pair is None:
+        return None
+    g, y = pair
+    s = _scalar_operand(threshold, g.dtype)
+    if s is None:
+        return None
+    out = _ndarray(g.shape, g.dtype)
+    return _launch(_compile("threshold_backward", g.dtype, "aas", g.dtype), (g, y, s), (g, y), out, g.size)
+
+
 _relu_unary = _unary("relu")
 _silu_unary = _unary("silu")
 _gelu_none = _unary("gelu")
@@ -453,6 +466,7 @@ FAST_OPS = {
     "where": _where_fast,
     "tanh_backward": _backward_from_output("tanh_backward"),
     "sigmoid_backward": _backward_from_output("sigmoid_backward"),
+    "threshold_backward": _threshold_backward_fast,
 }
 
 # keyword arguments a kernel call may carry that the fast function takes positionally, with their order

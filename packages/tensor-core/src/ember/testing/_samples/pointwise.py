@@ -442,6 +442,28 @@ for _name, _factor, _low in (("tanh_backward", lambda y: 1 - y * y, -1), ("sigmo
                                                 _binary_dtype_error(D.bool))))
 
 
+def _threshold_backward_samples(opinfo, device, dtype, requires_grad):
+    """``binary_samples``' tensor pairs with a threshold: 0 (relu's), and 1 for a second look."""
+    for i, sample in enumerate(binary_samples(opinfo, device, dtype, requires_grad, scalars="none")):
+        yield SampleInput(sample.input, (*sample.args, 1 if i % 2 else 0), name=sample.name)
+
+
+def _threshold_backward_ref(g, y, threshold):
+    with np.errstate(all="ignore"):
+        g, y = _wide_floats(g), _wide_floats(y)
+        return np.where(y <= threshold, np.zeros((), np.result_type(g, y)), g)
+
+
+register_opinfo(OpInfo("threshold_backward", _threshold_backward_samples, dtypes=_REAL_NO_BOOL,
+                       ref=_threshold_backward_ref, torch_name="ops.aten.threshold_backward",
+                       error_inputs=_errors(
+                           (lambda e, d: (e.ones(2, 3, device=d), (e.ones(4, device=d), 0), {}), RuntimeError,
+                            r"size of tensor a \(3\) must match the size of tensor b \(4\)"),
+                           (lambda e, d: (e.ones(2, dtype=e.complex64, device=d),
+                                          (e.ones(2, dtype=e.complex64, device=d), 0), {}),
+                            NotImplementedError, "not implemented for 'ComplexFloat'"))))
+
+
 def _square_ref(x):
     return np.square(x.astype(np.int64) if x.dtype == np.bool_ else _wide_floats(x))
 
