@@ -71,7 +71,7 @@ class Adam(Optimizer):
             parameter, huge parameters split over the threads; the single-tensor loop's results within an ulp
             or two) on float32/float64 (and complex, viewed as real) contiguous CPU tensors; other tensors take
             the single-tensor loop. On CUDA, float16/bfloat16/float32/float64 (and complex) contiguous tensors take
-            ``ember.cuda.kernels.optim_kernels.fused_adam_``: one kernel launch for all parameters of a group,
+            ``ember.cuda.kernels.optim_kernels.fused_adam_``: one kernel launch per 64 parameters of a group,
             computing in float32 (float64 for float64), results within float rounding of the single-tensor loop.
             None (default): fused when every parameter suits it (all CPU or all CUDA) and neither ``foreach``
             nor ``differentiable`` is set (it measured fastest, see ``_FUSED_BY_DEFAULT``).
@@ -132,22 +132,24 @@ class Adam(Optimizer):
         )
 
     def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
+        amsgrad = group["amsgrad"]
         for p in group["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
             params_with_grad.append(p)
-            grads.append(p.grad)
+            grads.append(grad)
             state = self.state[p]
             if len(state) == 0:
                 # float32 for fused=True, as PyTorch's fused steps keep it
                 state["step"] = ember.tensor(0.0, dtype=ember.float32 if group["fused"] else _get_scalar_dtype())
                 state["exp_avg"] = ember.zeros_like(p)
                 state["exp_avg_sq"] = ember.zeros_like(p)
-                if group["amsgrad"]:
+                if amsgrad:
                     state["max_exp_avg_sq"] = ember.zeros_like(p)
             exp_avgs.append(state["exp_avg"])
             exp_avg_sqs.append(state["exp_avg_sq"])
-            if group["amsgrad"]:
+            if amsgrad:
                 max_exp_avg_sqs.append(state["max_exp_avg_sq"])
             state_steps.append(state["step"])
 
@@ -369,15 +371,15 @@ _FUSED_BY_DEFAULT = True
 def _default_impl(params, differentiable):
     """The path of ``fused=None, foreach=None``: fused (see :data:`_FUSED_BY_DEFAULT`; CPU float tensors, or
     CUDA float tensors, see :data:`_CUDA_REAL`), else foreach's default."""
-    if _FUSED_BY_DEFAULT and (_default_to_fused(params, differentiable) or (
-            not differentiable and params and all(_cuda_fused_supported(p) for p in params))):
+    if _FUSED_BY_DEFAULT and ((not differentiable and _all_cuda_fused(params))
+                              or _default_to_fused(params, differentiable)):
         return _fused_adam
     return _multi_tensor_adam if _resolve_foreach(None, differentiable, params) else _single_tensor_adam
 
 
 #: The dtypes of the CUDA fused step (``ember.cuda.kernels.optim_kernels``), each with the real dtype the step
-#: sees (complex tensors are updated as real pairs). It is the default for CUDA parameters: one launch for all
-#: parameters of a group, where the foreach path launches about ten kernels per parameter.
+#: sees (complex tensors are updated as real pairs). It is the default for CUDA parameters: one launch for up to
+#: 64 parameters of a group, where the foreach path launches about ten kernels per parameter.
 _CUDA_REAL = {"float16": None, "bfloat16": None, "float32": None, "float64": None, "complex64": np.float32,
               "complex128": np.float64}
 
@@ -387,27 +389,52 @@ def _cuda_fused_supported(p):
     return _foreach_supported(p) and p._device.type == "cuda" and numpy_dtype_name(p._data.dtype) in _CUDA_REAL
 
 
-def _cuda_fused_arrays(tensors):
+def _all_cuda_fused(params):
+    """Whether ``params`` is not empty and :func:`_cuda_fused_supported` holds for each: one loop of attribute
+    reads (it runs at every step), stopping at the first CPU tensor."""
+    if not params:
+        return False
+    parameter = ember.nn.Parameter
+    for p in params:
+        kind = type(p)
+        if (kind is not Tensor and kind is not parameter) or p._device.type != "cuda":
+            return False
+        if numpy_dtype_name(p._data.dtype) not in _CUDA_REAL:
+            return False
+    return True
+
+
+def _cuda_fused_arrays(tensors, ndarray):
     """The CuPy arrays the CUDA fused step updates for one parameter (complex ones viewed as real), or None when
-    one of them does not suit it (not a plain tensor on the GPU, C-contiguous, of a dtype the kernel takes, and of
-    the parameter's dtype and size). Attribute reads only: this runs for every parameter at every step."""
+    one of them does not suit it (not a plain tensor holding a CuPy ``ndarray``, C-contiguous, of a dtype the
+    kernel takes, and of the parameter's dtype and size). Attribute reads only: this runs for every parameter at
+    every step."""
     a0 = tensors[0]._data
-    name = numpy_dtype_name(a0.dtype)
+    dtype, size = a0.dtype, a0.size
+    name = numpy_dtype_name(dtype)
     if name not in _CUDA_REAL:
         return None
     real = _CUDA_REAL[name]
+    parameter = ember.nn.Parameter
     arrays = []
     for t in tensors:
         if t is None:
             arrays.append(None)
             continue
         a = t._data
-        if (type(t) is not Tensor and type(t) is not ember.nn.Parameter) or type(a) is np.ndarray:
+        if (type(t) is not Tensor and type(t) is not parameter) or not isinstance(a, ndarray):
             return None
-        if a.dtype != a0.dtype or a.size != a0.size or not a.flags.c_contiguous:
+        if a.size != size or not a._c_contiguous or (a.dtype is not dtype and a.dtype != dtype):
             return None
         arrays.append(a if real is None else a.reshape(-1).view(real))  # (a 0-d array can't change itemsize)
     return arrays
+
+
+def _cupy_ndarray():
+    """CuPy's array type (imported when a CUDA parameter is first seen)."""
+    from ember.cuda._runtime import cupy_module
+
+    return cupy_module().ndarray
 
 
 def _fused_arrays(tensors):
@@ -459,10 +486,13 @@ def _fused_adam(
     lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
     fused, rest, on_cuda = [], [], []
     no_mode = not _dispatch_state.modes
+    ndarray = None
     for i in range(len(params)):
         row = (params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] if amsgrad else None)
         if type(params[i]._data) is not np.ndarray and no_mode and params[i]._device.type == "cuda":
-            arrays = _cuda_fused_arrays(row)
+            if ndarray is None:
+                ndarray = _cupy_ndarray()
+            arrays = _cuda_fused_arrays(row, ndarray)
             (on_cuda if arrays is not None else rest).append((i, row, arrays))
             continue
         arrays = _fused_arrays(row) if no_mode else None
@@ -481,13 +511,11 @@ def _fused_adam(
                          decoupled_weight_decay)
     if not fused:
         return
-    steps = [state_steps[i] for i, _, _ in fused]
-    ember._foreach_add_(steps, 1)
+    steps = _increment_steps([state_steps[i] for i, _, _ in fused])
     columns = list(zip(*(arrays for _, _, arrays in fused)))
     _C.fused_adam_(
         list(columns[0]), list(columns[1]), list(columns[2]), list(columns[3]), list(columns[4]) if amsgrad else [],
-        [_get_value(s) for s in steps], lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
-        decoupled_weight_decay, _FUSED_MIN_PARALLEL,
+        steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, decoupled_weight_decay, _FUSED_MIN_PARALLEL,
     )
     for _, row, _ in fused:  # in-place updates, as the dispatcher records them for autograd's checks
         for k, t in enumerate(row):
@@ -506,16 +534,47 @@ def _cuda_fused_adam(rows, state_steps, amsgrad, beta1, beta2, lr, weight_decay,
     for item in rows:
         by_device.setdefault(item[1][0]._device, []).append(item)
     for device, items in by_device.items():
-        steps = [state_steps[i] for i, _, _ in items]
-        ember._foreach_add_(steps, 1)
+        steps = _increment_steps([state_steps[i] for i, _, _ in items])
         columns = list(zip(*(arrays for _, _, arrays in items)))
         with cupy_module().cuda.Device(device.index or 0):
             fused_adam_(
                 list(columns[0]), list(columns[1]), list(columns[2]), list(columns[3]),
-                list(columns[4]) if amsgrad else [], [_get_value(s) for s in steps], lr, beta1, beta2, weight_decay,
-                eps, amsgrad, maximize, decoupled_weight_decay,
+                list(columns[4]) if amsgrad else [], steps, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize,
+                decoupled_weight_decay,
             )
         for _, row, _ in items:  # in-place updates, as the dispatcher records them for autograd's checks
             for k, t in enumerate(row):
                 if t is not None and k != 1:
                     t._bump_version()
+
+
+#: The dtypes of the step counters that :func:`_increment_steps` adds 1 to itself (those of the foreach op's direct
+#: numpy kernel).
+_STEP_DTYPES = frozenset({np.dtype(np.float32), np.dtype(np.float64)})
+
+
+def _increment_steps(steps):
+    """Add 1 to each step counter of ``steps`` in place, as ``ember._foreach_add_(steps, 1)`` does, and return their
+    new values as Python numbers (read after every increment, as a counter may be listed twice).
+
+    The fused steps' counters are plain CPU 0-d float32/float64 tensors (as in PyTorch's non-capturable Adam); each
+    gets the list op's own direct kernel, ``np.add(a, 1, out=a)`` (the same bits), and its version bump, without the
+    list op's checks and its numpy floating-point error context: adding 1 raises no flag that context would quiet
+    (x + 1 can't overflow, and is invalid only for a signalling NaN). Other counters (another dtype or device, a
+    subclass, one that requires grad while grad mode is on, any dispatch mode) go through the list op.
+    """
+    rest = []
+    direct = not _dispatch_state.modes
+    grad_mode = _dispatch_state.grad_enabled
+    for s in steps:
+        a = s._data
+        if (direct and type(s) is Tensor and type(a) is np.ndarray and a.ndim == 0 and a.dtype in _STEP_DTYPES
+                and s._device.type == "cpu" and not (grad_mode and s._requires_grad) and a.flags.writeable):
+            np.add(a, 1, out=a)
+            s._bump_version()
+        else:
+            rest.append(s)
+    if rest:
+        ember._foreach_add_(rest, 1)
+        return [_get_value(s) for s in steps]
+    return [s._data.item() for s in steps]

@@ -190,13 +190,15 @@ def dispatch(op, args, kwargs):
     """Run ``op`` on ``args``/``kwargs`` through every dispatcher layer.
 
     The loop below is the hot path: positional arguments that are plain
-    tensors or Python scalars are classified inline; anything else (lists,
-    subclasses, proxies, keyword tensors, ``out=``) takes the general scan.
+    tensors, Python scalars or tuples/lists of scalars are classified inline;
+    anything else (lists of tensors, subclasses, proxies, keyword tensors,
+    ``out=``) takes the general scan.
     """
     if kwargs:
         return _dispatch_general(op, args, kwargs)
     device = None
     needs_grad = False
+    sequence = False
     for a in args:
         t = type(a)
         if t is Tensor:
@@ -207,10 +209,14 @@ def dispatch(op, args, kwargs):
             if a._requires_grad:
                 needs_grad = True
         elif t not in _PLAIN_TYPES:
-            return _dispatch_general(op, args, kwargs)
+            if (t is not tuple and t is not list) or not _all_plain(a):
+                return _dispatch_general(op, args, kwargs)
+            sequence = True  # a tuple of ints (conv's stride=(1, 1)): nothing to scan in it
     if state.modes:
         return _run_mode(op, args, kwargs, state.modes)
     if device is None:
+        if sequence:  # no tensor (a factory's size tuple): the general path finds the default device
+            return _dispatch_general(op, args, kwargs)
         device = _CPU
     if needs_grad and _autograd_handler is not None and state.grad_enabled:
         recorder = autograd_recorders.get(op)
@@ -228,6 +234,14 @@ def dispatch(op, args, kwargs):
             result._device = device
             return result
     return run_backend(op, args, kwargs, device)
+
+
+def _all_plain(values):
+    """Whether a tuple or list argument holds only plain values (``stride=(1, 1)``): nothing for the scan to see."""
+    for v in values:
+        if type(v) not in _PLAIN_TYPES:
+            return False
+    return True
 
 
 def _dispatch_general(op, args, kwargs):

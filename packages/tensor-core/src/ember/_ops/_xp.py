@@ -21,9 +21,18 @@ _ndarray = np.ndarray
 _generic = np.generic
 
 
+_device_array_types = set()  # types seen exposing __cuda_array_interface__ (CuPy's computes a dict per read)
+
+
 def is_device_array(value):
     """Whether ``value`` is a GPU array (anything exposing ``__cuda_array_interface__``: CuPy's)."""
-    return hasattr(value, "__cuda_array_interface__")
+    t = type(value)
+    if t in _device_array_types:
+        return True
+    if hasattr(value, "__cuda_array_interface__"):
+        _device_array_types.add(t)
+        return True
+    return False
 
 
 def values_for_checks(tensor):
@@ -40,10 +49,20 @@ def array_namespace(*values):
     """``cupy`` if any of ``values`` is a GPU array, else ``numpy``."""
     for value in values:
         if type(value) is not _ndarray and is_device_array(value):
-            import cupy
-
-            return cupy
+            return _cupy()
     return np
+
+
+def _cupy():
+    global _cupy_module
+    if _cupy_module is None:
+        import cupy
+
+        _cupy_module = cupy
+    return _cupy_module
+
+
+_cupy_module = None
 
 
 def as_array(value, order=None):

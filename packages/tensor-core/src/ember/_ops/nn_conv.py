@@ -55,6 +55,9 @@ How they are built:
 * Argument checking happens once per distinct call signature: the "plan"
   functions that check arguments and compute output shapes are memoised by
   the arguments' metadata (the meta function and the kernel both need them).
+  The plans of ``conv{n}d`` and ``convolution``, asked four times per
+  convolution under autograd, key their common calls (tensors, ints and
+  tuples of ints) with a cheaper flat key.
 
 Ops that PyTorch also has as ``torch.<name>`` are tagged ``"nn.functional"``;
 the others (``pad``, ``interpolate``, ``grid_sample``, ``avg_pool2d``, ...) are
@@ -220,11 +223,12 @@ def _key(value):
     """A hashable stand-in for an argument: tensors by type, shape and dtype, numbers with their type.
 
     A tuple or list of plain values (the common ``stride=[1, 1]``) is keyed by its values and their types
-    in one go (``True`` and ``1`` stay apart); others element by element.
+    in one go (``True`` and ``1`` stay apart); others element by element. A tensor's dtype is keyed as its
+    array's numpy dtype, which determines it (``Tensor.dtype`` maps it on every read).
     """
     t = type(value)
     if t is Tensor:
-        return (t, value._data.shape, value.dtype)
+        return (t, value._data.shape, value._data.dtype)
     if t in _PLAIN_KEY_TYPES:
         return (t, value)
     if t is tuple or t is list:
@@ -233,22 +237,29 @@ def _key(value):
             return (t, tuple(value), types)
         return (t, *map(_key, value))
     if isinstance(value, Tensor):
-        return (t, value._data.shape, value.dtype)
+        return (t, value._data.shape, value._data.dtype)
     return (t, value)
 
 
-def _memoized(plan):
+def _memoized(plan=None, *, fast_key=None):
     """Cache a plan function's result by its arguments' metadata (meta and kernel both ask, per call).
 
     Plans read only shapes, dtypes and the Python arguments (and the default dtype), so
     equal keys give equal plans; calls that raise are not cached. Unhashable arguments
-    skip the cache.
+    skip the cache. ``fast_key(*args)``, where given (``@_memoized(fast_key=...)``), is a
+    cheaper flat key of the common calls of a hot plan, or None for the others, which take
+    the general key; its keys start with a string, the general ones with a dtype, so the two
+    kinds never meet.
     """
+    if plan is None:
+        return lambda function: _memoized(function, fast_key=fast_key)
     cache = {}
 
     def cached(*args):
         try:
-            key = (D.get_default_dtype(), *map(_key, args))
+            key = None if fast_key is None else fast_key(*args)
+            if key is None:
+                key = (D.get_default_dtype(), *map(_key, args))
             return cache[key]
         except KeyError:
             pass
@@ -262,6 +273,36 @@ def _memoized(plan):
 
     cached.__wrapped__ = plan
     return cached
+
+
+_INT_ONLY = frozenset((int,))
+
+
+def _ints_key(value):
+    """A convolution parameter as a plan-key part when it is an int or a tuple or list of ints, else None.
+
+    Exactly ``int``: bools, floats and numpy integers compare equal to ints but are checked (or
+    converted) otherwise, so their calls take the general key, which keeps their types. A list is
+    keyed as the tuple of its values (the plans read both alike).
+    """
+    t = type(value)
+    if t is int:
+        return value
+    if (t is tuple or t is list) and _INT_ONLY.issuperset(map(type, value)):
+        return value if t is tuple else tuple(value)
+    return None
+
+
+def _tensors_key(input, weight, bias):
+    """The shapes and numpy dtypes of a convolution's tensors as a plan-key part, or None (not tensors)."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):
+        return None
+    x, w = input._data, weight._data
+    if bias is None:
+        return x.shape, x.dtype, w.shape, w.dtype, None
+    if not isinstance(bias, Tensor):
+        return None
+    return x.shape, x.dtype, w.shape, w.dtype, bias._data.shape, bias._data.dtype
 
 
 # -- numpy helpers ------------------------------------------------------------------------------------
@@ -744,7 +785,18 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
     return result.astype(dtype, copy=False)
 
 
-@_memoized
+def _convolution_key(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """:func:`_convolution_plan`'s key for calls of tensors, ints or tuples of ints, and a bool (else None):
+    the decomposition of ``conv{n}d`` passes its plan's tuples, so every forward convolution is such a call."""
+    tensors = _tensors_key(input, weight, bias)
+    params = (_ints_key(stride), _ints_key(padding), _ints_key(dilation), _ints_key(output_padding),
+              _ints_key(groups))
+    if tensors is None or None in params or type(transposed) is not bool:
+        return None
+    return ("convolution", *tensors, *params, transposed)
+
+
+@_memoized(fast_key=_convolution_key)
 def _convolution_plan(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     op = "convolution"
     _check_tensor(op, "input", input, 1)
@@ -830,7 +882,17 @@ def _complex_by_parts(conv, x, weight, bias, n):
     return out
 
 
-@_memoized
+def _conv_key(name, n, input, weight, bias, stride, padding, dilation, groups):
+    """:func:`_conv_plan`'s key for calls of tensors, ints or tuples of ints (a string padding too), else None."""
+    tensors = _tensors_key(input, weight, bias)
+    params = (_ints_key(stride), padding if type(padding) is str else _ints_key(padding), _ints_key(dilation),
+              _ints_key(groups))
+    if tensors is None or None in params:
+        return None
+    return (name, n, *tensors, *params)
+
+
+@_memoized(fast_key=_conv_key)
 def _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups):
     """Check a ``conv{n}d`` call; return (stride, pad_lo, pad_hi, dilation, groups, unbatched, output shape)."""
     _check_tensor(name, "input", input, 1)
@@ -887,6 +949,8 @@ def _make_conv(n):
                             groups)
         return out[0] if unbatched else out
 
+    no_output_padding = (0,) * n
+
     def decomposition(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         stride, pad_lo, pad_hi, dilation, groups, unbatched, _ = _conv_plan(name, n, input, weight, bias, stride,
                                                                             padding, dilation, groups)
@@ -898,7 +962,9 @@ def _make_conv(n):
             x = _E.pad(x, extra)
 
         def conv(x, w, b):
-            return _E.convolution(x, w, b, stride, pad_lo, dilation, False, (0,) * n, groups)
+            # the prim of this module (not looked up through _E: a few tenths of a us per call), with the plan's
+            # tuples of ints, which key its own plan cheaply (_convolution_key)
+            return convolution(x, w, b, stride, pad_lo, dilation, False, no_output_padding, groups)
 
         out = _complex_by_parts(conv, x, weight, bias, n) if input.dtype.is_complex else conv(x, weight, bias)
         return _E.squeeze(out, 0) if unbatched else out
@@ -997,7 +1063,7 @@ def _make_conv_transpose(n):
         x = _E.unsqueeze(input, 0) if unbatched else input
 
         def conv(x, w, b):
-            return _E.convolution(x, w, b, stride, padding, dilation, True, output_padding, groups)
+            return convolution(x, w, b, stride, padding, dilation, True, output_padding, groups)
 
         out = _complex_by_parts(conv, x, weight, bias, n) if input.dtype.is_complex else conv(x, weight, bias)
         return _E.squeeze(out, 0) if unbatched else out
@@ -1569,6 +1635,9 @@ def _fast_forward_plan(x_shape, x_strides, dtype, w_shape, w_dtype, b_dtype, str
             _fast_grid(total), output_args)
 
 
+_HAS_BIAS = (np.int32(0), np.int32(1))  # ember_conv_output's has_bias argument, by whether there is a bias
+
+
 def _fast_plan(key, build):
     """The memoised plan of a fast-path call (``build(*key[1:])``; None for calls the path does not take)."""
     plan = _fast_plans.get(key, False)
@@ -1610,7 +1679,7 @@ def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
         product = xp.ascontiguousarray(product)
     result = xp.empty(out_shape, compute)
     output(out_grid, (_FAST_THREADS,), (product, product if b is None else b, result, *output_args,
-                                        np.int32(b is not None)))
+                                        _HAS_BIAS[b is not None]))
     return result if compute is dtype else result.astype(dtype)
 
 
@@ -1684,13 +1753,17 @@ def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
 _DIRECT_GEMM = True
 
 
+_gemm_module = None  # ember.cuda._bf16 once imported (an import statement costs every call a look-up)
+
+
 def _fast_gemm(xp, a, b):
     """``a @ b`` of 2-D arrays for the fast path: one direct cuBLAS call on CuPy float32/float64 operands."""
+    global _gemm_module
     if _DIRECT_GEMM and getattr(xp, "__name__", "") == "cupy" and a.ndim == b.ndim == 2 and a.dtype == b.dtype:
-        from ..cuda import _bf16
-
-        if a.dtype in _bf16.FLOAT_GEMM_DTYPES and max(a.shape + b.shape) < 2**31:  # cuBLAS' 32-bit sizes
-            return _bf16.product_2d(a, b)
+        if _gemm_module is None:
+            from ..cuda import _bf16 as _gemm_module  # (ember.cuda imports this module: imported on first use)
+        if a.dtype in _gemm_module.FLOAT_GEMM_DTYPES and max(a.shape + b.shape) < 2**31:  # cuBLAS' 32-bit sizes
+            return _gemm_module.product_2d(a, b)
     return xp.matmul(a, b)
 
 
@@ -1713,14 +1786,16 @@ def convolution_backward_cuda(grad, input, weight, stride, padding, dilation, gr
     g = grad._data
     if type(g) is np.ndarray or not _FAST_CUDA or groups != 1:
         return None
-    xp = _array_namespace(g)
+    xp = _namespace(g, g)
     if xp is np:
         return None
     grads = _fast_conv_backward(xp, g, input._data, weight._data, stride, padding, dilation, output_mask)
     if grads is None:
         return None
     device = grad._device
-    return tuple(None if a is None else Tensor._make(a, device) for a in grads)
+    gx, gw, gb = grads
+    return (None if gx is None else Tensor._make(gx, device), None if gw is None else Tensor._make(gw, device),
+            None if gb is None else Tensor._make(gb, device))
 
 
 def _xp_as_strided(xp, x, shape, strides):
@@ -1783,12 +1858,29 @@ def _xp_group_matmul(xp, a, b):
     return xp.stack([xp.matmul(a[g], b[g]) for g in range(a.shape[0])])
 
 
+#: array type -> the namespace of its arrays (numpy or CuPy), as array_namespace answered for the first pair of
+#: that type: its check of a CuPy array (``__cuda_array_interface__``) builds a dict, the dtype's ``descr`` in it,
+#: on every call, a few us a convolution.
+_NAMESPACES = {np.ndarray: np}
+
+
+def _namespace(x, w):
+    """``array_namespace(x, w)``, answered by the arrays' type once known (both of one type)."""
+    t = type(x)
+    xp = _NAMESPACES.get(t)
+    if xp is None or type(w) is not t:
+        xp = _array_namespace(x, w)
+        if type(w) is t:
+            _NAMESPACES[t] = xp
+    return xp
+
+
 def _xp_conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     """Convolution of x (N, C, *spatial) by w (C_out, C / groups, *kernel), plus b (C_out,) or None; any namespace.
 
     Returns a new C-contiguous array of ``x``'s dtype and namespace.
     """
-    xp = _array_namespace(x, w)
+    xp = _namespace(x, w)
     if _FAST_CUDA and xp is not np:
         result = _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups)
         if result is not None:

@@ -128,6 +128,19 @@ def _scalar_address(value, dtype, keep):
     return array.ctypes.data
 
 
+def _cublas():
+    """CuPy's cuBLAS bindings (``cupy_backends.cuda.libs.cublas``), imported once."""
+    global _cublas_module
+    if _cublas_module is None:
+        from cupy_backends.cuda.libs import cublas
+
+        _cublas_module = cublas
+    return _cublas_module
+
+
+_cublas_module = None
+
+
 def _gemm_into(out, a, b, alpha, beta):
     """``out = alpha * (a @ b) + beta * out`` for 2-D CuPy arrays: ``a`` (M, K), ``b`` (K, N) of one dtype
     of ``_GEMM_TYPES``, ``out`` (M, N) C-contiguous of that dtype (or float32 for bfloat16 operands),
@@ -143,8 +156,7 @@ def _gemm_into(out, a, b, alpha, beta):
     # C (row-major, M x N) is C^T (column-major, N x M) = B^T A^T: cuBLAS' "A" is our b, its "B" our a.
     b, op_b, ld_b = _describe(b)
     a, op_a, ld_a = _describe(a)
-    from cupy_backends.cuda.libs import cublas
-
+    cublas = _cublas()
     in_type, compute, _ = _GEMM_TYPES[a.dtype]
     keep = []
     cublas.gemmEx(
@@ -203,8 +215,7 @@ def _batched_gemm_into(out, a, b, alpha, beta):
         return out
     bx, op_b, ld_b, st_b = _stack_description(_batch_view(b, batch))
     ax, op_a, ld_a, st_a = _stack_description(_batch_view(a, batch))
-    from cupy_backends.cuda.libs import cublas
-
+    cublas = _cublas()
     in_type, compute, _ = _GEMM_TYPES[ax.dtype]
     keep = []
     cublas.gemmStridedBatchedEx(

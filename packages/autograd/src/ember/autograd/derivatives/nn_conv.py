@@ -41,8 +41,13 @@ _FLOAT64 = np.dtype(np.float64)
 # -- small helpers -------------------------------------------------------------------------------------
 
 
+_INT_ONLY = frozenset((int,))
+
+
 def _tup(value, n):
     """A convolution parameter (an int, or a sequence of 1 or ``n`` ints) as a tuple of ``n`` ints."""
+    if type(value) is tuple and len(value) == n and _INT_ONLY.issuperset(map(type, value)):
+        return value  # what conv{n}d's decomposition records: its plan's tuples (the loop below copies them)
     if isinstance(value, ember.Tensor):
         value = value.tolist()
     if isinstance(value, (tuple, list)):

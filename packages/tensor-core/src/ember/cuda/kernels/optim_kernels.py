@@ -4,10 +4,9 @@
 ``ember.optim.Adam`` takes by default). The tensors of a step are seen as one concatenation: each block of
 the kernel updates a fixed-size chunk of it, finds the tensor its chunk starts in by a binary search over
 the running sizes, and walks on into the next tensors. The device needs each tensor's five pointers
-(parameter, gradient, two moments, AMSGrad's maximum) and the running sizes: a small int64 table, uploaded
-when the set of tensors changes and kept between steps otherwise (parameters and moments are updated in
-place, and CuPy's memory pool hands the gradients of each backward pass the same addresses in a steady
-training loop), so a step is usually just the launch.
+(parameter, gradient, two moments, AMSGrad's maximum) and the running sizes: a small int64 table, passed by
+value as a kernel argument (built on the host at each step: nothing is uploaded, nothing synchronizes, and
+nothing depends on the gradients keeping their addresses between steps), so a step is just the launch.
 
 Every element is read and written once, in float32 (float64 for float64 tensors) whatever the storage
 dtype (float16, bfloat16, float32, float64), in the single-tensor loop's order of operations.
@@ -27,28 +26,31 @@ _CHUNK = 4096  # elements per block
 _THREADS = 256
 
 _ADAM = r"""
+// Passed by value (in the kernel parameter space, no upload): n pointers for each of the 5 arrays (parameter,
+// gradient, two moments, AMSGrad's maximum), then the n + 1 running sizes; MAX_TENSORS keeps it under 4 KB.
+struct Table { long long w[6 * MAX_TENSORS + 1]; };
+
 extern "C" __global__ void __launch_bounds__(256)
-ember_fused_adam(const long long* __restrict__ table, int n, long long total, double lr, double beta1,
+ember_fused_adam(const Table table, int n, long long total, double lr, double beta1,
                  double beta2, double wd, double eps_term, double step_size, int flags) {
-    const long long* off = table + 5 * n;
     const long long start = (long long)blockIdx.x * CHUNK;
     const long long end = start + CHUNK < total ? start + CHUNK : total;
     int lo = 0, hi = n - 1;
     while (lo < hi) {  // the last tensor whose range starts at or before this chunk
         const int mid = (lo + hi + 1) >> 1;
-        if (off[mid] <= start) lo = mid; else hi = mid - 1;
+        if (table.w[5 * n + mid] <= start) lo = mid; else hi = mid - 1;
     }
     int k = lo;
     const bool amsgrad = flags & 1, maximize = flags & 2, decoupled = flags & 4;
     const A wdv = (A)wd, decay = (A)(1.0 - lr * wd);
     const A w1 = (A)(1.0 - beta1), w2 = (A)(1.0 - beta2), et = (A)eps_term, ss = (A)step_size;
     for (long long e = start + threadIdx.x; e < end; e += blockDim.x) {
-        while (e >= off[k + 1]) k++;
-        const long long i = e - off[k];
-        T* p = (T*)table[k];
-        const T* g = (const T*)table[n + k];
-        T* m = (T*)table[2 * n + k];
-        T* v = (T*)table[3 * n + k];
+        while (e >= table.w[5 * n + k + 1]) k++;
+        const long long i = e - table.w[5 * n + k];
+        T* p = (T*)table.w[k];
+        const T* g = (const T*)table.w[n + k];
+        T* m = (T*)table.w[2 * n + k];
+        T* v = (T*)table.w[3 * n + k];
         A gv = to_acc(g[i]);
         if (maximize) gv = -gv;
         A pv = to_acc(p[i]);
@@ -62,7 +64,7 @@ ember_fused_adam(const long long* __restrict__ table, int n, long long total, do
         vv = vv + w2 * (gv * gv - vv);
         A den;
         if (amsgrad) {
-            T* vm = (T*)table[4 * n + k];
+            T* vm = (T*)table.w[4 * n + k];
             A mx = to_acc(vm[i]);
             mx = mx > vv ? mx : vv;
             put(vm + i, mx);
@@ -79,8 +81,14 @@ ember_fused_adam(const long long* __restrict__ table, int n, long long total, do
 """
 
 _kernels = {}
-_tables = {}  # (device, dtype, pointers and sizes) -> the uploaded table
-_MAX_TABLES = 32
+
+#: Tensors per launch: the by-value table of one launch holds ``6 * _MAX_TENSORS + 1`` int64 words (3080 bytes),
+#: which with the other arguments stays under CUDA's 4 KB of kernel arguments. A group of more tensors takes
+#: one launch per ``_MAX_TENSORS`` of them.
+_MAX_TENSORS = 64
+_TABLE_WORDS = 6 * _MAX_TENSORS + 1
+#: The table as CuPy passes it: a numpy array of one element is passed by value, its bytes copied into the launch.
+_TABLE_DTYPE = np.dtype((np.void, 8 * _TABLE_WORDS))
 
 
 def supported_dtype(array):
@@ -92,26 +100,45 @@ def _kernel(dtype):
     fn = _kernels.get(dtype)
     if fn is None:
         ctype, acc = _CTYPES[dtype]
-        code = f"#define T {ctype}\n#define A {acc}\n#define CHUNK {_CHUNK}\n" + _PRELUDE + _ADAM
-        fn = _kernels[dtype] = cupy_module().RawKernel(code, "ember_fused_adam")
+        code = f"#define T {ctype}\n#define A {acc}\n#define CHUNK {_CHUNK}\n#define MAX_TENSORS {_MAX_TENSORS}\n"
+        fn = _kernels[dtype] = cupy_module().RawKernel(code + _PRELUDE + _ADAM, "ember_fused_adam")
     return fn
 
 
-def _table(cp, dtype, columns, sizes):
-    """The device table of pointers and running sizes for one launch (cached by its contents)."""
-    n = len(sizes)
-    ptrs = [0 if a is None else a.data.ptr for col in columns for a in col]
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    key = (cp.cuda.runtime.getDevice(), dtype, tuple(ptrs), tuple(sizes))
-    table = _tables.get(key)
-    if table is None:
-        if len(_tables) >= _MAX_TABLES:
-            _tables.clear()
-        host = np.concatenate([np.array(ptrs, dtype=np.uint64).view(np.int64), offsets])
-        # A host-to-device copy of launch metadata (addresses and sizes), not of tensor data.
-        table = _tables[key] = cp.asarray(host)
-    return table, int(offsets[-1])
+def _pack_table(columns, idx):
+    """The kernel's table for the tensors at ``idx`` (at most :data:`_MAX_TENSORS`) of the five ``columns``
+    (arrays with ``.data.ptr`` and ``.size``, or None), and their total size.
+
+    Returns:
+        (numpy array of one :data:`_TABLE_DTYPE` element, int): the by-value kernel argument (each column's
+        ``len(idx)`` device addresses, 0 for None, then the ``len(idx) + 1`` running sizes of ``columns[0]``'s
+        arrays, zeros after) and the total size. Built on the host for every launch, so that nothing is uploaded
+        and nothing depends on the gradients keeping their addresses between steps.
+    """
+    words = []
+    for col in columns:
+        words += [0 if col[i] is None else col[i].data.ptr for i in idx]
+    total = 0
+    words.append(0)
+    for i in idx:
+        total += columns[0][i].size
+        words.append(total)
+    table = np.zeros(_TABLE_WORDS, np.uint64)  # addresses may not fit int64; the kernel reads the same bits
+    table[: len(words)] = words
+    return table.view(_TABLE_DTYPE), total
+
+
+def _groups(params, steps):
+    """The indices of ``params`` by (numpy dtype, step as a float), in first-seen order: one kernel each."""
+    groups = {}
+    for i, p in enumerate(params):
+        key = (p.dtype, float(steps[i]))
+        group = groups.get(key)
+        if group is None:
+            groups[key] = [i]
+        else:
+            group.append(i)
+    return groups
 
 
 def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr, beta1, beta2, weight_decay, eps,
@@ -121,29 +148,25 @@ def fused_adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, lr
     as Python numbers.
 
     All arrays of one parameter share its dtype and size and are C-contiguous on the current device.
-    Parameters are launched together per (dtype, step) group: usually one launch.
+    Parameters are launched together per (dtype, step) group, :data:`_MAX_TENSORS` at a time: usually one launch.
+    The launch is the only CUDA call (the pointer table travels with it): nothing synchronizes with the device.
     """
-    cp = cupy_module()
-    groups = {}
-    for i, p in enumerate(params):
-        groups.setdefault((numpy_dtype_name(p.dtype), float(steps[i])), []).append(i)
+    columns = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else [None] * len(params))
     flags = int(bool(amsgrad)) | int(bool(maximize)) << 1 | int(bool(decoupled_weight_decay)) << 2
-    for (dtype, step), idx in groups.items():
+    for (np_dtype, step), idx in _groups(params, steps).items():
         bc1 = 1 - beta1**step
         bc2_sqrt = (1 - beta2**step) ** 0.5
         step_size = lr / bc1 * bc2_sqrt
         eps_term = eps * bc2_sqrt
-        columns = (
-            [params[i] for i in idx], [grads[i] for i in idx], [exp_avgs[i] for i in idx],
-            [exp_avg_sqs[i] for i in idx], [max_exp_avg_sqs[i] for i in idx] if amsgrad else [None] * len(idx),
-        )
-        sizes = [int(params[i].size) for i in idx]
-        table, total = _table(cp, dtype, columns, sizes)
-        if total == 0:
-            continue
-        blocks = (total + _CHUNK - 1) // _CHUNK
-        _kernel(dtype)(
-            (blocks,), (_THREADS,),
-            (table, np.int32(len(idx)), np.int64(total), np.float64(lr), np.float64(beta1), np.float64(beta2),
-             np.float64(weight_decay), np.float64(eps_term), np.float64(step_size), np.int32(flags)),
-        )
+        dtype = numpy_dtype_name(np_dtype)
+        for first in range(0, len(idx), _MAX_TENSORS):
+            part = idx[first:first + _MAX_TENSORS]
+            table, total = _pack_table(columns, part)
+            if total == 0:
+                continue
+            # CuPy passes a numpy array of one element by value (its custom-structure kernel arguments, CuPy >= 9)
+            _kernel(dtype)(
+                ((total + _CHUNK - 1) // _CHUNK,), (_THREADS,),
+                (table, np.int32(len(part)), np.int64(total), np.float64(lr), np.float64(beta1), np.float64(beta2),
+                 np.float64(weight_decay), np.float64(eps_term), np.float64(step_size), np.int32(flags)),
+            )
