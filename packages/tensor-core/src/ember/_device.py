@@ -243,8 +243,10 @@ class _CUDABackend(Backend):
         return array.get()
 
     def strided_view(self, storage, shape, strides, offset, dtype):
+        # every view op of a cuda tensor comes here: bind the function on first use instead of importing each call
         from .cuda._backend import strided_view
 
+        self.strided_view = strided_view
         return strided_view(storage, shape, strides, offset, dtype)
 
     def fallback_kernel(self, op):

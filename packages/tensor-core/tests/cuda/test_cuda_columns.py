@@ -69,7 +69,7 @@ def host_xp(tmp_path_factory, monkeypatch):
         pytest.skip("needs g++ to compile the CUDA kernels for the CPU")
     directory = tmp_path_factory.mktemp("columns")
     fake = types.SimpleNamespace(
-        empty=lambda shape, dtype: np.full(shape, np.nan, dtype),
+        ndarray=lambda shape, dtype: np.full(shape, np.nan, dtype),  # what columns allocates with (cupy.empty's core)
         RawKernel=lambda code, name, options=(): _HostKernel(code, name, directory),
     )
     monkeypatch.setattr(columns, "cupy_module", lambda: fake)

@@ -87,14 +87,14 @@ def column_sums(x):
     chunks = -(-rows // chunk)
     col_blocks = (cols + _THREADS - 1) // _THREADS
     if chunks == 1:
-        out = cp.empty(cols, x.dtype)
+        out = cp.ndarray(cols, x.dtype)
         _kernel("ember_column_sums", IN=ctype, OUT=ctype)((col_blocks, 1), (_THREADS,),
                                                           (x, out, np.int64(rows), np.int64(cols), np.int64(chunk)))
         return out
-    partial = cp.empty((chunks, cols), np.float64)
+    partial = cp.ndarray((chunks, cols), np.float64)
     _kernel("ember_column_sums", IN=ctype, OUT="double")((col_blocks, chunks), (_THREADS,),
                                                          (x, partial, np.int64(rows), np.int64(cols), np.int64(chunk)))
-    out = cp.empty(cols, x.dtype)
+    out = cp.ndarray(cols, x.dtype)
     _kernel("ember_column_sums", IN="double", OUT=ctype)((col_blocks, 1), (_THREADS,),
                                                          (partial, out, np.int64(chunks), np.int64(cols),
                                                           np.int64(chunks)))

@@ -827,7 +827,7 @@ def softmax_forward(x, dim, log=False):
         raise TypeError(f"softmax_forward: unsupported dtype {x.dtype}")
     if x.ndim == 0:
         return softmax_forward(x.reshape(1), 0, log).reshape(())
-    y = cp.empty(x.shape, x.dtype)
+    y = cp.ndarray(x.shape, x.dtype)
     if x.size == 0:
         return y
     x = _contig(cp, x)
@@ -859,7 +859,7 @@ def _softmax_backward(grad, result, dim, log):
         grad = grad.astype(result.dtype)
     if result.ndim == 0:
         return _softmax_backward(grad.reshape(1), result.reshape(1), 0, log).reshape(())
-    dx = cp.empty(result.shape, result.dtype)
+    dx = cp.ndarray(result.shape, result.dtype)
     if result.size == 0:
         return dx
     grad, result = _contig(cp, grad), _contig(cp, result)
@@ -915,10 +915,10 @@ def layer_norm_forward(x, inner, weight=None, bias=None, eps=1e-5, stats=False):
     """
     cp = cupy_module()
     name = _dtype_name(x)
-    y = cp.empty(x.shape, x.dtype)
+    y = cp.ndarray(x.shape, x.dtype)
     rows = x.size // inner if inner else 0
     acc = np.float64 if name == "float64" else np.float32
-    st = cp.empty((rows, 2), acc) if stats else None
+    st = cp.ndarray((rows, 2), acc) if stats else None
     if x.size == 0:
         return (y, st) if stats else y
     x = _contig(cp, x)
@@ -958,12 +958,12 @@ def layer_norm_backward(grad, x, inner, weight=None, eps=1e-5, output_mask=(True
     want_dw = bool(output_mask[1]) and weight is not None
     want_db = bool(output_mask[2])
     pdtype = weight.dtype if weight is not None else x.dtype
-    dx = cp.empty(x.shape, x.dtype) if want_dx else None
+    dx = cp.ndarray(x.shape, x.dtype) if want_dx else None
     pshape = weight.shape if weight is not None else param_shape
     if pshape is None:
         pshape = x.shape[x.ndim - _trailing_dims(x.shape, inner):]
-    dw = cp.empty(pshape, pdtype) if want_dw else None
-    db = cp.empty(pshape, pdtype) if want_db else None
+    dw = cp.ndarray(pshape, pdtype) if want_dw else None
+    db = cp.ndarray(pshape, pdtype) if want_db else None
     if x.size == 0:
         for a in (dx, dw, db):
             if a is not None:
@@ -973,7 +973,7 @@ def layer_norm_backward(grad, x, inner, weight=None, eps=1e-5, output_mask=(True
     w = _param(cp, weight, inner)
     wname = _dtype_name(w) if w is not None else None
     acc = np.float64 if name == "float64" else np.float32
-    st = cp.empty((rows, 2), acc) if (want_dw or want_db) else None
+    st = cp.ndarray((rows, 2), acc) if (want_dw or want_db) else None
     tpr, block, items = _row_config(inner, name)
     if items > 8 and tpr == 1024:  # two arrays in registers: 1024 threads of 16 items each would spill
         tpr, block, items = 1024, 1024, 0
@@ -1101,7 +1101,7 @@ _SMALL_LOSS = 65536
 
 def _run_small_loss(cp, kind, x, t, w, rest, name, reduction):
     flag = _bad_flag(cp)
-    out = cp.empty((), x.dtype)
+    out = cp.ndarray((), x.dtype)
     flags = (w is not None) | (reduction == "mean") << 2
     _kernel(kind, name, index=numpy_dtype_name(t.dtype))((1,), (1024,), (x, t, x if w is None else w, out, flag, *rest,
                                                             _i32(flags)))
@@ -1114,13 +1114,13 @@ def _run_loss(cp, kernel, grid, block, arrays, rest, out_shape, dtype, name, red
     flag = _bad_flag(cp)
     acc = np.float64 if name == "float64" else np.float32
     if reduction == "none":
-        out = cp.empty(out_shape, dtype)
+        out = cp.ndarray(out_shape, dtype)
         loss = wsum = out
         flags = 2
     else:
-        out = cp.empty((), dtype)
-        loss = cp.empty(max(n, 1), acc)
-        wsum = cp.empty(max(n, 1), acc)
+        out = cp.ndarray((), dtype)
+        loss = cp.ndarray(max(n, 1), acc)
+        wsum = cp.ndarray(max(n, 1), acc)
         flags = 0
     flags |= w is not None
     if n:
@@ -1150,7 +1150,7 @@ def cross_entropy_backward(grad, x, target, weight=None, ignore_index=-100, labe
         raise NotImplementedError("cross_entropy_backward: (N, C, d1, ...) inputs are not supported")
     xs = x.reshape(1, -1) if x.ndim == 1 else x
     rows, C = xs.shape
-    dx = cp.empty(xs.shape, x.dtype)
+    dx = cp.ndarray(xs.shape, x.dtype)
     if xs.size == 0:
         return dx.reshape(x.shape)
     xs = _contig(cp, xs)
@@ -1162,7 +1162,7 @@ def cross_entropy_backward(grad, x, target, weight=None, ignore_index=-100, labe
     divisor = g
     if reduction == "mean":
         acc = np.float64 if name == "float64" else np.float32
-        divisor = cp.empty(1, acc)
+        divisor = cp.ndarray(1, acc)
         _kernel("target_weight_sum", name, index=index)(
             (1,), (1024,), (t, xs if w is None else w, divisor, _i64(rows), _i32(C), _i64(ignore_index),
                            _i32(w is not None)))
