@@ -81,6 +81,7 @@ def host_cublas(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", libs)
     fake_cupy = types.SimpleNamespace(
         empty=lambda shape, dtype: _wrap(np.full(shape, np.nan, dtype)),
+        ndarray=lambda shape, dtype: _wrap(np.full(shape, np.nan, dtype)),
         ascontiguousarray=lambda x: _wrap(np.ascontiguousarray(x)),
         broadcast_to=lambda x, shape: _wrap(np.broadcast_to(x, shape)),
         matmul=np.matmul,
@@ -88,6 +89,7 @@ def host_cublas(monkeypatch):
                                    get_current_stream=lambda: types.SimpleNamespace(ptr=0)),
     )
     monkeypatch.setattr(_bf16, "cupy_module", lambda: fake_cupy)
+    monkeypatch.setattr(_bf16, "_cublas_module", None)  # imported once: from the stand-in above
 
 
 def _cases(make):
