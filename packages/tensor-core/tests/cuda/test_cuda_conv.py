@@ -479,9 +479,10 @@ def test_plan_keys_keep_types_apart():
 
 # The fast path's CUDA C, compiled for the CPU by g++: a block's threads run one after another (as OS threads
 # meeting at a std::barrier for a kernel that calls __syncthreads), launched through ctypes with CuPy's argument
-# conventions (an array by the address of its first element, numpy scalars by value). The host code runs on
-# numpy arrays that take CuPy's place (a subclass with CuPy's ``_c_contiguous``; new arrays filled with NaN, so
-# an element a kernel leaves unwritten shows).
+# conventions (an array by the address of its first element, numpy scalars by value, a one-element numpy array
+# of a void dtype by value: a copy of its bytes, which must be as many as the parameter's C type has). The host
+# code runs on numpy arrays that take CuPy's place (a subclass with CuPy's ``_c_contiguous``; new arrays filled
+# with NaN, so an element a kernel leaves unwritten shows).
 
 _EMULATION_SHIM = r"""
 #include <barrier>
@@ -513,6 +514,10 @@ extern "C" void launch_NAME(unsigned gx, unsigned bx, void** args) {
         for (auto& thread : threads) thread.join();
     }
 }
+extern "C" size_t argsize_NAME(int k) {
+    static const size_t sizes[] = {SIZES};
+    return sizes[k];
+}
 """
 
 
@@ -540,8 +545,9 @@ class _EmulatedModule:
             # each argument read through a pointer to its declared type (the declaration less its name)
             declared = [re.sub(r"\s*\b\w+$", "", p.replace("__restrict__", "")) for p in params]
             args = [f"*({t}*)args[{k}]" for k, t in enumerate(declared)]
+            sizes = ", ".join(f"sizeof({t})" for t in declared)
             launchers.append(_EMULATION_LAUNCHER.replace("NAME", name).replace("ARGS", ", ".join(args))
-                             .replace("SYNCS", "true" if syncs else "false"))
+                             .replace("SYNCS", "true" if syncs else "false").replace("SIZES", sizes))
             self.arity[name] = len(params)
         source = _EMULATION_SHIM + code + "".join(launchers)
         path = directory / f"conv_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
@@ -554,14 +560,24 @@ class _EmulatedModule:
         import ctypes
 
         launch = getattr(self.lib, f"launch_{name}")
+        argsize = getattr(self.lib, f"argsize_{name}")
+        argsize.restype = ctypes.c_size_t
         types = {np.int32: ctypes.c_int32, np.int64: ctypes.c_int64}
+
+        def value(k, a):
+            """(the argument's bytes as the kernel reads them, what keeps them alive)"""
+            if isinstance(a, np.ndarray) and a.dtype.kind == "V":  # a struct by value: a copy of its bytes
+                assert a.size == 1 and a.nbytes == argsize(k), (name, k, a.nbytes, argsize(k))
+                copy = np.array(a, copy=True)
+                return copy.ctypes.data, copy
+            v = ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else types[type(a)](a)
+            assert ctypes.sizeof(v) == argsize(k), (name, k)
+            return ctypes.addressof(v), v
 
         def call(grid, block, args):
             assert len(args) == self.arity[name] and len(grid) == len(block) == 1
-            values = [ctypes.c_void_p(a.ctypes.data) if isinstance(a, np.ndarray) else types[type(a)](a)
-                      for a in args]
-            pointers = (ctypes.c_void_p * len(values))(*[ctypes.cast(ctypes.pointer(v), ctypes.c_void_p)
-                                                         for v in values])
+            values = [value(k, a) for k, a in enumerate(args)]
+            pointers = (ctypes.c_void_p * len(values))(*[address for address, _ in values])
             launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
 
         return call
@@ -662,3 +678,102 @@ def test_fast_conv_backward_kernels_on_the_cpu(emulated, dtype):
                 assert a.dtype == e.dtype and a.shape == e.shape and a.flags.c_contiguous
                 np.testing.assert_allclose(a, e, rtol=1e-4 if dtype is np.float32 else 1e-10,
                                            atol=1e-4 if dtype is np.float32 else 1e-10)
+
+
+def test_fast_conv_kernels_with_64_bit_indexing_on_the_cpu(emulated, monkeypatch):
+    """The kernels' ``long long`` variant (its structs of int64 fields), forced on small arrays: forward and backward
+    equal to the 32-bit variant's results bit for bit."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((3, 4, 9, 8)).view(_HostArray)
+    w = rng.standard_normal((6, 4, 3, 2)).view(_HostArray)
+    b = rng.standard_normal(6).view(_HostArray)
+    gy = rng.standard_normal((3, 6, 5, 9)).view(_HostArray)
+    params = ((2, 1), (1, 1), (1, 1), (1, 1))
+    results = []
+    for limit in (nn_conv._INT32_LIMIT, 0):
+        monkeypatch.setattr(nn_conv, "_INT32_LIMIT", limit)
+        monkeypatch.setattr(nn_conv, "_fast_plans", {})
+        out = nn_conv._fast_conv_forward(emulated, x, w, b, params[0], params[1], params[1], params[3], 1)
+        grads = nn_conv._fast_conv_backward(emulated, gy, x, w, params[0], params[1], params[3], (True, True, True))
+        assert next(iter(nn_conv._fast_plans.values()))[1] == (np.dtype(np.float64), limit == 0)  # (dtype, wide)
+        results.append((out, *grads))
+    expected = nn_conv._conv_forward(np.asarray(x), np.asarray(w), np.asarray(b), params[0], params[1], params[1],
+                                     params[3], 1)
+    np.testing.assert_allclose(results[0][0], expected, rtol=1e-12, atol=1e-12)
+    for narrow, wide in zip(*results):
+        np.testing.assert_array_equal(wide, narrow)
+
+
+# -- the kernels' by-value structs: the host's packing against the C layout -----------------------------------
+
+
+def _kernel_structs():
+    """kernel name (``nn_conv._FAST_KERNELS``) -> the C type of its struct argument, read from its signature."""
+    import re
+
+    structs = {}
+    for name in nn_conv._FAST_KERNELS:
+        match = re.search(rf"void ember_conv_{name}\((.*?)\)\s*\{{", nn_conv._FAST_SOURCE, re.S)
+        struct = re.fullmatch(r"const (\w+) \w+", match.group(1).split(",")[-1].strip())
+        assert struct, f"ember_conv_{name}'s last parameter is not a struct by value"
+        structs[name] = struct.group(1)
+    return structs
+
+
+@pytest.mark.parametrize("index", [np.int32, np.int64], ids=["int", "long long"])
+def test_fast_struct_layouts_match_the_c_structs(index, tmp_path):
+    """g++'s layout of each kernel's struct (offsetof of every field, sizeof) is the packing of ``_fast_struct``."""
+    import shutil
+    import subprocess
+
+    if shutil.which("g++") is None:
+        pytest.skip("needs g++ to lay out the kernels' structs")
+    prints = []
+    for kernel, struct in _kernel_structs().items():
+        prints += [f'std::printf("{kernel} {f} %zu\\n", offsetof({struct}, {f}));' for f in nn_conv._FAST_FIELDS[kernel]]
+        prints.append(f'std::printf("{kernel} sizeof %zu\\n", sizeof({struct}));')
+    ctype = {np.int32: "int", np.int64: "long long"}[index]
+    source = (f"#include <cstddef>\n#include <cstdio>\n{_EMULATION_SHIM}\n#define T float\n#define I {ctype}\n"
+              f"#define THREADS 64\n{nn_conv._FAST_SOURCE}\nint main() {{\n{chr(10).join(prints)}\n}}\n")
+    (tmp_path / "layout.cpp").write_text(source)
+    subprocess.run(["g++", "-std=c++20", "-pthread", str(tmp_path / "layout.cpp"), "-o", str(tmp_path / "layout")],
+                   check=True, capture_output=True)
+    printed = subprocess.run([str(tmp_path / "layout")], check=True, capture_output=True, text=True).stdout
+    c_layout = {(kernel, field): int(v) for kernel, field, v in (line.split() for line in printed.splitlines())}
+    for kernel in nn_conv._FAST_KERNELS:
+        dtype = nn_conv._fast_struct_dtype(kernel, index)
+        assert c_layout[kernel, "sizeof"] == dtype.itemsize, kernel
+        for field in nn_conv._FAST_FIELDS[kernel]:
+            assert c_layout[kernel, field] == dtype.fields[field][1], (kernel, field)
+        values = list(range(3, 3 + len(dtype.names)))
+        struct = nn_conv._fast_struct(kernel, index, values)
+        assert type(struct) is np.ndarray and struct.shape == (1,) and struct.dtype.kind == "V"
+        assert struct.nbytes == dtype.itemsize and not struct.flags.writeable
+        assert np.array_equal(np.frombuffer(struct.tobytes(), index), values)  # consecutive I words, in order
+
+
+def test_emulated_kernels_read_the_struct_fields_by_their_offsets(emulated, monkeypatch):
+    """Two fields of the C struct swapped (the host packing as before) give a wrong result: the emulation reads
+    the struct's bytes at the C layout's offsets."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 3, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
+    args = (None, (2, 1), (1, 0), (1, 0), (1, 1), 1)
+    expected = nn_conv._conv_forward(x, w, *args)
+    got = nn_conv._fast_conv_forward(emulated, x.view(_HostArray), w.view(_HostArray), *args)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    declared = "sd, sh, sw, pd, ph, pw, dd, dh, dw, xn"
+    assert nn_conv._FAST_SOURCE.count(declared) == 1  # in ConvIm2colArgs
+    monkeypatch.setattr(nn_conv, "_FAST_SOURCE", nn_conv._FAST_SOURCE.replace(declared, declared.replace("sh, sw",
+                                                                                                          "sw, sh")))
+    monkeypatch.setattr(nn_conv, "_fast_modules", {})
+    got = nn_conv._fast_conv_forward(emulated, x.view(_HostArray), w.view(_HostArray), *args)
+    assert got.shape == expected.shape and not np.allclose(got, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_fast_struct_checks_its_values():
+    assert nn_conv._fast_struct("grad_rows", np.int64, (2**40, 1, 2)).nbytes == 24
+    with pytest.raises(OverflowError):
+        nn_conv._fast_struct("grad_rows", np.int32, (2**40, 1, 2))
+    with pytest.raises(ValueError, match="fields"):
+        nn_conv._fast_struct("grad_rows", np.int32, (1, 2))

@@ -5,7 +5,9 @@ A ``conv{n}d`` call under autograd asks its plans four times (the composite's me
 (``nn_conv._conv_key``/``_convolution_key``: tensors' shapes and dtypes, ints and tuples of ints); every other
 call keeps the general key (``nn_conv._key``), which keeps argument types apart, so the checks of the plans
 still run for bools, floats and numpy integers. The derivative reads the recorded tuples as they are
-(``_tup``), and the fast kernels ask the array namespace once per array type (``nn_conv._namespace``).
+(``_tup``), and the fast kernels ask the array namespace once per array type (``nn_conv._namespace``). A fast
+kernel's launch passes its arrays and one struct of the plan's scalars (built once per plan), recorded here by a
+stand-in for CuPy's RawModule.
 """
 
 import numpy as np
@@ -165,3 +167,105 @@ def test_backward_entry_wraps_the_fused_gradients(monkeypatch):
         assert got[0]._data is gx and got[1]._data is gw and all(t.device == x.device for t in got[:2])
         assert (got[2] is None) if not mask[2] else (got[2]._data is gb)
     assert nn_conv.convolution_backward_cuda(grad, x, w, (1, 1), (1, 1), (1, 1), 2, mask) is None  # groups
+
+
+# -- the fast kernels' launches: pointers and one struct built once per plan ----------------------------------
+
+
+class _Host(np.ndarray):
+    """A numpy array in a CuPy array's place (CuPy's ``_c_contiguous``)."""
+
+    @property
+    def _c_contiguous(self):
+        return self.flags.c_contiguous
+
+
+class _RecordingModule:
+    """``cupy.RawModule`` whose functions record their launches (name, grid, block, args) and compute nothing."""
+
+    launches = []
+
+    def __init__(self, code):
+        self.code = code
+
+    def get_function(self, name):
+        return lambda grid, block, args: self.launches.append((name, grid, block, args))
+
+
+@pytest.fixture
+def recording_xp(monkeypatch):
+    import types
+
+    _RecordingModule.launches = []
+    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: "recording")
+    monkeypatch.setattr(nn_conv, "_fast_plans", {})
+    monkeypatch.setattr(nn_conv, "_fast_modules", {})
+    return types.SimpleNamespace(empty=lambda shape, dtype: np.zeros(shape, dtype).view(_Host),
+                                 matmul=lambda a, b: np.matmul(a, b).view(_Host),
+                                 ascontiguousarray=np.ascontiguousarray, RawModule=_RecordingModule)
+
+
+def _fields(kernel, struct):
+    """The struct argument's fields by name (read through the layout of its size's index type)."""
+    index = np.int64 if struct.nbytes == 8 * len(nn_conv._FAST_FIELDS[kernel]) else np.int32
+    record = np.frombuffer(struct.tobytes(), nn_conv._fast_struct_dtype(kernel, index))[0]
+    return {name: int(record[name]) for name in record.dtype.names}
+
+
+def _check_launches(launches, expected_kernels):
+    """Each launch passes arrays and, last, one struct (a one-element numpy array of a void dtype)."""
+    assert [name for name, *_ in launches] == [f"ember_conv_{k}" for k in expected_kernels]
+    for name, grid, block, args in launches:
+        *arrays, struct = args
+        assert all(isinstance(a, _Host) for a in arrays), name
+        assert type(struct) is np.ndarray and struct.dtype.kind == "V" and struct.size == 1, name
+        assert block == (nn_conv._FAST_THREADS,) and len(grid) == 1 and grid[0] >= 1
+
+
+def test_fast_launches_pass_pointers_and_one_struct_built_once(recording_xp):
+    """The CNN's second layer (64x32x8x8, 3x3, padding 1): forward and backward launches take their arrays and the
+    plan's cached struct (the same object at every call), whose fields are the sizes and parameters."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((64, 32, 8, 8)).astype(np.float32).view(_Host)
+    w = rng.standard_normal((64, 32, 3, 3)).astype(np.float32).view(_Host)
+    b = rng.standard_normal(64).astype(np.float32).view(_Host)
+    gy = rng.standard_normal((64, 64, 8, 8)).astype(np.float32).view(_Host)
+    launches = _RecordingModule.launches
+    structs = []
+    for _ in range(2):
+        del launches[:]
+        assert nn_conv._fast_conv_forward(recording_xp, x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1) is not None
+        assert nn_conv._fast_conv_backward(recording_xp, gy, x, w, (1, 1), (1, 1), (1, 1), (True, True, True))
+        _check_launches(launches, ("im2col", "output", "grad_rows", "im2col", "col2im"))
+        structs.append([args[-1] for *_, args in launches])
+    assert all(a is b for a, b in zip(*structs))
+    im2col, output, rows, _, col2im = structs[0]
+    assert structs[0][0] is not structs[0][3]  # forward's and backward's plans: their own structs
+    assert _fields("im2col", im2col) == dict(
+        total=32 * 9 * 64 * 64, N=64, D=1, H=8, W=8, KD=1, KH=3, KW=3, OD=1, OH=8, OW=8, sd=1, sh=1, sw=1, pd=0,
+        ph=1, pw=1, dd=1, dh=1, dw=1, xn=32 * 64, xc=64, xd=0, xh=8, xw=1)
+    assert im2col.nbytes == 4 * 25  # 32-bit indexing
+    assert _fields("output", output) == dict(total=64 * 64 * 64, CO=64, N=64, P=64, has_bias=1)
+    assert _fields("grad_rows", rows) == dict(CO=64, N=64, P=64)
+    assert _fields("col2im", col2im) == dict(
+        total=64 * 32 * 64, C=32, N=64, D=1, H=8, W=8, KD=1, KH=3, KW=3, OD=1, OH=8, OW=8, sd=1, sh=1, sw=1, pd=0,
+        ph=1, pw=1, dd=1, dh=1, dw=1)
+    del launches[:]
+    nn_conv._fast_conv_forward(recording_xp, x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)  # no bias: its own plan
+    assert _fields("output", launches[1][3][-1])["has_bias"] == 0
+
+
+def test_fast_paths_decline_before_launching(recording_xp, monkeypatch):
+    """Declined calls (a dtype the kernels lack, another device, kernels that did not build) launch nothing."""
+    x = np.ones((2, 3, 5, 5), np.float32).view(_Host)
+    w = np.ones((4, 3, 3, 3), np.float32).view(_Host)
+    params = ((1, 1), (1, 1), (1, 1), (1, 1), 1)
+    assert nn_conv._fast_conv_forward(recording_xp, x.astype(np.int32), w.astype(np.int32), None, *params) is None
+    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: None)
+    assert nn_conv._fast_conv_forward(recording_xp, x, w, None, *params) is None
+    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: "unbuilt")
+    nn_conv._fast_modules[("unbuilt", np.dtype(np.float32), False)] = None
+    assert nn_conv._fast_conv_forward(recording_xp, x, w, None, *params) is None
+    assert nn_conv._fast_conv_backward(recording_xp, x[:, :1].copy().view(_Host), x, w[:1], (1, 1), (1, 1), (1, 1),
+                                       (True, True, True)) is None
+    assert _RecordingModule.launches == []

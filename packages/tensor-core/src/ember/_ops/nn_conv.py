@@ -1431,14 +1431,33 @@ _fast_modules = {}  # (device, dtype, 64-bit indexing) -> the functions of _FAST
 
 _FAST_SOURCE = r"""
 // T: the element type (float or double); I: the index type (int, or long long for large arrays).
+//
+// Each kernel takes its scalars (sizes, strides, paddings, flags: what its launch plan fixes) as ONE struct
+// passed by value: CuPy converts every launch argument on the host (0.3-0.5 us each), so one struct costs
+// what one scalar does. Every field is an I, in the order of nn_conv._FAST_FIELDS (the host packs the
+// values as consecutive I words: no padding, offsets k * sizeof(I)); the kernels copy them into locals
+// and compute as with separate arguments.
+
+struct ConvIm2colArgs {
+    I total, N, D, H, W, KD, KH, KW, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw, xn, xc, xd, xh, xw;
+};
+struct ConvOutputArgs {
+    I total, CO, N, P, has_bias;
+};
+struct ConvGradRowsArgs {
+    I CO, N, P;
+};
+struct ConvCol2imArgs {
+    I total, C, N, D, H, W, KD, KH, KW, OD, OH, OW, sd, sh, sw, pd, ph, pw, dd, dh, dw;
+};
 
 // cols (C, KD, KH, KW, N, OD, OH, OW), C-contiguous: element (c, k, n, o) is the input element
 // (n, c, o * s - p + k * d) of x (N, C, D, H, W) with element strides xn..xw, or 0 outside the input.
 extern "C" __global__ void ember_conv_im2col(
-        const T* __restrict__ x, T* __restrict__ cols, const I total, const I N, const I D, const I H, const I W,
-        const I KD, const I KH, const I KW, const I OD, const I OH, const I OW, const I sd, const I sh, const I sw,
-        const I pd, const I ph, const I pw, const I dd, const I dh, const I dw,
-        const I xn, const I xc, const I xd, const I xh, const I xw) {
+        const T* __restrict__ x, T* __restrict__ cols, const ConvIm2colArgs a) {
+    const I total = a.total, N = a.N, D = a.D, H = a.H, W = a.W, KD = a.KD, KH = a.KH, KW = a.KW;
+    const I OD = a.OD, OH = a.OH, OW = a.OW, sd = a.sd, sh = a.sh, sw = a.sw, pd = a.pd, ph = a.ph, pw = a.pw;
+    const I dd = a.dd, dh = a.dh, dw = a.dw, xn = a.xn, xc = a.xc, xd = a.xd, xh = a.xh, xw = a.xw;
     const I step = (I)blockDim.x * (I)gridDim.x;
     for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
         I r = i;
@@ -1463,8 +1482,8 @@ extern "C" __global__ void ember_conv_im2col(
 
 // out (N, CO, P) = product (CO, N, P) with its first two dims swapped, plus bias[co] when has_bias.
 extern "C" __global__ void ember_conv_output(
-        const T* __restrict__ product, const T* __restrict__ bias, T* __restrict__ out, const I total,
-        const I CO, const I N, const I P, const int has_bias) {
+        const T* __restrict__ product, const T* __restrict__ bias, T* __restrict__ out, const ConvOutputArgs a) {
+    const I total = a.total, CO = a.CO, N = a.N, P = a.P, has_bias = a.has_bias;
     const I step = (I)blockDim.x * (I)gridDim.x;
     for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
         const I p = i % P;
@@ -1482,7 +1501,8 @@ extern "C" __global__ void ember_conv_output(
 // One block of THREADS threads per output channel co: rows (CO, N * P) = gy (N, CO, P) with its first two
 // dims swapped, and sums[co] = the sum of row co (each thread's strided partial sum, then a tree).
 extern "C" __global__ void ember_conv_grad_rows(
-        const T* __restrict__ gy, T* __restrict__ rows, T* __restrict__ sums, const I CO, const I N, const I P) {
+        const T* __restrict__ gy, T* __restrict__ rows, T* __restrict__ sums, const ConvGradRowsArgs a) {
+    const I CO = a.CO, N = a.N, P = a.P;
     __shared__ T part[THREADS];
     const I co = (I)blockIdx.x;
     const I length = N * P;
@@ -1509,9 +1529,10 @@ extern "C" __global__ void ember_conv_grad_rows(
 // img (N, C, D, H, W), C-contiguous: element (n, c, z) sums cols (C, KD, KH, KW, N, OD, OH, OW) over the
 // taps k (kd, kh, kw ascending) whose output position o has o * s - p + k * d == z.
 extern "C" __global__ void ember_conv_col2im(
-        const T* __restrict__ cols, T* __restrict__ img, const I total, const I C, const I N,
-        const I D, const I H, const I W, const I KD, const I KH, const I KW, const I OD, const I OH, const I OW,
-        const I sd, const I sh, const I sw, const I pd, const I ph, const I pw, const I dd, const I dh, const I dw) {
+        const T* __restrict__ cols, T* __restrict__ img, const ConvCol2imArgs a) {
+    const I total = a.total, C = a.C, N = a.N, D = a.D, H = a.H, W = a.W, KD = a.KD, KH = a.KH, KW = a.KW;
+    const I OD = a.OD, OH = a.OH, OW = a.OW, sd = a.sd, sh = a.sh, sw = a.sw, pd = a.pd, ph = a.ph, pw = a.pw;
+    const I dd = a.dd, dh = a.dh, dw = a.dw;
     const I P = OD * OH * OW;
     const I step = (I)blockDim.x * (I)gridDim.x;
     for (I i = (I)blockIdx.x * (I)blockDim.x + (I)threadIdx.x; i < total; i += step) {
@@ -1541,6 +1562,50 @@ extern "C" __global__ void ember_conv_col2im(
 }
 """
 _FAST_KERNELS = ("im2col", "output", "grad_rows", "col2im")
+
+#: The fields of each kernel's by-value struct (``Conv*Args`` in ``_FAST_SOURCE``), in their declaration order,
+#: every one of the index type I. tests/cuda/test_cuda_conv.py checks this layout against g++'s (offsetof).
+_FAST_FIELDS = {
+    "im2col": ("total", "N", "D", "H", "W", "KD", "KH", "KW", "OD", "OH", "OW", "sd", "sh", "sw", "pd", "ph", "pw",
+               "dd", "dh", "dw", "xn", "xc", "xd", "xh", "xw"),
+    "output": ("total", "CO", "N", "P", "has_bias"),
+    "grad_rows": ("CO", "N", "P"),
+    "col2im": ("total", "C", "N", "D", "H", "W", "KD", "KH", "KW", "OD", "OH", "OW", "sd", "sh", "sw", "pd", "ph",
+               "pw", "dd", "dh", "dw"),
+}
+
+
+def _fast_struct_dtype(kernel, index):
+    """The numpy structured dtype of ``kernel``'s argument struct with index type ``index`` (np.int32 or
+    np.int64): one field per name of ``_FAST_FIELDS[kernel]``, consecutive, as the C struct lays them out."""
+    return np.dtype([(name, index) for name in _FAST_FIELDS[kernel]])
+
+
+def _fast_struct(kernel, index, values):
+    """``kernel``'s by-value struct argument: ``values`` (one per field of ``_FAST_FIELDS[kernel]``, in order).
+
+    Args:
+        kernel (str): a name of ``_FAST_KERNELS``.
+        index (type): np.int32 or np.int64, the kernels' index type I.
+        values (sequence of int): the fields' values.
+
+    Returns:
+        numpy.ndarray: one element of a void dtype of the struct's size (its bytes), read-only. CuPy passes a
+        numpy array of one element by value (its bytes copied into the launch). It is a void dtype rather than
+        the structured one because CuPy reads the array's address from ``__array_interface__``, which lists
+        every field of a structured dtype (about 13 us a launch, against 1).
+
+    Raises:
+        OverflowError: a value out of ``index``'s range (as ``index(value)``).
+        ValueError: not one value per field.
+    """
+    dtype = _fast_struct_dtype(kernel, index)
+    if len(values) != len(dtype.names):
+        raise ValueError(f"{kernel}: {len(values)} values for the {len(dtype.names)} fields {dtype.names}")
+    record = np.array([tuple(map(index, values))], dtype)
+    struct = record.view(np.dtype((np.void, dtype.itemsize)))
+    struct.flags.writeable = False  # shared by every launch of its plan
+    return struct
 
 
 def _fast_kernels(xp, device, dtype, wide):
@@ -1577,13 +1642,13 @@ def _fast_grid(total):
 
 
 def _fast_im2col_args(x_shape, x_strides, item, kernel, stride, pad_lo, dilation, out, index):
-    """The grid and the scalar arguments of ``ember_conv_im2col`` (after ``x`` and ``cols``)."""
+    """The grid and the struct argument of ``ember_conv_im2col`` (after ``x`` and ``cols``)."""
     N, C = x_shape[:2]
     total = C * math.prod(kernel) * N * math.prod(out)
     values = (total, N, *_lift3(x_shape[2:], 1), *_lift3(kernel, 1), *_lift3(out, 1), *_lift3(stride, 1),
               *_lift3(pad_lo, 0), *_lift3(dilation, 1), x_strides[0] // item, x_strides[1] // item,
               *_lift3([s // item for s in x_strides[2:]], 0))
-    return _fast_grid(total), tuple(map(index, values))
+    return _fast_grid(total), _fast_struct("im2col", index, values)
 
 
 def _fast_index(*sizes):
@@ -1597,15 +1662,20 @@ def _fast_span(shape, strides, item):
     return 1 + sum((d - 1) * abs(s) for d, s in zip(shape, strides)) // item
 
 
-# Launch plans (shapes, grids and kernel arguments), by the arrays' metadata and the convolution's parameters:
-# a training loop repeats a handful of calls. None marks a call the fast path does not take.
+# Launch plans (shapes, grids and the kernels' struct arguments), by the arrays' metadata and the convolution's
+# parameters: a training loop repeats a handful of calls. None marks a call the fast path does not take. A call
+# reads its plan and the compiled kernels from two dicts and launches with the plan's structs: nothing per call
+# depends on the sizes but the look-ups.
 _fast_plans = {}
 _FAST_PLANS_MAX = 512
 
 
 def _fast_forward_plan(x_shape, x_strides, dtype, w_shape, w_dtype, b_dtype, stride, pad_lo, pad_hi, dilation,
                        groups):
-    """The launch plan of :func:`_fast_conv_forward`, or None for a call it does not take."""
+    """The launch plan of :func:`_fast_conv_forward`, or None for a call it does not take: a tuple (the compute
+    dtype, the kernels' variant (compute dtype, 64-bit indexing), the columns' shape, im2col's grid
+    and struct, the weight's and the columns' matrix shapes for the GEMM (the columns' None when 2-D), the output's
+    shape, the output kernel's grid and struct)."""
     compute = _F32 if dtype in _HALF_TYPES else dtype
     if compute not in _FAST_TYPES or w_dtype != dtype or (b_dtype is not None and b_dtype != dtype):
         return None
@@ -1622,20 +1692,17 @@ def _fast_forward_plan(x_shape, x_strides, dtype, w_shape, w_dtype, b_dtype, str
         return None
     K, P = math.prod(kernel), math.prod(out)
     wide, index = _fast_index(_fast_span(x_shape, x_strides, item), C * K * N * P, N * out_channels * P)
-    im2col_grid, im2col_args = _fast_im2col_args(x_shape, x_strides, item, kernel, stride, pad_lo, dilation, out,
-                                                 index)
+    im2col_grid, im2col_struct = _fast_im2col_args(x_shape, x_strides, item, kernel, stride, pad_lo, dilation, out,
+                                                   index)
     if groups == 1:
-        w_matrix, cols_matrix = (out_channels, C * K), (C * K, N * P)
+        w_matrix, cols_matrix = (out_channels, C * K), None
     else:
         cpg, opg = C // groups, out_channels // groups
         w_matrix, cols_matrix = (groups, opg, cpg * K), (groups, cpg * K, N * P)
     total = N * out_channels * P
-    output_args = tuple(map(index, (total, out_channels, N, P)))
-    return (compute, wide, (C * K, N * P), im2col_grid, im2col_args, w_matrix, cols_matrix, (N, out_channels, *out),
-            _fast_grid(total), output_args)
-
-
-_HAS_BIAS = (np.int32(0), np.int32(1))  # ember_conv_output's has_bias argument, by whether there is a bias
+    output_struct = _fast_struct("output", index, (total, out_channels, N, P, int(b_dtype is not None)))
+    return (compute, (compute, wide), (C * K, N * P), im2col_grid, im2col_struct, w_matrix, cols_matrix,
+            (N, out_channels, *out), _fast_grid(total), output_struct)
 
 
 def _fast_plan(key, build):
@@ -1658,33 +1725,44 @@ def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     dtype = x.dtype
     key = ("forward", x.shape, x.strides, dtype, w.shape, w.dtype, None if b is None else b.dtype, stride, pad_lo,
            pad_hi, dilation, groups)
-    plan = _fast_plan(key, _fast_forward_plan)
+    plan = _fast_plans.get(key, False)
+    if plan is False:
+        plan = _fast_plan(key, _fast_forward_plan)
     if plan is None:
         return None
-    compute, wide, cols_shape, im2col_grid, im2col_args, w_matrix, cols_matrix, out_shape, out_grid, output_args = plan
+    compute, variant, cols_shape, im2col_grid, im2col_struct, w_matrix, cols_matrix, out_shape, out_grid, \
+        output_struct = plan
     device = _fast_device(xp, x, w) if b is None else _fast_device(xp, x, w, b)
-    kernels = None if device is None else _fast_kernels(xp, device, compute, wide)
+    if device is None:
+        return None
+    kernels = _fast_modules.get((device, *variant), False)
+    if kernels is False:
+        kernels = _fast_kernels(xp, device, *variant)
     if kernels is None:
         return None
-    im2col, output = kernels[:2]
+    im2col, output, _, _ = kernels
     if compute is not dtype:
         x, w = x.astype(compute, order="C"), w.astype(compute)
         b = None if b is None else b.astype(compute)
     elif b is not None and not b._c_contiguous:
         b = xp.ascontiguousarray(b)
+    block = (_FAST_THREADS,)
     cols = xp.empty(cols_shape, compute)
-    im2col(im2col_grid, (_FAST_THREADS,), (x, cols, *im2col_args))
-    product = _fast_gemm(xp, w.reshape(w_matrix), cols if len(cols_matrix) == 2 else cols.reshape(cols_matrix))
+    im2col(im2col_grid, block, (x, cols, im2col_struct))
+    product = _fast_gemm(xp, w.reshape(w_matrix), cols if cols_matrix is None else cols.reshape(cols_matrix))
     if not product._c_contiguous:  # (cupy.matmul's results are; the kernel reads C order)
         product = xp.ascontiguousarray(product)
     result = xp.empty(out_shape, compute)
-    output(out_grid, (_FAST_THREADS,), (product, product if b is None else b, result, *output_args,
-                                        _HAS_BIAS[b is not None]))
+    # without a bias the kernel reads no bias: any pointer does
+    output(out_grid, block, (product, product if b is None else b, result, output_struct))
     return result if compute is dtype else result.astype(dtype)
 
 
 def _fast_backward_plan(gy_shape, x_shape, x_strides, dtype, gy_dtype, w_shape, w_dtype, stride, padding, dilation):
-    """The launch plan of :func:`_fast_conv_backward`, or None for a call it does not take."""
+    """The launch plan of :func:`_fast_conv_backward`, or None for a call it does not take: a tuple (the kernels'
+    variant (dtype, 64-bit indexing), the rows' shape, the row kernel's grid (one block per output channel: also
+    the sums' shape) and struct, the columns' shape, im2col's grid and struct, the weight's matrix shape, col2im's
+    grid and struct)."""
     if dtype not in _FAST_TYPES or gy_dtype != dtype or w_dtype != dtype:
         return None
     N, C = x_shape[:2]
@@ -1697,13 +1775,15 @@ def _fast_backward_plan(gy_shape, x_shape, x_strides, dtype, gy_dtype, w_shape, 
     K, P = math.prod(kernel), math.prod(out)
     wide, index = _fast_index(_fast_span(x_shape, x_strides, item), C * K * N * P, out_channels * N * P,
                               math.prod(x_shape))
-    im2col_grid, im2col_args = _fast_im2col_args(x_shape, x_strides, item, kernel, stride, padding, dilation, out,
-                                                 index)
+    im2col_grid, im2col_struct = _fast_im2col_args(x_shape, x_strides, item, kernel, stride, padding, dilation, out,
+                                                   index)
     total = math.prod(x_shape)
-    col2im_args = tuple(map(index, (total, C, N, *_lift3(x_shape[2:], 1), *_lift3(kernel, 1), *_lift3(out, 1),
-                                    *_lift3(stride, 1), *_lift3(padding, 0), *_lift3(dilation, 1))))
-    return (wide, (out_channels, N * P), (out_channels,), tuple(map(index, (out_channels, N, P))), (C * K, N * P),
-            im2col_grid, im2col_args, (out_channels, C * K), _fast_grid(total), col2im_args)
+    col2im_struct = _fast_struct("col2im", index, (total, C, N, *_lift3(x_shape[2:], 1), *_lift3(kernel, 1),
+                                                   *_lift3(out, 1), *_lift3(stride, 1), *_lift3(padding, 0),
+                                                   *_lift3(dilation, 1)))
+    rows_struct = _fast_struct("grad_rows", index, (out_channels, N, P))
+    return ((dtype, wide), (out_channels, N * P), (out_channels,), rows_struct, (C * K, N * P), im2col_grid,
+            im2col_struct, (out_channels, C * K), _fast_grid(total), col2im_struct)
 
 
 def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
@@ -1718,32 +1798,39 @@ def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
     """
     dtype = x.dtype
     key = ("backward", gy.shape, x.shape, x.strides, dtype, gy.dtype, w.shape, w.dtype, stride, padding, dilation)
-    plan = _fast_plan(key, _fast_backward_plan)
+    plan = _fast_plans.get(key, False)
+    if plan is False:
+        plan = _fast_plan(key, _fast_backward_plan)
     if plan is None:
         return None
-    wide, rows_shape, rows_grid, rows_args, cols_shape, im2col_grid, im2col_args, w_matrix, col2im_grid, \
-        col2im_args = plan
+    variant, rows_shape, rows_grid, rows_struct, cols_shape, im2col_grid, im2col_struct, w_matrix, col2im_grid, \
+        col2im_struct = plan
     device = _fast_device(xp, gy, x, w)
-    kernels = None if device is None else _fast_kernels(xp, device, dtype, wide)
+    if device is None:
+        return None
+    kernels = _fast_modules.get((device, *variant), False)
+    if kernels is False:
+        kernels = _fast_kernels(xp, device, *variant)
     if kernels is None:
         return None
     im2col, _, grad_rows, col2im = kernels
     if not gy._c_contiguous:
         gy = xp.ascontiguousarray(gy)
+    block = (_FAST_THREADS,)
     rows = xp.empty(rows_shape, dtype)
     sums = xp.empty(rows_grid, dtype)
-    grad_rows(rows_grid, (_FAST_THREADS,), (gy, rows, sums, *rows_args))
+    grad_rows(rows_grid, block, (gy, rows, sums, rows_struct))
     grad_x = grad_w = None
     if mask[1]:
         cols = xp.empty(cols_shape, dtype)
-        im2col(im2col_grid, (_FAST_THREADS,), (x, cols, *im2col_args))
+        im2col(im2col_grid, block, (x, cols, im2col_struct))
         grad_w = _fast_gemm(xp, rows, cols.T).reshape(w.shape)
     if mask[0]:
         taps = _fast_gemm(xp, w.reshape(w_matrix).T, rows)  # (C * K, N * P): the gradient of the columns
         if not taps._c_contiguous:
             taps = xp.ascontiguousarray(taps)
         grad_x = xp.empty(x.shape, dtype)
-        col2im(col2im_grid, (_FAST_THREADS,), (taps, grad_x, *col2im_args))
+        col2im(col2im_grid, block, (taps, grad_x, col2im_struct))
     return grad_x, grad_w, sums if mask[2] else None
 
 
