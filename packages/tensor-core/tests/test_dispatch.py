@@ -321,3 +321,48 @@ def test_a_cpu_tensor_with_dims_never_joins_another_device():
             call()
     assert ember.add(scalar, meta).device.type == "meta"
     assert ember.addcmul(scalar, meta, meta).device.type == "meta"
+
+
+def test_parameters_and_scalar_tuples_take_the_hot_loop(monkeypatch):
+    # nn.Parameter opts out of overrides, and a tuple of ints holds nothing to scan: neither sends a call to the
+    # general scan any more, and the results are the general path's
+    assert ember.nn.Parameter in _dispatch.PLAIN_TENSOR_TYPES
+    general = []
+    original = _dispatch._dispatch_general
+    monkeypatch.setattr(_dispatch, "_dispatch_general", lambda *a: general.append(a[0].name) or original(*a))
+    w = ember.nn.Parameter(ember.arange(6.0).reshape(2, 3))
+    x = ember.ones(4, 3)
+    out = ember.nn.functional.linear(x, w)
+    np.testing.assert_array_equal(out.detach().numpy(), np.ones((4, 3)) @ np.arange(6.0).reshape(2, 3).T)
+    assert ember.sum(x, (0, 1)).item() == 12.0
+    assert general == []
+    assert ember.cat((x, x)).shape == (8, 3)  # tensors inside a tuple: the general scan sees them
+    assert general == ["cat"]
+    # a size tuple without tensors: the general path finds the default device
+    assert ember.zeros((2, 3)).shape == (2, 3)
+
+
+def test_only_subclasses_that_opt_out_register_as_plain_tensors():
+    class Overriding(ember.Tensor):
+        @classmethod
+        def __ember_function__(cls, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    for cls in (Overriding, int, ember.Tensor.__mro__[-1]):
+        with pytest.raises(TypeError, match="opts out of overrides"):
+            _dispatch.register_plain_tensor_type(cls)
+    assert Overriding not in _dispatch.PLAIN_TENSOR_TYPES
+
+
+def test_composites_whose_decomposition_checks_skip_their_meta():
+    # reshape, flatten and conv*d raise their meta's errors from the decomposition itself
+    for name in ("reshape", "flatten", "conv1d", "conv2d", "conv3d"):
+        assert registry[name].decomposition_checks, name
+    assert not registry["linear"].decomposition_checks
+    x = ember.ones(2, 3, requires_grad=True)
+    with pytest.raises(RuntimeError, match="invalid for input of size 6"):
+        x.reshape(4, 2)
+    with pytest.raises(RuntimeError, match="start_dim cannot come after end_dim"):
+        ember.flatten(x, 1, 0)
+    with pytest.raises(RuntimeError):
+        ember.nn.functional.conv2d(ember.ones(1, 2, 4, 4, requires_grad=True), ember.ones(1, 3, 3, 3))

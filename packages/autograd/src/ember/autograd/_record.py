@@ -20,6 +20,7 @@ import numpy as np
 
 from ember._dtype import bfloat16 as _bf16
 from ember._ops import registry
+from ember._ops._dispatch import PLAIN_TENSOR_TYPES as _TENSOR_TYPES  # Tensor and nn.Parameter
 from ember._ops._dispatch import autograd_recorders, run_backend, state
 from ember._tensor import Tensor
 
@@ -261,7 +262,7 @@ def _fast_recorder(entry):
                 v = args[position] if position >= 0 else default
                 if shape_only:
                     v = tensor_meta(v)
-                elif type(v) is Tensor:
+                elif type(v) in _TENSOR_TYPES:
                     v = _save_input(v)
                 saved[key] = v
         node._saved = saved
@@ -280,7 +281,7 @@ def _fast_recorder(entry):
         if len(args) != 1:
             return NotImplemented
         (v,) = args
-        if type(v) is not Tensor or not v._requires_grad:
+        if type(v) not in _TENSOR_TYPES or not v._requires_grad:
             return NotImplemented
         fn = v._grad_fn
         edge = (fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v)
@@ -305,7 +306,7 @@ def _fast_recorder(entry):
             value = v if position >= 0 else default
             if shape_only:
                 value = tensor_meta(value)
-            elif type(value) is Tensor:
+            elif type(value) in _TENSOR_TYPES:
                 value = _save_input(value)
             saved[key] = value
         node._saved = saved
@@ -326,7 +327,7 @@ def _fast_recorder(entry):
         mask = 0
         bit = 1
         for v in args:
-            if type(v) is Tensor:
+            if type(v) in _TENSOR_TYPES:
                 data = v._data
                 if v._requires_grad:
                     fn = v._grad_fn
@@ -355,7 +356,7 @@ def _fast_recorder(entry):
         if len(args) != 2:
             return NotImplemented
         a, b = args
-        if type(a) is Tensor:
+        if type(a) in _TENSOR_TYPES:
             data = a._data
             meta_a = (data.shape, data.dtype, a._device)
             if a._requires_grad:
@@ -368,7 +369,7 @@ def _fast_recorder(entry):
             edge_a, meta_a, mask = _NO_EDGE, None, 0
         else:
             return NotImplemented
-        if type(b) is Tensor:
+        if type(b) in _TENSOR_TYPES:
             data = b._data
             meta_b = (data.shape, data.dtype, b._device)
             if b._requires_grad:
@@ -406,7 +407,7 @@ def _fast_recorder(entry):
                 v = args[position] if position >= 0 else default
                 if shape_only:
                     v = tensor_meta(v)
-                elif type(v) is Tensor:
+                elif type(v) in _TENSOR_TYPES:
                     v = _save_input(v)
                 saved[key] = v
         node._saved = saved

@@ -34,7 +34,7 @@ from ._fp import as_user
 
 __all__ = [
     "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
-    "checked_cuda", "set_device_array_type",
+    "checked_cuda", "set_device_array_type", "PLAIN_TENSOR_TYPES", "register_plain_tensor_type",
 ]
 
 
@@ -88,6 +88,26 @@ def set_device_array_type(array_type):
     are wrapped inline, as numpy arrays are on the CPU."""
     global _device_array
     _device_array = array_type
+
+
+#: Types the hot paths treat as plain tensors: ``Tensor`` and subclasses that opt out of overrides
+#: (``nn.Parameter``, see :func:`register_plain_tensor_type`), as the general scan does.
+PLAIN_TENSOR_TYPES = {Tensor}
+
+
+def register_plain_tensor_type(cls):
+    """Let the dispatcher's hot loop and autograd's recorders take instances of Tensor subclass ``cls`` as
+    plain tensors. Only for subclasses whose ``__ember_function__`` is the opting-out marker
+    (``nn.Parameter``'s): the general scan would see nothing to override in them either.
+
+    Raises:
+        TypeError: for a class that is not such a subclass.
+    """
+    function = getattr(cls, "__ember_function__", None)
+    if not (isinstance(cls, type) and issubclass(cls, Tensor)) or getattr(function, "__func__", None) is not \
+            _disabled_ember_function:
+        raise TypeError(f"register_plain_tensor_type: {cls!r} is not a Tensor subclass that opts out of overrides")
+    PLAIN_TENSOR_TYPES.add(cls)
 
 
 # arguments that are never tensors nor overridable (a Size holds ints: grad.expand(input.shape))
@@ -201,7 +221,7 @@ def dispatch(op, args, kwargs):
     sequence = False
     for a in args:
         t = type(a)
-        if t is Tensor:
+        if t is Tensor or t in PLAIN_TENSOR_TYPES:
             if device is None:
                 device = a._device
             elif a._device is not device:

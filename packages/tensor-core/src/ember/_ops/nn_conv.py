@@ -81,6 +81,7 @@ from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from . import _dispatch
 from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop, registry
@@ -1003,7 +1004,9 @@ def _make_conv(n):
         tensor([[[[10., 18.],
                   [42., 50.]]]])
 """
-    return defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=_NN)
+    op = defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition, tags=_NN)
+    op.decomposition_checks = True  # the decomposition runs _conv_plan, whose checks are the meta function's
+    return op
 
 
 conv1d = _make_conv(1)
@@ -2095,6 +2098,8 @@ def _fold_cuda(input, output_size, kernel_size, dilation=1, padding=0, stride=1)
 
 
 convolution.register_kernel("cuda", _convolution_cuda)
+# _convolution_plan does every check of the meta function: the dispatcher may skip the meta call on cuda
+_dispatch.checked_cuda[convolution] = _convolution_cuda
 im2col.register_kernel("cuda", _im2col_cuda)
 fold.register_kernel("cuda", _fold_cuda)
 for _n, _conv_op, _transpose_op in ((1, conv1d, conv_transpose1d), (2, conv2d, conv_transpose2d),

@@ -8,7 +8,7 @@ and return plain tensors.
 
 from __future__ import annotations
 
-from .._ops._dispatch import _disabled_ember_function
+from .._ops._dispatch import _disabled_ember_function, register_plain_tensor_type
 from .._tensor import Tensor
 
 __all__ = [
@@ -82,6 +82,10 @@ class Parameter(Tensor):
         return (_rebuild_parameter, (self.data, self.requires_grad))
 
     __ember_function__ = classmethod(_disabled_ember_function)
+
+
+# A Parameter overrides nothing: the dispatcher's hot loop and autograd's recorders take it as a plain tensor.
+register_plain_tensor_type(Parameter)
 
 
 def _rebuild_parameter(data, requires_grad):
