@@ -13,8 +13,11 @@ no special case.
 
 from __future__ import annotations
 
+import numpy as np
+
 import ember
 from ember._ops import registry
+from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, nondifferentiable, through_decomposition
 from ._helpers import as_strided_backward, metadata_only, scatter_into_zeros, wrap_dim
@@ -32,7 +35,14 @@ def _view_backward(grad, input_meta, shape):
     if len(shape) == 1 and isinstance(shape[0], ember.dtype):
         # PyTorch's view(dtype) has no gradient (its output never requires grad).
         return None
-    return grad.reshape(input_meta.shape)
+    target = tuple(input_meta.shape)
+    if not _dispatch_state.grad_enabled and not _dispatch_state.modes and type(grad) is ember.Tensor:
+        # grad.reshape(target) of a row-major gradient, when nothing records it: the array's own reshape is the
+        # same view, without three dispatcher layers (Flatten's backward in every classifier step)
+        data = grad._data
+        if (type(data) is np.ndarray or grad._device.type == "cuda") and data.flags.c_contiguous:
+            return ember.Tensor._make_view(data.reshape(target), grad)
+    return grad.reshape(target)
 
 
 derivative("view", input=metadata_only(_view_backward))
