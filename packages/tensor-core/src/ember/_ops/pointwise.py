@@ -1952,7 +1952,17 @@ def _threshold_backward_meta(grad_output, self, threshold):
 
 
 def _threshold_backward_np(g, y, threshold):
-    return np.where(y <= y.dtype.type(threshold), g.dtype.type(0), g)
+    blocked = y <= y.dtype.type(threshold)
+    bits = _SAME_SIZE_BITS.get(g.dtype)
+    if bits is not None and type(g) is np.ndarray:
+        # numpy's where branches per element (about 15x slower than a product on random signs): select by
+        # masking the bits instead, all ones where the gradient passes and zero (+0.0) where it is blocked
+        keep = np.subtract(blocked, 1, dtype=bits)
+        return np.bitwise_and(g.view(bits), keep).view(g.dtype)
+    return np.where(blocked, g.dtype.type(0), g)
+
+
+_SAME_SIZE_BITS = {np.dtype(np.float32): np.dtype(np.uint32), np.dtype(np.float64): np.dtype(np.uint64)}
 
 
 def _threshold_backward_cpu(grad_output, self, threshold):
