@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Run ember's tests with the cuda backend on a GPU machine whose python has CuPy, CMake, ninja
-# and pybind11 but no network (the lent H200): build ember._C in place, put both packages'
-# src/ on PYTHONPATH, register ember-autograd's entry point, then run pytest.
+# and pybind11 but no network (the lent H200): build ember._C in place, put the packages' src/ on
+# PYTHONPATH, register ember-autograd's and ember-fx's entry points, then run pytest.
 #
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh [pytest arguments]
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh --bench [benchmarks/run.py arguments]
 #
-# Without a test path among its arguments it runs every GPU-relevant test tree (packages/tensor-core/tests,
-# packages/autograd/tests, examples/tests), with the given options. With --bench it runs the GPU benchmarks
-# (`benchmarks/run.py --device cuda`, which writes BENCHMARKS_CUDA.md) instead of pytest.
+# Without a test path among its arguments it runs every test tree (packages/tensor-core/tests,
+# packages/autograd/tests, packages/fx/tests, examples/tests), with the given options. With --bench it runs
+# the GPU benchmarks (`benchmarks/run.py --device cuda`, which writes BENCHMARKS_CUDA.md) instead of pytest.
 # Environment: PYTHON (default python3), EMBER_BUILD_DIR (default /tmp/ember-build).
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."  # the repository root
@@ -18,22 +18,26 @@ cmake -S packages/tensor-core -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DPython_EXECUTABLE="$(command -v "$PY")" -Dpybind11_DIR="$("$PY" -m pybind11 --cmakedir)" >/dev/null
 cmake --build "$BUILD" -j"$(nproc)" >/dev/null
 cp "$BUILD"/_C*.so packages/tensor-core/src/ember/
-# ember-autograd is found through its entry point (ember.extensions); without pip, declare it by hand.
+# ember-autograd and ember-fx are found through their entry points (ember.extensions); without pip, declare
+# them by hand.
 SITE="$BUILD/site"
-mkdir -p "$SITE/ember_autograd-0.1.0.dist-info"
-printf 'Metadata-Version: 2.1\nName: ember-autograd\nVersion: 0.1.0\n' >"$SITE/ember_autograd-0.1.0.dist-info/METADATA"
-printf '[ember.extensions]\nautograd = ember.autograd\n' >"$SITE/ember_autograd-0.1.0.dist-info/entry_points.txt"
-export PYTHONPATH="packages/tensor-core/src:packages/autograd/src:$SITE${PYTHONPATH:+:$PYTHONPATH}"
+for dist in autograd fx; do
+  mkdir -p "$SITE/ember_$dist-0.1.0.dist-info"
+  printf 'Metadata-Version: 2.1\nName: ember-%s\nVersion: 0.1.0\n' "$dist" >"$SITE/ember_$dist-0.1.0.dist-info/METADATA"
+  printf '[ember.extensions]\n%s = ember.%s\n' "$dist" "$dist" >"$SITE/ember_$dist-0.1.0.dist-info/entry_points.txt"
+done
+export PYTHONPATH="packages/tensor-core/src:packages/autograd/src:packages/fx/src:$SITE${PYTHONPATH:+:$PYTHONPATH}"
 export EMBER_TEST_BACKEND=cuda
 if [ "${1:-}" = "--bench" ]; then
   shift
   exec "$PY" benchmarks/run.py --device cuda "$@"
 fi
-# Without a test path among the arguments (options only, such as -q -n 16), run the three GPU-relevant trees;
-# pytest.ini's testpaths would add packages/fx/tests, whose package is not on PYTHONPATH here.
+# Without a test path among the arguments (options only, such as -q -n 16), run the four test trees.
 has_path=0
 for arg in "$@"; do
   case "$arg" in -*) ;; *) if [ -e "${arg%%::*}" ]; then has_path=1; fi ;; esac
 done
-if [ "$has_path" -eq 0 ]; then set -- "$@" packages/tensor-core/tests packages/autograd/tests examples/tests; fi
+if [ "$has_path" -eq 0 ]; then
+  set -- "$@" packages/tensor-core/tests packages/autograd/tests packages/fx/tests examples/tests
+fi
 exec "$PY" -m pytest -p no:cacheprovider "$@"
