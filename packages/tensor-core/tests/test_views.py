@@ -796,3 +796,15 @@ def test_view_as_another_dtype_reinterprets_bytes():
     y = x.view(ember.int32)
     y[0, 0] = 7
     assert x.numpy()[0, 0] == np.array([7], np.int32).view(np.float32)[0]
+
+
+def test_shapes_refuse_floats_in_pytorchs_words():
+    x = ember.arange(12.0)
+    for call, name, arg in ((lambda: x.reshape(4, 3.0), "reshape", "shape"), (lambda: x.view((4, 3.0)), "view", "size"),
+                            (lambda: x.reshape(2, 2, 3).permute(0, 1.0, 2), "permute", "dims"),
+                            (lambda: x[:1].expand(2.0, 1), "expand", "size")):
+        with pytest.raises(TypeError, match=rf"{name}\(\): argument '{arg}' .* got float"):
+            call()
+    # integers of other types (numpy's, one-element integer tensors) are sizes, as in PyTorch
+    assert x.reshape(np.int64(4), 3).shape == (4, 3)
+    assert x.view(ember.tensor(4), 3).shape == (4, 3)

@@ -393,3 +393,25 @@ def test_to_empty_and_skip_init():
 
     with pytest.raises(RuntimeError, match="Module must support a 'device' arg to skip initialization"):
         nn.utils.skip_init(NoDevice, 2)
+
+
+def test_parameter_of_integers_cannot_require_grad():
+    with pytest.raises(RuntimeError, match="only Tensors of floating point and complex dtype can require gradients"):
+        ember.nn.Parameter(ember.tensor([1, 2]))
+    p = ember.nn.Parameter(ember.tensor([1, 2]), requires_grad=False)
+    assert not p.requires_grad and p.dtype is ember.int64
+
+
+def test_parameter_subclass_calling_the_default_override_does_not_recurse():
+    calls = []
+
+    class Tracked(ember.nn.Parameter):
+        @classmethod
+        def __ember_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(func.__name__)
+            return super().__ember_function__(func, types, args, kwargs)
+
+    out = ember.nn.functional.linear(ember.ones(2, 3), Tracked(ember.ones(4, 3)))
+    assert type(out) is ember.Tensor and out.shape == (2, 4)
+    np.testing.assert_array_equal(out.detach().numpy(), np.full((2, 4), 3.0))
+    assert calls == ["linear"]

@@ -115,8 +115,17 @@ _PLAIN_TYPES = frozenset({int, float, bool, complex, str, type(None), slice, typ
 
 
 def _disabled_ember_function(cls, func, types, args=(), kwargs=None):
-    """Marker ``__ember_function__`` that opts a subclass out of overrides (``nn.Parameter``)."""
-    return func(*args, **(kwargs or {}))
+    """Marker ``__ember_function__`` that opts a subclass out of overrides (``nn.Parameter``).
+
+    A subclass of such a class that overrides ``__ember_function__`` and calls this one through ``super()``
+    gets ``func`` run with overrides off, so the call does not come back to it.
+    """
+    previous = state.overrides_disabled
+    state.overrides_disabled = True
+    try:
+        return func(*args, **(kwargs or {}))
+    finally:
+        state.overrides_disabled = previous
 
 
 class _Scan:

@@ -1075,7 +1075,7 @@ tanhshrink = _composite(
 
 
 def _threshold_meta(input, threshold, value, inplace=False):
-    """``x`` where ``x > threshold``, else ``value``.
+    """``value`` where ``x <= threshold``, else ``x`` (a NaN stays NaN, as in PyTorch).
 
     ``threshold`` and ``value`` are converted to ``input``'s dtype first (integers truncate).
 
@@ -1110,7 +1110,7 @@ def _threshold_meta(input, threshold, value, inplace=False):
 def _threshold_cpu(input, threshold, value, inplace=False):
     data = input._data
     th, val = _scalar_as(threshold, data.dtype), _scalar_as(value, data.dtype)
-    return _finish(input, np.where(data > th, data, val), inplace)
+    return _finish(input, np.where(data <= th, val, data), inplace)  # a NaN stays NaN, as in PyTorch
 
 
 def _threshold_decomp(input, threshold, value, inplace=False):
@@ -1118,7 +1118,7 @@ def _threshold_decomp(input, threshold, value, inplace=False):
         return _E.threshold_(input, threshold, value)
     if input.dtype.category < D.FLOATING:
         threshold, value = int(threshold), int(value)
-    return _E.where(input > threshold, input, _E.full_like(input, value))
+    return _E.where(input <= threshold, _E.full_like(input, value), input)
 
 
 threshold = _composite(

@@ -10,6 +10,7 @@ view op for free, and meta, CPU and CUDA can never disagree on strides.
 from __future__ import annotations
 
 import math
+import operator
 
 from .. import _dtype as D
 from .._meta import MetaArray, contiguous_strides
@@ -111,7 +112,7 @@ def _view_meta_fn(input, *shape):
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return _view_dtype_meta(input, shape[0])
     data = input._data
-    new_shape = infer_size(_raw_shape(shape), data.size)
+    new_shape = infer_size(_raw_shape(shape, "view", "size"), data.size)
     strides = _view_strides(data.shape, input.stride(), new_shape)
     if strides is None:
         raise RuntimeError(
@@ -150,10 +151,21 @@ def _view_dtype_meta(input, dtype):
     return _view_meta(input, tuple(shape), tuple(strides), offset, dtype.numpy_dtype)
 
 
-def _raw_shape(shape):
+def _raw_shape(shape, op="reshape", arg="shape"):
+    """A shape given as ints or one sequence of ints, as a tuple of ints (integers and anything with
+    ``__index__``: numpy integers, one-element integer tensors).
+
+    Raises:
+        TypeError: for another element (a float), in PyTorch's words for ``op``'s argument ``arg``.
+    """
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
-    return tuple(int(s) for s in shape)
+    try:
+        return tuple(map(operator.index, shape))
+    except TypeError:
+        pos, bad = next((i, v) for i, v in enumerate(shape) if not hasattr(type(v), "__index__"))
+        raise TypeError(f"{op}(): argument '{arg}' failed to unpack the object at pos {pos + 1} with error "
+                        f'"type must be tuple of ints,but got {type(bad).__name__}"') from None
 
 
 view = _defview("view", _view_meta_fn)
@@ -249,7 +261,7 @@ def _permute_meta(input, *dims):
         RuntimeError: if ``dims`` is not a permutation of the dimensions.
     """
     ndim = input._data.ndim
-    dims = _raw_shape(dims)
+    dims = _raw_shape(dims, "permute", "dims")
     if len(dims) != ndim:
         raise RuntimeError(
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired "
@@ -336,7 +348,7 @@ def _expand_meta(input, *sizes):
     Raises:
         RuntimeError: if a non-singleton size would change, or fewer sizes than dims are given.
     """
-    sizes = _raw_shape(sizes)
+    sizes = _raw_shape(sizes, "expand", "size")
     shape, strides = input._data.shape, input.stride()
     ndim = input._data.ndim
     if len(sizes) < ndim:

@@ -35,8 +35,8 @@ def _make_subclass(cls, data, requires_grad):
     t._output_nr = 0
     t._view_info = None
     t._grad_accumulator = None
-    t._requires_grad = bool(requires_grad)
-    return t
+    t._requires_grad = False
+    return t.requires_grad_(requires_grad)  # refuses integer and bool data, as PyTorch's Parameter does
 
 
 class Parameter(Tensor):

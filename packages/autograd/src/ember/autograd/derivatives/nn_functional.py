@@ -82,7 +82,9 @@ derivative(
 # hardtanh and relu6 pass the gradient strictly inside the limits (0 at them, as PyTorch); the output is
 # inside exactly where the input is, so they read the output (an in-place call needs no copy of the input)
 def _hardtanh_input(grad, result, min_val, max_val):
-    return grad * ember.logical_and(result > min_val, result < max_val)
+    # blocked at and beyond the limits, as PyTorch's hardtanh_backward: a NaN passes its gradient, and a blocked
+    # gradient is 0 even when it is NaN or infinite
+    return ember.where(ember.logical_or(result <= min_val, result >= max_val), 0.0, grad)
 
 
 derivative("hardtanh", input=_hardtanh_input)
@@ -102,7 +104,8 @@ def _elu_backward(grad, input, alpha, scale, input_scale):
     # exp of x * [x < 0]: the same values at and below 0, no overflow above, and (as PyTorch's double
     # backward) a zero second derivative at 0
     negative = grad * ember.exp(input * (input < 0) * input_scale) * (alpha * scale * input_scale)
-    return ember.where(input > 0, grad * scale if scale != 1.0 else grad, negative)
+    # the negative branch at and below 0 only, as PyTorch: a NaN input takes the positive one
+    return ember.where(input <= 0, negative, grad * scale if scale != 1.0 else grad)
 
 
 derivative("elu", input=lambda grad, input, alpha: _elu_backward(grad, input, alpha, 1.0, 1.0))
