@@ -384,14 +384,10 @@ _CUDA_REAL = {"float16": None, "bfloat16": None, "float32": None, "float64": Non
               "complex128": np.float64}
 
 
-def _cuda_fused_supported(p):
-    """Whether ``p`` may take the CUDA fused step by default: a plain CUDA tensor of a dtype the kernel takes."""
-    return _foreach_supported(p) and p._device.type == "cuda" and numpy_dtype_name(p._data.dtype) in _CUDA_REAL
-
-
 def _all_cuda_fused(params):
-    """Whether ``params`` is not empty and :func:`_cuda_fused_supported` holds for each: one loop of attribute
-    reads (it runs at every step), stopping at the first CPU tensor."""
+    """Whether ``params`` is not empty and each may take the CUDA fused step by default: a plain tensor or
+    parameter (as :func:`_foreach_supported`) on a GPU, of a dtype the kernel takes. One loop of attribute reads
+    (it runs at every step), stopping at the first CPU tensor."""
     if not params:
         return False
     parameter = ember.nn.Parameter

@@ -1728,19 +1728,13 @@ def _fast_conv_forward(xp, x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     dtype = x.dtype
     key = ("forward", x.shape, x.strides, dtype, w.shape, w.dtype, None if b is None else b.dtype, stride, pad_lo,
            pad_hi, dilation, groups)
-    plan = _fast_plans.get(key, False)
-    if plan is False:
-        plan = _fast_plan(key, _fast_forward_plan)
+    plan = _fast_plan(key, _fast_forward_plan)
     if plan is None:
         return None
     compute, variant, cols_shape, im2col_grid, im2col_struct, w_matrix, cols_matrix, out_shape, out_grid, \
         output_struct = plan
     device = _fast_device(xp, x, w) if b is None else _fast_device(xp, x, w, b)
-    if device is None:
-        return None
-    kernels = _fast_modules.get((device, *variant), False)
-    if kernels is False:
-        kernels = _fast_kernels(xp, device, *variant)
+    kernels = None if device is None else _fast_kernels(xp, device, *variant)
     if kernels is None:
         return None
     im2col, output, _, _ = kernels
@@ -1801,19 +1795,13 @@ def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
     """
     dtype = x.dtype
     key = ("backward", gy.shape, x.shape, x.strides, dtype, gy.dtype, w.shape, w.dtype, stride, padding, dilation)
-    plan = _fast_plans.get(key, False)
-    if plan is False:
-        plan = _fast_plan(key, _fast_backward_plan)
+    plan = _fast_plan(key, _fast_backward_plan)
     if plan is None:
         return None
     variant, rows_shape, rows_grid, rows_struct, cols_shape, im2col_grid, im2col_struct, w_matrix, col2im_grid, \
         col2im_struct = plan
     device = _fast_device(xp, gy, x, w)
-    if device is None:
-        return None
-    kernels = _fast_modules.get((device, *variant), False)
-    if kernels is False:
-        kernels = _fast_kernels(xp, device, *variant)
+    kernels = None if device is None else _fast_kernels(xp, device, *variant)
     if kernels is None:
         return None
     im2col, _, grad_rows, col2im = kernels

@@ -1976,12 +1976,10 @@ def _threshold_backward_checked_cpu(grad_output, self, threshold):
     # the common call (relu's backward): two tensors of one float dtype and shape, a Python number
     if type(grad_output) is Tensor and type(self) is Tensor and type(threshold) in (int, float):
         g, y = grad_output._data, self._data
-        if g.dtype is y.dtype and g.shape == y.shape and g.dtype in _DIRECT_REAL_FLOATS:
+        if g.dtype is y.dtype and g.shape == y.shape and g.dtype in _SAME_SIZE_BITS:  # float32/float64
             return np.asarray(quiet(_threshold_backward_np, g, y, threshold))
     return None
 
-
-_DIRECT_REAL_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 threshold_backward = defop("threshold_backward", _threshold_backward_meta, cpu=_threshold_backward_cpu,
                            tags=("pointwise",))
