@@ -72,6 +72,19 @@ from . import random  # noqa: E402
 from . import _tensor_methods  # noqa: E402
 
 _tensor_methods.install()
+from ._legacy_types import (  # noqa: E402 - PyTorch's legacy tensor types (ember.FloatTensor, ...)
+    BFloat16Tensor,
+    BoolTensor,
+    ByteTensor,
+    CharTensor,
+    DoubleTensor,
+    FloatTensor,
+    HalfTensor,
+    IntTensor,
+    LongTensor,
+    ShortTensor,
+    set_default_tensor_type,
+)
 from .serialization import SerializationError, load, save  # noqa: E402
 from . import nn  # noqa: E402
 from . import return_types  # noqa: E402,F401
@@ -165,6 +178,7 @@ __version__ = "0.1.0"
 
 from . import utils  # noqa: E402,F401 - ember.utils.data, ember.utils.checkpoint, ...
 from . import cuda  # noqa: E402,F401 - ember.cuda (imports CuPy only on first use)
+from . import accelerator, backends  # noqa: E402,F401 - torch.accelerator / torch.backends counterparts
 from ._extensions import load_extensions as _load_extensions  # noqa: E402
 
 _load_extensions()

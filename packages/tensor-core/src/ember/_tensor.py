@@ -227,6 +227,8 @@ class Tensor:
     def is_cuda(self):
         return self._device.type == "cuda"
 
+    # PyTorch's other device predicates (is_xpu, is_mps, ...): see _device_predicate below the class.
+
     @property
     def layout(self):
         return "strided"
@@ -517,6 +519,26 @@ def _wrap_dim(dim, ndim):
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim + n if dim < 0 else dim
+
+
+def _device_predicate(device_type):
+    def predicate(self):
+        return self._device.type == device_type
+
+    predicate.__name__ = f"is_{device_type}"
+    predicate.__doc__ = f"Whether this tensor is on a '{device_type}' device (PyTorch's Tensor.is_{device_type})."
+    return property(predicate)
+
+
+#: Device types PyTorch has a ``Tensor.is_<type>`` property for, beyond cpu/cuda/meta. Ember has no
+#: built-in backend for them, so they are False unless an out-of-tree device of that name is
+#: registered (ember.utils.backend_registration).
+PREDICATE_DEVICE_TYPES = ("xpu", "mps", "ipu", "hpu", "maia", "mtia", "vulkan", "xla")
+for _type in PREDICATE_DEVICE_TYPES:
+    setattr(Tensor, f"is_{_type}", _device_predicate(_type))
+del _type
+# MKL-DNN (oneDNN) is a tensor layout in PyTorch; ember has no such layout.
+Tensor.is_mkldnn = property(lambda self: False, doc="Always False: ember has no MKL-DNN (oneDNN) tensor layout.")
 
 
 def is_contiguous_strides(shape, strides):

@@ -160,31 +160,28 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
     return to(self, target, non_blocking=non_blocking)
 
 
-def type_(self, dtype=None, non_blocking=False):
-    """The dtype's name (``'ember.FloatTensor'`` style) with no argument; else ``self.to(dtype)``."""
+def type_(self, dtype=None, non_blocking=False, **kwargs):
+    """The legacy type name (``'ember.FloatTensor'``, ``'ember.cuda.LongTensor'``) with no argument;
+    else this tensor converted to ``dtype``: an ember.dtype, a legacy type (``ember.LongTensor``,
+    ``ember.cuda.FloatTensor``, which also set the device) or its name (``'ember.LongTensor'``;
+    PyTorch's ``'torch.LongTensor'`` is accepted too). See :mod:`ember._legacy_types`.
+
+    Raises:
+        ValueError: for a string that names no legacy type.
+    """
+    from . import _legacy_types as L
+
     if dtype is None:
-        return f"ember.{_LEGACY_NAMES[self.dtype.name]}"
+        return L.type_string(self.dtype, self.device.type)
     if isinstance(dtype, str):
-        dtype = {f"ember.{v}": D.BY_NAME[k] for k, v in _LEGACY_NAMES.items()}.get(dtype)
-        if dtype is None:
-            raise ValueError("invalid type string")
-    return to(self, dtype, non_blocking=non_blocking)
-
-
-_LEGACY_NAMES = {
-    "bool": "BoolTensor",
-    "uint8": "ByteTensor",
-    "int8": "CharTensor",
-    "int16": "ShortTensor",
-    "int32": "IntTensor",
-    "int64": "LongTensor",
-    "float16": "HalfTensor",
-    "bfloat16": "BFloat16Tensor",
-    "float32": "FloatTensor",
-    "float64": "DoubleTensor",
-    "complex64": "ComplexFloatTensor",
-    "complex128": "ComplexDoubleTensor",
-}
+        dtype, device_type = L.parse_type_string(dtype)
+    elif L.is_legacy_type(dtype):
+        dtype, device_type = dtype.dtype, dtype._device_type
+    else:
+        return to(self, dtype, non_blocking=non_blocking)
+    if device_type == self.device.type:
+        return to(self, dtype, non_blocking=non_blocking)
+    return to(self, device_type, dtype, non_blocking=non_blocking)
 
 
 def contiguous(self, memory_format=None):

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 from . import _pinned
+from .. import _legacy_types
 from ._runtime import INSTALL_HINT, cupy_module
 from ._runtime import is_available as _cupy_available
 from .memory import (
@@ -57,6 +58,10 @@ __all__ = [
     "reset_peak_memory_stats", "empty_cache", "mem_get_info", "memory_summary", "INSTALL_HINT",
 ]
 
+
+# PyTorch's legacy CUDA tensor types: ember.cuda.FloatTensor, ... (see ember._legacy_types)
+globals().update(_legacy_types.CUDA_TYPES)
+__all__ += list(_legacy_types.CUDA_TYPES)
 
 _pinned.install()  # Tensor.pin_memory() / Tensor.is_pinned() (pinning needs the GPU driver; see _pinned)
 

@@ -42,7 +42,11 @@ def register_backend(name, backend, *, generate_methods=True):
 
     if name in _BACKENDS:
         raise RuntimeError(f"device type '{name}' is already registered")
-    if generate_methods and (hasattr(Tensor, name) or hasattr(Tensor, f"is_{name}")):
+    from .._tensor import PREDICATE_DEVICE_TYPES
+
+    # PyTorch's own predicates (Tensor.is_xpu, ...) already answer by device type: not a clash.
+    has_predicate = hasattr(Tensor, f"is_{name}") and name not in PREDICATE_DEVICE_TYPES
+    if generate_methods and (hasattr(Tensor, name) or has_predicate):
         raise RuntimeError(f"device name '{name}' would shadow an existing Tensor attribute")
     register_backend_type(name, backend)
     if generate_methods:
