@@ -1,7 +1,8 @@
 """Data types and PyTorch's type-promotion rules.
 
 An :class:`dtype` names an element type and carries the numpy dtype used to
-store it (``bfloat16`` comes from ``ml_dtypes``). Promotion follows PyTorch:
+store it (``bfloat16`` comes from ``ml_dtypes``, imported on first use: see
+:func:`load_ml_dtypes`). Promotion follows PyTorch:
 values are ordered by category (bool < integer < floating < complex), and a
 Python scalar or a zero-dimensional tensor only changes the result dtype when
 its category is higher than that of the dimensioned tensors.
@@ -9,7 +10,9 @@ its category is higher than that of the dimensioned tensors.
 
 from __future__ import annotations
 
-import ml_dtypes
+import sys
+import threading
+
 import numpy as np
 
 __all__ = [
@@ -64,13 +67,24 @@ class dtype:
 
     __slots__ = ("name", "numpy_dtype", "itemsize", "category", "is_signed", "_safetensors_code")
 
-    def __init__(self, name, numpy_dtype, category, safetensors_code):
+    def __init__(self, name, numpy_dtype, category, safetensors_code, itemsize=None):
+        # numpy_dtype None: a type from ml_dtypes, whose slot stays empty until load_ml_dtypes fills it
         self.name = name
-        self.numpy_dtype = np.dtype(numpy_dtype)
-        self.itemsize = self.numpy_dtype.itemsize
+        if numpy_dtype is not None:
+            self.numpy_dtype = np.dtype(numpy_dtype)
+            itemsize = self.numpy_dtype.itemsize
+        self.itemsize = itemsize
         self.category = category
         self.is_signed = name not in ("bool", "uint8")
         self._safetensors_code = safetensors_code
+
+    def __getattr__(self, attr):
+        # Python calls this only when the normal look-up fails: for the empty numpy_dtype slot of an
+        # ml_dtypes type (bfloat16) before ml_dtypes is loaded. Once loaded, the slot answers directly.
+        if attr == "numpy_dtype" and self in _FROM_ML_DTYPES:
+            load_ml_dtypes()
+            return self.numpy_dtype
+        raise AttributeError(f"'ember.dtype' object has no attribute '{attr}'")
 
     @property
     def is_floating_point(self):
@@ -110,7 +124,7 @@ int16 = dtype("int16", np.int16, INTEGRAL, "I16")
 int32 = dtype("int32", np.int32, INTEGRAL, "I32")
 int64 = dtype("int64", np.int64, INTEGRAL, "I64")
 float16 = dtype("float16", np.float16, FLOATING, "F16")
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOATING, "BF16")
+bfloat16 = dtype("bfloat16", None, FLOATING, "BF16", itemsize=2)  # numpy dtype: ml_dtypes.bfloat16, on first use
 float32 = dtype("float32", np.float32, FLOATING, "F32")
 float64 = dtype("float64", np.float64, FLOATING, "F64")
 complex64 = dtype("complex64", np.complex64, COMPLEX, "C64")
@@ -123,9 +137,64 @@ cfloat, cdouble = complex64, complex128
 
 ALL_DTYPES = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64, complex128)
 BY_NAME = {d.name: d for d in ALL_DTYPES}
-_NUMPY_TO_DTYPE = {d.numpy_dtype: d for d in ALL_DTYPES}
+# ember dtypes stored as an ml_dtypes type -> that type's name in ml_dtypes
+_FROM_ML_DTYPES = {bfloat16: "bfloat16"}
+_NUMPY_TO_DTYPE = {d.numpy_dtype: d for d in ALL_DTYPES if d not in _FROM_ML_DTYPES}  # + bfloat16 once loaded
 _REAL_TO_COMPLEX = {float16: complex64, bfloat16: complex64, float32: complex64, float64: complex128}
 _COMPLEX_TO_REAL = {complex64: float32, complex128: float64}
+
+
+# ---------------------------------------------------------------------------
+# ml_dtypes, loaded on first use.
+#
+# Initialising ml_dtypes' extension module takes most of a second, far more than the rest of
+# ``import ember``, and most programs never touch bfloat16. So ``ember.bfloat16`` exists from the
+# start, but its numpy dtype is resolved by load_ml_dtypes the first time anything reads it (a
+# bfloat16 tensor, a cast to it, finfo). Tables keyed by numpy dtypes learn it at that moment:
+# _NUMPY_TO_DTYPE here, and the sets other modules make with numpy_dtype_set.
+
+_ml_dtypes_lock = threading.Lock()
+_ml_dtypes_loaded = False  # (a flag: reading an empty slot would call dtype.__getattr__, which loads)
+_waiting_sets = []  # (set, dtypes): sets from numpy_dtype_set that still lack ml_dtypes' numpy dtypes
+
+
+def load_ml_dtypes():
+    """Import ml_dtypes and give ``bfloat16`` its numpy dtype (once; later calls return at once).
+
+    Called by the first read of ``bfloat16.numpy_dtype``; call it directly to pay the cost up front.
+    """
+    global _ml_dtypes_loaded
+    with _ml_dtypes_lock:
+        if _ml_dtypes_loaded:
+            return
+        import ml_dtypes  # the slow part (its extension module registers the types with numpy)
+
+        resolved = {d: np.dtype(getattr(ml_dtypes, name)) for d, name in _FROM_ML_DTYPES.items()}
+        # fill the tables before the slots: another thread that reads a filled slot sees complete tables
+        for d, np_dtype in resolved.items():
+            _NUMPY_TO_DTYPE[np_dtype] = d
+        for numpy_dtypes, dtypes in _waiting_sets:
+            numpy_dtypes.update(resolved[d] for d in dtypes)
+        _waiting_sets.clear()
+        for d, np_dtype in resolved.items():
+            d.numpy_dtype = np_dtype
+        _ml_dtypes_loaded = True
+
+
+def numpy_dtype_set(dtypes):
+    """A set of the numpy dtypes of ``dtypes`` that modules can build at import without loading ml_dtypes.
+
+    The numpy dtype of bfloat16 joins the set when ml_dtypes loads, before any array of that dtype can
+    exist, so ``array.dtype in the_set`` always answers as if the set had been complete from the start.
+    """
+    dtypes = tuple(dtypes)
+    waiting = [d for d in dtypes if d in _FROM_ML_DTYPES]
+    with _ml_dtypes_lock:
+        if waiting and not _ml_dtypes_loaded:
+            numpy_dtypes = {d.numpy_dtype for d in dtypes if d not in _FROM_ML_DTYPES}
+            _waiting_sets.append((numpy_dtypes, waiting))
+            return numpy_dtypes
+    return {d.numpy_dtype for d in dtypes}
 
 
 def numpy_dtype_name(np_dtype):
@@ -148,6 +217,10 @@ def from_numpy_dtype(np_dtype):
     try:
         return _NUMPY_TO_DTYPE[np.dtype(np_dtype)]
     except (KeyError, TypeError):
+        if "ml_dtypes" in sys.modules and not _ml_dtypes_loaded:
+            # an ml_dtypes array made before ember needed ml_dtypes itself (cheap: the module is imported)
+            load_ml_dtypes()
+            return from_numpy_dtype(np_dtype)
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types are: "
             + ", ".join(d.name for d in ALL_DTYPES)
@@ -369,7 +442,13 @@ class finfo:
         type = get_default_dtype() if type is None else type
         if type.category not in (FLOATING, COMPLEX):
             raise TypeError(f"finfo: expected a floating point or complex dtype, got {type}")
-        info = ml_dtypes.finfo(type.to_real().numpy_dtype)
+        np_dtype = type.to_real().numpy_dtype  # (bfloat16: loads ml_dtypes)
+        if type.to_real() in _FROM_ML_DTYPES:
+            import ml_dtypes  # loaded by the line above; numpy's finfo doesn't know its types
+
+            info = ml_dtypes.finfo(np_dtype)
+        else:
+            info = np.finfo(np_dtype)
         self.bits = info.bits
         self.eps = _builtin_float(info.eps)
         self.max = _builtin_float(info.max)

@@ -16,9 +16,8 @@ In-place ops and ``inplace=True`` calls go to :mod:`ember.autograd._inplace`.
 
 from __future__ import annotations
 
-import numpy as np
-
-from ember._dtype import bfloat16 as _bf16
+from ember import _dtype as _D
+from ember._dtype import numpy_dtype_set
 from ember._ops import registry
 from ember._ops._dispatch import PLAIN_TENSOR_TYPES as _TENSOR_TYPES  # Tensor and nn.Parameter
 from ember._ops._dispatch import autograd_recorders, run_backend, state
@@ -32,8 +31,8 @@ from .graph import SavedTensor, _sequence, edge_of, tensor_meta
 __all__ = ["handle", "record", "run_without_grad", "make_node", "DIFFERENTIABLE_DTYPES"]
 
 #: numpy dtypes of tensors that can require grad.
-DIFFERENTIABLE_DTYPES = frozenset(
-    np.dtype(t) for t in (np.float16, np.float32, np.float64, np.complex64, np.complex128, _bf16.numpy_dtype)
+DIFFERENTIABLE_DTYPES = numpy_dtype_set(  # (a set that learns bfloat16 when ml_dtypes loads)
+    (_D.float16, _D.bfloat16, _D.float32, _D.float64, _D.complex64, _D.complex128)
 )
 
 _detach = registry["detach"]

@@ -51,7 +51,7 @@ _NN_ONLY = ("nn.functional_only",)  # only torch.nn.functional.<name>
 _NN_RANDOM = ("nn.functional", "random")
 _NN_ONLY_RANDOM = ("nn.functional_only", "random")
 
-_HALF_TYPES = (np.dtype(np.float16), D.bfloat16.numpy_dtype)
+_HALF_TYPES = D.numpy_dtype_set((D.float16, D.bfloat16))  # (learns bfloat16 when ml_dtypes loads)
 _F32 = np.dtype(np.float32)
 # dtypes that the C++ kernels of ember._C (csrc/nn_kernels.cpp) compute in
 _C_FLOATS = (_F32, np.dtype(np.float64))

@@ -33,7 +33,7 @@ __all__ = [
 
 _FROM_NP = D.from_numpy_dtype
 _BOOL = np.dtype(np.bool_)
-_EXTENSION_FLOATS = (D.bfloat16.numpy_dtype,)
+_EXTENSION_FLOATS = D.numpy_dtype_set((D.bfloat16,))  # (a set that learns bfloat16 when ml_dtypes loads)
 
 # dtype sets for ``supported=``: the dtypes PyTorch's CPU kernels accept.
 ALL = frozenset(D.ALL_DTYPES)
@@ -48,12 +48,13 @@ FLOATING_AND_COMPLEX = FLOATING | COMPLEX
 
 # float16 and bfloat16 compute in float32 and round once, as PyTorch's CPU kernels do
 # (numpy would round every intermediate step; ml_dtypes' bfloat16 lacks many loops).
-_UPCAST = {np.dtype(np.float16): np.dtype(np.float32), D.bfloat16.numpy_dtype: np.dtype(np.float32)}
+_UPCAST = D.numpy_dtype_set((D.float16, D.bfloat16))  # (learns bfloat16 when ml_dtypes loads)
+_F32 = np.dtype(np.float32)
 
 
 def compute_dtype(np_dtype):
     """The numpy dtype to compute ``np_dtype`` values in: float32 for float16/bfloat16, else itself."""
-    return _UPCAST.get(np_dtype, np_dtype)
+    return _F32 if np_dtype in _UPCAST else np_dtype
 
 
 def binary_dtype(a, b):
@@ -194,9 +195,9 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         raise ValueError(f"binary {name}: scalars must be 'both', 'other' or 'none', got {scalars!r}")
     float_result = result == "float"
     # numpy dtypes the kernel's fast path hands to np_fn as they are (no cast before, none after)
-    direct = frozenset(
-        d.numpy_dtype for d in (supported if supported is not None else ALL)
-        if not (float_result and d.category < D.FLOATING) and not (upcast and d.numpy_dtype in _UPCAST)
+    direct = D.numpy_dtype_set(
+        d for d in (supported if supported is not None else ALL)
+        if not (float_result and d.category < D.FLOATING) and not (upcast and d in (D.float16, D.bfloat16))
     )
 
     def compute(input, other):
@@ -273,7 +274,7 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
                 if b is not None:
                     return _same_dtype(quiet(np_fn, input, b), b.dtype)
         np_dtype = compute(input, other).numpy_dtype
-        work = _UPCAST.get(np_dtype, np_dtype) if upcast else np_dtype
+        work = compute_dtype(np_dtype) if upcast else np_dtype
         # PyTorch computes inf/nan silently (1/0, 0/0)
         value = _as_array(quiet(np_fn, operand(input, work), operand(other, work)))
         if result != "bool" and value.dtype != np_dtype:  # upcast, or a function that widened (scipy)
@@ -358,7 +359,7 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
             target = result_dtype(dtype).numpy_dtype
             work = target if float_result else np_dtype
             if upcast:
-                work = _UPCAST.get(work, work)
+                work = compute_dtype(work)
             found = plans[key] = (supported is None or dtype in supported, target, work)
         return found
 

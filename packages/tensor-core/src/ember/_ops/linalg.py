@@ -48,7 +48,7 @@ ALIASES: dict[str, str] = {}
 
 _FROM_NP = D.from_numpy_dtype
 _FLOAT32 = np.dtype(np.float32)
-_HALF_TYPES = frozenset({np.dtype(np.float16), D.bfloat16.numpy_dtype})
+_HALF_TYPES = D.numpy_dtype_set((D.float16, D.bfloat16))  # (learns bfloat16 when ml_dtypes loads)
 
 # C++ spellings of the dtypes, as PyTorch's "expected m1 and m2 to have the same dtype" messages print them.
 _C_NAMES = {

@@ -102,7 +102,7 @@ _NN_ONLY = ("nn.functional_only",)  # only torch.nn.functional.<name>
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
-_HALF_TYPES = (np.dtype(np.float16), D.bfloat16.numpy_dtype)
+_HALF_TYPES = D.numpy_dtype_set((D.float16, D.bfloat16))  # (learns bfloat16 when ml_dtypes loads)
 _FLOATS = (D.float16, D.bfloat16, D.float32, D.float64)
 _C_FLOAT = {_F32, _F64}
 

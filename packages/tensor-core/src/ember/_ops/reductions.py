@@ -66,7 +66,7 @@ _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 _I32 = np.dtype(np.int32)
-_LOW_FLOATS = (np.dtype(np.float16), D.bfloat16.numpy_dtype)  # computed in float32
+_LOW_FLOATS = D.numpy_dtype_set((D.float16, D.bfloat16))  # computed in float32 (learns bfloat16 on load)
 
 
 def _return_type(name, fields):

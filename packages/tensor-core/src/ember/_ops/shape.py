@@ -76,7 +76,7 @@ ALIASES: dict[str, str] = {}
 #: filled in below, next to their ops.
 OPERATORS: dict = {}
 
-_LOW_FLOATS = (np.dtype(np.float16), D.bfloat16.numpy_dtype)  # computed in float32, stored back
+_LOW_FLOATS = D.numpy_dtype_set((D.float16, D.bfloat16))  # computed in float32, stored back (learns bfloat16 on load)
 # dtypes that ember._C.index_accumulate handles
 _C_ACCUMULATE = frozenset(
     np.dtype(n) for n in ("float32", "float64", "int64", "int32", "int16", "int8", "uint8", "complex64", "complex128")

@@ -41,6 +41,8 @@ __all__ = [
     "has_bf16",
 ]
 
+# (reading it loads ml_dtypes, which `import ember` leaves out; CuPy imports ml_dtypes itself anyway, and this
+# module is imported only with the cuda backend: see ember._dtype.load_ml_dtypes)
 BF16 = _BF16_DTYPE.numpy_dtype
 _F32 = np.dtype(np.float32)
 
