@@ -23,7 +23,6 @@ pytestmark = [pytest.mark.parity, pinned_torch_only]
 #: torch.nn module classes ember does not have, and why.
 KNOWN_MISSING_MODULES = {
     "Container": "deprecated in PyTorch since 0.4 (use Module)",
-    "DataParallel": "single-process multi-GPU replication: needs ember.distributed / several devices",
     "CrossMapLRN2d": "legacy Lua-torch LRN whose values differ from LocalResponseNorm; not requested",
     "FractionalMaxPool2d": "needs the random fractional_max_pool ops in the registry",
     "FractionalMaxPool3d": "needs the random fractional_max_pool ops in the registry",

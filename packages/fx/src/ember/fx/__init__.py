@@ -27,7 +27,7 @@ Example:
         return add
 """
 
-from . import _serialize, passes, subgraph_rewriter  # noqa: F401
+from . import _serialize, experimental, passes, subgraph_rewriter  # noqa: F401 - ember.fx.experimental as in torch.fx
 from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap
 from .graph import Graph, PythonCode
 from .graph_module import GraphModule

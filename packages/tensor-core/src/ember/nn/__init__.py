@@ -6,3 +6,5 @@ from .parameter import *  # noqa: F401,F403
 from .modules import *  # noqa: F401,F403
 from . import init  # noqa: F401,E402
 from . import utils  # noqa: F401,E402
+from . import parallel  # noqa: F401,E402
+from .parallel import DataParallel  # noqa: F401,E402

@@ -24,3 +24,16 @@ from .attention import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
+from . import _paths  # noqa: E402
+
+_paths.install()  # PyTorch's paths for names ember defines elsewhere (activation.MultiheadAttention, ...)
+
+
+def __getattr__(name):
+    # PyTorch's modules.utils / modules.instancenorm, imported on first use: imported eagerly they
+    # would be caught by ember.nn's `from .modules import *` (ember.nn.utils is another package).
+    if name in _paths.LAZY_SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
