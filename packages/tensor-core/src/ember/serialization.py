@@ -1,10 +1,11 @@
 """Saving and loading tensors and the Python structures that hold them, without pickle.
 
 :func:`save` writes an object (a tensor, or a state dict: nested dicts, lists
-and tuples of tensors and Python scalars) to a file that any safetensors reader
-can open, and :func:`load` reads it back. Nothing in a file is ever executed:
-the structure is JSON, the tensor data raw bytes, and every claim the file
-makes (sizes, offsets, strides) is checked before it is used.
+and tuples of tensors, Python scalars, strings and numpy arrays; optimizer and LR
+scheduler state dicts) to a file that any safetensors reader can open, and
+:func:`load` reads it back. Nothing in a file is ever executed: the structure is
+JSON, the tensor data raw bytes, and every claim the file makes (sizes, offsets,
+strides) is checked before it is used.
 
 File layout (a valid safetensors file)::
 
@@ -38,7 +39,16 @@ named after the first place in the object where a tensor uses it
   (:class:`ember.Size`), ``{"t": "dict" | "odict", "items": [[key, value],
   ...]}`` (keys are nodes too, so int keys stay ints), ``{"t": "float", "v":
   "nan" | "inf" | "-inf"}``, ``{"t": "complex", "re": x, "im": y}``,
-  ``{"t": "dtype", "v": "float32"}``, ``{"t": "device", "v": "cuda:0"}`` and
+  ``{"t": "dtype", "v": "float32"}``, ``{"t": "device", "v": "cuda:0"}``,
+  ``{"t": "counter", "items": [...]}`` (:class:`collections.Counter`, like a dict),
+  ``{"t": "set" | "frozenset", "v": [...]}`` (elements are nodes of the kinds dict
+  keys may be), ``{"t": "bytes", "i": k}`` (record k: a 1-D uint8 tensor),
+  ``{"t": "ndarray", "dtype": name, "shape": [...], "i": k}`` (a numpy array: record k
+  is a contiguous 1-D tensor of its values in C order, of dtype ``name`` when ember has
+  it, else of uint8 bytes for ``uint16``/``uint32``/``uint64``; ``name`` is a numpy
+  dtype name from that closed list, so object, string and structured arrays cannot be
+  described), ``{"t": "npscalar", "dtype": name, "v": node}`` (a numpy scalar of that
+  dtype holding the number node ``v``, exact for every listed dtype) and
   ``{"t": "ext", "type": name, "v": node}`` (an object of a type registered with
   :func:`register_serializable_type`, by the name it was registered under);
 * ``"ember.header_sha256"``: the SHA-256 of the header in canonical JSON
@@ -57,7 +67,7 @@ import json
 import math
 import os
 import tempfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 
 import numpy as np
 
@@ -66,6 +76,13 @@ from ._device import device as _device_cls
 from ._dtype import ALL_DTYPES, BY_NAME
 from ._dtype import dtype as _dtype_cls
 from ._meta import MetaArray
+from ._safe_globals import (  # noqa: F401 - PyTorch's torch.serialization names; no-ops (ember never unpickles)
+    add_safe_globals,
+    clear_safe_globals,
+    get_safe_globals,
+    get_unsafe_globals_in_checkpoint,
+    safe_globals,
+)
 from ._storage import Storage, array_data_ptr, storage_of
 from ._tensor import Size, Tensor
 
@@ -168,16 +185,30 @@ def _extension_for(kind):
 # save
 
 
-def save(obj, f):
+def save(
+    obj,
+    f,
+    pickle_module=None,
+    pickle_protocol=None,
+    _use_new_zipfile_serialization=True,
+    _disable_byteorder_record=False,
+):
     """Save ``obj`` to ``f`` in a safetensors-compatible file, without pickle.
 
     ``obj`` may be a tensor or any nesting of ``dict`` (keys: str, int, float,
-    bool, None or tuples of those), ``collections.OrderedDict``, ``list``,
-    ``tuple``, :class:`ember.Size`, tensors, Python scalars (``int``,
-    ``float``, ``bool``, ``complex``, ``None``, ``str``), :class:`ember.dtype`,
-    :class:`ember.device` and instances of types registered with
-    :func:`register_serializable_type` (``ember.fx.GraphModule``). Types are kept exactly (a tuple loads as a
-    tuple, an OrderedDict as an OrderedDict). Each storage is written once, so
+    bool, None or tuples of those), ``collections.OrderedDict``,
+    ``collections.Counter``, ``list``, ``tuple``, ``set`` and ``frozenset`` (of
+    what dict keys may be), :class:`ember.Size`, tensors, Python scalars (``int``,
+    ``float`` including nan and infinities, ``bool``, ``complex``, ``None``,
+    ``str``, ``bytes``), numpy arrays and numpy scalars of numeric dtypes (bool,
+    int8 to int64, uint8 to uint64, float16, bfloat16, float32, float64,
+    complex64, complex128), :class:`ember.dtype`, :class:`ember.device` and
+    instances of types registered with :func:`register_serializable_type`
+    (``ember.fx.GraphModule``). This covers what PyTorch programs checkpoint
+    besides tensors: optimizer and LR-scheduler state dicts, epoch
+    counters, metrics, configuration dicts. Types are kept exactly (a tuple loads as a
+    tuple, an OrderedDict as an OrderedDict, a numpy array as a numpy array with its
+    dtype and shape; like pickle, each array is written as a contiguous copy). Each storage is written once, so
     views keep sharing memory after :func:`load`, with their strides and
     storage offsets. Meta tensors keep shape, dtype and strides only. Tensors
     on other devices are copied to host memory for writing and remember their
@@ -192,6 +223,9 @@ def save(obj, f):
             error never leaves a partial file and leaves an existing ``f``
             untouched; or a file object opened for binary writing, written at
             its current position.
+        pickle_module, pickle_protocol, _use_new_zipfile_serialization, _disable_byteorder_record: PyTorch's
+            pickling options, accepted so that PyTorch programs run and ignored:
+            ember writes no pickle.
 
     Raises:
         TypeError: if ``obj`` holds an object of a type that cannot be saved
@@ -216,6 +250,7 @@ def save(obj, f):
         >>> loaded["weight"].untyped_storage() is loaded["weight_t"].untyped_storage()
         True
     """
+    del pickle_module, pickle_protocol, _use_new_zipfile_serialization, _disable_byteorder_record  # no pickle
     plan = _Encoder().plan(obj)
     if isinstance(f, (str, os.PathLike)):
         _atomic_write(os.fspath(f), plan)
@@ -291,6 +326,7 @@ class _Encoder:
         self.names = set()
         self.keep_alive = []  # ids stay unique only while the objects live
         self.active = set()  # ids of containers being encoded, to detect cycles
+        self.ndarray_nodes = {}  # id(numpy array) -> its node: one array saved twice loads as one
 
     def plan(self, obj):
         root = self.encode(obj, "obj", ())
@@ -335,7 +371,16 @@ class _Encoder:
             return {"t": "device", "v": str(obj)}
         if kind is Size:
             return {"t": "size", "v": [int(s) for s in obj]}
-        if kind in (list, tuple, dict, OrderedDict):
+        if kind is np.ndarray:
+            return self.ndarray(obj, where, path)
+        if isinstance(obj, np.generic):
+            return _encode_numpy_scalar(obj, where)
+        if kind is bytes:
+            return {"t": "bytes", "i": self.byte_tensor(obj, path)}
+        if kind in (set, frozenset):
+            elements = [self.encode_key(v, where) for v in obj]
+            return {"t": kind.__name__, "v": elements}
+        if kind in (list, tuple, dict, OrderedDict, Counter):
             if id(obj) in self.active:
                 raise ValueError(f"ember.save: {where} contains itself; reference cycles cannot be saved")
             self.active.add(id(obj))
@@ -350,7 +395,7 @@ class _Encoder:
                 items = []
                 for k, v in obj.items():
                     items.append([self.encode_key(k, where), self.encode(v, f"{where}[{k!r}]", (*path, str(k)))])
-                return {"t": "dict" if kind is dict else "odict", "items": items}
+                return {"t": _MAPPING_TAGS[kind], "items": items}
             finally:
                 self.active.discard(id(obj))
         extension = _extension_for(kind)
@@ -363,11 +408,11 @@ class _Encoder:
             finally:
                 self.active.discard(id(obj))
             return {"t": "ext", "type": extension.name, "v": value}
-        hint = " (convert numpy values with .item() or ember.from_numpy)" if kind.__module__ == "numpy" else ""
         raise TypeError(
-            f"ember.save: cannot save {where} of type {kind.__module__}.{kind.__qualname__}{hint}; supported are "
-            "tensors, dict, OrderedDict, list, tuple, ember.Size, int, float, bool, complex, str, None, "
-            "ember.dtype, ember.device and types registered with ember.serialization.register_serializable_type "
+            f"ember.save: cannot save {where} of type {kind.__module__}.{kind.__qualname__}; supported are "
+            "tensors, dict, OrderedDict, collections.Counter, list, tuple, set, frozenset, ember.Size, int, float, "
+            "bool, complex, str, bytes, None, numpy arrays and scalars of numeric dtypes, ember.dtype, "
+            "ember.device and types registered with ember.serialization.register_serializable_type "
             "(other subclasses than of Tensor are not, since loading must not run their code)"
         )
 
@@ -381,6 +426,33 @@ class _Encoder:
             f"ember.save: cannot save the key {key!r} of {where}: dict keys must be str, int, float, bool, None "
             f"or tuples of those, not {kind.__qualname__}"
         )
+
+    # -- numpy arrays and bytes ---------------------------------------------------
+
+    def ndarray(self, array, where, path):
+        """A numpy array as a 1-D tensor record of its bytes' element type, plus dtype and shape.
+
+        Dtypes ember has go in as tensors of that dtype (a safetensors reader sees ``"F32"``);
+        uint16/32/64 as uint8 bytes. Like pickle, each array is saved as a contiguous copy:
+        views of one array do not share memory after loading.
+        """
+        node = self.ndarray_nodes.get(id(array))
+        if node is not None:
+            return node
+        name = _check_ndarray_dtype(array.dtype, where)
+        # A fresh native-byte-order copy: a view would make the tensor's storage its whole base array.
+        flat = np.array(array, dtype=array.dtype.newbyteorder("="), order="C", copy=True).reshape(-1)
+        if name in _BYTES_ONLY_NDARRAY_DTYPES:
+            flat = flat.view(np.uint8)
+        node = {"t": "ndarray", "dtype": name, "shape": [int(n) for n in array.shape]}
+        node["i"] = self.tensor(Tensor._make(flat), where, path)
+        self.ndarray_nodes[id(array)] = node
+        self.keep_alive.append(array)
+        return node
+
+    def byte_tensor(self, data, path):
+        """The record index of a uint8 tensor holding ``data`` (a bytes object)."""
+        return self.tensor(Tensor._make(np.frombuffer(data, dtype=np.uint8)), "bytes", path)
 
     # -- tensors ----------------------------------------------------------------
 
@@ -455,6 +527,51 @@ def _contiguous_strides(shape):
         strides.append(acc)
         acc *= max(n, 1)
     return strides[::-1]
+
+
+_MAPPING_TAGS = {dict: "dict", OrderedDict: "odict", Counter: "counter"}
+
+# numpy dtypes ember has no tensor dtype for, saved as raw bytes; every name here and in
+# ember's dtype table is accepted for arrays and scalars, nothing else (no object, str,
+# datetime, structured or extended-precision arrays).
+_BYTES_ONLY_NDARRAY_DTYPES = ("uint16", "uint32", "uint64")
+
+
+def _numpy_dtype_named(name):
+    """The numpy dtype of an accepted dtype name (``"bfloat16"`` is ml_dtypes'), or None."""
+    if name in _BYTES_ONLY_NDARRAY_DTYPES:
+        return np.dtype(name)
+    dt = BY_NAME.get(name)
+    return None if dt is None else np.dtype(dt.numpy_dtype)
+
+
+def _check_ndarray_dtype(dtype, where):
+    """The name :func:`save` records for numpy dtype ``dtype``.
+
+    Raises:
+        TypeError: for dtypes that cannot be saved without pickle (object, strings, ...).
+    """
+    name = dtype.name
+    if _numpy_dtype_named(name) is None or dtype.fields is not None:
+        raise TypeError(
+            f"ember.save: cannot save {where}, a numpy array or scalar of dtype {dtype}: only numeric dtypes "
+            "(bool, int8-64, uint8-64, float16, bfloat16, float32, float64, complex64, complex128) can be saved "
+            "without pickle; convert it (e.g. .astype(np.float64), .tolist()) first"
+        )
+    return name
+
+
+def _encode_numpy_scalar(value, where):
+    """A numpy scalar (``np.float32(1.5)``) as its dtype name and the Python value it holds exactly."""
+    name = _check_ndarray_dtype(value.dtype, where)
+    python_value = value.item()
+    if isinstance(python_value, complex):
+        node_value = {"t": "complex", "re": _encode_float(python_value.real), "im": _encode_float(python_value.imag)}
+    elif isinstance(python_value, float):
+        node_value = _encode_float(python_value)
+    else:  # bool or int: exact in JSON
+        node_value = python_value
+    return {"t": "npscalar", "dtype": name, "v": node_value}
 
 
 def _encode_float(x):
@@ -550,7 +667,7 @@ def _fsync_directory(directory):
 # load
 
 
-def load(f, map_location=None, *, weights_only=True):
+def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=None, **pickle_load_args):
     """Load an object saved by :func:`save` (or any safetensors file) from ``f``.
 
     Loading never executes code from the file. Every size, offset, stride and
@@ -570,12 +687,18 @@ def load(f, map_location=None, *, weights_only=True):
             (``"cuda:0"``) and returning a device, a string, or ``None`` to keep
             the saved device. Meta tensors stay on meta; mapping a device to
             ``"meta"`` loads its tensors without data.
+        pickle_module: accepted for PyTorch compatibility and ignored: nothing is unpickled.
         weights_only (bool): accepted for PyTorch compatibility; loading is
             always weights-only, whatever the value, since nothing is unpickled.
+            (So :func:`add_safe_globals` and :class:`safe_globals` have nothing to allow.)
+        mmap (bool, optional): accepted for PyTorch compatibility; ember reads the
+            tensor bytes into memory whatever its value.
+        **pickle_load_args: PyTorch's unpickler options (``encoding=...``), ignored.
 
     Returns:
         The saved object, with the types it had (tensors, dict, OrderedDict,
-        list, tuple, ember.Size, scalars, strings, dtypes, devices). Tensors
+        Counter, list, tuple, set, frozenset, ember.Size, scalars, strings,
+        bytes, numpy arrays and scalars, dtypes, devices). Tensors
         that shared a storage share one again; a tensor saved twice loads as
         one object. A plain safetensors file loads as a dict from names to
         tensors.
@@ -600,7 +723,7 @@ def load(f, map_location=None, *, weights_only=True):
         >>> loaded["x"].tolist()
         [1.0, 1.0]
     """
-    del weights_only  # always true in effect
+    del pickle_module, weights_only, mmap, pickle_load_args  # no pickle: weights-only in effect, always
     if isinstance(f, (str, os.PathLike)):
         name = os.fspath(f)
         with open(name, "rb") as fh:
@@ -1005,6 +1128,7 @@ class _Decoder:
     def __init__(self, reader, tensors):
         self.reader = reader
         self.tensors = tensors
+        self.arrays = {}  # record index -> numpy array, so an array saved twice loads as one object
 
     def error(self, where, what):
         return self.reader.error(f"structure at {where}: {what}")
@@ -1083,6 +1207,72 @@ class _Decoder:
     def node_odict(self, node, where):
         return self.node_dict(node, where, OrderedDict)
 
+    def node_counter(self, node, where):
+        return self.node_dict(node, where, Counter)
+
+    def node_set(self, node, where, cls=set):
+        (v,) = self.fields(node, where, "v")
+        if type(v) is not list:
+            raise self.error(where, f"a {node['t']}'s 'v' must be a list")
+        elements = [self.decode(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        try:
+            result = cls(elements)
+        except TypeError:
+            raise self.error(where, f"a {node['t']} element is unhashable") from None
+        if len(result) != len(elements) or any(isinstance(x, Tensor) for x in elements):
+            raise self.error(where, f"a {node['t']}'s elements are repeated or not valid elements")
+        return result
+
+    def node_frozenset(self, node, where):
+        return self.node_set(node, where, frozenset)
+
+    def node_bytes(self, node, where):
+        t = self.node_tensor({"t": "tensor", "i": node.get("i")}, where) if set(node) == {"t", "i"} else None
+        if t is None:
+            raise self.error(where, "a 'bytes' node must have exactly the fields t, i")
+        if t.dtype.name != "uint8" or t.dim() != 1 or t.device.type == "meta":
+            raise self.error(where, "a 'bytes' node must refer to a 1-D uint8 tensor with data")
+        return _host_numpy(t).tobytes()
+
+    def node_ndarray(self, node, where):
+        name, shape, i = self.fields(node, where, "dtype", "shape", "i")
+        np_dtype = _numpy_dtype_named(name) if type(name) is str else None
+        if np_dtype is None:
+            raise self.error(where, f"unsupported numpy dtype {_short(name)}")
+        if type(shape) is not list or not all(type(n) is int and 0 <= n <= _MAX_INT for n in shape):
+            raise self.error(where, f"a numpy array's shape must be a list of non-negative ints, got {_short(shape)}")
+        if len(shape) > _MAX_NDIM:
+            raise self.error(where, f"a numpy array has {len(shape)} dimensions; at most {_MAX_NDIM} are supported")
+        if i in self.arrays:
+            return self.arrays[i]
+        t = self.node_tensor({"t": "tensor", "i": i}, where)
+        stored_as = "uint8" if name in _BYTES_ONLY_NDARRAY_DTYPES else name
+        if t.dtype.name != stored_as or t.dim() != 1 or t.device.type == "meta" or t.stride() != (1,):
+            raise self.error(where, f"a {name} numpy array must refer to a contiguous 1-D {stored_as} tensor with data")
+        if t.numel() * t.element_size() != math.prod(shape) * np_dtype.itemsize:
+            raise self.error(
+                where,
+                f"a numpy array of shape {shape} and dtype {name} needs {math.prod(shape) * np_dtype.itemsize} "
+                f"bytes, but its tensor holds {t.numel() * t.element_size()}",
+            )
+        array = _host_numpy(t).view(np_dtype).reshape(shape)
+        self.arrays[i] = array
+        return array
+
+    def node_npscalar(self, node, where):
+        name, value = self.fields(node, where, "dtype", "v")
+        np_dtype = _numpy_dtype_named(name) if type(name) is str else None
+        if np_dtype is None:
+            raise self.error(where, f"unsupported numpy dtype {_short(name)}")
+        value = self.decode(value, where) if type(value) is dict else value
+        expected = {"b": (bool,), "i": (int,), "u": (int,), "f": (int, float), "c": (int, float, complex)}
+        kind = "f" if name == "bfloat16" else np_dtype.kind
+        if type(value) not in expected.get(kind, ()):
+            raise self.error(where, f"a numpy {name} scalar cannot hold {_short(value)}")
+        if kind in "iu" and not np.iinfo(np_dtype).min <= value <= np.iinfo(np_dtype).max:
+            raise self.error(where, f"{value} is out of the range of numpy {name}")
+        return np_dtype.type(value)
+
     def node_dtype(self, node, where):
         (v,) = self.fields(node, where, "v")
         if type(v) is not str or v not in BY_NAME:
@@ -1124,10 +1314,21 @@ _NODE_HANDLERS = {
     "size": _Decoder.node_size,
     "dict": _Decoder.node_dict,
     "odict": _Decoder.node_odict,
+    "counter": _Decoder.node_counter,
+    "set": _Decoder.node_set,
+    "frozenset": _Decoder.node_frozenset,
+    "bytes": _Decoder.node_bytes,
+    "ndarray": _Decoder.node_ndarray,
+    "npscalar": _Decoder.node_npscalar,
     "dtype": _Decoder.node_dtype,
     "device": _Decoder.node_device,
     "ext": _Decoder.node_ext,
 }
+
+
+def _host_numpy(t):
+    """The values of a loaded tensor as a numpy array in host memory (its storage's view on CPU)."""
+    return t._data if t.device.type == "cpu" else t._host_array()
 
 
 def _reject_duplicate_keys(pairs):
