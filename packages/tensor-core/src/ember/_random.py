@@ -20,6 +20,7 @@ import contextlib
 import operator
 import os
 import struct
+import threading
 import zlib
 
 import numpy as np
@@ -55,6 +56,7 @@ _ALGORITHM_PCG64 = 1
 _BODY = struct.Struct("<8sBB16s16sBIQ")
 _CRC = struct.Struct("<I")
 STATE_SIZE = _BODY.size + _CRC.size
+_MAKE_RNG_LOCK = threading.Lock()
 
 
 def _reduce_seed(seed, caller):
@@ -126,9 +128,20 @@ class Generator:
         """
         value = _reduce_seed(seed, "manual_seed")
         self._seed = value
-        # Kernels draw from self._rng (a numpy Generator); nothing else holds state.
-        self._rng = np.random.Generator(np.random.PCG64(value))
+        # Kernels draw from self._rng (a numpy Generator); nothing else holds state. It is made on first
+        # use (see __getattr__): numpy.random takes ~10 ms to import and ``import ember`` seeds a generator.
+        self.__dict__.pop("_rng", None)
         return self
+
+    def __getattr__(self, name):
+        # Reached only while _rng is unset, after a manual_seed: the stream of that seed, made now.
+        if name != "_rng" or "_seed" not in self.__dict__:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+        with _MAKE_RNG_LOCK:  # two threads' first draws must share one stream
+            rng = self.__dict__.get("_rng")
+            if rng is None:
+                rng = self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return rng
 
     def seed(self):
         """Seed the generator from the operating system's entropy; returns the seed.
