@@ -61,12 +61,10 @@ loads as a dict from tensor names to tensors.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import math
 import os
-import tempfile
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -585,6 +583,8 @@ def _header_checksum(header):
     metadata = {k: v for k, v in header.get(_METADATA, {}).items() if k != _META_CHECKSUM}
     canonical = {**header, _METADATA: metadata}
     text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    import hashlib  # here, not at the top: hashlib and tempfile are ~6 ms of `import ember`
+
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
@@ -610,6 +610,8 @@ def _atomic_write(path, plan):
     """Write ``plan`` to ``path`` through a temporary file and a rename, fsyncing both."""
     target = os.path.realpath(path)  # keep a symlink at ``path`` pointing where it did
     directory, filename = os.path.split(target)
+    import tempfile  # (imported on first save, as hashlib in _header_checksum)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -973,6 +975,8 @@ class _Reader:
         devices = self.parse_storage_table(structure["storages"], by_name)
         records = self.parse_tensor_records(structure["tensors"], by_name)
         targets = {name: self.target_device(map_location, saved) for name, saved in devices.items()}
+        for name in _host_storages(structure["root"], records):
+            targets[name] = _CPU  # numpy arrays and bytes live in host memory whatever map_location says
         storages = self.read_storages(entries, targets)
         tensors = [self.make_tensor(r, storages) for r in records]
         try:
@@ -1324,6 +1328,26 @@ _NODE_HANDLERS = {
     "device": _Decoder.node_device,
     "ext": _Decoder.node_ext,
 }
+
+
+def _host_storages(root, records):
+    """Names of the storages that ``"ndarray"`` and ``"bytes"`` nodes under ``root`` refer to.
+
+    Walks the (not yet validated) structure iteratively, so deep nesting cannot overflow the
+    stack; malformed nodes are skipped here and reported by the decoder.
+    """
+    names, stack = set(), [root]
+    while stack:
+        node = stack.pop()
+        if type(node) is list:
+            stack.extend(node)
+        elif type(node) is dict:
+            i = node.get("i")
+            if node.get("t") in ("ndarray", "bytes") and type(i) is int and 0 <= i < len(records):
+                if records[i]["storage"] is not None:
+                    names.add(records[i]["storage"])
+            stack.extend(v for v in node.values() if type(v) in (list, dict))
+    return names
 
 
 def _host_numpy(t):

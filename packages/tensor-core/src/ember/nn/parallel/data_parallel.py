@@ -47,11 +47,13 @@ def _accelerator_devices(device_ids, output_device):
 
 def _index(device, device_type):
     """The device index of ``device`` (an int, a string or an ember.device)."""
-    from ..._device import canonical_device
+    from ..._device import device as device_cls
 
     if isinstance(device, builtins.int) and not isinstance(device, builtins.bool):
         return device
-    dev = canonical_device(device)
+    dev = device_cls(device) if isinstance(device, str) else device
+    if not isinstance(dev, device_cls):
+        raise TypeError(f"DataParallel: expected a device index, string or ember.device, got {type(device).__name__}")
     if dev.type != device_type:
         raise ValueError(f"DataParallel: expected a {device_type} device, got {dev}")
     return 0 if dev.index is None else dev.index
