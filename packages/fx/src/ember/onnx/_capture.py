@@ -129,6 +129,8 @@ def _trace(fn, tensors):
     with mode:
         out = fn(*tensors)
     graph.output(tuple(mode.node_of(t) for t in out))
+    # ops whose results only steered Python control flow (a mask checked for causality, say) are dead here
+    graph.eliminate_dead_code()
     return GraphModule(root, graph)
 
 

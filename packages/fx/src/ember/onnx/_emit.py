@@ -12,7 +12,7 @@ from __future__ import annotations
 import operator
 
 from ._builder import GraphBuilder, UnsupportedOperatorError, onnx_dtype
-from ._rules import rule_for
+from ._rules import RULES, rule_for
 
 __all__ = ["emit", "check_supported"]
 
@@ -158,6 +158,10 @@ def _emit_call(g, node, env, captured):
     g.out = node.meta.get("tensor_meta")
     args, kwargs = captured.sym_args.get(node.name, (node.args, node.kwargs))
     op = node.target
+    # an in-place op (``relu_``) without a rule of its own binds as, and emits like, its functional op
+    rule = rule_for(op)
+    if op not in RULES and getattr(op, "functional", None) is not None:
+        op = op.functional
     try:
         bound = op.signature.bind(*args, **kwargs)
     except TypeError as e:
@@ -165,7 +169,7 @@ def _emit_call(g, node, env, captured):
     bound.apply_defaults()
     arguments = {k: _map_nodes(v, env) for k, v in bound.arguments.items()}
     try:
-        result = rule_for(op)(g, **arguments)
+        result = rule(g, **arguments)
     except UnsupportedOperatorError:
         raise
     except Exception as e:

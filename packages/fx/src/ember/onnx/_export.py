@@ -245,9 +245,7 @@ def export(
     output_names = given + [n if n not in given else f"output_{j}" for j, n in enumerate(defaults) if j >= len(given)]
     unknown = set(dynamic_axes or {}) - set(names) - set(output_names)
     if unknown:
-        raise ValueError(
-            f"dynamic_axes names {sorted(unknown)} are neither inputs {names} nor outputs {output_names}"
-        )
+        raise ValueError(f"dynamic_axes names {sorted(unknown)} are neither inputs {names} nor outputs {output_names}")
 
     proto = emit(
         captured,

@@ -38,6 +38,28 @@ def _matmul(g, input, **args):
     return g.op("MatMul", input, other)
 
 
+@TABLE.register("baddbmm")
+def _baddbmm(g, input, batch1, batch2, beta=1, alpha=1, **_):
+    dtype = g.out.dtype
+    product = g.op("MatMul", batch1, batch2)
+    if alpha != 1:
+        product = g.op("Mul", product, g.scalar(alpha, dtype))
+    if beta == 0:  # PyTorch ignores input (even NaN) when beta is 0
+        return product
+    scaled = input if beta == 1 else g.op("Mul", input, g.scalar(beta, dtype))
+    return g.op("Add", scaled, product)
+
+
+@TABLE.register("mv", "dot")
+def _vector_product(g, input, **args):
+    return g.op("MatMul", input, args.get("vec", args.get("tensor")))
+
+
+@TABLE.register("outer")
+def _outer(g, input, vec2, **_):
+    return g.op("Mul", g.op("Unsqueeze", input, g.i64([1])), g.op("Unsqueeze", vec2, g.i64([0])))
+
+
 @TABLE.register("addmm")
 def _addmm(g, input, mat1, mat2, beta=1, alpha=1, **_):
     return g.op("Gemm", mat1, mat2, input, alpha=float(alpha), beta=float(beta))
@@ -151,7 +173,28 @@ def _layer_norm(g, input, normalized_shape, weight=None, bias=None, eps=1e-5, **
     shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) else (normalized_shape,)
     dtype = g.dtype(input)
     weight = _ones(g, shape, dtype) if weight is None else weight
+    # an explicit zero bias: onnxruntime 1.32 crashes on LayerNormalization without one and without a weight
+    bias = _ones(g, shape, dtype, 0.0) if bias is None else bias
     return g.op("LayerNormalization", input, weight, bias, axis=-len(shape), epsilon=float(eps))
+
+
+@TABLE.register("group_norm")
+def _group_norm(g, input, num_groups, weight=None, bias=None, eps=1e-5, **_):
+    # normalise (N, G, -1) over its last axis, then scale and shift per channel
+    rank = g.rank(input)
+    grouped = g.op("Reshape", input, g.i64([0, num_groups, -1]))
+    mean = reduce(g, "ReduceMean", grouped, [2], True, rank=3)
+    centered = g.op("Sub", grouped, mean)
+    var = reduce(g, "ReduceMean", g.op("Mul", centered, centered), [2], True, rank=3)
+    dtype = g.dtype(input)
+    normed = g.op("Div", centered, g.op("Sqrt", g.op("Add", var, g.scalar(eps, dtype))))
+    out = g.op("Reshape", normed, g.op("Shape", input))
+    per_channel = g.i64([-1] + [1] * (rank - 2))
+    if weight is not None:
+        out = g.op("Mul", out, g.op("Reshape", weight, per_channel))
+    if bias is not None:
+        out = g.op("Add", out, g.op("Reshape", bias, per_channel))
+    return out
 
 
 @TABLE.register("embedding")
@@ -234,9 +277,12 @@ def _dims(dim, rank):
     return [axis(d, rank) for d in dims] or None
 
 
-def reduce(g, onnx_op, x, dim, keepdim):
-    """``onnx_op`` over ``dim`` (None: all axes); axes are an input from opset 18 (ReduceSum: 13)."""
-    dims = _dims(dim, g.rank(x))
+def reduce(g, onnx_op, x, dim, keepdim, rank=None):
+    """``onnx_op`` over ``dim`` (None: all axes) of ``x`` (of ``rank``, default its example's).
+
+    Axes are an input from opset 18 (ReduceSum: 13), an attribute before.
+    """
+    dims = _dims(dim, g.rank(x) if rank is None else rank)
     keep = int(bool(keepdim))
     if dims is None:
         return g.op(onnx_op, x, keepdims=keep)
@@ -273,6 +319,23 @@ def _arg_reduction(onnx_op):
 
 
 TABLE.add("argmax", _arg_reduction("ArgMax"))
+
+
+def _all_or_any(onnx_op):
+    """``all``/``any`` as ReduceMin/ReduceMax over the input as 0/1 integers."""
+
+    def rule(g, input, dim=None, keepdim=False, **_):
+        import ember
+
+        as_int = g.op("Cast", g.op("Cast", input, to=_onnx_type(ember.bool)), to=_onnx_type(ember.int32))
+        reduced = reduce(g, onnx_op, as_int, dim, keepdim, rank=g.rank(input))
+        return g.op("Cast", reduced, to=_onnx_type(ember.bool))
+
+    return rule
+
+
+TABLE.add("all", _all_or_any("ReduceMin"))
+TABLE.add("any", _all_or_any("ReduceMax"))
 TABLE.add("argmin", _arg_reduction("ArgMin"))
 
 
@@ -304,7 +367,7 @@ def _var_or_std(g, input, dim=None, unbiased=None, keepdim=False, correction=Non
     dtype = g.out.dtype
     x = g.cast(input, dtype)
     centered = g.op("Sub", x, reduce(g, "ReduceMean", x, dim, True))
-    mean_square = reduce(g, "ReduceMean", g.op("Mul", centered, centered), dim, keepdim)
+    mean_square = reduce(g, "ReduceMean", g.op("Mul", centered, centered), dim, keepdim, rank=g.rank(input))
     # the number of reduced elements at run time: size(x) / size(mean)
     count = g.op(
         "Div",

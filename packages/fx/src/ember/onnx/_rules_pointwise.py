@@ -42,6 +42,13 @@ for _name, _onnx in {
     "sign": "Sign",
     "hardswish": "HardSwish",
     "selu": "Selu",
+    "sinh": "Sinh",
+    "cosh": "Cosh",
+    "tan": "Tan",
+    "asin": "Asin",
+    "acos": "Acos",
+    "atan": "Atan",
+    "softsign": "Softsign",
 }.items():
     TABLE.add(_name, _float_unary(_onnx))
 
@@ -55,6 +62,28 @@ def _rsqrt(g, input, **_):
 def _square(g, input, **_):
     x = g.cast(input, g.out.dtype)
     return g.op("Mul", x, x)
+
+
+@TABLE.register("log1p")
+def _log1p(g, input, **_):
+    x = g.cast(input, g.out.dtype)
+    return g.op("Log", g.op("Add", x, g.scalar(1, g.out.dtype)))
+
+
+@TABLE.register("expm1")
+def _expm1(g, input, **_):
+    x = g.cast(input, g.out.dtype)
+    return g.op("Sub", g.op("Exp", x), g.scalar(1, g.out.dtype))
+
+
+@TABLE.register("isnan")
+def _isnan(g, input, **_):
+    return g.op("IsNaN", input)
+
+
+@TABLE.register("isinf")
+def _isinf(g, input, **_):
+    return g.op("IsInf", input)
 
 
 @TABLE.register("logical_not")
@@ -162,8 +191,43 @@ def _binary(onnx_op):
     return rule
 
 
-for _name, _onnx in {"mul": "Mul", "maximum": "Max", "minimum": "Min", "pow": "Pow"}.items():
+for _name, _onnx in {"mul": "Mul", "maximum": "Max", "minimum": "Min"}.items():
     TABLE.add(_name, _binary(_onnx))
+
+
+@TABLE.register("pow")
+def _pow(g, input, exponent, **_):
+    dtype = g.out.dtype
+    return g.op("Pow", operand(g, input, dtype), operand(g, exponent, dtype))
+
+
+@TABLE.register("threshold")
+def _threshold(g, input, threshold, value, **_):
+    dtype = g.out.dtype
+    return g.op("Where", g.op("Greater", input, g.scalar(threshold, dtype)), input, g.scalar(value, dtype))
+
+
+@TABLE.register("prelu")
+def _prelu(g, input, weight, **_):
+    if g.rank(input) >= 2 and g.meta(weight).shape[0] > 1:
+        # one slope per channel (axis 1): shape it (C, 1, ..., 1) to broadcast against (N, C, ...)
+        weight = g.op("Reshape", weight, g.i64([-1] + [1] * (g.rank(input) - 2)))
+    return g.op("PRelu", input, weight)
+
+
+def _addc(onnx_op):
+    def rule(g, input, tensor1, tensor2, value=1, **_):
+        dtype = g.out.dtype
+        term = g.op(onnx_op, g.cast(tensor1, dtype), g.cast(tensor2, dtype))
+        if value != 1:
+            term = g.op("Mul", term, g.scalar(value, dtype))
+        return g.op("Add", g.cast(input, dtype), term)
+
+    return rule
+
+
+TABLE.add("addcmul", _addc("Mul"))
+TABLE.add("addcdiv", _addc("Div"))
 
 
 def _add_or_sub(onnx_op):
@@ -218,6 +282,7 @@ def _logical(onnx_op):
 
 TABLE.add("logical_and", _logical("And"))
 TABLE.add("logical_or", _logical("Or"))
+TABLE.add("logical_xor", _logical("Xor"))
 
 
 @TABLE.register("where")

@@ -174,8 +174,27 @@ def _split(g, tensor, split_size_or_sections, dim=0, **_):
 @TABLE.register("unbind")
 def _unbind(g, input, dim=0, **_):
     d = axis(dim, g.rank(input))
-    pieces = _split_by_sizes(g, input, d)
+    count = len(g.out)
+    pieces = (
+        [g.op("Identity", input)] if count == 1 else g.op("Split", input, g.i64([1] * count), axis=d, outputs=count)
+    )
     return [g.op("Squeeze", p, g.i64([d])) for p in pieces]
+
+
+@TABLE.register("flip")
+def _flip(g, input, dims, **_):
+    rank = g.rank(input)
+    dims = [axis(d, rank) for d in (dims if isinstance(dims, (tuple, list)) else [dims])]
+    if not dims:
+        return g.op("Identity", input)
+    n = len(dims)
+    # a step of -1 from the last element to before the first
+    return g.op("Slice", input, g.i64([-1] * n), g.i64([-_INT64_MAX] * n), g.i64(dims), g.i64([-1] * n))
+
+
+@TABLE.register("gather")
+def _gather(g, input, dim, index, **_):
+    return g.op("GatherElements", input, index, axis=axis(dim, g.rank(input)))
 
 
 @TABLE.register("cat")
