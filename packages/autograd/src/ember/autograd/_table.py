@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import inspect
 import operator
+import types
 
 from ember._ops import registry
 
@@ -74,7 +75,7 @@ class Formula:
     def __init__(self, inputs, fn):
         self.inputs = inputs
         self.fn = fn
-        self.params = tuple(inspect.signature(fn).parameters)
+        self.params = _parameter_names(fn)
         self.joint = len(inputs) > 1
         self.call = self._caller()
 
@@ -89,6 +90,24 @@ class Formula:
             return lambda env: fn(env[first], env[second])
         getter = operator.itemgetter(*params) if params else (lambda env: ())
         return lambda env: fn(*getter(env))
+
+
+def _parameter_names(fn):
+    """The names of ``fn``'s parameters, in order: ``tuple(inspect.signature(fn).parameters)``.
+
+    A plain function's names are read from its code object, about 30 times faster (the table's
+    ~300 formulas are built at ``import ember``); anything else goes through inspect.signature.
+    """
+    if type(fn) is not types.FunctionType or hasattr(fn, "__signature__") or hasattr(fn, "__wrapped__"):
+        return tuple(inspect.signature(fn).parameters)
+    code = fn.__code__
+    positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
+    names = code.co_varnames  # positional, keyword-only, then *args and **kwargs when present
+    star = (names[positional + keyword_only],) if code.co_flags & inspect.CO_VARARGS else ()
+    double_star = (
+        (names[positional + keyword_only + len(star)],) if code.co_flags & inspect.CO_VARKEYWORDS else ()
+    )
+    return names[:positional] + star + names[positional : positional + keyword_only] + double_star
 
 
 class Derivative:

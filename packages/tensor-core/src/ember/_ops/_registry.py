@@ -24,6 +24,7 @@ lowerings, vmap's batching rules).
 
 from __future__ import annotations
 
+import functools
 import inspect
 
 from . import _dispatch
@@ -99,15 +100,29 @@ class Op:
         self.functional = None
         self.tags = frozenset(tags)
         self.return_type = return_type
-        sig = self._call_signature = inspect.signature(meta)
-        if has_out:
-            params = list(sig.parameters.values())
-            params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
-            sig = sig.replace(parameters=params)
-        self.signature = self.__signature__ = sig
         self.__name__ = self.__qualname__ = name
         self.__module__ = "ember"
         self.__doc__ = doc if doc is not None else meta.__doc__
+
+    # The signatures are read from the meta function on first use, then kept: inspect.signature
+    # of every op was a noticeable part of ``import ember``, and a program reads few of them.
+    @functools.cached_property
+    def _call_signature(self):
+        """The meta function's signature (no ``out``): what a call binds to."""
+        return inspect.signature(self.meta)
+
+    @functools.cached_property
+    def signature(self):
+        sig = self._call_signature
+        if self.has_out:
+            params = list(sig.parameters.values())
+            params.append(inspect.Parameter("out", inspect.Parameter.KEYWORD_ONLY, default=None))
+            sig = sig.replace(parameters=params)
+        return sig
+
+    @property
+    def __signature__(self):  # what inspect.signature(op) reports
+        return self.signature
 
     def __call__(self, *args, **kwargs):
         return _dispatch.dispatch(self, args, kwargs)

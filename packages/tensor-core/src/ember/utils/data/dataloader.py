@@ -9,7 +9,6 @@ main process; with ``num_workers > 0`` by that many worker processes (see
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import os
 import queue
 import signal
@@ -72,6 +71,8 @@ class _InfiniteConstantSampler(Sampler):
 
 def _default_context():
     """Fork on Linux (PyTorch's behaviour there); the platform's default start method elsewhere."""
+    import multiprocessing  # here, not at the top: ~5 ms of `import ember`, needed only with worker processes
+
     if sys.platform.startswith("linux"):
         return multiprocessing.get_context("fork")
     return multiprocessing.get_context()
@@ -121,6 +122,8 @@ def _check_iterable_dataset_options(shuffle, sampler, batch_sampler):
 
 def _context_from(multiprocessing_context):
     """A start-method name resolved to its context; a context object checked and returned."""
+    import multiprocessing  # (imported on first use, as in _default_context)
+
     if isinstance(multiprocessing_context, str):
         valid = multiprocessing.get_all_start_methods()
         if multiprocessing_context not in valid:
