@@ -30,7 +30,7 @@ def test_entry_points_are_loaded(monkeypatch):
         raise ImportError("broken extension")
 
     points = [_FakeEntryPoint("good", "fake_good", good), _FakeEntryPoint("bad", "fake_bad", bad)]
-    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: points if group == "ember.extensions" else [])
+    monkeypatch.setattr(_extensions, "entry_points", lambda group: points if group == "ember.extensions" else [])
     monkeypatch.setattr(_extensions, "_loaded", [])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
