@@ -15,9 +15,18 @@ Sessions:
 * ``bench``: ``benchmarks/run.py``; writes ``BENCHMARKS.md`` and ``benchmarks/ratios.png``.
 * ``demo``: the demo in ``examples/``: a CNN trained on the UCI handwritten digits
   (``-- --task text``: a character-level transformer; ``-- --task tour``: the tensor tour).
+* ``wheels``: a wheel of every distribution in ``packages/`` into ``dist/wheels/``, to
+  install only the pieces one needs: ``pip install --find-links dist/wheels ember-fx``.
 
 Arguments after ``--`` go to the tool a session runs, e.g.
 ``nox -s tests -- -k promotion -x`` or ``nox -s bench -- -k add_1elem``.
+
+Sessions install the packages from wheels that are built once per change of their
+sources and kept in ``.nox/.cache/wheels/`` (ember-core's C++ build folder stays in
+``.nox/.cache/skbuild/``, so a change recompiles only the changed C++ files). A session's
+environment is reused from one run to the next, and its installs are skipped while the
+packages' sources and the session's requirements are unchanged: a second
+``nox -s demo -- --help`` starts at once. ``nox -N -s X`` recreates X's environment.
 
 Run ``nox`` with ``--no-venv`` to use the current environment instead (installs are
 then skipped; you install the packages yourself, e.g. on a machine without network).
@@ -25,7 +34,10 @@ then skipped; you install the packages yourself, e.g. on a machine without netwo
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import platform
 import shutil
 import subprocess
 import sys
@@ -39,6 +51,8 @@ nox.needs_version = ">=2024.3.2"
 nox.options.default_venv_backend = "virtualenv"
 # Plain `nox` runs what CI runs.
 nox.options.sessions = ["tests", "lint", "docs"]
+# A second run reuses the session's environment; `_install` skips what it already installed.
+nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).resolve().parent
 
@@ -73,6 +87,9 @@ DEMO_TASKS = {
     "tour": "examples/quickstart.py",
 }
 
+# `nox -s wheels` writes here (dist/ is ignored by git).
+WHEEL_DIR = ROOT / "dist" / "wheels"
+
 RUFF_SPEC = "ruff==0.17.6"  # bump deliberately: new ruff releases add rules
 DOCS_REQUIREMENTS = "docs/requirements.txt"
 BACKENDS = ["cpu", "cuda", "rocm"]
@@ -97,31 +114,186 @@ def _has_venv(session: nox.Session) -> bool:
     return session.venv_backend != "none"
 
 
-def _install(session: nox.Session, *args: str, env: dict[str, str] | None = None) -> None:
-    """``pip install`` into the session's venv; a no-op under ``nox --no-venv``."""
-    if not _has_venv(session):
-        session.log(f"--no-venv: not installing {' '.join(args)}; using the current environment")
+def _install_skipped_by_nox(session: nox.Session) -> bool:
+    """Whether nox skips installs in this run (``-R``/``--no-install`` on a reused environment)."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return bool(getattr(config, "no_install", False)) and bool(getattr(session.virtualenv, "_reused", False))
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("\0".join(map(str, parts)).encode()).hexdigest()
+
+
+def _install(
+    session: nox.Session,
+    *args: str,
+    env: dict[str, str] | None = None,
+    stamp: str = "requirements",
+    replace: tuple[str, ...] = (),
+) -> None:
+    """``pip install args`` into the session's venv, unless this venv already got exactly these.
+
+    A reused environment (``nox.options.reuse_venv``) keeps a stamp per kind of install
+    (``stamp``) in its folder: the digest of ``args`` and of the files they name (a wheel
+    path holds its sources' fingerprint, ``-r FILE`` its contents). An unchanged digest
+    skips pip, which takes seconds even when there is nothing to do. The distributions in
+    ``replace`` are uninstalled first when it differs. A no-op under ``nox --no-venv``
+    and ``nox -R``.
+    """
+    if not _has_venv(session) or _install_skipped_by_nox(session):
+        session.log(f"--no-venv or -R: not installing {' '.join(args)}; using the environment as it is")
         return
+    files = [ROOT / arg for arg in args if (ROOT / arg).is_file()]
+    key = _digest(*args, *(hashlib.sha256(path.read_bytes()).hexdigest() for path in files))
+    stamp_file = Path(session.virtualenv.location) / "ember-stamps" / stamp
+    if stamp_file.is_file() and stamp_file.read_text(encoding="utf-8") == key:
+        session.log(f"{stamp}: unchanged since this environment installed them, not reinstalling")
+        return
+    if replace:  # also without a stamp: an environment made by an older noxfile has no stamps
+        session.run("python", "-m", "pip", "uninstall", "-q", "-y", *replace, silent=True)
+    stamp_file.unlink(missing_ok=True)  # a failed install must not look finished next time
     session.install(*args, env=env)
+    stamp_file.parent.mkdir(exist_ok=True)
+    stamp_file.write_text(key, encoding="utf-8")
 
 
-def _install_packages(session: nox.Session, extras: str | None = "test", also: tuple[str, ...] = ()) -> None:
-    """Install every package of the monorepo (not editable) with ``extras``, plus ``also``.
+# ------------------------------------------------------------------ wheels of the packages
 
-    ember-core's C++ extension is built with scikit-build-core in a build folder
-    private to the session, so it never shares CMake state with a developer's
-    editable build under ``packages/tensor-core/build``.
+# Folders and files of a package that never reach its wheel: changing them rebuilds nothing.
+_NOT_IN_WHEEL = {"tests", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis", "CHANGELOG.md"}
+_NOT_IN_WHEEL_SUFFIXES = (".pyc", ".so", ".pyd", ".egg-info")
+
+
+def _fingerprint(package: Path) -> str:
+    """A digest of what goes into ``package``'s wheel: every file but tests, build output and the changelog.
+
+    Paths and contents both count, and so do the interpreter and platform the wheel is for.
+    """
+    digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sys.platform} {platform.machine()}".encode())
+    for path in sorted(package.rglob("*")):
+        rel = path.relative_to(package)
+        if any(part in _NOT_IN_WHEEL or part.endswith(_NOT_IN_WHEEL_SUFFIXES) for part in rel.parts):
+            continue
+        if path.is_file():
+            digest.update(rel.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:20]
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: nox itself depends on tomli there
+        import tomli as tomllib
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+# Printed as one JSON line in a package's folder: the build backend's extra requirements
+# (scikit-build-core asks for the cmake/ninja wheels when the machine lacks those programs).
+_DYNAMIC_BUILD_REQUIRES = r"""
+import importlib, json, sys
+hook = getattr(importlib.import_module(sys.argv[1]), "get_requires_for_build_wheel", None)
+print(json.dumps(hook() if hook else []))
+"""
+
+
+@contextlib.contextmanager
+def _build_lock(cache: Path):
+    """Serialize builds of two nox runs at once: they share the builder and the C++ build folder."""
+    with open(cache / "build.lock", "w") as handle:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no lock; run one nox at a time there
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _builder_python(session: nox.Session, cache: Path, packages: list[Path]) -> str:
+    """A virtualenv in nox's cache holding every package's build requirements; returns its python.
+
+    Wheels are built there without pip's build isolation so that the paths CMake sees
+    (pybind11's headers) stay the same from one build to the next: with isolation each
+    build gets a fresh temporary environment and CMake recompiles every C++ file.
+    """
+    builder = cache / "builder"
+    python = builder / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    tables = [_read_toml(pkg / "pyproject.toml")["build-system"] for pkg in packages]
+    static = sorted({req for table in tables for req in table.get("requires", [])})
+    key = _digest(sys.executable, *static)
+    stamp = builder / "ember-builder-stamp"
+    if python.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
+        return str(python)
+    shutil.rmtree(builder, ignore_errors=True)
+    session.log(f"creating the build environment {builder} ({', '.join(static)})")
+    session.run(sys.executable, "-m", "virtualenv", "-q", str(builder), external=True, silent=True)
+    session.run(str(python), "-m", "pip", "install", "-q", *static, external=True, silent=True)
+    dynamic = set()
+    for pkg, table in zip(packages, tables):
+        with session.chdir(pkg):
+            out = session.run(
+                str(python), "-c", _DYNAMIC_BUILD_REQUIRES, table["build-backend"], external=True, silent=True
+            )
+        dynamic.update(json.loads(out.strip().splitlines()[-1]))
+    extra = sorted(dynamic - set(static))
+    if extra:
+        session.run(str(python), "-m", "pip", "install", "-q", *extra, external=True, silent=True)
+    stamp.write_text(key, encoding="utf-8")
+    return str(python)
+
+
+def _package_wheels(session: nox.Session) -> list[Path]:
+    """A wheel of every package of the checkout, in dependency order, built only when its sources changed.
+
+    Wheels live in nox's cache (``.nox/.cache/wheels/<folder>/<fingerprint>/``), shared by
+    every session, so ``nox -s demo`` after ``nox -s tests`` builds nothing. ember-core's
+    C++ extension is built by scikit-build-core in one persistent folder
+    (``.nox/.cache/skbuild/<wheel tag>``), never in a developer's editable build under
+    ``packages/tensor-core/build``: after a change only the changed C++ files recompile.
     """
     packages = _packages()
     if not packages:
         session.error("no packages found under packages/*/pyproject.toml")
+    cache = Path(session.cache_dir).resolve()
+    wheels = []
+    with _build_lock(cache):
+        python = None
+        for pkg in packages:
+            slot = cache / "wheels" / pkg.relative_to(ROOT / "packages").as_posix().replace("/", "-")
+            target = slot / _fingerprint(pkg)
+            found = sorted(target.glob("*.whl"))
+            if not found:
+                python = python or _builder_python(session, cache, packages)
+                shutil.rmtree(slot, ignore_errors=True)  # older fingerprints: never used again
+                session.log(f"building the wheel of {pkg.relative_to(ROOT)}")
+                env = {"SKBUILD_BUILD_DIR": str(cache / "skbuild" / "{wheel_tag}")}
+                pip_wheel = ("-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(target))
+                session.run(python, *pip_wheel, str(pkg), env=env, external=True)
+                found = sorted(target.glob("*.whl"))
+                if len(found) != 1:
+                    session.error(f"expected one wheel from {pkg}, found {[w.name for w in found]}")
+            wheels.append(found[0])
+    return wheels
+
+
+def _install_packages(session: nox.Session, extras: str | None = "test", also: tuple[str, ...] = ()) -> None:
+    """Install every package of the monorepo from its wheel (:func:`_package_wheels`) with ``extras``, plus ``also``.
+
+    Nothing happens when this reused environment already holds exactly these wheels and
+    requirements. Otherwise the installed ember distributions are removed first: their
+    wheels keep version 0.1.0 when their sources change, and pip leaves an installed
+    version in place.
+    """
+    if not _has_venv(session) or _install_skipped_by_nox(session):
+        session.log("--no-venv or -R: not installing ember's packages; using the environment as it is")
+        return
     suffix = f"[{extras}]" if extras else ""
-    specs = [f"{pkg}{suffix}" for pkg in packages]
-    env = None
-    if _has_venv(session):
-        build_dir = Path(session.create_tmp()).resolve() / "skbuild" / "{wheel_tag}"
-        env = {"SKBUILD_BUILD_DIR": str(build_dir)}
-    _install(session, *specs, *also, env=env)
+    specs = [f"{wheel}{suffix}" for wheel in _package_wheels(session)]
+    names = tuple(_read_toml(pkg / "pyproject.toml")["project"]["name"] for pkg in _packages())
+    _install(session, *specs, *also, stamp="packages", replace=names)
 
 
 def _try_install_torch(session: nox.Session) -> str | None:
@@ -130,7 +302,7 @@ def _try_install_torch(session: nox.Session) -> str | None:
         probe = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True)
         return None if probe.returncode == 0 else "torch is not importable in the current environment"
     try:
-        session.install(TORCH_SPEC)
+        _install(session, TORCH_SPEC, stamp="torch")
     except nox.command.CommandFailed:
         return f"could not install {TORCH_SPEC} (it is a local CPU wheel on the project's machines)"
     return None
@@ -350,7 +522,7 @@ def demo(session: nox.Session) -> None:
     Arguments after ``--`` other than ``--task`` go to the example (``nox -s demo -- --help``).
     The default task first runs the tensor tour (``examples/quickstart.py``, a few
     seconds of self-checks) quietly, then the training. Outputs go to ``runs/<example>/``
-    in the repository (ignored by git; outside ``.nox/``, which nox recreates on each run,
+    in the repository (ignored by git; outside ``.nox/``, which ``nox -N`` recreates,
     so ``--resume runs/digits_cnn/checkpoint.ember`` works from one session to the next)
     unless ``--output DIR`` is given.
     """
@@ -369,3 +541,24 @@ def demo(session: nox.Session) -> None:
         session.run("python", DEMO_TASKS["tour"], silent=True)  # its output is shown if a check fails
         session.log("tensor tour (examples/quickstart.py): all checks passed")
     session.run("python", DEMO_TASKS[task], *args)
+
+
+@nox.session(venv_backend="none")
+def wheels(session: nox.Session) -> None:
+    """Build a wheel of every distribution in ``packages/`` into ``dist/wheels/`` (ember-core's with its C++ extension).
+
+    Install only the pieces you need from there, e.g. ``pip install --find-links
+    dist/wheels ember-fx``: pip takes ember-core and ember-autograd from the folder and
+    numpy, scipy and ml_dtypes from the index. Wheels come from the cache that every
+    session shares (built only when a package's sources changed); the wheels of
+    these distributions already in ``dist/wheels/`` are replaced.
+    """
+    built = _package_wheels(session)
+    WHEEL_DIR.mkdir(parents=True, exist_ok=True)
+    for wheel in built:
+        distribution = wheel.name.split("-", 1)[0]  # the normalized name, e.g. ember_core
+        for old in WHEEL_DIR.glob(f"{distribution}-*.whl"):
+            old.unlink()
+        shutil.copy2(wheel, WHEEL_DIR / wheel.name)
+        session.log(f"{WHEEL_DIR.relative_to(ROOT) / wheel.name}")
+    session.log(f"install what you need with: pip install --find-links {WHEEL_DIR.relative_to(ROOT)} ember-fx")

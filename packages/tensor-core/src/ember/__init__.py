@@ -171,6 +171,13 @@ def __getattr__(name):
         import importlib
 
         return importlib.import_module(".testing", __name__)
+    # ember.optim, ember.fx, ... (other distributions): imported on first use; without
+    # their distribution, MissingDistributionError says which to install.
+    from ._extensions import provided_module
+
+    module = provided_module(__name__, name)
+    if module is not None:
+        return module
     raise AttributeError(f"module 'ember' has no attribute '{name}'")
 
 

@@ -1,29 +1,207 @@
-"""Extension points filled by other ember distributions.
+"""Extension points filled by other ember distributions, and the error when one is missing.
 
 ``import ember`` loads every module listed under the entry-point group
-``ember.extensions`` (ember-autograd, ember-fx, ...). A feature that needs a
-distribution that is not installed raises :class:`MissingDistributionError`
-naming the distribution to install.
+``ember.extensions`` (ember-autograd, ember-fx, ...). :data:`DISTRIBUTIONS` is the
+one table of which distribution provides which modules and where its package lives
+in the repository. Using something that a distribution which is not installed
+provides raises :class:`MissingDistributionError`, naming the distribution and a
+command that installs it from a checkout:
+
+* ``Tensor.backward()`` and the other hooks core calls (:func:`require`);
+* ``import ember.fx``, ``from ember import fx`` and the attribute ``ember.fx``
+  (a finder appended to :data:`sys.meta_path`, and ``ember.__getattr__``);
+* ``import embervision`` and the other domain libraries: a top-level name that no
+  ember module is on the path of can only be caught through that same
+  :data:`sys.meta_path` finder, so only once ``import ember`` has run.
+
+The finder runs after every other finder and answers only for the modules in the
+table whose distribution is not installed: it never hides one that is.
 """
 
 from __future__ import annotations
 
+import sys
+from collections import namedtuple
+
 from ._entry_points import entry_points  # importlib.metadata's, without its ~30 ms import (see there)
 
-__all__ = ["MissingDistributionError", "require", "load_extensions", "loaded_extensions", "autograd"]
+__all__ = [
+    "DISTRIBUTIONS",
+    "MissingDistributionError",
+    "require",
+    "missing_distribution_message",
+    "provided_module",
+    "load_extensions",
+    "loaded_extensions",
+    "autograd",
+]
+
+Distribution = namedtuple("Distribution", "name written requires folder modules")
+Distribution.__doc__ = """One distribution of the ember repository.
+
+Fields:
+    name: the distribution's name (``pip install NAME``).
+    written: whether the repository holds it yet (ARCHITECTURE.md plans the others).
+    requires: the ember distributions it builds on (with theirs, every ember distribution it needs).
+    folder: its package folder, under the repository's ``packages/``.
+    modules: the top-level modules or ``ember`` subpackages it provides.
+"""
+
+#: Every ember distribution, in dependency order (the noxfile's PACKAGE_DIRS lists the same folders).
+# fmt: off
+DISTRIBUTIONS = {dist.name: dist for dist in (
+    #            name                 written requires             folder under packages/     modules
+    Distribution("ember-core",        True,  (),                   "tensor-core",              ("ember",)),
+    Distribution("ember-autograd",    True,  ("ember-core",),      "autograd",                 ("ember.autograd",
+                                                                                                "ember.func",
+                                                                                                "ember.optim")),
+    Distribution("ember-fx",          True,  ("ember-autograd",),  "fx",                       ("ember.fx", "ember.ao",
+                                                                                                "ember.onnx")),
+    Distribution("ember-dynamo",      False, ("ember-fx",),        "dynamo",                   ("ember._dynamo",)),
+    Distribution("ember-inductor",    False, ("ember-fx",),        "inductor",                 ("ember._inductor",)),
+    Distribution("ember-distributed", False, ("ember-autograd",),  "distributed",              ("ember.distributed",)),
+    Distribution("ember-mobile",      False, ("ember-core",),      "mobile",                   ("ember.mobile",)),
+    Distribution("ember-vision",      False, ("ember-core",),      "vision-audio-text/vision", ("embervision",)),
+    Distribution("ember-audio",       False, ("ember-core",),      "vision-audio-text/audio",  ("emberaudio",)),
+    Distribution("ember-text",        False, ("ember-core",),      "vision-audio-text/text",   ("embertext",)),
+    Distribution("ember-csprng",      False, ("ember-core",),      "vision-audio-text/csprng", ("embercsprng",)),
+)}
+# fmt: on
+
+# module name -> the distribution that provides it (ember-core's own "ember" has no entry)
+_PROVIDER = {module: dist.name for dist in DISTRIBUTIONS.values() for module in dist.modules if module != "ember"}
 
 
-class MissingDistributionError(RuntimeError):
-    """A feature was used whose distribution is not installed."""
+class MissingDistributionError(ModuleNotFoundError, RuntimeError):
+    """A feature was used whose distribution is not installed.
+
+    An :class:`ImportError` (a :class:`ModuleNotFoundError`, whose ``name`` is the
+    module for an import), so ``try: import ember.fx`` / ``except ImportError`` works,
+    and a :class:`RuntimeError`, as ``Tensor.backward()`` without ember-autograd raised
+    before. ``distribution`` is the missing distribution's name.
+    """
+
+    def __init__(self, message, *, distribution=None, name=None):
+        super().__init__(message, name=name)
+        self.distribution = distribution
+
+
+def _with_dependencies(name):
+    """``name`` and every ember distribution it needs, dependencies first."""
+    order = []
+
+    def visit(dist):
+        for dependency in DISTRIBUTIONS[dist].requires:
+            visit(dependency)
+        if dist not in order:
+            order.append(dist)
+
+    visit(name)
+    return order
+
+
+def missing_distribution_message(feature, distribution):
+    """The one message for ``feature`` (a module, function or method name) whose ``distribution`` is missing.
+
+    Example:
+        >>> from ember._extensions import missing_distribution_message
+        >>> print(missing_distribution_message("ember.fx", "ember-fx"))  # doctest: +NORMALIZE_WHITESPACE
+        ember.fx needs the 'ember-fx' distribution, which is not installed. From a checkout of the
+        ember repository: nox -s wheels && pip install --find-links dist/wheels ember-fx (or: pip
+        install ./packages/tensor-core ./packages/autograd ./packages/fx)
+    """
+    head = f"{feature} needs the '{distribution}' distribution, which is not installed."
+    dist = DISTRIBUTIONS.get(distribution)
+    if dist is None:  # not one of the repository's: say only what to install
+        return f"{head} Install it with: pip install {distribution}"
+    if not dist.written:
+        return f"{head} It is planned but not written yet: the ember repository has no packages/{dist.folder}/."
+    folders = " ".join(f"./packages/{DISTRIBUTIONS[name].folder}" for name in _with_dependencies(distribution))
+    return (
+        f"{head} From a checkout of the ember repository: nox -s wheels && "
+        f"pip install --find-links dist/wheels {distribution} (or: pip install {folders})"
+    )
 
 
 def require(feature, distribution):
-    """Raise :class:`MissingDistributionError` for ``feature`` provided by ``distribution``."""
-    raise MissingDistributionError(
-        f"{feature} needs the '{distribution}' distribution, which is not installed. "
-        f"Install it with: pip install {distribution} (from a checkout of the ember repository: "
-        f"pip install ./packages/<its folder>, e.g. ./packages/autograd for ember-autograd)"
-    )
+    """Raise :class:`MissingDistributionError` for ``feature`` provided by ``distribution``.
+
+    Args:
+        feature (str): what was used, as the user wrote it (``"Tensor.backward()"``).
+        distribution (str): the distribution that provides it (``"ember-autograd"``).
+
+    Raises:
+        MissingDistributionError: always.
+    """
+    raise MissingDistributionError(missing_distribution_message(feature, distribution), distribution=distribution)
+
+
+def _installed(distribution):
+    """Whether ``distribution`` is installed: its metadata is found, or a module of it is already imported.
+
+    (A checkout's ``src`` folders on ``PYTHONPATH`` have no metadata.)
+    """
+    if any(module in sys.modules for module in DISTRIBUTIONS[distribution].modules):
+        return True
+    import importlib.metadata  # only on this failure path: the import costs ~30 ms
+
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+class MissingDistributionFinder:
+    """A :data:`sys.meta_path` finder that answers imports of the table's modules whose distribution is missing.
+
+    It sits at the end of :data:`sys.meta_path`, so it is asked only about modules that
+    no other finder found, and it answers by raising :class:`MissingDistributionError`
+    (for ``import`` as for :func:`importlib.util.find_spec`) only when the module is in
+    :data:`DISTRIBUTIONS` and its distribution is not installed. Otherwise it returns
+    ``None`` and Python raises its usual ``ModuleNotFoundError``.
+    """
+
+    def find_spec(self, fullname, path=None, target=None):
+        distribution = _PROVIDER.get(fullname)
+        if distribution is None or _installed(distribution):
+            return None
+        raise MissingDistributionError(
+            missing_distribution_message(fullname, distribution), distribution=distribution, name=fullname
+        )
+
+    def __repr__(self):
+        return "ember._extensions.MissingDistributionFinder()"
+
+
+def _install_finder():
+    # By class name, not identity, so that reloading this module adds no second finder.
+    if not any(type(finder).__name__ == "MissingDistributionFinder" for finder in sys.meta_path):
+        sys.meta_path.append(MissingDistributionFinder())
+
+
+_install_finder()
+
+
+def provided_module(package, name):
+    """``package.name`` when the table lists that module (importing it), else ``None``; for a package's ``__getattr__``.
+
+    Raises:
+        MissingDistributionError: the module's distribution is not installed.
+    """
+    import importlib
+
+    fullname = f"{package}.{name}"
+    if fullname not in _PROVIDER:
+        return None
+    try:
+        return importlib.import_module(fullname)
+    except MissingDistributionError:
+        raise
+    except ModuleNotFoundError as exc:
+        if exc.name != fullname:  # something the module imports is missing: a real error
+            raise
+        return None  # its distribution is installed but has no such module (yet): an AttributeError
 
 
 class _AutogradSlot:
