@@ -3,6 +3,7 @@ ember.accelerator, ember.backends, ember.nn.parallel and PyTorch's nn.modules pa
 (tests/parity/test_pytorch_names_parity.py compares the same APIs with PyTorch.)"""
 
 import importlib
+import typing
 import warnings
 from collections import OrderedDict
 
@@ -472,3 +473,16 @@ def test_consume_prefix_in_state_dict():
 def test_fx_experimental_is_an_attribute():
     fx = pytest.importorskip("ember.fx", reason="needs ember-fx")
     assert fx.experimental.__name__ == "ember.fx.experimental"
+
+
+def test_annotation_aliases():
+    from ember.nn.common_types import _size_2_opt_t, _size_2_t, _size_any_t
+    from ember.types import Device, Number, _size
+
+    assert set(typing.get_args(_size_2_t)) == {int, tuple[int, int]}
+    assert tuple[int, int] in typing.get_args(_size_any_t) or tuple[int, ...] in typing.get_args(_size_any_t)
+    assert type(None) in typing.get_args(_size_2_opt_t)
+    assert set(typing.get_args(Number)) == {int, float, bool}
+    assert ember.device in typing.get_args(Device) and ember.Size in typing.get_args(_size)
+    assert ember.nn.common_types is importlib.import_module("ember.nn.common_types")
+    assert ember.types is importlib.import_module("ember.types")

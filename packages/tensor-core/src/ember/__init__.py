@@ -185,7 +185,7 @@ __version__ = "0.1.0"
 
 from . import utils  # noqa: E402,F401 - ember.utils.data, ember.utils.checkpoint, ...
 from . import cuda  # noqa: E402,F401 - ember.cuda (imports CuPy only on first use)
-from . import accelerator, backends  # noqa: E402,F401 - torch.accelerator / torch.backends counterparts
+from . import accelerator, backends, types  # noqa: E402,F401 - torch.accelerator / .backends / .types counterparts
 from ._extensions import load_extensions as _load_extensions  # noqa: E402
 
 _load_extensions()

@@ -390,3 +390,21 @@ def test_safe_globals_behave_alike():
         with module.safe_globals([Config]):
             assert Config in module.get_safe_globals()
         assert module.get_safe_globals() == before
+
+
+@pinned_torch_only
+def test_annotation_modules_have_pytorchs_names():
+    import torch.nn.common_types
+    import torch.types
+
+    import ember.nn.common_types
+    import ember.types
+
+    def public_aliases(module):
+        return {
+            n for n in vars(module) if n.startswith(("_size", "_ratio", "_scalar_or_tuple", "_maybe", "_tensor_list"))
+        }
+
+    assert public_aliases(ember.nn.common_types) == public_aliases(torch.nn.common_types)
+    for name in (*torch.types.__all__, "_size", "_int", "_float", "_bool", "_dtype", "_device", "_TensorOrTensors"):
+        assert hasattr(ember.types, name), name
