@@ -432,9 +432,16 @@ def test_unsupported_op_names_op_node_and_line():
 
 
 def test_unsupported_arguments_are_named():
-    model = nn.Embedding(4, 2, max_norm=1.0)
-    with pytest.raises(UnsupportedOperatorError, match="'embedding'.*max_norm"):
-        ember.onnx.export(model, ember.tensor([1, 2]), None)
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Embedding(4, 2, max_norm=1.0), nn.ReLU())
+
+        def forward(self, ids):
+            return self.body(ids)
+
+    with pytest.raises(UnsupportedOperatorError, match="'embedding'.*in module 'body.0' \\(Embedding\\).*max_norm"):
+        ember.onnx.export(Model(), ember.tensor([1, 2]), None)
 
 
 @pytest.mark.parametrize(
@@ -500,3 +507,15 @@ def test_supported_ops_lists_registry_ops():
 def test_verbose_prints_graph(capsys):
     ember.onnx.export(nn.Linear(2, 2), ember.randn(1, 2), None, verbose=True)
     assert "Gemm" in capsys.readouterr().out
+
+
+def test_plain_function_and_identity_outputs():
+    weight = ember.randn(3, 3)
+
+    def fn(x, y):
+        return x @ weight, y, x  # an input returned as is, twice-named outputs
+
+    proto = check_export(_Fn(fn), (ember.randn(2, 3), ember.randn(4)), ["x", "y"], {"x": {0: "batch"}})
+    assert [o.name for o in proto.graph.output] == ["output_0", "output_1", "output_2"]
+    # a function (not a Module) exports too; its constants keep generated names
+    ember.onnx.export(fn, (ember.randn(2, 3), ember.randn(4)), None)

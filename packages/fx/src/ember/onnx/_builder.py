@@ -141,11 +141,13 @@ class GraphBuilder:
 
     def unsupported(self, reason):
         """Raise :class:`UnsupportedOperatorError` for the current node, explaining ``reason``."""
+        from ._capture import describe
+
         node = self.current
         op = getattr(node.target, "name", str(node.target))
         where = node.meta.get("location")
         raise UnsupportedOperatorError(
-            f"ember.onnx.export: op {op!r} (node {node.name!r}{', at ' + where if where else ''}): {reason}",
+            f"ember.onnx.export: op {op!r} ({describe(node)}): {reason}",
             op=op,
             node=node.name,
             location=where,

@@ -12,6 +12,7 @@ user's code it was made, and, for dynamic axes, which integer arguments are size
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -88,12 +89,48 @@ def _user_location(ember_dirs):
     return None
 
 
-class _RecordingMode(ProxyDispatchMode):
-    """:class:`ProxyDispatchMode` that also records each value's example metadata and the user's code location."""
+def describe(node):
+    """``node 'name', in module 'path' (Class), at file:line in fn`` from what capture recorded."""
+    text = f"node {node.name!r}"
+    if node.meta.get("module"):
+        text += f", in module {node.meta['module']}"
+    if node.meta.get("location"):
+        text += f", at {node.meta['location']}"
+    return text
 
-    def __init__(self, graph, root):
+
+@contextlib.contextmanager
+def _module_scopes(model, stack):
+    """Keep ``stack`` holding ``'path' (Class)`` of the submodules of ``model`` whose forward is running."""
+
+    def leave(module, args, output):
+        stack.pop()  # returns None: a forward hook's non-None result would replace the output
+
+    handles = []
+    if hasattr(model, "named_modules"):
+        for name, module in model.named_modules():
+            label = f"{name or '<root>'!r} ({type(module).__name__})"
+            handles.append(module.register_forward_pre_hook(lambda m, a, label=label: stack.append(label)))
+            handles.append(module.register_forward_hook(leave, always_call=True))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+class _RecordingMode(ProxyDispatchMode):
+    """:class:`ProxyDispatchMode` that also records each value's example metadata and where the user's code made it.
+
+    Args:
+        graph, root: as for :class:`ProxyDispatchMode`.
+        modules (list[str]): the stack of running submodules (see :func:`_module_scopes`).
+    """
+
+    def __init__(self, graph, root, modules):
         super().__init__(graph, root)
         self._ember_dirs = _ember_dirs()
+        self._modules = modules
 
     def track(self, tensor, node):
         super().track(tensor, node)
@@ -110,23 +147,26 @@ class _RecordingMode(ProxyDispatchMode):
         last = next(reversed(self.graph.nodes), None)
         result = super().__ember_dispatch__(func, types, args, kwargs)
         location = _user_location(self._ember_dirs)
+        module = self._modules[-1] if self._modules else None
         for node in reversed(self.graph.nodes):
             if node is last or "location" in node.meta:
                 break
             node.meta["location"] = location
+            node.meta["module"] = module
         return result
 
 
-def _trace(fn, tensors):
+def _trace(fn, tensors, model=None):
     """Record ``fn(*tensors)`` (which returns a flat tuple of tensors) as a GraphModule."""
     from ember.nn import Module
 
     root = Module()
     graph = Graph()
-    mode = _RecordingMode(graph, root)
+    modules = []
+    mode = _RecordingMode(graph, root, modules)
     for i, t in enumerate(tensors):
         mode.track(t, graph.placeholder(f"arg{i}_1"))
-    with mode:
+    with _module_scopes(model, modules), mode:
         out = fn(*tensors)
     graph.output(tuple(mode.node_of(t) for t in out))
     # ops whose results only steered Python control flow (a mask checked for causality, say) are dead here
@@ -161,15 +201,16 @@ def _resize(tensor, axis, size):
     """``tensor`` with ``axis`` resized to ``size`` by repeating its entries (values stay valid indices)."""
     import ember
 
-    index = ember.arange(size) % tensor.shape[axis]
+    index = ember.arange(size, device=tensor.device) % tensor.shape[axis]
     return ember.index_select(tensor, axis, index)
 
 
 def _attributes(gm, model):
     """get_attr target -> (public name, tensor, is_state) using the model's parameter and buffer names."""
     names = {}
-    for name, t in list(model.named_buffers()) + list(model.named_parameters()):
-        names.setdefault(id(t), name)
+    if hasattr(model, "named_parameters") and hasattr(model, "named_buffers"):
+        for name, t in list(model.named_buffers()) + list(model.named_parameters()):
+            names.setdefault(id(t), name)
     out = {}
     for node in gm.graph.nodes:
         if node.op == "get_attr":
@@ -277,7 +318,7 @@ def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None):
         input_names = [f"arg{i}" for i in range(len(tensors))]
     if len(input_names) != len(tensors):
         raise ValueError(f"input_names has {len(input_names)} names but the model takes {len(tensors)} tensor inputs")
-    gm = _trace(fn, tensors)
+    gm = _trace(fn, tensors, model)
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     captured = CapturedGraph(
         graph_module=gm,
@@ -289,11 +330,11 @@ def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None):
     captured.axes, captured.input_axes = _parse_axes(dynamic_axes or {}, input_names, tensors)
     captured.output_axes = [{} for _ in captured.outputs]
     if captured.axes:
-        _find_sym_ints(captured, fn, tensors)
+        _find_sym_ints(captured, fn, tensors, model)
     return captured
 
 
-def _retrace(fn, tensors, captured, sizes):
+def _retrace(fn, tensors, model, captured, sizes):
     """Trace again with the dynamic axes resized to ``sizes`` and check the graph has the same structure."""
     resized = []
     for i, t in enumerate(tensors):
@@ -302,7 +343,7 @@ def _retrace(fn, tensors, captured, sizes):
         resized.append(t)
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
     try:
-        gm = _trace(fn, resized)
+        gm = _trace(fn, resized, model)
     except Exception as e:
         raise CaptureError(
             f"re-tracing the model with dynamic axes resized ({where}) to find size-dependent values failed: "
@@ -313,9 +354,9 @@ def _retrace(fn, tensors, captured, sizes):
         if a != b:
             node = list(captured.graph_module.graph.nodes)[i]
             raise CaptureError(
-                f"the graph changes with the dynamic axes ({where}) at node {node.name!r} "
-                f"({node.meta.get('location') or 'unknown location'}): its ops or their non-size arguments "
-                "depend on those sizes (a Python loop over a dynamic axis, say); export with that axis static"
+                f"the graph changes with the dynamic axes ({where}) at {describe(node)}: its ops or their "
+                "non-size arguments depend on those sizes (a Python loop over a dynamic axis, say); "
+                "export with that axis static"
             )
     if len(base) != len(other):
         raise CaptureError(
@@ -330,20 +371,20 @@ def _retrace(fn, tensors, captured, sizes):
                 raise CaptureError(
                     f"the constant {node.target!r} has shape {tuple(a.shape)} at the example sizes but "
                     f"{tuple(b.shape)} with dynamic axes resized ({where}): a tensor was built outside the traced "
-                    f"ops from a size ({node.meta.get('location') or 'unknown location'})"
+                    f"ops from a size ({describe(node)})"
                 )
     return gm
 
 
-def _find_sym_ints(captured, fn, tensors):
+def _find_sym_ints(captured, fn, tensors, model):
     """Fill ``captured.sym_args`` and ``captured.output_axes`` from traces at other sizes."""
     names = [a.name for a in captured.axes]
     base_sizes = {a.name: a.size for a in captured.axes}
     single_sizes, verify_sizes = {}, {}
     for a in captured.axes:
         single_sizes[a.name], verify_sizes[a.name] = trial_sizes(a.size)
-    singles = [_retrace(fn, tensors, captured, {**base_sizes, n: single_sizes[n]}) for n in names]
-    verify = _retrace(fn, tensors, captured, verify_sizes)
+    singles = [_retrace(fn, tensors, model, captured, {**base_sizes, n: single_sizes[n]}) for n in names]
+    verify = _retrace(fn, tensors, model, captured, verify_sizes)
     node_lists = [list(g.graph.nodes) for g in (*singles, verify)]
 
     def fitted(base_value, values, describe):
@@ -367,8 +408,7 @@ def _find_sym_ints(captured, fn, tensors):
             values = [_lookup((o.args, o.kwargs), path) for o in others]
             if all(v == value for v in values):
                 continue
-            where = node.meta.get("location") or "unknown location"
-            expr = fitted(value, values, f"argument {path} of node {node.name!r} ({where})")
+            expr = fitted(value, values, f"argument {path} of {describe(node)}")
             args, kwargs = _replace((args, kwargs), path, SymInt(value, expr))
             changed = True
         if changed:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import operator
 
 from ._builder import GraphBuilder, UnsupportedOperatorError, onnx_dtype
+from ._capture import describe
 from ._rules import RULES, rule_for
 
 __all__ = ["emit", "check_supported"]
@@ -31,10 +32,7 @@ def check_supported(captured):
             missing.append(node)
     if not missing:
         return
-    lines = []
-    for n in missing:
-        where = f", at {n.meta['location']}" if n.meta.get("location") else ""
-        lines.append(f"  {_op_name(n.target)!r} (node {n.name!r}{where})")
+    lines = [f"  {_op_name(n.target)!r} ({describe(n)})" for n in missing]
     first = missing[0]
     raise UnsupportedOperatorError(
         "ember.onnx.export: no ONNX rule for these ops:\n"
