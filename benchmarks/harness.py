@@ -43,6 +43,9 @@ class Workload:
         work: The amount of work of one operation in ``unit``'s numerator (bytes moved for
             ``"GB/s"``, floating-point operations for ``"TFLOP/s"``); 0 for no rate column.
         unit: ``"GB/s"``, ``"TFLOP/s"`` or ``""``.
+        self_timed: The callables time themselves: ``run.py`` calls each once as ``fn(quick)``
+            and reports the seconds it returns (work a Timer loop can't repeat in one process,
+            such as ``import ember`` in fresh processes; ``quick`` asks for fewer repeats).
     """
 
     name: str
@@ -53,6 +56,7 @@ class Workload:
     inner: int = 1
     work: float = 0.0
     unit: str = ""
+    self_timed: bool = False
 
 
 #: How each rate unit scales work per second.
