@@ -364,6 +364,21 @@ def test_reshape_with_batch_times_length():
     check_export(_Fn(fn), ember.randn(2, 3, 4), ["x"], {"x": {0: "batch", 1: "seq"}}, others=[ember.randn(5, 7, 4)])
 
 
+def test_scalars_from_dynamic_sizes():
+    """``x / x.shape[1]`` divides by the runtime length, not the example's."""
+
+    def fn(x):
+        return x / x.shape[1] + x.shape[0] * (x > x.shape[1])
+
+    check_export(_Fn(fn), ember.randn(2, 3), ["x"], {"x": {0: "b", 1: "n"}}, others=[ember.randn(4, 7)])
+
+
+def test_size_argument_a_rule_needs_constant_is_an_error():
+    model = _Fn(lambda x: ember.nn.functional.max_pool1d(x, x.shape[-1]))
+    with pytest.raises(UnsupportedOperatorError, match="'max_pool1d'.*dynamic axes.*declare those axes static"):
+        ember.onnx.export(model, ember.randn(1, 2, 6), None, input_names=["x"], dynamic_axes={"x": {2: "n"}})
+
+
 def test_keyword_inputs_and_default_names():
     class Model(nn.Module):
         def forward(self, x, *, scale):

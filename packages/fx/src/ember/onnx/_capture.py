@@ -175,7 +175,7 @@ def _trace(fn, tensors, model=None):
 
 
 def _flat_call(model, args, kwargs):
-    """``(fn, tensors, names)``: ``fn(*tensors)`` calls the model and returns its outputs as a flat tuple."""
+    """``(fn, tensors)``: ``fn(*tensors)`` calls the model on the flat tensor inputs and returns a flat tuple."""
     import ember
     from ember.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 

@@ -69,11 +69,14 @@ class SymInt:
     value: int
     expr: DimExpr
 
-    def __index__(self):
-        return self.value
+    def _static_use(self, *_):
+        # A rule that reads this as a plain number would bake the example's size into the graph.
+        raise TypeError(
+            f"this argument is {self.expr} (dynamic axes; {self.value} in the example) but the op's ONNX rule "
+            "needs a constant; declare those axes static"
+        )
 
-    def __int__(self):
-        return self.value
+    __index__ = __int__ = __float__ = __bool__ = _static_use
 
     def __repr__(self):
         return f"SymInt({self.value}={self.expr})"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from ._builder import is_floating
+from ._dynamic import SymInt
 from ._table import RuleTable
 
 TABLE = RuleTable("pointwise")
@@ -160,9 +161,14 @@ def _gelu(g, input, approximate="none", **_):
 
 
 def operand(g, value, dtype):
-    """A tensor operand (value name) cast to ``dtype``, or a Python scalar as a 0-d constant of ``dtype``."""
+    """A tensor operand (value name) cast to ``dtype``, or a Python scalar as a 0-d constant of ``dtype``.
+
+    A scalar that is a size of a dynamic axis (``x / x.shape[1]``) is computed from the runtime shape.
+    """
     if isinstance(value, str):
         return g.cast(value, dtype)
+    if isinstance(value, SymInt):
+        return g.cast_scalar(g.i64_scalar(value), dtype)
     return g.scalar(value, dtype)
 
 
@@ -174,7 +180,7 @@ def common_dtype(g, *values):
         if isinstance(v, str):
             meta = g.meta(v)
             return ember.empty(meta.shape, dtype=meta.dtype, device="meta")
-        return v
+        return v.value if isinstance(v, SymInt) else v
 
     dtype = ember.result_type(example(values[0]), example(values[1]))
     for v in values[2:]:
