@@ -479,6 +479,14 @@ def test_argument_errors(kwargs, error, match):
         ember.onnx.export(nn.Linear(3, 2), ember.randn(2, 3), None, **kwargs)
 
 
+def test_output_names_may_match_internal_values_but_not_inputs():
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    proto = check_export(model, ember.randn(2, 3), ["x"], output_names=["linear"])
+    assert [o.name for o in proto.graph.output] == ["linear"]
+    with pytest.raises(ValueError, match="'x' is given to two graph inputs or outputs"):
+        ember.onnx.export(model, ember.randn(2, 3), None, input_names=["x"], output_names=["x"])
+
+
 def test_dynamic_axes_list_form_names_axes():
     proto = ember.onnx.export(nn.Linear(3, 2), ember.randn(2, 3), None, input_names=["x"], dynamic_axes={"x": [0]})
     assert _dims(proto.graph.input[0]) == ["x_dynamic_axes_1", 3]

@@ -106,7 +106,7 @@ class GraphBuilder:
     def reserve(self, name):
         """Claim ``name`` (a graph input or initializer name)."""
         if name in self._used:
-            raise ValueError(f"the ONNX name {name!r} is used twice (input, output or parameter names must differ)")
+            raise ValueError(f"the name {name!r} is given to two graph inputs or outputs; names must differ")
         self._used.add(name)
         return name
 

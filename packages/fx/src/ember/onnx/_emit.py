@@ -101,11 +101,14 @@ def emit(captured, *, opset, output_names, dynamic_axes=None, export_params=True
     check_supported(captured)
     dims = {a.name: (captured.input_names[a.input_index], a.axis) for a in captured.axes}
     g = GraphBuilder(opset, dims)
+    # the user's names first, so that no value made on the way can take one of them
+    for name in [*captured.input_names, *output_names[: len(captured.outputs)]]:
+        g.reserve(name)
     env, inputs, params = {}, [], []
     placeholder_index = 0
     for node in captured.graph_module.graph.nodes:
         if node.op == "placeholder":
-            name = g.reserve(captured.input_names[placeholder_index])
+            name = captured.input_names[placeholder_index]
             meta = node.meta["tensor_meta"]
             inputs.append(_value_info(name, meta, captured.input_axes.get(placeholder_index, {})))
             placeholder_index += 1
@@ -130,7 +133,7 @@ def emit(captured, *, opset, output_names, dynamic_axes=None, export_params=True
     outputs = []
     g.current = None
     for j, node in enumerate(captured.outputs):
-        name = g.reserve(output_names[j])
+        name = output_names[j]
         g.nodes.append(helper.make_node("Identity", [env[node]], [name], name=g.fresh(f"Identity_{name}")))
         declared = (dynamic_axes or {}).get(output_names[j])
         outputs.append(_value_info(name, node.meta["tensor_meta"], _output_dim_names(captured, j, declared)))

@@ -109,6 +109,11 @@ def _check_names(kind, names, count):
 
 def _write(model_proto, f):
     """Write the serialised model to ``f`` (path or binary file); a path is replaced atomically."""
+    if model_proto.ByteSize() >= 2**31:
+        raise ValueError(
+            "ember.onnx.export: the model is 2 GiB or larger, the limit of one ONNX file; "
+            "external-data export is not supported yet"
+        )
     data = model_proto.SerializeToString()
     if hasattr(f, "write"):
         f.write(data)
