@@ -67,6 +67,8 @@ _F64 = np.dtype(np.float64)
 _I64 = np.dtype(np.int64)
 _I32 = np.dtype(np.int32)
 _LOW_FLOATS = D.numpy_dtype_set((D.float16, D.bfloat16))  # computed in float32 (learns bfloat16 on load)
+# (a set, not bfloat16.numpy_dtype read per call: that read would load ml_dtypes for float32 inputs too)
+_BFLOAT16 = D.numpy_dtype_set((D.bfloat16,))
 
 
 def _return_type(name, fields):
@@ -926,7 +928,7 @@ def _logical_reduction(name, np_fn):
         data = input._data
         dims = _dims(name, dim, data.ndim, empty_means_all=False)
         out = data.dtype if data.dtype == np.uint8 else np.dtype(np.bool_)
-        if data.dtype == D.bfloat16.numpy_dtype:
+        if data.dtype in _BFLOAT16:
             data = data.astype(_F32)
         if not dims:
             return (data != 0).astype(out)
@@ -979,7 +981,7 @@ def _count_nonzero_meta(input, dim=None):
 def _count_nonzero_cpu(input, dim=None):
     data = input._data
     dims = _dims("count_nonzero", dim, data.ndim)
-    if data.dtype == D.bfloat16.numpy_dtype:
+    if data.dtype in _BFLOAT16:
         data = data.astype(_F32)
     return _finish(np.count_nonzero(data, axis=_axis(data, dims)), _I64)
 
@@ -1441,7 +1443,7 @@ _kthvalue_type = _return_type("kthvalue", ["values", "indices"])
 
 def _sort_order(x, axis, descending):
     """Stable argsort of ``x`` along ``axis``: NaN last ascending and first descending; ties keep index order."""
-    if x.dtype == D.bfloat16.numpy_dtype:
+    if x.dtype in _BFLOAT16:
         x = x.astype(_F32)
     if not descending:
         return np.argsort(x, axis=axis, kind="stable")
