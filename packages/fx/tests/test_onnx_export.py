@@ -379,6 +379,12 @@ def test_size_argument_a_rule_needs_constant_is_an_error():
         ember.onnx.export(model, ember.randn(1, 2, 6), None, input_names=["x"], dynamic_axes={"x": {2: "n"}})
 
 
+def test_squeezing_a_dynamic_axis_of_example_size_one_is_an_error():
+    model = _Fn(lambda x: x.squeeze() * 2)
+    with pytest.raises(UnsupportedOperatorError, match="'squeeze'.*axis 0 is squeezed"):
+        ember.onnx.export(model, ember.randn(1, 3), None, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
+
+
 def test_keyword_inputs_and_default_names():
     class Model(nn.Module):
         def forward(self, x, *, scale):
@@ -472,6 +478,7 @@ def test_unsupported_arguments_are_named():
         ({"input_names": ["x"], "dynamic_axes": {"x": {2: "b"}}}, ValueError, "axis 2 is out of range"),
         ({"input_names": ["x"], "dynamic_axes": {"x": 0}}, TypeError, "dynamic_axes\\['x'\\]"),
         ({"training": "eval"}, TypeError, "TrainingMode"),
+        ({"output_names": ["y"], "dynamic_axes": {"y": {2: "b"}}}, ValueError, "output of rank 2"),
     ],
 )
 def test_argument_errors(kwargs, error, match):

@@ -85,6 +85,7 @@ class GraphBuilder:
         self.nodes = []
         self.initializers = []
         self._meta = {}  # ONNX value name -> TensorMeta
+        self._sym_shapes = {}  # ONNX value name -> shape with SymInt sizes, for values whose shape is dynamic
         self._used = set()
         self._dims = dims
         self._dim_values = {}  # DimExpr or axis name -> value name
@@ -110,8 +111,15 @@ class GraphBuilder:
         self._used.add(name)
         return name
 
-    def set_meta(self, name, meta):
+    def set_meta(self, name, meta, sym_shape=None):
         self._meta[name] = meta
+        if sym_shape is not None:
+            self._sym_shapes[name] = sym_shape
+
+    def size(self, x, axis):
+        """The size of ``axis`` of value ``x``: an int, or a :class:`SymInt` where it follows dynamic axes."""
+        sym = self._sym_shapes.get(x)
+        return sym[axis] if sym is not None else self._meta[x].shape[axis]
 
     def out_size(self, k, axis):
         """The size of ``axis`` of the current node's ``k``-th output: an int, or a SymInt for a dynamic one."""

@@ -58,7 +58,8 @@ class CapturedGraph:
         sym_args (dict[str, tuple[tuple, dict]]): for each node with size-dependent
             integer arguments (by node name), its args and kwargs with those integers
             replaced by :class:`~._dynamic.SymInt`.
-        output_axes (list[dict[int, DimExpr]]): per flat output, its size-dependent axes.
+        output_axes (list[dict[int, DimExpr | None]]): per flat output, its size-dependent axes
+            (None where the size is not a function :mod:`._dynamic` can fit).
     """
 
     graph_module: GraphModule
@@ -425,12 +426,9 @@ def _find_sym_ints(captured, fn, tensors, model):
                 if shape is not None:
                     node.meta["sym_shape"] = shape
     for j, node in enumerate(captured.outputs):
-        k = list(captured.graph_module.graph.nodes).index(node)
-        shape = node.meta["tensor_meta"].shape
-        for axis, size in enumerate(shape):
-            values = [nodes[k].meta["tensor_meta"].shape[axis] for nodes in node_lists]
-            if any(v != size for v in values):
-                captured.output_axes[j][axis] = fitted(size, values, f"axis {axis} of output {j}")
+        # None for an axis that changes in another way: it gets a symbolic name of its own
+        shape = node.meta.get("sym_shape") or ()
+        captured.output_axes[j] = {axis: size.expr for axis, size in enumerate(shape) if isinstance(size, SymInt)}
 
 
 def _sym_shape(meta, others, fit_one):

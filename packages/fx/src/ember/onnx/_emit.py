@@ -62,17 +62,33 @@ def _map_nodes(value, env):
     return value
 
 
-def _output_dim_names(captured, j, declared):
+def _output_dim_names(captured, j, output_name, declared):
+    """Output ``j``'s symbolic axes: axis -> dim_param, from its fitted sizes and ``dynamic_axes``."""
     names = {}
     for axis, expr in captured.output_axes[j].items():
+        if expr is None:
+            names[axis] = f"{output_name}_dim_{axis}"
+            continue
         simple = expr.offset == 0 and expr.coeff == 1 and len(expr.powers) == 1 and expr.powers[0][1] == 1
         names[axis] = expr.powers[0][0] if simple else str(expr)
-    rank = max(len(captured.outputs[j].meta["tensor_meta"].shape), 1)
+    rank = len(captured.outputs[j].meta["tensor_meta"].shape)
+    if declared is None:
+        return names
     if isinstance(declared, dict):
-        names.update({axis % rank: str(n) for axis, n in declared.items()})
+        items = [(axis, str(n)) for axis, n in declared.items()]
     elif isinstance(declared, (list, tuple)):
-        for k, axis in enumerate(declared):
-            names.setdefault(axis % rank, f"output_{j}_dynamic_axes_{k + 1}")
+        items = [(axis, f"{output_name}_dynamic_axes_{k + 1}") for k, axis in enumerate(declared)]
+    else:
+        raise TypeError(
+            f"dynamic_axes[{output_name!r}] must be a dict {{axis: name}} or a list of axes, got {declared!r}"
+        )
+    for axis, name in items:
+        if not isinstance(axis, int) or not -rank <= axis < rank:
+            raise ValueError(
+                f"dynamic_axes[{output_name!r}]: axis {axis!r} is out of range for an output of rank {rank}"
+            )
+        if isinstance(declared, dict) or axis % rank not in names:
+            names[axis % rank] = name
     return names
 
 
@@ -129,14 +145,14 @@ def emit(captured, *, opset, output_names, dynamic_axes=None, export_params=True
             continue
         env[node] = name
         if isinstance(name, str) and meta is not None:
-            g.set_meta(name, meta)
+            g.set_meta(name, meta, node.meta.get("sym_shape"))
     outputs = []
     g.current = None
     for j, node in enumerate(captured.outputs):
         name = output_names[j]
         g.nodes.append(helper.make_node("Identity", [env[node]], [name], name=g.fresh(f"Identity_{name}")))
         declared = (dynamic_axes or {}).get(output_names[j])
-        outputs.append(_value_info(name, node.meta["tensor_meta"], _output_dim_names(captured, j, declared)))
+        outputs.append(_value_info(name, node.meta["tensor_meta"], _output_dim_names(captured, j, name, declared)))
     graph = helper.make_graph(g.nodes, "ember_graph", inputs + params, outputs, initializer=g.initializers)
     opsets = [helper.make_opsetid("", opset)]
     model = helper.make_model(

@@ -112,6 +112,12 @@ def _squeeze(g, input, dim=None, **_):
     else:
         dims = [axis(d, len(shape)) for d in (dim if isinstance(dim, (tuple, list)) else [dim])]
         dims = [d for d in dims if shape[d] == 1]  # squeezing an axis of another size does nothing
+    for d in dims:
+        if isinstance(g.size(input, d), SymInt):
+            g.unsupported(
+                f"axis {d} is squeezed because it has size 1 in the example, but it is dynamic; "
+                "give that axis another size in the example inputs"
+            )
     if not dims:
         return g.op("Identity", input)
     return g.op("Squeeze", input, g.i64(dims))
