@@ -86,6 +86,11 @@ from ._legacy_types import (  # noqa: E402 - PyTorch's legacy tensor types (embe
     set_default_tensor_type,
 )
 from .serialization import SerializationError, load, save  # noqa: E402
+from ._layout import layout, sparse_coo, sparse_csr, strided  # noqa: E402
+from . import sparse  # noqa: E402
+from .sparse import sparse_coo_tensor, sparse_csr_tensor, spmm  # noqa: E402
+
+sparse._install()  # Tensor.to_sparse/to_dense/indices/..., ember.save of sparse tensors
 from . import nn  # noqa: E402
 from . import return_types  # noqa: E402,F401
 globals().update(_ops.public_ops())

@@ -14,6 +14,7 @@ import numpy as np
 from . import _extensions
 from ._device import CPU, get_backend
 from ._dtype import COMPLEX, FLOATING, from_numpy_dtype
+from ._layout import strided as _strided
 from ._meta import MetaArray, contiguous_strides
 from ._storage import array_data_ptr, storage_of
 
@@ -231,7 +232,18 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        """How the elements are stored: ``ember.strided`` (sparse tensors: ``sparse_coo``/``sparse_csr``)."""
+        return _strided
+
+    @property
+    def is_sparse(self):
+        """Whether this is a sparse COO tensor (see :mod:`ember.sparse`)."""
+        return False
+
+    @property
+    def is_sparse_csr(self):
+        """Whether this is a sparse CSR tensor (see :mod:`ember.sparse`)."""
+        return False
 
     def get_device(self):
         """The device index, or -1 on CPU."""

@@ -361,7 +361,7 @@ class _Encoder:
             return _encode_float(obj)
         if kind is complex:
             return {"t": "complex", "re": _encode_float(obj.real), "im": _encode_float(obj.imag)}
-        if isinstance(obj, Tensor):
+        if isinstance(obj, Tensor) and _extension_for(kind) is None:  # sparse tensors are an extension type
             return {"t": "tensor", "i": self.tensor(obj, where, path)}
         if kind is _dtype_cls:
             return {"t": "dtype", "v": obj.name}
