@@ -27,6 +27,7 @@ def consume_prefix_in_state_dict_if_present(state_dict, prefix):
 
     Example:
         >>> from collections import OrderedDict
+        >>> from ember.nn.modules.utils import consume_prefix_in_state_dict_if_present
         >>> sd = OrderedDict([("module.weight", 1), ("module.bias", 2)])
         >>> consume_prefix_in_state_dict_if_present(sd, "module.")
         >>> list(sd)

@@ -66,6 +66,12 @@ def _move(obj, device):
 class DataParallel(Module):
     """Run ``module`` on the accelerator (or the CPU), registered as ``self.module``.
 
+    Without an accelerator the wrapper calls the module (``device_ids`` is ``[]``), as
+    PyTorch's does without GPUs; on one device it moves the inputs there first. Several
+    devices would need the module replicated on each, which ember does not do yet: the
+    forward then raises. ``state_dict()`` keys start with ``"module."`` as with PyTorch's
+    wrapper, so checkpoints move between the two unchanged.
+
     Args:
         module (Module): the module to run.
         device_ids (list of int or ember.device, optional): devices to use; default: every
