@@ -21,10 +21,10 @@ def __getattr__(name):
 
 
 def _distributed_data_parallel():
-    from ..._extensions import require
+    from ..._extensions import MissingDistributionError, require
 
     try:
         from ember.distributed import DistributedDataParallel
-    except ImportError:
+    except (ImportError, MissingDistributionError):
         require("ember.nn.parallel.DistributedDataParallel", "ember-distributed")
     return DistributedDataParallel
