@@ -549,3 +549,16 @@ def test_plain_function_and_identity_outputs():
     assert [o.name for o in proto.graph.output] == ["output_0", "output_1", "output_2"]
     # a function (not a Module) exports too; its constants keep generated names
     ember.onnx.export(fn, (ember.randn(2, 3), ember.randn(4)), None)
+
+
+def test_is_in_onnx_export():
+    seen = []
+
+    def fn(x):
+        seen.append(ember.onnx.is_in_onnx_export())
+        return x * 2
+
+    assert not ember.onnx.is_in_onnx_export()
+    ember.onnx.export(_Fn(fn), ember.randn(2), None)
+    assert seen == [True]
+    assert not ember.onnx.is_in_onnx_export()

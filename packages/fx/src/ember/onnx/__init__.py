@@ -12,9 +12,17 @@ from __future__ import annotations
 
 from ._builder import UnsupportedOperatorError
 from ._capture import CaptureError
-from ._export import DEFAULT_OPSET, TrainingMode, export
+from ._export import DEFAULT_OPSET, TrainingMode, export, is_in_onnx_export
 
-__all__ = ["export", "TrainingMode", "UnsupportedOperatorError", "CaptureError", "supported_ops", "DEFAULT_OPSET"]
+__all__ = [
+    "export",
+    "is_in_onnx_export",
+    "TrainingMode",
+    "UnsupportedOperatorError",
+    "CaptureError",
+    "supported_ops",
+    "DEFAULT_OPSET",
+]
 
 
 def supported_ops():

@@ -7,7 +7,18 @@ import inspect
 import os
 import tempfile
 
-__all__ = ["export", "TrainingMode", "DEFAULT_OPSET", "MIN_OPSET"]
+__all__ = ["export", "is_in_onnx_export", "TrainingMode", "DEFAULT_OPSET", "MIN_OPSET"]
+
+_exporting = 0  # how many exports are running (model code may branch on is_in_onnx_export)
+
+
+def is_in_onnx_export():
+    """Whether :func:`export` is tracing the model right now (as ``torch.onnx.is_in_onnx_export``).
+
+    Model code can branch on it to take an export-friendly path.
+    """
+    return _exporting > 0
+
 
 #: The opset ``export`` writes when ``opset_version`` is None.
 DEFAULT_OPSET = 17
@@ -230,15 +241,18 @@ def export(
         defaults = _default_input_names(model, args, kwargs, count)
         names += [n if n not in names else f"input_{i}" for i, n in enumerate(defaults[len(names) :], len(names))]
 
+    global _exporting
     was_training = getattr(model, "training", None)
     if was_training is not None and training != TrainingMode.PRESERVE:
         model.train(training == TrainingMode.TRAINING)
+    _exporting += 1
     try:
         import ember
 
         with ember.no_grad():
             captured = capture(model, args, kwargs, input_names=names, dynamic_axes=dynamic_axes)
     finally:
+        _exporting -= 1
         if was_training is not None:
             model.train(was_training)
 
