@@ -3,6 +3,7 @@
 import ast
 import importlib
 import importlib.metadata
+import importlib.util
 import json
 import re
 import subprocess
@@ -160,9 +161,12 @@ def test_finder_sits_last_once_and_never_shadows_an_installed_distribution(monke
     assert finder.find_spec("ember.nn") is None  # not in the table
     assert finder.find_spec("ember.autograd") is None  # installed here (ember-autograd is a test dependency)
     monkeypatch.setattr(_extensions, "_installed", lambda distribution: False)
+    monkeypatch.setitem(_extensions._PROVIDER, "ember.no_such_module", "ember-autograd")
     with pytest.raises(_extensions.MissingDistributionError, match="'ember-autograd'") as info:
-        finder.find_spec("ember.autograd")
-    assert info.value.name == "ember.autograd" and info.value.distribution == "ember-autograd"
+        importlib.import_module("ember.no_such_module")
+    assert info.value.name == "ember.no_such_module" and info.value.distribution == "ember-autograd"
+    # a probe is told "absent", as for any missing module, instead of an error
+    assert importlib.util.find_spec("ember.no_such_module") is None
 
 
 def test_imports_of_a_missing_distribution(monkeypatch):
@@ -172,6 +176,7 @@ def test_imports_of_a_missing_distribution(monkeypatch):
             exec(statement, {"ember": ember})
     with pytest.raises(ImportError, match="'ember-vision'"):
         import embervision  # noqa: F401
+    assert importlib.util.find_spec("embervision") is None and importlib.util.find_spec("ember.mobile") is None
     with pytest.raises(_extensions.MissingDistributionError, match="'ember-dynamo'"):
         ember.compile(lambda x: x)
     assert "ember.mobile" not in sys.modules and "embervision" not in sys.modules
@@ -260,13 +265,15 @@ _WITHOUT_AUTOGRAD = {
 
 
 def test_with_only_ember_core_every_missing_piece_is_named():
-    statements = [*_WITHOUT_AUTOGRAD, "ember.ones(2).add(1).sum()"]
+    probe = "assert __import__('importlib.util').util.find_spec('ember.fx') is None"
+    statements = [*_WITHOUT_AUTOGRAD, "ember.ones(2).add(1).sum()", probe]
     proc = subprocess.run(
         [sys.executable, "-c", _ONLY_CORE, *statements], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
     assert proc.returncode == 0, proc.stderr
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["ember.ones(2).add(1).sum()"] is None  # core works
+    assert results[probe] is None  # importlib.util.find_spec answers None, as for any absent module
     for statement, start in _WITHOUT_AUTOGRAD.items():
         kind, message, is_import_error, _ = results[statement]
         assert kind == "MissingDistributionError" and is_import_error, (statement, results[statement])

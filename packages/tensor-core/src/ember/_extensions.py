@@ -152,19 +152,31 @@ def _installed(distribution):
     return True
 
 
+def _asked_by_an_import():
+    """Whether the finder was called by an import (``import x``, ``importlib.import_module``), not a probe.
+
+    The import system reaches a meta-path finder through ``_find_and_load_unlocked`` ->
+    ``_find_spec`` -> ``find_spec``; :func:`importlib.util.find_spec`, :mod:`pkgutil` and
+    :mod:`runpy` reach ``_find_spec`` otherwise, and ask only whether a module exists.
+    """
+    frame = sys._getframe(3)  # this function, find_spec, _find_spec, then its caller
+    return frame.f_code.co_name == "_find_and_load_unlocked" and "importlib._bootstrap" in frame.f_code.co_filename
+
+
 class MissingDistributionFinder:
     """A :data:`sys.meta_path` finder that answers imports of the table's modules whose distribution is missing.
 
     It sits at the end of :data:`sys.meta_path`, so it is asked only about modules that
-    no other finder found, and it answers by raising :class:`MissingDistributionError`
-    (for ``import`` as for :func:`importlib.util.find_spec`) only when the module is in
-    :data:`DISTRIBUTIONS` and its distribution is not installed. Otherwise it returns
-    ``None`` and Python raises its usual ``ModuleNotFoundError``.
+    no other finder found, and it answers only when the module is in
+    :data:`DISTRIBUTIONS` and its distribution is not installed, by raising
+    :class:`MissingDistributionError`. It does so for imports only: a probe such as
+    ``importlib.util.find_spec("ember.fx") is None`` still gets ``None``. For any other
+    name Python raises its usual ``ModuleNotFoundError``.
     """
 
     def find_spec(self, fullname, path=None, target=None):
         distribution = _PROVIDER.get(fullname)
-        if distribution is None or _installed(distribution):
+        if distribution is None or _installed(distribution) or not _asked_by_an_import():
             return None
         raise MissingDistributionError(
             missing_distribution_message(fullname, distribution), distribution=distribution, name=fullname
