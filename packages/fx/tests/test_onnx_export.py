@@ -327,6 +327,18 @@ OPS = {
         + ember.nn.functional.threshold(x, 0.1, -2.0)
     ),
     "inplace": lambda x: (x * 1).relu_().mul_(2).add_(x),
+    # composites without rules of their own export through their decompositions
+    "aliases": lambda x: ember.subtract(x, 1).swapaxes(0, 1).movedim(0, 1) + ember.concat([x], 0).clip(-1, 1),
+    "normalize_cosine": lambda x: (
+        ember.nn.functional.normalize(x, dim=1) + ember.nn.functional.cosine_similarity(x, x.flip(1)).unsqueeze(1)
+    ),
+    "glu_softmin_shrink": lambda x: (
+        ember.nn.functional.glu(x, dim=1).repeat(1, 2)
+        + ember.nn.functional.softmin(x, dim=1)
+        + ember.nn.functional.hardshrink(x)
+        + ember.nn.functional.celu(x)
+    ),
+    "rms_norm": lambda x: ember.nn.functional.rms_norm(x, (6,), eps=1e-6),
 }
 
 

@@ -13,6 +13,7 @@ user's code it was made, and, for dynamic axes, which integer arguments are size
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -126,10 +127,11 @@ class _RecordingMode(ProxyDispatchMode):
     Args:
         graph, root: as for :class:`ProxyDispatchMode`.
         modules (list[str]): the stack of running submodules (see :func:`_module_scopes`).
+        decompositions (dict[Op, callable] or None): ops recorded through their decomposition.
     """
 
-    def __init__(self, graph, root, modules):
-        super().__init__(graph, root)
+    def __init__(self, graph, root, modules, decompositions=None):
+        super().__init__(graph, root, decompositions)
         self._ember_dirs = _ember_dirs()
         self._modules = modules
 
@@ -157,14 +159,14 @@ class _RecordingMode(ProxyDispatchMode):
         return result
 
 
-def _trace(fn, tensors, model=None):
+def _trace(fn, tensors, model=None, decompositions=None):
     """Record ``fn(*tensors)`` (which returns a flat tuple of tensors) as a GraphModule."""
     from ember.nn import Module
 
     root = Module()
     graph = Graph()
     modules = []
-    mode = _RecordingMode(graph, root, modules)
+    mode = _RecordingMode(graph, root, modules, decompositions)
     for i, t in enumerate(tensors):
         mode.track(t, graph.placeholder(f"arg{i}_1"))
     with _module_scopes(model, modules), mode:
@@ -292,7 +294,7 @@ def _parse_axes(dynamic_axes, input_names, tensors):
     return list(axes.values()), by_input
 
 
-def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None):
+def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None, decompositions=None):
     """Record ``model(*args, **kwargs)`` as a graph of registry ops.
 
     Args:
@@ -304,6 +306,9 @@ def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None):
             ``arg0, arg1, ...``.
         dynamic_axes (dict[str, dict[int, str] | list[int]] or None): for inputs (by
             name), the axes whose size may change.
+        decompositions (dict[Op, callable] or None): ops to record through their
+            decomposition (the ops it calls) instead of as one node; an emitter passes
+            the composite ops it has no rule for.
 
     Returns:
         CapturedGraph: see its attributes.
@@ -319,7 +324,8 @@ def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None):
         input_names = [f"arg{i}" for i in range(len(tensors))]
     if len(input_names) != len(tensors):
         raise ValueError(f"input_names has {len(input_names)} names but the model takes {len(tensors)} tensor inputs")
-    gm = _trace(fn, tensors, model)
+    trace = functools.partial(_trace, model=model, decompositions=decompositions)
+    gm = trace(fn, tensors)
     output_node = next(n for n in reversed(gm.graph.nodes) if n.op == "output")
     captured = CapturedGraph(
         graph_module=gm,
@@ -331,11 +337,11 @@ def capture(model, args, kwargs=None, *, input_names=None, dynamic_axes=None):
     captured.axes, captured.input_axes = _parse_axes(dynamic_axes or {}, input_names, tensors)
     captured.output_axes = [{} for _ in captured.outputs]
     if captured.axes:
-        _find_sym_ints(captured, fn, tensors, model)
+        _find_sym_ints(captured, fn, tensors, trace)
     return captured
 
 
-def _retrace(fn, tensors, model, captured, sizes):
+def _retrace(fn, tensors, trace, captured, sizes):
     """Trace again with the dynamic axes resized to ``sizes`` and check the graph has the same structure."""
     resized = []
     for i, t in enumerate(tensors):
@@ -344,7 +350,7 @@ def _retrace(fn, tensors, model, captured, sizes):
         resized.append(t)
     where = ", ".join(f"{k}={v}" for k, v in sizes.items())
     try:
-        gm = _trace(fn, resized, model)
+        gm = trace(fn, resized)
     except Exception as e:
         raise CaptureError(
             f"re-tracing the model with dynamic axes resized ({where}) to find size-dependent values failed: "
@@ -377,15 +383,15 @@ def _retrace(fn, tensors, model, captured, sizes):
     return gm
 
 
-def _find_sym_ints(captured, fn, tensors, model):
+def _find_sym_ints(captured, fn, tensors, trace):
     """Fill ``captured.sym_args`` and ``captured.output_axes`` from traces at other sizes."""
     names = [a.name for a in captured.axes]
     base_sizes = {a.name: a.size for a in captured.axes}
     single_sizes, verify_sizes = {}, {}
     for a in captured.axes:
         single_sizes[a.name], verify_sizes[a.name] = trial_sizes(a.size)
-    singles = [_retrace(fn, tensors, model, captured, {**base_sizes, n: single_sizes[n]}) for n in names]
-    verify = _retrace(fn, tensors, model, captured, verify_sizes)
+    singles = [_retrace(fn, tensors, trace, captured, {**base_sizes, n: single_sizes[n]}) for n in names]
+    verify = _retrace(fn, tensors, trace, captured, verify_sizes)
     node_lists = [list(g.graph.nodes) for g in (*singles, verify)]
 
     def fitted(base_value, values, describe):

@@ -232,6 +232,7 @@ def export(
 
     from ._capture import _flat_call, capture
     from ._emit import emit
+    from ._rules import decompositions
 
     count = len(_flat_call(model, args, kwargs)[1])
     input_names = _check_names("input_names", input_names, count)
@@ -250,7 +251,9 @@ def export(
         import ember
 
         with ember.no_grad():
-            captured = capture(model, args, kwargs, input_names=names, dynamic_axes=dynamic_axes)
+            captured = capture(
+                model, args, kwargs, input_names=names, dynamic_axes=dynamic_axes, decompositions=decompositions()
+            )
     finally:
         _exporting -= 1
         if was_training is not None:
