@@ -94,11 +94,21 @@ def test_digits_cnn_dynamic_batch(opset):
     assert model.training is False  # export put it in eval mode ...
 
 
-def test_export_restores_training_mode():
+def test_export_restores_training_mode_and_removes_its_hooks():
     digits_cnn = pytest.importorskip("digits_cnn", reason="examples/ is not in this checkout")
     model = digits_cnn.DigitsCNN().train()
-    ember.onnx.export(model, ember.randn(2, 1, 8, 8), None)
+    ember.onnx.export(model, ember.randn(2, 1, 8, 8), None, input_names=["x"], dynamic_axes={"x": {0: "batch"}})
     assert model.training is True
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def test_non_tensor_arguments_are_fixed():
+    class Model(nn.Module):
+        def forward(self, x, scale, mode="add"):
+            return x + scale if mode == "add" else x * scale
+
+    proto = check_export(Model(), (ember.randn(2, 3), 2.5, "mul"), ["x"])
+    assert [i.name for i in proto.graph.input] == ["x"]
 
 
 @pytest.mark.parametrize("opset", [17, 18, 20])
