@@ -90,6 +90,10 @@ def _transpose(input, dim0, dim1):
     return F.transpose(input, dim0, dim1)
 
 
+def _permute(input, *dims):
+    return F.permute(input, dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims)
+
+
 def _detach(input):
     return input._with_values(input._values_t.detach())
 
@@ -149,6 +153,7 @@ IMPLEMENTATIONS = {
     "sum": _sum,
     "t": _t,
     "transpose": _transpose,
+    "permute": _permute,
     "detach": _detach,
     "clone": _clone,
     "_to_copy": _to_copy,

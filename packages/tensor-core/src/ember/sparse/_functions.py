@@ -19,7 +19,7 @@ from ._tensor import SparseTensor, coalesce, to_dense
 
 __all__ = [
     "sparse_dense_mm", "dense_sparse_mm", "sparse_sparse_mm", "matmul", "addmm", "sparse_sum", "softmax",
-    "map_values", "add", "mul", "transpose",
+    "map_values", "add", "mul", "transpose", "permute",
 ]
 
 
@@ -337,6 +337,31 @@ def transpose(input, dim0, dim1):
         return SparseTensor._coo(input._indices_t, values, tuple(shape), input._coalesced)
     raise RuntimeError(f"transpose: cannot swap a sparse dimension with a dense one (dims {dim0} and {dim1}, "
                        f"sparse_dim={sparse_dim})")
+
+
+def permute(input, dims):
+    """A COO tensor with its dimensions reordered: sparse dimensions among themselves, dense ones likewise."""
+    if input._layout is not sparse_coo:
+        raise NotImplementedError("permute of a sparse CSR tensor is not supported; convert it with "
+                                  ".to_sparse_coo() first")
+    ndim = input._data.ndim
+    order = [_dims_pair(d, d, ndim)[0] % max(ndim, 1) for d in dims]
+    if sorted(order) != list(range(ndim)):
+        raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of the {ndim} dimensions")
+    sparse_dim = input.sparse_dim()
+    if sorted(order[:sparse_dim]) != list(range(sparse_dim)):
+        raise RuntimeError(f"permute: sparse dimensions (the first {sparse_dim}) can only be reordered among "
+                           f"themselves, got dims {list(dims)}")
+    if order == list(range(ndim)):
+        return input
+    shape = tuple(input._data.shape[d] for d in order)
+    indices = Tensor._make(input._indices_t._data[order[:sparse_dim]], input._device)
+    values = input._values_t
+    dense_order = [d - sparse_dim + 1 for d in order[sparse_dim:]]
+    if dense_order != sorted(dense_order):
+        values = values.permute(0, *dense_order)
+    coalesced = input._coalesced and order[:sparse_dim] == list(range(sparse_dim))
+    return SparseTensor._coo(indices, values, shape, coalesced)
 
 
 def _dims_pair(dim0, dim1, ndim):

@@ -40,8 +40,15 @@ def decode(value):
     """Rebuild a sparse tensor from :func:`encode`'s parts, checking everything.
 
     Raises:
-        TypeError, ValueError, RuntimeError: for a malformed record (ember.load reports a SerializationError).
+        TypeError, ValueError: for a malformed record (ember.load reports them as a SerializationError).
     """
+    try:
+        return _decode(value)
+    except RuntimeError as error:  # the constructors' checks (index ranges, offsets) reject the data
+        raise ValueError(f"invalid sparse tensor: {error}") from None
+
+
+def _decode(value):
     if not isinstance(value, dict):
         raise TypeError(f"sparse tensor record must be a dict, got {type(value).__name__}")
     layout = value.get("layout")

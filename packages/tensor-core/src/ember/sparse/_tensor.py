@@ -23,7 +23,7 @@ import numpy as np
 
 from .._device import canonical_device
 from .._dtype import dtype as _dtype_cls
-from .._dtype import get_default_dtype, int64
+from .._dtype import int64
 from .._layout import sparse_coo, sparse_csr
 from .._ops._dispatch import state
 from .._tensor import Tensor
@@ -59,6 +59,8 @@ class _NoStridedData:
         raise TypeError("can't convert a sparse tensor to a numpy array; use Tensor.to_dense() first")
 
     def __getattr__(self, name):
+        if name.startswith("__"):  # protocol probes (numpy's __array_struct__ ...): absent, so __array__ is asked
+            raise AttributeError(name)
         raise RuntimeError(
             f"a sparse tensor has no strided data (attribute {name!r} of its array was read); "
             "call .to_dense() first"
@@ -513,10 +515,6 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     """
     if dtype is not None and not isinstance(dtype, _dtype_cls):
         raise TypeError(f"sparse_coo_tensor: dtype must be an ember.dtype, got {dtype!r}")
-    if not isinstance(values, Tensor) and dtype is None:
-        values_array = np.asarray(values)
-        if values_array.dtype.kind == "f":
-            dtype = get_default_dtype()
     values = _as_values(values, dtype, device)
     indices = _as_index_tensor(indices, values.device, "indices")
     shape = _check_coo(indices, values, size)
@@ -549,8 +547,6 @@ def sparse_csr_tensor(crow_indices, col_indices, values, size=None, *, dtype=Non
         tensor([[0., 0., 3.],
                 [4., 0., 0.]])
     """
-    if not isinstance(values, Tensor) and dtype is None and np.asarray(values).dtype.kind == "f":
-        dtype = get_default_dtype()
     values = _as_values(values, dtype, device)
     crow = _as_index_tensor(crow_indices, values.device, "crow_indices")
     col = _as_index_tensor(col_indices, values.device, "col_indices")
