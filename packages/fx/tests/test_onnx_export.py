@@ -360,6 +360,16 @@ def test_ops_dynamic_batch(name):
     )
 
 
+@pytest.mark.parametrize("name", ["reductions", "reduce_all", "reduce_keepdim", "max_dim", "all_any_xor", "rms_norm"])
+@pytest.mark.parametrize("opset", [18, 21])
+def test_reductions_with_axes_as_inputs(name, opset):
+    """From opset 18 every Reduce* op takes its axes as an input rather than an attribute."""
+    ember.manual_seed(0)
+    check_export(
+        _Fn(OPS[name]), ember.randn(4, 6), ["x"], {"x": {0: "batch"}}, others=[ember.randn(3, 6)], opset_version=opset
+    )
+
+
 def test_conv_pool_variants():
     ember.manual_seed(0)
     model = nn.Sequential(
