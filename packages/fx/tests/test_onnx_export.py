@@ -511,6 +511,9 @@ def test_unsupported_arguments_are_named():
         ({"input_names": ["x"], "dynamic_axes": {"x": 0}}, TypeError, "dynamic_axes\\['x'\\]"),
         ({"training": "eval"}, TypeError, "TrainingMode"),
         ({"output_names": ["y"], "dynamic_axes": {"y": {2: "b"}}}, ValueError, "output of rank 2"),
+        ({"dynamic_shapes": {"x": {0: "b"}}}, ValueError, "use dynamic_axes"),
+        ({"report": True}, TypeError, "\\['report'\\]"),
+        ({"export_modules_as_functions": True}, ValueError, "export_modules_as_functions"),
     ],
 )
 def test_argument_errors(kwargs, error, match):

@@ -158,7 +158,12 @@ def export(
     dynamic_axes=None,
     keep_initializers_as_inputs=False,
     dynamo=False,
+    external_data=True,
+    dynamic_shapes=None,
+    custom_opsets=None,
+    export_modules_as_functions=False,
     check_model=True,
+    **unsupported,
 ):
     """Export ``model`` to an ONNX file, as ``torch.onnx.export`` does.
 
@@ -200,6 +205,11 @@ def export(
         keep_initializers_as_inputs (bool): also list the initializers as graph inputs
             (so a runtime may override them).
         dynamo (bool): must be False (ember has one exporter).
+        external_data (bool): accepted for compatibility; models are written in one file
+            (up to ONNX's 2 GiB limit).
+        dynamic_shapes: PyTorch's dynamo-exporter argument; must be None (use ``dynamic_axes``).
+        custom_opsets (dict or None): must be empty: every node is in the default domain.
+        export_modules_as_functions (bool): must be False.
         check_model (bool): run ``onnx.checker.check_model`` on the result.
 
     Returns:
@@ -221,6 +231,17 @@ def export(
         ['Gemm', 'Relu', 'Identity']
     """
     _require_onnx()
+    if unsupported:
+        raise TypeError(
+            f"ember.onnx.export got arguments it does not support: {sorted(unsupported)} "
+            "(they belong to PyTorch exporters ember does not have)"
+        )
+    if dynamic_shapes is not None:
+        raise ValueError("ember.onnx.export: dynamic_shapes is the dynamo exporter's; use dynamic_axes")
+    if custom_opsets:
+        raise ValueError(f"ember.onnx.export: custom_opsets are not supported (got {custom_opsets!r})")
+    if export_modules_as_functions:
+        raise ValueError("ember.onnx.export: export_modules_as_functions=True is not supported")
     if dynamo:
         raise ValueError("ember.onnx.export: dynamo=True is not supported; ember has one exporter (dynamo=False)")
     if not isinstance(training, TrainingMode):
