@@ -412,6 +412,36 @@ def test_data_parallel_over_several_devices_is_refused(monkeypatch):
         one(ember.ones(1, 3))  # the module's parameters are on the CPU
 
 
+@pytest.mark.cuda
+def test_data_parallel_on_one_gpu():
+    if not ember.cuda.is_available():
+        pytest.skip("needs a GPU")
+    ember.manual_seed(0)
+    inner = ember.nn.Linear(3, 2).cuda()
+    model = ember.nn.DataParallel(inner, device_ids=[0])
+    assert model.device_ids == [0] and model.src_device_obj == ember.device("cuda", 0)
+    x = ember.randn(4, 3)
+    out = model(x)  # a CPU input moves to cuda:0, as PyTorch scatters it there
+    assert out.device == ember.device("cuda", 0)
+    assert ember.equal(out.cpu(), inner(x.cuda()).cpu())
+    with pytest.raises(RuntimeError, match="parameters and buffers on device cuda:0"):
+        ember.nn.DataParallel(ember.nn.Linear(3, 2), device_ids=[0])(x)
+
+
+@pytest.mark.cuda
+def test_accelerator_set_stream_on_a_gpu():
+    if not ember.cuda.is_available():
+        pytest.skip("needs a GPU")
+    before = acc.current_stream()
+    stream = ember.cuda.Stream()
+    acc.set_stream(stream)
+    try:
+        assert acc.current_stream()._cupy.ptr == stream._cupy.ptr
+    finally:
+        acc.set_stream(before)
+    assert acc.current_stream()._cupy.ptr == before._cupy.ptr
+
+
 def test_data_parallel_rejects_a_non_module():
     with pytest.raises(TypeError, match="must be an ember.nn.Module"):
         ember.nn.DataParallel(lambda x: x)
