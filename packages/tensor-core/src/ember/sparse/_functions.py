@@ -162,14 +162,14 @@ def sparse_sum(input, dim=None, keepdim=False, dtype=None):
     if summed_dense:
         values = values.sum(summed_dense)
     kept = [d for d in range(sparse_dim) if d not in dims]
-    if len(kept) == sparse_dim:
-        return input._with_values(values)
     if not kept:
         return values.sum(0)
     shape = tuple(input._data.shape)
     new_shape = tuple(shape[d] for d in kept) + tuple(
         shape[d] for d in range(sparse_dim, ndim) if d not in dims
     )
+    if len(kept) == sparse_dim:  # only dense dimensions summed: the same pattern
+        return SparseTensor._coo(input._indices_t, values, new_shape, input._coalesced)
     indices = Tensor._make(input._indices_t._data[kept], input._device)
     return coalesce(SparseTensor._coo(indices, values, new_shape, coalesced=False))
 
