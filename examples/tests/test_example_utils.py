@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from example_utils import atomic_write, thread_limits  # a module in examples/, importable through conftest.py
 from threadpoolctl import threadpool_info
@@ -12,7 +14,7 @@ import ember
 def test_atomic_write_replaces_the_file(tmp_path):
     path = tmp_path / "summary.json"
     path.write_text("old")
-    atomic_write(path, lambda tmp: open(tmp, "w").write("new"))
+    atomic_write(path, lambda tmp: Path(tmp).write_text("new"))
     assert path.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]
 
@@ -22,7 +24,7 @@ def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path):
     path.write_bytes(b"old")
 
     def fail(tmp):
-        open(tmp, "wb").write(b"half")
+        Path(tmp).write_bytes(b"half")
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):

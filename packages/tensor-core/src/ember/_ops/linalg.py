@@ -27,6 +27,7 @@ from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
 from ._blas_threads import matmul as _blas_matmul
+from ._fp import quiet
 from ._pointwise_helpers import _torch_name, make_inplace, operand
 from ._registry import COMPOSITE, PRIM, defop, registry
 from ._shapes import broadcast_shapes, wrap_dim
@@ -1327,6 +1328,11 @@ def _cross_meta(input, other, dim=None):
 
 
 def _cross_cpu(input, other, dim=None):
+    # integer products wrap and float ones overflow to inf, silently as in PyTorch
+    return quiet(_cross_kernel, input, other, dim)
+
+
+def _cross_kernel(input, other, dim):
     a, b = input._data, other._data
     # the meta function checked the arguments (and warned about a missing dim)
     d = _default_cross_dim(a.shape) if dim is None else wrap_dim(dim, a.ndim)

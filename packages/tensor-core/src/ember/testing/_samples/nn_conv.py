@@ -286,9 +286,9 @@ def _ref_lp_pool(n):
                                       0, 1, ceil_mode)
             return values if norm_type > 0 else -values
         integral = x.dtype.kind in "biu" and isinstance(norm_type, int)
-        powered = _wide(x).astype(np.int64) ** norm_type if integral else _wide(x).astype(np.float64) ** norm_type
-        avg = _ref_avg_pool(n)(powered, kernel_size, stride, 0, ceil_mode)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):  # a negative value to a fractional power is NaN, as in PyTorch
+            powered = _wide(x).astype(np.int64) ** norm_type if integral else _wide(x).astype(np.float64) ** norm_type
+            avg = _ref_avg_pool(n)(powered, kernel_size, stride, 0, ceil_mode)
             return (avg.astype(np.float64) * math.prod(k)) ** (1.0 / norm_type)
 
     return ref

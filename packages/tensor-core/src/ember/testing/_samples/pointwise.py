@@ -621,9 +621,11 @@ def _nan_to_num_ref(x, nan=0.0, posinf=None, neginf=None):
         v = v.astype(np.float64)
         return np.where(np.isnan(v), nan, np.where(v == _INF, posinf, np.where(v == -_INF, neginf, v)))
 
-    if x.dtype.kind == "c":
-        return fix(x.real) + 1j * fix(x.imag)
-    return fix(x)
+    # a replacement beyond the dtype's range (posinf=1e300 in float16) becomes inf, as in PyTorch
+    with np.errstate(over="ignore"):
+        if x.dtype.kind == "c":
+            return (fix(x.real) + 1j * fix(x.imag)).astype(x.dtype)
+        return fix(x).astype(x.dtype)
 
 
 register_opinfo(OpInfo("nan_to_num", _nan_to_num_samples, ref=_nan_to_num_ref, error_inputs=_errors(_NOT_A_TENSOR)))
@@ -1086,15 +1088,15 @@ def _isclose_ref(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
         close = close | (np.isnan(_wide(a)) & np.isnan(_wide(b)))
     if rtol == 0 and atol == 0:
         return close
-    if a.dtype.kind in "iub":  # PyTorch compares integers in the default float dtype
-        wide_a, wide_b = a.astype(np.float32), b.astype(np.float32)
-        actual = np.abs(wide_a - wide_b)
-        allowed = np.float32(atol) + np.abs(np.float32(rtol) * wide_b)
-    else:
-        wide_a, wide_b = _wide(a), _wide(b)
-        actual = np.abs(wide_a - wide_b)
-        allowed = atol + rtol * np.abs(wide_b)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: not close (equal infinities were found above)
+        if a.dtype.kind in "iub":  # PyTorch compares integers in the default float dtype
+            wide_a, wide_b = a.astype(np.float32), b.astype(np.float32)
+            actual = np.abs(wide_a - wide_b)
+            allowed = np.float32(atol) + np.abs(np.float32(rtol) * wide_b)
+        else:
+            wide_a, wide_b = _wide(a), _wide(b)
+            actual = np.abs(wide_a - wide_b)
+            allowed = atol + rtol * np.abs(wide_b)
         return close | (np.isfinite(actual) & (actual <= allowed))
 
 
