@@ -60,9 +60,9 @@ def csr_offsets(rows, n_rows):
 def csr_rows(crow_indices):
     """The row index of each stored element of a CSR matrix, from its row offsets."""
     xp = array_module(crow_indices)
-    n_rows = crow_indices.shape[0] - 1
-    counts = crow_indices[1:] - crow_indices[:-1]
-    return xp.repeat(xp.arange(n_rows, dtype=np.int64), counts)
+    nnz = int(crow_indices[-1])
+    # element k lies in the row whose end offset is the first one above k (cupy.repeat takes no array counts)
+    return xp.searchsorted(crow_indices[1:], xp.arange(nnz, dtype=np.int64), side="right").astype(np.int64)
 
 
 def _compute_dtype(dtype, native):

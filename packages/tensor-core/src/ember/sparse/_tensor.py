@@ -602,7 +602,7 @@ def coalesce(sparse):
     device = sparse._device
     values = sparse._values_t
     if unique.shape[0] == linear.shape[0]:  # no duplicates: a permutation
-        order = Tensor._make(xp.argsort(linear, kind="stable").astype(np.int64), device)
+        order = Tensor._make(xp.argsort(linear).astype(np.int64), device)
         new_values = values.index_select(0, order)
     else:
         new_values = values.new_zeros((unique.shape[0], *values.shape[1:])).index_add(
