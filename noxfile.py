@@ -80,6 +80,9 @@ TORCH_SPEC = "torch==2.13.0"
 # What the example programs in examples/ (and their tests) need beyond the packages.
 EXAMPLE_REQUIREMENTS = ("scikit-learn", "tqdm", "matplotlib")
 EXAMPLE_TESTS = "examples/tests"
+# Tests of this noxfile's own logic (tests/test_noxfile.py), which imports nox.
+TOOLING_TESTS = "tests"
+TOOLING_REQUIREMENTS = ("nox>=2024.3.2",)
 # `nox -s demo -- --task NAME`: the example each task runs.
 DEMO_TASKS = {
     "digits": "examples/digits_cnn.py",
@@ -153,7 +156,7 @@ def _install(
         session.run("python", "-m", "pip", "uninstall", "-q", "-y", *replace, silent=True)
     stamp_file.unlink(missing_ok=True)  # a failed install must not look finished next time
     session.install(*args, env=env)
-    stamp_file.parent.mkdir(exist_ok=True)
+    stamp_file.parent.mkdir(parents=True, exist_ok=True)
     stamp_file.write_text(key, encoding="utf-8")
 
 
@@ -375,7 +378,7 @@ def _gpu_requirements(session: nox.Session, backend: str, *, required: bool = Fa
 
 
 def _pytest_targets(session: nox.Session) -> list[str]:
-    """The test folders (the packages' and the examples'), unless the user named test paths after ``--``."""
+    """The test folders (packages', examples', the noxfile's), unless the user named test paths after ``--``."""
     for arg in session.posargs:
         candidate = arg.split("::", 1)[0]
         if not arg.startswith("-") and (ROOT / candidate).exists():
@@ -385,6 +388,8 @@ def _pytest_targets(session: nox.Session) -> list[str]:
         session.error("no packages/*/tests folders found: refusing to report success on zero tests")
     if (ROOT / EXAMPLE_TESTS).is_dir():
         targets.append(EXAMPLE_TESTS)
+    if (ROOT / TOOLING_TESTS).is_dir():
+        targets.append(TOOLING_TESTS)
     return targets
 
 
@@ -413,7 +418,7 @@ def tests(session: nox.Session, backend: str) -> None:
     extras, also = "test", ()
     if backend != "cpu":
         extras, also = _gpu_requirements(session, backend)
-    _install_packages(session, extras=extras, also=(*also, *EXAMPLE_REQUIREMENTS))
+    _install_packages(session, extras=extras, also=(*also, *EXAMPLE_REQUIREMENTS, *TOOLING_REQUIREMENTS))
     if backend != "cpu" and _has_venv(session):
         problem = _gpu_problem(backend, _parse_probe(session.run("python", "-c", _GPU_PROBE, silent=True) or ""))
         if problem is not None:
