@@ -43,6 +43,7 @@ from ._record import handle
 from .function import Function, FunctionCtx, once_differentiable
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import _HookDict, _add_hook
+from .variable import Variable
 
 __all__ = [
     "backward",
@@ -64,6 +65,7 @@ __all__ = [
     "is_grad_enabled",
     "inference_mode",
     "is_inference_mode_enabled",
+    "Variable",
 ]
 
 

@@ -1260,3 +1260,8 @@ class CyclicLR(LRScheduler):
 
 
 __all__.append("CyclicLR")
+
+
+class _LRScheduler(LRScheduler):
+    """PyTorch's old name of :class:`LRScheduler` (``torch.optim.lr_scheduler._LRScheduler``), still
+    subclassed by custom schedulers written before PyTorch 2.0."""
