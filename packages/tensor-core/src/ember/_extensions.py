@@ -47,8 +47,8 @@ Fields:
     modules: the top-level modules or ``ember`` subpackages it provides.
 """
 
-#: Every ember distribution, in dependency order (the noxfile's PACKAGE_DIRS lists the same folders).
 # fmt: off
+#: Every ember distribution by name, in dependency order (the noxfile's PACKAGE_DIRS lists the same folders).
 DISTRIBUTIONS = {dist.name: dist for dist in (
     #            name                 written requires             folder under packages/     modules
     Distribution("ember-core",        True,  (),                   "tensor-core",              ("ember",)),
