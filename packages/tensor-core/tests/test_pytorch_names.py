@@ -516,3 +516,30 @@ def test_annotation_aliases():
     assert ember.device in typing.get_args(Device) and ember.Size in typing.get_args(_size)
     assert ember.nn.common_types is importlib.import_module("ember.nn.common_types")
     assert ember.types is importlib.import_module("ember.types")
+
+
+def test_float32_matmul_precision():
+    assert ember.get_float32_matmul_precision() == "highest"
+    try:
+        ember.set_float32_matmul_precision("high")
+        assert ember.get_float32_matmul_precision() == "high" and ember.backends.cuda.matmul.allow_tf32 is True
+        with pytest.raises(ValueError, match="must be one of"):
+            ember.set_float32_matmul_precision("low")
+        with pytest.raises(RuntimeError, match="expects a str, but got int"):
+            ember.set_float32_matmul_precision(3)
+        assert ember.get_float32_matmul_precision() == "high"
+    finally:
+        ember.set_float32_matmul_precision("highest")
+    assert ember.backends.cuda.matmul.allow_tf32 is False
+
+
+def test_typename_and_constants():
+    assert ember.typename(ember.ones(2, dtype=ember.int64)) == "ember.LongTensor"
+    assert ember.typename(ember.nn.Linear(1, 1)) == "ember.nn.modules.linear.Linear"
+    assert ember.typename(ember.nn.Linear) == "ember.nn.modules.linear.Linear"
+    assert (ember.typename(1), ember.typename("x")) == ("int", "str")
+    import math
+
+    assert (ember.inf, ember.pi, ember.e, ember.newaxis) == (math.inf, math.pi, math.e, None)
+    assert math.isnan(ember.nan)
+    assert ember.ones(3)[:, ember.newaxis].shape == (3, 1)

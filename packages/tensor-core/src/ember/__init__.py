@@ -7,6 +7,7 @@ are loaded through the ``ember.extensions`` entry-point group.
 """
 
 import builtins as _builtins
+import math as _math
 import pkgutil as _pkgutil
 
 # Subpackages shipped by other distributions (ember.autograd, ember.fx, ...)
@@ -84,6 +85,7 @@ from ._legacy_types import (  # noqa: E402 - PyTorch's legacy tensor types (embe
     LongTensor,
     ShortTensor,
     set_default_tensor_type,
+    typename,
 )
 from .serialization import SerializationError, load, save  # noqa: E402
 from ._layout import layout, sparse_coo, sparse_csr, strided  # noqa: E402
@@ -191,6 +193,14 @@ __version__ = "0.1.0"
 from . import utils  # noqa: E402,F401 - ember.utils.data, ember.utils.checkpoint, ...
 from . import cuda  # noqa: E402,F401 - ember.cuda (imports CuPy only on first use)
 from . import accelerator, backends, types  # noqa: E402,F401 - torch.accelerator / .backends / .types counterparts
+from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402,F401
+
+# PyTorch's constants (torch.inf, torch.pi, ...). Near the end: no `except ... as e` after them can unbind `e`.
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
+newaxis = None
 from ._extensions import load_extensions as _load_extensions  # noqa: E402
 
 _load_extensions()

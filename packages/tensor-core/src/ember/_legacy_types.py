@@ -39,6 +39,7 @@ __all__ = [
     "LongTensor",
     "BoolTensor",
     "set_default_tensor_type",
+    "typename",
 ]
 
 #: Each dtype's legacy type name (complex ones have names for ``Tensor.type()`` but, as in
@@ -224,3 +225,22 @@ def set_default_tensor_type(t):
             "default; pass device= to creation functions or move tensors with .to()"
         )
     D.set_default_dtype(dtype)
+
+
+def typename(obj):
+    """A name for the type of ``obj``: a tensor's legacy type (``'ember.FloatTensor'``), else the
+    type's module and qualified name (``'ember.nn.modules.linear.Linear'``; builtins bare: ``'int'``).
+
+    A class names itself. This is PyTorch's ``torch.typename``.
+
+    Example:
+        >>> import ember
+        >>> ember.typename(ember.ones(2)), ember.typename(1)
+        ('ember.FloatTensor', 'int')
+    """
+    if isinstance(obj, Tensor):
+        return obj.type()
+    kind = obj if isinstance(obj, type) else type(obj)
+    module = getattr(kind, "__module__", "") or ""
+    name = getattr(kind, "__qualname__", kind.__name__)
+    return name if module in ("builtins", "") else f"{module}.{name}"
