@@ -1,4 +1,4 @@
-"""The derivative table reads formula parameter names from code objects: the same names as inspect.signature."""
+"""The derivative table reads signatures from code objects: the same answers as inspect.signature."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import inspect
 
 import pytest
 
-from ember.autograd._table import DERIVATIVES, _parameter_names
+from ember._ops import registry
+from ember.autograd._table import DERIVATIVES, _parameter_names, _signature_parts
 
 
 def _positional(a, b=1):
@@ -58,3 +59,31 @@ def test_every_registered_formula_has_its_signature_names():
     assert len(formulas) > 200
     for formula in formulas:
         assert formula.params == tuple(inspect.signature(formula.fn).parameters), formula.fn
+
+
+def _reference_parts(fn):
+    parameters = inspect.signature(fn).parameters.items()
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return (
+        tuple(n for n, _ in parameters),
+        tuple(n for n, p in parameters if p.kind in positional),
+        next((n for n, p in parameters if p.kind is p.VAR_POSITIONAL), None),
+        list((n, p.default) for n, p in parameters if p.default is not p.empty),
+    )
+
+
+def _defaults_everywhere(a, b=1, /, c=2, *rest, d, e=3, f=4, **extra):
+    pass
+
+
+@pytest.mark.parametrize("fn", [_positional, _everything, _keyword_only, _star_only, _wrapper, _with_signature,
+                                _defaults_everywhere, lambda x=None: x, functools.partial(_everything, 1)])
+def test_signature_parts_are_inspect_signatures(fn):
+    names, positional, var_positional, defaults = _signature_parts(fn)
+    assert (names, positional, var_positional, list(defaults.items())) == _reference_parts(fn)
+
+
+def test_every_op_of_the_registry_has_its_signature_parts():
+    for op in registry.values():
+        names, positional, var_positional, defaults = _signature_parts(op.meta)
+        assert (names, positional, var_positional, list(defaults.items())) == _reference_parts(op.meta), op.name

@@ -92,13 +92,18 @@ class Formula:
         return lambda env: fn(*getter(env))
 
 
-def _parameter_names(fn):
-    """The names of ``fn``'s parameters, in order: ``tuple(inspect.signature(fn).parameters)``.
+# The table's ~300 formulas and ~240 ops are read at ``import ember``: their signatures come from
+# the functions' code objects, about 30 times faster than inspect.signature, which only functions
+# whose signature the code object doesn't tell (__signature__, functools.wraps, partials) go through.
 
-    A plain function's names are read from its code object, about 30 times faster (the table's
-    ~300 formulas are built at ``import ember``); anything else goes through inspect.signature.
-    """
-    if type(fn) is not types.FunctionType or hasattr(fn, "__signature__") or hasattr(fn, "__wrapped__"):
+
+def _plain_function(fn):
+    return type(fn) is types.FunctionType and not hasattr(fn, "__signature__") and not hasattr(fn, "__wrapped__")
+
+
+def _parameter_names(fn):
+    """The names of ``fn``'s parameters, in order: ``tuple(inspect.signature(fn).parameters)``."""
+    if not _plain_function(fn):
         return tuple(inspect.signature(fn).parameters)
     code = fn.__code__
     positional, keyword_only = code.co_argcount, code.co_kwonlyargcount
@@ -108,6 +113,30 @@ def _parameter_names(fn):
         (names[positional + keyword_only + len(star)],) if code.co_flags & inspect.CO_VARKEYWORDS else ()
     )
     return names[:positional] + star + names[positional : positional + keyword_only] + double_star
+
+
+def _signature_parts(fn):
+    """``(names, positional, var_positional, defaults)`` of ``fn``'s signature, as inspect.signature has them.
+
+    ``names``: every parameter, in order; ``positional``: the positional(-or-keyword) ones; ``var_positional``:
+    the ``*args`` name or None; ``defaults``: ``{name: default}`` in parameter order.
+    """
+    if not _plain_function(fn):
+        parameters = inspect.signature(fn).parameters.items()
+        positional_kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        return (
+            tuple(n for n, _ in parameters),
+            tuple(n for n, p in parameters if p.kind in positional_kinds),
+            next((n for n, p in parameters if p.kind is p.VAR_POSITIONAL), None),
+            {n: p.default for n, p in parameters if p.default is not p.empty},
+        )
+    code = fn.__code__
+    names = _parameter_names(fn)
+    positional = code.co_varnames[: code.co_argcount]
+    star = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] if code.co_flags & inspect.CO_VARARGS else None
+    given = dict(zip(positional[len(positional) - len(fn.__defaults__ or ()) :], fn.__defaults__ or ()))
+    given.update(fn.__kwdefaults__ or {})
+    return names, positional, star, {n: given[n] for n in names if n in given}
 
 
 class Derivative:
@@ -159,18 +188,15 @@ class Derivative:
     def __init__(self, op, formulas, nondiff_args=(), decompose_if=None):
         self.op = op
         self.formulas = tuple(formulas)
-        sig = op._call_signature
-        names = list(sig.parameters)
-        self.params = tuple(
-            n for n, p in sig.parameters.items() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        )
-        self.var_positional = next((n for n, p in sig.parameters.items() if p.kind is p.VAR_POSITIONAL), None)
-        self.defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not p.empty}
+        names, self.params, self.var_positional, self.defaults = _signature_parts(op.meta)  # op._call_signature's
+        names = list(names)
         graded = {name for f in self.formulas for name in f.inputs}
         self.grad_args = tuple(n for n in names if n in graded)
         unknown = graded.difference(names)
         if unknown:
-            raise ValueError(f"derivative of {op.name}: {sorted(unknown)} are not arguments of {op.name}{sig}")
+            raise ValueError(
+                f"derivative of {op.name}: {sorted(unknown)} are not arguments of {op.name}{op._call_signature}"
+            )
         read = set()
         for f in self.formulas:
             bad = [
@@ -181,7 +207,7 @@ class Derivative:
             if bad:
                 raise ValueError(
                     f"derivative of {op.name}: formula for {f.inputs} reads {bad}, which are neither arguments "
-                    f"of {op.name}{sig} nor one of {sorted(SPECIAL_PARAMETERS)}"
+                    f"of {op.name}{op._call_signature} nor one of {sorted(SPECIAL_PARAMETERS)}"
                 )
             read.update(f.params)
         self.saved_args = tuple(n for n in names if n in read)
