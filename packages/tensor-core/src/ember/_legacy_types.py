@@ -92,9 +92,6 @@ class _LegacyTensorType(type):
     def __instancecheck__(cls, obj):
         return isinstance(obj, Tensor) and obj.dtype is cls.dtype and obj.device.type == cls._device_type
 
-    def __subclasscheck__(cls, sub):
-        return type.__subclasscheck__(cls, sub)
-
     def __repr__(cls):
         return f"<class '{cls.__module__}.{cls.__name__}'>"
 
