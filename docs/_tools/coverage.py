@@ -34,7 +34,6 @@ SHOW_MISSING_NAMES = 6  # a partial module lists its missing names when there ar
 MISSING_REASONS = {
     "torch.distributed": "ember-distributed (packages/distributed, planned)",
     "torch.nn.parallel": "ember-distributed (DistributedDataParallel, replicate/scatter/gather)",
-    "torch.utils.data.distributed": "ember-distributed (DistributedSampler)",
     "torch.multiprocessing": "ember-distributed (planned)",
     "torch._dynamo": "ember-dynamo (planned)",
     "torch.compiler": "ember-dynamo (planned)",

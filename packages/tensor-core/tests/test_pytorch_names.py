@@ -490,6 +490,14 @@ def test_path_imports_as_programs_write_them():
         ember.nn.modules.nothing_here  # noqa: B018
 
 
+def test_distributed_sampler_path():
+    from ember.utils.data.distributed import DistributedSampler
+
+    assert DistributedSampler is ember.utils.data.DistributedSampler
+    sampler = DistributedSampler(list(range(10)), num_replicas=3, rank=1, shuffle=False)
+    assert list(sampler) == [1, 4, 7, 0]  # padded with the first indices to 12, then every third from 1
+
+
 def test_consume_prefix_in_state_dict():
     state = OrderedDict([("module.a", 1), ("other", 2), ("module.b", 3)])
     state._metadata = OrderedDict([("", {"v": 1}), ("module", {"v": 2}), ("module.sub", {"v": 3})])
