@@ -21,7 +21,6 @@ table whose distribution is not installed: it never hides one that is.
 from __future__ import annotations
 
 import sys
-from collections import namedtuple
 
 from ._entry_points import entry_points  # importlib.metadata's, without its ~30 ms import (see there)
 
@@ -36,16 +35,26 @@ __all__ = [
     "autograd",
 ]
 
-Distribution = namedtuple("Distribution", "name written requires folder modules")
-Distribution.__doc__ = """One distribution of the ember repository.
 
-Fields:
-    name: the distribution's name (``pip install NAME``).
-    written: whether the repository holds it yet (ARCHITECTURE.md plans the others).
-    requires: the ember distributions it builds on (with theirs, every ember distribution it needs).
-    folder: its package folder, under the repository's ``packages/``.
-    modules: the top-level modules or ``ember`` subpackages it provides.
-"""
+class Distribution:
+    """One distribution of the ember repository.
+
+    Attributes:
+        name: the distribution's name (``pip install NAME``).
+        written: whether the repository holds it yet (ARCHITECTURE.md plans the others).
+        requires: the ember distributions it builds on (with theirs, every ember distribution it needs).
+        folder: its package folder, under the repository's ``packages/``.
+        modules: the top-level modules or ``ember`` subpackages it provides.
+    """
+
+    __slots__ = ("name", "written", "requires", "folder", "modules")
+
+    def __init__(self, name, written, requires, folder, modules):
+        self.name, self.written, self.requires, self.folder, self.modules = name, written, requires, folder, modules
+
+    def __repr__(self):
+        return f"Distribution({self.name!r}, folder={self.folder!r}, modules={self.modules!r})"
+
 
 # fmt: off
 #: Every ember distribution by name, in dependency order (the noxfile's PACKAGE_DIRS lists the same folders).
