@@ -6,7 +6,6 @@ ember runs on the backend's device (``_parity_device`` of ember-core's parity te
 from __future__ import annotations
 
 import sys
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ from _parity_device import EMBER_DEVICE  # noqa: E402
 
 import ember  # noqa: E402
 
-warnings.filterwarnings("ignore", message=".*[Ss]parse.*")  # PyTorch's beta/invariant-check notices
+pytestmark = pytest.mark.filterwarnings("ignore:.*[Ss]parse")  # PyTorch's beta/invariant-check notices
 
 INDICES = [[0, 1, 1, 2, 0, 3], [2, 0, 2, 1, 2, 3]]  # (0, 2) twice: uncoalesced
 SHAPE = (4, 5)

@@ -5,8 +5,6 @@ ember runs on the backend's device (``_parity_device``); PyTorch runs on the CPU
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 import torch
@@ -14,7 +12,7 @@ from _parity_device import EMBER_DEVICE, require_pinned_torch
 
 import ember
 
-warnings.filterwarnings("ignore", message=".*[Ss]parse.*")  # PyTorch's beta/invariant-check notices
+pytestmark = pytest.mark.filterwarnings("ignore:.*[Ss]parse")  # PyTorch's beta/invariant-check notices
 
 INDICES = [[0, 1, 1, 2, 0, 3], [2, 0, 2, 1, 2, 3]]  # (0, 2) twice: uncoalesced
 SHAPE = (4, 5)

@@ -1,10 +1,10 @@
 """The derivative of sparse @ dense products (used by :mod:`ember.sparse` when a gradient is needed).
 
-``S @ D`` for a sparse matrix ``S`` given by COO entries (``rows``, ``cols``, ``values``) is
-recorded as one node. Its backward, for the output gradient ``G``:
+``S @ D`` for a sparse matrix ``S`` given by its index pattern and ``values`` is recorded as one
+node. Its backward, for the output gradient ``G``:
 
-* wrt ``D``: ``S^H @ G``, itself a sparse product (the same Function with rows and columns
-  swapped), so double backward works;
+* wrt ``D``: ``S^H @ G``, itself a sparse product (the same Function, transposed, on the same
+  cached pattern), so double backward works;
 * wrt ``values``: the gradient of ``S`` restricted to its pattern, as ``torch.sparse.mm`` gives:
   ``grad_values[k] = sum_j G[rows[k], j] * conj(D[cols[k], j])``.
 
@@ -22,24 +22,30 @@ __all__ = ["SparseDenseMM"]
 
 
 class SparseDenseMM(Function):
-    """``S @ dense`` for the COO matrix ``S`` = (rows, cols, values) with ``n_rows`` rows; a dense result."""
+    """``S @ dense`` (``S^T @ dense`` with ``transpose``) for the sparse matrix ``S`` of ``pattern``
+    (:class:`ember.sparse._kernels.Pattern`) with ``values``; a dense result."""
 
     @staticmethod
-    def forward(ctx, rows, cols, values, dense, n_rows):
-        ctx.save_for_backward(rows, cols, values, dense)
-        out = spmm(rows._data, cols._data, values._data, dense._data, n_rows)
+    def forward(ctx, pattern, values, dense, transpose=False):
+        ctx.save_for_backward(values, dense)
+        ctx.pattern, ctx.transpose = pattern, transpose
+        out = spmm(pattern, values._data, dense._data, transpose)
         return Tensor._make(out, dense._device)
 
     @staticmethod
     def backward(ctx, grad):
-        rows, cols, values, dense = ctx.saved_tensors
+        values, dense = ctx.saved_tensors
+        pattern, transpose = ctx.pattern, ctx.transpose
         grad_values = grad_dense = None
-        if ctx.needs_input_grad[2]:
-            other = dense.index_select(0, cols)
+        if ctx.needs_input_grad[1]:
+            rows = Tensor._make(pattern.rows, dense._device)
+            cols = Tensor._make(pattern.cols, dense._device)
+            out_index, in_index = (cols, rows) if transpose else (rows, cols)
+            other = dense.index_select(0, in_index)
             if other.is_complex():
                 other = other.conj()
-            grad_values = (grad.index_select(0, rows) * other).sum(-1)
-        if ctx.needs_input_grad[3]:
+            grad_values = (grad.index_select(0, out_index) * other).sum(-1)
+        if ctx.needs_input_grad[2]:
             adjoint = values.conj() if values.is_complex() else values
-            grad_dense = SparseDenseMM.apply(cols, rows, adjoint, grad, dense.shape[0])
-        return None, None, grad_values, grad_dense, None
+            grad_dense = SparseDenseMM.apply(pattern, adjoint, grad, not transpose)
+        return None, grad_values, grad_dense, None

@@ -49,36 +49,49 @@ def _check_matrix_operands(name, a, b):
         )
 
 
-def _product(rows, cols, values, dense, n_rows):
-    """``S @ dense`` for the COO matrix (rows, cols, values) with ``n_rows`` rows; records autograd when needed."""
+def _product(pattern, values, dense, transpose=False):
+    """``S @ dense`` (``S^T @ dense`` with ``transpose``) for the matrix of ``pattern``; records autograd
+    when needed."""
     if state.grad_enabled and (values._requires_grad or dense._requires_grad):
         try:
             from ember.autograd._sparse import SparseDenseMM
         except ImportError:
             require("gradients of sparse products", "ember-autograd")
-        return SparseDenseMM.apply(rows, cols, values, dense, n_rows)
-    out = _kernels.spmm(rows._data, cols._data, values._data, dense._data, n_rows)
-    return Tensor._make(out, dense._device)
+        return SparseDenseMM.apply(pattern, values, dense, transpose)
+    return Tensor._make(_kernels.spmm(pattern, values._data, dense._data, transpose), dense._device)
 
 
-def _rows_cols(sparse):
-    indices = sparse._coo_indices()
-    device = sparse._device
-    return Tensor._make(indices._data[0], device), Tensor._make(indices._data[1], device)
+def _pattern(sparse):
+    """The :class:`~ember.sparse._kernels.Pattern` of a 2-D sparse matrix, kept on it while its indices are
+    unchanged (an in-place write to them bumps their version)."""
+    parts = (sparse._crow, sparse._col) if sparse._layout is sparse_csr else (sparse._indices_t,)
+    key = tuple((id(p), p._version) for p in parts)
+    cached = sparse.__dict__.get("_pattern_cache")
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    shape = tuple(sparse._data.shape[:2])
+    if sparse._layout is sparse_csr:
+        offsets = sparse._crow._data
+        rows, cols = _kernels.csr_rows(offsets), sparse._col._data
+    else:
+        indices = sparse._indices_t._data
+        rows, cols = indices[0], indices[1]
+        offsets = _kernels.csr_offsets(rows, shape[0]) if sparse._coalesced else None
+    pattern = _kernels.Pattern(rows, cols, shape, offsets)
+    sparse._pattern_cache = (key, pattern, parts)  # parts: keeps the ids in the key alive
+    return pattern
 
 
 def sparse_dense_mm(sparse, dense, name="mm"):
     """``sparse @ dense`` (2-D sparse, 2-D dense) as a dense tensor; differentiable wrt both values and ``dense``."""
     _check_matrix_operands(name, sparse, dense)
-    rows, cols = _rows_cols(sparse)
-    return _product(rows, cols, sparse._values_t, dense, sparse._data.shape[0])
+    return _product(_pattern(sparse), sparse._values_t, dense)
 
 
 def dense_sparse_mm(dense, sparse, name="mm"):
     """``dense @ sparse`` as a dense tensor: ``(sparse^T @ dense^T)^T``."""
     _check_matrix_operands(name, dense, sparse)
-    rows, cols = _rows_cols(sparse)
-    return _product(cols, rows, sparse._values_t, dense.mT, sparse._data.shape[1]).mT
+    return _product(_pattern(sparse), sparse._values_t, dense.mT, transpose=True).mT
 
 
 def sparse_sparse_mm(a, b, name="mm"):

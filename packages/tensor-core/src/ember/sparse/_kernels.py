@@ -12,7 +12,7 @@ import numpy as np
 
 from .._ops._xp import is_device_array
 
-__all__ = ["array_module", "linearize", "unlinearize", "spmm", "csr_offsets", "csr_rows"]
+__all__ = ["Pattern", "array_module", "linearize", "unlinearize", "spmm", "csr_offsets", "csr_rows"]
 
 # dtypes scipy's (and cuSPARSE's) products take as they are; others are computed in a wider type
 _NATIVE_CPU = {np.dtype(t) for t in ("float32", "float64", "complex64", "complex128", "int32", "int64")}
@@ -74,53 +74,86 @@ def _compute_dtype(dtype, native):
     return np.dtype(np.float32)  # float16, bfloat16: accumulated in float32, rounded once
 
 
-def spmm(rows, cols, values, dense, n_rows):
-    """``S @ dense`` for the 2-D sparse matrix ``S`` of shape ``(n_rows, dense.shape[0])`` given by COO entries.
+class Pattern:
+    """The index structure of a 2-D sparse matrix, shared by the products that use it.
+
+    Attributes:
+        rows, cols: int64 backend arrays (nnz,), the coordinates of the entries.
+        shape (tuple[int, int]): the matrix's shape.
+        offsets: CSR row offsets (n_rows + 1,) when the entries are sorted by row and unique (a
+            coalesced COO or a CSR matrix), else None (duplicates are then summed by each product).
+    """
+
+    __slots__ = ("rows", "cols", "shape", "offsets", "_device_matrix")
+
+    def __init__(self, rows, cols, shape, offsets=None):
+        self.rows, self.cols, self.shape, self.offsets = rows, cols, tuple(shape), offsets
+        self._device_matrix = {}  # compute dtype -> cupyx csr_matrix (built once: its checks synchronize)
+
+
+def spmm(pattern, values, dense, transpose=False):
+    """``S @ dense`` (or ``S^T @ dense``) for the sparse matrix ``S`` of ``pattern`` with ``values``.
 
     Duplicate entries (an uncoalesced ``S``) add up, as in the dense matrix they stand for.
 
     Args:
-        rows, cols: int64 arrays (nnz,), the coordinates of the entries.
+        pattern (Pattern): the matrix's indices, shape ``(n, m)``.
         values: array (nnz,), the entries, of ``dense``'s dtype.
-        dense: array (k, n).
-        n_rows (int): the number of rows of ``S``.
+        dense: array ``(m, p)``, or ``(n, p)`` with ``transpose``.
+        transpose (bool): multiply by ``S^T`` instead of ``S``.
 
     Returns:
-        array (n_rows, n) of ``dense``'s dtype, on ``dense``'s device.
+        array ``(n, p)`` (``(m, p)`` with ``transpose``) of ``dense``'s dtype, on ``dense``'s device.
     """
+    n_out = pattern.shape[1] if transpose else pattern.shape[0]
+    if values.shape[0] == 0:
+        return array_module(dense).zeros((n_out, dense.shape[1]), dtype=dense.dtype)
     if is_device_array(dense):
-        return _spmm_cuda(rows, cols, values, dense, n_rows)
+        return _spmm_cuda(pattern, values, dense, transpose, n_out)
     import scipy.sparse
 
     dtype = dense.dtype
     compute = _compute_dtype(dtype, _NATIVE_CPU)
-    shape = (n_rows, dense.shape[0])
-    if values.shape[0] == 0:
-        return np.zeros((n_rows, dense.shape[1]), dtype=dtype)
-    # scipy indexes with int32 where the shape allows; the matrix sums duplicate entries
-    matrix = scipy.sparse.csr_array((values.astype(compute, copy=False), (rows, cols)), shape=shape)
+    data = values.astype(compute, copy=False)
+    if pattern.offsets is not None:
+        matrix = scipy.sparse.csr_array((data, pattern.cols, pattern.offsets), shape=pattern.shape)
+    else:  # built through COO, which sums duplicate entries
+        matrix = scipy.sparse.csr_array((data, (pattern.rows, pattern.cols)), shape=pattern.shape)
+    if transpose:
+        matrix = matrix.T  # a CSC view of the same arrays, no copy
     result = matrix @ dense.astype(compute, copy=False)
     return np.ascontiguousarray(result, dtype=dtype)
 
 
-def _spmm_cuda(rows, cols, values, dense, n_rows):
+def _spmm_cuda(pattern, values, dense, transpose, n_out):
+    import copy
+
     import cupy
 
     dtype = dense.dtype
-    if values.shape[0] == 0:
-        return cupy.zeros((n_rows, dense.shape[1]), dtype=dtype)
-    compute = _compute_dtype(dtype, _NATIVE_CUDA)
+    rows, cols = (pattern.cols, pattern.rows) if transpose else (pattern.rows, pattern.cols)
     if dtype.kind in "iub":
         # cuSPARSE has no integer products: add each entry's scaled row of dense into its output row
-        import cupyx
-
-        out = cupy.zeros((n_rows, dense.shape[1]), dtype=np.int64)
-        cupyx.scatter_add(out, rows, values.astype(np.int64)[:, None] * dense[cols].astype(np.int64))
+        out = cupy.zeros((n_out, dense.shape[1]), dtype=np.int64)
+        cupy.add.at(out, rows, values.astype(np.int64)[:, None] * dense[cols].astype(np.int64))
         return out.astype(dtype)
+    import cupyx.cusparse
     import cupyx.scipy.sparse
 
-    matrix = cupyx.scipy.sparse.coo_matrix(
-        (values.astype(compute, copy=False), (rows, cols)), shape=(n_rows, dense.shape[0])
-    ).tocsr()  # sums duplicates
-    result = matrix @ cupy.ascontiguousarray(dense.astype(compute, copy=False))
+    compute = _compute_dtype(dtype, _NATIVE_CUDA)
+    data = values.astype(compute, copy=False)
+    operand = cupy.asfortranarray(dense.astype(compute, copy=False))
+    if pattern.offsets is None:
+        shape = pattern.shape[::-1] if transpose else pattern.shape
+        matrix = cupyx.scipy.sparse.coo_matrix((data, (rows, cols)), shape=shape).tocsr()  # sums duplicates
+        result = cupyx.cusparse.spmm(matrix, operand)
+    else:
+        base = pattern._device_matrix.get(compute)
+        if base is None:
+            base = cupyx.scipy.sparse.csr_matrix((data, pattern.cols, pattern.offsets), shape=pattern.shape)
+            base.has_canonical_format  # noqa: B018 - computed (one synchronization) and kept on the matrix
+            pattern._device_matrix[compute] = base
+        matrix = copy.copy(base)  # the same index arrays and flags with this call's values
+        matrix.data = data
+        result = cupyx.cusparse.spmm(matrix, operand, transa=transpose)
     return cupy.ascontiguousarray(result.astype(dtype, copy=False))
