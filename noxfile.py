@@ -162,8 +162,10 @@ def _install(
 
 # ------------------------------------------------------------------ wheels of the packages
 
-# Folders and files of a package that never reach its wheel: changing them rebuilds nothing.
-_NOT_IN_WHEEL = {"tests", "build", "dist", "__pycache__", ".pytest_cache", ".hypothesis", "CHANGELOG.md"}
+# What never reaches a package's wheel, so that changing it rebuilds nothing: these entries of
+# the package's folder, these folders anywhere in it, and files or folders with these suffixes.
+_NOT_IN_WHEEL_TOP = {"tests", "build", "dist", "CHANGELOG.md"}
+_NOT_IN_WHEEL = {"__pycache__", ".pytest_cache", ".hypothesis"}
 _NOT_IN_WHEEL_SUFFIXES = (".pyc", ".so", ".pyd", ".egg-info")
 
 
@@ -175,6 +177,8 @@ def _fingerprint(package: Path) -> str:
     digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sys.platform} {platform.machine()}".encode())
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(package)
+        if rel.parts[0] in _NOT_IN_WHEEL_TOP:
+            continue
         if any(part in _NOT_IN_WHEEL or part.endswith(_NOT_IN_WHEEL_SUFFIXES) for part in rel.parts):
             continue
         if path.is_file():
