@@ -27,13 +27,13 @@ from harness import Workload
 REPEATS = 7
 QUICK_REPEATS = 1
 
-# Run by each child: the import's wall time, and what it brought in, as one JSON line.
+# Run by each child: the import's wall time, as one JSON line.
 _CHILD = """
-import json, sys, time
+import json, time
 start = time.perf_counter()
 import {module}
 seconds = time.perf_counter() - start
-print(json.dumps({{"seconds": seconds, "modules": sorted(sys.modules)}}))
+print(json.dumps({{"seconds": seconds}}))
 """
 
 
@@ -43,35 +43,48 @@ def _child_env():
     return env
 
 
-def import_in_fresh_process(module):
-    """``(seconds, modules)``: the time ``import module`` took in a new interpreter, and ``sys.modules`` after.
+def _run_child(code):
+    """The JSON line that ``code`` prints last, run in a new interpreter.
 
     Raises:
         RuntimeError: if the child fails, with its stderr.
     """
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(module=module)],
-        capture_output=True, text=True, env=_child_env(), timeout=300,
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env(), timeout=300)
     if done.returncode != 0:
-        raise RuntimeError(f"`import {module}` failed in a fresh process:\n{done.stderr}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    return result["seconds"], result["modules"]
+        raise RuntimeError(f"a fresh Python process failed:\n{done.stderr}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def import_in_fresh_process(module):
+    """The seconds ``import module`` took in a new interpreter."""
+    return _run_child(_CHILD.format(module=module))["seconds"]
 
 
 def median_import_seconds(module, repeats):
     """The median over ``repeats`` fresh processes of ``import module``'s time (after one untimed process)."""
     import_in_fresh_process(module)
-    return statistics.median(import_in_fresh_process(module)[0] for _ in range(repeats))
+    return statistics.median(import_in_fresh_process(module) for _ in range(repeats))
+
+
+# Run once by the setup: what the row's `import ember` includes.
+_CHECK = """
+import json, sys
+import ember
+from ember._entry_points import entry_points
+extensions = [point.value for point in entry_points("ember.extensions")]
+print(json.dumps({"extensions": extensions, "loaded": ember._extensions.loaded_extensions(),
+                  "ml_dtypes": "ml_dtypes" in sys.modules}))
+"""
 
 
 def _import_setup():
-    _, modules = import_in_fresh_process("ember")
-    # the row means "ember with its extensions, and without ml_dtypes": check both once
-    missing = {"ember.autograd", "ember.optim", "ember.fx"}.difference(modules)
-    if missing:
-        raise RuntimeError(f"`import ember` did not load {sorted(missing)}: install ember-autograd and ember-fx")
-    if "ml_dtypes" in modules:
+    # the row means "ember with every installed extension, without ml_dtypes": check both once
+    found = _run_child(_CHECK)
+    if not {"ember.autograd", "ember.fx"} <= set(found["extensions"]):
+        raise RuntimeError(f"ember-autograd and ember-fx should be installed (extensions: {found['extensions']})")
+    if sorted(found["extensions"]) != sorted(found["loaded"]):
+        raise RuntimeError(f"`import ember` loaded {found['loaded']} of the extensions {found['extensions']}")
+    if found["ml_dtypes"]:
         raise RuntimeError("`import ember` imported ml_dtypes, which it should leave until bfloat16 is used")
 
     def ember_fn(quick):
