@@ -131,3 +131,13 @@ def test_cuda_product_gradients_match_cpu():
     ember.sparse.mm(_sparse(values_gpu), dense_gpu).pow(2).sum().backward()
     np.testing.assert_allclose(values_gpu.grad.cpu().numpy(), gv, rtol=1e-10)
     np.testing.assert_allclose(dense_gpu.grad.cpu().numpy(), gd, rtol=1e-10)
+
+
+def test_sparse_leaf_gradient_accumulates():
+    leaf = ember.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), dtype=ember.float64, requires_grad=True)
+    weights = ember.tensor([1.0, 2.0, 3.0], dtype=ember.float64)
+    (leaf.to_dense() * weights).sum().backward()
+    first = leaf.grad
+    (leaf.to_dense() * weights).sum().backward()
+    np.testing.assert_array_equal(first.to_dense().numpy(), [1.0, 2.0, 0.0])
+    np.testing.assert_array_equal(leaf.grad.to_dense().numpy(), [2.0, 4.0, 0.0])

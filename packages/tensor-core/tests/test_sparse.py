@@ -429,3 +429,19 @@ def test_cuda_softmax_and_sum():
                                ember.sparse.softmax(s, 1).to_dense().numpy(), rtol=1e-6)
     np.testing.assert_allclose(ember.sparse.sum(g, 0).to_dense().cpu().numpy(),
                                ember.sparse.sum(s, 0).to_dense().numpy())
+
+
+def test_product_follows_in_place_changes_of_indices_and_values():
+    s = ember.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 2.0], (2, 2)).coalesce()
+    d = ember.tensor([[1.0, 0.0], [0.0, 1.0]])
+    np.testing.assert_array_equal(ember.sparse.mm(s, d).numpy(), [[0.0, 1.0], [2.0, 0.0]])
+    s._values().mul_(10)  # the cached pattern holds indices only
+    np.testing.assert_array_equal(ember.sparse.mm(s, d).numpy(), [[0.0, 10.0], [20.0, 0.0]])
+    s._indices()[1].copy_(ember.tensor([0, 1]))  # a new pattern (still sorted and unique)
+    np.testing.assert_array_equal(ember.sparse.mm(s, d).numpy(), [[10.0, 0.0], [0.0, 20.0]])
+
+
+def test_list_arguments_with_a_sparse_tensor_raise():
+    s = ember.ones(2, 2).to_sparse()
+    with pytest.raises(NotImplementedError, match=r"ember\.cat does not support sparse COO"):
+        ember.cat([s, s])

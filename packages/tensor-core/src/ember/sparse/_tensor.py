@@ -78,7 +78,7 @@ class SparseTensor(Tensor):
     _crow = None  # CSR: int64 (n_rows + 1,)
     _col = None  # CSR: int64 (nnz,)
     _coalesced = False
-    _grad_cache = None  # (values' grad it was built from, the sparse grad)
+    _grad_cache = None  # (values' grad it was built from, its version, the sparse grad)
 
     @classmethod
     def _coo(cls, indices, values, shape, coalesced=False):
@@ -288,11 +288,12 @@ class SparseTensor(Tensor):
         values_grad = self._values_t._grad
         if values_grad is None:
             return None
-        cached = self._grad_cache
-        if cached is not None and cached[0] is values_grad:
-            return cached[1]
+        cached = self._grad_cache  # the same object while the values' gradient is unchanged (accumulation
+        # into it in place bumps its version)
+        if cached is not None and cached[0] is values_grad and cached[1] == values_grad._version:
+            return cached[2]
         result = _grad_on_pattern(self, values_grad)
-        self._grad_cache = (values_grad, result)
+        self._grad_cache = (values_grad, values_grad._version, result)
         return result
 
     @grad.setter
