@@ -445,3 +445,14 @@ def test_list_arguments_with_a_sparse_tensor_raise():
     s = ember.ones(2, 2).to_sparse()
     with pytest.raises(NotImplementedError, match=r"ember\.cat does not support sparse COO"):
         ember.cat([s, s])
+
+
+def test_strided_operands_of_sparse_functions():
+    a = ember.tensor([[1.0, 2.0], [3.0, 4.0]])
+    np.testing.assert_array_equal(ember.sparse.mm(a, a).numpy(), a.numpy() @ a.numpy())
+    np.testing.assert_array_equal(ember.spmm(a, a).numpy(), a.numpy() @ a.numpy())
+    np.testing.assert_array_equal(ember.sparse.addmm(a, a, a).numpy(), a.numpy() + a.numpy() @ a.numpy())
+    with pytest.raises(RuntimeError, match="sparse tensor"):
+        ember.sparse.sum(a)
+    with pytest.raises(RuntimeError, match="sparse tensor"):
+        ember.sparse.softmax(a, 0)

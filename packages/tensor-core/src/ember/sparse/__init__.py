@@ -27,8 +27,8 @@ __all__ = ["SparseTensor", "mm", "spmm", "addmm", "sum", "softmax", "log_softmax
 
 def _check_sparse(name, x, argument):
     if not isinstance(x, SparseTensor):
-        raise TypeError(f"ember.sparse.{name}: {argument} must be a sparse tensor, got "
-                        f"{'a dense tensor' if hasattr(x, 'shape') else type(x).__name__}")
+        raise RuntimeError(f"ember.sparse.{name}: {argument} must be a sparse tensor, got "
+                           f"{'a strided tensor' if hasattr(x, 'shape') else type(x).__name__}")
 
 
 def mm(mat1, mat2, reduce=None):
@@ -45,7 +45,7 @@ def mm(mat1, mat2, reduce=None):
         reduce (str, optional): only ``None`` or ``"sum"`` (the plain product) are supported.
 
     Returns:
-        Tensor: ``(n, p)``, dense unless both operands are sparse.
+        Tensor: ``(n, p)``, dense unless both operands are sparse (two dense operands: ``ember.mm``).
 
     Raises:
         RuntimeError: for mismatched shapes, dtypes or devices, hybrid sparse operands.
@@ -60,14 +60,15 @@ def mm(mat1, mat2, reduce=None):
     if reduce not in (None, "sum"):
         raise NotImplementedError(f"ember.sparse.mm: reduce={reduce!r} is not supported (only 'sum')")
     if not (isinstance(mat1, SparseTensor) or isinstance(mat2, SparseTensor)):
-        raise TypeError("ember.sparse.mm: one of mat1 and mat2 must be a sparse tensor; use ember.mm for dense ones")
+        from .. import mm as dense_mm  # as PyTorch, two strided operands are a plain product
+
+        return dense_mm(mat1, mat2)
     return _functions.matmul(mat1, mat2, "mm")
 
 
 def spmm(input, mat2):
     """``input @ mat2`` for a sparse ``input`` and dense ``mat2`` (PyTorch's ``torch.spmm``); see :func:`mm`."""
-    _check_sparse("spmm", input, "input")
-    return _functions.matmul(input, mat2, "spmm")
+    return mm(input, mat2)
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
@@ -82,7 +83,10 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     Returns:
         Tensor: dense ``(n, p)``.
     """
-    _check_sparse("addmm", mat1, "mat1")
+    if not isinstance(mat1, SparseTensor):
+        from .. import addmm as dense_addmm  # as PyTorch, strided operands are a plain addmm
+
+        return dense_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
     return _functions.addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 
