@@ -19,10 +19,16 @@ Example:
 
 from __future__ import annotations
 
+from .._tensor import Tensor
 from . import _functions
 from ._tensor import SparseTensor, sparse_coo_tensor, sparse_csr_tensor  # noqa: F401 - ember re-exports them
 
 __all__ = ["SparseTensor", "mm", "spmm", "addmm", "sum", "softmax", "log_softmax"]
+
+
+def _foreign(*args):
+    """Whether an argument is a tensor-like that is no ember tensor (an FX Proxy while tracing)."""
+    return any(not isinstance(a, Tensor) and hasattr(type(a), "__ember_function__") for a in args)
 
 
 def _check_sparse(name, x, argument):
@@ -59,10 +65,10 @@ def mm(mat1, mat2, reduce=None):
     """
     if reduce not in (None, "sum"):
         raise NotImplementedError(f"ember.sparse.mm: reduce={reduce!r} is not supported (only 'sum')")
-    if not (isinstance(mat1, SparseTensor) or isinstance(mat2, SparseTensor)):
-        from .. import mm as dense_mm  # as PyTorch, two strided operands are a plain product
+    if _foreign(mat1, mat2) or not (isinstance(mat1, SparseTensor) or isinstance(mat2, SparseTensor)):
+        from .. import mm as op  # the registry op: FX records it; two strided operands are a plain product
 
-        return dense_mm(mat1, mat2)
+        return op(mat1, mat2)
     return _functions.matmul(mat1, mat2, "mm")
 
 
@@ -83,10 +89,10 @@ def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0):
     Returns:
         Tensor: dense ``(n, p)``.
     """
-    if not isinstance(mat1, SparseTensor):
-        from .. import addmm as dense_addmm  # as PyTorch, strided operands are a plain addmm
+    if _foreign(mat, mat1, mat2) or not isinstance(mat1, SparseTensor):
+        from .. import addmm as op  # the registry op: FX records it; strided operands are a plain addmm
 
-        return dense_addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
+        return op(mat, mat1, mat2, beta=beta, alpha=alpha)
     return _functions.addmm(mat, mat1, mat2, beta=beta, alpha=alpha)
 
 

@@ -394,6 +394,8 @@ class SparseTensor(Tensor):
 
     @classmethod
     def __ember_function__(cls, func, types, args=(), kwargs=None):
+        if any(not issubclass(t, Tensor) for t in types):
+            return NotImplemented  # an FX Proxy (or another tensor-like) among the arguments records the call
         from ._dispatch import run_sparse
 
         return run_sparse(func, args, kwargs or {})
