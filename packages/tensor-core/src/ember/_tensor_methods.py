@@ -160,7 +160,7 @@ def cuda(self, device=None, non_blocking=False, memory_format=None):
     return to(self, target, non_blocking=non_blocking)
 
 
-def type_(self, dtype=None, non_blocking=False, **kwargs):
+def type_(self, dtype=None, non_blocking=False):
     """The legacy type name (``'ember.FloatTensor'``, ``'ember.cuda.LongTensor'``) with no argument;
     else this tensor converted to ``dtype``: an ember.dtype, a legacy type (``ember.LongTensor``,
     ``ember.cuda.FloatTensor``, which also set the device) or its name (``'ember.LongTensor'``;
