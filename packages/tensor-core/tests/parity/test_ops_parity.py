@@ -144,8 +144,45 @@ def test_matches_pytorch(info, dtype):
         try:
             _compare(ours, theirs, info, dtype, sample)
         except AssertionError as exc:
+            if _closer_to_float64(fn, sample, ours, theirs):
+                continue
             _DIFFERENT.append((info.name, dtype.name, str(exc).splitlines()[0]))
             raise
+
+
+def _upcast(value):
+    """``value`` with its float16/bfloat16 tensors (also inside lists and tuples) as float64."""
+    if isinstance(value, ember.Tensor) and value.dtype in (ember.float16, ember.bfloat16):
+        return value.double()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_upcast(v) for v in value)
+    return value
+
+
+def _closer_to_float64(fn, sample, ours, theirs):
+    """Whether ``ours`` (a float16/bfloat16 tensor result) is at least as close as PyTorch's ``theirs``
+    to PyTorch's float64 result for the same (exactly upcast) inputs, in the largest error.
+
+    Low-precision kernels may round at different points: PyTorch's CPU ``conv_transpose3d`` in
+    bfloat16 rounds partial sums, ember rounds once from float32, and the two then differ by more
+    than the dtype's tolerance at a few elements. A difference in ember's favour is not a defect.
+    """
+    if not (isinstance(ours, ember.Tensor) and isinstance(theirs, torch.Tensor)):
+        return False
+    if ours.dtype not in (ember.float16, ember.bfloat16) or ours.shape != tuple(theirs.shape):
+        return False
+    args = [_upcast(a) for a in sample.args]
+    kwargs = {k: _upcast(v) for k, v in sample.kwargs.items()}
+    try:
+        reference = torch_call(fn, _upcast(sample.input), *args, **kwargs)
+    except Exception:  # noqa: BLE001 - no float64 reference: the plain comparison's verdict stands
+        return False
+    if not isinstance(reference, torch.Tensor) or reference.dtype != torch.float64:
+        return False
+    exact = _torch_values(reference).astype("float64")
+    our_error = abs(ours.double().cpu().numpy() - exact)
+    their_error = abs(_torch_values(theirs.double()).astype("float64") - exact)
+    return bool(our_error.max() <= their_error.max())
 
 
 @pytest.mark.parametrize("info", [op_db[n] for n in sorted(op_db)], ids=sorted(op_db))
