@@ -60,7 +60,8 @@ def test_missing_feature_error_names_the_distribution(monkeypatch):
     ):
         ember.ones(1).register_hook(lambda g: g)
     # an ImportError for `try: import ember.fx except ImportError`, a RuntimeError as it was before
-    assert issubclass(_extensions.MissingDistributionError, ModuleNotFoundError)
+    assert issubclass(_extensions.MissingDistributionError, ImportError)
+    assert issubclass(_extensions.MissingDistributionAttributeError, AttributeError)
     assert issubclass(_extensions.MissingDistributionError, RuntimeError)
 
 
@@ -171,9 +172,13 @@ def test_finder_sits_last_once_and_never_shadows_an_installed_distribution(monke
 
 def test_imports_of_a_missing_distribution(monkeypatch):
     # ember-mobile is not written yet, so it is certainly not installed
-    for statement in ("import ember.mobile", "from ember import mobile", "ember.mobile", "import ember.mobile.lite"):
+    for statement in ("import ember.mobile", "from ember import mobile", "import ember.mobile.lite"):
         with pytest.raises(_extensions.MissingDistributionError, match="^ember.mobile needs the 'ember-mobile'"):
             exec(statement, {"ember": ember})
+    # attribute access: the same message as an AttributeError, so hasattr answers
+    with pytest.raises(_extensions.MissingDistributionAttributeError, match="^ember.mobile needs the 'ember-mobile'"):
+        ember.mobile  # noqa: B018
+    assert not hasattr(ember, "mobile")
     with pytest.raises(ImportError, match="'ember-vision'"):
         import embervision  # noqa: F401
     assert importlib.util.find_spec("embervision") is None and importlib.util.find_spec("ember.mobile") is None
@@ -190,7 +195,9 @@ def test_a_module_its_installed_distribution_lacks_is_a_plain_error(monkeypatch)
     assert type(info.value) is ModuleNotFoundError
     assert not hasattr(ember, "no_such_module")  # ember.__getattr__: an AttributeError
     monkeypatch.setitem(_extensions._PROVIDER, "ember.no_such_module", "ember-mobile")
-    with pytest.raises(_extensions.MissingDistributionError, match="^ember.no_such_module needs the 'ember-mobile'"):
+    with pytest.raises(
+        _extensions.MissingDistributionAttributeError, match="^ember.no_such_module needs the 'ember-mobile'"
+    ):
         ember.no_such_module  # noqa: B018
 
 
@@ -264,9 +271,13 @@ _WITHOUT_AUTOGRAD = {
 }
 
 
+_ATTRIBUTE_ACCESS = ("ember.optim.SGD", "ember.fx.symbolic_trace")
+
+
 def test_with_only_ember_core_every_missing_piece_is_named():
     probe = "assert __import__('importlib.util').util.find_spec('ember.fx') is None"
-    statements = [*_WITHOUT_AUTOGRAD, "ember.ones(2).add(1).sum()", probe]
+    no_attribute = "assert not hasattr(ember, 'fx') and getattr(ember, 'optim', None) is None"
+    statements = [*_WITHOUT_AUTOGRAD, "ember.ones(2).add(1).sum()", probe, no_attribute]
     proc = subprocess.run(
         [sys.executable, "-c", _ONLY_CORE, *statements], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
@@ -274,9 +285,13 @@ def test_with_only_ember_core_every_missing_piece_is_named():
     results = json.loads(proc.stdout.strip().splitlines()[-1])
     assert results["ember.ones(2).add(1).sum()"] is None  # core works
     assert results[probe] is None  # importlib.util.find_spec answers None, as for any absent module
+    assert results[no_attribute] is None  # hasattr and getattr with a default answer, as for any attribute
     for statement, start in _WITHOUT_AUTOGRAD.items():
         kind, message, is_import_error, _ = results[statement]
-        assert kind == "MissingDistributionError" and is_import_error, (statement, results[statement])
+        if statement in _ATTRIBUTE_ACCESS:  # an AttributeError, so that hasattr/getattr(..., default) answer
+            assert kind == "MissingDistributionAttributeError" and not is_import_error, (statement, results[statement])
+        else:
+            assert kind == "MissingDistributionError" and is_import_error, (statement, results[statement])
         assert message.startswith(start), (statement, message)
         distribution = start.split("'")[1]
         if _extensions.DISTRIBUTIONS[distribution].written:

@@ -27,6 +27,7 @@ from ._entry_points import entry_points  # importlib.metadata's, without its ~30
 __all__ = [
     "DISTRIBUTIONS",
     "MissingDistributionError",
+    "MissingDistributionAttributeError",
     "require",
     "missing_distribution_message",
     "provided_module",
@@ -81,17 +82,35 @@ DISTRIBUTIONS = {dist.name: dist for dist in (
 _PROVIDER = {module: dist.name for dist in DISTRIBUTIONS.values() for module in dist.modules if module != "ember"}
 
 
-class MissingDistributionError(ModuleNotFoundError, RuntimeError):
+class MissingDistributionError(ImportError, RuntimeError):
     """A feature was used whose distribution is not installed.
 
-    An :class:`ImportError` (a :class:`ModuleNotFoundError`, whose ``name`` is the
-    module for an import), so ``try: import ember.fx`` / ``except ImportError`` works,
-    and a :class:`RuntimeError`, as ``Tensor.backward()`` without ember-autograd raised
-    before. ``distribution`` is the missing distribution's name.
+    An :class:`ImportError` (whose ``name`` is the module, for an import), so
+    ``try: import ember.fx`` / ``except ImportError`` works, and a :class:`RuntimeError`,
+    as ``Tensor.backward()`` without ember-autograd raised before. Not a
+    ``ModuleNotFoundError``: ``from ember import fx`` swallows that one when its ``name`` is
+    the module asked for, and then says only "cannot import name". Attribute access
+    (``ember.fx``) raises :class:`MissingDistributionAttributeError` with the same message.
+    ``distribution`` is the missing distribution's name.
     """
 
     def __init__(self, message, *, distribution=None, name=None):
         super().__init__(message, name=name)
+        self.distribution = distribution
+
+
+class MissingDistributionAttributeError(AttributeError):
+    """:class:`MissingDistributionError`'s message for an attribute (``ember.fx`` without ember-fx).
+
+    An attribute look-up must fail with an :class:`AttributeError`, or ``hasattr(ember, "fx")``
+    and ``getattr(ember, "fx", None)`` would raise instead of answering; an exception class
+    cannot be both an ``AttributeError`` and an ``ImportError`` (their layouts differ), so
+    attribute access has this class, imports have :class:`MissingDistributionError`.
+    ``distribution`` is the missing distribution's name.
+    """
+
+    def __init__(self, message, *, distribution=None, name=None, obj=None):
+        super().__init__(message, name=name, obj=obj)
         self.distribution = distribution
 
 
@@ -208,17 +227,22 @@ def provided_module(package, name):
     """``package.name`` when the table lists that module (importing it), else ``None``; for a package's ``__getattr__``.
 
     Raises:
-        MissingDistributionError: the module's distribution is not installed.
+        MissingDistributionAttributeError: the module's distribution is not installed (an
+            ``AttributeError``, so ``hasattr`` answers False; ``import`` statements raise
+            :class:`MissingDistributionError` from the finder instead).
     """
     import importlib
+    import sys
 
     fullname = f"{package}.{name}"
     if fullname not in _PROVIDER:
         return None
     try:
         return importlib.import_module(fullname)
-    except MissingDistributionError:
-        raise
+    except MissingDistributionError as exc:
+        raise MissingDistributionAttributeError(
+            str(exc), distribution=exc.distribution, name=name, obj=sys.modules.get(package)
+        ) from None
     except ModuleNotFoundError as exc:
         if exc.name != fullname:  # something the module imports is missing: a real error
             raise
