@@ -37,6 +37,12 @@ def test_coo_metadata_and_layouts():
     assert ember.zeros(2, 3).sparse_dim() == 0 and ember.zeros(2, 3).dense_dim() == 2
 
 
+def test_empty_index_lists():
+    s = ember.sparse_coo_tensor([[], []], [], (2, 3))
+    assert s._nnz() == 0 and s._indices().dtype is ember.int64 and s.dtype is ember.float32
+    np.testing.assert_array_equal(s.to_dense().numpy(), np.zeros((2, 3)))
+
+
 def test_size_is_inferred_from_indices():
     s = ember.sparse_coo_tensor([[0, 4], [2, 0]], ember.ones(2, 3))
     assert s.shape == (5, 3, 3) and s.dense_dim() == 1
@@ -116,7 +122,7 @@ def test_sparse_csr_tensor():
         ([[0, 1]], [1.0], (2,), "same number of elements"),
         ([0, 1], [1.0, 2.0], (2,), "sparse_dim x nnz"),
         ([[0, 1]], [1.0, 2.0], (2, 2), "values has incorrect size|number of dimensions"),
-        ([[0.5, 1.0]], [1.0, 2.0], (2,), "int64"),
+        (ember.tensor([[0.0, 1.0]]), [1.0, 2.0], (2,), "int64"),
     ],
 )
 def test_coo_construction_errors(indices, values, size, match):

@@ -410,6 +410,8 @@ def _as_index_tensor(indices, device, name):
 
     if isinstance(indices, SparseTensor):
         raise TypeError(f"{name} must be a dense tensor of integers, got a sparse tensor")
+    if not isinstance(indices, Tensor):  # lists (empty ones too) are read as int64, as PyTorch does
+        return as_tensor(indices, dtype=int64, device=device)
     t = as_tensor(indices, device=device)
     if t.dtype.name not in ("int64", "int32", "int16", "int8", "uint8"):
         raise RuntimeError(f"{name} must be an int64 tensor, got {t.dtype}")
