@@ -99,12 +99,10 @@ def sparse_sparse_mm(a, b, name="mm"):
     _check_matrix_operands(name, a, b)
     if state.grad_enabled and (a.requires_grad or b.requires_grad):
         raise NotImplementedError(f"{name}: gradients of sparse @ sparse products are not supported")
-    # b as a dense matrix keeps to one kernel (exact); the product is made sparse again from its nonzeros
-    from ._tensor import dense_to_sparse
-
-    product = sparse_dense_mm(a, to_dense(b), name)
-
-    return dense_to_sparse(product)
+    indices, values = _kernels.spspmm(_pattern(a), a._values_t._data, _pattern(b), b._values_t._data)
+    device = a._device
+    shape = (a._data.shape[0], b._data.shape[1])
+    return SparseTensor._coo(Tensor._make(indices, device), Tensor._make(values, device), shape, coalesced=True)
 
 
 def matmul(a, b, name="matmul"):

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._ops._xp import is_device_array
 
-__all__ = ["Pattern", "array_module", "linearize", "unlinearize", "spmm", "csr_offsets", "csr_rows"]
+__all__ = ["Pattern", "array_module", "linearize", "unlinearize", "spmm", "spspmm", "csr_offsets", "csr_rows"]
 
 # dtypes scipy's (and cuSPARSE's) products take as they are; others are computed in a wider type
 _NATIVE_CPU = {np.dtype(t) for t in ("float32", "float64", "complex64", "complex128", "int32", "int64")}
@@ -157,3 +157,29 @@ def _spmm_cuda(pattern, values, dense, transpose, n_out):
         matrix.data = data
         result = cupyx.cusparse.spmm(matrix, operand, transa=transpose)
     return cupy.ascontiguousarray(result.astype(dtype, copy=False))
+
+
+def spspmm(a, a_values, b, b_values):
+    """The product of two sparse matrices (patterns ``a``, ``b`` with their values), as coalesced COO parts.
+
+    Returns:
+        (indices, values): int64 ``(2, nnz)`` sorted row-major and unique, and the values, of
+        ``a_values``' dtype; entries the product computes are kept even where they cancel to zero.
+    """
+    dtype = a_values.dtype
+    if is_device_array(a_values):
+        import cupy
+        import cupyx.scipy.sparse as library
+
+        xp, native = cupy, _NATIVE_CUDA
+    else:
+        import scipy.sparse as library
+
+        xp, native = np, _NATIVE_CPU
+    compute = _compute_dtype(dtype, native)
+    left = library.coo_matrix((a_values.astype(compute), (a.rows, a.cols)), shape=a.shape).tocsr()
+    right = library.coo_matrix((b_values.astype(compute), (b.rows, b.cols)), shape=b.shape).tocsr()
+    product = (left @ right).tocoo()
+    product.sum_duplicates()  # sorts row-major, as a coalesced COO tensor
+    indices = xp.stack([product.row.astype(np.int64), product.col.astype(np.int64)])
+    return indices, product.data.astype(dtype)
