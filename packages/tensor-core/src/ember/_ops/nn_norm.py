@@ -679,22 +679,31 @@ def _local_response_norm_meta(input, size, alpha=0.0001, beta=0.75, k=1.0):
     return MetaArray(input._data.shape, input._data.dtype)
 
 
+def _channel_window_sums(sq, before, after):
+    """``sq`` summed over the channels ``c - before`` to ``c + after`` of each channel ``c`` (dim 1).
+
+    Each offset in the window adds one shifted slice, so the sum is direct: an inf or a huge value
+    reaches only the windows that hold it. (Differences of a cumulative sum turned an inf into NaN
+    in channels far from it, and let 1e8 cancel its neighbours' squares.) Offsets that see no
+    channel are skipped, so a window wider than the tensor costs no more than twice its channels.
+    """
+    channels = sq.shape[1]
+    total = np.zeros_like(sq)
+    for offset in range(-min(before, channels - 1), min(after, channels - 1) + 1):
+        if offset >= 0:
+            total[:, : channels - offset] += sq[:, offset:]
+        else:
+            total[:, -offset:] += sq[:, : channels + offset]
+    return total
+
+
 def _local_response_norm_cpu(input, size, alpha=0.0001, beta=0.75, k=1.0):
     data = input._data
     if data.size == 0:
         return np.empty(data.shape, data.dtype)
     x = _compute(data)
-    channels = x.shape[1]
-    sq = np.square(x)
-    before, after = size // 2, (size - 1) // 2
-    pad = [(0, 0)] * x.ndim
-    pad[1] = (before, after)
-    padded = np.pad(sq, pad)
-    csum = np.cumsum(padded, axis=1)
-    zero = np.zeros_like(np.take(csum, [0], axis=1))
-    csum = np.concatenate([zero, csum], axis=1)
-    window = np.take(csum, np.arange(size, size + channels), axis=1) - np.take(csum, np.arange(channels), axis=1)
     with np.errstate(all="ignore"):
+        window = _channel_window_sums(np.square(x), size // 2, (size - 1) // 2)
         div = window * np.asarray(alpha / size, x.dtype)
         div += np.asarray(k, x.dtype)
         div **= np.asarray(beta, x.dtype)
@@ -708,10 +717,13 @@ def _local_response_norm_decomp(input, size, alpha=0.0001, beta=0.75, k=1.0):
     sq = input * input
     pad = [0, 0] * (input.ndim - 2) + [size // 2, (size - 1) // 2]
     padded = _E.pad(sq, pad)
-    windows = [_E.narrow(padded, 1, i, channels) for i in range(size)]
-    total = windows[0]
-    for w in windows[1:]:
-        total = total + w
+    # a direct sum over the window (no cumulative sum: an inf stays in the windows that hold it);
+    # windows that lie wholly in the padding add nothing and are skipped
+    before = size // 2
+    first, stop = max(0, before - channels + 1), min(size, before + channels)
+    total = _E.narrow(padded, 1, first, channels)
+    for i in range(first + 1, stop):
+        total = total + _E.narrow(padded, 1, i, channels)
     div = _E.pow(total * (alpha / size) + k, beta)
     return input / div
 

@@ -713,16 +713,25 @@ def _lrn_samples(opinfo, device, dtype, requires_grad):
     if dtype not in (D.float16, D.bfloat16):  # PyTorch computes 4-D and larger inputs with avg_pool3d, without them
         yield SampleInput(make((1, 5, 2, 3)), (3,), {"alpha": 0.01, "beta": 0.5, "k": 2.0}, name="4-d")
         yield SampleInput(make((1, 3, 2, 2, 2)), (5,), name="5-d")
+    if dtype in (D.float32, D.float64):
+        # an inf or nan reaches only the windows that hold it, and 1e8 does not cancel its neighbours' squares
+        # (a window sum taken as differences of a cumulative sum got both wrong); gradient tests skip non-finite
+        # samples, so the 1e8 one is also a gradcheck case
+        for special in (math.inf, math.nan, 1e8):
+            values = [[[1.0], [2.0], [special], [3.0], [4.0], [5.0], [6.0], [-7.0]]]
+            yield SampleInput(_t(device, values, dtype).requires_grad_(requires_grad), (3,), {"alpha": 1.0},
+                              name=f"{special:g} in channel 2")
 
 
 def _lrn_ref(x, size, alpha=1e-4, beta=0.75, k=1.0):
     x = _f64(x)
     c = x.shape[1]
     out = np.empty_like(x)
-    for i in range(c):
-        lo, hi = i - size // 2, i + (size - 1) // 2
-        window = x[:, max(lo, 0): min(hi, c - 1) + 1] ** 2
-        out[:, i] = x[:, i] / (k + alpha * window.sum(axis=1) / size) ** beta
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 and inf / inf in the special samples
+        for i in range(c):
+            lo, hi = i - size // 2, i + (size - 1) // 2
+            window = x[:, max(lo, 0): min(hi, c - 1) + 1] ** 2
+            out[:, i] = x[:, i] / (k + alpha * window.sum(axis=1) / size) ** beta
     return out
 
 
