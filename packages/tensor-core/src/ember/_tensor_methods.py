@@ -218,7 +218,14 @@ def _new_factory(name):
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False, layout=None, pin_memory=False):
-    """``ember.full(size, fill_value)`` with this tensor's dtype and device unless given."""
+    """``ember.full(size, fill_value)`` with this tensor's dtype and device unless given.
+
+    Raises:
+        TypeError: if ``fill_value`` is not a number (or a zero-dim tensor).
+    """
+    from ._ops.creation import check_number_argument
+
+    check_number_argument("new_full", "fill_value", 2, fill_value, tensor_ok=False)
     return _registry.get("full")(
         size,
         fill_value,

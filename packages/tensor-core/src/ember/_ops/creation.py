@@ -81,6 +81,25 @@ zeros = defop("zeros", _factory_meta("zeros"), cpu=_factory_kernel(np.zeros), ha
 ones = defop("ones", _factory_meta("ones"), cpu=_factory_kernel(np.ones), has_out=True, tags=_FACTORY)
 
 
+def check_number_argument(op, name, position, value, *, tensor_ok=True):
+    """Refuse a fill value that is not a number, as PyTorch's argument parser does.
+
+    A zero-dim tensor counts as a number (``ember.full((2,), ember.tensor(3.))``), as in PyTorch;
+    ``tensor_ok=False`` refuses tensors with dimensions in the same words, where PyTorch's parser
+    does (``full``), and leaves them to the op's own check otherwise (``fill_``'s RuntimeError).
+
+    Raises:
+        TypeError: "full(): argument 'fill_value' (position 2) must be Number, not NoneType" for
+            None, strings, lists and other non-numbers (None once became NaN silently).
+    """
+    if isinstance(value, (builtins.bool, builtins.int, builtins.float, builtins.complex, np.number, np.bool_)):
+        return
+    if isinstance(value, Tensor) and (tensor_ok or value._data.ndim == 0):
+        return
+    expected = "Number or Tensor" if tensor_ok else "Number"
+    raise TypeError(f"{op}(): argument '{name}' (position {position}) must be {expected}, not {type(value).__name__}")
+
+
 def _fill_dtype(fill_value, dtype):
     if dtype is not None:
         return dtype
@@ -106,6 +125,7 @@ def _full_meta(size, fill_value, *, dtype=None, layout=None, device=None, requir
         tensor([7, 7])
     """
     _check_dtype(dtype)
+    check_number_argument("full", "fill_value", 2, fill_value, tensor_ok=False)
     out_dtype = _fill_dtype(fill_value, dtype)
     if not isinstance(fill_value, Tensor):
         check_scalar_fits(fill_value, out_dtype)
@@ -223,7 +243,12 @@ def _full_like_decomp(
 def _full_like_meta(
     input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None
 ):
-    """A tensor shaped like ``input`` filled with ``fill_value`` (``input``'s dtype unless ``dtype``)."""
+    """A tensor shaped like ``input`` filled with ``fill_value`` (``input``'s dtype unless ``dtype``).
+
+    Raises:
+        TypeError: if ``fill_value`` is not a number (or a zero-dim tensor).
+    """
+    check_number_argument("full_like", "fill_value", 2, fill_value, tensor_ok=False)
     return MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
 
 
@@ -395,7 +420,12 @@ eye = defop("eye", _eye_meta, cpu=_eye_cpu, has_out=True, tags=_FACTORY)
 
 
 def _scalar_tensor_meta(s, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    """A zero-dim tensor holding the number ``s`` (default float dtype unless ``dtype``)."""
+    """A zero-dim tensor holding the number ``s`` (default float dtype unless ``dtype``).
+
+    Raises:
+        TypeError: if ``s`` is not a number.
+    """
+    check_number_argument("scalar_tensor", "s", 1, s, tensor_ok=False)
     return MetaArray((), _float_dtype(dtype).numpy_dtype)
 
 
@@ -625,9 +655,11 @@ def _fill_meta(self, value):
     """Fill ``self`` with ``value`` (a number or a zero-dim tensor), in place.
 
     Raises:
+        TypeError: if ``value`` is neither a number nor a tensor (None, a string, a list).
         RuntimeError: if ``value`` is a tensor with dimensions, or a number that
             ``self``'s dtype can't hold (see :func:`check_scalar_fits`).
     """
+    check_number_argument("fill_", "value", 2, value)
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(
