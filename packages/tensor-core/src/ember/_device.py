@@ -9,6 +9,8 @@ type in the op registry (:mod:`ember._ops`).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 __all__ = ["device", "Backend", "get_backend", "register_backend_type"]
@@ -144,9 +146,17 @@ class device:
         raise AttributeError("ember.device is immutable")
 
     def __eq__(self, other):
+        # A device string compares as the device it names ("cpu", "cuda:0"); a string that
+        # names none is simply unequal, and other objects are left to their own __eq__:
+        # comparing must never raise (dict and set lookups compare keys of any type).
         if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and self._key == other._key
+            try:
+                other = device(other)
+            except (RuntimeError, TypeError, ValueError):
+                return False
+        if not isinstance(other, device):
+            return NotImplemented
+        return self._key == other._key
 
     def __hash__(self):
         return hash(self._key)
@@ -197,9 +207,17 @@ class _CPUBackend(Backend):
         itemsize = dtype.itemsize
         if 0 in shape:  # an empty view may start past the end of its storage (PyTorch allows it)
             return np.empty(shape, dtype)
-        return np.ndarray(
-            shape, dtype, buffer=storage.base, offset=offset * itemsize, strides=tuple(s * itemsize for s in strides)
-        )
+        byte_strides = tuple(s * itemsize for s in strides)
+        try:
+            return np.ndarray(shape, dtype, buffer=storage.base, offset=offset * itemsize, strides=byte_strides)
+        except ValueError:
+            if math.prod(shape) * itemsize <= 2**63 - 1:
+                raise
+            # PyTorch allows an expanded view of 2**62 floats; a numpy array, even a view, must fit int64 bytes
+            raise RuntimeError(
+                f"a CPU tensor of sizes {list(shape)} and {itemsize}-byte elements would span more than 2**63 - 1 "
+                f"bytes, which ember's CPU arrays cannot describe, even as a view (the meta device can)"
+            ) from None
 
 
 class _CUDABackend(Backend):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from ._alloc import check_sizes
 from ._device import Backend, register_backend_type
 
 __all__ = ["MetaArray", "contiguous_strides", "dense_strides_like"]
@@ -87,6 +88,11 @@ class MetaArray:
         dtype (numpy.dtype): element type (a ``numpy.dtype`` instance).
         strides (tuple[int], optional): strides in *elements*; row-major if omitted.
         offset (int): element offset into the storage.
+
+    Raises:
+        RuntimeError: when the element count or the storage spanned does not fit in int64
+            (:func:`ember._alloc.check_sizes`). Every op's outputs pass here before any kernel
+            allocates, so this is the one place that refuses impossible sizes.
     """
 
     __slots__ = ("shape", "dtype", "_strides", "offset")
@@ -94,6 +100,7 @@ class MetaArray:
     def __init__(self, shape, dtype, strides=None, offset=0):
         # Kept cheap: meta functions build one per op call on every device.
         self.shape = shape if type(shape) is tuple else tuple(shape)
+        check_sizes(self.shape, dtype, strides, offset)
         self.dtype = dtype
         self._strides = strides
         self.offset = offset

@@ -24,6 +24,7 @@ import threading
 
 import numpy as _np
 
+from .._alloc import AllocationError, allocation_error
 from .._device import CPU as _CPU
 from .._device import canonical_device, get_backend
 from .._dtype import dtype as _dtype_cls
@@ -256,7 +257,10 @@ def dispatch(op, args, kwargs):
         return _autograd_handler(op, args, kwargs, device)
     checked = op.checked_cpu
     if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
-        array = checked(*args)
+        try:
+            array = checked(*args)
+        except MemoryError as exc:
+            raise _allocation_error(exc, device) from None
         if array is not None:
             result = _new_object(Tensor)
             result._data = array
@@ -349,7 +353,10 @@ def run_backend(op, args, kwargs, device):
         else:
             checked = checked_cuda.get(op) if checked_cuda and device.type == "cuda" else None
         if checked is not None:
-            array = checked(*args)
+            try:
+                array = checked(*args)
+            except MemoryError as exc:
+                raise _allocation_error(exc, device) from None
             if array is not None:
                 result = _new_object(Tensor)
                 result._data = array
@@ -371,8 +378,11 @@ def run_backend(op, args, kwargs, device):
                 f"{op.category} with no kernel for device type '{device.type}'"
             )
     if device.type != "meta":
-        op.meta(*args, **kwargs)
-    result = kernel(*args, **kwargs)
+        op.meta(*args, **kwargs)  # also refuses sizes that do not fit int64 before the kernel allocates
+    try:
+        result = kernel(*args, **kwargs)
+    except MemoryError as exc:
+        raise _allocation_error(exc, device) from None
     if kind == "function":
         if type(result) is _ndarray:  # the common case, inlined: a new numpy array (Tensor._make)
             array, result = result, _new_object(Tensor)
@@ -409,6 +419,11 @@ def _strided_view(backend, storage, spec, base):
     strides = spec._elem_strides
     array = backend.strided_view(storage, spec.shape, strides, spec.offset, spec.dtype)
     return Tensor._make_view(array, base, strides, spec.offset)
+
+
+def _allocation_error(exc, device):
+    """The RuntimeError for a kernel's failed allocation (PyTorch's words); one raised below passes as is."""
+    return exc if isinstance(exc, AllocationError) else allocation_error(exc, device)
 
 
 def _wrap(result, device, op):

@@ -6,6 +6,8 @@ import math
 
 __all__ = ["broadcast_shapes", "wrap_dim", "shape_of", "normalize_size", "infer_size"]
 
+_INT64_MAX = 2**63 - 1
+
 
 def shape_of(x):
     """The shape of a tensor, or ``()`` for a Python number."""
@@ -69,7 +71,7 @@ def normalize_size(size, name="size"):
     """Turn ``(2, 3)``, ``[2, 3]``, ``ember.Size`` or varargs ``((2, 3),)`` into a tuple of ints.
 
     Raises:
-        TypeError: for non-integer entries.
+        TypeError: for non-integer entries and entries past 2**63 - 1.
         RuntimeError: for negative sizes.
     """
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -82,6 +84,8 @@ def normalize_size(size, name="size"):
             raise TypeError(f"{name} must be a tuple of ints, but got an element of type {type(s).__name__}")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        if s > _INT64_MAX:  # PyTorch's argument parser refuses it the same way
+            raise TypeError(f"{name} must be a tuple of ints that fit in int64, but got {s}")
         result.append(s)
     return tuple(result)
 

@@ -283,6 +283,9 @@ def _arange_length(start, end, step):
         raise RuntimeError(
             f"upper bound and lower bound inconsistent with step sign: start={start}, end={end}, step={step}"
         )
+    if all(isinstance(v, (int, np.integer)) for v in (start, end, step)):
+        # exact for any size: (end - start) / step in floats rounds past 2**53 (arange(2**63 - 1) gave 2**63)
+        return max(0, -((int(start) - int(end)) // int(step)))
     return max(0, math.ceil((end - start) / step))
 
 

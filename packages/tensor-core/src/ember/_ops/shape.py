@@ -2682,6 +2682,17 @@ tril = _triangle("tril", True)
 triu = _triangle("triu", False)
 
 
+def _triangle_count(row, col, offset):
+    """How many (i, j) of a ``row`` x ``col`` matrix have ``j - i <= offset``, by arithmetic (no mask: the
+    meta function of ``tril_indices(2**32, 2**32)`` must not allocate)."""
+    row, col, offset = int(row), int(col), int(offset)
+    # row i holds min(max(i + offset + 1, 0), col) such elements: none before row `first`, all `col` from row `full`
+    first = min(max(-offset, 0), row)
+    full = min(max(col - offset - 1, first), row)
+    ramp = (full - first) * (first + full - 1 + 2 * (offset + 1)) // 2
+    return ramp + (row - full) * col
+
+
 def _tri_indices(name, lower):
     side = "lower" if lower else "upper"
     def meta(row, col, offset=0, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
@@ -2697,7 +2708,7 @@ def _tri_indices(name, lower):
             raise TypeError(f"dtype must be an ember.dtype, not {type(dtype).__name__}")
         if dtype not in _INT32_OR_64:
             raise NotImplementedError(f'"{name}" not implemented for \'{_torch_name(dtype)}\'')
-        count = int(np.count_nonzero(_triangle_mask((row, col), offset, lower))) if row and col else 0
+        count = _triangle_count(row, col, offset) if lower else row * col - _triangle_count(row, col, offset - 1)
         return MetaArray((2, count), dtype.numpy_dtype)
 
     def cpu(row, col, offset=0, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
