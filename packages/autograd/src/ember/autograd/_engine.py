@@ -27,6 +27,7 @@ import threading
 import numpy as np
 
 import ember
+from ember._hooks import check_hook_result, check_hook_results, hook_name
 from ember._ops._dispatch import state
 from ember._ops._fp import as_user, enter_quiet, exit_quiet
 from ember._tensor import Tensor
@@ -356,7 +357,7 @@ class _GraphTask:
             for hook in tuple(node._pre_hooks.values()):
                 new = hook(tuple(grads))
                 if new is not None:
-                    grads = list(new)
+                    grads = check_hook_results(hook, grads, new)
         if any(g is not None for g in grads):
             try:
                 out = node.apply(grads)
@@ -369,7 +370,7 @@ class _GraphTask:
             for hook in tuple(node._hooks.values()):
                 new = hook(tuple(out), tuple(grads))
                 if new is not None:
-                    out = list(new)
+                    out = check_hook_results(hook, out, new)
         if _anomaly._state.enabled:
             _anomaly.check_nan(node, out)
         if not self.retain_graph:
@@ -385,7 +386,7 @@ class _GraphTask:
             for hook in tuple(hooks.values()):
                 new = hook(g)
                 if new is not None:
-                    g = new
+                    g = check_hook_result(hook, g, new)
         if capture_at is not None:
             if node in capture_at:
                 self.captured[(node, 0)] = g
@@ -395,7 +396,11 @@ class _GraphTask:
         post = variable.__dict__.get("_post_accumulate_hooks")
         if post:
             for hook in tuple(post.values()):
-                hook(variable)
+                if hook(variable) is not None:
+                    raise RuntimeError(
+                        f"Tensor post accumulate grad hooks should return None (hook '{hook_name(hook)}' returned "
+                        "a value)"
+                    )
 
     def _add_into_grad(self, variable, g):
         if not self.create_graph and g._requires_grad:
@@ -446,7 +451,7 @@ def _call_tensor_prehooks(node, grads):
                     continue
                 new = hook(grads[nr])
                 if new is not None:
-                    grads[nr] = new
+                    grads[nr] = check_hook_result(hook, grads[nr], new)
     if retain:
         for nr, fn in retain.items():
             if grads[nr] is not None:

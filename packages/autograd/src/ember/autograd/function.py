@@ -132,6 +132,12 @@ class BackwardCFunction(Node, FunctionCtx):
             if g is not None and self.next_functions[index][0] is not None:
                 if not isinstance(g, Tensor):
                     raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__}")
+                device = self._input_meta[index][2]
+                if g._device != device and g._data.ndim != 0:  # a zero-dim gradient moves, as in PyTorch
+                    raise RuntimeError(
+                        f"Function {self.name()} returned an invalid gradient at index {position} - expected device "
+                        f"{device} but got {g._device}"
+                    )
                 g = validate_grad(g, self._input_meta[index], self, position)
             elif self.next_functions[index][0] is None:
                 g = None

@@ -14,7 +14,7 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
-from ..._hooks import RemovableHandle
+from ..._hooks import RemovableHandle, check_hook_result, check_hook_results
 from ..._tensor import Tensor
 from ..parameter import Buffer, Parameter, is_lazy
 
@@ -175,7 +175,13 @@ class _BackwardHookRunner:
         for hook in self.user_pre_hooks:
             replaced = hook(self.module, tuple(grads))
             if replaced is not None:
-                grads = tuple(replaced) if isinstance(replaced, (tuple, list)) else (replaced,)
+                replaced = tuple(replaced) if isinstance(replaced, (tuple, list)) else (replaced,)
+                if len(replaced) != len(grads):
+                    raise RuntimeError(
+                        f"Backward pre hook returned an invalid number of grad_output, got {len(replaced)}, but "
+                        f"expected {len(grads)}"
+                    )
+                grads = tuple(check_hook_results(hook, grads, replaced))
         self.grad_outputs = tuple(grads)
         if self.input_positions is None:  # no input requires grad: call the hooks now
             self._call_hooks_without_grad_input()
@@ -206,6 +212,10 @@ class _BackwardHookRunner:
                     f"Backward hook returned an invalid number of grad_input, got {len(replaced)}, but expected "
                     f"{len(grad_inputs)}"
                 )
+            # what replaces a gradient that flows on must keep its shape, dtype and device; the
+            # values at inputs that do not require grad are dropped, as in PyTorch
+            for pos in self.input_positions:
+                check_hook_result(hook, grad_inputs[pos], replaced[pos])
             grad_inputs = replaced
         return tuple(grad_inputs[pos] for pos in self.input_positions)
 
