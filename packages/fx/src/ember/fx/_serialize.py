@@ -42,8 +42,11 @@ from __future__ import annotations
 
 import ast
 import builtins
+import inspect
+import keyword
 import math
 import operator
+import unicodedata
 
 __all__ = ["SAFE_BUILTINS", "register"]
 
@@ -72,8 +75,43 @@ _SAFE_EMBER_HELPERS = frozenset(
 _UNSAFE_OPERATOR = frozenset({"call", "attrgetter", "methodcaller", "itemgetter"})
 
 
-def _is_identifier(name):
-    return type(name) is str and name.isidentifier()
+# -- limits of what a file may ask of the loader -------------------------------------------------------
+
+_MAX_NESTING = 32  # containers inside an argument, submodules inside submodules
+_MAX_NAME_LENGTH = 1000  # node, parameter, keyword, tensor and submodule names
+_MAX_INT = 2**63 - 1  # sizes are int64 everywhere
+
+_OPCODES = ("placeholder", "get_attr", "call_module", "call_method", "call_function", "output")
+_ARITY = {  # (fewest, most) positional arguments per opcode
+    "placeholder": (0, 1),  # the default value
+    "get_attr": (0, 0),
+    "call_module": (0, math.inf),
+    "call_method": (1, math.inf),  # the receiver first
+    "call_function": (0, math.inf),
+    "output": (1, 1),
+}
+_TENSOR_KINDS = ("parameter", "buffer", "buffer_non_persistent", "tensor")
+
+# ember.nn classes that hold submodules: the saver never writes them as a layer record (their repr spans
+# lines), and some constructors loop over a count from their arguments (Transformer's num_encoder_layers).
+_CONTAINER_LAYERS = frozenset(
+    {
+        "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "DataParallel",
+        "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
+        "TransformerDecoderLayer", "MultiheadAttention", "AdaptiveLogSoftmaxWithLoss",
+    }
+)  # fmt: skip
+
+# Builtins generated code may spell whatever the graph calls: complex(re, im) constants, slice(...)
+# arguments, getattr(self, "0") paths. A parameter of forward must not take their names.
+_BUILTINS_IN_CODE = frozenset({"complex", "slice", "getattr"})
+
+_PARAMETER_KINDS = {
+    0: inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    1: inspect.Parameter.VAR_POSITIONAL,
+    2: inspect.Parameter.VAR_KEYWORD,
+}
+_HAS_DEFAULT = object()  # stands for a placeholder's default when checking forward's signature
 
 
 def _error(what):
@@ -139,8 +177,8 @@ def _resolve_callable(name, where):
     elif head in ("operator", "math") and not attr.startswith("_") and attr not in _UNSAFE_OPERATOR:
         found = getattr(operator if head == "operator" else math, attr, None)
     elif head in ("ember", "ember.nn.functional") and not attr.startswith("_"):
-        namespace = ember if head == "ember" else F
-        value = getattr(namespace, attr, None)
+        # vars(), not getattr: ember.__getattr__ would import the distribution a name like "optim" maps to.
+        value = vars(ember if head == "ember" else F).get(attr)
         if isinstance(value, Op) or (head == "ember.nn.functional" and callable(value)) or attr in _SAFE_EMBER_HELPERS:
             found = value
         if isinstance(value, type) and not isinstance(value, Op):
@@ -194,49 +232,6 @@ def _encode_arg(a, where):
     )
 
 
-def _decode_arg(a, env, where):
-    import ember
-
-    if type(a) is not list or not a or type(a[0]) is not str:
-        raise _error(f"{where}: malformed argument {a!r:.60}")
-    tag, payload = a[0], a[1:]
-    if tag == "n" and len(payload) == 1:
-        node = env.get(payload[0]) if type(payload[0]) is str else None
-        if node is None:
-            raise _error(f"{where}: refers to node {payload[0]!r:.60}, which is not defined before it")
-        return node
-    if tag == "c" and len(payload) == 1:
-        value = payload[0]
-        allowed = (type(None), bool, int, float, complex, str, ember.dtype, ember.device, ember.Size, ember.Tensor)
-        if not isinstance(value, allowed):
-            raise _error(f"{where}: constant of type {type(value).__name__} is not allowed")
-        return value
-    if tag == "e" and not payload:
-        return Ellipsis
-    if tag in ("s", "t", "l") and len(payload) == 1 and type(payload[0]) is list:
-        items = [_decode_arg(v, env, where) for v in payload[0]]
-        if tag == "s":
-            if len(items) != 3:
-                raise _error(f"{where}: a slice needs 3 parts")
-            return slice(*items)
-        return tuple(items) if tag == "t" else items
-    if tag == "d" and len(payload) == 1 and type(payload[0]) is list:
-        result = {}
-        for item in payload[0]:
-            if type(item) is not list or len(item) != 2:
-                raise _error(f"{where}: malformed dict item")
-            key = _decode_arg(item[0], env, where)
-            try:
-                hash(key)
-            except TypeError:
-                raise _error(f"{where}: unhashable dict key") from None
-            result[key] = _decode_arg(item[1], env, where)
-        return result
-    if tag == "f" and len(payload) == 1:
-        return _resolve_callable(payload[0], where)
-    raise _error(f"{where}: unknown argument tag {tag!r:.20}")
-
-
 # -- the graph ---------------------------------------------------------------------------------------
 
 
@@ -278,59 +273,6 @@ def _encode_graph(graph):
     return {"nodes": nodes, "pytree": pytree}
 
 
-def _decode_graph(data):
-    from ember.utils._pytree import treespec_loads
-
-    from .graph import Graph, _PyTreeCodeGen, _PyTreeInfo
-
-    if type(data) is not dict or set(data) != {"nodes", "pytree"} or type(data["nodes"]) is not list:
-        raise _error("the graph must be a dict with exactly the fields nodes and pytree")
-    graph = Graph()
-    env = {}
-    for i, record in enumerate(data["nodes"]):
-        if type(record) is not dict or set(record) != {"op", "name", "target", "args", "kwargs"}:
-            raise _error(f"node record {i} must have exactly the fields op, name, target, args, kwargs")
-        op, name, target = record["op"], record["name"], record["target"]
-        where = f"node {name!r:.60}"
-        if type(name) is not str or not name.isidentifier() or name in env:
-            raise _error(f"node record {i} has an invalid or repeated name {name!r:.60}")
-        if op == "call_function":
-            target = _resolve_callable(target, where)
-        elif op in ("placeholder", "get_attr", "call_module", "call_method", "output"):
-            if type(target) is not str:
-                raise _error(f"{where}: the target of a {op} node must be a string")
-            if op == "call_method":
-                _check_attribute_name(target, where, "method")
-        else:
-            raise _error(f"{where}: unknown opcode {op!r:.30}")
-        args = _decode_arg(record["args"], env, where)
-        kwargs = _decode_arg(record["kwargs"], env, where)
-        if type(args) is not tuple or type(kwargs) is not dict or not all(_is_identifier(k) for k in kwargs):
-            raise _error(f"{where}: args must be a tuple and kwargs a dict with identifier keys")
-        if target is builtins.getattr:  # only constant, public Tensor attribute names
-            _check_attribute_name(args[1] if len(args) >= 2 else None, where, "attribute")
-        if op == "placeholder" and not target.lstrip("*").isidentifier():
-            raise _error(f"{where}: placeholder target {target!r:.60} is not an identifier")
-        node = graph.create_node(op, target, args, kwargs, name=name)
-        if node.name != name:
-            raise _error(f"{where}: the name collides with a reserved name")
-        env[name] = node
-    pytree = data["pytree"]
-    if pytree is not None:
-        if type(pytree) is not dict or set(pytree) != {"orig_args", "in_spec", "out_spec"}:
-            raise _error("malformed pytree record")
-        names = pytree["orig_args"]
-        if type(names) is not list or not all(type(n) is str and n.isidentifier() for n in names):
-            raise _error("the original argument names must be identifiers")
-        try:
-            in_spec = treespec_loads(pytree["in_spec"])
-            out_spec = None if pytree["out_spec"] is None else treespec_loads(pytree["out_spec"])
-        except (TypeError, ValueError) as exc:
-            raise _error(f"bad input/output structure: {exc}") from None
-        graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(names, in_spec, out_spec)))
-    return graph
-
-
 # -- submodules --------------------------------------------------------------------------------------
 
 
@@ -366,7 +308,7 @@ def _layer_record(module, where):
             raise ValueError("not a call of the class")
         args = [_literal_from_ast(a) for a in call.args]
         kwargs = {k.arg: _literal_from_ast(k.value) for k in call.keywords if k.arg is not None}
-        rebuilt = cls(*args, **kwargs)
+        rebuilt = _construct(cls, args, kwargs)  # on the meta device: only the shapes are compared
     except Exception:  # noqa: BLE001 - any failure means the repr does not rebuild it
         raise failure from None
     same = rebuilt.state_dict().keys() == module.state_dict().keys() and all(
@@ -395,76 +337,9 @@ def _encode_children(module, prefix):
     return children
 
 
-def _build_layer(record, where):
-    import ember.nn as nn
-
-    if set(record) != {"kind", "class", "args", "kwargs"}:
-        raise _error(f"submodule {where}: malformed layer record")
-    name, args, kwargs = record["class"], record["args"], record["kwargs"]
-    cls = getattr(nn, name, None) if type(name) is str and not name.startswith("_") else None
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module) and (cls.__module__ or "").startswith("ember.nn")):
-        raise _error(f"submodule {where}: {name!r:.60} is not an ember.nn layer; refusing to load")
-    if type(args) is not list or type(kwargs) is not dict:
-        raise _error(f"submodule {where}: malformed constructor arguments")
-    try:
-        return cls(*args, **kwargs)
-    except (TypeError, ValueError, RuntimeError) as exc:
-        raise _error(f"submodule {where}: {name}(...) failed: {exc}") from None
-
-
-def _decode_children(module, children, where):
-    from ember.nn import Module
-
-    if type(children) is not list:
-        raise _error(f"{where or 'root'}: children must be a list")
-    for item in children:
-        if type(item) is not list or len(item) != 2 or type(item[0]) is not str or type(item[1]) is not dict:
-            raise _error(f"{where or 'root'}: malformed child record")
-        name, record = item
-        if not name or "." in name:
-            raise _error(f"{where or 'root'}: invalid child name {name!r:.60}")
-        path = f"{where}{name}"
-        kind = record.get("kind")
-        if kind == "graph_module" and set(record) == {"kind", "value"}:
-            child = _decode(record["value"])
-        elif kind == "holder" and set(record) == {"kind", "children"}:
-            child = Module()
-            _decode_children(child, record["children"], f"{path}.")
-        elif kind == "layer":
-            child = _build_layer(record, path)
-        else:
-            raise _error(f"submodule {path}: unknown record kind {kind!r:.30}")
-        module.add_module(name, child)
-
-
-# -- tensors -----------------------------------------------------------------------------------------
-
-
-def _install(root, target, value, kind, requires_grad, where):
-    import ember
-    from ember.nn import Parameter
-
-    *path, field = target.split(".")
-    try:
-        owner = root.get_submodule(".".join(path))
-    except AttributeError:
-        raise _error(f"tensor {target!r:.60} belongs to a submodule that does not exist") from None
-    if not isinstance(value, ember.Tensor) or not field.isidentifier():
-        raise _error(f"tensor record {target!r:.60} is invalid")
-    if kind == "parameter":
-        setattr(owner, field, Parameter(value, requires_grad=requires_grad))
-    elif kind in ("buffer", "buffer_non_persistent"):
-        owner.register_buffer(field, value, persistent=kind == "buffer")
-    elif kind == "tensor":
-        setattr(owner, field, value)
-    else:
-        raise _error(f"tensor {target!r:.60} has unknown kind {kind!r:.30}")
-
-
-# -- the GraphModule ---------------------------------------------------------------------------------
-
-
 def _encode(gm, prefix=""):
+    import ember
+
     from ._to_folder import _tensors
 
     for node in gm.graph.nodes:
@@ -472,7 +347,7 @@ def _encode(gm, prefix=""):
             value = gm
             for atom in node.target.split("."):
                 value = getattr(value, atom, None)
-            if not _is_tensor(value):
+            if not isinstance(value, ember.Tensor):
                 raise TypeError(
                     f"ember.save: GraphModule node {node.name!r} reads attribute {node.target!r} of type "
                     f"{type(value).__name__}; only tensor attributes can be saved"
@@ -489,67 +364,502 @@ def _encode(gm, prefix=""):
     }
 
 
-def _is_tensor(value):
+# -- loading -----------------------------------------------------------------------------------------
+#
+# What a file can make the loader do, and what it cannot (docs/internals.rst, "Loading a GraphModule"):
+# every field is type-checked; every name that the generated code spells (node names, parameter names,
+# keyword names) is checked to be a plain identifier that changes no other name's meaning; layers are
+# built on the meta device and take their tensors from the file, so the memory a load allocates is
+# that of the file's own tensors.
+
+
+def _check_python_name(name, where, what):
+    """``name`` must read as itself in generated code: an identifier, unchanged by NFKC, not a keyword."""
+    if not (
+        type(name) is str
+        and 0 < len(name) <= _MAX_NAME_LENGTH
+        and name.isidentifier()
+        and unicodedata.normalize("NFKC", name) == name  # Python reads "ｓｅｌｆ" as "self"
+        and not keyword.iskeyword(name)
+    ):
+        raise _error(f"{where}: {what} {name!r:.60} is not an identifier that reads as itself (no keyword, NFKC form)")
+
+
+def _check_constructor_literal(value, where, depth=0):
+    """Constructor arguments are the literals a layer's one-line repr holds: numbers, strings, tuples, lists."""
+    kind = type(value)
+    if kind in (list, tuple) and depth < 4:
+        for item in value:
+            _check_constructor_literal(item, where, depth + 1)
+    elif kind is int and abs(value) > _MAX_INT:
+        raise _error(f"{where}: constructor argument {value} is out of the int64 range")
+    elif kind not in (type(None), bool, int, float, complex, str):
+        raise _error(f"{where}: constructor argument of type {kind.__name__} is not a literal")
+
+
+def _default_literal(value, where, depth=0):
+    """A placeholder's default must be a constant (no node, no callable): it is evaluated when forward is defined."""
     import ember
 
-    return isinstance(value, ember.Tensor)
+    if type(value) in (tuple, list):
+        for item in value:
+            _default_literal(item, where, depth + 1)
+    elif type(value) is dict:
+        for key, item in value.items():
+            _default_literal(key, where, depth + 1)
+            _default_literal(item, where, depth + 1)
+    elif type(value) is slice:
+        for item in (value.start, value.stop, value.step):
+            _default_literal(item, where, depth + 1)
+    else:
+        constants = (type(None), bool, int, float, complex, str, ember.dtype, ember.device, ember.Size, ember.Tensor)
+        if value is not Ellipsis and not isinstance(value, constants):
+            raise _error(f"{where}: a placeholder default must be a constant, not a {type(value).__name__}")
+
+
+def _takes_device(cls):
+    """Whether ``cls(..., device="meta")`` builds the layer without allocating its tensors."""
+    import ember.nn as nn
+
+    if issubclass(cls, nn.RNNBase):  # RNN, LSTM, GRU take (*args, **kwargs)
+        return True
+    try:
+        return "device" in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _construct(cls, args, kwargs):
+    """``cls(*args, **kwargs)``, on the meta device when the class takes one: no memory, no initialisation."""
+    if _takes_device(cls):
+        kwargs = {**kwargs, "device": "meta"}
+    return cls(*args, **kwargs)
+
+
+def _state_of(module):
+    """``{field: (kind, shape)}`` of the tensors a module holds directly, as :func:`_to_folder._tensors` names them."""
+    import ember
+
+    state = {}
+    for name, p in module._parameters.items():
+        if p is not None:
+            state[name] = ("parameter", tuple(p.shape))
+    for name, b in module._buffers.items():
+        if b is not None:
+            kind = "buffer_non_persistent" if name in module._non_persistent_buffers_set else "buffer"
+            state[name] = (kind, tuple(b.shape))
+    for name, value in vars(module).items():
+        if isinstance(value, ember.Tensor):
+            state[name] = ("tensor", tuple(value.shape))
+    return state
+
+
+class _Loader:
+    """Rebuilds one saved GraphModule (and the GraphModules nested in it) from its decoded record."""
+
+    def __init__(self):
+        self.layer_state = {}  # id(layer) -> its tensors' {field: (kind, shape)}, which the file must provide
+        self.installed = set()  # (id(owner), field) of every tensor put in place
+        self.sources = {}  # id(object put in place) -> (that object, the file's tensor, its kind)
+        self.parameters = {}  # id(file tensor) -> (file tensor, its Parameter)
+        self.builtins_called = set()  # names of builtins the graph being decoded calls
+
+    # -- the record --------------------------------------------------------------------------------
+
+    def graph_module(self, data, depth=0):
+        from ember.nn import Module
+
+        from .graph_module import GraphModule
+
+        if depth > _MAX_NESTING:
+            raise _error(f"GraphModules are nested more than {_MAX_NESTING} deep")
+        fields = {"format", "class_name", "training", "children", "tensors", "graph"}
+        if type(data) is not dict or set(data) != fields:
+            raise _error(f"the record must be a dict with exactly the fields {', '.join(sorted(fields))}")
+        if type(data["format"]) is not int or data["format"] != FORMAT:
+            raise _error(f"unsupported GraphModule format {data['format']!r:.30}; this ember reads {FORMAT}")
+        name = data["class_name"]
+        # The class name is only displayed (repr, print_readable), never executed; "<lambda>" is common.
+        if type(name) is not str or not name.isprintable() or not 0 < len(name) <= 200:
+            raise _error("invalid class_name")
+        if type(data["training"]) is not list or type(data["tensors"]) is not list:
+            raise _error("training and tensors must be lists")
+        tensors = [self.tensor_record(item) for item in data["tensors"]]
+        root = Module()
+        built = self.children(root, data["children"], "", tensors, depth)
+        for target, value, kind, requires_grad in tensors:
+            self.install(root, target, value, kind, requires_grad)
+        for path, layer in built:
+            missing = sorted(f for f in self.layer_state[id(layer)] if (id(layer), f) not in self.installed)
+            if missing:
+                raise _error(f"submodule {path}: the file has no tensor for {', '.join(missing)[:200]}")
+        graph = self.graph(data["graph"], root)
+        try:
+            gm = GraphModule(root, graph, name)
+        except (SyntaxError, NameError) as exc:  # the checks above should make this unreachable
+            raise _error(f"the stored graph does not make valid code: {exc}") from None
+        self.training_flags(gm, data["training"])
+        return gm
+
+    def tensor_record(self, item):
+        import ember
+
+        if type(item) is not list or len(item) != 4:
+            raise _error("a tensor record must be a [target, tensor, kind, requires_grad] list")
+        target, value, kind, requires_grad = item
+        if type(target) is not str or not 0 < len(target) <= _MAX_NAME_LENGTH:
+            raise _error(f"invalid tensor target {target!r:.60}")
+        if not isinstance(value, ember.Tensor) or kind not in _TENSOR_KINDS or type(requires_grad) is not bool:
+            raise _error(f"tensor record {target!r:.60} is invalid")
+        if requires_grad and not (value.is_floating_point() or value.is_complex()):
+            raise _error(f"tensor {target!r:.60}: only floating point and complex tensors can require grad")
+        return item
+
+    def training_flags(self, gm, flags):
+        modules = dict(gm.named_modules())
+        for item in flags:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not str or type(item[1]) is not bool:
+                raise _error(f"malformed training flag {item!r:.60}")
+            if item[0] not in modules:
+                raise _error(f"training flag for {item[0]!r:.60}, which is not a submodule")
+            modules[item[0]].training = item[1]
+
+    # -- submodules --------------------------------------------------------------------------------
+
+    def children(self, module, children, where, tensors, depth):
+        """Add the recorded children to ``module``; returns the ``(path, layer)`` pairs built."""
+        from ember.nn import Module
+
+        if depth > _MAX_NESTING:
+            raise _error(f"{where or 'root'}: submodules are nested more than {_MAX_NESTING} deep")
+        if type(children) is not list:
+            raise _error(f"{where or 'root'}: children must be a list")
+        built = []
+        for item in children:
+            if type(item) is not list or len(item) != 2 or type(item[0]) is not str or type(item[1]) is not dict:
+                raise _error(f"{where or 'root'}: malformed child record")
+            name, record = item
+            if not 0 < len(name) <= _MAX_NAME_LENGTH or "." in name or hasattr(module, name):
+                raise _error(f"{where or 'root'}: invalid or repeated child name {name!r:.60}")
+            path = f"{where}{name}"
+            kind = record.get("kind")
+            if kind == "graph_module" and set(record) == {"kind", "value"}:
+                child = self.graph_module(record["value"], depth + 1)
+            elif kind == "holder" and set(record) == {"kind", "children"}:
+                child = Module()
+                built += self.children(child, record["children"], f"{path}.", tensors, depth + 1)
+            elif kind == "layer":
+                child = self.layer(record, path, tensors)
+                built.append((path, child))
+            else:
+                raise _error(f"submodule {path}: unknown record kind {kind!r:.30}")
+            module.add_module(name, child)
+        return built
+
+    def layer(self, record, where, tensors):
+        """An ember.nn layer built on the meta device; the file's tensors replace every tensor it has."""
+        import ember.nn as nn
+
+        if set(record) != {"kind", "class", "args", "kwargs"}:
+            raise _error(f"submodule {where}: malformed layer record")
+        name, args, kwargs = record["class"], record["args"], record["kwargs"]
+        cls = vars(nn).get(name) if type(name) is str and not name.startswith("_") else None
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module) and (cls.__module__ or "").startswith("ember.nn")):
+            raise _error(f"submodule {where}: {name!r:.60} is not an ember.nn layer; refusing to load")
+        if name in _CONTAINER_LAYERS:
+            raise _error(f"submodule {where}: {name} holds submodules, so it is not saved as a layer; refusing to load")
+        if type(args) is not list or type(kwargs) is not dict:
+            raise _error(f"submodule {where}: malformed constructor arguments")
+        for key, value in kwargs.items():
+            _check_python_name(key, f"submodule {where}", "keyword")
+            if key in ("device", "dtype"):
+                raise _error(f"submodule {where}: {key} is not a constructor argument a file may give")
+            _check_constructor_literal(value, f"submodule {where}")
+        _check_constructor_literal(args, f"submodule {where}")
+        if issubclass(cls, nn.RNNBase):
+            # The constructor loops over num_layers: bound it by the tensors the file carries for this layer
+            # (at least two weights per layer) before looping.
+            layers = kwargs.get("num_layers", args[2] if len(args) > 2 else 1)
+            carried = sum(1 for item in tensors if item[0].startswith(f"{where}."))
+            if type(layers) is not int or not 1 <= layers <= max(carried // 2, 1):
+                raise _error(
+                    f"submodule {where}: {name} with num_layers={layers!r:.30} needs more tensors than the "
+                    f"{carried} the file carries for it"
+                )
+        try:
+            layer = _construct(cls, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - an allow-listed constructor refusing the file's arguments
+            raise _error(f"submodule {where}: {name}(...) failed: {type(exc).__name__}: {exc}"[:300]) from None
+        if next(layer.children(), None) is not None:
+            raise _error(f"submodule {where}: {name} holds submodules, so it is not saved as a layer")
+        self.layer_state[id(layer)] = _state_of(layer)
+        return layer
+
+    # -- tensors -----------------------------------------------------------------------------------
+
+    def install(self, root, target, value, kind, requires_grad):
+        """Put the file's tensor at ``target``: a layer's own tensors must keep their kind and shape."""
+        *path, field = target.split(".")
+        owner = root
+        for atom in path:
+            owner = owner._modules.get(atom)
+            if owner is None:
+                raise _error(f"tensor {target!r:.60} belongs to a submodule that does not exist")
+        _check_python_name(field, f"tensor {target!r:.60}", "field")
+        existing = _member(owner, field)
+        if existing is not None and id(existing) in self.sources:
+            # A nested GraphModule's tensors are listed by it and again by its parents: the same tensor.
+            obj, source, source_kind = self.sources[id(existing)]
+            if obj is existing and source is value and source_kind == kind:
+                return
+            raise _error(f"tensor {target!r:.60} is given twice")
+        expected = self.layer_state.get(id(owner), {}).get(field)
+        if expected is not None:
+            if expected != (kind, tuple(value.shape)):
+                raise _error(
+                    f"tensor {target!r:.60} is a {kind} of shape {list(value.shape)}, but the layer's constructor "
+                    f"arguments make it a {expected[0]} of shape {list(expected[1])}"
+                )
+        elif hasattr(owner, field) or (kind != "tensor" and id(owner) in self.layer_state):
+            raise _error(f"tensor {target!r:.60} would replace an attribute of {type(owner).__name__}")
+        obj = self.parameter(value, requires_grad) if kind == "parameter" else value
+        if kind in ("parameter", "tensor"):
+            setattr(owner, field, obj)
+        else:
+            owner.register_buffer(field, obj, persistent=kind == "buffer")
+        self.installed.add((id(owner), field))
+        self.sources[id(obj)] = (obj, value, kind)
+
+    def parameter(self, value, requires_grad):
+        """One Parameter per file tensor, so that weights tied when saved stay tied."""
+        from ember.nn import Parameter
+
+        cached = self.parameters.get(id(value))
+        if cached is None or cached[0] is not value:
+            cached = (value, Parameter(value, requires_grad=requires_grad))
+            self.parameters[id(value)] = cached
+        elif cached[1].requires_grad != requires_grad:
+            raise _error("a tensor saved as two parameters differs in requires_grad")
+        return cached[1]
+
+    # -- the graph ---------------------------------------------------------------------------------
+
+    def graph(self, data, root):
+        from .graph import Graph
+
+        if type(data) is not dict or set(data) != {"nodes", "pytree"} or type(data["nodes"]) is not list:
+            raise _error("the graph must be a dict with exactly the fields nodes and pytree")
+        graph = Graph()
+        env = {}
+        self.builtins_called = set()
+        for i, record in enumerate(data["nodes"]):
+            node = self.node(graph, i, record, env, root)
+            env[node.name] = node
+        if data["pytree"] is not None:
+            self.pytree(graph, data["pytree"])
+        try:
+            graph.lint()
+        except RuntimeError as exc:
+            raise _error(f"the stored graph is not valid: {exc}") from None
+        self.check_signature(graph)
+        return graph
+
+    def node(self, graph, i, record, env, root):
+        if type(record) is not dict or set(record) != {"op", "name", "target", "args", "kwargs"}:
+            raise _error(f"node record {i} must have exactly the fields op, name, target, args, kwargs")
+        op, name, target = record["op"], record["name"], record["target"]
+        if type(name) is not str or len(name) > _MAX_NAME_LENGTH or not name.isidentifier() or name in env:
+            raise _error(f"node record {i} has an invalid or repeated name {name!r:.60}")
+        where = f"node {name!r}"
+        if op not in _OPCODES:
+            raise _error(f"{where}: unknown opcode {op!r:.30}")
+        if op == "call_function":
+            target = _resolve_callable(target, where)
+            self.note_builtin(target)
+        elif type(target) is not str or not 0 < len(target) <= _MAX_NAME_LENGTH:
+            raise _error(f"{where}: the target of a {op} node must be a non-empty string")
+        args = self.argument(record["args"], env, where)
+        kwargs = self.argument(record["kwargs"], env, where)
+        if type(args) is not tuple or type(kwargs) is not dict:
+            raise _error(f"{where}: args must be a tuple and kwargs a dict")
+        for key in kwargs:
+            _check_python_name(key, where, "keyword")
+        low, high = _ARITY[op]
+        if not low <= len(args) <= high or (op in ("placeholder", "get_attr", "output") and kwargs):
+            raise _error(f"{where}: a {op} node cannot take {len(args)} arguments and {len(kwargs)} keywords")
+        if op == "call_method":
+            _check_attribute_name(target, where, "method")
+        elif op == "placeholder":
+            if args:
+                _default_literal(args[0], where)
+        elif op in ("get_attr", "call_module"):
+            _check_target(root, target, op, where)
+        elif target is builtins.getattr:  # only constant, public Tensor attribute names
+            _check_attribute_name(args[1] if len(args) >= 2 else None, where, "attribute")
+        node = graph.create_node(op, target, args, kwargs, name=name)
+        if node.name != name:
+            raise _error(f"{where}: the name collides with a reserved name")
+        return node
+
+    def note_builtin(self, fn):
+        name = getattr(fn, "__name__", None)
+        if type(name) is str and getattr(builtins, name, None) is fn:
+            self.builtins_called.add(name)  # generated code calls it by its bare name
+
+    def argument(self, a, env, where, depth=0):
+        """A node argument from its tagged form (see :func:`_encode_arg`)."""
+        import ember
+
+        if type(a) is not list or not a or type(a[0]) is not str:
+            raise _error(f"{where}: malformed argument {a!r:.60}")
+        if depth > _MAX_NESTING:
+            raise _error(f"{where}: arguments are nested more than {_MAX_NESTING} deep")
+        tag, payload = a[0], a[1:]
+        if tag == "n" and len(payload) == 1:
+            node = env.get(payload[0]) if type(payload[0]) is str else None
+            if node is None:
+                raise _error(f"{where}: refers to node {payload[0]!r:.60}, which is not defined before it")
+            return node
+        if tag == "c" and len(payload) == 1:
+            value = payload[0]
+            allowed = (type(None), bool, int, float, complex, str, ember.dtype, ember.device, ember.Size, ember.Tensor)
+            if not isinstance(value, allowed):
+                raise _error(f"{where}: constant of type {type(value).__name__} is not allowed")
+            return value
+        if tag == "e" and not payload:
+            return Ellipsis
+        if tag in ("s", "t", "l") and len(payload) == 1 and type(payload[0]) is list:
+            items = [self.argument(v, env, where, depth + 1) for v in payload[0]]
+            if tag == "s":
+                if len(items) != 3:
+                    raise _error(f"{where}: a slice needs 3 parts")
+                return slice(*items)
+            return tuple(items) if tag == "t" else items
+        if tag == "d" and len(payload) == 1 and type(payload[0]) is list:
+            result = {}
+            for item in payload[0]:
+                if type(item) is not list or len(item) != 2:
+                    raise _error(f"{where}: malformed dict item")
+                key = self.argument(item[0], env, where, depth + 1)
+                try:
+                    hash(key)
+                except TypeError:
+                    raise _error(f"{where}: unhashable dict key") from None
+                result[key] = self.argument(item[1], env, where, depth + 1)
+            return result
+        if tag == "f" and len(payload) == 1:
+            fn = _resolve_callable(payload[0], where)
+            self.note_builtin(fn)
+            return fn
+        raise _error(f"{where}: unknown argument tag {tag!r:.20}")
+
+    def pytree(self, graph, record):
+        from ember.utils._pytree import tree_structure, tree_unflatten, treespec_loads
+
+        from .graph import _PyTreeCodeGen, _PyTreeInfo
+
+        if type(record) is not dict or set(record) != {"orig_args", "in_spec", "out_spec"}:
+            raise _error("malformed pytree record")
+        names = record["orig_args"]
+        if type(names) is not list:
+            raise _error("the original argument names must be a list")
+        if type(record["in_spec"]) is not str or type(record["out_spec"]) not in (str, type(None)):
+            raise _error("the input/output structures must be serialized TreeSpecs")
+        specs = []
+        for text in (record["in_spec"], record["out_spec"]):
+            try:
+                spec = None if text is None else treespec_loads(text)
+                if spec is not None:  # a spec whose context disagrees with its children fails here, not in forward
+                    rebuilt = tree_unflatten(list(range(spec.num_leaves)), spec)
+                    if tree_structure(rebuilt) != spec:
+                        raise ValueError("it does not rebuild its own structure")
+            except Exception as exc:  # noqa: BLE001 - treespec_loads runs registered from_dumpable_context hooks
+                raise _error(f"bad input/output structure: {type(exc).__name__}: {exc}"[:300]) from None
+            specs.append(spec)
+        in_spec, out_spec = specs
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        if in_spec.type is not tuple or len(in_spec.children_specs) != len(names):
+            raise _error("the input structure must be a tuple with one entry per original argument")
+        if in_spec.num_leaves != len(placeholders):
+            raise _error(f"the input structure has {in_spec.num_leaves} leaves for {len(placeholders)} placeholders")
+        graph.set_codegen(_PyTreeCodeGen(_PyTreeInfo(names, in_spec, out_spec)))
+
+    def check_signature(self, graph):
+        """The names ``forward``'s signature binds must be valid and must not change what other names mean."""
+
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        info = getattr(graph._codegen, "pytree_info", None)
+        if info is None:
+            params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+            names = {}
+            star = False
+            for node in placeholders:
+                bare = node.target.lstrip("*")
+                stars = len(node.target) - len(bare)
+                _check_python_name(bare, f"node {node.name!r}", "placeholder target")
+                if stars > 2 or (stars == 1 and star):
+                    raise _error(f"node {node.name!r}: placeholder target {node.target!r:.60} is not a parameter")
+                star = star or stars == 1
+                kind = _PARAMETER_KINDS[stars] if stars or not star else inspect.Parameter.KEYWORD_ONLY
+                default = _HAS_DEFAULT if node.args else inspect.Parameter.empty
+                try:
+                    params.append(inspect.Parameter(bare, kind, default=default))
+                except ValueError as exc:
+                    raise _error(f"node {node.name!r}: placeholder {node.target!r:.60}: {exc}") from None
+                names[bare] = node
+            try:
+                inspect.Signature(params)
+            except ValueError as exc:  # duplicates, "self" again, order of kinds and defaults
+                raise _error(f"the placeholders do not make a valid signature: {exc}") from None
+            for bare, node in names.items():
+                other = next((n for n in graph.nodes if n.name == bare and n is not node), None)
+                if other is not None:
+                    raise _error(f"node {node.name!r}: placeholder target {bare!r} is the name of node {other.name!r}")
+        else:
+            names = dict.fromkeys(info.orig_args)
+            if len(names) != len(info.orig_args):
+                raise _error("the original argument names repeat")
+            for name in names:
+                _check_python_name(name, "pytree record", "original argument name")
+        # Names the generated code reads from its globals or builtins: a parameter of that name would hide them.
+        taken = {"self", *graph.python_code("self").globals, *self.builtins_called, *_BUILTINS_IN_CODE}
+        for name in names:
+            if name in taken:
+                raise _error(f"parameter name {name!r} is a name the generated code uses (self, a global or a builtin)")
+
+
+def _member(module, field):
+    """The tensor ``module`` holds as ``field`` (parameter, buffer or plain attribute), without running properties."""
+    value = module._parameters.get(field)
+    value = module._buffers.get(field) if value is None else value
+    return vars(module).get(field) if value is None else value
+
+
+def _check_target(root, target, op, where):
+    """``get_attr`` reads a tensor and ``call_module`` calls a module, reached through submodules only:
+    no path to other attributes (``forward.__globals__``) or through a tensor (``weight.T``)."""
+    import ember
+
+    *path, field = target.split(".")
+    module = root
+    for atom in path:
+        module = module._modules.get(atom)
+        if module is None:
+            raise _error(f"{where}: {op} target {target!r:.60} is not reached through submodules; refusing to load")
+    if op == "call_module":
+        value = module._modules.get(field)
+    else:
+        value = _member(module, field)
+    expected = ember.Tensor if op == "get_attr" else ember.nn.Module
+    if not isinstance(value, expected):
+        raise _error(
+            f"{where}: {op} target {target!r:.60} is a {type(value).__name__}, not a {expected.__name__}; "
+            "refusing to load"
+        )
 
 
 def _decode(data):
-    from ember.nn import Module
-
-    from .graph_module import GraphModule
-
-    fields = {"format", "class_name", "training", "children", "tensors", "graph"}
-    if type(data) is not dict or set(data) != fields:
-        raise _error(f"the record must be a dict with exactly the fields {', '.join(sorted(fields))}")
-    if data["format"] != FORMAT:
-        raise _error(f"unsupported GraphModule format {data['format']!r:.30}; this ember reads {FORMAT}")
-    name = data["class_name"]
-    # The class name is only displayed (repr, print_readable), never executed; "<lambda>" is common.
-    if type(name) is not str or not name.isprintable() or len(name) > 200 or type(data["training"]) is not list:
-        raise _error("invalid class_name or training flags")
-    root = Module()
-    _decode_children(root, data["children"], "")
-    if type(data["tensors"]) is not list:
-        raise _error("tensors must be a list")
-    for item in data["tensors"]:
-        if type(item) is not list or len(item) != 4 or type(item[0]) is not str or type(item[3]) is not bool:
-            raise _error("malformed tensor record")
-        _install(root, *item, where=item[0])
-    graph = _decode_graph(data["graph"])
-    try:
-        graph.owning_module = root
-        graph.lint()
-    except RuntimeError as exc:
-        raise _error(f"the stored graph is not valid: {exc}") from None
-    _check_module_targets(graph, root)
-    gm = GraphModule(root, graph, name)
-    modules = dict(gm.named_modules())
-    for item in data["training"]:
-        if type(item) is not list or len(item) != 2 or item[0] not in modules or type(item[1]) is not bool:
-            raise _error(f"malformed training flag {item!r:.60}")
-        modules[item[0]].training = item[1]
-    return gm
-
-
-def _check_module_targets(graph, root):
-    """``get_attr`` must read a tensor and ``call_module`` call a module: no path to other attributes."""
-    import ember
-    from ember.nn import Module
-
-    for node in graph.nodes:
-        if node.op not in ("get_attr", "call_module"):
-            continue
-        value = root
-        for atom in node.target.split("."):
-            value = getattr(value, atom)
-        expected = ember.Tensor if node.op == "get_attr" else Module
-        if not isinstance(value, expected):
-            raise _error(
-                f"node {node.name!r}: {node.op} target {node.target!r:.60} is a {type(value).__name__}, "
-                f"not a {expected.__name__}; refusing to load"
-            )
+    return _Loader().graph_module(data)
 
 
 def register():
