@@ -986,7 +986,9 @@ def _make_conv(n):
 
     Returns:
         Tensor: ``(N, C_out, *out)`` (unbatched: ``(C_out, *out)``), with
-        ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``.
+        ``out = (in + 2 * padding - dilation * (k - 1) - 1) // stride + 1``. With no input
+        channels (``C_in == 0``) each output is an empty sum: the bias, or zeros (PyTorch
+        returns ``(N, 0, *out)`` there, dropping ``C_out`` and the bias).
 
     Raises:
         RuntimeError: for wrong dims, mismatched channels, groups, dtypes or bias,
@@ -3907,7 +3909,9 @@ def _pixel_unshuffle_meta(input, downscale_factor):
         downscale_factor (int): ``r``, positive.
 
     Returns:
-        Tensor: ``(*, C * r * r, H, W)``.
+        Tensor: ``(*, C * r * r, H, W)``, empty inputs included (PyTorch's CPU kernel hands an empty
+        input back unchanged: ``(0, 4, 4, 4)`` stays ``(0, 4, 4, 4)`` where its meta function and
+        ember give ``(0, 16, 2, 2)`` for a factor of 2).
 
     Raises:
         RuntimeError: for fewer than 3 dims, a non-positive factor or indivisible H or W.

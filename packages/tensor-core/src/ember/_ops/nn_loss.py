@@ -1019,8 +1019,10 @@ def _multilabel_margin_np(x, y):
     rows = np.broadcast_to(np.arange(n)[:, None], y.shape)
     is_target[rows[valid], safe[valid]] = True
     picked = np.take_along_axis(x, safe, axis=1)  # (N, C): score of the j-th target
-    hinge = np.maximum(1 - picked[:, :, None] + x[:, None, :], 0)
-    hinge *= valid[:, :, None] & ~is_target[:, None, :]
+    with np.errstate(invalid="ignore"):  # an infinite score meets itself: inf - inf, in a pair left out below
+        hinge = np.maximum(1 - picked[:, :, None] + x[:, None, :], 0)  # NaN scores stay NaN
+    # pairs outside the sum contribute nothing, whatever their value (NaN * 0 would be NaN)
+    hinge = np.where(valid[:, :, None] & ~is_target[:, None, :], hinge, 0)
     return hinge.sum(axis=(1, 2)) / c
 
 
@@ -1048,7 +1050,8 @@ def _multilabel_margin_loss_decomp(input, target, size_average=None, reduce=None
     picked = _E.gather(x, 1, safe)
     hinge = _E.clamp(1 - _E.unsqueeze(picked, 2) + _E.unsqueeze(x, 1), min=0)
     mask = _E.logical_and(_E.unsqueeze(valid, 2), _E.unsqueeze(_E.logical_not(is_target), 1))
-    loss = _E.sum(hinge * mask.to(hinge.dtype), [1, 2]) / c
+    # a where, not a product: a pair outside the sum adds nothing even when its hinge is NaN (inf - inf)
+    loss = _E.sum(_E.where(mask, hinge, _E.zeros_like(hinge)), [1, 2]) / c
     if input.ndim < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
@@ -1192,7 +1195,8 @@ def _multi_margin_loss_cpu(input, target, p=1, margin=1.0, weight=None, size_ave
     if y.size and (y.min() < 0 or y.max() >= c):
         raise RuntimeError("target out of range")
     picked = np.take_along_axis(x2, y[:, None], axis=1)
-    hinge = np.maximum(np.asarray(margin, x.dtype) - picked + x2, 0)
+    with np.errstate(invalid="ignore"):  # an infinite target score meets itself: inf - inf, set to 0 below
+        hinge = np.maximum(np.asarray(margin, x.dtype) - picked + x2, 0)  # NaN scores stay NaN
     if p == 2:
         hinge = hinge * hinge
     if weight is not None:
@@ -1217,8 +1221,9 @@ def _multi_margin_loss_decomp(input, target, p=1, margin=1.0, weight=None, size_
         hinge = hinge * hinge
     if weight is not None:
         hinge = hinge * _E.index_select(weight, 0, y.reshape(-1)).reshape(-1, 1)
-    not_target = _E.scatter(_E.ones_like(hinge), 1, y, 0.0)
-    loss = _E.sum(hinge * not_target, 1) / c
+    is_target = _E.scatter(_E.zeros_like(hinge), 1, y, 1.0) > 0
+    # a where, not a product: the target's own term adds nothing even when it is NaN (inf - inf)
+    loss = _E.sum(_E.where(is_target, _E.zeros_like(hinge), hinge), 1) / c
     shape = (x.shape[0],) if input.ndim == 2 else tuple(target.shape)
     return _reduce(loss.reshape(shape), reduction)
 

@@ -1628,8 +1628,11 @@ def _kthvalue_meta(input, k, dim=-1, keepdim=False):
         keepdim (bool): keep the reduced dim with size 1.
 
     Returns:
-        tuple[Tensor, Tensor]: a namedtuple ``(values, indices)``. Among equal values the index is not
-        specified (PyTorch's CPU kernel may return any of them).
+        tuple[Tensor, Tensor]: a namedtuple ``(values, indices)``. Among equal values the index is the
+        one a stable sort puts at position ``k``, on every device (NaN counts as the largest value).
+        PyTorch leaves that index unspecified: its CPU kernel returns whichever tie its quickselect
+        leaves there, and on CUDA any of them, so the indices may differ from PyTorch's at ties;
+        the values never do.
 
     Raises:
         RuntimeError: for ``k`` out of range, or bool or complex inputs.

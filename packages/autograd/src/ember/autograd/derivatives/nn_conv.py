@@ -159,7 +159,12 @@ def _convolution_grads(grad, input, weight, stride, padding, dilation, transpose
         if grads is not None:
             return grads
     grad_input = grad_weight = grad_bias = None
-    if transposed:
+    if input.numel() == 0 or weight.numel() == 0:
+        # empty sums (no samples, no input channels: conv2d(x, w) with w of shape (C_out, 0, k, k) gives
+        # the bias): zero gradients, which the adjoint convolutions, refusing zero channels, cannot give
+        grad_input = ember.zeros_like(input) if output_mask[0] else None
+        grad_weight = ember.zeros_like(weight) if output_mask[1] else None
+    elif transposed:
         # y = conv^T(x): the input gradient is the plain convolution of grad, and the weight gradient
         # is that of conv(grad, weight) = x-space, with grad as its input and x as its output gradient
         if output_mask[0]:
