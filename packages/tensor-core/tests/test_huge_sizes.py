@@ -88,6 +88,41 @@ def test_meta_tensors_of_more_than_int64_elements_are_refused(call):
         call()
 
 
+MORE_PROBES = {
+    "one_hot": lambda d: F.one_hot(ember.zeros(2, dtype=ember.int64, device=d), OVER),
+    "histc": lambda d: ember.histc(ember.ones(2, device=d), bins=OVER),
+    "randperm": lambda d: ember.randperm(OVER, device=d),
+    "randint": lambda d: ember.randint(0, 5, (OVER,), device=d),
+    "F.unfold": lambda d: F.unfold(ember.ones(1, 1, 4, 4, device=d), kernel_size=1, padding=2**31),
+    "conv1d padding": lambda d: F.conv1d(ember.ones(1, 1, 4, device=d), ember.ones(1, 1, 1, device=d), padding=OVER),
+    "bilinear": lambda d: F.interpolate(ember.ones(1, 1, 2, 2, device=d), size=(2**31, 2**31), mode="bilinear"),
+    "diag_embed": lambda d: ember.diag_embed(ember.ones(1, device=d).expand(2**32)),
+    "new_full": lambda d: ember.ones(1, device=d).new_full((OVER,), 1.0),
+    "cartesian_prod": lambda d: ember.cartesian_prod(ember.ones(1, device=d).expand(2**32),
+                                                     ember.ones(1, device=d).expand(2**32)),
+    "matmul": lambda d: ember.ones(1, 1, device=d).expand(2**32, 1) @ ember.ones(1, 1, device=d).expand(1, 2**32),
+    "logspace": lambda d: ember.logspace(0, 1, OVER, device=d),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MORE_PROBES))
+@pytest.mark.parametrize("device", ["meta", "cpu"])
+def test_more_probes_are_refused(name, device):
+    with pytest.raises(RuntimeError, match="overflow"):
+        MORE_PROBES[name](device)
+
+
+def test_bincount_checks_its_data_dependent_length():
+    # the meta function cannot know the length; the kernel checks it before numpy allocates
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        ember.bincount(ember.tensor([0]), minlength=OVER)
+    with pytest.raises(RuntimeError, match="Storage size calculation overflowed"):
+        ember.bincount(ember.tensor([0, OVER]))
+    with pytest.raises(RuntimeError, match="you tried to allocate"):
+        ember.bincount(ember.tensor([0, BIG]))
+    assert ember.bincount(ember.tensor([0, 2, 2]), minlength=4).tolist() == [1, 0, 2, 0]
+
+
 def test_an_expanded_view_may_be_larger_than_int64_bytes_on_meta():
     # it spans one element of storage (PyTorch allows it too)
     assert ember.ones(1, device="meta").expand(OVER).shape == (OVER,)

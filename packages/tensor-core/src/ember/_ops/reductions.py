@@ -35,6 +35,7 @@ import numpy as np
 
 from .. import _C
 from .. import _dtype as D
+from .._alloc import check_sizes
 from .._meta import MetaArray
 from .._tensor import Tensor
 from ._pointwise_helpers import _torch_name, make_inplace
@@ -2214,6 +2215,8 @@ def _bincount_meta(input, weights=None, minlength=0):
 
 def _bincount_cpu(input, weights=None, minlength=0):
     data = input._data
+    # the length depends on the data, so the meta function cannot check it: refuse one past int64 here
+    check_sizes((builtins.max(minlength, int(data.max()) + 1 if data.size else 0),), _F64)
     if weights is None:
         return np.bincount(data, minlength=minlength).astype(_I64, copy=False)
     w = weights._data
