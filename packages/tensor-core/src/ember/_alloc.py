@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["INT64_MAX", "check_sizes", "AllocationError", "allocation_error"]
+__all__ = ["INT64_MAX", "SURELY_FITS", "check_sizes", "AllocationError", "allocation_error"]
 
 #: The largest element count and storage size (in bytes) a tensor may have.
 INT64_MAX = 2**63 - 1
 
-# Element counts up to this need no closer look: even at 16 bytes an element they fit int64.
-_SURELY_FITS = INT64_MAX // 16
+#: Element counts up to this need no closer look: even at 16 bytes an element they fit int64.
+SURELY_FITS = INT64_MAX // 16
 
 
 def check_sizes(shape, dtype, strides=None, offset=0):
@@ -41,7 +41,7 @@ def check_sizes(shape, dtype, strides=None, offset=0):
             the tensor spans do (an expanded view spans little storage and may be larger).
     """
     n = math.prod(shape)
-    if type(n) is int and n <= _SURELY_FITS:  # a product of numpy ints may have wrapped around: look closer
+    if type(n) is int and n <= SURELY_FITS:  # a product of numpy ints may have wrapped around: look closer
         return
     _check_exactly([int(s) for s in shape], dtype, strides, offset)
 

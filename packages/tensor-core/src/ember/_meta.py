@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import math
 
+from ._alloc import SURELY_FITS as _SURELY_FITS
 from ._alloc import check_sizes
 from ._device import Backend, register_backend_type
 
 __all__ = ["MetaArray", "contiguous_strides", "dense_strides_like"]
+
+_prod = math.prod
 
 
 def contiguous_strides(shape):
@@ -100,7 +103,9 @@ class MetaArray:
     def __init__(self, shape, dtype, strides=None, offset=0):
         # Kept cheap: meta functions build one per op call on every device.
         self.shape = shape if type(shape) is tuple else tuple(shape)
-        check_sizes(self.shape, dtype, strides, offset)
+        n = _prod(self.shape)
+        if type(n) is not int or n > _SURELY_FITS:  # check_sizes's first test, inlined: one product per op
+            check_sizes(self.shape, dtype, strides, offset)
         self.dtype = dtype
         self._strides = strides
         self.offset = offset
