@@ -190,3 +190,16 @@ def test_ordinary_sizes_still_work():
     assert x.shape == (1, 1, 7) and x.sum().item() == 4
     assert F.interpolate(ember.ones(1, 1, 4), size=8).shape == (1, 1, 8)
     assert ember.ones(1, 1).expand(3, 4).shape == (3, 4)
+
+
+@pytest.mark.cuda
+def test_cuda_sizes_and_failed_allocations_raise_runtime_errors():
+    with pytest.raises(RuntimeError, match="overflow"):
+        ember.empty(OVER, device="cuda")  # refused by the meta check before CuPy is asked
+    # CuPy's OutOfMemoryError (a MemoryError) becomes the same RuntimeError as on the CPU
+    with pytest.raises(RuntimeError, match="can't allocate memory on device 'cuda") as info:
+        ember.empty(BIG, device="cuda")
+    assert isinstance(info.value, MemoryError)
+    with pytest.raises(RuntimeError, match="can't allocate memory on device 'cuda"):
+        F.pad(ember.ones(1, 1, 4, device="cuda"), (BIG, 0))
+    assert ember.ones(3, device="cuda").sum().item() == 3  # the device is still usable
