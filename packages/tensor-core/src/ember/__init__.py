@@ -140,19 +140,30 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+def _tensor_argument(function, input):
+    """``input``, which must be a tensor or stand for one (an FX proxy: a type with ``__ember_function__``).
+
+    Raises:
+        TypeError: "numel(): argument 'input' (position 1) must be Tensor, not list", as PyTorch words it.
+    """
+    if not isinstance(input, Tensor) and not hasattr(type(input), "__ember_function__"):
+        raise TypeError(f"{function}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    return input
+
+
 def numel(input):
     """The number of elements of ``input``."""
-    return input.numel()
+    return _tensor_argument("numel", input).numel()
 
 
 def is_floating_point(input):
     """Whether ``input`` has a floating-point dtype."""
-    return input.is_floating_point()
+    return _tensor_argument("is_floating_point", input).is_floating_point()
 
 
 def is_complex(input):
     """Whether ``input`` has a complex dtype."""
-    return input.is_complex()
+    return _tensor_argument("is_complex", input).is_complex()
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mode=None, options=None, disable=False):  # noqa: A001

@@ -132,13 +132,14 @@ def _disabled_ember_function(cls, func, types, args=(), kwargs=None):
 class _Scan:
     """What one pass over the arguments found."""
 
-    __slots__ = ("arguments", "device", "needs_grad", "overloaded")
+    __slots__ = ("arguments", "device", "needs_grad", "overloaded", "sequences")
 
     def __init__(self, arguments):
         self.arguments = arguments  # what is scanned (read again only when two devices meet)
         self.device = None
         self.needs_grad = False
         self.overloaded = None
+        self.sequences = False  # a list or tuple argument: Op.check_not_sequences looks at it
 
 
 def _see_tensor(scan, t, op):
@@ -191,6 +192,7 @@ def _see(scan, a, op):
     elif t in _PLAIN_TYPES:
         return
     elif t is list or t is tuple:
+        scan.sequences = True
         for b in a:
             if type(b) in _PLAIN_TYPES:
                 continue
@@ -241,7 +243,10 @@ def dispatch(op, args, kwargs):
         elif t not in _PLAIN_TYPES:
             if (t is not tuple and t is not list) or not _all_plain(a):
                 return _dispatch_general(op, args, kwargs)
-            sequence = True  # a tuple of ints (conv's stride=(1, 1)): nothing to scan in it
+            # a tuple of ints (conv's stride=(1, 1)): nothing to scan in it, but it must not stand
+            # for a tensor (add([1, 2], t)); only calls holding a sequence pay for the check
+            op.check_not_sequences(args, None)
+            sequence = True
     if state.modes:
         return _run_mode(op, args, kwargs, state.modes)
     if device is None:
@@ -249,12 +254,15 @@ def dispatch(op, args, kwargs):
             return _dispatch_general(op, args, kwargs)
         device = _CPU
     if needs_grad and _autograd_handler is not None and state.grad_enabled:
-        recorder = autograd_recorders.get(op)
-        if recorder is not None:
-            result = recorder(args, device)
-            if result is not NotImplemented:
-                return result
-        return _autograd_handler(op, args, kwargs, device)
+        try:  # autograd's recorders may call the checked kernels themselves
+            recorder = autograd_recorders.get(op)
+            if recorder is not None:
+                result = recorder(args, device)
+                if result is not NotImplemented:
+                    return result
+            return _autograd_handler(op, args, kwargs, device)
+        except MemoryError as exc:
+            raise _allocation_error(exc, device) from None
     checked = op.checked_cpu
     if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
         try:
@@ -287,6 +295,8 @@ def _dispatch_general(op, args, kwargs):
             kwargs["out"] = out
         # __ember_function__ is the user's code: under the user's numpy error state inside backward (see _fp)
         return as_user(handle_ember_function, op, scan.overloaded, args, kwargs)
+    if scan.sequences:
+        op.check_not_sequences(args, kwargs)
     if out is not None:
         from ._out import write_out
 
@@ -332,7 +342,10 @@ def run_below_modes(op, args, kwargs, scan=None):
         # A factory's device= wins over its tensor arguments' (empty_like(meta_tensor, device="cpu")).
         device = canonical_device(kwargs.get("device")) if kwargs else canonical_device(None)
     if scan.needs_grad and _autograd_handler is not None and state.grad_enabled:
-        return _autograd_handler(op, args, kwargs, device)
+        try:  # autograd's recorders may call the checked kernels themselves
+            return _autograd_handler(op, args, kwargs, device)
+        except MemoryError as exc:
+            raise _allocation_error(exc, device) from None
     return run_backend(op, args, kwargs, device)
 
 

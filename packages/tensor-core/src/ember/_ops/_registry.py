@@ -35,6 +35,33 @@ PRIM = "prim"
 COMPOSITE = "composite"
 _KINDS = ("function", "view", "inplace", "other")
 
+#: Parameter names that take a tensor (some ops also take a Python number there) and never a list or
+#: tuple: the dispatcher refuses a list or tuple given for them with PyTorch's TypeError ("add():
+#: argument 'input' (position 1) must be Tensor, not list") before any meta function or kernel reads
+#: it (a list once reached them and failed with "'list' object has no attribute '_data'", or, in the
+#: checked pointwise kernels, was taken for an array). Parameters that do take sequences (``size``,
+#: ``dims``, ``tensors``, ``indices``, ``input_lengths``...) are not listed.
+TENSOR_PARAMETERS = frozenset({
+    "input", "self", "other", "weight", "bias", "target", "targets", "src", "mask", "tensor", "tensor1",
+    "tensor2", "mat", "mat1", "mat2", "vec", "vec1", "vec2", "batch1", "batch2", "x1", "x2", "input1", "input2",
+    "grad_output", "output", "condition", "exponent", "query", "key", "anchor", "positive", "negative",
+    "log_probs", "boundaries", "sorted_sequence", "values", "weights", "prepend", "append", "offsets",
+    "per_sample_weights", "pos_weight", "running_mean", "running_var", "grid", "theta", "attn_mask", "var",
+    "logits", "a", "b", "real", "imag", "abs", "angle", "q", "repeats",
+})
+
+#: More tensor parameters of single ops, whose names mean something else elsewhere (``select``'s
+#: ``index`` is an int, ``movedim``'s ``source`` a dim or dims, ``max_unpool``'s ``indices`` a tensor but
+#: ``index``'s a list of them).
+_MORE_TENSOR_PARAMETERS = {
+    "lerp": ("end",), "index_select": ("index",), "gather": ("index",), "scatter": ("index",),
+    "scatter_add": ("index",), "scatter_reduce": ("index",), "index_add": ("index", "source"),
+    "index_copy": ("index", "source"), "index_reduce": ("index", "source"), "index_fill": ("index",),
+    "masked_scatter": ("source",), "put": ("index", "source"), "take": ("index",),
+    "take_along_dim": ("indices",), "max_unpool1d": ("indices",), "max_unpool2d": ("indices",),
+    "max_unpool3d": ("indices",), "scaled_dot_product_attention": ("value",),
+}
+
 #: Every op by name, in registration order.
 registry: dict[str, Op] = {}
 
@@ -123,6 +150,38 @@ class Op:
     @property
     def __signature__(self):  # what inspect.signature(op) reports
         return self.signature
+
+    @functools.cached_property
+    def tensor_parameters(self):
+        """The parameters that take a tensor (or a number), never a list or tuple: ``(position, name)``
+        pairs, position None for keyword-only ones (see :data:`TENSOR_PARAMETERS`)."""
+        names = TENSOR_PARAMETERS.union(_MORE_TENSOR_PARAMETERS.get(self.name, ()))
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        result = []
+        # positional parameters come first, so their index in the signature is their position
+        for index, parameter in enumerate(self._call_signature.parameters.values()):
+            if parameter.name in names and parameter.kind is not inspect.Parameter.VAR_POSITIONAL:
+                result.append((index if parameter.kind in positional else None, parameter.name))
+        return tuple(result)
+
+    def check_not_sequences(self, args, kwargs):
+        """Refuse a list or tuple given for a tensor parameter (see :data:`TENSOR_PARAMETERS`).
+
+        The dispatcher calls this only for calls that hold a list or tuple argument, so a plain
+        ``a + b`` never pays for it.
+
+        Raises:
+            TypeError: "add(): argument 'input' (position 1) must be Tensor, not list", as PyTorch words it.
+        """
+        for position, name in self.tensor_parameters:
+            if position is not None and position < len(args):
+                value, where = args[position], f" (position {position + 1})"
+            elif kwargs and name in kwargs:
+                value, where = kwargs[name], ""
+            else:
+                continue
+            if type(value) is list or type(value) is tuple:
+                raise TypeError(f"{self.name}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}")
 
     def __call__(self, *args, **kwargs):
         return _dispatch.dispatch(self, args, kwargs)
