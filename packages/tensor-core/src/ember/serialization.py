@@ -61,10 +61,13 @@ loads as a dict from tensor names to tensors.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import json
 import math
 import os
+import reprlib
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -104,6 +107,10 @@ _MAX_INT = 2**63 - 1  # sizes, strides and offsets are int64 in every framework 
 _CHUNK = 64 * 1024 * 1024  # bytes per read/write call on streams
 
 _BY_CODE = {d._safetensors_code: d for d in ALL_DTYPES}
+_FIELD_SETS = {}  # the field names of a node kind -> the keys its JSON object must have
+_PLAIN_JSON = frozenset((type(None), bool, int, float, str))  # nodes that decode to themselves
+_ENTRY_FIELDS = frozenset(("dtype", "shape", "data_offsets"))
+_RECORD_FIELDS = frozenset(("storage", "dtype", "shape", "stride", "storage_offset", "requires_grad"))
 _META_DEVICE = _device_cls("meta")
 _CPU = _device_cls("cpu")
 
@@ -849,6 +856,7 @@ class _Reader:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self.error(f"header is not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        del raw  # up to MAX_HEADER_BYTES: not kept alive while the JSON is parsed
         if not text.startswith("{"):
             raise self.error("header does not start with '{': not a safetensors file")
         try:
@@ -859,23 +867,33 @@ class _Reader:
             raise self.error("header is not a JSON object")
         return n, header
 
-    def parse_entries(self, header):
-        """The data entries of ``header``, validated and in file order, and the metadata."""
+    def parse_metadata(self, header):
+        """The ``"__metadata__"`` map of ``header`` (strings to strings), validated."""
         metadata = header.get(_METADATA, {})
         if type(metadata) is not dict or not all(type(k) is str and type(v) is str for k, v in metadata.items()):
             raise self.error(f"header field {_METADATA!r} must map strings to strings")
+        return metadata
+
+    def parse_entries(self, header):
+        """The data entries of ``header``, validated and in file order (of the header), and the data size.
+
+        Empties ``header`` as it goes, so that each entry's parsed JSON is freed once validated:
+        a header of a million entries is never held twice.
+        """
+        header.pop(_METADATA, None)
         entries = []
-        for name, info in header.items():
-            if name == _METADATA:
-                continue
-            if type(info) is not dict or set(info) != {"dtype", "shape", "data_offsets"}:
+        while header:
+            name, info = header.popitem()  # the last entry: the list is reversed below
+            if type(info) is not dict or info.keys() != _ENTRY_FIELDS:
                 raise self.error(f"header entry {name!r} must have exactly the fields dtype, shape and data_offsets")
             code = info["dtype"]
-            if code not in _BY_CODE:
-                raise self.error(f"header entry {name!r} has unknown dtype code {code!r}; known: {', '.join(_BY_CODE)}")
-            dt = _BY_CODE[code]
-            shape = self.int_list(info["shape"], f"shape of header entry {name!r}")
-            offsets = self.int_list(info["data_offsets"], f"data_offsets of header entry {name!r}")
+            dt = _BY_CODE.get(code) if type(code) is str else None
+            if dt is None:
+                raise self.error(
+                    f"header entry {name!r} has unknown dtype code {_short(code)}; known: {', '.join(_BY_CODE)}"
+                )
+            shape = self.int_list(info["shape"], "shape of header entry {!r}", name)
+            offsets = self.int_list(info["data_offsets"], "data_offsets of header entry {!r}", name)
             if len(offsets) != 2 or offsets[0] > offsets[1]:
                 raise self.error(
                     f"header entry {name!r} has data_offsets {offsets}; expected [begin, end] with begin <= end"
@@ -887,8 +905,9 @@ class _Reader:
                     f"{offsets} span {offsets[1] - offsets[0]}"
                 )
             entries.append(_StorageEntry(name, dt, shape, offsets[0], offsets[1]))
+        entries.reverse()
         position = 0
-        for entry in sorted(entries, key=lambda e: (e.begin, e.end)):
+        for entry in sorted(entries, key=_file_order):
             if entry.begin != position:
                 problem = "overlaps the previous entry" if entry.begin < position else "leaves a gap before it"
                 raise self.error(
@@ -896,14 +915,19 @@ class _Reader:
                     f"{position}: it {problem}"
                 )
             position = entry.end
-        return entries, metadata, position
+        return entries, position
 
-    def int_list(self, value, what, *, low=0):
+    def int_list(self, value, what, *args):
+        """``value`` if it is a list of at most 64 integers in [0, 2**63 - 1]; ``what.format(*args)`` names it.
+
+        (The name is formatted only for the message: this runs for every entry of a header.)
+        """
         if type(value) is not list or len(value) > _MAX_NDIM:
+            what = what.format(*args)
             raise self.error(f"{what} must be a list of at most {_MAX_NDIM} integers, got {_short(value)}")
         for v in value:
-            if type(v) is not int or not low <= v <= _MAX_INT:
-                raise self.error(f"{what} must hold integers in [{low}, 2**63 - 1], got {_short(value)}")
+            if type(v) is not int or not 0 <= v <= _MAX_INT:
+                raise self.error(f"{what.format(*args)} must hold integers in [0, 2**63 - 1], got {_short(value)}")
         return value
 
     def check_data_size(self, header_length, data_size):
@@ -923,64 +947,73 @@ class _Reader:
     # -- the whole file -----------------------------------------------------------
 
     def load(self, map_location):
-        header_length, header = self.read_header()
-        entries, metadata, data_size = self.parse_entries(header)
-        self.check_data_size(header_length, data_size)
-        if self.remaining is None:
-            # A stream of unknown length: buffer the data first, so memory grows with the bytes
-            # actually present, never with what the header claims.
-            self.fh = io.BytesIO(self.read_bytes(data_size, "data"))
-        if any(k.startswith("ember.") for k in metadata):
-            return self.load_ember(header, entries, metadata, map_location)
-        return self.load_plain(entries, map_location)
+        # Loading builds up to millions of small acyclic objects (parsed JSON, records, tensors):
+        # the cyclic garbage collector, triggered again and again by their allocation, would
+        # rescan them all each time and take a third of the time, for nothing to collect.
+        with _gc_paused():
+            header_length, header = self.read_header()
+            metadata = self.parse_metadata(header)
+            ember_format = any(k.startswith("ember.") for k in metadata)
+            if ember_format:
+                self.check_ember_metadata(header, metadata)  # before parse_entries empties the header
+            entries, data_size = self.parse_entries(header)
+            del header
+            self.check_data_size(header_length, data_size)
+            if self.remaining is None:
+                # A stream of unknown length: buffer the data first, so memory grows with the bytes
+                # actually present, never with what the header claims.
+                self.fh = io.BytesIO(self.read_bytes(data_size, "data"))
+            if ember_format:
+                return self.load_ember(entries, metadata, map_location)
+            return self.load_plain(entries, map_location)
 
     def load_plain(self, entries, map_location):
         """A safetensors file from elsewhere: a dict of tensors, each its own storage."""
         target = self.target_device(map_location, "cpu")
-        records = []
-        for e in entries:
-            records.append(
-                {
-                    "storage": e.name,
-                    "dtype": e.dtype,
-                    "shape": e.shape,
-                    "stride": _contiguous_strides(e.shape),
-                    "storage_offset": 0,
-                    "requires_grad": False,
-                }
-            )
-        storages = self.read_storages(entries, {e.name: target for e in entries})
-        return {e.name: self.make_tensor(r, storages) for e, r in zip(entries, records)}
+        storages = self.read_storages(entries, target)
+        return {
+            e.name: self.make_tensor((e.name, e.dtype, e.shape, _contiguous_strides(e.shape), 0, False), storages)
+            for e in entries
+        }
 
-    def load_ember(self, header, entries, metadata, map_location):
+    def check_ember_metadata(self, header, metadata):
+        """Check the format version, the metadata entries and the header checksum of an ember file."""
         version = metadata.get(_META_VERSION)
         if version != FORMAT_VERSION:
             raise self.error(
-                f"unsupported ember format version {version!r}; this ember reads version {FORMAT_VERSION!r}"
+                f"unsupported ember format version {_short(version)}; this ember reads version {FORMAT_VERSION!r}"
             )
         for key in (_META_STRUCTURE, _META_CHECKSUM):
             if key not in metadata:
                 raise self.error(f"metadata lacks {key!r}: corrupted file")
-        if _header_checksum(header) != metadata[_META_CHECKSUM]:
-            raise self.error("header checksum mismatch: the header is corrupted")
         try:
-            structure = json.loads(
-                metadata[_META_STRUCTURE], object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
-            )
+            checksum = _header_checksum(header)
+        except (ValueError, TypeError, RecursionError):  # e.g. 1e999 parses as inf, which canonical JSON lacks
+            checksum = None
+        if checksum != metadata[_META_CHECKSUM]:
+            raise self.error("header checksum mismatch: the header is corrupted")
+
+    def load_ember(self, entries, metadata, map_location):
+        text = metadata.pop(_META_STRUCTURE)  # (the header is checked; its text is not needed after parsing)
+        # Only a structure that mentions them (or escapes characters, which could spell them) can hold
+        # numpy arrays or bytes: the common state dict skips the walk that looks for them.
+        host_nodes = any(word in text for word in ('"ndarray"', '"bytes"', "\\u"))
+        try:
+            structure = json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
         except (ValueError, RecursionError) as exc:
             raise self.error(f"the structure in the metadata is not valid JSON: {exc}") from None
+        del text
         if type(structure) is not dict or set(structure) != {"storages", "tensors", "root"}:
             raise self.error("the structure must be an object with exactly the fields storages, tensors and root")
         by_name = {e.name: e for e in entries}
         devices = self.parse_storage_table(structure["storages"], by_name)
         records = self.parse_tensor_records(structure["tensors"], by_name)
         targets = {name: self.target_device(map_location, saved) for name, saved in devices.items()}
-        for name in _host_storages(structure["root"], records):
+        for name in _host_storages(structure["root"], records) if host_nodes else ():
             targets[name] = _CPU  # numpy arrays and bytes live in host memory whatever map_location says
         storages = self.read_storages(entries, targets)
-        tensors = [self.make_tensor(r, storages) for r in records]
         try:
-            return _Decoder(self, tensors).decode(structure["root"], "root")
+            return _Decoder(self, records, storages).decode(structure["root"], "root")
         except RecursionError:
             raise self.error("the structure is nested too deeply") from None
 
@@ -1013,17 +1046,16 @@ class _Reader:
     def parse_tensor_records(self, records, by_name):
         if type(records) is not list:
             raise self.error("structure field 'tensors' must be a list")
-        fields = {"storage", "dtype", "shape", "stride", "storage_offset", "requires_grad"}
         parsed = []
         for i, r in enumerate(records):
-            what = f"tensor record {i}"
-            if type(r) is not dict or set(r) != fields:
-                raise self.error(f"{what} must have exactly the fields {', '.join(sorted(fields))}")
+            what = _Lazy("tensor record {}", i)  # formatted only in messages
+            if type(r) is not dict or r.keys() != _RECORD_FIELDS:
+                raise self.error(f"{what} must have exactly the fields {', '.join(sorted(_RECORD_FIELDS))}")
             dt = BY_NAME.get(r["dtype"]) if type(r["dtype"]) is str else None
             if dt is None:
                 raise self.error(f"{what} has unknown dtype {_short(r['dtype'])}")
-            shape = self.int_list(r["shape"], f"shape of {what}")
-            stride = self.int_list(r["stride"], f"stride of {what}")
+            shape = self.int_list(r["shape"], "shape of tensor record {}", i)
+            stride = self.int_list(r["stride"], "stride of tensor record {}", i)
             if len(stride) != len(shape):
                 raise self.error(f"{what} has shape {shape} but stride {stride}: their lengths differ")
             offset = r["storage_offset"]
@@ -1053,7 +1085,8 @@ class _Reader:
                             f"{what} (shape {shape}, stride {stride}, storage_offset {offset}, {dt.name}) reaches byte "
                             f"{(last + 1) * dt.itemsize} of its {nbytes}-byte storage {name!r}"
                         )
-            parsed.append({**r, "dtype": dt, "numel": numel})
+            parsed.append((name, dt, shape, stride, offset, r["requires_grad"]))
+            records[i] = None  # its JSON is no longer needed
         return parsed
 
     def target_device(self, map_location, saved):
@@ -1087,10 +1120,17 @@ class _Reader:
             ) from None
 
     def read_storages(self, entries, targets):
-        """Each storage's bytes, read in file order and placed on its target device."""
+        """Each storage's bytes, read in file order and placed on its target device.
+
+        ``targets`` is one device for all, or a dict from storage names to devices.
+        """
         result = {}
-        for e in sorted(entries, key=lambda e: (e.begin, e.end)):
-            target = targets[e.name]
+        empty = np.empty(0, dtype=np.uint8)  # one for every empty CPU storage: nothing can be written to it
+        for e in sorted(entries, key=_file_order):
+            target = targets if type(targets) is _device_cls else targets[e.name]
+            if e.nbytes == 0 and target is _CPU:
+                result[e.name] = Storage(empty, 0, target)
+                continue
             if target.type == "meta":
                 self.skip(e.nbytes, f"storage {e.name!r}")
                 result[e.name] = Storage(None, e.nbytes, target)
@@ -1103,8 +1143,8 @@ class _Reader:
         return result
 
     def make_tensor(self, record, storages):
-        dt, shape, stride, offset = record["dtype"], record["shape"], record["stride"], record["storage_offset"]
-        name = record["storage"]
+        """The tensor of a validated record ``(storage name, dtype, shape, stride, offset, requires_grad)``."""
+        name, dt, shape, stride, offset, requires_grad = record
         storage = storages.get(name) if name is not None else None
         if storage is None or storage.device.type == "meta":
             array = MetaArray(shape, dt.numpy_dtype, stride, offset)
@@ -1116,12 +1156,12 @@ class _Reader:
                 array = get_backend(storage.device.type).strided_view(
                     storage, tuple(shape), tuple(stride), offset, dt.numpy_dtype
                 )
-            except (ValueError, TypeError, MemoryError) as exc:
+            except (ValueError, TypeError, MemoryError, RuntimeError) as exc:
                 raise self.error(f"cannot view storage {name!r} as shape {shape}, stride {stride}: {exc}") from None
             t = Tensor._make(array, storage.device)
             t._storage = storage  # shared by every tensor of this storage: views see each other's writes
             t._strides, t._offset = tuple(stride), offset
-        if record["requires_grad"]:
+        if requires_grad:
             t.requires_grad_(True)
         return t
 
@@ -1129,9 +1169,12 @@ class _Reader:
 class _Decoder:
     """Turns the validated JSON structure back into Python objects."""
 
-    def __init__(self, reader, tensors):
+    def __init__(self, reader, records, storages):
         self.reader = reader
-        self.tensors = tensors
+        self.records = records
+        self.storages = storages
+        # Made on first reference: a record that nothing refers to costs no tensor.
+        self.tensors = [None] * len(records)
         self.arrays = {}  # record index -> numpy array, so an array saved twice loads as one object
 
     def error(self, where, what):
@@ -1142,7 +1185,7 @@ class _Decoder:
         if node is None or kind in (bool, int, float, str):
             return node
         if kind is list:
-            return [self.decode(v, f"{where}[{i}]") for i, v in enumerate(node)]
+            return self.decode_all(node, where)
         if kind is not dict or type(node.get("t")) is not str:
             raise self.error(where, f"expected a value or an object tagged with 't', got {_short(node)}")
         handler = _NODE_HANDLERS.get(node["t"])
@@ -1150,8 +1193,36 @@ class _Decoder:
             raise self.error(where, f"unknown tag {node['t']!r}")
         return handler(self, node, where)
 
+    def decode_all(self, nodes, where):
+        """The list ``nodes`` with its elements decoded, in place.
+
+        The parsed JSON list is this loader's own and is not used again, so it becomes the
+        result: a list of millions of elements is not held twice. Scalars (most elements of a
+        big list) stay as they are.
+        """
+        tensors = self.tensors
+        for i, x in enumerate(nodes):
+            if type(x) in _PLAIN_JSON:
+                continue
+            if type(x) is list:  # decoded in place: nothing to assign (and nothing to do for [])
+                if x:
+                    self.decode_all(x, _Lazy("{}[{}]", where, i))
+                continue
+            # A reference to an already made tensor (a list of many references to a few tensors):
+            # the same checks as node_tensor, without the call.
+            if type(x) is dict and len(x) == 2 and x.get("t") == "tensor":
+                k = x.get("i")
+                if type(k) is int and 0 <= k < len(tensors) and tensors[k] is not None:
+                    nodes[i] = tensors[k]
+                    continue
+            nodes[i] = self.decode(x, _Lazy("{}[{}]", where, i))
+        return nodes
+
     def fields(self, node, where, *names):
-        if set(node) != {"t", *names}:
+        expected = _FIELD_SETS.get(names)
+        if expected is None:
+            expected = _FIELD_SETS[names] = frozenset(("t", *names))
+        if node.keys() != expected:
             raise self.error(where, f"a {node['t']!r} node must have exactly the fields t, {', '.join(names)}")
         return [node[n] for n in names]
 
@@ -1159,12 +1230,15 @@ class _Decoder:
         (i,) = self.fields(node, where, "i")
         if type(i) is not int or not 0 <= i < len(self.tensors):
             raise self.error(where, f"tensor index {_short(i)} out of range for {len(self.tensors)} tensor records")
-        return self.tensors[i]
+        t = self.tensors[i]
+        if t is None:
+            t = self.tensors[i] = self.reader.make_tensor(self.records[i], self.storages)
+        return t
 
     def node_float(self, node, where):
         (v,) = self.fields(node, where, "v")
         values = {"nan": math.nan, "inf": math.inf, "-inf": -math.inf}
-        if v not in values:
+        if type(v) is not str or v not in values:
             raise self.error(where, f"float value {_short(v)} is not one of 'nan', 'inf', '-inf'")
         return values[v]
 
@@ -1175,19 +1249,24 @@ class _Decoder:
             part = self.decode(part, where) if type(part) is dict else part
             if type(part) not in (int, float):
                 raise self.error(where, f"complex parts must be numbers, got {_short(part)}")
-            parts.append(float(part))
+            try:
+                parts.append(float(part))
+            except OverflowError:  # an integer beyond the float range
+                raise self.error(where, f"complex part {_short(part)} is out of the range of a float") from None
         return complex(*parts)
 
     def node_tuple(self, node, where):
         (v,) = self.fields(node, where, "v")
         if type(v) is not list:
             raise self.error(where, "a tuple's 'v' must be a list")
-        return tuple(self.decode(x, f"{where}[{i}]") for i, x in enumerate(v))
+        return tuple(self.decode_all(v, where))
 
     def node_size(self, node, where):
         (v,) = self.fields(node, where, "v")
-        if type(v) is not list or not all(type(x) is int and x >= 0 for x in v):
-            raise self.error(where, f"an ember.Size must be a list of non-negative integers, got {_short(v)}")
+        if type(v) is not list or not all(type(x) is int and 0 <= x <= _MAX_INT for x in v):
+            raise self.error(
+                where, f"an ember.Size must be a list of non-negative integers (at most 2**63 - 1), got {_short(v)}"
+            )
         return Size(v)
 
     def node_dict(self, node, where, cls=dict):
@@ -1198,14 +1277,15 @@ class _Decoder:
         for i, item in enumerate(items):
             if type(item) is not list or len(item) != 2:
                 raise self.error(where, f"item {i} of a dict must be a [key, value] pair")
-            key = self.decode(item[0], f"{where}.key{i}")
+            key = self.decode(item[0], _Lazy("{}.key{}", where, i))
             try:
                 hash(key)
             except TypeError:
                 raise self.error(where, f"dict key {i} is unhashable ({type(key).__name__})") from None
             if isinstance(key, Tensor) or key in result:
                 raise self.error(where, f"dict key {_short(key)} is repeated or not a valid key")
-            result[key] = self.decode(item[1], f"{where}[{key!r}]")
+            value = item[1]
+            result[key] = value if type(value) in _PLAIN_JSON else self.decode(value, _Lazy("{}[{!r}]", where, key))
         return result
 
     def node_odict(self, node, where):
@@ -1218,7 +1298,7 @@ class _Decoder:
         (v,) = self.fields(node, where, "v")
         if type(v) is not list:
             raise self.error(where, f"a {node['t']}'s 'v' must be a list")
-        elements = [self.decode(x, f"{where}[{i}]") for i, x in enumerate(v)]
+        elements = self.decode_all(v, where)
         try:
             result = cls(elements)
         except TypeError:
@@ -1247,6 +1327,8 @@ class _Decoder:
             raise self.error(where, f"a numpy array's shape must be a list of non-negative ints, got {_short(shape)}")
         if len(shape) > _MAX_NDIM:
             raise self.error(where, f"a numpy array has {len(shape)} dimensions; at most {_MAX_NDIM} are supported")
+        if type(i) is not int:
+            raise self.error(where, f"a numpy array's tensor index must be an integer, got {_short(i)}")
         if i in self.arrays:
             return self.arrays[i]
         t = self.node_tensor({"t": "tensor", "i": i}, where)
@@ -1274,8 +1356,11 @@ class _Decoder:
         if type(value) not in expected.get(kind, ()):
             raise self.error(where, f"a numpy {name} scalar cannot hold {_short(value)}")
         if kind in "iu" and not np.iinfo(np_dtype).min <= value <= np.iinfo(np_dtype).max:
-            raise self.error(where, f"{value} is out of the range of numpy {name}")
-        return np_dtype.type(value)
+            raise self.error(where, f"{_short(value)} is out of the range of numpy {name}")
+        try:
+            return np_dtype.type(value)
+        except OverflowError:  # an integer beyond the float range, for a float or complex dtype
+            raise self.error(where, f"{_short(value)} is out of the range of numpy {name}") from None
 
     def node_dtype(self, node, where):
         (v,) = self.fields(node, where, "v")
@@ -1339,14 +1424,15 @@ def _host_storages(root, records):
     names, stack = set(), [root]
     while stack:
         node = stack.pop()
-        if type(node) is list:
-            stack.extend(node)
-        elif type(node) is dict:
+        if type(node) is dict:
             i = node.get("i")
             if node.get("t") in ("ndarray", "bytes") and type(i) is int and 0 <= i < len(records):
-                if records[i]["storage"] is not None:
-                    names.add(records[i]["storage"])
-            stack.extend(v for v in node.values() if type(v) in (list, dict))
+                if records[i][0] is not None:
+                    names.add(records[i][0])
+            node = node.values()
+        elif type(node) is not list:
+            continue
+        stack += [v for v in node if type(v) is list or type(v) is dict]  # (scalars are most of a big list)
     return names
 
 
@@ -1356,19 +1442,58 @@ def _host_numpy(t):
 
 
 def _reject_duplicate_keys(pairs):
-    result = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
+    result = dict(pairs)  # (called for every JSON object: the check is one length comparison)
+    if len(result) != len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ValueError(f"duplicate key {_short(key)}")
+            seen.add(key)
     return result
+
+
+@contextlib.contextmanager
+def _gc_paused():
+    """Disable the cyclic garbage collector inside the block (if it was enabled)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+class _Lazy:
+    """A message fragment formatted only when it is printed (it names one of a million entries)."""
+
+    __slots__ = ("template", "args")
+
+    def __init__(self, template, *args):
+        self.template, self.args = template, args
+
+    def __str__(self):
+        return self.template.format(*self.args)
+
+
+def _file_order(entry):
+    return entry.begin, entry.end
 
 
 def _reject_constant(name):
     raise ValueError(f"{name} is not valid JSON")
 
 
+_SHORT_REPR = reprlib.Repr()
+_SHORT_REPR.maxlevel, _SHORT_REPR.maxlist, _SHORT_REPR.maxdict, _SHORT_REPR.maxtuple = 3, 6, 4, 6
+_SHORT_REPR.maxstring = _SHORT_REPR.maxlong = _SHORT_REPR.maxother = 40
+
+
 def _short(value, limit=60):
-    """``repr(value)``, shortened for error messages about hostile input."""
-    text = repr(value)
+    """``repr(value)``, shortened for error messages about hostile input.
+
+    Bounded work whatever the value (reprlib looks at a few elements and levels only), so a
+    message about a list of a million items or a 4000-digit integer costs nothing.
+    """
+    text = _SHORT_REPR.repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
