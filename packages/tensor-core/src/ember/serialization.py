@@ -57,6 +57,20 @@ named after the first place in the object where a tensor uses it
 
 A safetensors file written by another program (without ``ember.*`` metadata)
 loads as a dict from tensor names to tensors.
+
+Saving to a path writes a temporary file beside the target first,
+``.<name>.ember-tmp-<host>-<pid>-<random>.tmp``, and renames it over the target
+once complete. A process killed while saving leaves its temporary behind; the
+next save to the same target deletes the temporaries of that target that are
+abandoned: written on this machine by a process that no longer exists, or not
+modified for over a day (a temporary of another machine sharing the directory,
+or of a pid reused since). Temporaries of a live process are never touched.
+
+Loading costs time and memory linear in the file's size: each JSON value of
+the header is looked at a bounded number of times, tensors are made only for
+records the structure refers to, and nothing is copied twice. Memory is bounded
+by a small multiple of the header plus the data (Python objects for a list of
+millions of small values are what bounds it).
 """
 
 from __future__ import annotations
@@ -226,7 +240,8 @@ def save(
             (to a temporary file in the same directory, flushed and fsynced,
             then renamed over ``f``, and the directory fsynced), so a crash or
             error never leaves a partial file and leaves an existing ``f``
-            untouched; or a file object opened for binary writing, written at
+            untouched (a temporary left by a killed save is removed by the next
+            save to ``f``: see the module documentation); or a file object opened for binary writing, written at
             its current position.
         pickle_module, pickle_protocol, _use_new_zipfile_serialization, _disable_byteorder_record: PyTorch's
             pickling options, accepted so that PyTorch programs run and ignored:
@@ -619,7 +634,9 @@ def _atomic_write(path, plan):
     directory, filename = os.path.split(target)
     import tempfile  # (imported on first save, as hashlib in _header_checksum)
 
-    fd, tmp = tempfile.mkstemp(prefix=f".{filename}.", suffix=".tmp", dir=directory)
+    _remove_stale_temporaries(directory, filename)
+    prefix = f"{_temporary_prefix(filename)}{_host_tag()}-{os.getpid()}-"
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             _write_payload(fh, plan)
@@ -634,6 +651,70 @@ def _atomic_write(path, plan):
             pass
         raise
     _fsync_directory(directory)
+
+
+# A save to a path writes ``.<name>.ember-tmp-<host>-<pid>-<random>`` beside it first. A process
+# killed while writing (SIGKILL, power loss) leaves that file behind; the next save of the same
+# target removes it once it is clearly abandoned (see _is_stale).
+_TMP_TAG = "ember-tmp"
+_STALE_AFTER_S = 24 * 3600
+_MAX_NAME_IN_PREFIX = 150  # the temporary's name stays under the usual 255-byte limit
+
+
+def _temporary_prefix(filename):
+    return f".{filename[:_MAX_NAME_IN_PREFIX]}.{_TMP_TAG}-"
+
+
+def _host_tag():
+    """This machine's name, made of letters, digits and ``_`` (a directory may be shared over the network)."""
+    uname = getattr(os, "uname", None)
+    name = uname().nodename if uname is not None else os.environ.get("COMPUTERNAME", "")
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in name)[:64] or "_"
+
+
+def _remove_stale_temporaries(directory, filename):
+    """Delete the temporaries that earlier, killed saves to ``filename`` in ``directory`` left behind.
+
+    Best effort: a file that cannot be listed, examined or removed is left alone.
+    """
+    prefix = _temporary_prefix(filename)
+    try:
+        with os.scandir(directory or ".") as listing:
+            candidates = [entry for entry in listing if entry.name.startswith(prefix)]
+    except OSError:
+        return
+    for entry in candidates:
+        try:
+            if entry.is_file(follow_symlinks=False) and _is_stale(entry.name[len(prefix) :], entry.stat().st_mtime):
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def _is_stale(tag, mtime):
+    """Whether a temporary whose name ends in ``tag`` (``<host>-<pid>-<random>``) was abandoned.
+
+    It was when the process that wrote it, on this machine, has ended, or when it was last
+    modified over a day ago (a live save writes its temporary continuously; this also covers
+    temporaries written by another machine sharing the directory, and pids reused since).
+    A temporary of this process (a concurrent save in another thread) is never stale.
+    """
+    import time
+
+    host, _, rest = tag.partition("-")
+    pid_text = rest.partition("-")[0]
+    if host == _host_tag() and pid_text.isdigit() and os.name == "posix":
+        pid = int(pid_text)
+        if pid == os.getpid():
+            return False
+        try:
+            os.kill(pid, 0)  # signal 0: only asks whether the process exists
+        except ProcessLookupError:
+            return True
+        except (PermissionError, OverflowError, OSError):
+            pass  # it exists (another user's) or cannot be asked
+        # A live process with that pid may be another one that reused it: judge by age too.
+    return time.time() - mtime > _STALE_AFTER_S
 
 
 def _chmod_like_open(fd, target):
