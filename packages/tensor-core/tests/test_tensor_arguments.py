@@ -82,6 +82,31 @@ def test_every_tensor_parameter_of_the_registry_is_checked():
     assert not failures, "\n".join(failures)
 
 
+def test_numbers_for_tensors_name_the_argument():
+    """The same probe with a Python number: ops that take numbers there still do (``ember.add(t, 2)``); the
+    others raise TypeError naming the argument, never an AttributeError from inside a meta function."""
+    x = ember.ones(2, 2)
+    failures = []
+    for name, op in registry.items():
+        parameters = [p for p in op._call_signature.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty]
+        for i, parameter in enumerate(parameters):
+            args = [x] * len(parameters)
+            args[i] = 3.0
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    op(*args)
+            except AttributeError as exc:
+                failures.append(f"{name}({parameter.name}=3.0): {exc}")
+            except TypeError as exc:
+                if "object has no attribute" in str(exc):
+                    failures.append(f"{name}({parameter.name}=3.0): {exc}")
+            except Exception:  # noqa: BLE001, S112 - other errors (a number of the wrong kind) are the op's own
+                continue
+    assert not failures, "\n".join(failures)
+
+
 @pytest.mark.parametrize(
     "call, message",
     [
@@ -96,6 +121,10 @@ def test_every_tensor_parameter_of_the_registry_is_checked():
          "linear(): argument 'bias' must be Tensor, not list"),
         (lambda t: ember.reshape([1.0, 2.0], (2,)), "reshape(): argument 'input' (position 1) must be Tensor, not list"),
         (lambda t: ember.numel([1.0, 2.0]), "numel(): argument 'input' (position 1) must be Tensor, not list"),
+        (lambda t: ember.clone(3.0), "clone(): argument 'input' (position 1) must be Tensor, not float"),
+        (lambda t: ember.transpose(2, 0, 1), "transpose(): argument 'input' (position 1) must be Tensor, not int"),
+        (lambda t: ember.complex(1.0, t), "complex(): argument 'real' (position 1) must be Tensor, not float"),
+        (lambda t: ember.reshape(3.0, (1,)), "reshape(): argument 'input' (position 1) must be Tensor, not float"),
         (lambda t: ember.is_complex([1.0]), "is_complex(): argument 'input' (position 1) must be Tensor, not list"),
         (lambda t: ember.is_floating_point([1.0]),
          "is_floating_point(): argument 'input' (position 1) must be Tensor, not list"),
@@ -105,6 +134,14 @@ def test_messages_name_the_argument(call, message):
     with pytest.raises(TypeError) as caught:
         call(ember.ones(2))
     assert str(caught.value) == message
+
+
+def test_numbers_still_work_where_ops_take_them():
+    x = ember.tensor([1.0, 2.0])
+    assert ember.add(2, x).tolist() == [3.0, 4.0]
+    assert ember.pow(2, x).tolist() == [2.0, 4.0]
+    assert ember.where(x > 1, 1.0, 0.0).tolist() == [0.0, 1.0]
+    assert ember.lerp(x, ember.zeros(2), 0.5).tolist() == [0.5, 1.0]
 
 
 def test_sequences_that_are_not_tensors_still_work():

@@ -269,12 +269,19 @@ def dispatch(op, args, kwargs):
             array = checked(*args)
         except MemoryError as exc:
             raise _allocation_error(exc, device) from None
+        except AttributeError as exc:  # a number where a tensor belongs (the try costs nothing until it raises)
+            op.explain_attribute_error(args, kwargs, exc)
+            raise
         if array is not None:
             result = _new_object(Tensor)
             result._data = array
             result._device = device
             return result
-    return run_backend(op, args, kwargs, device)
+    try:
+        return run_backend(op, args, kwargs, device)
+    except AttributeError as exc:
+        op.explain_attribute_error(args, kwargs, exc)
+        raise
 
 
 def _all_plain(values):
@@ -346,7 +353,11 @@ def run_below_modes(op, args, kwargs, scan=None):
             return _autograd_handler(op, args, kwargs, device)
         except MemoryError as exc:
             raise _allocation_error(exc, device) from None
-    return run_backend(op, args, kwargs, device)
+    try:
+        return run_backend(op, args, kwargs, device)
+    except AttributeError as exc:  # a number where a tensor belongs: name the argument (Op.explain_attribute_error)
+        op.explain_attribute_error(args, kwargs, exc)
+        raise
 
 
 def run_backend(op, args, kwargs, device):

@@ -27,6 +27,7 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .._tensor import Tensor
 from . import _dispatch
 
 __all__ = ["Op", "registry", "defop", "get", "PRIM", "COMPOSITE"]
@@ -164,6 +165,14 @@ class Op:
                 result.append((index if parameter.kind in positional else None, parameter.name))
         return tuple(result)
 
+    def _tensor_arguments(self, args, kwargs):
+        """``(name, where, value)`` for each tensor parameter given in a call (``where``: " (position 1)" or "")."""
+        for position, name in self.tensor_parameters:
+            if position is not None and position < len(args):
+                yield name, f" (position {position + 1})", args[position]
+            elif kwargs and name in kwargs:
+                yield name, "", kwargs[name]
+
     def check_not_sequences(self, args, kwargs):
         """Refuse a list or tuple given for a tensor parameter (see :data:`TENSOR_PARAMETERS`).
 
@@ -173,15 +182,31 @@ class Op:
         Raises:
             TypeError: "add(): argument 'input' (position 1) must be Tensor, not list", as PyTorch words it.
         """
-        for position, name in self.tensor_parameters:
-            if position is not None and position < len(args):
-                value, where = args[position], f" (position {position + 1})"
-            elif kwargs and name in kwargs:
-                value, where = kwargs[name], ""
-            else:
-                continue
+        for name, where, value in self._tensor_arguments(args, kwargs):
             if type(value) is list or type(value) is tuple:
                 raise TypeError(f"{self.name}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}")
+
+    def explain_attribute_error(self, args, kwargs, error):
+        """Raise PyTorch's TypeError for an AttributeError that a non-tensor given for a tensor parameter caused.
+
+        Many ops take a Python number where they take a tensor (``ember.add(t, 2)``), others do not
+        (``ember.clone(2.0)``), and nothing but the meta function knows which: the dispatcher does not
+        check numbers ahead (the hot path would pay for it). When a meta function or kernel then reads
+        a tensor attribute of a number (``'float' object has no attribute '_data'``), the dispatcher
+        calls this, which names the argument instead; it returns (and the AttributeError propagates)
+        when no such argument explains ``error``.
+
+        Raises:
+            TypeError: "clone(): argument 'input' (position 1) must be Tensor, not float".
+        """
+        message = str(error)
+        for name, where, value in self._tensor_arguments(args, kwargs):
+            if value is None or isinstance(value, Tensor) or hasattr(type(value), "__ember_function__"):
+                continue
+            if f"'{type(value).__name__}' object has no attribute" in message:
+                raise TypeError(
+                    f"{self.name}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}"
+                ) from None
 
     def __call__(self, *args, **kwargs):
         return _dispatch.dispatch(self, args, kwargs)
