@@ -17,6 +17,9 @@ Sessions:
   (``-- --task text``: a character-level transformer; ``-- --task tour``: the tensor tour).
 * ``wheels``: a wheel of every distribution in ``packages/`` into ``dist/wheels/``, to
   install only the pieces one needs: ``pip install --find-links dist/wheels ember-fx``.
+* ``fuzz``: ``fuzz/run.py`` feeds ``ember.load`` mutated state-dict and GraphModule files for
+  120 s (``-- --seconds N``); every input must load or raise ``SerializationError`` within
+  the time and memory bounds (``fuzz/README.md``). ``tests`` runs it for a few seconds too.
 
 Arguments after ``--`` go to the tool a session runs, e.g.
 ``nox -s tests -- -k promotion -x`` or ``nox -s bench -- -k add_1elem``.
@@ -557,6 +560,31 @@ def demo(session: nox.Session) -> None:
         session.run("python", DEMO_TASKS["tour"], silent=True)  # its output is shown if a check fails
         session.log("tensor tour (examples/quickstart.py): all checks passed")
     session.run("python", DEMO_TASKS[task], *args)
+
+
+FUZZ_DEFAULT_SECONDS = "120"
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """Fuzz ``ember.load`` (``fuzz/run.py``) for 120 s; ``-- --seconds N`` and the runner's other options.
+
+    Uses atheris (coverage-guided) when it installs, else the runner's deterministic mutation loop.
+    """
+    _install_packages(session, extras=None)
+    args = list(session.posargs)
+    if not any(arg == "--engine" or arg.startswith("--engine=") for arg in args):
+        engine = "loop"
+        if _has_venv(session):
+            try:
+                _install(session, "atheris", stamp="atheris")
+                engine = "atheris"
+            except nox.command.CommandFailed:
+                session.warn("atheris did not install: fuzzing with the mutation loop")
+        args += ["--engine", engine]
+    if not any(arg == "--seconds" or arg.startswith("--seconds=") for arg in args):
+        args += ["--seconds", FUZZ_DEFAULT_SECONDS]
+    session.run("python", "fuzz/run.py", *args)
 
 
 @nox.session(venv_backend="none")

@@ -34,6 +34,8 @@ CRASH_DIR = HERE / "crashes"
 _PROGRESS_EVERY_S = 0.5
 # Successfully loaded mutants kept as further starting points (per worker).
 _POOL_SIZE = 256
+# Mutants larger than this are dropped (repeated duplications could grow them without bound).
+_MAX_INPUT_BYTES = 4 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------- targets
@@ -202,8 +204,9 @@ def _mutate_json(doc, rng: random.Random) -> None:
             node[key] = json.loads(json.dumps(other[other_key]))  # a copy: no cycles
     elif op == 4 and isinstance(node[key], int) and not isinstance(node[key], bool):  # nudge a number
         node[key] = node[key] + rng.choice((-1, 1, -8, 8, 2**32, -(2**40))) if rng.random() < 0.7 else -node[key]
-    elif op == 5 and isinstance(node, list):  # duplicate an element many times
-        node.extend([node[key]] * rng.choice((1, 2, 100, 10_000)))
+    elif op == 5 and isinstance(node, list):  # duplicate an element many times (a small one: bounded size)
+        if len(json.dumps(node[key])) < 200:
+            node.extend([node[key]] * rng.choice((1, 2, 100, 10_000)))
     else:
         node[key] = _random_value(rng, strings)
 
@@ -389,11 +392,20 @@ def worker(args) -> int:
         resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
     signal.signal(signal.SIGALRM, _on_alarm)
     current = Path(args.current)
+    current.parent.mkdir(parents=True, exist_ok=True)
     pool = list(seeds)
     count, findings, signatures = 0, 0, set()
     last_report = time.monotonic()
     while time.monotonic() < args.deadline and count < args.max_inputs:
-        data = mutate(rng.choice(pool), rng, pool, target)
+        signal.setitimer(signal.ITIMER_REAL, args.time_limit)
+        try:
+            data = mutate(rng.choice(pool), rng, pool, target)
+        except (_InputTimeout, MemoryError, RecursionError):
+            continue  # a mutant too big to build: not an input
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        if len(data) > _MAX_INPUT_BYTES:
+            continue
         current.write_bytes(data)
         signal.setitimer(signal.ITIMER_REAL, args.time_limit)
         try:
@@ -460,11 +472,13 @@ def _run_target(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
         lines = queue.Queue()
         reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
         reader.start()
+        killed = False
         while True:
             try:
                 line = lines.get(timeout=patience)
             except queue.Empty:  # silent for too long: stuck (in C code, where the timer cannot fire)
                 process.kill()
+                killed = True
                 break
             if line is None:  # the worker closed its output: it ended
                 break
@@ -484,7 +498,7 @@ def _run_target(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
             break
         # The worker died or hung: the input it was on is the finding.
         data = current.read_bytes() if current.exists() else b""
-        kind = "timeout" if process.returncode in (-signal.SIGKILL,) else f"died{process.returncode}"
+        kind = "hang" if killed else f"died{process.returncode}"  # (-9 without `killed`: the OOM killer)
         if counted == 0 and not data:
             messages.append(f"{name}: the worker failed before fuzzing (exit status {process.returncode})")
             print(messages[-1], flush=True)
