@@ -203,3 +203,11 @@ def test_cuda_sizes_and_failed_allocations_raise_runtime_errors():
     with pytest.raises(RuntimeError, match="can't allocate memory on device 'cuda"):
         F.pad(ember.ones(1, 1, 4, device="cuda"), (BIG, 0))
     assert ember.ones(3, device="cuda").sum().item() == 3  # the device is still usable
+
+
+def test_failed_allocations_under_autograd_raise_runtime_errors():
+    # autograd's recorders call the checked kernels directly; the dispatcher converts their errors too
+    x = ember.ones(1, requires_grad=True)
+    for call in (lambda: x.expand(BIG) * 2, lambda: ember.exp(x.expand(BIG)), lambda: F.pad(x.reshape(1, 1, 1), (BIG, 0))):
+        with pytest.raises(RuntimeError, match="you tried to allocate"):
+            call()
