@@ -244,9 +244,10 @@ def dispatch(op, args, kwargs):
             if (t is not tuple and t is not list) or not _all_plain(a):
                 return _dispatch_general(op, args, kwargs)
             # a tuple of ints (conv's stride=(1, 1)): nothing to scan in it, but it must not stand
-            # for a tensor (add([1, 2], t)); only calls holding a sequence pay for the check
-            op.check_not_sequences(args, None)
-            sequence = True
+            # for a tensor (add([1, 2], t)); only calls holding a sequence pay for the check, once
+            if not sequence:
+                op.check_not_sequences(args, None)
+                sequence = True
     if state.modes:
         return _run_mode(op, args, kwargs, state.modes)
     if device is None:

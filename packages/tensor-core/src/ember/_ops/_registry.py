@@ -166,25 +166,43 @@ class Op:
         return tuple(result)
 
     def _tensor_arguments(self, args, kwargs):
-        """``(name, where, value)`` for each tensor parameter given in a call (``where``: " (position 1)" or "")."""
+        """``(name, position or None, value)`` for each tensor parameter given in a call."""
+        count = len(args)
         for position, name in self.tensor_parameters:
-            if position is not None and position < len(args):
-                yield name, f" (position {position + 1})", args[position]
+            if position is not None and position < count:
+                yield name, position, args[position]
             elif kwargs and name in kwargs:
-                yield name, "", kwargs[name]
+                yield name, None, kwargs[name]
+
+    def _not_tensor(self, name, position, value):
+        """PyTorch's TypeError for a non-tensor ``value`` given for tensor parameter ``name``."""
+        where = "" if position is None else f" (position {position + 1})"
+        return TypeError(f"{self.name}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}")
+
+    @functools.cached_property
+    def _positional_tensor_parameters(self):
+        return tuple((position, name) for position, name in self.tensor_parameters if position is not None)
 
     def check_not_sequences(self, args, kwargs):
         """Refuse a list or tuple given for a tensor parameter (see :data:`TENSOR_PARAMETERS`).
 
-        The dispatcher calls this only for calls that hold a list or tuple argument, so a plain
-        ``a + b`` never pays for it.
+        The dispatcher calls this only for calls that hold a list or tuple argument, once per call, so a
+        plain ``a + b`` never pays for it and conv's ``stride=(1, 1)`` pays one short loop.
 
         Raises:
             TypeError: "add(): argument 'input' (position 1) must be Tensor, not list", as PyTorch words it.
         """
-        for name, where, value in self._tensor_arguments(args, kwargs):
-            if type(value) is list or type(value) is tuple:
-                raise TypeError(f"{self.name}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}")
+        count = len(args)
+        for position, name in self._positional_tensor_parameters:
+            if position < count:
+                t = type(args[position])
+                if t is list or t is tuple:
+                    raise self._not_tensor(name, position, args[position])
+        if kwargs:
+            for position, name in self.tensor_parameters:
+                t = type(kwargs.get(name))
+                if (t is list or t is tuple) and (position is None or position >= count):
+                    raise self._not_tensor(name, None, kwargs[name])
 
     def explain_attribute_error(self, args, kwargs, error):
         """Raise PyTorch's TypeError for an AttributeError that a non-tensor given for a tensor parameter caused.
@@ -200,13 +218,11 @@ class Op:
             TypeError: "clone(): argument 'input' (position 1) must be Tensor, not float".
         """
         message = str(error)
-        for name, where, value in self._tensor_arguments(args, kwargs):
+        for name, position, value in self._tensor_arguments(args, kwargs):
             if value is None or isinstance(value, Tensor) or hasattr(type(value), "__ember_function__"):
                 continue
             if f"'{type(value).__name__}' object has no attribute" in message:
-                raise TypeError(
-                    f"{self.name}(): argument '{name}'{where} must be Tensor, not {type(value).__name__}"
-                ) from None
+                raise self._not_tensor(name, position, value) from None
 
     def __call__(self, *args, **kwargs):
         return _dispatch.dispatch(self, args, kwargs)
