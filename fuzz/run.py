@@ -338,6 +338,14 @@ def _address_space() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def _limit_address_space(megabytes: int) -> None:
+    """Let this process's address space grow by ``megabytes`` at most: beyond, allocations raise MemoryError."""
+    limit = _address_space() + megabytes * 1024 * 1024
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard == resource.RLIM_INFINITY or limit < hard:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
 def _emit(**message) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
@@ -386,10 +394,7 @@ def worker(args) -> int:
     # Every seed must load: a target whose seeds fail tests nothing.
     for seed in seeds:
         target.load(seed)
-    limit = _address_space() + args.memory_limit * 1024 * 1024
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if hard == resource.RLIM_INFINITY or limit < hard:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    _limit_address_space(args.memory_limit)
     signal.signal(signal.SIGALRM, _on_alarm)
     current = Path(args.current)
     current.parent.mkdir(parents=True, exist_ok=True)
@@ -578,6 +583,7 @@ def _run_atheris(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
         f"-seed={args.seed + 1}",
         f"-artifact_prefix={CRASH_DIR}/{name}-atheris-",
         "-print_final_stats=1",
+        *([f"-runs={args.max_inputs}"] if args.max_inputs < 10**12 else []),
         "-max_len=65536",
         str(corpus),
     ]
@@ -623,6 +629,8 @@ def atheris_worker(args, libfuzzer_args: list[str]) -> None:
             return atheris.Mutate(data, max_size)
         return mutate(data or rng.choice(pool), rng, pool, target)[:max_size]
 
+    memory_limit = next((int(a.split("=")[1]) for a in libfuzzer_args if a.startswith("-rss_limit_mb=")), 2048)
+    _limit_address_space(memory_limit)
     atheris.Setup([sys.argv[0], *libfuzzer_args], test_one, custom_mutator=custom_mutator)
     atheris.Fuzz()
 
