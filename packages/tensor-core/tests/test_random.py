@@ -785,7 +785,7 @@ ERRORS = [
     (lambda: ember.randint(0.5, 3, (3,)), TypeError, "argument 'low' must be int, not float"),
     (lambda: ember.randperm(2.0), TypeError, "argument 'n' must be int, not float"),
     (lambda: ember.multinomial(ember.ones(3), 2.0), TypeError, "argument 'num_samples' must be int, not float"),
-    (lambda: ember.multinomial([0.5, 0.5], 1), TypeError, "argument 'input' must be Tensor, not list"),
+    (lambda: ember.multinomial([0.5, 0.5], 1), TypeError, r"argument 'input' \(position 1\) must be Tensor, not list"),
     (lambda: ember.zeros(3).random_(1.5), TypeError, "argument 'from_' must be int, not float"),
     (lambda: ember.zeros(3).uniform_("a"), TypeError, "argument 'from_' must be a real number, not str"),
     (lambda: ember.normal(2.0, 3.0), TypeError, "size is required"),
