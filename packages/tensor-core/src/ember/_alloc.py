@@ -14,6 +14,7 @@ A size that fits int64 may still not fit in memory: the backend's allocator then
 from __future__ import annotations
 
 import math
+import operator
 
 __all__ = ["INT64_MAX", "SURELY_FITS", "check_sizes", "AllocationError", "allocation_error"]
 
@@ -43,7 +44,11 @@ def check_sizes(shape, dtype, strides=None, offset=0):
     n = math.prod(shape)
     if type(n) is int and n <= SURELY_FITS:  # a product of numpy ints may have wrapped around: look closer
         return
-    _check_exactly([int(s) for s in shape], dtype, strides, offset)
+    try:
+        shape = [operator.index(s) for s in shape]
+    except TypeError:
+        return  # symbolic sizes (a compiler's SymPy symbols) are checked once they are numbers
+    _check_exactly(shape, dtype, strides, offset)
 
 
 def _check_exactly(shape, dtype, strides, offset):
