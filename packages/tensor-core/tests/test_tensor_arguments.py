@@ -136,6 +136,21 @@ def test_messages_name_the_argument(call, message):
     assert str(caught.value) == message
 
 
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda g: ember.complex(1.0, g), "complex(): argument 'real' (position 1) must be Tensor, not float"),
+        (lambda g: ember.Tensor.view_as(3.0, g), "view_as(): argument 'input' (position 1) must be Tensor, not float"),
+        (lambda g: ember.add([1.0, 2.0], g), "add(): argument 'input' (position 1) must be Tensor, not list"),
+    ],
+)
+def test_the_autograd_path_names_the_argument_too(call, message):
+    pytest.importorskip("ember.autograd")
+    with pytest.raises(TypeError) as caught:
+        call(ember.ones(2, requires_grad=True))
+    assert str(caught.value) == message
+
+
 def test_numbers_still_work_where_ops_take_them():
     x = ember.tensor([1.0, 2.0])
     assert ember.add(2, x).tolist() == [3.0, 4.0]

@@ -264,6 +264,9 @@ def dispatch(op, args, kwargs):
             return _autograd_handler(op, args, kwargs, device)
         except MemoryError as exc:
             raise _allocation_error(exc, device) from None
+        except AttributeError as exc:  # a number where a tensor belongs: name the argument
+            op.explain_attribute_error(args, kwargs, exc)
+            raise
     checked = op.checked_cpu
     if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
         try:
@@ -354,6 +357,9 @@ def run_below_modes(op, args, kwargs, scan=None):
             return _autograd_handler(op, args, kwargs, device)
         except MemoryError as exc:
             raise _allocation_error(exc, device) from None
+        except AttributeError as exc:  # a number where a tensor belongs: name the argument
+            op.explain_attribute_error(args, kwargs, exc)
+            raise
     try:
         return run_backend(op, args, kwargs, device)
     except AttributeError as exc:  # a number where a tensor belongs: name the argument (Op.explain_attribute_error)
