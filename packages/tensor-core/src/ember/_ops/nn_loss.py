@@ -983,7 +983,9 @@ def _multilabel_margin_loss_meta(input, target, size_average=None, reduce=None, 
         reduction (str): ``'none'``, ``'mean'`` or ``'sum'``.
 
     Returns:
-        Tensor: ``(N,)`` (0-dim for a 1-D input) with ``'none'``, else 0-dim.
+        Tensor: ``(N,)`` (0-dim for a 1-D input) with ``'none'``, else 0-dim. A NaN score in a
+        term of the sum makes the loss NaN (PyTorch's CPU kernel drops such terms; its
+        decomposition keeps them); pairs outside the sum never count, whatever their value.
 
     Raises:
         RuntimeError: for shapes or dtypes that don't fit, or a target out of range.
@@ -1147,7 +1149,9 @@ def _multi_margin_loss_meta(input, target, p=1, margin=1.0, weight=None, size_av
         reduction (str): ``'none'``, ``'mean'`` or ``'sum'``.
 
     Returns:
-        Tensor: the loss, per sample with ``'none'``.
+        Tensor: the loss, per sample with ``'none'``. A NaN score in a term of the sum makes the
+        loss NaN (PyTorch's CPU kernel drops such terms; its decomposition keeps them); the
+        target's own term never counts, whatever its value.
 
     Raises:
         ValueError: for ``p`` other than 1 and 2, a weight that is not 1-D, or an unknown reduction.
