@@ -169,22 +169,32 @@ def _join(header, structure, payload):
     return len(text).to_bytes(8, "little") + text + payload
 
 
-def _records(node, found):
-    """Every GraphModule record (ember's JSON dict with a "graph" key) under ``node``."""
-    if type(node) is list:
-        for item in node:
-            _records(item, found)
-    elif type(node) is dict:
-        if node.get("t") == "dict" and any(type(i) is list and i and i[0] == "graph" for i in node.get("items", ())):
-            found.append(node)
-        for value in node.values():
-            _records(value, found)
-    return found
+def _walk(root):
+    """Every dict under ``root`` (iteratively: mutated inputs may nest deeply)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if type(node) is list:
+            stack.extend(node)
+        elif type(node) is dict:
+            yield node
+            stack.extend(node.values())
+
+
+def _is_record(node, kind):
+    """Whether ``node`` is ember's JSON dict of a GraphModule record (``kind="graph"``) or of a layer."""
+    items = node.get("items") if node.get("t") == "dict" else None
+    if type(items) is not list:
+        return False
+    if kind == "graph":
+        return any(type(i) is list and i and i[0] == "graph" for i in items)
+    return any(type(i) is list and len(i) == 2 and i[0] == "kind" and i[1] == "layer" for i in items)
 
 
 def _items(node):
     """The ``[key, value]`` pairs of ember's JSON dict ``node`` (edited in place)."""
-    return node["items"] if type(node) is dict and node.get("t") == "dict" else []
+    items = node.get("items") if type(node) is dict and node.get("t") == "dict" else None
+    return [i for i in items if type(i) is list and len(i) == 2] if type(items) is list else []
 
 
 def _field(node, key):
@@ -248,10 +258,14 @@ def _mutate_layer(rng, record):
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
     try:
-        header, structure, payload = _split(data)
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return _mutate(data, rng)
+    except Exception:  # noqa: BLE001 - the input (perhaps itself a mutant) has another shape: leave it to the runner
         return data
-    records = _records(structure.get("root"), [])
+
+
+def _mutate(data, rng):
+    header, structure, payload = _split(data)
+    records = [node for node in _walk(structure.get("root")) if _is_record(node, "graph")]
     if not records:
         return data
     record = rng.choice(records)
@@ -272,8 +286,7 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
                 _mutate_node(rng, rng.choice(target[1]))
         elif part == "children":
             children = _field(record, "children")
-            layers = []
-            _layer_records(children[1] if children else None, layers)
+            layers = [node for node in _walk(children[1] if children else None) if _is_record(node, "layer")]
             if layers:
                 _mutate_layer(rng, rng.choice(layers))
         elif part == "tensors":
@@ -290,15 +303,3 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
             if training:
                 training[1] = rng.choice([[["", "x"]], [[["a"], True]], [["nope", True]], None])
     return _join(header, structure, payload)
-
-
-def _layer_records(node, found):
-    if type(node) is list:
-        for item in node:
-            _layer_records(item, found)
-    elif type(node) is dict:
-        kind = _field(node, "kind")
-        if kind is not None and kind[1] == "layer":
-            found.append(node)
-        for value in node.values():
-            _layer_records(value, found)

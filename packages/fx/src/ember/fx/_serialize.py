@@ -92,13 +92,15 @@ _ARITY = {  # (fewest, most) positional arguments per opcode
 }
 _TENSOR_KINDS = ("parameter", "buffer", "buffer_non_persistent", "tensor")
 
-# ember.nn classes that hold submodules: the saver never writes them as a layer record (their repr spans
-# lines), and some constructors loop over a count from their arguments (Transformer's num_encoder_layers).
-_CONTAINER_LAYERS = frozenset(
+# ember.nn classes the saver never writes as a layer record: those holding submodules (their repr spans
+# lines), some of whose constructors loop over a count from their arguments (Transformer's
+# num_encoder_layers), and base classes, whose arguments are not their subclasses' (RNNBase takes the mode
+# first, so its num_layers is not where the check of RNN/LSTM/GRU's looks).
+_NOT_LAYER_RECORDS = frozenset(
     {
         "Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "DataParallel",
         "Transformer", "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer",
-        "TransformerDecoderLayer", "MultiheadAttention", "AdaptiveLogSoftmaxWithLoss",
+        "TransformerDecoderLayer", "MultiheadAttention", "AdaptiveLogSoftmaxWithLoss", "RNNBase", "RNNCellBase",
     }
 )  # fmt: skip
 
@@ -566,8 +568,10 @@ class _Loader:
         cls = vars(nn).get(name) if type(name) is str and not name.startswith("_") else None
         if not (isinstance(cls, type) and issubclass(cls, nn.Module) and (cls.__module__ or "").startswith("ember.nn")):
             raise _error(f"submodule {where}: {name!r:.60} is not an ember.nn layer; refusing to load")
-        if name in _CONTAINER_LAYERS:
-            raise _error(f"submodule {where}: {name} holds submodules, so it is not saved as a layer; refusing to load")
+        if name in _NOT_LAYER_RECORDS:
+            raise _error(
+                f"submodule {where}: {name} is never saved as a layer record (it holds submodules or is a base)"
+            )
         if type(args) is not list or type(kwargs) is not dict:
             raise _error(f"submodule {where}: malformed constructor arguments")
         for key, value in kwargs.items():
