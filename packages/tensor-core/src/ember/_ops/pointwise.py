@@ -156,10 +156,14 @@ def _add_sub(name, np_fn, sign_word, check=None):
         return MetaArray(broadcast_shapes(shape_of(input), shape_of(other)), dtype.numpy_dtype)
 
     def cpu(input, other, *, alpha=1):
+        # quiet: inf - inf gives NaN and overflow gives inf silently, as in PyTorch
         if type(input) is Tensor and type(other) is Tensor and alpha == 1:
             a, b = input._data, other._data
             if a.dtype is b.dtype and a.ndim and b.ndim:  # no promotion; numpy returns an array
-                return np_fn(a, b)
+                return quiet(np_fn, a, b)
+        return quiet(_promoted, input, other, alpha)
+
+    def _promoted(input, other, alpha):
         np_dtype = binary_dtype(input, other).numpy_dtype
         b = operand(other, np_dtype)
         if alpha != 1:
