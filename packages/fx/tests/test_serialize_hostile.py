@@ -467,3 +467,23 @@ def test_fuzz_target_mutants_load_or_raise_serialization_error():
             refused += 1
         assert time.perf_counter() - start < _TIME_BOUND_S
     assert refused > 50  # the mutations reach the loader's checks
+
+
+def test_a_sparse_tensor_cannot_become_a_parameter():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = ember.arange(6.0).reshape(2, 3).to_sparse()  # a plain tensor attribute
+
+        def forward(self, x):
+            return ember.sparse.mm(self.table, x)
+
+    data = _saved(symbolic_trace(M()))
+    assert _load(data).table.layout == ember.sparse_coo
+
+    def as_parameter(record):
+        next(t for t in _get(record, "tensors") if t[0] == "table")[2] = "parameter"
+
+    _refused(
+        _tamper(data, as_parameter), "a Parameter must be a strided tensor, not ember.sparse_coo"
+    )  # RuntimeError before

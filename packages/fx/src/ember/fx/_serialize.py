@@ -47,6 +47,7 @@ import keyword
 import math
 import operator
 import unicodedata
+from collections import Counter
 
 __all__ = ["SAFE_BUILTINS", "register"]
 
@@ -487,8 +488,9 @@ class _Loader:
         if type(data["training"]) is not list or type(data["tensors"]) is not list:
             raise _error("training and tensors must be lists")
         tensors = [self.tensor_record(item) for item in data["tensors"]]
+        carried = Counter(target.rpartition(".")[0] for target, *_ in tensors)  # tensors per owner path
         root = Module()
-        built = self.children(root, data["children"], "", tensors, depth)
+        built = self.children(root, data["children"], "", carried, depth)
         for target, value, kind, requires_grad in tensors:
             self.install(root, target, value, kind, requires_grad)
         for path, layer in built:
@@ -515,6 +517,8 @@ class _Loader:
             raise _error(f"tensor record {target!r:.60} is invalid")
         if requires_grad and not (value.is_floating_point() or value.is_complex()):
             raise _error(f"tensor {target!r:.60}: only floating point and complex tensors can require grad")
+        if kind == "parameter" and value.layout != ember.strided:
+            raise _error(f"tensor {target!r:.60}: a Parameter must be a strided tensor, not {value.layout}")
         return item
 
     def training_flags(self, gm, flags):
@@ -528,7 +532,7 @@ class _Loader:
 
     # -- submodules --------------------------------------------------------------------------------
 
-    def children(self, module, children, where, tensors, depth):
+    def children(self, module, children, where, carried, depth):
         """Add the recorded children to ``module``; returns the ``(path, layer)`` pairs built."""
         from ember.nn import Module
 
@@ -549,17 +553,20 @@ class _Loader:
                 child = self.graph_module(record["value"], depth + 1)
             elif kind == "holder" and set(record) == {"kind", "children"}:
                 child = Module()
-                built += self.children(child, record["children"], f"{path}.", tensors, depth + 1)
+                built += self.children(child, record["children"], f"{path}.", carried, depth + 1)
             elif kind == "layer":
-                child = self.layer(record, path, tensors)
+                child = self.layer(record, path, carried[path])
                 built.append((path, child))
             else:
                 raise _error(f"submodule {path}: unknown record kind {kind!r:.30}")
             module.add_module(name, child)
         return built
 
-    def layer(self, record, where, tensors):
-        """An ember.nn layer built on the meta device; the file's tensors replace every tensor it has."""
+    def layer(self, record, where, carried):
+        """An ember.nn layer built on the meta device; the file's tensors replace every tensor it has.
+
+        ``carried`` is the number of tensor records the file has for this layer.
+        """
         import ember.nn as nn
 
         if set(record) != {"kind", "class", "args", "kwargs"}:
@@ -584,7 +591,6 @@ class _Loader:
             # The constructor loops over num_layers: bound it by the tensors the file carries for this layer
             # (at least two weights per layer) before looping.
             layers = kwargs.get("num_layers", args[2] if len(args) > 2 else 1)
-            carried = sum(1 for item in tensors if item[0].startswith(f"{where}."))
             if type(layers) is not int or not 1 <= layers <= max(carried // 2, 1):
                 raise _error(
                     f"submodule {where}: {name} with num_layers={layers!r:.30} needs more tensors than the "
@@ -815,9 +821,10 @@ class _Loader:
                 inspect.Signature(params)
             except ValueError as exc:  # duplicates, "self" again, order of kinds and defaults
                 raise _error(f"the placeholders do not make a valid signature: {exc}") from None
+            by_name = {n.name: n for n in graph.nodes}
             for bare, node in names.items():
-                other = next((n for n in graph.nodes if n.name == bare and n is not node), None)
-                if other is not None:
+                other = by_name.get(bare, node)
+                if other is not node:
                     raise _error(f"node {node.name!r}: placeholder target {bare!r} is the name of node {other.name!r}")
         else:
             names = dict.fromkeys(info.orig_args)
