@@ -462,3 +462,26 @@ def test_strided_operands_of_sparse_functions():
         ember.sparse.sum(a)
     with pytest.raises(RuntimeError, match="sparse tensor"):
         ember.sparse.softmax(a, 0)
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda layout: ember.zeros(2, 3, layout=layout),
+        lambda layout: ember.empty(2, layout=layout),
+        lambda layout: ember.full((2,), 1.0, layout=layout),
+        lambda layout: ember.zeros_like(ember.ones(2), layout=layout),
+        lambda layout: ember.arange(3, layout=layout),
+        lambda layout: ember.rand(2, layout=layout),
+        lambda layout: ember.randn_like(ember.ones(2), layout=layout),
+        lambda layout: ember.tril_indices(3, 3, layout=layout),
+    ],
+)
+def test_factories_refuse_sparse_layouts_instead_of_ignoring_them(factory):
+    # a sparse layout= once gave a dense tensor silently
+    for layout in (ember.sparse_coo, ember.sparse_csr):
+        with pytest.raises(NotImplementedError, match="sparse_coo_tensor"):
+            factory(layout)
+    with pytest.raises(TypeError, match="argument 'layout' must be ember.layout, not str"):
+        factory("sparse")
+    assert factory(ember.strided).layout is ember.strided

@@ -9,7 +9,7 @@ tensors"). Each layout is a singleton, so ``t.layout is ember.sparse_coo`` and
 
 from __future__ import annotations
 
-__all__ = ["layout", "strided", "sparse_coo", "sparse_csr"]
+__all__ = ["layout", "strided", "sparse_coo", "sparse_csr", "check_strided"]
 
 
 class layout:  # noqa: N801 - PyTorch's name (torch.layout)
@@ -45,3 +45,24 @@ class layout:  # noqa: N801 - PyTorch's name (torch.layout)
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
+
+
+def check_strided(op, given):
+    """Refuse a ``layout=`` value (``given``) other than ``ember.strided`` or None for the factory ``op``.
+
+    Ember's factories make strided tensors only; a sparse layout would otherwise be ignored
+    and a dense tensor returned.
+
+    Raises:
+        TypeError: if ``layout`` is not an ``ember.layout``.
+        NotImplementedError: for ``ember.sparse_coo``/``ember.sparse_csr``, naming the sparse
+            constructors to use instead.
+    """
+    if given is None or given is strided:
+        return
+    if not isinstance(given, layout):
+        raise TypeError(f"{op}(): argument 'layout' must be ember.layout, not {type(given).__name__}")
+    raise NotImplementedError(
+        f"ember.{op}(layout={given!r}) is not supported: factories make strided tensors; build a sparse "
+        "tensor with ember.sparse_coo_tensor / ember.sparse_csr_tensor or convert with Tensor.to_sparse()"
+    )

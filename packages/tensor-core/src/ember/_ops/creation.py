@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._device import canonical_device, get_backend
+from .._layout import check_strided
 from .._meta import MetaArray, contiguous_strides, dense_strides_like
 from .._tensor import Tensor
 from ._registry import COMPOSITE, defop
@@ -42,6 +43,7 @@ def _check_dtype(dtype, name="dtype"):
 
 def _factory_meta(name):
     def meta(*size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False, memory_format=None):
+        check_strided(name, layout)
         _check_dtype(dtype)
         return MetaArray(normalize_size(size), _float_dtype(dtype).numpy_dtype)
 
@@ -124,6 +126,7 @@ def _full_meta(size, fill_value, *, dtype=None, layout=None, device=None, requir
         >>> ember.full((2,), 7)
         tensor([7, 7])
     """
+    check_strided("full", layout)
     _check_dtype(dtype)
     check_number_argument("full", "fill_value", 2, fill_value, tensor_ok=False)
     out_dtype = _fill_dtype(fill_value, dtype)
@@ -183,6 +186,7 @@ full = defop("full", _full_meta, cpu=_full_cpu, has_out=True, tags=_FACTORY)
 
 def _empty_strided_meta(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     """An uninitialised tensor with the given ``size`` and ``stride`` (elements)."""
+    check_strided("empty_strided", layout)
     size = normalize_size((size,))
     stride = tuple(stride)
     if len(stride) != len(size):
@@ -214,6 +218,7 @@ def _like(name, factory, doc_fill):
         )
 
     def meta(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        check_strided(name, layout)
         _check_dtype(dtype)
         return MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
 
@@ -248,6 +253,7 @@ def _full_like_meta(
     Raises:
         TypeError: if ``fill_value`` is not a number (or a zero-dim tensor).
     """
+    check_strided("full_like", layout)
     check_number_argument("full_like", "fill_value", 2, fill_value, tensor_ok=False)
     return MetaArray(input._data.shape, (input.dtype if dtype is None else dtype).numpy_dtype)
 
@@ -305,6 +311,7 @@ def _arange_meta(
         >>> ember.arange(1, 4)
         tensor([1, 2, 3])
     """
+    check_strided("arange", layout)
     start, end, step = _arange_args(start, end, step)
     n = _arange_length(start, end, step)
     return MetaArray((n,), _arange_dtype((start, end, step), dtype).numpy_dtype)
@@ -335,6 +342,7 @@ def _linspace_meta(start, end, steps, *, dtype=None, layout=None, device=None, r
         >>> ember.linspace(0, 1, 5)
         tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
     """
+    check_strided("linspace", layout)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     complex_bounds = any(
@@ -385,6 +393,7 @@ def _logspace_meta(start, end, steps, base=10.0, *, dtype=None, layout=None, dev
         >>> ember.logspace(0, 2, 3)
         tensor([  1.,  10., 100.])
     """
+    check_strided("logspace", layout)
     return _linspace_meta(start, end, steps, dtype=dtype)
 
 
@@ -409,6 +418,7 @@ def _eye_meta(n, m=None, *, dtype=None, layout=None, device=None, requires_grad=
         tensor([[1., 0.],
                 [0., 1.]])
     """
+    check_strided("eye", layout)
     m = n if m is None else m
     if n < 0 or m < 0:
         raise RuntimeError(f"n and m must be non-negative, got n={n}, m={m}")
@@ -428,6 +438,7 @@ def _scalar_tensor_meta(s, *, dtype=None, layout=None, device=None, requires_gra
     Raises:
         TypeError: if ``s`` is not a number.
     """
+    check_strided("scalar_tensor", layout)
     check_number_argument("scalar_tensor", "s", 1, s, tensor_ok=False)
     return MetaArray((), _float_dtype(dtype).numpy_dtype)
 
@@ -567,6 +578,7 @@ def _to_copy_meta(
     Raises:
         NotImplementedError: when copying data out of a meta tensor.
     """
+    check_strided("_to_copy", layout)
     _check_dtype(dtype)
     target = canonical_device(device) if device is not None else input.device
     if input.device.type == "meta" and target.type != "meta":

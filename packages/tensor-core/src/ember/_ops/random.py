@@ -26,6 +26,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import _random
 from .._device import canonical_device
+from .._layout import check_strided
 from .._meta import MetaArray
 from .._tensor import Tensor
 from ._registry import COMPOSITE, defop
@@ -297,6 +298,7 @@ def _rand_meta(*size, generator=None, dtype=None, layout=None, device=None, requ
         >>> all(0 <= v < 1 for row in x.tolist() for v in row)
         True
     """
+    check_strided("rand", layout)
     return _factory_meta("rand", size, generator, dtype, device)
 
 
@@ -343,6 +345,7 @@ def _randn_meta(*size, generator=None, dtype=None, layout=None, device=None, req
         >>> [round(v, 4) for v in ember.randn(4, generator=g, dtype=ember.float64).tolist()]
         [0.1257, -0.1321, 0.6404, 0.1049]
     """
+    check_strided("randn", layout)
     return _factory_meta("randn", size, generator, dtype, device)
 
 
@@ -416,6 +419,7 @@ def _randint_meta(
         >>> ember.randint(-3, 3, (2, 2), generator=g).shape
         ember.Size([2, 2])
     """
+    check_strided("randint", layout)
     low, high, shape = _randint_args(low, high, size)
     _check_dtype_arg("randint", dtype)
     dtype = D.int64 if dtype is None else dtype
@@ -463,6 +467,7 @@ def _randperm_meta(n, *, generator=None, dtype=None, layout=None, device=None, r
         >>> sorted(ember.randperm(5, generator=g).tolist())
         [0, 1, 2, 3, 4]
     """
+    check_strided("randperm", layout)
     n = _integer("randperm", "n", n)
     _check_dtype_arg("randperm", dtype)
     dtype = D.int64 if dtype is None else dtype
@@ -559,6 +564,7 @@ def _normal_meta(
         >>> ember.normal(5.0, 0.0, (3,), generator=g).tolist()
         [5.0, 5.0, 5.0]
     """
+    check_strided("normal", layout)
     shape, out_dtype, dev = _normal_spec(mean, std, size, dtype, device)
     _check_generator("normal", generator, dev)
     return MetaArray(shape, out_dtype.numpy_dtype)
@@ -793,6 +799,7 @@ def _like_doc(name, what):
 
 def _like_meta(name, sampler):
     def meta(input, *, generator=None, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
+        check_strided(name, layout)
         _check_tensor(name, "input", input)
         _check_dtype_arg(name, dtype)
         out_dtype = input.dtype if dtype is None else dtype
@@ -859,6 +866,7 @@ def _randint_like_meta(
         >>> x.dtype, all(3 <= v < 5 for v in x.tolist())
         (ember.int32, True)
     """
+    check_strided("randint_like", layout)
     _check_tensor("randint_like", "input", input)
     low = _integer("randint_like", "low", low)
     high = None if high is None else _integer("randint_like", "high", high)

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import _C
 from .. import _dtype as D
+from .._layout import check_strided
 from .._meta import MetaArray, contiguous_strides
 from .._tensor import Tensor
 from ._pointwise_helpers import _torch_name
@@ -2696,6 +2697,7 @@ def _triangle_count(row, col, offset):
 def _tri_indices(name, lower):
     side = "lower" if lower else "upper"
     def meta(row, col, offset=0, *, dtype=None, device=None, layout=None, requires_grad=False, pin_memory=False):
+        check_strided(name, layout)
         for arg, value in (("row", row), ("col", col), ("offset", offset)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
                 raise TypeError(f"{name}(): argument '{arg}' must be int, not {type(value).__name__}")
