@@ -487,3 +487,18 @@ def test_a_sparse_tensor_cannot_become_a_parameter():
     _refused(
         _tamper(data, as_parameter), "a Parameter must be a strided tensor, not ember.sparse_coo"
     )  # RuntimeError before
+
+
+def test_submodule_names_that_normalize_to_other_attributes_are_not_written_as_attributes(tmp_path):
+    # Python reads the full-width name as "to_folder": the code called GraphModule.to_folder(path),
+    # which writes files, where the graph calls the child module of that name.
+    name = "\uff54\uff4f\uff3f\uff46\uff4f\uff4c\uff44\uff45\uff52"
+    root = nn.Module()
+    root.add_module(name, nn.Identity())
+    graph = Graph()
+    graph.placeholder("x")
+    graph.output(graph.call_module(name, (str(tmp_path / "written"),)))
+    loaded = _load(_saved(GraphModule(root, graph)))
+    assert f"getattr(self, {name!r})" in loaded.code
+    assert loaded(ember.ones(1)) == str(tmp_path / "written")  # the Identity child's answer
+    assert not (tmp_path / "written").exists()

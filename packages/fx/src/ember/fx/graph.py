@@ -29,6 +29,7 @@ import keyword
 import math
 import operator
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -581,11 +582,17 @@ class Graph:
         return _CodeGen(self, root_module, verbose).generate()
 
 
+def _reads_as_itself(name):
+    """Whether ``name`` can be written as ``obj.name``: an identifier that Python's NFKC normalisation
+    leaves alone (``obj.ｔｏ＿ｆｏｌｄｅｒ`` would read ``obj.to_folder``)."""
+    return name.isidentifier() and not keyword.iskeyword(name) and unicodedata.normalize("NFKC", name) == name
+
+
 def _attr_path(root, target):
     """``self.layer1.conv`` or ``getattr(self.seq, "0")`` for a qualified name."""
     expr = root
     for atom in target.split("."):
-        expr = f"{expr}.{atom}" if atom.isidentifier() and not keyword.iskeyword(atom) else f"getattr({expr}, {atom!r})"
+        expr = f"{expr}.{atom}" if _reads_as_itself(atom) else f"getattr({expr}, {atom!r})"
     return expr
 
 
@@ -706,7 +713,7 @@ class _CodeGen:
                 return template.format(*(self.operand(a) for a in args))
             if target is operator.getitem and len(args) == 2:
                 return f"{self.operand(args[0])}[{self.index(args[1])}]"
-            if target is builtins.getattr and len(args) == 2 and isinstance(args[1], str) and args[1].isidentifier():
+            if target is builtins.getattr and len(args) == 2 and isinstance(args[1], str) and _reads_as_itself(args[1]):
                 return f"{self.operand(args[0])}.{args[1]}"
         return f"{self.function_expr(target)}({self.call_args(args, kwargs)})"
 
