@@ -185,6 +185,13 @@ def test_allocation_error_is_a_runtime_and_memory_error():
     assert issubclass(AllocationError, RuntimeError) and issubclass(AllocationError, MemoryError)
 
 
+def test_out_of_memory_error_has_pytorchs_names():
+    # programs catch torch.cuda.OutOfMemoryError / torch.OutOfMemoryError to retry with smaller batches
+    assert ember.OutOfMemoryError is ember.cuda.OutOfMemoryError is AllocationError
+    with pytest.raises(ember.cuda.OutOfMemoryError, match=f"you tried to allocate {2**60} bytes"):
+        ember.empty(2**58)  # 2**60 bytes: more than any address space, whatever the overcommit policy
+
+
 def test_ordinary_sizes_still_work():
     x = F.pad(ember.ones(1, 1, 4), (2, 1))
     assert x.shape == (1, 1, 7) and x.sum().item() == 4

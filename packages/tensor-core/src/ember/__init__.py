@@ -88,6 +88,7 @@ from ._legacy_types import (  # noqa: E402 - PyTorch's legacy tensor types (embe
     typename,
 )
 from .serialization import SerializationError, load, save  # noqa: E402
+from ._alloc import OutOfMemoryError  # noqa: E402,F401 - torch.OutOfMemoryError
 from ._layout import layout, sparse_coo, sparse_csr, strided  # noqa: E402
 from . import sparse  # noqa: E402
 from .sparse import sparse_coo_tensor, sparse_csr_tensor, spmm  # noqa: E402

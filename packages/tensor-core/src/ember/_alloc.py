@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import operator
 
-__all__ = ["INT64_MAX", "SURELY_FITS", "check_sizes", "AllocationError", "allocation_error"]
+__all__ = ["INT64_MAX", "SURELY_FITS", "check_sizes", "AllocationError", "OutOfMemoryError", "allocation_error"]
 
 #: The largest element count and storage size (in bytes) a tensor may have.
 INT64_MAX = 2**63 - 1
@@ -77,6 +77,11 @@ class AllocationError(RuntimeError, MemoryError):
     A ``RuntimeError``, as PyTorch raises; also a ``MemoryError``, so code written against
     numpy's ``MemoryError`` still catches it.
     """
+
+
+#: PyTorch's name (``torch.OutOfMemoryError``, ``torch.cuda.OutOfMemoryError``), which programs
+#: catch to retry with a smaller batch; ember raises the one class on every device.
+OutOfMemoryError = AllocationError
 
 
 def allocation_error(exc, device):

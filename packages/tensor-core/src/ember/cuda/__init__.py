@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 
 from . import _pinned
+from .._alloc import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError (the same class as ember.OutOfMemoryError)
 from .. import _legacy_types
 from ._runtime import INSTALL_HINT, cupy_module
 from ._runtime import is_available as _cupy_available
@@ -58,6 +59,7 @@ __all__ = [
     "default_generators",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
     "reset_peak_memory_stats", "empty_cache", "mem_get_info", "memory_summary", "INSTALL_HINT",
+    "OutOfMemoryError",
 ]
 
 
