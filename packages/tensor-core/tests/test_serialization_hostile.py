@@ -361,3 +361,13 @@ def test_temporary_names_stay_short_for_long_targets(tmp_path):
     ember.save({"x": 1}, tmp_path / name)
     assert ember.load(tmp_path / name) == {"x": 1}
     assert sorted(os.listdir(tmp_path)) == [name]
+
+
+def test_repeated_small_nodes_keep_their_exact_values():
+    # Repeated small nodes are parsed once and shared; values that compare equal stay distinct.
+    obj = [-0.0, 0.0, complex(-0.0, 0.0), complex(0.0, -0.0), 1, True, 1.0, "1", None] * 3
+    loaded = load_bytes(saved_bytes(obj))
+    assert [repr(x) for x in loaded] == [repr(x) for x in obj]
+    assert [type(x) for x in loaded] == [type(x) for x in obj]
+    refs = load_bytes(saved_bytes([ember.ones(1)] * 1000 + [float("nan")] * 1000))
+    assert all(t is refs[0] for t in refs[:1000]) and all(math.isnan(x) for x in refs[1000:])

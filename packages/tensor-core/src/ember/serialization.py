@@ -122,6 +122,7 @@ _CHUNK = 64 * 1024 * 1024  # bytes per read/write call on streams
 
 _BY_CODE = {d._safetensors_code: d for d in ALL_DTYPES}
 _FIELD_SETS = {}  # the field names of a node kind -> the keys its JSON object must have
+_SHAREABLE = frozenset((type(None), bool, int, str))
 _PLAIN_JSON = frozenset((type(None), bool, int, float, str))  # nodes that decode to themselves
 _ENTRY_FIELDS = frozenset(("dtype", "shape", "data_offsets"))
 _RECORD_FIELDS = frozenset(("storage", "dtype", "shape", "stride", "storage_offset", "requires_grad"))
@@ -1080,7 +1081,7 @@ class _Reader:
         # numpy arrays or bytes: the common state dict skips the walk that looks for them.
         host_nodes = any(word in text for word in ('"ndarray"', '"bytes"', "\\u"))
         try:
-            structure = json.loads(text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant)
+            structure = json.loads(text, object_pairs_hook=_SharedSmallObjects(), parse_constant=_reject_constant)
         except (ValueError, RecursionError) as exc:
             raise self.error(f"the structure in the metadata is not valid JSON: {exc}") from None
         del text
@@ -1366,6 +1367,7 @@ class _Decoder:
             if isinstance(key, Tensor) or key in result:
                 raise self.error(where, f"dict key {_short(key)} is repeated or not a valid key")
             value = item[1]
+            items[i] = None  # the parsed pair is not needed again: a big dict is not held twice
             result[key] = value if type(value) in _PLAIN_JSON else self.decode(value, _Lazy("{}[{!r}]", where, key))
         return result
 
@@ -1531,6 +1533,34 @@ def _reject_duplicate_keys(pairs):
                 raise ValueError(f"duplicate key {_short(key)}")
             seen.add(key)
     return result
+
+
+class _SharedSmallObjects:
+    """``object_pairs_hook`` for the structure: rejects duplicate keys, and parses repeated small nodes once.
+
+    A list of a million ``{"t": "tensor", "i": 0}`` (or ``{"t": "float", "v": "nan"}``) then holds
+    one dict a million times instead of a million dicts. Only objects whose values are all scalars
+    are shared (nothing mutates them: the decoder changes lists in place, never objects), and only
+    the first few thousand distinct ones are remembered, so distinct nodes cost nothing extra.
+    """
+
+    _LIMIT = 4096
+
+    def __init__(self):
+        self.seen = {}
+
+    def __call__(self, pairs):
+        result = _reject_duplicate_keys(pairs)
+        # (No floats: 0.0 and -0.0 are equal keys. The type is part of the key: 1 and true are equal too.)
+        if len(pairs) > 3 or not all(type(v) in _SHAREABLE for _, v in pairs):
+            return result
+        key = tuple((k, type(v), v) for k, v in pairs)
+        shared = self.seen.get(key)
+        if shared is not None:
+            return shared
+        if len(self.seen) < self._LIMIT:
+            self.seen[key] = result
+        return result
 
 
 @contextlib.contextmanager
