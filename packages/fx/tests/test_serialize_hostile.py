@@ -502,3 +502,35 @@ def test_submodule_names_that_normalize_to_other_attributes_are_not_written_as_a
     assert f"getattr(self, {name!r})" in loaded.code
     assert loaded(ember.ones(1)) == str(tmp_path / "written")  # the Identity child's answer
     assert not (tmp_path / "written").exists()
+
+
+@pytest.mark.parametrize(("op", "name"), [("call_module", "to_folder"), ("call_module", "recompile")])
+def test_children_named_like_graph_module_attributes_are_refused(tmp_path, op, name):
+    # A child "to_folder" was registered, but self.to_folder(path) in forward is the method: it wrote files.
+    root = nn.Module()
+    root.add_module(name, nn.Identity())
+    graph = Graph()
+    graph.placeholder("x")
+    graph.output(graph.create_node(op, name, (str(tmp_path / "written"),)))
+    _refused(_saved(GraphModule(root, graph)), f"target '{name}' reads a method of the GraphModule")
+    assert not (tmp_path / "written").exists()
+
+
+@pytest.mark.parametrize("kind", ["parameter", "buffer", "tensor"])
+def test_tensors_named_like_graph_module_attributes_are_refused(kind):
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = nn.Parameter(ember.ones(2))
+
+        def forward(self, x):
+            return x * self.scale
+
+    saved = _saved(symbolic_trace(M()))
+
+    def to_meta(record):
+        entry = next(t for t in _get(record, "tensors") if t[0] == "scale")
+        entry[0], entry[2] = "meta", kind  # GraphModule sets self.meta = {}
+        _set(_node(record, "get_attr"), "target", "meta")
+
+    _refused(_tamper(saved, to_meta), "cannot build the GraphModule|target 'meta' reads a dict of the GraphModule")

@@ -500,8 +500,9 @@ class _Loader:
         graph = self.graph(data["graph"], root)
         try:
             gm = GraphModule(root, graph, name)
-        except (SyntaxError, NameError) as exc:  # the checks above should make this unreachable
-            raise _error(f"the stored graph does not make valid code: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - e.g. a tensor named "meta", which GraphModule sets to a dict
+            raise _error(f"cannot build the GraphModule: {type(exc).__name__}: {exc}"[:300]) from None
+        _check_reads(gm)
         self.training_flags(gm, data["training"])
         return gm
 
@@ -841,9 +842,12 @@ class _Loader:
 
 def _member(module, field):
     """The tensor ``module`` holds as ``field`` (parameter, buffer or plain attribute), without running properties."""
+    import ember
+
     value = module._parameters.get(field)
     value = module._buffers.get(field) if value is None else value
-    return vars(module).get(field) if value is None else value
+    value = vars(module).get(field) if value is None else value
+    return value if isinstance(value, ember.Tensor) else None
 
 
 def _check_target(root, target, op, where):
@@ -867,6 +871,35 @@ def _check_target(root, target, op, where):
             f"{where}: {op} target {target!r:.60} is a {type(value).__name__}, not a {expected.__name__}; "
             "refusing to load"
         )
+
+
+def _check_reads(gm):
+    """What the generated code reads for a target (attribute lookups) must be the member the target names.
+
+    A GraphModule has attributes a plain module lacks: a child named ``to_folder`` is registered, but
+    ``self.to_folder`` is the method, which writes files; a tensor named ``meta`` is replaced by a dict.
+    """
+    for node in gm.graph.nodes:
+        if node.op not in ("get_attr", "call_module"):
+            continue
+        *path, field = node.target.split(".")
+        owner = gm
+        for atom in path:
+            owner = owner._modules.get(atom) if owner is not None else None
+        member = (
+            None if owner is None else owner._modules.get(field) if node.op == "call_module" else _member(owner, field)
+        )
+        read = gm
+        try:
+            for atom in node.target.split("."):
+                read = getattr(read, atom)
+        except Exception:  # noqa: BLE001 - a property of the module raising: not the member either
+            read = None
+        if member is None or read is not member:
+            raise _error(
+                f"node {node.name!r}: {node.op} target {node.target!r:.60} reads a {type(read).__name__} of the "
+                f"GraphModule, not the saved {'module' if node.op == 'call_module' else 'tensor'}; refusing to load"
+            )
 
 
 def _decode(data):
