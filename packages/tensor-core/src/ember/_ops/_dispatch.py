@@ -254,35 +254,28 @@ def dispatch(op, args, kwargs):
         if sequence:  # no tensor (a factory's size tuple): the general path finds the default device
             return _dispatch_general(op, args, kwargs)
         device = _CPU
-    if needs_grad and _autograd_handler is not None and state.grad_enabled:
-        try:  # autograd's recorders may call the checked kernels themselves
+    # One handler for the layers below (a try costs nothing until it raises): a kernel's failed
+    # allocation becomes PyTorch's RuntimeError, and a number where a tensor belongs names the
+    # argument (Op.explain_attribute_error). Autograd's recorders may call checked kernels too.
+    try:
+        if needs_grad and _autograd_handler is not None and state.grad_enabled:
             recorder = autograd_recorders.get(op)
             if recorder is not None:
                 result = recorder(args, device)
                 if result is not NotImplemented:
                     return result
             return _autograd_handler(op, args, kwargs, device)
-        except MemoryError as exc:
-            raise _allocation_error(exc, device) from None
-        except AttributeError as exc:  # a number where a tensor belongs: name the argument
-            op.explain_attribute_error(args, kwargs, exc)
-            raise
-    checked = op.checked_cpu
-    if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
-        try:
+        checked = op.checked_cpu
+        if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
             array = checked(*args)
-        except MemoryError as exc:
-            raise _allocation_error(exc, device) from None
-        except AttributeError as exc:  # a number where a tensor belongs (the try costs nothing until it raises)
-            op.explain_attribute_error(args, kwargs, exc)
-            raise
-        if array is not None:
-            result = _new_object(Tensor)
-            result._data = array
-            result._device = device
-            return result
-    try:
+            if array is not None:
+                result = _new_object(Tensor)
+                result._data = array
+                result._device = device
+                return result
         return run_backend(op, args, kwargs, device)
+    except MemoryError as exc:
+        raise _allocation_error(exc, device) from None
     except AttributeError as exc:
         op.explain_attribute_error(args, kwargs, exc)
         raise
@@ -352,17 +345,13 @@ def run_below_modes(op, args, kwargs, scan=None):
     if device is None or (kwargs and "factory" in op.tags and kwargs.get("device") is not None):
         # A factory's device= wins over its tensor arguments' (empty_like(meta_tensor, device="cpu")).
         device = canonical_device(kwargs.get("device")) if kwargs else canonical_device(None)
-    if scan.needs_grad and _autograd_handler is not None and state.grad_enabled:
-        try:  # autograd's recorders may call the checked kernels themselves
+    try:  # as in dispatch: failed allocations and numbers where tensors belong get PyTorch's errors
+        if scan.needs_grad and _autograd_handler is not None and state.grad_enabled:
             return _autograd_handler(op, args, kwargs, device)
-        except MemoryError as exc:
-            raise _allocation_error(exc, device) from None
-        except AttributeError as exc:  # a number where a tensor belongs: name the argument
-            op.explain_attribute_error(args, kwargs, exc)
-            raise
-    try:
         return run_backend(op, args, kwargs, device)
-    except AttributeError as exc:  # a number where a tensor belongs: name the argument (Op.explain_attribute_error)
+    except MemoryError as exc:
+        raise _allocation_error(exc, device) from None
+    except AttributeError as exc:
         op.explain_attribute_error(args, kwargs, exc)
         raise
 
