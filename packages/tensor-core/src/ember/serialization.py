@@ -1538,10 +1538,11 @@ def _reject_duplicate_keys(pairs):
 class _SharedSmallObjects:
     """``object_pairs_hook`` for the structure: rejects duplicate keys, and parses repeated small nodes once.
 
-    A list of a million ``{"t": "tensor", "i": 0}`` (or ``{"t": "float", "v": "nan"}``) then holds
-    one dict a million times instead of a million dicts. Only objects whose values are all scalars
-    are shared (nothing mutates them: the decoder changes lists in place, never objects), and only
-    the first few thousand distinct ones are remembered, so distinct nodes cost nothing extra.
+    A list of a million ``{"t": "tensor", "i": 0}`` (or ``{"t": "dtype", "v": "float32"}``) then
+    holds one dict a million times instead of a million dicts. Only two-field objects of
+    scalar values are shared (the tagged nodes that get repeated), floats excepted (0.0 and -0.0
+    are equal keys); nothing mutates them (the decoder changes lists in place, never objects);
+    and only the first few thousand distinct ones are remembered, so distinct nodes cost nothing.
     """
 
     _LIMIT = 4096
@@ -1550,17 +1551,18 @@ class _SharedSmallObjects:
         self.seen = {}
 
     def __call__(self, pairs):
-        result = _reject_duplicate_keys(pairs)
-        # (No floats: 0.0 and -0.0 are equal keys. The type is part of the key: 1 and true are equal too.)
-        if len(pairs) > 3 or not all(type(v) in _SHAREABLE for _, v in pairs):
-            return result
-        key = tuple((k, type(v), v) for k, v in pairs)
-        shared = self.seen.get(key)
-        if shared is not None:
-            return shared
-        if len(self.seen) < self._LIMIT:
-            self.seen[key] = result
-        return result
+        if len(pairs) == 2:  # (unrolled: this runs for every object of the structure)
+            (k0, v0), (k1, v1) = pairs
+            t0, t1 = type(v0), type(v1)
+            if t0 in _SHAREABLE and t1 in _SHAREABLE and k0 != k1:
+                key = (k0, t0, v0, k1, t1, v1)  # (the types too: 1 and true are equal keys)
+                shared = self.seen.get(key)
+                if shared is None:
+                    shared = {k0: v0, k1: v1}
+                    if len(self.seen) < self._LIMIT:
+                        self.seen[key] = shared
+                return shared
+        return _reject_duplicate_keys(pairs)
 
 
 @contextlib.contextmanager
