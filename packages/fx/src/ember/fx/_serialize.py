@@ -647,7 +647,10 @@ class _Loader:
 
         cached = self.parameters.get(id(value))
         if cached is None or cached[0] is not value:
-            cached = (value, Parameter(value, requires_grad=requires_grad))
+            try:
+                cached = (value, Parameter(value, requires_grad=requires_grad))
+            except RuntimeError as exc:  # a tensor subclass that cannot be a Parameter
+                raise _error(f"a tensor of type {type(value).__name__} cannot be a Parameter: {exc}") from None
             self.parameters[id(value)] = cached
         elif cached[1].requires_grad != requires_grad:
             raise _error("a tensor saved as two parameters differs in requires_grad")
@@ -834,7 +837,11 @@ class _Loader:
             for name in names:
                 _check_python_name(name, "pytree record", "original argument name")
         # Names the generated code reads from its globals or builtins: a parameter of that name would hide them.
-        taken = {"self", *graph.python_code("self").globals, *self.builtins_called, *_BUILTINS_IN_CODE}
+        try:
+            code_globals = graph.python_code("self").globals
+        except Exception as exc:  # noqa: BLE001 - the checks above should make this unreachable
+            raise _error(f"the stored graph does not make code: {type(exc).__name__}: {exc}"[:300]) from None
+        taken = {"self", *code_globals, *self.builtins_called, *_BUILTINS_IN_CODE}
         for name in names:
             if name in taken:
                 raise _error(f"parameter name {name!r} is a name the generated code uses (self, a global or a builtin)")
