@@ -18,6 +18,8 @@ import io
 import json
 import math
 import random
+import tokenize
+import unicodedata
 
 import ember
 import ember.fx  # noqa: F401 - ImportError here makes the runner skip this target
@@ -149,6 +151,27 @@ def load(data: bytes) -> None:
         _ = loaded.code, repr(loaded), str(loaded.graph), loaded.print_readable(print_output=False)
         for _name, tensor in loaded.state_dict().items():
             _ = tensor.shape, tensor.dtype
+        _check_invariants(loaded)
+
+
+def _check_invariants(gm):
+    """What a loaded module's code can reach: an AssertionError here is a finding (an escape, not a crash)."""
+    for module in gm.modules():
+        if not isinstance(module, ember.fx.GraphModule):
+            continue
+        # Every name in the code reads as itself (Python would read a full-width "self" as self).
+        for token in tokenize.generate_tokens(io.StringIO(module.code).readline):
+            if token.type == tokenize.NAME and unicodedata.normalize("NFKC", token.string) != token.string:
+                raise AssertionError(f"the generated code spells {token.string!r}, which Python reads differently")
+        # Every target, looked up as the code does, is a tensor (get_attr) or a module (call_module).
+        for node in module.graph.nodes:
+            if node.op in ("get_attr", "call_module"):
+                value = module
+                for atom in node.target.split("."):
+                    value = getattr(value, atom)
+                expected = ember.Tensor if node.op == "get_attr" else nn.Module
+                if not isinstance(value, expected):
+                    raise AssertionError(f"{node.op} {node.target!r} reads a {type(value).__name__}")
 
 
 # --------------------------------------------------------------------------- mutations
@@ -207,6 +230,8 @@ def _field(node, key):
 _NAMES = [
     "self", "class", "None", "ember", "inf", "getattr", "len", "x", "_tree_flatten_spec", "__class__",
     "\uff53\uff45\uff4c\uff46", "a b", "", "*x", "**kw", "***x", "x_1", "forward", "training", "lambda", "1x",
+    # attributes a GraphModule has and a plain module lacks; a full-width name Python reads as "to_folder"
+    "to_folder", "recompile", "meta", "code", "graph", "\uff54\uff4f\uff3f\uff46\uff4f\uff4c\uff44\uff45\uff52",
 ]  # fmt: skip
 _SIZES = [0, -1, 1, 2**31, 4294967300, 10**6, 2**63 - 1, 2**63, 10**30]
 
@@ -256,6 +281,31 @@ def _mutate_layer(rng, record):
         rng.choice(fields)[1] = rng.choice(_SIZES + [None, "x", []])
 
 
+def _rename_child(rng, record, child):
+    """Rename a child and every target, tensor and training flag that names it, keeping the file consistent."""
+    if type(child) is not list or len(child) != 2 or type(child[0]) is not str:
+        return
+    old, new = child[0], rng.choice(_NAMES)
+    child[0] = new
+
+    def renamed(target):
+        head, dot, rest = target.partition(".")
+        return new + dot + rest if head == old else target
+
+    graph = _field(record, "graph")
+    nodes = _field(graph[1], "nodes") if graph else None
+    for node in nodes[1] if nodes and type(nodes[1]) is list else []:
+        op, target = _field(node, "op"), _field(node, "target")
+        if op and target and op[1] in ("get_attr", "call_module") and type(target[1]) is str:
+            target[1] = renamed(target[1])
+    for entry in (_field(record, "tensors") or [None, []])[1]:
+        if type(entry) is list and entry and type(entry[0]) is str:
+            entry[0] = renamed(entry[0])
+    for flag in (_field(record, "training") or [None, []])[1]:
+        if type(flag) is list and flag and type(flag[0]) is str:
+            flag[0] = renamed(flag[0])
+
+
 def mutate(data: bytes, rng: random.Random) -> bytes:
     try:
         return _mutate(data, rng)
@@ -286,6 +336,9 @@ def _mutate(data, rng):
                 _mutate_node(rng, rng.choice(target[1]))
         elif part == "children":
             children = _field(record, "children")
+            if children and type(children[1]) is list and children[1] and rng.random() < 0.3:
+                _rename_child(rng, record, rng.choice(children[1]))
+                continue
             layers = [node for node in _walk(children[1] if children else None) if _is_record(node, "layer")]
             if layers:
                 _mutate_layer(rng, rng.choice(layers))
