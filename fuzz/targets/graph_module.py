@@ -306,7 +306,14 @@ def _rename_child(rng, record, child):
             flag[0] = renamed(flag[0])
 
 
+# Seeds are a few KB; the runner's own mutations can grow pool entries to megabytes, where parsing and
+# re-serializing the header here would take seconds of the per-input time limit.
+_MAX_MUTATED_BYTES = 256 * 1024
+
+
 def mutate(data: bytes, rng: random.Random) -> bytes:
+    if len(data) > _MAX_MUTATED_BYTES:
+        return data
     try:
         return _mutate(data, rng)
     except Exception:  # noqa: BLE001 - the input (perhaps itself a mutant) has another shape: leave it to the runner
