@@ -330,6 +330,29 @@ def _on_alarm(signum, frame):
     raise _InputTimeout()
 
 
+def _timed(seconds: float, fn, *args):
+    """``fn(*args)``, raising :class:`_InputTimeout` once it has used ``seconds`` of CPU time.
+
+    CPU time, not wall time: a worker starved by other processes (it runs at low priority
+    on a busy machine) must not report slow inputs that are not slow.
+    """
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system) used so far by process ``pid``, or None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _address_space() -> int:
     try:
         with open("/proc/self/statm") as fh:
@@ -395,28 +418,25 @@ def worker(args) -> int:
     for seed in seeds:
         target.load(seed)
     _limit_address_space(args.memory_limit)
-    signal.signal(signal.SIGALRM, _on_alarm)
+    signal.signal(signal.SIGPROF, _on_alarm)
     current = Path(args.current)
     current.parent.mkdir(parents=True, exist_ok=True)
     pool = list(seeds)
     count, findings, signatures = 0, 0, set()
     last_report = time.monotonic()
     while time.monotonic() < args.deadline and count < args.max_inputs:
-        signal.setitimer(signal.ITIMER_REAL, args.time_limit)
         try:
-            data = mutate(rng.choice(pool), rng, pool, target)
+            data = _timed(args.time_limit, mutate, rng.choice(pool), rng, pool, target)
         except (_InputTimeout, MemoryError, RecursionError):
             continue  # a mutant too big to build: not an input
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
         if len(data) > _MAX_INPUT_BYTES:
             continue
-        current.write_bytes(data)
-        signal.setitimer(signal.ITIMER_REAL, args.time_limit)
+        current.write_bytes(data)  # there while the loader runs on it: the parent reports it if we die
         try:
-            failure = check_one(target, data, ember.SerializationError)
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            failure = _timed(args.time_limit, check_one, target, data, ember.SerializationError)
+        except _InputTimeout:  # the timer fired just after check_one returned
+            failure = ("timeout", "the input ran past the time limit")
+        current.unlink()
         count += 1
         if failure is None:
             if len(pool) < _POOL_SIZE + len(seeds):
@@ -478,15 +498,24 @@ def _run_target(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
         reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
         reader.start()
         killed = False
+        cpu_at_message, silent_since = _cpu_seconds(process.pid) or 0.0, time.monotonic()
         while True:
             try:
                 line = lines.get(timeout=patience)
-            except queue.Empty:  # silent for too long: stuck (in C code, where the timer cannot fire)
-                process.kill()
-                killed = True
-                break
+            except queue.Empty:
+                # Silent for too long: stuck in C code, where the timer cannot fire. Judged by the
+                # CPU time it used meanwhile (a starved worker is slow, not stuck), and by wall
+                # time only far beyond the bound (a worker blocked without using CPU).
+                cpu = _cpu_seconds(process.pid)
+                busy = cpu is None or cpu - cpu_at_message > patience
+                if busy or time.monotonic() - silent_since > 20 * patience:
+                    process.kill()
+                    killed = True
+                    break
+                continue
             if line is None:  # the worker closed its output: it ended
                 break
+            cpu_at_message, silent_since = _cpu_seconds(process.pid) or cpu_at_message, time.monotonic()
             message = json.loads(line)
             if "finding" in message:
                 messages.append(f"{name}: {message['finding']}: {message['error']} -> {message['file']}")
@@ -501,14 +530,19 @@ def _run_target(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
         findings += worker_findings
         if done and process.returncode == 0:
             break
-        # The worker died or hung: the input it was on is the finding.
-        data = current.read_bytes() if current.exists() else b""
+        # The worker died or hung: the input it was on (if it was loading one) is the finding.
         kind = "hang" if killed else f"died{process.returncode}"  # (-9 without `killed`: the OOM killer)
-        if counted == 0 and not data:
-            messages.append(f"{name}: the worker failed before fuzzing (exit status {process.returncode})")
-            print(messages[-1], flush=True)
-            findings += 1
-            break
+        if not current.exists():
+            if counted == 0:
+                messages.append(f"{name}: the worker failed before fuzzing (exit status {process.returncode})")
+                print(messages[-1], flush=True)
+                findings += 1
+                break
+            # Between inputs (making a mutant): the runner's problem, not the loader's.
+            print(f"fuzz: {name}: the worker stopped between inputs ({kind}); starting another", flush=True)
+            seed += 1_000_003
+            continue
+        data = current.read_bytes()
         path = save_finding(name, kind, data, f"the worker process ended with status {process.returncode}")
         messages.append(f"{name}: {kind}: the worker stopped on this input -> {path}")
         print(messages[-1], flush=True)

@@ -371,3 +371,15 @@ def test_repeated_small_nodes_keep_their_exact_values():
     assert [type(x) for x in loaded] == [type(x) for x in obj]
     refs = load_bytes(saved_bytes([ember.ones(1)] * 1000 + [float("nan")] * 1000))
     assert all(t is refs[0] for t in refs[:1000]) and all(math.isnan(x) for x in refs[1000:])
+
+
+@pytest.mark.parametrize(
+    "shape, stride, fragment",
+    [([2**63 - 1, 3], [3, 1], "more than 2\\*\\*63 - 1$"), ([2**62, 1], [2**62, 1], "spans more than")],
+)
+def test_meta_tensor_records_beyond_int64(shape, stride, fragment):
+    # Found by fuzz/run.py: MetaArray's own size check raised RuntimeError("numel: integer multiplication overflow").
+    data = edit_structure(
+        saved_bytes(ember.empty(2, 3, device="meta")), lambda s: s["tensors"][0].update(shape=shape, stride=stride)
+    )
+    assert_rejected(data, fragment)
