@@ -1149,9 +1149,9 @@ class _Reader:
                 raise self.error(f"{what} requires grad but has dtype {dt.name}, which cannot")
             name = r["storage"]
             numel = math.prod(shape)
-            if numel > _MAX_INT:  # (PyTorch's limit; a data-backed record is also bounded by its storage)
-                raise self.error(f"{what} has shape {_short(shape)}: {numel} elements, more than 2**63 - 1")
-            if name is None:  # a meta tensor: no data to bound it but the int64 byte limit
+            if name is None:  # a meta tensor: no data to bound it but PyTorch's int64 limits
+                if numel > _MAX_INT:
+                    raise self.error(f"{what} has shape {_short(shape)}: {numel} elements, more than 2**63 - 1")
                 if numel and (offset + 1 + sum((n - 1) * s for n, s in zip(shape, stride))) * dt.itemsize > _MAX_INT:
                     raise self.error(
                         f"{what} (shape {_short(shape)}, stride {_short(stride)}, storage_offset {offset}) spans "
