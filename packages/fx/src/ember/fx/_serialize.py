@@ -28,9 +28,15 @@ against an allow-list, never by importing:
   names (no leading underscore) of :class:`ember.Tensor` methods/attributes, so a graph
   cannot walk from a value to ``__globals__``, ``__subclasses__`` or a file-writing
   method of another type;
-* submodule classes must be ``ember.nn`` layers, called with literal arguments;
+* submodule classes must be ``ember.nn`` layers (not containers or bases), called with literal
+  arguments on the meta device; each of their tensors is then replaced by one of the file's, of
+  the same kind and shape, so a load allocates no more than the file's tensors hold;
 * ``get_attr`` targets must be tensors and ``call_module`` targets modules of the rebuilt
-  module (so a target cannot name ``forward.__globals__`` or another attribute).
+  module, reached through registered members, and the generated code's attribute lookups must
+  reach those same members (so a target cannot name ``forward.__globals__``, or a child named
+  ``to_folder`` stand for the GraphModule method);
+* every name the generated code spells (nodes, parameters, keywords) is an identifier that reads
+  as itself and hides no name the code uses; placeholder defaults are constants.
 
 A file that names anything else is refused with :class:`ember.serialization.SerializationError`
 naming the node and the target. The cost: graphs calling user functions (``ember.fx.wrap``),
