@@ -202,6 +202,19 @@ def test_keyword_argument_names_must_be_identifiers_that_read_as_themselves(defa
     _refused(_tamper(defaults_file, edit), "keyword .* is not an identifier")
 
 
+def test_keyword_self_clashes_with_the_receiver(defaults_file):
+    def edit(record):
+        _set(_node(record, "call_method"), "kwargs", ["d", [[["c", "self"], ["c", 1]]]])
+
+    _refused(_tamper(defaults_file, edit), "keyword 'self' clashes with the receiver")
+
+    def edit_module(record):
+        _set(_node(record, "call_module"), "kwargs", ["d", [[["c", "self"], ["c", 1]]]])
+
+    linear = _saved(symbolic_trace(nn.Sequential(nn.Linear(4, 2))))
+    _refused(_tamper(linear, edit_module), "keyword 'self' clashes with the module")
+
+
 def test_node_arity_is_checked(defaults_file):
     _refused(_tamper(defaults_file, lambda r: _set(_node(r, "output"), "args", ["t", []])), "output node cannot take 0")
     _refused(

@@ -704,6 +704,8 @@ class _Loader:
             raise _error(f"{where}: args must be a tuple and kwargs a dict")
         for key in kwargs:
             _check_python_name(key, where, "keyword")
+        if op in ("call_module", "call_method") and "self" in kwargs:  # always "multiple values for 'self'"
+            raise _error(f"{where}: keyword 'self' clashes with the {'module' if op == 'call_module' else 'receiver'}")
         low, high = _ARITY[op]
         if not low <= len(args) <= high or (op in ("placeholder", "get_attr", "output") and kwargs):
             raise _error(f"{where}: a {op} node cannot take {len(args)} arguments and {len(kwargs)} keywords")
