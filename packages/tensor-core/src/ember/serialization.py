@@ -1447,6 +1447,8 @@ class _Decoder:
         if kind in "iu" and not np.iinfo(np_dtype).min <= value <= np.iinfo(np_dtype).max:
             raise self.error(where, f"{_short(value)} is out of the range of numpy {name}")
         try:
+            if kind in "fc" and type(value) is int:  # through a Python float: some ml_dtypes releases take no int
+                value = float(value)
             return np_dtype.type(value)
         except OverflowError:  # an integer beyond the float range, for a float or complex dtype
             raise self.error(where, f"{_short(value)} is out of the range of numpy {name}") from None

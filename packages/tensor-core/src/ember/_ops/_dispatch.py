@@ -31,7 +31,7 @@ from .._dtype import dtype as _dtype_cls
 from .._meta import MetaArray
 from .._storage import storage_of
 from .._tensor import Size, Tensor
-from ._fp import as_user
+from ._fp import IGNORE_ALL, as_user, get_error_state, reset_error_state, set_error_state
 
 __all__ = [
     "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
@@ -399,10 +399,17 @@ def run_backend(op, args, kwargs, device):
             )
     if device.type != "meta":
         op.meta(*args, **kwargs)  # also refuses sizes that do not fit int64 before the kernel allocates
+    # Kernels compute inf and NaN silently, as PyTorch does: numpy's floating-point warnings are
+    # switched off here for every kernel (a cast of a float16 sum past 65504 would warn); the
+    # checked kernels of the hot path quiet themselves, more cheaply (see _fp).
+    quiet_token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
     try:
         result = kernel(*args, **kwargs)
     except MemoryError as exc:
         raise _allocation_error(exc, device) from None
+    finally:
+        if quiet_token is not None:
+            reset_error_state(quiet_token)
     if kind == "function":
         if type(result) is _ndarray:  # the common case, inlined: a new numpy array (Tensor._make)
             array, result = result, _new_object(Tensor)

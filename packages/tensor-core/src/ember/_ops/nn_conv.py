@@ -3336,6 +3336,10 @@ def _interpolate_cpu(input, size=None, scale_factor=None, mode="nearest", align_
     xp = _array_namespace(x)
     if x.shape[0] == 0:
         return xp.zeros(x.shape[:2] + out, x.dtype)
+    # The passes below allocate per-axis index arrays and partial results before the output. Ask for
+    # the output's memory first (untouched, then freed), so an output that cannot exist fails here
+    # rather than after a terabyte-sized intermediate that an overcommitting host hands out.
+    xp.empty(x.shape[:2] + out, x.dtype)
     if mode in ("nearest", "nearest-exact"):
         for i in range(n):
             scale = scales[i] if scales is not None else None

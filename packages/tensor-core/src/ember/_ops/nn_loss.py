@@ -17,6 +17,7 @@ from .. import _dtype as D
 from .._grad_mode import no_grad
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._fp import quiet
 from ._nn_common import (
     _C_FLOATS,
     _E,
@@ -1713,7 +1714,9 @@ def _cross_entropy_cpu(input, target, weight=None, size_average=None, ignore_ind
             None if w is None else _contiguous(w.reshape(-1)), int(ignore_index), float(label_smoothing),
             _C_REDUCTIONS[reduction],
         )
-        return (loss.reshape(shape) if reduction == "none" else loss).astype(out_dtype, copy=False)
+        loss = loss.reshape(shape) if reduction == "none" else loss
+        # (a float16 sum past 65504 is inf, silently as in PyTorch)
+        return quiet(lambda: loss.astype(out_dtype, copy=False))
     safe, wt, ignore = _picked_and_weights(target, weight, ignore_index, classes, work)
     lse = _row_logsumexp(x)
     picked = (x[np.arange(safe.size), safe] - lse) if safe.size else np.zeros(0, work)
