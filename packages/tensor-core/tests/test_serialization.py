@@ -1165,3 +1165,19 @@ def _rewrite_structure(path, edit):
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
     Path(path).write_bytes(len(text).to_bytes(8, "little") + text + data[8 + n :])
+
+
+def test_map_location_callables_of_pytorchs_two_argument_form(tmp_path):
+    # torch.load(path, map_location=lambda storage, loc: storage): the common idiom of ported code
+    path = tmp_path / "w.ember"
+    ember.save({"w": ember.arange(3.0)}, path)
+    for fn in (lambda storage, loc: storage, lambda s, loc: s.cpu(), lambda s, loc: s.to("cpu")):
+        loaded = ember.load(path, map_location=fn)
+        assert loaded["w"].device == ember.device("cpu") and loaded["w"].tolist() == [0.0, 1.0, 2.0]
+    seen = []
+    ember.load(path, map_location=lambda storage, loc: seen.append((storage.device, loc)))  # None keeps the device
+    assert seen == [(ember.device("cpu"), "cpu")]
+    assert ember.load(path, map_location=lambda s, loc: s.to("meta"))["w"].device == ember.device("meta")
+    with pytest.raises(TypeError, match="must return the storage"):
+        ember.load(path, map_location=lambda s, loc: 3)
+    assert ember.load(path, map_location=lambda loc: "cpu")["w"].tolist() == [0.0, 1.0, 2.0]  # ember's one-argument form

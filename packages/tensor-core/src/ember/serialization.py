@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import inspect
 import io
 import json
 import math
@@ -776,8 +777,12 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
             (``{"cuda:0": "cpu"}``): those saved on a listed device go to its
             value, the others stay. A callable taking the saved device string
             (``"cuda:0"``) and returning a device, a string, or ``None`` to keep
-            the saved device. Meta tensors stay on meta; mapping a device to
-            ``"meta"`` loads its tensors without data.
+            the saved device; or PyTorch's two-argument form ``fn(storage,
+            location)`` returning the storage where it should be
+            (``lambda storage, loc: storage``, ``lambda s, loc: s.cuda(1)``): it is
+            called with an empty CPU tensor standing for the storage, and the
+            device of what it returns is where the storage loads. Meta tensors stay
+            on meta; mapping a device to ``"meta"`` loads its tensors without data.
         pickle_module: accepted for PyTorch compatibility and ignored: nothing is unpickled.
         weights_only (bool): accepted for PyTorch compatibility; loading is
             always weights-only, whatever the value, since nothing is unpickled.
@@ -855,6 +860,31 @@ class _StorageEntry:
     @property
     def nbytes(self):
         return self.end - self.begin
+
+
+def _call_map_location(fn, saved):
+    """The device a ``map_location`` callable picks for a storage saved on ``saved``.
+
+    Ember's form takes the location and returns a device (or None); PyTorch's takes
+    ``(storage, location)`` and returns the storage moved where it belongs. The second is
+    called with an empty CPU tensor for the storage (it has ``.cpu()``, ``.cuda()``,
+    ``.to()``), and the returned tensor's device is the answer.
+    """
+    try:
+        two_arguments = len(inspect.signature(fn).parameters) >= 2
+    except (TypeError, ValueError):  # a callable whose signature can't be read: ember's form
+        two_arguments = False
+    if not two_arguments:
+        return fn(saved)
+    moved = fn(Tensor._make(np.empty(0, np.uint8), _CPU), saved)
+    if moved is None:
+        return None
+    if not isinstance(moved, Tensor):
+        raise TypeError(
+            "ember.load: map_location(storage, location) must return the storage (a tensor), "
+            f"not {type(moved).__name__}"
+        )
+    return moved.device
 
 
 class _Reader:
@@ -1189,7 +1219,7 @@ class _Reader:
                 if str(key) == saved:
                     target = value
         elif callable(map_location):
-            target = map_location(saved)
+            target = _call_map_location(map_location, saved)
             if target is None:
                 target = saved
         else:
