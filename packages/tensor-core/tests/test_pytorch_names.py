@@ -448,8 +448,13 @@ def test_data_parallel_rejects_a_non_module():
 def test_distributed_data_parallel_needs_ember_distributed():
     if importlib.util.find_spec("ember.distributed") is not None:
         pytest.skip("ember-distributed is installed")
+    # importable (scripts import it and train on one process), answers isinstance, refuses to be built
+    from ember.nn.parallel import DistributedDataParallel
+
+    assert hasattr(ember.nn.parallel, "DistributedDataParallel")
+    assert not isinstance(ember.nn.Linear(2, 2), (ember.nn.DataParallel, DistributedDataParallel))
     with pytest.raises(MissingDistributionError, match="ember-distributed"):
-        from ember.nn.parallel import DistributedDataParallel  # noqa: F401
+        DistributedDataParallel(ember.nn.Linear(2, 2))
     namespace = {}
     exec("from ember.nn.parallel import *", namespace)  # must not need ember-distributed
     assert "DataParallel" in namespace and "DistributedDataParallel" not in namespace
