@@ -554,3 +554,17 @@ def test_typename_and_constants():
     assert (ember.inf, ember.pi, ember.e, ember.newaxis) == (math.inf, math.pi, math.e, None)
     assert math.isnan(ember.nan)
     assert ember.ones(3)[:, ember.newaxis].shape == (3, 1)
+
+
+def test_where_with_the_condition_alone_is_nonzero_as_tuple():
+    mask = np.array([[False, True, False], [True, True, False]])
+    got = ember.where(ember.from_numpy(mask))
+    assert isinstance(got, tuple) and len(got) == 2
+    for ours, expected in zip(got, np.nonzero(mask)):
+        assert ours.dtype == ember.int64 and ours.tolist() == expected.tolist()
+    x = ember.tensor([-1.0, 2.0])
+    assert ember.where(x > 0, x, 0.0).tolist() == [0.0, 2.0]
+    out = ember.empty(2)
+    assert ember.where(x > 0, x, 0.0, out=out) is out and out.tolist() == [0.0, 2.0]
+    with pytest.raises(TypeError, match="either condition alone"):
+        ember.where(x > 0, x)

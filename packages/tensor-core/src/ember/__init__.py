@@ -100,6 +100,36 @@ globals().update(_ops.public_ops())
 from ._ops import foreach as _foreach  # noqa: E402 - PyTorch's torch._foreach_* list ops (not registry ops)
 
 globals().update({_name: getattr(_foreach, _name) for _name in _foreach.__all__})
+_where_op = where  # noqa: F821 - the registry op, exported by the update above
+
+
+def where(condition, input=None, other=None, *, out=None):  # noqa: A002 - PyTorch's argument names
+    """Elementwise choice ``where(condition, input, other)``, or the one-argument form ``where(condition)``.
+
+    With ``input`` and ``other`` this is the registry op :data:`ember._ops.registry` ``["where"]``
+    (``input`` where ``condition`` holds, else ``other``; all three broadcast). With ``condition``
+    alone it is ``ember.nonzero(condition, as_tuple=True)``: a tuple of one int64 index tensor
+    per dimension, as in PyTorch.
+
+    Raises:
+        TypeError: if only one of ``input`` and ``other`` is given.
+        RuntimeError: if ``condition`` is not a bool (or uint8) tensor, or the shapes don't broadcast.
+
+    Example:
+        >>> import ember
+        >>> x = ember.tensor([-1.0, 2.0, -3.0])
+        >>> ember.where(x > 0, x, 0.0)
+        tensor([0., 2., 0.])
+        >>> ember.where(x > 0)
+        (tensor([1]),)
+    """
+    if input is None and other is None and out is None:
+        return nonzero(condition, as_tuple=True)  # noqa: F821 - a registry op
+    if (input is None) != (other is None):
+        raise TypeError("where() takes either condition alone or condition, input and other")
+    if out is None:
+        return _where_op(condition, input, other)
+    return _where_op(condition, input, other, out=out)
 
 
 def broadcast_shapes(*shapes):
