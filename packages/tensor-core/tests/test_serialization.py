@@ -1181,3 +1181,15 @@ def test_map_location_callables_of_pytorchs_two_argument_form(tmp_path):
     with pytest.raises(TypeError, match="must return the storage"):
         ember.load(path, map_location=lambda s, loc: 3)
     assert ember.load(path, map_location=lambda loc: "cpu")["w"].tolist() == [0.0, 1.0, 2.0]  # ember's one-argument form
+
+
+@pytest.mark.parametrize(
+    "start",
+    [b"PK\x03\x04\x14\x00\x00\x00", b"\x80\x02\x8a\nl\xfc\x9cF"],  # torch.save's zip archive; its legacy pickle
+    ids=["zip", "pickle"],
+)
+def test_a_pytorch_checkpoint_is_named_with_how_to_convert_it(tmp_path, start):
+    path = tmp_path / "model.pt"
+    path.write_bytes(start + bytes(200))
+    with pytest.raises(ember.SerializationError, match="PyTorch checkpoint .* safetensors.torch.save_file"):
+        ember.load(path)

@@ -950,7 +950,16 @@ class _Reader:
     def read_header(self):
         if self.remaining is not None and self.remaining < 8:
             raise self.error(f"file is truncated: {self.remaining} bytes, too short for the 8-byte header length")
-        n = int.from_bytes(self.read_bytes(8, "header length"), "little")
+        first = self.read_bytes(8, "header length")
+        n = int.from_bytes(first, "little")
+        too_long = n > MAX_HEADER_BYTES or (self.remaining is not None and n > self.remaining - 8)
+        if too_long and (first[:4] == b"PK\x03\x04" or first[:1] == b"\x80"):  # a zip archive, or a pickle
+            raise self.error(
+                "this is a PyTorch checkpoint (torch.save's zip archive or pickle), which ember never loads, since "
+                "unpickling runs code from the file. Convert it once with PyTorch: safetensors.torch.save_file("
+                "torch.load(path), 'model.safetensors') for a flat dict of tensors, then "
+                "ember.load('model.safetensors')"
+            )
         if n < 2:
             raise self.error(f"header length {n} is too small for a JSON header")
         if n > MAX_HEADER_BYTES:
