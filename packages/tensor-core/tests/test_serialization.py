@@ -840,8 +840,8 @@ def test_pickle_file_is_rejected_without_running_it(tmp_path):
             return (ran.append, ("executed",))
 
     payload = pickle.dumps(Exploit())
-    _assert_rejected(payload, "header|truncated")
-    _assert_rejected(b"PK\x03\x04" + b"\x00" * 100, "header")  # a zip (PyTorch's format)
+    _assert_rejected(payload, "header|truncated|PyTorch checkpoint")
+    _assert_rejected(b"PK\x03\x04" + b"\x00" * 100, "header|PyTorch checkpoint")  # a zip (PyTorch's format)
     assert ran == []
 
 
