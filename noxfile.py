@@ -18,8 +18,9 @@ Sessions:
 * ``wheels``: a wheel of every distribution in ``packages/`` into ``dist/wheels/``, to
   install only the pieces one needs: ``pip install --find-links dist/wheels ember-fx``.
 * ``fuzz``: ``fuzz/run.py`` feeds ``ember.load`` mutated state-dict and GraphModule files for
-  120 s (``-- --seconds N``); every input must load or raise ``SerializationError`` within
-  the time and memory bounds (``fuzz/README.md``). ``tests`` runs it for a few seconds too.
+  120 s (``-- --seconds N``; ``-- --engine atheris`` for coverage-guided fuzzing); every input
+  must load or raise ``SerializationError`` within the time and memory bounds
+  (``fuzz/README.md``). ``tests`` runs it for a few seconds too.
 
 Arguments after ``--`` go to the tool a session runs, e.g.
 ``nox -s tests -- -k promotion -x`` or ``nox -s bench -- -k add_1elem``.
@@ -569,19 +570,21 @@ FUZZ_DEFAULT_SECONDS = "120"
 def fuzz(session: nox.Session) -> None:
     """Fuzz ``ember.load`` (``fuzz/run.py``) for 120 s; ``-- --seconds N`` and the runner's other options.
 
-    Uses atheris (coverage-guided) when it installs, else the runner's deterministic mutation loop.
+    The runner's deterministic mutation loop by default (a seed reproduces a run, and its
+    workers are bounded in CPU time and memory); ``-- --engine atheris`` (or ``auto``) installs
+    atheris and runs its coverage-guided search instead, falling back to the loop when atheris
+    does not install.
     """
     _install_packages(session, extras=None)
     args = list(session.posargs)
-    if not any(arg == "--engine" or arg.startswith("--engine=") for arg in args):
-        engine = "loop"
-        if _has_venv(session):
-            try:
-                _install(session, "atheris", stamp="atheris")
-                engine = "atheris"
-            except nox.command.CommandFailed:
-                session.warn("atheris did not install: fuzzing with the mutation loop")
-        args += ["--engine", engine]
+    wants_atheris = any(arg in ("atheris", "auto", "--engine=atheris", "--engine=auto") for arg in args)
+    if wants_atheris and _has_venv(session):
+        try:
+            _install(session, "atheris", stamp="atheris")
+        except nox.command.CommandFailed:
+            session.warn("atheris did not install: fuzzing with the mutation loop")
+            args = [a for a in args if a not in ("atheris", "auto", "--engine=atheris", "--engine=auto")]
+            args = [a for a in args if a != "--engine"] + ["--engine", "loop"]
     if not any(arg == "--seconds" or arg.startswith("--seconds=") for arg in args):
         args += ["--seconds", FUZZ_DEFAULT_SECONDS]
     session.run("python", "fuzz/run.py", *args)

@@ -622,18 +622,30 @@ def _run_atheris(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
         str(corpus),
     ]
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
+    try:  # libFuzzer stops itself after -max_total_time; this bounds a stuck one
+        result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=seconds + 120)
+    except subprocess.TimeoutExpired as exc:
+        message = f"{name}: atheris did not stop within {seconds + 120:.0f} s (killed)"
+        print(message, flush=True)
+        return _count_units(exc.stdout, exc.stderr), 1, [message]
     output = result.stdout + result.stderr
-    inputs = 0
-    for line in output.splitlines():
-        if line.startswith("stat::number_of_executed_units:"):
-            inputs = int(line.split(":")[-1])
+    inputs = _count_units(output)
     messages = []
     if result.returncode != 0:
         tail = "\n".join(output.splitlines()[-30:])
         messages.append(f"{name}: atheris stopped with status {result.returncode}:\n{tail}")
         print(messages[-1], flush=True)
     return inputs, int(result.returncode != 0), messages
+
+
+def _count_units(*outputs) -> int:
+    """The number of inputs libFuzzer says it ran, from its final statistics."""
+    for output in outputs:
+        text = output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+        for line in text.splitlines():
+            if line.startswith("stat::number_of_executed_units:"):
+                return int(line.split(":")[-1])
+    return 0
 
 
 def atheris_worker(args, libfuzzer_args: list[str]) -> None:
@@ -658,10 +670,14 @@ def atheris_worker(args, libfuzzer_args: list[str]) -> None:
             pass
 
     def custom_mutator(data: bytes, max_size: int, seed: int) -> bytes:
+        # It must never raise: atheris hangs (a futex wait) when a custom mutator does.
         rng.seed(seed)
-        if rng.random() < 0.3:
-            return atheris.Mutate(data, max_size)
-        return mutate(data or rng.choice(pool), rng, pool, target)[:max_size]
+        if rng.random() >= 0.3:
+            try:
+                return mutate(data or rng.choice(pool), rng, pool, target)[:max_size]
+            except Exception:  # a mutant too big to build (MemoryError under the address-space limit), ...
+                pass
+        return atheris.Mutate(data, max_size)
 
     memory_limit = next((int(a.split("=")[1]) for a in libfuzzer_args if a.startswith("-rss_limit_mb=")), 2048)
     _limit_address_space(memory_limit)
