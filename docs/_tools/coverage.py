@@ -34,12 +34,12 @@ SHOW_MISSING_NAMES = 6  # a partial module lists its missing names when there ar
 MISSING_REASONS = {
     "torch.distributed": "ember-distributed (packages/distributed, planned)",
     "torch.nn.parallel": "ember-distributed (DistributedDataParallel, replicate/scatter/gather)",
-    "torch.multiprocessing": "ember-distributed (planned)",
+    "torch.multiprocessing": "issue 22 (everyday modules)",
     "torch._dynamo": "ember-dynamo (planned)",
     "torch.compiler": "ember-dynamo (planned)",
     "torch.export": "ember-dynamo (planned)",
     "torch._inductor": "ember-inductor (planned)",
-    "torch.onnx": "ember.onnx (issue 17, ONNX export; ember-fx)",
+    "torch.onnx": "not yet: exporter internals (ember.onnx.export, in ember-fx, needs none of them)",
     "torch.ao": "ember-fx (ember.ao, FX graph-mode quantization)",
     "torch.quantization": "ember-fx (ember.ao; torch.quantization is its deprecated alias)",
     "torch.nn.quantized": "ember-fx (ember.ao)",
@@ -48,8 +48,8 @@ MISSING_REASONS = {
     "torch.nn.intrinsic": "ember-fx (ember.ao)",
     "torch.jit": "not planned: TorchScript; ember.compile and ember.fx cover its uses",
     "torch.package": "not planned (pickle-based archives; ember.save never unpickles)",
-    "torch.hub": "issue 17 (another part: ember.hub, utils.model_zoo)",
-    "torch.utils.model_zoo": "issue 17 (another part: ember.hub, utils.model_zoo)",
+    "torch.hub": "issue 22 (everyday modules)",
+    "torch.utils.model_zoo": "issue 22 (everyday modules, with ember.hub)",
     "torch.mobile": "ember-mobile (planned)",
     "torch.utils.mobile_optimizer": "ember-mobile (planned)",
     "torch.utils.bundled_inputs": "ember-mobile (planned)",
@@ -57,19 +57,19 @@ MISSING_REASONS = {
     "torch.mps": "no backend (see torch.xpu)",
     "torch.mtia": "no backend (see torch.xpu)",
     "torch.cpu": "not yet (PyTorch's CPU stream/device shims)",
-    "torch.distributions": "not yet (probability distributions)",
-    "torch.amp": "not yet (autocast, GradScaler)",
-    "torch.cuda.amp": "not yet (autocast, GradScaler)",
-    "torch.profiler": "not yet (ember.utils.benchmark times code)",
-    "torch.autograd.profiler": "not yet",
-    "torch.sparse": "sparse tensors (issue 17, another part)",
+    "torch.distributions": "issue 22 (everyday modules)",
+    "torch.amp": "issue 22 (autocast, GradScaler)",
+    "torch.cuda.amp": "issue 22 (autocast, GradScaler)",
+    "torch.profiler": "issue 22 (ember.utils.benchmark times code meanwhile)",
+    "torch.autograd.profiler": "issue 22 (with ember.profiler)",
+    "torch.sparse": "not yet (semi-structured sparsity)",
     "torch.masked": "not yet (masked tensors)",
     "torch.nested": "not yet (nested tensors)",
-    "torch.fft": "not yet as a module",
-    "torch.linalg": "not yet as a module (matmul and its family are ember.* ops)",
-    "torch.special": "not yet as a module",
+    "torch.fft": "issue 20 (ember.fft)",
+    "torch.linalg": "issue 20 (ember.linalg; matmul and its family are ember.* ops)",
+    "torch.special": "issue 22 (everyday modules)",
     "torch.signal": "not yet",
-    "torch.func": "ember-autograd (ember.func, planned there)",
+    "torch.func": "issue 21 (ember.func, in ember-autograd)",
     "torch.utils.tensorboard": "not planned in core (needs tensorboard)",
     "torch.utils.cpp_extension": "not planned (ember's extensions are Python and registered kernels)",
 }
@@ -184,7 +184,7 @@ def rows():
 
     def missing_row(torch_name, depth):
         below = _count_subtree(torch_name, depth)
-        extra = f"; {below} submodules" if below else ""
+        extra = f"; {below} submodule{'s' if below > 1 else ''}" if below else ""
         return (torch_name, f"missing: {_reason(torch_name)}{extra}", 0, 0)
 
     def visit(torch_name, depth):
@@ -214,7 +214,7 @@ def rows():
                 result.append(missing_row(subs[0], depth + 1))
                 continue
             leaves = ", ".join(f"``{name.rsplit('.', 1)[1]}``" for name in subs)
-            result.append((f"{torch_name}.*", f"missing: {reason}: {len(subs)} submodules ({leaves})", 0, 0))
+            result.append((f"{torch_name}.*", f"missing: {reason}: {len(subs)} submodule{'s' if len(subs) > 1 else ''} ({leaves})", 0, 0))
 
     for sub in _submodules(torch):
         visit(sub, 1)
