@@ -214,7 +214,7 @@ def rows():
                 result.append(missing_row(subs[0], depth + 1))
                 continue
             leaves = ", ".join(f"``{name.rsplit('.', 1)[1]}``" for name in subs)
-            result.append((f"{torch_name}.*", f"missing: {reason}: {len(subs)} submodule{'s' if len(subs) > 1 else ''} ({leaves})", 0, 0))
+            result.append((f"{torch_name}.*", f"missing: {reason}: {len(subs)} submodules ({leaves})", 0, 0))
 
     for sub in _submodules(torch):
         visit(sub, 1)
