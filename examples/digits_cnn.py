@@ -146,7 +146,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="folder for checkpoint and plots (default: runs/digits_cnn, or the --resume checkpoint's folder)",
     )
     parser.add_argument("--resume", type=Path, metavar="CHECKPOINT", help="continue the run saved in CHECKPOINT")
-    parser.add_argument("--compile", action="store_true", help="compile the model with ember.compile")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile the model with ember.compile (needs ember-dynamo and ember-inductor, not written yet)",
+    )
     parser.add_argument(
         "--threads",
         type=int,
