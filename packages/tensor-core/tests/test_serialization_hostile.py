@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import tracemalloc
 
@@ -284,6 +285,9 @@ _SAVE_FOREVER = textwrap.dedent(
 def _kill_mid_save(path, deadline):
     """Run a process that saves to ``path`` in a loop and SIGKILL it while a temporary exists."""
     process = subprocess.Popen([sys.executable, "-c", _SAVE_FOREVER, str(path)], stdout=subprocess.PIPE, text=True)
+    # A hard limit on the whole run: a child stuck before "ready" would block readline forever.
+    watchdog = threading.Timer(max(deadline - time.monotonic(), 0) + 30, process.kill)
+    watchdog.start()
     try:
         assert process.stdout.readline().strip() == "ready"
         while time.monotonic() < deadline:
@@ -292,6 +296,7 @@ def _kill_mid_save(path, deadline):
                 break
             time.sleep(0.001)
     finally:
+        watchdog.cancel()
         process.kill()
         process.wait(timeout=30)
     return process.returncode
@@ -326,7 +331,7 @@ def _fake_temporary(directory, target, host, pid, *, age_s=0):
 
 def _dead_pid():
     process = subprocess.Popen([sys.executable, "-c", "pass"])
-    process.wait()
+    process.wait(timeout=60)
     return process.pid
 
 
@@ -353,7 +358,7 @@ def test_which_temporaries_count_as_stale(tmp_path):
         assert ".m.ember.notours.tmp" in listing
     finally:
         live.kill()
-        live.wait()
+        live.wait(timeout=30)
 
 
 def test_temporary_names_stay_short_for_long_targets(tmp_path):
