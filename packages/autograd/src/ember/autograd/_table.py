@@ -132,8 +132,8 @@ def _signature_parts(fn):
         )
     code = fn.__code__
     names = _parameter_names(fn)
-    positional = code.co_varnames[: code.co_argcount]
-    star = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] if code.co_flags & inspect.CO_VARARGS else None
+    positional = names[: code.co_argcount]
+    star = names[code.co_argcount] if code.co_flags & inspect.CO_VARARGS else None  # *args follows them
     given = dict(zip(positional[len(positional) - len(fn.__defaults__ or ()) :], fn.__defaults__ or ()))
     given.update(fn.__kwdefaults__ or {})
     return names, positional, star, {n: given[n] for n in names if n in given}
