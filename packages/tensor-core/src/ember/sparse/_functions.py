@@ -13,6 +13,7 @@ import numpy as np
 from .._extensions import require
 from .._layout import sparse_coo, sparse_csr
 from .._ops._dispatch import state
+from .._ops._shapes import wrap_dim
 from .._tensor import Tensor
 from . import _kernels
 from ._tensor import SparseTensor, coalesce, to_dense
@@ -332,7 +333,7 @@ def transpose(input, dim0, dim1):
         raise NotImplementedError("transpose of a sparse CSR tensor is not supported; convert it with "
                                   ".to_sparse_coo() first")
     ndim = input._data.ndim
-    dim0, dim1 = (d % max(ndim, 1) for d in _dims_pair(dim0, dim1, ndim))
+    dim0, dim1 = wrap_dim(dim0, ndim), wrap_dim(dim1, ndim)
     if dim0 == dim1:
         return input
     shape = list(input._data.shape)
@@ -356,7 +357,7 @@ def permute(input, dims):
         raise NotImplementedError("permute of a sparse CSR tensor is not supported; convert it with "
                                   ".to_sparse_coo() first")
     ndim = input._data.ndim
-    order = [_dims_pair(d, d, ndim)[0] % max(ndim, 1) for d in dims]
+    order = [wrap_dim(d, ndim) for d in dims]
     if sorted(order) != list(range(ndim)):
         raise RuntimeError(f"permute: dims {list(dims)} are not a permutation of the {ndim} dimensions")
     sparse_dim = input.sparse_dim()
@@ -374,10 +375,3 @@ def permute(input, dims):
     coalesced = input._coalesced and order[:sparse_dim] == list(range(sparse_dim))
     return SparseTensor._coo(indices, values, shape, coalesced)
 
-
-def _dims_pair(dim0, dim1, ndim):
-    n = max(ndim, 1)
-    for d in (dim0, dim1):
-        if not -n <= d < n:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
-    return dim0, dim1

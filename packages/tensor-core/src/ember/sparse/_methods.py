@@ -73,21 +73,14 @@ def dense_dim(self):
     return self.ndim
 
 
-def _coo_only(name):
+def _layout_only(name, kind):
+    """A dense tensor's ``name`` method: PyTorch's error, as the method exists only for ``kind`` tensors."""
+
     def method(self, *args, **kwargs):
-        raise RuntimeError(f"{name} expected sparse coordinate tensor layout but got {strided}")
+        raise RuntimeError(f"{name} expected {kind} tensor layout but got {strided}")
 
     method.__name__ = name
-    method.__doc__ = f"Only for sparse COO tensors (see :class:`ember.sparse.SparseTensor`); raises on {strided}."
-    return method
-
-
-def _csr_only(name):
-    def method(self, *args, **kwargs):
-        raise RuntimeError(f"{name} expected sparse CSR tensor layout but got {strided}")
-
-    method.__name__ = name
-    method.__doc__ = f"Only for sparse CSR tensors (see :class:`ember.sparse.SparseTensor`); raises on {strided}."
+    method.__doc__ = f"Only for {kind} tensors (see :class:`ember.sparse.SparseTensor`); raises on {strided}."
     return method
 
 
@@ -100,9 +93,9 @@ def install():
     for fn in (to_sparse, to_sparse_coo, to_sparse_csr, to_dense, sparse_dim, dense_dim, _nnz):
         setattr(Tensor, fn.__name__, fn)
     for name in ("coalesce", "is_coalesced", "indices", "values", "_indices", "_values"):
-        setattr(Tensor, name, _coo_only(name))
+        setattr(Tensor, name, _layout_only(name, "sparse coordinate"))
     for name in ("crow_indices", "col_indices"):
-        setattr(Tensor, name, _csr_only(name))
+        setattr(Tensor, name, _layout_only(name, "sparse CSR"))
     # SparseTensor defines all of these itself; check it still does (its attribute wins over Tensor's)
     for name in ("to_sparse", "to_dense", "coalesce", "indices", "values", "_indices", "_values", "_nnz"):
         if SparseTensor.__dict__.get(name) is None:

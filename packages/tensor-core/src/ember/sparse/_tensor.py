@@ -234,8 +234,9 @@ class SparseTensor(Tensor):
         """This tensor as a COO tensor (itself if it is one)."""
         if self._layout is sparse_coo:
             return self
-        return SparseTensor._coo(self._coo_indices(), self._values_t, tuple(self._data.shape),
-                                 coalesced=_is_sorted_unique(self._coo_indices()._data, self._data.shape[:2]))
+        indices = self._coo_indices()
+        return SparseTensor._coo(indices, self._values_t, tuple(self._data.shape),
+                                 coalesced=_is_sorted_unique(indices._data, self._data.shape[:2]))
 
     def to_sparse_csr(self, dense_dim=None):
         """This tensor as a CSR tensor (2 sparse dimensions; a COO tensor is coalesced first).
