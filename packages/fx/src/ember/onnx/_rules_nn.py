@@ -98,18 +98,21 @@ for _name in ("conv1d", "conv2d", "conv3d"):
     TABLE.add(_name, _conv)
 
 
+def _pool_window(n, kernel_size, stride, padding):
+    """The ONNX ``kernel_shape``/``strides``/``pads`` of an ``n``-d pool (no stride: the kernel)."""
+    kernel = list(_tuple(kernel_size, n))
+    strides = list(kernel) if stride is None or stride == [] or stride == () else list(_tuple(stride, n))
+    return {"kernel_shape": kernel, "strides": strides, "pads": list(_tuple(padding, n)) * 2}
+
+
 def _max_pool(g, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False, **_):
     if return_indices:
         g.unsupported("return_indices=True")
     n = g.rank(input) - 2
-    kernel = _tuple(kernel_size, n)
-    strides = kernel if stride is None or stride == [] or stride == () else _tuple(stride, n)
     return g.op(
         "MaxPool",
         input,
-        kernel_shape=list(kernel),
-        strides=list(strides),
-        pads=list(_tuple(padding, n)) * 2,
+        **_pool_window(n, kernel_size, stride, padding),
         dilations=list(_tuple(dilation, n)),
         ceil_mode=int(bool(ceil_mode)),
     )
@@ -118,15 +121,10 @@ def _max_pool(g, input, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
 def _avg_pool(g, input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True, **args):
     if args.get("divisor_override") is not None:
         g.unsupported("divisor_override")
-    n = g.rank(input) - 2
-    kernel = _tuple(kernel_size, n)
-    strides = kernel if stride is None or stride == [] or stride == () else _tuple(stride, n)
     return g.op(
         "AveragePool",
         input,
-        kernel_shape=list(kernel),
-        strides=list(strides),
-        pads=list(_tuple(padding, n)) * 2,
+        **_pool_window(g.rank(input) - 2, kernel_size, stride, padding),
         ceil_mode=int(bool(ceil_mode)),
         count_include_pad=int(bool(count_include_pad)),
     )
