@@ -103,6 +103,13 @@ def _require():
     return name
 
 
+def _require_cuda(lacking):
+    """Raise RuntimeError unless the accelerator is CUDA: ``"device type 'x' <lacking>"``."""
+    name = _require()
+    if name != "cuda":
+        raise RuntimeError(f"device type {name!r} {lacking}")
+
+
 def device_count():
     """The number of devices of the accelerator type (0 when there is no accelerator)."""
     name = _accelerator_type()
@@ -210,9 +217,7 @@ def current_stream(device=None, /):
     Raises:
         RuntimeError: when there is no accelerator, or it has no streams (out-of-tree devices).
     """
-    name = _require()
-    if name != "cuda":
-        raise RuntimeError(f"device type {name!r} has no streams")
+    _require_cuda("has no streams")
     from . import cuda
 
     return cuda.current_stream(device)
@@ -224,9 +229,7 @@ def set_stream(stream):
     Raises:
         RuntimeError: when there is no accelerator, or it has no streams.
     """
-    name = _require()
-    if name != "cuda":
-        raise RuntimeError(f"device type {name!r} has no streams")
+    _require_cuda("has no streams")
     from .cuda import _runtime
 
     cp = _runtime.cupy_module()
@@ -236,9 +239,7 @@ def set_stream(stream):
 
 def _cuda_memory(function_name):
     def function(*args, **kwargs):
-        name = _require()
-        if name != "cuda":
-            raise RuntimeError(f"device type {name!r} reports no memory statistics")
+        _require_cuda("reports no memory statistics")
         from . import cuda
 
         return getattr(cuda, function_name)(*args, **kwargs)

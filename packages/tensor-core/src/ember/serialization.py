@@ -996,7 +996,7 @@ class _Reader:
         return metadata
 
     def parse_entries(self, header):
-        """The data entries of ``header``, validated and in file order (of the header), and the data size.
+        """The data entries of ``header``, validated, in the header's order, and the data size.
 
         Empties ``header`` as it goes, so that each entry's parsed JSON is freed once validated:
         a header of a million entries is never held twice.
