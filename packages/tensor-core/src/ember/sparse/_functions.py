@@ -263,9 +263,9 @@ def mul(input, other):
             f"got shape {list(other.shape)}"
         )
     s = coalesce(input)
-    sparse_dim = s.sparse_dim()
     if isinstance(other, SparseTensor):
         return _intersection_product(s, coalesce(other.to_sparse_coo()))
+    sparse_dim = s.sparse_dim()
     if other.dtype is not s.dtype or other.device != s.device:
         raise RuntimeError(f"mul: sparse and dense operands must have one dtype and device, got {s.dtype} on "
                            f"{s.device} and {other.dtype} on {other.device}")
@@ -298,7 +298,7 @@ def add(input, other, alpha=1, subtract=False):
     name = "sub" if subtract else "add"
     scale = -alpha if subtract else alpha
     if not isinstance(input, SparseTensor):
-        if not isinstance(input, Tensor) or input._data.ndim == 0 and not isinstance(other, SparseTensor):
+        if not isinstance(input, Tensor):  # other is the sparse operand here
             raise RuntimeError(f"{name}: a scalar and a sparse tensor cannot be added; use .to_dense() first")
         dense = to_dense(other)
         return input + (dense if scale == 1 else dense * scale)
