@@ -471,85 +471,91 @@ def _run_target(name: str, seconds: float, args) -> tuple[int, int, list[str]]:
     current = CRASH_DIR / f".current-{name}-{os.getpid()}"
     CRASH_DIR.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    while time.time() < deadline and total < args.max_inputs:
-        command = [
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--worker",
-            name,
-            "--seed",
-            str(seed),
-            "--deadline-monotonic-in",
-            str(deadline - time.time()),
-            "--max-inputs",
-            str(args.max_inputs - total),
-            "--time-limit",
-            str(args.time_limit),
-            "--memory-limit",
-            str(args.memory_limit),
-            "--current",
-            str(current),
-        ]
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
-        counted, done, worker_findings = 0, False, 0
-        # Seeds are made and checked before the first report: allow for imports.
-        patience = max(60.0, 3 * args.time_limit + 10)
-        lines = queue.Queue()
-        reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
-        reader.start()
-        killed = False
-        cpu_at_message, silent_since = _cpu_seconds(process.pid) or 0.0, time.monotonic()
-        while True:
-            try:
-                line = lines.get(timeout=patience)
-            except queue.Empty:
-                # Silent for too long: stuck in C code, where the timer cannot fire. Judged by the
-                # CPU time it used meanwhile (a starved worker is slow, not stuck), and by wall
-                # time only far beyond the bound (a worker blocked without using CPU).
-                cpu = _cpu_seconds(process.pid)
-                busy = cpu is None or cpu - cpu_at_message > patience
-                if busy or time.monotonic() - silent_since > 20 * patience:
-                    process.kill()
-                    killed = True
+    process = None
+    try:
+        while time.time() < deadline and total < args.max_inputs:
+            command = [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--worker",
+                name,
+                "--seed",
+                str(seed),
+                "--deadline-monotonic-in",
+                str(deadline - time.time()),
+                "--max-inputs",
+                str(args.max_inputs - total),
+                "--time-limit",
+                str(args.time_limit),
+                "--memory-limit",
+                str(args.memory_limit),
+                "--current",
+                str(current),
+            ]
+            process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, env=env)
+            counted, done, worker_findings = 0, False, 0
+            # Seeds are made and checked before the first report: allow for imports.
+            patience = max(60.0, 3 * args.time_limit + 10)
+            lines = queue.Queue()
+            reader = threading.Thread(target=_read_lines, args=(process.stdout, lines), daemon=True)
+            reader.start()
+            killed = False
+            cpu_at_message, silent_since = _cpu_seconds(process.pid) or 0.0, time.monotonic()
+            while True:
+                try:
+                    line = lines.get(timeout=patience)
+                except queue.Empty:
+                    # Silent for too long: stuck in C code, where the timer cannot fire. Judged by the
+                    # CPU time it used meanwhile (a starved worker is slow, not stuck), and by wall
+                    # time only far beyond the bound (a worker blocked without using CPU).
+                    cpu = _cpu_seconds(process.pid)
+                    busy = cpu is None or cpu - cpu_at_message > patience
+                    if busy or time.monotonic() - silent_since > 20 * patience:
+                        process.kill()
+                        killed = True
+                        break
+                    continue
+                if line is None:  # the worker closed its output: it ended
                     break
-                continue
-            if line is None:  # the worker closed its output: it ended
+                cpu_at_message, silent_since = _cpu_seconds(process.pid) or cpu_at_message, time.monotonic()
+                message = json.loads(line)
+                if "finding" in message:
+                    messages.append(f"{name}: {message['finding']}: {message['error']} -> {message['file']}")
+                    print(messages[-1], flush=True)
+                    continue
+                counted, worker_findings = message["count"], message["findings"]
+                done = done or message.get("done", False)
+                patience = 3 * args.time_limit + 10  # past the imports: the per-input bound applies
+            process.wait()
+            reader.join()
+            total += counted
+            findings += worker_findings
+            if done and process.returncode == 0:
                 break
-            cpu_at_message, silent_since = _cpu_seconds(process.pid) or cpu_at_message, time.monotonic()
-            message = json.loads(line)
-            if "finding" in message:
-                messages.append(f"{name}: {message['finding']}: {message['error']} -> {message['file']}")
-                print(messages[-1], flush=True)
+            # The worker died or hung: the input it was on (if it was loading one) is the finding.
+            kind = "hang" if killed else f"died{process.returncode}"  # (-9 without `killed`: the OOM killer)
+            if not current.exists():
+                if counted == 0:
+                    messages.append(f"{name}: the worker failed before fuzzing (exit status {process.returncode})")
+                    print(messages[-1], flush=True)
+                    findings += 1
+                    break
+                # Between inputs (making a mutant): the runner's problem, not the loader's.
+                print(f"fuzz: {name}: the worker stopped between inputs ({kind}); starting another", flush=True)
+                seed += 1_000_003
                 continue
-            counted, worker_findings = message["count"], message["findings"]
-            done = done or message.get("done", False)
-            patience = 3 * args.time_limit + 10  # past the imports: the per-input bound applies
-        process.wait()
-        reader.join()
-        total += counted
-        findings += worker_findings
-        if done and process.returncode == 0:
-            break
-        # The worker died or hung: the input it was on (if it was loading one) is the finding.
-        kind = "hang" if killed else f"died{process.returncode}"  # (-9 without `killed`: the OOM killer)
-        if not current.exists():
-            if counted == 0:
-                messages.append(f"{name}: the worker failed before fuzzing (exit status {process.returncode})")
-                print(messages[-1], flush=True)
-                findings += 1
-                break
-            # Between inputs (making a mutant): the runner's problem, not the loader's.
-            print(f"fuzz: {name}: the worker stopped between inputs ({kind}); starting another", flush=True)
-            seed += 1_000_003
-            continue
-        data = current.read_bytes()
-        path = save_finding(name, kind, data, f"the worker process ended with status {process.returncode}")
-        messages.append(f"{name}: {kind}: the worker stopped on this input -> {path}")
-        print(messages[-1], flush=True)
-        findings += 1
-        total += 1
-        seed += 1_000_003  # a fresh worker continues with other inputs
-    current.unlink(missing_ok=True)
+            data = current.read_bytes()
+            path = save_finding(name, kind, data, f"the worker process ended with status {process.returncode}")
+            messages.append(f"{name}: {kind}: the worker stopped on this input -> {path}")
+            print(messages[-1], flush=True)
+            findings += 1
+            total += 1
+            seed += 1_000_003  # a fresh worker continues with other inputs
+    finally:
+        if process is not None and process.poll() is None:  # interrupted (Ctrl-C, a time limit): leave no worker
+            process.kill()
+            process.wait()
+        current.unlink(missing_ok=True)
     return total, findings, messages
 
 

@@ -6,7 +6,9 @@ inputs, so a run is deterministic (its inputs are the same every time) and bound
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import signal
 import sys
 from pathlib import Path
 
@@ -27,6 +29,22 @@ def _runner():
     return module
 
 
+@contextlib.contextmanager
+def _hard_time_limit(seconds):
+    """Fail with TimeoutError after ``seconds`` of wall time; the runner then kills its worker."""
+
+    def expire(signum, frame):
+        raise TimeoutError(f"the fuzz run took longer than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def _targets():
     if not (FUZZ_DIR / "targets").is_dir():
         return []
@@ -40,7 +58,10 @@ def test_fuzz_target_briefly(target):
         runner.import_target(target)
     except ImportError as exc:
         pytest.skip(f"fuzz target {target!r} needs a distribution that is not installed: {exc}")
-    results = runner.run(8.0, targets=[target], seed=18, max_inputs=400, time_limit=10.0, quiet=True)
+    # The runner bounds each input, but a worker blocked without using CPU is only judged stuck
+    # after many minutes: this bounds the whole test.
+    with _hard_time_limit(240):
+        results = runner.run(8.0, targets=[target], seed=18, max_inputs=400, time_limit=10.0, quiet=True)
     inputs, failing, messages = results[target]
     assert failing == 0, "\n".join(messages)
     assert inputs > 0, f"the fuzzer ran no input of target {target!r}"
