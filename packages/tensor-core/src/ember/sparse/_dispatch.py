@@ -9,6 +9,7 @@ so there is no silent wrong answer.
 from __future__ import annotations
 
 from .._layout import sparse_coo, sparse_csr, strided
+from .._tensor import Tensor
 from . import _functions as F
 from ._tensor import SparseTensor
 
@@ -99,11 +100,7 @@ def _detach(input):
 
 
 def _clone(input, *, memory_format=None):
-    values = input._values_t.clone()
-    shape = tuple(input.shape)
-    if input.layout is sparse_csr:
-        return SparseTensor._csr(input._crow.clone(), input._col.clone(), values, shape)
-    return SparseTensor._coo(input._indices_t.clone(), values, shape, input._coalesced)
+    return input._with_values(input._values_t.clone(), map_indices=Tensor.clone)
 
 
 def _to_copy(input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False,
@@ -112,11 +109,7 @@ def _to_copy(input, *, dtype=None, layout=None, device=None, pin_memory=False, n
         return F.to_dense(input).to(dtype=dtype, device=device)
     values = input._values_t.to(dtype=dtype, device=device, non_blocking=non_blocking, copy=True)
     target = values.device
-    shape = tuple(input.shape)
-    if input.layout is sparse_csr:
-        result = SparseTensor._csr(input._crow.to(target), input._col.to(target), values, shape)
-    else:
-        result = SparseTensor._coo(input._indices_t.to(target), values, shape, input._coalesced)
+    result = input._with_values(values, map_indices=lambda indices: indices.to(target))
     if layout is not None and layout is not input.layout:
         result = result.to_sparse(layout=layout)
     return result

@@ -104,12 +104,16 @@ class SparseTensor(Tensor):
         t._device = values._device
         return t
 
-    def _with_values(self, values):
-        """The same pattern with other values (same dense shape and device)."""
+    def _with_values(self, values, map_indices=None):
+        """The same pattern with other values (same dense shape); ``map_indices`` (e.g. a clone or a
+        device move) is applied to each index tensor when given."""
         shape = tuple(self._data.shape)
         if self._layout is sparse_csr:
-            return SparseTensor._csr(self._crow, self._col, values, shape)
-        return SparseTensor._coo(self._indices_t, values, shape, self._coalesced)
+            crow, col = (self._crow, self._col) if map_indices is None else (map_indices(self._crow),
+                                                                              map_indices(self._col))
+            return SparseTensor._csr(crow, col, values, shape)
+        indices = self._indices_t if map_indices is None else map_indices(self._indices_t)
+        return SparseTensor._coo(indices, values, shape, self._coalesced)
 
     # -- metadata ------------------------------------------------------------------
 
@@ -378,11 +382,7 @@ class SparseTensor(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        values = self._values_t.__deepcopy__(memo)
-        if self._layout is sparse_csr:
-            result = SparseTensor._csr(self._crow.clone(), self._col.clone(), values, tuple(self._data.shape))
-        else:
-            result = SparseTensor._coo(self._indices_t.clone(), values, tuple(self._data.shape), self._coalesced)
+        result = self._with_values(self._values_t.__deepcopy__(memo), map_indices=Tensor.clone)
         memo[id(self)] = result
         return result
 
