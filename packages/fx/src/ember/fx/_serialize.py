@@ -49,10 +49,8 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
-import keyword
 import math
 import operator
-import unicodedata
 from collections import Counter
 
 __all__ = ["SAFE_BUILTINS", "register"]
@@ -384,13 +382,9 @@ def _encode(gm, prefix=""):
 
 def _check_python_name(name, where, what):
     """``name`` must read as itself in generated code: an identifier, unchanged by NFKC, not a keyword."""
-    if not (
-        type(name) is str
-        and 0 < len(name) <= _MAX_NAME_LENGTH
-        and name.isidentifier()
-        and unicodedata.normalize("NFKC", name) == name  # Python reads "ｓｅｌｆ" as "self"
-        and not keyword.iskeyword(name)
-    ):
+    from .graph import _reads_as_itself  # Python reads "ｓｅｌｆ" as "self"
+
+    if not (type(name) is str and 0 < len(name) <= _MAX_NAME_LENGTH and _reads_as_itself(name)):
         raise _error(f"{where}: {what} {name!r:.60} is not an identifier that reads as itself (no keyword, NFKC form)")
 
 
