@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .._layout import sparse_csr
 from .._tensor import Tensor
-from ._tensor import SparseTensor, sparse_coo_tensor, sparse_csr_tensor
+from ._tensor import SparseTensor, _is_sorted_unique, sparse_coo_tensor, sparse_csr_tensor
 
 __all__ = ["register", "TYPE_NAME"]
 
@@ -80,8 +80,6 @@ def _decode(value):
 
 
 def _sorted_unique(t):
-    from ._tensor import _is_sorted_unique
-
     return _is_sorted_unique(t._indices_t._data, tuple(t.shape)[:t.sparse_dim()])
 
 
