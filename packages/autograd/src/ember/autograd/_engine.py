@@ -29,7 +29,7 @@ import numpy as np
 import ember
 from ember._hooks import check_hook_result, check_hook_results, hook_name
 from ember._ops._dispatch import state
-from ember._ops._fp import as_user, enter_quiet, exit_quiet
+from ember._ops._float_errors import as_user, enter_quiet, exit_quiet
 from ember._tensor import Tensor
 
 from . import _anomaly
@@ -104,7 +104,7 @@ def run_backward(
     state.grad_enabled = create_graph
     _thread_state.checkpoint_valid = previous_valid and input_edges is None
     # numpy's floating-point errors are ignored once for the whole task rather than around every kernel
-    # (a few percent of a small op); the user's code that runs inside goes through as_user (see _fp).
+    # (a few percent of a small op); the user's code that runs inside goes through as_user (see _float_errors).
     # Not under a dispatch mode: the formulas' ops would run the mode's (user) code.
     quiet = enter_quiet() if not state.modes else None
     try:

@@ -17,7 +17,7 @@ import weakref
 
 from ember._hooks import RemovableHandle
 from ember._ops._dispatch import state as _dispatch_state
-from ember._ops._fp import as_user
+from ember._ops._float_errors import as_user
 from ember._storage import storage_of
 from ember._tensor import Tensor
 

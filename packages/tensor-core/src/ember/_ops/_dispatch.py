@@ -31,7 +31,7 @@ from .._dtype import dtype as _dtype_cls
 from .._meta import MetaArray
 from .._storage import storage_of
 from .._tensor import Size, Tensor
-from ._fp import IGNORE_ALL, as_user, get_error_state, reset_error_state, set_error_state
+from ._float_errors import IGNORE_ALL, as_user, get_error_state, reset_error_state, set_error_state
 
 __all__ = [
     "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
@@ -297,7 +297,7 @@ def _dispatch_general(op, args, kwargs):
 
         if out is not None:
             kwargs["out"] = out
-        # __ember_function__ is the user's code: under the user's numpy error state inside backward (see _fp)
+        # __ember_function__ is the user's code: under the user's numpy error state inside backward (see _float_errors)
         return as_user(handle_ember_function, op, scan.overloaded, args, kwargs)
     if scan.sequences:
         op.check_not_sequences(args, kwargs)
@@ -401,7 +401,7 @@ def run_backend(op, args, kwargs, device):
         op.meta(*args, **kwargs)  # also refuses sizes that do not fit int64 before the kernel allocates
     # Kernels compute inf and NaN silently, as PyTorch does: numpy's floating-point warnings are
     # switched off here for every kernel (a cast of a float16 sum past 65504 would warn); the
-    # checked kernels of the hot path quiet themselves, more cheaply (see _fp).
+    # checked kernels of the hot path quiet themselves, more cheaply (see _float_errors).
     quiet_token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
     try:
         result = kernel(*args, **kwargs)

@@ -18,8 +18,8 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
-from . import _fp
-from ._fp import quiet
+from . import _float_errors
+from ._float_errors import quiet
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
 from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
@@ -91,12 +91,12 @@ def _is_float_operand(a, direct):
     return a.ndim and a.dtype.kind in "fc" and a.dtype in direct
 
 
-# numpy's error state, set around the checked kernels' calls as :func:`~ember._ops._fp.quiet` does (without the
+# numpy's error state, set around the checked kernels' calls as :func:`~ember._ops._float_errors.quiet` does (without the
 # extra call); None where numpy keeps it elsewhere, and the checked kernels are then left out
 # (and nothing set where it is already ignore-all: inside another kernel or the backward engine)
-_error_state = getattr(_fp, "_error_state", None)
+_error_state = getattr(_float_errors, "_error_state", None)
 if _error_state is not None:
-    _IGNORE_ALL = _fp.IGNORE_ALL
+    _IGNORE_ALL = _float_errors.IGNORE_ALL
     _get_error_state, _set_error_state, _reset_error_state = _error_state.get, _error_state.set, _error_state.reset
 
 

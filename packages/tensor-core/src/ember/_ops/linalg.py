@@ -27,7 +27,7 @@ from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
 from ._blas_threads import matmul as _blas_matmul
-from ._fp import quiet
+from ._float_errors import quiet
 from ._pointwise_helpers import _torch_name, make_inplace, operand
 from ._registry import COMPOSITE, PRIM, defop, registry
 from ._shapes import broadcast_shapes, wrap_dim

@@ -17,7 +17,7 @@ from .. import _dtype as D
 from .._grad_mode import no_grad
 from .._meta import MetaArray
 from .._tensor import Tensor
-from ._fp import quiet
+from ._float_errors import quiet
 from ._nn_common import (
     _C_FLOATS,
     _E,

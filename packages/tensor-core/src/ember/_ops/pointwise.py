@@ -20,11 +20,11 @@ from .. import _dtype as D
 from .._device import get_backend
 from .._meta import MetaArray
 from .._tensor import Tensor
-from ._fp import IGNORE_ALL as _IGNORE_ALL
-from ._fp import get_error_state as _get_error_state
-from ._fp import quiet
-from ._fp import reset_error_state as _reset_error_state
-from ._fp import set_error_state as _set_error_state
+from ._float_errors import IGNORE_ALL as _IGNORE_ALL
+from ._float_errors import get_error_state as _get_error_state
+from ._float_errors import quiet
+from ._float_errors import reset_error_state as _reset_error_state
+from ._float_errors import set_error_state as _set_error_state
 from ._pointwise_helpers import (
     FLOATING,
     FLOATING_AND_COMPLEX,
