@@ -1,8 +1,9 @@
 """Utilities for neural networks (``torch.nn.utils`` counterpart): gradient clipping, parameter/vector
 conversion, parametrizations (``parametrize``; ``parametrizations.weight_norm``/``spectral_norm``/``orthogonal``),
-the older hook-based ``weight_norm``/``spectral_norm`` (and their ``remove_*``) and conv/linear-bn fusion."""
+the older hook-based ``weight_norm``/``spectral_norm`` (and their ``remove_*``), pruning (``prune``) and
+conv/linear-bn fusion."""
 
-from . import clip_grad, convert_parameters, fusion, parametrizations, parametrize  # noqa: F401
+from . import clip_grad, convert_parameters, fusion, parametrizations, parametrize, prune  # noqa: F401
 from .clip_grad import clip_grad_norm, clip_grad_norm_, clip_grad_value_  # noqa: F401
 from .clip_grad import clip_grads_with_norm_, get_total_norm  # noqa: F401
 from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
