@@ -212,16 +212,43 @@ def from_numpy(ndarray):
 
 
 def from_dlpack(ext_tensor):
-    """A tensor sharing memory with a DLPack-capable object (or a DLPack capsule).
+    """A tensor sharing memory with a DLPack-capable object or a DLPack capsule (no copy).
+
+    Args:
+        ext_tensor: an object with ``__dlpack__``/``__dlpack_device__`` (numpy and CuPy arrays,
+            other frameworks' tensors) or a capsule from a ``to_dlpack`` function.
+
+    Returns:
+        Tensor: on cpu for host memory (DLPack device types 1 and 3), on cuda for device memory (2).
 
     Raises:
-        TypeError: for objects without ``__dlpack__``.
+        TypeError: for objects that are neither.
+        RuntimeError: for memory on another device type, or cuda memory without the CUDA backend.
     """
     if isinstance(ext_tensor, Tensor):
         return ext_tensor
+    if type(ext_tensor).__name__ == "PyCapsule":
+        from .utils.dlpack import _Capsule
+
+        ext_tensor = _Capsule(ext_tensor)
     if not hasattr(ext_tensor, "__dlpack__"):
-        raise TypeError(f"from_dlpack: expected an object with __dlpack__, got {type(ext_tensor).__name__}")
-    device_type, _ = ext_tensor.__dlpack_device__()
-    if device_type != 1:  # kDLCPU
-        raise RuntimeError(f"from_dlpack: DLPack device type {device_type} needs the CUDA backend")
-    return from_numpy(np.from_dlpack(ext_tensor))
+        raise TypeError(
+            f"from_dlpack: expected an object with __dlpack__ or a DLPack capsule, got {type(ext_tensor).__name__}"
+        )
+    device_type, device_id = ext_tensor.__dlpack_device__()
+    if device_type in (1, 3):  # kDLCPU, kDLCUDAHost
+        return from_numpy(np.from_dlpack(ext_tensor))
+    if device_type == 2:  # kDLCUDA
+        return _from_cuda_dlpack(ext_tensor, device_id)
+    raise RuntimeError(f"from_dlpack: memory on DLPack device type {device_type} is not supported (cpu: 1, cuda: 2)")
+
+
+def _from_cuda_dlpack(ext_tensor, device_id):
+    from . import _device
+
+    backend = _device.get_backend("cuda")  # importing ember.cuda registers it where CuPy is present
+    if not backend.is_available():
+        raise RuntimeError(f"from_dlpack: the object holds cuda memory: {backend.unavailable_reason()}")
+    import cupy
+
+    return Tensor._make(cupy.from_dlpack(ext_tensor), _device.device("cuda", device_id))
