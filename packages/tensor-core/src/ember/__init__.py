@@ -95,7 +95,21 @@ from .sparse import sparse_coo_tensor, sparse_csr_tensor, spmm  # noqa: E402
 
 sparse._install()  # Tensor.to_sparse/to_dense/indices/..., ember.save of sparse tensors
 from . import nn  # noqa: E402
+from . import linalg  # noqa: E402 - ember.linalg (registry ops tagged "linalg")
 from . import return_types  # noqa: E402,F401
+from . import fft, signal  # noqa: E402,F401 - ember.fft (transforms) and ember.signal.windows
+from ._spectral import (  # noqa: E402,F401 - torch.stft/istft and the legacy window functions
+    bartlett_window,
+    blackman_window,
+    hamming_window,
+    hann_window,
+    istft,
+    kaiser_window,
+    stft,
+)
+from ._spectral import install_methods as _install_spectral_methods  # noqa: E402
+
+_install_spectral_methods()  # Tensor.stft / Tensor.istft
 globals().update(_ops.public_ops())
 from ._ops import foreach as _foreach  # noqa: E402 - PyTorch's torch._foreach_* list ops (not registry ops)
 
@@ -215,11 +229,11 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 
 def __getattr__(name):
-    # ember.testing (assert_close, the sample registry) loads on first use, keeping import fast.
-    if name == "testing":
+    # ember.testing (assert_close, the sample registry) and ember.hub load on first use, keeping import fast.
+    if name in ("testing", "hub"):
         import importlib
 
-        return importlib.import_module(".testing", __name__)
+        return importlib.import_module(f".{name}", __name__)
     # ember.optim, ember.fx, ... (other distributions): imported on first use; without
     # their distribution, MissingDistributionError says which to install.
     from ._extensions import provided_module
