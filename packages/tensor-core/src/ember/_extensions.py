@@ -59,13 +59,14 @@ class Distribution:
 
 # fmt: off
 #: Every ember distribution by name, in dependency order (the noxfile's PACKAGE_DIRS lists the same folders).
-#: A written distribution lists only the modules it ships (ember.func and ember.ao join their rows when
-#: they are written): a planned module listed there would tell users to install what they already have.
+#: A written distribution lists only the modules it ships (ember.ao joins its row when
+#: it is written): a planned module listed there would tell users to install what they already have.
 DISTRIBUTIONS = {dist.name: dist for dist in (
     #            name                 written requires             folder under packages/     modules
     Distribution("ember-core",        True,  (),                   "tensor-core",              ("ember",)),
     Distribution("ember-autograd",    True,  ("ember-core",),      "autograd",                 ("ember.autograd",
-                                                                                                "ember.optim")),
+                                                                                                "ember.optim",
+                                                                                                "ember.func")),
     Distribution("ember-fx",          True,  ("ember-autograd",),  "fx",                       ("ember.fx",
                                                                                                 "ember.onnx")),
     Distribution("ember-dynamo",      False, ("ember-fx",),        "dynamo",                   ("ember._dynamo",)),

@@ -1,0 +1,771 @@
+"""The batching-rule table of :func:`ember.func.vmap`, keyed by the registry's ops.
+
+A rule ``rule(op, level, size, args, kwargs)`` gets an op call whose arguments (normalised to the
+op's signature) hold :class:`~ember.func._batched.BatchedTensor` objects of vmap level ``level``
+(batch size ``size``), and computes the whole batch with registry ops on their inner tensors, so
+autograd records it. What happens to an op call that meets a batched tensor:
+
+1. a rule in :data:`RULES` (the ops below: pointwise, reductions, scans, views and shape ops,
+   the matmul family, convolution, pooling and the other ops that take an ``N`` dimension,
+   gathers and scatters, ``cat``, basic advanced indexing);
+2. an in-place op: the in-place rule (the functional op's rule, then ``copy_``);
+3. a composite op: its decomposition, whose ops reach their own rules;
+4. otherwise a loop over the batch (correct, slow), counted by :mod:`ember.func.debug`.
+   :data:`LOOPED` lists the ops known to take this path and why.
+
+Random ops follow the vmap's ``randomness`` (see :func:`random_call`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import ember
+from ember._ops._registry import Op, registry
+from ember._tensor import Tensor
+from ember.utils._pytree import tree_map
+
+from . import debug
+from ._batched import BatchedTensor, ValuesOfBatchedTensor, level_info, wrap
+
+__all__ = ["RULES", "LOOPED", "register", "batch_call", "has_rule"]
+
+#: op -> batching rule.
+RULES: dict[Op, object] = {}
+
+#: ops (by name) that vmap runs as a loop over the batch, with the reason.
+LOOPED = {
+    "as_strided": "its strides address the storage of the whole batch, not of one sample",
+    "nonzero": "the output's shape depends on each sample's values",
+    "unique": "the output's shape depends on each sample's values",
+    "unique_consecutive": "the output's shape depends on each sample's values",
+    "masked_select": "the output's shape depends on each sample's values",
+    "bincount": "the output's length depends on each sample's values",
+    "histc": "one histogram of all elements; no dim to batch over",
+    "histogram": "one histogram of all elements; no dim to batch over",
+    "index_put_": "writes through arbitrary index tensors (loops over in-place views of each sample)",
+    "searchsorted": "its sorted-sequence and value batch shapes follow their own broadcasting rules",
+    "multinomial": "draws per row; run per sample",
+    "grid_sample": "input and grid are both per sample",
+    "max_unpool1d": "indices are per sample", "max_unpool2d": "indices are per sample",
+    "max_unpool3d": "indices are per sample",
+    "allclose": "returns a Python bool", "equal": "returns a Python bool",
+}
+
+
+def register(names, rule):
+    """Register ``rule`` for each op named in ``names``.
+
+    Raises:
+        ValueError: an op already has a rule, or no op has that name.
+    """
+    for name in names:
+        op = registry.get(name)
+        if op is None:
+            raise ValueError(f"no op named {name!r} to register a batching rule for")
+        if op in RULES:
+            raise ValueError(f"op {name} already has a batching rule")
+        RULES[op] = rule
+
+
+def has_rule(op):
+    """Whether vmap computes ``op`` without a loop: a rule, or a composite that decomposes into ops with rules."""
+    return op in RULES or (op.kind == "inplace" and op.functional is not None) or op.decomposition is not None
+
+
+# ---------------------------------------------------------------------------------------------------
+# helpers
+
+
+def _is_batched(x, level):
+    return isinstance(x, BatchedTensor) and x._level == level
+
+
+def _front(x, level):
+    """``(tensor, batched)``: the inner tensor with its batch dim first, or ``x`` itself when not batched here."""
+    if isinstance(x, BatchedTensor) and x._level == level:
+        inner = x._inner
+        return (inner if x._bdim == 0 else inner.movedim(x._bdim, 0)), True
+    return x, False
+
+
+def _expanded(x, level, size):
+    """``x`` with the batch dim first, expanded (a view) when ``x`` is not batched at this level."""
+    inner, batched = _front(x, level)
+    if batched:
+        return inner
+    return inner.unsqueeze(0).expand(size, *inner.shape)
+
+
+def _pad_after_batch(inner, count):
+    for _ in range(count):
+        inner = inner.unsqueeze(1)
+    return inner
+
+
+def _wrap_out(out, level, bdim=0):
+    """Wrap the tensors of an op's result (a tensor, or a tuple of them) as batched at ``level``."""
+    if isinstance(out, Tensor):
+        return wrap(out, bdim, level)
+    if isinstance(out, (tuple, list)):
+        items = [_wrap_out(o, level, bdim) for o in out]
+        if hasattr(out, "_fields"):
+            return type(out)(*items)
+        return type(out)(items)
+    return out
+
+
+def _wrap_dim(dim, ndim):
+    """``dim`` in ``[0, ndim)`` (a zero-dim tensor takes 0 and -1, as in PyTorch)."""
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _shift(dim, ndim):
+    """A logical dim (or tuple/list of dims) as a dim of the inner tensor whose batch dim is first."""
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return type(dim)(_wrap_dim(d, ndim) + 1 for d in dim)
+    return _wrap_dim(dim, ndim) + 1
+
+
+def _others_batched(values, level):
+    return any(_is_batched(v, level) for v in _leaves(values))
+
+
+def _leaves(values):
+    for v in values:
+        if isinstance(v, (list, tuple)):
+            yield from _leaves(v)
+        elif isinstance(v, dict):
+            yield from _leaves(v.values())
+        else:
+            yield v
+
+
+def _param_positions(op, names):
+    params = list(op.signature.parameters)
+    return [params.index(n) for n in names if n in params]
+
+
+# ---------------------------------------------------------------------------------------------------
+# the entry point
+
+
+_rule_depth = 0
+
+
+def in_rule():
+    """Whether a batching rule is running (its calls on inner tensors are not the user's)."""
+    return _rule_depth > 0
+
+
+def _max_level(values):
+    level = 0
+    for v in _leaves(values):
+        if isinstance(v, BatchedTensor) and v._level > level:
+            level = v._level
+    return level
+
+
+def batch_call(func, args, kwargs):
+    """Run one call of ``func`` that meets batched tensors (``BatchedTensor.__ember_function__``)."""
+    level = _max_level((args, kwargs))
+    info = level_info(level)
+    if not isinstance(func, Op):  # a Python function routed here (operator.getitem with a batched index)
+        return _loop(func, getattr(func, "__name__", repr(func)), level, info.size, args, kwargs)
+    out = kwargs.pop("out", None)
+    global _rule_depth
+    _rule_depth += 1  # the randomness mode lets the rules' own random calls through (see in_rule)
+    try:
+        if "random" in func.tags:
+            result = random_call(func, info, args, kwargs)
+        else:
+            args, kwargs = func.normalize(args, kwargs)
+            result = _run(func, level, info.size, args, kwargs)
+    finally:
+        _rule_depth -= 1
+    if out is not None:
+        out.copy_(result)
+        return out
+    return result
+
+
+def _run(op, level, size, args, kwargs):
+    rule = RULES.get(op)
+    if rule is not None:
+        return rule(op, level, size, args, kwargs)
+    if op.kind == "inplace":
+        return _inplace(op, level, size, args, kwargs)
+    if op.decomposition is not None:
+        try:
+            return op.decomposition(*args, **kwargs)
+        except ValuesOfBatchedTensor:
+            pass  # the decomposition reads values (a data-dependent shape): run it per sample
+    return _loop(op, op.name, level, size, args, kwargs)
+
+
+def _select(x, level, index):
+    if isinstance(x, BatchedTensor) and x._level == level:
+        return x._inner.select(x._bdim, index)
+    return x
+
+
+def _loop(func, name, level, size, args, kwargs):
+    """The fallback: call ``func`` once per sample and stack the results."""
+    debug.record(name)
+    results = []
+    for index in range(size):
+        sample_args, sample_kwargs = tree_map(lambda x, i=index: _select(x, level, i), (args, kwargs))
+        results.append(func(*sample_args, **sample_kwargs))
+    if isinstance(func, Op) and func.kind == "inplace":
+        return args[0]  # each call wrote through a view of the sample
+    return _stack(results, level, name)
+
+
+def _stack(results, level, name):
+    first = results[0]
+    if isinstance(first, Tensor):
+        try:
+            return wrap(ember.stack(results), 0, level)
+        except RuntimeError as exc:
+            raise RuntimeError(
+                f"vmap: {name} gives outputs of different shapes for different samples ({exc}); "
+                "vmap needs one output shape for the whole batch"
+            ) from None
+    if isinstance(first, (tuple, list)):
+        items = [_stack([r[i] for r in results], level, name) for i in range(len(first))]
+        return type(first)(*items) if hasattr(first, "_fields") else type(first)(items)
+    if first is None:
+        return None
+    raise ValuesOfBatchedTensor(
+        f"vmap: {name} returns a Python value ({type(first).__name__}) that depends on each sample's values; "
+        "vmap can only batch tensor outputs"
+    )
+
+
+# ---------------------------------------------------------------------------------------------------
+# pointwise
+
+
+def _pointwise(op, level, size, args, kwargs):
+    """Broadcasting ops: batch dim first, the batched operands padded so logical dims align on the right."""
+    ndim = max((v.ndim for v in _leaves((args, kwargs)) if isinstance(v, Tensor)), default=0)
+
+    def prepare(v):
+        if isinstance(v, BatchedTensor) and v._level == level:
+            inner, _ = _front(v, level)
+            return _pad_after_batch(inner, ndim - (inner.ndim - 1))
+        return v
+
+    args = [prepare(a) for a in args]
+    kwargs = {k: prepare(v) for k, v in kwargs.items()}
+    return _wrap_out(op(*args, **kwargs), level)
+
+
+def _same_layout(op, level, size, args, kwargs):
+    """Unary ops that keep every dim where it is (clone, detach, dtype casts): the batch dim stays put."""
+    if _others_batched(list(args[1:]) + list(kwargs.values()), level):
+        return _loop(op, op.name, level, size, args, kwargs)
+    x = args[0]
+    return _wrap_out(op(x._inner, *args[1:], **kwargs), level, x._bdim)
+
+
+# ---------------------------------------------------------------------------------------------------
+# dims: reductions, scans, sorts, softmax, views
+
+
+def _dim_rule(*names, extra_dims=0):
+    """Ops of one tensor whose parameters ``names`` hold logical dims: shift them past the batch dim.
+
+    ``extra_dims``: how many dims the op adds (1 for unsqueeze), for wrapping negative dims.
+    """
+
+    def rule(op, level, size, args, kwargs):
+        x, batched = _front(args[0], level)
+        if not batched or _others_batched(list(args[1:]) + list(kwargs.values()), level):
+            return _loop(op, op.name, level, size, args, kwargs)
+        ndim = x.ndim - 1
+        scalar = ndim == 0 and extra_dims == 0
+        if scalar:  # a zero-dim sample: give it a dim of size 1, so dim 0 / -1 mean something
+            x = x.unsqueeze(1)
+        args = list(args)
+        args[0] = x
+        for position in _param_positions(op, names):
+            if position < len(args):
+                args[position] = _shift(args[position], ndim + extra_dims)
+        out = op(*args, **kwargs)
+        if scalar:
+            out = _squeeze_scalar(out)
+        return _wrap_out(out, level)
+
+    return rule
+
+
+def _squeeze_scalar(out):
+    if isinstance(out, Tensor):
+        return out.squeeze(1) if out.ndim == 2 else out
+    if isinstance(out, tuple):
+        items = [_squeeze_scalar(o) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else tuple(items)
+    return out
+
+
+def _reduction(op, level, size, args, kwargs):
+    """Reductions over ``dim`` (None or empty: every dim, computed as a reduction of the flattened sample)."""
+    x, batched = _front(args[0], level)
+    if not batched or _others_batched(list(args[1:]) + list(kwargs.values()), level):
+        return _loop(op, op.name, level, size, args, kwargs)
+    names = list(op.signature.parameters)
+    ndim = x.ndim - 1
+    args = list(args)
+    dim_pos = names.index("dim") if "dim" in names else None
+    keep_pos = names.index("keepdim") if "keepdim" in names else None
+    dim = args[dim_pos] if dim_pos is not None and dim_pos < len(args) else None
+    # quantile's q: a 1-D q puts its dim first in the output, before the batch dim
+    out_bdim = 1 if op.name in ("quantile", "nanquantile") and isinstance(args[1], Tensor) and args[1].ndim == 1 else 0
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        keepdim = bool(args[keep_pos]) if keep_pos is not None and keep_pos < len(args) else False
+        args[0] = x.reshape(size, -1)
+        if dim_pos is None:
+            out = op(*args, **kwargs)
+        else:
+            args[dim_pos] = 1
+            if keep_pos is not None and keep_pos < len(args):
+                args[keep_pos] = False
+            out = op(*args, **kwargs)
+            if op.name in ("median", "nanmedian") and isinstance(out, tuple):
+                out = out[0]  # without a dim, these return the values only
+        if keepdim:
+            out = _keep_all_dims(out, ndim, out_bdim)
+        return _wrap_out(out, level, out_bdim)
+    args[0] = x if ndim > 0 else x.unsqueeze(1)
+    args[dim_pos] = _shift(dim, ndim)
+    out = op(*args, **kwargs)
+    return _wrap_out(out, level, out_bdim)
+
+
+def _keep_all_dims(out, ndim, bdim):
+    if isinstance(out, Tensor):
+        shape = list(out.shape[: bdim + 1]) + [1] * ndim
+        return out.reshape(shape)
+    return type(out)(*[_keep_all_dims(o, ndim, bdim) for o in out]) if hasattr(out, "_fields") else out
+
+
+def _softmax(op, level, size, args, kwargs):
+    x = args[0]
+    if len(args) < 2 or args[1] is None:  # PyTorch's implicit dim
+        args = list(args)
+        args[1] = 0 if x.ndim in (0, 1, 3) else 1
+    return _SOFTMAX_DIMS(op, level, size, tuple(args), kwargs)
+
+
+_SOFTMAX_DIMS = _dim_rule("dim")
+
+
+def _sizes(args):
+    """The sizes of ``view(x, 2, 3)`` or ``view(x, (2, 3))``."""
+    sizes = args[1:]
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return tuple(sizes)
+
+
+def _view(op, level, size, args, kwargs):
+    x, _ = _front(args[0], level)
+    sizes = _sizes(args)
+    if op.name == "view":
+        try:
+            return wrap(x.view(size, *sizes), 0, level)
+        except RuntimeError:
+            if args[0]._bdim == 0:
+                raise  # the sample itself cannot be viewed so: the same error as without vmap
+            # the batch dim was not first, so the samples' memory is not laid out for this view: copy
+    return wrap(x.reshape(size, *sizes), 0, level)
+
+
+def _expand(op, level, size, args, kwargs):
+    x, _ = _front(args[0], level)
+    sizes = _sizes(args)
+    x = _pad_after_batch(x, len(sizes) - (x.ndim - 1))
+    return wrap(x.expand(size, *sizes), 0, level)
+
+
+def _permute(op, level, size, args, kwargs):
+    x, _ = _front(args[0], level)
+    dims = _sizes(args)
+    return wrap(x.permute(0, *[_wrap_dim(d, x.ndim - 1) + 1 for d in dims]), 0, level)
+
+
+def _squeeze(op, level, size, args, kwargs):
+    if len(args) > 1 and args[1] is not None:
+        return _SQUEEZE_DIMS(op, level, size, args, kwargs)
+    x, _ = _front(args[0], level)
+    dims = tuple(i + 1 for i, s in enumerate(x.shape[1:]) if s == 1)
+    return wrap(x.squeeze(dims) if dims else x.view(tuple(x.shape)), 0, level)
+
+
+_SQUEEZE_DIMS = _dim_rule("dim")
+
+
+def _view_as_complex(op, level, size, args, kwargs):
+    x, _ = _front(args[0], level)
+    return wrap(op(x), 0, level)
+
+
+def _cat(op, level, size, args, kwargs):
+    tensors, dim = args[0], args[1] if len(args) > 1 else 0
+    ndim = next((t.ndim for t in tensors if t.ndim > 0), 1)
+    inner = [_expanded(t, level, size) for t in tensors]
+    return wrap(op(inner, _wrap_dim(dim, ndim) + 1, **kwargs), 0, level)
+
+
+# ---------------------------------------------------------------------------------------------------
+# matmul family, convolution, linear, embedding
+
+
+def _matmul(op, level, size, args, kwargs):
+    a, b = args[0], args[1]
+    xa, ba = _front(a, level)
+    xb, bb = _front(b, level)
+    na, nb = a.ndim, b.ndim
+    if na == 0 or nb == 0:
+        return _loop(op, op.name, level, size, args, kwargs)
+    if ba and not bb:
+        if nb <= 2:  # (B, ..., k) @ (k, m) or (k,): the batch dim is one more leading dim
+            return wrap(op(xa, b), 0, level)
+        xa = xa.unsqueeze(-2) if na == 1 else xa
+        out = op(_pad_after_batch(xa, max(nb - max(na, 2), 0)), b)
+        return wrap(out.squeeze(-2) if na == 1 else out, 0, level)
+    if bb and not ba:
+        if na == 1:
+            if nb == 1:
+                return wrap(op(xb, a), 0, level)
+            if nb == 2:
+                return wrap(op(xb.transpose(-1, -2), a), 0, level)
+            return wrap(op(a.unsqueeze(0), xb).squeeze(-2), 0, level)
+        if nb == 1:  # (..., n, k) @ (B, k): all samples as the columns of one matrix
+            return wrap(op(a, xb.transpose(0, 1)).movedim(-1, 0), 0, level)
+        return wrap(op(a, _pad_after_batch(xb, max(na - nb, 0))), 0, level)
+    if na == 1 and nb == 1:
+        return wrap((xa * xb).sum(-1), 0, level)
+    if na == 1:
+        out = op(_pad_after_batch(xa.unsqueeze(-2), nb - 2), xb)
+        return wrap(out.squeeze(-2), 0, level)
+    if nb == 1:
+        out = op(xa, _pad_after_batch(xb.unsqueeze(-1), na - 2))
+        return wrap(out.squeeze(-1), 0, level)
+    n = max(na, nb)
+    return wrap(op(_pad_after_batch(xa, n - na), _pad_after_batch(xb, n - nb)), 0, level)
+
+
+def _convolution(op, level, size, args, kwargs):
+    inp, weight, bias, stride, padding, dilation, transposed, output_padding, groups = args
+    if _is_batched(bias, level):  # add the batched bias after the convolution, by the pointwise rule
+        out = _convolution(op, level, size, (inp, weight, None, *args[3:]), kwargs)
+        return out + bias.reshape(-1, *([1] * (weight.ndim - 2)))
+    xi, bi = _front(inp, level)
+    xw, bw = _front(weight, level)
+    has_n = inp.ndim == weight.ndim
+    if not bw:  # fold the vmap batch into the conv's own batch dim N
+        if not has_n:
+            return wrap(op(xi, weight, bias, *args[3:]), 0, level)
+        out = op(xi.flatten(0, 1), weight, bias, *args[3:])
+        return wrap(out.unflatten(0, (size, inp.shape[0])), 0, level)
+    # per-sample weights: each sample's channels become groups of one grouped convolution
+    if not has_n:
+        xi = xi.unsqueeze(1) if bi else inp.unsqueeze(0)
+    if bi:
+        x = xi.movedim(0, 1).flatten(1, 2)  # (N, B * C, *spatial)
+    else:
+        n, c = xi.shape[0], xi.shape[1]
+        x = xi.unsqueeze(1).expand(n, size, *xi.shape[1:]).reshape(n, size * c, *xi.shape[2:])
+    w = xw.flatten(0, 1)
+    b = None if bias is None else bias.repeat(size)
+    out = op(x, w, b, stride, padding, dilation, transposed, output_padding, groups * size)
+    out = out.unflatten(1, (size, out.shape[1] // size))  # (N, B, O, *spatial)
+    if not has_n:
+        return wrap(out.squeeze(0), 0, level)
+    return wrap(out, 1, level)
+
+
+def _linear(op, level, size, args, kwargs):
+    if _others_batched(args[1:], level):
+        return op.decomposition(*args, **kwargs)  # per-sample weights: matmul's rule batches them
+    x, _ = _front(args[0], level)
+    return wrap(op(x, *args[1:], **kwargs), 0, level)
+
+
+def _embedding(op, level, size, args, kwargs):
+    if _others_batched(args[1:], level):
+        return _loop(op, op.name, level, size, args, kwargs)
+    x, _ = _front(args[0], level)
+    return wrap(op(x, *args[1:], **kwargs), 0, level)
+
+
+# ---------------------------------------------------------------------------------------------------
+# ops over (N, C, *spatial): the vmap batch is folded into N
+
+
+def _fold_rule(spatial):
+    """Ops whose input is ``(N, C, *spatial)`` or ``(C, *spatial)``; ``spatial`` dims, or a function of the call."""
+
+    def rule(op, level, size, args, kwargs):
+        if _others_batched(list(args[1:]) + list(kwargs.values()), level):
+            return _loop(op, op.name, level, size, args, kwargs)
+        x, _ = _front(args[0], level)
+        n_spatial = spatial(args) if callable(spatial) else spatial
+        lead = tuple(x.shape[1 : x.ndim - n_spatial - 1])  # the sample's own leading dims (N, or none)
+        flat = x.reshape(size * math.prod(lead), *x.shape[x.ndim - n_spatial - 1 :])
+        out = op(flat, *args[1:], **kwargs)
+        return _wrap_out(_unfold_lead(out, size, lead), level)
+
+    return rule
+
+
+def _unfold_lead(out, size, lead):
+    if isinstance(out, Tensor):
+        return out.reshape(size, *lead, *out.shape[1:])
+    items = [_unfold_lead(o, size, lead) for o in out]
+    return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
+
+
+def _pad(op, level, size, args, kwargs):
+    mode = args[2] if len(args) > 2 else "constant"
+    if mode == "constant":  # pads the last dims of any tensor: the batch dim first is enough
+        if _others_batched(args[1:], level):
+            return _loop(op, op.name, level, size, args, kwargs)
+        x, _ = _front(args[0], level)
+        return wrap(op(x, *args[1:], **kwargs), 0, level)
+    return _PAD_FOLD(op, level, size, args, kwargs)
+
+
+_PAD_FOLD = _fold_rule(lambda args: len(args[1]) // 2)
+
+
+# ---------------------------------------------------------------------------------------------------
+# gather, scatter, indexing
+
+
+def _gather_like(tensor_positions, dim_position=1):
+    """gather/scatter: every tensor argument gets the batch dim first (expanded where unbatched)."""
+
+    def rule(op, level, size, args, kwargs):
+        if args[0].ndim == 0 or any(_is_batched(v, level) for v in kwargs.values()):
+            return _loop(op, op.name, level, size, args, kwargs)
+        ndim = args[0].ndim
+        args = list(args)
+        for position in tensor_positions:
+            if position < len(args) and isinstance(args[position], Tensor):
+                args[position] = _expanded(args[position], level, size)
+        args[dim_position] = _wrap_dim(args[dim_position], ndim) + 1
+        return wrap(op(*args, **kwargs), 0, level)
+
+    return rule
+
+
+def _index(op, level, size, args, kwargs):
+    inp, indices = args[0], list(args[1])
+    tensors = [i for i in indices if i is not None]
+    if (
+        not _is_batched(inp, level)
+        or any(_is_batched(i, level) for i in tensors)
+        or any(i.dtype in (ember.bool, ember.uint8) for i in tensors)
+    ):
+        return _loop(op, op.name, level, size, args, kwargs)
+    x, _ = _front(inp, level)
+    positions = [p for p, i in enumerate(indices) if i is not None]
+    adjacent = positions == list(range(positions[0], positions[-1] + 1)) if positions else True
+    out = op(x, [None, *indices])
+    if adjacent:
+        return wrap(out, 0, level)
+    # separated index tensors put their broadcast dims first, then the remaining dims (the batch dim first)
+    index_ndim = len(ember.broadcast_shapes(*[tuple(i.shape) for i in tensors]))
+    return wrap(out, index_ndim, level)
+
+
+# ---------------------------------------------------------------------------------------------------
+# in-place ops
+
+
+def _inplace(op, level, size, args, kwargs):
+    self = args[0]
+    if not _is_batched(self, level):
+        raise RuntimeError(
+            f"vmap: {op.name}(self, *extra_args) is not possible because there exists a Tensor `other` in "
+            "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but "
+            f"`self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of "
+            f"{op.name}."
+        )
+    if "pointwise" in op.tags or op.name in ("copy_", "fill_"):
+        x, _ = _front(self, level)
+        ndim = self.ndim
+
+        def prepare(v):
+            if _is_batched(v, level):
+                inner, _ = _front(v, level)
+                return _pad_after_batch(inner, ndim - (inner.ndim - 1))
+            return v
+
+        op(x, *[prepare(a) for a in args[1:]], **{k: prepare(v) for k, v in kwargs.items()})
+        return self
+    if op.name == "zero_":
+        op(self._inner)
+        return self
+    if op.functional is not None:
+        self.copy_(op.functional(*args, **kwargs))
+        return self
+    return _loop(op, op.name, level, size, args, kwargs)
+
+
+# ---------------------------------------------------------------------------------------------------
+# random ops
+
+
+_RANDOM_ERROR = (
+    "vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+    "'different' randomness flags on vmap or perform the randomness operation out of vmap"
+)
+
+_DROPOUTS = ("dropout", "dropout1d", "dropout2d", "dropout3d")
+_LIKE = ("rand_like", "randn_like", "randint_like")
+
+
+def random_call(op, info, args, kwargs):
+    """A random op that meets batched tensors, under the vmap's ``randomness``.
+
+    * ``"error"``: raise, as PyTorch does (dropout and friends only when they draw: ``training=True``);
+    * ``"different"``: each sample draws its own numbers (one call draws for the whole batch);
+    * ``"same"``: every sample gets the same draws (``*_like`` ops, dropout, in-place fills).
+
+    Raises:
+        RuntimeError: in ``"error"`` mode, or ``"same"`` for an op that cannot share its draws.
+    """
+    args, kwargs = op.normalize(args, kwargs)
+    level, size = info.number, info.size
+    x = args[0]
+    if op.name in _TRAINING_FLAG and not _draws(op, args):
+        return _run(op, level, size, args, kwargs)  # not training: no random numbers are drawn
+    if info.randomness == "error":
+        raise RuntimeError(_RANDOM_ERROR)
+    if info.randomness == "different":
+        if op.kind == "inplace":  # uniform_ and friends: one call fills the whole batch
+            if not _is_batched(x, level):
+                return _inplace(op, level, size, args, kwargs)  # raises: self is not batched
+            op(x._inner, *args[1:], **kwargs)
+            return x
+        rule = _DIFFERENT.get(op.name)
+        if rule is not None:
+            return rule(op, level, size, args, kwargs)
+        return _loop(op, op.name, level, size, args, kwargs)
+    # "same": draw for one sample, use it for all
+    if op.name in _LIKE:
+        return op(ember.empty(tuple(x.shape), dtype=x.dtype, device=x.device), *args[1:], **kwargs)
+    if op.name in _DROPOUTS and not (len(args) > 3 and args[3]):
+        mask = op(ember.ones(tuple(x.shape), dtype=x.dtype, device=x.device), *args[1:3])
+        return x * mask
+    if op.kind == "inplace" and _is_batched(x, level):
+        sample = x._inner.select(x._bdim, 0)
+        op(sample, *args[1:], **kwargs)
+        x._inner.copy_(sample.unsqueeze(x._bdim).expand_as(x._inner).clone())
+        return x
+    raise RuntimeError(
+        f"vmap: randomness='same' is not supported for {op.name} with batched inputs; use randomness='different' "
+        "or draw outside vmap"
+    )
+
+
+# ops with a ``training`` argument (position 2 for the dropouts, 3 for rrelu) that draw only when training
+_TRAINING_FLAG = {"dropout": (2, True), "dropout1d": (2, True), "dropout2d": (2, True), "dropout3d": (2, True),
+                  "alpha_dropout": (2, False), "feature_alpha_dropout": (2, False), "rrelu": (3, False)}
+
+
+def _draws(op, args):
+    position, default = _TRAINING_FLAG[op.name]
+    training = args[position] if len(args) > position else default
+    p = args[1] if op.name != "rrelu" and len(args) > 1 else 0.5
+    return bool(training) and p != 0
+
+
+def _keep_bdim(op, level, size, args, kwargs):
+    """Elementwise random ops (dropout, rrelu, ``*_like``): one call on the inner tensor draws for every sample."""
+    if _others_batched(list(args[1:]) + list(kwargs.values()), level):
+        return _loop(op, op.name, level, size, args, kwargs)
+    x = args[0]
+    return _wrap_out(op(x._inner, *args[1:], **kwargs), level, x._bdim)
+
+
+#: Rules of random ops under ``randomness="different"`` (the others loop, each sample drawing in turn).
+_DIFFERENT = {
+    "dropout": _keep_bdim, "alpha_dropout": _keep_bdim, "rrelu": _keep_bdim,
+    "rand_like": _keep_bdim, "randn_like": _keep_bdim, "randint_like": _keep_bdim,
+    "dropout1d": _fold_rule(1), "dropout2d": _fold_rule(2), "dropout3d": _fold_rule(3),
+    "feature_alpha_dropout": _fold_rule(lambda args: args[0].ndim - 2),
+    "gumbel_softmax": _dim_rule("dim"),
+    "bernoulli": _pointwise, "normal": _pointwise,
+}
+
+
+# ---------------------------------------------------------------------------------------------------
+# the table
+
+
+def _pointwise_names():
+    return [
+        op.name for op in registry.values()
+        if "pointwise" in op.tags and op.kind == "function" and op.category == "prim"
+    ]
+
+
+def _fill_table():
+    register(_pointwise_names() + ["complex", "polar"], _pointwise)
+    register(["clone", "detach", "_to_copy"], _same_layout)
+    register(["sum", "prod", "amax", "amin", "all", "any", "argmax", "argmin", "var", "median", "nanmedian",
+              "mode", "quantile", "nanquantile"], _reduction)
+    register(["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "sort", "topk", "argsort", "kthvalue"],
+             _dim_rule("dim"))
+    register(["softmax", "log_softmax"], _softmax)
+    register(["flip"], _dim_rule("dims"))
+    register(["transpose"], _dim_rule("dim0", "dim1"))
+    register(["select", "slice"], _dim_rule("dim"))
+    register(["diagonal"], _dim_rule("dim1", "dim2"))
+    register(["unfold"], _dim_rule("dimension"))
+    register(["unsqueeze"], _dim_rule("dim", extra_dims=1))
+    register(["squeeze"], _squeeze)
+    register(["view", "reshape"], _view)
+    register(["expand"], _expand)
+    register(["permute"], _permute)
+    register(["t"], _t)
+    register(["view_as_real"], _same_layout_front)
+    register(["view_as_complex"], _view_as_complex)
+    register(["cat"], _cat)
+    register(["matmul"], _matmul)
+    register(["convolution"], _convolution)
+    register(["linear"], _linear)
+    register(["embedding"], _embedding)
+    for d in (1, 2, 3):
+        register([f"avg_pool{d}d", f"max_pool{d}d_with_indices", f"adaptive_avg_pool{d}d",
+                  f"adaptive_max_pool{d}d_with_indices", f"lp_pool{d}d"], _fold_rule(d))
+    register(["interpolate"], _fold_rule(lambda args: args[0].ndim - 2))
+    register(["im2col"], _fold_rule(2))
+    register(["fold"], _fold_rule(1))
+    register(["pad"], _pad)
+    register(["gather"], _gather_like((0, 2)))
+    register(["scatter", "scatter_add", "scatter_reduce"], _gather_like((0, 2, 3)))
+    register(["index"], _index)
+
+
+def _t(op, level, size, args, kwargs):
+    x = args[0]
+    return x.transpose(0, 1) if x.ndim == 2 else x.view(tuple(x.shape))  # logical ops: their rules run
+
+
+def _same_layout_front(op, level, size, args, kwargs):
+    x, _ = _front(args[0], level)
+    return wrap(op(x), 0, level)
+
+
+_fill_table()
