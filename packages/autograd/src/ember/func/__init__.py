@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from . import debug
 from ._grad import grad, grad_and_value, vjp
+from ._jacobians import hessian, jacfwd, jacrev, jvp, linearize
+from ._modules import functional_call, stack_module_state
 from ._vmap import vmap
 
-__all__ = ["vmap", "grad", "grad_and_value", "vjp", "debug"]
+__all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "linearize",
+           "functional_call", "stack_module_state", "debug"]

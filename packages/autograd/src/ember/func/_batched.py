@@ -175,6 +175,27 @@ class BatchedTensor(Tensor):
     def contiguous(self, memory_format=None):
         return self
 
+    # new_zeros and friends give batched tensors, so that code which makes a buffer and writes a batched
+    # tensor into it (the backward formulas of select, slice, diagonal) works under vmap, as in PyTorch
+    def _new(self, name, size, kwargs):
+        if len(size) == 1 and isinstance(size[0], (tuple, list)):
+            size = tuple(size[0])
+        batch = level_info(self._level).size
+        return wrap(getattr(self._inner, name)((batch, *size), **kwargs), 0, self._level)
+
+    def new_zeros(self, *size, **kwargs):
+        return self._new("new_zeros", size, kwargs)
+
+    def new_ones(self, *size, **kwargs):
+        return self._new("new_ones", size, kwargs)
+
+    def new_empty(self, *size, **kwargs):
+        return self._new("new_empty", size, kwargs)
+
+    def new_full(self, size, fill_value, **kwargs):
+        batch = level_info(self._level).size
+        return wrap(self._inner.new_full((batch, *size), fill_value, **kwargs), 0, self._level)
+
     def as_subclass(self, cls):
         raise RuntimeError("vmap: as_subclass() of a batched tensor is not supported")
 

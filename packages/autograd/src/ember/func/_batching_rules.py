@@ -730,7 +730,7 @@ def _fill_table():
     register(["softmax", "log_softmax"], _softmax)
     register(["flip"], _dim_rule("dims"))
     register(["transpose"], _dim_rule("dim0", "dim1"))
-    register(["select", "slice"], _dim_rule("dim"))
+    register(["select", "slice", "narrow"], _dim_rule("dim"))
     register(["diagonal"], _dim_rule("dim1", "dim2"))
     register(["unfold"], _dim_rule("dimension"))
     register(["unsqueeze"], _dim_rule("dim", extra_dims=1))

@@ -1,0 +1,229 @@
+"""Jacobians and forward-mode products: :func:`jacrev`, :func:`jacfwd`, :func:`hessian`, :func:`jvp`, :func:`linearize`.
+
+``jacrev`` runs the function once and the backward pass once for all rows of the Jacobian: the
+cotangents (rows of the identity) are a batch of :func:`~ember.func.vmap`, and the backward
+formulas run on batched tensors, so each op's backward is one batched call.
+
+Forward-mode products use the *double-vjp* identity: ``g(u) = J^T u`` is linear in ``u``, so the
+vjp of ``g`` with cotangent ``v`` is ``J v``, exactly, for every op autograd can differentiate
+twice. :func:`linearize` builds ``g`` once (a backward pass with ``create_graph``); each
+tangent, or a vmapped batch of them (``jacfwd``), then costs one more backward pass.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import ember
+from ember._tensor import Tensor
+from ember.utils._pytree import tree_flatten, tree_unflatten
+
+from ._batched import lift, lower
+from ._grad import _call_with, _detach, _split_aux
+from ._vmap import vmap
+
+__all__ = ["jacrev", "jacfwd", "hessian", "jvp", "linearize"]
+
+
+def _output_leaves(value, name):
+    leaves, spec = tree_flatten(value)
+    for leaf in leaves:
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"{name}(f, ...): expected f to return Tensors, got {type(leaf).__name__}")
+    return leaves, spec
+
+
+def _assemble(blocks, out_spec, in_spec, single_input):
+    """``blocks[i][j]`` (output leaf i, input leaf j) into the outputs' structure of the inputs' structure."""
+    per_output = []
+    for row in blocks:
+        inner = tree_unflatten(row, in_spec)
+        per_output.append(inner[0] if single_input else inner)
+    return tree_unflatten(per_output, out_spec)
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """The Jacobian of ``func`` with respect to the arguments ``argnums``, by reverse mode.
+
+    Args:
+        func (callable): a function of tensors returning a tensor (or a pytree of tensors).
+        argnums (int or tuple[int]): the positional arguments to differentiate (pytrees allowed).
+        has_aux (bool): ``func`` returns ``(output, aux)``; the result is then ``(jacobian, aux)``.
+        chunk_size (int, optional): compute at most this many rows at a time.
+
+    Returns:
+        callable: returns the Jacobian; for output shape ``O`` and input shape ``I``, a tensor of
+        shape ``(*O, *I)`` (nested in the outputs' and ``argnums``' structures).
+
+    Example:
+        >>> import ember
+        >>> from ember.func import jacrev
+        >>> jacrev(lambda x: x ** 2)(ember.tensor([1.0, 2.0]))
+        tensor([[2., 0.],
+                [0., 4.]])
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        name = "jacrev"
+        inputs, in_spec, output = _call_with(func, args, kwargs, argnums, name)
+        value, aux = _split_aux(output, has_aux, name)
+        out_leaves, out_spec = _output_leaves(value, name)
+        with ember.enable_grad():
+            lifted = [lift(o) for o in out_leaves]
+        sizes = [o.numel() for o in out_leaves]
+        basis = ember.eye(sum(sizes), dtype=out_leaves[0].dtype, device=out_leaves[0].device)
+
+        def rows(row):
+            cts, start = [], 0
+            for o, n in zip(out_leaves, sizes):
+                part = row if len(sizes) == 1 else row.narrow(0, start, n)  # (a slice's double backward is costly)
+                cts.append(lift(part.reshape(o.shape), inputs.top))
+                start += n
+            with ember.enable_grad():
+                return inputs.gradients(lifted, cts, create_graph=inputs.nested)
+
+        grads = vmap(rows, chunk_size=chunk_size)(basis)  # per input: (M, *input shape)
+        blocks, start = [], 0
+        for o, n in zip(out_leaves, sizes):
+            blocks.append([(g if len(sizes) == 1 else g.narrow(0, start, n)).reshape(*o.shape, *g.shape[1:])
+                           for g in grads])
+            start += n
+        jac = _assemble(blocks, out_spec, in_spec, isinstance(argnums, int))
+        if not inputs.nested:
+            jac, aux = _detach(jac), _detach(aux)
+        return (jac, aux) if has_aux else jac
+
+    return wrapper
+
+
+class _Linearization:
+    """``func`` at a point, with ``J^T u`` recorded as a function of dummy cotangents ``u`` (double vjp)."""
+
+    def __init__(self, func, args, kwargs, argnums, has_aux, name):
+        self.name = name
+        self.inputs, self.in_spec, output = _call_with(func, args, kwargs, argnums, name)
+        self.value, self.aux = _split_aux(output, has_aux, name)
+        self.out_leaves, self.out_spec = _output_leaves(self.value, name)
+        with ember.enable_grad():
+            lifted = [lift(o) for o in self.out_leaves]
+            self.dummies = [ember.zeros_like(q).requires_grad_() for q in lifted]
+            self.vjps = [
+                g for g in self.inputs.gradients(lifted, self.dummies, create_graph=True)
+            ]
+            self.vjps = [lift(g, self.inputs.top) for g in self.vjps]
+
+    def push(self, tangent_leaves):
+        """``J t`` for tangents ``t`` (one per input leaf, the inputs' shapes), one tensor per output leaf."""
+        inputs = self.inputs
+        for t, p in zip(tangent_leaves, inputs.leaves):
+            if tuple(t.shape) != tuple(p.shape):
+                raise RuntimeError(
+                    f"{self.name}: Expected the tangents to have the shapes of the primals, got {list(t.shape)} for "
+                    f"a primal of shape {list(p.shape)}"
+                )
+        with ember.enable_grad():
+            tangents = [lift(t, inputs.top) for t in tangent_leaves]
+            pairs = [(g, t) for g, t in zip(self.vjps, tangents) if g.requires_grad]
+            results = [None] * len(self.dummies)
+            if pairs:
+                results = ember.autograd.grad(
+                    [g for g, _ in pairs], self.dummies, grad_outputs=[t for _, t in pairs],
+                    retain_graph=True, create_graph=inputs.nested, allow_unused=True,
+                )
+        return [lower(ember.zeros_like(d) if r is None else r, inputs.top) for r, d in zip(results, self.dummies)]
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """The value of ``func`` at ``primals`` and its Jacobian-vector product with ``tangents``.
+
+    Args:
+        func (callable): a function of tensors.
+        primals (tuple): the point (a tuple of tensors or pytrees of them).
+        tangents (tuple): the direction, with the primals' structure and shapes.
+        has_aux (bool): ``func`` returns ``(output, aux)``.
+
+    Returns:
+        tuple: ``(output, jvp_out)``, or ``(output, jvp_out, aux)``.
+
+    Raises:
+        RuntimeError: ``primals``/``tangents`` are not tuples of matching structure and shapes.
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
+    lin = _Linearization(lambda *p: func(*p), primals, {}, tuple(range(len(primals))), has_aux, "jvp")
+    t_leaves, t_spec = tree_flatten(tangents)
+    if t_spec != tree_flatten(primals)[1]:
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same structure")
+    out = tree_unflatten(lin.push(t_leaves), lin.out_spec)
+    value, aux = (lin.value, lin.aux) if lin.inputs.nested else (_detach(lin.value), _detach(lin.aux))
+    return (value, out, aux) if has_aux else (value, out)
+
+
+def linearize(func, *primals):
+    """``func``'s value at ``primals`` and a function computing its Jacobian-vector products there.
+
+    Returns:
+        tuple: ``(output, jvp_fn)``; ``jvp_fn(*tangents)`` returns ``J @ tangents`` with the output's
+        structure, reusing the linearization (no new forward pass).
+    """
+    lin = _Linearization(lambda *p: func(*p), primals, {}, tuple(range(len(primals))), False, "linearize")
+
+    def jvp_fn(*tangents):
+        return tree_unflatten(lin.push(tree_flatten(tangents)[0]), lin.out_spec)
+
+    return (lin.value if lin.inputs.nested else _detach(lin.value)), jvp_fn
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of ``func`` with respect to ``argnums``, by forward mode (one vmapped JVP per input column).
+
+    Same arguments and result layout as :func:`jacrev`; preferable when inputs are fewer than outputs.
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        lin = _Linearization(func, args, kwargs, argnums, has_aux, "jacfwd")
+        in_leaves = lin.inputs.leaves
+        sizes = [p.numel() for p in in_leaves]
+        basis = ember.eye(sum(sizes), dtype=in_leaves[0].dtype, device=in_leaves[0].device)
+
+        def columns(col):
+            tangents, start = [], 0
+            for p, n in zip(in_leaves, sizes):
+                tangents.append((col if len(sizes) == 1 else col.narrow(0, start, n)).reshape(p.shape))
+                start += n
+            return lin.push(tangents)
+
+        cols = vmap(columns, randomness=randomness)(basis)  # per output: (N, *output shape)
+        blocks = []
+        for o, c in zip(lin.out_leaves, cols):
+            row, start = [], 0
+            for p, n in zip(in_leaves, sizes):
+                block = (c if len(sizes) == 1 else c.narrow(0, start, n)).reshape(n, -1).t()  # (output numel, n)
+                row.append(block.reshape(*o.shape, *p.shape))
+                start += n
+            blocks.append(row)
+        jac = _assemble(blocks, lin.out_spec, lin.in_spec, isinstance(argnums, int))
+        aux = lin.aux
+        if not lin.inputs.nested:
+            jac, aux = _detach(jac), _detach(aux)
+        return (jac, aux) if has_aux else jac
+
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian of a scalar ``func``: ``jacrev(jacrev(func, argnums), argnums)``.
+
+    Returns:
+        callable: for an input of shape ``I``, a tensor of shape ``(*I, *I)``.
+
+    Example:
+        >>> import ember
+        >>> from ember.func import hessian
+        >>> hessian(lambda x: (x ** 3).sum())(ember.tensor([1.0, 2.0]))
+        tensor([[ 6.,  0.],
+                [ 0., 12.]])
+    """
+    return jacrev(jacrev(func, argnums), argnums)
