@@ -11,13 +11,13 @@ from __future__ import annotations
 import ember
 from ember._dtype import from_numpy_dtype
 
-from . import _anomaly
-from .graph import Node, SavedTensor, _sequence
+from .graph import Node, SavedTensor
 
 __all__ = ["FormulaNode", "node_class", "validate_grad", "sum_to"]
 
+
 class FormulaNode(Node):
-    """A node whose backward is an entry of the derivative table.
+    """A node whose backward is an entry of the derivative table (made by ``ember.autograd._record.new_node``).
 
     Attributes:
         entry (Derivative): the op's formulas.
@@ -30,16 +30,6 @@ class FormulaNode(Node):
     _saved_results = None  # tuple of SavedTensor
     _output_meta = None  # multi-output ops: (shape, dtype, device) per output
     _runs_ember_code = True  # the formulas are ember ops
-
-    def __init__(self, entry, next_functions, input_meta, layout):
-        # Node.__init__, inlined: this runs for every recorded op (and _record's unary recorder inlines this)
-        self.next_functions = next_functions
-        self._seq = next(_sequence)
-        self.entry = entry
-        self._input_meta = input_meta  # per edge: (shape, dtype, device) (a list or a tuple)
-        self._layout = layout  # per differentiable argument: (name, first edge, count or -1 for a tensor)
-        if _anomaly._state.enabled:
-            _anomaly.record_forward(self)
 
     def name(self):
         return self.entry.node_name

@@ -107,12 +107,7 @@ def run_without_grad(op, args, kwargs, device):
 
 def record(op, entry, args, kwargs, device, attach=True):
     """Run ``op`` below autograd and attach its :class:`FormulaNode` (``attach=False``: return it too)."""
-    previous = state.grad_enabled
-    state.grad_enabled = False
-    try:
-        result = run_backend(op, args, kwargs, device)
-    finally:
-        state.grad_enabled = previous
+    result = run_without_grad(op, args, kwargs, device)
     node = make_node(entry, args, kwargs)
     if node is None:
         return result if attach else (result, None)
@@ -128,7 +123,7 @@ def _attach(op, entry, node, result, attach=True):
             result._grad_fn = node
         if entry.saves_result and node._needed & entry.result_by:
             # saved once marked, so that double backward sees the output's history
-            node._saved_results = (SavedTensor(result, node, 0, is_output=True),)
+            node._saved_results = (_save_output(result, node),)
         return result
     outs = result if isinstance(result, tuple) else (result,)
     if len(outs) > 1:
@@ -154,61 +149,182 @@ def _attach(op, entry, node, result, attach=True):
     return result if attach else (result, node)
 
 
-def make_node(entry, args, kwargs):
-    """The :class:`FormulaNode` of a call, with its edges and saved values; None if no input needs grad.
-
-    This runs for every recorded op, so the common case (differentiable arguments that are
-    tensors or scalars, not lists of tensors) has one edge per argument and a precomputed layout.
-    """
-    nargs = len(args)
-    edges = []
-    meta = []
-    needed = 0
-    mask = 0
-    for i, (name, position) in enumerate(entry.grad_specs):
-        v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
-        if type(v) is Tensor or isinstance(v, Tensor):
-            if v._requires_grad:
-                fn = v._grad_fn
-                edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
-                needed += 1
-                mask |= 1 << i
-            else:
-                edges.append(_NO_EDGE)
-            meta.append((v._data.shape, v._data.dtype, v._device))
-        elif type(v) is list or type(v) is tuple:
-            return _make_node_with_lists(entry, args, kwargs)
-        else:
-            edges.append(_NO_EDGE)
-            meta.append(None)
-    if needed < _requiring_grad(args, kwargs):
-        _check_covered(entry, entry.bind(args, kwargs))
-    if not needed:
-        return None
-    cls = entry.node_class or node_class(entry)
-    node = cls(entry, tuple(edges), meta, entry.static_layout)
-    if needed < len(edges):  # some argument needs no gradient: skip what only its formula reads
-        node._needed = mask
-    node._saved = _save(entry, args, kwargs, mask if needed < len(edges) else -1) if entry.saved_specs else {}
-    return node
-
+# ------------------------------------------------------------------ building nodes
+#
+# Every recorded call goes through the same three steps, whichever path found its arguments:
+# _inputs (an edge and the metadata per differentiable argument, and the bit mask of those that
+# need a gradient), new_node (the node, with the values the formulas that will run read) and
+# _attach (the outputs). The paths differ only in where they find the values: the positional recorder reads
+# them at positions worked out once per op (data), make_node binds any call.
 
 _new_object = object.__new__
 _save_input = SavedTensor._of_input
 _save_output = SavedTensor._of_output
 _anomaly_state = _anomaly._state
 _NUMBERS = frozenset({int, float, bool, complex})
+_NO_EDGE = (None, 0)
+_LIST = object()  # what _inputs answers when a differentiable argument is a list of tensors (cat's)
+
+
+def _inputs(values, strict):
+    """``(edges, input_meta, mask)`` of the differentiable arguments' ``values``.
+
+    ``mask`` has bit i set when ``values[i]`` requires grad. A tensor's edge is the one its gradient
+    flows to; numbers and other values get no edge. A list or tuple answers :data:`_LIST` (the
+    caller lays out one edge per element). ``strict`` (the positional recorder): anything but a plain
+    tensor or a number answers None, for the general path to take the call.
+    """
+    edges = []
+    meta = []
+    mask = 0
+    bit = 1
+    for v in values:
+        t = type(v)
+        if t in _TENSOR_TYPES or (not strict and isinstance(v, Tensor)):
+            data = v._data
+            if v._requires_grad:
+                fn = v._grad_fn
+                edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
+                mask |= bit
+            else:
+                edges.append(_NO_EDGE)
+            meta.append((data.shape, data.dtype, v._device))
+        elif t in _NUMBERS:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+        elif strict:
+            return None
+        elif t is list or t is tuple:
+            return _LIST
+        else:
+            edges.append(_NO_EDGE)
+            meta.append(None)
+        bit <<= 1
+    return tuple(edges), meta, mask
+
+
+def new_node(cls, entry, edges, input_meta, layout, needed, plan, args, kwargs):
+    """The :class:`FormulaNode` of a call: the one place a recorded node's state is set.
+
+    Args:
+        cls (type): the op's node class (:func:`~ember.autograd._formula_node.node_class`).
+        entry (Derivative): the op's formulas.
+        edges (tuple): per input edge, ``(node, output_nr)``; ``(None, 0)`` for none.
+        input_meta (list): per input edge, ``(shape, numpy dtype, device)``, or None for a non-tensor.
+        layout (dict): per differentiable argument, ``(first edge, count or -1 for a tensor)``.
+        needed (int): bit mask over ``entry.grad_args`` of the arguments that need a gradient (-1: all).
+        plan (tuple): the values to save (:func:`_save_plan`); the node keeps those that the formulas
+            that will run read, tensors wrapped in :class:`SavedTensor`.
+        args, kwargs: the call; ``kwargs`` None for a positional call (a value past the positional
+            arguments is then its default).
+    """
+    # object.__new__ and attribute stores, without an __init__ frame: this runs for every recorded op
+    node = _new_object(cls)
+    node.next_functions = edges
+    node._seq = next(_sequence)
+    node.entry = entry
+    node._input_meta = input_meta
+    node._layout = layout
+    if needed != -1:  # the class default is -1
+        node._needed = needed
+    saved = node._saved = {}
+    nargs = len(args)
+    for key, name, position, shape_only, readers, default in plan:
+        if not needed & readers:
+            continue  # only formulas of arguments that need no gradient read it
+        if 0 <= position < nargs:
+            v = args[position]
+        elif kwargs is None:
+            v = default
+        else:
+            v = entry.value(name, position, args, kwargs)
+        if shape_only:
+            v = tensor_meta(v)
+        elif type(v) in _TENSOR_TYPES or isinstance(v, Tensor):
+            v = _save_input(v)
+        elif type(v) in (list, tuple) and v and all(isinstance(t, Tensor) for t in v):
+            v = [_save_input(t) for t in v]
+        saved[key] = v
+    if _anomaly_state.enabled:
+        _anomaly.record_forward(node)
+    return node
+
+
+def _save_plan(entry):
+    """``entry``'s saved values as :func:`new_node` reads them: ``(key, name, position, shape_only, readers, default)``.
+
+    Per value: its key in the formulas' environment, the argument, its position among the
+    positional parameters (negative: keyword-only or ``*args``), whether only its metadata is kept,
+    the bit mask of the differentiable arguments whose formulas read it, and its default.
+    """
+    plan = entry.save_plan
+    if plan is None:
+        defaults = entry.defaults
+        plan = entry.save_plan = tuple(
+            (key, name, position, shape_only, readers, defaults.get(name))
+            for (key, name, position, shape_only), readers in zip(entry.saved_specs, entry.saved_by)
+        )
+    return plan
+
+
+def make_node(entry, args, kwargs):
+    """The :class:`FormulaNode` of a call, with its edges and saved values; None if no input needs grad."""
+    nargs = len(args)
+    values = [args[p] if 0 <= p < nargs else entry.value(n, p, args, kwargs) for n, p in entry.grad_specs]
+    found = _inputs(values, False)
+    if found is _LIST:
+        return _make_node_with_lists(entry, args, kwargs)
+    edges, meta, mask = found
+    if mask.bit_count() < _requiring_grad(args, kwargs):
+        _check_covered(entry, entry.bind(args, kwargs))
+    if not mask:
+        return None
+    needed = -1 if mask == (1 << len(edges)) - 1 else mask
+    return new_node(node_class(entry), entry, edges, meta, entry.static_layout, needed, _save_plan(entry), args, kwargs)
+
+
+def _make_node_with_lists(entry, args, kwargs):
+    """:func:`make_node` for calls with a list of tensors among the differentiable arguments (``cat``)."""
+    edges = []
+    meta = []
+    layout = {}
+    for name, position in entry.grad_specs:
+        v = entry.value(name, position, args, kwargs)
+        items = v if type(v) is list or type(v) is tuple else (v,)
+        layout[name] = (len(edges), len(items) if items is v else -1)
+        for t in items:
+            if isinstance(t, Tensor) and t._requires_grad:
+                edges.append(edge_of(t))
+                meta.append((t._data.shape, t._data.dtype, t._device))
+            else:
+                edges.append(_NO_EDGE)
+                meta.append(None)
+    needed = sum(1 for e in edges if e[0] is not None)
+    if needed < _requiring_grad(args, kwargs):
+        _check_covered(entry, entry.bind(args, kwargs))
+    if not needed:
+        return None
+    edges = tuple(edges)
+    needed = -1 if needed == len(edges) else _bits(i for i, n in enumerate(entry.grad_args) if _needs(edges, layout[n]))
+    return new_node(node_class(entry), entry, edges, meta, layout, needed, _save_plan(entry), args, kwargs)
+
+
+def _bits(indices):
+    mask = 0
+    for i in indices:
+        mask |= 1 << i
+    return mask
 
 
 def _fast_recorder(entry):
-    """``record(args, device)`` for calls of ``entry``'s op without keywords, or None where the op has none.
+    """The positional recorder of ``entry``'s op: ``record(args, device)``, or None where the op has none.
 
-    It covers the common calls: the differentiable arguments are the leading
-    positional parameters and the call passes exactly those, each a plain
-    tensor or a number, so every argument that requires grad has an edge and
-    the values to save are found at positions (or defaults) known in advance.
-    What :func:`make_node` works out per call is worked out here once. Other
-    calls answer ``NotImplemented`` and take :func:`record`.
+    It covers the common calls: the differentiable arguments are the leading positional parameters
+    and the call passes exactly those, each a plain tensor or a number, so every argument that requires
+    grad has an edge and every saved value is an argument at a known position or a default. The
+    dispatcher calls it directly (:data:`~ember._ops._dispatch.autograd_recorders`) for calls without
+    keywords; other calls answer ``NotImplemented`` and take :func:`record`. One function serves every
+    op: what differs between ops is data (the number of arguments, the save plan, the node class).
     """
     op = entry.op
     k = len(entry.grad_args)
@@ -220,263 +336,37 @@ def _fast_recorder(entry):
         or _inplace_flag(op) is not None
     ):
         return None
-    # what to save: (key, position among the args or -1 for the default, only the metadata, readers' bit mask,
-    # default value)
-    plan = []
-    for (key, name, position, shape_only), readers in zip(entry.saved_specs, entry.saved_by):
-        if 0 <= position < k:
-            plan.append((key, position, shape_only, readers, None))
-        elif name in entry.defaults:
-            plan.append((key, -1, shape_only, readers, entry.defaults[name]))
-        else:
+    plan = _save_plan(entry)
+    for _key, name, position, _shape_only, _readers, _default in plan:
+        if not 0 <= position < k and name not in entry.defaults:
             return None  # a required argument past the differentiable ones: no call passes exactly k arguments
-    plan = tuple(plan)
-    cls = node_class(entry)
     layout = entry.static_layout
     every = (1 << k) - 1
-    result_by = entry.result_by if entry.saves_result else 0
-    checked = op.checked_cpu
+    cls = node_class(entry)
+    checked = op.checked_kernels.get("cpu")
 
-    def run(args, device):
-        """The op's result, computed below autograd."""
+    def record_positional(args, device):
+        if len(args) != k:
+            return NotImplemented
+        found = _inputs(args, True)
+        if found is None:
+            return NotImplemented
+        edges, meta, mask = found
+        if not mask:
+            return NotImplemented
         array = checked(*args) if checked is not None and device.type == "cpu" else None
         if array is not None:
             # a checked kernel computes in numpy alone (no ops dispatched): no need to turn grad mode off
             result = _new_object(Tensor)
             result._data = array
             result._device = device
-            return result
-        previous = state.grad_enabled
-        state.grad_enabled = False
-        try:
-            return run_backend(op, args, {}, device)
-        finally:
-            state.grad_enabled = previous
-
-    def finish(args, mask, node, result):
-        """Save what the formulas that will run read; make ``node`` the result's ``grad_fn``."""
-        saved = {}
-        for key, position, shape_only, readers, default in plan:
-            if mask & readers:
-                v = args[position] if position >= 0 else default
-                if shape_only:
-                    v = tensor_meta(v)
-                elif type(v) in _TENSOR_TYPES:
-                    v = _save_input(v)
-                saved[key] = v
-        node._saved = saved
-        if type(result) is Tensor:
-            if result._data.dtype in DIFFERENTIABLE_DTYPES:
-                result._requires_grad = True
-                result._grad_fn = node
-            if mask & result_by:
-                node._saved_results = (_save_output(result, node),)
-            return result
+        else:
+            result = run_without_grad(op, args, {}, device)
+        needed = -1 if mask == every else mask
+        node = new_node(cls, entry, edges, meta, layout, needed, plan, args, None)
         return _attach(op, entry, node, result)
 
-    def record_unary(args, device):
-        # record_fast below for one argument (unary ops: most recorded calls), with run() and finish()
-        # inlined: each frame saved is a few percent of the op
-        if len(args) != 1:
-            return NotImplemented
-        (v,) = args
-        if type(v) not in _TENSOR_TYPES or not v._requires_grad:
-            return NotImplemented
-        fn = v._grad_fn
-        edge = (fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v)
-        data = v._data
-        array = checked(v) if checked is not None and device.type == "cpu" else None
-        if array is not None:
-            result = _new_object(Tensor)
-            result._data = array
-            result._device = device
-        else:
-            result = run(args, device)
-        node = _new_object(cls)  # FormulaNode.__init__, inlined (keep the two in step)
-        node.next_functions = (edge,)
-        node._seq = next(_sequence)
-        node.entry = entry
-        node._input_meta = ((data.shape, data.dtype, v._device),)
-        node._layout = layout
-        if _anomaly_state.enabled:
-            _anomaly.record_forward(node)
-        saved = {}
-        for key, position, shape_only, _, default in plan:  # the one argument needs a gradient: save all
-            value = v if position >= 0 else default
-            if shape_only:
-                value = tensor_meta(value)
-            elif type(value) in _TENSOR_TYPES:
-                value = _save_input(value)
-            saved[key] = value
-        node._saved = saved
-        if type(result) is Tensor:
-            if result._data.dtype in DIFFERENTIABLE_DTYPES:
-                result._requires_grad = True
-                result._grad_fn = node
-            if result_by:
-                node._saved_results = (_save_output(result, node),)
-            return result
-        return _attach(op, entry, node, result)
-
-    def record_fast(args, device):
-        if len(args) != k:
-            return NotImplemented
-        edges = []
-        meta = []
-        mask = 0
-        bit = 1
-        for v in args:
-            if type(v) in _TENSOR_TYPES:
-                data = v._data
-                if v._requires_grad:
-                    fn = v._grad_fn
-                    edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
-                    mask |= bit
-                else:
-                    edges.append(_NO_EDGE)
-                meta.append((data.shape, data.dtype, v._device))
-            elif type(v) in _NUMBERS:
-                edges.append(_NO_EDGE)
-                meta.append(None)
-            else:
-                return NotImplemented
-            bit <<= 1
-        if not mask:
-            return NotImplemented
-        result = run(args, device)
-        node = cls(entry, tuple(edges), meta, layout)
-        if mask != every:  # some argument needs no gradient: skip what only its formula reads
-            node._needed = mask
-        return finish(args, mask, node, result)
-
-    def record_binary(args, device):
-        # record_fast for two arguments (mul, add, sub, div...), with the loop unrolled and run(), the node's
-        # __init__ and finish() inlined: a third of the recorded calls of a small-op chain
-        if len(args) != 2:
-            return NotImplemented
-        a, b = args
-        if type(a) in _TENSOR_TYPES:
-            data = a._data
-            meta_a = (data.shape, data.dtype, a._device)
-            if a._requires_grad:
-                fn = a._grad_fn
-                edge_a = (fn, a._output_nr) if fn is not None and a._view_info is None else edge_of(a)
-                mask = 1
-            else:
-                edge_a, mask = _NO_EDGE, 0
-        elif type(a) in _NUMBERS:
-            edge_a, meta_a, mask = _NO_EDGE, None, 0
-        else:
-            return NotImplemented
-        if type(b) in _TENSOR_TYPES:
-            data = b._data
-            meta_b = (data.shape, data.dtype, b._device)
-            if b._requires_grad:
-                fn = b._grad_fn
-                edge_b = (fn, b._output_nr) if fn is not None and b._view_info is None else edge_of(b)
-                mask |= 2
-            else:
-                edge_b = _NO_EDGE
-        elif type(b) in _NUMBERS:
-            edge_b, meta_b = _NO_EDGE, None
-        else:
-            return NotImplemented
-        if not mask:
-            return NotImplemented
-        array = checked(a, b) if checked is not None and device.type == "cpu" else None
-        if array is not None:
-            result = _new_object(Tensor)
-            result._data = array
-            result._device = device
-        else:
-            result = run(args, device)
-        node = _new_object(cls)  # FormulaNode.__init__, inlined (keep the two in step)
-        node.next_functions = (edge_a, edge_b)
-        node._seq = next(_sequence)
-        node.entry = entry
-        node._input_meta = (meta_a, meta_b)
-        node._layout = layout
-        if _anomaly_state.enabled:
-            _anomaly.record_forward(node)
-        if mask != 3:  # one argument needs no gradient: skip what only its formula reads
-            node._needed = mask
-        saved = {}
-        for key, position, shape_only, readers, default in plan:
-            if mask & readers:
-                v = args[position] if position >= 0 else default
-                if shape_only:
-                    v = tensor_meta(v)
-                elif type(v) in _TENSOR_TYPES:
-                    v = _save_input(v)
-                saved[key] = v
-        node._saved = saved
-        if type(result) is Tensor:
-            if result._data.dtype in DIFFERENTIABLE_DTYPES:
-                result._requires_grad = True
-                result._grad_fn = node
-            if mask & result_by:
-                node._saved_results = (_save_output(result, node),)
-            return result
-        return _attach(op, entry, node, result)
-
-    if k == 1:
-        return record_unary
-    return record_binary if k == 2 else record_fast
-
-
-def _make_node_with_lists(entry, args, kwargs):
-    """:func:`make_node` for calls with a list of tensors among the differentiable arguments (``cat``)."""
-    edges = []
-    meta = []
-    layout = {}
-    needed = 0
-    for name, position in entry.grad_specs:
-        v = entry.value(name, position, args, kwargs)
-        items = v if type(v) is list or type(v) is tuple else (v,)
-        layout[name] = (len(edges), len(items) if items is v else -1)
-        for t in items:
-            if isinstance(t, Tensor) and t._requires_grad:
-                edges.append(edge_of(t))
-                meta.append((t._data.shape, t._data.dtype, t._device))
-                needed += 1
-            else:
-                edges.append(_NO_EDGE)
-                meta.append(None)
-    if needed < _requiring_grad(args, kwargs):
-        _check_covered(entry, entry.bind(args, kwargs))
-    if not needed:
-        return None
-    node = node_class(entry)(entry, tuple(edges), meta, layout)
-    if needed < len(edges):
-        node._needed = sum(1 << i for i, name in enumerate(entry.grad_args) if _needs(edges, layout[name]))
-    node._saved = _save(entry, args, kwargs, node._needed)
-    return node
-
-
-def _save(entry, args, kwargs, needed=-1):
-    """The values the formulas that will run read, tensors wrapped in :class:`SavedTensor`.
-
-    ``needed``: bit mask over ``entry.grad_args`` of the arguments that need a gradient (-1: all).
-    """
-    saved = {}
-    nargs = len(args)
-    saved_by = entry.saved_by
-    for j, (key, name, position, shape_only) in enumerate(entry.saved_specs):
-        if not needed & saved_by[j]:
-            continue
-        v = args[position] if 0 <= position < nargs else entry.value(name, position, args, kwargs)
-        if shape_only:
-            saved[key] = tensor_meta(v)
-            continue
-        if type(v) is Tensor or isinstance(v, Tensor):
-            v = SavedTensor(v)
-        elif type(v) in (list, tuple) and v and all(isinstance(t, Tensor) for t in v):
-            v = [SavedTensor(t) for t in v]
-        saved[name] = v
-    return saved
-
-
-_NO_EDGE = (None, 0)
+    return record_positional
 
 
 def _requiring_grad(args, kwargs):

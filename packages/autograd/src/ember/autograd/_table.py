@@ -180,6 +180,7 @@ class Derivative:
         "decompose_if",
         "node_class",
         "fast_record",
+        "save_plan",
         "simple_steps",
         "reads_results",
         "_decompose_specs",
@@ -219,6 +220,7 @@ class Derivative:
         self.node_name = _node_name(op.name)
         self.node_class = None  # the FormulaNode subclass named node_name (made on first use)
         self.fast_record = False  # ember.autograd._record's recorder of common calls: False until built, None if none
+        self.save_plan = None  # ember.autograd._record's plan of the values to save (made on first use)
         position = {n: i for i, n in enumerate(self.params)}
         if self.var_positional is not None:
             position[self.var_positional] = VAR_POSITIONAL

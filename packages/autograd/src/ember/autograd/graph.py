@@ -91,10 +91,6 @@ class Node:
         """Gradients of the inputs, one per edge of ``next_functions``, from the outputs' gradients."""
         raise NotImplementedError
 
-    def _output_shapes(self):
-        """``(shape, dtype, device)`` per output, to materialise missing gradients as zeros."""
-        return None
-
     def register_hook(self, fn):
         """Call ``fn(grad_inputs, grad_outputs)`` after the node runs; it may return new ``grad_inputs``.
 

@@ -118,12 +118,6 @@ class LazyModuleMixin:
         if module.cls_to_become is not None:
             module.__class__ = module.cls_to_become
 
-    def _replicate_for_data_parallel(self):
-        raise RuntimeError(
-            "Modules with uninitialized parameters can't be used with `DataParallel`. "
-            "Run a dummy forward pass to correctly initialize the modules"
-        )
-
 
 class LazyLinear(LazyModuleMixin, Linear):
     """A :class:`Linear` whose ``in_features`` is inferred from the first input's last dimension.
