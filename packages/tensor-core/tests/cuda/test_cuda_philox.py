@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember._ops import nn_activation
+from ember._ops import nn_dropout
 from ember.cuda.kernels import philox
 
 F = ember.nn.functional
@@ -150,7 +150,7 @@ def test_dropout_forms_agree(dtype):
         keep = 1.0 - p
         bits = ember.tensor(philox.bernoulli_reference(x.shape[0], keep, np.bool_, key=5))
         recorded = x * (bits.to(dtype) / keep)
-        fused = (x * bits) * nn_activation._dropout_scale(dtype, keep)
+        fused = (x * bits) * nn_dropout._dropout_scale(dtype, keep)
         assert fused.dtype is dtype
         a, b = recorded.float().numpy(), fused.float().numpy()
         np.testing.assert_array_equal(a, b)
@@ -365,7 +365,7 @@ def test_dropout_other_dtypes(cp, dtype):
     ys = y.float().cpu().numpy()
     kept = ys != 0
     assert 0.78 < kept.mean() < 0.82
-    scale = nn_activation._dropout_scale(dtype, 0.8)
+    scale = nn_dropout._dropout_scale(dtype, 0.8)
     np.testing.assert_array_equal(ys[kept], (x * scale).float().cpu().numpy()[kept])
 
 

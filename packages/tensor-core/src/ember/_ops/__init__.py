@@ -46,6 +46,9 @@ shape = _import_op_module("shape")
 linalg = _import_op_module("linalg")
 nn_conv = _import_op_module("nn_conv")
 nn_activation = _import_op_module("nn_activation")
+nn_softmax = _import_op_module("nn_softmax")
+nn_dropout = _import_op_module("nn_dropout")
+nn_linear = _import_op_module("nn_linear")
 nn_norm = _import_op_module("nn_norm")
 nn_embedding = _import_op_module("nn_embedding")
 nn_attention = _import_op_module("nn_attention")
@@ -55,7 +58,7 @@ nn_loss = _import_op_module("nn_loss")
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
     creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv,
-    nn_activation, nn_norm, nn_embedding, nn_attention, nn_loss,
+    nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention, nn_loss,
 )
 
 __all__ = [

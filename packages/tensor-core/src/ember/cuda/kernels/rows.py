@@ -1234,7 +1234,7 @@ def _generic(op, *args):
 
 
 def _softmax_kernel(op, log):
-    from ..._ops.nn_activation import _softmax_args
+    from ..._ops.nn_softmax import _softmax_args
 
     opname = op.name
 
