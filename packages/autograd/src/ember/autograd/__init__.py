@@ -45,6 +45,8 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import _HookDict, _add_hook
 from .variable import Variable
 
+from . import functional  # noqa: E402,I001 - ember.autograd.functional, as torch.autograd.functional
+
 __all__ = [
     "backward",
     "grad",

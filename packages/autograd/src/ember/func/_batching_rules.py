@@ -203,8 +203,8 @@ def _run(op, level, size, args, kwargs):
     if op.decomposition is not None:
         try:
             return op.decomposition(*args, **kwargs)
-        except ValuesOfBatchedTensor:
-            pass  # the decomposition reads values (a data-dependent shape): run it per sample
+        except (ValuesOfBatchedTensor, UnbatchedWrite):
+            pass  # the decomposition reads values, or writes into a buffer it made: run it per sample
     return _loop(op, op.name, level, size, args, kwargs)
 
 
@@ -345,6 +345,8 @@ def _reduction(op, level, size, args, kwargs):
     args[0] = x if ndim > 0 else x.unsqueeze(1)
     args[dim_pos] = _shift(dim, ndim)
     out = op(*args, **kwargs)
+    if ndim == 0:  # keepdim kept the dim added for the zero-dim sample
+        out = _squeeze_scalar(out)
     return _wrap_out(out, level, out_bdim)
 
 
@@ -591,10 +593,14 @@ def _index(op, level, size, args, kwargs):
 # in-place ops
 
 
+class UnbatchedWrite(RuntimeError):
+    """An in-place op would write a batched tensor into one that is not batched (PyTorch's error)."""
+
+
 def _inplace(op, level, size, args, kwargs):
     self = args[0]
     if not _is_batched(self, level):
-        raise RuntimeError(
+        raise UnbatchedWrite(
             f"vmap: {op.name}(self, *extra_args) is not possible because there exists a Tensor `other` in "
             "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but "
             f"`self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of "

