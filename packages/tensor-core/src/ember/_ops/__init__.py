@@ -52,13 +52,18 @@ nn_linear = _import_op_module("nn_linear")
 nn_norm = _import_op_module("nn_norm")
 nn_embedding = _import_op_module("nn_embedding")
 nn_attention = _import_op_module("nn_attention")
-nn_loss = _import_op_module("nn_loss")
+nn_loss_regression = _import_op_module("nn_loss_regression")
+nn_loss_classification = _import_op_module("nn_loss_classification")
+nn_loss_distribution = _import_op_module("nn_loss_distribution")
+nn_loss_margin = _import_op_module("nn_loss_margin")
+nn_loss_ctc = _import_op_module("nn_loss_ctc")
 
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
     creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv,
-    nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention, nn_loss,
+    nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
+    nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,
 )
 
 __all__ = [

@@ -1,6 +1,7 @@
 """Helpers shared by the op modules of ``ember.nn.functional``.
 
-Used by nn_activation, nn_norm, nn_embedding, nn_attention and nn_loss.
+Used by the ``nn_*`` op modules (activations, softmax, dropout, linear maps, normalization,
+embeddings, attention and the losses).
 
 Every op of those modules is a **composite**: its ``decomposition`` is written in other
 ember ops (so a backend with the prims gets it for free, and autograd and the
