@@ -112,8 +112,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
             pairs = [(gi, vi) for gi, vi in zip(g, vs) if gi is not None and gi.requires_grad]
             if strict and len(pairs) != len(xs):
                 raise RuntimeError("The output of the user-provided function is independent of an input (strict mode)")
-            products = ember.autograd.grad([p for p, _ in pairs], dummies, [w for _, w in pairs],
-                                           create_graph=create_graph, allow_unused=True) if pairs else (None,) * len(outs)
+            products = (None,) * len(outs)
+            if pairs:
+                products = ember.autograd.grad([p for p, _ in pairs], dummies, [w for _, w in pairs],
+                                               create_graph=create_graph, allow_unused=True)
             products = tuple(ember.zeros_like(o) if p is None else (p if create_graph else p.detach())
                              for p, o in zip(products, outs))
     outs = tuple(o if create_graph else o.detach() for o in outs)

@@ -18,7 +18,9 @@ import ember
 from ember._tensor import Tensor
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
+from . import debug
 from ._batched import lift, lower
+from ._batching_rules import UnbatchedWrite
 from ._grad import _call_with, _detach, _split_aux
 from ._vmap import vmap
 
@@ -83,7 +85,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             with ember.enable_grad():
                 return inputs.gradients(lifted, cts, create_graph=inputs.nested)
 
-        grads = vmap(rows, chunk_size=chunk_size)(basis)  # per input: (M, *input shape)
+        grads = _rows_of(rows, basis, chunk_size)  # per input: (M, *input shape)
         blocks, start = [], 0
         for o, n in zip(out_leaves, sizes):
             blocks.append([(g if len(sizes) == 1 else g.narrow(0, start, n)).reshape(*o.shape, *g.shape[1:])
@@ -95,6 +97,22 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
         return (jac, aux) if has_aux else jac
 
     return wrapper
+
+
+def _rows_of(fn, basis, chunk_size, randomness="error"):
+    """``vmap(fn)(basis)``; a loop over the rows where a backward formula cannot run batched.
+
+    The one known case: the double backward of an in-place write into a view (autograd's
+    ``CopySlices`` node, met by hessians of functions that slice their input) makes a fresh buffer and
+    writes the batched gradient into it, which vmap cannot batch. That case is counted in
+    :mod:`ember.func.debug` as ``"CopySlices"``.
+    """
+    try:
+        return vmap(fn, chunk_size=chunk_size, randomness=randomness)(basis)
+    except UnbatchedWrite:
+        debug.record("CopySlices")
+        results = [fn(row) for row in basis.unbind(0)]
+        return [ember.stack([r[i] for r in results]) for i in range(len(results[0]))]
 
 
 class _Linearization:
@@ -195,7 +213,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
                 start += n
             return lin.push(tangents)
 
-        cols = vmap(columns, randomness=randomness)(basis)  # per output: (N, *output shape)
+        cols = _rows_of(columns, basis, None, randomness)  # per output: (N, *output shape)
         blocks = []
         for o, c in zip(lin.out_leaves, cols):
             row, start = [], 0

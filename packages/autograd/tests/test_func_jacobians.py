@@ -1,0 +1,186 @@
+"""ember.func jacrev/jacfwd/hessian/jvp/linearize, ember.autograd.functional, per-sample gradients and ensembling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.autograd.functional as AF
+import ember.nn as nn
+from ember.func import (
+    debug,
+    functional_call,
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    stack_module_state,
+    vmap,
+)
+
+
+def _f64(*shape, seed=0):
+    return ember.from_numpy(np.random.default_rng(seed).standard_normal(shape))
+
+
+def _numeric_jacobian(f, x, eps=1e-6):
+    base = x.numpy().copy()
+    out0 = f(x).numpy()
+    jac = np.zeros(out0.shape + base.shape)
+    for i in np.ndindex(base.shape):
+        plus, minus = base.copy(), base.copy()
+        plus[i] += eps
+        minus[i] -= eps
+        jac[(Ellipsis,) + i] = (f(ember.from_numpy(plus)).numpy() - f(ember.from_numpy(minus)).numpy()) / (2 * eps)
+    return jac
+
+
+def _close(a, b, tol=1e-6):
+    np.testing.assert_allclose(np.asarray(a.detach().numpy() if isinstance(a, ember.Tensor) else a),
+                               np.asarray(b.detach().numpy() if isinstance(b, ember.Tensor) else b),
+                               rtol=tol, atol=tol)
+
+
+W = _f64(3, 4, seed=5)
+
+
+def _f(x):
+    return (W @ x).tanh() * x.sum()
+
+
+def _scalar(x):
+    return (x.sin() * x).sum() + (x[:2] * x[1:3]).sum()
+
+
+@pytest.mark.parametrize("transform", [jacrev, jacfwd])
+def test_jacobians_match_finite_differences(transform):
+    x = _f64(4)
+    _close(transform(_f)(x), _numeric_jacobian(_f, x), tol=1e-5)
+
+
+def test_jacobian_argnums_and_multiple_outputs():
+    x, y = _f64(3), _f64(3, seed=1)
+    jx, jy = jacrev(lambda a, b: a * b, argnums=(0, 1))(x, y)
+    _close(jx, np.diag(y.numpy()))
+    _close(jy, np.diag(x.numpy()))
+    (j0, j1) = jacrev(lambda a: (a * 2, a.sum()))(x)
+    _close(j0, 2 * np.eye(3))
+    _close(j1, np.ones(3))
+
+
+@pytest.mark.parametrize("build", [
+    hessian,
+    lambda f: jacrev(jacrev(f)),
+    lambda f: jacfwd(jacrev(f)),
+    lambda f: jacrev(jacfwd(f)),
+])
+def test_hessians_match_finite_differences_of_the_gradient(build):
+    x = _f64(4)
+    expected = _numeric_jacobian(lambda t: grad(_scalar)(t), x)
+    _close(build(_scalar)(x), expected, tol=1e-5)
+
+
+def test_jvp_and_linearize():
+    x, v = _f64(4), _f64(4, seed=2)
+    jac = _numeric_jacobian(_f, x)
+    out, jv = jvp(_f, (x,), (v,))
+    _close(out, _f(x))
+    _close(jv, jac @ v.numpy(), tol=1e-5)
+    out, fn = linearize(_f, x)
+    _close(fn(v), jac @ v.numpy(), tol=1e-5)
+
+
+def test_jacobians_are_vectorised():
+    x = _f64(4)
+    with debug.fallbacks() as report:
+        jacrev(_f)(x)
+        jacfwd(_f)(x)
+        hessian(lambda t: (t.sin() * t).sum() * (t**2).sum())(x)
+    assert dict(report) == {}
+    with debug.fallbacks() as report:  # slicing the input: the double backward of CopySlices runs per row
+        hessian(_scalar)(x)
+    assert set(report) == {"CopySlices"}
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_autograd_functional(vectorize):
+    x, v, u = _f64(4), _f64(4, seed=2), _f64(3, seed=3)
+    jac = _numeric_jacobian(_f, x)
+    _close(AF.jacobian(_f, x, vectorize=vectorize), jac, tol=1e-5)
+    hess = _numeric_jacobian(lambda t: grad(_scalar)(t), x)
+    _close(AF.hessian(_scalar, x, vectorize=vectorize), hess, tol=1e-5)
+    _close(AF.vjp(_f, x, u)[1], jac.T @ u.numpy(), tol=1e-5)
+    _close(AF.jvp(_f, x, v)[1], jac @ v.numpy(), tol=1e-5)
+    _close(AF.hvp(_scalar, x, v)[1], hess @ v.numpy(), tol=1e-5)
+    _close(AF.vhp(_scalar, x, v)[1], v.numpy() @ hess, tol=1e-5)
+    if vectorize:
+        _close(AF.jacobian(_f, x, vectorize=True, strategy="forward-mode"), jac, tol=1e-5)
+    else:
+        with pytest.raises(NotImplementedError):
+            AF.jacobian(_f, x, strategy="forward-mode")
+
+
+def test_autograd_functional_create_graph_and_strict():
+    x = _f64(3).requires_grad_()
+    jac = AF.jacobian(lambda t: t**3, x, create_graph=True)
+    assert jac.requires_grad
+    (g,) = ember.autograd.grad(jac.sum(), x)
+    _close(g, 6 * x.detach())
+    with pytest.raises(RuntimeError, match="independent"):
+        AF.vjp(lambda a, b: a * 2, (x.detach(), x.detach()), ember.ones(3, dtype=ember.float64), strict=True)
+
+
+class _CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 4, 3)
+        self.c2 = nn.Conv2d(4, 6, 3)
+        self.fc = nn.Linear(6 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = nn.functional.max_pool2d(nn.functional.relu(self.c1(x)), 2)
+        return self.fc(nn.functional.relu(self.c2(x)).flatten(1))
+
+
+def test_per_sample_gradients_of_a_cnn_match_a_loop():
+    ember.manual_seed(0)
+    net = _CNN().double()
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    xs, ys = _f64(5, 1, 10, 10), ember.tensor([1, 3, 0, 9, 3])
+
+    def loss(p, x, y):
+        return nn.functional.cross_entropy(functional_call(net, p, (x[None],)), y[None])
+
+    with debug.fallbacks() as report:
+        batched = vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)
+    assert dict(report) == {}
+    for i in range(5):
+        single = grad(loss)(params, xs[i], ys[i])
+        for name in params:
+            _close(batched[name][i], single[name], tol=1e-8)
+
+
+def test_model_ensembling_with_stack_module_state():
+    ember.manual_seed(1)
+    models = [nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)) for _ in range(4)]
+    params, buffers = stack_module_state(models)
+    assert params["0.weight"].shape == (4, 5, 3) and params["0.weight"].requires_grad
+    x = ember.randn(6, 3)
+    out = vmap(lambda p, b, t: functional_call(models[0], (p, b), (t,)), in_dims=(0, 0, None))(params, buffers, x)
+    _close(out, ember.stack([m(x) for m in models]), tol=1e-5)
+    with pytest.raises(RuntimeError, match="at least one"):
+        stack_module_state([])
+
+
+def test_functional_call_tie_weights_and_strict():
+    lin = nn.Linear(2, 2, bias=False)
+    model = nn.Sequential(lin, lin)
+    w = ember.eye(2) * 3
+    out = functional_call(model, {"0.weight": w}, (ember.ones(1, 2),))
+    _close(out, np.full((1, 2), 9.0))
+    assert lin.weight is model[0].weight and not bool((lin.weight == w).all())  # restored
+    with pytest.raises(ValueError, match="missing"):
+        functional_call(model, {"0.weight": w}, (ember.ones(1, 2),), tie_weights=False, strict=True)
