@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from . import _dispatch
 
 __all__ = ["write_out"]
 
@@ -16,9 +17,16 @@ def write_out(op, out, result):
 
     Raises:
         RuntimeError: for a dtype that the result can't be cast to, a device
-            mismatch, or a non-empty ``out`` of a different shape.
+            mismatch, or a non-empty ``out`` of a different shape; when grad mode
+            is on and an input (hence the result) or ``out`` requires grad, as in
+            PyTorch: ``out=`` does not support automatic differentiation.
         TypeError: if ``out`` is not a tensor (or a tuple of them for multi-output ops).
     """
+    if _dispatch.state.grad_enabled and _requires_grad(result, out):
+        raise RuntimeError(
+            f"{op.name}(): functions with out=... arguments don't support automatic differentiation, "
+            "but one of the arguments requires grad."
+        )
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{op.name}(): argument 'out' must be a tuple of {len(result)} Tensors")
@@ -27,6 +35,16 @@ def write_out(op, out, result):
         return op.return_type(*out) if op.return_type is not None else tuple(out)
     _write_one(op, out, result)
     return out
+
+
+def _requires_grad(result, out):
+    """Whether the result (computed from an input that requires grad) or an ``out`` tensor requires grad."""
+    results = result if isinstance(result, tuple) else (result,)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    for t in (*results, *outs):
+        if isinstance(t, Tensor) and t.requires_grad:
+            return True
+    return False
 
 
 def _write_one(op, out, result):
