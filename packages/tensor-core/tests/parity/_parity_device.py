@@ -108,7 +108,7 @@ def torch_call(fn, *args, **kwargs):
 
 def torch_numpy(t):
     """A PyTorch tensor's values as numpy, from any device (bfloat16 through float32)."""
-    t = t.detach().cpu()
+    t = t.detach().cpu().resolve_conj()  # (linalg.solve(left=False) returns a conjugate view)
     if t.dtype == torch.bfloat16:
         t = t.float()
     return t.numpy()

@@ -44,6 +44,13 @@ random = _import_op_module("random")
 reductions = _import_op_module("reductions")
 shape = _import_op_module("shape")
 linalg = _import_op_module("linalg")
+# ember.linalg's factorizations and solvers (registry names "linalg_*", tagged "submodule"), then norms
+linalg_det = _import_op_module("linalg_det")
+linalg_solve = _import_op_module("linalg_solve")
+linalg_factor = _import_op_module("linalg_factor")
+linalg_eigen = _import_op_module("linalg_eigen")
+linalg_norms = _import_op_module("linalg_norms")
+linalg_misc = _import_op_module("linalg_misc")
 nn_conv = _import_op_module("nn_conv")
 nn_activation = _import_op_module("nn_activation")
 nn_softmax = _import_op_module("nn_softmax")
@@ -61,7 +68,8 @@ nn_loss_ctc = _import_op_module("nn_loss_ctc")
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
-    creation, views, pointwise, indexing, random, reductions, shape, linalg, nn_conv,
+    creation, views, pointwise, indexing, random, reductions, shape, linalg, linalg_det, linalg_solve,
+    linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_conv,
     nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
     nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,
 )
@@ -90,7 +98,7 @@ def public_ops():
         name: op
         for name, op in _registry.registry.items()
         if not name.startswith("_") and op.kind != "inplace" and name not in _NOT_PUBLIC
-        and "nn.functional_only" not in op.tags
+        and "nn.functional_only" not in op.tags and "submodule" not in op.tags
     }
 
 

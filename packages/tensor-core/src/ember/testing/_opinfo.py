@@ -95,6 +95,10 @@ class OpInfo:
         tolerances (dict): ``{dtype: (rtol, atol)}`` overrides for comparisons.
         supports_autograd (bool): whether gradients are defined (gradcheck in ember-autograd).
         skips (tuple): ``(test_name, dtype or None, reason)`` entries: known gaps, each with a reason.
+        gradcheck_wrapper (callable, optional): ``wrapper(op, input, *args, **kwargs)`` calls the op for the
+            gradient tests (ember's and PyTorch's), written with methods both libraries' tensors have: it
+            maps free inputs to the inputs the op's gradient is defined for (a Hermitian matrix for
+            ``cholesky``) and outputs to gauge-invariant quantities (``svd``'s vectors up to a phase).
     """
 
     name: str
@@ -107,6 +111,7 @@ class OpInfo:
     tolerances: dict = dataclasses.field(default_factory=dict)
     supports_autograd: bool = True
     skips: tuple = ()
+    gradcheck_wrapper: Callable | None = None
 
     @property
     def op(self):

@@ -1,0 +1,85 @@
+"""Derivatives of the determinants (``ember._ops.linalg_det``).
+
+``d det(A) = tr(adj(A) dA)``, so the gradient of ``A`` is ``grad * adj(A)^H``
+(PyTorch's conjugate-Wirtinger convention). Where ``A`` is well conditioned,
+``adj(A)^H = conj(det) * A^{-H}``, one solve. At a singular or nearly singular
+matrix that product is 0 * inf: there the adjugate comes from the SVD
+``A = U diag(s) V^H``, ``adj(A) = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H``,
+which stays finite and exact at any rank (PyTorch once returned wrong values
+there: its issue 104675). ``slogdet``'s gradient is ``A^{-H}`` times the
+gradient of ``log det``; ``logdet`` and the top-level aliases go through
+their decompositions.
+"""
+
+from __future__ import annotations
+
+import ember
+
+from .._table import derivative, through_decomposition
+from ._helpers import conj, mH
+
+
+def _eye_like(A):
+    n = A.shape[-1]
+    return ember.eye(n, dtype=A.dtype, device=A.device)
+
+
+def _inverse_h_times(A, g):
+    """``g[..., None, None] * A^{-H}``, as one solve (never an explicit inverse)."""
+    return ember.linalg.solve(mH(A), g.unsqueeze(-1).unsqueeze(-1) * _eye_like(A))
+
+
+def _ill_conditioned(A, det):
+    """Which matrices of ``A`` the solve would lose: ``|det|`` tiny next to the product of the column norms
+    (Hadamard's bound), a scale-free test of near-singularity."""
+    with ember.no_grad():
+        columns = ember.linalg.vector_norm(A, dim=-2).prod(-1)
+        tol = 1e-10 if A.dtype in (ember.float64, ember.complex128) else 1e-4
+        return (det.abs() <= tol * columns) | (columns == 0)
+
+
+def adjugate_h(A):
+    """``adj(A)^H`` through the SVD: finite and exact for singular matrices of any rank."""
+    U, S, Vh = ember.linalg.svd(A, full_matrices=False)
+    n = S.shape[-1]
+    eye = ember.eye(n, dtype=ember.bool, device=A.device)
+    # prod_{j != i} s_j: the product of each row of S repeated, with its own entry replaced by 1
+    others = ember.where(eye, ember.ones((), dtype=S.dtype, device=A.device), S.unsqueeze(-2).expand(*S.shape, n))
+    cofactors = others.prod(-1)
+    phase = ember.linalg.det(U) * ember.linalg.det(Vh)
+    return conj(phase).unsqueeze(-1).unsqueeze(-1) * ember.matmul(U * cofactors.to(U.dtype).unsqueeze(-2), Vh)
+
+
+def det_backward(grad, A, result):
+    """Gradient of ``A`` in ``det(A)``: ``grad * adj(A)^H``."""
+    if A.shape[-1] == 0:
+        return ember.zeros_like(A)
+    g = grad * conj(result)
+    singular = _ill_conditioned(A, result)
+    if not bool(singular.any()):
+        return _inverse_h_times(A, g)
+    through_svd = grad.unsqueeze(-1).unsqueeze(-1) * adjugate_h(A)
+    if bool(singular.all()):
+        return through_svd
+    # solve only the well-conditioned matrices (the others are replaced by the identity there)
+    mask = singular.unsqueeze(-1).unsqueeze(-1)
+    safe = ember.where(mask, _eye_like(A), A)
+    return ember.where(mask, through_svd, _inverse_h_times(safe, g))
+
+
+def _slogdet_backward(grads, results, A):
+    """``d logabsdet = Re tr(A^{-1} dA)``; the phase ``sign`` of a complex determinant moves with
+    ``Im tr(A^{-1} dA)``: both reach ``A`` through ``A^{-H}``."""
+    grad_sign, grad_logabsdet = grads
+    sign = results[0]
+    if A.shape[-1] == 0:
+        return ember.zeros_like(A)
+    g = grad_logabsdet.to(A.dtype)
+    if A.is_complex():
+        g = g + 1j * (conj(sign) * grad_sign).imag
+    return _inverse_h_times(A, g)
+
+
+derivative("linalg_det", A=det_backward)
+derivative("linalg_slogdet", A=_slogdet_backward)
+through_decomposition("det", "slogdet", "logdet")

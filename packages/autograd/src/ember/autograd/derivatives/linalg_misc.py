@@ -1,0 +1,1 @@
+"""Derivatives of the composite linalg functions (``ember._ops.linalg_misc``)."""

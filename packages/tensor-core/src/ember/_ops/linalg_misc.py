@@ -1,0 +1,5 @@
+"""Composite linalg functions (filled in below)."""
+
+__all__ = []
+METHODS: list[str] = []
+ALIASES: dict[str, str] = {}

@@ -1,0 +1,1 @@
+"""OpInfos of ember._ops.linalg_misc (composite linalg functions)."""
