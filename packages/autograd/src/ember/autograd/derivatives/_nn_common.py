@@ -1,0 +1,42 @@
+"""What the derivative modules of the ``nn.functional`` ops (``nn_activation``, ``nn_norm``, ...) share.
+
+Every op of these families is a composite with a fused CPU kernel, so each
+gets one of two treatments:
+
+* a **formula**, where it beats recording the decomposition: the fused
+  kernel keeps running forward (one pass instead of the decomposition's
+  chain of ops), and backward is a few ops instead of the reverse of that
+  chain. Formulas also fix the gradient at points where a decomposition
+  built from ``clamp``/``abs`` would give another value than PyTorch
+  (``logsigmoid``, ``hardsigmoid``, ``binary_cross_entropy_with_logits`` at
+  0), or NaN where PyTorch gives a finite value (``cosine_similarity`` of a
+  zero vector);
+* **through the decomposition**, where PyTorch's own op is a composite of
+  the same ops (``softsign``, ``l1_loss``, ``kl_div``, ``margin_ranking_loss``,
+  ...), so recording it gives PyTorch's gradient by construction, and where
+  the kernel draws random numbers it does not hand back (the dropout family,
+  ``rrelu`` in training, ``gumbel_softmax``, attention with dropout): the
+  decomposition draws the same numbers from the same generator, and its
+  graph keeps the mask.
+
+Normalization formulas recompute the statistics from the saved input (the
+kernels return only the output); running statistics are never
+differentiated. Hot formulas (``relu``, ``leaky_relu``, ``threshold``, the
+hard gates) multiply by a boolean mask rather than calling ``where``: numpy's
+``where`` mispredicts its branch on a mask of mixed signs and runs about 20
+times slower than a multiplication.
+"""
+
+from __future__ import annotations
+
+from ember._ops._dispatch import state as _dispatch_state
+
+
+def _cuda_rows(t):
+    """ember.cuda.kernels.rows when ``t`` is a CUDA tensor and the backward pass records nothing (no
+    ``create_graph``): its fused backward kernels then replace the formulas' chains of ops."""
+    if t.device.type != "cuda" or _dispatch_state.grad_enabled:
+        return None
+    from ember.cuda.kernels import rows
+
+    return rows
