@@ -1,6 +1,6 @@
 """The hot paths of recording and backward agree with the general ones.
 
-Small ops take shortcuts: checked CPU kernels (``Op.checked_cpu``) instead of
+Small ops take shortcuts: checked CPU kernels (``Op.checked_kernels["cpu"]``) instead of
 the meta function and the kernel, a per-op recorder instead of
 ``make_node`` (``_record._fast_recorder``, called by the dispatcher through
 ``autograd_recorders``), a lazily found storage, a plain ``FormulaNode.apply``
@@ -33,7 +33,7 @@ def _np(t):
 def test_checked_kernel_leaves_promotion_and_broadcasting_to_the_general_path():
     a = ember.tensor([1.0, 2.0, 3.0])
     b = ember.tensor([[1.0], [2.0]], dtype=ember.float64)
-    assert registry["mul"].checked_cpu(a, b) is None  # two dtypes, two shapes: not its call
+    assert registry["mul"].checked_kernels["cpu"](a, b) is None  # two dtypes: not its call
     out = a * b
     assert out.dtype is ember.float64 and tuple(out.shape) == (2, 3)
     np.testing.assert_array_equal(out.numpy(), np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0]]))

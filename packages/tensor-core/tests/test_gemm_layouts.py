@@ -128,7 +128,7 @@ def test_bfloat16_products_round_once_from_float32(host_cublas):
 
 @pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
 def test_fast_products_read_operands_as_cublas_does(host_cublas, dtype, tol):
-    # product_2d (the checked_cuda entries' cuBLAS call) on every 2-D layout _describe reads
+    # product_2d (the checked cuda kernels' cuBLAS call) on every 2-D layout _describe reads
     rng = np.random.default_rng(2)
     make = lambda *s: rng.standard_normal(s).astype(dtype)  # noqa: E731
     for a, b in [c for c in _cases(make) if c[0].ndim == 2 and c[1].ndim == 2 and 0 not in c[0].shape + c[1].shape]:

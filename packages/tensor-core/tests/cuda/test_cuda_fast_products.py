@@ -1,4 +1,4 @@
-"""The ``checked_cuda`` entries of ``matmul``, ``linear`` and ``sum`` (ember.cuda.kernels.products/reductions).
+"""The checked cuda kernels of ``matmul``, ``linear`` and ``sum`` (ember.cuda.kernels.products/reductions).
 
 Oracles: the CPU results (products within GEMM rounding), the generic cuda path (``sum``: the same bits),
 and the meta functions' errors for the calls the entries decline.
@@ -11,7 +11,6 @@ import pytest
 
 import ember
 import ember.nn.functional as F
-from ember._ops import _dispatch
 from ember._ops._registry import get as get_op
 
 pytestmark = pytest.mark.cuda
@@ -32,11 +31,11 @@ def fast():
 @contextlib.contextmanager
 def without_entry(name):
     op = get_op(name)
-    entry = _dispatch.checked_cuda.pop(op)
+    entry = op.checked_kernels.pop("cuda")
     try:
         yield
     finally:
-        _dispatch.checked_cuda[op] = entry
+        op.register_checked_kernel("cuda", entry)
 
 
 def host(t):

@@ -1,6 +1,6 @@
 """The dispatcher: how a call of an op reaches a kernel.
 
-Layers, in order (ARCHITECTURE.md section 3)::
+Layers, in order (docs/internals.rst, "The dispatcher")::
 
     op(*args, **kwargs)
       1. __ember_function__ overrides   (Tensor subclasses, FX proxies)
@@ -10,16 +10,54 @@ Layers, in order (ARCHITECTURE.md section 3)::
          or the decomposition of a composite op without one
 
 One scan over the arguments finds what the layers need: the common device,
-whether any tensor requires grad, and any argument that overrides. A plain
-call (no overrides, no mode, no grad) costs that scan, the meta check, the
-kernel and the wrapping of its result; for the small pointwise ops, a checked
-kernel (``Op.checked_cpu``) does the meta check's work itself, and ember-autograd
-registers per-op recorders (:data:`autograd_recorders`) that the scan calls
-directly.
+whether any tensor requires grad, and any argument that overrides.
+
+Fast paths
+----------
+A plain call (no override, no mode) would pay for the general path's scan, meta
+call, kernel and wrapping; the fast paths below skip parts of that work for the
+calls they take. Each must give, for those calls, what the general path gives:
+the same value and dtype, the same warnings and errors, the same version
+counters. ``tests/test_dispatch_paths.py`` runs op_db's samples both ways, the
+general way with :func:`fast_paths_disabled` (and with keywords, ``out=``, a
+Tensor subclass, the meta device), and compares.
+
+=====================  ====================================  ===========================================
+fast path (where)      taken for                             must equal
+=====================  ====================================  ===========================================
+positional scan        calls without keywords whose          :func:`_dispatch_general` and :func:`_scan`:
+(:func:`dispatch`)     arguments are plain tensors           the same device, grad flag and sequence
+                       (``PLAIN_TENSOR_TYPES``), numbers     check; anything else goes there
+                       or sequences of numbers
+checked kernel         ``op.checked_kernels[device.type]``   ``op.meta`` then ``op.kernels[device]``:
+(:func:`dispatch`,     returning an array, for a call        it declines (None) every call it does not
+:func:`run_backend`,   without keywords                      check completely, so errors come from the
+autograd's recorders)                                        meta function
+autograd recorder      ``autograd_recorders[op]`` answering  the autograd handler's node (tested in
+(:func:`dispatch`)     a call without keywords that          ember-autograd)
+                       requires grad
+array wrapping         a kernel returning one new backend    ``Tensor._make`` (:func:`_wrap`); the
+(:func:`_wrap_array`)  array                                 checked-kernel step of :func:`dispatch`
+                                                             inlines it (the hottest site)
+binary plan            two tensors of one dtype, or a        the op's general meta and kernel
+(``BinaryRule`` in     tensor and a number that keeps its    (promotion, operand casts), with keywords
+``_binary_plan``)      dtype: read by the meta function,     (``alpha=1``) or without
+                       the kernel and the checked kernel
+in-place direct        ``make_inplace``'s ``_INTO``:         the functional kernel, then a copy
+kernel                 float32/float64 ``self``, operands    (``tests/test_inplace_direct.py``)
+                       of its dtype or real numbers
+=====================  ====================================  ===========================================
+
+numpy's floating-point error state: :func:`run_backend` runs every kernel under
+numpy's quiet state (PyTorch computes overflow and ``1 / 0`` silently); checked
+kernels, which :func:`dispatch` and autograd's recorders call outside
+:func:`run_backend`, set it themselves (``_binary_plan.BinaryRule.compute`` for the
+binary ops), through :mod:`ember._ops._float_errors`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 
 import numpy as _np
@@ -35,7 +73,7 @@ from ._float_errors import IGNORE_ALL, as_user, get_error_state, reset_error_sta
 
 __all__ = [
     "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
-    "checked_cuda", "set_device_array_type", "PLAIN_TENSOR_TYPES", "register_plain_tensor_type",
+    "set_device_array_type", "PLAIN_TENSOR_TYPES", "register_plain_tensor_type", "wrap_array", "fast_paths_disabled",
 ]
 
 
@@ -73,15 +111,21 @@ def set_autograd_handler(handler):
     autograd_recorders.clear()
 
 
-#: Filled by the CUDA backend's fast kernels (``ember.cuda.kernels``): op -> ``checked(*args)``, the
-#: ``cuda`` counterpart of ``Op.checked_cpu``. Called with the positional arguments of a call without
-#: keywords on the cuda device, it does the meta function's checks itself for the calls it takes and
-#: returns the result array, or None to leave the call to the meta function and the op's kernel.
-checked_cuda = {}
-
 _ndarray = _np.ndarray
 _new_object = object.__new__
 _device_array = _ndarray  # the array type of the accelerator backend's results (cupy.ndarray), once set
+
+
+def _wrap_array(array, device):
+    """A new tensor on ``device`` around ``array``, a backend array a kernel just made (``Tensor._make``
+    without the class lookup): every site that wraps one kernel result calls it."""
+    result = _new_object(Tensor)
+    result._data = array
+    result._device = device
+    return result
+
+
+wrap_array = _wrap_array
 
 
 def set_device_array_type(array_type):
@@ -265,10 +309,10 @@ def dispatch(op, args, kwargs):
                 if result is not NotImplemented:
                     return result
             return _autograd_handler(op, args, kwargs, device)
-        checked = op.checked_cpu
-        if checked is not None and device.type == "cpu":  # run_backend's first step, inlined
+        checked = op.checked_kernels.get(device.type)
+        if checked is not None:  # run_backend's first step, inlined
             array = checked(*args)
-            if array is not None:
+            if array is not None:  # _wrap_array, inlined: its call was 5% of a + b on 16 elements
                 result = _new_object(Tensor)
                 result._data = array
                 result._device = device
@@ -367,21 +411,14 @@ def run_backend(op, args, kwargs, device):
         NotImplementedError: when a prim has no kernel for the device type.
     """
     if not kwargs:
-        # a kernel that checks what the meta function would (Op.checked_cpu; the cuda device's checked_cuda)
-        if device.type == "cpu":
-            checked = op.checked_cpu
-        else:
-            checked = checked_cuda.get(op) if checked_cuda and device.type == "cuda" else None
+        checked = op.checked_kernels.get(device.type)  # a kernel that checks what the meta function would
         if checked is not None:
             try:
                 array = checked(*args)
             except MemoryError as exc:
                 raise _allocation_error(exc, device) from None
             if array is not None:
-                result = _new_object(Tensor)
-                result._data = array
-                result._device = device
-                return result
+                return _wrap_array(array, device)
     kernel = op.kernels.get(device.type)
     kind = op.kind
     if kernel is None:
@@ -401,7 +438,7 @@ def run_backend(op, args, kwargs, device):
         op.meta(*args, **kwargs)  # also refuses sizes that do not fit int64 before the kernel allocates
     # Kernels compute inf and NaN silently, as PyTorch does: numpy's floating-point warnings are
     # switched off here for every kernel (a cast of a float16 sum past 65504 would warn); the
-    # checked kernels of the hot path quiet themselves, more cheaply (see _float_errors).
+    # checked kernels, called outside this function, quiet themselves (see the module docstring).
     quiet_token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
     try:
         result = kernel(*args, **kwargs)
@@ -411,14 +448,8 @@ def run_backend(op, args, kwargs, device):
         if quiet_token is not None:
             reset_error_state(quiet_token)
     if kind == "function":
-        if type(result) is _ndarray:  # the common case, inlined: a new numpy array (Tensor._make)
-            array, result = result, _new_object(Tensor)
-            result._data = array
-            result._device = device
-        elif type(result) is _device_array:  # the same for a new GPU array
-            array, result = result, _new_object(Tensor)
-            result._data = array
-            result._device = device
+        if type(result) is _ndarray or type(result) is _device_array:  # a new numpy (or GPU) array
+            result = _wrap_array(result, device)
         else:
             result = _wrap(result, device, op)
         if kwargs and "factory" in op.tags and kwargs.get("requires_grad"):
@@ -457,9 +488,9 @@ def _wrap(result, device, op):
     if isinstance(result, Tensor):  # a kernel may hand back an argument (F.relu(x, inplace=True) returns x)
         return result
     if type(result) is tuple:
-        wrapped = tuple(Tensor._make(r, device) for r in result)
+        wrapped = tuple(_wrap_array(r, device) for r in result)
         return op.return_type(*wrapped) if op.return_type is not None else wrapped
-    return Tensor._make(result, device)
+    return _wrap_array(result, device)
 
 
 def _wrap_view(result, base, op):
@@ -472,3 +503,38 @@ def _view_of(array, base):
     if type(array) is MetaArray:  # meta views carry their strides and offset
         return Tensor._make_view(array, base, array._elem_strides, array.offset)
     return Tensor._make_view(array, base)
+
+
+@contextlib.contextmanager
+def fast_paths_disabled():
+    """Within the block, every call of an op object takes the general path (a switch for tests).
+
+    ``op(...)`` goes through the general scan (:func:`_dispatch_general`) instead of the positional
+    scan, no checked kernel runs, and the binary pointwise ops find no plan (they promote and cast
+    as the general path does): what the fast paths of the module docstring must equal. Tensor
+    methods and operators (``a + b``) bound :func:`dispatch` at import and keep the positional
+    scan, but lose the checked kernels and plans too. Not thread-safe: for tests only.
+    """
+    from . import _binary_plan
+    from ._registry import registry
+
+    module = globals()
+    checked = {op: op.checked_kernels for op in registry.values()}
+    module["dispatch"] = _dispatch_general_only
+    for op in checked:
+        op.checked_kernels = {}
+    try:
+        with _binary_plan.plans_disabled():
+            yield
+    finally:
+        module["dispatch"] = _dispatch_fast
+        for op, kernels in checked.items():
+            kernels.update(op.checked_kernels)  # any registered inside the block stay
+            op.checked_kernels = kernels
+
+
+def _dispatch_general_only(op, args, kwargs):
+    return _dispatch_general(op, args, dict(kwargs) if kwargs else {})
+
+
+_dispatch_fast = dispatch

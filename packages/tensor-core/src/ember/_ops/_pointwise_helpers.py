@@ -19,6 +19,7 @@ from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
 from . import _float_errors
+from ._binary_plan import BinaryRule
 from ._float_errors import quiet
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
@@ -72,27 +73,8 @@ def binary_dtype(a, b):
     return D.result_type_of((a, b))
 
 
-_EXACT = 2**53  # Python ints below this convert to float64 exactly
-
-
-def _is_exact_number(x):
-    """Whether ``x`` is a Python float, or an int that converts to float64 exactly."""
-    return type(x) is float or (type(x) is int and -_EXACT < x < _EXACT)
-
-
-def _float_operand(t, direct):
-    """``t``'s array when it is a floating/complex array numpy computes in directly, else None."""
-    a = t._data
-    return a if a.ndim and a.dtype.kind in "fc" and a.dtype in direct else None
-
-
-def _is_float_operand(a, direct):
-    """Whether array ``a`` is a floating/complex array with dimensions that numpy computes in directly."""
-    return a.ndim and a.dtype.kind in "fc" and a.dtype in direct
-
-
-# numpy's error state, set around the checked kernels' calls as :func:`~ember._ops._float_errors.quiet` does (without the
-# extra call); None where numpy keeps it elsewhere, and the checked kernels are then left out
+# numpy's error state, set around the unary checked kernels' calls as :func:`~ember._ops._float_errors.quiet` does
+# (without the extra call); None where numpy keeps it elsewhere, and the checked kernels are then left out
 # (and nothing set where it is already ignore-all: inside another kernel or the backward engine)
 _error_state = getattr(_float_errors, "_error_state", None)
 if _error_state is not None:
@@ -100,9 +82,6 @@ if _error_state is not None:
     _get_error_state, _set_error_state, _reset_error_state = _error_state.get, _error_state.set, _error_state.reset
 
 
-def _same_dtype(value, np_dtype):
-    return value if value.dtype is np_dtype else value.astype(np_dtype)
-_REAL_NUMBER = (int, float)
 _NUMBER_CATEGORY = {bool: D.BOOL, int: D.INTEGRAL, float: D.FLOATING, complex: D.COMPLEX}
 
 
@@ -200,6 +179,12 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         if not (float_result and d.category < D.FLOATING) and not (upcast and d in (D.float16, D.bfloat16))
     )
 
+    # the calls without promotion, for the meta function, the kernel and the checked kernel alike; an op
+    # with an extra check of its own takes the general path every time
+    rule = None
+    if check is None:
+        rule = BinaryRule(np_fn, result=result, supported=supported, direct=direct, scalars=scalars)
+
     def compute(input, other):
         dtype = binary_dtype(input, other)
         if float_result and dtype.category < D.FLOATING:
@@ -207,32 +192,9 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         return dtype
 
     def meta(input, other):
-        if type(input) is Tensor and type(other) is Tensor and check is None:
-            # Fast path: two tensors of one dtype with dimensions (no promotion).
-            a, b = input._data, other._data
-            if a.dtype is b.dtype and a.ndim and b.ndim:
-                dtype = _FROM_NP(a.dtype)
-                if float_result and dtype.category < D.FLOATING:
-                    dtype = D.get_default_dtype()
-                if supported is None or dtype in supported:
-                    shape = a.shape if a.shape == b.shape else broadcast_shapes(a.shape, b.shape)
-                    return MetaArray(shape, _BOOL if result == "bool" else dtype.numpy_dtype)
-        elif type(input) is Tensor and check is None and scalars != "none":
-            # Fast path: a tensor and a Python number that doesn't change its dtype.
-            dtype = _FROM_NP(input._data.dtype)
-            if number_keeps_dtype(dtype, other) and other is not None:
-                if float_result and dtype.category < D.FLOATING:
-                    dtype = D.get_default_dtype()
-                if supported is None or dtype in supported:
-                    return MetaArray(input._data.shape, _BOOL if result == "bool" else dtype.numpy_dtype)
-        elif type(other) is Tensor and scalars == "both" and check is None and type(input) in _REAL_NUMBER:
-            # Fast path: a Python number first (1 - x) that doesn't change the tensor's dtype.
-            dtype = _FROM_NP(other._data.dtype)
-            if number_keeps_dtype(dtype, input):
-                if float_result and dtype.category < D.FLOATING:
-                    dtype = D.get_default_dtype()
-                if supported is None or dtype in supported:
-                    return MetaArray(other._data.shape, _BOOL if result == "bool" else dtype.numpy_dtype)
+        plan = rule.plan(input, other) if rule is not None else None
+        if plan is not None:  # no promotion (see _binary_plan)
+            return MetaArray(plan.shape or _shape(input if type(input) is Tensor else other), plan.dtype)
         if scalars == "both":
             _check_operand(name, "input", input)
             _check_operand(name, "other", other)
@@ -254,25 +216,10 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
         return MetaArray(shape, out.numpy_dtype)
 
     def cpu(input, other):
-        if type(input) is Tensor and type(other) is Tensor:
-            a, b = input._data, other._data
-            if a.dtype is b.dtype and a.ndim and b.ndim and a.dtype in direct:
-                # Fast path: one dtype numpy computes in directly.
-                value = quiet(np_fn, a, b)
-                if value.dtype is not a.dtype and result != "bool":  # np_fn computed wider
-                    value = value.astype(a.dtype)
+        if rule is not None:
+            value = rule.direct(input, other)  # the checked kernel's computation (see _binary_plan)
+            if value is not None:
                 return value
-        elif result != "bool":
-            # Fast path: a float tensor and a Python int/float, in either order (1 - x), keep the
-            # tensor's dtype (numpy >= 2 treats Python scalars as weakly typed, as PyTorch does).
-            if type(input) is Tensor and _is_exact_number(other):
-                a = _float_operand(input, direct)
-                if a is not None:
-                    return _same_dtype(quiet(np_fn, a, other), a.dtype)
-            elif type(other) is Tensor and _is_exact_number(input):
-                b = _float_operand(other, direct)
-                if b is not None:
-                    return _same_dtype(quiet(np_fn, input, b), b.dtype)
         np_dtype = compute(input, other).numpy_dtype
         work = compute_dtype(np_dtype) if upcast else np_dtype
         # PyTorch computes inf/nan silently (1/0, 0/0)
@@ -281,44 +228,12 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             value = value.astype(np_dtype)
         return value
 
-    def checked_cpu(input, other):
-        # The meta function's fast paths and the kernel's in one: no promotion, no broadcasting.
-        if type(input) is Tensor:
-            a = input._data
-            if type(other) is Tensor:
-                b = other._data
-                if a.dtype is not b.dtype or a.shape != b.shape or not a.ndim or a.dtype not in direct:
-                    return None
-                target = None if result == "bool" else a.dtype
-            elif scalars != "none" and result != "bool" and _is_float_operand(a, direct) and _is_exact_number(other):
-                b, target = other, a.dtype
-            else:
-                return None
-        elif (
-            scalars == "both" and result != "bool" and type(other) is Tensor
-            and _is_exact_number(input) and _is_float_operand(other._data, direct)
-        ):
-            a, b = input, other._data
-            target = b.dtype
-        else:
-            return None
-        if _get_error_state() is _IGNORE_ALL:  # quiet(np_fn, a, b), inlined
-            value = np_fn(a, b)
-        else:
-            token = _set_error_state(_IGNORE_ALL)
-            try:
-                value = np_fn(a, b)
-            finally:
-                _reset_error_state(token)
-        if target is not None and value.dtype is not target:  # np_fn computed wider
-            value = value.astype(target)
-        return value
-
     meta.__name__ = name
     meta.__doc__ = doc
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
-    if check is None and _error_state is not None:
-        op.checked_cpu = checked_cpu
+    if rule is not None:
+        op.register_checked_kernel("cpu", rule.direct)
+    op.binary_rule = rule
     op.result_dtype = lambda input, other: D.bool if result == "bool" else compute(input, other)
     if has_inplace:
         make_inplace(op)
@@ -411,7 +326,7 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     meta.__doc__ = doc
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
     if _error_state is not None:
-        op.checked_cpu = checked_cpu
+        op.register_checked_kernel("cpu", checked_cpu)
     if has_inplace:
         make_inplace(op, check=inplace_check)
     return op

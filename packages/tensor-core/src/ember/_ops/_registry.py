@@ -84,18 +84,18 @@ class Op:
         tags (frozenset[str]): free-form properties (``"pointwise"``, ``"reduction"``,
             ``"random"``, ...).
         return_type (type or None): a namedtuple class for ops with several named outputs.
-        checked_cpu (callable or None): an optional CPU kernel of a ``"function"`` op that does the
-            meta function's checks itself for the calls it takes: called with the positional
-            arguments of a call without keywords, it returns the result array, or None to leave the
-            call to the meta function and the kernel. It spares the hot path of small pointwise
-            ops a separate meta call. It computes with the backend alone, never dispatching
-            ops, so autograd may call it without turning grad mode off.
+        checked_kernels (dict[str, callable]): optional *checked* kernels by device type, for
+            ``"function"`` ops (see :meth:`register_checked_kernel`): called with the positional
+            arguments of a call without keywords, one does the meta function's checks itself for
+            the calls it takes and returns the result array, or None to leave the call to the
+            meta function and the op's kernel. They spare the hot path of small ops a separate
+            meta call. They compute with the backend alone, never dispatching ops, so autograd
+            may call them without turning grad mode off.
         decomposition_checks (bool): for a composite op, whether its decomposition raises every
             error its meta function would (``reshape``, ``flatten``): the dispatcher and autograd
             then run the decomposition without calling the meta function first.
     """
 
-    checked_cpu = None
     decomposition_checks = False
 
     def __init__(
@@ -122,6 +122,7 @@ class Op:
         self.category = category
         self.kind = kind
         self.kernels = {"meta": meta}
+        self.checked_kernels = {}
         self.decomposition = decomposition
         self.has_out = has_out
         self.inplace = None
@@ -241,6 +242,21 @@ class Op:
             return fn
 
         return add if kernel is None else add(kernel)
+
+    def register_checked_kernel(self, device_type, kernel):
+        """Register ``kernel`` as the checked kernel of ``device_type`` (replacing any before it).
+
+        A checked kernel takes the positional arguments of a call without keywords and returns
+        the result array (of the device's backend), or None to decline: the call then takes the
+        meta function and the op's kernel. It must raise nothing the meta function would not,
+        and decline every call it does not check completely. The dispatcher wraps its array.
+        ``kernel=None`` removes the entry. Returns ``kernel``.
+        """
+        if kernel is None:
+            self.checked_kernels.pop(device_type, None)
+        else:
+            self.checked_kernels[device_type] = kernel
+        return kernel
 
     def normalize(self, args, kwargs):
         """Bind a call's arguments to the signature: ``(args, kwargs)`` with defaults applied.

@@ -81,7 +81,6 @@ from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
-from . import _dispatch
 from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop, registry
@@ -2089,7 +2088,7 @@ def _fold_cuda(input, output_size, kernel_size, dilation=1, padding=0, stride=1)
 
 convolution.register_kernel("cuda", _convolution_cuda)
 # _convolution_plan does every check of the meta function: the dispatcher may skip the meta call on cuda
-_dispatch.checked_cuda[convolution] = _convolution_cuda
+convolution.register_checked_kernel("cuda", _convolution_cuda)
 im2col.register_kernel("cuda", _im2col_cuda)
 fold.register_kernel("cuda", _fold_cuda)
 for _n, _conv_op, _transpose_op in ((1, conv1d, conv_transpose1d), (2, conv2d, conv_transpose2d),

@@ -20,11 +20,8 @@ from .. import _dtype as D
 from .._device import get_backend
 from .._meta import MetaArray
 from .._tensor import Tensor
-from ._float_errors import IGNORE_ALL as _IGNORE_ALL
-from ._float_errors import get_error_state as _get_error_state
+from ._binary_plan import BinaryRule
 from ._float_errors import quiet
-from ._float_errors import reset_error_state as _reset_error_state
-from ._float_errors import set_error_state as _set_error_state
 from ._pointwise_helpers import (
     FLOATING,
     FLOATING_AND_COMPLEX,
@@ -53,6 +50,7 @@ from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend
 
 __all__ = []
 
+_ALL_NUMPY_DTYPES = D.numpy_dtype_set(D.ALL_DTYPES)
 _FIRST_OP = len(registry)  # the ops registered from here on are this module's (see METHODS at the end)
 _NUMBER = (bool, int, float, complex, np.number, np.bool_)
 
@@ -140,12 +138,15 @@ def _check_sub(input, other, dtype):
 
 
 def _add_sub(name, np_fn, sign_word, check=None):
+    # the calls without promotion (alpha 1), for the meta function, the kernel and the checked kernel
+    # alike (see _binary_plan); sub refuses bools in its check, so their calls take the general path
+    rule = BinaryRule(np_fn, direct=_ALL_NUMPY_DTYPES, refused=(D.bool,) if check is not None else ())
+
     def meta(input, other, *, alpha=1):
-        if type(input) is Tensor and type(other) is Tensor and type(alpha) is int and alpha == 1:
-            # Fast path: same dtype, same shape (the common case of a training step).
-            a, b = input._data, other._data
-            if a.dtype is b.dtype and a.shape == b.shape and a.ndim and (check is None or a.dtype != np.bool_):
-                return MetaArray(a.shape, a.dtype)
+        if type(alpha) is int and alpha == 1:
+            plan = rule.plan(input, other)
+            if plan is not None:
+                return MetaArray(plan.shape or shape_of(input if type(input) is Tensor else other), plan.dtype)
         _check_operand(name, "input", input)
         _check_operand(name, "other", other)
         dtype = binary_dtype(input, other)
@@ -156,11 +157,11 @@ def _add_sub(name, np_fn, sign_word, check=None):
         return MetaArray(broadcast_shapes(shape_of(input), shape_of(other)), dtype.numpy_dtype)
 
     def cpu(input, other, *, alpha=1):
+        if type(alpha) is int and alpha == 1:
+            value = rule.direct(input, other)
+            if value is not None:
+                return value
         # quiet: inf - inf gives NaN and overflow gives inf silently, as in PyTorch
-        if type(input) is Tensor and type(other) is Tensor and alpha == 1:
-            a, b = input._data, other._data
-            if a.dtype is b.dtype and a.ndim and b.ndim:  # no promotion; numpy returns an array
-                return quiet(np_fn, a, b)
         return quiet(_promoted, input, other, alpha)
 
     def _promoted(input, other, alpha):
@@ -186,22 +187,9 @@ def _add_sub(name, np_fn, sign_word, check=None):
         >>> ember.{name}(ember.tensor([1., 2.]), ember.tensor([10., 20.]), alpha=2)
         tensor([{"21., 42." if sign_word == "+" else "-19., -38."}])
     """
-    def checked_cpu(input, other):
-        # the meta function's fast path and the kernel's in one (alpha is 1: a call without keywords)
-        if type(input) is Tensor and type(other) is Tensor:
-            a, b = input._data, other._data
-            if a.dtype is b.dtype and a.shape == b.shape and a.ndim and (check is None or a.dtype != np.bool_):
-                if _get_error_state() is _IGNORE_ALL:  # quiet(np_fn, a, b), inlined: overflow gives inf silently
-                    return np_fn(a, b)
-                token = _set_error_state(_IGNORE_ALL)
-                try:
-                    return np_fn(a, b)
-                finally:
-                    _reset_error_state(token)
-        return None
-
     op = defop(name, meta, cpu=cpu, has_out=True, tags=("pointwise",))
-    op.checked_cpu = checked_cpu
+    op.register_checked_kernel("cpu", rule.direct)  # a call without keywords: alpha is 1
+    op.binary_rule = rule
     make_inplace(op)
     return op
 
@@ -1894,7 +1882,7 @@ def _backward_from_output(name, np_fn, formula):
         NotImplementedError: for integer and bool dtypes.
     """
     op = defop(name, meta, cpu=cpu, tags=("pointwise",))
-    op.checked_cpu = checked_cpu
+    op.register_checked_kernel("cpu", checked_cpu)
     return op
 
 
@@ -1987,7 +1975,7 @@ def _threshold_backward_checked_cpu(grad_output, self, threshold):
 
 threshold_backward = defop("threshold_backward", _threshold_backward_meta, cpu=_threshold_backward_cpu,
                            tags=("pointwise",))
-threshold_backward.checked_cpu = _threshold_backward_checked_cpu
+threshold_backward.register_checked_kernel("cpu", _threshold_backward_checked_cpu)
 
 #: Ops of the registry that are neither Tensor methods nor public functions of ``ember`` (as in PyTorch).
 _ATEN_ONLY = ("tanh_backward", "sigmoid_backward", "threshold_backward")

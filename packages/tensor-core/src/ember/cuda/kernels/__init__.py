@@ -5,8 +5,8 @@
 * :mod:`.copies`: same-dtype ``clone``/``_to_copy`` as one device-to-device memcpy;
 * :mod:`.rows`: fused row kernels (softmax, log_softmax, softmin, layer_norm,
   cross_entropy, nll_loss), registered by its ``register()``;
-* :mod:`.products`: ``matmul`` and ``linear`` of float matrices straight to cuBLAS (``checked_cuda`` entries);
-* :mod:`.reductions`: ``sum`` of float tensors without the generic layers (a ``checked_cuda`` entry);
+* :mod:`.products`: ``matmul`` and ``linear`` of float matrices straight to cuBLAS (checked cuda kernels);
+* :mod:`.reductions`: ``sum`` of float tensors without the generic layers (a checked cuda kernel);
 * :mod:`.columns`: a bias added to rows, and column sums (used by the two above);
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).

@@ -1,4 +1,4 @@
-"""Which arrays the ``checked_cuda`` entries of :mod:`.products` and :mod:`.reductions` take.
+"""Which arrays the checked cuda kernels of :mod:`.products` and :mod:`.reductions` take.
 
 They take ``cupy.ndarray`` data on the current GPU (kernels launch there); :func:`bind` records CuPy's array
 type and whether the machine has one GPU, where every array is on the current one and the check is free.

@@ -21,9 +21,10 @@ arguments) returns None from the fast function and runs the generic path.
 
 Two entry points per op, installed by :func:`register`:
 
-* ``ember._ops._dispatch.checked_cuda[op]``: ``fast(*args) -> cupy array or None``,
-  which the dispatcher calls for calls without keywords before the meta function
-  (the fast function does the meta function's checks for the calls it takes);
+* the op's checked ``cuda`` kernel (``op.register_checked_kernel("cuda", fast)``):
+  ``fast(*args) -> cupy array or None``, which the dispatcher calls for calls without
+  keywords before the meta function (the fast function does the meta function's
+  checks for the calls it takes);
 * the op's ``cuda`` kernel: the same fast function, else the op's generic path
   (its CPU kernel on CuPy arrays, or a composite op's decomposition).
 """
@@ -487,7 +488,7 @@ def _kernel(op, fast, generic):
     alpha = _ALPHA.get(op.name)
 
     def kernel(*args, **kwargs):
-        # a call without keywords gets here only after fast, the dispatcher's checked_cuda entry, declined it
+        # a call without keywords gets here only after fast, the op's checked cuda kernel, declined it
         if alpha is not None:
             if len(kwargs) == 1 and "alpha" in kwargs and len(args) == 2:
                 value = kwargs["alpha"]
@@ -518,7 +519,7 @@ def _generic(op):
 
 
 def register():
-    """Install the fast kernels (idempotent): the dispatcher's ``checked_cuda`` entries and the ops' cuda kernels."""
+    """Install the fast kernels (idempotent): the ops' checked cuda kernels and their cuda kernels."""
     global _cp, _ndarray, _get_device, _usable
     from ..._ops import _dispatch
     from ..._ops._registry import registry
@@ -536,18 +537,16 @@ def register():
             continue  # installed already
         _installed[op] = current
         op.kernels["cuda"] = _kernel(op, fast, _generic(op))
-        _dispatch.checked_cuda[op] = fast
+        op.register_checked_kernel("cuda", fast)
 
 
 @contextlib.contextmanager
 def generic_only():
     """Within the block, the ops run as they did before :func:`register` (the generic path): for tests
     that compare the fast kernels with it, and for benchmarks of what they save."""
-    from ..._ops import _dispatch
-
     saved = {}
     for op, previous in _installed.items():
-        saved[op] = (op.kernels.get("cuda"), _dispatch.checked_cuda.pop(op, None))
+        saved[op] = (op.kernels.get("cuda"), op.checked_kernels.pop("cuda", None))
         if previous is None:
             op.kernels.pop("cuda", None)
         else:
@@ -558,4 +557,4 @@ def generic_only():
         for op, (kernel, checked) in saved.items():
             op.kernels["cuda"] = kernel
             if checked is not None:
-                _dispatch.checked_cuda[op] = checked
+                op.register_checked_kernel("cuda", checked)

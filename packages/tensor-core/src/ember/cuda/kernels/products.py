@@ -2,10 +2,10 @@
 
 A small training step is bound by host time: PyTorch runs a whole ``linear`` in about 24 µs of host time
 on the H200's machine, while ember's path through the meta function, the decomposition (``matmul`` then a
-broadcast ``add``) and ``cupy.matmul`` took about 90 µs. The entries here are the dispatcher's
-``checked_cuda`` kernels (see :data:`ember._ops._dispatch.checked_cuda`): they check the few things the
-common call needs (tensors of one float dtype, 2-D matrices whose inner dims agree, on the current GPU)
-and call cuBLAS directly (:func:`ember.cuda._bf16.product_2d`); ``linear`` then adds its bias with one
+broadcast ``add``) and ``cupy.matmul`` took about 90 µs. The functions here are
+the ops' checked cuda kernels (see :meth:`ember._ops._registry.Op.register_checked_kernel`): they check the
+few things the common call needs (tensors of one float dtype, 2-D matrices whose inner dims agree, on the
+current GPU) and call cuBLAS directly (:func:`ember.cuda._bf16.product_2d`); ``linear`` then adds its bias with one
 small kernel (:func:`ember.cuda.kernels.columns.add_to_rows`), the same additions as its decomposition's
 ``add``. Anything else returns None and takes the op's usual path, with its meta function's checks and
 error messages.
@@ -41,7 +41,7 @@ def _sizes_fit(*sizes):
 
 
 def matmul(*args):
-    """``checked_cuda`` entry of ``matmul(input, other)``: the product of two float32/float64 matrices."""
+    """Checked cuda kernel of ``matmul(input, other)``: the product of two float32/float64 matrices."""
     if len(args) != 2 or not isinstance(args[0], Tensor):
         return None
     dtype = args[0]._data.dtype
@@ -54,7 +54,7 @@ def matmul(*args):
 
 
 def linear(*args):
-    """``checked_cuda`` entry of ``linear(input, weight[, bias])``: float32/float64, ``input`` (*, K) with
+    """Checked cuda kernel of ``linear(input, weight[, bias])``: float32/float64, ``input`` (*, K) with
     C-contiguous leading dims, ``weight`` (N, K), ``bias`` (N,) or None."""
     if not 2 <= len(args) <= 3 or not isinstance(args[0], Tensor):
         return None
@@ -128,10 +128,9 @@ def linear_backward(grad, input, weight, output_mask):
 
 
 def register():
-    """Install the entries in the dispatcher's ``checked_cuda`` table (idempotent)."""
-    from ..._ops import _dispatch
+    """Install the checked cuda kernels of ``matmul`` and ``linear`` (idempotent)."""
     from ..._ops._registry import registry
 
     _arrays.bind(cupy_module())
-    _dispatch.checked_cuda[registry["matmul"]] = matmul
-    _dispatch.checked_cuda[registry["linear"]] = linear
+    registry["matmul"].register_checked_kernel("cuda", matmul)
+    registry["linear"].register_checked_kernel("cuda", linear)

@@ -3,7 +3,7 @@
 The bias gradients of a training step are ``sum(grad, [0])`` calls on small tensors, bound by host time:
 the generic path (the meta function, then the CPU kernel's ``numpy.add.reduce`` handed to CuPy through
 ``__array_ufunc__``) cost about 45 µs per call on the H200's machine against PyTorch's 9 µs. The
-``checked_cuda`` entry here checks the dims itself. A sum over the leading dims of a C-contiguous tensor
+checked cuda kernel here checks the dims itself. A sum over the leading dims of a C-contiguous tensor
 (a bias gradient) is a column-sum kernel (:func:`_leading_sum`); any other sum is CuPy's
 reduction over the same axes, in the same dtype, as the generic path's (so the same array).
 """
@@ -41,7 +41,7 @@ def _axes(dim, ndim):
 
 
 def sum_dims(*args):
-    """``checked_cuda`` entry of ``sum(input[, dim[, keepdim]])`` for float32/float64 tensors with >= 1 dim."""
+    """Checked cuda kernel of ``sum(input[, dim[, keepdim]])`` for float32/float64 tensors with >= 1 dim."""
     if not 1 <= len(args) <= 3 or not isinstance(args[0], Tensor):
         return None
     data = args[0]._data
@@ -78,9 +78,8 @@ def _leading_sum(data, lead, keepdim):
 
 
 def register():
-    """Install the entry in the dispatcher's ``checked_cuda`` table (idempotent)."""
-    from ..._ops import _dispatch
+    """Install the checked cuda kernel of ``sum`` (idempotent)."""
     from ..._ops._registry import registry
 
     _arrays.bind(cupy_module())
-    _dispatch.checked_cuda[registry["sum"]] = sum_dims
+    registry["sum"].register_checked_kernel("cuda", sum_dims)
