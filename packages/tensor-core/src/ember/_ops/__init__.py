@@ -64,6 +64,7 @@ nn_loss_classification = _import_op_module("nn_loss_classification")
 nn_loss_distribution = _import_op_module("nn_loss_distribution")
 nn_loss_margin = _import_op_module("nn_loss_margin")
 nn_loss_ctc = _import_op_module("nn_loss_ctc")
+fft = _import_op_module("fft")
 
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
@@ -72,6 +73,7 @@ OP_MODULES = (
     linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_conv,
     nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
     nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,
+    fft,
 )
 
 __all__ = [

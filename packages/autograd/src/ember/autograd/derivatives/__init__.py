@@ -8,6 +8,7 @@ ops with :func:`~ember.autograd._table.nondifferentiable`.
 
 from . import (  # noqa: F401
     creation,
+    fft,
     indexing,
     linalg,
     linalg_det,

@@ -1,0 +1,74 @@
+"""Derivatives of the FFT prims (``ember._ops.fft``); the public transforms go through their decompositions.
+
+Every transform is linear, so each gradient is the adjoint transform applied to ``grad``. A DFT with
+normalisation ``norm`` and the opposite-direction DFT with the *dual* norm (``"backward"`` <->
+``"forward"``, ``"ortho"`` unchanged) carry the same scale, and the unscaled inverse DFT is the
+conjugate transpose of the unscaled forward one, so:
+
+* ``_fft_c2c``: the gradient is ``_fft_c2c`` in the other direction with the dual norm.
+* ``_fft_c2r`` (a one-sided spectrum ``w`` of ``m = n // 2 + 1`` bins to ``n`` reals): the output is
+  ``Re(sum_k a_k w_k exp(2 pi i jk/n))`` with ``a_k = 2`` for the bins that stand for two
+  (``1 <= k < n - k``) and ``1`` for the zero and Nyquist bins. Its gradient is therefore the
+  one-sided forward transform of ``grad`` with those bins doubled (the Hermitian weighting).
+* ``_fft_r2c`` with ``onesided``: ``Re(F^H P^T grad)`` for ``P`` keeping the first ``m`` bins; a
+  c2r transform of ``grad`` with the doubled bins halved computes exactly that (the halving undoes
+  the doubling that c2r applies to bins it takes for two). Without ``onesided`` it is the real
+  part of the inverse c2c transform.
+
+These formulas are written in ember ops (the prims themselves), so second derivatives work; gradcheck
+and gradgradcheck in float64/complex128 check them (``tests/test_fft_grad.py``).
+"""
+
+from __future__ import annotations
+
+import ember
+from ember._ops.fft import DUAL_NORM, TRANSFORMS
+
+from .._table import derivative, through_decomposition
+
+
+def _wrapped(dims, ndim):
+    return tuple(d % ndim for d in dims)
+
+
+def _bin_weights(n, bins, doubled, like, dim, ndim):
+    """A real tensor broadcasting along ``dim`` of a tensor of ``ndim`` dims: ``doubled`` on the bins
+    ``1 <= k < n - k`` of ``bins``, 1 elsewhere."""
+    paired = (n - 1) // 2  # bins 1 .. paired stand for two (k and n - k)
+    dtype = like.dtype.to_real() if like.is_complex() else like.dtype
+    parts = [ember.ones(1, dtype=dtype, device=like.device),
+             ember.full((paired,), doubled, dtype=dtype, device=like.device),
+             ember.ones(bins - 1 - paired, dtype=dtype, device=like.device)]
+    weights = ember.cat(parts)
+    return weights.reshape((bins,) + (1,) * (ndim - 1 - dim))
+
+
+def _c2c_grad(grad, dim, norm, forward):
+    return ember._ops.fft._fft_c2c(grad, dim, DUAL_NORM[norm], not forward)
+
+
+def _r2c_grad(grad, input, dim, norm, onesided):
+    ndim = input.dim()
+    dims = _wrapped(dim, ndim)
+    if not onesided:
+        return ember.real(ember._ops.fft._fft_c2c(grad, dims, DUAL_NORM[norm], False))
+    n = input.shape[dims[-1]]
+    bins = grad.shape[dims[-1]]
+    halved = grad * _bin_weights(n, bins, 0.5, grad, dims[-1], ndim)
+    return ember._ops.fft._fft_c2r(halved, dims, DUAL_NORM[norm], n)
+
+
+def _c2r_grad(grad, dim, norm, last_dim_size):
+    ndim = grad.dim()
+    dims = _wrapped(dim, ndim)
+    spectrum = ember._ops.fft._fft_r2c(grad, dims, DUAL_NORM[norm], True)
+    bins = spectrum.shape[dims[-1]]
+    return spectrum * _bin_weights(last_dim_size, bins, 2.0, grad, dims[-1], ndim)
+
+
+derivative("_fft_c2c", input=_c2c_grad)
+derivative("_fft_r2c", input=_r2c_grad)
+derivative("_fft_c2r", input=_c2r_grad)
+
+# the public transforms: resize (narrow/pad), conj and one prim, whose recorded backward is the formula above
+through_decomposition(*(op.name for op in TRANSFORMS.values()))

@@ -1,0 +1,554 @@
+"""Discrete Fourier transforms: three prims and the ``ember.fft`` functions built from them.
+
+The prims are the transforms a backend implements, each over a given tuple of dims with a
+normalisation mode (``"backward"``, ``"ortho"`` or ``"forward"``, NumPy's meaning):
+
+* ``_fft_c2c(input, dim, norm, forward)``: complex to complex, forward (``exp(-2 pi i jk/n)``) or
+  inverse;
+* ``_fft_r2c(input, dim, norm, onesided)``: real to complex, forward; ``onesided`` keeps the
+  ``n // 2 + 1`` non-redundant bins of the last transformed dim;
+* ``_fft_c2r(input, dim, norm, last_dim_size)``: the inverse of a one-sided spectrum (Hermitian
+  symmetry implied), real output of ``last_dim_size`` points along the last transformed dim, whose
+  input size must be ``last_dim_size // 2 + 1``.
+
+The CPU kernels call ``scipy.fft`` (pocketfft), with as many workers as ``ember.get_num_threads()``;
+the CUDA kernels call ``cupyx.scipy.fft`` (cuFFT, through CuPy's plan cache). Their derivatives are
+in ember-autograd (``ember.autograd.derivatives.fft``).
+
+The eighteen public transforms (``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``, ``ihfft`` in 1-D,
+2-D and n-D forms) are composites, registered as ``fft_<name>`` (PyTorch's ATen names) and exported
+from :mod:`ember.fft`: each one's meta function resolves ``n``/``s``, ``dim`` and ``norm`` with
+PyTorch's checks, and its decomposition trims or zero-pads the input to the requested sizes and
+calls one prim. Meta tensors, FX graphs and the compiler therefore meet three transforms.
+
+dtypes follow PyTorch on CPU: bool and integer inputs compute in the default float dtype
+(``float32`` -> ``complex64``), float16 and bfloat16 raise ``RuntimeError("Unsupported dtype Half")``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as D
+from .._meta import MetaArray
+from .._tensor import Tensor
+from ._pointwise_helpers import _torch_name
+from ._registry import COMPOSITE, defop
+from ._shapes import wrap_dim
+
+__all__ = ["NORMS", "DUAL_NORM"]
+
+#: No Tensor methods: PyTorch has the transforms only as ``torch.fft.*`` functions.
+METHODS: list[str] = []
+
+#: The normalisation modes; ``None`` means ``"backward"``.
+NORMS = ("backward", "ortho", "forward")
+#: The mode that scales the opposite transform the same way: a transform with ``norm`` and the inverse
+#: transform with ``DUAL_NORM[norm]`` are adjoint (their scales agree), which the derivatives use.
+DUAL_NORM = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+_TAGS = ("fft", "submodule")  # exported from ember.fft, not from the ember namespace
+
+
+# -- shared checks -------------------------------------------------------------------------------------
+
+
+def _check_tensor(fn, x):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not {type(x).__name__}")
+
+
+def _check_norm(norm):
+    """``norm`` as one of :data:`NORMS` (``None`` is ``"backward"``).
+
+    Raises:
+        RuntimeError: 'Invalid normalization mode: "bad"', as PyTorch words it.
+    """
+    if norm is None:
+        return "backward"
+    if not isinstance(norm, str) or norm not in NORMS:
+        raise RuntimeError(f'Invalid normalization mode: "{norm}"')
+    return norm
+
+
+def _prim_dims(fn, dim, ndim):
+    """The prims' ``dim``: a sequence of distinct dims, wrapped."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if not isinstance(dim, (tuple, list)):
+        raise TypeError(f"{fn}(): dim must be a tuple of ints, got {type(dim).__name__}")
+    dims = tuple(wrap_dim(d, ndim, scalar_ok=False) for d in dim)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("FFT dims must be unique")
+    return dims
+
+
+def _dtype_name(np_dtype):
+    """PyTorch's name (``ComplexFloat``) of a numpy dtype."""
+    return _torch_name(D.from_numpy_dtype(np_dtype))
+
+
+def _compute_dtype(fn, x_dtype, family):
+    """The ember dtype a transform of family ``family`` computes in, from the input's numpy dtype.
+
+    ``"c2c"`` and ``"c2r"`` compute in a complex dtype, ``"r2c"`` in a real one.
+
+    Raises:
+        RuntimeError: for float16/bfloat16 ("Unsupported dtype Half", as PyTorch's CPU transforms say),
+            and for complex inputs of a real-input transform.
+    """
+    dtype = D.from_numpy_dtype(x_dtype)
+    if dtype is D.float16 or dtype is D.bfloat16:
+        raise RuntimeError(f"Unsupported dtype {_torch_name(dtype)}")
+    if dtype.category < D.FLOATING:  # bool and integers: the default float dtype, as in PyTorch
+        dtype = D.get_default_dtype()
+    if family == "r2c":
+        if dtype.is_complex:
+            raise RuntimeError(f"{fn} expects a real input tensor, but got {_torch_name(dtype)}")
+        return dtype
+    return dtype.to_complex()
+
+
+# -- the prims -----------------------------------------------------------------------------------------
+
+
+def _fft_c2c_meta(input, dim, norm, forward):
+    """Complex-to-complex DFT of ``input`` over the dims ``dim`` (a prim of the ember.fft functions).
+
+    Args:
+        input (Tensor): complex64 or complex128, any shape.
+        dim (tuple[int]): the distinct dims to transform (may be empty: a copy).
+        norm (str): ``"backward"``, ``"ortho"`` or ``"forward"``, in NumPy's sense for the direction.
+        forward (bool): the forward transform (``exp(-2 pi i jk/n)``) or the inverse.
+
+    Returns:
+        Tensor: ``input``'s shape and dtype.
+
+    Raises:
+        RuntimeError: for a real input, repeated dims or an invalid ``norm``.
+        IndexError: for a dim out of range.
+    """
+    _check_tensor("_fft_c2c", input)
+    x = input._data
+    if x.dtype.kind != "c":
+        raise RuntimeError(f"_fft_c2c expects a complex input tensor, but got {_dtype_name(x.dtype)}")
+    _prim_dims("_fft_c2c", dim, x.ndim)
+    _check_norm(norm)
+    return MetaArray(x.shape, x.dtype)
+
+
+def _fft_r2c_meta(input, dim, norm, onesided):
+    """Real-to-complex forward DFT of ``input`` over the dims ``dim`` (a prim of the ember.fft functions).
+
+    Args:
+        input (Tensor): float32 or float64, any shape.
+        dim (tuple[int]): the distinct dims to transform, at least one.
+        norm (str): ``"backward"``, ``"ortho"`` or ``"forward"``.
+        onesided (bool): keep only the ``n // 2 + 1`` non-redundant bins of the last dim of ``dim``.
+
+    Returns:
+        Tensor: complex64 for float32 input, complex128 for float64; ``input``'s shape, with the last
+        transformed dim ``n // 2 + 1`` when ``onesided``.
+
+    Raises:
+        RuntimeError: for a non-float input, no dims, repeated dims or an invalid ``norm``.
+    """
+    _check_tensor("_fft_r2c", input)
+    x = input._data
+    if x.dtype not in _REAL_PRIM_TYPES:
+        raise RuntimeError(f"_fft_r2c expects a float32 or float64 input, but got {_dtype_name(x.dtype)}")
+    dims = _prim_dims("_fft_r2c", dim, x.ndim)
+    if not dims:
+        raise RuntimeError("_fft_r2c must transform at least one dim")
+    _check_norm(norm)
+    shape = list(x.shape)
+    if onesided:
+        shape[dims[-1]] = shape[dims[-1]] // 2 + 1
+    return MetaArray(tuple(shape), np.result_type(x.dtype, np.complex64))
+
+
+def _fft_c2r_meta(input, dim, norm, last_dim_size):
+    """Complex-to-real inverse DFT of a one-sided spectrum over ``dim`` (a prim of the ember.fft functions).
+
+    The input holds the ``last_dim_size // 2 + 1`` non-redundant bins of a Hermitian-symmetric
+    spectrum along the last dim of ``dim``; the imaginary parts of the zero (and, for even sizes,
+    the Nyquist) bins are ignored.
+
+    Args:
+        input (Tensor): complex64 or complex128.
+        dim (tuple[int]): the distinct dims to transform, at least one.
+        norm (str): ``"backward"``, ``"ortho"`` or ``"forward"``.
+        last_dim_size (int): the output size along the last dim of ``dim`` (at least 1).
+
+    Returns:
+        Tensor: float32 for complex64 input, float64 for complex128; ``input``'s shape with the last
+        transformed dim ``last_dim_size``.
+
+    Raises:
+        RuntimeError: for a real input, no dims, repeated dims, an invalid ``norm`` or a last dim whose
+            size is not ``last_dim_size // 2 + 1``.
+    """
+    _check_tensor("_fft_c2r", input)
+    x = input._data
+    if x.dtype.kind != "c":
+        raise RuntimeError(f"_fft_c2r expects a complex input tensor, but got {_dtype_name(x.dtype)}")
+    dims = _prim_dims("_fft_c2r", dim, x.ndim)
+    if not dims:
+        raise RuntimeError("_fft_c2r must transform at least one dim")
+    _check_norm(norm)
+    if not isinstance(last_dim_size, int) or last_dim_size < 1:
+        raise RuntimeError(f"Invalid number of data points ({last_dim_size}) specified")
+    if x.shape[dims[-1]] != last_dim_size // 2 + 1:
+        raise RuntimeError(
+            f"_fft_c2r: expected {last_dim_size // 2 + 1} bins along dim {dims[-1]} for last_dim_size={last_dim_size}, "
+            f"but got {x.shape[dims[-1]]}"
+        )
+    shape = list(x.shape)
+    shape[dims[-1]] = last_dim_size
+    return MetaArray(tuple(shape), np.dtype(x.dtype.char.lower()))  # F -> f, D -> d
+
+
+_REAL_PRIM_TYPES = frozenset((np.dtype(np.float32), np.dtype(np.float64)))
+
+
+def _backend(x):
+    """``(fft module, extra keyword arguments)`` for array ``x``: scipy.fft with ember's thread count on
+    CPU, cupyx.scipy.fft (cuFFT; CuPy caches the plans) for GPU arrays."""
+    if type(x) is np.ndarray:
+        import scipy.fft
+
+        import ember
+
+        return scipy.fft, {"workers": ember.get_num_threads()}
+    import cupyx.scipy.fft
+
+    return cupyx.scipy.fft, {}
+
+
+def _contiguous(a):
+    """``a`` row-major (the meta functions promise contiguous outputs)."""
+    if a.flags.c_contiguous:
+        return a
+    return a.copy(order="C")  # numpy and CuPy both take order=
+
+
+def _fft_c2c_kernel(input, dim, norm, forward):
+    x = input._data
+    axes = _prim_dims("_fft_c2c", dim, x.ndim)
+    if not axes or x.size == 0:  # nothing to transform: a copy (pocketfft refuses empty arrays)
+        return x.copy()
+    fft, extra = _backend(x)
+    transform = fft.fftn if forward else fft.ifftn
+    return _contiguous(transform(x, axes=axes, norm=norm, **extra))
+
+
+def _fft_r2c_kernel(input, dim, norm, onesided):
+    x = input._data
+    axes = _prim_dims("_fft_r2c", dim, x.ndim)
+    out_dtype = np.result_type(x.dtype, np.complex64)
+    if x.size == 0:
+        shape = list(x.shape)
+        if onesided:
+            shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+        return _zeros_like_backend(x, tuple(shape), out_dtype)
+    fft, extra = _backend(x)
+    transform = fft.rfftn if onesided else fft.fftn
+    return _contiguous(transform(x, axes=axes, norm=norm, **extra))
+
+
+def _fft_c2r_kernel(input, dim, norm, last_dim_size):
+    x = input._data
+    axes = _prim_dims("_fft_c2r", dim, x.ndim)
+    shape = [x.shape[a] for a in axes[:-1]] + [last_dim_size]
+    out_dtype = np.dtype(x.dtype.char.lower())
+    if x.size == 0:
+        full = list(x.shape)
+        full[axes[-1]] = last_dim_size
+        return _zeros_like_backend(x, tuple(full), out_dtype)
+    fft, extra = _backend(x)
+    return _contiguous(fft.irfftn(x, s=shape, axes=axes, norm=norm, **extra))
+
+
+def _zeros_like_backend(x, shape, dtype):
+    if type(x) is np.ndarray:
+        return np.zeros(shape, dtype)
+    import cupy
+
+    return cupy.zeros(shape, dtype)
+
+
+_fft_c2c = defop("_fft_c2c", _fft_c2c_meta, cpu=_fft_c2c_kernel, tags=("fft",))
+_fft_r2c = defop("_fft_r2c", _fft_r2c_meta, cpu=_fft_r2c_kernel, tags=("fft",))
+_fft_c2r = defop("_fft_c2r", _fft_c2r_meta, cpu=_fft_c2r_kernel, tags=("fft",))
+# the same code runs on CuPy arrays: _backend picks cupyx.scipy.fft
+_fft_c2c.register_kernel("cuda", _fft_c2c_kernel)
+_fft_r2c.register_kernel("cuda", _fft_r2c_kernel)
+_fft_c2r.register_kernel("cuda", _fft_c2r_kernel)
+
+
+# -- the public transforms -----------------------------------------------------------------------------
+
+
+class _Spec:
+    """What distinguishes one public transform: its family, direction and argument form."""
+
+    def __init__(self, name, family, form, forward, hermitian=False):
+        self.name = name  # "fft", "rfft2", ...
+        self.family = family  # "c2c", "r2c" or "c2r"
+        self.form = form  # "1" (n, dim), "2" (s, dim=(-2, -1)) or "n" (s, dim=None)
+        self.forward = forward  # the direction norm="backward" leaves unscaled
+        self.hermitian = hermitian  # hfft*/ihfft*: the conjugate transform with the dual norm
+
+
+def _plan(spec, input, s, dim, norm):
+    """Check a call's arguments: ``(dims, sizes, norm, compute dtype)``.
+
+    ``sizes`` are the signal sizes along ``dims`` (for ``c2r``, the last one is the output's size).
+
+    Raises:
+        RuntimeError, IndexError, TypeError: as PyTorch does (messages in the transforms' docstrings).
+    """
+    _check_tensor(f"fft_{spec.name}", input)
+    x = input._data
+    norm = _check_norm(norm)
+    ndim = x.ndim
+    if spec.form == "1":
+        if not isinstance(dim, int) or isinstance(dim, bool):
+            raise TypeError(f"fft_{spec.name}(): argument 'dim' must be int, not {type(dim).__name__}")
+        if s is not None and (not isinstance(s, int) or isinstance(s, bool)):
+            raise TypeError(f"fft_{spec.name}(): argument 'n' must be int, not {type(s).__name__}")
+        dims = (wrap_dim(dim, ndim, scalar_ok=False),)
+        s = None if s is None else (s,)
+    else:
+        if isinstance(dim, int):
+            dim = (dim,)
+        if isinstance(s, int):
+            s = (s,)
+        if s is not None:
+            s = tuple(s)
+        if dim is None:
+            if s is None:
+                dims = tuple(range(ndim))
+            else:
+                if len(s) > ndim:
+                    raise RuntimeError(f"Got shape with {len(s)} values but input tensor only has {ndim} dimensions.")
+                dims = tuple(range(ndim - len(s), ndim))
+        else:
+            dims = tuple(wrap_dim(d, ndim, scalar_ok=False) for d in dim)
+            if s is not None and len(s) != len(dims):
+                raise RuntimeError("When given, dim and shape arguments must have the same length")
+        if len(set(dims)) != len(dims):
+            raise RuntimeError("FFT dims must be unique")
+    dtype = _compute_dtype(spec.name, x.dtype, spec.family)
+    if spec.family != "c2c" and not dims:
+        raise RuntimeError(f"{spec.name} must transform at least one axis")
+    sizes = []
+    for i, d in enumerate(dims):
+        if s is not None and s[i] != -1:
+            n = s[i]
+        elif spec.family == "c2r" and i == len(dims) - 1:
+            n = 2 * (x.shape[d] - 1)
+        else:
+            n = x.shape[d]
+        if n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+        sizes.append(n)
+    return dims, tuple(sizes), norm, dtype
+
+
+def _out_shape(spec, shape, dims, sizes):
+    shape = list(shape)
+    for d, n in zip(dims, sizes):
+        shape[d] = n
+    if spec.family == "r2c":
+        shape[dims[-1]] = sizes[-1] // 2 + 1
+    return tuple(shape)
+
+
+def _meta(spec, input, s, dim, norm):
+    dims, sizes, norm, dtype = _plan(spec, input, s, dim, norm)
+    out_dtype = dtype.to_real() if spec.family == "c2r" else dtype.to_complex()
+    return MetaArray(_out_shape(spec, input._data.shape, dims, sizes), out_dtype.numpy_dtype)
+
+
+def _resize(x, dims, sizes):
+    """``x`` trimmed or zero-padded at the end of each of ``dims`` to ``sizes``."""
+    pads = [0] * (2 * x.dim())
+    padded = False
+    for d, n in zip(dims, sizes):
+        have = x.shape[d]
+        if n < have:
+            x = x.narrow(d, 0, n)
+        elif n > have:
+            pads[2 * (x.dim() - 1 - d) + 1] = n - have  # pad's pairs start from the last dim
+            padded = True
+    if padded:
+        from ._registry import get
+
+        last = max(i for i, p in enumerate(pads) if p) + 1
+        x = get("pad")(x, pads[: last + (last % 2)])
+    return x
+
+
+def _decompose(spec, input, s, dim, norm):
+    dims, sizes, norm, dtype = _plan(spec, input, s, dim, norm)
+    x = input if input.dtype is dtype else input.to(dtype)
+    if spec.hermitian:
+        norm = DUAL_NORM[norm]
+    if spec.family == "c2c":
+        return _fft_c2c(_resize(x, dims, sizes), dims, norm, spec.forward)
+    if spec.family == "r2c":
+        y = _fft_r2c(_resize(x, dims, sizes), dims, norm, True)
+        return y.conj_physical() if spec.hermitian else y
+    last = sizes[-1]
+    x = _resize(x, dims, sizes[:-1] + (last // 2 + 1,))
+    if spec.hermitian:
+        x = x.conj_physical()
+    return _fft_c2r(x, dims, norm, last)
+
+
+_DOC_NORM = """norm (str, optional): ``"backward"`` (the default, also for ``None``), ``"ortho"`` or
+            ``"forward"``. {what} is scaled by ``1`` under ``"{unscaled}"``, by ``1/sqrt(n)`` under
+            ``"ortho"`` and by ``1/n`` under ``"{scaled}"`` (``n``: the product of the signal sizes), so
+            that a transform and its inverse with the same ``norm`` are inverses."""
+
+_DOC_INPUT = {
+    "c2c": "input (Tensor): any dtype but float16/bfloat16; real inputs are transformed as complex ones "
+    "(bool and integers in the default float dtype).",
+    "r2c": "input (Tensor): a real tensor (bool and integers compute in the default float dtype).",
+    "c2r": "input (Tensor): the one-sided half of a Hermitian-symmetric signal, along the last transformed "
+    "dim (real inputs count as complex).",
+}
+
+_DOC_RETURNS = {
+    "c2c": "Tensor: complex (complex64 for float32/complex64 input, complex128 for double precision), of "
+    "``input``'s shape with each transformed dim of its signal size.",
+    "r2c": "Tensor: complex, ``input``'s shape with each transformed dim of its signal size except the last, "
+    "which holds the ``n // 2 + 1`` non-redundant bins.",
+    "c2r": "Tensor: real (float32 for complex64 input, float64 for complex128), ``input``'s shape with each "
+    "transformed dim of its signal size; the last one defaults to ``2 * (m - 1)`` for ``m`` input bins.",
+}
+
+_DOC_SIZE = {
+    "1": """n (int, optional): the signal size along ``dim``; the input is trimmed or zero-padded to it{c2r}.
+        dim (int): the dim to transform (default: the last).""",
+    "2": """s (sequence[int], optional): the signal sizes along ``dim`` (-1 keeps a dim's size); the input is
+            trimmed or zero-padded to them{c2r}.
+        dim (sequence[int]): the two dims to transform (default: the last two).""",
+    "n": """s (sequence[int], optional): the signal sizes along ``dim`` (-1 keeps a dim's size); the input is
+            trimmed or zero-padded to them{c2r}. Without ``dim``, the last ``len(s)`` dims.
+        dim (sequence[int], optional): the dims to transform (default: the last ``len(s)``, or all).""",
+}
+
+_DOC_SUMMARY = {
+    "fft": "The {form}discrete Fourier transform of ``input``.",
+    "ifft": "The {form}inverse discrete Fourier transform of ``input``.",
+    "rfft": "The {form}Fourier transform of real ``input``: the non-redundant half of the spectrum.",
+    "irfft": "The inverse of :func:`rfft{suffix}`: a real signal from its one-sided {form}spectrum.",
+    "hfft": "The {form}Fourier transform of a Hermitian-symmetric signal given by its one-sided half: a real "
+    "spectrum.",
+    "ihfft": "The inverse of :func:`hfft{suffix}`: the one-sided half of the {form}inverse transform of real "
+    "``input``.",
+}
+
+
+def _docstring(spec, base):
+    suffix = {"1": "", "2": "2", "n": "n"}[spec.form]
+    form = {"1": "one-dimensional ", "2": "two-dimensional ", "n": "N-dimensional "}[spec.form]
+    direction = "The forward transform" if spec.forward else "The inverse transform"
+    unscaled, scaled = ("backward", "forward") if spec.forward else ("forward", "backward")
+    c2r = ""
+    if spec.family == "c2r":
+        c2r = " (along the last transformed dim, the output's size, whose ``n // 2 + 1`` bins are read)"
+    complex_error = ", complex input" if spec.family == "r2c" else ""
+    example = {
+        "fft": ">>> ember.fft.fft(ember.tensor([1.0, 2.0, 3.0, 4.0]))\n            "
+        "tensor([10.+0.j, -2.+2.j, -2.+0.j, -2.-2.j])",
+        "rfft": ">>> ember.fft.rfft(ember.tensor([1.0, 2.0, 3.0, 4.0]))\n            "
+        "tensor([10.+0.j, -2.+2.j, -2.+0.j])",
+        "irfft": ">>> ember.fft.irfft(ember.tensor([10.+0.j, -2.+2.j, -2.+0.j]))\n            "
+        "tensor([1., 2., 3., 4.])",
+    }.get(spec.name)
+    text = f"""{_DOC_SUMMARY[base].format(form=form, suffix=suffix)}
+
+    Registered as the composite op ``fft_{spec.name}``: its decomposition resizes ``input`` and calls the
+    prim ``_fft_{spec.family}``. NumPy's ``numpy.fft.{spec.name}`` computes the same values.
+
+    Args:
+        {_DOC_INPUT[spec.family]}
+        {_DOC_SIZE[spec.form].format(c2r=c2r)}
+        {_DOC_NORM.format(what=direction, unscaled=unscaled, scaled=scaled)}
+        out (Tensor, optional): the output tensor.
+
+    Returns:
+        {_DOC_RETURNS[spec.family]}
+
+    Raises:
+        RuntimeError: for an invalid ``norm`` ('Invalid normalization mode: "..."'), a signal size below 1
+            ("Invalid number of data points (0) specified"), ``s`` and ``dim`` of different lengths,
+            repeated dims, float16/bfloat16 input ("Unsupported dtype Half"){complex_error}.
+        IndexError: for a dim out of range.
+    """
+    if example:
+        text += f"""
+    Example:
+        >>> import ember
+        {example}
+    """
+    return text
+
+
+def _define(spec, base):
+    """Register the composite op ``fft_<name>`` for ``spec``."""
+    if spec.form == "1":
+
+        def meta(input, n=None, dim=-1, norm=None):
+            return _meta(spec, input, n, dim, norm)
+
+        def decomposition(input, n=None, dim=-1, norm=None):
+            return _decompose(spec, input, n, dim, norm)
+
+    elif spec.form == "2":
+
+        def meta(input, s=None, dim=(-2, -1), norm=None):
+            return _meta(spec, input, s, dim, norm)
+
+        def decomposition(input, s=None, dim=(-2, -1), norm=None):
+            return _decompose(spec, input, s, dim, norm)
+
+    else:
+
+        def meta(input, s=None, dim=None, norm=None):
+            return _meta(spec, input, s, dim, norm)
+
+        def decomposition(input, s=None, dim=None, norm=None):
+            return _decompose(spec, input, s, dim, norm)
+
+    meta.__name__ = f"_fft_{spec.name}_meta"
+    decomposition.__name__ = f"_fft_{spec.name}_decomposition"
+    op = defop(
+        f"fft_{spec.name}",
+        meta,
+        category=COMPOSITE,
+        decomposition=decomposition,
+        has_out=True,
+        doc=_docstring(spec, base),
+        tags=_TAGS,
+    )
+    op.decomposition_checks = True  # _decompose runs _plan, which raises every error the meta function would
+    return op
+
+
+#: The public transforms by their ember.fft name (``"rfft2"`` -> the op ``fft_rfft2``).
+TRANSFORMS = {}
+for _base, _family, _forward, _hermitian in (
+    ("fft", "c2c", True, False),
+    ("ifft", "c2c", False, False),
+    ("rfft", "r2c", True, False),
+    ("irfft", "c2r", False, False),
+    ("hfft", "c2r", True, True),
+    ("ihfft", "r2c", False, True),
+):
+    for _form, _suffix in (("1", ""), ("2", "2"), ("n", "n")):
+        _spec = _Spec(_base + _suffix, _family, _form, _forward, _hermitian)
+        TRANSFORMS[_spec.name] = _define(_spec, _base)
