@@ -42,7 +42,7 @@ class Distribution:
 
     Attributes:
         name: the distribution's name (``pip install NAME``).
-        written: whether the repository holds it yet (ARCHITECTURE.md plans the others).
+        written: whether the repository holds it yet (docs/internals.rst, "Missing distributions").
         requires: the ember distributions it builds on (with theirs, every ember distribution it needs).
         folder: its package folder, under the repository's ``packages/``.
         modules: the top-level modules or ``ember`` subpackages it provides.

@@ -1,8 +1,8 @@
 """ember.autograd: reverse-mode automatic differentiation (the ember-autograd distribution).
 
 Importing it (``import ember`` does, through the ``ember.extensions`` entry
-point) installs the Autograd step of the dispatcher (ARCHITECTURE.md section
-3): ops on tensors that require grad record backward nodes, and
+point) installs the Autograd step of the dispatcher (docs/internals.rst, "The
+dispatcher"): ops on tensors that require grad record backward nodes, and
 ``Tensor.backward``/:func:`grad` run them. The pieces:
 
 * :mod:`ember.autograd._table` and :mod:`ember.autograd.derivatives`: the

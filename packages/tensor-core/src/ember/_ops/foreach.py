@@ -8,8 +8,9 @@ They exist for the optimizers' ``foreach=True`` paths (``ember.optim``) and
 ``clip_grad_norm_(foreach=True)``: one call per step per list instead of one per
 parameter.
 
-**Not registry ops (ARCHITECTURE.md section 3).** Each list op is defined as the
-loop over its per-tensor op, which *is* a registry op (``add_``, ``lerp_``, ...).
+**Not registry ops** (docs/internals.rst: the ``_foreach_*`` entry of its list of differences).
+Each list op is defined as the loop over its per-tensor op, which *is* a registry op (``add_``,
+``lerp_``, ...).
 Wherever that loop is observed, it runs op by op through the dispatcher: under a
 dispatch mode (FakeTensor, make_fx/AOT tracing, functionalization), with a tensor
 subclass or FX proxy (``__ember_function__``), off the CPU (CUDA later gets the
