@@ -1,14 +1,14 @@
 """The scatter/index family, scans and sort-based reductions on cuda, against the same calls on CPU.
 
 Covers every reduction mode and dtype of scatter/index_reduce/put/index_put with repeated positions
-(the ``_xp.ufunc_at`` paths: cupy.add.at, small integers through int64, complex parts, bool
+(the ``_array_module.ufunc_at`` paths: cupy.add.at, small integers through int64, complex parts, bool
 counting, and the ordered rounds and segmented scans of every other ufunc), cummax/cummin with ties
 and NaN, mode, unique, quantiles, histogram, the nuclear norm, embedding_bag, and out-of-range
 indices raising on cuda as on CPU. Integer, bool and max/min results must equal CPU's exactly; float
 sums within rounding (atomic adds run in another order).
 
 The tests marked ``cuda`` need a GPU; the last ones run the namespace-generic helpers of
-``ember._ops._xp`` with numpy on CPU against numpy's own ``ufunc.at``/``ufunc.accumulate``.
+``ember._ops._array_module`` with numpy on CPU against numpy's own ``ufunc.at``/``ufunc.accumulate``.
 """
 
 import itertools
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import ember
-from ember._ops import _xp
+from ember._ops import _array_module
 
 cuda = pytest.mark.cuda
 F = ember.nn.functional
@@ -415,7 +415,7 @@ def test_embedding_bag_offsets_errors_on_cuda():
         F.embedding_bag(ember.tensor([0, 4], device="cuda"), weight, ember.tensor([0], device="cuda"))
 
 
-# -- the _xp helpers on CuPy arrays, against numpy's ufunc methods -----------------------------------------
+# -- the _array_module helpers on CuPy arrays, against numpy's ufunc methods -----------------------------------------
 
 _AT_CASES = [
     (np.add, "bool"), (np.add, "uint8"), (np.add, "int8"), (np.add, "int16"), (np.add, "uint16"), (np.add, "int32"),
@@ -453,7 +453,7 @@ def test_ufunc_at_on_cupy_matches_numpy(ufunc, dtype, repeats):
     with np.errstate(all="ignore"):
         ufunc.at(expected, positions, values)
     got = cupy.asarray(target)
-    _xp.ufunc_at(ufunc, got, cupy.asarray(positions), cupy.asarray(values))
+    _array_module.ufunc_at(ufunc, got, cupy.asarray(positions), cupy.asarray(values))
     if dtype.startswith(("float", "complex")):
         np.testing.assert_allclose(got.get(), expected, rtol=1e-4, equal_nan=True)
     else:
@@ -471,7 +471,7 @@ def test_accumulate_on_cupy_matches_numpy(name):
     for axis in range(3):
         with np.errstate(all="ignore"):
             expected = ufunc.accumulate(x, axis=axis)
-        got = _xp.accumulate(ufunc, cupy.asarray(x), axis).get()
+        got = _array_module.accumulate(ufunc, cupy.asarray(x), axis).get()
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10, equal_nan=True)
 
 
@@ -484,10 +484,10 @@ def test_assign_last_and_check_bounds_on_cupy():
     expected = np.zeros(4)
     expected[positions] = values
     got = cupy.zeros(4)
-    _xp.assign_last(got, cupy.asarray(positions), cupy.asarray(values))
+    _array_module.assign_last(got, cupy.asarray(positions), cupy.asarray(values))
     np.testing.assert_array_equal(got.get(), expected)
-    assert _xp.check_bounds(cupy.asarray([0, 4, -1]), 0, 4) == 4
-    assert _xp.check_bounds(cupy.asarray([0, 3]), 0, 4) is None
+    assert _array_module.check_bounds(cupy.asarray([0, 4, -1]), 0, 4) == 4
+    assert _array_module.check_bounds(cupy.asarray([0, 3]), 0, 4) is None
 
 
 # -- CPU: the namespace-generic algorithms with numpy, and embedding_bag's empty bags ---------------------
@@ -498,7 +498,7 @@ def test_assign_last_and_check_bounds_on_cupy():
                                           (np.subtract, np.float64)])
 @pytest.mark.parametrize("max_rounds", [64, 1])
 def test_ordered_at_with_numpy_matches_ufunc_at(ufunc, dtype, max_rounds, monkeypatch):
-    monkeypatch.setattr(_xp, "_MAX_ROUNDS", max_rounds)  # 1: every repeat goes through the segmented scan
+    monkeypatch.setattr(_array_module, "_MAX_ROUNDS", max_rounds)  # 1: every repeat goes through the segmented scan
     rng = np.random.default_rng(31)
     for size, n in ((1, 0), (1, 5), (4, 50), (7, 200)):
         positions = rng.integers(0, size, size=n)
@@ -513,7 +513,7 @@ def test_ordered_at_with_numpy_matches_ufunc_at(ufunc, dtype, max_rounds, monkey
         expected, got = target.copy(), target.copy()
         with np.errstate(all="ignore"):
             ufunc.at(expected, positions, values)
-            _xp.ordered_at(np, ufunc, got, positions, values)
+            _array_module.ordered_at(np, ufunc, got, positions, values)
         if np.dtype(dtype).kind in "fc" and ufunc in (np.multiply, np.add, np.subtract):
             np.testing.assert_allclose(got, expected)
         else:
@@ -530,7 +530,7 @@ def test_log_step_scan_with_numpy_matches_accumulate(name):
         for axis in range(len(shape)):
             with np.errstate(all="ignore"):
                 expected = ufunc.accumulate(x, axis=axis)
-                got = _xp.log_step_scan(np, ufunc, x, axis)
+                got = _array_module.log_step_scan(np, ufunc, x, axis)
             if name == "logaddexp":
                 np.testing.assert_allclose(got, expected, equal_nan=True)
             else:
@@ -541,7 +541,7 @@ def test_keep_last_with_numpy():
     rng = np.random.default_rng(33)
     for n in (0, 1, 2, 40):
         positions = rng.integers(0, 6, size=n)
-        keep = _xp.keep_last(positions)
+        keep = _array_module.keep_last(positions)
         assert sorted(set(positions[keep].tolist())) == sorted(set(positions.tolist()))
         expected, got = np.zeros(6), np.zeros(6)
         expected[positions] = np.arange(n)

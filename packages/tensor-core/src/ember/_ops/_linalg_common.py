@@ -26,9 +26,9 @@ import collections
 import numpy as np
 
 from .. import _dtype as D
+from ._array_module import array_namespace, is_device_array
 from ._pointwise_helpers import _torch_name
 from ._registry import PRIM, defop
-from ._xp import array_namespace, is_device_array
 
 __all__ = [
     "LinAlgError", "FLOAT_TYPES", "linalg_op", "return_type", "check_float", "check_matrix", "check_square",

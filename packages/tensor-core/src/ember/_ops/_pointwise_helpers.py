@@ -19,11 +19,11 @@ from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
 from . import _float_errors
+from ._array_module import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from ._binary_plan import BinaryRule
 from ._float_errors import quiet
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes
-from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from .creation import copy_
 
 __all__ = [

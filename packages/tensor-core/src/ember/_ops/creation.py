@@ -16,9 +16,9 @@ from .._device import canonical_device, get_backend
 from .._layout import check_strided
 from .._meta import MetaArray, contiguous_strides, dense_strides_like
 from .._tensor import Tensor
+from ._array_module import array_namespace, as_array
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes, normalize_size
-from ._xp import array_namespace, as_array
 
 __all__ = []  # ops are exported by ember/__init__.py from the registry
 

@@ -15,15 +15,15 @@ from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._array_module import array_namespace as _array_namespace
+from ._array_module import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
+from ._array_module import check_bounds as _check_bounds
+from ._array_module import is_device_array as _is_device_array
+from ._array_module import keep_last as _keep_last
+from ._array_module import ufunc_at as _ufunc_at
+from ._array_module import values_for_checks as _values_for_checks
 from ._registry import defop
 from ._shapes import broadcast_shapes
-from ._xp import array_namespace as _array_namespace
-from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
-from ._xp import check_bounds as _check_bounds
-from ._xp import is_device_array as _is_device_array
-from ._xp import keep_last as _keep_last
-from ._xp import ufunc_at as _ufunc_at
-from ._xp import values_for_checks as _values_for_checks
 
 __all__ = []
 
@@ -181,7 +181,7 @@ def _value_array(values, np_dtype):
 
 def _index_put_device(self, key, indices, values, accumulate):
     """index_put_ on a CuPy array: bounds checked as numpy would, repeated positions resolved as numpy does
-    (the last value wins; with ``accumulate`` every value adds up, through ``_xp.ufunc_at``)."""
+    (the last value wins; with ``accumulate`` every value adds up, through ``_array_module.ufunc_at``)."""
     data = self._data
     xp = _array_namespace(data)
     _check_device_key(data.shape, indices)

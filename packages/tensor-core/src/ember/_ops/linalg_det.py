@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._meta import MetaArray
+from ._array_module import array_namespace
+from ._array_module import as_array as _as_array
 from ._linalg_common import check_square, linalg_op, real_dtype, return_type
 from ._registry import COMPOSITE, registry
-from ._xp import array_namespace
-from ._xp import as_array as _as_array
 
 __all__ = []
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._meta import MetaArray
+from ._array_module import array_namespace
 from ._linalg_common import (
     LinAlgError,
     check_float,
@@ -23,7 +24,6 @@ from ._linalg_common import (
     return_type,
 )
 from ._registry import COMPOSITE, registry
-from ._xp import array_namespace
 
 __all__ = []
 

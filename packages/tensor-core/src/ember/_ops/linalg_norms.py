@@ -16,12 +16,12 @@ import numpy as np
 
 from .. import _dtype as D
 from .._meta import MetaArray
+from ._array_module import array_namespace
+from ._array_module import as_array as _as_array
 from ._linalg_common import FLOAT_TYPES, check_float, check_matrix, linalg_op, real_dtype
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, registry
 from ._shapes import wrap_dim
-from ._xp import array_namespace
-from ._xp import as_array as _as_array
 
 __all__ = []
 

@@ -81,10 +81,10 @@ from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._array_module import array_namespace as _array_namespace  # numpy or CuPy (the CUDA backend)
 from ._blas_threads import matmul as _blas_matmul
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop, registry
-from ._xp import array_namespace as _array_namespace  # numpy or CuPy (the CUDA backend)
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 

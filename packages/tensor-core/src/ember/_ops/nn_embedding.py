@@ -14,6 +14,10 @@ from .. import _C
 from .. import _dtype as D
 from .._grad_mode import no_grad
 from .._meta import MetaArray
+from ._array_module import array_namespace as _array_namespace
+from ._array_module import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
+from ._array_module import ufunc_at as _ufunc_at
+from ._array_module import values_for_checks as _values_for_checks
 from ._nn_common import (
     _E,
     _NN,
@@ -27,10 +31,6 @@ from ._nn_common import (
     _vector_norm,
     _vector_norm_np,
 )
-from ._xp import array_namespace as _array_namespace
-from ._xp import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
-from ._xp import ufunc_at as _ufunc_at
-from ._xp import values_for_checks as _values_for_checks
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -348,7 +348,7 @@ def _bag_reduce(ufunc, rows, starts, ends, nonempty):
     """``ufunc`` (np.add or np.maximum) over the rows of each bag: ``(bags, dim)``, zero for empty bags.
 
     Bags are consecutive (each starts where the previous one ends). numpy reduces them with
-    ``ufunc.reduceat``; CuPy (no reduceat) scatters each row into its bag with ``_xp.ufunc_at``.
+    ``ufunc.reduceat``; CuPy (no reduceat) scatters each row into its bag with ``_array_module.ufunc_at``.
     """
     end = int(ends[-1])  # rows past the last bag's end belong to no bag (CuPy: a host read)
     rows = rows[:end]

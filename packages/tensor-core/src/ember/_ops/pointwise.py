@@ -20,6 +20,8 @@ from .. import _dtype as D
 from .._device import get_backend
 from .._meta import MetaArray
 from .._tensor import Tensor
+from ._array_module import array_namespace as _array_namespace
+from ._array_module import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from ._binary_plan import BinaryRule
 from ._float_errors import quiet
 from ._pointwise_helpers import (
@@ -45,8 +47,6 @@ from ._pointwise_helpers import (
 )
 from ._registry import COMPOSITE, defop, registry
 from ._shapes import broadcast_shapes, shape_of
-from ._xp import array_namespace as _array_namespace
-from ._xp import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 
 __all__ = []
 

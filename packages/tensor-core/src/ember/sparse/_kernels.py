@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._ops._xp import is_device_array
+from .._ops._array_module import is_device_array
 
 __all__ = ["Pattern", "array_module", "linearize", "unlinearize", "spmm", "spspmm", "csr_offsets", "csr_rows"]
 
