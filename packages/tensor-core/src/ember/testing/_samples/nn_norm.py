@@ -45,6 +45,15 @@ def _batch_norm_samples(opinfo, device, dtype, requires_grad):
                           name="float32 parameters")
 
 
+def _channel_affine(out, weight, bias, shape):
+    """``out * weight + bias`` with the per-channel parameters reshaped to ``shape`` (either may be None)."""
+    if weight is not None:
+        out = out * _f64(weight).reshape(shape)
+    if bias is not None:
+        out = out + _f64(bias).reshape(shape)
+    return out
+
+
 def _batch_norm_ref(x, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
     x = _f64(x)
     axes = (0,) + tuple(range(2, x.ndim))
@@ -53,12 +62,7 @@ def _batch_norm_ref(x, running_mean, running_var, weight=None, bias=None, traini
         mean, var = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
     else:
         mean, var = _f64(running_mean).reshape(shape), _f64(running_var).reshape(shape)
-    out = (x - mean) / np.sqrt(var + eps)
-    if weight is not None:
-        out = out * _f64(weight).reshape(shape)
-    if bias is not None:
-        out = out + _f64(bias).reshape(shape)
-    return out
+    return _channel_affine((x - mean) / np.sqrt(var + eps), weight, bias, shape)
 
 
 _nn("batch_norm", _batch_norm_samples, _FLOATS, _batch_norm_ref,
@@ -91,12 +95,7 @@ def _instance_norm_ref(x, running_mean=None, running_var=None, weight=None, bias
         mean, var = x.mean(axis=axes, keepdims=True), x.var(axis=axes, keepdims=True)
     else:
         mean, var = _f64(running_mean).reshape(shape), _f64(running_var).reshape(shape)
-    out = (x - mean) / np.sqrt(var + eps)
-    if weight is not None:
-        out = out * _f64(weight).reshape(shape)
-    if bias is not None:
-        out = out + _f64(bias).reshape(shape)
-    return out
+    return _channel_affine((x - mean) / np.sqrt(var + eps), weight, bias, shape)
 
 
 _nn("instance_norm", _instance_norm_samples, _FLOATS, _instance_norm_ref,
