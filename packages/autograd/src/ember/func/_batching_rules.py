@@ -452,6 +452,9 @@ def _matmul(op, level, size, args, kwargs):
         if nb == 1:  # (..., n, k) @ (B, k): all samples as the columns of one matrix
             return wrap(op(a, xb.transpose(0, 1)).movedim(-1, 0), 0, level)
         return wrap(op(a, _pad_after_batch(xb, max(na - nb, 0))), 0, level)
+    # both batched: an operand expanded along the batch (a parameter that grad lifted into the vmap) is made
+    # contiguous, since batched products over a zero batch stride miss BLAS (numpy loops in C)
+    xa, xb = _dense_batch(xa), _dense_batch(xb)
     if na == 1 and nb == 1:
         return wrap((xa * xb).sum(-1), 0, level)
     if na == 1:
@@ -462,6 +465,13 @@ def _matmul(op, level, size, args, kwargs):
         return wrap(out.squeeze(-1), 0, level)
     n = max(na, nb)
     return wrap(op(_pad_after_batch(xa, n - na), _pad_after_batch(xb, n - nb)), 0, level)
+
+
+def _dense_batch(inner):
+    """``inner`` (batch dim first) made contiguous when its batch dim has stride 0 (an expanded tensor)."""
+    if type(inner) is Tensor and inner.ndim > 1 and inner.shape[0] > 1 and inner.stride(0) == 0:
+        return inner.contiguous()
+    return inner
 
 
 def _convolution(op, level, size, args, kwargs):
@@ -593,6 +603,12 @@ def _index(op, level, size, args, kwargs):
 # in-place ops
 
 
+#: in-place ops that work element by element (besides those tagged pointwise): they run on the inner tensor
+#: itself, so autograd records the in-place op (relu_ saves its result, not the input it overwrites)
+_ELEMENTWISE_INPLACE = frozenset({"copy_", "fill_", "relu_", "hardtanh_", "leaky_relu_", "elu_", "selu_", "celu_",
+                                  "threshold_"})
+
+
 class UnbatchedWrite(RuntimeError):
     """An in-place op would write a batched tensor into one that is not batched (PyTorch's error)."""
 
@@ -606,7 +622,7 @@ def _inplace(op, level, size, args, kwargs):
             f"`self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of "
             f"{op.name}."
         )
-    if "pointwise" in op.tags or op.name in ("copy_", "fill_"):
+    if "pointwise" in op.tags or op.name in _ELEMENTWISE_INPLACE:
         x, _ = _front(self, level)
         ndim = self.ndim
 
