@@ -174,6 +174,11 @@ class _HooksState(threading.local):
 
 
 _hooks_state = _HooksState()
+# How many saved_tensors_hooks contexts are open, in all threads: while none is, saving a tensor skips
+# the thread-local lookup of the stack (a threading.local attribute read costs more than the rest of
+# saving an input). Changed under the lock; read without it (a stale nonzero only takes the slow check).
+_hooks_open = 0
+_hooks_open_lock = threading.Lock()
 
 
 class SavedTensor:
@@ -202,7 +207,7 @@ class SavedTensor:
             self._version = storage.version
         else:
             self._version = tensor._version
-        stack = _hooks_state.stack
+        stack = _hooks_state.stack if _hooks_open else None
         if stack:
             pack, unpack = stack[-1]
             self._packed = pack(tensor if not is_output else _reattach(tensor, node, output_nr, self._requires_grad))
@@ -215,7 +220,7 @@ class SavedTensor:
     @classmethod
     def _of_input(cls, tensor):
         """``SavedTensor(tensor)`` for an input, the attributes that a plain unpack reads set directly."""
-        if _hooks_state.stack:
+        if _hooks_open and _hooks_state.stack:
             return cls(tensor)
         saved = _new_object(cls)
         saved._is_output = False
@@ -228,7 +233,7 @@ class SavedTensor:
     @classmethod
     def _of_output(cls, tensor, node):
         """``SavedTensor(tensor, node, 0, is_output=True)`` for the one output of a new tensor (see __init__)."""
-        if _hooks_state.stack or tensor._strides is not None or tensor._offset is not None:
+        if (_hooks_open and _hooks_state.stack) or tensor._strides is not None or tensor._offset is not None:
             return cls(tensor, node, 0, is_output=True)
         saved = _new_object(cls)
         saved._is_output = True
@@ -315,11 +320,17 @@ class saved_tensors_hooks:
     def __enter__(self):
         if _hooks_state.disabled_reason is not None:
             raise RuntimeError(_hooks_state.disabled_reason)
+        global _hooks_open
+        with _hooks_open_lock:
+            _hooks_open += 1
         _hooks_state.stack.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
+        global _hooks_open
         _hooks_state.stack.pop()
+        with _hooks_open_lock:
+            _hooks_open -= 1
         return False
 
 
