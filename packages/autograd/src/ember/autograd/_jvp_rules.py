@@ -139,7 +139,7 @@ def _div(op, primals, tangents, result):
     args, kwargs = primals
     if kwargs.get("rounding_mode") is not None:
         return ember.zeros_like(result)
-    x, y = args[0], args[1]
+    y = args[1]
     tx, ty = tangents[0][0], tangents[0][1]
     out = None
     if tx is not None:
@@ -166,7 +166,7 @@ def _matmul_like(op, primals, tangents, result):
 
 def _convolution(op, primals, tangents, result):
     args, kwargs = primals
-    x, w, b = args[0], args[1], args[2]
+    x, w = args[0], args[1]
     tx, tw, tb = tangents[0][0], tangents[0][1], tangents[0][2]
     rest = args[3:]
     out = None
