@@ -63,12 +63,13 @@ def _frequencies(name, n, count, d, out, dtype, layout, device, requires_grad):
     index = ember.arange(count, dtype=ember.int64, device=device)
     if count == n:  # fftfreq: bins from (n + 1) // 2 on stand for negative frequencies
         index = ember.where(index < (n + 1) // 2, index, index - n)
-    result = (index.to(dtype) / (d * n)) if n else index.to(dtype)
+    result = index.to(dtype) / (d * n)  # n == 0: rfftfreq's one bin is 0/0 = nan, as in PyTorch
     if out is not None:
-        if tuple(out.shape) != tuple(result.shape):
-            out.resize_(result.shape)
-        out.copy_(result)
-        return out
+        from types import SimpleNamespace
+
+        from .._ops._out import write_out
+
+        return write_out(SimpleNamespace(name=name, return_type=None), out, result)
     return result.requires_grad_(requires_grad) if requires_grad else result
 
 
@@ -111,7 +112,7 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requir
         requires_grad (bool): whether the result requires grad.
 
     Returns:
-        Tensor: shape ``(n // 2 + 1,)`` (``(0,)`` for ``n == 0``).
+        Tensor: shape ``(n // 2 + 1,)`` (for ``n == 0``, one NaN, as PyTorch gives).
 
     Raises:
         RuntimeError: for a negative ``n`` or a non-floating ``dtype``.
@@ -121,9 +122,7 @@ def rfftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requir
         >>> ember.fft.rfftfreq(4)
         tensor([0.0000, 0.2500, 0.5000])
     """
-    count = n // 2 + 1 if isinstance(n, int) and n > 0 else 0
-    if isinstance(n, int) and n < 0:
-        count = n  # reported as negative by _frequencies
+    count = n // 2 + 1 if isinstance(n, int) and n >= 0 else n  # a negative n is reported by _frequencies
     return _frequencies("rfftfreq", n, count, d, out, dtype, layout, device, requires_grad)
 
 
