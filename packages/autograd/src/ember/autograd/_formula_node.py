@@ -234,5 +234,8 @@ def node_class(entry):
     """
     cls = entry.node_class
     if cls is None:
-        cls = entry.node_class = type(entry.node_name, (FormulaNode,), {"__module__": __name__})
+        # the entry and its one-edge-per-argument layout are class attributes: a node stores them only
+        # where they differ (a call with a list of tensors), one attribute store less per recorded op
+        attributes = {"__module__": __name__, "entry": entry, "_layout": entry.static_layout}
+        cls = entry.node_class = type(entry.node_name, (FormulaNode,), attributes)
     return cls

@@ -221,9 +221,9 @@ def new_node(cls, entry, edges, input_meta, layout, needed, plan, args, kwargs):
     node = _new_object(cls)
     node.next_functions = edges
     node._seq = next(_sequence)
-    node.entry = entry
     node._input_meta = input_meta
-    node._layout = layout
+    if layout is not entry.static_layout:  # (the node class holds the entry and its static layout)
+        node._layout = layout
     if needed != -1:  # the class default is -1
         node._needed = needed
     saved = node._saved = {}
