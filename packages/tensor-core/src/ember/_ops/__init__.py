@@ -42,7 +42,16 @@ pointwise = _import_op_module("pointwise")
 indexing = _import_op_module("indexing")
 random = _import_op_module("random")
 reductions = _import_op_module("reductions")
-shape = _import_op_module("shape")
+joining = _import_op_module("joining")
+view_composites = _import_op_module("view_composites")
+reordering = _import_op_module("reordering")
+masks = _import_op_module("masks")
+gather_scatter = _import_op_module("gather_scatter")
+index_along_dim = _import_op_module("index_along_dim")
+repeating = _import_op_module("repeating")
+take_put = _import_op_module("take_put")
+triangles_diagonals = _import_op_module("triangles_diagonals")
+grids = _import_op_module("grids")
 linalg = _import_op_module("linalg")
 # ember.linalg's factorizations and solvers (registry names "linalg_*", tagged "submodule"), then norms
 linalg_det = _import_op_module("linalg_det")
@@ -69,7 +78,10 @@ fft = _import_op_module("fft")
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
-    creation, views, pointwise, indexing, random, reductions, shape, linalg, linalg_det, linalg_solve,
+    creation, views, pointwise, indexing, random, reductions,
+    joining, view_composites, reordering, masks, gather_scatter, index_along_dim, repeating, take_put,
+    triangles_diagonals, grids,
+    linalg, linalg_det, linalg_solve,
     linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_conv,
     nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
     nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,

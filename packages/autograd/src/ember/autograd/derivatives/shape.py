@@ -1,4 +1,4 @@
-"""Derivatives of the shape and index ops (``ember._ops.shape``).
+"""Derivatives of the shape and index ops (``ember._ops.joining``, ``masks``, ...).
 
 Moving data around moves gradients back the other way: the backward of a
 gather is a scatter-add, that of a scatter a gather, that of a fill zeros

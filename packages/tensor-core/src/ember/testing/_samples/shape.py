@@ -1,4 +1,4 @@
-"""OpInfos of ember._ops.shape: joining, splitting, moving, repeating, gathering and scattering.
+"""OpInfos of the shape ops (ember._ops.joining, masks, ...): joining, splitting, repeating, gathering, scattering.
 
 Samples cover, for every dtype: empty, zero-dim, non-contiguous and
 transposed inputs, promotion across inputs (cat/stack family), repeated
