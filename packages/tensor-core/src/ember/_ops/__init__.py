@@ -41,7 +41,17 @@ views = _import_op_module("views")
 pointwise = _import_op_module("pointwise")
 indexing = _import_op_module("indexing")
 random = _import_op_module("random")
-reductions = _import_op_module("reductions")
+sums = _import_op_module("sums")
+variance = _import_op_module("variance")
+extrema = _import_op_module("extrema")
+all_any = _import_op_module("all_any")
+norms = _import_op_module("norms")
+scans = _import_op_module("scans")
+sorting = _import_op_module("sorting")
+order_statistics = _import_op_module("order_statistics")
+unique = _import_op_module("unique")
+histograms = _import_op_module("histograms")
+searching = _import_op_module("searching")
 joining = _import_op_module("joining")
 view_composites = _import_op_module("view_composites")
 reordering = _import_op_module("reordering")
@@ -78,7 +88,8 @@ fft = _import_op_module("fft")
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
-    creation, views, pointwise, indexing, random, reductions,
+    creation, views, pointwise, indexing, random,
+    sums, variance, extrema, all_any, norms, scans, sorting, order_statistics, unique, histograms, searching,
     joining, view_composites, reordering, masks, gather_scatter, index_along_dim, repeating, take_put,
     triangles_diagonals, grids,
     linalg, linalg_det, linalg_solve,

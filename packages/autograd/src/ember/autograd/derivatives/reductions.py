@@ -1,4 +1,4 @@
-"""Derivatives of the reductions, scans, sorts and searches (``ember._ops.reductions``).
+"""Derivatives of the reductions, scans, sorts and searches (``ember._ops.sums``, ``scans``, ...).
 
 The formulas give PyTorch's gradient values, including at the points where
 the function is not differentiable:
