@@ -62,7 +62,11 @@ repeating = _import_op_module("repeating")
 take_put = _import_op_module("take_put")
 triangles_diagonals = _import_op_module("triangles_diagonals")
 grids = _import_op_module("grids")
-linalg = _import_op_module("linalg")
+matmul = _import_op_module("matmul")
+addmm = _import_op_module("addmm")
+tensor_products = _import_op_module("tensor_products")
+distances = _import_op_module("distances")
+einsum = _import_op_module("einsum")
 # ember.linalg's factorizations and solvers (registry names "linalg_*", tagged "submodule"), then norms
 linalg_det = _import_op_module("linalg_det")
 linalg_solve = _import_op_module("linalg_solve")
@@ -92,7 +96,9 @@ OP_MODULES = (
     sums, variance, extrema, all_any, norms, scans, sorting, order_statistics, unique, histograms, searching,
     joining, view_composites, reordering, masks, gather_scatter, index_along_dim, repeating, take_put,
     triangles_diagonals, grids,
-    linalg, linalg_det, linalg_solve,
+   
+    matmul, addmm, tensor_products, distances, einsum,
+    linalg_det, linalg_solve,
     linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_conv,
     nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
     nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,

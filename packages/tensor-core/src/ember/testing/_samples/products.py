@@ -1,4 +1,4 @@
-"""OpInfos of ember._ops.linalg: matmul and its family, einsum, tensordot, kron, cross, cdist, chain_matmul.
+"""OpInfos of the matrix products: matmul and its family, einsum, tensordot, kron, cross, cdist, chain_matmul.
 
 References compute with numpy on the sample's values, in float32 for the half
 types and in int64 for integers (the comparison casts back to the result dtype,

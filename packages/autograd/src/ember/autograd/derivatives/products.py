@@ -1,4 +1,4 @@
-"""Derivatives of the linalg ops (``ember._ops.linalg``).
+"""Derivatives of the matrix products (``ember._ops.matmul``, ``addmm``, ``tensor_products``, ``einsum``, ...).
 
 The gradients of a product ``a @ b`` are products again: ``grad @ b^H`` for
 ``a`` and ``a^H @ grad`` for ``b`` (``^H``: conjugate transpose, a plain
