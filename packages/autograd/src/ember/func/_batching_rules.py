@@ -50,6 +50,7 @@ LOOPED = {
     "max_unpool1d": "indices are per sample", "max_unpool2d": "indices are per sample",
     "max_unpool3d": "indices are per sample",
     "allclose": "returns a Python bool", "equal": "returns a Python bool",
+    "affine_grid": "its size argument names the batch (N, C, H, W); run per sample",
 }
 
 
@@ -778,11 +779,27 @@ def _fill_table():
     register(["gather"], _gather_like((0, 2)))
     register(["scatter", "scatter_add", "scatter_reduce"], _gather_like((0, 2, 3)))
     register(["index"], _index)
+    # linear algebra and FFT ops that some trees do not have yet
+    present = [name for name in ("linalg_det", "linalg_slogdet", "linalg_inv", "linalg_inv_ex", "linalg_solve",
+                                 "linalg_solve_ex", "linalg_solve_triangular", "linalg_cholesky", "linalg_cholesky_ex",
+                                 "linalg_svd", "linalg_svdvals", "linalg_eigh", "linalg_eigvalsh", "linalg_eig",
+                                 "linalg_eigvals") if name in registry]
+    register(present, _leading_batch)
+    register([n for n in ("linalg_vector_norm",) if n in registry], _reduction)
+    register([n for n in ("_fft_c2c", "_fft_r2c", "_fft_c2r") if n in registry], _dim_rule("dim"))
 
 
 def _t(op, level, size, args, kwargs):
     x = args[0]
     return x.transpose(0, 1) if x.ndim == 2 else x.view(tuple(x.shape))  # logical ops: their rules run
+
+
+def _leading_batch(op, level, size, args, kwargs):
+    """Ops that take any leading batch dims (``(*, n, n)`` linear algebra): every tensor gets the batch dim first."""
+    args = [_expanded(a, level, size) if isinstance(a, Tensor) else a for a in args]
+    if any(_is_batched(v, level) for v in kwargs.values()):
+        return _loop(op, op.name, level, size, args, kwargs)
+    return _wrap_out(op(*args, **kwargs), level)
 
 
 def _same_layout_front(op, level, size, args, kwargs):
