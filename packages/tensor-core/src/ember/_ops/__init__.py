@@ -13,7 +13,7 @@ from . import _registry
 from ._registry import COMPOSITE, PRIM, Op, defop, get, registry
 
 #: The registry names that each op module registered, by module name
-#: (``OPS_BY_MODULE["ember._ops.pointwise"] == ("abs", "abs_", ...)``), in registration order.
+#: (``OPS_BY_MODULE["ember._ops.pointwise"] == ("add", "add_", ...)``), in registration order.
 OPS_BY_MODULE: dict[str, tuple[str, ...]] = {}
 
 
@@ -38,7 +38,14 @@ def _import_op_module(name):
 
 creation = _import_op_module("creation")
 views = _import_op_module("views")
-pointwise = _import_op_module("pointwise")
+pointwise = _import_op_module("pointwise")  # arithmetic; the other pointwise families follow
+unary_math = _import_op_module("unary_math")
+comparison = _import_op_module("comparison")
+bitwise_logical = _import_op_module("bitwise_logical")
+binary_math = _import_op_module("binary_math")
+ternary = _import_op_module("ternary")
+pointwise_backward = _import_op_module("pointwise_backward")
+pointwise_aliases = _import_op_module("pointwise_aliases")
 indexing = _import_op_module("indexing")
 random = _import_op_module("random")
 sums = _import_op_module("sums")
@@ -92,7 +99,8 @@ fft = _import_op_module("fft")
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
-    creation, views, pointwise, indexing, random,
+    creation, views, pointwise, unary_math, comparison, bitwise_logical, binary_math, ternary, pointwise_backward,
+    pointwise_aliases, indexing, random,
     sums, variance, extrema, all_any, norms, scans, sorting, order_statistics, unique, histograms, searching,
     joining, view_composites, reordering, masks, gather_scatter, index_along_dim, repeating, take_put,
     triangles_diagonals, grids,

@@ -29,7 +29,8 @@ from .creation import copy_
 __all__ = [
     "binary", "unary", "binary_dtype", "operand", "make_inplace", "alias", "check_supported", "not_implemented",
     "compute_dtype", "check_tensor", "number_keeps_dtype", "ALL", "NO_BOOL", "NO_COMPLEX", "REAL_NO_BOOL", "FLOATING",
-    "FLOATING_AND_COMPLEX", "INTEGRAL", "INTEGRAL_AND_BOOL", "COMPLEX",
+    "FLOATING_AND_COMPLEX", "INTEGRAL", "INTEGRAL_AND_BOOL", "COMPLEX", "unary_doc", "binary_doc", "is_int_scalar",
+    "operator_methods",
 ]
 
 _FROM_NP = D.from_numpy_dtype
@@ -600,3 +601,63 @@ _TORCH_NAMES = {
 def _torch_name(dtype):
     """PyTorch's scalar-type name for ``dtype`` (``Float``), as its error messages use."""
     return _TORCH_NAMES[dtype.name]
+
+
+# -- docstrings and operator methods shared by the pointwise op modules ------------------------------------
+
+
+def unary_doc(summary, example_input, example_output, *, name, note="", raises=""):
+    """The docstring of a unary op: summary, Args, Returns, optional Raises, and an example."""
+    raises = f"\n\n    Raises:\n        {raises}" if raises else ""
+    note = f"\n\n    {note}" if note else ""
+    return f"""{summary}{note}
+
+    Args:
+        input (Tensor): the input.
+
+    Returns:
+        Tensor: the result, of the input's shape.{raises}
+
+    Example:
+        >>> import ember
+        >>> ember.{name}(ember.tensor({example_input}))
+        {example_output}
+    """
+
+
+def binary_doc(summary, args, example, output, *, raises=""):
+    """The docstring of a binary op."""
+    raises = f"\n\n    Raises:\n        {raises}" if raises else ""
+    return f"""{summary}
+
+    Args:
+        {args}
+
+    Returns:
+        Tensor: the result, of the broadcast shape.{raises}
+
+    Example:
+        >>> import ember
+        >>> ember.{example}
+        {output}
+    """
+
+
+def is_int_scalar(x):
+    """Whether ``x`` is a Python or numpy integer (not a bool)."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def operator_methods(symbol, op):
+    """Tensor's ``__<symbol>__``, ``__r<symbol>__`` and ``__i<symbol>__`` for binary op ``op``, by name."""
+
+    def forward(self, other):
+        return op(self, other)
+
+    def reflected(self, other):
+        return op(other, self)
+
+    def inplace(self, other):
+        return op.inplace(self, other)
+
+    return {f"__{symbol}__": forward, f"__r{symbol}__": reflected, f"__i{symbol}__": inplace}

@@ -1,4 +1,4 @@
-"""Derivatives of the pointwise ops (``ember._ops.pointwise``).
+"""Derivatives of the pointwise ops (``ember._ops.pointwise``, ``unary_math``, ``comparison``, ``binary_math``...).
 
 Every formula returns the gradient of one argument as PyTorch defines it: the
 conjugate Wirtinger derivative for complex inputs (``grad * conj(f'(x))`` for

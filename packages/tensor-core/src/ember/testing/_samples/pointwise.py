@@ -1160,7 +1160,7 @@ def _true_divide_samples(opinfo, device, dtype, requires_grad):
 
 
 def _register_aliases():
-    from ..._ops.pointwise import ALIAS_OPS
+    from ..._ops.pointwise_aliases import ALIAS_OPS
 
     for alias, target in ALIAS_OPS.items():
         info = _alias_info(alias, target)
