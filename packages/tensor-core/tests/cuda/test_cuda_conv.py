@@ -1,9 +1,9 @@
 """Convolution, transposed convolution, im2col (unfold) and fold on cuda, against CPU.
 
-The CUDA kernels of these ops (``ember._ops.nn_conv``: ``_xp_conv_forward`` and friends) use only the
+The CUDA kernels of these ops (``ember.cuda.kernels.conv``: ``_xp_conv_forward`` and friends) use only the
 array namespace of their inputs. The tests without the ``cuda`` marker run those same kernels on numpy
 arrays here and compare them with the CPU kernels (``ember._C``), forward and through autograd, and run the
-CUDA C of the fast float path (``nn_conv._FAST_CUDA``) compiled for the CPU by g++; the ``cuda`` tests
+CUDA C of the fast float path (``cuda_conv._FAST_CUDA``) compiled for the CPU by g++; the ``cuda`` tests
 compare cuda results and gradients with CPU ones.
 """
 
@@ -14,13 +14,16 @@ import pytest
 
 import ember
 import ember.autograd
-from ember._ops import nn_conv
+from ember._ops import _spatial, nn_conv
 from ember._ops._registry import registry
+from ember.cuda.kernels import conv as cuda_conv
+from ember.cuda.kernels import conv_fast
 
 F = ember.nn.functional
 
 _CONV_OPS = ("convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
              "conv_transpose3d", "im2col", "fold")
+_XP_KERNELS = cuda_conv.kernels()  # the ops' CUDA kernels, which run on numpy arrays too
 _TOL = {ember.float16: (1e-2, 1e-2), ember.bfloat16: (1.6e-2, 5e-2), ember.float32: (1e-4, 1e-5), ember.complex64: (1e-4, 1e-5),
         ember.float64: (1e-10, 1e-10), ember.complex128: (1e-10, 1e-10)}
 
@@ -90,7 +93,7 @@ def xp_kernels_on_cpu(monkeypatch):
     """The CUDA kernels of the convolution ops, installed as their CPU kernels (they run on numpy arrays too)."""
     for name in _CONV_OPS:
         op = registry[name]
-        monkeypatch.setitem(op.kernels, "cpu", op.kernels["cuda"])
+        monkeypatch.setitem(op.kernels, "cpu", _XP_KERNELS[name])
 
 
 # -- the namespace-generic kernels on numpy arrays (run everywhere) -------------------------------------------
@@ -100,11 +103,10 @@ def xp_kernels_on_cpu(monkeypatch):
 @pytest.mark.parametrize("case", _CASES, ids=_IDS)
 def test_xp_kernels_match_cpu_kernels_on_numpy(case, dtype):
     expected, _ = _run_case(case, dtype, "cpu")
-    op = registry[case[0]]
     x, w = _make(case[1], dtype, 1), _make(case[2], dtype, 2)
     out_channels = case[2][1] * case[4].get("groups", 1) if case[0].startswith("conv_transpose") else case[2][0]
     b = _make((out_channels,), dtype, 3) if case[3] else None
-    got = op.kernels["cuda"](x, w, b, **case[4])
+    got = _XP_KERNELS[case[0]](x, w, b, **case[4])
     assert type(got) is np.ndarray and got.flags.c_contiguous
     _check(ember.tensor(got), expected, dtype)
 
@@ -128,10 +130,10 @@ def test_xp_im2col_and_fold_match_cpu_on_numpy(dtype):
                           ((0, 2, 4, 4), {"kernel_size": 3, "padding": 1})):
         x = _make(shape, ember.float32, 5) > 0 if dtype is ember.bool else _make(shape, dtype, 5)
         cols = F.unfold(x, **kwargs)
-        got = nn_conv._im2col_cuda(x, **kwargs)
+        got = cuda_conv._im2col_cuda(x, **kwargs)
         np.testing.assert_array_equal(got, cols.numpy())
         folded = F.fold(cols, shape[-2:], **kwargs)
-        got = nn_conv._fold_cuda(cols, shape[-2:], **kwargs)
+        got = cuda_conv._fold_cuda(cols, shape[-2:], **kwargs)
         assert got.dtype == folded.numpy().dtype and got.shape == tuple(folded.shape)
         np.testing.assert_allclose(got.astype(np.complex128), folded.numpy().astype(np.complex128), rtol=1e-3,
                                    atol=1e-3)
@@ -149,14 +151,14 @@ def test_xp_conv_forward_sweep_matches_cpu_on_numpy():
         b = rng.integers(-3, 3, (6,)).astype(dtype)
         args = (b, (stride,) * n, (pad,) * n, (pad,) * n, (dilation,) * n, groups)
         expected = nn_conv._conv_forward(x, w, *args)
-        got = nn_conv._xp_conv_forward(x, w, *args)
+        got = cuda_conv._xp_conv_forward(x, w, *args)
         assert got.dtype == expected.dtype and got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
         wt = rng.integers(-3, 3, (4, 6 // groups, *(3, 2, 2)[:n])).astype(np.float32)
         op = (stride - 1,) * n
         args = (None, (stride,) * n, (pad,) * n, op, (dilation,) * n, groups)
         expected = nn_conv._conv_transpose_forward(x.astype(np.float32), wt, *args)
-        got = nn_conv._xp_conv_transpose_forward(x.astype(np.float32), wt, *args)
+        got = cuda_conv._xp_conv_transpose_forward(x.astype(np.float32), wt, *args)
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
@@ -288,14 +290,14 @@ def test_small_cnn_training_step_matches_cpu():
         np.testing.assert_allclose(_host(got), _host(expected), rtol=1e-3, atol=1e-5)
 
 
-# -- the one-launch im2col/col2im CuPy kernels (nn_conv._FUSED_CUDA, off by default) -------------------------
+# -- the one-launch im2col/col2im CuPy kernels (cuda_conv._FUSED_CUDA, off by default) -------------------------
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("case", _CASES, ids=_IDS)
 def test_fused_cuda_kernels_match_cpu(case, monkeypatch):
     """With the fused kernels on: forward in four dtypes and float64 gradients (swapped views: weight gradients)."""
-    monkeypatch.setattr(nn_conv, "_FUSED_CUDA", True)
+    monkeypatch.setattr(cuda_conv, "_FUSED_CUDA", True)
     for dtype in (ember.float32, ember.float64, ember.complex64, ember.int64):
         expected, _ = _run_case(case, dtype, "cpu")
         got, _ = _run_case(case, dtype, "cuda")
@@ -311,7 +313,7 @@ def test_fused_cuda_kernels_match_cpu(case, monkeypatch):
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [ember.float32, ember.complex64, ember.bool], ids=str)
 def test_fused_cuda_fold_matches_cpu(dtype, monkeypatch):
-    monkeypatch.setattr(nn_conv, "_FUSED_CUDA", True)
+    monkeypatch.setattr(cuda_conv, "_FUSED_CUDA", True)
     for shape, kwargs in (((2, 3, 6, 5), {"kernel_size": 2}),
                           ((3, 6, 7), {"kernel_size": (2, 3), "dilation": (1, 2), "padding": 1, "stride": 2})):
         x = _make(shape, ember.float32, 5) > 0 if dtype is ember.bool else _make(shape, dtype, 5)
@@ -322,7 +324,7 @@ def test_fused_cuda_fold_matches_cpu(dtype, monkeypatch):
         _check(F.fold(strided, shape[-2:], **kwargs), F.fold(cols, shape[-2:], **kwargs), dtype)
 
 
-# -- the fast path of float convolutions (nn_conv._FAST_CUDA, on by default) ---------------------------------
+# -- the fast path of float convolutions (cuda_conv._FAST_CUDA, on by default) ---------------------------------
 # Forward: one im2col RawKernel, one GEMM, one layout-and-bias RawKernel. Backward (the derivative of
 # ``convolution`` in a backward pass that records nothing, groups 1): rows of the output gradient and the bias
 # gradient in one launch, im2col and a GEMM for the weight, a GEMM and col2im for the input.
@@ -354,16 +356,16 @@ def _fast_case(case, dtype, device):
 
 
 def _spy(monkeypatch, name):
-    """Count the calls of nn_conv.<name> that return a result (not None: the fast path took the call)."""
+    """Count the calls of cuda_conv.<name> that return a result (not None: the fast path took the call)."""
     taken = []
-    original = getattr(nn_conv, name)
+    original = getattr(cuda_conv, name)
 
     def spy(*args):
         result = original(*args)
         taken.append(result is not None)
         return result
 
-    monkeypatch.setattr(nn_conv, name, spy)
+    monkeypatch.setattr(cuda_conv, name, spy)
     return taken
 
 
@@ -377,7 +379,7 @@ def test_fast_conv_matches_cpu_and_the_generic_path(case, dtype, monkeypatch):
     backward = _spy(monkeypatch, "_fast_conv_backward")
     results = {}
     for label, device, fast in (("cpu", "cpu", True), ("fast", "cuda", True), ("generic", "cuda", False)):
-        monkeypatch.setattr(nn_conv, "_FAST_CUDA", fast)
+        monkeypatch.setattr(cuda_conv, "_FAST_CUDA", fast)
         out, leaves = _fast_case(case, dtype, device)
         g = _make(tuple(out.shape), dtype, 4, device)
         results[label] = (out, *ember.autograd.grad(out, leaves, g))
@@ -442,30 +444,30 @@ def test_conv_double_backward_takes_the_formulas():
 def test_fast_plans_decline_what_the_kernels_do_not_compute():
     f32 = np.dtype(np.float32)
     args = ((2, 3, 5, 5), (300, 100, 20, 4), f32, (4, 3, 3, 3), f32, f32, (1, 1), (1, 1), (1, 1), (1, 1), 1)
-    assert nn_conv._fast_forward_plan(*args) is not None
+    assert conv_fast._fast_forward_plan(*args) is not None
     for i, value in ((2, np.dtype(np.int64)), (2, np.dtype(np.complex64)), (4, np.dtype(np.float64)),
                      (5, np.dtype(np.float64)), (0, (0, 3, 5, 5)), (3, (0, 3, 3, 3))):
         changed = list(args)
         changed[i] = value
         if i == 2:
             changed[4] = changed[5] = value
-        assert nn_conv._fast_forward_plan(*changed) is None, (i, value)
-    assert nn_conv._fast_forward_plan(*args[:6], (1, 1), (0, 0), (0, 0), (3, 3), 1) is None  # no output position
+        assert conv_fast._fast_forward_plan(*changed) is None, (i, value)
+    assert conv_fast._fast_forward_plan(*args[:6], (1, 1), (0, 0), (0, 0), (3, 3), 1) is None  # no output position
     back = ((2, 4, 5, 5), (2, 3, 5, 5), (300, 100, 20, 4), f32, f32, (4, 3, 3, 3), f32, (1, 1), (1, 1), (1, 1))
-    assert nn_conv._fast_backward_plan(*back) is not None
-    assert nn_conv._fast_backward_plan(*back[:3], np.dtype(np.float16), *back[4:]) is None
-    assert nn_conv._fast_backward_plan(*back[:4], np.dtype(np.float64), *back[5:]) is None
+    assert conv_fast._fast_backward_plan(*back) is not None
+    assert conv_fast._fast_backward_plan(*back[:3], np.dtype(np.float16), *back[4:]) is None
+    assert conv_fast._fast_backward_plan(*back[:4], np.dtype(np.float64), *back[5:]) is None
     # 64-bit indexing only past int32's reach (with room for a grid-stride loop's last step)
-    assert nn_conv._fast_index(10, 2**30)[0] is False and nn_conv._fast_index(2**31)[1] is np.int64
+    assert conv_fast._fast_index(10, 2**30)[0] is False and conv_fast._fast_index(2**31)[1] is np.int64
     x = _make((2, 3, 5, 5), ember.float32, 1)
     w = _make((4, 3, 3, 3), ember.float32, 2)
     y = _make((2, 4, 5, 5), ember.float32, 3)
-    assert nn_conv.convolution_backward_cuda(y, x, w, (1, 1), (1, 1), (1, 1), 1, (True, True, True)) is None
+    assert cuda_conv.convolution_backward_cuda(y, x, w, (1, 1), (1, 1), (1, 1), 1, (True, True, True)) is None
 
 
 def test_plan_keys_keep_types_apart():
     """``_key`` of plain tuples/lists: values and their types (True is not 1), and element by element otherwise."""
-    key = nn_conv._key
+    key = _spatial._key
     assert key([1, 1]) == key([1, 1]) and key([1, 1]) != key((1, 1))
     assert key([1, 1]) != key([True, 1]) and key([1, 2]) != key([1.0, 2])
     a, b = ember.ones(2, 3), ember.zeros(2, 3)
@@ -605,9 +607,9 @@ def emulated_xp(tmp_path_factory):
 
 @pytest.fixture
 def emulated(emulated_xp, monkeypatch):
-    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: "emulated")  # modules of its own
-    monkeypatch.setattr(nn_conv, "_fast_plans", {})
-    monkeypatch.setattr(nn_conv, "_FAST_THREADS", 64)  # fewer OS threads for the row kernel's blocks
+    monkeypatch.setattr(conv_fast, "_fast_device", lambda xp, *arrays: "emulated")  # modules of its own
+    monkeypatch.setattr(conv_fast, "_fast_plans", {})
+    monkeypatch.setattr(conv_fast, "_FAST_THREADS", 64)  # fewer OS threads for the row kernel's blocks
     return emulated_xp
 
 
@@ -636,7 +638,7 @@ def test_fast_conv_forward_kernels_on_the_cpu(emulated, dtype):
         b = rng.standard_normal(w_shape[:1]).astype(dtype).view(_HostArray) if with_bias else None
         expected = nn_conv._conv_forward(x, w, b, stride, padding, padding, dilation, groups)
         for view in _host_views(x):
-            got = nn_conv._fast_conv_forward(emulated, view, w.view(_HostArray), b, stride, padding, padding,
+            got = cuda_conv._fast_conv_forward(emulated, view, w.view(_HostArray), b, stride, padding, padding,
                                              dilation, groups)
             assert got.dtype == expected.dtype and got.shape == expected.shape and got.flags.c_contiguous
             np.testing.assert_allclose(got, expected, **({np.float16: dict(rtol=1e-2, atol=1e-2),
@@ -644,7 +646,7 @@ def test_fast_conv_forward_kernels_on_the_cpu(emulated, dtype):
     # 'same' padding of an even kernel: more padding after than before
     x, w = rng.standard_normal((2, 3, 6, 5)).astype(dtype), rng.standard_normal((4, 3, 2, 2)).astype(dtype)
     expected = nn_conv._conv_forward(x, w, None, (1, 1), (0, 0), (1, 1), (1, 1), 1)
-    got = nn_conv._fast_conv_forward(emulated, x.view(_HostArray), w, None, (1, 1), (0, 0), (1, 1), (1, 1), 1)
+    got = cuda_conv._fast_conv_forward(emulated, x.view(_HostArray), w, None, (1, 1), (0, 0), (1, 1), (1, 1), 1)
     np.testing.assert_allclose(got, expected, rtol=1e-2 if dtype is np.float16 else 1e-5, atol=1e-2)
 
 
@@ -669,7 +671,7 @@ def test_fast_conv_backward_kernels_on_the_cpu(emulated, dtype):
         expanded = np.broadcast_to(gy[:1], gy.shape).view(_HostArray)
         for view, g, mask in zip(_host_views(x.detach().numpy()), (gy.view(_HostArray), expanded) * 2,
                                  ((True, True, True), (True, False, False), (False, True, True), (True, True, False))):
-            got = nn_conv._fast_conv_backward(emulated, g, view, w.detach().numpy().view(_HostArray), stride, padding,
+            got = cuda_conv._fast_conv_backward(emulated, g, view, w.detach().numpy().view(_HostArray), stride, padding,
                                               dilation, mask)
             for a, e, wanted in zip(got, expected, mask):
                 if not wanted:
@@ -690,12 +692,12 @@ def test_fast_conv_kernels_with_64_bit_indexing_on_the_cpu(emulated, monkeypatch
     gy = rng.standard_normal((3, 6, 5, 9)).view(_HostArray)
     params = ((2, 1), (1, 1), (1, 1), (1, 1))
     results = []
-    for limit in (nn_conv._INT32_LIMIT, 0):
-        monkeypatch.setattr(nn_conv, "_INT32_LIMIT", limit)
-        monkeypatch.setattr(nn_conv, "_fast_plans", {})
-        out = nn_conv._fast_conv_forward(emulated, x, w, b, params[0], params[1], params[1], params[3], 1)
-        grads = nn_conv._fast_conv_backward(emulated, gy, x, w, params[0], params[1], params[3], (True, True, True))
-        assert next(iter(nn_conv._fast_plans.values()))[1] == (np.dtype(np.float64), limit == 0)  # (dtype, wide)
+    for limit in (conv_fast._INT32_LIMIT, 0):
+        monkeypatch.setattr(conv_fast, "_INT32_LIMIT", limit)
+        monkeypatch.setattr(conv_fast, "_fast_plans", {})
+        out = cuda_conv._fast_conv_forward(emulated, x, w, b, params[0], params[1], params[1], params[3], 1)
+        grads = cuda_conv._fast_conv_backward(emulated, gy, x, w, params[0], params[1], params[3], (True, True, True))
+        assert next(iter(conv_fast._fast_plans.values()))[1] == (np.dtype(np.float64), limit == 0)  # (dtype, wide)
         results.append((out, *grads))
     expected = nn_conv._conv_forward(np.asarray(x), np.asarray(w), np.asarray(b), params[0], params[1], params[1],
                                      params[3], 1)
@@ -708,12 +710,12 @@ def test_fast_conv_kernels_with_64_bit_indexing_on_the_cpu(emulated, monkeypatch
 
 
 def _kernel_structs():
-    """kernel name (``nn_conv._FAST_KERNELS``) -> the C type of its struct argument, read from its signature."""
+    """kernel name (``conv_fast._FAST_KERNELS``) -> the C type of its struct argument, read from its signature."""
     import re
 
     structs = {}
-    for name in nn_conv._FAST_KERNELS:
-        match = re.search(rf"void ember_conv_{name}\((.*?)\)\s*\{{", nn_conv._FAST_SOURCE, re.S)
+    for name in conv_fast._FAST_KERNELS:
+        match = re.search(rf"void ember_conv_{name}\((.*?)\)\s*\{{", conv_fast._FAST_SOURCE, re.S)
         struct = re.fullmatch(r"const (\w+) \w+", match.group(1).split(",")[-1].strip())
         assert struct, f"ember_conv_{name}'s last parameter is not a struct by value"
         structs[name] = struct.group(1)
@@ -730,23 +732,23 @@ def test_fast_struct_layouts_match_the_c_structs(index, tmp_path):
         pytest.skip("needs g++ to lay out the kernels' structs")
     prints = []
     for kernel, struct in _kernel_structs().items():
-        prints += [f'std::printf("{kernel} {f} %zu\\n", offsetof({struct}, {f}));' for f in nn_conv._FAST_FIELDS[kernel]]
+        prints += [f'std::printf("{kernel} {f} %zu\\n", offsetof({struct}, {f}));' for f in conv_fast._FAST_FIELDS[kernel]]
         prints.append(f'std::printf("{kernel} sizeof %zu\\n", sizeof({struct}));')
     ctype = {np.int32: "int", np.int64: "long long"}[index]
     source = (f"#include <cstddef>\n#include <cstdio>\n{_EMULATION_SHIM}\n#define T float\n#define I {ctype}\n"
-              f"#define THREADS 64\n{nn_conv._FAST_SOURCE}\nint main() {{\n{chr(10).join(prints)}\n}}\n")
+              f"#define THREADS 64\n{conv_fast._FAST_SOURCE}\nint main() {{\n{chr(10).join(prints)}\n}}\n")
     (tmp_path / "layout.cpp").write_text(source)
     subprocess.run(["g++", "-std=c++20", "-pthread", str(tmp_path / "layout.cpp"), "-o", str(tmp_path / "layout")],
                    check=True, capture_output=True)
     printed = subprocess.run([str(tmp_path / "layout")], check=True, capture_output=True, text=True).stdout
     c_layout = {(kernel, field): int(v) for kernel, field, v in (line.split() for line in printed.splitlines())}
-    for kernel in nn_conv._FAST_KERNELS:
-        dtype = nn_conv._fast_struct_dtype(kernel, index)
+    for kernel in conv_fast._FAST_KERNELS:
+        dtype = conv_fast._fast_struct_dtype(kernel, index)
         assert c_layout[kernel, "sizeof"] == dtype.itemsize, kernel
-        for field in nn_conv._FAST_FIELDS[kernel]:
+        for field in conv_fast._FAST_FIELDS[kernel]:
             assert c_layout[kernel, field] == dtype.fields[field][1], (kernel, field)
         values = list(range(3, 3 + len(dtype.names)))
-        struct = nn_conv._fast_struct(kernel, index, values)
+        struct = conv_fast._fast_struct(kernel, index, values)
         assert type(struct) is np.ndarray and struct.shape == (1,) and struct.dtype.kind == "V"
         assert struct.nbytes == dtype.itemsize and not struct.flags.writeable
         assert np.array_equal(np.frombuffer(struct.tobytes(), index), values)  # consecutive I words, in order
@@ -760,20 +762,20 @@ def test_emulated_kernels_read_the_struct_fields_by_their_offsets(emulated, monk
     w = rng.standard_normal((4, 3, 3, 2)).astype(np.float32)
     args = (None, (2, 1), (1, 0), (1, 0), (1, 1), 1)
     expected = nn_conv._conv_forward(x, w, *args)
-    got = nn_conv._fast_conv_forward(emulated, x.view(_HostArray), w.view(_HostArray), *args)
+    got = cuda_conv._fast_conv_forward(emulated, x.view(_HostArray), w.view(_HostArray), *args)
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
     declared = "sd, sh, sw, pd, ph, pw, dd, dh, dw, xn"
-    assert nn_conv._FAST_SOURCE.count(declared) == 1  # in ConvIm2colArgs
-    monkeypatch.setattr(nn_conv, "_FAST_SOURCE", nn_conv._FAST_SOURCE.replace(declared, declared.replace("sh, sw",
+    assert conv_fast._FAST_SOURCE.count(declared) == 1  # in ConvIm2colArgs
+    monkeypatch.setattr(conv_fast, "_FAST_SOURCE", conv_fast._FAST_SOURCE.replace(declared, declared.replace("sh, sw",
                                                                                                           "sw, sh")))
-    monkeypatch.setattr(nn_conv, "_fast_modules", {})
-    got = nn_conv._fast_conv_forward(emulated, x.view(_HostArray), w.view(_HostArray), *args)
+    monkeypatch.setattr(conv_fast, "_fast_modules", {})
+    got = cuda_conv._fast_conv_forward(emulated, x.view(_HostArray), w.view(_HostArray), *args)
     assert got.shape == expected.shape and not np.allclose(got, expected, rtol=1e-3, atol=1e-3)
 
 
 def test_fast_struct_checks_its_values():
-    assert nn_conv._fast_struct("grad_rows", np.int64, (2**40, 1, 2)).nbytes == 24
+    assert conv_fast._fast_struct("grad_rows", np.int64, (2**40, 1, 2)).nbytes == 24
     with pytest.raises(OverflowError):
-        nn_conv._fast_struct("grad_rows", np.int32, (2**40, 1, 2))
+        conv_fast._fast_struct("grad_rows", np.int32, (2**40, 1, 2))
     with pytest.raises(ValueError, match="fields"):
-        nn_conv._fast_struct("grad_rows", np.int32, (1, 2))
+        conv_fast._fast_struct("grad_rows", np.int32, (1, 2))

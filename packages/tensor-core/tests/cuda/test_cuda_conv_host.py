@@ -3,9 +3,9 @@
 A ``conv{n}d`` call under autograd asks its plans four times (the composite's meta and decomposition, then the
 ``convolution`` prim's meta and kernel). Those two plans are memoised with a flat key of the common calls
 (``nn_conv._conv_key``/``_convolution_key``: tensors' shapes and dtypes, ints and tuples of ints); every other
-call keeps the general key (``nn_conv._key``), which keeps argument types apart, so the checks of the plans
+call keeps the general key (``_spatial._key``), which keeps argument types apart, so the checks of the plans
 still run for bools, floats and numpy integers. The derivative reads the recorded tuples as they are
-(``_tup``), and the fast kernels ask the array namespace once per array type (``nn_conv._namespace``). A fast
+(``_tup``), and the fast kernels ask the array namespace once per array type (``cuda_conv._namespace``). A fast
 kernel's launch passes its arrays and one struct of the plan's scalars (built once per plan), recorded here by a
 stand-in for CuPy's RawModule.
 """
@@ -15,8 +15,10 @@ import pytest
 
 import ember
 import ember.autograd
-from ember._ops import nn_conv
+from ember._ops import _spatial, nn_conv
 from ember.autograd.derivatives import nn_conv as conv_derivatives
+from ember.cuda.kernels import conv as cuda_conv
+from ember.cuda.kernels import conv_fast
 
 F = ember.nn.functional
 
@@ -81,7 +83,7 @@ def test_memoised_plans_still_check_what_the_fast_key_declines():
 def test_conv_under_autograd_asks_no_general_key(monkeypatch):
     """Forward and backward of an nn.Conv2d (the CNN step's layer) key every plan with the fast keys."""
     calls = []
-    general = nn_conv._key
+    general = _spatial._key
 
     def counting(value):
         calls.append(value)
@@ -90,7 +92,7 @@ def test_conv_under_autograd_asks_no_general_key(monkeypatch):
     model = ember.nn.Sequential(ember.nn.Conv2d(3, 4, 3, padding=1), ember.nn.ReLU(), ember.nn.Conv2d(4, 5, 3))
     x = _tensors()[0]
     model(x).sum().backward()
-    monkeypatch.setattr(nn_conv, "_key", counting)
+    monkeypatch.setattr(_spatial, "_key", counting)
     model(x).sum().backward()
     assert calls == []
 
@@ -137,20 +139,20 @@ def test_namespace_is_asked_once_per_array_type(monkeypatch):
         asked.append(arrays)
         return stand_in
 
-    monkeypatch.setattr(nn_conv, "_array_namespace", namespace)
-    monkeypatch.setattr(nn_conv, "_NAMESPACES", {np.ndarray: np})
+    monkeypatch.setattr(cuda_conv, "_array_namespace", namespace)
+    monkeypatch.setattr(cuda_conv, "_NAMESPACES", {np.ndarray: np})
     a = np.zeros(3).view(_DeviceArray)
-    assert nn_conv._namespace(a, a) is stand_in and nn_conv._namespace(a[1:], a) is stand_in
+    assert cuda_conv._namespace(a, a) is stand_in and cuda_conv._namespace(a[1:], a) is stand_in
     assert len(asked) == 1
-    assert nn_conv._namespace(np.zeros(2), np.zeros(1)) is np and len(asked) == 1
-    assert nn_conv._namespace(np.zeros(2), a) is stand_in and len(asked) == 2  # mixed types: asked every time
-    assert nn_conv._namespace(np.zeros(2), a) is stand_in and len(asked) == 3
+    assert cuda_conv._namespace(np.zeros(2), np.zeros(1)) is np and len(asked) == 1
+    assert cuda_conv._namespace(np.zeros(2), a) is stand_in and len(asked) == 2  # mixed types: asked every time
+    assert cuda_conv._namespace(np.zeros(2), a) is stand_in and len(asked) == 3
 
 
 def test_backward_entry_wraps_the_fused_gradients(monkeypatch):
     """``convolution_backward_cuda`` hands the fused backward the arrays and wraps its results (None kept)."""
     xp = object()
-    monkeypatch.setattr(nn_conv, "_NAMESPACES", {np.ndarray: np, _DeviceArray: xp})
+    monkeypatch.setattr(cuda_conv, "_NAMESPACES", {np.ndarray: np, _DeviceArray: xp})
     seen = []
     gx, gw, gb = np.ones((2, 3, 6, 6)), np.ones((4, 3, 3, 3)), np.ones(4)
 
@@ -158,15 +160,15 @@ def test_backward_entry_wraps_the_fused_gradients(monkeypatch):
         seen.append(args)
         return gx, gw, None if not args[-1][2] else gb
 
-    monkeypatch.setattr(nn_conv, "_fast_conv_backward", fused)
+    monkeypatch.setattr(cuda_conv, "_fast_conv_backward", fused)
     x, w, _ = _tensors()
     grad = ember.Tensor._make(np.zeros((2, 4, 6, 6)).view(_DeviceArray), x.device)
     for mask in ((True, True, True), (True, True, False)):
-        got = nn_conv.convolution_backward_cuda(grad, x, w, (1, 1), (1, 1), (1, 1), 1, mask)
+        got = cuda_conv.convolution_backward_cuda(grad, x, w, (1, 1), (1, 1), (1, 1), 1, mask)
         assert seen[-1][:4] == (xp, grad._data, x._data, w._data) and seen[-1][4:] == ((1, 1),) * 3 + (mask,)
         assert got[0]._data is gx and got[1]._data is gw and all(t.device == x.device for t in got[:2])
         assert (got[2] is None) if not mask[2] else (got[2]._data is gb)
-    assert nn_conv.convolution_backward_cuda(grad, x, w, (1, 1), (1, 1), (1, 1), 2, mask) is None  # groups
+    assert cuda_conv.convolution_backward_cuda(grad, x, w, (1, 1), (1, 1), (1, 1), 2, mask) is None  # groups
 
 
 # -- the fast kernels' launches: pointers and one struct built once per plan ----------------------------------
@@ -197,9 +199,9 @@ def recording_xp(monkeypatch):
     import types
 
     _RecordingModule.launches = []
-    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: "recording")
-    monkeypatch.setattr(nn_conv, "_fast_plans", {})
-    monkeypatch.setattr(nn_conv, "_fast_modules", {})
+    monkeypatch.setattr(conv_fast, "_fast_device", lambda xp, *arrays: "recording")
+    monkeypatch.setattr(conv_fast, "_fast_plans", {})
+    monkeypatch.setattr(conv_fast, "_fast_modules", {})
     return types.SimpleNamespace(empty=lambda shape, dtype: np.zeros(shape, dtype).view(_Host),
                                  matmul=lambda a, b: np.matmul(a, b).view(_Host),
                                  ascontiguousarray=np.ascontiguousarray, RawModule=_RecordingModule)
@@ -207,8 +209,8 @@ def recording_xp(monkeypatch):
 
 def _fields(kernel, struct):
     """The struct argument's fields by name (read through the layout of its size's index type)."""
-    index = np.int64 if struct.nbytes == 8 * len(nn_conv._FAST_FIELDS[kernel]) else np.int32
-    record = np.frombuffer(struct.tobytes(), nn_conv._fast_struct_dtype(kernel, index))[0]
+    index = np.int64 if struct.nbytes == 8 * len(conv_fast._FAST_FIELDS[kernel]) else np.int32
+    record = np.frombuffer(struct.tobytes(), conv_fast._fast_struct_dtype(kernel, index))[0]
     return {name: int(record[name]) for name in record.dtype.names}
 
 
@@ -219,7 +221,7 @@ def _check_launches(launches, expected_kernels):
         *arrays, struct = args
         assert all(isinstance(a, _Host) for a in arrays), name
         assert type(struct) is np.ndarray and struct.dtype.kind == "V" and struct.size == 1, name
-        assert block == (nn_conv._FAST_THREADS,) and len(grid) == 1 and grid[0] >= 1
+        assert block == (conv_fast._FAST_THREADS,) and len(grid) == 1 and grid[0] >= 1
 
 
 def test_fast_launches_pass_pointers_and_one_struct_built_once(recording_xp):
@@ -234,8 +236,8 @@ def test_fast_launches_pass_pointers_and_one_struct_built_once(recording_xp):
     structs = []
     for _ in range(2):
         del launches[:]
-        assert nn_conv._fast_conv_forward(recording_xp, x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1) is not None
-        assert nn_conv._fast_conv_backward(recording_xp, gy, x, w, (1, 1), (1, 1), (1, 1), (True, True, True))
+        assert cuda_conv._fast_conv_forward(recording_xp, x, w, b, (1, 1), (1, 1), (1, 1), (1, 1), 1) is not None
+        assert cuda_conv._fast_conv_backward(recording_xp, gy, x, w, (1, 1), (1, 1), (1, 1), (True, True, True))
         _check_launches(launches, ("im2col", "output", "grad_rows", "im2col", "col2im"))
         structs.append([args[-1] for *_, args in launches])
     assert all(a is b for a, b in zip(*structs))
@@ -251,7 +253,7 @@ def test_fast_launches_pass_pointers_and_one_struct_built_once(recording_xp):
         total=64 * 32 * 64, C=32, N=64, D=1, H=8, W=8, KD=1, KH=3, KW=3, OD=1, OH=8, OW=8, sd=1, sh=1, sw=1, pd=0,
         ph=1, pw=1, dd=1, dh=1, dw=1)
     del launches[:]
-    nn_conv._fast_conv_forward(recording_xp, x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)  # no bias: its own plan
+    cuda_conv._fast_conv_forward(recording_xp, x, w, None, (1, 1), (1, 1), (1, 1), (1, 1), 1)  # no bias: its own plan
     assert _fields("output", launches[1][3][-1])["has_bias"] == 0
 
 
@@ -260,12 +262,12 @@ def test_fast_paths_decline_before_launching(recording_xp, monkeypatch):
     x = np.ones((2, 3, 5, 5), np.float32).view(_Host)
     w = np.ones((4, 3, 3, 3), np.float32).view(_Host)
     params = ((1, 1), (1, 1), (1, 1), (1, 1), 1)
-    assert nn_conv._fast_conv_forward(recording_xp, x.astype(np.int32), w.astype(np.int32), None, *params) is None
-    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: None)
-    assert nn_conv._fast_conv_forward(recording_xp, x, w, None, *params) is None
-    monkeypatch.setattr(nn_conv, "_fast_device", lambda xp, *arrays: "unbuilt")
-    nn_conv._fast_modules[("unbuilt", np.dtype(np.float32), False)] = None
-    assert nn_conv._fast_conv_forward(recording_xp, x, w, None, *params) is None
-    assert nn_conv._fast_conv_backward(recording_xp, x[:, :1].copy().view(_Host), x, w[:1], (1, 1), (1, 1), (1, 1),
+    assert cuda_conv._fast_conv_forward(recording_xp, x.astype(np.int32), w.astype(np.int32), None, *params) is None
+    monkeypatch.setattr(conv_fast, "_fast_device", lambda xp, *arrays: None)
+    assert cuda_conv._fast_conv_forward(recording_xp, x, w, None, *params) is None
+    monkeypatch.setattr(conv_fast, "_fast_device", lambda xp, *arrays: "unbuilt")
+    conv_fast._fast_modules[("unbuilt", np.dtype(np.float32), False)] = None
+    assert cuda_conv._fast_conv_forward(recording_xp, x, w, None, *params) is None
+    assert cuda_conv._fast_conv_backward(recording_xp, x[:, :1].copy().view(_Host), x, w[:1], (1, 1), (1, 1), (1, 1),
                                        (True, True, True)) is None
     assert _RecordingModule.launches == []

@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 
 import ember
-from ember._ops import nn_conv
+from ember import _C
+from ember._ops import _spatial, nn_pooling
+from ember.cuda.kernels import grid_sample as cuda_grid_sample
+from ember.cuda.kernels import pooling as cuda_pooling
 
 F = ember.nn.functional
 cuda = pytest.mark.cuda
@@ -82,7 +85,7 @@ _SPATIAL = {1: (11,), 2: (7, 6), 3: (5, 6, 4)}
 
 def _fits(n, k, s, p, d, ceil):
     """Whether a pooling window gives a non-empty output over ``_SPATIAL[n]``."""
-    return p <= k // 2 and all(nn_conv._pool_output_size(size, k, s or k, p, d, ceil) >= 1 for size in _SPATIAL[n])
+    return p <= k // 2 and all(nn_pooling._pool_output_size(size, k, s or k, p, d, ceil) >= 1 for size in _SPATIAL[n])
 
 
 # -- max pooling ---------------------------------------------------------------------------------------
@@ -95,7 +98,7 @@ def _fits(n, k, s, p, d, ceil):
                                    ember.int8])
 def test_max_pool_matches_cpu(n, dtype, raw_kernel, monkeypatch):
     # raw_kernel: ember's CUDA max-pool kernel (not for float16); else the window reductions over xp
-    monkeypatch.setattr(nn_conv, "_MAX_POOL_RAW_KERNEL", raw_kernel)
+    monkeypatch.setattr(cuda_pooling, "_MAX_POOL_RAW_KERNEL", raw_kernel)
     pool = getattr(F, f"max_pool{n}d")
     x = _make((2, 3, *_SPATIAL[n]), dtype, nan=dtype in (ember.float32, ember.float64), ties=True)
     for k, s, p, d, ceil in itertools.product((1, 2, 3), (None, 1, 2), (0, 1), (1, 2), (False, True)):
@@ -169,7 +172,7 @@ def test_lp_pool_matches_cpu(n):
 @pytest.mark.parametrize("n", [1, 2, 3])
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16, ember.bfloat16])
 def test_adaptive_pools_match_cpu(n, dtype, raw_kernel, monkeypatch):
-    monkeypatch.setattr(nn_conv, "_MAX_POOL_RAW_KERNEL", raw_kernel)  # equal windows run the max pool
+    monkeypatch.setattr(cuda_pooling, "_MAX_POOL_RAW_KERNEL", raw_kernel)  # equal windows run the max pool
     avg = getattr(F, f"adaptive_avg_pool{n}d")
     mx = getattr(F, f"adaptive_max_pool{n}d")
     x = _make((2, 3, *_SPATIAL[n]), dtype, nan=dtype in (ember.float32, ember.float64), ties=True)
@@ -271,7 +274,7 @@ def test_upsample_aliases_match_cpu():
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.float16])
 def test_grid_sample_matches_cpu(dims, dtype, raw_kernel, monkeypatch):
     # raw_kernel: bilinear/nearest in float32/float64 run ember's CUDA kernel; else the array-namespace code
-    monkeypatch.setattr(nn_conv, "_GRID_SAMPLE_RAW_KERNEL", raw_kernel)
+    monkeypatch.setattr(cuda_grid_sample, "_GRID_SAMPLE_RAW_KERNEL", raw_kernel)
     n = dims - 2
     x = _make((2, 3, *_SPATIAL[n]), dtype)
     rng = np.random.default_rng(1)
@@ -323,7 +326,7 @@ def _max_pool_cases():
             if p > k // 2:
                 continue
             spatial = _SPATIAL[n]
-            out = tuple(nn_conv._pool_output_size(spatial[i], k, s, p, d, ceil) for i in range(n))
+            out = tuple(nn_pooling._pool_output_size(spatial[i], k, s, p, d, ceil) for i in range(n))
             if min(out) >= 1:
                 yield n, (k,) * n, (s,) * n, (p,) * n, (d,) * n, out
 
@@ -339,11 +342,11 @@ def test_xp_max_pool_equals_c_kernel(dtype):
         if x.dtype.kind == "f":
             x.flat[::7] = np.nan
             x.flat[5::13] = -np.inf
-        expected = nn_conv._max_pool_run(x, n, k, s, p, d, out, True)
-        got = nn_conv._max_pool_xp(x, n, k, s, p, d, out, True)
+        expected = nn_pooling._max_pool_run(x, n, k, s, p, d, out, True)
+        got = cuda_pooling._max_pool_xp(x, n, k, s, p, d, out, True)
         np.testing.assert_array_equal(got[0], expected[0])
         np.testing.assert_array_equal(got[1], expected[1])
-        np.testing.assert_array_equal(nn_conv._max_pool_xp(x, n, k, s, p, d, out, False), expected[0])
+        np.testing.assert_array_equal(cuda_pooling._max_pool_xp(x, n, k, s, p, d, out, False), expected[0])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
@@ -354,8 +357,8 @@ def test_xp_avg_pool_equals_c_kernel(dtype):
             continue
         x = (rng.normal(size=(2, 3, *_SPATIAL[n])) * 50).astype(dtype)
         for include, divisor in ((True, None), (False, None), (True, 3), (False, -2)):
-            expected = nn_conv._avg_pool_run(x, n, k, s, p, out, include, divisor)
-            got = nn_conv._avg_pool_xp(x, n, k, s, p, out, include, divisor)
+            expected = nn_pooling._avg_pool_run(x, n, k, s, p, out, include, divisor)
+            got = cuda_pooling._avg_pool_xp(x, n, k, s, p, out, include, divisor)
             assert got.dtype == expected.dtype
             if x.dtype.kind == "i":
                 np.testing.assert_array_equal(got, expected)
@@ -371,10 +374,10 @@ def test_xp_adaptive_pools_equal_c_kernels(dtype):
         x.flat[::17] = np.nan
         for sizes in itertools.product(*[(1, 2, 3, 5) for _ in range(n)]):
             shape = x.shape[:2] + sizes
-            values, indices = nn_conv._C.adaptive_max_pool(nn_conv._planes(x, n), nn_conv._lift3(sizes, 1))
-            got = nn_conv._adaptive_max_xp(x, n, sizes, shape)
+            values, indices = _C.adaptive_max_pool(_spatial._planes(x, n), _spatial._lift3(sizes, 1))
+            got = cuda_pooling._adaptive_max_xp(x, n, sizes, shape)
             np.testing.assert_array_equal(got[0], values.reshape(shape))
             np.testing.assert_array_equal(got[1], indices.reshape(shape))
             clean = np.nan_to_num(x)
-            np.testing.assert_allclose(nn_conv._adaptive_avg_xp(clean, n, sizes, shape),
-                                       nn_conv._adaptive_avg(clean, n, sizes, shape), rtol=1e-6)
+            np.testing.assert_allclose(cuda_pooling._adaptive_avg_xp(clean, n, sizes, shape),
+                                       nn_pooling._adaptive_avg(clean, n, sizes, shape), rtol=1e-6)

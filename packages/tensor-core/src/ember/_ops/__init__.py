@@ -81,7 +81,14 @@ linalg_factor = _import_op_module("linalg_factor")
 linalg_eigen = _import_op_module("linalg_eigen")
 linalg_norms = _import_op_module("linalg_norms")
 linalg_misc = _import_op_module("linalg_misc")
+nn_padding = _import_op_module("nn_padding")
 nn_conv = _import_op_module("nn_conv")
+nn_fold = _import_op_module("nn_fold")
+nn_pooling = _import_op_module("nn_pooling")
+nn_unpooling = _import_op_module("nn_unpooling")
+nn_interpolate = _import_op_module("nn_interpolate")
+nn_grid_sample = _import_op_module("nn_grid_sample")
+nn_shuffle = _import_op_module("nn_shuffle")
 nn_activation = _import_op_module("nn_activation")
 nn_softmax = _import_op_module("nn_softmax")
 nn_dropout = _import_op_module("nn_dropout")
@@ -107,7 +114,8 @@ OP_MODULES = (
    
     matmul, addmm, tensor_products, distances, einsum,
     linalg_det, linalg_solve,
-    linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_conv,
+    linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_padding, nn_conv, nn_fold,
+    nn_pooling, nn_unpooling, nn_interpolate, nn_grid_sample, nn_shuffle,
     nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
     nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,
     fft,

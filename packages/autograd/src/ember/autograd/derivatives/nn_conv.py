@@ -1,4 +1,4 @@
-"""Derivatives of the spatial ops of ``ember.nn.functional`` (``ember._ops.nn_conv``).
+"""Derivatives of the spatial ops of ``ember.nn.functional`` (``ember._ops.nn_conv``, ``nn_pooling`` and the rest).
 
 Every backward here is built from ember ops, most of them the same spatial
 ops run in the other direction, so that gradients are differentiable again:
@@ -8,8 +8,8 @@ ops run in the other direction, so that gradients are differentiable again:
   is one convolution of the input with ``grad`` (batch and channels swapped,
   stride and dilation swapped), which the core runs as one matrix product.
   On CUDA tensors, a backward pass that records nothing (no ``create_graph``)
-  runs the core's fused backward instead (``convolution_backward_cuda``: two
-  GEMMs and three kernel launches for all three gradients);
+  runs the fused backward of :mod:`ember.cuda.kernels.conv` instead
+  (``convolution_backward_cuda``: two GEMMs and three kernel launches for all three gradients);
 * pooling: max pools are recorded as their ``*_with_indices`` prims, whose
   backward scatters ``grad`` to the argmax of each window that the forward
   returned (``scatter_add``); average pools spread it over each window (a transposed
@@ -30,8 +30,9 @@ import math
 import numpy as np
 
 import ember
-from ember._ops import nn_conv as _core
+from ember._ops import nn_grid_sample, nn_interpolate, nn_padding, nn_pooling
 from ember._ops._dispatch import state as _dispatch_state
+from ember.cuda.kernels import conv as _cuda_conv
 
 from .._table import derivative, through_decomposition
 
@@ -155,7 +156,8 @@ def _convolution_grads(grad, input, weight, stride, padding, dilation, transpose
         # a backward pass that records nothing (no create_graph): on CUDA tensors, the core's fused backward
         # (three kernel launches and two GEMMs where the formulas below run two convolutions, copies and sums);
         # None for CPU tensors and the calls it does not take
-        grads = _core.convolution_backward_cuda(grad, input, weight, stride, padding, dilation, groups, output_mask)
+        grads = _cuda_conv.convolution_backward_cuda(grad, input, weight, stride, padding, dilation, groups,
+                                                     output_mask)
         if grads is not None:
             return grads
     grad_input = grad_weight = grad_bias = None
@@ -196,7 +198,7 @@ through_decomposition("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_tr
 
 
 def _pad_grad(grad, input, pad, mode, value):
-    plan, _ = _core._pad_plan(input, pad, mode, value)
+    plan, _ = nn_padding._pad_plan(input, pad, mode, value)
     if mode == "constant":
         # the padded border gets no gradient and cropped parts get zeros: padding by the negated amounts
         return ember.nn.functional.pad(grad, [-int(v) for v in pad])
@@ -336,7 +338,7 @@ def _make_pool_grads(n):
             )
 
     def _avg_pool_grad(grad, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-        k, s, p, _, out, _ = _core._window_plan(
+        k, s, p, _, out, _ = nn_pooling._window_plan(
             spatial_names[1], n, input, kernel_size, stride, padding, None, ceil_mode
         )
         in_sizes = input.shape[input.dim() - n :]
@@ -432,7 +434,8 @@ def _make_lp_pool(n):
         return dxp * (p * ember.pow(input, p - 1))
 
     def avg_pool_backward(g, input, kernel_size, stride, ceil_mode):
-        k, s, pad, _, out, _ = _core._window_plan(f"avg_pool{n}d", n, input, kernel_size, stride, 0, None, ceil_mode)
+        k, s, pad, _, out, _ = nn_pooling._window_plan(f"avg_pool{n}d", n, input, kernel_size, stride, 0, None,
+                                                       ceil_mode)
         in_sizes = input.shape[input.dim() - n :]
         inv = _avg_divisors(in_sizes, out, k, s, pad, True, None)
         g = g * (inv if isinstance(inv, float) else _const(inv.astype(g._data.dtype), g))
@@ -489,7 +492,7 @@ def _taps_adjoint(g, dim, idx, w, size):
 
 
 def _interpolate_grad(grad, input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias):
-    mode, n, out, scales, align_corners, antialias = _core._interpolate_plan(
+    mode, n, out, scales, align_corners, antialias = nn_interpolate._interpolate_plan(
         input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
     )
     in_sizes = input.shape[2:]
@@ -500,7 +503,7 @@ def _interpolate_grad(grad, input, size, scale_factor, mode, align_corners, reco
     if mode in ("nearest", "nearest-exact"):
         for i in range(n):
             scale = scales[i] if scales is not None else None
-            idx = _core._nearest_index(in_sizes[i], out[i], scale, mode == "nearest-exact")
+            idx = nn_interpolate._nearest_index(in_sizes[i], out[i], scale, mode == "nearest-exact")
             g = _take_adjoint(g, 2 + i, idx, in_sizes[i])
         return g
     cubic = mode == "bicubic"
@@ -508,9 +511,9 @@ def _interpolate_grad(grad, input, size, scale_factor, mode, align_corners, reco
     for i in range(n):
         scale = scales[i] if scales is not None else None
         if antialias:
-            idx, w = _core._separable_taps(in_sizes[i], out[i], scale, align_corners, cubic, True)
+            idx, w = nn_interpolate._separable_taps(in_sizes[i], out[i], scale, align_corners, cubic, True)
         else:
-            idx, w = _core._interp_taps(in_sizes[i], out[i], scale, align_corners, cubic, ct)
+            idx, w = nn_interpolate._interp_taps(in_sizes[i], out[i], scale, align_corners, cubic, ct)
         g = _taps_adjoint(g, 2 + i, idx, w, in_sizes[i])
     return g
 
@@ -530,7 +533,7 @@ def _affine_grid_grad(grad, theta, size, align_corners):
     for i in range(n):  # component i runs along spatial dim n - 1 - i (x along W)
         shape = [1] * n
         shape[n - 1 - i] = spatial[n - 1 - i]
-        base[..., i] = _core._affine_base(spatial[n - 1 - i], bool(align_corners), ct).reshape(shape)
+        base[..., i] = nn_grid_sample._affine_base(spatial[n - 1 - i], bool(align_corners), ct).reshape(shape)
     b = _const(base.reshape(-1, n + 1), grad)
     return ember.matmul(grad.reshape(grad.shape[0], -1, n).transpose(1, 2), b)
 
@@ -616,7 +619,7 @@ def _cubic(t, a=-0.75):
 
 
 def _grid_sample_grads(grad, input, grid, mode, padding_mode, align_corners, output_mask):
-    n, align_corners, _ = _core._grid_sample_plan(input, grid, mode, padding_mode, align_corners)
+    n, align_corners, _ = nn_grid_sample._grid_sample_plan(input, grid, mode, padding_mode, align_corners)
     N, C = input.shape[:2]
     spatial = input.shape[2:]
     points = grid.reshape(N, -1, n)

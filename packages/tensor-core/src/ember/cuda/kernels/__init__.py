@@ -8,6 +8,9 @@
 * :mod:`.products`: ``matmul`` and ``linear`` of float matrices straight to cuBLAS (checked cuda kernels);
 * :mod:`.reductions`: ``sum`` of float tensors without the generic layers (a checked cuda kernel);
 * :mod:`.columns`: a bias added to rows, and column sums (used by the two above);
+* :mod:`.conv`, :mod:`.conv_fast`: convolution, im2col and fold on CuPy arrays (the fast float path:
+  NVRTC kernels around one cuBLAS GEMM, and a fused backward);
+* :mod:`.pooling`, :mod:`.grid_sample`: the CuPy side of the pooling ops' and ``grid_sample``'s kernels;
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).
 
@@ -29,11 +32,14 @@ def register():
     """Install every fast CUDA kernel (once). Needs CuPy and a GPU (``ember.cuda.is_available()``)."""
     if _done:
         return
-    from . import copies, pointwise, products, reductions, rows
+    from . import conv, copies, grid_sample, pointwise, pooling, products, reductions, rows
 
     pointwise.register()
     copies.register()
     rows.register()
     products.register()
     reductions.register()
+    conv.register()
+    pooling.register()
+    grid_sample.register()
     _done.append(True)
