@@ -12,8 +12,9 @@ from ember._tensor import Tensor
 from .optimizer import (
     Optimizer,
     _as_real,
+    _check_hyperparameters,
     _evaluate_closure,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -65,16 +66,9 @@ class Adadelta(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= rho <= 1.0:
-            raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_hyperparameters(
+            lr, ("rho value", rho, 1.0, True), ("epsilon value", eps), ("weight_decay value", weight_decay)
+        )
         defaults = {
             "lr": lr,
             "rho": rho,
@@ -148,7 +142,7 @@ def adadelta(
     Raises:
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    impl = _multi_tensor_adadelta if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adadelta
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_adadelta, _multi_tensor_adadelta)
     impl(
         params, grads, square_avgs, acc_deltas, state_steps, lr=_to_scalar(lr), rho=rho, eps=eps,
         weight_decay=weight_decay, maximize=maximize, differentiable=differentiable,

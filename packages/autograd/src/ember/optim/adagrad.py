@@ -13,10 +13,11 @@ from .optimizer import (
     Optimizer,
     _as_real,
     _check_fused,
+    _check_hyperparameters,
     _evaluate_closure,
     _get_scalar_dtype,
     _get_value,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -71,18 +72,13 @@ class Adagrad(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= lr_decay:
-            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= initial_accumulator_value:
-            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
+        _check_hyperparameters(
+            lr,
+            ("lr_decay value", lr_decay),
+            ("weight_decay value", weight_decay),
+            ("initial_accumulator_value value", initial_accumulator_value),
+            ("epsilon value", eps),
+        )
         defaults = {
             "lr": lr,
             "lr_decay": lr_decay,
@@ -180,7 +176,7 @@ def adagrad(
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
     _check_fused(fused, foreach, differentiable)
-    impl = _multi_tensor_adagrad if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adagrad
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_adagrad, _multi_tensor_adagrad)
     impl(
         params, grads, state_sums, state_steps, lr=_to_scalar(lr), weight_decay=weight_decay, lr_decay=lr_decay,
         eps=eps, maximize=maximize, differentiable=differentiable,

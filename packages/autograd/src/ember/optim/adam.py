@@ -27,6 +27,7 @@ from .optimizer import (
     _get_scalar_dtype,
     _get_value,
     _lr_value,
+    _pick_step,
     _resolve_foreach,
     _to_scalar,
     _use_grad_for_differentiable,
@@ -252,7 +253,7 @@ def adam(
     elif fused is None and foreach is None:
         impl = _default_impl(params, differentiable)
     else:
-        impl = _multi_tensor_adam if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adam
+        impl = _pick_step(foreach, differentiable, params, _single_tensor_adam, _multi_tensor_adam)
     impl(
         params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps, amsgrad=amsgrad, beta1=beta1,
         beta2=beta2, lr=lr, weight_decay=weight_decay, eps=eps, maximize=maximize,

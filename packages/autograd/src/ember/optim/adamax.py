@@ -15,7 +15,7 @@ from .optimizer import (
     _check_adam_family_args,
     _evaluate_closure,
     _get_value,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -141,7 +141,7 @@ def adamax(
     Raises:
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    impl = _multi_tensor_adamax if _resolve_foreach(foreach, differentiable, params) else _single_tensor_adamax
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_adamax, _multi_tensor_adamax)
     impl(
         params, grads, exp_avgs, exp_infs, state_steps, eps=eps, beta1=beta1, beta2=beta2, lr=_to_scalar(lr),
         weight_decay=weight_decay, maximize=maximize, differentiable=differentiable,

@@ -13,7 +13,7 @@ import math
 import ember
 from ember._tensor import Tensor
 
-from .optimizer import Optimizer, _get_value, _to_scalar
+from .optimizer import Optimizer, _check_hyperparameters, _get_value, _to_scalar
 
 __all__ = ["LBFGS"]
 
@@ -212,10 +212,7 @@ class LBFGS(Optimizer):
         history_size: int = 100,
         line_search_fn: str | None = None,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_hyperparameters(lr)
         if max_eval is None:
             max_eval = max_iter * 5 // 4
         defaults = {

@@ -14,9 +14,10 @@ from .optimizer import (
     Optimizer,
     _as_real,
     _check_adam_family_args,
+    _check_hyperparameters,
     _evaluate_closure,
     _get_value,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -76,8 +77,7 @@ class NAdam(Optimizer):
         differentiable: bool = False,
     ) -> None:
         _check_adam_family_args(lr, betas, eps, weight_decay)
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_hyperparameters(lr, ("momentum_decay value", momentum_decay))
         defaults = {
             "lr": lr,
             "betas": betas,
@@ -172,7 +172,7 @@ def nadam(
     Raises:
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    impl = _multi_tensor_nadam if _resolve_foreach(foreach, differentiable, params) else _single_tensor_nadam
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_nadam, _multi_tensor_nadam)
     impl(
         params, grads, exp_avgs, exp_avg_sqs, mu_products, state_steps, beta1=beta1, beta2=beta2, lr=_to_scalar(lr),
         weight_decay=weight_decay, momentum_decay=momentum_decay, eps=eps,

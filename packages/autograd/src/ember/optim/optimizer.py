@@ -132,8 +132,35 @@ def _resolve_foreach(foreach, differentiable, params):
     return bool(foreach)
 
 
+def _check_hyperparameters(lr, *checks, reject_nan=True):
+    """Check an optimizer's hyperparameters, in PyTorch's order and words (every optimizer's one check).
+
+    Args:
+        lr (float or Tensor): the learning rate: a Tensor must hold one element; >= 0.
+        *checks: ``(label, value)`` for a value that must be >= 0, or ``(label, value, upper, inclusive)``
+            for one that must also be below ``upper`` (at most ``upper`` when ``inclusive``); ``label``
+            names it in the message (``"epsilon value"``, ``"beta parameter at index 0"``).
+        reject_nan (bool): whether NaN fails the checks (SGD's ``x < 0`` tests, as PyTorch's, let it pass).
+
+    Raises:
+        ValueError: ``"Invalid <label>: <value>"`` for the first value out of range.
+    """
+    if isinstance(lr, Tensor) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    for check in (("learning rate", lr), *checks):
+        label, value = check[0], check[1]
+        if reject_nan:
+            ok = 0.0 <= value
+            if ok and len(check) > 2:
+                ok = value <= check[2] if check[3] else value < check[2]
+        else:
+            ok = not value < 0.0
+        if not ok:
+            raise ValueError(f"Invalid {label}: {value}")
+
+
 def _check_adam_family_args(lr, betas, eps, weight_decay):
-    """The hyperparameter checks of Adam, AdamW, Adamax, NAdam and RAdam, in PyTorch's order and words.
+    """The hyperparameter checks of Adam, AdamW, Adamax, NAdam and RAdam (see :func:`_check_hyperparameters`).
 
     Args:
         lr (float or Tensor): learning rate, >= 0 (a Tensor must hold one element).
@@ -144,18 +171,25 @@ def _check_adam_family_args(lr, betas, eps, weight_decay):
     Raises:
         ValueError: naming the first argument out of range and its value.
     """
-    if isinstance(lr, Tensor) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
-    if not 0.0 <= betas[0] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
-    if not 0.0 <= betas[1] < 1.0:
-        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_hyperparameters(
+        lr,
+        ("epsilon value", eps),
+        ("beta parameter at index 0", betas[0], 1.0, False),
+        ("beta parameter at index 1", betas[1], 1.0, False),
+        ("weight_decay value", weight_decay),
+    )
+
+
+def _pick_step(foreach, differentiable, params, single_tensor, multi_tensor):
+    """The step implementation for ``params``: ``multi_tensor`` (foreach list ops) or ``single_tensor``.
+
+    Every optimizer routes its functional step through this (Adam and AdamW first take their fused
+    kernel where ``fused`` asks for it); ``foreach=None`` picks the default (:func:`_resolve_foreach`).
+
+    Raises:
+        AssertionError: ``foreach=True`` with ``differentiable=True``.
+    """
+    return multi_tensor if _resolve_foreach(foreach, differentiable, params) else single_tensor
 
 
 def _check_fused(fused, foreach, differentiable, supported=False):

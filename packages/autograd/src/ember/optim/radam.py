@@ -16,7 +16,7 @@ from .optimizer import (
     _check_adam_family_args,
     _evaluate_closure,
     _get_value,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -163,7 +163,7 @@ def radam(
     Raises:
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    impl = _multi_tensor_radam if _resolve_foreach(foreach, differentiable, params) else _single_tensor_radam
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_radam, _multi_tensor_radam)
     impl(
         params, grads, exp_avgs, exp_avg_sqs, state_steps, beta1=beta1, beta2=beta2, lr=_to_scalar(lr),
         weight_decay=weight_decay, eps=eps, maximize=maximize, decoupled_weight_decay=decoupled_weight_decay,

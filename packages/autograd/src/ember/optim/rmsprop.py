@@ -12,8 +12,9 @@ from ember._tensor import Tensor
 from .optimizer import (
     Optimizer,
     _as_real,
+    _check_hyperparameters,
     _evaluate_closure,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -69,18 +70,13 @@ class RMSprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_hyperparameters(
+            lr,
+            ("epsilon value", eps),
+            ("momentum value", momentum),
+            ("weight_decay value", weight_decay),
+            ("alpha value", alpha),
+        )
         defaults = {
             "lr": lr,
             "momentum": momentum,
@@ -177,7 +173,7 @@ def rmsprop(
     Raises:
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    impl = _multi_tensor_rmsprop if _resolve_foreach(foreach, differentiable, params) else _single_tensor_rmsprop
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_rmsprop, _multi_tensor_rmsprop)
     impl(
         params, grads, square_avgs, grad_avgs, momentum_buffer_list, state_steps, lr=_to_scalar(lr), alpha=alpha,
         eps=eps, weight_decay=weight_decay, momentum=momentum, centered=centered, maximize=maximize,

@@ -13,9 +13,10 @@ from ember._tensor import Tensor
 from .optimizer import (
     Optimizer,
     _as_real,
+    _check_hyperparameters,
     _evaluate_closure,
     _get_scalar_dtype,
-    _resolve_foreach,
+    _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
@@ -67,10 +68,7 @@ class Rprop(Optimizer):
         maximize: bool = False,
         differentiable: bool = False,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_hyperparameters(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         defaults = {
@@ -166,7 +164,7 @@ def rprop(
     Raises:
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
-    impl = _multi_tensor_rprop if _resolve_foreach(foreach, differentiable, params) else _single_tensor_rprop
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_rprop, _multi_tensor_rprop)
     impl(
         params, grads, prevs, step_sizes, state_steps, step_size_min=step_size_min, step_size_max=step_size_max,
         etaminus=etaminus, etaplus=etaplus, maximize=maximize, differentiable=differentiable,

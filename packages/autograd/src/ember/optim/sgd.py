@@ -12,9 +12,10 @@ from ember._tensor import Tensor
 from .optimizer import (
     Optimizer,
     _check_fused,
+    _check_hyperparameters,
     _evaluate_closure,
     _lr_value,
-    _resolve_foreach,
+    _pick_step,
     _use_grad_for_differentiable,
 )
 
@@ -77,14 +78,8 @@ class SGD(Optimizer):
         differentiable: bool = False,
         fused: bool | None = None,
     ) -> None:
-        if isinstance(lr, Tensor) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if lr < 0.0:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if momentum < 0.0:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if weight_decay < 0.0:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        # PyTorch's SGD tests ``x < 0``: NaN passes
+        _check_hyperparameters(lr, ("momentum value", momentum), ("weight_decay value", weight_decay), reject_nan=False)
 
         defaults = {
             "lr": lr,
@@ -184,7 +179,7 @@ def sgd(
         AssertionError: ``foreach=True`` with ``differentiable=True``.
     """
     _check_fused(fused, foreach, differentiable)
-    impl = _multi_tensor_sgd if _resolve_foreach(foreach, differentiable, params) else _single_tensor_sgd
+    impl = _pick_step(foreach, differentiable, params, _single_tensor_sgd, _multi_tensor_sgd)
     impl(
         params, grads, momentum_buffer_list, weight_decay=weight_decay, momentum=momentum,
         lr=_lr_value(lr, differentiable),
