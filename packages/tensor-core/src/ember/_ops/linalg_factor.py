@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._meta import MetaArray
+from ._array_module import array_namespace
 from ._linalg_common import check_square, finite_info, lapack_info, linalg_op, raise_for_info, return_type
 from ._registry import COMPOSITE, registry
-from ._xp import array_namespace
 
 __all__ = []
 

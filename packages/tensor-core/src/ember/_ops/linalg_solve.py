@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._meta import MetaArray
+from ._array_module import array_namespace
 from ._linalg_common import (
     check_float,
     check_matrix,
@@ -29,7 +30,6 @@ from ._linalg_common import (
 )
 from ._registry import COMPOSITE, registry
 from ._shapes import broadcast_shapes
-from ._xp import array_namespace
 
 __all__ = []
 
