@@ -384,9 +384,9 @@ def _view(op, level, size, args, kwargs):
         try:
             return wrap(x.view(size, *sizes), 0, level)
         except RuntimeError:
-            if args[0]._bdim == 0:
-                raise  # the sample itself cannot be viewed so: the same error as without vmap
-            # the batch dim was not first, so the samples' memory is not laid out for this view: copy
+            # the batch's memory is not laid out for this view (a batched tensor reports a contiguous layout
+            # for its samples, so decompositions such as reshape's choose view): copy instead
+            pass
     return wrap(x.reshape(size, *sizes), 0, level)
 
 
@@ -453,8 +453,10 @@ def _matmul(op, level, size, args, kwargs):
         if nb == 1:  # (..., n, k) @ (B, k): all samples as the columns of one matrix
             return wrap(op(a, xb.transpose(0, 1)).movedim(-1, 0), 0, level)
         return wrap(op(a, _pad_after_batch(xb, max(na - nb, 0))), 0, level)
-    # both batched: an operand expanded along the batch (a parameter that grad lifted into the vmap) is made
-    # contiguous, since batched products over a zero batch stride miss BLAS (numpy loops in C)
+    if na >= 1 and nb == 2 and _expanded_batch(xb):  # x @ W with W a parameter grad lifted: see _SharedWeightMatmul
+        return wrap(_SharedWeightMatmul.apply(xa, xb), 0, level)
+    # both batched: an operand expanded along the batch is made contiguous, since batched products over a
+    # zero batch stride miss BLAS (numpy loops in C)
     xa, xb = _dense_batch(xa), _dense_batch(xb)
     if na == 1 and nb == 1:
         return wrap((xa * xb).sum(-1), 0, level)
@@ -466,6 +468,98 @@ def _matmul(op, level, size, args, kwargs):
         return wrap(out.squeeze(-1), 0, level)
     n = max(na, nb)
     return wrap(op(_pad_after_batch(xa, n - na), _pad_after_batch(xb, n - nb)), 0, level)
+
+
+def _expanded_batch(inner):
+    """Whether ``inner`` (batch dim first) is one tensor repeated along the batch (a zero batch stride)."""
+    return type(inner) is Tensor and inner.ndim > 1 and inner.shape[0] > 1 and inner.stride(0) == 0
+
+
+class _SharedWeightMatmul(ember.autograd.Function):
+    """``x @ W`` per sample, where ``W`` is one matrix expanded along the batch (zero batch stride).
+
+    This is the product of per-sample gradients: ``grad`` lifts a parameter into the vmap as an
+    expanded view so that its gradient comes out per sample. The forward and the input's gradient
+    use the matrix once (one BLAS product for the whole batch); only ``W``'s gradient, one outer
+    product per sample, is batched. The backward is written in ember ops, so it is differentiable.
+    """
+
+    @staticmethod
+    def forward(ctx, x, w):
+        base = w.select(0, 0)
+        ctx.save_for_backward(x, base)
+        return ember.matmul(x, base)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, base = ctx.saved_tensors
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[0]:
+            grad_x = ember.matmul(grad, base.t())
+        if ctx.needs_input_grad[1]:
+            b = x.shape[0]
+            rows = x.reshape(b, -1, x.shape[-1])
+            grads = grad.reshape(b, -1, grad.shape[-1])
+            if rows.shape[1] == 1:  # one row per sample: an outer product (a broadcast product beats matmul there)
+                grad_w = rows.transpose(1, 2) * grads
+            else:
+                grad_w = ember.matmul(rows.transpose(1, 2), grads)
+        return grad_x, grad_w
+
+
+def _pair(value):
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+class _SharedWeightConv2d(ember.autograd.Function):
+    """A 2-d convolution per sample with one weight expanded along the batch (per-sample gradients).
+
+    Everything is im2col and plain matrix products: the forward is one GEMM of the weight with the
+    columns of the whole batch; the input's gradient is one GEMM back to columns, folded (col2im);
+    the weight's gradient, one per sample, is a batched product of the output gradient with each
+    sample's columns. The backward is written in ember ops, so it is differentiable.
+    """
+
+    @staticmethod
+    def forward(ctx, x, w, bias, stride, padding, dilation):
+        base = w.select(0, 0)
+        b, n = x.shape[0], x.shape[1]
+        flat = x.flatten(0, 1)  # (B*N, C, H, W)
+        kernel = tuple(base.shape[2:])
+        cols = ember.nn.functional.unfold(flat, kernel, dilation, padding, stride)  # (B*N, C*k*k, L)
+        out_hw = _conv_out_size(flat.shape[2:], kernel, stride, padding, dilation)
+        o = base.shape[0]
+        out = ember.matmul(base.reshape(o, -1), cols.transpose(0, 1).reshape(cols.shape[1], -1))  # (O, B*N*L)
+        out = out.reshape(o, b * n, -1).transpose(0, 1)
+        if bias is not None:
+            out = out + bias.reshape(1, o, 1)
+        ctx.save_for_backward(cols, base)
+        ctx.shapes = (b, n, tuple(flat.shape[2:]), kernel, stride, padding, dilation)
+        return out.reshape(b, n, o, *out_hw)
+
+    @staticmethod
+    def backward(ctx, grad):
+        cols, base = ctx.saved_tensors
+        b, n, in_hw, kernel, stride, padding, dilation = ctx.shapes
+        o, ckk, length = base.shape[0], cols.shape[1], cols.shape[2]
+        g = grad.reshape(b * n, o, length)
+        grad_x = grad_w = grad_bias = None
+        if ctx.needs_input_grad[0]:  # columns' gradient in one GEMM, then col2im
+            g2 = g.transpose(0, 1).reshape(o, -1)  # (O, B*N*L)
+            gcols = ember.matmul(base.reshape(o, -1).t(), g2).reshape(ckk, b * n, length).transpose(0, 1)
+            grad_x = ember.nn.functional.fold(gcols, in_hw, kernel, dilation, padding, stride).unflatten(0, (b, n))
+        if ctx.needs_input_grad[1]:  # per sample: (O, N*L) @ (N*L, C*k*k)
+            gs = g.reshape(b, n, o, length).transpose(1, 2).reshape(b, o, n * length)
+            cs = cols.reshape(b, n, ckk, length).transpose(1, 2).reshape(b, ckk, n * length)
+            grad_w = ember.matmul(gs, cs.transpose(1, 2).contiguous()).reshape(b, *base.shape)
+        if ctx.needs_input_grad[2]:
+            grad_bias = g.sum((0, 2))
+        return grad_x, grad_w, grad_bias, None, None, None
+
+
+def _conv_out_size(size, kernel, stride, padding, dilation):
+    st, pad, dil = (_pair(v) for v in (stride, padding, dilation))
+    return tuple((size[i] + 2 * pad[i] - dil[i] * (kernel[i] - 1) - 1) // st[i] + 1 for i in range(2))
 
 
 def _dense_batch(inner):
@@ -483,6 +577,11 @@ def _convolution(op, level, size, args, kwargs):
     xi, bi = _front(inp, level)
     xw, bw = _front(weight, level)
     has_n = inp.ndim == weight.ndim
+    if bi and bw and _expanded_batch(xw) and not transposed and groups == 1 and weight.ndim == 4 and \
+            not _is_batched(bias, level) and isinstance(padding, (int, tuple, list)):
+        x = xi if has_n else xi.unsqueeze(1)  # (B, N, C, H, W)
+        out = _SharedWeightConv2d.apply(x, xw, bias, stride, padding, dilation)
+        return wrap(out if has_n else out.squeeze(1), 0, level)
     if not bw:  # fold the vmap batch into the conv's own batch dim N
         if not has_n:
             return wrap(op(xi, weight, bias, *args[3:]), 0, level)
