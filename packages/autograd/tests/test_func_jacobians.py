@@ -184,3 +184,33 @@ def test_functional_call_tie_weights_and_strict():
     assert lin.weight is model[0].weight and not bool((lin.weight == w).all())  # restored
     with pytest.raises(ValueError, match="missing"):
         functional_call(model, {"0.weight": w}, (ember.ones(1, 2),), tie_weights=False, strict=True)
+
+
+@pytest.mark.parametrize("stride, padding, dilation", [(1, 0, 1), (2, 1, 1), (1, 2, 2), ((2, 1), (1, 0), (1, 2))])
+def test_per_sample_conv_and_linear_gradients_with_shared_weights(stride, padding, dilation):
+    # samples of two images each (N=2 inside the vmap), a bias, a linear layer with several rows per sample
+    w, b = _f64(3, 2, 3, 3, seed=1), _f64(3, seed=2)
+    lin = _f64(4, 3, seed=3)
+    xs = _f64(5, 2, 2, 7, 7, seed=4)
+
+    def loss(w, b, lin, x):
+        h = nn.functional.conv2d(x, w, b, stride, padding, dilation).tanh()  # (2, 3, H, W)
+        return nn.functional.linear(h.mean((2, 3)), lin).square().sum()
+
+    batched = vmap(grad(loss, argnums=(0, 1, 2)), in_dims=(None, None, None, 0))(w, b, lin, xs)
+    for i in range(5):
+        single = grad(loss, argnums=(0, 1, 2))(w, b, lin, xs[i])
+        for got, expected in zip(batched, single):
+            _close(got[i], expected, tol=1e-8)
+
+
+def test_second_order_through_shared_weight_paths():
+    # jacrev of per-sample gradients: the shared-weight products' backward is differentiable
+    w, xs = _f64(3, 4, seed=1), _f64(2, 4, seed=2)
+
+    def loss(w, x):
+        return nn.functional.linear(x, w).sin().sum()
+
+    hess = jacrev(lambda w: vmap(grad(loss), in_dims=(None, 0))(w, xs).sum(0))(w)
+    expected = sum(_numeric_jacobian(lambda t, i=i: grad(loss)(t, xs[i]), w) for i in range(2))
+    _close(hess, expected, tol=1e-5)
