@@ -24,7 +24,6 @@ from .optimizer import (
     _default_to_fused,
     _evaluate_closure,
     _foreach_supported,
-    _get_scalar_dtype,
     _get_value,
     _lr_value,
     _pick_step,
@@ -132,28 +131,6 @@ class Adam(Optimizer):
             }
         )
 
-    def _init_group(self, group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps):
-        amsgrad = group["amsgrad"]
-        for p in group["params"]:
-            grad = p.grad
-            if grad is None:
-                continue
-            params_with_grad.append(p)
-            grads.append(grad)
-            state = self.state[p]
-            if len(state) == 0:
-                # float32 for fused=True, as PyTorch's fused steps keep it
-                state["step"] = ember.tensor(0.0, dtype=ember.float32 if group["fused"] else _get_scalar_dtype())
-                state["exp_avg"] = ember.zeros_like(p)
-                state["exp_avg_sq"] = ember.zeros_like(p)
-                if amsgrad:
-                    state["max_exp_avg_sq"] = ember.zeros_like(p)
-            exp_avgs.append(state["exp_avg"])
-            exp_avg_sqs.append(state["exp_avg_sq"])
-            if amsgrad:
-                max_exp_avg_sqs.append(state["max_exp_avg_sq"])
-            state_steps.append(state["step"])
-
     @_use_grad_for_differentiable
     def step(self, closure=None):
         """Perform a single optimization step.
@@ -167,17 +144,20 @@ class Adam(Optimizer):
         loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
-            params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps = [], [], [], [], [], []
+            amsgrad = group["amsgrad"]
+            buffers = ["exp_avg", "exp_avg_sq", "max_exp_avg_sq"] if amsgrad else ["exp_avg", "exp_avg_sq"]
+            # float32 steps for fused=True, as PyTorch's fused steps keep them
+            step_dtype = ember.float32 if group["fused"] else None
+            params, grads, state = self._gather_state(group, buffers, step_dtype=step_dtype)
             beta1, beta2 = group["betas"]
-            self._init_group(group, params_with_grad, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps)
             adam(
-                params_with_grad,
+                params,
                 grads,
-                exp_avgs,
-                exp_avg_sqs,
-                max_exp_avg_sqs,
-                state_steps,
-                amsgrad=group["amsgrad"],
+                state["exp_avg"],
+                state["exp_avg_sq"],
+                state.get("max_exp_avg_sq", []),
+                state["step"],
+                amsgrad=amsgrad,
                 beta1=beta1,
                 beta2=beta2,
                 lr=group["lr"],

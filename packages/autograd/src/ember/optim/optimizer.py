@@ -385,38 +385,48 @@ class Optimizer:
                 if key in p_state and not isinstance(p_state[key], Tensor):
                     p_state[key] = ember.tensor(float(p_state[key]), dtype=_get_scalar_dtype())
 
-    def _gather_state(self, group, buffers, scalars=None):
+    def _gather_state(self, group, buffers, scalars=None, filled=None, step_dtype=None):
         """The group's parameters that have a gradient, their gradients and their per-parameter state.
 
-        A parameter's state is created at its first step, in this order: ``step`` (a 0-d tensor of
-        the scalar dtype, 0), each of ``scalars`` (name -> start value, 0-d tensors of that dtype),
-        then each of ``buffers`` (zeros shaped and typed like the parameter).
+        Every optimizer whose state appears at a parameter's first step creates it here, in this
+        order: ``step`` (a 0-d tensor, 0), each of ``scalars`` (0-d tensors of their start values),
+        each of ``buffers`` (zeros shaped and typed like the parameter), then each of ``filled``.
 
         Args:
             group (dict): one of ``self.param_groups``.
-            buffers (list[str]): state entries shaped like the parameter.
+            buffers (list[str]): state entries shaped like the parameter, starting at zero.
             scalars (dict[str, float], optional): 0-d state entries and their start values.
+            filled (dict[str, callable], optional): state entries made by ``make(param, group)``
+                (Rprop's step sizes, which start at the learning rate).
+            step_dtype (dtype, optional): of ``step`` and ``scalars``; default the scalar dtype
+                (float32 for Adam's fused step, as PyTorch's).
 
         Returns:
             tuple: ``(params, grads, state)``, where ``state`` maps ``"step"`` and every name of
-            ``scalars`` and ``buffers`` to the list of that entry, one per returned parameter.
+            ``scalars``, ``buffers`` and ``filled`` to the list of that entry, one per returned parameter.
         """
         scalars = scalars or {}
+        filled = filled or {}
+        dtype = step_dtype or _get_scalar_dtype()
         params, grads = [], []
-        state = {name: [] for name in ("step", *scalars, *buffers)}
+        state = {name: [] for name in ("step", *scalars, *buffers, *filled)}
+        lists = tuple(state.items())
         for p in group["params"]:
-            if p.grad is None:
+            grad = p.grad
+            if grad is None:
                 continue
             params.append(p)
-            grads.append(p.grad)
+            grads.append(grad)
             p_state = self.state[p]
             if len(p_state) == 0:
-                p_state["step"] = ember.tensor(0.0, dtype=_get_scalar_dtype())
+                p_state["step"] = ember.tensor(0.0, dtype=dtype)
                 for name, start in scalars.items():
-                    p_state[name] = ember.tensor(start, dtype=_get_scalar_dtype())
+                    p_state[name] = ember.tensor(start, dtype=dtype)
                 for name in buffers:
                     p_state[name] = ember.zeros_like(p)
-            for name, values in state.items():
+                for name, make in filled.items():
+                    p_state[name] = make(p, group)
+            for name, values in lists:
                 values.append(p_state[name])
         return params, grads, state
 

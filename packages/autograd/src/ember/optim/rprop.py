@@ -15,13 +15,18 @@ from .optimizer import (
     _as_real,
     _check_hyperparameters,
     _evaluate_closure,
-    _get_scalar_dtype,
     _pick_step,
     _to_scalar,
     _use_grad_for_differentiable,
 )
 
 __all__ = ["Rprop", "rprop"]
+
+
+def _initial_step_size(p, group):
+    """A parameter's step sizes at its first step: the learning rate (``lr + lr*1j`` for complex ones)."""
+    lr = _to_scalar(group["lr"])
+    return ember.full_like(p, complex(lr, lr) if p.is_complex() else lr)
 
 
 class Rprop(Optimizer):
@@ -99,27 +104,10 @@ class Rprop(Optimizer):
         loss = _evaluate_closure(closure)
 
         for group in self.param_groups:
-            params, grads, prevs, step_sizes, state_steps = [], [], [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                params.append(p)
-                grad = p.grad
-                if getattr(grad, "is_sparse", False):
-                    raise RuntimeError("Rprop does not support sparse gradients")
-                grads.append(grad)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = ember.zeros((), dtype=_get_scalar_dtype())
-                    state["prev"] = ember.zeros_like(p)
-                    if p.is_complex():
-                        lr = _to_scalar(group["lr"])
-                        state["step_size"] = ember.full_like(grad, complex(lr, lr))
-                    else:
-                        state["step_size"] = ember.full_like(grad, _to_scalar(group["lr"]))
-                prevs.append(state["prev"])
-                step_sizes.append(state["step_size"])
-                state_steps.append(state["step"])
+            params, grads, state = self._gather_state(group, ["prev"], filled={"step_size": _initial_step_size})
+            if any(getattr(grad, "is_sparse", False) for grad in grads):
+                raise RuntimeError("Rprop does not support sparse gradients")
+            prevs, step_sizes, state_steps = state["prev"], state["step_size"], state["step"]
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
             rprop(
