@@ -1,0 +1,105 @@
+"""The multinomial distribution."""
+
+from __future__ import annotations
+
+import ember
+
+from . import constraints
+from .binomial import Binomial
+from .categorical import Categorical
+from .distribution import Distribution
+from .utils import broadcast_all
+
+__all__ = ["Multinomial"]
+
+
+class Multinomial(Distribution):
+    r"""The multinomial distribution: counts of ``total_count`` draws from a categorical distribution:
+    :math:`p(x) = n! / \prod_i x_i! \prod_i p_i^{x_i}`.
+
+    Args:
+        total_count (int): the number of draws (the same for the whole batch).
+        probs (Tensor, optional): category weights of shape ``batch_shape + (K,)``.
+        logits (Tensor, optional): category log-weights of shape ``batch_shape + (K,)``.
+        validate_args (bool, optional): check arguments (see :class:`Distribution`).
+
+    Raises:
+        NotImplementedError: if ``total_count`` is not an int.
+    """
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.independent(constraints.real, 1)}
+
+    @property
+    def mean(self):
+        return self.probs * self.total_count
+
+    @property
+    def variance(self):
+        return self.total_count * self.probs * (1 - self.probs)
+
+    def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
+        if not isinstance(total_count, int):
+            raise NotImplementedError("inhomogeneous total_count is not supported")
+        self.total_count = total_count
+        self._categorical = Categorical(probs=probs, logits=logits)
+        self._binomial = Binomial(total_count=total_count, probs=self.probs)
+        batch_shape = self._categorical.batch_shape
+        event_shape = self._categorical.param_shape[-1:]
+        super().__init__(batch_shape, event_shape, validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Multinomial, _instance)
+        batch_shape = ember.Size(batch_shape)
+        new.total_count = self.total_count
+        new._categorical = self._categorical.expand(batch_shape)
+        super(Multinomial, new).__init__(batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._categorical._new(*args, **kwargs)
+
+    @constraints.dependent_property(is_discrete=True, event_dim=1)
+    def support(self):
+        return constraints.multinomial(self.total_count)
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+    def sample(self, sample_shape=()):
+        sample_shape = ember.Size(sample_shape)
+        samples = self._categorical.sample(ember.Size((self.total_count,)) + sample_shape)
+        # samples.shape is (total_count, sample_shape, batch_shape): move total_count last, then count
+        samples = samples.movedim(0, -1)
+        counts = ember.nn.functional.one_hot(samples, self._categorical._num_events).sum(-2)
+        return counts.to(self.probs.dtype)
+
+    def entropy(self):
+        n = ember.tensor(float(self.total_count))
+        cat_entropy = self._categorical.entropy()
+        term1 = n * cat_entropy - ember.lgamma(n + 1)
+        support = self._binomial.enumerate_support(expand=False)[1:]
+        binomial_probs = ember.exp(self._binomial.log_prob(support))
+        weights = ember.lgamma(support + 1)
+        term2 = (binomial_probs * weights).sum([0, -1])
+        return term1 + term2
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        logits = logits.clone()
+        log_factorial_n = ember.lgamma(value.sum(-1) + 1)
+        log_factorial_xs = ember.lgamma(value + 1).sum(-1)
+        logits[(value == 0) & (logits == -float("inf"))] = 0
+        log_powers = (logits * value).sum(-1)
+        return log_factorial_n - log_factorial_xs + log_powers
