@@ -16,11 +16,23 @@ import ember.fft as F
 from ember.testing import assert_close
 
 RNG = np.random.default_rng(0)
+FFT_OPS = ember._ops.fft  # the op module (ember.fft is the public namespace)
 NORMS = (None, "backward", "ortho", "forward")
 C2C = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn")
 R2C = ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn")
 C2R = ("irfft", "hfft", "irfft2", "hfft2", "irfftn", "hfftn")
 ALL = C2C + R2C + C2R
+
+
+@pytest.fixture(params=["scipy", "ducc0"])
+def cpu_backend(request, monkeypatch):
+    """Each CPU implementation in turn: scipy.fft, and ducc0.fft where that optional package is installed."""
+    if request.param == "ducc0":
+        ducc0 = pytest.importorskip("ducc0", reason="ducc0 (the optional faster CPU FFT) is not installed")
+        monkeypatch.setattr(FFT_OPS, "_ducc", ducc0)
+    else:
+        monkeypatch.setattr(FFT_OPS, "_ducc", False)
+    return request.param
 
 
 def _real(*shape):
@@ -45,13 +57,13 @@ def _check(name, x, rtol=1e-10, atol=1e-10, **kwargs):
 
 @pytest.mark.parametrize("norm", NORMS)
 @pytest.mark.parametrize("name", ALL)
-def test_every_transform_and_norm_matches_scipy(name, norm):
+def test_every_transform_and_norm_matches_scipy(name, norm, cpu_backend):
     x = _complex(3, 5, 6) if name in C2C + C2R else _real(3, 5, 6)
     _check(name, x, norm=norm)
 
 
 @pytest.mark.parametrize("n", [1, 2, 7, 13, 97, 127, 1000, 1009])  # primes and composites, odd and even
-def test_one_dimensional_sizes(n):
+def test_one_dimensional_sizes(n, cpu_backend):
     _check("fft", _complex(2, n))
     _check("rfft", _real(2, n))
     _check("irfft", _complex(2, n // 2 + 1), n=n)
@@ -59,7 +71,7 @@ def test_one_dimensional_sizes(n):
     _check("ihfft", _real(n))
 
 
-def test_batched_and_middle_dims():
+def test_batched_and_middle_dims(cpu_backend):
     x = _complex(2, 3, 4, 5)
     _check("fft", x, dim=1)
     _check("fft2", x, dim=(0, 2))
@@ -68,7 +80,7 @@ def test_batched_and_middle_dims():
     _check("irfftn", x, dim=(2, 1))
 
 
-def test_sizes_trim_and_pad():
+def test_sizes_trim_and_pad(cpu_backend):
     x = _complex(4, 6)
     _check("fft", x, n=3)
     _check("fft", x, n=11, dim=0)
@@ -87,7 +99,7 @@ def test_default_dims_of_fftn_with_s_are_the_last_len_s():
     assert_close(F.irfftn(ember.tensor(x), s=(3, 6)), np.fft.irfftn(x, s=(3, 6), axes=(1, 2)), check_dtype=False)
 
 
-def test_noncontiguous_and_negative_stride_inputs():
+def test_noncontiguous_and_negative_stride_inputs(cpu_backend):
     x = _complex(6, 8)
     t = ember.tensor(x)
     assert_close(F.fft(t.t()), np.fft.fft(x.T), check_dtype=False)
@@ -146,7 +158,7 @@ def test_half_types_raise_as_pytorch_on_cpu(fn, dtype, name):
         getattr(F, fn)(ember.ones(4, 4, dtype=dtype))
 
 
-def test_single_precision_accuracy():
+def test_single_precision_accuracy(cpu_backend):
     x = _complex(64, 4096)
     ours = F.fft(ember.tensor(x.astype(np.complex64)))
     assert ours.dtype is ember.complex64
@@ -154,7 +166,7 @@ def test_single_precision_accuracy():
 
 
 @pytest.mark.parametrize("norm", NORMS)
-def test_round_trips(norm):
+def test_round_trips(norm, cpu_backend):
     x = _real(3, 10)
     t = ember.tensor(x)
     assert_close(F.irfft(F.rfft(t, norm=norm), n=10, norm=norm), x)
@@ -251,15 +263,21 @@ def test_input_untouched():
     np.testing.assert_array_equal(x.numpy(), before)
 
 
-def test_cpu_kernels_use_embers_thread_count(monkeypatch):
+def test_cpu_kernels_use_embers_thread_count(monkeypatch, cpu_backend):
     seen = []
-    real_fftn = scipy.fft.fftn
+    if cpu_backend == "scipy":
+        module, name, keyword = scipy.fft, "fftn", "workers"
+    else:
+        import ducc0
+
+        module, name, keyword = ducc0.fft, "c2c", "nthreads"
+    real = getattr(module, name)
 
     def spy(*args, **kwargs):
-        seen.append(kwargs.get("workers"))
-        return real_fftn(*args, **kwargs)
+        seen.append(kwargs.get(keyword))
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(scipy.fft, "fftn", spy)
+    monkeypatch.setattr(module, name, spy)
     previous = ember.get_num_threads()
     try:
         ember.set_num_threads(1)
@@ -269,6 +287,19 @@ def test_cpu_kernels_use_embers_thread_count(monkeypatch):
     finally:
         ember.set_num_threads(previous)
     assert seen == [1, 2]
+
+
+def test_two_sided_r2c_and_c2r_weighting_agree_between_backends(monkeypatch):
+    ducc0 = pytest.importorskip("ducc0", reason="ducc0 (the optional faster CPU FFT) is not installed")
+    x = ember.tensor(_real(3, 9))
+    z = ember.tensor(_complex(3, 5))
+    results = []
+    for module in (False, ducc0):
+        monkeypatch.setattr(FFT_OPS, "_ducc", module)
+        results.append((FFT_OPS._fft_r2c(x, (0, 1), "ortho", False), FFT_OPS._fft_c2r(z, (1,), "forward", 8),
+                        FFT_OPS._fft_c2r(z, (0, 1), "backward", 9)))
+    for a, b in zip(*results):
+        assert_close(a, b, rtol=1e-12, atol=1e-12)
 
 
 # -- fftfreq, rfftfreq, fftshift, ifftshift ------------------------------------------------------------

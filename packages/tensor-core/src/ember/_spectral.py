@@ -225,11 +225,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     where = _describe("stft", input, n_fft, hop_length, win_length)
     if input.dim() not in (1, 2):
         raise RuntimeError(f"{where} : expected a 1D or 2D tensor")
-    x = input.unsqueeze(0) if input.dim() == 1 else input
-    if center:
-        half = n_fft // 2
-        x = ember.nn.functional.pad(x.unsqueeze(0), (half, half), mode=pad_mode).squeeze(0)
-    length = x.shape[-1]
+    half = n_fft // 2 if center else 0
+    length = input.shape[-1] + 2 * half
     if not 0 < n_fft <= length:
         raise RuntimeError(f"{where} : expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     if hop_length <= 0:
@@ -240,17 +237,85 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     onesided = not complex_input if onesided is None else onesided
     if onesided and complex_input:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
-    frames = x.unfold(-1, n_fft, hop_length)  # (B, n_frames, n_fft), a view
-    frames = frames * _full_window(window, n_fft, win_length, x)
     norm = "ortho" if normalized else "backward"
-    if frames.is_complex():
-        spectrum = _fft_c2c(frames, (-1,), norm, True)
+    if _fused_cpu_call(input, window, half, pad_mode):
+        spectrum = _stft_cpu(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided)
     else:
-        spectrum = _fft_r2c(frames, (-1,), norm, onesided)
-    spectrum = spectrum.transpose(-1, -2)
-    if input.dim() == 1:
-        spectrum = spectrum.squeeze(0)
+        x = input.unsqueeze(0) if input.dim() == 1 else input
+        if center:
+            x = ember.nn.functional.pad(x.unsqueeze(0), (half, half), mode=pad_mode).squeeze(0)
+        frames = x.unfold(-1, n_fft, hop_length)  # (B, n_frames, n_fft), a view
+        frames = frames * _full_window(window, n_fft, win_length, x)
+        if frames.is_complex():
+            spectrum = _fft_c2c(frames, (-1,), norm, True)
+        else:
+            spectrum = _fft_r2c(frames, (-1,), norm, onesided)
+        spectrum = spectrum.transpose(-1, -2)
+        if input.dim() == 1:
+            spectrum = spectrum.squeeze(0)
     return spectrum if return_complex else ember.view_as_real(spectrum)
+
+
+_FUSED_TYPES = (D.float32, D.float64, D.complex64, D.complex128)  # numpy promotes these as ember does
+_FUSED_PAD_MODES = ("reflect", "constant", "replicate", "circular")
+
+
+def _fused_cpu_call(x, window, half, pad_mode):
+    """Whether ``stft`` may compute in one numpy pass: plain CPU tensors that autograd does not record,
+    no dispatch mode active, and a padding numpy does as ``F.pad`` does (reflection needs
+    ``half < length``: ``F.pad`` refuses more, ``numpy.pad`` would reflect again)."""
+    from ._ops import _dispatch
+
+    if type(x) is not Tensor or x.device.type != "cpu" or _dispatch.state.modes or x.dtype not in _FUSED_TYPES:
+        return False
+    if window is not None and (type(window) is not Tensor or window.device.type != "cpu"
+                               or window.dtype not in _FUSED_TYPES or window.dim() != 1):
+        return False
+    recorded = _dispatch.state.grad_enabled and (x.requires_grad or (window is not None and window.requires_grad))
+    return not recorded and pad_mode in _FUSED_PAD_MODES and (half == 0 or half < x.shape[-1])
+
+
+def _pad_last(data, half, mode):
+    """``data`` (2-D) padded by ``half`` on both ends of its last dim as ``F.pad`` pads (``half < length``)."""
+    if mode == "reflect":
+        left, right = data[:, half:0:-1], data[:, -2:-half - 2:-1]
+    elif mode == "replicate":
+        left, right = np.repeat(data[:, :1], half, 1), np.repeat(data[:, -1:], half, 1)
+    elif mode == "circular":
+        left, right = data[:, -half:], data[:, :half]
+    else:
+        left = right = np.zeros((data.shape[0], half), data.dtype)
+    return np.concatenate((left, data, right), axis=1)
+
+
+def _stft_cpu(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided):
+    """``stft``'s padding, frames, window product and FFT in numpy and one FFT backend call: the op path's
+    values (tests compare both) without its ~10 dispatches, which dominate a short signal's transform."""
+    import ember
+
+    from ._ops.fft import _backend
+
+    data = input._data.reshape(-1, input.shape[-1])
+    if half:
+        data = _pad_last(data, half, pad_mode)
+    frames = np.lib.stride_tricks.sliding_window_view(data, n_fft, axis=-1)[:, ::hop_length]
+    dtype = data.dtype if window is None else np.result_type(data.dtype.char.lower(), window._data.dtype)
+    if dtype.kind == "c":
+        dtype = np.dtype(dtype.char.lower())
+    if window is None and win_length == n_fft:
+        weighted = frames.copy()  # a rectangular window: the frames themselves
+    else:
+        weights = np.zeros(n_fft, dtype)
+        left = (n_fft - win_length) // 2
+        weights[left:left + win_length] = 1 if window is None else window._data
+        weighted = frames * weights
+    backend = _backend(weighted)
+    if weighted.dtype.kind == "c":
+        spectrum = backend.c2c(weighted, (2,), norm, True)
+    else:
+        spectrum = backend.r2c(weighted, (2,), norm, onesided)
+    spectrum = spectrum.transpose(0, 2, 1)  # (B, n_freqs, n_frames), a view as on the op path
+    return ember.from_numpy(spectrum[0] if input.dim() == 1 else spectrum)
 
 
 def _overlap_add(frames, hop_length):
