@@ -10,6 +10,7 @@ type in the op registry (:mod:`ember._ops`).
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -172,6 +173,27 @@ class device:
     def __reduce__(self):
         return (device, self._key)
 
+    def __enter__(self):
+        """``with ember.device("cuda"):`` makes this the default device of factories in the block."""
+        _default.stack.append(_default.device)
+        _default.device = self
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        _default.device = _default.stack.pop()
+        return False
+
+
+class _DefaultDevice(threading.local):
+    """Per thread, as in PyTorch: the device factories use when given none (None: the cpu)."""
+
+    def __init__(self):
+        self.device = None
+        self.stack = []  # the defaults that open `with ember.device(...)` blocks replaced
+
+
+_default = _DefaultDevice()
+
 
 def canonical_device(dev):
     """The device tensors are created on when ``dev`` is requested (``None`` -> cpu).
@@ -181,7 +203,9 @@ def canonical_device(dev):
     PyTorch allocates ``device="cuda"`` on the current device.
     """
     if dev is None:
-        return CPU
+        dev = _default.device  # ember.set_default_device / `with ember.device(...)`
+        if dev is None:
+            return CPU
     if type(dev) is device:
         d = dev
     elif isinstance(dev, int):

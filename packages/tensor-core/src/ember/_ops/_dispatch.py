@@ -63,7 +63,6 @@ import threading
 import numpy as _np
 
 from .._alloc import AllocationError, allocation_error
-from .._device import CPU as _CPU
 from .._device import canonical_device, get_backend
 from .._dtype import dtype as _dtype_cls
 from .._meta import MetaArray
@@ -297,7 +296,7 @@ def dispatch(op, args, kwargs):
     if device is None:
         if sequence:  # no tensor (a factory's size tuple): the general path finds the default device
             return _dispatch_general(op, args, kwargs)
-        device = _CPU
+        device = canonical_device(None)  # no tensor: a factory, on the default device
     # One handler for the layers below (a try costs nothing until it raises): a kernel's failed
     # allocation becomes PyTorch's RuntimeError, and a number where a tensor belongs names the
     # argument (Op.explain_attribute_error). Autograd's recorders may call checked kernels too.
