@@ -1,6 +1,6 @@
 // ember._C kernels for the fused nn ops: softmax/log_softmax, layer_norm, gelu and
 // cross_entropy and embedding's row lookup (ember/_ops/nn_activation.py (and the other nn_* modules)), and
-// gather/scatter_add along a dim (ember/_ops/shape.py).
+// gather/scatter_add along a dim (ember/_ops/gather_scatter.py).
 //
 // Layout: every kernel takes C-contiguous float32/float64 arrays (the Python side
 // makes a contiguous copy, or computes float16/bfloat16 in float32, before calling)

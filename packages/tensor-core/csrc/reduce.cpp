@@ -1,4 +1,4 @@
-// ember._C kernels for sum and the scans cumsum/cumprod (ember/_ops/reductions.py).
+// ember._C kernels for sum and the scans cumsum/cumprod (ember/_ops/sums.py, scans.py).
 //
 // Every kernel sees its input as a C-contiguous array folded to [outer, n, inner]
 // and works along the middle axis: outer and inner count the elements of the dims
