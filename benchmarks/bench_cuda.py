@@ -409,3 +409,63 @@ WORKLOADS = [
         **_GPU,
     ),
 ]
+
+
+# --------------------------------------------------------------------------- FFT (issue 20)
+
+
+def _fft_case(lib, kind, x):
+    """The transform of row ``kind`` on ``x``, in ``lib`` (ember or torch): the workloads of bench_fft.py."""
+    if kind == "fft":
+        return lib.fft.fft(x)
+    if kind == "fft2":
+        return lib.fft.fft2(x)
+    if kind == "rfft":
+        return lib.fft.rfft(x)
+    window = lib.hann_window(400, device="cuda")
+    return lib.stft(x, 400, 160, window=window, return_complex=True)
+
+
+_FFT_INPUTS = {"fft": ((64, 4096), True), "fft2": ((512, 512), True), "rfft": ((1 << 20,), False),
+               "stft": ((16000,), False)}
+
+
+def _setup_fft(kind, backward):
+    def setup():
+        ember = _ember_cuda()
+        torch = _torch_cuda()
+        rng = np.random.default_rng(0)
+        shape, complex_ = _FFT_INPUTS[kind]
+        x_np = rng.standard_normal(shape).astype(np.float32)
+        if complex_:
+            x_np = (x_np + 1j * rng.standard_normal(shape)).astype(np.complex64)
+
+        def make(lib, to_device, sync):
+            x = to_device(lib, x_np)
+            if not backward:
+                return _synced(lambda: _fft_case(lib, kind, x), sync)
+            x.requires_grad_(True)
+            y = _fft_case(lib, kind, x)
+            g = to_device(lib, (np.ones(tuple(y.shape)) * (1 + 0.5j)).astype(np.complex64))
+            return _synced(lambda: lib.autograd.grad(_fft_case(lib, kind, x), x, g), sync)
+
+        ember_fn = make(ember, _to_ember, ember.cuda.synchronize)
+        torch_fn = None
+        if torch is not None:
+            torch_fn = make(torch, _to_torch, torch.cuda.synchronize)
+            xe, xt = _to_ember(ember, x_np), _to_torch(torch, x_np)
+            ours, theirs = _fft_case(ember, kind, xe), _fft_case(torch, kind, xt)
+            scale = float(theirs.abs().max())
+            _assert_close(ours, theirs, f"cuda {kind}", rtol=1e-3, atol=1e-4 * scale)
+        return ember_fn, torch_fn
+
+    return setup
+
+
+for _kind, _what in (("fft", "ember.fft.fft over the last dim of 64x4096 complex64"),
+                     ("fft2", "ember.fft.fft2 of a 512x512 complex64 image"),
+                     ("rfft", "ember.fft.rfft of 2^20 float32 samples"),
+                     ("stft", "ember.stft of 16000 float32 samples, n_fft 400, hop 160, Hann window")):
+    WORKLOADS.append(Workload(f"cuda_{_kind}", _setup_fft(_kind, False), description=f"{_what} (cuFFT)", **_GPU))
+    WORKLOADS.append(Workload(f"cuda_{_kind}_fwd_bwd", _setup_fft(_kind, True),
+                              description=f"{_what}, then the input's gradient (autograd.grad)", **_GPU))

@@ -1,0 +1,97 @@
+"""ember.fft, stft/istft and the windows on cuda (cuFFT through cupyx.scipy.fft), against the CPU results.
+
+Every test needs a GPU (``@pytest.mark.cuda``); the CPU runs of the same ops are in tests/test_fft.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ember
+import ember.fft as F
+from ember.testing import assert_close
+
+pytestmark = pytest.mark.cuda
+
+C2C = ("fft", "ifft", "fft2", "ifft2", "fftn", "ifftn")
+R2C = ("rfft", "ihfft", "rfft2", "ihfft2", "rfftn", "ihfftn")
+C2R = ("irfft", "hfft", "irfft2", "hfft2", "irfftn", "hfftn")
+TOL = {ember.complex64: (1e-4, 1e-3), ember.float32: (1e-4, 1e-3)}
+
+
+def _make(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(shape)
+    if dtype.is_complex:
+        values = values + 1j * rng.standard_normal(shape)
+    return ember.tensor(values, dtype=dtype)
+
+
+def _close(gpu, cpu, dtype):
+    assert gpu.device.type == "cuda"
+    rtol, atol = TOL.get(dtype, (1e-9, 1e-9))
+    assert_close(gpu.cpu(), cpu, rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64, ember.complex64, ember.complex128])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+@pytest.mark.parametrize("name", C2C + R2C + C2R)
+def test_transforms_match_cpu(name, norm, dtype):
+    if name in R2C and dtype.is_complex:
+        pytest.skip("a real-input transform")
+    x = _make((3, 10, 7), dtype)
+    for kwargs in ({}, {"n": 11} if name[-1] not in "2n" else {"s": (4, 9)}):
+        _close(getattr(F, name)(x.cuda(), norm=norm, **kwargs), getattr(F, name)(x, norm=norm, **kwargs), dtype)
+
+
+def test_batched_large_and_noncontiguous():
+    x = _make((64, 4096), ember.complex64)
+    _close(F.fft(x.cuda()), F.fft(x), ember.complex64)
+    _close(F.fft2(x.cuda()[:, ::4].t()), F.fft2(x[:, ::4].t()), ember.complex64)
+    r = _make((1 << 20,), ember.float32)
+    _close(F.rfft(r.cuda()), F.rfft(r), ember.float32)
+    # the same size again: CuPy's plan cache serves the second call
+    _close(F.fft(x.cuda()), F.fft(x), ember.complex64)
+
+
+def test_empty_and_meta_shapes():
+    assert F.fft(ember.ones(0, 4, dtype=ember.complex64, device="cuda")).shape == (0, 4)
+    assert F.irfft(ember.ones(0, 3, dtype=ember.complex64, device="cuda")).shape == (0, 4)
+    assert F.rfft(ember.ones(0, 4, device="cuda")).shape == (0, 3)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft", "irfft", "hfftn", "ihfft2"])
+def test_gradients_match_cpu(name):
+    dtype = ember.float64 if name in R2C else ember.complex128
+    x = _make((4, 6), dtype)
+    grads = []
+    for device in ("cpu", "cuda"):
+        t = x.to(device).requires_grad_()
+        y = getattr(F, name)(t)
+        g = _make(tuple(y.shape), y.dtype, seed=1).to(device)
+        (dx,) = ember.autograd.grad(y, t, g)
+        grads.append(dx.cpu())
+    assert_close(grads[1], grads[0], rtol=1e-9, atol=1e-9)
+
+
+def test_stft_istft_on_cuda():
+    x = _make((2, 2000), ember.float32)
+    window = ember.hann_window(256)
+    cpu = ember.stft(x, 256, 64, window=window, return_complex=True)
+    gpu = ember.stft(x.cuda(), 256, 64, window=window.cuda(), return_complex=True)
+    _close(gpu, cpu, ember.complex64)
+    back = ember.istft(gpu, 256, 64, window=window.cuda(), length=2000)
+    assert back.device.type == "cuda"
+    assert_close(back.cpu(), x, rtol=1e-4, atol=1e-4)
+    t = x.cuda().requires_grad_()
+    ember.stft(t, 256, 64, window=window.cuda(), return_complex=True).abs().sum().backward()
+    assert t.grad.device.type == "cuda" and t.grad.shape == x.shape
+
+
+def test_windows_and_frequencies_on_cuda():
+    assert_close(ember.hann_window(64, device="cuda").cpu(), ember.hann_window(64))
+    assert_close(ember.signal.windows.kaiser(33, beta=5.0, device="cuda").cpu(),
+                 ember.signal.windows.kaiser(33, beta=5.0))
+    assert_close(F.fftfreq(9, 0.1, device="cuda").cpu(), F.fftfreq(9, 0.1))
+    assert_close(F.fftshift(F.rfftfreq(8, device="cuda")).cpu(), F.fftshift(F.rfftfreq(8)))
