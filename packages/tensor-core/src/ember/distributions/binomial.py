@@ -12,7 +12,7 @@ __all__ = ["Binomial"]
 
 
 def _clamp_by_zero(x):
-    # works like clamp(x, min=0) but has grad at 0 of 0.5
+    # max(x, 0) whose derivative at exactly 0 is 1/2 (the mean of the two one-sided slopes)
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 

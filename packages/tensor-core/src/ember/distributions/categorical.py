@@ -40,7 +40,7 @@ class Categorical(Distribution):
         else:
             if logits.dim() < 1:
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
-            # Normalize
+            # log-probabilities: subtract the log of the normaliser
             self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
         self._param = self.probs if probs is not None else self.logits
         self._num_events = self._param.size()[-1]

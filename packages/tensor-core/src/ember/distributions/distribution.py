@@ -62,9 +62,9 @@ class Distribution:
                 )
             for param, constraint in arg_constraints.items():
                 if constraints.is_dependent(constraint):
-                    continue  # skip constraints that cannot be checked
+                    continue  # depends on other parameters: nothing to check
                 if param not in self.__dict__ and isinstance(getattr(type(self), param), lazy_property):
-                    continue  # skip checking lazily-constructed args
+                    continue  # derived from the given parameter, not given itself
                 value = getattr(self, param)
                 valid = constraint.check(value)
                 if not bool(valid.all()):

@@ -43,7 +43,7 @@ class Geometric(Distribution):
             batch_shape = probs_or_logits.size()
         super().__init__(batch_shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
-            # Add an extra check beyond unit_interval
+            # probs = 0 is in the unit interval but gives no distribution (no success ever)
             value = self.probs
             valid = value > 0
             if not bool(valid.all()):

@@ -58,7 +58,7 @@ class Gumbel(TransformedDistribution):
         new.scale = self.scale.expand(batch_shape)
         return super().expand(batch_shape, _instance=new)
 
-    # Explicitly defining the log probability function for Gumbel due to precision issues
+    # Written directly: through the transforms, log(-log(u)) loses precision in the tails
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)

@@ -73,7 +73,7 @@ def register_kl(type_p, type_q):
 
     def decorator(fun):
         _KL_REGISTRY[type_p, type_q] = fun
-        _KL_MEMOIZE.clear()  # reset since lookup order may have changed
+        _KL_MEMOIZE.clear()  # a new pair can change what earlier look-ups pick
         return fun
 
     return decorator
@@ -109,7 +109,7 @@ def _dispatch_kl(type_p, type_q):
     ]
     if not matches:
         return NotImplemented
-    # Check that the left- and right- lexicographic orders agree.
+    # The most specific match by p first and by q first: two different answers are ambiguous.
     left_p, left_q = min(_Match(*m) for m in matches).types
     right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
     left_fun = _KL_REGISTRY[left_p, left_q]
@@ -194,8 +194,7 @@ def _kl_beta_beta(p, q):
 
 @register_kl(Binomial, Binomial)
 def _kl_binomial_binomial(p, q):
-    # from https://math.stackexchange.com/questions/2214993/
-    # kullback-leibler-divergence-for-binomial-distributions-p-and-q
+    # n_p [p log(p/q) + (1-p) log((1-p)/(1-q))] for equal counts; infinite when p has more trials than q
     if bool((p.total_count < q.total_count).any()):
         raise NotImplementedError("KL between Binomials where q.total_count > p.total_count is not implemented")
     kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p() - (-q.probs).log1p())
@@ -214,7 +213,8 @@ def _kl_categorical_categorical(p, q):
 
 @register_kl(Cauchy, Cauchy)
 def _kl_cauchy_cauchy(p, q):
-    # From https://arxiv.org/abs/1905.10965
+    # Chyzak and Nielsen, "A closed-form formula for the Kullback-Leibler divergence between Cauchy
+    # distributions", 2019
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2
@@ -222,7 +222,7 @@ def _kl_cauchy_cauchy(p, q):
 
 @register_kl(Dirichlet, Dirichlet)
 def _kl_dirichlet_dirichlet(p, q):
-    # From http://bariskurt.com/kullback-leibler-divergence-between-two-dirichlet-and-beta-distributions/
+    # log B(q) - log B(p) + sum (a_p - a_q)(digamma(a_p) - digamma(sum a_p))
     sum_p_concentration = p.concentration.sum(-1)
     sum_q_concentration = q.concentration.sum(-1)
     t1 = sum_p_concentration.lgamma() - sum_q_concentration.lgamma()
@@ -316,9 +316,8 @@ def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     term3 = _batch_lowrank_mahalanobis(
         q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
     )
-    # Expands term2 according to
-    # inv(qcov) @ pcov = [inv(qD) - inv(qD) @ qW @ inv(qC) @ qW.T @ inv(qD)] @ (pW @ pW.T + pD)
-    # = [inv(qD) - A.T @ A] @ (pD + pW @ pW.T)
+    # tr(Sigma_q^-1 Sigma_p) with Woodbury: Sigma_q^-1 = D_q^-1 - A^T A, A = L_C^-1 W_q^T D_q^-1, split into
+    # four traces of X X^T forms so that no k x k matrix is formed
     qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
     A = ember.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
     term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
@@ -338,9 +337,7 @@ def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
     term3 = _batch_lowrank_mahalanobis(
         q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
     )
-    # Expands term2 according to
-    # inv(qcov) @ pcov = [inv(qD) - inv(qD) @ qW @ inv(qC) @ qW.T @ inv(qD)] @ p_tril @ p_tril.T
-    # = [inv(qD) - A.T @ A] @ p_tril @ p_tril.T
+    # tr(Sigma_q^-1 Sigma_p) with Woodbury as above, Sigma_p = L_p L_p^T
     qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
     A = ember.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
     term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
@@ -356,8 +353,7 @@ def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
         p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
     )
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
-    # Expands term2 according to
-    # inv(qcov) @ pcov = inv(q_tril @ q_tril.T) @ (pW @ pW.T + pD)
+    # tr(Sigma_q^-1 Sigma_p) = ||L_q^-1 W_p||^2 + ||L_q^-1 D_p^(1/2)||^2 (Frobenius norms)
     combined_batch_shape = ember.broadcast_shapes(
         q._unbroadcasted_scale_tril.shape[:-2], p._unbroadcasted_cov_factor.shape[:-2]
     )
@@ -373,7 +369,7 @@ def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
 
 @register_kl(MultivariateNormal, MultivariateNormal)
 def _kl_multivariatenormal_multivariatenormal(p, q):
-    # From https://en.wikipedia.org/wiki/Multivariate_normal_distribution#Kullback%E2%80%93Leibler_divergence
+    # 1/2 [tr(Sigma_q^-1 Sigma_p) + mahalanobis - k + log det Sigma_q - log det Sigma_p], through Cholesky factors
     _check_event_shapes(p, q, "Multivariate Normals", "Multivariate Normals")
     half_term1 = q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - (
         p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)

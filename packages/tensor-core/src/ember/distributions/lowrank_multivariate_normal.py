@@ -19,7 +19,7 @@ def _batch_capacitance_tril(W, D):
     m = W.size(-1)
     Wt_Dinv = W.mT / D.unsqueeze(-2)
     K = ember.matmul(Wt_Dinv, W).contiguous()
-    K.view(-1, m * m)[:, :: m + 1] += 1  # add identity matrix to K
+    K.view(-1, m * m)[:, :: m + 1] += 1  # the identity, on the diagonal of each flattened matrix
     return ember.linalg.cholesky(K)
 
 

@@ -36,7 +36,7 @@ class MixtureSameFamily(Distribution):
         if not isinstance(self._component_distribution, Distribution):
             raise ValueError("The Component distribution needs to be an instance of ember.distributions.Distribution")
 
-        # Check that batch size matches
+        # the mixture's batch must broadcast with the components' batch (without their last dimension)
         mdbs = self._mixture_distribution.batch_shape
         cdbs = self._component_distribution.batch_shape[:-1]
         for size1, size2 in zip(reversed(mdbs), reversed(cdbs)):
@@ -46,7 +46,7 @@ class MixtureSameFamily(Distribution):
                     f"`component_distribution.batch_shape`({cdbs})"
                 )
 
-        # Check that the number of mixture component matches
+        # one weight per component
         km = self._mixture_distribution.logits.shape[-1]
         kc = self._component_distribution.batch_shape[-1]
         if km is not None and kc is not None and km != kc:
@@ -92,7 +92,7 @@ class MixtureSameFamily(Distribution):
 
     @property
     def variance(self):
-        # Law of total variance: Var(Y) = E[Var(Y|X)] + Var(E[Y|X])
+        # total variance: the mean of the components' variances plus the variance of their means
         probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
         mean_cond_var = ember.sum(probs * self.component_distribution.variance, dim=-1 - self._event_ndims)
         var_cond_mean = ember.sum(
@@ -122,14 +122,14 @@ class MixtureSameFamily(Distribution):
             gather_dim = sample_len + batch_len
             es = self.event_shape
 
-            # mixture samples [n, B]
+            # which component each draw takes: [n, B]
             mix_sample = self.mixture_distribution.sample(sample_shape)
             mix_shape = mix_sample.shape
 
-            # component samples [n, B, k, E]
+            # a draw of every component: [n, B, k, E]
             comp_samples = self.component_distribution.sample(sample_shape)
 
-            # Gather along the k dimension
+            # keep the chosen component's draw
             mix_sample_r = mix_sample.reshape(tuple(mix_shape) + (1,) * (len(es) + 1))
             mix_sample_r = mix_sample_r.repeat(ember.Size((1,) * len(mix_shape)) + ember.Size((1,)) + es)
 

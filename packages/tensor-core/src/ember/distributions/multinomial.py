@@ -84,7 +84,7 @@ class Multinomial(Distribution):
         return counts.to(self.probs.dtype)
 
     def entropy(self):
-        n = ember.tensor(float(self.total_count))
+        n = ember.tensor(float(self.total_count), dtype=self.probs.dtype, device=self.probs.device)
         cat_entropy = self._categorical.entropy()
         term1 = n * cat_entropy - ember.lgamma(n + 1)
         support = self._binomial.enumerate_support(expand=False)[1:]

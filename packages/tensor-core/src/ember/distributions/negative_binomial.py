@@ -90,7 +90,7 @@ class NegativeBinomial(Distribution):
 
     @lazy_property
     def _gamma(self):
-        # Note we avoid validating because self.total_count can be zero.
+        # not validated: total_count = 0 is allowed here (a point mass at 0) but not by Gamma
         return Gamma(concentration=self.total_count, rate=ember.exp(-self.logits), validate_args=False)
 
     def sample(self, sample_shape=()):
@@ -105,8 +105,6 @@ class NegativeBinomial(Distribution):
         log_normalization = (
             -ember.lgamma(self.total_count + value) + ember.lgamma(1.0 + value) + ember.lgamma(self.total_count)
         )
-        # The case self.total_count == 0 and value == 0 has probability 1 but
-        # lgamma(0) is infinite. Handle this case separately using a function
-        # that does not modify tensors in place to allow Jit compilation.
+        # total_count = 0 and value = 0: probability 1, but lgamma(0) is infinite; set its normaliser to 0
         log_normalization = log_normalization.masked_fill(self.total_count + value == 0.0, 0.0)
         return log_unnormalized_prob - log_normalization

@@ -37,7 +37,7 @@ class Pareto(TransformedDistribution):
 
     @property
     def mean(self):
-        # mean is inf for alpha <= 1
+        # alpha <= 1 has an infinite mean: clamping alpha to 1 gives inf there
         a = self.alpha.clamp(min=1)
         return a * self.scale / (a - 1)
 
@@ -47,7 +47,7 @@ class Pareto(TransformedDistribution):
 
     @property
     def variance(self):
-        # var is inf for alpha <= 2
+        # alpha <= 2 has an infinite variance: clamping alpha to 2 gives inf there
         a = self.alpha.clamp(min=2)
         return self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
 

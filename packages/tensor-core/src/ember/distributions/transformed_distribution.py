@@ -39,7 +39,7 @@ class TransformedDistribution(Distribution):
         else:
             raise ValueError(f"transforms must be a Transform or list, but was {transforms}")
 
-        # Reshape base_distribution according to transforms.
+        # expand the base to the shape the transforms' inverse gives, and make the dimensions they couple events
         base_shape = base_distribution.batch_shape + base_distribution.event_shape
         base_event_dim = len(base_distribution.event_shape)
         transform = ComposeTransform(self.transforms)
@@ -58,11 +58,11 @@ class TransformedDistribution(Distribution):
             base_distribution = Independent(base_distribution, reinterpreted_batch_ndims)
         self.base_dist = base_distribution
 
-        # Compute shapes.
+        # the event dimensions: those the last transform couples, or the base's moved by the transforms
         transform_change_in_event_dim = transform.codomain.event_dim - transform.domain.event_dim
         event_dim = max(
-            transform.codomain.event_dim,  # the transform is coupled
-            base_event_dim + transform_change_in_event_dim,  # the base dist is coupled
+            transform.codomain.event_dim,
+            base_event_dim + transform_change_in_event_dim,
         )
         if len(forward_shape) < event_dim:
             raise ValueError(f"forward shape {forward_shape} has fewer than {event_dim} dimensions")

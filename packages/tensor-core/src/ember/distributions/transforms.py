@@ -59,7 +59,7 @@ class Transform:
         self._cache_size = cache_size
         self._inv = None
         if cache_size == 0:
-            pass  # default behavior
+            pass  # nothing remembered
         elif cache_size == 1:
             self._cached_x_y = None, None
         else:
@@ -227,7 +227,7 @@ class ComposeTransform(Transform):
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
-        # Adjust event_dim to be maximum among all parts.
+        # enough event dimensions for every part, counted back from the last
         event_dim = self.parts[-1].codomain.event_dim
         for part in reversed(self.parts):
             event_dim += part.domain.event_dim - part.codomain.event_dim
@@ -284,7 +284,7 @@ class ComposeTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         if not self.parts:
             return ember.zeros_like(x)
-        # Compute intermediates. This will be free if parts[:-1] are all cached.
+        # the inputs of each part (from the caches when the parts remember their last call)
         xs = [x]
         for part in self.parts[:-1]:
             xs.append(part(xs[-1]))
@@ -685,10 +685,10 @@ class CorrCholeskyTransform(Transform):
         eps = ember.finfo(x.dtype).eps
         x = x.clamp(min=-1 + eps, max=1 - eps)
         r = vec_to_tril_matrix(x, diag=-1)
-        # Stick-breaking on the squared row norms.
+        # each row takes its entries' shares of what remains of the unit norm (stick breaking on squares)
         z = r**2
         z1m_cumprod_sqrt = (1 - z).sqrt().cumprod(-1)
-        # Diagonal elements must be 1.
+        # the diagonal takes what is left
         r = r + ember.eye(r.shape[-1], dtype=r.dtype, device=r.device)
         y = r * F.pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
         return y
@@ -779,8 +779,7 @@ class StickBreakingTransform(Transform):
         y_crop = y[..., :-1]
         offset = y.shape[-1] - y.new_ones(y_crop.shape[-1]).cumsum(-1)
         sf = 1 - y_crop.cumsum(-1)
-        # we clamp to make sure that sf is positive which sometimes does not
-        # happen when y[-1] ~ 0 or y[:-1].sum() ~ 1
+        # the remaining stick can round to 0 or below when the last entry is tiny: keep it positive
         sf = ember.clamp(sf, min=ember.finfo(y.dtype).tiny)
         x = y_crop.log() - sf.log() + offset.log()
         return x
@@ -788,7 +787,7 @@ class StickBreakingTransform(Transform):
     def log_abs_det_jacobian(self, x, y):
         offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
         x = x - offset.log()
-        # use the identity 1 - sigmoid(x) = exp(-x) * sigmoid(x)
+        # log(1 - sigmoid(x)) = -x + log(sigmoid(x)): no cancellation for large x
         detJ = (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
         return detJ
 
