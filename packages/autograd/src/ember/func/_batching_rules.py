@@ -878,13 +878,16 @@ def _fill_table():
     register(["gather"], _gather_like((0, 2)))
     register(["scatter", "scatter_add", "scatter_reduce"], _gather_like((0, 2, 3)))
     register(["index"], _index)
-    # linear algebra and FFT ops that some trees do not have yet
-    present = [name for name in ("linalg_det", "linalg_slogdet", "linalg_inv", "linalg_inv_ex", "linalg_solve",
-                                 "linalg_solve_ex", "linalg_solve_triangular", "linalg_cholesky", "linalg_cholesky_ex",
-                                 "linalg_svd", "linalg_svdvals", "linalg_eigh", "linalg_eigvalsh", "linalg_eig",
-                                 "linalg_eigvals") if name in registry]
-    register(present, _leading_batch)
     register([n for n in ("linalg_vector_norm",) if n in registry], _reduction)
+    register([n for n in ("_standard_gamma_grad",) if n in registry], _pointwise)
+    # the linear algebra prims take any leading batch dims (those over dims are reductions); composites decompose
+    for op in registry.values():
+        if "linalg" in op.tags and op.kind == "function" and op.category == "prim" and op not in RULES:
+            params = op.signature.parameters
+            if "dim" not in params:
+                RULES[op] = _leading_batch
+            elif "keepdim" in params:
+                RULES[op] = _reduction
     register([n for n in ("_fft_c2c", "_fft_r2c", "_fft_c2r") if n in registry], _dim_rule("dim"))
 
 
@@ -894,10 +897,15 @@ def _t(op, level, size, args, kwargs):
 
 
 def _leading_batch(op, level, size, args, kwargs):
-    """Ops that take any leading batch dims (``(*, n, n)`` linear algebra): every tensor gets the batch dim first."""
-    args = [_expanded(a, level, size) if isinstance(a, Tensor) else a for a in args]
-    if any(_is_batched(v, level) for v in kwargs.values()):
+    """Ops that take any leading batch dims (``(*, n, n)`` linear algebra): every tensor gets the batch dim first.
+
+    Tensors of different ranks (a batch of matrices and one right-hand side, pivots beside a factor)
+    broadcast by rules of each op's own; those calls run per sample.
+    """
+    ranks = {a.ndim for a in args if isinstance(a, Tensor)}
+    if len(ranks) > 1 or any(_is_batched(v, level) for v in kwargs.values()):
         return _loop(op, op.name, level, size, args, kwargs)
+    args = [_expanded(a, level, size) if isinstance(a, Tensor) else a for a in args]
     return _wrap_out(op(*args, **kwargs), level)
 
 
