@@ -106,8 +106,15 @@ _NO_SCATTER_REDUCE = "PyTorch has no derivative of scatter with reduce=; ember n
 
 #: (op name, sample name) -> why: samples where PyTorch defines no gradient at all (its backward raises),
 #: and ember's raises too (``test_ops_grad.py`` checks that it does).
+_QR_R_ONLY = "PyTorch: the derivative of linalg.qr depends on Q, which mode='r' does not compute"
+_QR_COMPLETE = "PyTorch: QR is not differentiable when mode='complete' and nrows > ncols (Q's last columns are free)"
+
 NO_GRADIENT_SAMPLES: dict[tuple[str, str], str] = {
     ("scatter", "multiply, repeated"): _NO_SCATTER_REDUCE,
+    ("linalg_qr", "tall, mode r"): _QR_R_ONLY,
+    ("linalg_qr", "wide, mode r"): _QR_R_ONLY,
+    ("linalg_qr", "tall, complete"): _QR_COMPLETE,
+    ("qr", "tall, complete"): _QR_COMPLETE,
 }
 
 #: The seed random ops are run with on every call of a :class:`GradCase`.

@@ -95,6 +95,10 @@ SAMPLE_SKIPS: dict[tuple[str, str], str] = {
     ("index_put", "rows, last write wins"): _LAST_WRITE,
     ("max_unpool2d", "unbatched, output_size"): _LAST_WRITE,
     ("max_unpool3d", "unbatched, output_size"): _LAST_WRITE,
+    ("linalg_pinv", "rtol drops singular values"): (
+        "PyTorch's pinv gradient is the Golub-Pereyra formula at A itself, not the derivative of the truncated map "
+        "that finite differences see (parity/ compares it with PyTorch's)"
+    ),
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ember
 
-from .._table import derivative, through_decomposition
+from .._table import derivative, nondifferentiable, through_decomposition
 from ._helpers import mH
 
 
@@ -69,3 +69,93 @@ derivative("linalg_solve", joint={("A", "B"): _solve_backward})
 derivative("linalg_solve_ex", joint={("A", "B"): _solve_ex_backward})
 derivative("linalg_solve_triangular", joint={("A", "B"): _triangular_grads})
 through_decomposition("inverse")
+
+
+# -- LU solves, least squares ----------------------------------------------------------------------------
+
+
+def _lu_solve_grads(grad, LU, pivots, B, result, left, adjoint, output_mask):
+    gB = ember.linalg.lu_solve(LU, pivots, grad, left=left, adjoint=not adjoint)
+    gLU = None
+    if output_mask[0]:
+        X = result
+        if left:
+            gA = -ember.matmul(X, mH(gB)) if adjoint else -ember.matmul(gB, mH(X))
+        else:
+            gA = -ember.matmul(mH(gB), X) if adjoint else -ember.matmul(mH(X), gB)
+        # A = P L U: back to the compact LU's strict lower (L) and upper (U) parts
+        P, L, U = ember.lu_unpack(LU, pivots)
+        pga = ember.matmul(mH(P), gA)
+        gLU = ember.matmul(pga, mH(U)).tril(-1) + ember.matmul(mH(L), pga).triu()
+    return gLU, gB
+
+
+derivative("linalg_lu_solve", joint={("LU", "B"): _lu_solve_grads})
+through_decomposition("lu_solve", "triangular_solve")
+
+
+def _hermitian_part_times_factor(S, L, upper):
+    """``(S + S^H) L`` (``U (S + S^H)`` when ``upper``): the gradient of ``L`` in ``A = L L^H`` (``U^H U``) from
+    ``A``'s gradient ``S``, with ``L`` taken as a full matrix, as PyTorch's formulas have it."""
+    H = S + mH(S)
+    return ember.matmul(L, H) if upper else ember.matmul(H, L)
+
+
+def _cholesky_solve_grads(grad, B, L, upper, result, output_mask):
+    gB = ember.cholesky_solve(grad, L, upper)
+    gL = None
+    if output_mask[1]:
+        gL = -_hermitian_part_times_factor(ember.matmul(gB, mH(result)), L, upper)
+    return gB, gL
+
+
+def _cholesky_inverse_backward(grad, L, upper, result):
+    # A^{-1}'s gradient back to A is -A^{-H} G A^{-H}; then through A = L L^H
+    gA = -ember.matmul(ember.matmul(mH(result), grad), mH(result))
+    return _hermitian_part_times_factor(gA, L, upper)
+
+
+derivative("cholesky_solve", joint={("B", "L"): _cholesky_solve_grads})
+derivative("cholesky_inverse", L=_cholesky_inverse_backward)
+nondifferentiable("linalg_ldl_solve")
+
+
+def pinv_backward(G, A, P):
+    """Gradient of ``A`` from ``G``, the gradient of ``P = pinv(A)`` (Golub and Pereyra, 1973):
+    ``-P^H G P^H + (I - A P) G^H P P^H + P^H P G^H (I - P A)``. Finite wherever the rank is locally constant,
+    repeated singular values included (unlike a route through the SVD)."""
+    Ph, Gh = mH(P), mH(G)
+    term = -ember.matmul(ember.matmul(Ph, G), Ph)
+    left_null = Gh - ember.matmul(A, ember.matmul(P, Gh))  # (I - A P) G^H
+    term = term + ember.matmul(left_null, ember.matmul(P, Ph))
+    right_null = Gh - ember.matmul(ember.matmul(Gh, P), A)  # G^H (I - P A)
+    return term + ember.matmul(ember.matmul(Ph, P), right_null)
+
+
+def _lstsq_grads(grads, A, B, results, rcond, driver, output_mask):
+    """``solution = pinv(A) B``; ``residuals_j = ||A x_j - b_j||^2`` at the optimum, whose gradients are
+    ``2 E diag(g) X^H`` for ``A`` and ``-2 E diag(g)`` for ``B`` (``E = A X - B``; the optimality of ``X``
+    removes its own variation)."""
+    gX, g_res = grads[0], grads[1]
+    X, residuals = results[0], results[1]
+    vector = B.dim() == A.dim() - 1
+    if vector:
+        gX, B, X = gX.unsqueeze(-1), B.unsqueeze(-1), X.unsqueeze(-1)
+    P = ember.linalg.pinv(A) if rcond is None else ember.linalg.pinv(A, rtol=rcond)
+    gA = pinv_backward(ember.matmul(gX, mH(B)), A, P) if output_mask[0] else None
+    gB = ember.matmul(mH(P), gX) if output_mask[1] else None
+    if residuals.numel() and bool((g_res != 0).any()):
+        g = g_res.unsqueeze(-1) if vector else g_res
+        E = ember.matmul(A, X) - B
+        weighted = 2 * E * g.to(E.dtype).unsqueeze(-2)
+        if gA is not None:
+            gA = gA + ember.matmul(weighted, mH(X))
+        if gB is not None:
+            gB = gB - weighted
+    if vector and gB is not None:
+        gB = gB.squeeze(-1)
+    return gA, gB
+
+
+derivative("_linalg_lstsq", joint={("A", "B"): _lstsq_grads})
+through_decomposition("linalg_lstsq")

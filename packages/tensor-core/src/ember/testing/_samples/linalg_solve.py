@@ -155,3 +155,160 @@ register_opinfo(OpInfo("linalg_solve_triangular", _triangular_samples, dtypes=LI
                        torch_name="torch.linalg.solve_triangular", tolerances=SINGLE_TOL,
                        error_inputs=errors((lambda t, e: SampleInput(t(2, 2), (t(3, 1),), {"upper": True}), RuntimeError,
                                             "linalg.solve_triangular: Incompatible shapes of A and B"))))
+
+
+# -- lu_solve, cholesky_solve/inverse, triangular_solve, ldl_solve, lstsq ---------------------------------
+
+
+def _lu_solve_samples(opinfo, device, dtype, requires_grad):
+    import ember
+
+    cases = [((), 3, (3, 2), {}, "matrix"), ((2,), 3, (3, 2), {}, "batched LU, broadcast B"),
+             ((), 3, (2, 3, 1), {}, "broadcast LU"), ((), 3, (3, 2), {"adjoint": True}, "adjoint"),
+             ((), 3, (2, 3), {"left": False}, "left=False"),
+             ((), 3, (2, 3), {"left": False, "adjoint": True}, "left=False, adjoint"), ((), 0, (0, 2), {}, "0x0")]
+    for i, (batch, n, b_shape, kwargs, name) in enumerate(cases):
+        A = matrices(well_conditioned, batch, n, device, dtype, False, seed=i)
+        LU, piv = ember.linalg.lu_factor(A)
+        yield SampleInput(LU.requires_grad_(requires_grad), (piv, rectangular(b_shape, device, dtype, requires_grad, i)),
+                          kwargs, name=name)
+
+
+def _lu_solve_ref(LU, piv, B, left=True, adjoint=False):
+    from ember.testing._samples.linalg_factor import _lu_unpack_ref
+
+    P, L, U = _lu_unpack_ref(LU, piv)
+    A = P @ L @ U
+    if adjoint:
+        A = np.conj(np.swapaxes(A, -1, -2))
+    return _solve_ref(A, B, left)
+
+
+register_opinfo(OpInfo("linalg_lu_solve", _lu_solve_samples, dtypes=LINALG_TYPES, torch_name="torch.linalg.lu_solve",
+                       ref=_lu_solve_ref, tolerances=SINGLE_TOL,
+                       error_inputs=errors((lambda t, e: SampleInput(t(2, 2), (t(2, dtype=e.int32), t(3, 1))),
+                                            RuntimeError, "linalg.lu_solve: Incompatible shapes"))))
+register_opinfo(OpInfo("lu_solve", lambda o, d, t, r: (SampleInput(s.args[1], (s.input, s.args[0]), name=s.name)
+                                                       for s in _lu_solve_samples(o, d, t, r) if not s.kwargs),
+                       dtypes=LINALG_TYPES, tolerances=SINGLE_TOL,
+                       ref=lambda b, LU, piv: _lu_solve_ref(LU, piv, b)))
+
+
+def _cholesky_solve_samples(opinfo, device, dtype, requires_grad):
+    import ember
+
+    from ._linalg import hermitian_pd
+
+    for i, (batch, n, b_shape, upper, name) in enumerate([((), 3, (3, 2), False, "lower"),
+                                                          ((2,), 3, (3, 2), True, "upper, batched"),
+                                                          ((), 3, (2, 3, 1), False, "broadcast")]):
+        S = matrices(hermitian_pd, batch, n, device, dtype, False, seed=i)
+        L = ember.linalg.cholesky(S, upper=upper)
+        yield SampleInput(rectangular(b_shape, device, dtype, requires_grad, i), (L.requires_grad_(requires_grad),
+                                                                                   upper), name=name)
+
+
+def _cholesky_solve_ref(b, L, upper=False):
+    Lh = np.conj(np.swapaxes(L, -1, -2))
+    A = Lh @ L if upper else L @ Lh
+    return _solve_ref(A, b)
+
+
+def _triangular_factor_wrapper(op, B, L, upper=False):
+    """Gradient tests through the triangle of ``L`` the op reads (PyTorch's OpInfos do the same): PyTorch's
+    formula treats ``L`` as a full matrix, which finite differences of the untouched triangle cannot see."""
+    return op(B, L.triu() if upper else L.tril(), upper)
+
+
+def _triangular_factor_wrapper_1(op, L, upper=False):
+    return op(L.triu() if upper else L.tril(), upper)
+
+
+register_opinfo(OpInfo("cholesky_solve", _cholesky_solve_samples, dtypes=LINALG_TYPES, ref=_cholesky_solve_ref,
+                       tolerances=SINGLE_TOL, gradcheck_wrapper=_triangular_factor_wrapper))
+register_opinfo(OpInfo("cholesky_inverse",
+                       lambda o, d, t, r: (SampleInput(s.args[0], (s.args[1],), name=s.name)
+                                           for s in _cholesky_solve_samples(o, d, t, r)),
+                       dtypes=LINALG_TYPES, tolerances=SINGLE_TOL, gradcheck_wrapper=_triangular_factor_wrapper_1,
+                       ref=lambda L, upper=False: np.linalg.inv(
+                           np.conj(np.swapaxes(L, -1, -2)) @ L if upper else L @ np.conj(np.swapaxes(L, -1, -2)))))
+
+
+def _triangular_solve_samples(opinfo, device, dtype, requires_grad):
+    for s in _triangular_samples(opinfo, device, dtype, requires_grad):
+        if s.kwargs.get("left", True) and s.input.shape[-1]:
+            yield SampleInput(s.args[0], (s.input, s.kwargs["upper"]), {"unitriangular": s.kwargs.get("unitriangular",
+                                                                                                          False)},
+                              name=s.name)
+    A = matrices(well_conditioned, (), 3, device, dtype, requires_grad)
+    yield SampleInput(rectangular((3, 2), device, dtype, requires_grad), (A,), {"transpose": True}, name="transpose")
+
+
+def _triangular_solve_ref(b, A, upper=True, transpose=False, unitriangular=False):
+    coefficient = np.swapaxes(A, -1, -2) if transpose else A
+    x = _triangular_ref(coefficient, b, upper != transpose, True, unitriangular)
+    return x, np.broadcast_to(A, x.shape[:-2] + A.shape[-2:])
+
+
+register_opinfo(OpInfo("triangular_solve", _triangular_solve_samples, dtypes=LINALG_TYPES, ref=_triangular_solve_ref,
+                       tolerances=SINGLE_TOL))
+
+
+def _ldl_solve_samples(opinfo, device, dtype, requires_grad):
+    import ember
+
+    from ._linalg import hermitian
+
+    for i, (batch, name) in enumerate([((), "3x3"), ((2,), "batched")]):
+        A = matrices(hermitian, batch, 3, device, dtype, False, seed=i)
+        LD, piv = ember.linalg.ldl_factor(A, hermitian=dtype.is_complex)
+        yield SampleInput(LD, (piv, rectangular((3, 2), device, dtype, False, i)), {"hermitian": dtype.is_complex},
+                          name=name)
+
+
+register_opinfo(OpInfo("linalg_ldl_solve", _ldl_solve_samples, dtypes=LINALG_TYPES, supports_autograd=False,
+                       torch_name="torch.linalg.ldl_solve", tolerances=SINGLE_TOL))
+
+
+def _lstsq_samples(opinfo, device, dtype, requires_grad):
+    def A(shape, seed=0):
+        return rectangular(shape, device, dtype, requires_grad, seed)
+
+    yield SampleInput(A((5, 3)), (A((5, 2), 1),), name="tall")
+    yield SampleInput(A((5, 3)), (A((5,), 1),), name="vector")
+    yield SampleInput(A((2, 5, 3)), (A((1, 5, 2), 1),), name="batched, broadcast B")
+    yield SampleInput(A((3, 3)), (A((3, 2), 1),), name="square")
+    for driver in ("gelsd", "gelss", "gels"):
+        yield SampleInput(A((5, 3)), (A((5, 2), 1),), {"driver": driver}, name=f"driver {driver}")
+    yield SampleInput(A((3, 5)), (A((3, 2), 1),), {"driver": "gelsd"}, name="wide (minimum norm)")
+
+
+def _lstsq_ref(a, b, rcond=None, driver=None):
+    vector = b.ndim == a.ndim - 1
+    bm = b[..., None] if vector else b
+    batch = np.broadcast_shapes(a.shape[:-2], bm.shape[:-2])
+    pinv = np.linalg.pinv(np.broadcast_to(a, batch + a.shape[-2:]))
+    x = pinv @ np.broadcast_to(bm, batch + bm.shape[-2:])
+    driver = driver or "gelsy"
+    m, n = a.shape[-2:]
+    real = np.finfo(a.dtype).dtype
+    if m > n and driver != "gelsy":
+        residuals = (np.abs(a @ x - bm) ** 2).sum(-2)
+        residuals = residuals[..., 0] if vector else residuals
+    else:
+        residuals = np.zeros((0,), real)
+    rank = np.full(batch, min(m, n), np.int64) if driver != "gels" else np.zeros((0,), np.int64)
+    sv = np.linalg.svd(a, compute_uv=False) if driver in ("gelsd", "gelss") else np.zeros((0,), real)
+    return (x[..., 0] if vector else x), residuals.astype(real), rank, sv.astype(real)
+
+
+def _lstsq_wrapper(op, A, B, *args, **kwargs):
+    """The differentiable outputs (PyTorch's singular_values do not require grad)."""
+    result = op(A, B, *args, **kwargs)
+    return result[0], result[1]
+
+
+register_opinfo(OpInfo("linalg_lstsq", _lstsq_samples, dtypes=LINALG_TYPES, ref=_lstsq_ref,
+                       torch_name="torch.linalg.lstsq", tolerances=SINGLE_TOL, gradcheck_wrapper=_lstsq_wrapper,
+                       error_inputs=errors((lambda t, e: SampleInput(t(4, 3), (t(4, 2),), {"driver": "xx"}),
+                                            RuntimeError, "parameter `driver` should be one of"))))
