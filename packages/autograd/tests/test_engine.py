@@ -350,10 +350,11 @@ class TestGrad:
         )
         np.testing.assert_allclose(_np(g), [2.0 + 6.0, 2.0 + 12.0])
 
-    def test_is_grads_batched_is_not_implemented(self):
-        x = _leaf([1.0])
-        with pytest.raises(NotImplementedError, match="vmap"):
-            ember.autograd.grad(x * 2, x, ember.ones(1, 1, dtype=ember.float64), is_grads_batched=True)
+    def test_is_grads_batched_gives_one_gradient_per_row(self):
+        x = _leaf([1.0, 2.0, 3.0])
+        rows = ember.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0]], dtype=ember.float64)
+        (g,) = ember.autograd.grad(x * x, x, rows, is_grads_batched=True)  # rows of the Jacobian diag(2x)
+        np.testing.assert_allclose(_np(g), [[2.0, 0.0, 0.0], [0.0, 8.0, 0.0]])
 
 
 # ---------------------------------------------------------------- higher order

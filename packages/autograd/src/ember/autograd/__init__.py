@@ -136,10 +136,13 @@ def grad(
 
     Raises:
         RuntimeError: as :func:`backward`, or an input was not used and ``allow_unused`` is False.
-        NotImplementedError: for ``is_grads_batched=True`` (needs ember.func's vmap).
+
+    With ``is_grads_batched=True``, each of ``grad_outputs`` has a leading batch dim and the backward
+    pass runs once for all of them, vectorised by :func:`ember.func.vmap` (rows of a Jacobian).
     """
     if is_grads_batched:
-        raise NotImplementedError("grad(is_grads_batched=True) needs vmap, which ember.func does not provide yet")
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     if allow_unused is None:
         allow_unused = materialize_grads
     if materialize_grads and not allow_unused:
@@ -165,6 +168,25 @@ def grad(
         result = tuple(ember.zeros_like(i) if g is None else g for g, i in zip(result, inputs))
     del single
     return result
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """``grad`` once per row of the batched ``grad_outputs``, in one vmapped backward pass."""
+    from ember.func import vmap
+
+    if grad_outputs is None:
+        raise RuntimeError("grad(is_grads_batched=True) needs grad_outputs with a leading batch dim")
+    rows = _as_tuple(grad_outputs)
+    sizes = {g.shape[0] for g in rows if isinstance(g, Tensor)}
+    if len(sizes) != 1:
+        raise RuntimeError(f"grad(is_grads_batched=True): the grad_outputs' batch sizes differ: {sorted(sizes)}")
+    in_dims = tuple(0 if isinstance(g, Tensor) else None for g in rows)
+
+    def one(*gos):
+        return grad(outputs, inputs, gos, retain_graph=True, create_graph=create_graph, allow_unused=allow_unused,
+                    materialize_grads=materialize_grads)
+
+    return vmap(one, in_dims=in_dims)(*rows)
 
 
 # ---------------------------------------------------------------- Tensor hooks
