@@ -105,10 +105,15 @@ class Categorical(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        value = value.long().unsqueeze(-1)
-        value, log_pmf = ember.broadcast_tensors(value, self.logits)
-        value = value[..., :1]
-        return log_pmf.gather(-1, value).squeeze(-1)
+        # One flat look-up: the index of (batch element, category) in the flattened logits. Broadcasting the
+        # logits to the values' shape instead would touch K times as many elements.
+        value = value.long()
+        shape = ember.broadcast_shapes(value.shape, self._batch_shape)
+        logits = self.logits.reshape(-1)
+        if len(self._batch_shape):
+            rows = ember.arange(self._batch_shape.numel(), device=value.device).reshape(self._batch_shape)
+            value = value + rows * self._num_events
+        return logits[value.expand(shape)]
 
     def entropy(self):
         min_real = ember.finfo(self.logits.dtype).min

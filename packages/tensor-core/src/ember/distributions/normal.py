@@ -74,7 +74,10 @@ class Normal(ExponentialFamily):
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
         with ember.no_grad():
-            return ember.normal(self.loc.expand(shape), self.scale.expand(shape))
+            # loc + scale * z: the distribution of ember.normal(loc, scale) without first broadcasting both
+            # parameters to the sample's shape
+            eps = _standard_normal(shape, dtype=self.loc.dtype, device=self.loc.device)
+            return eps.mul_(self.scale).add_(self.loc)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
