@@ -122,8 +122,8 @@ def batch_label(batch_shape, flat_index):
     return f"(Batch element {flat_index}): " if len(batch_shape) else ""
 
 
-def raise_for_info(fn, info, batch_shape, describe):
-    """Raise :class:`LinAlgError` for the first nonzero entry of ``info`` (an array of LAPACK codes).
+def raise_for_info(fn, info, batch_shape, describe, error=LinAlgError):
+    """Raise ``error`` (:class:`LinAlgError`) for the first nonzero entry of ``info`` (an array of LAPACK codes).
 
     ``describe(code)`` words the failure of one matrix (PyTorch's text, without the batch prefix).
     """
@@ -131,7 +131,7 @@ def raise_for_info(fn, info, batch_shape, describe):
     bad = np.flatnonzero(flat)
     if bad.size:
         k = int(bad[0])
-        raise LinAlgError(f"{fn}: {batch_label(batch_shape, k)}{describe(int(flat[k]))}")
+        raise error(f"{fn}: {batch_label(batch_shape, k)}{describe(int(flat[k]))}")
 
 
 def lapack_info(routine, a, **kwargs):

@@ -341,7 +341,7 @@ def _lu_factor_cpu(A, *, pivot=True):
     raise_for_info("torch.linalg.lu_factor", info, (),
                    lambda code: f"U[{code},{code}] is zero and using it on lu_solve would result in a division by "
                                 "zero. If you still want to perform the factorization, consider calling "
-                                "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+                                "linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)", error=RuntimeError)
     return LU, pivots
 
 
