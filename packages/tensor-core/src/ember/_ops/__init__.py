@@ -3,7 +3,7 @@
 See :mod:`ember._ops._registry` for what an entry holds and
 :mod:`ember._ops._dispatch` for how calls reach kernels. The op modules are
 imported here explicitly, in dependency order, and each one's ops are recorded
-in :data:`OPS_BY_MODULE` (the API reference has one page per op module).
+in :data:`OPS_BY_MODULE` (the API reference has a section per op module).
 """
 
 import importlib
