@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 import ember
+from ember._ops._dispatch import state as _dispatch_state
 from ember._ops._registry import Op, registry
 from ember._tensor import Tensor
 from ember.utils._pytree import tree_map
@@ -156,39 +157,49 @@ def _param_positions(op, names):
 # the entry point
 
 
-_rule_depth = 0
-
-
-def in_rule():
-    """Whether a batching rule is running (its calls on inner tensors are not the user's)."""
-    return _rule_depth > 0
-
-
-def _max_level(values):
+def _max_level(args, kwargs):
+    """The highest vmap level among the arguments (batched tensors at the top or inside lists and tuples)."""
     level = 0
-    for v in _leaves(values):
-        if isinstance(v, BatchedTensor) and v._level > level:
-            level = v._level
+    for group in (args, kwargs.values()):
+        for v in group:
+            t = type(v)
+            if t is BatchedTensor:
+                if v._level > level:
+                    level = v._level
+            elif t is list or t is tuple:
+                for w in v:
+                    if type(w) is BatchedTensor and w._level > level:
+                        level = w._level
     return level
 
 
 def batch_call(func, args, kwargs):
     """Run one call of ``func`` that meets batched tensors (``BatchedTensor.__ember_function__``)."""
-    level = _max_level((args, kwargs))
+    level = _max_level(args, kwargs)
     info = level_info(level)
     if not isinstance(func, Op):  # a Python function routed here (operator.getitem with a batched index)
         return _loop(func, getattr(func, "__name__", repr(func)), level, info.size, args, kwargs)
     out = kwargs.pop("out", None)
-    global _rule_depth
-    _rule_depth += 1  # the randomness mode lets the rules' own random calls through (see in_rule)
+    # The calls a rule makes on inner tensors are not the user's: vmap's randomness modes must not see them
+    # (and skipping them spares every inner call a trip through the mode).
+    modes = _dispatch_state.modes
+    saved = None
+    if modes and any(getattr(m, "vmap_randomness", False) for m in modes):
+        saved = modes[:]
+        modes[:] = [m for m in saved if not getattr(m, "vmap_randomness", False)]
     try:
         if "random" in func.tags:
             result = random_call(func, info, args, kwargs)
         else:
-            args, kwargs = func.normalize(args, kwargs)
-            result = _run(func, level, info.size, args, kwargs)
+            rule = RULES.get(func)
+            if rule is _pointwise:  # needs no normalised arguments: spare the signature binding
+                result = rule(func, level, info.size, args, kwargs)
+            else:
+                args, kwargs = func.normalize(args, kwargs)
+                result = _run(func, level, info.size, args, kwargs)
     finally:
-        _rule_depth -= 1
+        if saved is not None:
+            modes[:] = saved
     if out is not None:
         out.copy_(result)
         return out
@@ -254,16 +265,23 @@ def _stack(results, level, name):
 
 def _pointwise(op, level, size, args, kwargs):
     """Broadcasting ops: batch dim first, the batched operands padded so logical dims align on the right."""
-    ndim = max((v.ndim for v in _leaves((args, kwargs)) if isinstance(v, Tensor)), default=0)
+    ndim = 0
+    for v in args:
+        if isinstance(v, Tensor) and v._data.ndim > ndim:
+            ndim = v._data.ndim
+    for v in kwargs.values():
+        if isinstance(v, Tensor) and v._data.ndim > ndim:
+            ndim = v._data.ndim
 
     def prepare(v):
-        if isinstance(v, BatchedTensor) and v._level == level:
-            inner, _ = _front(v, level)
+        if type(v) is BatchedTensor and v._level == level:
+            inner = v._inner if v._bdim == 0 else v._inner.movedim(v._bdim, 0)
             return _pad_after_batch(inner, ndim - (inner.ndim - 1))
         return v
 
     args = [prepare(a) for a in args]
-    kwargs = {k: prepare(v) for k, v in kwargs.items()}
+    if kwargs:
+        kwargs = {k: prepare(v) for k, v in kwargs.items()}
     return _wrap_out(op(*args, **kwargs), level)
 
 

@@ -183,16 +183,18 @@ def _chunked(func, leaves, dims, spec, size, out_dims, randomness, chunk_size, k
 class _RandomnessMode(DispatchMode):
     """Applies a vmap level's ``randomness`` to random ops that meet no batched tensor (``ember.randn(3)``).
 
-    Random ops on batched tensors reach the batching rules instead (``random_call``). Calls that the
-    rules themselves make on inner tensors pass through.
+    Random ops on batched tensors reach the batching rules instead (``random_call``). The calls that the
+    rules themselves make on inner tensors never reach it (``batch_call`` takes it off the stack).
     """
+
+    vmap_randomness = True  # batch_call takes these modes off the stack while a batching rule runs
 
     def __init__(self, level):
         self.level = level
 
     def __ember_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if "random" not in func.tags or func.category != "prim" or _batching_rules.in_rule():
+        if "random" not in func.tags or func.category != "prim":
             return func(*args, **kwargs)
         randomness = self.level.randomness
         if randomness == "same":
