@@ -271,8 +271,12 @@ def _stft_ops(input, window, n_fft, hop_length, win_length, half, pad_mode, norm
 
     F = ember.nn.functional
     batch, length = (1, input.shape[0]) if input.dim() == 1 else tuple(input.shape)
-    x = input.reshape(batch, 1, length)
-    if half:
+    x = input.unsqueeze(-2) if input.dim() == 2 else input.unsqueeze(0).unsqueeze(0)  # (B, 1, L)
+    if half and pad_mode in _GATHERED_PADS and half < length:
+        # one gather whose backward is one index_add: several times cheaper than F.pad's reflect backward
+        positions = _padded_positions(length, half, pad_mode)
+        x = x.index_select(-1, ember.tensor(positions, device=input.device))
+    elif half:
         x = F.pad(x, (half, half), mode=pad_mode)
     full = _full_window(window, n_fft, win_length, input)
     if x.is_complex() or full.is_complex():
@@ -281,9 +285,24 @@ def _stft_ops(input, window, n_fft, hop_length, win_length, half, pad_mode, norm
     else:
         # im2col's columns are the frames, (B, n_fft, n_frames); its backward is fold (one overlap-add kernel),
         # several times cheaper than the backward of a strided unfold view
-        frames = F.unfold(x.unsqueeze(2), (1, n_fft), stride=(1, hop_length)) * full.reshape(n_fft, 1)
+        frames = F.unfold(x.unsqueeze(2), (1, n_fft), stride=(1, hop_length)) * full.unsqueeze(1)
         spectrum = _fft_r2c(frames, (1,), norm, onesided)
     return spectrum.squeeze(0) if input.dim() == 1 else spectrum
+
+
+_GATHERED_PADS = ("reflect", "replicate", "circular")
+
+
+def _padded_positions(length, half, mode):
+    """The source index of each sample of a signal of ``length`` padded by ``half`` (< length) on both ends."""
+    inner = np.arange(length)
+    if mode == "reflect":
+        left, right = np.arange(half, 0, -1), np.arange(length - 2, length - 2 - half, -1)
+    elif mode == "replicate":
+        left, right = np.zeros(half, np.int64), np.full(half, length - 1)
+    else:  # circular
+        left, right = np.arange(length - half, length), np.arange(half)
+    return np.concatenate((left, inner, right)).astype(np.int64)
 
 
 def _pad_last(data, half, mode):

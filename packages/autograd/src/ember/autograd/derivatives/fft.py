@@ -22,6 +22,7 @@ and gradgradcheck in float64/complex128 check them (``tests/test_fft_grad.py``).
 from __future__ import annotations
 
 import ember
+from ember._ops import _dispatch
 from ember._ops.fft import DUAL_NORM, TRANSFORMS
 
 from .._table import derivative, through_decomposition
@@ -31,16 +32,30 @@ def _wrapped(dims, ndim):
     return tuple(d % ndim for d in dims)
 
 
+#: Weight vectors already built, by (n, bins, doubled, dtype, device): constants that backward passes of
+#: the same sizes share (about a third of a short transform's backward went into rebuilding them).
+_WEIGHTS = {}
+_WEIGHTS_KEPT = 64
+
+
 def _bin_weights(n, bins, doubled, like, dim, ndim):
     """A real tensor broadcasting along ``dim`` of a tensor of ``ndim`` dims: ``doubled`` on the bins
     ``1 <= k < n - k`` of ``bins``, 1 elsewhere."""
-    paired = (n - 1) // 2  # bins 1 .. paired stand for two (k and n - k)
     dtype = like.dtype.to_real() if like.is_complex() else like.dtype
-    parts = [ember.ones(1, dtype=dtype, device=like.device),
-             ember.full((paired,), doubled, dtype=dtype, device=like.device),
-             ember.ones(bins - 1 - paired, dtype=dtype, device=like.device)]
-    weights = ember.cat(parts)
-    return weights.reshape((bins,) + (1,) * (ndim - 1 - dim))
+    key = (n, bins, doubled, dtype, like.device)
+    weights = _WEIGHTS.get(key)
+    if weights is None:
+        paired = (n - 1) // 2  # bins 1 .. paired stand for two (k and n - k)
+        parts = [ember.ones(1, dtype=dtype, device=like.device),
+                 ember.full((paired,), doubled, dtype=dtype, device=like.device),
+                 ember.ones(bins - 1 - paired, dtype=dtype, device=like.device)]
+        weights = ember.cat(parts)
+        # only real tensors are kept: under a dispatch mode (fake tensors, tracing) they are rebuilt each time
+        if type(weights) is ember.Tensor and not _dispatch.state.modes and like.device.type != "meta":
+            if len(_WEIGHTS) >= _WEIGHTS_KEPT:
+                _WEIGHTS.clear()
+            _WEIGHTS[key] = weights
+    return weights.reshape((bins,) + (1,) * (ndim - 1 - dim)) if dim != ndim - 1 else weights
 
 
 def _c2c_grad(grad, dim, norm, forward):
