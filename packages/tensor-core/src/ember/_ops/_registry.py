@@ -225,7 +225,7 @@ class Op:
             if f"'{type(value).__name__}' object has no attribute" in message:
                 raise self._not_tensor(name, position, value) from None
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):  # positional-only: an op may name an argument "self"
         return _dispatch.dispatch(self, args, kwargs)
 
     def register_kernel(self, device_type, kernel=None):

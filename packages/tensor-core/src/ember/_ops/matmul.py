@@ -185,6 +185,20 @@ def _matmul_cpu(input, other):
 matmul = defop("matmul", _matmul_meta, cpu=_matmul_cpu, category=PRIM, has_out=True)
 
 
+# mm/bmm/mv/dot compute as matmul; each kernel keeps its op's parameter names, which keyword calls
+# (ember.mm(a, mat2=b)) pass through
+def _mm_cpu(input, mat2):
+    return _matmul_cpu(input, mat2)
+
+
+def _mv_cpu(input, vec):
+    return _matmul_cpu(input, vec)
+
+
+def _dot_cpu(input, tensor):
+    return _matmul_cpu(input, tensor)
+
+
 # -- mm, bmm, mv, dot, vdot, inner, outer ---------------------------------------------------
 
 
@@ -224,7 +238,7 @@ def _mm_decomp(input, mat2):
     return matmul(input, mat2)
 
 
-mm = defop("mm", _mm_meta, cpu=_matmul_cpu, category=COMPOSITE, decomposition=_mm_decomp, has_out=True)
+mm = defop("mm", _mm_meta, cpu=_mm_cpu, category=COMPOSITE, decomposition=_mm_decomp, has_out=True)
 
 
 def _bmm_meta(input, mat2):
@@ -267,7 +281,7 @@ def _bmm_decomp(input, mat2):
     return matmul(input, mat2)
 
 
-bmm = defop("bmm", _bmm_meta, cpu=_matmul_cpu, category=COMPOSITE, decomposition=_bmm_decomp, has_out=True)
+bmm = defop("bmm", _bmm_meta, cpu=_mm_cpu, category=COMPOSITE, decomposition=_bmm_decomp, has_out=True)
 
 
 def _mv_meta(input, vec):
@@ -305,7 +319,7 @@ def _mv_decomp(input, vec):
     return matmul(input, vec)
 
 
-mv = defop("mv", _mv_meta, cpu=_matmul_cpu, category=COMPOSITE, decomposition=_mv_decomp, has_out=True)
+mv = defop("mv", _mv_meta, cpu=_mv_cpu, category=COMPOSITE, decomposition=_mv_decomp, has_out=True)
 
 
 def _dot_meta(input, tensor):
@@ -338,7 +352,7 @@ def _dot_decomp(input, tensor):
     return matmul(input, tensor)
 
 
-dot = defop("dot", _dot_meta, cpu=_matmul_cpu, category=COMPOSITE, decomposition=_dot_decomp, has_out=True)
+dot = defop("dot", _dot_meta, cpu=_dot_cpu, category=COMPOSITE, decomposition=_dot_decomp, has_out=True)
 
 
 def _vdot_meta(input, other):
