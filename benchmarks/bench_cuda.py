@@ -20,6 +20,7 @@ time, not the time to queue the work. The rows:
   (8192, 8192) float32;
 * ``cuda_training_mlp_adam_b128`` / ``cuda_training_cnn_adam_b64``: the training steps of
   ``bench_training.py`` (same models, weights and batches) moved to the GPU;
+* ``cuda_amp_mlp_f16_train_step_b128``: ``bench_amp.py``'s autocast step with GradScaler, float16;
 * ``cuda_training_transformer_adamw``: a training step of
   ``nn.TransformerEncoderLayer(768, 12, 3072)`` (dropout 0.1, as default) on a batch of
   32 sequences of 512, AdamW.
@@ -327,6 +328,14 @@ def _setup_transformer():
     return _transformer_step(ember, layer, x, ember.cuda.synchronize), torch_step
 
 
+def _setup_amp_mlp():
+    """bench_amp's autocast MLP step with GradScaler, on the GPU in float16 (autocast's cuda default)."""
+    _ember_cuda()
+    from bench_amp import amp_step_pair
+
+    return amp_step_pair("cuda", _torch_cuda(), sync=lambda lib: lib.cuda.synchronize())
+
+
 # --------------------------------------------------------------------------- the rows
 
 _GPU = {"device": "cuda", "threads": 1}
@@ -385,6 +394,12 @@ WORKLOADS = [
         work=2 * 4 * _ROWS * _ROWS,
         unit="GB/s",
         description="layer_norm over the last dim of a (8192, 8192) float32 tensor, with weight and bias",
+        **_GPU,
+    ),
+    Workload(
+        "cuda_amp_mlp_f16_train_step_b128",
+        _setup_amp_mlp,
+        description="bench_amp's autocast SGD step with GradScaler (MLP 784-512-512-10, batch 128), float16 on the GPU",
         **_GPU,
     ),
     Workload(
