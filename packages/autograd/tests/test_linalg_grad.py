@@ -67,6 +67,15 @@ def test_det_gradient_mixed_batch_singular_and_regular(device):
     assert gradcheck(ember.linalg.det, (A,))
 
 
+def test_det_gradient_when_the_batch_size_equals_the_matrix_size():
+    """A (n, n, n) batch: an identity of shape (n, n) would be read as n vectors by solve's vector rule."""
+    a = np.eye(3) + 0.1 * _random((3, 3, 3))
+    A = _leaf(a)
+    (grad,) = ember.autograd.grad(ember.linalg.det(A).sum(), A)
+    for i in range(3):
+        np.testing.assert_allclose(grad[i].numpy(), _adjugate(a[i]).T, atol=1e-12)
+
+
 @pytest.mark.parametrize("complex_", [False, True], ids=["real", "complex"])
 def test_det_second_derivative(complex_):
     A = _leaf(_random((2, 3, 3), complex_))

@@ -22,6 +22,7 @@ level, where PyTorch keeps its own aliases (``ember.det``, ``ember.inverse``).
 from __future__ import annotations
 
 import collections
+import functools
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from ._registry import PRIM, defop
 __all__ = [
     "LinAlgError", "FLOAT_TYPES", "linalg_op", "return_type", "check_float", "check_matrix", "check_square",
     "check_same_dtype", "real_dtype", "batch_label", "raise_for_info", "lapack_info", "scipy_linalg", "eye_like",
-    "finite_info",
+    "finite_info", "prefers_lapack_loop", "lapack_each",
 ]
 
 
@@ -174,3 +175,35 @@ def scipy_linalg(xp):
 def eye_like(xp, n, dtype, batch=()):
     """An ``n x n`` identity broadcast to ``batch`` (read-only view)."""
     return xp.broadcast_to(xp.eye(n, dtype=dtype), (*batch, n, n))
+
+
+_SINGLE = frozenset(np.dtype(t) for t in (np.float32, np.complex64))
+
+
+def prefers_lapack_loop(a, small_batch=4):
+    """Whether to call LAPACK once per matrix through ``scipy.linalg.lapack`` rather than numpy's batched
+    gufunc: numpy computes float32/complex64 in double precision (twice the time, then a cast back) and
+    copies each matrix to Fortran order first, which costs more than a Python loop over a few matrices."""
+    if type(a) is not np.ndarray or a.size == 0:
+        return False
+    count = a.size // (a.shape[-1] * a.shape[-2])
+    return a.dtype in _SINGLE or count <= small_batch
+
+
+@functools.cache
+def lapack_routine(routine, dtype):
+    """scipy's wrapper of LAPACK ``routine`` (``"potrf"``) for ``dtype`` (looked up once per pair)."""
+    from scipy.linalg import lapack
+
+    return lapack.get_lapack_funcs(routine, dtype=dtype)
+
+
+def lapack_each(routine, a, transposed=False, **kwargs):
+    """``routine`` (a LAPACK name without its type prefix, ``"potrf"``) on each matrix of ``a``: the list of
+    its per-matrix result tuples, in the batch's row-major order. ``transposed`` hands LAPACK each matrix's
+    transpose, a Fortran-ordered view of a C-ordered matrix (no copy to Fortran order)."""
+    fn = lapack_routine(routine, a.dtype)
+    mats = a.reshape(-1, *a.shape[-2:])
+    if transposed:
+        return [fn(m.T, **kwargs) for m in mats]
+    return [fn(m, **kwargs) for m in mats]

@@ -19,7 +19,9 @@ from ._linalg_common import (
     check_float,
     check_matrix,
     check_square,
+    lapack_each,
     linalg_op,
+    prefers_lapack_loop,
     real_dtype,
     return_type,
 )
@@ -107,6 +109,17 @@ def svd_arrays(a, full_matrices=False, compute_uv=True):
         U = xp.broadcast_to(xp.eye(u[-2], u[-1], dtype=a.dtype), u).copy()
         Vh = xp.broadcast_to(xp.eye(v[-2], v[-1], dtype=a.dtype), v).copy()
         return U, S, Vh
+    if prefers_lapack_loop(a, small_batch=8):  # gesdd per matrix, at the input's precision
+        results = lapack_each("gesdd", a, compute_uv=int(compute_uv), full_matrices=int(full_matrices))
+        if any(r[-1] > 0 for r in results):
+            raise _no_convergence("linalg.svd", "gesdd did not converge")
+        u_shape, s_shape, v_shape = _svd_shapes(a.shape, full_matrices)
+        S = np.stack([r[1] for r in results]).reshape(s_shape).astype(real_dtype(a.dtype), copy=False)
+        if not compute_uv:
+            return S
+        U = np.stack([r[0] for r in results]).reshape(u_shape)
+        Vh = np.stack([r[2] for r in results]).reshape(v_shape)
+        return U.astype(a.dtype, copy=False), S, Vh.astype(a.dtype, copy=False)
     try:
         if not compute_uv:
             return xp.linalg.svd(a, compute_uv=False).astype(real_dtype(a.dtype), copy=False)
@@ -197,6 +210,16 @@ def eigh_arrays(a, UPLO="L", compute_v=True):
     if a.size == 0:
         w = xp.zeros(a.shape[:-1], real_dtype(a.dtype))
         return (w, xp.zeros(a.shape, a.dtype)) if compute_v else w
+    if prefers_lapack_loop(a, small_batch=0):  # syevd/heevd per matrix, at the input's precision
+        results = lapack_each("heevd" if a.dtype.kind == "c" else "syevd", a, compute_v=int(compute_v),
+                              lower=int(UPLO == "L"))
+        if any(r[-1] > 0 for r in results):
+            raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix is "
+                              "ill-conditioned or has too many repeated eigenvalues.")
+        w = np.stack([r[0] for r in results]).reshape(a.shape[:-1]).astype(real_dtype(a.dtype), copy=False)
+        if not compute_v:
+            return w
+        return w, np.stack([r[1] for r in results]).reshape(a.shape).astype(a.dtype, copy=False)
     try:
         if not compute_v:
             return xp.linalg.eigvalsh(a, UPLO=UPLO).astype(real_dtype(a.dtype), copy=False)

@@ -24,8 +24,10 @@ from ._linalg_common import (
     check_matrix,
     check_square,
     finite_info,
+    lapack_each,
     lapack_info,
     linalg_op,
+    prefers_lapack_loop,
     raise_for_info,
     return_type,
     scipy_linalg,
@@ -51,8 +53,21 @@ def cholesky_arrays(a, upper=False):
     batch = a.shape[:-2]
     if a.size == 0:
         return xp.zeros(a.shape, a.dtype), xp.zeros(batch, _INFO)
-    # numpy and CuPy read the lower triangle; keep it Hermitian so numpy's checks see what LAPACK would
-    if xp is not np:
+    if prefers_lapack_loop(a):
+        # potrf per matrix, at the input's precision. The upper factor U of A^T (a Fortran view of the
+        # C-ordered A: no copy) is L^T, so L = U^T comes back C-ordered, also without a copy.
+        results = lapack_each("potrf", a, transposed=True, lower=0, clean=1)
+        if len(results) == 1:
+            L = results[0][0].T.reshape(a.shape)
+        else:
+            L = np.stack([r[0].T for r in results]).reshape(a.shape)
+        info = np.array([max(r[1], 0) for r in results], _INFO).reshape(batch)
+        if info.any():
+            L = np.where((info != 0)[..., None, None], np.nan, L).astype(a.dtype, copy=False)
+        if upper:
+            L = np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2)))
+        return L, info
+    if xp is not np:  # (numpy and CuPy read the lower triangle, as potrf does)
         L = xp.linalg.cholesky(a)
         info = finite_info(L)
     else:

@@ -2,8 +2,10 @@
 
 ``d det(A) = tr(adj(A) dA)``, so the gradient of ``A`` is ``grad * adj(A)^H``
 (PyTorch's conjugate-Wirtinger convention). Where ``A`` is well conditioned,
-``adj(A)^H = conj(det) * A^{-H}``, one solve. At a singular or nearly singular
-matrix that product is 0 * inf: there the adjugate comes from the SVD
+``adj(A)^H = conj(det) * A^{-H}``, one solve. At a singular matrix that product
+is 0 * inf, and near one it loses ``cond(A) * eps`` of relative accuracy: where a
+condition estimate from that same inverse passes ``1/sqrt(eps)`` (or a pivot is
+zero) the adjugate comes from the SVD
 ``A = U diag(s) V^H``, ``adj(A) = det(U) det(V^H) V diag(prod_{j != i} s_j) U^H``,
 which stays finite and exact at any rank (PyTorch once returned wrong values
 there: its issue 104675). ``slogdet``'s gradient is ``A^{-H}`` times the
@@ -29,13 +31,14 @@ def _inverse_h_times(A, g):
     return ember.linalg.solve(mH(A), g.unsqueeze(-1).unsqueeze(-1) * _eye_like(A))
 
 
-def _ill_conditioned(A, det):
-    """Which matrices of ``A`` the solve would lose: ``|det|`` tiny next to the product of the column norms
-    (Hadamard's bound), a scale-free test of near-singularity."""
+def _losing_precision(A, inverse_h, info):
+    """Which matrices the inverse cannot serve: singular (a zero pivot) or so ill-conditioned that
+    ``det * A^{-1}`` keeps fewer than half the digits (a 1-norm condition estimate above ``1/sqrt(eps)``;
+    the error of ``det * A^{-1}`` relative to the adjugate grows like ``cond(A) * eps``)."""
     with ember.no_grad():
-        columns = ember.linalg.vector_norm(A, dim=-2).prod(-1)
-        tol = 1e-10 if A.dtype in (ember.float64, ember.complex128) else 1e-4
-        return (det.abs() <= tol * columns) | (columns == 0)
+        eps = 1.1e-16 if A.dtype in (ember.float64, ember.complex128) else 6e-8
+        cond = ember.linalg.matrix_norm(A, 1) * ember.linalg.matrix_norm(inverse_h, float("inf"))
+        return (info != 0) | ~ember.isfinite(cond) | (cond > eps**-0.5)
 
 
 def adjugate_h(A):
@@ -51,20 +54,21 @@ def adjugate_h(A):
 
 
 def det_backward(grad, A, result):
-    """Gradient of ``A`` in ``det(A)``: ``grad * adj(A)^H``."""
+    """Gradient of ``A`` in ``det(A)``: ``grad * adj(A)^H``, as ``grad * conj(det) * A^{-H}`` (one LU solve)
+    where that is accurate, through the SVD where ``A`` is singular or nearly so."""
     if A.shape[-1] == 0:
         return ember.zeros_like(A)
-    g = grad * conj(result)
-    singular = _ill_conditioned(A, result)
-    if not bool(singular.any()):
-        return _inverse_h_times(A, g)
+    # the identity expanded to A's batch: a bare (n, n) identity would read as a batch of vectors when A's
+    # batch shape is (n,) (PyTorch's vector rule)
+    inverse_h, info = ember.linalg.solve_ex(mH(A), _eye_like(A).expand(A.shape))
+    through_inverse = (grad * conj(result)).unsqueeze(-1).unsqueeze(-1) * inverse_h
+    bad = _losing_precision(A, inverse_h, info)
+    if not bool(bad.any()):
+        return through_inverse
     through_svd = grad.unsqueeze(-1).unsqueeze(-1) * adjugate_h(A)
-    if bool(singular.all()):
+    if bool(bad.all()):
         return through_svd
-    # solve only the well-conditioned matrices (the others are replaced by the identity there)
-    mask = singular.unsqueeze(-1).unsqueeze(-1)
-    safe = ember.where(mask, _eye_like(A), A)
-    return ember.where(mask, through_svd, _inverse_h_times(safe, g))
+    return ember.where(bad.unsqueeze(-1).unsqueeze(-1), through_svd, through_inverse)
 
 
 def _slogdet_backward(grads, results, A):
