@@ -13,7 +13,6 @@ import numpy as np
 
 from ..._ops._nn_common import _F32, _HALF_TYPES
 from ..._ops._spatial import _F64, _lift3
-from .. import _bf16
 
 __all__ = []
 
@@ -437,9 +436,15 @@ def _fast_conv_backward(xp, gy, x, w, stride, padding, dilation, mask):
 _DIRECT_GEMM = True
 
 
+_gemm_module = None  # ember.cuda._bf16 once imported (an import statement costs every call a look-up)
+
+
 def _fast_gemm(xp, a, b):
     """``a @ b`` of 2-D arrays for the fast path: one direct cuBLAS call on CuPy float32/float64 operands."""
+    global _gemm_module
     if _DIRECT_GEMM and getattr(xp, "__name__", "") == "cupy" and a.ndim == b.ndim == 2 and a.dtype == b.dtype:
-        if a.dtype in _bf16.FLOAT_GEMM_DTYPES and max(a.shape + b.shape) < 2**31:  # cuBLAS' 32-bit sizes
-            return _bf16.product_2d(a, b)
+        if _gemm_module is None:
+            from .. import _bf16 as _gemm_module  # (it loads ml_dtypes, which import ember leaves out: first use)
+        if a.dtype in _gemm_module.FLOAT_GEMM_DTYPES and max(a.shape + b.shape) < 2**31:  # cuBLAS' 32-bit sizes
+            return _gemm_module.product_2d(a, b)
     return xp.matmul(a, b)
