@@ -403,7 +403,8 @@ def kernels():
 
 
 def register():
-    """Install the kernels above as the CUDA kernels of the convolution, im2col and fold ops (idempotent)."""
+    """Install the kernels above as the CUDA kernels of the convolution, im2col and fold ops (once: a second
+    registration of an op's kernel raises; ember.cuda.kernels.register guards it)."""
     for name, kernel in kernels().items():
         registry[name].register_kernel("cuda", kernel)
     # _convolution_plan does every check of the meta function: the dispatcher may skip the meta call on cuda
