@@ -90,6 +90,11 @@ CASES = {
     ),
     "Pareto": ({"scale": _pos(3), "alpha": _pos(3)}, lambda M, p: M.Pareto(p["scale"], p["alpha"])),
     "Weibull": ({"scale": _pos(3), "k": _pos(3)}, lambda M, p: M.Weibull(p["scale"], p["k"])),
+    "ContinuousBernoulli": (
+        {"probs": np.array([0.1, 0.4995, 0.5004, 0.8, 0.3])},
+        lambda M, p: M.ContinuousBernoulli(probs=p["probs"]),
+    ),
+    "ContinuousBernoulli_logits": ({"logits": _real(2, 3)}, lambda M, p: M.ContinuousBernoulli(logits=p["logits"])),
     "Kumaraswamy": ({"a": _pos(3), "b": _pos(3)}, lambda M, p: M.Kumaraswamy(p["a"], p["b"])),
     "InverseGamma": ({"a": _pos(3) + 2, "b": _pos(3)}, lambda M, p: M.InverseGamma(p["a"], p["b"])),
     "FisherSnedecor": ({"d1": _pos(3) + 2, "d2": _pos(3) + 4}, lambda M, p: M.FisherSnedecor(p["d1"], p["d2"])),
@@ -253,6 +258,7 @@ KL_PAIRS = [
     ("OneHotCategorical", "OneHotCategorical"), ("Binomial", "Binomial"), ("Independent", "Independent"),
     ("MultivariateNormal", "MultivariateNormal"), ("LowRankMultivariateNormal", "LowRankMultivariateNormal"),
     ("LowRankMultivariateNormal", "MultivariateNormal"), ("Chi2", "Chi2"),
+    ("ContinuousBernoulli", "ContinuousBernoulli"),
 ]  # fmt: skip
 
 

@@ -26,6 +26,7 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .chi2 import Chi2
 from .constraint_registry import biject_to, transform_to
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -61,7 +62,8 @@ from .uniform import Uniform
 from .weibull import Weibull
 
 __all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "Dirichlet", "Distribution",
+    "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
+    "Distribution",
     "ExpRelaxedCategorical", "Exponential", "ExponentialFamily", "FisherSnedecor", "InverseGamma", "Kumaraswamy",
     "Gamma", "Geometric", "Gumbel", "HalfCauchy",
     "HalfNormal", "Independent", "Laplace", "LogNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",

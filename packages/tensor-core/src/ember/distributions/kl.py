@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from functools import total_ordering
 
 import ember
 
@@ -79,49 +78,32 @@ def register_kl(type_p, type_q):
     return decorator
 
 
-@total_ordering
-class _Match:
-    """A registered pair's distances in the two MROs, ordered for picking the most specific."""
-
-    __slots__ = ["types"]
-
-    def __init__(self, *types):
-        self.types = types
-
-    def __eq__(self, other):
-        return self.types == other.types
-
-    def __le__(self, other):
-        for x, y in zip(self.types, other.types):
-            if not issubclass(x, y):
-                return False
-            if x is not y:
-                break
-        return True
-
-
 def _dispatch_kl(type_p, type_q):
-    """The most specific registered implementation for ``(type_p, type_q)`` (NotImplemented if none)."""
-    matches = [
-        (super_p, super_q)
+    """The most specific registered implementation for ``(type_p, type_q)`` (NotImplemented if none).
+
+    Each registered pair that applies is ranked by how far up each argument's MRO its types sit. The pair
+    closest for ``p`` (ties broken by ``q``) should also be the closest for ``q`` (ties broken by ``p``);
+    when they differ neither is more specific, and the first is used with a warning.
+    """
+    mro_p, mro_q = type_p.__mro__, type_q.__mro__
+    ranked = [
+        (mro_p.index(super_p), mro_q.index(super_q), super_p, super_q)
         for super_p, super_q in _KL_REGISTRY
         if issubclass(type_p, super_p) and issubclass(type_q, super_q)
     ]
-    if not matches:
+    if not ranked:
         return NotImplemented
-    # The most specific match by p first and by q first: two different answers are ambiguous.
-    left_p, left_q = min(_Match(*m) for m in matches).types
-    right_q, right_p = min(_Match(*reversed(m)) for m in matches).types
-    left_fun = _KL_REGISTRY[left_p, left_q]
-    right_fun = _KL_REGISTRY[right_p, right_q]
-    if left_fun is not right_fun:
+    by_p = min(ranked, key=lambda r: (r[0], r[1]))
+    by_q = min(ranked, key=lambda r: (r[1], r[0]))
+    chosen = _KL_REGISTRY[by_p[2], by_p[3]]
+    if chosen is not _KL_REGISTRY[by_q[2], by_q[3]]:
         warnings.warn(
             f"Ambiguous kl_divergence({type_p.__name__}, {type_q.__name__}). "
-            f"Please register_kl({left_p.__name__}, {right_q.__name__})",
+            f"Please register_kl({by_p[2].__name__}, {by_q[3].__name__})",
             RuntimeWarning,
             stacklevel=3,
         )
-    return left_fun
+    return chosen
 
 
 def _infinite_like(tensor):
