@@ -191,6 +191,26 @@ def test_custom_fwd_and_bwd():
     assert seen["bwd"] is False and x.grad.dtype is ember.bfloat16
 
 
+def test_policy_tables_name_registered_ops_and_read_dtype_arguments():
+    from ember._autocast import _dtype_given
+    from ember._autocast_policy import AUTOCAST_OPS, POLICIES, policy_of
+    from ember._ops import registry
+
+    assert sorted(n for n in AUTOCAST_OPS if n not in registry) == []
+    assert POLICIES["cuda"]["softmax"] == "float32_unless_dtype" and "softmax" not in POLICIES["cpu"]
+    assert policy_of("binary_cross_entropy", "cuda", (), {}) == "banned"
+    assert policy_of("binary_cross_entropy", "cpu", (), {}) == "float32"
+    assert policy_of("pad", "cpu", (None, (1, 1), "reflect"), {}) == "float32"
+    assert policy_of("pad", "cpu", (None, (1, 1, 1, 1, 1, 1), "reflect"), {}) is None  # reflection_pad3d
+    assert policy_of("pad", "cpu", (None, (1, 1), "constant"), {}) is None
+    softmax, total = registry["softmax"], registry["sum"]
+    x = ember.ones(2)
+    assert _dtype_given(softmax, (x, 0, 3, ember.float16), {})
+    assert not _dtype_given(softmax, (x, 0, 3, None), {})
+    assert _dtype_given(total, (x, None, False), {"dtype": ember.float16})
+    assert not _dtype_given(total, (x, None, False), {"dtype": None})
+
+
 # ---- GradScaler ----------------------------------------------------------------------------------
 
 

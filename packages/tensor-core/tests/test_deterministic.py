@@ -123,3 +123,30 @@ def test_cuda_atomic_ops_raise(name):
     with pytest.warns(UserWarning, match="deterministic"):
         calls[name]()
     assert np.isnan(ember.empty(2, device="cuda").cpu().numpy()).all()
+
+
+def test_a_device_without_its_own_kernel_is_checked_through_the_backend_fallback(monkeypatch):
+    # cuda runs most prims through its backend's generic kernel (the CPU kernel on CuPy arrays): the guard
+    # must wrap that one too. A stand-in backend hands out a fallback for a device type with no kernel.
+    op = ember._ops.registry["cumsum"]
+    calls = []
+
+    class Backend:
+        def fallback_kernel(self, op_):
+            return lambda *args, **kwargs: calls.append(op_.name) or "ran"
+
+    monkeypatch.setattr(_deterministic, "get_backend", lambda device_type: Backend())
+    try:
+        _deterministic.mark_nondeterministic("cumsum", "fakedev")
+        assert op.kernels.get("fakedev") is None  # mode off: nothing
+        ember.use_deterministic_algorithms(True, warn_only=True)
+        kernel = op.kernels.get("fakedev")
+        with pytest.warns(UserWarning, match="cumsum on fakedev"):
+            assert kernel(ember.ones(2), 0) == "ran"
+        assert calls == ["cumsum"] and op.checked_kernels.get("fakedev") is None
+        # composites and views without a kernel run their decomposition / strided view instead: no fallback
+        _deterministic.mark_nondeterministic("index_add_", "fakedev")
+        assert ember._ops.registry["index_add_"].kernels.get("fakedev") is None
+    finally:
+        _deterministic.unmark_nondeterministic("cumsum", "fakedev")
+        _deterministic.unmark_nondeterministic("index_add_", "fakedev")

@@ -277,8 +277,11 @@ def _dtype_given(func, args, kwargs):
 
 @functools.cache
 def _dtype_position(func):
-    for index, name in enumerate(func.signature.parameters):
-        if name == "dtype":
+    """Where a normalised call holds ``dtype`` positionally (None: keyword-only, or no such parameter)."""
+    for index, parameter in enumerate(func.signature.parameters.values()):
+        if parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+            return None
+        if parameter.name == "dtype":
             return index
     return None
 

@@ -29,6 +29,7 @@ import warnings
 
 import numpy as np
 
+from ._device import get_backend
 from ._meta import MetaArray
 from ._ops._registry import registry
 from .utils import deterministic as _user_flags
@@ -141,14 +142,28 @@ class _GuardedKernels(dict):
 
     def get(self, device_type, default=None):
         kernel = dict.get(self, device_type, default)
-        if kernel is None or not _state.enabled:
+        if not _state.enabled:
             return kernel
-        name = self.op.name
-        if name in _FILLING:
-            return None if self.checked else functools.partial(_filled, kernel)
-        if device_type not in NONDETERMINISTIC.get(name, ()):
+        op = self.op
+        if op.name in _FILLING:
+            return None if self.checked or kernel is None else functools.partial(_filled, kernel)
+        if device_type not in NONDETERMINISTIC.get(op.name, ()):
             return kernel
-        return None if self.checked else functools.partial(_checked, self.op, device_type, kernel)
+        if self.checked:
+            return None
+        if kernel is None:
+            kernel = _fallback(op, device_type)
+            if kernel is None:
+                return None
+        return functools.partial(_checked, op, device_type, kernel)
+
+
+def _fallback(op, device_type):
+    """The kernel ``run_backend`` runs for ``op`` on a device type it registered none for: the backend's
+    generic one (cuda runs the CPU kernel on CuPy arrays), unless a decomposition or view runs instead."""
+    if op.decomposition is not None or op.kind == "view":
+        return None
+    return get_backend(device_type).fallback_kernel(op)
 
 
 def _checked(op, device_type, kernel, *args, **kwargs):
