@@ -45,7 +45,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import _HookDict, _add_hook
 from .variable import Variable
 
-from . import forward_ad, functional  # noqa: E402,I001 - as torch.autograd.forward_ad / .functional
+from . import forward_ad, functional, profiler  # noqa: E402,I001 - as torch.autograd.forward_ad / .functional / .profiler
 
 __all__ = [
     "backward",

@@ -45,6 +45,10 @@ class _ThreadState(threading.local):
 
 _thread_state = _ThreadState()
 
+#: Set by ember.profiler while it records (``ember.autograd.profiler`` installs it): ``node_observer(node)``
+#: opens the span of a backward node and returns the callable that closes it. Read once per backward.
+node_observer = None
+
 
 def is_checkpoint_valid():
     """Whether a backward running now (in this thread) accumulates into every leaf.
@@ -205,7 +209,8 @@ class _GraphTask:
                 heapq.heappush(ready, (-node._seq, next(tie), node))
         pop, push = heapq.heappop, heapq.heappush
         anomaly = _anomaly._state
-        plain = capture_at is None and not anomaly.enabled
+        observer = node_observer  # the profiler's, while it records: nodes then take the general branch
+        plain = capture_at is None and not anomaly.enabled and observer is None
         release = not self.retain_graph
         quiet = self.quiet
         node = None
@@ -237,10 +242,13 @@ class _GraphTask:
             else:
                 if grads is None:
                     grads = [None] * node._num_outputs
+                close = observer(node) if observer is not None else None
                 if quiet:  # hooks are the user's code (and the node's kernels then quiet themselves)
                     out = as_user(self._run_node, node, grads, capture_at)
                 else:
                     out = self._run_node(node, grads, capture_at)
+                if close is not None:
+                    close()
             became_ready = None  # the last child made ready here, and its gradients (not in buffers)
             ready_grads = None
             for (child, nr), g in zip(node.next_functions, out):

@@ -4,7 +4,7 @@ Layers, in order (docs/internals.rst, "The dispatcher")::
 
     op(*args, **kwargs)
       1. __ember_function__ overrides   (Tensor subclasses, FX proxies)
-      2. dispatch modes                 (ember.utils._python_dispatch)
+      2. dispatch modes                 (ember.utils._python_dispatch; an autocast region pushes one)
       3. autograd                       (registered by ember-autograd)
       4. backend: meta checks, then the kernel of the device type,
          or the decomposition of a composite op without one
@@ -46,6 +46,10 @@ binary plan            two tensors of one dtype, or a        the op's general me
 in-place direct        ``make_inplace``'s ``_INTO``:         the functional kernel, then a copy
 kernel                 float32/float64 ``self``, operands    (``tests/test_inplace_direct.py``)
                        of its dtype or real numbers
+profiler hook          a profiler recording: it is a mode    the same call below the modes
+(:func:`_run_mode`)    on ``state.modes``, so no fast path   (:func:`run_below_modes`), timed; nothing
+                       checks anything more when none        when not profiling (``tests/profiler``
+                       records                               counts that no call reaches it)
 =====================  ====================================  ===========================================
 
 numpy's floating-point error state: :func:`run_backend` runs every kernel under
@@ -360,7 +364,16 @@ def run_below_overrides(op, args, kwargs, scan=None):
 
 
 def _run_mode(op, args, kwargs, modes):
-    """Hand the call to the innermost mode, which runs with itself popped off the stack."""
+    """Hand the call to the innermost mode, which runs with itself popped off the stack.
+
+    The profiler (:mod:`ember.profiler`) records through this layer: while it records, it sits on the
+    mode stack, so calls reach it through the one check of ``state.modes`` every path already makes, and
+    costs nothing otherwise. Its ``__ember_record__(op, args, kwargs)`` takes the call as given (not
+    normalised) and stays on the stack, so the ops a composite op runs are recorded too.
+    """
+    record = getattr(modes[-1], "__ember_record__", None)
+    if record is not None:
+        return record(op, args, kwargs)
     mode = modes.pop()
     try:
         nargs, nkwargs = op.normalize(args, kwargs)
