@@ -132,6 +132,28 @@ def test_cache_casts_each_weight_once():
         assert len(casts) == 4  # the cache empties when the outermost region closes
 
 
+def test_cache_is_not_filled_under_no_grad():
+    w = _x(4, 4, requires_grad=True)
+    a = _x(2, 4)
+    with ember.autocast("cpu"):
+        with ember.no_grad():
+            ember.mm(a, w)
+        y = ember.mm(a, w)  # must cast again, with an edge to w
+    y.float().sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.repeat(a.bfloat16().float().numpy().sum(0)[:, None], 4, 1),
+                               rtol=1e-2)
+
+
+def test_grad_scaler_does_not_grow_past_float32():
+    w = ember.nn.Parameter(ember.ones(1))
+    opt = ember.optim.SGD([w], lr=0.0)
+    scaler = ember.amp.GradScaler("cpu", init_scale=3e38, growth_interval=1)
+    scaler.scale(w.sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    assert scaler.get_scale() == np.float32(3e38)
+
+
 def test_make_fx_records_the_casts():
     from ember.fx.experimental.proxy_tensor import make_fx
 

@@ -21,6 +21,7 @@ import warnings
 
 from . import _dtype
 from ._autocast_policy import AUTOCAST_OPS, policy_of
+from ._ops._dispatch import state as _dispatch_state
 from ._tensor import Tensor
 from .utils._python_dispatch import DispatchMode
 
@@ -105,15 +106,13 @@ def _sync_mode():
     The mode is popped only when it is the innermost one: a region is left in the order it was entered,
     so a mode pushed inside it (make_fx's, say) has been popped already.
     """
-    from ._ops._dispatch import state as dispatch_state
-
     wanted = any(_state.enabled.values())
     mode = _state.mode
     if wanted and mode is None:
         mode = _state.mode = AutocastMode()
-        dispatch_state.modes.append(mode)
+        _dispatch_state.modes.append(mode)
     elif not wanted and mode is not None:
-        modes = dispatch_state.modes
+        modes = _dispatch_state.modes
         if modes and modes[-1] is mode:
             modes.pop()
         elif mode in modes:
@@ -237,8 +236,11 @@ def _cast(value, device_type, to_dtype):
     if isinstance(value, Tensor):
         if not _eligible(value, device_type) or value.dtype is to_dtype:
             return value
+        # only with grad mode on: a copy cast under no_grad has no edge to the weight, and reusing it
+        # later in the region would lose the weight's gradient
         if _state.cache_enabled and to_dtype is not _dtype.float32 and value.dtype is _dtype.float32 and \
-                value._requires_grad and value._grad_fn is None and value._base is None:
+                value._requires_grad and value._grad_fn is None and value._base is None and \
+                _dispatch_state.grad_enabled:
             return _cached_cast(value, to_dtype)
         return value.to(to_dtype)
     if type(value) is list or type(value) is tuple:

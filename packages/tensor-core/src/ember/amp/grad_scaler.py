@@ -15,6 +15,8 @@ import warnings
 
 __all__ = ["GradScaler", "OptState"]
 
+_FLOAT32_MAX = 3.4028234663852886e38
+
 
 class OptState(enum.Enum):
     """Where an optimizer is in the scaler's cycle since the last :meth:`GradScaler.update`."""
@@ -226,7 +228,9 @@ class GradScaler:
             else:
                 tracker = int(self._growth_tracker.item()) + 1
                 if tracker == self._growth_interval:
-                    self._scale.mul_(self._growth_factor)
+                    grown = float(self._scale.item()) * self._growth_factor
+                    if grown <= _FLOAT32_MAX:  # a scale that would overflow float32 stays where it is
+                        self._scale.mul_(self._growth_factor)
                     tracker = 0
                 self._growth_tracker.fill_(tracker)
         self._per_optimizer.clear()
