@@ -1,13 +1,14 @@
 """Autocast: run chosen ops in lower precision inside a region (PyTorch's ``torch.autocast``).
 
-Where it sits in dispatch (docs/internals.rst, "Autocast"): an enabled region pushes one dispatch mode
-(:class:`AutocastMode`), so every op call reaches it after ``__ember_function__`` overrides and before
-autograd. The mode casts the call's inputs with ordinary ``_to_copy`` calls and runs the op one layer
-down. Because the casts are op calls below the mode, autograd records them (the gradient of a float32
-parameter comes back float32) and a tracing mode outside it (``make_fx``, the compiler) records them
-too. A composite op's decomposition runs below the mode, so its inner ops are not cast again, as
-PyTorch's autocast sits above composite implicit decompositions. Outside any region no mode is pushed:
-the plain dispatch path pays nothing.
+Where it sits in dispatch (docs/internals.rst, "Autocast, the default device and deterministic
+mode"): an enabled region pushes one dispatch mode (:class:`AutocastMode`), so every op call reaches it
+after ``__ember_function__`` overrides and before autograd. The mode casts the call's inputs with
+ordinary ``_to_copy`` op calls (what ``Tensor.to`` runs) and runs the op one layer down. Because the
+casts are op calls below the mode, autograd records them (the gradient of a float32 parameter comes
+back float32) and a tracing mode outside it (``make_fx``, the compiler) records them too. A composite
+op's decomposition runs below the mode, so its inner ops are not cast again, as PyTorch's autocast
+sits above composite implicit decompositions. Outside any region no mode is pushed: the plain
+dispatch path pays nothing.
 
 The state is per thread, as in PyTorch: per device type whether autocast is enabled and its dtype, and
 the weight-cast cache of the current outermost region.
@@ -22,6 +23,7 @@ import warnings
 from . import _dtype
 from ._autocast_policy import AUTOCAST_OPS, policy_of
 from ._ops._dispatch import state as _dispatch_state
+from ._ops._registry import registry as _registry
 from ._tensor import Tensor
 from .utils._python_dispatch import DispatchMode
 
@@ -227,6 +229,9 @@ def _call_device_type(values, found=None):
     return found
 
 
+_to_copy = _registry["_to_copy"]  # what Tensor.to(dtype) runs, without its argument parsing
+
+
 def _eligible(t, device_type):
     return isinstance(t, Tensor) and t._device.type == device_type and t.dtype.is_floating_point and \
         t.dtype is not _dtype.float64
@@ -242,7 +247,7 @@ def _cast(value, device_type, to_dtype):
                 value._requires_grad and value._grad_fn is None and value._base is None and \
                 _dispatch_state.grad_enabled:
             return _cached_cast(value, to_dtype)
-        return value.to(to_dtype)
+        return _to_copy(value, dtype=to_dtype)
     if type(value) is list or type(value) is tuple:
         return type(value)(_cast(v, device_type, to_dtype) for v in value)
     return value
@@ -253,7 +258,7 @@ def _cached_cast(weight, to_dtype):
     entry = _state.cache.get(id(weight))
     if entry is not None and entry[0] is weight and entry[1] is to_dtype:
         return entry[2]
-    copy = weight.to(to_dtype)
+    copy = _to_copy(weight, dtype=to_dtype)
     _state.cache[id(weight)] = (weight, to_dtype, copy)  # the weight is kept so its id stays its own
     return copy
 
