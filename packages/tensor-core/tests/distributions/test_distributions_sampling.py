@@ -46,6 +46,7 @@ def _moment_cases():
         "Categorical": lambda: D.OneHotCategorical(probs=_t([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])),
         "Multinomial": lambda: D.Multinomial(7, probs=_t([[0.1, 0.2, 0.7], [0.5, 0.25, 0.25]])),
         "MultivariateNormal": lambda: D.MultivariateNormal(_t([1.0, -1.0]), _t([[2.0, 0.5], [0.5, 1.0]])),
+        "Wishart": lambda: D.Wishart(_t([4.5, 7.0]), covariance_matrix=_t([[[2.0, 0.3], [0.3, 1.0]], [[1.0, 0.0], [0.0, 3.0]]])),
         "LowRankMultivariateNormal": lambda: D.LowRankMultivariateNormal(_t([1.0, -1.0, 0.0]), _t([[1.0], [0.5], [-1.0]]), _t([0.5, 1.0, 2.0])),
         "MixtureSameFamily": lambda: D.MixtureSameFamily(D.Categorical(_t([0.3, 0.7])), D.Normal(_t([-2.0, 3.0]), _t([1.0, 0.5]))),
     }  # fmt: skip
@@ -194,9 +195,17 @@ def test_dirichlet_rsample_gradient_is_unbiased():
             lambda: D.MultivariateNormal(_t([0.0, 1.0]), _t([[1.0, 0.3], [0.3, 2.0]])),
             lambda: D.LowRankMultivariateNormal(_t([1.0, 0.0]), _t([[1.0], [0.5]]), _t([0.5, 1.0])),
         ),
+        (
+            lambda: D.Wishart(_t([4.5, 6.0]), covariance_matrix=_t([[[2.0, 0.3], [0.3, 1.0]], [[1.0, 0.0], [0.0, 3.0]]])),
+            lambda: D.Wishart(_t([5.5, 4.0]), covariance_matrix=_t([[[1.0, -0.2], [-0.2, 2.0]], [[2.0, 0.5], [0.5, 1.0]]])),
+        ),
+        (
+            lambda: D.ContinuousBernoulli(_t([0.2, 0.5, 0.9])),
+            lambda: D.ContinuousBernoulli(_t([0.6, 0.3, 0.4])),
+        ),
     ],
     ids=["Normal-Normal", "Gamma-Gamma", "Beta-Normal", "Laplace-Normal", "Exponential-Gumbel", "Dirichlet-Dirichlet",
-         "Poisson-Poisson", "MVN-LowRankMVN"],  # fmt: skip
+         "Poisson-Poisson", "MVN-LowRankMVN", "Wishart-Wishart", "ContinuousBernoulli"],  # fmt: skip
 )
 def test_kl_against_monte_carlo(pair):
     p, q = pair[0](), pair[1]()
@@ -204,7 +213,7 @@ def test_kl_against_monte_carlo(pair):
     x = p.sample((100_000,))
     ratio = (p.log_prob(x) - q.log_prob(x)).numpy()
     estimate, se = ratio.mean(0), ratio.std(0) / np.sqrt(len(ratio))
-    np.testing.assert_array_less(np.abs(D.kl_divergence(p, q).numpy() - estimate), 5 * se + 1e-9)
+    np.testing.assert_array_less(np.abs(D.kl_divergence(p, q).detach().numpy() - estimate), 5 * se + 1e-9)
 
 
 @pytest.mark.cuda

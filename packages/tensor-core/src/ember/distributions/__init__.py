@@ -60,6 +60,7 @@ from .transforms import *  # noqa: F403
 from .transforms import __all__ as _transforms_all
 from .uniform import Uniform
 from .weibull import Weibull
+from .wishart import Wishart
 
 __all__ = [
     "Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2", "ContinuousBernoulli", "Dirichlet",
@@ -70,6 +71,6 @@ __all__ = [
     "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints", "kl_divergence",
-    "register_kl", "transform_to", "transforms",
+    "register_kl", "transform_to", "transforms", "Wishart",
 ]  # fmt: skip
 __all__.extend(_transforms_all)
