@@ -42,7 +42,7 @@ _FAST_SOURCE = r"""
 //
 // Each kernel takes its scalars (sizes, strides, paddings, flags: what its launch plan fixes) as ONE struct
 // passed by value: CuPy converts every launch argument on the host (0.3-0.5 us each), so one struct costs
-// what one scalar does. Every field is an I, in the order of nn_conv._FAST_FIELDS (the host packs the
+// what one scalar does. Every field is an I, in the order of conv_fast._FAST_FIELDS (the host packs the
 // values as consecutive I words: no padding, offsets k * sizeof(I)); the kernels copy them into locals
 // and compute as with separate arguments.
 
