@@ -102,3 +102,19 @@ def test_istft_gradcheck():
 
     assert gradcheck(inverse, (spectrum, w))
     assert gradgradcheck(inverse, (spectrum, w))
+
+
+@pytest.mark.parametrize("pad_mode", ["reflect", "replicate", "circular", "constant"])
+@pytest.mark.parametrize("length, n_fft, hop, pad", [(40, 16, 4, 8), (37, 10, 3, 5), (30, 12, 5, 0), (25, 8, 7, 4)])
+def test_stft_frame_prims_are_each_others_adjoint(pad_mode, length, n_fft, hop, pad):
+    fft = ember._ops.fft
+    x = _input((2, length), ember.float64)
+    assert gradcheck(lambda t: fft._stft_frames(t, n_fft, hop, pad, pad_mode), (x,))
+    assert gradgradcheck(lambda t: fft._stft_frames(t, n_fft, hop, pad, pad_mode), (x,))
+    frames = fft._stft_frames(x.detach(), n_fft, hop, pad, pad_mode)
+    g = _input(tuple(frames.shape), ember.complex128)
+    assert gradcheck(lambda t: fft._stft_frames_backward(t, length, hop, pad, pad_mode), (g,))
+    # <frames(x), g> == <x, frames_backward(g)>: the adjoint identity, exactly
+    lhs = (frames * g.detach()).sum()
+    rhs = (x.detach() * fft._stft_frames_backward(g.detach(), length, hop, pad, pad_mode)).sum()
+    assert abs(complex(lhs.item()) - complex(rhs.item())) < 1e-9

@@ -163,6 +163,21 @@ def test_fused_cpu_path_equals_the_op_path(kwargs, dtype):
     assert_close(fused, recorded.detach(), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("pad_mode", ["reflect", "replicate", "circular", "constant"])
+def test_frame_prim_matches_numpy(pad_mode):
+    x = RNG.standard_normal((2, 50))
+    frames = ember._ops.fft._stft_frames(ember.tensor(x), 16, 6, 8, pad_mode)
+    padded = np.pad(x, [(0, 0), (8, 8)], mode={"reflect": "reflect", "constant": "constant", "replicate": "edge",
+                                               "circular": "wrap"}[pad_mode])
+    expected = np.stack([padded[:, t * 6: t * 6 + 16] for t in range(1 + (66 - 16) // 6)], axis=1)
+    assert_close(frames, expected)
+    meta = ember._ops.fft._stft_frames(ember.empty(2, 50, device="meta"), 16, 6, 8, pad_mode)
+    assert meta.shape == frames.shape
+    with pytest.raises(RuntimeError, match="pad_mode must be one of"):
+        ember._ops.fft._stft_frames(ember.tensor(x), 16, 6, 8, "bad")
+    assert ember.stft(ember.ones(100, device="meta"), 16, return_complex=True).shape == (9, 26)
+
+
 def test_stft_errors():
     x = ember.ones(100)
     with pytest.raises(RuntimeError, match="requires the return_complex parameter"):

@@ -1,9 +1,10 @@
 """Short-time Fourier transforms and PyTorch's legacy window functions.
 
-``ember.stft``/``ember.istft`` (and the Tensor methods) are written in ember ops: padding, a strided
-``unfold`` of frames, a window product and one FFT prim (``_fft_r2c``, ``_fft_c2c`` or ``_fft_c2r``
-of :mod:`ember._ops.fft`); the inverse overlap-adds its frames with ``fold``. So they run on every
-device and are differentiable through the ops' derivatives.
+``ember.stft``/``ember.istft`` (and the Tensor methods) are written in ember ops: the padded frames
+(the prim ``_stft_frames``), a window product and one FFT prim (``_fft_r2c``, ``_fft_c2c`` or
+``_fft_c2r`` of :mod:`ember._ops.fft`); the inverse overlap-adds its frames with ``fold``. So they run
+on every device and are differentiable through the ops' derivatives. Without autograd recording,
+``stft`` on the CPU computes the same values in one numpy pass.
 
 The windows ``hann_window``, ``hamming_window``, ``blackman_window``, ``bartlett_window`` and
 ``kaiser_window`` take PyTorch's ``periodic`` flag (default ``True``: the first ``N`` points of the
@@ -264,45 +265,22 @@ def _fused_cpu_call(x, window, half, pad_mode):
 
 
 def _stft_ops(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided):
-    """``stft`` in ember ops, which autograd records: ``(B?, n_freqs, n_frames)``."""
-    import ember
+    """``stft`` in ember ops, which autograd records: ``(B?, n_freqs, n_frames)``.
 
-    from ._ops.fft import _fft_c2c, _fft_r2c
+    Three ops: the padded frames (``_stft_frames``, whose derivative is one overlap-add kernel), the
+    window product and one FFT prim.
+    """
+    from ._ops.fft import _fft_c2c, _fft_r2c, _stft_frames
 
-    F = ember.nn.functional
-    batch, length = (1, input.shape[0]) if input.dim() == 1 else tuple(input.shape)
-    x = input.unsqueeze(-2) if input.dim() == 2 else input.unsqueeze(0).unsqueeze(0)  # (B, 1, L)
-    if half and pad_mode in _GATHERED_PADS and half < length:
-        # one gather whose backward is one index_add: several times cheaper than F.pad's reflect backward
-        positions = _padded_positions(length, half, pad_mode)
-        x = x.index_select(-1, ember.tensor(positions, device=input.device))
-    elif half:
-        x = F.pad(x, (half, half), mode=pad_mode)
-    full = _full_window(window, n_fft, win_length, input)
-    if x.is_complex() or full.is_complex():
-        frames = x.squeeze(1).unfold(-1, n_fft, hop_length) * full  # (B, n_frames, n_fft), a view times the window
-        spectrum = _fft_c2c(frames, (-1,), norm, True).transpose(-1, -2)
+    signals = input.unsqueeze(0) if input.dim() == 1 else input
+    frames = _stft_frames(signals, n_fft, hop_length, half, pad_mode)  # (B, n_frames, n_fft)
+    frames = frames * _full_window(window, n_fft, win_length, input)
+    if frames.is_complex():
+        spectrum = _fft_c2c(frames, (-1,), norm, True)
     else:
-        # im2col's columns are the frames, (B, n_fft, n_frames); its backward is fold (one overlap-add kernel),
-        # several times cheaper than the backward of a strided unfold view
-        frames = F.unfold(x.unsqueeze(2), (1, n_fft), stride=(1, hop_length)) * full.unsqueeze(1)
-        spectrum = _fft_r2c(frames, (1,), norm, onesided)
+        spectrum = _fft_r2c(frames, (-1,), norm, onesided)
+    spectrum = spectrum.transpose(-1, -2)
     return spectrum.squeeze(0) if input.dim() == 1 else spectrum
-
-
-_GATHERED_PADS = ("reflect", "replicate", "circular")
-
-
-def _padded_positions(length, half, mode):
-    """The source index of each sample of a signal of ``length`` padded by ``half`` (< length) on both ends."""
-    inner = np.arange(length)
-    if mode == "reflect":
-        left, right = np.arange(half, 0, -1), np.arange(length - 2, length - 2 - half, -1)
-    elif mode == "replicate":
-        left, right = np.zeros(half, np.int64), np.full(half, length - 1)
-    else:  # circular
-        left, right = np.arange(length - half, length), np.arange(half)
-    return np.concatenate((left, inner, right)).astype(np.int64)
 
 
 def _pad_last(data, half, mode):

@@ -344,6 +344,126 @@ _fft_r2c.register_kernel("cuda", _fft_r2c_kernel)
 _fft_c2r.register_kernel("cuda", _fft_c2r_kernel)
 
 
+# -- stft's frames ---------------------------------------------------------------------------------------
+# ``_stft_frames`` pads a batch of signals at both ends and cuts it into overlapping frames in one kernel;
+# ``_stft_frames_backward`` is its adjoint (an overlap-add, then the padding folded back onto the samples
+# it copied). Each is the other's derivative, so stft records three ops (frames, window product, FFT) and
+# its backward runs three, where a pad, an unfold and their backward ops cost several times more.
+
+_FRAME_PADS = ("reflect", "replicate", "circular", "constant")
+
+
+def _check_frames(fn, length, n_fft, hop_length, pad, pad_mode):
+    if pad_mode not in _FRAME_PADS:
+        raise RuntimeError(f"{fn}: pad_mode must be one of {_FRAME_PADS}, got {pad_mode!r}")
+    if pad < 0 or (pad and pad_mode != "constant" and pad >= length) or hop_length < 1:
+        raise RuntimeError(f"{fn}: invalid padding {pad} ({pad_mode}) or hop_length {hop_length} for {length} samples")
+    if not 0 < n_fft <= length + 2 * pad:
+        raise RuntimeError(f"{fn}: expected 0 < n_fft <= {length + 2 * pad}, but got n_fft={n_fft}")
+    return 1 + (length + 2 * pad - n_fft) // hop_length
+
+
+def _stft_frames_meta(input, n_fft, hop_length, pad, pad_mode):
+    """Frames of ``input`` (``(B, L)``) padded by ``pad`` on both ends: ``(B, n_frames, n_fft)``, frame ``t``
+    starting at padded sample ``t * hop_length`` (a prim of ``ember.stft``).
+
+    Raises:
+        RuntimeError: for an unknown ``pad_mode``, a padding the mode cannot make, or ``n_fft`` longer than
+            the padded signal.
+    """
+    _check_tensor("_stft_frames", input)
+    x = input._data
+    if x.ndim != 2:
+        raise RuntimeError(f"_stft_frames expects a (batch, length) tensor, got shape {list(x.shape)}")
+    count = _check_frames("_stft_frames", x.shape[1], n_fft, hop_length, pad, pad_mode)
+    return MetaArray((x.shape[0], count, n_fft), x.dtype)
+
+
+def _stft_frames_backward_meta(frames, length, hop_length, pad, pad_mode):
+    """The adjoint of ``_stft_frames``: ``frames`` (``(B, n_frames, n_fft)``) added at their offsets, the
+    padding folded back onto the samples it copied: ``(B, length)``.
+
+    Raises:
+        RuntimeError: for frames that ``_stft_frames`` of a signal of ``length`` would not give.
+    """
+    _check_tensor("_stft_frames_backward", frames)
+    f = frames._data
+    if f.ndim != 3:
+        raise RuntimeError(f"_stft_frames_backward expects (batch, n_frames, n_fft) frames, got {list(f.shape)}")
+    count = _check_frames("_stft_frames_backward", length, f.shape[2], hop_length, pad, pad_mode)
+    if f.shape[1] != count:
+        raise RuntimeError(f"_stft_frames_backward: {f.shape[1]} frames, but a signal of {length} samples has {count}")
+    return MetaArray((f.shape[0], length), f.dtype)
+
+
+def _xp(x):
+    if type(x) is np.ndarray:
+        return np
+    import cupy
+
+    return cupy
+
+
+def _stft_frames_kernel(input, n_fft, hop_length, pad, pad_mode):
+    x = input._data
+    xp = _xp(x)
+    if pad:
+        if pad_mode == "reflect":
+            left, right = x[:, pad:0:-1], x[:, -2:-pad - 2:-1]
+        elif pad_mode == "replicate":
+            left, right = xp.repeat(x[:, :1], pad, 1), xp.repeat(x[:, -1:], pad, 1)
+        elif pad_mode == "circular":
+            left, right = x[:, -pad:], x[:, :pad]
+        else:
+            left = right = xp.zeros((x.shape[0], pad), x.dtype)
+        x = xp.concatenate((left, x, right), axis=1)
+    else:
+        x = xp.ascontiguousarray(x)
+    count = 1 + (x.shape[1] - n_fft) // hop_length
+    step = x.strides[1]
+    windows = xp.lib.stride_tricks.as_strided(x, (x.shape[0], count, n_fft), (x.strides[0], hop_length * step, step))
+    return xp.ascontiguousarray(windows)
+
+
+def _stft_frames_backward_kernel(frames, length, hop_length, pad, pad_mode):
+    f = frames._data
+    xp = _xp(f)
+    batch, count, n_fft = f.shape
+    blocks = -(-n_fft // hop_length)  # each frame spans this many hop-sized blocks
+    if blocks * hop_length != n_fft:
+        f = xp.concatenate((f, xp.zeros((batch, count, blocks * hop_length - n_fft), f.dtype)), axis=2)
+    f = f.reshape(batch, count, blocks, hop_length)
+    total = xp.zeros((batch, count + blocks - 1, hop_length), f.dtype)
+    for j in range(blocks):  # block j of frame t lands in block t + j of the signal
+        total[:, j:j + count] += f[:, :, j]
+    padded = total.reshape(batch, -1)
+    full = length + 2 * pad
+    if padded.shape[1] >= full:  # the zero tail of the last frame's blocks may reach past the signal
+        padded = padded[:, :full]
+    else:  # the frames stop before the end of the signal
+        padded = xp.concatenate((padded, xp.zeros((batch, full - padded.shape[1]), f.dtype)), axis=1)
+    out = padded[:, pad:pad + length].copy()
+    if pad and pad_mode != "constant":
+        head, tail = padded[:, :pad], padded[:, pad + length:]
+        if pad_mode == "reflect":
+            out[:, 1:pad + 1] += head[:, ::-1]
+            out[:, length - 1 - pad:length - 1] += tail[:, ::-1]
+        elif pad_mode == "replicate":
+            out[:, 0] += head.sum(axis=1)
+            out[:, -1] += tail.sum(axis=1)
+        else:  # circular
+            out[:, length - pad:] += head
+            out[:, :pad] += tail
+    return out
+
+
+_stft_frames = defop("_stft_frames", _stft_frames_meta, cpu=_stft_frames_kernel, tags=("fft",))
+_stft_frames_backward = defop("_stft_frames_backward", _stft_frames_backward_meta, cpu=_stft_frames_backward_kernel,
+                              tags=("fft",))
+_stft_frames.register_kernel("cuda", _stft_frames_kernel)
+_stft_frames_backward.register_kernel("cuda", _stft_frames_backward_kernel)
+
+
 # -- the public transforms -----------------------------------------------------------------------------
 
 

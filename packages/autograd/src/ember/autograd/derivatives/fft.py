@@ -81,6 +81,11 @@ def _c2r_grad(grad, dim, norm, last_dim_size):
     return spectrum * _bin_weights(last_dim_size, bins, 2.0, grad, dims[-1], ndim)
 
 
+# stft's framing prims are linear and each other's adjoint
+derivative("_stft_frames", input=lambda grad, input, hop_length, pad, pad_mode: ember._ops.fft._stft_frames_backward(
+    grad, input.shape[1], hop_length, pad, pad_mode))
+derivative("_stft_frames_backward", frames=lambda grad, frames, hop_length, pad, pad_mode: ember._ops.fft._stft_frames(
+    grad, frames.shape[2], hop_length, pad, pad_mode))
 derivative("_fft_c2c", input=_c2c_grad)
 derivative("_fft_r2c", input=_r2c_grad)
 derivative("_fft_c2r", input=_c2r_grad)
