@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.stats as st
+from scipy.special import i0e as sp_i0e
+from scipy.special import i1e as sp_i1e
 
 import ember
 import ember.distributions as D
@@ -169,6 +171,20 @@ def test_categorical_and_one_hot():
     o = D.OneHotCategorical(probs=_t(probs))
     _check(o.log_prob(_t(np.eye(5)[idx])), expected, rtol=1e-10)
     _check(o.variance, probs * (1 - probs))
+
+
+def test_von_mises_against_scipy():
+    locs, kappas = np.array([0.5, -2.0, 3.0, 0.0]), np.array([2.0, 0.01, 50.0, 800.0])
+    d = D.VonMises(_t(locs), _t(kappas))
+    x = RNG.uniform(-3.0, 3.0, (5, 4))
+    _check(d.log_prob(_t(x)), st.vonmises(kappas, loc=locs).logpdf(x), rtol=1e-10)
+    _check(d.variance, 1 - sp_i1e(kappas) / sp_i0e(kappas))
+    ember.manual_seed(0)
+    s = d.sample((20_000,)).numpy()
+    assert s.min() >= -np.pi and s.max() < np.pi
+    for i, (m, k) in enumerate(zip(locs, kappas)):
+        centred = np.mod(s[:, i] - m + np.pi, 2 * np.pi) - np.pi  # scipy's support is centred on loc
+        assert st.kstest(centred, st.vonmises(k).cdf).pvalue > 1e-3
 
 
 def test_mixture_same_family_against_numpy():

@@ -59,6 +59,7 @@ from .transformed_distribution import TransformedDistribution
 from .transforms import *  # noqa: F403
 from .transforms import __all__ as _transforms_all
 from .uniform import Uniform
+from .von_mises import VonMises
 from .weibull import Weibull
 from .wishart import Wishart
 
@@ -71,6 +72,6 @@ __all__ = [
     "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints", "kl_divergence",
-    "register_kl", "transform_to", "transforms", "Wishart",
+    "register_kl", "transform_to", "transforms", "VonMises", "Wishart",
 ]  # fmt: skip
 __all__.extend(_transforms_all)
