@@ -172,6 +172,21 @@ def test_make_fx_records_the_casts():
     np.testing.assert_allclose(gm(x, w).item(), f(x, w).item(), rtol=1e-6)
 
 
+def test_disabled_region_inside_a_mode_entered_in_the_region_keeps_the_stack_order():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def f(x):
+        with ember.autocast("cpu", enabled=False):
+            return x @ x
+
+    x = _x(2, 2)
+    with ember.autocast("cpu"):
+        gm = make_fx(f)(x)  # make_fx's mode is pushed after the autocast mode and must leave first
+        assert (x @ x).dtype is ember.bfloat16
+    assert not active_modes()
+    assert all(getattr(n.target, "name", None) != "_to_copy" for n in gm.graph.nodes)
+
+
 def test_argument_errors_and_disabling_warnings():
     with pytest.raises(ValueError, match="device_type"):
         ember.autocast(0)

@@ -105,8 +105,10 @@ def clear_autocast_cache():
 def _sync_mode():
     """Push the autocast mode while some device type is enabled, pop it when none is.
 
-    The mode is popped only when it is the innermost one: a region is left in the order it was entered,
-    so a mode pushed inside it (make_fx's, say) has been popped already.
+    The mode is popped only when it is the innermost one. A mode pushed after it (``make_fx`` entered
+    inside the region) must leave first, so an ``enabled=False`` region inside that one leaves the
+    autocast mode where it is, passing every call through (no device type is enabled), and the
+    enclosing region finds it there again.
     """
     wanted = any(_state.enabled.values())
     mode = _state.mode
@@ -117,9 +119,9 @@ def _sync_mode():
         modes = _dispatch_state.modes
         if modes and modes[-1] is mode:
             modes.pop()
-        elif mode in modes:
-            modes.remove(mode)
-        _state.mode = None
+            _state.mode = None
+        elif mode not in modes:  # popped by someone else (a mode stack reset): forget it
+            _state.mode = None
 
 
 class autocast:
