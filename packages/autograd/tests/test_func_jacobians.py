@@ -214,3 +214,15 @@ def test_second_order_through_shared_weight_paths():
     hess = jacrev(lambda w: vmap(grad(loss), in_dims=(None, 0))(w, xs).sum(0))(w)
     expected = sum(_numeric_jacobian(lambda t, i=i: grad(loss)(t, xs[i]), w) for i in range(2))
     _close(hess, expected, tol=1e-5)
+
+
+def test_forward_mode_runs_on_dual_tensors():
+    x, v = _f64(4), _f64(4, seed=2)
+    with debug.jvp_fallbacks() as report:
+        jvp(_f, (x,), (v,))
+        jacfwd(_f)(x)
+    assert dict(report) == {}  # every op had a jvp rule: no backward pass ran
+    with debug.jvp_fallbacks() as report:  # reverse mode inside forward mode: the double-vjp identity
+        got = jacfwd(jacrev(_scalar))(x)
+    assert dict(report) == {"forward-over-reverse": 1}
+    _close(got, _numeric_jacobian(lambda t: grad(_scalar)(t), x), tol=1e-5)

@@ -7,7 +7,15 @@ None), plus the op's ``result`` on the primals, and returns the result's tangent
 * **linear** ops (views, shape ops, ``add``, ``cat``, ``sum``, ``where``, indexing, pooling that
   averages, casts): the tangent is the op applied to the tangents (zeros for arguments without one);
 * **bilinear** ops (``mul``, ``matmul``, ``convolution``): the product rule;
-* **elementwise** functions with their derivative written out (``exp``, ``sin``, ``tanh``, ...).
+* **elementwise** functions with their derivative written out (``exp``, ``sin``, ``tanh``, ...);
+* **selections** (``sort``, ``topk``, ``cummax``, max pooling, ``amax``, ``maximum``, ``clamp``):
+  the tangent gathered at the chosen elements (split evenly among ties for ``amax``/``maximum``);
+* **piecewise constant** functions (``floor``, ``sign``, ...): a zero tangent;
+* a few **reductions** and binary functions with their derivatives written out (``var``, the
+  2-norm, ``atan2``, ``lerp``, ``addcmul``, ...).
+
+A rule may return :data:`FALLBACK` for a call it does not cover (complex values, a tangent on an
+argument it treats as constant); that call then takes the double-vjp path.
 
 Ops without a rule (:mod:`ember.autograd.forward_ad`): a composite op runs its decomposition on the
 dual tensors; any other op that has a derivative in :mod:`ember.autograd._table` gets its tangent
@@ -23,7 +31,11 @@ import ember
 from ember._ops._registry import registry
 from ember._tensor import Tensor
 
-__all__ = ["JVP_RULES", "register_jvp"]
+__all__ = ["JVP_RULES", "register_jvp", "FALLBACK"]
+
+#: returned by a rule for a call it does not cover (a complex input, a tangent on a bound): the op's
+#: tangent then comes from the double-vjp identity, counted in :func:`ember.func.debug.jvp_fallbacks`
+FALLBACK = object()
 
 #: op -> jvp rule
 JVP_RULES: dict = {}
@@ -239,6 +251,315 @@ _UNARY = {
 }
 
 
+# ---------------------------------------------------------------------------------------------------
+# rules added for the ops that took the double-vjp path (each costs two backward passes there)
+
+
+def _zero(op, primals, tangents, result):
+    """Piecewise constant functions: the tangent is zero (where it exists)."""
+    first = result[0] if isinstance(result, tuple) else result
+    return ember.zeros_like(first) if _differentiable(first) else None
+
+
+def _real_only(rule):
+    """``rule`` for real inputs; complex ones take the double-vjp path."""
+
+    def wrapped(op, primals, tangents, result):
+        if any(isinstance(v, Tensor) and v.is_complex() for v in primals[0]):
+            return FALLBACK
+        return rule(op, primals, tangents, result)
+
+    return wrapped
+
+
+def _gather_along(op, primals, tangents, result):
+    """``(values, indices)`` results along ``dim`` (sort, topk, cummax, median/mode over a dim)."""
+    args, kwargs = primals
+    t = tangents[0][0]
+    if t is None or not isinstance(result, tuple):
+        return FALLBACK if t is not None else None
+    indices = result[1]
+    dim = {"topk": 2}.get(op.name, 1)
+    dim = args[dim] if len(args) > dim else -1
+    if dim is None:
+        return FALLBACK
+    if t.ndim == 0:
+        return t.clone(), None
+    if indices.ndim < t.ndim:  # a reduction without keepdim
+        out = t.gather(dim, indices.unsqueeze(dim)).squeeze(dim)
+    else:
+        out = t.gather(dim, indices)
+    return out, None
+
+
+def _max_pool_with_indices(op, primals, tangents, result):
+    """Max pooling: the indices count positions in each (N, C) plane of the input."""
+    t = tangents[0][0]
+    out, indices = result
+    spatial = int(op.name.split("max_pool")[1][0])
+    planes = t.flatten(t.ndim - spatial)
+    picked = planes.gather(-1, indices.flatten(indices.ndim - spatial))
+    return picked.reshape(out.shape), None
+
+
+def _reduced_dims(dim, ndim):
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return list(range(ndim))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return sorted(d % max(ndim, 1) for d in dims)
+
+
+def _keep(result, dims, ndim, keepdim):
+    if keepdim or ndim == 0:
+        return result
+    for d in dims:
+        result = result.unsqueeze(d)
+    return result
+
+
+def _amax_amin(op, primals, tangents, result):
+    """The tangent averaged over the elements that attain the extreme (ties split evenly, as the backward does)."""
+    args, _ = primals
+    x, dim, keepdim = args[0], args[1], args[2]
+    t = tangents[0][0]
+    dims = _reduced_dims(dim, x.ndim)
+    mask = (x == _keep(result, dims, x.ndim, keepdim)).to(t.dtype)
+    if x.ndim == 0:
+        return t.clone()
+    return (t * mask).sum(dims, keepdim=keepdim) / mask.sum(dims, keepdim=keepdim)
+
+
+def _maximum_minimum(op, primals, tangents, result):
+    """``maximum``/``fmax`` and friends: the chosen argument's tangent, the mean of both at ties."""
+    x, y = primals[0][0], primals[0][1]
+    tx, ty = tangents[0][0], tangents[0][1]
+    px = (x == result).to(result.dtype) if isinstance(x, Tensor) else None
+    py = (y == result).to(result.dtype) if isinstance(y, Tensor) else None
+    if px is not None and py is not None:
+        share = px + py
+        share = ember.where(share == 0, ember.ones_like(share), share)
+        px, py = px / share, py / share
+    out = ember.zeros_like(result)
+    if tx is not None:
+        out = out + tx * px
+    if ty is not None:
+        out = out + ty * py
+    return out
+
+
+def _clamp(op, primals, tangents, result):
+    args, _ = primals
+    x, lo, hi = args[0], args[1], args[2]
+    if any(t is not None for t in tangents[0][1:3]):
+        return FALLBACK  # a tangent on a bound
+    t = tangents[0][0]
+    inside = ember.ones_like(result, dtype=ember.bool)
+    if lo is not None:
+        inside = inside & (x >= lo)
+    if hi is not None:
+        inside = inside & (x <= hi)
+    return t * inside.to(t.dtype)
+
+
+def _var(op, primals, tangents, result):
+    """``2 * sum((x - mean) * t) / (N - correction)`` over the reduced dims."""
+    args, kwargs = primals
+    x, dim, unbiased, keepdim = args[0], args[1], args[2], args[3]
+    correction = kwargs.get("correction")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dims = _reduced_dims(dim, x.ndim)
+    t = tangents[0][0]
+    if x.ndim == 0:
+        return ember.zeros_like(result)
+    centred = x - x.mean(dims, keepdim=True)
+    n = math.prod(x.shape[d] for d in dims)
+    return (centred * t).sum(dims, keepdim=keepdim) * (2.0 / max(n - correction, 0))
+
+
+def _vector_norm(op, primals, tangents, result):
+    """The 2-norm: ``sum(x * t) / norm`` (zero where the norm is zero); other orders fall back."""
+    args, kwargs = primals
+    x, order, dim, keepdim = args[0], args[1], args[2], args[3]
+    if order != 2 or x.is_complex() or kwargs.get("dtype") is not None:
+        return FALLBACK
+    t = tangents[0][0]
+    dims = _reduced_dims(dim, x.ndim)
+    dot = (x * t).sum(dims, keepdim=keepdim) if x.ndim else x * t
+    safe = ember.where(result == 0, ember.ones_like(result), result)
+    return ember.where(result == 0, ember.zeros_like(result), dot / safe)
+
+
+def _scatter(op, primals, tangents, result):
+    args, kwargs = primals
+    if kwargs.get("reduce") is not None:
+        return FALLBACK
+    x, dim, index, src = args[0], args[1], args[2], args[3]
+    tx = _tangent_or_zero(x, tangents[0][0])
+    if isinstance(src, Tensor):
+        return op(tx, dim, index, _tangent_or_zero(src, tangents[0][3]))
+    return op(tx, dim, index, value=0.0)
+
+
+def _scatter_add(op, primals, tangents, result):
+    args, _ = primals
+    x, dim, index, src = args
+    return op(_tangent_or_zero(x, tangents[0][0]), dim, index, _tangent_or_zero(src, tangents[0][3]))
+
+
+def _block_diag(op, primals, tangents, result):
+    """Linear in every block; blocks without a tangent (integer ones among them) contribute zeros."""
+    blocks = [ember.zeros_like(p, dtype=result.dtype) if t is None else t for p, t in zip(primals[0], tangents[0])]
+    return op(*blocks)
+
+
+def _grid_sample(op, primals, tangents, result):
+    if tangents[0][1] is not None:
+        return FALLBACK  # linear in the input only
+    return _linear_first(op, primals, tangents, result)
+
+
+def _sum_terms(*terms):
+    out = None
+    for term in terms:
+        if term is not None:
+            out = term if out is None else out + term
+    return out
+
+
+def _binary(dx, dy):
+    """Elementwise ``f(x, y)``: ``tx * dx(x, y, r) + ty * dy(x, y, r)`` (real values)."""
+
+    def rule(op, primals, tangents, result):
+        x, y = primals[0][0], primals[0][1]
+        if any(isinstance(v, Tensor) and v.is_complex() for v in (x, y)):
+            return FALLBACK
+        tx, ty = tangents[0][0], tangents[0][1]
+        out = _sum_terms(None if tx is None else tx * dx(x, y, result),
+                         None if ty is None else ty * dy(x, y, result))
+        return None if out is None else out.expand_as(result)
+
+    return rule
+
+
+def _lerp(op, primals, tangents, result):
+    x, end, weight = primals[0]
+    tx, te, tw = tangents[0]
+    out = _sum_terms(tx, None if te is None else te * weight, None if tx is None else -tx * weight,
+                     None if tw is None else tw * (end - x))
+    return out.expand_as(result)
+
+
+def _addc(op, primals, tangents, result):
+    (x, a, b), kwargs = primals
+    (tx, ta, tb), value = tangents[0], kwargs.get("value", 1)
+    if op.name == "addcmul":
+        rest = _sum_terms(None if ta is None else ta * b, None if tb is None else a * tb)
+    else:
+        rest = _sum_terms(None if ta is None else ta / b, None if tb is None else -a * tb / (b * b))
+    out = _sum_terms(tx, None if rest is None else rest * value)
+    return out.expand_as(result)
+
+
+def _polygamma(op, primals, tangents, result):
+    n, x = primals[0][0], primals[0][1]
+    t = tangents[0][1]
+    return None if t is None else t * ember.polygamma(n + 1, x)
+
+
+def _sigmoid_backward(op, primals, tangents, result):
+    g, out = primals[0]
+    tg, tout = tangents[0]
+    return _sum_terms(None if tg is None else tg * out * (1 - out), None if tout is None else g * (1 - 2 * out) * tout)
+
+
+def _tanh_backward(op, primals, tangents, result):
+    g, out = primals[0]
+    tg, tout = tangents[0]
+    return _sum_terms(None if tg is None else tg * (1 - out * out), None if tout is None else -2 * g * out * tout)
+
+
+def _threshold_backward(op, primals, tangents, result):
+    g, x, threshold = primals[0]
+    tg = tangents[0][0]
+    return ember.zeros_like(result) if tg is None else op(tg, x, threshold)
+
+
+def _linalg_inv(op, primals, tangents, result):
+    """``d(A^-1) = -A^-1 dA A^-1``."""
+    inverse = result[0] if isinstance(result, tuple) else result
+    t = -(inverse @ tangents[0][0] @ inverse)
+    return (t, None) if isinstance(result, tuple) else t
+
+
+_SQRT_2PI = math.sqrt(2.0 * math.pi)
+
+_MORE_UNARY = {
+    "acosh": lambda x, r: (x * x - 1).rsqrt(),
+    "asinh": lambda x, r: (x * x + 1).rsqrt(),
+    "atanh": lambda x, r: 1 / (1 - x * x),
+    "deg2rad": lambda x, r: math.pi / 180.0,
+    "rad2deg": lambda x, r: 180.0 / math.pi,
+    "erfc": lambda x, r: -_TWO_OVER_SQRT_PI * (-(x * x)).exp(),
+    "erfinv": lambda x, r: (r * r).exp() / _TWO_OVER_SQRT_PI,
+    "lgamma": lambda x, r: x.digamma(),
+    "digamma": lambda x, r: ember.polygamma(1, x),
+    "frac": lambda x, r: 1.0,
+    "special_ndtr": lambda x, r: (-0.5 * x * x).exp() / _SQRT_2PI,
+    "special_log_ndtr": lambda x, r: (-0.5 * x * x - r).exp() / _SQRT_2PI,
+    "special_ndtri": lambda x, r: (0.5 * r * r).exp() * _SQRT_2PI,
+    "special_erfcx": lambda x, r: 2 * x * r - _TWO_OVER_SQRT_PI,
+    "special_entr": lambda x, r: -(x.log() + 1),
+    "i0": lambda x, r: ember.special.i1(x),
+    "special_i0e": lambda x, r: ember.special.i1e(x) - x.sign() * r,
+    "sinc": lambda x, r: ember.where(x == 0, ember.zeros_like(x), ((math.pi * x).cos() - r) / x),
+    "nan_to_num": lambda x, r: x.isfinite().to(x.dtype),
+}
+
+_BINARY = {
+    "atan2": (lambda x, y, r: y / (x * x + y * y), lambda x, y, r: -x / (x * x + y * y)),
+    "hypot": (lambda x, y, r: x / r, lambda x, y, r: y / r),
+    "copysign": (lambda x, y, r: ember.where(x == 0, ember.zeros_like(r), r / x), lambda x, y, r: 0.0),
+    "fmod": (lambda x, y, r: 1.0, lambda x, y, r: -(x / y).trunc()),
+    "remainder": (lambda x, y, r: 1.0, lambda x, y, r: -(x / y).floor()),
+    "logaddexp": (lambda x, y, r: (x - r).exp(), lambda x, y, r: (y - r).exp()),
+    "logaddexp2": (lambda x, y, r: (x - r).exp2(), lambda x, y, r: (y - r).exp2()),
+}
+
+
+def _fill_more():
+    register_jvp(["ceil", "floor", "round", "trunc", "sign", "floor_divide", "heaviside"], _zero)
+    register_jvp(["abs"], _real_only(_unary(lambda x, r: x.sign())))
+    register_jvp(["angle"], _real_only(_zero))
+    register_jvp(["sort", "topk", "cummax", "cummin", "median", "nanmedian", "mode"], _gather_along)
+    register_jvp([f"{kind}max_pool{d}d_with_indices" for kind in ("", "adaptive_") for d in (1, 2, 3)],
+                 _max_pool_with_indices)
+    register_jvp(["amax", "amin"], _amax_amin)
+    register_jvp(["maximum", "minimum", "fmax", "fmin"], _maximum_minimum)
+    register_jvp(["clamp"], _clamp)
+    register_jvp(["var"], _real_only(_var))
+    register_jvp(["linalg_vector_norm"], _vector_norm)
+    register_jvp(["scatter"], _scatter)
+    register_jvp(["scatter_add"], _scatter_add)
+    # linear composites whose decompositions write into a fresh buffer (an in-place write of a dual
+    # tensor into a plain one, which forward AD refuses)
+    register_jvp(["conj_physical", "diag", "diag_embed", "diagflat"], _linear)
+    register_jvp(["block_diag"], _block_diag)
+    register_jvp(["interpolate", "affine_grid", "_fft_c2c", "_fft_r2c", "_fft_c2r"], _linear_first)
+    register_jvp(["grid_sample"], _grid_sample)
+    register_jvp(["lerp"], _real_only(_lerp))
+    register_jvp(["addcmul", "addcdiv"], _real_only(_addc))
+    register_jvp(["polygamma"], _polygamma)
+    register_jvp(["sigmoid_backward"], _sigmoid_backward)
+    register_jvp(["tanh_backward"], _tanh_backward)
+    register_jvp(["threshold_backward"], _threshold_backward)
+    register_jvp(["linalg_inv", "linalg_inv_ex"], _real_only(_linalg_inv))
+    for name, derivative in _MORE_UNARY.items():
+        register_jvp([name], _real_only(_unary(derivative)))
+    for name, (dx, dy) in _BINARY.items():
+        register_jvp([name], _binary(dx, dy))
+
+
 def _fill_table():
     register_jvp(
         ["view", "reshape", "expand", "permute", "transpose", "select", "slice", "squeeze", "unsqueeze", "diagonal",
@@ -259,6 +580,7 @@ def _fill_table():
     register_jvp(["pow"], _pow)
     for name, derivative in _UNARY.items():
         register_jvp([name], _unary(derivative))
+    _fill_more()
 
 
 _fill_table()

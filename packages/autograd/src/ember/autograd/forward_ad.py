@@ -185,12 +185,15 @@ def _dual_call(func, args, kwargs):
     primals = tree_map(lambda v: _primal_of(v, level), (args, kwargs))
     tangents = tree_map(lambda v: _tangent_of(v, level), (list(args), dict(kwargs)),
                         is_leaf=lambda v: isinstance(v, Tensor))
-    from ._jvp_rules import JVP_RULES
+    from ._jvp_rules import FALLBACK, JVP_RULES
 
     rule = JVP_RULES.get(func)
     if rule is not None:
         result = func(*primals[0], **primals[1])
-        return _attach(result, rule(func, primals, tangents, result), level)
+        tangent = rule(func, primals, tangents, result)
+        if tangent is not FALLBACK:
+            return _attach(result, tangent, level)
+        return _by_double_vjp(func, primals, tangents, level)
     if func.decomposition is not None:
         return func.decomposition(*args, **kwargs)  # its ops reach their own rules
     return _by_double_vjp(func, primals, tangents, level)
@@ -217,6 +220,9 @@ def _by_double_vjp(op, primals, tangents, level):
     flat_t, _ = tree_flatten((targs, tkwargs))
     if op not in DERIVATIVES or all(t is None for t in flat_t):
         return op(*args, **kwargs)  # not differentiable (comparisons, argmax, integer results): no tangent
+    from ember.func import debug
+
+    debug.record_jvp(op.name)
     leaves, spec = tree_flatten((list(args), dict(kwargs)))
     t_leaves, _ = tree_flatten((targs, tkwargs), is_leaf=lambda v: v is None or isinstance(v, Tensor))
     with ember.enable_grad():

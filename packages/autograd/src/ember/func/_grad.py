@@ -56,10 +56,33 @@ def _check_differentiable(leaves, name):
             )
 
 
+class ForwardOverReverse(Exception):
+    """A reverse-mode transform met dual tensors (``jacfwd(jacrev(f))``).
+
+    The graph the backward pass runs on saves the duals' primals, not their tangents, so the backward
+    formulas cannot carry tangents; :func:`ember.func.jvp` and :func:`ember.func.jacfwd` catch this
+    and compute the product by the double-vjp identity instead (counted in :mod:`ember.func.debug`).
+    """
+
+
+def _forward_ad_active():
+    from ember.autograd import forward_ad
+
+    return bool(forward_ad._levels)
+
+
+def _is_dual(t):
+    from ember.autograd.forward_ad import DualTensor
+
+    return isinstance(t, DualTensor)
+
+
 class _Inputs:
     """The inputs of one differentiation, as fresh aliases that require grad (see the module docstring)."""
 
     def __init__(self, leaves):
+        if _forward_ad_active() and any(_is_dual(t) for t in leaves):
+            raise ForwardOverReverse
         self.top = len(active_levels())  # the vmap levels of the inputs; later ones batch the cotangents
         lifted = [lift(t) for t in leaves]
         # differentiable results are needed when something outside tracks the inputs or an outer transform runs

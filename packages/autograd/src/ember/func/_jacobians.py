@@ -4,10 +4,15 @@
 cotangents (rows of the identity) are a batch of :func:`~ember.func.vmap`, and the backward
 formulas run on batched tensors, so each op's backward is one batched call.
 
-Forward-mode products use the *double-vjp* identity: ``g(u) = J^T u`` is linear in ``u``, so the
-vjp of ``g`` with cotangent ``v`` is ``J v``, exactly, for every op autograd can differentiate
-twice. :func:`linearize` builds ``g`` once (a backward pass with ``create_graph``); each
-tangent, or a vmapped batch of them (``jacfwd``), then costs one more backward pass.
+:func:`jvp` and :func:`jacfwd` run the function once on dual tensors (:mod:`ember.autograd.forward_ad`):
+each op computes its value and its tangent by its jvp rule; ``jacfwd`` vmaps over the tangents (the
+columns of the identity), so each op's tangent is one batched call.
+
+:func:`linearize`, and ``jvp``/``jacfwd`` of functions that run a reverse-mode transform on the dual
+tensors (``jacfwd(jacrev(f))``: the backward graph saves primals, not tangents), use the *double-vjp*
+identity: ``g(u) = J^T u`` is linear in ``u``, so the vjp of ``g`` with cotangent ``v`` is ``J v``,
+exactly, for every op autograd can differentiate twice. :func:`linearize` builds ``g`` once (a backward
+pass with ``create_graph``); each tangent then costs one more backward pass.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ import functools
 
 import ember
 from ember._tensor import Tensor
-from ember.utils._pytree import tree_flatten, tree_unflatten
+from ember.autograd import forward_ad as fwAD
+from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 from . import debug
 from ._batched import lift, lower
 from ._batching_rules import UnbatchedWrite
-from ._grad import _call_with, _detach, _split_aux
+from ._grad import ForwardOverReverse, _call_with, _check_argnums, _check_differentiable, _detach, _split_aux
 from ._vmap import vmap
 
 __all__ = ["jacrev", "jacfwd", "hessian", "jvp", "linearize"]
@@ -152,12 +158,43 @@ class _Linearization:
         return [lower(ember.zeros_like(d) if r is None else r, inputs.top) for r, d in zip(results, self.dummies)]
 
 
+def _check_tangents(tangent_leaves, primal_leaves, name):
+    for t, p in zip(tangent_leaves, primal_leaves):
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"{name}: Expected the tangents to be Tensors, got {type(t).__name__}")
+        if tuple(t.shape) != tuple(p.shape):
+            raise RuntimeError(
+                f"{name}: Expected the tangents to have the shapes of the primals, got {list(t.shape)} for "
+                f"a primal of shape {list(p.shape)}"
+            )
+
+
+def _forward(func, args, kwargs, numbers, spec, tangent_leaves, has_aux, name):
+    """``func`` on dual tensors: ``(output leaves, output spec, tangents of the output leaves, aux)``."""
+    primal_leaves = tree_flatten(tuple(args[a] for a in numbers))[0]
+    with fwAD.dual_level() as level:
+        duals = [fwAD.make_dual(p, t) for p, t in zip(primal_leaves, tangent_leaves)]
+        new_args = list(args)
+        for a, value in zip(numbers, tree_unflatten(duals, spec)):
+            new_args[a] = value
+        value, aux = _split_aux(func(*new_args, **kwargs), has_aux, name)
+        out_leaves, out_spec = _output_leaves(value, name)
+        unpacked = [fwAD.unpack_dual(o, level=level) for o in out_leaves]
+        values = [u.primal for u in unpacked]
+        tangents = [ember.zeros_like(u.primal) if u.tangent is None else u.tangent for u in unpacked]
+        aux = tree_map(lambda v: fwAD.unpack_dual(v, level=level).primal if isinstance(v, Tensor) else v, aux)
+    return values, out_spec, tangents, aux
+
+
 def jvp(func, primals, tangents, *, strict=False, has_aux=False):
-    """The value of ``func`` at ``primals`` and its Jacobian-vector product with ``tangents``.
+    """The value of ``func`` at ``primals`` and its Jacobian-vector product with ``tangents``, by forward mode.
+
+    ``func`` runs once, on dual tensors (:mod:`ember.autograd.forward_ad`): each op computes its value
+    and its tangent together.
 
     Args:
         func (callable): a function of tensors.
-        primals (tuple): the point (a tuple of tensors or pytrees of them).
+        primals (tuple): the point (a tuple of float/complex tensors or pytrees of them).
         tangents (tuple): the direction, with the primals' structure and shapes.
         has_aux (bool): ``func`` returns ``(output, aux)``.
 
@@ -166,15 +203,32 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
 
     Raises:
         RuntimeError: ``primals``/``tangents`` are not tuples of matching structure and shapes.
+
+    Example:
+        >>> import ember
+        >>> from ember.func import jvp
+        >>> jvp(lambda x: x ** 2, (ember.tensor([1.0, 2.0]),), (ember.tensor([1.0, 1.0]),))[1]
+        tensor([2., 4.])
     """
+    name = "jvp"
     if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be tuples")
-    lin = _Linearization(lambda *p: func(*p), primals, {}, tuple(range(len(primals))), has_aux, "jvp")
+    p_leaves, p_spec = tree_flatten(primals)
     t_leaves, t_spec = tree_flatten(tangents)
-    if t_spec != tree_flatten(primals)[1]:
+    if t_spec != p_spec:
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have the same structure")
-    out = tree_unflatten(lin.push(t_leaves), lin.out_spec)
-    value, aux = (lin.value, lin.aux) if lin.inputs.nested else (_detach(lin.value), _detach(lin.aux))
+    _check_differentiable(p_leaves, name)
+    _check_tangents(t_leaves, p_leaves, name)
+    numbers = tuple(range(len(primals)))
+    try:
+        values, out_spec, jv, aux = _forward(func, primals, {}, numbers, p_spec, t_leaves, has_aux, name)
+    except ForwardOverReverse:
+        debug.record_jvp("forward-over-reverse")
+        lin = _Linearization(lambda *p: func(*p), primals, {}, numbers, has_aux, name)
+        out = tree_unflatten(lin.push(t_leaves), lin.out_spec)
+        value, aux = (lin.value, lin.aux) if lin.inputs.nested else (_detach(lin.value), _detach(lin.aux))
+        return (value, out, aux) if has_aux else (value, out)
+    value, out = tree_unflatten(values, out_spec), tree_unflatten(jv, out_spec)
     return (value, out, aux) if has_aux else (value, out)
 
 
@@ -194,38 +248,71 @@ def linearize(func, *primals):
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
-    """The Jacobian of ``func`` with respect to ``argnums``, by forward mode (one vmapped JVP per input column).
+    """The Jacobian of ``func`` with respect to ``argnums``, by forward mode.
 
-    Same arguments and result layout as :func:`jacrev`; preferable when inputs are fewer than outputs.
+    ``func`` runs once on dual tensors whose tangents are the columns of the identity, batched by
+    :func:`~ember.func.vmap`: each op's tangent is one batched call. Same arguments and result layout
+    as :func:`jacrev`; preferable when inputs are fewer than outputs.
+
+    Args:
+        func (callable): a function of tensors returning a tensor (or a pytree of tensors).
+        argnums (int or tuple[int]): the positional arguments to differentiate (pytrees allowed).
+        has_aux (bool): ``func`` returns ``(output, aux)``; the result is then ``(jacobian, aux)``.
+        randomness (str): vmap's randomness mode for the tangents' batch.
+
+    Returns:
+        callable: returns the Jacobian, a tensor of shape ``(*O, *I)`` per output and input leaf.
+
+    Example:
+        >>> import ember
+        >>> from ember.func import jacfwd
+        >>> jacfwd(lambda x: x.sin())(ember.zeros(2))
+        tensor([[1., 0.],
+                [0., 1.]])
     """
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        lin = _Linearization(func, args, kwargs, argnums, has_aux, "jacfwd")
-        in_leaves = lin.inputs.leaves
+        name = "jacfwd"
+        numbers = _check_argnums(argnums, len(args), name)
+        in_leaves, in_spec = tree_flatten(tuple(args[a] for a in numbers))
+        _check_differentiable(in_leaves, name)
         sizes = [p.numel() for p in in_leaves]
         basis = ember.eye(sum(sizes), dtype=in_leaves[0].dtype, device=in_leaves[0].device)
 
-        def columns(col):
+        def split(col):
             tangents, start = [], 0
             for p, n in zip(in_leaves, sizes):
                 tangents.append((col if len(sizes) == 1 else col.narrow(0, start, n)).reshape(p.shape))
                 start += n
-            return lin.push(tangents)
+            return tangents
 
-        cols = _rows_of(columns, basis, None, randomness)  # per output: (N, *output shape)
+        try:
+            out = {}
+
+            def columns(col):
+                values, out["spec"], tangents, aux = _forward(func, args, kwargs, numbers, in_spec, split(col),
+                                                              has_aux, name)
+                return tangents, values, aux
+
+            cols, values, aux = vmap(columns, out_dims=(0, None, None), randomness=randomness)(basis)
+            out_leaves, out_spec = values, out["spec"]
+        except ForwardOverReverse:
+            debug.record_jvp("forward-over-reverse")
+            lin = _Linearization(func, args, kwargs, argnums, has_aux, name)
+            cols = _rows_of(lambda col: lin.push(split(col)), basis, None, randomness)
+            out_leaves, out_spec, aux = lin.out_leaves, lin.out_spec, lin.aux
+            if not lin.inputs.nested:
+                cols, aux = _detach(cols), _detach(aux)
         blocks = []
-        for o, c in zip(lin.out_leaves, cols):
+        for o, c in zip(out_leaves, cols):  # c: (N, *output shape)
             row, start = [], 0
             for p, n in zip(in_leaves, sizes):
                 block = (c if len(sizes) == 1 else c.narrow(0, start, n)).reshape(n, -1).t()  # (output numel, n)
                 row.append(block.reshape(*o.shape, *p.shape))
                 start += n
             blocks.append(row)
-        jac = _assemble(blocks, lin.out_spec, lin.in_spec, isinstance(argnums, int))
-        aux = lin.aux
-        if not lin.inputs.nested:
-            jac, aux = _detach(jac), _detach(aux)
+        jac = _assemble(blocks, out_spec, in_spec, isinstance(argnums, int))
         return (jac, aux) if has_aux else jac
 
     return wrapper
