@@ -70,6 +70,21 @@ def test_sample_moments(name):
     assert bool(dist.support.check(_t(x)).all())
 
 
+@pytest.mark.parametrize(("dim", "eta"), [(2, 0.5), (3, 1.0), (5, 2.5)])
+def test_lkj_cholesky_marginals(dim, eta):
+    """Each correlation r of LKJ(eta) has (r + 1)/2 ~ Beta(a, a), a = eta - 1 + dim/2: mean 0, variance 1/(2a+1)."""
+    ember.manual_seed(0)
+    L = D.LKJCholesky(dim, _t(eta)).sample((N,)).numpy()
+    R = L @ np.swapaxes(L, -1, -2)
+    np.testing.assert_allclose(np.diagonal(R, axis1=-2, axis2=-1), 1.0, atol=1e-12)
+    a = eta - 1 + dim / 2
+    var = 1 / (2 * a + 1)
+    r = R[:, -1, 0]
+    assert abs(r.mean()) < 5 * np.sqrt(var / N)
+    se_var = np.sqrt((np.mean(r**4) - var**2) / N)
+    assert abs(r.var() - var) < 5 * se_var
+
+
 # -- reparameterised gradients ---------------------------------------------------------------------------------
 
 

@@ -99,6 +99,7 @@ CASES = {
     ),
     "ContinuousBernoulli_logits": ({"logits": _real(2, 3)}, lambda M, p: M.ContinuousBernoulli(logits=p["logits"])),
     "VonMises": ({"loc": _real(2, 3), "k": _pos(2, 3) * 3}, lambda M, p: M.VonMises(p["loc"], p["k"])),
+    "LKJCholesky": ({"eta": _pos(2)}, lambda M, p: M.LKJCholesky(4, p["eta"])),
     "Kumaraswamy": ({"a": _pos(3), "b": _pos(3)}, lambda M, p: M.Kumaraswamy(p["a"], p["b"])),
     "InverseGamma": ({"a": _pos(3) + 2, "b": _pos(3)}, lambda M, p: M.InverseGamma(p["a"], p["b"])),
     "FisherSnedecor": ({"d1": _pos(3) + 2, "d2": _pos(3) + 4}, lambda M, p: M.FisherSnedecor(p["d1"], p["d2"])),
