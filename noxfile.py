@@ -508,7 +508,8 @@ def docs(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Time ember against PyTorch; writes BENCHMARKS.md and benchmarks/ratios.png (``-- -k NAME`` for one)."""
-    _install_packages(session, extras=None, also=("matplotlib", "tqdm", "threadpoolctl"))
+    # ducc0: ember.fft's faster CPU path (the optional extra ember-core[fft]), as a user who wants speed installs it
+    _install_packages(session, extras=None, also=("matplotlib", "tqdm", "threadpoolctl", "ducc0>=0.34"))
     problem = _try_install_torch(session)
     if problem is not None:
         session.warn(f"{problem}; benchmarking ember alone")

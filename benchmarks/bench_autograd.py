@@ -46,12 +46,16 @@ def _pair(build):
         import ember.nn.functional as ember_F
 
         arrays = build.arrays(np.random.default_rng(0))
-        ember_step, ember_params = build(ember, ember_F, arrays)
+        ember_step, _ = build(ember, ember_F, arrays)
         torch = import_torch()
         torch_step = None
         if torch is not None:
-            torch_step, torch_params = build(torch, torch.nn.functional, arrays)
-            _check(ember_step, ember_params, torch_step, torch_params)
+            torch_step, _ = build(torch, torch.nn.functional, arrays)
+            # The check runs in float64: in float32 a max-pool window whose two largest inputs lie
+            # within rounding of each other may pick either one, and the gradients before the pool
+            # then differ by a whole entry while both libraries are right.
+            wide = {name: a.astype(np.float64) if a.dtype == np.float32 else a for name, a in arrays.items()}
+            _check(*build(ember, ember_F, wide), *build(torch, torch.nn.functional, wide))
         return ember_step, torch_step
 
     return setup
