@@ -258,7 +258,41 @@ def _solve_cpu(A, B, *, left=True):
     return x
 
 
-linalg_solve = linalg_op("linalg_solve", _solve_meta, _solve_cpu)
+def _solve_lu_meta(A, B, *, left=True):
+    """``(X, LU, pivots, info)``: :func:`solve` that also returns ``A``'s LU factorization (``getrf``), which
+    the derivative reuses (one ``getrs`` instead of a second factorization), as ATen's ``linalg_solve_ex``."""
+    _, shape = _check_solve("linalg.solve", A, B, left)
+    a = A._data.shape
+    return (MetaArray(shape, A._data.dtype), MetaArray(a, A._data.dtype), MetaArray(a[:-1], _INFO),
+            MetaArray(a[:-2], _INFO))
+
+
+def _solve_lu_cpu(A, B, *, left=True):
+    from .linalg_factor import lu_factor_arrays
+
+    a, b = A._data, B._data
+    vector = _is_vector_rhs(a.shape, b.shape)
+    LU, pivots, info = lu_factor_arrays(a)
+    if vector:
+        b = b[..., None] if left else b[..., None, :]
+    x = lu_solve_arrays(LU, pivots, b, left)
+    if vector:
+        x = x[..., 0] if left else x[..., 0, :]
+    return array_namespace(x).ascontiguousarray(x), LU, pivots, info
+
+
+_linalg_solve_lu = linalg_op("_linalg_solve_lu", _solve_lu_meta, _solve_lu_cpu, has_out=False)
+
+
+def _solve_decomp(A, B, *, left=True):
+    X, _, _, info = registry["_linalg_solve_lu"](A, B, left=left)
+    raise_for_info("torch.linalg.solve", info._data, A.shape[:-2], _singular_solve)
+    return X
+
+
+# The registry op is a composite: its kernel (numpy's batched gesv) runs when nothing records gradients;
+# under autograd the decomposition keeps the LU factorization for the backward.
+linalg_solve = linalg_op("linalg_solve", _solve_meta, _solve_cpu, category=COMPOSITE, decomposition=_solve_decomp)
 
 _solve_ex_result = return_type("linalg_solve_ex", ["result", "info"])
 
@@ -281,8 +315,15 @@ def _solve_ex_cpu(A, B, *, left=True, check_errors=False):
     return x, info
 
 
+def _solve_ex_decomp(A, B, *, left=True, check_errors=False):
+    X, _, _, info = registry["_linalg_solve_lu"](A, B, left=left)
+    if check_errors:
+        raise_for_info("torch.linalg.solve_ex", info._data, A.shape[:-2], _singular_solve)
+    return _solve_ex_result(X, info)
+
+
 linalg_solve_ex = linalg_op("linalg_solve_ex", _solve_ex_meta, _solve_ex_cpu, return_type=_solve_ex_result,
-                            has_out=False)
+                            has_out=False, category=COMPOSITE, decomposition=_solve_ex_decomp)
 
 
 # -- solve_triangular --------------------------------------------------------------------------------

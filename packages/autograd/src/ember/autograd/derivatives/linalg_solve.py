@@ -14,6 +14,7 @@ import ember
 
 from .._table import derivative, nondifferentiable, through_decomposition
 from ._helpers import mH
+from .linalg_factor import _lu_factor_grad
 
 
 def _inv_backward(grad, result):
@@ -29,29 +30,23 @@ def _is_vector_rhs(A, B):
     return B.dim() == 1 or (B.dim() == A.dim() - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
-def _solve_grads(grad, A, B, result, left, output_mask):
+def _solve_lu_backward(grads, results, A, B, left, output_mask):
+    """``X = A^{-1} B`` with ``A``'s LU factorization kept from the forward: ``gB`` is one ``getrs`` with
+    ``A^H``, ``gA = -gB X^H`` (``-X^H gB`` for ``X A = B``)."""
+    grad, (X, LU, pivots, _) = grads[0], results
     vector = _is_vector_rhs(A, B)
     if vector:
-        grad, X = grad.unsqueeze(-1), result.unsqueeze(-1)
-        if not left:
-            grad, X = grad.transpose(-2, -1), X.transpose(-2, -1)
-    else:
-        X = result
-    gB = ember.linalg.solve(mH(A), grad, left=left)
+        grad, X = (grad.unsqueeze(-1), X.unsqueeze(-1)) if left else (grad.unsqueeze(-2), X.unsqueeze(-2))
+    gB = ember.linalg.lu_solve(LU, pivots, grad, left=left, adjoint=True)
     gA = None
     if output_mask[0]:
         gA = -ember.matmul(gB, mH(X)) if left else -ember.matmul(mH(X), gB)
+        gLU = grads[1]
+        if bool((gLU != 0).any()):  # LU is an output too: second derivatives reach A through it
+            gA = gA + _lu_factor_grad(gLU, LU, pivots)
     if vector:
         gB = gB.squeeze(-1) if left else gB.squeeze(-2)
     return gA, gB
-
-
-def _solve_backward(grad, A, B, result, left, output_mask):
-    return _solve_grads(grad, A, B, result, left, output_mask)
-
-
-def _solve_ex_backward(grads, results, A, B, left, output_mask):
-    return _solve_grads(grads[0], A, B, results[0], left, output_mask)
 
 
 def _triangular_grads(grad, A, result, upper, left, unitriangular, output_mask):
@@ -65,8 +60,8 @@ def _triangular_grads(grad, A, result, upper, left, unitriangular, output_mask):
 
 derivative("linalg_inv", A=_inv_backward)
 derivative("linalg_inv_ex", A=_inv_ex_backward)
-derivative("linalg_solve", joint={("A", "B"): _solve_backward})
-derivative("linalg_solve_ex", joint={("A", "B"): _solve_ex_backward})
+derivative("_linalg_solve_lu", joint={("A", "B"): _solve_lu_backward})
+through_decomposition("linalg_solve", "linalg_solve_ex")
 derivative("linalg_solve_triangular", joint={("A", "B"): _triangular_grads})
 through_decomposition("inverse")
 
