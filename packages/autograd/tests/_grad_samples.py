@@ -100,6 +100,10 @@ NONDIFF_ARGS: dict[tuple[str, str], str] = {
     ("cross_entropy", "weight"): _REFUSED,
     ("multi_margin_loss", "weight"): _REFUSED,
     ("soft_margin_loss", "target"): _REFUSED,
+    # PyTorch's backward raises NotImplementedError for these (ember's too: tests/test_special_grad.py)
+    ("special_zeta", "input"): "PyTorch has no derivative of zeta in its first argument",
+    ("special_gammainc", "input"): "PyTorch has no derivative of igamma in its first argument",
+    ("special_gammaincc", "input"): "PyTorch has no derivative of igammac in its first argument",
 }
 
 _NO_SCATTER_REDUCE = "PyTorch has no derivative of scatter with reduce=; ember neither for 'multiply'"

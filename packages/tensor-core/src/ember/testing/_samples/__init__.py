@@ -5,3 +5,4 @@ from . import gather_scatter, grids, triangles_diagonals  # noqa: F401 - the oth
 from . import histograms, scans, sorting  # noqa: F401 - the other reduction sample modules
 from . import nn_fold, nn_grid_sample, nn_interpolate, nn_padding, nn_pooling, nn_shuffle, nn_unpooling  # noqa: F401 - the other spatial sample modules
 from . import linalg_det, linalg_eigen, linalg_factor, linalg_misc, linalg_norms, linalg_solve  # noqa: F401, E402
+from . import special  # noqa: F401, E402 - ember.special's own ops
