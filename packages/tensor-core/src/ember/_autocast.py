@@ -6,8 +6,9 @@ after ``__ember_function__`` overrides and before autograd. The mode casts the c
 ordinary ``_to_copy`` op calls (what ``Tensor.to`` runs) and runs the op one layer down. Because the
 casts are op calls below the mode, autograd records them (the gradient of a float32 parameter comes
 back float32) and a tracing mode outside it (``make_fx``, the compiler) records them too. A composite
-op's decomposition runs below the mode, so its inner ops are not cast again, as PyTorch's autocast
-sits above composite implicit decompositions. Outside any region no mode is pushed: the plain
+op's decomposition runs below the mode, so its inner ops are not cast; PyTorch casts inside its
+implicit composites, so those whose inner matrix products it casts (``einsum``, ``tensordot``, ...)
+are listed themselves (:mod:`ember._autocast_policy`). Outside any region no mode is pushed: the plain
 dispatch path pays nothing.
 
 The state is per thread, as in PyTorch: per device type whether autocast is enabled and its dtype, and

@@ -30,10 +30,16 @@ _FFT = (
     "fft_irfft2", "fft_rfftn", "fft_irfftn", "fft_hfft", "fft_ihfft",
 )
 
+# PyTorch decomposes these (CompositeImplicitAutograd) into matrix products that autocast then casts, so
+# their results come out in the lower dtype; ember's decompositions run below the autocast mode, so the
+# op itself is listed instead.
+_IMPLICIT_PRODUCTS = ("einsum", "tensordot", "inner", "matrix_power", "linalg_matrix_power", "linalg_multi_dot",
+                      "chain_matmul")
+
 _CPU_LOWER = (
     "conv1d", "conv2d", "conv3d", "convolution", "bmm", "mm", "linalg_vecdot", "baddbmm", "addmm", "addbmm",
     "linear", "matmul", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-    "scaled_dot_product_attention",
+    "scaled_dot_product_attention", *_IMPLICIT_PRODUCTS,
 )
 
 _CPU_FLOAT32 = (
@@ -56,6 +62,7 @@ _CUDA_LOWER = (
     "matmul", "addbmm", "addmm", "addmv", "addr", "baddbmm", "bmm", "chain_matmul", "linalg_multi_dot", "conv1d",
     "conv2d", "conv3d", "convolution", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "linear", "mm",
     "mv", "prelu", "scaled_dot_product_attention",
+    *(name for name in _IMPLICIT_PRODUCTS if name != "tensordot"),  # tensordot is on cuda's promote list
 )
 
 _CUDA_FLOAT32 = (
