@@ -25,7 +25,7 @@ from ember._tensor import Tensor
 
 from . import _anomaly, _inplace
 from ._formula_node import _needs, node_class
-from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION
+from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION, _bits
 from .graph import SavedTensor, _sequence, edge_of, tensor_meta
 
 __all__ = ["handle", "record", "run_without_grad", "make_node", "DIFFERENTIABLE_DTYPES"]
@@ -311,13 +311,6 @@ def _make_node_with_lists(entry, args, kwargs):
     edges = tuple(edges)
     needed = -1 if needed == len(edges) else _bits(i for i, n in enumerate(entry.grad_args) if _needs(edges, layout[n]))
     return new_node(node_class(entry), entry, edges, meta, layout, needed, _save_plan(entry), args, kwargs)
-
-
-def _bits(indices):
-    mask = 0
-    for i in indices:
-        mask |= 1 << i
-    return mask
 
 
 def _fast_recorder(entry):
