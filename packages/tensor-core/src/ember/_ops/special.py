@@ -48,11 +48,10 @@ def _scipy(name):
     def call(*args):
         if _array_namespace(*args) is np:
             return host(*args)
-        device = importlib.import_module("cupyx.scipy.special")
-        if hasattr(device, name):
-            return getattr(device, name)(*args)
+        if hasattr(importlib.import_module("cupyx.scipy.special"), name):
+            return host(*args)  # (ember._ops._special_functions: CuPy's function, with scipy's values)
         cupy = importlib.import_module("cupy")  # CuPy lacks it: compute on the host, copy back
-        return cupy.asarray(host(*(cupy.asnumpy(a) if hasattr(a, "__array_namespace__") else a for a in args)))
+        return cupy.asarray(host(*(cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in args)))
 
     call.__name__ = name
     return call
