@@ -187,6 +187,23 @@ def test_von_mises_against_scipy():
         assert st.kstest(centred, st.vonmises(k).cdf).pvalue > 1e-3
 
 
+def test_generalized_pareto_against_scipy():
+    loc, scale, xi = np.array([0.0, 1.0, -1.0, 0.5]), np.array([1.0, 2.0, 0.5, 1.5]), np.array([0.3, 0.0, -0.4, 1.2])
+    d, ref = D.GeneralizedPareto(_t(loc), _t(scale), _t(xi)), st.genpareto(xi, loc, scale)
+    ember.manual_seed(0)
+    x = d.sample((6,)).numpy()
+    _check(d.log_prob(_t(x)), ref.logpdf(x), rtol=1e-8)
+    _check(d.cdf(_t(x)), ref.cdf(x), rtol=1e-8)
+    u = RNG.uniform(0.01, 0.99, (6, 4))
+    _check(d.icdf(_t(u)), ref.ppf(u), rtol=1e-8)
+    _check(d.entropy(), ref.entropy(), rtol=1e-10)
+    _check(d.mean[:3], ref.mean()[:3], rtol=1e-10)
+    _check(d.variance[:3], ref.var()[:3], rtol=1e-10)
+    outside = np.array([[-1.0, 0.0, 10.0, 1.0]])
+    lp = D.GeneralizedPareto(_t(loc), _t(scale), _t(xi), validate_args=False).log_prob(_t(outside))
+    _check(lp, ref.logpdf(outside), rtol=1e-8)
+
+
 def test_mixture_same_family_against_numpy():
     w = RNG.dirichlet(np.ones(3), size=2)
     loc, scale = RNG.normal(size=(2, 3)), RNG.uniform(0.5, 2.0, (2, 3))

@@ -100,6 +100,7 @@ CASES = {
     "ContinuousBernoulli_logits": ({"logits": _real(2, 3)}, lambda M, p: M.ContinuousBernoulli(logits=p["logits"])),
     "VonMises": ({"loc": _real(2, 3), "k": _pos(2, 3) * 3}, lambda M, p: M.VonMises(p["loc"], p["k"])),
     "LKJCholesky": ({"eta": _pos(2)}, lambda M, p: M.LKJCholesky(4, p["eta"])),
+    "LogisticNormal": ({"loc": _real(2, 3), "scale": _pos(2, 3)}, lambda M, p: M.LogisticNormal(p["loc"], p["scale"])),
     "Kumaraswamy": ({"a": _pos(3), "b": _pos(3)}, lambda M, p: M.Kumaraswamy(p["a"], p["b"])),
     "InverseGamma": ({"a": _pos(3) + 2, "b": _pos(3)}, lambda M, p: M.InverseGamma(p["a"], p["b"])),
     "FisherSnedecor": ({"d1": _pos(3) + 2, "d2": _pos(3) + 4}, lambda M, p: M.FisherSnedecor(p["d1"], p["d2"])),
@@ -237,6 +238,22 @@ def test_gamma_cdf(name):
     e, t = _build(name)
     value = t.sample((4,))
     _close(e.cdf(_e(value)), t.cdf(value), rtol=1e-6, atol=1e-8)
+
+
+def test_generalized_pareto_float32():
+    """In float32: PyTorch 2.13's GeneralizedPareto.log_prob fails for float64 parameters."""
+    params = [np.array(v, dtype=np.float32) for v in ([0.0, 1.0, -1.0, 0.5], [1.0, 2.0, 0.5, 1.5], [0.3, 0.0, -0.4, 1.2])]
+    e = ED.GeneralizedPareto(*[ember.tensor(v) for v in params])
+    t = TD.GeneralizedPareto(*[torch.tensor(v) for v in params])
+    value = t.sample((5,))
+    _close(e.log_prob(_e(value)), t.log_prob(value), rtol=1e-5, atol=1e-5)
+    _close(e.cdf(_e(value)), t.cdf(value), rtol=1e-5, atol=1e-6)
+    q = torch.rand(5, 4)
+    _close(e.icdf(_e(q)), t.icdf(q), rtol=1e-5, atol=1e-5)
+    for attr in ("mean", "variance", "mode"):
+        _close(getattr(e, attr), getattr(t, attr), rtol=1e-6)
+    _close(e.entropy(), t.entropy(), rtol=1e-6)
+    assert e.support.check(_e(value)).tolist() == t.support.check(value).tolist()
 
 
 def test_kumaraswamy_mode():

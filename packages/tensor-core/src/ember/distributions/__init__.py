@@ -33,6 +33,7 @@ from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .fishersnedecor import FisherSnedecor
 from .gamma import Gamma
+from .generalized_pareto import GeneralizedPareto
 from .geometric import Geometric
 from .gumbel import Gumbel
 from .half_cauchy import HalfCauchy
@@ -44,6 +45,7 @@ from .kumaraswamy import Kumaraswamy
 from .laplace import Laplace
 from .lkj_cholesky import LKJCholesky
 from .log_normal import LogNormal
+from .logistic_normal import LogisticNormal
 from .lowrank_multivariate_normal import LowRankMultivariateNormal
 from .mixture_same_family import MixtureSameFamily
 from .multinomial import Multinomial
@@ -73,6 +75,7 @@ __all__ = [
     "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
     "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical",
     "StudentT", "TransformedDistribution", "Uniform", "Weibull", "biject_to", "constraints", "kl_divergence",
-    "register_kl", "transform_to", "transforms", "VonMises", "Wishart", "LKJCholesky",
+    "register_kl", "transform_to", "transforms", "VonMises", "Wishart", "LKJCholesky", "GeneralizedPareto",
+    "LogisticNormal",
 ]  # fmt: skip
 __all__.extend(_transforms_all)
