@@ -187,6 +187,17 @@ def test_disabled_region_inside_a_mode_entered_in_the_region_keeps_the_stack_ord
     assert all(getattr(n.target, "name", None) != "_to_copy" for n in gm.graph.nodes)
 
 
+def test_profiler_and_autocast_in_either_order():
+    profiler = pytest.importorskip("ember.profiler")
+    a = _x(4, 4)
+    with ember.autocast("cpu"), profiler.profile():
+        assert (a @ a).dtype is ember.bfloat16
+    with profiler.profile() as prof, ember.autocast("cpu"):
+        assert (a @ a).dtype is ember.bfloat16
+    assert {"aten::_to_copy", "aten::matmul"} <= {e.key for e in prof.key_averages()}
+    assert not active_modes()
+
+
 def test_argument_errors_and_disabling_warnings():
     with pytest.raises(ValueError, match="device_type"):
         ember.autocast(0)
