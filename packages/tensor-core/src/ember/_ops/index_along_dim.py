@@ -240,11 +240,17 @@ def _index_add_decomp(input, dim, index, source, *, alpha=1):
     if input.dtype.category == D.INTEGRAL:
         alpha = int(alpha)  # PyTorch converts alpha to the dtype first
     values = source if alpha == 1 else mul(source, alpha)
-    positions = reshape(index, -1).to(D.int64)
+    return _put_along(input, dim, reshape(index, -1).to(D.int64), values, True)
+
+
+def _put_along(input, dim, positions, values, accumulate=False):
+    """``input`` with ``values`` written (or added) at the 1-D ``positions`` along ``dim``, through
+    ``index_put``: the common step of the index_add/index_copy/index_fill decompositions (a 0-d
+    ``input`` is taken as one element along dim 0)."""
     if input._data.ndim == 0:
-        return reshape(index_put(reshape(input, 1), [positions], reshape(values, -1), True), ())
+        return reshape(index_put(reshape(input, 1), [positions], reshape(values, -1), accumulate), ())
     d = wrap_dim(dim, input._data.ndim)
-    return index_put(input, [None] * d + [positions], values, True)
+    return index_put(input, [None] * d + [positions], values, accumulate)
 
 
 index_add = defop("index_add", _index_add_meta, cpu=_index_add_cpu, category=COMPOSITE,
@@ -333,10 +339,7 @@ def _index_copy_cpu(input, dim, index, source):
 
 def _index_copy_decomp(input, dim, index, source):
     _index_copy_meta(input, dim, index, source)
-    d = wrap_dim(dim, input._data.ndim)
-    if input._data.ndim == 0:
-        return index_put(reshape(input, 1), [reshape(index, -1)], reshape(source, -1)).reshape(())
-    return index_put(input, [None] * d + [reshape(index, -1)], source)
+    return _put_along(input, dim, reshape(index, -1), source)
 
 
 index_copy = defop("index_copy", _index_copy_meta, cpu=_index_copy_cpu, category=COMPOSITE,
@@ -401,11 +404,7 @@ def _index_fill_cpu(input, dim, index, value):
 
 def _index_fill_decomp(input, dim, index, value):
     _index_fill_meta(input, dim, index, value)
-    d = wrap_dim(dim, input._data.ndim)
-    fill = _fill_tensor(value, input)
-    if input._data.ndim == 0:
-        return index_put(reshape(input, 1), [reshape(index, -1)], fill).reshape(())
-    return index_put(input, [None] * d + [reshape(index, -1)], fill)
+    return _put_along(input, dim, reshape(index, -1), _fill_tensor(value, input))
 
 
 index_fill = defop("index_fill", _index_fill_meta, cpu=_index_fill_cpu, category=COMPOSITE,
