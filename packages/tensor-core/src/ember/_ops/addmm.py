@@ -176,10 +176,16 @@ def _added_product_meta(name, a, m1, m2, shape, beta, alpha):
     return MetaArray(shape, m2.dtype)
 
 
-def _addmm_cpu(input, mat1, mat2, *, beta=1, alpha=1):
-    np_dtype = mat2._data.dtype
-    product = _matmul_compute(_compute_array(mat1._data, np_dtype), _compute_array(mat2._data, np_dtype))
+def _blended_product(input, left, right, beta, alpha):
+    """``beta * input + alpha * (left @ right)`` as an array: the CPU kernel of addmm, addmv and baddbmm
+    (their metas have checked that ``left`` and ``right`` share one dtype)."""
+    np_dtype = right._data.dtype
+    product = _matmul_compute(_compute_array(left._data, np_dtype), _compute_array(right._data, np_dtype))
     return _blend(product, input, beta, alpha, np_dtype)
+
+
+def _addmm_cpu(input, mat1, mat2, *, beta=1, alpha=1):
+    return _blended_product(input, mat1, mat2, beta, alpha)
 
 
 def _addmm_decomp(input, mat1, mat2, *, beta=1, alpha=1):
@@ -227,9 +233,7 @@ def _addmv_meta(input, mat, vec, *, beta=1, alpha=1):
 
 
 def _addmv_cpu(input, mat, vec, *, beta=1, alpha=1):
-    np_dtype = mat._data.dtype
-    product = _matmul_compute(_compute_array(mat._data, np_dtype), _compute_array(vec._data, np_dtype))
-    return _blend(product, input, beta, alpha, np_dtype)
+    return _blended_product(input, mat, vec, beta, alpha)
 
 
 def _addmv_decomp(input, mat, vec, *, beta=1, alpha=1):
@@ -378,9 +382,7 @@ def _baddbmm_meta(input, batch1, batch2, *, beta=1, alpha=1):
 
 
 def _baddbmm_cpu(input, batch1, batch2, *, beta=1, alpha=1):
-    np_dtype = batch1._data.dtype
-    b1, b2 = _compute_array(batch1._data, np_dtype), _compute_array(batch2._data, np_dtype)
-    return _blend(_matmul_compute(b1, b2), input, beta, alpha, np_dtype)
+    return _blended_product(input, batch1, batch2, beta, alpha)
 
 
 def _baddbmm_decomp(input, batch1, batch2, *, beta=1, alpha=1):
