@@ -132,6 +132,13 @@ CASES = {
         {"logits": _real(2, 3), "loc": _real(2, 3), "scale": _pos(2, 3)},
         lambda M, p: M.MixtureSameFamily(M.Categorical(logits=p["logits"]), M.Normal(p["loc"], p["scale"])),
     ),
+    "MixtureSameFamily_uniform": (
+        # the components share their batch element's interval (values must lie in every component's support)
+        {"logits": _real(2, 3), "low": -_pos(2, 1), "high": _pos(2, 1), "w": np.ones((2, 3))},
+        lambda M, p: M.MixtureSameFamily(
+            M.Categorical(logits=p["logits"]), M.Uniform(p["low"] * p["w"], p["high"] * p["w"])
+        ),
+    ),
     "RelaxedBernoulli": (
         {"t": _temp(), "probs": _unit(3)},
         lambda M, p: M.RelaxedBernoulli(p["t"], probs=p["probs"]),

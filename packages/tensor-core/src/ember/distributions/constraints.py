@@ -19,7 +19,8 @@ import ember
 __all__ = [
     "Constraint", "boolean", "cat", "corr_cholesky", "dependent", "dependent_property", "greater_than",
     "greater_than_eq", "independent", "integer_interval", "interval", "half_open_interval", "is_dependent",
-    "less_than", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative", "nonnegative_integer",
+    "less_than", "lower_cholesky", "lower_triangular",
+    "MixtureSameFamilyConstraint", "multinomial", "nonnegative", "nonnegative_integer",
     "one_hot", "positive", "positive_semidefinite", "positive_definite", "positive_integer", "real",
     "real_vector", "simplex", "square", "stack", "symmetric", "unit_interval",
 ]  # fmt: skip
@@ -122,6 +123,37 @@ class _IndependentConstraint(Constraint):
 
     def __repr__(self):
         return f"IndependentConstraint({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
+
+
+class _MixtureSameFamilyConstraint(Constraint):
+    """The support of a :class:`~ember.distributions.MixtureSameFamily`: a value is inside when every
+    component's support (``base_constraint``, batched over the components' dimension) holds it."""
+
+    def __init__(self, base_constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise TypeError(
+                "MixtureSameFamilyConstraint: base_constraint must be a Constraint, "
+                f"not {type(base_constraint).__name__}"
+            )
+        self.base_constraint = base_constraint
+
+    @property
+    def is_discrete(self):
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self):
+        return self.base_constraint.event_dim
+
+    def check(self, value):
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        per_component = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
+        batch_dims = value.dim() - self.event_dim
+        return per_component.reshape(tuple(per_component.shape[:batch_dims]) + (-1,)).all(-1)
+
+    def __repr__(self):
+        return f"MixtureSameFamilyConstraint({self.base_constraint!r})"
 
 
 class _Boolean(Constraint):
@@ -374,6 +406,7 @@ class _Stack(Constraint):
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
+MixtureSameFamilyConstraint = _MixtureSameFamilyConstraint
 boolean = _Boolean()
 one_hot = _OneHot()
 nonnegative_integer = _IntegerGreaterThan(0)
