@@ -200,6 +200,18 @@ class Tensor:
         """The :class:`~ember._storage.Storage` this tensor views."""
         return storage_of(self)
 
+    def share_memory_(self):
+        """Move the data into shared memory, in place (see :mod:`ember.multiprocessing`); returns self."""
+        from .multiprocessing._shared import share_memory_
+
+        return share_memory_(self)
+
+    def is_shared(self):
+        """Whether the data lives in shared memory (see :mod:`ember.multiprocessing`)."""
+        from .multiprocessing._shared import is_shared
+
+        return is_shared(self)
+
     def data_ptr(self):
         """Address of the first element (0 on meta)."""
         if type(self._data) is MetaArray:

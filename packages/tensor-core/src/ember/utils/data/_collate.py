@@ -90,6 +90,24 @@ def _shallow_copy(obj):
     return copy.copy(obj)
 
 
+def _shared_batch(batch):
+    """In a DataLoader worker that shares memory, an empty shared tensor the batch can be stacked into;
+    None elsewhere, or for tensors of several dtypes, shapes or devices (stack then decides)."""
+    from . import _worker
+
+    if _worker._worker_info is None or not _worker.SHARE_MEMORY:
+        return None
+    first = batch[0]
+    data = first._data
+    for t in batch:
+        if type(t) is not Tensor or t._device.type != "cpu" or t._data.dtype != data.dtype or \
+                t._data.shape != data.shape or t.requires_grad:
+            return None
+    from ember.multiprocessing._shared import empty_shared
+
+    return empty_shared((len(batch), *data.shape), data.dtype)
+
+
 def default_collate(batch):
     """Merge a list of samples into a batch, recursing through their structure.
 
@@ -128,6 +146,9 @@ def default_collate(batch):
     elem = batch[0]
     elem_type = type(elem)
     if isinstance(elem, Tensor):
+        out = _shared_batch(batch)
+        if out is not None:  # in a worker: straight into shared memory, which the batch travels in
+            return ember.stack(list(batch), 0, out=out)
         return ember.stack(list(batch), 0)
     if elem_type.__module__ == "numpy" and elem_type.__name__ not in ("str_", "string_", "bytes_"):
         if elem_type.__name__ in ("ndarray", "memmap"):

@@ -18,6 +18,12 @@ requires_grad)`` and rebuilds it in the receiving process with
 custom objects holding tensors) pickles as usual, so the batch's structure
 arrives intact. The same format carries the dataset, ``collate_fn`` and
 ``worker_init_fn`` to workers started with 'spawn'/'forkserver'.
+
+CPU tensors (not part of a graph) go through shared memory instead
+(:func:`ember.multiprocessing._shared.reduce_tensor`): the tensor moves into a
+shared mapping and only its handle, dtype, shape and strides are pickled; the
+main process maps the same memory. Workers stay alive until every result they
+sent has been decoded (the main process decodes each result as it takes it).
 """
 
 from __future__ import annotations
@@ -112,19 +118,32 @@ def _dtype_name(dtype):
 
 
 class _TransferPickler(pickle.Pickler):
-    """A pickler that sends ember tensors as numpy arrays (see the module docstring)."""
+    """A pickler that sends ember tensors as numpy arrays or shared memory (see the module docstring)."""
+
+    share_memory = True
 
     def reducer_override(self, obj):
         if isinstance(obj, Tensor):
+            if self.share_memory and SHARE_MEMORY and obj._device.type == "cpu" and obj._grad_fn is None:
+                from ember.multiprocessing._shared import reduce_tensor
+
+                return reduce_tensor(obj)  # only a handle travels; the receiver maps the same memory
             array = np.ascontiguousarray(obj.detach().cpu().numpy())
             return _rebuild_tensor, (array, _dtype_name(obj.dtype), str(obj.device), bool(obj.requires_grad))
         return NotImplemented
 
 
-def dumps(obj):
-    """``obj`` as bytes in the transfer format (tensors as numpy arrays)."""
+#: CPU tensors travel through shared memory (ember.multiprocessing) rather than as pickled copies.
+SHARE_MEMORY = True
+
+
+def dumps(obj, share_memory=True):
+    """``obj`` as bytes in the transfer format. With ``share_memory`` (for bytes one process decodes
+    once: a file descriptor is handed over once), CPU tensors travel in shared memory; else as copies."""
     buffer = io.BytesIO()
-    _TransferPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    pickler = _TransferPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.share_memory = share_memory
+    pickler.dump(obj)
     return buffer.getvalue()
 
 

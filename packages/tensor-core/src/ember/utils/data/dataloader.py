@@ -449,7 +449,7 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
         payload = (self._dataset, self._collate_fn, loader.worker_init_fn)
         if context.get_start_method() != "fork":
             # Tensors (e.g. a TensorDataset's) are not picklable: send the payload in the transfer format.
-            payload = _worker.dumps(payload)
+            payload = _worker.dumps(payload, share_memory=False)  # the same bytes go to every worker
         self._results = context.Queue()
         self._done_event = context.Event()
         self._shutdown = False
@@ -536,7 +536,13 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
                     raise RuntimeError(f"DataLoader timed out after {self._timeout} seconds") from None
                 continue
             if isinstance(data, bytes):
-                data = _worker.loads(data)
+                try:
+                    data = _worker.loads(data)
+                except (OSError, EOFError):  # shared memory of a worker that died before handing it over
+                    for _ in range(100):  # its death may take a moment to show: then say which worker died
+                        self._check_workers()
+                        time.sleep(0.05)
+                    raise
             return task, data
 
     def _skip_tasks_of_ended_workers(self):
