@@ -112,9 +112,21 @@ def _softmax_meta(input, dim=None, _stacklevel=3, dtype=None):
     return MetaArray(input._data.shape, out.numpy_dtype)
 
 
-def _softmax_cpu(input, dim=None, _stacklevel=3, dtype=None):
-    dim, out = _softmax_args("softmax", input, dim, _stacklevel, dtype, warn=False)
-    return _softmax_np(_compute(input._data, out.numpy_dtype), dim).astype(out.numpy_dtype, copy=False)
+def _softmax_kernels(op, *, log=False, negate=False):
+    """The CPU kernel and the decomposition of ``op``: softmax, its log (``log``) or softmin (``negate``:
+    the softmax of ``-input``, negated in ``input``'s dtype before the cast), one rule for the three ops."""
+
+    def cpu(input, dim=None, _stacklevel=3, dtype=None):
+        dim, out = _softmax_args(op, input, dim, _stacklevel, dtype, warn=False)
+        data = np.negative(input._data) if negate else input._data
+        return _softmax_np(_compute(data, out.numpy_dtype), dim, log).astype(out.numpy_dtype, copy=False)
+
+    def decomposition(input, dim=None, _stacklevel=3, dtype=None):
+        dim, out = _softmax_args(op, input, dim, _stacklevel, dtype, warn=False)
+        return _softmax_values((-input if negate else input).to(out), dim, log)
+
+    cpu.__name__, decomposition.__name__ = f"_{op}_cpu", f"_{op}_decomp"
+    return cpu, decomposition
 
 
 def _softmax_values(x, dim, log=False):
@@ -127,11 +139,7 @@ def _softmax_values(x, dim, log=False):
     return (e / _E.sum(e, dim, keepdim=True)).to(dtype)
 
 
-def _softmax_decomp(input, dim=None, _stacklevel=3, dtype=None):
-    dim, out = _softmax_args("softmax", input, dim, _stacklevel, dtype, warn=False)
-    return _softmax_values(input.to(out), dim)
-
-
+_softmax_cpu, _softmax_decomp = _softmax_kernels("softmax")
 softmax = _composite(
     "softmax", _softmax_meta, cpu=_softmax_cpu, decomposition=_softmax_decomp, tags=_NN
 )
@@ -162,16 +170,7 @@ def _log_softmax_meta(input, dim=None, _stacklevel=3, dtype=None):
     return MetaArray(input._data.shape, out.numpy_dtype)
 
 
-def _log_softmax_cpu(input, dim=None, _stacklevel=3, dtype=None):
-    dim, out = _softmax_args("log_softmax", input, dim, _stacklevel, dtype, warn=False)
-    return _softmax_np(_compute(input._data, out.numpy_dtype), dim, log=True).astype(out.numpy_dtype, copy=False)
-
-
-def _log_softmax_decomp(input, dim=None, _stacklevel=3, dtype=None):
-    dim, out = _softmax_args("log_softmax", input, dim, _stacklevel, dtype, warn=False)
-    return _softmax_values(input.to(out), dim, log=True)
-
-
+_log_softmax_cpu, _log_softmax_decomp = _softmax_kernels("log_softmax", log=True)
 log_softmax = _composite(
     "log_softmax", _log_softmax_meta, cpu=_log_softmax_cpu, decomposition=_log_softmax_decomp,
     tags=_NN,
@@ -204,16 +203,7 @@ def _softmin_meta(input, dim=None, _stacklevel=3, dtype=None):
     return MetaArray(input._data.shape, out.numpy_dtype)
 
 
-def _softmin_cpu(input, dim=None, _stacklevel=3, dtype=None):
-    dim, out = _softmax_args("softmin", input, dim, _stacklevel, dtype, warn=False)
-    return _softmax_np(_compute(np.negative(input._data), out.numpy_dtype), dim).astype(out.numpy_dtype, copy=False)
-
-
-def _softmin_decomp(input, dim=None, _stacklevel=3, dtype=None):
-    dim, out = _softmax_args("softmin", input, dim, _stacklevel, dtype, warn=False)
-    return _softmax_values((-input).to(out), dim)
-
-
+_softmin_cpu, _softmin_decomp = _softmax_kernels("softmin", negate=True)
 softmin = _composite(
     "softmin", _softmin_meta, cpu=_softmin_cpu, decomposition=_softmin_decomp, tags=_NN_ONLY
 )
