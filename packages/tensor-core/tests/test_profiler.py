@@ -101,9 +101,11 @@ def test_memory_counts_the_new_tensors_once():
     with P.profile(profile_memory=True) as prof:
         x = ember.zeros(1000, dtype=ember.float32)
         x.view(10, 100)  # a view allocates nothing
+        x.add_(1)  # nor does an in-place op
     rows = _by_key(prof)
     assert rows["aten::zeros"].self_cpu_memory_usage == 4000
     assert rows["aten::view"].self_cpu_memory_usage == 0
+    assert rows["aten::add_"].self_cpu_memory_usage == 0
     table = prof.key_averages().table()
     assert "CPU Mem" in table and "Self CPU Mem" in table and "3.91 Kb" in table
 

@@ -146,8 +146,8 @@ class Recorder:
         if cuda is not None:
             cuda[1].record()
             span[CUDA] = cuda
-        if self.profile_memory:
-            _count_outputs(span, result, spans[parent] if parent >= 0 else None)
+        if self.profile_memory and op.kind != "inplace":  # an in-place op returns memory it was given
+            _count_outputs(span, result, spans[parent] if parent >= 0 else None, args)
         return result
 
 
@@ -209,9 +209,11 @@ def _new_arrays(result):
     return arrays
 
 
-def _count_outputs(span, result, parent_span):
-    """Bytes of the new arrays an op returns, counted once: by the innermost op that returned them."""
-    outputs = {id(a): a.nbytes for a in _new_arrays(result)}
+def _count_outputs(span, result, parent_span, args):
+    """Bytes of the new arrays an op returns, counted once: by the innermost op that returned them
+    (not an argument handed back, as ``F.relu(x, inplace=True)`` does)."""
+    given = {id(a._data) for a in args if isinstance(a, Tensor)}
+    outputs = {id(a): a.nbytes for a in _new_arrays(result) if id(a) not in given}
     inner = span[CHILD_OUTPUTS] or ()
     span[OUT_BYTES] = sum(n for i, n in outputs.items() if i not in inner)
     if parent_span is not None and outputs:
