@@ -51,6 +51,7 @@ from ._spatial import (
     _C_FLOAT,
     _FLOATS,
     _INT_TYPES,
+    _LETTERS,
     _bool_arg,
     _compute,
     _expand_param,
@@ -522,11 +523,14 @@ def _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups):
     return stride, pad_lo, pad_hi, dilation, groups, unbatched, out[1:] if unbatched else out
 
 
+def _shape_names(n):
+    """The input's and the kernel's spatial sizes in the docstrings of the ``n``-d convolutions: ``iH, iW``."""
+    return ", ".join(f"i{c}" for c in _LETTERS[n]), ", ".join(f"k{c}" for c in _LETTERS[n])
+
+
 def _make_conv(n):
     name = f"conv{n}d"
-    letters = ("L",) if n == 1 else ("H", "W") if n == 2 else ("D", "H", "W")
-    spatial = ", ".join(f"i{c}" for c in letters)
-    kernel = ", ".join(f"k{c}" for c in letters)
+    spatial, kernel = _shape_names(n)
 
     def meta(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         out = _conv_plan(name, n, input, weight, bias, stride, padding, dilation, groups)[-1]
@@ -621,9 +625,7 @@ def _conv_transpose_plan(name, n, input, weight, bias, stride, padding, output_p
 
 def _make_conv_transpose(n):
     name = f"conv_transpose{n}d"
-    letters = ("L",) if n == 1 else ("H", "W") if n == 2 else ("D", "H", "W")
-    spatial = ", ".join(f"i{c}" for c in letters)
-    kernel = ", ".join(f"k{c}" for c in letters)
+    spatial, kernel = _shape_names(n)
 
     def meta(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
         out = _conv_transpose_plan(name, n, input, weight, bias, stride, padding, output_padding, groups,
