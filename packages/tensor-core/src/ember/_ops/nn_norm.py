@@ -225,6 +225,13 @@ def _apply_channel_norm(input, mean, var, eps, weight, bias):
     ndim = input.ndim
     x = _upcast(input)
     out = (x - _tensor_param_view(mean, ndim)) * _tensor_param_view(_E.rsqrt(var + eps), ndim)
+    return _channel_affine(out, input, weight, bias)
+
+
+def _channel_affine(out, input, weight, bias):
+    """``out * weight + bias`` with per-channel ``(C,)`` ``weight`` and ``bias`` (either may be None) along
+    dim 1, cast to ``input``'s dtype: the common tail of the batch, instance and group norm decompositions."""
+    ndim = input.ndim
     if weight is not None:
         out = out * _tensor_param_view(weight, ndim)
     if bias is not None:
@@ -338,12 +345,7 @@ def _instance_norm_decomp(input, running_mean=None, running_var=None, weight=Non
             _E.copy_(running_mean, running_mean * (1 - momentum) + _E.mean(mean.reshape(n, c), 0) * momentum)
             unbiased = _E.mean(var.reshape(n, c), 0) * (count / (count - 1))
             _E.copy_(running_var, running_var * (1 - momentum) + unbiased * momentum)
-    out = (x - mean) * _E.rsqrt(var + eps)
-    if weight is not None:
-        out = out * _tensor_param_view(weight, input.ndim)
-    if bias is not None:
-        out = out + _tensor_param_view(bias, input.ndim)
-    return out.to(input.dtype)
+    return _channel_affine((x - mean) * _E.rsqrt(var + eps), input, weight, bias)
 
 
 instance_norm = _composite(
@@ -557,12 +559,7 @@ def _group_norm_decomp(input, num_groups, weight=None, bias=None, eps=1e-05):
     grouped = _upcast(input).reshape(n, num_groups, -1)
     mean = _E.mean(grouped, [2], keepdim=True)
     var = _E.var(grouped, [2], correction=0, keepdim=True)
-    out = ((grouped - mean) * _E.rsqrt(var + eps)).reshape(tuple(input.shape))
-    if weight is not None:
-        out = out * _tensor_param_view(weight, input.ndim)
-    if bias is not None:
-        out = out + _tensor_param_view(bias, input.ndim)
-    return out.to(input.dtype)
+    return _channel_affine(((grouped - mean) * _E.rsqrt(var + eps)).reshape(tuple(input.shape)), input, weight, bias)
 
 
 group_norm = _composite(
