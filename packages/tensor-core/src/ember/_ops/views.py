@@ -511,19 +511,20 @@ def _split_meta(tensor, split_size_or_sections, dim=0):
     Raises:
         RuntimeError: if the sizes don't add up to the dimension's size.
     """
-    d, sizes = _split_sizes(tensor, split_size_or_sections, dim)
-    pieces, start = [], 0
-    for s in sizes:
-        pieces.append(_slice_meta(tensor, d, start, start + s))
-        start += s
-    return tuple(pieces)
+    return _split_pieces(_slice_meta, tensor, split_size_or_sections, dim)
 
 
 def _split_decomp(tensor, split_size_or_sections, dim=0):
+    return _split_pieces(slice_op, tensor, split_size_or_sections, dim)
+
+
+def _split_pieces(slicer, tensor, split_size_or_sections, dim):
+    """``slicer(tensor, d, start, stop)`` for each consecutive piece of ``split``: the meta passes
+    ``_slice_meta``, the decomposition the ``slice`` op."""
     d, sizes = _split_sizes(tensor, split_size_or_sections, dim)
     pieces, start = [], 0
     for s in sizes:
-        pieces.append(slice_op(tensor, d, start, start + s))
+        pieces.append(slicer(tensor, d, start, start + s))
         start += s
     return tuple(pieces)
 
