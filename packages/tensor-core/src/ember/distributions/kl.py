@@ -115,12 +115,50 @@ def _x_log_x(tensor):
     return tensor * tensor.log()
 
 
-def _batch_trace_XXT(bmat):
-    """The trace of ``X @ X.mT`` for each matrix of a batch."""
-    n = bmat.size(-1)
-    m = bmat.size(-2)
-    flat_trace = bmat.reshape(-1, m * n).pow(2).sum(-1)
-    return flat_trace.reshape(bmat.shape[:-2])
+def _frobenius_sq(matrices):
+    """The squared Frobenius norm ``tr(X X^T)`` of each matrix of a batch."""
+    return matrices.pow(2).sum((-2, -1))
+
+
+def _lowrank_parts(d):
+    """The unbroadcasted ``(W, D, L_C)`` of a LowRankMultivariateNormal: factor, diagonal, capacitance Cholesky."""
+    return d._unbroadcasted_cov_factor, d._unbroadcasted_cov_diag, d._capacitance_tril
+
+
+def _woodbury_correction(q):
+    r"""``A`` with :math:`\Sigma_q^{-1} = D_q^{-1} - A^T A` (Woodbury): :math:`A = L_C^{-1} W_q^T D_q^{-1}`."""
+    W, D, L_C = _lowrank_parts(q)
+    return ember.linalg.solve_triangular(L_C, W.mT / D.unsqueeze(-2), upper=False)
+
+
+def _log_det(d):
+    """log det of a (LowRank)MultivariateNormal's covariance."""
+    if isinstance(d, LowRankMultivariateNormal):
+        return _batch_lowrank_logdet(*_lowrank_parts(d))
+    return 2 * d._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+
+def _mahalanobis_q(q, diff):
+    """``diff^T Sigma_q^{-1} diff`` for a (LowRank)MultivariateNormal ``q``."""
+    if isinstance(q, LowRankMultivariateNormal):
+        W, D, L_C = _lowrank_parts(q)
+        return _batch_lowrank_mahalanobis(W, D, diff, L_C)
+    return _batch_mahalanobis(q._unbroadcasted_scale_tril, diff)
+
+
+def _gaussian_kl(p, q, trace):
+    """``KL(p || q)`` of two multivariate normals from ``trace = tr(Sigma_q^-1 Sigma_p)``:
+    ``(log det Sigma_q - log det Sigma_p + trace + mahalanobis - k) / 2``."""
+    k = p.event_shape[0]
+    return 0.5 * (_log_det(q) - _log_det(p) + trace + _mahalanobis_q(q, q.loc - p.loc) - k)
+
+
+def _solve_lower(L, B):
+    """``L^-1 B`` for lower-triangular ``L``, broadcasting their batch dimensions."""
+    batch = tuple(ember.broadcast_shapes(L.shape[:-2], B.shape[:-2]))
+    L = L.expand(batch + tuple(L.shape[-2:]))
+    B = B.expand(batch + tuple(B.shape[-2:]))
+    return ember.linalg.solve_triangular(L, B, upper=False)
 
 
 def kl_divergence(p, q):
@@ -292,79 +330,46 @@ def _check_event_shapes(p, q, name_p, name_q):
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
 def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
     _check_event_shapes(p, q, "Low Rank Multivariate Normals", "Low Rank Multivariate Normals")
-    term1 = _batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril) - (
-        _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril)
+    # Sigma_p = W_p W_p^T + D_p and Sigma_q^-1 = D_q^-1 - A^T A: four traces, none forming a k x k matrix
+    W_p, D_p, _ = _lowrank_parts(p)
+    D_q = q._unbroadcasted_cov_diag
+    A = _woodbury_correction(q)
+    trace = (
+        (D_p / D_q).sum(-1)
+        + _frobenius_sq(W_p / D_q.sqrt().unsqueeze(-1))
+        - _frobenius_sq(A * D_p.sqrt().unsqueeze(-2))
+        - _frobenius_sq(A @ W_p)
     )
-    term3 = _batch_lowrank_mahalanobis(
-        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
-    )
-    # tr(Sigma_q^-1 Sigma_p) with Woodbury: Sigma_q^-1 = D_q^-1 - A^T A, A = L_C^-1 W_q^T D_q^-1, split into
-    # four traces of X X^T forms so that no k x k matrix is formed
-    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
-    A = ember.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
-    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
-    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
-    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
-    term24 = _batch_trace_XXT(A.matmul(p._unbroadcasted_cov_factor))
-    term2 = term21 + term22 - term23 - term24
-    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+    return _gaussian_kl(p, q, trace)
 
 
 @register_kl(MultivariateNormal, LowRankMultivariateNormal)
 def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
     _check_event_shapes(p, q, "(Low Rank) Multivariate Normals", "")
-    term1 = _batch_lowrank_logdet(
-        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
-    ) - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    term3 = _batch_lowrank_mahalanobis(
-        q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q.loc - p.loc, q._capacitance_tril
-    )
-    # tr(Sigma_q^-1 Sigma_p) with Woodbury as above, Sigma_p = L_p L_p^T
-    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
-    A = ember.linalg.solve_triangular(q._capacitance_tril, qWt_qDinv, upper=False)
-    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
-    term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
-    term2 = term21 - term22
-    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+    # Sigma_p = L_p L_p^T and Sigma_q^-1 = D_q^-1 - A^T A
+    L_p = p._unbroadcasted_scale_tril
+    D_q = q._unbroadcasted_cov_diag
+    A = _woodbury_correction(q)
+    trace = _frobenius_sq(L_p / D_q.sqrt().unsqueeze(-1)) - _frobenius_sq(A @ L_p)
+    return _gaussian_kl(p, q, trace)
 
 
 @register_kl(LowRankMultivariateNormal, MultivariateNormal)
 def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
     _check_event_shapes(p, q, "(Low Rank) Multivariate Normals", "")
-    term1 = 2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - _batch_lowrank_logdet(
-        p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag, p._capacitance_tril
-    )
-    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
-    # tr(Sigma_q^-1 Sigma_p) = ||L_q^-1 W_p||^2 + ||L_q^-1 D_p^(1/2)||^2 (Frobenius norms)
-    combined_batch_shape = ember.broadcast_shapes(
-        q._unbroadcasted_scale_tril.shape[:-2], p._unbroadcasted_cov_factor.shape[:-2]
-    )
-    n = p.event_shape[0]
-    q_scale_tril = q._unbroadcasted_scale_tril.expand(tuple(combined_batch_shape) + (n, n))
-    p_cov_factor = p._unbroadcasted_cov_factor.expand(tuple(combined_batch_shape) + (n, p.cov_factor.size(-1)))
-    p_cov_diag = ember.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(tuple(combined_batch_shape) + (n, n))
-    term21 = _batch_trace_XXT(ember.linalg.solve_triangular(q_scale_tril, p_cov_factor, upper=False))
-    term22 = _batch_trace_XXT(ember.linalg.solve_triangular(q_scale_tril, p_cov_diag, upper=False))
-    term2 = term21 + term22
-    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+    # tr(Sigma_q^-1 Sigma_p) = ||L_q^-1 W_p||^2 + ||L_q^-1 D_p^(1/2)||^2
+    W_p, D_p, _ = _lowrank_parts(p)
+    L_q = q._unbroadcasted_scale_tril
+    trace = _frobenius_sq(_solve_lower(L_q, W_p)) + _frobenius_sq(_solve_lower(L_q, ember.diag_embed(D_p.sqrt())))
+    return _gaussian_kl(p, q, trace)
 
 
 @register_kl(MultivariateNormal, MultivariateNormal)
 def _kl_multivariatenormal_multivariatenormal(p, q):
-    # 1/2 [tr(Sigma_q^-1 Sigma_p) + mahalanobis - k + log det Sigma_q - log det Sigma_p], through Cholesky factors
     _check_event_shapes(p, q, "Multivariate Normals", "Multivariate Normals")
-    half_term1 = q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) - (
-        p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
-    )
-    combined_batch_shape = ember.broadcast_shapes(
-        q._unbroadcasted_scale_tril.shape[:-2], p._unbroadcasted_scale_tril.shape[:-2]
-    )
-    n = p.event_shape[0]
-    q_scale_tril = q._unbroadcasted_scale_tril.expand(tuple(combined_batch_shape) + (n, n))
-    p_scale_tril = p._unbroadcasted_scale_tril.expand(tuple(combined_batch_shape) + (n, n))
-    term2 = _batch_trace_XXT(ember.linalg.solve_triangular(q_scale_tril, p_scale_tril, upper=False))
-    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
-    return half_term1 + 0.5 * (term2 + term3 - n)
+    # tr(Sigma_q^-1 Sigma_p) = ||L_q^-1 L_p||^2
+    trace = _frobenius_sq(_solve_lower(q._unbroadcasted_scale_tril, p._unbroadcasted_scale_tril))
+    return _gaussian_kl(p, q, trace)
 
 
 @register_kl(Normal, Normal)
