@@ -289,13 +289,16 @@ def _nll_loss_meta(input, target, weight=None, size_average=None, ignore_index=-
     return MetaArray(_loss_shape(shape, reduction), input._data.dtype)
 
 
-def _class_last_np(x):
-    """``x`` with its class dim (1, or 0 for 1-D) moved last and the rest flattened: ``(M, C)``."""
+def _class_last(x, moveaxis):
+    """``x`` with its class dim (1, or 0 for 1-D) moved last and the rest flattened: ``(M, C)``.
+
+    ``x`` is a numpy/CuPy array (``moveaxis=np.moveaxis``, the kernels) or a tensor (``_E.movedim``, the
+    decompositions)."""
     if x.ndim == 1:
         return x.reshape(1, -1)
     if x.ndim == 2:
         return x
-    return np.moveaxis(x, 1, -1).reshape(-1, x.shape[1])
+    return moveaxis(x, 1, -1).reshape(-1, x.shape[1])
 
 
 def _picked_and_weights(target, weight, ignore_index, classes, dtype):
@@ -332,22 +335,14 @@ def _nll_from_picked(picked, w, ignore, reduction, shape, dtype):
 def _nll_loss_cpu(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
     reduction = _kernel_reduction(size_average, reduce, reduction)
     shape = _nll_checks("nll_loss", input, target, weight)
-    logp = _class_last_np(_compute(input._data))
+    logp = _class_last(_compute(input._data), np.moveaxis)
     return _nll_np(logp, target, weight, ignore_index, reduction, shape).astype(input._data.dtype, copy=False)
-
-
-def _class_last(x):
-    if x.ndim == 1:
-        return x.reshape(1, -1)
-    if x.ndim == 2:
-        return x
-    return _E.movedim(x, 1, -1).reshape(-1, x.shape[1])
 
 
 def _nll_values(logp, target, weight, ignore_index, reduction):
     """nll_loss in ember ops (decompositions)."""
     shape = _nll_checks("nll_loss", logp, target, weight)
-    x = _class_last(logp)
+    x = _class_last(logp, _E.movedim)
     t = target.reshape(-1).to(D.int64)
     keep = t != ignore_index
     if t._device.type != "cpu":
@@ -464,12 +459,12 @@ def _cross_entropy_cpu(input, target, weight=None, size_average=None, ignore_ind
     meta = _cross_entropy_meta(input, target, weight, None, ignore_index, None, reduction, label_smoothing)
     out_dtype = meta.dtype
     work = _compute_dtype(out_dtype)
-    x = _class_last_np(_compute(input._data, work))
+    x = _class_last(_compute(input._data, work), np.moveaxis)
     classes = x.shape[1]
     w = None if weight is None else _compute(weight._data, work)
     if tuple(target.shape) == tuple(input.shape):
         logp = _log_softmax_rows(x)
-        t = _class_last_np(_compute(target._data, work))
+        t = _class_last(_compute(target._data, work), np.moveaxis)
         if label_smoothing > 0:
             t = t * np.asarray(1 - label_smoothing, work) + np.asarray(label_smoothing / classes, work)
         prod = logp * t
