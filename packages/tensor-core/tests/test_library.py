@@ -19,6 +19,15 @@ from ember.library import Library, custom_op
 _COUNTER = itertools.count()
 
 
+@pytest.fixture(autouse=True)
+def _remove_new_ops():
+    """Remove the ops a test defines: registry-wide tests (every op has an OpInfo...) must not meet them."""
+    before = set(registry)
+    yield
+    for name in set(registry) - before:
+        ember.library._delete_op(name)
+
+
 def _unique(prefix):
     """A fresh op name per test (the registry is global)."""
     return f"{prefix}{next(_COUNTER)}"

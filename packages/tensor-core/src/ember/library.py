@@ -414,6 +414,20 @@ def _register_autograd_entry(definition):
     _install(definition, body)
 
 
+def _delete_op(qualname):
+    """Remove custom op ``qualname`` from the registry, ``ember.ops`` and the derivative table (tests use it: a
+    registry-wide test must not meet the ops another test defined)."""
+    definition = _CUSTOM_OPS.pop(qualname, None)
+    op = registry.get(qualname)
+    if op is None or (definition is not None and definition.op is not op):
+        return
+    del registry[qualname]
+    table = _table()
+    if table is not None:
+        _forget_derivative(table, op)
+        table.THROUGH_DECOMPOSITION.discard(op)
+
+
 # -- the public functions --------------------------------------------------------------------------------------
 
 
@@ -514,9 +528,17 @@ class Library:
         self.ns = ns
         self.kind = kind
         self.dispatch_key = dispatch_key
+        self._defined = set()
 
     def __repr__(self):
         return f"Library(kind={self.kind}, ns={self.ns}, dispatch_key={self.dispatch_key})"
+
+    def _destroy(self):
+        """Remove the ops this library defined (PyTorch's private ``Library._destroy``)."""
+        for qualname in list(_CUSTOM_OPS):
+            if qualname.startswith(f"{self.ns}::") and qualname in self._defined:
+                _delete_op(qualname)
+        self._defined.clear()
 
     def define(self, schema, alias_analysis="", *, tags=()):
         """Define an op from a schema string ``"name(Tensor x, int n=2) -> Tensor"``; returns its name.
@@ -531,6 +553,7 @@ class Library:
         returns = schema.rsplit("->", 1)[1].strip()
         qualname = f"{self.ns}::{name}"
         _CUSTOM_OPS[qualname] = CustomOpDef(qualname, signature, tensors, mutated, returns == "()")
+        self._defined.add(qualname)
         return name
 
     def impl(self, op_name, fn, dispatch_key="", *, with_keyset=False):
