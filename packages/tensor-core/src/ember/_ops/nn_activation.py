@@ -912,19 +912,42 @@ def _softsign_meta(input):
         >>> ember.nn.functional.softsign(ember.tensor([-1.0, 3.0]))
         tensor([-0.5000,  0.7500])
     """
-    _check_tensor("softsign", "input", input)
+    return _float_promoting_meta("softsign", input, _softsign_bool_error)
+
+
+def _float_promoting_meta(op, input, bool_error):
+    """Meta of softsign and tanhshrink: any dtype but bool (``bool_error()`` is what a bool tensor raises),
+    integer inputs giving the default float dtype."""
+    _check_tensor(op, "input", input)
     if input.dtype is D.bool:
-        raise _not_implemented("abs_cpu", input.dtype)
+        raise bool_error()
     return MetaArray(input._data.shape, _float_result(input.dtype).numpy_dtype)
 
 
-def _softsign_cpu(input):
-    out = _float_result(input.dtype).numpy_dtype
-    x = _compute(input._data, out)
-    with np.errstate(all="ignore"):
-        denom = np.abs(x).astype(x.dtype)
-        denom += 1
-        return np.asarray(x / denom).astype(out, copy=False)  # 0-d inputs give numpy scalars
+def _softsign_bool_error():
+    return _not_implemented("abs_cpu", D.bool)
+
+
+def _float_promoting_cpu(values):
+    """The CPU kernel of softsign and tanhshrink: ``values(x)`` on ``input`` in its result dtype (integers give
+    the default float), without numpy's floating-point warnings."""
+
+    def cpu(input):
+        out = _float_result(input.dtype).numpy_dtype
+        x = _compute(input._data, out)
+        with np.errstate(all="ignore"):
+            return np.asarray(values(x)).astype(out, copy=False)  # 0-d inputs give numpy scalars
+
+    return cpu
+
+
+def _softsign_values(x):
+    denom = np.abs(x).astype(x.dtype)
+    denom += 1
+    return x / denom
+
+
+_softsign_cpu = _float_promoting_cpu(_softsign_values)
 
 
 softsign = _composite(
@@ -1037,20 +1060,17 @@ def _tanhshrink_meta(input):
         >>> ember.nn.functional.tanhshrink(ember.tensor([-1.0, 2.0]))
         tensor([-0.2384,  1.0360])
     """
-    _check_tensor("tanhshrink", "input", input)
-    if input.dtype is D.bool:
-        raise RuntimeError(
-            "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
-            "use the `~` or `logical_not()` operator instead."
-        )
-    return MetaArray(input._data.shape, _float_result(input.dtype).numpy_dtype)
+    return _float_promoting_meta("tanhshrink", input, _tanhshrink_bool_error)
 
 
-def _tanhshrink_cpu(input):
-    out = _float_result(input.dtype).numpy_dtype
-    x = _compute(input._data, out)
-    with np.errstate(all="ignore"):
-        return np.asarray(x - np.tanh(x)).astype(out, copy=False)  # 0-d inputs give numpy scalars
+def _tanhshrink_bool_error():
+    return RuntimeError(
+        "Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to invert a mask, "
+        "use the `~` or `logical_not()` operator instead."
+    )
+
+
+_tanhshrink_cpu = _float_promoting_cpu(lambda x: x - np.tanh(x))
 
 
 tanhshrink = _composite(
