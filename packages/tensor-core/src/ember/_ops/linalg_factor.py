@@ -36,7 +36,7 @@ from ._registry import COMPOSITE, registry
 
 __all__ = []
 
-METHODS: list[str] = ["cholesky", "qr"]
+METHODS: list[str] = ["cholesky", "qr", "lu"]
 ALIASES: dict[str, str] = {}
 
 _INFO = np.dtype(np.int32)
@@ -574,3 +574,22 @@ def _ldl_factor_cpu(A, *, hermitian=False):
 
 
 linalg_ldl_factor = linalg_op("linalg_ldl_factor", _ldl_factor_meta, _ldl_factor_cpu, return_type=_ldl_result)
+
+
+def _top_lu_meta(A, pivot=True, get_infos=False):
+    """PyTorch's older ``torch.lu``: ``(LU, pivots)`` of :func:`ember.linalg.lu_factor_ex`, with ``infos``
+    as a third output when ``get_infos`` (otherwise a zero pivot raises, as ``lu_factor`` does).
+
+    Returns:
+        tuple: ``(LU, pivots)`` or ``(LU, pivots, infos)``.
+    """
+    LU, pivots, info = _lu_factor_ex_meta(A, pivot=pivot)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def _top_lu_decomp(A, pivot=True, get_infos=False):
+    LU, pivots, info = registry["linalg_lu_factor_ex"](A, pivot=pivot, check_errors=not get_infos)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+lu = linalg_op("lu", _top_lu_meta, None, category=COMPOSITE, public=True, has_out=False, decomposition=_top_lu_decomp)

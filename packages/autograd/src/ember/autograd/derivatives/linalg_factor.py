@@ -117,7 +117,7 @@ def _lu_factor_grad(gLU, LU, pivots):
 derivative("linalg_lu_factor_ex", A=lambda grads, results: _lu_factor_grad(grads[0], results[0], results[1]))
 derivative("linalg_lu_factor", A=lambda grads, results: _lu_factor_grad(grads[0], results[0], results[1]))
 derivative("_linalg_lu", A=lambda grads, results: lu_backward(results[0], results[1], results[2], grads[1], grads[2]))
-through_decomposition("linalg_lu", "lu_unpack")
+through_decomposition("linalg_lu", "lu_unpack", "lu")
 
 
 def _lu_unpack_backward(grads, LU_data, unpack_data):

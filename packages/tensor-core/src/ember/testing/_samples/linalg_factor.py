@@ -173,3 +173,17 @@ register_opinfo(OpInfo("linalg_ldl_factor_ex", _ldl_samples, dtypes=LINALG_TYPES
                        torch_name="torch.linalg.ldl_factor_ex", tolerances=SINGLE_TOL))
 register_opinfo(OpInfo("linalg_ldl_factor", _ldl_samples, dtypes=LINALG_TYPES, supports_autograd=False,
                        torch_name="torch.linalg.ldl_factor", tolerances=SINGLE_TOL))
+
+
+def _top_lu_samples(opinfo, device, dtype, requires_grad):
+    for sample in _lu_samples(opinfo, device, dtype, requires_grad):
+        yield SampleInput(sample.input, name=sample.name)
+    yield SampleInput(rectangular((2, 3, 3), device, dtype, requires_grad), (True, True), name="get_infos")
+
+
+def _top_lu_ref(a, pivot=True, get_infos=False):
+    LU, piv = _lu_factor_ref(a)
+    return (LU, piv, np.zeros(a.shape[:-2], np.int32)) if get_infos else (LU, piv)
+
+
+register_opinfo(OpInfo("lu", _top_lu_samples, dtypes=LINALG_TYPES, ref=_top_lu_ref, tolerances=SINGLE_TOL))
