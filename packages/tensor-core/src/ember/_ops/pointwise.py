@@ -445,26 +445,20 @@ def _pow_meta(input, exponent):
 
 
 def _int_pow(base, exponent):
-    """Integer powers; a negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise."""
+    """Integer powers; a negative exponent gives 1 for base 1, +-1 for base -1 and 0 otherwise.
+
+    On GPU arrays (``xp`` is CuPy) negative exponents are handled by ``where`` for every signed exponent,
+    rather than after asking the GPU whether there are any (a synchronisation).
+    """
     xp = _array_namespace(base, exponent)
-    if xp is not np:
-        return _int_pow_xp(xp, base, exponent)
-    base, exponent = _as_array(base), _as_array(exponent)
-    if exponent.dtype.kind == "u" or not np.any(exponent < 0):
-        return np.power(base, exponent)
-    negative = exponent < 0
-    value = np.power(base, np.where(negative, 0, exponent).astype(exponent.dtype))
-    odd = np.bitwise_and(exponent, 1).astype(np.bool_)
-    special = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
-    return np.where(negative, special, value)
-
-
-def _int_pow_xp(xp, base, exponent):
-    """:func:`_int_pow` on GPU arrays (``xp`` is CuPy): negative exponents are handled by ``where`` for every
-    signed exponent, rather than after asking the GPU whether there are any."""
-    base, exponent = xp.asarray(base), xp.asarray(exponent)  # Python numbers become 0-dim arrays, as on CPU
-    if exponent.dtype.kind == "u":
-        return xp.power(base, exponent)
+    if xp is np:
+        base, exponent = _as_array(base), _as_array(exponent)
+        if exponent.dtype.kind == "u" or not np.any(exponent < 0):
+            return np.power(base, exponent)
+    else:
+        base, exponent = xp.asarray(base), xp.asarray(exponent)  # Python numbers become 0-dim arrays, as on CPU
+        if exponent.dtype.kind == "u":
+            return xp.power(base, exponent)
     negative = exponent < 0
     value = xp.power(base, xp.where(negative, 0, exponent).astype(exponent.dtype))
     odd = xp.bitwise_and(exponent, 1).astype(np.bool_)
