@@ -231,6 +231,24 @@ def test_kl_against_monte_carlo(pair):
     np.testing.assert_array_less(np.abs(D.kl_divergence(p, q).detach().numpy() - estimate), 5 * se + 1e-9)
 
 
+def test_kl_uniform_and_continuous_bernoulli_at_the_support_ends():
+    """U(0.3, 1) against a continuous Bernoulli, and the reverse with U(0, 1.5): finite (PyTorch 2.13 returns inf
+    when the intervals only touch the support's ends); checked against numerical integration."""
+    from scipy.integrate import quad
+
+    cb = D.ContinuousBernoulli(_t([0.3]))
+    u = D.Uniform(_t([0.3]), _t([1.0]))
+
+    def cb_log_density(x):
+        return cb.log_prob(_t([x])).item()
+
+    expected = quad(lambda x: (1 / 0.7) * (np.log(1 / 0.7) - cb_log_density(x)), 0.3, 1.0)[0]
+    np.testing.assert_allclose(D.kl_divergence(u, cb).item(), expected, rtol=1e-7)
+    wide = D.Uniform(_t([0.0]), _t([1.5]))
+    expected = quad(lambda x: np.exp(cb_log_density(x)) * (cb_log_density(x) - np.log(1 / 1.5)), 0.0, 1.0)[0]
+    np.testing.assert_allclose(D.kl_divergence(cb, wide).item(), expected, rtol=1e-7)
+
+
 @pytest.mark.cuda
 def test_samplers_on_cuda():
     ember.manual_seed(0)

@@ -351,6 +351,10 @@ CROSS_KL = [
     ("Exponential", "Normal"), ("Exponential", "Gumbel"), ("Gamma", "Normal"), ("Gamma", "Exponential"),
     ("Gamma", "Gumbel"), ("Gumbel", "Normal"), ("Laplace", "Normal"), ("Normal", "Laplace"), ("Normal", "Gumbel"),
     ("Uniform", "Normal"), ("Uniform", "Gumbel"), ("Normal", "Exponential"), ("Bernoulli", "Poisson"),
+    ("ContinuousBernoulli", "Exponential"), ("ContinuousBernoulli", "Normal"), ("ContinuousBernoulli", "Uniform"),
+    ("ContinuousBernoulli", "Pareto"), ("Beta", "ContinuousBernoulli"), ("Normal", "ContinuousBernoulli"),
+    ("Gamma", "ContinuousBernoulli"), ("Pareto", "Exponential"), ("Pareto", "Gamma"), ("Pareto", "Normal"),
+    ("Pareto", "Beta"), ("Pareto", "Uniform"), ("Uniform", "Pareto"), ("Pareto", "ContinuousBernoulli"),
 ]  # fmt: skip
 
 
@@ -367,6 +371,8 @@ def test_kl_divergence_across_families(pair):
         "Uniform": lambda M, T: M.Uniform(T(-_pos(*shape)), T(_pos(*shape))),
         "Bernoulli": lambda M, T: M.Bernoulli(T(_unit(*shape))),
         "Poisson": lambda M, T: M.Poisson(T(_pos(*shape))),
+        "ContinuousBernoulli": lambda M, T: M.ContinuousBernoulli(T(_unit(*shape))),
+        "Pareto": lambda M, T: M.Pareto(T(_pos(*shape)), T(_pos(*shape) + 1.5)),
     }
     state = RNG.bit_generator.state
     e_p, e_q = params[pair[0]](ED, ember.tensor), params[pair[1]](ED, ember.tensor)

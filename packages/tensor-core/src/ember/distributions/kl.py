@@ -23,6 +23,7 @@ from .beta import Beta
 from .binomial import Binomial
 from .categorical import Categorical
 from .cauchy import Cauchy
+from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
@@ -612,6 +613,93 @@ def _kl_uniform_normal(p, q):
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
 
 
+# -- continuous Bernoulli and Pareto against other families ----------------------------------------------------
+# KL(p || q) = -H(p) - E_p[log q(x)]; for a continuous Bernoulli q, log q(x) = x logit(lambda) + log(1 - lambda)
+# + log C(lambda) is linear in x, so only p's mean enters.
+
+
+def _expected_log_cont_bern(q, mean_p):
+    return mean_p * q.logits + ember.log1p(-q.probs) + q._cont_bern_log_norm()
+
+
+def _expected_log_normal(q, mean_p, var_p):
+    return -0.5 * ember.log(2 * math.pi * q.scale.pow(2)) - (var_p + (mean_p - q.loc).pow(2)) / (2 * q.scale.pow(2))
+
+
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    log_p_terms = ember.log1p(-p.probs) + p._cont_bern_log_norm()
+    return p.mean * (p.logits - q.logits) + log_p_terms - ember.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - _expected_log_cont_bern(q, p.mean)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - _expected_log_cont_bern(q, p.mean)
+    return ember.where((p.low < 0) | (p.high > 1), math.inf, result)
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - ember.log(q.rate) + q.rate * p.mean
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    return -p.entropy() - _expected_log_normal(q, p.mean, p.variance)
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + ember.log(q.high - q.low)
+    return ember.where((q.low > 0) | (q.high < 1), math.inf, result)
+
+
+def _pareto_log_moment(p):
+    """E[log x] of a Pareto: log scale + 1 / alpha."""
+    return p.scale.log() + p.alpha.reciprocal()
+
+
+def _pareto_mean(p):
+    """E[x] of a Pareto (inf for alpha <= 1)."""
+    return ember.where(p.alpha > 1, p.alpha * p.scale / (p.alpha - 1), math.inf)
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * _pareto_mean(p)
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    expected_log_q = (
+        q.concentration * q.rate.log()
+        + (q.concentration - 1) * _pareto_log_moment(p)
+        - q.rate * _pareto_mean(p)
+        - q.concentration.lgamma()
+    )
+    return -p.entropy() - expected_log_q
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    a = p.alpha
+    var = ember.where(a > 2, p.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2)), math.inf)
+    return -p.entropy() - _expected_log_normal(q, _pareto_mean(p), var)
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    width = p.high - p.low
+    expected_log_x = (_x_log_x(p.high) - _x_log_x(p.low) - width) / width
+    result = -width.log() - q.alpha.log() - q.alpha * q.scale.log() + (q.alpha + 1) * expected_log_x
+    return ember.where(p.low < q.support.lower_bound, math.inf, result)
+
+
 # -- different families whose divergence is infinite (q has no mass where p has) -----------------------------
 
 
@@ -625,6 +713,15 @@ def _register_infinite(type_p, type_q, like):
 
 
 for _p, _q, _like in [
+    (ContinuousBernoulli, Pareto, lambda p: p.probs),
+    (Exponential, ContinuousBernoulli, lambda p: p.rate),
+    (Gamma, ContinuousBernoulli, lambda p: p.concentration),
+    (Gumbel, ContinuousBernoulli, lambda p: p.loc),
+    (Laplace, ContinuousBernoulli, lambda p: p.loc),
+    (Normal, ContinuousBernoulli, lambda p: p.loc),
+    (Pareto, ContinuousBernoulli, lambda p: p.scale),
+    (Pareto, Beta, lambda p: p.scale),
+    (Pareto, Uniform, lambda p: p.scale),
     (Beta, Pareto, lambda p: p.concentration1),
     (Exponential, Pareto, lambda p: p.rate),
     (Gamma, Pareto, lambda p: p.concentration),
