@@ -60,15 +60,14 @@ WORKLOADS = [
 ]
 
 
-def _best(fn, number, repeat):
-    return min(timeit.repeat(fn, number=number, repeat=1)[0] for _ in range(repeat)) / number
-
-
-def _interleaved(fns, number, repeat):
-    """min over ``repeat`` rounds of each function's time per call, the functions taking turns."""
+def _interleaved(fns, number, repeat, before_each=None):
+    """min over ``repeat`` rounds of each function's time per call, the functions taking turns;
+    ``before_each[i]()``, when given, runs (untimed) before each round of ``fns[i]``."""
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
+            if before_each is not None:
+                before_each[i]()
             best[i] = min(best[i], timeit.timeit(fn, number=number) / number)
     return best
 
@@ -103,13 +102,13 @@ def main():
     engine, old_run = _old_engine_run(options.before)
     new_run = engine._GraphTask.run
 
-    def with_run(run):
-        def call():
+    def use(run):
+        def install():
             engine._GraphTask.run = run
-            ember_step()
-        return call
+        return install
 
-    before, after = _interleaved([with_run(old_run), with_run(new_run)], options.number, options.repeat)
+    before, after = _interleaved([ember_step, ember_step], options.number, options.repeat,
+                                 before_each=[use(old_run), use(new_run)])
     engine._GraphTask.run = new_run
     print(f"not profiling: before {before * 1e6:.1f} us, after {after * 1e6:.1f} us, ratio {after / before:.3f}")
 

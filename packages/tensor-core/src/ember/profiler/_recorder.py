@@ -7,7 +7,7 @@ nothing else is checked (docs/internals.rst, "The profiler hook"). Backward node
 ember-autograd's engine (``_engine.node_observer``) and user blocks through :class:`record_function`.
 
 A span is kept as a small list while recording (cheap to make); :mod:`._events` turns the spans
-into :class:`~ember.profiler.FunctionEvent` objects once recording stops.
+into :class:`~ember.profiler.FunctionEvent` objects when the results are first asked for.
 """
 
 from __future__ import annotations

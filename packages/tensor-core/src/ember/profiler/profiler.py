@@ -102,6 +102,7 @@ class profile:
         self._recorder = None
         self._step_span = None
         self._events = None
+        self._finished = None  # the recorder of the last finished recording, until its events are built
         self._origin_us = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------------------
@@ -158,7 +159,8 @@ class profile:
             self._step_span = None
         recorder.stop()
         self._recorder = None
-        self._events = build_events(recorder)
+        self._finished = recorder  # its events are built when first asked for (most runs never ask)
+        self._events = None
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
 
@@ -171,7 +173,10 @@ class profile:
             RuntimeError: before any recording has finished.
         """
         if self._events is None:
-            raise RuntimeError("Profiler didn't finish running: no events yet (leave the profile block first)")
+            if self._finished is None:
+                raise RuntimeError("Profiler didn't finish running: no events yet (leave the profile block first)")
+            self._events = build_events(self._finished)
+            self._finished = None
         return self._events
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
