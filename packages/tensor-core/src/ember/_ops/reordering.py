@@ -68,46 +68,36 @@ flip = defop("flip", _flip_meta, cpu=_flip_cpu)
 OPERATORS["flip"] = _dims_method(flip, "dims")
 
 
-def _fliplr_meta(input):
-    """``input`` reversed along dim 1 (left/right); needs at least 2 dims.
+def _flip_one_dim(name, dim, doc, cpu):
+    """fliplr (``dim`` 1) or flipud (``dim`` 0): ``input`` reversed along ``dim``, for inputs of more than
+    ``dim`` dims; ``cpu`` is the kernel (a reversed slice, copied)."""
+    min_ndim = dim + 1
+    message = f"Input must be >= {min_ndim}-d."
+
+    def meta(input):
+        _require_tensor(name, "input", input)
+        if input._data.ndim < min_ndim:
+            raise RuntimeError(message)
+        return MetaArray(input._data.shape, input._data.dtype)
+
+    def decomposition(input):
+        meta(input)
+        return flip(input, (dim,))
+
+    meta.__name__, meta.__doc__ = f"_{name}_meta", doc
+    return defop(name, meta, cpu=cpu, category=COMPOSITE, decomposition=decomposition)
+
+
+fliplr = _flip_one_dim("fliplr", 1, """``input`` reversed along dim 1 (left/right); needs at least 2 dims.
 
     Raises:
         RuntimeError: for tensors of fewer than 2 dims.
-    """
-    _require_tensor("fliplr", "input", input)
-    if input._data.ndim < 2:
-        raise RuntimeError("Input must be >= 2-d.")
-    return MetaArray(input._data.shape, input._data.dtype)
-
-
-def _fliplr_decomp(input):
-    _fliplr_meta(input)
-    return flip(input, (1,))
-
-
-fliplr = defop("fliplr", _fliplr_meta, cpu=lambda input: _fresh(input._data[:, ::-1]), category=COMPOSITE,
-               decomposition=_fliplr_decomp)
-
-
-def _flipud_meta(input):
-    """``input`` reversed along dim 0 (up/down); needs at least 1 dim.
+    """, lambda input: _fresh(input._data[:, ::-1]))
+flipud = _flip_one_dim("flipud", 0, """``input`` reversed along dim 0 (up/down); needs at least 1 dim.
 
     Raises:
         RuntimeError: for zero-dim tensors.
-    """
-    _require_tensor("flipud", "input", input)
-    if input._data.ndim < 1:
-        raise RuntimeError("Input must be >= 1-d.")
-    return MetaArray(input._data.shape, input._data.dtype)
-
-
-def _flipud_decomp(input):
-    _flipud_meta(input)
-    return flip(input, (0,))
-
-
-flipud = defop("flipud", _flipud_meta, cpu=lambda input: _fresh(input._data[::-1]), category=COMPOSITE,
-               decomposition=_flipud_decomp)
+    """, lambda input: _fresh(input._data[::-1]))
 
 
 def _roll_plan(input, shifts, dims):
