@@ -175,3 +175,22 @@ def test_dataloader_workers_send_batches_through_shared_memory():
     assert [b[0].is_shared() for b in batches] == [True, True, True]
     np.testing.assert_array_equal(ember.cat([b[0] for b in batches]).numpy(), np.arange(40.0).reshape(10, 4))
     np.testing.assert_array_equal(ember.cat([b[1] for b in batches]).numpy(), np.arange(10))
+
+
+def test_tensors_off_the_cpu_are_refused():
+    from multiprocessing.reduction import ForkingPickler
+
+    with pytest.raises(RuntimeError, match="CPU tensors only"):
+        ForkingPickler.dumps(ember.ones(3, device="meta"))
+
+
+def test_pool_results_come_back_shared():
+    with mp.get_context("fork").Pool(2) as pool:
+        results = pool.map(_arange, [2, 3], chunksize=1)
+        # the workers are alive until the pool closes: their memory was handed over on receipt
+        assert [r.tolist() for r in results] == [[0.0, 1.0], [0.0, 1.0, 2.0]]
+        assert all(r.is_shared() for r in results)
+
+
+def _arange(n):
+    return ember.arange(float(n))
