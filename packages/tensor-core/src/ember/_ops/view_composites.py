@@ -212,43 +212,38 @@ def _ravel_decomp(input):
 ravel = defop("ravel", _ravel_meta, category=COMPOSITE, kind="view", decomposition=_ravel_decomp)
 
 
-def _view_as_meta(input, other):
-    """``input.view(other.shape)``: a view of ``input`` with ``other``'s shape.
+def _like_other(name, shape_meta, shape_op, doc):
+    """view_as or expand_as: ``shape_op(input, other.shape)``, whose meta is ``shape_meta``."""
+
+    def meta(input, other):
+        _require_tensor(name, "other", other)
+        return shape_meta(input, tuple(other._data.shape))
+
+    def decomposition(input, other):
+        _require_tensor(name, "other", other)
+        return shape_op(input, tuple(other._data.shape))
+
+    meta.__name__, meta.__doc__ = f"_{name}_meta", doc
+    return defop(name, meta, category=COMPOSITE, kind="view", decomposition=decomposition)
+
+
+view_as = _like_other("view_as", _view_meta_fn, view, """``input.view(other.shape)``: a view of ``input`` with
+    ``other``'s shape.
 
     Raises:
         RuntimeError: as :func:`ember.view`.
-    """
-    _require_tensor("view_as", "other", other)
-    return _view_meta_fn(input, tuple(other._data.shape))
-
-
-def _view_as_decomp(input, other):
-    _require_tensor("view_as", "other", other)
-    return view(input, tuple(other._data.shape))
-
-
-view_as = defop("view_as", _view_as_meta, category=COMPOSITE, kind="view", decomposition=_view_as_decomp)
+    """)
 
 
 # -- broadcasting and moving dims ----------------------------------------------------------------
 
 
-def _expand_as_meta(input, other):
-    """``input.expand(other.shape)``: a broadcast view of ``input`` with ``other``'s shape.
+expand_as = _like_other("expand_as", _expand_meta, expand, """``input.expand(other.shape)``: a broadcast view of
+    ``input`` with ``other``'s shape.
 
     Raises:
         RuntimeError: if ``input`` doesn't broadcast to ``other``'s shape.
-    """
-    _require_tensor("expand_as", "other", other)
-    return _expand_meta(input, tuple(other._data.shape))
-
-
-def _expand_as_decomp(input, other):
-    _require_tensor("expand_as", "other", other)
-    return expand(input, tuple(other._data.shape))
-
-
-expand_as = defop("expand_as", _expand_as_meta, category=COMPOSITE, kind="view", decomposition=_expand_as_decomp)
+    """)
 
 
 def _broadcast_to_meta(input, size):
