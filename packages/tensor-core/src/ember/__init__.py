@@ -111,6 +111,8 @@ from ._spectral import install_methods as _install_spectral_methods  # noqa: E40
 
 _install_spectral_methods()  # Tensor.stft / Tensor.istft
 globals().update(_ops.public_ops())
+_standard_gamma = _ops.registry["_standard_gamma"]  # private in PyTorch too (torch._standard_gamma)
+_standard_gamma_grad = _ops.registry["_standard_gamma_grad"]
 from ._ops import foreach as _foreach  # noqa: E402 - PyTorch's torch._foreach_* list ops (not registry ops)
 
 globals().update({_name: getattr(_foreach, _name) for _name in _foreach.__all__})
@@ -230,7 +232,7 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 def __getattr__(name):
     # ember.testing (assert_close, the sample registry) and ember.hub load on first use, keeping import fast.
-    if name in ("testing", "hub"):
+    if name in ("testing", "hub", "distributions", "special", "profiler", "multiprocessing", "library", "ops"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)
@@ -248,6 +250,17 @@ __version__ = "0.1.0"
 
 from . import utils  # noqa: E402,F401 - ember.utils.data, ember.utils.checkpoint, ...
 from . import cuda  # noqa: E402,F401 - ember.cuda (imports CuPy only on first use)
+from ._autocast import (  # noqa: E402,F401 - torch.autocast and its state queries
+    autocast, clear_autocast_cache, get_autocast_dtype, is_autocast_cache_enabled, is_autocast_enabled,
+    set_autocast_cache_enabled, set_autocast_dtype, set_autocast_enabled,
+)
+from . import amp  # noqa: E402,F401 - ember.amp (autocast, GradScaler)
+from ._default_device import get_default_device, set_default_device  # noqa: E402,F401
+from ._deterministic import (  # noqa: E402,F401 - torch.use_deterministic_algorithms and its queries
+    are_deterministic_algorithms_enabled, get_deterministic_debug_mode, is_deterministic_algorithms_warn_only_enabled,
+    set_deterministic_debug_mode, use_deterministic_algorithms,
+)
+from .cuda import amp as _cuda_amp  # noqa: E402,F401 - makes ember.cuda.amp an attribute
 from . import accelerator, backends, types  # noqa: E402,F401 - torch.accelerator / .backends / .types counterparts
 from .backends import get_float32_matmul_precision, set_float32_matmul_precision  # noqa: E402,F401
 

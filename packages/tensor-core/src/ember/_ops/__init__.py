@@ -48,6 +48,7 @@ pointwise_backward = _import_op_module("pointwise_backward")
 pointwise_aliases = _import_op_module("pointwise_aliases")
 indexing = _import_op_module("indexing")
 random = _import_op_module("random")
+random_distributions = _import_op_module("random_distributions")  # gamma, poisson, binomial
 sums = _import_op_module("sums")
 variance = _import_op_module("variance")
 extrema = _import_op_module("extrema")
@@ -102,19 +103,18 @@ nn_loss_distribution = _import_op_module("nn_loss_distribution")
 nn_loss_margin = _import_op_module("nn_loss_margin")
 nn_loss_ctc = _import_op_module("nn_loss_ctc")
 fft = _import_op_module("fft")
+special = _import_op_module("special")  # torch.special's functions that have no ember.<name> op (ember.special)
 
 #: The op modules, in registration order. Each lists its Tensor methods in ``METHODS``
 #: (and ``ALIASES``, ``OPERATORS`` for dunder methods), which ember._tensor_methods installs.
 OP_MODULES = (
     creation, views, pointwise, unary_math, comparison, bitwise_logical, binary_math, ternary, pointwise_backward,
-    pointwise_aliases, indexing, random,
+    pointwise_aliases, indexing, random, random_distributions,
     sums, variance, extrema, all_any, norms, scans, sorting, order_statistics, unique, histograms, searching,
     joining, view_composites, reordering, masks, gather_scatter, index_along_dim, repeating, take_put,
     triangles_diagonals, grids,
-   
     matmul, addmm, tensor_products, distances, einsum,
-    linalg_det, linalg_solve,
-    linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_padding, nn_conv, nn_fold,
+    linalg_det, linalg_solve, linalg_factor, linalg_eigen, linalg_norms, linalg_misc, nn_padding, nn_conv, nn_fold,
     nn_pooling, nn_unpooling, nn_interpolate, nn_grid_sample, nn_shuffle,
     nn_activation, nn_softmax, nn_dropout, nn_linear, nn_norm, nn_embedding, nn_attention,
     nn_loss_regression, nn_loss_classification, nn_loss_distribution, nn_loss_margin, nn_loss_ctc,
@@ -140,7 +140,8 @@ _NOT_PUBLIC = {"slice", "view_as", "expand_as", "repeat", "tanh_backward", "sigm
 
 
 def public_ops():
-    """The ops exported as ``ember.<name>``: not private, not in-place variants, not ``nn.functional``-only."""
+    """The ops exported as ``ember.<name>``: not private, not in-place variants, not ``nn.functional``-only,
+    not tagged ``submodule`` (exported from a submodule only: ``fft_fft`` is ``ember.fft.fft``)."""
     return {
         name: op
         for name, op in _registry.registry.items()

@@ -32,7 +32,9 @@ from . import (  # noqa: F401
     pointwise,
     products,
     random,
+    random_distributions,
     reductions,
     shape,
+    special,
     views,
 )
