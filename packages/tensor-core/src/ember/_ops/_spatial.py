@@ -105,6 +105,15 @@ def _pool_param(op, name, value, position, n, *, optional=False):
     return values
 
 
+def _empty_nonbatch_dim(shape, n):
+    """The first empty dim of ``shape`` (an ``n``-d spatial input, batched or not) other than the batch dim,
+    or None: adaptive pooling and max unpooling refuse such inputs, each with PyTorch's message."""
+    for i in range(1 if len(shape) == n + 2 else 0, len(shape)):
+        if shape[i] == 0:
+            return i
+    return None
+
+
 def _bool_arg(op, name, value, position):
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{op}(): argument '{name}' (position {position}) must be bool, not {type(value).__name__}")

@@ -37,6 +37,7 @@ from ._spatial import (
     _LETTERS,
     _check_dtype,
     _compute,
+    _empty_nonbatch_dim,
     _int_arg,
     _is_int,
     _lift3,
@@ -347,11 +348,10 @@ def _adaptive_plan(op, n, input, output_size):
     if any(v < 0 for v in sizes):
         raise RuntimeError(f"{op}: elements of output_size must be greater than or equal to 0 but received "
                            f"{{{', '.join(map(str, sizes))}}}")
-    first = 1 if len(shape) == n + 2 else 0
-    for i in range(first, len(shape)):
-        if shape[i] == 0:
-            raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
-                               f"has sizes {_fmt(shape)} with dimension {i} being empty")
+    empty = _empty_nonbatch_dim(shape, n)
+    if empty is not None:
+        raise RuntimeError(f"{op}(): Expected input to have non-zero size for non-batch dimensions, but input "
+                           f"has sizes {_fmt(shape)} with dimension {empty} being empty")
     _check_dtype(op, input, _FLOATS)
     return sizes, shape[:len(shape) - n] + sizes
 

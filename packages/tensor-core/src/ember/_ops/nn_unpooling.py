@@ -16,7 +16,7 @@ from ._array_module import array_namespace as _array_namespace
 from ._nn_common import _NN_ONLY, _check_tensor, _fmt
 from ._pointwise_helpers import _torch_name
 from ._registry import defop
-from ._spatial import _FLOATS, _LETTERS, _check_dtype, _int_tuple, _memoized, _pool_param
+from ._spatial import _FLOATS, _LETTERS, _check_dtype, _empty_nonbatch_dim, _int_tuple, _memoized, _pool_param
 
 __all__ = []  # ops are exported by ember/__init__.py and ember.nn.functional from the registry
 
@@ -61,11 +61,10 @@ def _make_max_unpool(n):
         if indices._data.shape != shape:
             raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({_fmt(shape)}) but "
                                f"got indices tensor with shape: {_fmt(indices._data.shape)}")
-        first = 1 if len(shape) == n + 2 else 0
-        for i in range(first, len(shape)):
-            if shape[i] == 0:
-                raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got "
-                                   f"{_fmt(shape)} with dimension {i} being empty.")
+        empty = _empty_nonbatch_dim(shape, n)
+        if empty is not None:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch dimensions, but got "
+                               f"{_fmt(shape)} with dimension {empty} being empty.")
         _check_dtype(name, input, _FLOATS)
         return out, shape[:len(shape) - n] + out
 
