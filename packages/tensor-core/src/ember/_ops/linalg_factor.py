@@ -257,8 +257,10 @@ _lu_result = return_type("linalg_lu", ["P", "L", "U"])
 
 
 def _check_pivot(fn, A, pivot):
-    if not pivot and A.device.type != "cuda":
-        raise RuntimeError(f"{fn}: LU without pivoting is not implemented on the CPU")
+    # PyTorch has it on CUDA (cuSOLVER); CuPy's lu_factor always pivots, so ember has it nowhere yet
+    if not pivot:
+        where = "the CPU" if A.device.type == "cpu" else f"the {A.device.type} device"
+        raise RuntimeError(f"{fn}: LU without pivoting is not implemented on {where}")
 
 
 def lu_factor_arrays(a):
@@ -299,7 +301,7 @@ def _lu_factor_ex_meta(A, *, pivot=True, check_errors=False):
 
     Args:
         A (Tensor): ``(*, m, n)``, float32, float64, complex64 or complex128.
-        pivot (bool): must be True on the CPU (as in PyTorch).
+        pivot (bool): must be True (PyTorch's CPU refuses False too; its CUDA build has it, ember's not yet).
         check_errors (bool): raise for a zero pivot.
 
     Returns:
@@ -402,7 +404,7 @@ def _lu_meta(A, *, pivot=True):
 
     Args:
         A (Tensor): ``(*, m, n)``, float32, float64, complex64 or complex128.
-        pivot (bool): must be True on the CPU.
+        pivot (bool): must be True (as on PyTorch's CPU).
 
     Returns:
         (Tensor, Tensor, Tensor): ``P`` (``(*, m, m)``), ``L`` (``(*, m, k)``), ``U`` (``(*, k, n)``),
