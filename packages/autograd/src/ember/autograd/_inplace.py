@@ -176,6 +176,14 @@ def _region(base_like, view_geometry, view_is_complex):
     return ember.view_as_complex(base_like.as_strided(vshape, vstrides, voffset))
 
 
+def _row_major(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
 class CopySlices(Node):
     """The history of a base after an in-place write through one of its views.
 
@@ -207,7 +215,12 @@ class CopySlices(Node):
     def apply(self, grad_outputs):
         g = grad_outputs[0]
         shape, strides, dtype, device = self._base_geometry
-        result = ember.empty_strided(shape, strides, dtype=dtype, device=device)
+        if type(g) is not ember.Tensor and isinstance(g, ember.Tensor) and strides == _row_major(shape):
+            # a subclass's gradient (vmap's batched tensor: the double backward under jacrev/hessian) makes
+            # its own buffer, so that the writes below stay batched
+            result = g.new_empty(shape, dtype=dtype, device=device)
+        else:
+            result = ember.empty_strided(shape, strides, dtype=dtype, device=device)
         result.copy_(g)
         region = _region(result, self._view_geometry, self._view_is_complex)
         if self._fn is None:

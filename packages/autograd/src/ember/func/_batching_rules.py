@@ -36,7 +36,8 @@ RULES: dict[Op, object] = {}
 
 #: ops (by name) that vmap runs as a loop over the batch, with the reason.
 LOOPED = {
-    "as_strided": "its strides address the storage of the whole batch, not of one sample",
+    "as_strided": "its strides address the storage of the whole batch, not of one sample (vectorised where "
+                  "each sample is one row-major block of a contiguous batch, as in autograd's CopySlices)",
     "nonzero": "the output's shape depends on each sample's values",
     "unique": "the output's shape depends on each sample's values",
     "unique_consecutive": "the output's shape depends on each sample's values",
@@ -876,6 +877,7 @@ def _fill_table():
     register(["unsqueeze"], _dim_rule("dim", extra_dims=1))
     register(["squeeze"], _squeeze)
     register(["view", "reshape"], _view)
+    register(["as_strided"], _as_strided)
     register(["expand"], _expand)
     register(["permute"], _permute)
     register(["t"], _t)
@@ -925,6 +927,34 @@ def _leading_batch(op, level, size, args, kwargs):
         return _loop(op, op.name, level, size, args, kwargs)
     args = [_expanded(a, level, size) if isinstance(a, Tensor) else a for a in args]
     return _wrap_out(op(*args, **kwargs), level)
+
+
+def _as_strided(op, level, size, args, kwargs):
+    """``as_strided`` where each sample is one row-major block of a contiguous batch; else per sample.
+
+    As in ``torch.func``, a ``storage_offset`` counts from each sample's first element.
+
+    A batched tensor reports row-major strides for one sample (``BatchedTensor.stride``), so a geometry
+    taken from them addresses one sample's block; with the batch first and contiguous, sample ``i``'s
+    block starts ``i * numel`` elements further on. That is the buffer autograd's ``CopySlices`` makes
+    for a batched gradient (the double backward of a slice under ``jacrev``/``hessian``).
+    """
+    x, size_arg, stride, offset = args[0], args[1], args[2], args[3]
+    inner, batched = _front(x, level)
+    if not batched or type(inner) is not Tensor or not inner.is_contiguous() or \
+            _is_batched(size_arg, level) or _is_batched(stride, level):
+        if offset is not None and batched:
+            raise RuntimeError(
+                "vmap: as_strided with a storage_offset needs each sample to be one row-major block of a "
+                "contiguous batch (the offset counts from the sample's first element); call .contiguous() on the "
+                "batch before vmap, or move the batch dim to the front"
+            )
+        return _loop(op, op.name, level, size, args, kwargs)
+    numel = math.prod(x.shape)
+    shape = (size, *((size_arg,) if isinstance(size_arg, int) else size_arg))
+    strides = (numel, *((stride,) if isinstance(stride, int) else stride))
+    start = inner.storage_offset() + (0 if offset is None else int(offset))
+    return wrap(op(inner, shape, strides, start), 0, level)
 
 
 def _same_layout_front(op, level, size, args, kwargs):

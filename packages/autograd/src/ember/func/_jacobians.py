@@ -108,9 +108,10 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
 def _rows_of(fn, basis, chunk_size, randomness="error"):
     """``vmap(fn)(basis)``; a loop over the rows where a backward formula cannot run batched.
 
-    The one known case: the double backward of an in-place write into a view (autograd's
-    ``CopySlices`` node, met by hessians of functions that slice their input) makes a fresh buffer and
-    writes the batched gradient into it, which vmap cannot batch. That case is counted in
+    That happens when a backward formula makes a plain buffer and writes a batched gradient into it.
+    Autograd's ``CopySlices`` (the double backward of a slice, met by hessians of functions that slice
+    their input) no longer does: for a batched gradient it makes a batched buffer and addresses the
+    view's region with a vectorised ``as_strided``. Any remaining case is counted in
     :mod:`ember.func.debug` as ``"CopySlices"``.
     """
     try:
