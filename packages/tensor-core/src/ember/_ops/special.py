@@ -216,18 +216,21 @@ def _recurrence(first, step):
     """
 
     def evaluate(x, n):
+        xp = _array_namespace(x, n)  # numpy or CuPy (which keeps Python numbers as they are)
         if not hasattr(x, "dtype"):  # a Python number: of the (floating) degrees' computation dtype
-            x = np.full_like(n, x)
-        x, n = np.broadcast_arrays(x, n)
-        valid = np.isfinite(n) & (n >= 0) if n.dtype.kind == "f" else n >= 0
-        degree = np.where(valid, np.trunc(n) if n.dtype.kind == "f" else n, 0).astype(np.int64)
+            x = xp.full_like(n, x)
+        if not hasattr(n, "dtype"):
+            n = xp.asarray(n)
+        x, n = xp.broadcast_arrays(x, n)
+        valid = xp.isfinite(n) & (n >= 0) if n.dtype.kind == "f" else n >= 0
+        degree = xp.where(valid, xp.trunc(n) if n.dtype.kind == "f" else n, 0).astype(np.int64)
         top = int(degree.max()) if degree.size else 0
-        previous, current = np.ones_like(x), first(x)
-        value = np.where(degree == 0, previous, current)
+        previous, current = xp.ones_like(x), first(x)
+        value = xp.where(degree == 0, previous, current)
         for k in range(1, top):
             previous, current = current, step(k, x, current, previous)
-            value = np.where(degree == k + 1, current, value)
-        return np.where(valid, value, 0).astype(x.dtype, copy=False)
+            value = xp.where(degree == k + 1, current, value)
+        return xp.where(valid, value, 0).astype(x.dtype, copy=False)
 
     return evaluate
 

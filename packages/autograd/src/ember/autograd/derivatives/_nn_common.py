@@ -29,13 +29,18 @@ times slower than a multiplication.
 
 from __future__ import annotations
 
+from ember._ops._dispatch import PLAIN_TENSOR_TYPES
 from ember._ops._dispatch import state as _dispatch_state
 
 
-def _cuda_rows(t):
-    """ember.cuda.kernels.rows when ``t`` is a CUDA tensor and the backward pass records nothing (no
-    ``create_graph``): its fused backward kernels then replace the formulas' chains of ops."""
-    if t.device.type != "cuda" or _dispatch_state.grad_enabled:
+def _cuda_rows(*tensors):
+    """ember.cuda.kernels.rows when the ``tensors`` are plain CUDA tensors and the backward pass records
+    nothing (no ``create_graph``) and is seen by no dispatch mode: its fused backward kernels then
+    replace the formulas' chains of ops. The kernels read the arrays directly, so a tensor subclass
+    (vmap's batched tensors) or a mode (make_fx, the profiler) needs the formulas' ops."""
+    if tensors[0].device.type != "cuda" or _dispatch_state.grad_enabled or _dispatch_state.modes:
+        return None
+    if any(type(t) not in PLAIN_TENSOR_TYPES for t in tensors if t is not None):
         return None
     from ember.cuda.kernels import rows
 

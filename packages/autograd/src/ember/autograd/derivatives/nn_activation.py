@@ -159,7 +159,7 @@ def _softmax_dim(ndim, dim):
 
 def _softmax_input(grad, result, dim):
     d = _softmax_dim(result.ndim, dim)
-    rows = _cuda_rows(result)
+    rows = _cuda_rows(result, grad)
     if rows is not None:
         return rows.softmax_backward_tensor(grad, result, d)
     return result * (grad - ember.sum(grad * result, d, keepdim=True))
@@ -167,7 +167,7 @@ def _softmax_input(grad, result, dim):
 
 def _log_softmax_input(grad, result, dim):
     d = _softmax_dim(result.ndim, dim)
-    rows = _cuda_rows(result)
+    rows = _cuda_rows(result, grad)
     if rows is not None:
         return rows.softmax_backward_tensor(grad, result, d, log=True)
     return grad - ember.exp(result) * ember.sum(grad, d, keepdim=True)

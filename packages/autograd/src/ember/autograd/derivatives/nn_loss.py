@@ -423,7 +423,7 @@ def _cross_entropy_input(grad, input, target, weight, size_average, ignore_index
     w_shape[cdim] = classes
     if tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs_input(grad, input, target, weight, reduction, label_smoothing, cdim, w_shape)
-    rows = _cuda_rows(input)
+    rows = _cuda_rows(input, grad, target, weight)
     if rows is not None:
         fused = rows.cross_entropy_backward_tensor(
             grad, input, target, weight, ignore_index, label_smoothing, reduction)

@@ -107,7 +107,7 @@ def _layer_norm_backward(grad, input, normalized_shape, weight, eps, output_mask
     lead = list(range(ndim - k))
     if input.numel() == 0:
         return ember.zeros_like(input), _zeros_param(weight), _zeros_param(weight)
-    rows = _cuda_rows(input)
+    rows = _cuda_rows(input, grad, weight)
     if rows is not None:
         return rows.layer_norm_backward_tensor(grad, input, normalized_shape, weight, eps, output_mask)
     x, g = _upcast(input), _upcast(grad)
