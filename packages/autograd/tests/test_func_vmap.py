@@ -234,3 +234,15 @@ def test_rule_table_keys_are_registry_ops():
     from ember._ops._registry import Op
 
     assert all(isinstance(op, Op) for op in RULES)
+
+
+def test_stft_frame_prims_fold_the_batch():
+    frames, overlap_add = ember._ops.registry["_stft_frames"], ember._ops.registry["_stft_frames_backward"]
+    x = ember.randn(3, 2, 20, dtype=ember.float64)
+    with debug.fallbacks() as report:
+        out = vmap(lambda t: frames(t, 8, 4, 4, "reflect"))(x)
+        back = vmap(lambda f: overlap_add(f, 20, 4, 4, "reflect"))(out)
+    assert dict(report) == {}
+    expected = [frames(t, 8, 4, 4, "reflect") for t in x.unbind(0)]
+    np.testing.assert_allclose(out.numpy(), ember.stack(expected).numpy())
+    np.testing.assert_allclose(back.numpy(), ember.stack([overlap_add(f, 20, 4, 4, "reflect") for f in expected]).numpy())

@@ -546,6 +546,7 @@ def _fill_more():
     register_jvp(["conj_physical", "diag", "diag_embed", "diagflat"], _linear)
     register_jvp(["block_diag"], _block_diag)
     register_jvp(["interpolate", "affine_grid", "_fft_c2c", "_fft_r2c", "_fft_c2r"], _linear_first)
+    register_jvp([n for n in ("_stft_frames", "_stft_frames_backward") if n in registry], _linear_first)
     register_jvp(["grid_sample"], _grid_sample)
     register_jvp(["lerp"], _real_only(_lerp))
     register_jvp(["addcmul", "addcdiv"], _real_only(_addc))

@@ -878,6 +878,7 @@ def _fill_table():
     register(["squeeze"], _squeeze)
     register(["view", "reshape"], _view)
     register(["as_strided"], _as_strided)
+    register([n for n in ("_stft_frames", "_stft_frames_backward") if n in registry], _fold_into_leading_dim)
     register(["expand"], _expand)
     register(["permute"], _permute)
     register(["t"], _t)
@@ -955,6 +956,16 @@ def _as_strided(op, level, size, args, kwargs):
     strides = (numel, *((stride,) if isinstance(stride, int) else stride))
     start = inner.storage_offset() + (0 if offset is None else int(offset))
     return wrap(op(inner, shape, strides, start), 0, level)
+
+
+def _fold_into_leading_dim(op, level, size, args, kwargs):
+    """Ops over a fixed-rank input whose first dim is the op's own batch (stft's frame prims): the vmap
+    batch folds into it; the other arguments must be unbatched."""
+    if _others_batched(list(args[1:]) + list(kwargs.values()), level):
+        return _loop(op, op.name, level, size, args, kwargs)
+    x, _ = _front(args[0], level)
+    out = op(x.flatten(0, 1), *args[1:], **kwargs)
+    return wrap(out.unflatten(0, (size, x.shape[1])), 0, level)
 
 
 def _same_layout_front(op, level, size, args, kwargs):
