@@ -359,11 +359,25 @@ def test_float16_on_cuda():
     assert w.grad.dtype is ember.float32
     with ember.cuda.amp.autocast():
         assert (a @ a).dtype is ember.float16
-    scaler = ember.amp.GradScaler()
+    # a scale whose products fit float16: the matmul's backward runs in float16 under autocast, and at
+    # the default 2**16 the scaled gradients of this sum overflow (a skipped step, as in PyTorch)
+    scaler = ember.amp.GradScaler(init_scale=2.0**8)
     opt = ember.optim.SGD([w], lr=0.1)
+    w.grad = None
+    before = w.detach().clone()
     with ember.autocast("cuda"):
         loss = (a @ w).float().sum()
     scaler.scale(loss).backward()
     scaler.step(opt)
     scaler.update()
-    assert scaler.get_scale() == 65536.0
+    assert scaler.get_scale() == 2.0**8
+    assert not ember.equal(w.detach(), before)  # the step was taken
+    overflow = ember.amp.GradScaler()  # the default scale overflows float16 here: step skipped, scale halved
+    w.grad = None
+    before = w.detach().clone()
+    with ember.autocast("cuda"):
+        loss = (a @ w * 1000).float().sum()
+    overflow.scale(loss).backward()
+    overflow.step(opt)
+    overflow.update()
+    assert overflow.get_scale() == 32768.0 and ember.equal(w.detach(), before)

@@ -538,12 +538,18 @@ class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
             if isinstance(data, bytes):
                 try:
                     data = _worker.loads(data)
-                except (OSError, EOFError):  # shared memory of a worker that died before handing it over
-                    for _ in range(100):  # its death may take a moment to show: then say which worker died
-                        self._check_workers()
-                        time.sleep(0.05)
-                    raise
+                except (OSError, EOFError) as exc:  # shared memory of a worker that died before handing it over
+                    self._explain_lost_batch(task, exc)
             return task, data
+
+    def _explain_lost_batch(self, task, exc):
+        """Raise the error of a batch whose shared memory could not be attached: the sending worker's
+        exit (it may take a moment to be seen, so wait for it) or, if it lives on, the attach error."""
+        worker = self._workers[self._assigned[task]] if task in self._assigned else None
+        if worker is not None:
+            worker.join(timeout=10)
+        self._check_workers()
+        raise RuntimeError(f"DataLoader could not receive batch {task} from its worker: {exc}") from exc
 
     def _skip_tasks_of_ended_workers(self):
         """Advance past tasks sent to workers whose IterableDataset has ended: no result will come."""
