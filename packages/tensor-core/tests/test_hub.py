@@ -95,3 +95,9 @@ def test_failed_downloads_leave_nothing_behind(tmp_path):
     with pytest.raises(RuntimeError, match="could not download"):
         ember.hub.download_url_to_file((tmp_path / "missing").resolve().as_uri(), cache / "x", progress=False)
     assert os.listdir(cache) == []
+
+
+def test_model_zoo_is_the_older_name():
+    import ember.utils.model_zoo
+
+    assert ember.utils.model_zoo.load_url is ember.hub.load_state_dict_from_url
