@@ -75,3 +75,20 @@ def test_randomness_on_cuda():
     x = ember.ones(4, 100, device="cuda")
     out = vmap(lambda t: nn.functional.dropout(t, 0.5), randomness="different")(x)
     assert out.device.type == "cuda" and not bool((out[0] == out[1]).all().cpu())
+
+
+def test_forward_mode_rules_and_sliced_hessian_on_cuda():
+    (x, xg), (v, vg) = _both(2, 6), _both(2, 6, seed=3)
+
+    def f(t):
+        return t.sort(-1)[0].amax(0) + t.var(1).sum() + ember.maximum(t, t.flip(1)).clamp(-1, 1)[0]
+
+    with debug.jvp_fallbacks() as report:
+        (out, tangent), (out_g, tangent_g) = ember.func.jvp(f, (x,), (v,)), ember.func.jvp(f, (xg,), (vg,))
+        _check(jacfwd(f)(x), jacfwd(f)(xg))
+    assert dict(report) == {}
+    _check(out, out_g)
+    _check(tangent, tangent_g)
+    with debug.fallbacks() as loops:  # slicing the input: CopySlices' double backward stays batched
+        _check(hessian(lambda t: (t[:, 1:] ** 3).sum())(x), hessian(lambda t: (t[:, 1:] ** 3).sum())(xg))
+    assert dict(loops) == {}
