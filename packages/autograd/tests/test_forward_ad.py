@@ -129,9 +129,9 @@ def test_forward_ad_under_reverse_mode():
 # factorisations and their solvers, products (zeros make the quotient form wrong), order statistics
 # without indices, and special functions whose derivatives need functions ember lacks
 _EXPECTED_JVP_FALLBACKS = {
-    "_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack", "linalg_cholesky", "linalg_cholesky_ex",
+    "_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack",
     "linalg_det", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_lu_factor",
-    "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr", "linalg_slogdet",
+    "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr",
     "linalg_solve_triangular", "linalg_svd", "linalg_svdvals", "linalg_vector_norm", "prod", "cumprod",
     "float_power", "grid_sample", "logit", "lp_pool1d", "lp_pool2d", "lp_pool3d", "median", "nanmedian",
     "quantile", "nanquantile", "polar", "scatter_reduce", "sgn", "special_i1", "special_i1e",
@@ -264,3 +264,16 @@ def test_jacfwd_matches_jacrev_over_rule_ops(name):
         checked += 1
         if checked == 2:
             break
+
+
+def test_linalg_jvp_rules():
+    from ember.func import debug, jacfwd
+
+    r = np.random.default_rng(0).standard_normal((2, 3, 3))
+    a = ember.from_numpy(r @ r.transpose(0, 2, 1) + 3 * np.eye(3))  # a batch of positive definite matrices
+    for f in [ember.linalg.cholesky, lambda t: ember.linalg.cholesky_ex(t)[0], lambda t: ember.linalg.slogdet(t)[1],
+              ember.linalg.inv, lambda t: ember.linalg.cholesky(t @ t.mT + t.mT)]:
+        with debug.jvp_fallbacks() as report:
+            got = jacfwd(f)(a)
+        assert dict(report) == {}
+        _close(got, jacrev(f)(a), tol=1e-9)

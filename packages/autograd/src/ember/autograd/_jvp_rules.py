@@ -492,6 +492,35 @@ def _linalg_inv(op, primals, tangents, result):
     return (t, None) if isinstance(result, tuple) else t
 
 
+def _cholesky(op, primals, tangents, result):
+    """``dL = L Phi(L^-1 sym(dA) L^-T)``, ``Phi`` the lower triangle with the diagonal halved.
+
+    ``dA`` is symmetrised first, as the backward's gradient is symmetric (only symmetric directions
+    keep the input a valid one).
+    """
+    (a,), kwargs = primals
+    if kwargs.get("upper") or a.is_complex():
+        return FALLBACK
+    factor = result[0] if isinstance(result, tuple) else result
+    t = tangents[0][0]
+    t = (t + t.mT) * 0.5
+    left = ember.linalg.solve_triangular(factor, t, upper=False)  # L^-1 dA
+    middle = ember.linalg.solve_triangular(factor, left.mT, upper=False)  # L^-1 dA L^-T (symmetric)
+    phi = middle.tril() - 0.5 * ember.diag_embed(middle.diagonal(0, -2, -1))
+    out = factor @ phi
+    return (out, None) if isinstance(result, tuple) else out
+
+
+def _slogdet(op, primals, tangents, result):
+    """``d log|det A| = trace(A^-1 dA)``; the sign of a real determinant is constant."""
+    (a,), _ = primals
+    if a.is_complex():
+        return FALLBACK
+    sign, logabsdet = result
+    change = ember.linalg.solve(a, tangents[0][0]).diagonal(0, -2, -1).sum(-1)
+    return ember.zeros_like(sign), change
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 _MORE_UNARY = {
@@ -555,6 +584,8 @@ def _fill_more():
     register_jvp(["tanh_backward"], _tanh_backward)
     register_jvp(["threshold_backward"], _threshold_backward)
     register_jvp(["linalg_inv", "linalg_inv_ex"], _real_only(_linalg_inv))
+    register_jvp(["linalg_cholesky", "linalg_cholesky_ex"], _cholesky)
+    register_jvp(["linalg_slogdet"], _slogdet)
     for name, derivative in _MORE_UNARY.items():
         register_jvp([name], _real_only(_unary(derivative)))
     for name, (dx, dy) in _BINARY.items():
