@@ -132,7 +132,7 @@ _EXPECTED_JVP_FALLBACKS = {
     "_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack",
     "linalg_det", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_lu_factor",
     "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr",
-    "linalg_solve_triangular", "linalg_svd", "linalg_svdvals", "linalg_vector_norm", "prod", "cumprod",
+    "linalg_svd", "linalg_svdvals", "linalg_vector_norm", "prod", "cumprod",
     "float_power", "grid_sample", "logit", "lp_pool1d", "lp_pool2d", "lp_pool3d", "median", "nanmedian",
     "quantile", "nanquantile", "polar", "scatter_reduce", "sgn", "special_i1", "special_i1e",
     "special_multigammaln", "special_xlog1py", "xlogy", "special_gammainc", "special_gammaincc",
@@ -277,3 +277,21 @@ def test_linalg_jvp_rules():
             got = jacfwd(f)(a)
         assert dict(report) == {}
         _close(got, jacrev(f)(a), tol=1e-9)
+
+
+@pytest.mark.parametrize("upper,left,unit", [(False, True, False), (True, False, False), (True, True, True)])
+def test_solve_triangular_jvp(upper, left, unit):
+    from ember.func import debug, jacfwd
+
+    rng = np.random.default_rng(1)
+    a = ember.from_numpy(rng.standard_normal((3, 3)) + 3 * np.eye(3))
+    b = ember.from_numpy(rng.standard_normal((3, 2) if left else (2, 3)))
+
+    def f(m, rhs):
+        return ember.linalg.solve_triangular(m, rhs, upper=upper, left=left, unitriangular=unit)
+
+    with debug.jvp_fallbacks() as report:
+        got = jacfwd(f, argnums=(0, 1))(a, b)
+    assert dict(report) == {}
+    for g, e in zip(got, jacrev(f, argnums=(0, 1))(a, b)):
+        _close(g, e, tol=1e-9)

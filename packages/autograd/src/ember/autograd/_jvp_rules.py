@@ -521,6 +521,21 @@ def _slogdet(op, primals, tangents, result):
     return ember.zeros_like(sign), change
 
 
+def _solve_triangular(op, primals, tangents, result):
+    """``A X = B``: ``dX = A^-1 (dB - dA X)`` (``X A = B`` on the right), ``dA`` cut to the triangle read."""
+    (a, b), kwargs = primals
+    ta, tb = tangents[0]
+    upper, left, unit = kwargs["upper"], kwargs.get("left", True), kwargs.get("unitriangular", False)
+    rhs = tb
+    if ta is not None:
+        ta = ta.triu() if upper else ta.tril()
+        if unit:
+            ta = ta - ember.diag_embed(ta.diagonal(0, -2, -1))
+        term = -(ta @ result) if left else -(result @ ta)
+        rhs = term if rhs is None else rhs + term
+    return op(a, rhs.expand_as(result), upper=upper, left=left, unitriangular=unit)
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 _MORE_UNARY = {
@@ -586,6 +601,7 @@ def _fill_more():
     register_jvp(["linalg_inv", "linalg_inv_ex"], _real_only(_linalg_inv))
     register_jvp(["linalg_cholesky", "linalg_cholesky_ex"], _cholesky)
     register_jvp(["linalg_slogdet"], _slogdet)
+    register_jvp(["linalg_solve_triangular"], _solve_triangular)
     for name, derivative in _MORE_UNARY.items():
         register_jvp([name], _real_only(_unary(derivative)))
     for name, (dx, dy) in _BINARY.items():
