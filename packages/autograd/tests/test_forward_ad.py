@@ -129,7 +129,7 @@ def test_forward_ad_under_reverse_mode():
 # factorisations and their solvers, products (zeros make the quotient form wrong), order statistics
 # without indices, and special functions whose derivatives need functions ember lacks
 _EXPECTED_JVP_FALLBACKS = {
-    "_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack",
+    "_linalg_lstsq", "_linalg_lu", "_lu_unpack",
     "linalg_det", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_lu_factor",
     "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr",
     "linalg_svd", "linalg_svdvals", "linalg_vector_norm", "prod", "cumprod",
@@ -289,6 +289,24 @@ def test_solve_triangular_jvp(upper, left, unit):
 
     def f(m, rhs):
         return ember.linalg.solve_triangular(m, rhs, upper=upper, left=left, unitriangular=unit)
+
+    with debug.jvp_fallbacks() as report:
+        got = jacfwd(f, argnums=(0, 1))(a, b)
+    assert dict(report) == {}
+    for g, e in zip(got, jacrev(f, argnums=(0, 1))(a, b)):
+        _close(g, e, tol=1e-9)
+
+
+@pytest.mark.parametrize("left,rhs_shape", [(True, (2, 3, 2)), (False, (2, 2, 3)), (True, (2, 3)), (False, (3,))])
+def test_solve_jvp(left, rhs_shape):
+    from ember.func import debug, jacfwd
+
+    rng = np.random.default_rng(2)
+    a = ember.from_numpy(rng.standard_normal((2, 3, 3)) + 2 * np.eye(3))
+    b = ember.from_numpy(rng.standard_normal(rhs_shape))
+
+    def f(m, rhs):
+        return ember.linalg.solve(m, rhs, left=left)
 
     with debug.jvp_fallbacks() as report:
         got = jacfwd(f, argnums=(0, 1))(a, b)

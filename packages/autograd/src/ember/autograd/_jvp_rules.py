@@ -536,6 +536,26 @@ def _solve_triangular(op, primals, tangents, result):
     return op(a, rhs.expand_as(result), upper=upper, left=left, unitriangular=unit)
 
 
+def _solve_lu(op, primals, tangents, result):
+    """``linalg.solve``'s prim: ``dX = A^-1 (dB - dA X)`` (``X A = B`` on the right) by the LU it returned."""
+    (a, b), kwargs = primals
+    ta, tb = tangents[0]
+    left = kwargs.get("left", True)
+    x, lu, pivots = result[0], result[1], result[2]
+    vector = x.ndim == a.ndim - 1
+    if vector:
+        x = x.unsqueeze(-1) if left else x.unsqueeze(-2)
+        tb = None if tb is None else (tb.unsqueeze(-1) if left else tb.unsqueeze(-2))
+    rhs = tb
+    if ta is not None:
+        term = -(ta @ x) if left else -(x @ ta)
+        rhs = term if rhs is None else rhs + term
+    dx = registry["linalg_lu_solve"](lu, pivots, rhs.expand_as(x), left=left)
+    if vector:
+        dx = dx.squeeze(-1) if left else dx.squeeze(-2)
+    return dx, None, None, None
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 _MORE_UNARY = {
@@ -602,6 +622,7 @@ def _fill_more():
     register_jvp(["linalg_cholesky", "linalg_cholesky_ex"], _cholesky)
     register_jvp(["linalg_slogdet"], _slogdet)
     register_jvp(["linalg_solve_triangular"], _solve_triangular)
+    register_jvp(["_linalg_solve_lu"], _solve_lu)
     for name, derivative in _MORE_UNARY.items():
         register_jvp([name], _real_only(_unary(derivative)))
     for name, (dx, dy) in _BINARY.items():
