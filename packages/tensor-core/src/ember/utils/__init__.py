@@ -5,7 +5,7 @@ from . import data  # noqa: E402,F401 - ember.utils.data after `import ember`, a
 def __getattr__(name):
     # ember.utils.benchmark, as torch.utils.benchmark, loaded on first use: computing never needs it and
     # importing it with ember would add tens of milliseconds to every `import ember`.
-    if name in ("benchmark", "dlpack", "model_zoo"):
+    if name in ("benchmark", "dlpack", "model_zoo", "tensorboard"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
