@@ -132,7 +132,7 @@ _EXPECTED_JVP_FALLBACKS = {
     "_linalg_lstsq", "_linalg_lu", "_lu_unpack",
     "linalg_det", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh", "linalg_lu_factor",
     "linalg_lu_factor_ex", "linalg_lu_solve", "linalg_matrix_exp", "linalg_pinv", "linalg_qr",
-    "linalg_svd", "linalg_svdvals", "linalg_vector_norm", "prod", "cumprod",
+    "linalg_svd", "linalg_svdvals", "linalg_vector_norm", "cumprod",
     "float_power", "grid_sample", "logit", "lp_pool1d", "lp_pool2d", "lp_pool3d", "median", "nanmedian",
     "quantile", "nanquantile", "polar", "scatter_reduce", "sgn", "special_i1", "special_i1e",
     "special_multigammaln", "special_xlog1py", "xlogy", "special_gammainc", "special_gammaincc",
@@ -313,3 +313,11 @@ def test_solve_jvp(left, rhs_shape):
     assert dict(report) == {}
     for g, e in zip(got, jacrev(f, argnums=(0, 1))(a, b)):
         _close(g, e, tol=1e-9)
+
+
+def test_prod_jvp_at_zeros():
+    from ember.func import jacfwd
+
+    x = ember.tensor([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5], [1.0, -2.0, 4.0]], dtype=ember.float64)
+    for f in [lambda t: t.prod(), lambda t: t.prod(1), lambda t: t.prod(0, keepdim=True), lambda t: t[0, 0].prod()]:
+        _close(jacfwd(f)(x), jacrev(f)(x), tol=1e-12)

@@ -556,6 +556,27 @@ def _solve_lu(op, primals, tangents, result):
     return dx, None, None, None
 
 
+def _prod(op, primals, tangents, result):
+    """``sum_i t_i * prod_{j != i} x_j`` by exclusive prefix and suffix products: exact at zeros, no division."""
+    args, kwargs = primals
+    x, dim, keepdim = args[0], args[1], args[2]
+    if kwargs.get("dtype") is not None:
+        return FALLBACK
+    t = tangents[0][0]
+    if x.ndim == 0:
+        return t.clone()
+    if dim is None:
+        x, t, d = x.reshape(-1), t.reshape(-1), 0
+    else:
+        d = dim % x.ndim
+    n = x.shape[d]
+    ones = ember.ones_like(x.narrow(d, 0, 1))
+    before = ember.cat([ones, x.narrow(d, 0, n - 1)], d).cumprod(d)  # prod_{j < i}
+    after = ember.cat([x.narrow(d, 1, n - 1), ones], d).flip(d).cumprod(d).flip(d)  # prod_{j > i}
+    out = (t * (before * after)).sum(d, keepdim=keepdim and dim is not None)
+    return out.reshape(result.shape)
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 _MORE_UNARY = {
@@ -623,6 +644,7 @@ def _fill_more():
     register_jvp(["linalg_slogdet"], _slogdet)
     register_jvp(["linalg_solve_triangular"], _solve_triangular)
     register_jvp(["_linalg_solve_lu"], _solve_lu)
+    register_jvp(["prod"], _prod)
     for name, derivative in _MORE_UNARY.items():
         register_jvp([name], _real_only(_unary(derivative)))
     for name, (dx, dy) in _BINARY.items():
