@@ -61,8 +61,10 @@ def _svd_shapes(shape, full_matrices):
 def _svd_meta(A, full_matrices=True, *, driver=None):
     """Singular value decomposition ``A = U diag(S) Vh``, batched.
 
-    LAPACK ``gesdd`` (divide and conquer) through ``numpy.linalg.svd`` on CPU; cuSOLVER on CUDA, where
-    ``driver`` picks ``"gesvd"``, ``"gesvdj"`` or ``"gesvda"``. Singular values are real, non-negative and
+    LAPACK ``gesdd`` (divide and conquer) through ``numpy.linalg.svd`` (or per matrix through
+    ``scipy.linalg.lapack`` for single precision and small batches) on CPU; cuSOLVER through CuPy on CUDA,
+    where ``driver`` (``"gesvd"``, ``"gesvdj"`` or ``"gesvda"``) is accepted as in PyTorch but CuPy picks the
+    routine itself. Singular values are real, non-negative and
     in descending order. Singular vectors are unique up to a sign (real) or a phase (complex) per pair:
     gradients through them are defined only for losses that don't depend on it (PyTorch's rule).
 
@@ -70,7 +72,7 @@ def _svd_meta(A, full_matrices=True, *, driver=None):
         A (Tensor): ``(*, m, n)``, float32, float64, complex64 or complex128.
         full_matrices (bool): ``U`` is ``(*, m, m)`` and ``Vh`` ``(*, n, n)`` if True; ``(*, m, k)`` and
             ``(*, k, n)`` with ``k = min(m, n)`` if False.
-        driver (str, optional): CUDA only, as in PyTorch.
+        driver (str, optional): CUDA only, as in PyTorch (validated; CuPy chooses the routine).
 
     Returns:
         (Tensor, Tensor, Tensor): ``U``, ``S`` (``(*, k)``, real), ``Vh``.
