@@ -577,6 +577,31 @@ def _prod(op, primals, tangents, result):
     return out.reshape(result.shape)
 
 
+def _logit(op, primals, tangents, result):
+    """``t / (x (1 - x))`` inside the domain; outside NaN (no eps) or 0 (eps clamped the input), as the backward."""
+    (x, eps), _ = primals
+    if x.is_complex():
+        return FALLBACK
+    value = tangents[0][0] / (x * (1 - x))
+    if eps is None:
+        return ember.where((x >= 0) & (x <= 1), value, math.nan)
+    return ember.where((x >= eps) & (x <= 1 - eps), value, 0.0)
+
+
+def _xlogy(op, primals, tangents, result):
+    """``tx log y + ty x / y``; the first term is 0 where ``x == 0`` and ``y <= 0`` (the backward's choice)."""
+    (x, y), _ = primals
+    tx, ty = tangents[0]
+    if any(isinstance(v, Tensor) and v.is_complex() for v in (x, y)):
+        return FALLBACK
+    out = None
+    if tx is not None:
+        out = ember.where((x == 0) & (y <= 0), 0.0, ember.xlogy(tx, y))
+    if ty is not None:
+        out = _sum_terms(out, ty * x / y)
+    return out.expand_as(result)
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 _MORE_UNARY = {
@@ -645,6 +670,8 @@ def _fill_more():
     register_jvp(["linalg_solve_triangular"], _solve_triangular)
     register_jvp(["_linalg_solve_lu"], _solve_lu)
     register_jvp(["prod"], _prod)
+    register_jvp(["logit"], _logit)
+    register_jvp(["xlogy"], _xlogy)
     for name, derivative in _MORE_UNARY.items():
         register_jvp([name], _real_only(_unary(derivative)))
     for name, (dx, dy) in _BINARY.items():
