@@ -1,9 +1,9 @@
 """DataLoader with 2 worker processes over image-sized batches: shared memory vs pickled copies.
 
-Run as a script (``python benchmarks/bench_multiprocessing.py``): it times one epoch of 16
+Run as a script (``python benchmarks/dataloader_shared_memory.py``): it times one epoch of 16
 batches of 32 float32 images 3x224x224 (19 MB a batch), with the workers' batches sent through
 shared memory (``ember.multiprocessing``, the default) and as pickled copies (the transfer
-format before it), taking turns, min of the repeats. No WORKLOADS: worker processes don't fit
+format before it), taking turns, min of the repeats. Not a ``bench_*`` module: worker processes don't fit
 ``run.py``'s timer loop.
 """
 
