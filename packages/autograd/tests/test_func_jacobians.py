@@ -234,3 +234,20 @@ def test_forward_mode_runs_on_dual_tensors():
         got = jacfwd(jacrev(_scalar))(x)
     assert dict(report) == {"forward-over-reverse": 1}
     _close(got, _numeric_jacobian(lambda t: grad(_scalar)(t), x), tol=1e-5)
+
+
+def test_forward_mode_nests():
+    xs, ones = _f64(4, 3), ember.ones(3, dtype=ember.float64)
+
+    def f(t):
+        return (t.sin() * t.sum()).softmax(0)
+
+    with debug.fallbacks() as loops, debug.jvp_fallbacks() as report:
+        batched = vmap(jacfwd(f))(xs)
+    assert dict(loops) == {} and dict(report) == {}
+    _close(batched, vmap(jacrev(f))(xs), tol=1e-12)
+    # reverse over forward, and forward over forward
+    _close(grad(lambda t: jvp(f, (t,), (ones,))[1].sum())(xs[0]), grad(lambda t: (jacrev(f)(t) @ ones).sum())(xs[0]),
+           tol=1e-12)
+    second = jvp(lambda t: jvp(f, (t,), (ones,))[1], (xs[0],), (ones,))[1]
+    _close(second, jacrev(jacrev(f))(xs[0]) @ ones @ ones, tol=1e-12)
