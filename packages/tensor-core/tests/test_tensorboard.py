@@ -233,7 +233,7 @@ def test_hparams(SummaryWriter, tmp_path):
         writer.add_hparams(
             {"lr": 0.01, "optimizer": "adam", "nesterov": True, "layers": ember.tensor(3), "skip": None},
             {"hparam/accuracy": 0.75},
-            hparam_domain_discrete={"optimizer": ["adam", "sgd"]},
+            hparam_domain_discrete={"optimizer": ["adam", "sgd"], "nesterov": [True, False]},
             run_name="trial0",
             global_step=9,
         )
@@ -246,11 +246,12 @@ def test_hparams(SummaryWriter, tmp_path):
     content = reader.PluginTagToContent("hparams")
     start = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_start_info"]).session_start_info
     assert start.hparams["lr"].number_value == 0.01 and start.hparams["optimizer"].string_value == "adam"
-    assert start.hparams["nesterov"].bool_value is True and start.hparams["layers"].number_value == 3
+    assert start.hparams["nesterov"].number_value == 1.0 and start.hparams["layers"].number_value == 3
     assert "skip" not in start.hparams
     experiment = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/experiment"]).experiment
     assert [info.name for info in experiment.hparam_infos] == ["lr", "optimizer", "nesterov", "layers"]
     assert [v.string_value for v in experiment.hparam_infos[1].domain_discrete.values] == ["adam", "sgd"]
+    assert [v.number_value for v in experiment.hparam_infos[2].domain_discrete.values] == [1.0, 0.0]
     assert [m.name.tag for m in experiment.metric_infos] == ["hparam/accuracy"]
     end = plugin_data_pb2.HParamsPluginData.FromString(content["_hparams_/session_end_info"]).session_end_info
     assert end.status == 1  # STATUS_SUCCESS

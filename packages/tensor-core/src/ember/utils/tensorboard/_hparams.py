@@ -12,10 +12,10 @@ from . import _arrays
 
 def _kind(name, value):
     """(field of google.protobuf.Value, api_pb2 data type, value) for one hyperparameter."""
-    if isinstance(value, bool):  # before numbers: bool is an int
-        return "bool_value", "DATA_TYPE_BOOL", value
     if isinstance(value, str):
         return "string_value", "DATA_TYPE_STRING", value
+    # bools are numbers 1.0/0.0, as PyTorch's writer stores them (its bool branch comes after the
+    # number one, which takes them), so the two write the same files.
     if isinstance(value, numbers.Real):
         return "number_value", "DATA_TYPE_FLOAT64", float(value)
     if hasattr(value, "detach"):
@@ -23,6 +23,10 @@ def _kind(name, value):
     raise ValueError(
         f"hparam_dict[{name!r}] should be one of int, float, str, bool, or a tensor, got {type(value).__name__}"
     )
+
+
+def _value(field, choice):
+    return struct_pb2.Value(**{field: float(choice) if field == "number_value" else choice})
 
 
 def _summary(tag, plugin_data):
@@ -59,7 +63,7 @@ def hparams_summaries(hparam_dict, metric_dict, hparam_domain_discrete=None):
         info = api_pb2.HParamInfo(name=name, type=api_pb2.DataType.Value(data_type))
         if name in domains:
             info.domain_discrete.CopyFrom(
-                struct_pb2.ListValue(values=[struct_pb2.Value(**{field: choice}) for choice in domains[name]])
+                struct_pb2.ListValue(values=[_value(field, choice) for choice in domains[name]])
             )
         infos.append(info)
     experiment = api_pb2.Experiment(

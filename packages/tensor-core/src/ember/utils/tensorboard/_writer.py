@@ -152,7 +152,7 @@ class SummaryWriter:
             summary = _summary(tag, simple_value=value)
         else:
             dtype = "DT_DOUBLE" if double_precision else "DT_FLOAT"
-            tensor = tensor_pb2.TensorProto(dtype=dtype, tensor_shape=tensor_shape_pb2.TensorShapeProto())
+            tensor = tensor_pb2.TensorProto(dtype=dtype)  # no shape: a scalar
             (tensor.double_val if double_precision else tensor.float_val).append(value)
             metadata = summary_pb2.SummaryMetadata(
                 plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name=_SCALARS_PLUGIN)
@@ -287,7 +287,8 @@ class SummaryWriter:
         metrics as scalars there.
 
         Args:
-            hparam_dict (dict): name -> bool, str, int, float, one-element tensor or None (skipped).
+            hparam_dict (dict): name -> bool, str, int, float, one-element tensor or None (skipped);
+                bools are stored as the numbers 1 and 0, as PyTorch's writer stores them.
             metric_dict (dict): metric tag -> number; use tags not logged with add_scalar elsewhere.
             hparam_domain_discrete (dict, optional): name -> list of every value it can take.
             run_name (str, optional): the run's directory name.
