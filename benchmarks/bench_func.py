@@ -2,7 +2,8 @@
 
 * the Jacobian of an MLP 128 -> 256 (tanh) -> 128 at one input, computed three ways: all rows in one
   vmapped backward pass (``autograd.functional.jacobian(vectorize=True)``, and ``func.jacrev``), and
-  one backward pass per row (``vectorize=False``, the loop the vectorised forms replace);
+  one backward pass per row (``vectorize=False``, the loop the vectorised forms replace), and by
+  forward mode (``func.jacfwd``: one pass on dual tensors with vmapped tangents);
 * the Hessian of a scalar function of 256 inputs (``func.hessian``);
 * per-sample gradients of the demo's CNN (``examples/digits_cnn.py``, in eval mode) over a batch of 64
   8x8 images: ``vmap(grad(loss))`` against a Python loop of ``grad(loss)`` per sample.
@@ -74,6 +75,8 @@ def _jacobian_setup(kind):
 def _jacobian_call(lib, func, kind, f, x):
     if kind == "jacrev":
         return lambda: func.jacrev(f)(x)
+    if kind == "jacfwd":
+        return lambda: func.jacfwd(f)(x)
     vectorize = kind == "vectorize"
     return lambda: lib.autograd.functional.jacobian(f, x, vectorize=vectorize)
 
@@ -188,6 +191,8 @@ WORKLOADS = [
              description="autograd.functional.jacobian(vectorize=True) of an MLP 128->256 (tanh)->128 at one input"),
     Workload("func_jacobian_mlp_jacrev", _jacobian_setup("jacrev"), threads=2,
              description="func.jacrev of the MLP above"),
+    Workload("func_jacobian_mlp_jacfwd", _jacobian_setup("jacfwd"), threads=2,
+             description="func.jacfwd of the MLP above: forward-mode dual tensors, the tangents vmapped"),
     Workload("func_jacobian_mlp_rowloop", _jacobian_setup("loop"), threads=2,
              description="autograd.functional.jacobian(vectorize=False): one backward pass per row (128)"),
     Workload("func_hessian_256", _hessian_setup(), threads=2,
