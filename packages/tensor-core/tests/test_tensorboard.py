@@ -284,6 +284,39 @@ def test_default_log_dir(SummaryWriter, tmp_path, monkeypatch):
     assert os.path.isdir(tmp_path / log_dir)
 
 
+def test_add_embedding_writes_the_projector_files(SummaryWriter, tmp_path):
+    from google.protobuf import text_format
+    from PIL import Image
+    from tensorboard.plugins.projector.projector_config_pb2 import ProjectorConfig
+
+    mat = np.array([[0.5, -1.0, 2.0], [3.0, 0.25, -0.125]], dtype=np.float32)
+    thumbnails = np.stack([np.zeros((3, 2, 4)), np.ones((3, 2, 4))]).astype(np.float32)
+    with SummaryWriter(tmp_path) as writer:
+        writer.add_embedding(ember.tensor(mat), metadata=["cat", "dog"], label_img=ember.tensor(thumbnails), tag="a/b")
+        writer.add_embedding(mat, [["x", 1], ["y", 2]], global_step=7, metadata_header=["name", "id"])
+        with pytest.raises(ValueError, match="2-D"):
+            writer.add_embedding(ember.ones(3))
+        with pytest.raises(ValueError, match="metadata"):
+            writer.add_embedding(mat, metadata=["only one"])
+    first, second = tmp_path / "00000" / "a%2fb", tmp_path / "00007" / "default"
+    assert (first / "tensors.tsv").read_text() == "0.5\t-1.0\t2.0\n3.0\t0.25\t-0.125\n"
+    assert (first / "metadata.tsv").read_text() == "cat\ndog\n"
+    assert (second / "metadata.tsv").read_text() == "name\tid\nx\t1\ny\t2\n"
+    sprite = np.asarray(Image.open(first / "sprite.png"))
+    # 2 thumbnails on ceil(sqrt(2)) = 2 columns: 2x8 pixels, padded with black to 8x8
+    assert sprite.shape == (8, 8, 3) and (sprite[:2, :4] == 0).all() and (sprite[:2, 4:] == 255).all()
+    assert (sprite[2:] == 0).all()
+    config = text_format.Parse((tmp_path / "projector_config.pbtxt").read_text(), ProjectorConfig())
+    assert [e.tensor_name for e in config.embeddings] == ["a/b:00000", "default:00007"]
+    assert config.embeddings[0].tensor_path == "00000/a%2fb/tensors.tsv"
+    assert config.embeddings[0].sprite.image_path == "00000/a%2fb/sprite.png"
+    assert list(config.embeddings[0].sprite.single_image_dim) == [4, 2]
+    assert (
+        config.embeddings[1].metadata_path == "00007/default/metadata.tsv"
+        and not config.embeddings[1].sprite.image_path
+    )
+
+
 def test_add_graph_is_not_supported(SummaryWriter, tmp_path):
     with SummaryWriter(tmp_path) as writer, pytest.raises(NotImplementedError, match="GraphDef"):
         writer.add_graph(ember.nn.Linear(2, 2), ember.ones(1, 2))

@@ -53,6 +53,10 @@ def _log(writer, lib):
     writer.add_text("note", "step **two**", 2, walltime=_WALLTIME)
     domains = {"opt": ["sgd", "adam"], "wd": [True, False]}
     hparams = {"lr": 0.1, "opt": "sgd", "wd": True, "skip": None}
+    points = rng.normal(size=(5, 3)).astype(np.float32)
+    thumbnails = rng.uniform(0, 1, size=(5, 3, 2, 3)).astype(np.float32)
+    writer.add_embedding(lib.tensor(points), metadata=list("abcde"), label_img=lib.tensor(thumbnails), tag="e/1")
+    writer.add_embedding(points, [["x", 1]] * 5, global_step=3, metadata_header=["name", "id"])
     writer.add_hparams(hparams, {"hp/acc": 0.5}, hparam_domain_discrete=domains, run_name="hp", global_step=4)
 
 
@@ -119,3 +123,14 @@ def test_same_text_and_hparams(logs):
         (e.step, e.value) for e in hp_theirs.Scalars("hp/acc")
     ]
     assert hp_ours.PluginTagToContent("hparams") == hp_theirs.PluginTagToContent("hparams")
+
+
+def test_same_embedding_files(logs):
+    from PIL import Image
+
+    ours, theirs = logs
+    for name in ("projector_config.pbtxt", "00000/e%2f1/tensors.tsv", "00000/e%2f1/metadata.tsv",
+                 "00003/default/tensors.tsv", "00003/default/metadata.tsv"):  # fmt: skip
+        assert (ours / name).read_text() == (theirs / name).read_text(), name
+    sprites = [np.asarray(Image.open(root / "00000" / "e%2f1" / "sprite.png")) for root in logs]
+    np.testing.assert_array_equal(*sprites)

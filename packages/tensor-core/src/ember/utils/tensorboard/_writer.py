@@ -97,6 +97,7 @@ class SummaryWriter:
         self.filename_suffix = filename_suffix
         self.default_bins = _arrays.tensorflow_bucket_edges()
         self._writers = {}  # directory -> EventFileWriter; the main one and add_scalars' ones
+        self._projector_config = None  # add_embedding's list of embeddings
         self._main_writer()
 
     # -- files ---------------------------------------------------------------------------------
@@ -325,12 +326,60 @@ class SummaryWriter:
         )
 
     def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default", metadata_header=None):
-        """Not supported yet: the projector files (tensors.tsv, projector_config.pbtxt) are not written.
+        """Save points for TensorBoard's projector (PCA/t-SNE views).
+
+        Writes ``<log_dir>/<global_step, 5 digits>/<tag>/tensors.tsv`` (and ``metadata.tsv``,
+        ``sprite.png``) and rewrites ``<log_dir>/projector_config.pbtxt`` to list every embedding
+        this writer added.
+
+        Args:
+            mat: ``(N, D)``: one row per point.
+            metadata (list, optional): ``N`` labels, or ``N`` rows of ``len(metadata_header)`` cells.
+            label_img (optional): ``(N, C, H, W)`` thumbnails (C = 1 or 3, values 0..1).
+            global_step (int, optional): default 0.
+            tag (str): the embedding's name.
+            metadata_header (list, optional): column names of table ``metadata``.
 
         Raises:
-            NotImplementedError: always.
+            ValueError: ``mat`` is not 2-D, or ``metadata``/``label_img`` do not have ``N`` entries.
         """
-        raise NotImplementedError("SummaryWriter.add_embedding is not supported by ember yet")
+        from google.protobuf import text_format
+        from tensorboard.plugins.projector.projector_config_pb2 import ProjectorConfig
+
+        from . import _embedding
+
+        mat = _arrays.to_numpy(mat, argument="mat")
+        if mat.ndim != 2:
+            raise ValueError(f"mat must be 2-D (points, features), got shape {tuple(mat.shape)}")
+        if metadata is not None and len(metadata) != mat.shape[0]:
+            raise ValueError(f"metadata must have one entry per row of mat ({mat.shape[0]}), got {len(metadata)}")
+        if label_img is not None:
+            label_img = _arrays.to_numpy(label_img, argument="label_img")
+            if label_img.ndim != 4 or label_img.shape[0] != mat.shape[0]:
+                raise ValueError(
+                    f"label_img must be (N, C, H, W) with N = {mat.shape[0]} (rows of mat), "
+                    f"got shape {tuple(label_img.shape)}"
+                )
+        step = 0 if global_step is None else int(_arrays.to_scalar(global_step, argument="global_step"))
+        subdir = f"{step:05d}/{_embedding.encode_tag(tag)}"
+        log_dir = self._main_writer().get_logdir()
+        directory = os.path.join(log_dir, subdir)
+        if os.path.isfile(directory):
+            raise NotADirectoryError(f"add_embedding: {directory} exists and is a file")
+        os.makedirs(directory, exist_ok=True)
+        if metadata is not None:
+            _embedding.write_metadata(metadata, directory, metadata_header)
+        if label_img is not None:
+            _embedding.write_sprite(label_img, directory)
+        _embedding.write_tensors(mat, directory)
+        # The config lists every embedding of this writer; files cannot be appended to everywhere,
+        # so it is rewritten whole each time, as PyTorch's writer does.
+        if self._projector_config is None:
+            self._projector_config = ProjectorConfig()
+        info = _embedding.embedding_info(tag, step, subdir, metadata is not None, label_img)
+        self._projector_config.embeddings.append(info)
+        with open(os.path.join(log_dir, "projector_config.pbtxt"), "w", encoding="utf-8") as file:
+            file.write(text_format.MessageToString(self._projector_config))
 
     # -- lifetime ------------------------------------------------------------------------------
 
