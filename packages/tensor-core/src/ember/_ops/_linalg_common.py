@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import collections
 import functools
+import inspect
 
 import numpy as np
 
 from .. import _dtype as D
 from ._array_module import array_namespace, is_device_array
 from ._pointwise_helpers import _torch_name
-from ._registry import PRIM, defop
+from ._registry import _MORE_TENSOR_PARAMETERS, PRIM, defop
 
 __all__ = [
     "LinAlgError", "FLOAT_TYPES", "linalg_op", "return_type", "check_float", "check_matrix", "check_square",
@@ -53,6 +54,13 @@ FLOAT_TYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex
 _REAL = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 LINALG_TAG = "linalg"
 
+#: The tensor parameters of linalg ops, named as in PyTorch's linalg signatures (``A``, ``B``, ``LU``...):
+#: they are not in the registry's ``TENSOR_PARAMETERS`` (``x``/``y``/``b`` mean other things elsewhere), so
+#: :func:`linalg_op` declares them for each op it registers. The dispatcher then refuses a list or tuple
+#: there, and names the argument for a number, with PyTorch's TypeError, before any meta function reads
+#: ``._data`` of it.
+_TENSOR_NAMES = frozenset({"A", "B", "L", "LD", "LU", "LU_data", "LU_pivots", "pivots", "tau", "b", "x", "y"})
+
 
 def linalg_op(name, meta, cpu, *, cuda=True, category=PRIM, decomposition=None, has_out=True, return_type=None,
               public=False):
@@ -61,6 +69,9 @@ def linalg_op(name, meta, cpu, *, cuda=True, category=PRIM, decomposition=None, 
     ``public=True`` exports it as ``ember.<name>`` too (PyTorch's top-level aliases); otherwise it is tagged
     ``"linalg"`` and lives in ``ember.linalg`` only.
     """
+    tensor_names = [p for p in inspect.signature(meta).parameters if p in _TENSOR_NAMES]
+    if tensor_names:  # before the op is built: Op.tensor_parameters reads this table on first use
+        _MORE_TENSOR_PARAMETERS[name] = (*_MORE_TENSOR_PARAMETERS.get(name, ()), *tensor_names)
     op = defop(name, meta, cpu=cpu, category=category, decomposition=decomposition, has_out=has_out,
                tags=() if public else ("submodule", LINALG_TAG), return_type=return_type)
     if cuda is True and cpu is not None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._meta import MetaArray
+from .._tensor import Tensor
 from ._array_module import array_namespace
 from ._linalg_common import check_float, check_matrix, check_square, linalg_op, real_dtype
 from ._registry import COMPOSITE, registry
@@ -347,6 +348,12 @@ def _multi_dot_meta(tensors):
         RuntimeError: for fewer than two tensors, wrong dims, mismatched sizes or dtypes.
     """
     fn = "multi_dot()"
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"linalg_multi_dot(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
     if len(tensors) < 2:
         raise RuntimeError(f"{fn}: expected at least 2 tensors but got {len(tensors)}")
     shapes = [tuple(t._data.shape) for t in tensors]
