@@ -36,16 +36,21 @@ def _is_half(np_dtype):
 
 
 def norm_dims(fn, dim, ndim):
-    """``dim`` (None, an int or a sequence) as a tuple of non-negative dims; None and () mean all dims."""
+    """``dim`` (None, an int or a sequence) as a tuple of non-negative dims; None and () mean all dims.
+
+    A 0-dim tensor takes dim 0 or -1, as in PyTorch, but has no axis to reduce: its dims are ``()``
+    (numpy refuses ``axis=0`` on a 0-d array; reducing over no axes leaves the one element).
+    """
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
         return tuple(range(ndim))
     if isinstance(dim, numbers.Integral):
-        return (wrap_dim(int(dim), ndim),)
-    dims = tuple(wrap_dim(int(d), ndim) for d in dim)
-    for d in dims:
-        if dims.count(d) > 1:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-    return dims
+        dims = (wrap_dim(int(dim), ndim),)
+    else:
+        dims = tuple(wrap_dim(int(d), ndim) for d in dim)
+        for d in dims:
+            if dims.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return dims if ndim > 0 else ()
 
 
 def _reduced_shape(shape, dims, keepdim):
