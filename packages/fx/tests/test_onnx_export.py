@@ -360,6 +360,22 @@ def test_ops_dynamic_batch(name):
     )
 
 
+@pytest.mark.parametrize("opset", [17, 18])
+@pytest.mark.parametrize("ord", [2, 1, 0, 3, 0.5, float("inf"), float("-inf")])
+def test_vector_norm_orders_dims_and_keepdim(ord, opset):
+    """linalg.vector_norm's rule: each order (ReduceL2, ReduceL1, max/min of Abs, nonzero count, Pow-ReduceSum-Pow)
+    over one dim, several dims with keepdim, all dims, and a 0-d tensor's dim 0."""
+
+    def fn(x):
+        x = x.masked_fill(x.abs() < 0.3, 0.0)  # some zeros for ord 0
+        norm = ember.linalg.vector_norm
+        return (norm(x, ord, 1), norm(x, ord, (0, 2), keepdim=True), norm(x, ord), norm(x[0, 0, 0], ord, 0))
+
+    ember.manual_seed(0)
+    check_export(_Fn(fn), ember.randn(4, 5, 3), ["x"], {"x": {0: "batch"}}, others=[ember.randn(2, 5, 3)],
+                 opset_version=opset)
+
+
 @pytest.mark.parametrize("name", ["reductions", "reduce_all", "reduce_keepdim", "max_dim", "all_any_xor", "rms_norm"])
 @pytest.mark.parametrize("opset", [18, 21])
 def test_reductions_with_axes_as_inputs(name, opset):

@@ -319,6 +319,35 @@ def _arg_reduction(onnx_op):
 TABLE.add("argmax", _arg_reduction("ArgMax"))
 
 
+@TABLE.register("linalg_vector_norm")
+def _vector_norm(g, x, ord=2, dim=None, keepdim=False, dtype=None, **_):
+    """``linalg.vector_norm`` (which ``normalize`` and ``cosine_similarity`` decompose to): ReduceL2/ReduceL1,
+    ReduceMax/ReduceMin of Abs for +-inf, a count of nonzeros for 0, ``ReduceSum(|x|**p) ** (1/p)`` otherwise."""
+    import math
+
+    if g.dtype(x).is_complex:
+        g.unsupported("complex input (ONNX has no complex tensors)")
+    out_dtype = g.out.dtype
+    rank = g.rank(x)
+    # a 0-d tensor takes dim 0 or -1 but has no axis: reduce "all" (none), which keeps its one element
+    dim = None if rank == 0 else dim
+    x = g.cast(x, out_dtype)
+    if ord == 2:
+        return reduce(g, "ReduceL2", x, dim, keepdim)
+    if ord == 1:
+        return reduce(g, "ReduceL1", x, dim, keepdim)
+    magnitude = g.op("Abs", x)
+    if ord == math.inf:
+        return reduce(g, "ReduceMax", magnitude, dim, keepdim, rank=rank)
+    if ord == -math.inf:
+        return reduce(g, "ReduceMin", magnitude, dim, keepdim, rank=rank)
+    if ord == 0:
+        nonzero = g.op("Cast", g.op("Not", g.op("Equal", x, g.scalar(0, out_dtype))), to=_onnx_type(out_dtype))
+        return reduce(g, "ReduceSum", nonzero, dim, keepdim, rank=rank)
+    powered = g.op("Pow", magnitude, g.scalar(ord, out_dtype))
+    return g.op("Pow", reduce(g, "ReduceSum", powered, dim, keepdim, rank=rank), g.scalar(1.0 / ord, out_dtype))
+
+
 def _all_or_any(onnx_op):
     """``all``/``any`` as ReduceMin/ReduceMax over the input as 0/1 integers."""
 
