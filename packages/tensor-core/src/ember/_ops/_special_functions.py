@@ -40,7 +40,8 @@ def special(name):
 def _device_special(name, *args):
     """scipy.special's ``name`` on GPU arrays, from ``cupyx.scipy.special``, with numpy's (scipy's) values.
 
-    Where CuPy's function differs from scipy's (``i0`` at +-inf) or takes other arguments
+    Where CuPy's function differs from scipy's (``i0``, ``i1``, ``j0``, ``j1`` at +-inf, ``xlog1py`` at a NaN
+    ``y``; ``j0``, ``j1``, ``i1`` compute float32 in float64 as scipy does) or takes other arguments
     (``polygamma``'s order must be an array there), the difference is made up here.
     """
     special = importlib.import_module("cupyx.scipy.special")
@@ -54,11 +55,29 @@ def _device_special(name, *args):
         except OverflowError:  # above 170!, as scipy's gamma(n + 1)
             factorial = math.inf
         return (-1.0) ** (n + 1) * factorial * special.zeta(float(n + 1), x)
+    if name in _IN_DOUBLE and args[0].dtype == np.float32:
+        args = (args[0].astype(np.float64),)
     value = getattr(special, name)(*args)
+    if name in _NAN_AT_INF:
+        value = np.where(np.isinf(args[0]), np.nan, value)
+    if name == "xlog1py":  # CuPy's kernel tests ``~isnan(y)`` (a bitwise not: always true), so 0 * log1p(NaN) is 0
+        value = _nan_where_nan(value, args[1])
     if name == "psi":  # scipy's poles: psi(+-0) = -+inf, NaN at the negative integers and -inf
         x = args[0]
         value = np.where(x == 0, np.copysign(np.inf, -x), value)
         value = np.where((x < 0) & (np.floor(x) == x), np.nan, value)
-    if name == "i0":  # scipy's i0 is NaN at +-inf (its Chebyshev expansion gives inf/inf); CuPy's is inf
-        value = np.where(np.isinf(args[0]), np.nan, value)
     return value  # of the input's dtype or wider: the callers cast to the result dtype
+
+
+#: Functions whose CuPy float32 kernel computes in float32 (CUDA's ``j0f``, ``j1f``, ``cyl_bessel_i1f``), a few
+#: ulp from scipy's, which computes float32 inputs in double: they compute in float64 here.
+_IN_DOUBLE = frozenset({"j0", "j1", "i1"})
+#: Functions that are NaN at +-inf in scipy (its expansions give inf/inf or an undefined phase) where CUDA's
+#: are finite or infinite: ``j0``/``j1`` give 0, ``i0``/``i1`` give +-inf.
+_NAN_AT_INF = frozenset({"j0", "j1", "i0", "i1"})
+
+
+def _nan_where_nan(value, y):
+    """``value`` with NaN where ``y`` (a GPU array or a number) is NaN."""
+    cupy = importlib.import_module("cupy")
+    return cupy.where(cupy.isnan(cupy.asarray(y)), math.nan, value)

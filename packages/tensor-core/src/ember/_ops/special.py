@@ -5,9 +5,12 @@ share the dtype rules of the other pointwise ops: integer and bool inputs comput
 dtype, float16/bfloat16 in float32 (rounded once), and each op refuses the dtypes PyTorch's CPU
 kernels refuse (complex everywhere; float16/bfloat16 for the Bessel functions, ``erfcx``, ``ndtri``,
 ``log_ndtr``, ``zeta`` and the polynomials). Values come from :mod:`scipy.special` on the CPU and
-from ``cupyx.scipy.special`` on CUDA arrays where CuPy has the function (else the values are computed
-on the host and copied back). The orthogonal polynomials are evaluated by their three-term
-recurrences (the array functions run on numpy and CuPy arrays alike).
+from ``cupyx.scipy.special`` on CUDA arrays where CuPy has the function, with scipy's values where the
+two differ (see :mod:`ember._ops._special_functions`). The values are computed on the host and copied
+back where CuPy lacks the function, and for ``i0e``, ``i1e``, ``k0e``, ``k1e``, whose CuPy kernels
+multiply ``exp(-+|x|)`` by the unscaled function and give NaN (``0 * inf``) at +-inf and for large
+``|x|``. The orthogonal polynomials are evaluated by their three-term recurrences (the array functions
+run on numpy and CuPy arrays alike).
 
 The ops are tagged ``"submodule"``: they are exported from :mod:`ember.special` only.
 """
@@ -41,6 +44,12 @@ _SINGLE_DOUBLE = frozenset({D.float32, D.float64})
 _FLOATS = frozenset({D.float16, D.bfloat16, D.float32, D.float64})
 
 
+#: scipy.special functions computed on a host copy of CUDA arrays although CuPy has them: CuPy computes the
+#: scaled Bessel functions as ``exp(-+|x|) * f(x)``, which is ``0 * inf = NaN`` once ``f`` overflows (or
+#: underflows): at +-inf, and for ``|x|`` above about 90 in float32 (700 in float64) where scipy is finite.
+_HOST_ON_CUDA = frozenset({"i0e", "i1e", "k0e", "k1e"})
+
+
 def _scipy(name):
     """scipy.special's ``name`` (imported on first call); on CUDA arrays CuPy's, or scipy's on a host copy."""
     host = _special(name)
@@ -48,9 +57,9 @@ def _scipy(name):
     def call(*args):
         if _array_namespace(*args) is np:
             return host(*args)
-        if hasattr(importlib.import_module("cupyx.scipy.special"), name):
+        if name not in _HOST_ON_CUDA and hasattr(importlib.import_module("cupyx.scipy.special"), name):
             return host(*args)  # (ember._ops._special_functions: CuPy's function, with scipy's values)
-        cupy = importlib.import_module("cupy")  # CuPy lacks it: compute on the host, copy back
+        cupy = importlib.import_module("cupy")  # CuPy lacks it or errs: compute on the host, copy back
         return cupy.asarray(host(*(cupy.asnumpy(a) if isinstance(a, cupy.ndarray) else a for a in args)))
 
     call.__name__ = name
