@@ -34,6 +34,17 @@ def test_unary_matches_cpu(name, grid, dtype):
     np.testing.assert_allclose(actual.cpu().numpy(), expected.numpy(), rtol=rtol, atol=1e-30, equal_nan=True)
 
 
+@pytest.mark.parametrize("name", ["i0e", "i1e", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1"])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float64])
+def test_scaled_bessel_at_large_arguments(name, dtype):
+    # exp(-+|x|) * f(x) overflows to 0 * inf = NaN above |x| ~ 90 (float32) or ~ 710 (float64): scipy's values
+    x = ember.tensor([95.0, 200.0, 800.0, 5000.0, 1e30], dtype=dtype)
+    expected = getattr(S, name)(x)
+    assert not np.isnan(expected.numpy()).any()
+    actual = getattr(S, name)(x.cuda())
+    np.testing.assert_allclose(actual.cpu().numpy(), expected.numpy(), rtol=1e-6, atol=0)
+
+
 @pytest.mark.parametrize("name, a, b", [
     ("xlog1py", [0.0, 0.5, 2.0, -1.5], [-1.0, 0.0, 3.0, 0.5]),
     ("zeta", [1.5, 2.0, 4.0, 9.0], [0.5, 1.0, 2.5, 40.0]),
