@@ -13,6 +13,7 @@ from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop
 from ._shape_helpers import _INT32_OR_64, _data_dependent, _dims_method, _fresh, _int_list, _require_tensor
 from ._shapes import wrap_dim
+from .creation import clone
 from .index_along_dim import index_select
 from .views import expand, reshape, unsqueeze
 
@@ -90,7 +91,9 @@ def _repeat_decomp(input, *sizes):
     # view as (1, s0, 1, s1, ...), broadcast to (r0, s0, r1, s1, ...), then merge the pairs (a copy)
     interleaved = tuple(x for s in padded for x in (1, s))
     expanded = tuple(x for r, s in zip(repeats, padded) for x in (r, s))
-    return reshape(expand(reshape(input, interleaved), expanded), result)
+    # reshape keeps a stride-0 view where a repeated dim has size 1 (eye(3).repeat(4, 1, 1)): clone, since
+    # repeat returns new memory (writing into one copy must not change the others)
+    return clone(reshape(expand(reshape(input, interleaved), expanded), result))
 
 
 repeat = defop("repeat", _repeat_meta, cpu=_repeat_cpu, category=COMPOSITE, decomposition=_repeat_decomp)
