@@ -137,7 +137,8 @@ def vector_norm_arrays(a, ord, dims, keepdim):
     if _is_half(a.dtype):
         a = a.astype(np.float32)
     m = xp.abs(a)
-    dims = tuple(dims)
+    # a 0-dim tensor has one virtual dim (dim 0 or -1), which numpy and CuPy reductions refuse: reduce all
+    dims = tuple(dims) if a.ndim else None
     if ord == 2:
         r = xp.sqrt(xp.sum(m * m, axis=dims, keepdims=keepdim))
     elif ord == math.inf:

@@ -13,6 +13,8 @@ per matrix (numpy has no batched triangular solve).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .._meta import MetaArray
@@ -66,7 +68,10 @@ def _run_lu_routine(fn, a, *arrays):
         return out, xp.zeros(batch, _INFO)
     if xp is not np:
         out = fn(a, *arrays)
-        return out, finite_info(out if out.ndim == a.ndim else out[..., None])
+        info = finite_info(out if out.ndim == a.ndim else out[..., None])
+        if bool(info.any()):  # failure path: LAPACK's code (the first zero pivot) from a per-matrix getrf
+            info = xp.where(info != 0, _getrf_info(a), 0).astype(_INFO)
+        return out, info
     try:
         return fn(a, *arrays), np.zeros(batch, _INFO)
     except np.linalg.LinAlgError:
@@ -75,6 +80,16 @@ def _run_lu_routine(fn, a, *arrays):
         out = fn(np.where((info != 0)[..., None, None], good, a), *arrays)
         bad = (info != 0).reshape(info.shape + (1,) * (out.ndim - info.ndim))
         return np.where(bad, np.nan, out).astype(a.dtype, copy=False), info
+
+
+def _getrf_info(a):
+    """The ``getrf`` info of each matrix of a CuPy batch ``a``: the 1-based index of the first zero diagonal
+    entry of ``U``, 0 if none (cuSOLVER's batched inverse and solve report no per-matrix codes)."""
+    from .linalg_factor import lu_factor_arrays
+
+    with warnings.catch_warnings():  # cupyx's lu_factor warns for each singular matrix
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return lu_factor_arrays(a)[2]
 
 
 def _solve_shape(a_shape, b_shape):
@@ -249,7 +264,7 @@ def _info_of_A(info, a_batch):
     """``info`` of the broadcast batch cut down to ``A``'s own batch shape (PyTorch's ``info`` shape)."""
     lead = info.ndim - len(a_batch)
     index = (0,) * lead + tuple(slice(0, 1) if n == 1 else slice(None) for n in a_batch)
-    return info[index]
+    return info[(*index, Ellipsis)]  # (the Ellipsis keeps a 0-d array where numpy would give a scalar)
 
 
 def _solve_cpu(A, B, *, left=True):
