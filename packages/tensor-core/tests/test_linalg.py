@@ -123,8 +123,13 @@ def test_ill_conditioned_det_and_solve_match_numpy(device):
     a = (q1 * np.logspace(0, -12, 6)) @ q2  # condition number 1e12
     b = rng.standard_normal((6, 2))
     A, B = ember.tensor(a, device=device), ember.tensor(b, device=device)
-    np.testing.assert_allclose(ember.linalg.det(A).cpu().numpy(), np.linalg.det(a), rtol=1e-6)
-    np.testing.assert_allclose(ember.linalg.slogdet(A).logabsdet.cpu().numpy(), np.linalg.slogdet(a)[1], rtol=1e-12)
+    # det's relative condition number is up to cond(A) * eps (2e-4 here): the CPU runs numpy's LAPACK and agrees
+    # to rounding; cuSOLVER's LU (another blocking) legitimately differs within that bound (1.4e-6 seen on an H100)
+    det_rtol = 1e-6 if device == "cpu" else 2e-4
+    np.testing.assert_allclose(ember.linalg.det(A).cpu().numpy(), np.linalg.det(a), rtol=det_rtol)
+    # (logabsdet's absolute error is det's relative error)
+    np.testing.assert_allclose(ember.linalg.slogdet(A).logabsdet.cpu().numpy(), np.linalg.slogdet(a)[1],
+                               rtol=1e-12 if device == "cpu" else 0, atol=0 if device == "cpu" else det_rtol)
     # backward stable: the residual is at LAPACK's own level (eps * ||A|| * ||x||, x of size 1e12)
     ours = a @ ember.linalg.solve(A, B).cpu().numpy() - b
     theirs = a @ np.linalg.solve(a, b) - b
