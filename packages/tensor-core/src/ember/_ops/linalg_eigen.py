@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._meta import MetaArray
+from .._meta import MetaArray, contiguous_strides
 from ._array_module import array_namespace
 from ._linalg_common import (
     LinAlgError,
@@ -58,6 +58,31 @@ def _svd_shapes(shape, full_matrices):
     return batch + (m, u_cols), batch + (k,), batch + (v_rows, n)
 
 
+def _column_major_strides(shape):
+    """Strides of a batch of column-major matrices: PyTorch's layout for ``svd``'s ``U`` and ``Vh`` (LAPACK
+    writes them so), e.g. ``(16, 1, 4)`` for ``(2, 4, 4)``. Empty tensors report row-major strides, as
+    ember's (and PyTorch's) empty tensors do whatever their layout."""
+    if 0 in shape:
+        return contiguous_strides(shape)
+    swapped = contiguous_strides((*shape[:-2], shape[-1], shape[-2]))
+    return (*swapped[:-2], swapped[-1], swapped[-2])
+
+
+def _column_major(a):
+    """``a`` laid out as a batch of column-major matrices (no copy when it already is)."""
+    if a.size == 0:  # an empty tensor reports row-major strides whatever its layout
+        return a
+    expected = tuple(s * a.dtype.itemsize for s in _column_major_strides(a.shape))
+    if tuple(a.strides) == expected:
+        return a
+    # a fresh array rather than ascontiguousarray of the transpose, which keeps the strides of size-1
+    # dims that numpy ignores in its contiguity test (gesdd's (3, 1) U has strides (8, 8))
+    xp = array_namespace(a)
+    out = xp.swapaxes(xp.empty((*a.shape[:-2], a.shape[-1], a.shape[-2]), a.dtype), -1, -2)
+    out[...] = a
+    return out
+
+
 def _svd_meta(A, full_matrices=True, *, driver=None):
     """Singular value decomposition ``A = U diag(S) Vh``, batched.
 
@@ -75,7 +100,8 @@ def _svd_meta(A, full_matrices=True, *, driver=None):
         driver (str, optional): CUDA only, as in PyTorch (validated; CuPy chooses the routine).
 
     Returns:
-        (Tensor, Tensor, Tensor): ``U``, ``S`` (``(*, k)``, real), ``Vh``.
+        (Tensor, Tensor, Tensor): ``U``, ``S`` (``(*, k)``, real), ``Vh``; ``U`` and ``Vh`` are batches of
+        column-major matrices (``U.mT`` is contiguous), as in PyTorch.
 
     Raises:
         RuntimeError: for fewer than two dims, a non-float dtype, or ``driver`` on a non-CUDA tensor.
@@ -96,7 +122,8 @@ def _svd_meta(A, full_matrices=True, *, driver=None):
         if driver not in _SVD_DRIVERS:
             raise RuntimeError(f"torch.linalg.svd: driver must be one of {', '.join(_SVD_DRIVERS)}. Got {driver}")
     u, s, v = _svd_shapes(A._data.shape, full_matrices)
-    return MetaArray(u, dtype), MetaArray(s, real_dtype(dtype)), MetaArray(v, dtype)
+    return (MetaArray(u, dtype, _column_major_strides(u)), MetaArray(s, real_dtype(dtype)),
+            MetaArray(v, dtype, _column_major_strides(v)))
 
 
 def svd_arrays(a, full_matrices=False, compute_uv=True):
@@ -132,12 +159,16 @@ def svd_arrays(a, full_matrices=False, compute_uv=True):
 
 
 def _svd_cpu(A, full_matrices=True, *, driver=None):
-    return svd_arrays(A._data, full_matrices)
+    # gesdd per matrix returns column-major U and Vh, numpy's batched svd row-major ones: the op returns
+    # one layout, PyTorch's, which its meta function promises
+    U, S, Vh = svd_arrays(A._data, full_matrices)
+    return _column_major(U), S, _column_major(Vh)
 
 
 def _svd_cuda(A, full_matrices=True, *, driver=None):
     # CuPy picks its cuSOLVER routine itself (gesvd, or batched gesvdj for small matrices)
-    return svd_arrays(A._data, full_matrices)
+    U, S, Vh = svd_arrays(A._data, full_matrices)
+    return _column_major(U), S, _column_major(Vh)
 
 
 linalg_svd = linalg_op("linalg_svd", _svd_meta, _svd_cpu, cuda=_svd_cuda, return_type=_svd_result)
@@ -350,10 +381,16 @@ def _top_svd_meta(input, some=True, compute_uv=True):
     check_matrix("svd", input)
     *batch, m, n = input._data.shape
     k = min(m, n)
-    full = not some
+    full = not some or not compute_uv  # PyTorch: the zeros of compute_uv=False are (m, m) and (n, n)
     u_shape = (*batch, m, m if full else k)
     v_shape = (*batch, n, n if full else k)
-    return MetaArray(u_shape, dtype), MetaArray((*batch, k), real_dtype(dtype)), MetaArray(v_shape, dtype)
+    if not compute_uv:  # zeros, row-major
+        return MetaArray(u_shape, dtype), MetaArray((*batch, k), real_dtype(dtype)), MetaArray(v_shape, dtype)
+    # U is linalg.svd's, column-major; V is the transpose of linalg.svd's Vh (row-major unless empty)
+    vh_strides = _column_major_strides((*batch, v_shape[-1], v_shape[-2]))
+    v_strides = (*vh_strides[:-2], vh_strides[-1], vh_strides[-2])
+    return (MetaArray(u_shape, dtype, _column_major_strides(u_shape)), MetaArray((*batch, k), real_dtype(dtype)),
+            MetaArray(v_shape, dtype, v_strides))
 
 
 def _top_svd_decomp(input, some=True, compute_uv=True):
