@@ -42,6 +42,12 @@ GPU_DIFFERENCES: dict[tuple[str, str | None], str] = {
     "(a near-constant group amplifies the difference)",
     ("addr", "float16"): "PyTorch's CUDA kernel rounds the float16 outer product before adding; ember rounds once",
     ("round", "float16"): "PyTorch's CUDA kernel scales by 10**decimals in float16; ember in float32",
+    ("lu", "complex64"): "for a batch of small square complex matrices PyTorch's CUDA LU picks pivots by |z|; "
+    "ember (cuSOLVER getrf) by |re| + |im|, as LAPACK and PyTorch's CPU do (same pivots as on CPU)",
+    ("lu", "complex128"): "for a batch of small square complex matrices PyTorch's CUDA LU picks pivots by |z|; "
+    "ember (cuSOLVER getrf) by |re| + |im|, as LAPACK and PyTorch's CPU do (same pivots as on CPU)",
+    ("linalg_lstsq", None): "PyTorch's CUDA lstsq has only the 'gels' driver (its default there: residuals, no "
+    "rank) and refuses the others; ember runs the LAPACK drivers on a host copy, with the CPU's default 'gelsy'",
 }
 
 #: (op name, dtype name or None for all) -> how PyTorch releases before the pinned one differ there.
