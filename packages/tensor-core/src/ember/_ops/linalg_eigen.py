@@ -220,7 +220,7 @@ def _eigh_meta(A, UPLO="L"):
 
     Returns:
         (Tensor, Tensor): ``eigenvalues`` (``(*, n)``, real) and ``eigenvectors`` (``(*, n, n)``, ``A``'s
-        dtype; column ``i`` belongs to eigenvalue ``i``).
+        dtype; column ``i`` belongs to eigenvalue ``i``; column-major, as in PyTorch).
 
     Raises:
         RuntimeError: for non-square or non-float input, or ``UPLO`` other than "L"/"U".
@@ -235,7 +235,8 @@ def _eigh_meta(A, UPLO="L"):
     dtype = check_square(fn, A)
     _check_uplo(fn, UPLO)
     shape = A._data.shape
-    return MetaArray(shape[:-1], real_dtype(dtype)), MetaArray(shape, dtype)
+    # eigenvectors: a batch of column-major matrices, as in PyTorch (the layout LAPACK writes)
+    return MetaArray(shape[:-1], real_dtype(dtype)), MetaArray(shape, dtype, _column_major_strides(shape))
 
 
 def eigh_arrays(a, UPLO="L", compute_v=True):
@@ -264,7 +265,8 @@ def eigh_arrays(a, UPLO="L", compute_v=True):
 
 
 def _eigh_cpu(A, UPLO="L"):
-    return eigh_arrays(A._data, UPLO)
+    w, v = eigh_arrays(A._data, UPLO)
+    return w, _column_major(v)  # syevd per matrix gives this layout, numpy's batched eigh row-major
 
 
 linalg_eigh = linalg_op("linalg_eigh", _eigh_meta, _eigh_cpu, return_type=_eigh_result)

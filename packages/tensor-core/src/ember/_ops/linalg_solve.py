@@ -264,7 +264,9 @@ def _info_of_A(info, a_batch):
     """``info`` of the broadcast batch cut down to ``A``'s own batch shape (PyTorch's ``info`` shape)."""
     lead = info.ndim - len(a_batch)
     index = (0,) * lead + tuple(slice(0, 1) if n == 1 else slice(None) for n in a_batch)
-    return info[(*index, Ellipsis)]  # (the Ellipsis keeps a 0-d array where numpy would give a scalar)
+    # the Ellipsis keeps a 0-d array where numpy would give a scalar; the copy makes the cut row-major, as
+    # the meta functions say (a slice of a broadcast batch keeps that batch's strides)
+    return info[(*index, Ellipsis)].copy()
 
 
 def _solve_cpu(A, B, *, left=True):
