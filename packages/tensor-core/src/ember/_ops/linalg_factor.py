@@ -23,7 +23,6 @@ from ._linalg_common import (
     check_float,
     check_matrix,
     check_square,
-    finite_info,
     lapack_each,
     lapack_info,
     linalg_op,
@@ -68,8 +67,7 @@ def cholesky_arrays(a, upper=False):
             L = np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2)))
         return L, info
     if xp is not np:  # (numpy and CuPy read the lower triangle, as potrf does)
-        L = xp.linalg.cholesky(a)
-        info = finite_info(L)
+        L, info = _cholesky_cupy(xp, a)
     else:
         try:
             L, info = np.linalg.cholesky(a), np.zeros(batch, _INFO)
@@ -82,6 +80,23 @@ def cholesky_arrays(a, upper=False):
     if upper:
         L = xp.ascontiguousarray(xp.conj(xp.swapaxes(L, -1, -2)))
     return L, info
+
+
+def _cholesky_cupy(xp, a):
+    """``(L, info)`` on CUDA. A failed cuSOLVER ``potrf`` may leave finite values, so failure is read from its
+    ``devInfo`` (CuPy raises for the batch under ``errstate(linalg="raise")``); then each matrix's LAPACK code
+    comes from a host copy (the failure path only), and the failed matrices' factors are NaN, as on CPU."""
+    import cupyx
+
+    try:
+        with cupyx.errstate(linalg="raise"):
+            return xp.linalg.cholesky(a), xp.zeros(a.shape[:-2], _INFO)
+    except np.linalg.LinAlgError:
+        pass
+    info = xp.asarray(lapack_info("potrf", a.get(), lower=1))
+    bad = (info != 0)[..., None, None]
+    L = xp.linalg.cholesky(xp.where(bad, xp.eye(a.shape[-1], dtype=a.dtype), a))
+    return xp.where(bad, xp.nan, L).astype(a.dtype, copy=False), info
 
 
 def _cholesky_meta(A, *, upper=False):
