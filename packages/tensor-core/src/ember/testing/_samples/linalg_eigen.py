@@ -53,7 +53,7 @@ register_opinfo(OpInfo("linalg_svd", _svd_samples, dtypes=LINALG_TYPES, torch_na
                        skips=(("test_matches_pytorch", None, _GAUGE),),
                        error_inputs=errors((lambda t, e: SampleInput(t(3)), RuntimeError,
                                             "linalg.svd: The input tensor A must have at least 2 dimensions"),
-                                           (lambda t, e: SampleInput(t(2, 2), kwargs={"driver": "gesvd"}),
+                                           (lambda t, e: SampleInput(t(2, 2).cpu(), kwargs={"driver": "gesvd"}),  # (CUDA takes driver=)
                                             RuntimeError, "keyword argument `driver=` is only supported on CUDA"))))
 register_opinfo(OpInfo("svd", lambda o, d, t, r: (SampleInput(s.input, name=s.name) for s in _rect_samples(o, d, t, r)),
                        dtypes=LINALG_TYPES, gradcheck_wrapper=_top_svd_wrapper, tolerances=SINGLE_TOL,
