@@ -128,6 +128,8 @@ VERSION_TORCH_CANNOT: dict[tuple[str, str | None], tuple[str, str]] = {
 #: op name -> why gradients on CUDA differ from PyTorch's CUDA ones (with the cuda backend; those cases skip).
 GPU_DIFFERENCES = {
     "msort": "PyTorch's CUDA sort is not stable, so tied elements' gradients go to other positions than ember's",
+    "lu": "for a batch of small square complex matrices PyTorch's CUDA LU picks pivots by |z|, ember (cuSOLVER) and "
+    "LAPACK by |re| + |im|: other factors, so other gradients (real dtypes agree; gradchecked in test_ops_grad.py)",
 }
 
 #: (op name, dtype name or None) -> how releases before the pinned one differ (those cases skip there).
