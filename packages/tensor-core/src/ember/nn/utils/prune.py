@@ -61,6 +61,15 @@ def _count_to_prune(amount, total):
     return round(float(amount) * total)
 
 
+def _zero_ranked(default_mask, scores, count, largest):
+    """A copy of ``default_mask`` with the ``count`` entries of largest (or smallest) ``scores`` set to 0."""
+    mask = default_mask.clone()
+    if count:
+        drop = ember.topk(scores.reshape(-1), k=count, largest=largest).indices
+        mask.view(-1)[drop] = 0
+    return mask
+
+
 def _channel_dim(dim, tensor):
     if tensor.dim() == 0:
         raise ValueError("structured pruning needs a tensor with at least one dimension, got a 0-d tensor")
@@ -264,11 +273,9 @@ class RandomUnstructured(BasePruningMethod):
 
     def compute_mask(self, t, default_mask):
         count = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if count:
-            drop = ember.topk(ember.rand_like(t, dtype=ember.float32).reshape(-1), k=count).indices
-            mask.view(-1)[drop] = 0
-        return mask
+        if not count:  # draw no random numbers when nothing is pruned
+            return default_mask.clone()
+        return _zero_ranked(default_mask, ember.rand_like(t, dtype=ember.float32), count, largest=True)
 
     @classmethod
     def apply(cls, module, name, amount):
@@ -286,11 +293,7 @@ class L1Unstructured(BasePruningMethod):
 
     def compute_mask(self, t, default_mask):
         count = _count_to_prune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if count:
-            drop = ember.topk(ember.abs(t).reshape(-1), k=count, largest=False).indices
-            mask.view(-1)[drop] = 0
-        return mask
+        return _zero_ranked(default_mask, ember.abs(t), count, largest=False)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
