@@ -184,6 +184,7 @@ class EventList(list):
                             max_src_column_width, header, top_level_events_only)
 
     def export_chrome_trace(self, path):
+        """Write the events to ``path`` as a Chrome trace (JSON; chrome://tracing, Perfetto)."""
         from ._export import export_chrome_trace
 
         export_chrome_trace(self, path)

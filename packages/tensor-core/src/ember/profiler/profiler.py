@@ -198,6 +198,8 @@ class profile:
         export_stacks(self.events(), path, metric)
 
     def table(self, *args, **kwargs):
+        """The text table of :meth:`key_averages` (arguments as :meth:`EventList.table`: ``sort_by``,
+        ``row_limit``, ...)."""
         return self.key_averages().table(*args, **kwargs)
 
 

@@ -200,6 +200,12 @@ class PruningContainer(BasePruningMethod):
             self.add_pruning_method(method)
 
     def add_pruning_method(self, method):
+        """Append ``method`` (a :class:`BasePruningMethod` for this container's parameter name).
+
+        Raises:
+            TypeError: if ``method`` is not a pruning method.
+            ValueError: if it prunes a parameter of another name.
+        """
         if not isinstance(method, BasePruningMethod):
             raise TypeError(f"{type(method).__name__} is not a BasePruningMethod subclass")
         if self._tensor_name is not None and method._tensor_name != self._tensor_name:
@@ -220,6 +226,8 @@ class PruningContainer(BasePruningMethod):
         return self._pruning_methods[index]
 
     def compute_mask(self, t, default_mask):
+        """``default_mask`` further pruned by the last method added, applied to the entries (or channels)
+        ``default_mask`` still keeps; a new mask of ``t``'s shape and ``default_mask``'s dtype."""
         method = self._pruning_methods[-1]
         where = _still_kept(method, t, default_mask)
         mask = default_mask.clone()
