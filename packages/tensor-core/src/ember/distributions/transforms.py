@@ -418,20 +418,20 @@ class ReshapeTransform(Transform):
         return x.new_zeros(batch_shape)
 
     def forward_shape(self, shape):
-        if len(shape) < len(self.in_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.in_shape)
-        if tuple(shape[cut:]) != tuple(self.in_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.in_shape}")
-        return ember.Size(tuple(shape[:cut]) + tuple(self.out_shape))
+        return _replace_trailing(shape, self.in_shape, self.out_shape)
 
     def inverse_shape(self, shape):
-        if len(shape) < len(self.out_shape):
-            raise ValueError("Too few dimensions on input")
-        cut = len(shape) - len(self.out_shape)
-        if tuple(shape[cut:]) != tuple(self.out_shape):
-            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.out_shape}")
-        return ember.Size(tuple(shape[:cut]) + tuple(self.in_shape))
+        return _replace_trailing(shape, self.out_shape, self.in_shape)
+
+
+def _replace_trailing(shape, old, new):
+    """``shape`` with its trailing ``old`` dimensions replaced by ``new`` (ValueError if they are not ``old``)."""
+    if len(shape) < len(old):
+        raise ValueError("Too few dimensions on input")
+    cut = len(shape) - len(old)
+    if tuple(shape[cut:]) != tuple(old):
+        raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {old}")
+    return ember.Size(tuple(shape[:cut]) + tuple(new))
 
 
 class ExpTransform(Transform):

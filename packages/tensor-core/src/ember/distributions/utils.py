@@ -31,6 +31,15 @@ def broadcast_all(*values):
     return ember.broadcast_tensors(*values)
 
 
+def _expand_probs_or_logits(source, new, shape):
+    """Give ``new`` the ``probs`` and/or ``logits`` that ``source`` holds, expanded to ``shape``; ``new._param``
+    becomes the last one set (the ``expand`` of the distributions parametrised by either)."""
+    for name in ("probs", "logits"):
+        if name in source.__dict__:
+            new._param = getattr(source, name).expand(shape)
+            setattr(new, name, new._param)
+
+
 def _standard_normal(shape, dtype, device):
     return ember.randn(shape, dtype=dtype, device=device)
 
