@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import math
 
-import ember
-
 from . import constraints
+from ._folded import _FoldedAtZero
 from .normal import Normal
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
 
 __all__ = ["HalfNormal"]
 
 
-class HalfNormal(TransformedDistribution):
+class HalfNormal(_FoldedAtZero):
     r"""The distribution of ``|X|`` for ``X ~ Normal(0, scale)``: :math:`p(x) = 2 \phi(x / \sigma) / \sigma`, x >= 0.
 
     Args:
@@ -27,24 +24,15 @@ class HalfNormal(TransformedDistribution):
     has_rsample = True
 
     def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+        super().__init__(Normal(0, scale, validate_args=False), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(HalfNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
     @property
-    def scale(self):
-        return self.base_dist.scale
-
-    @property
     def mean(self):
         return self.scale * math.sqrt(2 / math.pi)
-
-    @property
-    def mode(self):
-        return ember.zeros_like(self.scale)
 
     @property
     def variance(self):
@@ -53,17 +41,4 @@ class HalfNormal(TransformedDistribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        log_prob = ember.where(value >= 0, log_prob, -math.inf)
-        return log_prob
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+        return self._folded_log_prob(value)
