@@ -208,7 +208,8 @@ class CustomOpDef:
         meta.__name__ = meta.__qualname__ = self._opname
         meta.__doc__ = doc
         op = Op(self.name, meta, kind="other" if returns_nothing else "function", doc=doc, tags=("custom",))
-        registry[self.name] = op  # (a redefinition replaces the op, as torch.library does)
+        _forget_op(self.name)  # a redefinition replaces the op, as torch.library does: drop the old one's entries
+        registry[self.name] = op
         return op
 
     def _run_fake(self, args, kwargs):
@@ -421,11 +422,17 @@ def _delete_op(qualname):
     op = registry.get(qualname)
     if op is None or (definition is not None and definition.op is not op):
         return
-    del registry[qualname]
+    _forget_op(qualname)
+
+
+def _forget_op(qualname):
+    """Drop the registry's op ``qualname`` (if any) and its entries in ember-autograd's tables."""
+    op = registry.pop(qualname, None)
     table = _table()
-    if table is not None:
+    if op is not None and table is not None:
         _forget_derivative(table, op)
         table.THROUGH_DECOMPOSITION.discard(op)
+        table.NONDIFFERENTIABLE.discard(op)
 
 
 # -- the public functions --------------------------------------------------------------------------------------
