@@ -283,3 +283,14 @@ def test_cuda_times_from_events():
     assert row.count == 3 and row.device_time_total > 0
     table = prof.key_averages().table(sort_by="cuda_time_total")
     assert "Self CUDA" in table and "Self CUDA time total" in table
+
+
+def test_memory_of_a_kernel_that_returns_a_view_of_its_own_buffer():
+    # convolution's CPU kernel returns a numpy view of the buffer it computed into: new memory all the same
+    conv = ember.nn.Conv2d(1, 4, 3)
+    with ember.no_grad(), P.profile(profile_memory=True) as prof:
+        conv(ember.randn(8, 1, 8, 8)).view(-1)
+    rows = _by_key(prof)
+    assert rows["aten::convolution"].self_cpu_memory_usage == 8 * 4 * 6 * 6 * 4
+    assert rows["aten::conv2d"].self_cpu_memory_usage == 0  # counted once, by the innermost op
+    assert rows["aten::view"].self_cpu_memory_usage == 0

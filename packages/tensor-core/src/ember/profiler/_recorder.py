@@ -197,14 +197,23 @@ def _flops(name, args):
     return 0
 
 
-def _new_arrays(result):
-    """The backend arrays of ``result`` (a tensor or a tuple of them) that own their memory."""
+def _root(array):
+    """The array that owns ``array``'s memory (numpy and CuPy views keep it as ``base``)."""
+    while getattr(array, "base", None) is not None:
+        array = array.base
+    return array
+
+
+def _new_arrays(result, given):
+    """The backend arrays of ``result`` (a tensor or a tuple of them) that are new memory: not an ember
+    view, and not sharing the memory of an argument (``given``: ids of the arguments' owning arrays).
+    A kernel may return a numpy view of a buffer it made itself (convolution does): that is new memory."""
     tensors = result if type(result) in (tuple, list) or isinstance(result, tuple) else (result,)
     arrays = []
     for t in tensors:
-        if isinstance(t, Tensor):
+        if isinstance(t, Tensor) and t._base is None:
             data = t._data
-            if getattr(data, "base", None) is None and hasattr(data, "nbytes"):
+            if hasattr(data, "nbytes") and id(_root(data)) not in given:
                 arrays.append(data)
     return arrays
 
@@ -212,8 +221,8 @@ def _new_arrays(result):
 def _count_outputs(span, result, parent_span, args):
     """Bytes of the new arrays an op returns, counted once: by the innermost op that returned them
     (not an argument handed back, as ``F.relu(x, inplace=True)`` does)."""
-    given = {id(a._data) for a in args if isinstance(a, Tensor)}
-    outputs = {id(a): a.nbytes for a in _new_arrays(result) if id(a) not in given}
+    given = {id(_root(a._data)) for a in args if isinstance(a, Tensor)}
+    outputs = {id(a): a.nbytes for a in _new_arrays(result, given)}
     inner = span[CHILD_OUTPUTS] or ()
     span[OUT_BYTES] = sum(n for i, n in outputs.items() if i not in inner)
     if parent_span is not None and outputs:
