@@ -139,10 +139,11 @@ class GradScaler:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     if getattr(grad, "is_sparse", False):
                         grad = grad.coalesce()._values()
-                    if not bool(ember.isfinite(grad).all()):
-                        found_inf.fill_(1.0)
+                    # counted on the gradients' device: reading a flag per parameter would wait for the GPU each time
+                    bad = ember.logical_not(ember.isfinite(grad).all())
+                    found_inf.add_(bad.to(dtype=found_inf.dtype, device=found_inf.device))
                     grad.mul_(inv_scale.to(dtype=grad.dtype, device=grad.device))
-        return found_inf
+        return found_inf.clamp_(max=1.0)
 
     def unscale_(self, optimizer):
         """Divide ``optimizer``'s gradients by the scale factor, in place (before clipping them, say).
