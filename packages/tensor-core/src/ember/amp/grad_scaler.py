@@ -171,7 +171,8 @@ class GradScaler:
 
         Args:
             optimizer: the optimizer to step.
-            *args, **kwargs: passed to ``optimizer.step``.
+            *args: passed to ``optimizer.step``.
+            **kwargs: passed to ``optimizer.step``.
 
         Returns:
             what ``optimizer.step`` returned, or None when the step was skipped.

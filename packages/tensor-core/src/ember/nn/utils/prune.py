@@ -13,7 +13,7 @@ kept, so ``amount`` as a fraction is a fraction of what remains. ``amount`` is e
 [0, 1] (that fraction of the entries or channels, rounded half to even as Python's ``round``) or
 an int (that many).
 
-Methods: :class:`Identity`, :class:`RandomUnstructured`, :class:`L1Unstructured`,
+The pruning methods are :class:`Identity`, :class:`RandomUnstructured`, :class:`L1Unstructured`,
 :class:`RandomStructured`, :class:`LnStructured` (channels with the smallest Ln norm) and
 :class:`CustomFromMask`; :func:`global_unstructured` prunes the smallest entries across several
 parameters at once.
@@ -458,10 +458,10 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
     parameters together, so layers with small weights lose more of them than others.
 
     Args:
-        parameters (iterable of (module, name)): the parameters to prune.
+        parameters (iterable): the parameters to prune, as ``(module, name)`` pairs.
         pruning_method (type): an unstructured :class:`BasePruningMethod` subclass
             (``PRUNING_TYPE == "unstructured"``).
-        importance_scores (dict, optional): ``(module, name) -> Tensor`` scores (default: the values).
+        importance_scores (dict, optional): scores by ``(module, name)`` pair (default: the values).
         **kwargs: the method's arguments, e.g. ``amount``.
 
     Raises:
