@@ -119,6 +119,16 @@ def test_numpy_scalar_with_an_integer_beyond_float_range(name):
     assert_rejected(data, "out of the range of numpy")
 
 
+@pytest.mark.parametrize(("name", "value"), [("float32", 1e39), ("float16", 1e5), ("complex64", -1e39)])
+def test_numpy_scalar_with_a_float_beyond_its_range(name, value):
+    # Found by `nox -s fuzz`: numpy warned and made it inf; save never writes such a value.
+    import numpy as np
+
+    data = saved_bytes({"s": np.float32(1.5)})
+    data = edit_structure(data, lambda s: s["root"]["items"][0][1].update(dtype=name, v=value))
+    assert_rejected(data, "out of the range of numpy")
+
+
 @pytest.mark.parametrize("value", [["nan"], {"v": "nan"}, 1])
 def test_float_node_value_of_another_type(value):
     data = edit_structure(saved_bytes({"x": math.nan}), lambda s: s["root"]["items"][0][1].update(v=value))

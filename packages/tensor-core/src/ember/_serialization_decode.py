@@ -223,8 +223,9 @@ class _Decoder:
         try:
             if kind in "fc" and type(value) is int:  # through a Python float: some ml_dtypes releases take no int
                 value = float(value)
-            return np_dtype.type(value)
-        except OverflowError:  # an integer beyond the float range, for a float or complex dtype
+            with np.errstate(over="raise"):  # a finite value beyond the dtype's range: not what save wrote
+                return np_dtype.type(value)
+        except (OverflowError, FloatingPointError):  # beyond the float range of the dtype (or of Python's float)
             raise self.error(where, f"{_short(value)} is out of the range of numpy {name}") from None
 
     def node_dtype(self, node, where):
