@@ -15,8 +15,7 @@ ordinary (unbatched) values; the ops its rule calls on inner tensors then reach 
 
 from __future__ import annotations
 
-import math
-
+from ember._shape_only import ShapeOnlyArray
 from ember._tensor import Tensor
 
 __all__ = ["BatchedTensor", "Level", "active_levels", "wrap", "level_of", "lift", "lower"]
@@ -61,7 +60,7 @@ class ValuesOfBatchedTensor(RuntimeError):
     """Raised when code reads the values of a batched tensor (``item()``, ``numpy()``, a kernel)."""
 
 
-class _LogicalArray:
+class _LogicalArray(ShapeOnlyArray):
     """The ``_data`` of a batched tensor: the logical shape and dtype; reading values raises.
 
     ``Tensor.shape``, ``dtype``, ``ndim`` and ``numel`` work; anything else a kernel or numpy
@@ -69,28 +68,9 @@ class _LogicalArray:
     tensor by mistake.
     """
 
-    __slots__ = ("shape", "dtype")
-    __array_ufunc__ = None
-    __array_function__ = None
+    __slots__ = ()
 
-    def __init__(self, shape, dtype):
-        self.shape = tuple(shape)
-        self.dtype = dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return math.prod(self.shape)
-
-    def __array__(self, dtype=None, copy=None):
-        raise ValuesOfBatchedTensor(_VALUES_MESSAGE)
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
+    def _refuse(self, what):
         raise ValuesOfBatchedTensor(_VALUES_MESSAGE)
 
 

@@ -26,43 +26,27 @@ from .._dtype import dtype as _dtype_cls
 from .._dtype import int64
 from .._layout import sparse_coo, sparse_csr
 from .._ops._dispatch import state
+from .._shape_only import ShapeOnlyArray
 from .._tensor import Tensor
 from . import _kernels
 
 __all__ = ["SparseTensor", "sparse_coo_tensor", "sparse_csr_tensor", "dense_to_sparse", "coalesce", "to_dense"]
 
 
-class _NoStridedData:
+class _NoStridedData(ShapeOnlyArray):
     """The backend array of a sparse tensor: shape and dtype only; any other use raises.
 
     Dense kernels that meet a sparse tensor despite the dispatcher (they cannot through the public
     API) fail here instead of computing with it.
     """
 
-    __slots__ = ("shape", "dtype")
-    __array_ufunc__ = None  # numpy ufuncs refuse it
-    __array_function__ = None
+    __slots__ = ()
 
-    def __init__(self, shape, dtype):
-        self.shape = tuple(shape)
-        self.dtype = dtype
-
-    @property
-    def ndim(self):
-        return len(self.shape)
-
-    @property
-    def size(self):
-        return math.prod(self.shape)
-
-    def __array__(self, dtype=None, copy=None):
-        raise TypeError("can't convert a sparse tensor to a numpy array; use Tensor.to_dense() first")
-
-    def __getattr__(self, name):
-        if name.startswith("__"):  # protocol probes (numpy's __array_struct__ ...): absent, so __array__ is asked
-            raise AttributeError(name)
+    def _refuse(self, what):
+        if what == "__array__":
+            raise TypeError("can't convert a sparse tensor to a numpy array; use Tensor.to_dense() first")
         raise RuntimeError(
-            f"a sparse tensor has no strided data (attribute {name!r} of its array was read); "
+            f"a sparse tensor has no strided data (attribute {what!r} of its array was read); "
             "call .to_dense() first"
         )
 
