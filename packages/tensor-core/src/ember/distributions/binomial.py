@@ -6,7 +6,13 @@ import ember
 
 from . import constraints
 from .distribution import Distribution
-from .utils import _expand_probs_or_logits, broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import (
+    _expand_probs_or_logits,
+    _set_count_and_probs_or_logits,
+    lazy_property,
+    logits_to_probs,
+    probs_to_logits,
+)
 
 __all__ = ["Binomial"]
 
@@ -40,16 +46,7 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = self._param.size()
+        batch_shape = _set_count_and_probs_or_logits(self, total_count, probs, logits)
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):

@@ -40,6 +40,24 @@ def _expand_probs_or_logits(source, new, shape):
             setattr(new, name, new._param)
 
 
+def _set_count_and_probs_or_logits(dist, total_count, probs, logits):
+    """Set ``dist.total_count`` and ``dist.probs`` or ``dist.logits`` (exactly one given), broadcast together,
+    the count in the parameter's dtype; return the batch shape (the ``__init__`` of Binomial and
+    NegativeBinomial).
+
+    Raises:
+        ValueError: unless exactly one of ``probs`` and ``logits`` is given.
+    """
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, param = ("probs", probs) if probs is not None else ("logits", logits)
+    count, param = broadcast_all(total_count, param)
+    setattr(dist, name, param)
+    dist.total_count = count.type_as(param)
+    dist._param = param
+    return param.size()
+
+
 def _standard_normal(shape, dtype, device):
     return ember.randn(shape, dtype=dtype, device=device)
 
