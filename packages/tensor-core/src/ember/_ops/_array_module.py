@@ -323,9 +323,20 @@ def check_bounds(idx, low, high):
     xp = array_namespace(idx)
     flat = idx.reshape(-1)
     bad = (flat < low) | (flat >= high)
-    if not bool(bad.any()):  # (CuPy: reads one bool back)
+    if xp is np:
+        if not bad.any():
+            return None
+    elif not _host_bool("an index bounds check", bad.any()):
         return None
     return int(flat[xp.flatnonzero(bad)[0]])
+
+
+def _host_bool(reason, flag):
+    """``bool(flag)`` of a GPU array: a read that waits for the GPU, reported as ``reason``
+    (:func:`ember.cuda._sync.host_sync`)."""
+    from ..cuda._sync import host_sync
+
+    return host_sync(reason, lambda: bool(flag))
 
 
 def cuda_runs_cpu_kernel(op):

@@ -783,12 +783,14 @@ def _to_copy_cuda(
         if array is data:  # astype may hand back its input
             array = array.copy()
     if target.type == "cpu":
-        from ..cuda._async_errors import raise_pending
+        from ..cuda._backend import to_numpy
 
-        raise_pending()  # errors the GPU's kernels flagged surface at host reads (see ember.cuda._async_errors)
-        return Tensor._make(array.get(), target)  # waits for the GPU work that writes it
+        # waits for the GPU work that writes it (a host synchronisation; flagged GPU errors surface here)
+        return Tensor._make(to_numpy(array, "a copy of a cuda tensor to the cpu"), target)
     if target.type != "cuda":
-        return Tensor._make(get_backend(target.type).from_numpy(array.get(), target.index), target)
+        from ..cuda._backend import to_numpy
+
+        return Tensor._make(get_backend(target.type).from_numpy(to_numpy(array), target.index), target)
     if (target.index or 0) != (input.device.index or 0):
         with cp.cuda.Device(target.index or 0):
             array = cp.array(array, copy=True)

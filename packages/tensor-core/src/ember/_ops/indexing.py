@@ -59,14 +59,45 @@ def _expand_masks(input, indices):
                 )
             if idx.device.type == "meta":
                 raise NotImplementedError("boolean-mask indexing of a meta tensor has a data-dependent shape")
-            mask = _values_for_checks(idx)  # (CuPy: reads the count)
-            count = int(np.count_nonzero(mask))
+            count = _count_true(_values_for_checks(idx))
             entries.append((dim, (count,), len(mask_shape)))
             dim += len(mask_shape)
         else:
             entries.append((dim, idx._data.shape, 1))
             dim += 1
     return entries
+
+
+def _count_true(mask):
+    """The number of True values of ``mask`` (a GPU array is counted there; reading the count waits for it)."""
+    if type(mask) is np.ndarray:
+        return int(np.count_nonzero(mask))
+    from ..cuda._sync import host_sync
+
+    return host_sync("boolean-mask indexing (a result's size is the mask's count)",
+                     lambda: int(np.count_nonzero(mask)))
+
+
+def _one_value_mask(input, indices, values):
+    """``(dim, mask)`` when ``indices`` are Nones and one bool/uint8 mask whose shape matches ``input``'s dims from
+    ``dim`` on, and ``values`` has one element that broadcasts to the result (a number, or a tensor of at most the
+    result's dims); else None. Such a write needs no count of the mask (no host read on the GPU): every selected
+    position gets the one value, as ``masked_fill_`` (PyTorch's index_put_ takes the same route)."""
+    masks = [i for i, idx in enumerate(indices) if idx is not None]
+    if len(masks) != 1 or len(indices) > input._data.ndim:
+        return None
+    dim = masks[0]
+    mask = indices[dim]
+    if not isinstance(mask, Tensor) or mask.dtype not in (D.bool, D.uint8) or mask.device.type == "meta":
+        return None
+    shape, mask_shape = input._data.shape, mask._data.shape
+    if tuple(shape[dim:dim + len(mask_shape)]) != tuple(mask_shape):
+        return None  # the general path raises the mask-shape error
+    if isinstance(values, Tensor):
+        result_ndim = len(shape) - len(mask_shape) + 1
+        if values._data.size != 1 or values._data.ndim > result_ndim:
+            return None
+    return dim, mask
 
 
 def _result_shape(input, indices):
@@ -159,14 +190,15 @@ def _index_put_meta(self, indices, values, accumulate=False):
         IndexError: as :func:`index`.
         RuntimeError: if ``values`` does not broadcast to the indexed shape.
     """
-    target = _result_shape(self, indices)
+    one_value = _one_value_mask(self, indices, values)  # (no count of the mask needed: see _one_value_mask)
+    target = _result_shape(self, indices) if one_value is None else ()
     if isinstance(values, Tensor) and values.dtype is not self.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got {self.dtype} for the destination "
             f"and {values.dtype} for the source."
         )
     value_shape = values._data.shape if isinstance(values, Tensor) else ()
-    if broadcast_shapes(target, value_shape) != tuple(target):
+    if one_value is None and broadcast_shapes(target, value_shape) != tuple(target):
         raise RuntimeError(
             f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to indexing result "
             f"of shape {list(target)}"
@@ -184,12 +216,16 @@ def _index_put_device(self, key, indices, values, accumulate):
     (the last value wins; with ``accumulate`` every value adds up, through ``_array_module.ufunc_at``)."""
     data = self._data
     xp = _array_namespace(data)
-    _check_device_key(data.shape, indices)
     if isinstance(values, Tensor):
         vals = values._data if _is_device_array(values._data) else xp.asarray(values._host_array())
     else:
         vals = xp.asarray(np.asarray(values))  # a Python number (an argument, not tensor data)
     vals = vals.astype(data.dtype, copy=False)
+    one_value = _one_value_mask(self, indices, values)
+    if one_value is not None:
+        _write_one_value(data, *one_value, vals.reshape(()), accumulate, xp)
+        return
+    _check_device_key(data.shape, indices)
     masks_only = all(idx is None or idx.dtype in (D.bool, D.uint8) for idx in indices)
     if not accumulate and masks_only:  # masks select each position once: a plain write is exact
         data[key] = vals
@@ -205,6 +241,18 @@ def _index_put_device(self, key, indices, values, accumulate):
         flat[positions[keep]] = vals[keep]
     if not data.flags.c_contiguous:
         data[...] = flat.reshape(data.shape)
+
+
+def _write_one_value(data, dim, mask, value, accumulate, xp):
+    """``data[(slice(None),) * dim + (mask,)] = value`` (``+=`` with ``accumulate``) as a select over the mask
+    broadcast to ``data``: the GPU never reports how many positions the mask selects (a host read)."""
+    where = mask._data if mask._device.type != "cpu" else xp.asarray(mask._data)
+    if where.dtype != np.bool_:
+        where = where.astype(np.bool_)
+    where = where.reshape((1,) * dim + where.shape + (1,) * (data.ndim - dim - where.ndim))
+    if accumulate:  # a mask selects each position once: the sum is one addition per position
+        value = data + value
+    xp.copyto(data, value, where=where)
 
 
 def _index_put_cpu(self, indices, values, accumulate=False):

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._meta import MetaArray
+from .._tensor import Tensor
 from ._array_module import array_namespace as _array_namespace
 from ._array_module import values_for_checks as _values_for_checks
 from ._pointwise_helpers import _torch_name
@@ -143,6 +144,42 @@ def _masked_fill_inplace_cpu(self, mask, value):
 
 
 _def_inplace(masked_fill, _masked_fill_inplace_cpu)
+
+
+# -- masked_fill on the GPU: a select, never a count -----------------------------------------------------------
+# The decomposition writes through index_put with the mask, which needs the mask's count (a host read that waits
+# for the GPU, in every causal attention's forward and backward). A fill needs no count: one `where` writes it.
+
+
+def _device_fill_value(value, data, xp):
+    """The fill ``value`` as a 0-d array of ``data``'s dtype on the GPU, or a numpy scalar: a tensor on the GPU
+    is cast there (no host read), a number or CPU tensor as the CPU kernel casts it."""
+    if isinstance(value, Tensor) and value._device.type != "cpu":
+        return value._data.astype(data.dtype, copy=False)
+    return _cast_scalar(value, data.dtype)
+
+
+def _device_mask(mask, xp):
+    data = mask._data
+    return data if mask._device.type != "cpu" else xp.asarray(data)  # a 0-d CPU mask may join a cuda op
+
+
+def _masked_fill_cuda(input, mask, value):
+    data = input._data
+    xp = _array_namespace(data)
+    out = xp.where(_device_mask(mask, xp), _device_fill_value(value, data, xp), data)
+    # (the fill is already of data's dtype, so a wider result of where's promotion casts back exactly)
+    return out if out.dtype == data.dtype else out.astype(data.dtype)
+
+
+def _masked_fill_inplace_cuda(self, mask, value):
+    data = self._data
+    xp = _array_namespace(data)
+    xp.copyto(data, _device_fill_value(value, data, xp), where=_device_mask(mask, xp))
+
+
+masked_fill.register_kernel("cuda", _masked_fill_cuda)
+masked_fill.inplace.register_kernel("cuda", _masked_fill_inplace_cuda)
 
 
 def _masked_scatter_meta(input, mask, source):

@@ -50,6 +50,7 @@ from .random import (
     set_rng_state,
 )
 from .streams import Event, Stream, StreamContext, current_stream, default_stream, stream
+from ._sync import get_sync_debug_mode, set_sync_debug_mode
 
 __all__ = [
     "is_available", "is_initialized", "init", "device_count", "current_device", "set_device", "device",
@@ -59,7 +60,7 @@ __all__ = [
     "default_generators",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved", "memory_stats",
     "reset_peak_memory_stats", "empty_cache", "mem_get_info", "memory_summary", "INSTALL_HINT",
-    "OutOfMemoryError",
+    "OutOfMemoryError", "set_sync_debug_mode", "get_sync_debug_mode",
 ]
 
 
@@ -224,8 +225,13 @@ def synchronize(device=None):
             such as a ``cross_entropy`` class index out of range (see :mod:`ember.cuda._async_errors`).
     """
     from ._async_errors import raise_pending
+    from ._sync import host_sync
 
     cp = cupy_module()
-    with cp.cuda.Device(_device_index(device)):
-        cp.cuda.runtime.deviceSynchronize()
-    raise_pending()
+
+    def wait():
+        with cp.cuda.Device(_device_index(device)):
+            cp.cuda.runtime.deviceSynchronize()
+        raise_pending()
+
+    host_sync("ember.cuda.synchronize()", wait)

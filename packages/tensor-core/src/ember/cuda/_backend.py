@@ -27,7 +27,9 @@ import numpy as np
 from .. import _device
 from .._tensor import Tensor
 from . import _bf16
+from ._async_errors import raise_pending
 from ._runtime import cupy_module
+from ._sync import host_sync, install_cupy_hook
 
 __all__ = [
     "initialize", "initialized", "from_numpy", "upload", "current_index", "to_numpy", "strided_view", "fallback_kernel",
@@ -63,6 +65,7 @@ def initialize():
     if _done:
         return
     cupy_module()
+    install_cupy_hook()  # CuPy's own waits (ndarray.get(), synchronize()) are reported too (ember.cuda._sync)
     from .memory import install_peak_tracking
 
     install_peak_tracking()
@@ -114,8 +117,16 @@ def current_index():
     return cupy_module().cuda.runtime.getDevice()
 
 
-def to_numpy(array):
-    """A numpy copy of CuPy ``array`` (waits for the GPU work that writes it)."""
+def to_numpy(array, reason="a copy of a cuda tensor to the host"):
+    """A numpy copy of CuPy ``array``: waits for the GPU work that writes it, a host synchronisation that
+    :func:`ember.cuda._sync.host_sync` reports as ``reason``. Errors that the GPU's kernels flagged surface
+    here (:mod:`ember.cuda._async_errors`).
+    """
+    return host_sync(reason, lambda: _read_back(array))
+
+
+def _read_back(array):
+    raise_pending()  # (reads the flags: part of the same wait)
     return array.get()
 
 
@@ -143,7 +154,8 @@ def scalar_one(array):
         one = _ones.get((index, array.dtype))
         if one is None:
             one = cp.ones((), array.dtype)
-            cp.cuda.get_current_stream().synchronize()  # written before any stream may read it
+            # written before any stream may read it (once per device and dtype)
+            host_sync("the first implicit gradient of a dtype", cp.cuda.get_current_stream().synchronize)
             _ones[(index, array.dtype)] = one
         out = cp.empty(array.shape, array.dtype)
         out.data.copy_from_device_async(one.data, array.dtype.itemsize)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from ._runtime import cupy_module, is_available, unavailable_reason
+from ._sync import host_sync
 
 __all__ = ["pin_memory", "is_pinned", "is_pinned_array", "pinned_empty", "to_device", "install"]
 
@@ -105,7 +106,7 @@ def to_device(array, index, non_blocking=False):
         if non_blocking:
             _keep_until_copied(array, stream)
         else:
-            stream.synchronize()
+            host_sync("a blocking copy from pinned memory", stream.synchronize)
     finally:
         if index is not None and index != previous:
             cp.cuda.runtime.setDevice(previous)

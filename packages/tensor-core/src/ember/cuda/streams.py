@@ -7,6 +7,7 @@ ember.cuda.stream(s):`` makes every op inside the block run on ``s``.
 from __future__ import annotations
 
 from ._runtime import cupy_module
+from ._sync import host_sync
 
 __all__ = ["Stream", "Event", "StreamContext", "current_stream", "default_stream", "stream"]
 
@@ -68,8 +69,9 @@ class Stream:
         return self._cupy.done
 
     def synchronize(self):
-        """Wait until all work queued on the stream has finished."""
-        self._cupy.synchronize()
+        """Wait until all work queued on the stream has finished (a host synchronisation: see
+        :func:`ember.cuda.set_sync_debug_mode`)."""
+        host_sync("Stream.synchronize()", self._cupy.synchronize)
 
     def wait_event(self, event):
         """Make later work on this stream wait for ``event``."""
@@ -189,8 +191,9 @@ class Event:
         return self._cupy.done
 
     def synchronize(self):
-        """Wait until the work before the event has finished."""
-        self._cupy.synchronize()
+        """Wait until the work before the event has finished (a host synchronisation: see
+        :func:`ember.cuda.set_sync_debug_mode`)."""
+        host_sync("Event.synchronize()", self._cupy.synchronize)
 
     def elapsed_time(self, end_event):
         """Milliseconds between this event and ``end_event`` (both recorded, timing enabled).
