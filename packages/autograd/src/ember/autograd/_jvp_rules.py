@@ -31,6 +31,8 @@ import ember
 from ember._ops._registry import registry
 from ember._tensor import Tensor
 
+from . import _jvp_linalg
+
 __all__ = ["JVP_RULES", "register_jvp", "FALLBACK"]
 
 #: returned by a rule for a call it does not cover (a complex input, a tangent on a bound): the op's
@@ -485,42 +487,6 @@ def _threshold_backward(op, primals, tangents, result):
     return ember.zeros_like(result) if tg is None else op(tg, x, threshold)
 
 
-def _linalg_inv(op, primals, tangents, result):
-    """``d(A^-1) = -A^-1 dA A^-1``."""
-    inverse = result[0] if isinstance(result, tuple) else result
-    t = -(inverse @ tangents[0][0] @ inverse)
-    return (t, None) if isinstance(result, tuple) else t
-
-
-def _cholesky(op, primals, tangents, result):
-    """``dL = L Phi(L^-1 sym(dA) L^-T)``, ``Phi`` the lower triangle with the diagonal halved.
-
-    ``dA`` is symmetrised first, as the backward's gradient is symmetric (only symmetric directions
-    keep the input a valid one).
-    """
-    (a,), kwargs = primals
-    if kwargs.get("upper") or a.is_complex():
-        return FALLBACK
-    factor = result[0] if isinstance(result, tuple) else result
-    t = tangents[0][0]
-    t = (t + t.mT) * 0.5
-    left = ember.linalg.solve_triangular(factor, t, upper=False)  # L^-1 dA
-    middle = ember.linalg.solve_triangular(factor, left.mT, upper=False)  # L^-1 dA L^-T (symmetric)
-    phi = middle.tril() - 0.5 * ember.diag_embed(middle.diagonal(0, -2, -1))
-    out = factor @ phi
-    return (out, None) if isinstance(result, tuple) else out
-
-
-def _slogdet(op, primals, tangents, result):
-    """``d log|det A| = trace(A^-1 dA)``; the sign of a real determinant is constant."""
-    (a,), _ = primals
-    if a.is_complex():
-        return FALLBACK
-    sign, logabsdet = result
-    change = ember.linalg.solve(a, tangents[0][0]).diagonal(0, -2, -1).sum(-1)
-    return ember.zeros_like(sign), change
-
-
 def _solve_triangular(op, primals, tangents, result):
     """``A X = B``: ``dX = A^-1 (dB - dA X)`` (``X A = B`` on the right), ``dA`` cut to the triangle read."""
     (a, b), kwargs = primals
@@ -664,9 +630,6 @@ def _fill_more():
     register_jvp(["sigmoid_backward"], _sigmoid_backward)
     register_jvp(["tanh_backward"], _tanh_backward)
     register_jvp(["threshold_backward"], _threshold_backward)
-    register_jvp(["linalg_inv", "linalg_inv_ex"], _real_only(_linalg_inv))
-    register_jvp(["linalg_cholesky", "linalg_cholesky_ex"], _cholesky)
-    register_jvp(["linalg_slogdet"], _slogdet)
     register_jvp(["linalg_solve_triangular"], _solve_triangular)
     register_jvp(["_linalg_solve_lu"], _solve_lu)
     register_jvp(["prod"], _prod)
@@ -702,3 +665,4 @@ def _fill_table():
 
 
 _fill_table()
+_jvp_linalg.fill(register_jvp, FALLBACK)
