@@ -23,7 +23,10 @@ time, not the time to queue the work. The rows:
 * ``cuda_amp_mlp_f16_train_step_b128``: ``bench_amp.py``'s autocast step with GradScaler, float16;
 * ``cuda_training_transformer_adamw``: a training step of
   ``nn.TransformerEncoderLayer(768, 12, 3072)`` (dropout 0.1, as default) on a batch of
-  32 sequences of 512, AdamW.
+  32 sequences of 512, AdamW;
+* ``cuda_training_gpt_2layer`` / ``cuda_training_gpt_6layer``: a training step of ``gpt_model.py``'s GPT
+  (issue 24: forward, backward, ``clip_grad_norm_(1.0)``, fused AdamW, ``zero_grad(set_to_none=True)``);
+  ``gpt_phases.py`` times its phases.
 
 Each setup checks once, before timing, that ember computes what PyTorch computes
 (the sum, the softmax, the losses of the first steps), so a fast wrong kernel cannot
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import operator
 
+import gpt_model
 import numpy as np
 from harness import NotRun, Skip, Workload, import_torch
 
@@ -328,6 +332,44 @@ def _setup_transformer():
     return _transformer_step(ember, layer, x, ember.cuda.synchronize), torch_step
 
 
+def _gpt_pair(config, ember, torch):
+    """The GPT of ``gpt_model.py`` in ember (and PyTorch, with its weights copied over) on the GPU, its AdamW
+    (fused) and a batch on each side: ``((model, optimizer, x, y) for ember, the same for torch or None)``."""
+    x_np, y_np = gpt_model.batch(config)
+    ember.manual_seed(0)
+    model = gpt_model.build_gpt(ember, config).to("cuda")
+    ours = (model, gpt_model.make_optimizer(ember, model, fused=True), _to_ember(ember, x_np), _to_ember(ember, y_np))
+    if torch is None:
+        return ours, None
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.manual_seed(0)
+    torch_model = gpt_model.build_gpt(torch, config).to("cuda")
+    gpt_model.copy_parameters(torch_model, model, ember, lambda a: _to_ember(ember, a))
+    theirs = (torch_model, gpt_model.make_optimizer(torch, torch_model, fused=True), _to_torch(torch, x_np),
+              _to_torch(torch, y_np))
+    return ours, theirs
+
+
+def _setup_gpt(config):
+    def setup():
+        ember = _ember_cuda()
+        torch = _torch_cuda()
+        ours, theirs = _gpt_pair(config, ember, torch)
+
+        def step_fn(lib, parts):
+            return _synced(lambda: gpt_model.train_step(lib, *parts), lib.cuda.synchronize)
+
+        if theirs is not None:  # the first two steps' losses agree (the same weights and batch)
+            for i in range(2):
+                loss = gpt_model.train_step(ember, *ours)
+                torch_loss = gpt_model.train_step(torch, *theirs)
+                _assert_close(loss, torch_loss, f"GPT loss at step {i}", 1e-4, 1e-5)
+        return step_fn(ember, ours), None if theirs is None else step_fn(torch, theirs)
+
+    return setup
+
+
 def _setup_amp_mlp():
     """bench_amp's autocast MLP step with GradScaler, on the GPU in float16 (autocast's cuda default)."""
     _ember_cuda()
@@ -420,6 +462,24 @@ WORKLOADS = [
         description=(
             f"TransformerEncoderLayer(d_model={_D_MODEL}, nhead={_NHEAD}, dim_feedforward={_FFN}, dropout 0.1, "
             f"batch_first) training step, batch {_BATCH} x sequence {_SEQ}, loss mean(out^2), AdamW"
+        ),
+        **_GPU,
+    ),
+    Workload(
+        "cuda_training_gpt_2layer",
+        _setup_gpt(gpt_model.TINY),
+        description=(
+            "gpt_model.py's GPT (2 layers, 2 heads, 32 wide, sequence 16, batch 3, vocabulary 65) training step: "
+            "forward, backward, clip_grad_norm_(1.0), fused AdamW, zero_grad(set_to_none=True); PyTorch TF32 off"
+        ),
+        **_GPU,
+    ),
+    Workload(
+        "cuda_training_gpt_6layer",
+        _setup_gpt(gpt_model.SMALL),
+        description=(
+            "gpt_model.py's GPT (6 layers, 6 heads, 384 wide, sequence 256, batch 12, vocabulary 65; 10.7M "
+            "parameters) training step, as the 2-layer row"
         ),
         **_GPU,
     ),

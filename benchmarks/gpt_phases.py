@@ -1,0 +1,118 @@
+"""Phases of the GPT training step on the GPU, ember next to PyTorch (issue 24).
+
+    python benchmarks/gpt_phases.py [--config small|tiny] [--steps 5] [--sync-report]
+
+For each library: the first step's time (kernels compiled or loaded from the disk cache), then the minimum
+over ``--steps`` steps of each phase (forward, backward, ``clip_grad_norm_``, the AdamW step, ``zero_grad``),
+each phase followed by a device synchronisation, and of the whole step; "queued" is the host's time to
+queue a whole step (the time until ``train_step`` returns, before the synchronisation): a step whose
+queued time is close to its total is bound by host time, one with a host synchronisation inside can't
+queue ahead. ``--sync-report`` lists every host synchronisation of one step after the warm-up
+(``ember.cuda._sync.record``), where it comes from, and runs one step under
+``ember.cuda.set_sync_debug_mode("error")``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import gpt_model  # noqa: E402 - benchmarks/ on the path first
+
+_PHASES = ("forward", "backward", "clip", "step", "zero_grad")
+
+
+def _phase_times(lib, parts, steps):
+    model, optimizer, x, y = parts
+    sync = lib.cuda.synchronize
+    best = dict.fromkeys((*_PHASES, "total", "queued"), float("inf"))
+    for _ in range(steps):
+        sync()
+        start = time.perf_counter()
+        gpt_model.train_step(lib, model, optimizer, x, y)
+        queued = time.perf_counter() - start
+        sync()
+        best["total"] = min(best["total"], time.perf_counter() - start)
+        best["queued"] = min(best["queued"], queued)
+        marks = [time.perf_counter()]
+        loss = gpt_model.forward_loss(model, x, y)
+        sync()
+        marks.append(time.perf_counter())
+        loss.backward()
+        sync()
+        marks.append(time.perf_counter())
+        lib.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        sync()
+        marks.append(time.perf_counter())
+        optimizer.step()
+        sync()
+        marks.append(time.perf_counter())
+        optimizer.zero_grad(set_to_none=True)
+        sync()
+        marks.append(time.perf_counter())
+        for name, a, b in zip(_PHASES, marks, marks[1:]):
+            best[name] = min(best[name], b - a)
+    return best
+
+
+def _first_step(lib, parts):
+    start = time.perf_counter()
+    gpt_model.train_step(lib, *parts)
+    lib.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def _sync_report(ember, parts):
+    from ember.cuda import _sync
+
+    with _sync.record() as reasons:
+        gpt_model.train_step(ember, *parts)
+    print(f"\nhost synchronisations in one ember step after the warm-up: {len(reasons)}")
+    for reason in reasons:
+        print("  ", reason)
+    ember.cuda.synchronize()
+    ember.cuda.set_sync_debug_mode("error")
+    try:
+        gpt_model.train_step(ember, *parts)
+        print('one step under set_sync_debug_mode("error"): no synchronisation')
+    except RuntimeError as exc:
+        print(f'one step under set_sync_debug_mode("error") raised: {exc}')
+    finally:
+        ember.cuda.set_sync_debug_mode("default")
+    ember.cuda.synchronize()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("--config", choices=("small", "tiny"), default="small")
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--sync-report", action="store_true")
+    parser.add_argument("--no-torch", action="store_true")
+    args = parser.parse_args(argv)
+    config = gpt_model.SMALL if args.config == "small" else gpt_model.TINY
+
+    import bench_cuda
+
+    ember = bench_cuda._ember_cuda()
+    torch = None if args.no_torch else bench_cuda._torch_cuda()
+    ours, theirs = bench_cuda._gpt_pair(config, ember, torch)
+    sides = [("ember", ember, ours)] + ([("torch", torch, theirs)] if theirs is not None else [])
+    firsts = {name: _first_step(lib, parts) for name, lib, parts in sides}
+    results = {name: _phase_times(lib, parts, args.steps) for name, lib, parts in sides}
+    print(f"GPT {config}; {ember.cuda.get_device_name()}; minimum of {args.steps} steps, milliseconds")
+    print(f"{'phase':<10}" + "".join(f"{name:>12}" for name, _, _ in sides) + ("       ratio" if theirs else ""))
+    for phase in (*_PHASES, "total", "queued"):
+        row = [results[name][phase] * 1e3 for name, _, _ in sides]
+        ratio = f"{row[0] / row[1]:>11.2f}x" if len(row) == 2 and row[1] > 0 else ""
+        print(f"{phase:<10}" + "".join(f"{v:>12.3f}" for v in row) + ratio)
+    print("first step (s): " + ", ".join(f"{name} {firsts[name]:.3f}" for name, _, _ in sides))
+    if args.sync_report:
+        _sync_report(ember, ours)
+
+
+if __name__ == "__main__":
+    main()
