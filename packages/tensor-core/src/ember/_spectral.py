@@ -4,7 +4,8 @@
 (the prim ``_stft_frames``), a window product and one FFT prim (``_fft_r2c``, ``_fft_c2c`` or
 ``_fft_c2r`` of :mod:`ember._ops.fft`); the inverse overlap-adds its frames with ``fold``. So they run
 on every device and are differentiable through the ops' derivatives. Without autograd recording,
-``stft`` on the CPU computes the same values in one numpy pass.
+``stft`` on the CPU computes the same values in one numpy pass, and on CUDA in a few CuPy calls and one
+cuFFT plan (no dispatches).
 
 The windows ``hann_window``, ``hamming_window``, ``blackman_window``, ``bartlett_window`` and
 ``kaiser_window`` take PyTorch's ``periodic`` flag (default ``True``: the first ``N`` points of the
@@ -240,6 +241,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     norm = "ortho" if normalized else "backward"
     if _fused_cpu_call(input, window, half, pad_mode):
         spectrum = _stft_cpu(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided)
+    elif _fused_cuda_call(input, window, half, pad_mode):
+        spectrum = _stft_cuda(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided)
     else:
         spectrum = _stft_ops(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided)
     return spectrum if return_complex else ember.view_as_real(spectrum)
@@ -262,6 +265,68 @@ def _fused_cpu_call(x, window, half, pad_mode):
         return False
     recorded = _dispatch.state.grad_enabled and (x.requires_grad or (window is not None and window.requires_grad))
     return not recorded and pad_mode in _FUSED_PAD_MODES and (half == 0 or half < x.shape[-1])
+
+
+def _fused_cuda_call(x, window, half, pad_mode):
+    """:func:`_fused_cpu_call`'s conditions for CUDA tensors (input and window on one cuda device)."""
+    from ._ops import _dispatch
+
+    if type(x) is not Tensor or x.device.type != "cuda" or _dispatch.state.modes or x.dtype not in _FUSED_TYPES:
+        return False
+    if window is not None and (type(window) is not Tensor or window.device != x.device or window.is_complex()
+                               or window.dtype not in _FUSED_TYPES or window.dim() != 1):
+        return False
+    recorded = _dispatch.state.grad_enabled and (x.requires_grad or (window is not None and window.requires_grad))
+    return not recorded and pad_mode in _FUSED_PAD_MODES and (half == 0 or half < x.shape[-1])
+
+
+def _stft_cuda(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided):
+    """``stft`` on CuPy arrays without the ops' dispatches (issue 20's ``cuda_stft`` row): the padded signal,
+    its frames as a strided view (no gather), one kernel for the window product that writes the frames
+    row-major, and one cuFFT call through ember's plan cache (:mod:`ember.cuda.kernels.fft_plans`). The op
+    path's values (the cuda tests compare both)."""
+    import cupy
+
+    from ._ops.fft import _backend, _cuda_plans
+
+    data = input._data.reshape(-1, input.shape[-1])
+    if half:
+        if pad_mode == "reflect":
+            left, right = data[:, half:0:-1], data[:, -2:-half - 2:-1]
+        elif pad_mode == "replicate":
+            left, right = cupy.repeat(data[:, :1], half, 1), cupy.repeat(data[:, -1:], half, 1)
+        elif pad_mode == "circular":
+            left, right = data[:, -half:], data[:, :half]
+        else:
+            left = right = cupy.zeros((data.shape[0], half), data.dtype)
+        data = cupy.concatenate((left, data, right), axis=1)
+    elif not data.flags.c_contiguous:
+        data = cupy.ascontiguousarray(data)
+    count = 1 + (data.shape[1] - n_fft) // hop_length
+    step = data.strides[1]
+    frames = cupy.lib.stride_tricks.as_strided(data, (data.shape[0], count, n_fft),
+                                               (data.strides[0], hop_length * step, step))
+    dtype = data.dtype if window is None else np.result_type(data.dtype.char.lower(), window._data.dtype)
+    if dtype.kind == "c":
+        dtype = np.dtype(dtype.char.lower())
+    if window is None and win_length == n_fft:
+        weighted = cupy.ascontiguousarray(frames)  # a rectangular window: the frames themselves
+    else:
+        weights = window._data.astype(dtype, copy=False) if window is not None else cupy.ones(win_length, dtype)
+        if win_length < n_fft:
+            left = (n_fft - win_length) // 2
+            weights = cupy.concatenate((cupy.zeros(left, dtype), weights, cupy.zeros(n_fft - win_length - left, dtype)))
+        weighted = frames * weights  # reads the strided frames, writes them row-major: one kernel
+    family = "c2c" if weighted.dtype.kind == "c" else "r2c"
+    spectrum = None
+    if family == "c2c" or onesided:
+        spectrum = _cuda_plans().transform(weighted, (2,), norm, family, True)
+    if spectrum is None:
+        backend = _backend(weighted)
+        spectrum = backend.c2c(weighted, (2,), norm, True) if family == "c2c" else backend.r2c(weighted, (2,), norm,
+                                                                                                onesided)
+    spectrum = spectrum.transpose(0, 2, 1)  # (B, n_freqs, n_frames), a view as on the op path
+    return Tensor._make(spectrum[0] if input.dim() == 1 else spectrum, input._device)
 
 
 def _stft_ops(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided):

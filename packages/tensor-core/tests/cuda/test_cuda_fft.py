@@ -95,3 +95,72 @@ def test_windows_and_frequencies_on_cuda():
                  ember.signal.windows.kaiser(33, beta=5.0))
     assert_close(F.fftfreq(9, 0.1, device="cuda").cpu(), F.fftfreq(9, 0.1))
     assert_close(F.fftshift(F.rfftfreq(8, device="cuda")).cpu(), F.fftshift(F.rfftfreq(8)))
+
+
+# -- cuFFT plans called directly (ember.cuda.kernels.fft_plans) ------------------------------------------
+
+
+def _plans():
+    ember.cuda.init()
+    from ember.cuda.kernels import fft_plans
+
+    return fft_plans
+
+
+@pytest.mark.parametrize("norm", ["backward", "ortho", "forward"])
+def test_direct_plans_take_trailing_dims_and_match_numpy(norm):
+    plans = _plans()
+    x = _make((4, 6, 10), ember.complex128)
+    data = x.cuda()._data
+    for axes, forward in (((2,), True), ((1, 2), False), ((2, 1), True), ((0, 1, 2), False)):
+        out = plans.transform(data, axes, norm, "c2c", forward)
+        want = (np.fft.fftn if forward else np.fft.ifftn)(x.numpy(), axes=axes, norm=norm)
+        np.testing.assert_allclose(out.get(), want, rtol=1e-10, atol=1e-10)
+    real = x.real.contiguous().cuda()._data
+    out = plans.transform(real, (1, 2), norm, "r2c")
+    np.testing.assert_allclose(out.get(), np.fft.rfftn(x.real.numpy(), axes=(1, 2), norm=norm), rtol=1e-10, atol=1e-10)
+    half = out.copy()
+    back = plans.transform(half, (1, 2), norm, "c2r", last_dim_size=10)
+    np.testing.assert_allclose(back.get(), x.real.numpy(), rtol=1e-10, atol=1e-10)
+    assert bool((half == out).all())  # cuFFT's c2r overwrites its input: ours transforms a copy
+    # not the trailing dims (or not in order for a real transform): the caller's cupyx path
+    assert plans.transform(data, (1,), norm, "c2c") is None
+    assert plans.transform(real, (2, 1), norm, "r2c") is None
+
+
+def test_direct_plans_are_cached_and_bounded():
+    plans = _plans()
+    plans.clear_cache()
+    x = _make((3, 16), ember.complex64).cuda()
+    F.fft(x)
+    F.fft(x)
+    assert plans.cache_size() == 1
+    for n in range(2, plans.CACHE_CAPACITY + 6):
+        F.fft(_make((2, n), ember.complex64).cuda())
+    assert plans.cache_size() == plans.CACHE_CAPACITY
+    _close(F.fft(x), F.fft(x.cpu()), ember.complex64)
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft"])
+def test_other_dims_fall_back_and_match_cpu(name):
+    dtype = ember.float32 if name == "rfft" else ember.complex64
+    x = _make((9, 5, 4), dtype)
+    _close(getattr(F, name)(x.cuda(), dim=0), getattr(F, name)(x, dim=0), dtype)
+    _close(getattr(F, name)(x.cuda()[:, ::2], dim=1), getattr(F, name)(x[:, ::2], dim=1), dtype)
+
+
+@pytest.mark.parametrize("pad_mode", ["reflect", "constant", "replicate", "circular"])
+@pytest.mark.parametrize("win_length", [None, 48])
+@pytest.mark.parametrize("batched", [False, True])
+def test_stft_fused_cuda_path_matches_the_op_path(pad_mode, win_length, batched):
+    x = _make((2, 700) if batched else (700,), ember.float32).cuda()
+    window = ember.hann_window(win_length or 64, device="cuda")
+    kwargs = dict(n_fft=64, hop_length=16, win_length=win_length, window=window, pad_mode=pad_mode,
+                  return_complex=True)
+    fused = ember.stft(x, **kwargs)  # nothing recorded: the fused CuPy path
+    recorded = ember.stft(x.clone().requires_grad_(), **kwargs)  # autograd: the three ops
+    assert fused.shape == recorded.shape
+    _close(fused, recorded.detach().cpu(), ember.complex64)
+    _close(fused, ember.stft(x.cpu(), **{**kwargs, "window": window.cpu()}), ember.complex64)
+    plain = ember.stft(x, 64, 16, return_complex=True, normalized=True, onesided=False)  # no window, two-sided
+    _close(plain, ember.stft(x.cpu(), 64, 16, return_complex=True, normalized=True, onesided=False), ember.complex64)

@@ -13,7 +13,8 @@ normalisation mode (``"backward"``, ``"ortho"`` or ``"forward"``, NumPy's meanin
 
 The CPU kernels call ``scipy.fft`` (pocketfft), with as many workers as ``ember.get_num_threads()``,
 or ``ducc0.fft`` (pocketfft's faster successor) when that optional package is installed; the CUDA
-kernels call ``cupyx.scipy.fft`` (cuFFT, through CuPy's plan cache). Their derivatives are
+kernels call cuFFT plans directly (:mod:`ember.cuda.kernels.fft_plans`, ember's own plan cache) when the
+transformed dims are the trailing ones (at most three), else ``cupyx.scipy.fft``. Their derivatives are
 in ember-autograd (``ember.autograd.derivatives.fft``).
 
 The eighteen public transforms (``fft``, ``ifft``, ``rfft``, ``irfft``, ``hfft``, ``ihfft`` in 1-D,
@@ -296,11 +297,22 @@ def _contiguous(a):
     return a.copy(order="C")  # numpy and CuPy both take order=
 
 
+def _cuda_plans():
+    """:mod:`ember.cuda.kernels.fft_plans` (cuFFT plans called directly), imported on the first GPU call."""
+    from ..cuda.kernels import fft_plans
+
+    return fft_plans
+
+
 def _fft_c2c_kernel(input, dim, norm, forward):
     x = input._data
     axes = _prim_dims("_fft_c2c", dim, x.ndim)
     if not axes or x.size == 0:  # nothing to transform: a copy (pocketfft refuses empty arrays)
         return x.copy()
+    if type(x) is not np.ndarray:
+        out = _cuda_plans().transform(x, axes, norm, "c2c", forward)
+        if out is not None:
+            return out
     return _contiguous(_backend(x).c2c(x, axes, norm, forward))
 
 
@@ -313,6 +325,10 @@ def _fft_r2c_kernel(input, dim, norm, onesided):
         if onesided:
             shape[axes[-1]] = shape[axes[-1]] // 2 + 1
         return _zeros_like_backend(x, tuple(shape), out_dtype)
+    if onesided and type(x) is not np.ndarray:
+        out = _cuda_plans().transform(x, axes, norm, "r2c")
+        if out is not None:
+            return out
     return _contiguous(_backend(x).r2c(x, axes, norm, onesided))
 
 
@@ -324,6 +340,10 @@ def _fft_c2r_kernel(input, dim, norm, last_dim_size):
         full = list(x.shape)
         full[axes[-1]] = last_dim_size
         return _zeros_like_backend(x, tuple(full), out_dtype)
+    if type(x) is not np.ndarray:
+        out = _cuda_plans().transform(x, axes, norm, "c2r", last_dim_size=last_dim_size)
+        if out is not None:
+            return out
     return _contiguous(_backend(x).c2r(x, axes, norm, last_dim_size))
 
 

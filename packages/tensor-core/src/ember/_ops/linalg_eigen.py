@@ -87,9 +87,9 @@ def _svd_meta(A, full_matrices=True, *, driver=None):
     """Singular value decomposition ``A = U diag(S) Vh``, batched.
 
     LAPACK ``gesdd`` (divide and conquer) through ``numpy.linalg.svd`` (or per matrix through
-    ``scipy.linalg.lapack`` for single precision and small batches) on CPU; cuSOLVER through CuPy on CUDA,
-    where ``driver`` (``"gesvd"``, ``"gesvdj"`` or ``"gesvda"``) is accepted as in PyTorch but CuPy picks the
-    routine itself. Singular values are real, non-negative and
+    ``scipy.linalg.lapack`` for single precision and small batches) on CPU; on CUDA cuSOLVER ``gesvdj``
+    (Jacobi, PyTorch's default there; one call per matrix), or CuPy's routine for ``driver="gesvd"``/
+    ``"gesvda"`` and where the Jacobi sweeps do not converge. Singular values are real, non-negative and
     in descending order. Singular vectors are unique up to a sign (real) or a phase (complex) per pair:
     gradients through them are defined only for losses that don't depend on it (PyTorch's rule).
 
@@ -97,7 +97,8 @@ def _svd_meta(A, full_matrices=True, *, driver=None):
         A (Tensor): ``(*, m, n)``, float32, float64, complex64 or complex128.
         full_matrices (bool): ``U`` is ``(*, m, m)`` and ``Vh`` ``(*, n, n)`` if True; ``(*, m, k)`` and
             ``(*, k, n)`` with ``k = min(m, n)`` if False.
-        driver (str, optional): CUDA only, as in PyTorch (validated; CuPy chooses the routine).
+        driver (str, optional): CUDA only, as in PyTorch: ``None``/``"gesvdj"`` run gesvdj, the others
+            CuPy's routine.
 
     Returns:
         (Tensor, Tensor, Tensor): ``U``, ``S`` (``(*, k)``, real), ``Vh``; ``U`` and ``Vh`` are batches of
@@ -166,7 +167,15 @@ def _svd_cpu(A, full_matrices=True, *, driver=None):
 
 
 def _svd_cuda(A, full_matrices=True, *, driver=None):
-    # CuPy picks its cuSOLVER routine itself (gesvd, or batched gesvdj for small matrices)
+    # cuSOLVER gesvdj called directly (PyTorch's default CUDA driver); its info is read once, as PyTorch
+    # does, and a batch where the Jacobi sweeps did not converge goes to CuPy's routine (gesvd), as
+    # PyTorch's falls back to gesvd
+    from ..cuda.kernels import linalg as cuda_linalg
+
+    fast = cuda_linalg.svd(A._data, full_matrices) if driver in (None, "gesvdj") else None
+    if fast is not None and not bool(fast[3].any()):
+        U, S, Vh, _ = fast
+        return _column_major(U), S, _column_major(Vh)
     U, S, Vh = svd_arrays(A._data, full_matrices)
     return _column_major(U), S, _column_major(Vh)
 

@@ -67,6 +67,14 @@ def cholesky_arrays(a, upper=False):
             L = np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2)))
         return L, info
     if xp is not np:  # (numpy and CuPy read the lower triangle, as potrf does)
+        from ..cuda.kernels import linalg as cuda_linalg
+
+        fast = cuda_linalg.cholesky(a)  # cuSOLVER directly: tril and NaN for failures done, info on the device
+        if fast is not None:
+            L, info = fast
+            if upper:
+                L = xp.ascontiguousarray(xp.conj(xp.swapaxes(L, -1, -2)))
+            return L, info
         L, info = _cholesky_cupy(xp, a)
     else:
         try:
@@ -299,6 +307,11 @@ def lu_factor_arrays(a):
             lu, piv, code = getrf(mat)
             lu_flat[i], piv_flat[i], info_flat[i] = lu, piv + 1, code
         return LU, pivots, info
+    from ..cuda.kernels import linalg as cuda_linalg
+
+    fast = cuda_linalg.lu_factor_batched(a)  # the whole batch in one cuBLAS call, no host read
+    if fast is not None:
+        return fast
     lu_factor = scipy_linalg(xp).lu_factor
     for i, mat in enumerate(mats):
         lu, piv = lu_factor(mat, check_finite=False)

@@ -251,13 +251,28 @@ def _solve_arrays(a, b, left):
     a_batch = a.shape[:-2]
     a = xp.broadcast_to(a, batch + a.shape[-2:])
     b = xp.broadcast_to(b, batch + b.shape[-2:])
-    x, info = _run_lu_routine(xp.linalg.solve, a, b)
+    x, info = _cuda_solve(a, b) if xp is not np else (None, None)
+    if x is None:
+        x, info = _run_lu_routine(xp.linalg.solve, a, b)
     info = _info_of_A(info, a_batch)
     if not left:
         x = xp.swapaxes(x, -1, -2)
     if vector:
         x = x[..., 0]
     return xp.ascontiguousarray(x), info
+
+
+def _cuda_solve(a, b):
+    """``(X, info)`` on CUDA through cuBLAS ``getrfBatched`` + ``getrsBatched`` (the whole batch in two calls,
+    ``info`` left on the device for the caller's single read), or ``(None, None)`` for calls they don't take."""
+    from ..cuda.kernels import linalg as cuda_linalg
+
+    factors = cuda_linalg.lu_factor_batched(a)
+    if factors is None:
+        return None, None
+    lu, pivots, info = factors
+    x = cuda_linalg.lu_solve_batched(lu, pivots, b, 0)
+    return (None, None) if x is None else (x, info)
 
 
 def _info_of_A(info, a_batch):
@@ -391,6 +406,12 @@ def _solve_triangular_meta(A, B, *, upper, left=True, unitriangular=False):
 def solve_triangular_arrays(a, b, upper, left=True, unitriangular=False):
     """``X`` with ``A X = B`` (or ``X A = B``) for triangular ``A`` (arrays; also used by other linalg ops)."""
     xp = array_namespace(a, b)
+    if xp is not np:
+        from ..cuda.kernels import linalg as cuda_linalg
+
+        fast = cuda_linalg.triangular_solve(a, b, upper, left, unitriangular)  # cuBLAS trsm(Batched)
+        if fast is not None:
+            return fast
     if not left:  # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
         x = solve_triangular_arrays(xp.swapaxes(a, -1, -2), xp.swapaxes(b, -1, -2), not upper, True, unitriangular)
         return xp.ascontiguousarray(xp.swapaxes(x, -1, -2))
@@ -487,6 +508,12 @@ def _getrs_batched(lu, pivots, b, trans):
     """LAPACK ``getrs`` on each matrix of the broadcast batch: ``op(A) X = B``, ``op`` by ``trans`` (0: ``A``,
     1: ``A^T``, 2: ``A^H``)."""
     xp = array_namespace(lu, b)
+    if xp is not np:
+        from ..cuda.kernels import linalg as cuda_linalg
+
+        fast = cuda_linalg.lu_solve_batched(lu, pivots, b, trans)  # one cuBLAS getrsBatched for the batch
+        if fast is not None:
+            return fast
     batch = np.broadcast_shapes(lu.shape[:-2], b.shape[:-2])
     n = lu.shape[-1]
     out = xp.empty(batch + b.shape[-2:], lu.dtype)
