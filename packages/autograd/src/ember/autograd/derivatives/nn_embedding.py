@@ -9,10 +9,18 @@ from __future__ import annotations
 import ember
 
 from .._table import derivative, nondifferentiable
+from ._nn_common import _cuda_rows
 
 
 def _embedding_weight(grad, input, weight_meta, padding_idx, scale_grad_by_freq):
     num = weight_meta.shape[0]
+    if not scale_grad_by_freq and _cuda_rows(grad) is not None:
+        # one kernel on the GPU, no host read of the indices' range (ember.cuda.kernels.embedding)
+        from ember.cuda.kernels.embedding import weight_grad_tensor
+
+        result = weight_grad_tensor(grad, input, num, padding_idx)
+        if result is not None:
+            return result
     index = input.reshape(-1)
     rows = grad.reshape(-1, grad.shape[-1])
     if padding_idx is not None:

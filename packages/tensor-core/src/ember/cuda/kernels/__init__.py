@@ -11,6 +11,8 @@
 * :mod:`.conv`, :mod:`.conv_fast`: convolution, im2col and fold on CuPy arrays (the fast float path:
   NVRTC kernels around one cuBLAS GEMM, and a fused backward);
 * :mod:`.pooling`, :mod:`.grid_sample`: the CuPy side of the pooling ops' and ``grid_sample``'s kernels;
+* :mod:`.embedding`: ``embedding`` forward and its weight's gradient, index range checked on the GPU
+  (reported at the next synchronising call, no host read);
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).
 
@@ -32,7 +34,7 @@ def register():
     """Install every fast CUDA kernel (once). Needs CuPy and a GPU (``ember.cuda.is_available()``)."""
     if _done:
         return
-    from . import conv, copies, grid_sample, pointwise, pooling, products, reductions, rows
+    from . import conv, copies, embedding, grid_sample, pointwise, pooling, products, reductions, rows
 
     pointwise.register()
     copies.register()
@@ -42,4 +44,5 @@ def register():
     conv.register()
     pooling.register()
     grid_sample.register()
+    embedding.register()
     _done.append(True)
