@@ -237,6 +237,8 @@ def _lift(x, top):
         return _lift(inner, top - 1)  # inner is (B_top, *shape) at the lower levels: already in order
     size = _LEVELS[top - 1].size
     below = _lift(x, top - 1)  # (B_1..B_{top-1}, *shape)
+    if top == 1:  # expand adds the leading dim itself: one op
+        return below.expand(size, *below.shape)
     return below.unsqueeze(top - 1).expand(*below.shape[: top - 1], size, *below.shape[top - 1 :])
 
 

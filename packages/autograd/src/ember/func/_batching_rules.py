@@ -18,6 +18,7 @@ Random ops follow the vmap's ``randomness`` (see :func:`random_call`).
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import ember
@@ -97,7 +98,7 @@ def _expanded(x, level, size):
     inner, batched = _front(x, level)
     if batched:
         return inner
-    return inner.unsqueeze(0).expand(size, *inner.shape)
+    return inner.expand(size, *inner.shape)
 
 
 def _pad_after_batch(inner, count):
@@ -196,7 +197,7 @@ def batch_call(func, args, kwargs):
             if rule is _pointwise:  # needs no normalised arguments: spare the signature binding
                 result = rule(func, level, info.size, args, kwargs)
             else:
-                args, kwargs = func.normalize(args, kwargs)
+                args, kwargs = _normalize(func, args, kwargs)
                 result = _run(func, level, info.size, args, kwargs)
     finally:
         if saved is not None:
@@ -205,6 +206,39 @@ def batch_call(func, args, kwargs):
         out.copy_(result)
         return out
     return result
+
+
+#: op -> (required, defaults): an op whose parameters are all positional, bound without ``inspect``;
+#: None for the others
+_POSITIONAL = {}
+
+_POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+
+
+def _positional_plan(op):
+    params = list(op._call_signature.parameters.values())
+    if any(p.kind not in _POSITIONAL_KINDS for p in params):
+        return None
+    required = sum(1 for p in params if p.default is inspect.Parameter.empty)
+    return required, tuple(p.default for p in params[required:])
+
+
+def _normalize(op, args, kwargs):
+    """``op.normalize(args, kwargs)``, without ``inspect``'s binding for positional calls of positional ops.
+
+    Every batched call that a rule handles is normalised, and binding through ``inspect.Signature`` was
+    a large part of vmap's cost per op.
+    """
+    if not kwargs:
+        plan = _POSITIONAL.get(op, False)
+        if plan is False:
+            plan = _POSITIONAL[op] = _positional_plan(op)
+        if plan is not None:
+            required, defaults = plan
+            count = len(args)
+            if required <= count <= required + len(defaults):
+                return tuple(args) + defaults[count - required:], {}
+    return op.normalize(args, kwargs)
 
 
 def _run(op, level, size, args, kwargs):
@@ -785,7 +819,7 @@ def random_call(op, info, args, kwargs):
     Raises:
         RuntimeError: in ``"error"`` mode, or ``"same"`` for an op that cannot share its draws.
     """
-    args, kwargs = op.normalize(args, kwargs)
+    args, kwargs = _normalize(op, args, kwargs)
     level, size = info.number, info.size
     x = args[0]
     if op.name in _TRAINING_FLAG and not _draws(op, args):

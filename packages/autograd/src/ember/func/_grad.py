@@ -19,7 +19,7 @@ import ember
 from ember._tensor import Tensor
 from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
-from ._batched import active_levels, lift, lower
+from ._batched import BatchedTensor, active_levels, lift, lower
 
 __all__ = ["grad", "grad_and_value", "vjp"]
 
@@ -72,9 +72,9 @@ def _forward_ad_active():
 
 
 def _is_dual(t):
-    from ember.autograd.forward_ad import DualTensor
+    from ember.autograd.forward_ad import holds_dual
 
-    return isinstance(t, DualTensor)
+    return holds_dual(t)  # a vmap batch of dual tensors too (vmap(jvp(f)) with reverse mode inside f)
 
 
 class _Inputs:
@@ -87,7 +87,7 @@ class _Inputs:
         lifted = [lift(t) for t in leaves]
         # differentiable results are needed when something outside tracks the inputs or an outer transform runs
         self.nested = _depth > 0 or any(p.requires_grad for p in lifted)
-        self.prims = [p.view_as(p) if p.requires_grad else p.detach().requires_grad_() for p in lifted]
+        self.prims = [_fresh_alias(t, p) for t, p in zip(leaves, lifted)]
         self.leaves = [lower(p) for p in self.prims]
 
     def gradients(self, outputs, cotangents, create_graph):
@@ -104,6 +104,15 @@ class _Inputs:
                 allow_unused=True,
             )
         return [lower(ember.zeros_like(p) if g is None else g, self.top) for g, p in zip(grads, self.prims)]
+
+
+def _fresh_alias(leaf, lifted):
+    """``lifted`` (``leaf`` lifted) as a new tensor that requires grad and aliases the input's memory."""
+    if lifted.requires_grad:
+        return lifted.view_as(lifted)
+    if type(leaf) is not BatchedTensor and lifted is not leaf:
+        return lifted.requires_grad_()  # the view lift expanded is ours already: no detach needed
+    return lifted.detach().requires_grad_()
 
 
 def _detach(tree):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 
 import ember
+from ember._ops._dispatch import _run_mode, run_below_modes
+from ember._ops._dispatch import state as _dispatch_state
 from ember._tensor import Tensor
 from ember.utils._python_dispatch import DispatchMode
 from ember.utils._pytree import tree_flatten, tree_unflatten
@@ -191,6 +193,24 @@ class _RandomnessMode(DispatchMode):
 
     def __init__(self, level):
         self.level = level
+
+    def __ember_record__(self, op, args, kwargs):
+        """The dispatcher's raw-call hook (see ``_dispatch._run_mode``): every op inside the vmapped function
+        that meets no batched tensor comes here, which is most of them under ``vmap(grad(f))`` (``grad`` lifts
+        its inputs to plain tensors). Only random prims need this mode; every other call runs below it at
+        once, without the signature binding and second dispatch that ``__ember_dispatch__`` would cost.
+        """
+        modes = _dispatch_state.modes
+        modes.pop()  # as for any mode: the call runs with this one off the stack
+        try:
+            if "random" in op.tags and op.category == "prim":
+                nargs, nkwargs = op.normalize(args, kwargs or {})
+                return self.__ember_dispatch__(op, (), nargs, nkwargs)
+            if modes:
+                return _run_mode(op, args, kwargs or {}, modes)
+            return run_below_modes(op, args, kwargs or {})
+        finally:
+            modes.append(self)
 
     def __ember_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
