@@ -164,3 +164,57 @@ def test_stft_fused_cuda_path_matches_the_op_path(pad_mode, win_length, batched)
     _close(fused, ember.stft(x.cpu(), **{**kwargs, "window": window.cpu()}), ember.complex64)
     plain = ember.stft(x, 64, 16, return_complex=True, normalized=True, onesided=False)  # no window, two-sided
     _close(plain, ember.stft(x.cpu(), 64, 16, return_complex=True, normalized=True, onesided=False), ember.complex64)
+
+
+def test_transforms_and_their_gradients_do_not_wait_for_the_gpu():
+    x = _make((8, 64), ember.complex64).cuda()
+    r = _make((2, 1000), ember.float32).cuda()
+    window = ember.hann_window(128, device="cuda")
+
+    def run():
+        outs = [F.fft(x), F.ifft2(x), F.rfft(r), F.irfft(F.rfft(r)), ember.stft(r, 128, 32, window=window,
+                                                                               return_complex=True)]
+        t = r.clone().requires_grad_()
+        spectrum = ember.stft(t, 128, 32, window=window, return_complex=True)
+        (g,) = ember.autograd.grad(F.irfft(F.rfft(t)).sum() + spectrum.abs().sum(), t)
+        return outs, g
+
+    ember.cuda.init()
+    run()
+    ember.cuda.synchronize()
+    ember.cuda.set_sync_debug_mode("error")
+    try:
+        outs, g = run()
+    finally:
+        ember.cuda.set_sync_debug_mode("default")
+    _close(outs[0], F.fft(x.cpu()), ember.complex64)
+    _close(outs[3], r.cpu(), ember.float32)
+    assert g.shape == r.shape
+
+
+@pytest.mark.parametrize("name", ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn",
+                                  "irfft", "irfft2", "irfftn"])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_checked_kernels_of_positional_calls_match_cpu(name, norm):
+    # positional calls without n/s reach the transforms' checked cuda kernels (one cuFFT plan, no prim)
+    dtype = ember.float64 if name.startswith("rfft") else ember.complex128
+    x = _make((3, 6, 10), dtype)
+    dim = -1 if name[-1] not in "2n" else ((-2, -1) if name.endswith("2") else None)
+    op = getattr(F, name)
+    _close(op(x.cuda(), None, dim, norm), op(x, None, dim, norm), dtype)
+    _close(op(x.cuda()), op(x), dtype)
+    _close(op(x.cuda()[:, ::2]), op(x[:, ::2]), dtype)  # not contiguous: one copy, then the plan
+
+
+def test_checked_kernels_hand_back_what_they_do_not_take():
+    x = _make((4, 6), ember.complex64)
+    r = _make((4, 6), ember.float32)
+    _close(F.fft(r.cuda()), F.fft(r), ember.float32)  # real input: the composite converts it
+    _close(F.fft(x.cuda(), 9), F.fft(x, 9), ember.complex64)  # n: the composite pads
+    _close(F.fft(x.cuda(), None, 0), F.fft(x, None, 0), ember.complex64)  # not the trailing dim
+    with pytest.raises(RuntimeError, match="Invalid normalization mode"):
+        F.fft(x.cuda(), None, -1, "bad")
+    with pytest.raises(IndexError):
+        F.fft(x.cuda(), None, 2)
+    with pytest.raises(RuntimeError, match="expects a real input"):
+        F.rfft(x.cuda())

@@ -238,3 +238,40 @@ def test_svd_driver_gesvd_takes_cupys_routine():
     A = _make((6, 4), ember.float32)
     S = ember.linalg.svd(A.cuda(), full_matrices=False, driver="gesvd").S
     _close(S, ember.linalg.svd(A, full_matrices=False).S, ember.float32, scale=10)
+
+
+# -- no host synchronisation (ember.cuda.set_sync_debug_mode, issue 24) ----------------------------------
+
+
+def _without_sync(fn):
+    """``fn()`` once (plans, workspaces and kernels made), then again under set_sync_debug_mode("error")."""
+    fn()
+    ember.cuda.synchronize()
+    ember.cuda.set_sync_debug_mode("error")
+    try:
+        return fn()
+    finally:
+        ember.cuda.set_sync_debug_mode("default")
+
+
+def test_batched_routines_do_not_wait_for_the_gpu():
+    A = _make((16, 8, 8), ember.float32, shift=4).cuda()
+    B = _make((16, 8, 2), ember.float32, seed=1).cuda()
+    P = _pd((4, 8, 8), ember.float32).cuda()
+    G = _make((4, 8, 8), ember.float32, seed=2).cuda()
+
+    def run():
+        LU, piv, info = ember.linalg.lu_factor_ex(A)
+        x = ember.linalg.lu_solve(LU, piv, B, adjoint=True)
+        y, _ = ember.linalg.solve_ex(A, B)
+        z = ember.linalg.solve_triangular(A, B, upper=False, left=True)
+        L, _ = ember.linalg.cholesky_ex(P)
+        p = P.clone().requires_grad_()
+        (gp,) = ember.autograd.grad(ember.linalg.cholesky_ex(p).L, p, G)  # the backward: two trsm
+        return x, y, z, L, gp, info
+
+    x, y, z, L, gp, info = _without_sync(run)
+    _close(x, ember.linalg.lu_solve(*ember.linalg.lu_factor(A.cpu()), B.cpu(), adjoint=True), ember.float32, 10)
+    _close(y, ember.linalg.solve(A.cpu(), B.cpu()), ember.float32, 10)
+    _close(L, ember.linalg.cholesky(P.cpu()), ember.float32, 10)
+    assert info.cpu().tolist() == [0] * 16

@@ -364,6 +364,105 @@ _fft_r2c.register_kernel("cuda", _fft_r2c_kernel)
 _fft_c2r.register_kernel("cuda", _fft_c2r_kernel)
 
 
+# -- checked CUDA kernels: the common calls straight to a cuFFT plan ----------------------------------------
+# A transform's host time on the GPU is its Python: the composite's argument resolution, the prim's meta
+# function and kernel. These checked kernels (see Op.register_checked_kernel) take the common calls whole:
+# a CUDA tensor already of the compute dtype, no resizing, the trailing dims, a valid norm; they check
+# exactly that and hand everything else back (None) to the usual path, which raises the errors.
+
+_CUDA_COMPLEX = frozenset((np.dtype(np.complex64), np.dtype(np.complex128)))
+
+
+def _fast_dims(dim, ndim):
+    """``dim`` (an int, or a tuple/list of ints) wrapped into a tuple of distinct dims, or None if it isn't one."""
+    if type(dim) is int:
+        dim = (dim,)
+    elif type(dim) is not tuple and type(dim) is not list:
+        return None
+    axes = []
+    for d in dim:
+        if type(d) is not int or not -ndim <= d < ndim:
+            return None
+        axes.append(d + ndim if d < 0 else d)
+    return tuple(axes) if len(set(axes)) == len(axes) else None
+
+
+def _fast_array(input, family):
+    """``input``'s CuPy array when it is a plain CUDA tensor of ``family``'s input dtype, with elements."""
+    if type(input) is not Tensor:
+        return None
+    x = input._data
+    if type(x) is np.ndarray or x.size == 0 or x.ndim == 0:
+        return None
+    if (x.dtype in _REAL_PRIM_TYPES) if family == "r2c" else (x.dtype in _CUDA_COMPLEX):
+        return x
+    return None
+
+
+def _fast_norm(norm):
+    if norm is None:
+        return "backward"
+    return norm if type(norm) is str and norm in NORMS else None
+
+
+def _prim_checked_kernel(family):
+    """The checked cuda kernel of prim ``_fft_<family>``: ``(input, dim, norm, flag)``, ``flag`` being
+    ``forward`` (c2c), ``onesided`` (r2c, True only) or ``last_dim_size`` (c2r)."""
+
+    def kernel(*args):
+        if len(args) != 4:
+            return None
+        input, dim, norm, flag = args
+        x = _fast_array(input, family)
+        if x is None or type(norm) is not str or norm not in NORMS:
+            return None
+        axes = _fast_dims(dim, x.ndim)
+        if not axes:
+            return None
+        if family == "c2c":
+            if type(flag) is not bool:
+                return None
+            return _cuda_plans().transform(x, axes, norm, family, flag)
+        if family == "r2c":
+            return _cuda_plans().transform(x, axes, norm, family) if flag is True else None
+        if type(flag) is not int or flag < 1:
+            return None
+        return _cuda_plans().transform(x, axes, norm, family, last_dim_size=flag)
+
+    kernel.__name__ = f"_fft_{family}_cuda_checked"
+    return kernel
+
+
+def _transform_checked_kernel(spec):
+    """The checked cuda kernel of the public transform ``spec`` (not the Hermitian ones): calls without
+    ``n``/``s`` whose input needs no conversion, over trailing dims (the transform computes in the input's
+    dtype and at its sizes, so the composite would call the prim unchanged)."""
+    default_dim = {"1": -1, "2": (-2, -1), "n": None}[spec.form]
+
+    def kernel(*args):
+        if not 1 <= len(args) <= 4:
+            return None
+        input, s, dim, norm = (*args, *(None, default_dim, None)[len(args) - 1:])
+        x = _fast_array(input, spec.family)
+        norm = _fast_norm(norm)
+        if x is None or s is not None or norm is None or (spec.form == "1" and type(dim) is not int):
+            return None
+        axes = tuple(range(x.ndim)) if dim is None else _fast_dims(dim, x.ndim)
+        if not axes:
+            return None
+        if spec.family != "c2r":
+            return _cuda_plans().transform(x, axes, norm, spec.family, spec.forward)
+        last = 2 * (x.shape[axes[-1]] - 1)
+        return _cuda_plans().transform(x, axes, norm, "c2r", last_dim_size=last) if last >= 1 else None
+
+    kernel.__name__ = f"fft_{spec.name}_cuda_checked"
+    return kernel
+
+
+for _prim, _family in ((_fft_c2c, "c2c"), (_fft_r2c, "r2c"), (_fft_c2r, "c2r")):
+    _prim.register_checked_kernel("cuda", _prim_checked_kernel(_family))
+
+
 # -- stft's frames ---------------------------------------------------------------------------------------
 # ``_stft_frames`` pads a batch of signals at both ends and cuts it into overlapping frames in one kernel;
 # ``_stft_frames_backward`` is its adjoint (an overlap-add, then the padding folded back onto the samples
@@ -750,3 +849,5 @@ for _base, _family, _forward, _hermitian in (
     for _form, _suffix in (("1", ""), ("2", "2"), ("n", "n")):
         _spec = _Spec(_base + _suffix, _family, _form, _forward, _hermitian)
         TRANSFORMS[_spec.name] = _define(_spec, _base)
+        if not _hermitian:
+            TRANSFORMS[_spec.name].register_checked_kernel("cuda", _transform_checked_kernel(_spec))
