@@ -567,47 +567,55 @@ def _pair(value):
 class _SharedWeightConv2d(ember.autograd.Function):
     """A 2-d convolution per sample with one weight expanded along the batch (per-sample gradients).
 
-    Everything is im2col and plain matrix products: the forward is one GEMM of the weight with the
-    columns of the whole batch; the input's gradient is one GEMM back to columns, folded (col2im);
-    the weight's gradient, one per sample, is a batched product of the output gradient with each
-    sample's columns. The backward is written in ember ops, so it is differentiable.
+    Everything is im2col and matrix products, batched over the images so that no copy reorders the
+    columns: the forward multiplies the weight, once, with the columns of every image (``(O, CKK) @
+    (B*N, CKK, L)``); the input's gradient is the transposed product, folded back (col2im); the
+    weight's gradient, one per sample, is a batched product of the output gradient with each sample's
+    columns. The backward is written in ember ops, so it is differentiable.
     """
 
     @staticmethod
     def forward(ctx, x, w, bias, stride, padding, dilation):
         base = w.select(0, 0)
         b, n = x.shape[0], x.shape[1]
-        flat = x.flatten(0, 1)  # (B*N, C, H, W)
+        flat = _merge(x, (b * n, *x.shape[2:]))  # (B*N, C, H, W)
         kernel = tuple(base.shape[2:])
         cols = ember.nn.functional.unfold(flat, kernel, dilation, padding, stride)  # (B*N, C*k*k, L)
         out_hw = _conv_out_size(flat.shape[2:], kernel, stride, padding, dilation)
         o = base.shape[0]
-        out = ember.matmul(base.reshape(o, -1), cols.transpose(0, 1).reshape(cols.shape[1], -1))  # (O, B*N*L)
-        out = out.reshape(o, b * n, -1).transpose(0, 1)
+        out = ember.matmul(_merge(base, (o, cols.shape[1])), cols)  # (B*N, O, L)
         if bias is not None:
-            out = out + bias.reshape(1, o, 1)
+            out = out + bias.reshape(o, 1)
         ctx.save_for_backward(cols, base)
         ctx.shapes = (b, n, tuple(flat.shape[2:]), kernel, stride, padding, dilation)
-        return out.reshape(b, n, o, *out_hw)
+        return _merge(out, (b, n, o, *out_hw))
 
     @staticmethod
     def backward(ctx, grad):
         cols, base = ctx.saved_tensors
         b, n, in_hw, kernel, stride, padding, dilation = ctx.shapes
         o, ckk, length = base.shape[0], cols.shape[1], cols.shape[2]
-        g = grad.reshape(b * n, o, length)
+        g = _merge(grad, (b * n, o, length))
         grad_x = grad_w = grad_bias = None
-        if ctx.needs_input_grad[0]:  # columns' gradient in one GEMM, then col2im
-            g2 = g.transpose(0, 1).reshape(o, -1)  # (O, B*N*L)
-            gcols = ember.matmul(base.reshape(o, -1).t(), g2).reshape(ckk, b * n, length).transpose(0, 1)
-            grad_x = ember.nn.functional.fold(gcols, in_hw, kernel, dilation, padding, stride).unflatten(0, (b, n))
+        if ctx.needs_input_grad[0]:  # the columns' gradient, (CKK, O) @ (B*N, O, L), then col2im
+            gcols = ember.matmul(_merge(base, (o, ckk)).t(), g)
+            grad_x = ember.nn.functional.fold(gcols, in_hw, kernel, dilation, padding, stride)
+            grad_x = _merge(grad_x, (b, n, *grad_x.shape[1:]))
         if ctx.needs_input_grad[1]:  # per sample: (O, N*L) @ (N*L, C*k*k)
-            gs = g.reshape(b, n, o, length).transpose(1, 2).reshape(b, o, n * length)
-            cs = cols.reshape(b, n, ckk, length).transpose(1, 2).reshape(b, ckk, n * length)
-            grad_w = ember.matmul(gs, cs.transpose(1, 2).contiguous()).reshape(b, *base.shape)
+            if n == 1:
+                gs, cs = g, cols
+            else:
+                gs = g.reshape(b, n, o, length).transpose(1, 2).reshape(b, o, n * length)
+                cs = cols.reshape(b, n, ckk, length).transpose(1, 2).reshape(b, ckk, n * length)
+            grad_w = _merge(ember.matmul(gs, cs.transpose(1, 2)), (b, *base.shape))
         if ctx.needs_input_grad[2]:
             grad_bias = g.sum((0, 2))
         return grad_x, grad_w, grad_bias, None, None, None
+
+
+def _merge(x, shape):
+    """``x.reshape(shape)``, as one view op where ``x`` is contiguous (reshape is a composite: two dispatches)."""
+    return x.view(shape) if x.is_contiguous() else x.reshape(shape)
 
 
 def _conv_out_size(size, kernel, stride, padding, dilation):
