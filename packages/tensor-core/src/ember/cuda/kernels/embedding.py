@@ -39,7 +39,7 @@ extern "C" __global__ void ember_embedding_forward(const W* __restrict__ weight,
         const long long i = e / width, j = e - i * width;
         const long long r = (long long)index[i];
         if (r < 0 || r >= rows) {  // reported at the next synchronising call; the row is left zero
-            out[e] = W();
+            out[e] = (W)0;
             if (j == 0) *bad = 1;
             continue;
         }

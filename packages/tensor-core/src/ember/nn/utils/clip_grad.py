@@ -7,6 +7,12 @@ norm of the per-gradient norms, as if every gradient were flattened into one vec
 
 ``foreach=True`` computes the per-tensor norms, the scaling and the clamping with the ``ember._foreach_*``
 list ops (``ember._ops.foreach``); ``foreach=None`` (the default) does too. Both paths give the same bits.
+
+On the GPU, :func:`clip_grad_norm_` of float32/float64 gradients of one device (2-norm, ``foreach`` None or
+True) runs three fused kernels (:mod:`ember.cuda.kernels.multi_tensor`): the norm and the clip coefficient
+``min(max_norm / (total + 1e-6), 1)`` stay on the device, nothing is read back (the host does not wait for the
+GPU) unless ``error_if_nonfinite`` asks for the norm's value, as in PyTorch. Its squares are summed in float64,
+so the norm may differ from the list ops' in the last bits.
 """
 
 from __future__ import annotations
@@ -76,13 +82,8 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
     else:
         norms = [t.norm(norm_type).to(first_device) for t in tensors]
     total_norm = stack(norms).norm(norm_type)
-    if error_if_nonfinite and bool(total_norm.isnan() | total_norm.isinf()):
-        raise RuntimeError(
-            f"The total norm of order {norm_type} for gradients from "
-            "`parameters` is non-finite, so it cannot be clipped. To disable "
-            "this error and scale the gradients by the non-finite norm anyway, "
-            "set `error_if_nonfinite=False`"
-        )
+    if error_if_nonfinite:
+        _check_finite(total_norm, norm_type)
     return total_norm
 
 
@@ -160,9 +161,49 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         if is_generator and len(parameters) == 0:
             warnings.warn("`parameters` is an empty generator, no gradient clipping will occur.", stacklevel=3)
     grads = [p.grad for p in parameters if p.grad is not None]
-    total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
-    clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    total_norm = None
+    if foreach is None or foreach:
+        total_norm = _fused_cuda_clip(grads, float(max_norm), float(norm_type))
+    if total_norm is None:
+        total_norm = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
+        clip_grads_with_norm_(parameters, max_norm, total_norm, foreach)
+    elif error_if_nonfinite:
+        _check_finite(total_norm, norm_type)  # (reads the norm back: a wait for the GPU, as in PyTorch)
     return total_norm
+
+
+def _fused_cuda_clip(grads, max_norm, norm_type):
+    """The 2-norm clip of plain CUDA gradients in three kernel launches, nothing read back
+    (:mod:`ember.cuda.kernels.multi_tensor`): the total norm tensor, or None for other calls (other norms,
+    devices, dtypes or layouts, tensor subclasses, dispatch modes), which take the list ops."""
+    from ..._ops._dispatch import state
+    from ..._tensor import Tensor
+
+    if norm_type != 2.0 or not grads or state.modes:
+        return None
+    if any(type(g) is not Tensor or g._device.type != "cuda" for g in grads):
+        return None
+    from ...cuda.kernels import multi_tensor
+
+    arrays = [g._data for g in grads]
+    if not multi_tensor.supported(arrays):
+        return None
+    norm = multi_tensor.clip_grad_norm_(arrays, max_norm)
+    if norm is None:
+        return None
+    for g in grads:  # written in place, as the list op's mul_ would record
+        g._bump_version()
+    return Tensor._make(norm, grads[0]._device)
+
+
+def _check_finite(total_norm, norm_type):
+    if bool(total_norm.isnan() | total_norm.isinf()):
+        raise RuntimeError(
+            f"The total norm of order {norm_type} for gradients from "
+            "`parameters` is non-finite, so it cannot be clipped. To disable "
+            "this error and scale the gradients by the non-finite norm anyway, "
+            "set `error_if_nonfinite=False`"
+        )
 
 
 def clip_grad_norm(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
