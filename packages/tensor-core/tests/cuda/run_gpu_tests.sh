@@ -5,6 +5,7 @@
 #
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh [pytest arguments]
 #   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh --bench [benchmarks/run.py arguments]
+#   bash packages/tensor-core/tests/cuda/run_gpu_tests.sh --python SCRIPT [arguments]
 #
 # Without a test path among its arguments it runs every test tree (packages/tensor-core/tests,
 # packages/autograd/tests, packages/fx/tests, examples/tests), with the given options. With --bench it runs
@@ -31,6 +32,11 @@ export EMBER_TEST_BACKEND=cuda
 if [ "${1:-}" = "--bench" ]; then
   shift
   exec "$PY" benchmarks/run.py --device cuda "$@"
+fi
+# --python SCRIPT [ARGS]: run a script in the same environment (e.g. benchmarks/gpt_phases.py)
+if [ "${1:-}" = "--python" ]; then
+  shift
+  exec "$PY" "$@"
 fi
 # Without a test path among the arguments (options only, such as -q -n 16), run the four test trees.
 has_path=0
