@@ -171,6 +171,41 @@ def test_per_sample_gradients_of_a_cnn_match_a_loop():
             _close(batched[name][i], single[name], tol=1e-8)
 
 
+def _digits_cnn():
+    """The layers of the demo's DigitsCNN (examples/digits_cnn.py): the per-sample gradient benchmark's model."""
+    return nn.Sequential(
+        nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(inplace=True),
+        nn.Conv2d(8, 16, 3, padding=1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+        nn.MaxPool2d(2), nn.Flatten(), nn.Dropout(0.25), nn.Linear(16 * 4 * 4, 32), nn.ReLU(inplace=True),
+        nn.Dropout(0.25), nn.Linear(32, 10),
+    )
+
+
+def test_per_sample_gradients_of_the_demo_cnn_never_loop():
+    # the benchmark's workload (bench_func.py, func_per_sample_grads_cnn_vmap_b64): every op of the forward
+    # pass, and of the backward pass the batching rules record, is vectorised
+    ember.manual_seed(3)
+    net = _digits_cnn().double().eval()
+    for module in net.modules():  # running statistics that are not the defaults, so eval-mode batch norm counts
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.copy_(ember.randn(module.num_features).double() * 0.1)
+            module.running_var.copy_(ember.rand(module.num_features).double() + 0.5)
+    params = {k: v.detach() for k, v in net.named_parameters()}
+    buffers = {k: v.detach() for k, v in net.named_buffers()}
+    xs, ys = _f64(6, 1, 8, 8, seed=5), ember.tensor([1, 3, 0, 9, 3, 7])
+
+    def loss(p, x, y):
+        return nn.functional.cross_entropy(functional_call(net, (p, buffers), (x.unsqueeze(0),)), y.unsqueeze(0))
+
+    with debug.fallbacks() as report:
+        batched = vmap(grad(loss), in_dims=(None, 0, 0))(params, xs, ys)
+    assert dict(report) == {}
+    for i in range(6):
+        single = grad(loss)(params, xs[i], ys[i])
+        for name in params:
+            _close(batched[name][i], single[name], tol=1e-8)
+
+
 def test_model_ensembling_with_stack_module_state():
     ember.manual_seed(1)
     models = [nn.Sequential(nn.Linear(3, 5), nn.Tanh(), nn.Linear(5, 2)) for _ in range(4)]
