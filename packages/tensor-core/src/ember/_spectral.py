@@ -14,6 +14,8 @@ symmetric window of ``N + 1``), and any floating dtype.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import _dtype as D
@@ -52,7 +54,19 @@ def _legacy_window(name, window_length, periodic, dtype, device, requires_grad, 
 
 
 def _cosine_terms(a):
+    if all(type(c) in (int, float) for c in a):  # plain numbers: the values are cached
+        key = tuple(a)
+        return lambda points: _cached_cosine_sum(points, key)
     return lambda points: _windows._cosine_sum(points, a)
+
+
+@functools.lru_cache(maxsize=32)
+def _cached_cosine_sum(points, a):
+    """The float64 values of a cosine-sum window (read-only; ``ember.tensor`` copies them): ``stft`` callers
+    make the same window at every call, and its numpy arithmetic cost more than a short transform's launch."""
+    values = _windows._cosine_sum(points, a)
+    values.flags.writeable = False
+    return values
 
 
 def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None, requires_grad=False):
