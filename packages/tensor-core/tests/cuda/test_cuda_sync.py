@@ -188,13 +188,13 @@ def test_masked_fill_and_its_decomposition_need_no_count(no_value_reads):
     np.testing.assert_array_equal(masks._masked_fill_decomp(x, mask, -np.inf).numpy(), expected)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int64, np.bool_])
+@pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.bfloat16, ember.int64, ember.bool])
 def test_masked_fill_cuda_kernels_with_numpy_standing_in(dtype):
     # the CUDA kernels are written over the array namespace: with numpy arrays they must equal the CPU op
     rng = np.random.default_rng(0)
-    data = (rng.standard_normal((3, 4)) * 3).astype(dtype)
+    x = ember.tensor(rng.standard_normal((3, 4)) * 3).to(dtype)
+    data = x.numpy()
     mask = ember.tensor(rng.random((1, 4)) > 0.5)
-    x = ember.tensor(data)
     for value in (1, ember.tensor(0, dtype=ember.int64)):
         expected = ember.masked_fill(x, mask, value).numpy()
         out = masks._masked_fill_cuda(x, mask, value)

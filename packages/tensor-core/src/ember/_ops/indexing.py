@@ -222,7 +222,7 @@ def _index_put_device(self, key, indices, values, accumulate):
         vals = xp.asarray(np.asarray(values))  # a Python number (an argument, not tensor data)
     vals = vals.astype(data.dtype, copy=False)
     one_value = _one_value_mask(self, indices, values)
-    if one_value is not None:
+    if one_value is not None and not (accumulate and data.dtype.name == "bfloat16"):
         _write_one_value(data, *one_value, vals.reshape(()), accumulate, xp)
         return
     _check_device_key(data.shape, indices)
@@ -252,6 +252,8 @@ def _write_one_value(data, dim, mask, value, accumulate, xp):
     where = where.reshape((1,) * dim + where.shape + (1,) * (data.ndim - dim - where.ndim))
     if accumulate:  # a mask selects each position once: the sum is one addition per position
         value = data + value
+    if data.dtype.name == "bfloat16":  # a select moves bits (CuPy's copyto may lack bfloat16)
+        data, value = data.view(np.uint16), value.view(np.uint16)
     xp.copyto(data, value, where=where)
 
 

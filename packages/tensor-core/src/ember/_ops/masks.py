@@ -164,18 +164,28 @@ def _device_mask(mask, xp):
     return data if mask._device.type != "cpu" else xp.asarray(data)  # a 0-d CPU mask may join a cuda op
 
 
+def _as_bits(array):
+    """bfloat16 arrays as their uint16 bits (CuPy's select kernels may lack bfloat16; a select moves bits)."""
+    return array.view(np.uint16) if array.dtype.name == "bfloat16" else array
+
+
 def _masked_fill_cuda(input, mask, value):
     data = input._data
     xp = _array_namespace(data)
-    out = xp.where(_device_mask(mask, xp), _device_fill_value(value, data, xp), data)
-    # (the fill is already of data's dtype, so a wider result of where's promotion casts back exactly)
-    return out if out.dtype == data.dtype else out.astype(data.dtype)
+    fill = _device_fill_value(value, data, xp)
+    out = xp.where(_device_mask(mask, xp), _as_bits(fill if hasattr(fill, "view") else np.asarray(fill)),
+                   _as_bits(data))
+    if out.dtype != _as_bits(data).dtype:  # the fill is of data's dtype: a wider promotion casts back exactly
+        out = out.astype(_as_bits(data).dtype)
+    return out.view(data.dtype) if out.dtype != data.dtype else out
 
 
 def _masked_fill_inplace_cuda(self, mask, value):
     data = self._data
     xp = _array_namespace(data)
-    xp.copyto(data, _device_fill_value(value, data, xp), where=_device_mask(mask, xp))
+    fill = _device_fill_value(value, data, xp)
+    xp.copyto(_as_bits(data), _as_bits(fill if hasattr(fill, "view") else np.asarray(fill)),
+              where=_device_mask(mask, xp))
 
 
 masked_fill.register_kernel("cuda", _masked_fill_cuda)
