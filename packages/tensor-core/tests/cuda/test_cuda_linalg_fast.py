@@ -61,7 +61,10 @@ def test_routines_take_the_common_calls(dtype):
     a = _make((4, 8, 8), dtype, shift=4).cuda()._data
     b = _make((4, 8, 3), dtype, seed=1).cuda()._data
     factors = k.lu_factor_batched(a)
-    assert factors is not None
+    if dtype.is_complex:  # complex LU keeps cuSOLVER's getrf per matrix (LAPACK's pivots)
+        assert factors is None
+        factors = ember.linalg.lu_factor(_make((4, 8, 8), dtype, shift=4).cuda())
+        factors = (factors[0]._data, factors[1]._data)
     assert k.lu_solve_batched(factors[0], factors[1], b, 0) is not None
     assert k.triangular_solve(a, b, upper=True) is not None
     assert k.cholesky(_pd((3, 6, 6), dtype).cuda()._data) is not None

@@ -6,7 +6,7 @@ wrap every call in several Python layers; the batched LU routines of ``cupyx.sci
 The functions here take CuPy arrays and return CuPy arrays, never wait for the GPU, and keep their
 workspaces per (device, routine, dtype, sizes):
 
-* :func:`lu_factor_batched`: cuBLAS ``getrfBatched`` (square matrices, a batch in one call);
+* :func:`lu_factor_batched`: cuBLAS ``getrfBatched`` (square real matrices, a batch in one call);
 * :func:`lu_solve_batched`: cuBLAS ``getrsBatched`` with those factors (``op(A) X = B``);
 * :func:`triangular_solve`: cuBLAS ``trsm`` (one matrix) or ``trsmBatched``;
 * :func:`cholesky`: cuSOLVER ``potrf`` (one matrix, cached workspace) or ``potrfBatched``; ``info`` stays
@@ -140,9 +140,13 @@ def lu_factor_batched(a):
     ``LU`` is row-major, ``L`` (unit diagonal implied) below the diagonal and ``U`` on and above it, as
     LAPACK's ``getrf`` gives; ``pivots`` are 1-based int32 row swaps; ``info`` (int32, on the device) is the
     1-based index of the first exactly-zero diagonal entry of ``U``, 0 if none. None for calls it does not
-    take (not square, empty, larger than :data:`BATCHED_LU_MAX`).
+    take (not square, empty, larger than :data:`BATCHED_LU_MAX`, complex: the batched cuBLAS LU may pivot
+    complex matrices by ``|z|`` where LAPACK, and so the CPU, takes ``|re| + |im|``, which would change the
+    factors; complex matrices keep one cuSOLVER ``getrf`` per matrix).
     """
-    if not supported(a) or a.shape[-1] != a.shape[-2] or a.size == 0 or a.shape[-1] > BATCHED_LU_MAX:
+    if not supported(a) or a.dtype.kind == "c" or a.shape[-1] != a.shape[-2] or a.size == 0:
+        return None
+    if a.shape[-1] > BATCHED_LU_MAX:
         return None
     cp = _cp()
     cublas, _ = _libs()
