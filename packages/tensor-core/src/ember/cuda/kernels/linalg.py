@@ -160,12 +160,33 @@ def lu_factor_batched(a):
     work_ptrs = _pointers(work)  # kept alive until the call is queued (see _pointers)
     getrf(_cublas_handle(), n, work_ptrs.data.ptr, n, pivots.data.ptr, dev_info.data.ptr, count)
     LU = cp.ascontiguousarray(cp.swapaxes(work, -1, -2)).reshape(a.shape)
-    # LAPACK's info (the first zero pivot); cuBLAS' own is the same number but computed the same way here
-    # as on the per-matrix path, from U's diagonal
-    zero = cp.diagonal(LU, axis1=-2, axis2=-1) == 0
-    first = cp.argmax(zero, axis=-1).astype(_INT32) + 1
-    info = cp.where(zero.any(axis=-1), first, 0).astype(_INT32)
-    return LU, pivots.reshape(*batch, n), info
+    # LAPACK's info, the first exactly-zero pivot, in one kernel (cuBLAS documents its own as "a zero
+    # pivot", not which one)
+    info = cp.empty(count, _INT32)
+    _first_zero_pivot_kernel()(work, n, info)
+    return LU, pivots.reshape(*batch, n), info.reshape(batch)
+
+
+_FIRST_ZERO_PIVOT = None
+
+
+def _first_zero_pivot_kernel():
+    """One thread per matrix of a ``(B, n, n)`` batch: the 1-based index of its first zero diagonal entry."""
+    global _FIRST_ZERO_PIVOT
+    if _FIRST_ZERO_PIVOT is None:
+        _FIRST_ZERO_PIVOT = _cp().ElementwiseKernel(
+            "raw T factors, int64 n",
+            "int32 info",
+            """
+            int found = 0;
+            for (long long k = 0; k < n; ++k) {
+                if (factors[i * n * n + k * n + k] == T(0)) { found = (int)k + 1; break; }
+            }
+            info = found;
+            """,
+            "ember_lu_first_zero_pivot",
+        )
+    return _FIRST_ZERO_PIVOT
 
 
 def lu_solve_batched(lu, pivots, b, trans):
