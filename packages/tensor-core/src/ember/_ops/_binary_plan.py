@@ -17,6 +17,11 @@ compute the same bits under the same floating-point error state: numpy's warning
 off while the function runs (PyTorch computes overflow, ``inf - inf`` and ``1 / 0``
 silently), whoever called.
 
+For results of at least :data:`ember._ops._cpu_pointwise.MIN_ELEMENTS` elements, ``direct``
+computes with ``ember._C``'s threaded kernel instead of ``fn`` where ``fn`` has one (see
+:mod:`ember._ops._cpu_pointwise`: ``np.add``, ``np.multiply``, the comparisons...): the same
+bits, in place of numpy's single thread.
+
 Plans are cached per op, keyed by the operands' dtypes and shapes (or the type of the
 number): working one out costs a broadcast and a few dtype questions, looking one up a
 dict access. The cache forgets everything once it holds :data:`CACHE_LIMIT` plans.
@@ -31,6 +36,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from . import _cpu_pointwise
 from ._float_errors import IGNORE_ALL as _IGNORE_ALL
 from ._float_errors import get_error_state as _get_error_state
 from ._float_errors import reset_error_state as _reset_error_state
@@ -139,6 +145,7 @@ class BinaryRule:
         self.direct_dtypes = direct  # (a numpy_dtype_set learns bfloat16 when ml_dtypes loads: not copied)
         self.scalars = scalars
         self.refused = frozenset(refused)
+        self.native = _cpu_pointwise.BINARY_OPS.get(fn)  # the C++ kernel's op code, or None (numpy only)
         self._same = {}  # two tensors of one dtype and one shape with dims: numpy dtype -> Plan or None
         self._plans = {}  # every other call: (dtype, dtype or number type, shape, shape or None) -> Plan or None
         # the numpy dtypes whose same-shape plan is direct and for which fn returns the result's dtype itself
@@ -182,6 +189,8 @@ class BinaryRule:
     def _direct_function(self):
         """The rule's :attr:`direct` function (a closure: the hot path of ``a + b`` inlines its steps)."""
         rule, fn, as_is = self, self.fn, self._as_is
+        native, bool_result = self.native, self.result == "bool"
+        native_min, native_arrays = _cpu_pointwise.MIN_ELEMENTS, _cpu_pointwise.binary_arrays
 
         def direct(input, other):
             """``op(input, other)`` computed by the numpy function in one call, or None for the general path.
@@ -195,6 +204,10 @@ class BinaryRule:
                 da = a.dtype
                 if da is b.dtype and da in as_is and a.ndim and a.shape == b.shape:
                     # the common call: fn gives the result's dtype as it is (see _make_same)
+                    if native is not None and a.size >= native_min and type(a) is np.ndarray:
+                        value = native_arrays(native, a, b, _BOOL if bool_result else da, a.shape)
+                        if value is not None:
+                            return value
                     if _get_error_state() is _IGNORE_ALL:
                         return fn(a, b)
                     token = _set_error_state(_IGNORE_ALL)
@@ -217,6 +230,10 @@ class BinaryRule:
                     number = a
                 if plan.exact_ints and type(number) is int and not -_EXACT < number < _EXACT:
                     return None  # not exact in float64: the general path converts it (as it did before plans)
+            if native is not None:
+                value = _cpu_pointwise.plan_arrays(native, plan, a, b)
+                if value is not None:
+                    return value
             if _get_error_state() is _IGNORE_ALL:  # already quiet: inside run_backend or the backward engine
                 value = fn(a, b)
             else:  # _float_errors.quiet(fn, a, b), inlined: one frame less on the hot path

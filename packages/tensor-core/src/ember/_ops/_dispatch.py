@@ -349,8 +349,11 @@ def _dispatch_general(op, args, kwargs):
     if scan.sequences:
         op.check_not_sequences(args, kwargs)
     if out is not None:
-        from ._out import write_out
+        from ._out import write_direct, write_out
 
+        written = write_direct(op, out, args, kwargs, scan)  # large CPU results straight into out (no copy)
+        if written is not None:
+            return written
         return write_out(op, out, run_below_overrides(op, args, kwargs, scan))
     return run_below_overrides(op, args, kwargs, scan)
 

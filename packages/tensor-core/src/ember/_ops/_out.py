@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _dtype as D
 from .._tensor import Tensor
 from . import _dispatch
+from ._cpu_pointwise import MIN_ELEMENTS
 
-__all__ = ["write_out"]
+__all__ = ["write_out", "write_direct"]
+
+
+def write_direct(op, out, args, kwargs, scan):
+    """Compute ``op(*args, **kwargs)`` straight into ``out``'s memory, or return None (then: :func:`write_out`).
+
+    Taken for an op with a C++ writer (``op.cpu_into``, see :mod:`ember._ops._cpu_pointwise`), a large
+    CPU ``out`` of exactly the result's dtype and shape, no active dispatch mode and nothing that
+    requires grad; the writer may still refuse (an ``out`` that partly overlaps an input, type
+    promotion), and nothing has been written then. The meta function runs first, so errors are the
+    general path's. ``out``'s version counter is bumped, as ``copy_`` into it would.
+    """
+    into = getattr(op, "cpu_into", None)
+    if into is None or type(out) is not Tensor or _dispatch.state.modes:
+        return None
+    data = out._data
+    if type(data) is not np.ndarray or data.size < MIN_ELEMENTS or scan.device is None or scan.device.type != "cpu":
+        return None
+    if _dispatch.state.grad_enabled and (scan.needs_grad or out.requires_grad):
+        return None  # write_out raises PyTorch's error
+    result = op.meta(*args, **kwargs)
+    if tuple(result.shape) != data.shape or result.dtype != data.dtype or not into(data, *args, **kwargs):
+        return None
+    out._bump_version()
+    return out
 
 
 def write_out(op, out, result):

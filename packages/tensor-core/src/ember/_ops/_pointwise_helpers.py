@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
-from . import _float_errors
+from . import _cpu_pointwise, _float_errors
 from ._array_module import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from ._binary_plan import BinaryRule
 from ._float_errors import quiet
@@ -185,6 +185,11 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
     rule = None
     if check is None:
         rule = BinaryRule(np_fn, result=result, supported=supported, direct=direct, scalars=scalars)
+    # large calls in ember._C where np_fn has a C++ twin: through the plan, or (no plan) for operands of one dtype
+    code = _cpu_pointwise.BINARY_OPS.get(np_fn)
+    into = None
+    if code is not None:
+        into = _cpu_pointwise.binary_into(rule, code) if rule is not None else _cpu_pointwise.same_dtype_into(code)
 
     def compute(input, other):
         dtype = binary_dtype(input, other)
@@ -222,6 +227,11 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             if value is not None:
                 return value
         np_dtype = compute(input, other).numpy_dtype
+        if rule is None and into is not None and result != "bool" and _cpu_pointwise.large(input, other):
+            shape = broadcast_shapes(_shape(input), _shape(other))
+            value = _cpu_pointwise.new_result(into, shape, np_dtype, input, other)
+            if value is not None:
+                return value
         work = compute_dtype(np_dtype) if upcast else np_dtype
         # PyTorch computes inf/nan silently (1/0, 0/0)
         value = _as_array(quiet(np_fn, operand(input, work), operand(other, work)))
@@ -235,6 +245,8 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
     if rule is not None:
         op.register_checked_kernel("cpu", rule.direct)
     op.binary_rule = rule
+    if into is not None:
+        op.cpu_into = into  # out= and in-place writes (see ember._ops._out, make_inplace)
     op.result_dtype = lambda input, other: D.bool if result == "bool" else compute(input, other)
     if has_inplace:
         make_inplace(op)
@@ -386,6 +398,12 @@ def make_inplace(op, check=None, self_index=0):
     def cpu(self, *args, **kwargs):
         # Fast path: write straight into self's buffer (no result array, no copy pass). Meta has run:
         # the shapes and dtypes are valid, so only the kernel's own preconditions are left to check.
+        # Large arrays first try the op's C++ writer (ember._ops._cpu_pointwise), any dtype it takes.
+        data = self._data
+        if self_index == 0 and type(data) is np.ndarray and data.size >= _cpu_pointwise.MIN_ELEMENTS:
+            native = getattr(op, "cpu_into", None)
+            if native is not None and native(data, self, *args, **kwargs):
+                return
         if into is not None:
             out = _direct_target(self)
             if out is not None and into(out, *args, **kwargs):

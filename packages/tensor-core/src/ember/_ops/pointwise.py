@@ -18,6 +18,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from . import _cpu_pointwise
 from ._array_module import array_namespace as _array_namespace
 from ._array_module import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from ._binary_plan import BinaryRule
@@ -79,6 +80,7 @@ def _add_sub(name, np_fn, sign_word, check=None):
     # the calls without promotion (alpha 1), for the meta function, the kernel and the checked kernel
     # alike (see _binary_plan); sub refuses bools in its check, so their calls take the general path
     rule = BinaryRule(np_fn, direct=_ALL_NUMPY_DTYPES, refused=(D.bool,) if check is not None else ())
+    into = _cpu_pointwise.binary_into(rule, rule.native)  # large calls, alpha too, in C++ (out=, in place, below)
 
     def meta(input, other, *, alpha=1):
         if type(alpha) is int and alpha == 1:
@@ -99,6 +101,13 @@ def _add_sub(name, np_fn, sign_word, check=None):
             value = rule.direct(input, other)
             if value is not None:
                 return value
+        elif _cpu_pointwise.large(input, other):  # alpha != 1, no promotion: a + alpha * b in C++
+            plan = rule.plan(input, other)
+            if plan is not None and plan.direct:
+                shape = plan.shape or shape_of(input if type(input) is Tensor else other)
+                value = _cpu_pointwise.new_result(into, shape, plan.dtype, input, other, alpha=alpha)
+                if value is not None:
+                    return value
         # quiet: inf - inf gives NaN and overflow gives inf silently, as in PyTorch
         return quiet(_promoted, input, other, alpha)
 
@@ -128,6 +137,7 @@ def _add_sub(name, np_fn, sign_word, check=None):
     op = defop(name, meta, cpu=cpu, has_out=True, tags=("pointwise",))
     op.register_checked_kernel("cpu", rule.direct)  # a call without keywords: alpha is 1
     op.binary_rule = rule
+    op.cpu_into = into
     make_inplace(op)
     return op
 
@@ -323,8 +333,16 @@ def _div_meta(input, other, *, rounding_mode=None):
     return MetaArray(broadcast_shapes(shape_of(input), shape_of(other)), dtype.numpy_dtype)
 
 
+_div_into = _cpu_pointwise.same_dtype_into(_cpu_pointwise.BINARY_OPS[np.true_divide])
+
+
 def _div_cpu(input, other, *, rounding_mode=None):
     np_dtype = _div_dtype(input, other, rounding_mode).numpy_dtype
+    if rounding_mode is None and _cpu_pointwise.large(input, other):  # true division without promotion in C++
+        shape = broadcast_shapes(shape_of(input), shape_of(other))
+        value = _cpu_pointwise.new_result(_div_into, shape, np_dtype, input, other)
+        if value is not None:
+            return value
     with np.errstate(all="ignore"):
         if rounding_mode is None:
             return _as_array(np.true_divide(operand(input, np_dtype), operand(other, np_dtype)))
@@ -335,6 +353,7 @@ def _div_cpu(input, other, *, rounding_mode=None):
 
 div = defop("div", _div_meta, cpu=_div_cpu, has_out=True, tags=("pointwise",))
 div.result_dtype = lambda input, other, *, rounding_mode=None: _div_dtype(input, other, rounding_mode)
+div.cpu_into = _div_into
 make_inplace(div)
 
 floor_divide = binary("floor_divide", _floor_divide_np, supported=REAL_NO_BOOL, upcast=True, doc="""Elementwise

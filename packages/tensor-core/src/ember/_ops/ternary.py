@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
+from . import _cpu_pointwise
 from ._array_module import as_array as _as_array  # numpy or CuPy arrays (the CUDA backend)
 from ._pointwise_helpers import (
     FLOATING_AND_COMPLEX,
@@ -89,6 +90,9 @@ def _clamp_cpu(input, min=None, max=None):  # noqa: A002
         np_dtype = input._data.dtype
     else:
         np_dtype = D.result_type_of((input, min, max)).numpy_dtype
+    value = _cpu_pointwise.clamp_array(input, min, max, np_dtype)  # large, no promotion: in C++
+    if value is not None:
+        return value
     work = compute_dtype(np_dtype)
     low = None if min is None else operand(min, work)
     high = None if max is None else operand(max, work)
@@ -106,6 +110,7 @@ def _clamp_cpu(input, min=None, max=None):  # noqa: A002
 
 clamp = defop("clamp", _clamp_meta, cpu=_clamp_cpu, has_out=True, tags=("pointwise",))
 clamp.result_dtype = lambda input, min=None, max=None: D.result_type_of((input, min, max))
+clamp.cpu_into = _cpu_pointwise.clamp_into
 make_inplace(clamp)
 
 
@@ -313,6 +318,11 @@ def _where_meta(condition, input, other):
 
 def _where_cpu(condition, input, other):
     np_dtype = binary_dtype(input, other).numpy_dtype
+    if _cpu_pointwise.large(condition, input, other):  # operands of the result's dtype (or numbers): in C++
+        shape = broadcast_shapes(condition._data.shape, shape_of(input), shape_of(other))
+        value = _cpu_pointwise.where_array(condition, input, other, np_dtype, shape)
+        if value is not None:
+            return value
     mask = condition._data
     if mask.dtype != np.bool_:
         mask = mask.astype(np.bool_)
@@ -320,6 +330,7 @@ def _where_cpu(condition, input, other):
 
 
 where = defop("where", _where_meta, cpu=_where_cpu, has_out=True, tags=("pointwise",))
+where.cpu_into = _cpu_pointwise.where_into
 
 
 def _where_method(self, condition, other):
