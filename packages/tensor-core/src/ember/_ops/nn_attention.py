@@ -198,6 +198,31 @@ def _scaled_dot_product_attention_cpu(query, key, value, attn_mask=None, dropout
     return np.broadcast_to(out, shape).astype(query._data.dtype)
 
 
+_causal_biases = {}  # (device, dtype, L, S) -> the (L, S) causal bias: 0 where a query sees a key, -inf elsewhere
+
+
+def causal_bias(seq_l, seq_s, scores):
+    """The additive causal mask of ``scores``' device and dtype, cached, for the GPU outside dispatch modes
+    (traced graphs build theirs from ops); None elsewhere. ``scores + bias`` is exact (``x + 0`` is ``x``), so
+    ``softmax(scores + bias)`` equals the masked chain, and with ``is_causal`` no row is fully masked (row ``i``
+    sees key 0), so no row needs the chain's fully-masked guard. On the GPU this is two launches (add, the
+    fused softmax) where the chain takes about a dozen, each costing host time."""
+    from ._dispatch import state
+
+    device = scores._device
+    if device.type != "cuda" or state.modes or not scores.dtype.is_floating_point:
+        return None
+    key = (device, scores.dtype, seq_l, seq_s)
+    bias = _causal_biases.get(key)
+    if bias is None:
+        allowed = np.tril(np.ones((seq_l, seq_s), dtype=bool))
+        values = np.where(allowed, 0.0, -np.inf).astype(scores.dtype.numpy_dtype)
+        from .._creation import tensor
+
+        bias = _causal_biases[key] = tensor(values, device=device)
+    return bias
+
+
 def _scaled_dot_product_attention_decomp(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                          scale=None, enable_gqa=False):
     _, (rep_k, rep_v) = _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
@@ -215,6 +240,12 @@ def _scaled_dot_product_attention_decomp(query, key, value, attn_mask=None, drop
     scores = _E.matmul(query * scale, key.transpose(-2, -1))
     if not is_causal and attn_mask is None and seq_s:
         weights = _E.softmax(scores, -1)
+        if dropout_p > 0:
+            weights = _E.dropout(weights, dropout_p, True)
+        return _E.matmul(weights, value)
+    bias = causal_bias(seq_l, seq_s, scores) if is_causal else None
+    if bias is not None:  # no row is fully masked: one add and the fused softmax
+        weights = _E.softmax(scores + bias, -1)
         if dropout_p > 0:
             weights = _E.dropout(weights, dropout_p, True)
         return _E.matmul(weights, value)

@@ -10,6 +10,7 @@ import math
 
 import ember
 from ember._ops import registry as _ops
+from ember._ops.nn_attention import causal_bias
 
 from .._table import derivative, through_decomposition
 
@@ -30,7 +31,11 @@ def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_
         scale = 1.0 / math.sqrt(e) if e else 1.0
     scores = ember.matmul(query, k.transpose(-2, -1)) * scale
     masked = is_causal or attn_mask is not None
-    if is_causal:
+    bias = causal_bias(seq_l, seq_s, scores) if is_causal else None
+    if bias is not None:  # (cuda) one add instead of the mask's ops; no row is fully masked
+        scores = scores + bias
+        masked = False
+    elif is_causal:
         allowed = ember.tril(ember.ones((seq_l, seq_s), dtype=ember.bool, device=query.device))
         scores = ember.masked_fill(scores, ember.logical_not(allowed), -math.inf)
     elif attn_mask is not None:
