@@ -246,3 +246,41 @@ def test_stft_frame_prims_fold_the_batch():
     expected = [frames(t, 8, 4, 4, "reflect") for t in x.unbind(0)]
     np.testing.assert_allclose(out.numpy(), ember.stack(expected).numpy())
     np.testing.assert_allclose(back.numpy(), ember.stack([overlap_add(f, 20, 4, 4, "reflect") for f in expected]).numpy())
+
+
+@pytest.mark.parametrize("x_dim, wb_dim", [(0, None), (0, 0), (1, 0), (None, 0)])
+def test_eval_batch_norm_rule_matches_a_loop(x_dim, wb_dim):
+    # the eval-mode rule folds the statistics into one scale and shift per sample; per-sample weights included
+    rng = np.random.default_rng(4)
+    x = ember.from_numpy(rng.standard_normal((3, 2, 4, 5, 5)))
+    if x_dim is None:
+        x = x[0]
+    elif x_dim == 1:
+        x = x.movedim(0, 1).contiguous()  # the batch along dim 1
+    w, b = ember.from_numpy(rng.standard_normal((3, 4))), ember.from_numpy(rng.standard_normal((3, 4)))
+    if wb_dim is None:
+        w, b = w[0], b[0]
+    mean, var = ember.from_numpy(rng.standard_normal(4)), ember.from_numpy(rng.random(4) + 0.5)
+
+    def f(x, w, b):
+        return ember.nn.functional.batch_norm(x, mean, var, w, b, training=False, eps=1e-3)
+
+    with debug.fallbacks() as report:
+        out = vmap(f, in_dims=(x_dim, wb_dim, wb_dim))(x, w, b)
+    assert dict(report) == {}
+    pick = lambda t, d, i: t if d is None else t.select(d, i)  # noqa: E731
+    expected = ember.stack([f(pick(x, x_dim, i), pick(w, wb_dim, i), pick(b, wb_dim, i)) for i in range(3)])
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_dropout_outside_training_returns_its_input():
+    x = ember.from_numpy(np.random.default_rng(5).standard_normal((3, 4)))
+    same = []
+
+    def f(t):
+        out = ember.nn.functional.dropout(t, 0.5, training=False)
+        same.append(out is t)  # as PyTorch's dropout: the input itself, no copy
+        return out * 2
+
+    np.testing.assert_allclose(vmap(f)(x).numpy(), (x * 2).numpy())
+    assert same == [True]

@@ -560,6 +560,62 @@ class _SharedWeightMatmul(ember.autograd.Function):
         return grad_x, grad_w
 
 
+class _SharedWeightLinear(ember.autograd.Function):
+    """``linear(x, W, b)`` per sample, where ``W`` (and ``b``) are one tensor expanded along the batch.
+
+    As :class:`_SharedWeightMatmul`, for the whole layer: the forward is one ``linear`` call on the
+    whole batch; the backward gives ``x`` its gradient with one product, and ``W`` and a batched ``b``
+    their per-sample gradients (outer products, or one batched product for several rows a sample).
+    """
+
+    @staticmethod
+    def forward(ctx, x, w, bias):
+        base = w.select(0, 0)
+        shared_bias = None if bias is None else bias.select(0, 0) if bias.ndim == 2 else bias
+        ctx.save_for_backward(x, base)
+        ctx.batched_bias = bias is not None and bias.ndim == 2
+        return ember.nn.functional.linear(x, base, shared_bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, base = ctx.saved_tensors
+        grad_x = grad_w = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_x = ember.matmul(grad, base)
+        b, out_features = x.shape[0], base.shape[0]
+        grads = _merge(grad, (b, -1, out_features))
+        if ctx.needs_input_grad[1]:
+            rows = _merge(x, (b, -1, base.shape[1]))
+            if rows.shape[1] == 1:  # one row a sample: an outer product, (B, O, 1) * (B, 1, I), in W's layout
+                grad_w = grads.transpose(1, 2) * rows
+            else:
+                grad_w = ember.matmul(grads.transpose(1, 2), rows)
+        if ctx.needs_input_grad[2]:
+            grad_bias = grads.sum(1) if ctx.batched_bias else grads.sum((0, 1))
+        return grad_x, grad_w, grad_bias
+
+
+def _shared_linear(level, args):
+    """``linear`` of a batched input with a weight (and bias) that ``grad`` lifted (expanded along the batch),
+    through :class:`_SharedWeightLinear`; None for other calls."""
+    x, weight = args[0], args[1]
+    bias = args[2] if len(args) > 2 else None
+    if not (_is_batched(x, level) and _is_batched(weight, level) and x.ndim >= 1):
+        return None
+    xw, _ = _front(weight, level)
+    if not _expanded_batch(xw):
+        return None
+    xb = None
+    if bias is not None:
+        xb, batched = _front(bias, level)
+        if batched and not _expanded_batch(xb):
+            return None
+    xi, _ = _front(x, level)
+    if x.ndim == 1:  # one row a sample: give it a row dim, so the batch dim stays apart from the features
+        return wrap(_SharedWeightLinear.apply(xi.unsqueeze(1), xw, xb).squeeze(1), 0, level)
+    return wrap(_SharedWeightLinear.apply(xi, xw, xb), 0, level)
+
+
 def _pair(value):
     return (value, value) if isinstance(value, int) else tuple(value)
 
@@ -667,9 +723,39 @@ def _convolution(op, level, size, args, kwargs):
 
 def _linear(op, level, size, args, kwargs):
     if _others_batched(args[1:], level):
+        shared = _shared_linear(level, args)
+        if shared is not None:
+            return shared
         return op.decomposition(*args, **kwargs)  # per-sample weights: matmul's rule batches them
     x, _ = _front(args[0], level)
     return wrap(op(x, *args[1:], **kwargs), 0, level)
+
+
+def _batch_norm(op, level, size, args, kwargs):
+    """Eval-mode batch norm (running statistics not batched): ``x * scale + shift`` per sample and channel.
+
+    With ``scale = weight * rsqrt(running_var + eps)`` and ``shift = bias - running_mean * scale``
+    computed on the small ``(B, C)`` tensors, the batch's values see two ops instead of four (and
+    their backward as few), as PyTorch's CPU kernel computes inference. Other calls (training, batched
+    running statistics, half precision) take the decomposition.
+    """
+    x, mean, var, weight, bias, training, _, eps = args
+    if training or mean is None or var is None or _is_batched(mean, level) or _is_batched(var, level) or \
+            not _is_batched(x, level) or x.ndim < 2 or x.dtype not in (ember.float32, ember.float64):
+        return op.decomposition(*args, **kwargs)
+    inner, _ = _front(x, level)
+    scale = ember.rsqrt(var + eps)  # (C,)
+    if weight is not None:
+        scale = _expanded(weight, level, size) * scale if _is_batched(weight, level) else weight * scale
+    shift = -mean * scale if bias is None else (_front(bias, level)[0] - mean * scale)
+    channel_dim = inner.ndim - x.ndim + 1  # the channel dim of the inner tensor: (B, N, C, *) or (B, C, *)
+    def as_channel(v):  # (C,) or (B, C) as a view that broadcasts against the inner tensor
+        shape = [1] * inner.ndim
+        shape[channel_dim] = v.shape[-1]
+        if v.ndim == 2:
+            shape[0] = size
+        return _merge(v, tuple(shape))
+    return wrap(inner * as_channel(scale) + as_channel(shift), 0, level)
 
 
 def _embedding(op, level, size, args, kwargs):
@@ -692,7 +778,7 @@ def _fold_rule(spatial):
         x, _ = _front(args[0], level)
         n_spatial = spatial(args) if callable(spatial) else spatial
         lead = tuple(x.shape[1 : x.ndim - n_spatial - 1])  # the sample's own leading dims (N, or none)
-        flat = x.reshape(size * math.prod(lead), *x.shape[x.ndim - n_spatial - 1 :])
+        flat = _merge(x, (size * math.prod(lead), *x.shape[x.ndim - n_spatial - 1 :]))
         out = op(flat, *args[1:], **kwargs)
         return _wrap_out(_unfold_lead(out, size, lead), level)
 
@@ -701,7 +787,7 @@ def _fold_rule(spatial):
 
 def _unfold_lead(out, size, lead):
     if isinstance(out, Tensor):
-        return out.reshape(size, *lead, *out.shape[1:])
+        return _merge(out, (size, *lead, *out.shape[1:]))
     items = [_unfold_lead(o, size, lead) for o in out]
     return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
 
@@ -831,6 +917,8 @@ def random_call(op, info, args, kwargs):
     level, size = info.number, info.size
     x = args[0]
     if op.name in _TRAINING_FLAG and not _draws(op, args):
+        if op.name in _DROPOUTS and not _training(op, args):
+            return x  # PyTorch's dropout returns its input itself outside training
         return _run(op, level, size, args, kwargs)  # not training: no random numbers are drawn
     if info.randomness == "error":
         raise RuntimeError(_RANDOM_ERROR)
@@ -866,11 +954,14 @@ _TRAINING_FLAG = {"dropout": (2, True), "dropout1d": (2, True), "dropout2d": (2,
                   "alpha_dropout": (2, False), "feature_alpha_dropout": (2, False), "rrelu": (3, False)}
 
 
-def _draws(op, args):
+def _training(op, args):
     position, default = _TRAINING_FLAG[op.name]
-    training = args[position] if len(args) > position else default
+    return bool(args[position] if len(args) > position else default)
+
+
+def _draws(op, args):
     p = args[1] if op.name != "rrelu" and len(args) > 1 else 0.5
-    return bool(training) and p != 0
+    return _training(op, args) and p != 0
 
 
 def _keep_bdim(op, level, size, args, kwargs):
@@ -930,6 +1021,7 @@ def _fill_table():
     register(["matmul"], _matmul)
     register(["convolution"], _convolution)
     register(["linear"], _linear)
+    register(["batch_norm"], _batch_norm)
     register(["embedding"], _embedding)
     for d in (1, 2, 3):
         register([f"avg_pool{d}d", f"max_pool{d}d_with_indices", f"adaptive_avg_pool{d}d",
