@@ -295,15 +295,18 @@ def _fused_cuda_call(x, window, half, pad_mode):
 
 
 def _stft_cuda(input, window, n_fft, hop_length, win_length, half, pad_mode, norm, onesided):
-    """``stft`` on CuPy arrays without the ops' dispatches (issue 20's ``cuda_stft`` row): the padded signal,
-    its frames as a strided view (no gather), one kernel for the window product that writes the frames
-    row-major, and one cuFFT call through ember's plan cache (:mod:`ember.cuda.kernels.fft_plans`). The op
-    path's values (the cuda tests compare both)."""
+    """``stft`` on CuPy arrays without the ops' dispatches (issue 20's ``cuda_stft`` row): the padded, windowed
+    frames in one kernel (:mod:`ember.cuda.kernels.stft_frames`; for a window of another precision, the
+    padded signal's frames as a strided view times the window) and one cuFFT call through ember's plan
+    cache (:mod:`ember.cuda.kernels.fft_plans`). The op path's values (the cuda tests compare both)."""
     import cupy
 
-    from ._ops.fft import _backend, _cuda_plans
+    from .cuda.kernels import stft_frames
 
     data = input._data.reshape(-1, input.shape[-1])
+    weighted = _gathered_frames(stft_frames, data, window, n_fft, hop_length, win_length, half, pad_mode)
+    if weighted is not None:
+        return _cuda_spectrum(weighted, input, norm, onesided)
     if half:
         if pad_mode == "reflect":
             left, right = data[:, half:0:-1], data[:, -2:-half - 2:-1]
@@ -331,6 +334,30 @@ def _stft_cuda(input, window, n_fft, hop_length, win_length, half, pad_mode, nor
             left = (n_fft - win_length) // 2
             weights = cupy.concatenate((cupy.zeros(left, dtype), weights, cupy.zeros(n_fft - win_length - left, dtype)))
         weighted = frames * weights  # reads the strided frames, writes them row-major: one kernel
+    return _cuda_spectrum(weighted, input, norm, onesided)
+
+
+def _gathered_frames(stft_frames, data, window, n_fft, hop_length, win_length, half, pad_mode):
+    """The padded, windowed frames in one gather kernel (:mod:`ember.cuda.kernels.stft_frames`) when the window
+    has the signal's precision, else None."""
+    import cupy
+
+    real = np.dtype(data.dtype.char.lower())
+    weights = None
+    if window is not None or win_length != n_fft:
+        weights = window._data if window is not None else cupy.ones(win_length, real)
+        if weights.dtype != real:
+            return None
+        if win_length < n_fft:
+            left = (n_fft - win_length) // 2
+            weights = cupy.concatenate((cupy.zeros(left, real), weights, cupy.zeros(n_fft - win_length - left, real)))
+    return stft_frames.frames(data, n_fft, hop_length, half, pad_mode, weights)
+
+
+def _cuda_spectrum(weighted, input, norm, onesided):
+    """``stft``'s transform of the windowed frames ``(B, n_frames, n_fft)`` on CUDA: ``(B?, n_freqs, n_frames)``."""
+    from ._ops.fft import _backend, _cuda_plans
+
     family = "c2c" if weighted.dtype.kind == "c" else "r2c"
     spectrum = None
     if family == "c2c" or onesided:

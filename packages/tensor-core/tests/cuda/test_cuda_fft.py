@@ -218,3 +218,22 @@ def test_checked_kernels_hand_back_what_they_do_not_take():
         F.fft(x.cuda(), None, 2)
     with pytest.raises(RuntimeError, match="expects a real input"):
         F.rfft(x.cuda())
+
+
+@pytest.mark.parametrize("pad_mode", ["reflect", "constant", "replicate", "circular"])
+@pytest.mark.parametrize("hop", [16, 24, 64])
+def test_stft_frames_kernels_forward_and_backward_match_cpu(pad_mode, hop):
+    # _stft_frames is one gather kernel on cuda, its adjoint one overlap-add kernel (reflect/constant)
+    x = _make((2, 300), ember.float64)
+    window = ember.hann_window(64, dtype=ember.float64)
+    g = None
+    grads = []
+    for device in ("cpu", "cuda"):
+        t = x.to(device).requires_grad_()
+        spectrum = ember.stft(t, 64, hop, window=window.to(device), pad_mode=pad_mode, return_complex=True)
+        if g is None:
+            g = _make(tuple(spectrum.shape), ember.complex128, seed=3)
+        (dx,) = ember.autograd.grad(spectrum, t, g.to(device))
+        grads.append((spectrum.detach().cpu(), dx.cpu()))
+    for gpu, cpu in zip(grads[1], grads[0]):
+        assert_close(gpu, cpu, rtol=1e-10, atol=1e-10)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import shutil
+import subprocess
 import sys
 import types
 
@@ -327,3 +329,57 @@ def test_fft_plans_over_trailing_dims(stand_in, norm):
     np.testing.assert_allclose(got, np.fft.irfftn(half, s=(8, 6), axes=(1, 2), norm=norm), rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(spectrum, half)  # the c2r input is left alone
     assert fft_plans.transform(spectrum, (1, 2), norm, "c2r", last_dim_size=9) is None  # 5 bins
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler to run the kernels' bodies on the host")
+def test_stft_kernel_bodies_compiled_on_the_host_match_the_generic_code(tmp_path):
+    # the CUDA C of ember.cuda.kernels.stft_frames, compiled as C++ (one loop over the thread index i),
+    # against the numpy framing and overlap-add of ember._ops.fft
+    from ember._ops.fft import _stft_frames_backward_kernel, _stft_frames_kernel
+    from ember.cuda.kernels import stft_frames
+
+    program = stft_frames._SOURCE.replace("__device__", "") + """
+#include <cstdio>
+#include <cstdlib>
+typedef double T; typedef double W;
+int main(int argc, char** argv) {
+  long long length = atoll(argv[1]), n_fft = atoll(argv[2]), hop = atoll(argv[3]), pad = atoll(argv[4]);
+  int mode = atoi(argv[5]); bool weighted = argc > 6; long long batch = 2;
+  long long count = 1 + (length + 2 * pad - n_fft) / hop;
+  T* x = new T[batch * length]; for (long long q = 0; q < batch * length; ++q) x[q] = q * 0.37 - q % 7;
+  W* w = new W[n_fft]; for (long long q = 0; q < n_fft; ++q) w[q] = 1.0 + q * 0.01;
+  for (long long i = 0; i < batch * count * n_fft; ++i) { T out;
+""" + stft_frames._FRAMES_BODY + """
+    printf("%.17g\\n", out); }
+  T* frames = new T[batch * count * n_fft];
+  for (long long q = 0; q < batch * count * n_fft; ++q) frames[q] = q % 11 - 3.5 + q * 0.001;
+  bool reflect = mode == 1 && pad > 0;
+  for (long long i = 0; i < batch * length; ++i) { T out;
+""" + stft_frames._OVERLAP_ADD_BODY + """
+    printf("%.17g\\n", out); }
+}
+"""
+    (tmp_path / "kernels.cpp").write_text(program)
+    binary = str(tmp_path / "kernels")
+    subprocess.run(["g++", "-O1", "-o", binary, str(tmp_path / "kernels.cpp")], check=True)
+
+    class _Input:
+        def __init__(self, data):
+            self._data = data
+
+    batch = 2
+    for length, n_fft, hop, pad in ((50, 16, 4, 8), (50, 16, 5, 8), (40, 12, 12, 6), (30, 10, 3, 0), (20, 8, 3, 4)):
+        for name, mode in stft_frames.MODES.items():
+            for weighted in (False, True):
+                args = [binary, str(length), str(n_fft), str(hop), str(pad), str(mode)] + (["w"] if weighted else [])
+                values = np.array(subprocess.run(args, capture_output=True, text=True, check=True).stdout.split(), float)
+                q = np.arange(batch * length)
+                frames = _stft_frames_kernel(_Input((q * 0.37 - q % 7).reshape(batch, length)), n_fft, hop, pad, name)
+                if weighted:
+                    frames = frames * (1.0 + np.arange(n_fft) * 0.01)
+                np.testing.assert_allclose(values[:frames.size], frames.ravel(), rtol=1e-12, atol=1e-12)
+                if name in ("reflect", "constant"):
+                    q = np.arange(frames.size)
+                    grads = (q % 11 - 3.5 + q * 0.001).reshape(frames.shape)
+                    back = _stft_frames_backward_kernel(_Input(grads), length, hop, pad, name)
+                    np.testing.assert_allclose(values[frames.size:], back.ravel(), rtol=1e-10, atol=1e-10)

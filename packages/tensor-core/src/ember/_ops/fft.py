@@ -525,6 +525,12 @@ def _xp(x):
 
 def _stft_frames_kernel(input, n_fft, hop_length, pad, pad_mode):
     x = input._data
+    if type(x) is not np.ndarray:  # one gather kernel on the GPU
+        from ..cuda.kernels import stft_frames
+
+        out = stft_frames.frames(x, n_fft, hop_length, pad, pad_mode)
+        if out is not None:
+            return out
     xp = _xp(x)
     if pad:
         if pad_mode == "reflect":
@@ -546,6 +552,12 @@ def _stft_frames_kernel(input, n_fft, hop_length, pad, pad_mode):
 
 def _stft_frames_backward_kernel(frames, length, hop_length, pad, pad_mode):
     f = frames._data
+    if type(f) is not np.ndarray:  # one overlap-add kernel on the GPU (reflect and constant padding)
+        from ..cuda.kernels import stft_frames
+
+        out = stft_frames.overlap_add(f, length, hop_length, pad, pad_mode)
+        if out is not None:
+            return out
     xp = _xp(f)
     batch, count, n_fft = f.shape
     blocks = -(-n_fft // hop_length)  # each frame spans this many hop-sized blocks
