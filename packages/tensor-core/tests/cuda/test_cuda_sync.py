@@ -218,3 +218,10 @@ def test_clip_grad_norm_reads_no_value(no_value_reads):
     np.testing.assert_allclose(total.numpy(), norm, rtol=1e-6)
     for p, g in zip(params, grads):
         np.testing.assert_allclose(p.grad.numpy(), g * min(1.0 / (norm + 1e-6), 1.0), rtol=1e-6)
+
+
+def test_the_cached_causal_bias_is_for_the_gpu_only():
+    # CPU attention has its own kernel and traced graphs build their masks from ops: no cached tensor there
+    from ember._ops import nn_attention
+
+    assert nn_attention.causal_bias(3, 4, ember.zeros(2, 3, 4)) is None
