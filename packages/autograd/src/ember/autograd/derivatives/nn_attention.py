@@ -13,8 +13,10 @@ from ember._ops import registry as _ops
 from ember._ops.nn_attention import causal_bias
 
 from .._table import derivative, through_decomposition
+from ._nn_common import _cuda_rows
 
 _softmax = _ops["softmax"]
+_ROW_DTYPES = (ember.float16, ember.bfloat16, ember.float32, ember.float64)  # those of the fused row kernels
 
 
 def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_gqa, output_mask):
@@ -53,7 +55,11 @@ def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_
             d_value = _sum_groups(d_value, rep_v)
     if output_mask[0] or output_mask[1] or output_mask[3]:
         dp = ember.matmul(grad, v.transpose(-2, -1))
-        ds = p * (dp - ember.sum(dp * p, -1, keepdim=True))
+        rows = _cuda_rows(p, dp) if p.dtype in _ROW_DTYPES else None
+        if rows is not None:  # softmax's backward, p * (dp - sum(dp * p)), as one fused row kernel
+            ds = rows.softmax_backward_tensor(dp, p, p.ndim - 1)
+        else:
+            ds = p * (dp - ember.sum(dp * p, -1, keepdim=True))
         if output_mask[3]:
             d_mask = ds
         if output_mask[0]:
