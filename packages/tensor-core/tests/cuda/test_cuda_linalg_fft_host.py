@@ -46,7 +46,7 @@ class _Array(np.ndarray):
 
     @property
     def data(self):
-        return types.SimpleNamespace(ptr=self.ctypes.data)
+        return types.SimpleNamespace(ptr=self.ctypes.data, device_id=0)
 
     @property
     def _c_contiguous(self):

@@ -51,14 +51,13 @@ def cache_size():
     return len(_plans)
 
 
-def _plan(fft_type, sizes, in_dims, out_dims, batch):
+def _plan(device, fft_type, sizes, in_dims, out_dims, batch):
     """The cached plan of ``batch`` transforms of ``sizes`` points, reading row-major signals of ``in_dims``
     one after the other and writing row-major ones of ``out_dims`` (they differ in the last dim for
     r2c/c2r: the complex side holds ``n // 2 + 1`` bins)."""
-    import cupy
     from cupy.cuda import cufft
 
-    key = (cupy.cuda.runtime.getDevice(), fft_type, sizes, batch)
+    key = (device, fft_type, sizes, batch)
     plan = _plans.get(key)
     if plan is not None:
         _plans.move_to_end(key)
@@ -101,6 +100,11 @@ def transform(x, axes, norm, family, forward=True, last_dim_size=None):
     rank = len(axes)
     if spec is None or not 0 < rank <= _MAX_RANK or x.size == 0:
         return None
+    import cupy
+
+    device = cupy.cuda.runtime.getDevice()
+    if x.data.device_id != device:  # a plan runs on the current GPU
+        return None
     trailing = tuple(range(ndim - rank, ndim))
     if (tuple(sorted(axes)) if family == "c2c" else tuple(axes)) != trailing:
         return None
@@ -115,8 +119,6 @@ def transform(x, axes, norm, family, forward=True, last_dim_size=None):
         forward = False
     else:
         if not x._c_contiguous:
-            import cupy
-
             x = cupy.ascontiguousarray(x)
         out_shape = x.shape
         if family == "r2c":
@@ -125,11 +127,10 @@ def transform(x, axes, norm, family, forward=True, last_dim_size=None):
     batch = math.prod(x.shape[:ndim - rank])
     if max(x.size, math.prod(out_shape), batch) > _INT_MAX:
         return None
-    import cupy
-
     out = cupy.empty(out_shape, out_dtype)
     lead = ndim - rank
-    plan = _plan(fft_type, tuple(int(n) for n in sizes), tuple(x.shape[lead:]), tuple(out_shape[lead:]), int(batch))
+    plan = _plan(device, fft_type, tuple(int(n) for n in sizes), tuple(x.shape[lead:]), tuple(out_shape[lead:]),
+                 int(batch))
     plan.fft(x, out, _FORWARD if forward else _INVERSE)
     scale = _scale(norm, forward, math.prod(sizes))
     if scale != 1.0:

@@ -48,14 +48,19 @@ BATCHED_LU_MAX = 128
 
 
 def supported(*arrays):
-    """Whether every array is a CuPy array of one dtype these routines take, with int32-sized dims."""
+    """Whether every array is a CuPy array of one dtype these routines take, with int32-sized dims, on the
+    current GPU (where the libraries' handles run)."""
     dtype = arrays[0].dtype
     if dtype not in _PREFIX:
         return False
+    device = None
     for a in arrays:
         if a.dtype != dtype or type(a).__module__.split(".")[0] != "cupy" or a.ndim < 2:
             return False
         if max(a.shape[-2:]) > _INT_MAX or a.size > _INT_MAX:
+            return False
+        device = _device() if device is None else device
+        if a.data.device_id != device:
             return False
     return True
 
