@@ -22,6 +22,8 @@ They are registered by :func:`fill` from :mod:`ember.autograd._jvp_rules`.
 from __future__ import annotations
 
 import ember
+from ember._ops._registry import registry
+from ember._shape_only import ShapeOnlyArray
 
 #: filled by :func:`fill` (the _jvp_rules module imports this one, so no import cycle at load time)
 FALLBACK = None
@@ -64,17 +66,63 @@ def _off_diagonal_quotient(numerator, values):
 # -- determinants, inverse, solves ---------------------------------------------------------------------
 
 
+def _values_readable(t):
+    """False for a tensor whose values no kernel may read (a vmap sample): no Python branch on them then."""
+    return not isinstance(t._data, ShapeOnlyArray)
+
+
 def _det(op, primals, tangents, result):
-    """``d det A = tr(adj(A) dA)``: ``adj(A)^H`` from the backward's helper (one solve, or the SVD where
-    ``A`` is singular or nearly so, exact at any rank), then a contraction per tangent."""
-    from .derivatives.linalg_det import det_backward
+    """``d det A = tr(adj(A) dA)``: ``adj(A)^H`` as the backward forms it (``conj(det) A^-H`` by one solve, or
+    through the SVD where ``A`` is singular or nearly so, exact at any rank), then a contraction per tangent.
+
+    Inside vmap (values that cannot be read, so no branch on them) both forms are computed and the
+    choice is made per matrix by ``where``.
+    """
+    from .derivatives.linalg_det import _losing_precision, adjugate_h, det_backward
 
     (a,), _ = primals
     t = tangents[0][0]
     if a.shape[-1] == 0:
         return ember.zeros_like(result)
-    adjugate_h = det_backward(ember.ones_like(result), a, result)
-    return (adjugate_h.conj() * t).sum((-2, -1)) if a.is_complex() else (adjugate_h * t).sum((-2, -1))
+    if _values_readable(a):
+        adj_h = det_backward(ember.ones_like(result), a, result)
+    else:
+        eye = ember.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(a.shape)
+        inverse_h, info = ember.linalg.solve_ex(_mH(a), eye)
+        through_inverse = result.conj().unsqueeze(-1).unsqueeze(-1) * inverse_h if a.is_complex() else \
+            result.unsqueeze(-1).unsqueeze(-1) * inverse_h
+        bad = _losing_precision(a, inverse_h, info).unsqueeze(-1).unsqueeze(-1)
+        adj_h = ember.where(bad, adjugate_h(a), through_inverse)
+    return (adj_h.conj() * t).sum((-2, -1)) if a.is_complex() else (adj_h * t).sum((-2, -1))
+
+
+def _solve(op, primals, tangents, result):
+    """``linalg.solve`` (and ``solve_ex``), ``A X = B`` (``X A = B`` on the right): ``dX = A^-1 (dB - dA X)``.
+
+    A rule of the composite's own (not its decomposition, which reads ``info`` to raise for a singular
+    matrix, a read that vmap refuses): the tangent's solve is one more call of the solve prim with ``A``.
+    """
+    (a, b), kwargs = primals
+    t_a, t_b = tangents[0]
+    left = kwargs.get("left", True)
+    x = _first(result)
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    if vector:
+        x = x.unsqueeze(-1) if left else x.unsqueeze(-2)
+        t_b = None if t_b is None else (t_b.unsqueeze(-1) if left else t_b.unsqueeze(-2))
+    rhs = t_b
+    if t_a is not None:
+        term = -(t_a @ x) if left else -(x @ t_a)
+        rhs = term if rhs is None else rhs + term
+    # one batch shape for both (vmap batches a call whose operands have different ranks per sample)
+    batch = ember.broadcast_shapes(tuple(a.shape[:-2]), tuple(rhs.shape[:-2]))
+    # the prim, not linalg.solve: the composite reads info to raise for a singular matrix, which vmap cannot
+    # batch (the primal call has raised already)
+    d_x = registry["_linalg_solve_lu"](a.expand(*batch, *a.shape[-2:]), rhs.expand(*batch, *rhs.shape[-2:]),
+                                       left=left)[0]
+    if vector:
+        d_x = d_x.squeeze(-1) if left else d_x.squeeze(-2)
+    return _like_result(result, d_x)
 
 
 def _trace_inverse_times(a, t):
@@ -410,6 +458,7 @@ def fill(register_jvp, fallback):
     register_jvp(["linalg_inv", "linalg_inv_ex"], _linalg_inv)
     register_jvp(["linalg_cholesky", "linalg_cholesky_ex"], _cholesky)
     register_jvp(["linalg_lu_solve"], _lu_solve)
+    register_jvp(["linalg_solve", "linalg_solve_ex"], _solve)
     register_jvp(["linalg_pinv"], _pinv)
     register_jvp(["_linalg_lstsq"], _lstsq)
     register_jvp(["linalg_matrix_exp"], _matrix_exp)

@@ -568,6 +568,109 @@ def _xlogy(op, primals, tangents, result):
     return out.expand_as(result)
 
 
+def _binary_from_backward(first, second, holomorphic=False):
+    """Elementwise binary ops whose backward formulas ``first(g, x, y)``/``second(g, x, y)`` are ``g`` times the
+    conjugated partial derivative: ``conj(first(conj(t), x, y))`` is the jvp, exact for real values and, when
+    the op is ``holomorphic``, for complex ones (PyTorch's convention: the gradient is ``g * conj(f')``)."""
+
+    def rule(op, primals, tangents, result):
+        (x, y), _ = primals
+        complex_values = result.is_complex() or any(isinstance(v, (Tensor, complex)) and
+                                                    (not isinstance(v, Tensor) or v.is_complex()) for v in (x, y))
+        if complex_values and not holomorphic:
+            return FALLBACK
+
+        def push(formula, t):
+            t = t.to(result.dtype)
+            return formula(t.conj(), x, y).conj() if result.is_complex() else formula(t, x, y)
+
+        tx, ty = tangents[0]
+        out = _sum_terms(None if tx is None else push(first, tx), None if ty is None else push(second, ty))
+        return None if out is None else out.expand_as(result)
+
+    return rule
+
+
+def _sgn(op, primals, tangents, result):
+    """Real: ``sign``, zero tangent. Complex ``z / |z|``: ``(t - sgn Re(conj(sgn) t)) / |z|``, 0 at ``z = 0``."""
+    (z,), _ = primals
+    t = tangents[0][0]
+    if not z.is_complex():
+        return ember.zeros_like(result)
+    modulus = z.abs()
+    along = (result.conj() * t).real.to(result.dtype)
+    value = (t - result * along) / ember.where(modulus == 0, 1.0, modulus).to(result.dtype)
+    return ember.where(modulus == 0, ember.zeros_like(value), value)
+
+
+def _polar(op, primals, tangents, result):
+    """``r e^{i theta}``: ``t_r e^{i theta} + i r e^{i theta} t_theta``."""
+    (r, theta), _ = primals
+    tr, ttheta = tangents[0]
+    cos, sin = theta.cos(), theta.sin()
+    zero = ember.zeros_like(r)
+    tr = zero if tr is None else tr
+    ttheta = zero if ttheta is None else ttheta
+    return ember.complex(cos * tr - r * sin * ttheta, sin * tr + r * cos * ttheta)
+
+
+def _i1_derivative(x, r):
+    """``I1'(x) = I0(x) - I1(x) / x``, 1/2 at 0."""
+    safe = ember.where(x == 0, ember.ones_like(x), x)
+    return ember.where(x == 0, ember.full_like(x, 0.5), ember.i0(x) - r / safe)
+
+
+def _i1e_derivative(x, r):
+    """``d[e^-|x| I1(x)] = i0e(x) - i1e(x) (sign(x) + 1/x)``, 1/2 at 0."""
+    safe = ember.where(x == 0, ember.ones_like(x), x)
+    return ember.where(x == 0, ember.full_like(x, 0.5), ember.special.i0e(x) - r * (x.sign() + 1 / safe))
+
+
+def _index_put(op, primals, tangents, result):
+    """Linear in the input and the values (indices fixed): the same write into the tangents (zeros for a side
+    without one). A rule of the composite's own: its decomposition writes dual values into a plain clone."""
+    (x, indices, values, accumulate), _ = primals
+    tx, tv = tangents[0][0], tangents[0][2]
+    tx = ember.zeros_like(result) if tx is None else tx
+    tv = ember.zeros_like(values, dtype=result.dtype) if tv is None else tv
+    return op(tx, indices, tv, accumulate)
+
+
+def _second_argument_only(formula):
+    """Real ``f(x, y)`` differentiable in ``y`` only (``zeta``'s shift, the incomplete gamma functions' ``x``):
+    ``formula(t, x, y)`` is the backward's, linear in ``t``; a tangent on ``x`` takes the double-vjp path, whose
+    backward raises PyTorch's NotImplementedError."""
+
+    def rule(op, primals, tangents, result):
+        (x, y), _ = primals
+        tx, ty = tangents[0]
+        if tx is not None or result.is_complex():
+            return FALLBACK
+        return None if ty is None else formula(ty, x, y).expand_as(result)
+
+    return rule
+
+
+def _fill_from_backward():
+    from .derivatives.pointwise import _pow_base, _pow_exponent
+    from .derivatives.special import _gamma_density, _multigammaln_input, _xlog1py_input
+
+    register_jvp(["float_power"], _binary_from_backward(lambda t, x, y: _pow_base(t, x, y, ember.float_power),
+                                                        lambda t, x, y: _pow_exponent(t, x, y, ember.float_power),
+                                                        holomorphic=True))
+    register_jvp(["special_xlog1py"], _binary_from_backward(_xlog1py_input, lambda t, x, y: t * x / (y + 1)))
+    register_jvp(["special_gammainc"], _second_argument_only(lambda t, x, y: t * _gamma_density(x, y)))
+    register_jvp(["special_gammaincc"], _second_argument_only(lambda t, x, y: -t * _gamma_density(x, y)))
+    register_jvp(["special_zeta"], _second_argument_only(lambda t, x, y: -t * x * ember.special.zeta(x + 1, y)))
+    register_jvp(["special_multigammaln"], _real_only(
+        lambda op, primals, tangents, result: _multigammaln_input(tangents[0][0], primals[0][0], primals[0][1])))
+    register_jvp(["sgn"], _sgn)
+    register_jvp(["polar"], _polar)
+    register_jvp(["special_i1"], _real_only(_unary(_i1_derivative)))
+    register_jvp(["special_i1e"], _real_only(_unary(_i1e_derivative)))
+    register_jvp(["index_put"], _index_put)
+
+
 _SQRT_2PI = math.sqrt(2.0 * math.pi)
 
 _MORE_UNARY = {
@@ -639,6 +742,7 @@ def _fill_more():
         register_jvp([name], _real_only(_unary(derivative)))
     for name, (dx, dy) in _BINARY.items():
         register_jvp([name], _binary(dx, dy))
+    _fill_from_backward()
 
 
 def _fill_table():

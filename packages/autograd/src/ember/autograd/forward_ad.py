@@ -137,7 +137,7 @@ def make_dual(tensor, tangent, *, level=None):
         )
     if tangent.dtype != tensor.dtype:
         tangent = tangent.to(tensor.dtype)
-    return _dual(tensor, tangent, level)
+    return _dual_under_vmap(tensor, tangent, level)
 
 
 def unpack_dual(tensor, *, level=None):
@@ -151,7 +151,69 @@ def unpack_dual(tensor, *, level=None):
     level = _current_level(level)
     if isinstance(tensor, DualTensor) and tensor._dual_level == level:
         return UnpackedDualTensor(tensor._primal, tensor._tangent)
+    if _is_batched(tensor):
+        return UnpackedDualTensor(*_unpack_batched(tensor, level))
     return UnpackedDualTensor(tensor, None)
+
+
+# ---------------------------------------------------------------------------------------------------
+# dual tensors inside vmap
+#
+# vmap and forward mode commute: a batch of duals is a dual of batches. A dual tensor made of a vmap
+# sample (``vmap(jvp(f))``, ``vmap(jacfwd(f))``) is therefore built *inside* the batch: the primal and the
+# tangent are lifted to plain tensors with the batch dims in front (``ember.func._batched.lift``), paired,
+# and the pair is wrapped back into the vmap levels. Every op then meets the batched tensor first, and its
+# batching rule calls the op on the inner dual tensors, whose jvp rules see plain primals: the rules never
+# meet a batched primal, and the double-vjp path can make the primals require grad. A primal that is not
+# batched (``jacfwd``, which batches only the tangents) keeps the plain form, so its factorisations run once.
+
+
+def holds_dual(tensor):
+    """Whether ``tensor`` is a dual tensor, or a vmap batch of dual tensors (see :func:`_dual_under_vmap`)."""
+    while _is_batched(tensor):
+        tensor = tensor._inner
+    return isinstance(tensor, DualTensor)
+
+
+def _is_batched(tensor):
+    from ember.func._batched import BatchedTensor
+
+    return isinstance(tensor, BatchedTensor)
+
+
+def _dual_under_vmap(primal, tangent, level):
+    from ember.func._batched import level_of, lift, lower
+
+    top = level_of(primal)
+    if top == 0:
+        return _dual(primal, tangent, level)
+    # levels above the primal's (a vmap over the tangents) stay batched around the lifted tangent
+    return lower(_dual(lift(primal, top), lift(tangent, top), level), top)
+
+
+def _wrap_dim(value, dim, level):
+    """``value`` with its logical dim ``dim`` batched at vmap ``level``, under any higher levels it has."""
+    from ember.func._batched import BatchedTensor, wrap
+
+    if isinstance(value, BatchedTensor) and value._level > level:
+        inner_dim = dim if dim < value._bdim else dim + 1
+        bdim = value._bdim if value._bdim < inner_dim else value._bdim - 1
+        return wrap(_wrap_dim(value._inner, inner_dim, level), bdim, value._level)
+    return wrap(value, dim, level)
+
+
+def _unpack_batched(tensor, level):
+    """``(primal, tangent)`` of a batched tensor over a dual tensor of ``level`` (tangent None if none)."""
+    inner = tensor._inner
+    if isinstance(inner, DualTensor) and inner._dual_level == level:
+        primal, tangent = inner._primal, inner._tangent
+    elif _is_batched(inner):
+        primal, tangent = _unpack_batched(inner, level)
+    else:
+        return tensor, None
+    if tangent is None:
+        return tensor, None
+    return _wrap_dim(primal, tensor._bdim, tensor._level), _wrap_dim(tangent, tensor._bdim, tensor._level)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -268,6 +330,8 @@ def _inplace(op, args, kwargs, level):
         primal, tangent = _primal_of(src, level), _tangent_of(src, level)
         primal = primal.expand_as(self) if isinstance(primal, Tensor) else primal
         tangent = tangent.expand_as(self) if tangent is not None else None
+    elif op.name == "index_put_":  # linear in self and values: the same write into the tangent
+        primal, tangent = _index_put(args, kwargs, level)
     elif op.functional is None:  # fill_, zero_, random fills: constants, tangent zero
         op(_primal_of(self, level), *[_primal_of(a, level) for a in args[1:]], **kwargs)
         if isinstance(self, DualTensor) and self._tangent is not None:
@@ -292,3 +356,19 @@ def _inplace(op, args, kwargs, level):
     elif self._tangent is not None:
         self._tangent.zero_()
     return self
+
+
+def _index_put(args, kwargs, level):
+    """``self[indices] = values`` (``+=`` with ``accumulate``) on the primals and on the tangents (zeros
+    for a side without one): ``(new primal, new tangent or None)``."""
+    self, indices, values = args[0], args[1], args[2]
+    accumulate = args[3] if len(args) > 3 else kwargs.get("accumulate", False)
+    indices = type(indices)(_primal_of(i, level) for i in indices)
+    self_p, values_p = _primal_of(self, level), _primal_of(values, level)
+    primal = ember.index_put(self_p, indices, values_p, accumulate)
+    self_t, values_t = _tangent_of(self, level), _tangent_of(values, level)
+    if self_t is None and values_t is None:
+        return primal, None
+    self_t = ember.zeros_like(self_p) if self_t is None else self_t
+    values_t = ember.zeros_like(values_p, dtype=self_p.dtype) if values_t is None else values_t
+    return primal, ember.index_put(self_t, indices, values_t, accumulate)
