@@ -188,8 +188,8 @@ def test_per_sample_gradients_of_the_demo_cnn_never_loop():
     net = _digits_cnn().double().eval()
     for module in net.modules():  # running statistics that are not the defaults, so eval-mode batch norm counts
         if isinstance(module, nn.BatchNorm2d):
-            module.running_mean.copy_(ember.randn(module.num_features).double() * 0.1)
-            module.running_var.copy_(ember.rand(module.num_features).double() + 0.5)
+            module.running_mean.copy_(_f64(module.num_features, seed=7) * 0.1)
+            module.running_var.copy_(_f64(module.num_features, seed=8).abs() + 0.5)
     params = {k: v.detach() for k, v in net.named_parameters()}
     buffers = {k: v.detach() for k, v in net.named_buffers()}
     xs, ys = _f64(6, 1, 8, 8, seed=5), ember.tensor([1, 3, 0, 9, 3, 7])

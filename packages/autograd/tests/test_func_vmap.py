@@ -284,3 +284,26 @@ def test_dropout_outside_training_returns_its_input():
 
     np.testing.assert_allclose(vmap(f)(x).numpy(), (x * 2).numpy())
     assert same == [True]
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("rows", [None, 4])
+def test_cross_entropy_rule_matches_a_loop(reduction, rows):
+    # class-index targets (one ignored), samples of (C,) or (N, C) logits; the target batched or shared
+    rng = np.random.default_rng(6)
+    shape = (3, 5) if rows is None else (3, rows, 5)
+    x = ember.from_numpy(rng.standard_normal(shape))
+    t = ember.from_numpy(rng.integers(0, 5, shape[:-1]))
+    if rows is not None:
+        t[1, 2] = -100  # ignore_index
+
+    def f(x, t):
+        return ember.nn.functional.cross_entropy(x, t, reduction=reduction)
+
+    for t_dim in (0, None):
+        tt = t if t_dim == 0 else t[1]
+        with debug.fallbacks() as report:
+            out = vmap(f, in_dims=(0, t_dim))(x, tt)
+        assert dict(report) == {}
+        expected = ember.stack([f(x[i], tt if t_dim is None else tt[i]) for i in range(3)])
+        np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)

@@ -758,6 +758,32 @@ def _batch_norm(op, level, size, args, kwargs):
     return wrap(inner * as_channel(scale) + as_channel(shift), 0, level)
 
 
+def _cross_entropy(op, level, size, args, kwargs):
+    """Cross entropy of ``(N, C)`` or ``(C,)`` logits per sample with class indices, no class weights and
+    no label smoothing: the log-likelihoods picked from the batch's log-softmax with one gather and reduced
+    per sample (half the ops of the decomposition, which other calls take)."""
+    x, target, weight, size_average, ignore_index, reduce, reduction, smoothing = args
+    if weight is not None or size_average is not None or reduce is not None or smoothing != 0 or \
+            reduction not in ("mean", "sum", "none") or x.ndim not in (1, 2) or target.ndim != x.ndim - 1 or \
+            target.dtype not in (ember.int64, ember.int32) or x.dtype not in (ember.float32, ember.float64):
+        return op.decomposition(*args, **kwargs)
+    xi, ti = _expanded(x, level, size), _expanded(target, level, size)
+    if x.ndim == 1:  # one row a sample
+        xi, ti = xi.unsqueeze(1), ti.unsqueeze(1)
+    if xi.shape[1] != ti.shape[1]:
+        return op.decomposition(*args, **kwargs)  # the decomposition raises PyTorch's size error
+    index = ti.unsqueeze(-1)  # (B, N, 1)
+    keep = index != ignore_index
+    picked = ember.log_softmax(xi, -1).gather(-1, index * keep) * keep  # (B, N, 1); ignored targets give 0
+    if reduction == "none":
+        out = -picked.squeeze(-1)
+        return wrap(out.squeeze(1) if x.ndim == 1 else out, 0, level)
+    total = picked.sum((1, 2))
+    if reduction == "sum":
+        return wrap(-total, 0, level)
+    return wrap(-total / keep.sum((1, 2)), 0, level)
+
+
 def _embedding(op, level, size, args, kwargs):
     if _others_batched(args[1:], level):
         return _loop(op, op.name, level, size, args, kwargs)
@@ -1022,6 +1048,7 @@ def _fill_table():
     register(["convolution"], _convolution)
     register(["linear"], _linear)
     register(["batch_norm"], _batch_norm)
+    register(["cross_entropy"], _cross_entropy)
     register(["embedding"], _embedding)
     for d in (1, 2, 3):
         register([f"avg_pool{d}d", f"max_pool{d}d_with_indices", f"adaptive_avg_pool{d}d",
