@@ -220,12 +220,19 @@ def _size(shape):
 # -- unary ----------------------------------------------------------------------------------
 
 
+def _unary_code(name, np_dtype):
+    dc = dtype_code(np_dtype)
+    if dc is None or dc == 0 or (dc == 6 and name == "relu"):  # relu is maximum: numpy's own for float16
+        return None
+    return dc
+
+
 def unary_array(name, data):
     """``name(data)`` (neg, abs, relu) as a new array of ``data``'s dtype, or None."""
     if type(data) is not np.ndarray or data.size < MIN_ELEMENTS:
         return None
-    dc = dtype_code(data.dtype)
-    if dc is None or dc == 0:
+    dc = _unary_code(name, data.dtype)
+    if dc is None:
         return None
     out = np.empty(data.shape, data.dtype)
     _C.pointwise_unary(UNARY_OPS[name], dc, out, data)
@@ -240,9 +247,9 @@ def unary_into(name):
         if out.size < MIN_ELEMENTS or not _writable_target(out) or type(input) is not Tensor:
             return False
         data = input._data
-        dc = dtype_code(out.dtype)
+        dc = _unary_code(name, out.dtype)
         if (type(data) is not np.ndarray or data.dtype != out.dtype or data.shape != out.shape or dc is None
-                or dc == 0 or not _no_partial_overlap(out, data)):
+                or not _no_partial_overlap(out, data)):
             return False
         _C.pointwise_unary(code, dc, out, data)
         return True
@@ -293,8 +300,12 @@ def _clamp_operands(input, min, max, np_dtype):  # noqa: A002 - PyTorch's argume
     dc = dtype_code(np_dtype)
     if dc is None or dc == 0 or (min is None and max is None):
         return None
-    if dc in (6, 7) and (type(min) in (int, float) or type(max) in (int, float)):
-        return None  # float16/bfloat16 clamp a number bound in float32, unrounded (the numpy path)
+    if dc == 6 or (dc == 7 and (type(min) in (int, float) or type(max) in (int, float))):
+        # float16: numpy's maximum/minimum pick between equal zeros by layout; bfloat16 clamps a number
+        # bound in float32, unrounded (the numpy path)
+        return None
+    if min is not None and max is not None and (type(min) is Tensor or type(max) is Tensor):
+        return None  # numpy's clip with array bounds returns the bound where it equals the value (0.0 and -0.0)
     x = _operand(input, np_dtype)
     low = None if min is None else _operand(min, np_dtype)
     high = None if max is None else _operand(max, np_dtype)
