@@ -191,6 +191,21 @@ def test_cholesky_matches_cpu(dtype, batch):
     assert_close(grads[1], grads[0], rtol=_tol(dtype)[0] * 50, atol=_tol(dtype)[1] * 50)
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_backward_fast_path_equals_the_formula(upper):
+    # without create_graph the backward is ember.cuda.kernels.linalg.cholesky_backward; with it, the formula's
+    # ops (which record): both give the CPU's gradient
+    A = _pd((3, 7, 7), ember.float64)
+    G = _make((3, 7, 7), ember.float64, seed=7)
+    grads = []
+    for device, create_graph in (("cpu", False), ("cuda", False), ("cuda", True)):
+        a = A.to(device).requires_grad_()
+        (g,) = ember.autograd.grad(ember.linalg.cholesky(a, upper=upper), a, G.to(device), create_graph=create_graph)
+        grads.append(g.detach().cpu())
+    assert_close(grads[1], grads[0], rtol=1e-10, atol=1e-10)
+    assert_close(grads[2], grads[0], rtol=1e-10, atol=1e-10)
+
+
 def test_cholesky_failure_info_nan_and_error():
     A = _pd((3, 5, 5), ember.float64)
     A[1] = -ember.eye(5, dtype=ember.float64)

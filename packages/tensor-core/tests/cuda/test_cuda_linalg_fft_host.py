@@ -74,18 +74,32 @@ def _cupy():
         runtime=types.SimpleNamespace(getDevice=lambda: 0),
         device=types.SimpleNamespace(get_cublas_handle=lambda: 1, get_cusolver_handle=lambda: 2))
 
-    class ElementwiseKernel:  # only the module's tril-or-NaN kernel, by its documented meaning
-        def __init__(self, params, out, body, name):
-            assert name == "ember_cholesky_tril_or_nan"
-
-        def __call__(self, factor, info, n, bad, out):
-            lower = np.tril(np.asarray(factor).reshape(-1, n, n))
-            lower[np.asarray(info).reshape(-1) != 0] = bad
-            out[...] = lower.reshape(out.shape)
-
-    cp.ElementwiseKernel = lambda params, out, body, name: (ElementwiseKernel if "cholesky" in name else
-                                                            _FirstZeroPivot)(params, out, body, name)
+    cp.matmul = _wrap(np.matmul)
+    cp.ElementwiseKernel = lambda params, out, body, name: _KERNELS[name]()
     return cp
+
+
+def _tril_or_nan(factor, info, n, bad, out):
+    lower = np.tril(np.asarray(factor).reshape(-1, n, n))
+    lower[np.asarray(info).reshape(-1) != 0] = bad
+    out[...] = lower.reshape(out.shape)
+
+
+def _first_zero_pivot(factors, n, info):
+    zero = np.diagonal(np.asarray(factors).reshape(-1, n, n), axis1=-2, axis2=-1) == 0
+    info[...] = np.where(zero.any(axis=-1), np.argmax(zero, axis=-1) + 1, 0)
+
+
+def _halved_tril(m, n, out):
+    lower = np.tril(np.asarray(m))
+    idx = np.arange(n)
+    lower[..., idx, idx] *= 0.5
+    out[...] = lower
+
+
+# the module's kernels by their documented meaning
+_KERNELS = {"ember_cholesky_tril_or_nan": lambda: _tril_or_nan, "ember_lu_first_zero_pivot": lambda: _first_zero_pivot,
+            "ember_cholesky_halved_tril": lambda: _halved_tril}
 
 
 def _cublas():
@@ -169,17 +183,6 @@ def _cusolver():
     return lib
 
 
-class _FirstZeroPivot:
-    """The module's zero-pivot kernel, by its documented meaning."""
-
-    def __init__(self, params, out, body, name):
-        assert name == "ember_lu_first_zero_pivot"
-
-    def __call__(self, factors, n, info):
-        zero = np.diagonal(np.asarray(factors).reshape(-1, n, n), axis1=-2, axis2=-1) == 0
-        info[...] = np.where(zero.any(axis=-1), np.argmax(zero, axis=-1) + 1, 0)
-
-
 class _Plan:
     """cuFFT's plan many by its documented meaning: ``batch`` row-major signals of ``inembed``, unnormalised."""
 
@@ -218,7 +221,7 @@ def stand_in(monkeypatch):
     # empty caches for the stand-ins, the real ones back afterwards: real CuPy objects (a GPU machine runs
     # both test files in one process) and stand-in ones must never meet
     for module, name, empty in ((kernels, "_WORKSPACES", {}), (kernels, "_GESVDJ_PARAMS", {}),
-                                (kernels, "_TRIL_OR_NAN", None), (kernels, "_FIRST_ZERO_PIVOT", None),
+                                (kernels, "_TRIL_OR_NAN", None), (kernels, "_FIRST_ZERO_PIVOT", None), (kernels, "_HALVED_TRIL", None),
                                 (fft_plans, "_plans", collections.OrderedDict())):
         monkeypatch.setattr(module, name, empty)
     return lambda a: np.ascontiguousarray(a).view(_Array)
@@ -292,6 +295,27 @@ def test_cholesky_reads_the_lower_triangle(stand_in, dtype, batch):
     lower, info = kernels.cholesky(stand_in(failing))
     assert np.asarray(info).tolist() == [0, 1]
     assert np.isnan(lower[1]).all() and not np.isnan(lower[0]).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_backward_is_the_formula(stand_in, dtype, upper):
+    from ember._tensor import Tensor
+
+    rng = np.random.default_rng(5)
+    g = _make(rng, dtype, 2, 5, 5)
+    lower = np.linalg.cholesky(g @ np.conj(np.swapaxes(g, -1, -2)) + 5 * np.eye(5)).astype(dtype)
+    grad = _make(rng, dtype, 2, 5, 5)
+    factor = np.conj(np.swapaxes(lower, -1, -2)) if upper else lower
+    got = kernels.cholesky_backward(Tensor._make(stand_in(grad), "device"), Tensor._make(stand_in(factor), "device"),
+                                    upper)
+    # ember-autograd's formula, in numpy: S = L^{-H} Phi(L^H gL) L^{-1}, gA = (S + S^H) / 2
+    gl = np.conj(np.swapaxes(grad, -1, -2)) if upper else grad
+    m = np.conj(np.swapaxes(lower, -1, -2)) @ gl
+    phi = np.tril(m) - 0.5 * np.einsum("...ii->...i", m)[..., None] * np.eye(5)
+    s = np.stack([sl.solve_triangular(np.conj(low.T), p, lower=False) @ np.linalg.inv(low) for low, p in zip(lower, phi)])
+    want = 0.5 * (s + np.conj(np.swapaxes(s, -1, -2)))
+    np.testing.assert_allclose(np.asarray(got._data), want, rtol=50 * _tol(dtype), atol=50 * _tol(dtype))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

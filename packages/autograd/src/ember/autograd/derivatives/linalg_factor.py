@@ -17,12 +17,20 @@ no derivative (as in PyTorch).
 from __future__ import annotations
 
 import ember
+from ember._ops._dispatch import state as _dispatch_state
+from ember.cuda.kernels import linalg as _cuda_linalg
 
 from .._table import derivative, nondifferentiable, through_decomposition
 from ._helpers import mH
 
 
 def cholesky_backward(grad, L, upper):
+    if not _dispatch_state.grad_enabled and L.device.type == "cuda":
+        # a backward pass that records nothing (no create_graph): the same formula straight on cuBLAS (one
+        # GEMM, two trsm, three kernels) instead of a dozen dispatched ops; None for calls it does not take
+        fast = _cuda_linalg.cholesky_backward(grad, L, upper)
+        if fast is not None:
+            return fast
     if upper:  # U = L^H
         L, grad = mH(L), mH(grad)
     M = ember.matmul(mH(L), grad)

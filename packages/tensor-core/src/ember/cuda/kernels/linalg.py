@@ -10,7 +10,8 @@ workspaces per (device, routine, dtype, sizes):
 * :func:`lu_solve_batched`: cuBLAS ``getrsBatched`` with those factors (``op(A) X = B``);
 * :func:`triangular_solve`: cuBLAS ``trsm`` (one matrix) or ``trsmBatched``;
 * :func:`cholesky`: cuSOLVER ``potrf`` (one matrix, cached workspace) or ``potrfBatched``; ``info`` stays
-  on the device (the non-``_ex`` op reads it once, as PyTorch does);
+  on the device (the non-``_ex`` op reads it once, as PyTorch does); :func:`cholesky_backward`, its
+  gradient for a backward pass that records nothing (a GEMM, two in-place ``trsm`` and three kernels);
 * :func:`svd`: cuSOLVER ``gesvdj`` (Jacobi, PyTorch's default CUDA driver), one call per matrix.
 
 Layout: cuBLAS and cuSOLVER read matrices column-major, ember's arrays are row-major. A row-major
@@ -28,7 +29,8 @@ import math
 
 import numpy as np
 
-__all__ = ["lu_factor_batched", "lu_solve_batched", "triangular_solve", "cholesky", "svd", "supported"]
+__all__ = ["lu_factor_batched", "lu_solve_batched", "triangular_solve", "cholesky", "cholesky_backward", "svd",
+           "supported"]
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
            np.dtype(np.complex128): "z"}
@@ -231,13 +233,16 @@ def lu_solve_batched(lu, pivots, b, trans):
 # -- triangular solves -------------------------------------------------------------------------------
 
 
-def triangular_solve(a, b, upper, left=True, unitriangular=False):
+def triangular_solve(a, b, upper, left=True, unitriangular=False, overwrite_b=False):
     """``X`` with ``A X = B`` (``X A = B`` if not ``left``) for triangular ``A``: cuBLAS ``trsm``, batched.
 
     Only ``A``'s triangle named by ``upper`` is read (not its diagonal if ``unitriangular``); a zero on the
     diagonal gives inf/NaN, as BLAS does. Row-major ``A`` is the column-major ``A^T`` and row-major ``B``
     the column-major ``B^T``, so ``A X = B`` is solved as ``X^T A^T = B^T`` (the right side, the other
     triangle) on the arrays as they are: no transposed copies.
+
+    ``overwrite_b``: ``B`` is a C-contiguous array of the full batch that the caller gives up: the solution
+    is written into it (no copy).
 
     Returns:
         ``(*, r, c)`` (``B``'s matrix shape, the broadcast batch), C-contiguous; or None for calls it does not
@@ -255,7 +260,10 @@ def triangular_solve(a, b, upper, left=True, unitriangular=False):
     if rows == 0 or cols == 0 or math.prod(batch) == 0:
         return None
     mats = cp.ascontiguousarray(cp.broadcast_to(a, batch + (n, n))).reshape(-1, n, n)
-    out = _flat(cp.broadcast_to(b, batch + (rows, cols)))
+    if overwrite_b and b._c_contiguous and b.shape[:-2] == batch:
+        out = b.reshape(-1, rows, cols)
+    else:
+        out = _flat(cp.broadcast_to(b, batch + (rows, cols)))
     side = _SIDE_RIGHT if left else _SIDE_LEFT
     uplo = _FILL_LOWER if upper else _FILL_UPPER  # the transpose's triangle
     diag = _DIAG_UNIT if unitriangular else _DIAG_NON_UNIT
@@ -275,6 +283,62 @@ def triangular_solve(a, b, upper, left=True, unitriangular=False):
 
 
 # -- Cholesky ----------------------------------------------------------------------------------------
+
+_HALVED_TRIL = None
+
+
+def _halved_tril_kernel():
+    """``tril(M)`` with the diagonal halved, per matrix of a batch, in one kernel (cholesky's backward)."""
+    global _HALVED_TRIL
+    if _HALVED_TRIL is None:
+        _HALVED_TRIL = _cp().ElementwiseKernel(
+            "raw T m, int64 n",
+            "T out",
+            """
+            const long long col = i % n;
+            const long long row = (i / n) % n;
+            out = col > row ? T(0) : (col == row ? T(0.5) * m[i] : m[i]);
+            """,
+            "ember_cholesky_halved_tril",
+        )
+    return _HALVED_TRIL
+
+
+def cholesky_backward(grad, L, upper):
+    """The gradient of ``A`` in ``L = cholesky(A)`` (``U`` when ``upper``) for a backward pass that records
+    nothing, on CUDA tensors: ember-autograd's formula (``S = L^{-H} Phi(L^H gL) L^{-1}``, returned as
+    ``(S + S^H) / 2``) as one GEMM, one kernel for ``Phi`` (the lower triangle, diagonal halved), two cuBLAS
+    ``trsm`` writing in place and two launches for the Hermitian part, where the ops would dispatch about
+    twelve times.
+
+    Returns:
+        The gradient (a Tensor of ``A``'s shape), or None for calls it does not take (then the formula runs).
+    """
+    from ..._tensor import Tensor
+
+    g, factor = grad._data, L._data
+    if type(g) is not type(factor) or not supported(g, factor) or g.shape != factor.shape:
+        return None
+    if factor.shape[-1] != factor.shape[-2] or factor.size == 0:
+        return None
+    cp = _cp()
+    if upper:  # U = L^H, and its gradient the conjugate transpose
+        factor, g = cp.swapaxes(factor, -1, -2).conj(), cp.swapaxes(g, -1, -2).conj()  # views when real
+    n = factor.shape[-1]
+    factor_h = cp.swapaxes(factor, -1, -2).conj()
+    phi = cp.empty(factor.shape, factor.dtype)
+    _halved_tril_kernel()(cp.matmul(factor_h, g), n, phi)
+    x = triangular_solve(factor_h, phi, upper=True, overwrite_b=True)  # L^H X = Phi
+    if x is None:
+        return None
+    s = triangular_solve(factor, x, upper=False, left=False, overwrite_b=True)  # S L = X
+    if s is None:
+        return None
+    out = s + cp.swapaxes(s, -1, -2).conj()
+    out *= 0.5
+    return Tensor._make(out, L._device)
+
+
 
 _TRIL_OR_NAN = None
 
