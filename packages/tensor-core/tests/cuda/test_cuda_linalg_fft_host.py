@@ -222,6 +222,7 @@ def stand_in(monkeypatch):
     # both test files in one process) and stand-in ones must never meet
     for module, name, empty in ((kernels, "_WORKSPACES", {}), (kernels, "_GESVDJ_PARAMS", {}),
                                 (kernels, "_TRIL_OR_NAN", None), (kernels, "_FIRST_ZERO_PIVOT", None), (kernels, "_HALVED_TRIL", None),
+                                (kernels, "_POINTERS", collections.OrderedDict()),
                                 (fft_plans, "_plans", collections.OrderedDict())):
         monkeypatch.setattr(module, name, empty)
     return lambda a: np.ascontiguousarray(a).view(_Array)

@@ -25,6 +25,7 @@ CuPy is imported on the first call only: importing this module needs no GPU.
 
 from __future__ import annotations
 
+import collections
 import math
 
 import numpy as np
@@ -101,17 +102,31 @@ def _host_one(dtype):
     return entry[1]
 
 
+_POINTERS = collections.OrderedDict()  # (device, first address, step, count) -> device array of the addresses
+_POINTERS_KEPT = 64
+
+
 def _pointers(a):
     """A device array of the addresses of each matrix of the C-contiguous batch ``a`` (``(B, r, c)``).
 
-    The caller must hold the returned array in a variable until the library call is queued: a temporary's
-    memory goes back to CuPy's pool as soon as ``.data.ptr`` is read, and the next allocation (another
-    pointer array of the same call) would reuse it, overwriting these addresses before the call runs."""
+    The arrays are cached by (device, first address, step, count): CuPy's pool hands the same addresses out
+    again, and an address table depends on nothing else, so a repeated call launches nothing. The cache
+    also keeps each table alive until its library call is queued (a temporary's memory would go back to
+    the pool as soon as ``.data.ptr`` is read, and the next table of the same call could reuse it)."""
     cp = _cp()
     count = a.shape[0]
     step = a.shape[1] * a.shape[2] * a.itemsize
     start = a.data.ptr
-    return cp.arange(start, start + step * count, step, dtype=cp.uintp) if count else cp.empty(0, cp.uintp)
+    key = (a.data.device_id, start, step, count)
+    table = _POINTERS.get(key)
+    if table is not None:
+        _POINTERS.move_to_end(key)
+        return table
+    table = cp.arange(start, start + step * count, step, dtype=cp.uintp)
+    _POINTERS[key] = table
+    if len(_POINTERS) > _POINTERS_KEPT:
+        _POINTERS.popitem(last=False)
+    return table
 
 
 def _flat(a):
