@@ -141,7 +141,10 @@ def binary_into(rule, code):
         plan = rule.plan(input, other)
         if plan is None or not plan.direct or plan.dtype != out.dtype:
             return False
-        np_dtype = (input if type(input) is Tensor else other)._data.dtype
+        tensor = (input if type(input) is Tensor else other)._data
+        if (plan.shape if plan.shape is not None else tensor.shape) != out.shape:
+            return False
+        np_dtype = tensor.dtype
         a, b = _operand(input, np_dtype), _operand(other, np_dtype)
         if a is None or b is None or not _no_partial_overlap(out, a) or not _no_partial_overlap(out, b):
             return False
@@ -153,6 +156,9 @@ def binary_into(rule, code):
         _C.pointwise_binary(code, dc, out, a, b)
         return True
 
+    # a call it takes has a plan, which exists only for arguments the op's meta function accepts, and the
+    # alpha values it takes are those the meta function accepts: write_direct need not run the meta function
+    into.checks_arguments = True
     return into
 
 

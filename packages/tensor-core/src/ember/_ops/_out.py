@@ -19,7 +19,9 @@ def write_direct(op, out, args, kwargs, scan):
     CPU ``out`` of exactly the result's dtype and shape, no active dispatch mode and nothing that
     requires grad; the writer may still refuse (an ``out`` that partly overlaps an input, type
     promotion), and nothing has been written then. The meta function runs first, so errors are the
-    general path's. ``out``'s version counter is bumped, as ``copy_`` into it would.
+    general path's (a writer whose ``checks_arguments`` is true takes only calls the meta function
+    accepts, and checks the result's shape itself: the meta function is skipped). ``out``'s version
+    counter is bumped, as ``copy_`` into it would.
     """
     into = getattr(op, "cpu_into", None)
     if into is None or type(out) is not Tensor or _dispatch.state.modes:
@@ -29,8 +31,11 @@ def write_direct(op, out, args, kwargs, scan):
         return None
     if _dispatch.state.grad_enabled and (scan.needs_grad or out.requires_grad):
         return None  # write_out raises PyTorch's error
-    result = op.meta(*args, **kwargs)
-    if tuple(result.shape) != data.shape or result.dtype != data.dtype or not into(data, *args, **kwargs):
+    if not getattr(into, "checks_arguments", False):
+        result = op.meta(*args, **kwargs)
+        if tuple(result.shape) != data.shape or result.dtype != data.dtype:
+            return None
+    if not into(data, *args, **kwargs):
         return None
     out._bump_version()
     return out
