@@ -22,7 +22,6 @@ They are registered by :func:`fill` from :mod:`ember.autograd._jvp_rules`.
 from __future__ import annotations
 
 import ember
-from ember._ops._registry import registry
 from ember._shape_only import ShapeOnlyArray
 
 #: filled by :func:`fill` (the _jvp_rules module imports this one, so no import cycle at load time)
@@ -100,7 +99,7 @@ def _solve(op, primals, tangents, result):
     """``linalg.solve`` (and ``solve_ex``), ``A X = B`` (``X A = B`` on the right): ``dX = A^-1 (dB - dA X)``.
 
     A rule of the composite's own (not its decomposition, which reads ``info`` to raise for a singular
-    matrix, a read that vmap refuses): the tangent's solve is one more call of the solve prim with ``A``.
+    matrix, a read that vmap refuses). ``A^-1`` is formed once and each tangent costs one product.
     """
     (a, b), kwargs = primals
     t_a, t_b = tangents[0]
@@ -114,12 +113,11 @@ def _solve(op, primals, tangents, result):
     if t_a is not None:
         term = -(t_a @ x) if left else -(x @ t_a)
         rhs = term if rhs is None else rhs + term
-    # one batch shape for both (vmap batches a call whose operands have different ranks per sample)
-    batch = ember.broadcast_shapes(tuple(a.shape[:-2]), tuple(rhs.shape[:-2]))
-    # the prim, not linalg.solve: the composite reads info to raise for a singular matrix, which vmap cannot
-    # batch (the primal call has raised already)
-    d_x = registry["_linalg_solve_lu"](a.expand(*batch, *a.shape[-2:]), rhs.expand(*batch, *rhs.shape[-2:]),
-                                       left=left)[0]
+    # A^-1 once (the composite's kernel keeps no factorisation), then one product per tangent: under jacfwd
+    # the tangents are a vmap batch, and a product with an unbatched matrix is one GEMM where a solve would
+    # factor or substitute per sample
+    inverse = ember.linalg.inv(a)
+    d_x = inverse @ rhs if left else rhs @ inverse
     if vector:
         d_x = d_x.squeeze(-1) if left else d_x.squeeze(-2)
     return _like_result(result, d_x)
