@@ -69,6 +69,11 @@ _SKIP = {
 }
 
 
+#: ops that PyTorch's vmap refuses when the argument at this position is batched (the output's shape would
+#: depend on each sample's values): vmap raises there
+_REFUSED = {"masked_select": 1}
+
+
 def _cases():
     for name, info in sorted(op_db.items()):
         op = info.op
@@ -125,6 +130,11 @@ def test_vmap_matches_loop_over_op_db(name):
                     ])
                 except (RuntimeError, ValueError, IndexError, TypeError):
                     continue  # the permuted sample is not a valid input of the op
+                refused = _REFUSED.get(name)
+                if refused is not None and refused < len(dims) and dims[refused] is not None:
+                    with pytest.raises(RuntimeError, match="differently shaped"):
+                        vmap(call, in_dims=dims)(*args)
+                    continue
                 actual = vmap(call, in_dims=dims)(*args)
                 _compare(actual, expected)
 
@@ -307,3 +317,34 @@ def test_cross_entropy_rule_matches_a_loop(reduction, rows):
         assert dict(report) == {}
         expected = ember.stack([f(x[i], tt if t_dim is None else tt[i]) for i in range(3)])
         np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_boolean_masks_per_sample_raise_and_shared_masks_vectorise():
+    rng = np.random.default_rng(7)
+    x = ember.from_numpy(rng.standard_normal((3, 4, 5)))
+    # a mask per sample selects a different number of elements from each: PyTorch's error
+    with pytest.raises(RuntimeError, match="Attempting to batch over indexing with a boolean mask"):
+        vmap(lambda t: t[t > 0])(x)
+    with pytest.raises(RuntimeError, match="Attempting to batch over indexing with a boolean mask"):
+        vmap(lambda t: t.clone().__setitem__(t > 0, 0.0))(x)
+    # one mask for every sample: the same elements of each, in one call
+    m2 = ember.from_numpy(rng.random((4, 5)) > 0.5)
+    for f in (lambda t: t[m2], lambda t: t[:, m2[0]], lambda t: t[m2[:, 0], ember.tensor([0, 2])]):
+        with debug.fallbacks() as report:
+            out = vmap(f)(x)
+        assert dict(report) == {}
+        np.testing.assert_array_equal(out.numpy(), ember.stack([f(x[i]) for i in range(3)]).numpy())
+
+
+def test_views_the_batch_layout_cannot_take_raise_as_in_pytorch():
+    x = ember.from_numpy(np.random.default_rng(8).standard_normal((3, 4, 5)))
+    # the samples along dim 1: each (3, 5) sample spans two blocks of memory, so view cannot merge its dims
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        vmap(lambda t: t.view(-1), in_dims=1)(x)
+    with pytest.raises(RuntimeError, match="view size is not compatible"):
+        vmap(lambda t: t.t().view(-1))(x)
+    # views the samples' memory can take, and reshape (which copies where it must), work
+    np.testing.assert_array_equal(vmap(lambda t: t.view(-1), in_dims=2)(x).numpy(),
+                                  x.movedim(2, 0).reshape(5, 12).numpy())
+    np.testing.assert_array_equal(vmap(lambda t: t.reshape(-1), in_dims=1)(x).numpy(),
+                                  x.movedim(1, 0).reshape(4, 15).numpy())

@@ -42,7 +42,6 @@ LOOPED = {
     "nonzero": "the output's shape depends on each sample's values",
     "unique": "the output's shape depends on each sample's values",
     "unique_consecutive": "the output's shape depends on each sample's values",
-    "masked_select": "the output's shape depends on each sample's values",
     "bincount": "the output's length depends on each sample's values",
     "histc": "one histogram of all elements; no dim to batch over",
     "histogram": "one histogram of all elements; no dim to batch over",
@@ -245,14 +244,24 @@ def _run(op, level, size, args, kwargs):
     rule = RULES.get(op)
     if rule is not None:
         return rule(op, level, size, args, kwargs)
+    if op.name in ("index_put", "index_put_", "_index_put_impl_"):  # x[mask] = v with a mask per sample
+        _refuse_batched_masks(args[1], level)
     if op.kind == "inplace":
         return _inplace(op, level, size, args, kwargs)
     if op.decomposition is not None:
+        global _decomposing
+        _decomposing += 1
         try:
             return op.decomposition(*args, **kwargs)
         except (ValuesOfBatchedTensor, UnbatchedWrite):
             pass  # the decomposition reads values, or writes into a buffer it made: run it per sample
+        finally:
+            _decomposing -= 1
     return _loop(op, op.name, level, size, args, kwargs)
+
+
+#: how many decompositions of batched calls are running (their views may copy: see ``_view``)
+_decomposing = 0
 
 
 def _select(x, level, index):
@@ -437,9 +446,11 @@ def _view(op, level, size, args, kwargs):
         try:
             return wrap(x.view(size, *sizes), 0, level)
         except RuntimeError:
-            # the batch's memory is not laid out for this view (a batched tensor reports a contiguous layout
-            # for its samples, so decompositions such as reshape's choose view): copy instead
-            pass
+            # The samples' memory cannot take this view. A user's view raises, as in PyTorch (whose batched
+            # tensors have the samples' real strides); a decomposition's view copies instead, since a batched
+            # tensor reports a contiguous layout for its samples and so steers decompositions to view.
+            if not _decomposing:
+                raise
     return wrap(x.reshape(size, *sizes), 0, level)
 
 
@@ -852,14 +863,64 @@ def _gather_like(tensor_positions, dim_position=1):
     return rule
 
 
+_MASK_ERROR = (
+    "vmap: We do not support batching operators that can support dynamic shape. Attempting to batch over "
+    "indexing with a boolean mask."
+)
+
+
+def _is_mask(i):
+    return isinstance(i, Tensor) and i.dtype in (ember.bool, ember.uint8)
+
+
+def _refuse_batched_masks(indices, level):
+    """A boolean mask that differs per sample selects a different number of elements from each: PyTorch raises
+    (a decomposition's masked writes, as in ``masked_scatter``, run per sample instead)."""
+    if not _decomposing and any(_is_mask(i) and _is_batched(i, level) for i in indices):
+        raise RuntimeError(_MASK_ERROR)
+
+
+def _masked_fill(op, level, size, args, kwargs):
+    """``masked_fill`` is ``where(mask, value, input)`` in the input's dtype: the pointwise rule batches it."""
+    x, mask, value = args
+    out = ember.where(mask, value, x)
+    return out if out.dtype == x.dtype else out.to(x.dtype)
+
+
+def _masked_select(op, level, size, args, kwargs):
+    if _is_batched(args[1], level):
+        raise RuntimeError(
+            "vmap: Attempted to vmap over `mask` in ember.masked_select(self, mask) We cannot support this "
+            "because for each batch this would return a differently shaped Tensor."
+        )
+    x, mask = _expanded(args[0], level, size), args[1]
+    shape = ember.broadcast_shapes(tuple(args[0].shape), tuple(mask.shape))
+    return wrap(x.expand(size, *shape)[:, mask.expand(shape)], 0, level)
+
+
+def _mask_as_positions(indices):
+    """The index list with each (unbatched) ``k``-dim boolean mask replaced by the ``k`` long index tensors of
+    its true elements, as indexing itself reads it; None when a mask's values cannot be read here."""
+    out = []
+    for i in indices:
+        if not _is_mask(i):
+            out.append(i)
+        elif type(i) is Tensor:
+            out.extend(i.nonzero().unbind(1))
+        else:
+            return None  # batched at a lower level: each sample of that level has its own positions
+    return out
+
+
 def _index(op, level, size, args, kwargs):
     inp, indices = args[0], list(args[1])
+    _refuse_batched_masks(indices, level)
+    if any(_is_mask(i) for i in indices):
+        indices = _mask_as_positions(indices)
+        if indices is None:
+            return _loop(op, op.name, level, size, args, kwargs)
     tensors = [i for i in indices if i is not None]
-    if (
-        not _is_batched(inp, level)
-        or any(_is_batched(i, level) for i in tensors)
-        or any(i.dtype in (ember.bool, ember.uint8) for i in tensors)
-    ):
+    if not _is_batched(inp, level) or any(_is_batched(i, level) for i in tensors):
         return _loop(op, op.name, level, size, args, kwargs)
     x, _ = _front(inp, level)
     positions = [p for p, i in enumerate(indices) if i is not None]
@@ -1049,6 +1110,8 @@ def _fill_table():
     register(["linear"], _linear)
     register(["batch_norm"], _batch_norm)
     register(["cross_entropy"], _cross_entropy)
+    register(["masked_fill"], _masked_fill)
+    register(["masked_select"], _masked_select)
     register(["embedding"], _embedding)
     for d in (1, 2, 3):
         register([f"avg_pool{d}d", f"max_pool{d}d_with_indices", f"adaptive_avg_pool{d}d",
