@@ -138,7 +138,6 @@ def test_forward_ad_under_reverse_mode():
 _EXPECTED_JVP_FALLBACKS = {
     "as_strided": "its strides address the storage, and a tangent need not share the primal's layout",
     "grid_sample": "a tangent on the grid (the rule covers the input only): the sampling weights' derivative",
-    "linalg_vector_norm": "orders other than 2 (the 2-norm has a rule): the linalg_norm, normalize, pdist samples",
     "lp_pool1d": "the pooled p-th powers and root are one fused op; its backward is written for it",
     "lp_pool2d": "as lp_pool1d", "lp_pool3d": "as lp_pool1d",
     "median": "without dim the chosen element's index is not returned", "nanmedian": "as median",

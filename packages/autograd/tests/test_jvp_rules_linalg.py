@@ -250,3 +250,28 @@ def test_cumprod_jvp_exact_with_zeros(x):
     t = ember.tensor(x, dtype=ember.float64)
     f = lambda v: (v.reshape(1, -1) * ember.tensor([[1.0], [2.0]], dtype=ember.float64)).cumprod(1)  # noqa: E731
     _close(jacfwd(f)(t), jacrev(f)(t), 1e-12)
+
+
+@pytest.mark.parametrize("order", [2, 1, 3, 0.5, -1, 0, float("inf"), -float("inf")])
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (1, False), (0, True), ((0, 1), False)])
+def test_vector_norm_jvp_every_order(order, dim, keepdim):
+    # real and complex (as its real and imaginary parts), with a zero entry (the p < 1 and p = 1 special cases)
+    from ember.func import debug, jacfwd, jacrev
+
+    x = ember.from_numpy(np.random.default_rng(5).standard_normal((3, 4)))
+    x[0, 1] = 0.0
+    y = x.flip(0).contiguous()
+
+    def f(re, im):
+        return ember.linalg.vector_norm(ember.complex(re, im), order, dim, keepdim)
+
+    def g(re):
+        return ember.linalg.vector_norm(re, order, dim, keepdim)
+
+    with debug.jvp_fallbacks() as report:
+        got_complex = jacfwd(f, argnums=(0, 1))(x, y)
+        got_real = jacfwd(g)(x)
+    assert dict(report) == {}
+    for a, b in zip(got_complex, jacrev(f, argnums=(0, 1))(x, y)):
+        _close(a, b, 1e-10)
+    _close(got_real, jacrev(g)(x), 1e-10)

@@ -380,16 +380,37 @@ def _var(op, primals, tangents, result):
 
 
 def _vector_norm(op, primals, tangents, result):
-    """The 2-norm: ``sum(x * t) / norm`` (zero where the norm is zero); other orders fall back."""
+    """``d ||x||_p = sum_i w_i Re(conj(sgn x_i) t_i)``, the weights of the backward formula: ``|x_i|^(p-1) /
+    ||x||^(p-1)`` (``x_i / ||x||`` for p = 2, 1 for p = 1, the ties split evenly for +-inf, none for p = 0), zero
+    where the norm is zero (and at zero entries for p < 1), as the backward has it."""
     args, kwargs = primals
     x, order, dim, keepdim = args[0], args[1], args[2], args[3]
-    if order != 2 or x.is_complex() or kwargs.get("dtype") is not None:
-        return FALLBACK
     t = tangents[0][0]
+    dtype = kwargs.get("dtype")
+    if dtype is not None and dtype != x.dtype:
+        x, t = x.to(dtype), t.to(dtype)
+    if order == 0:
+        return ember.zeros_like(result)
     dims = _reduced_dims(dim, x.ndim)
-    dot = (x * t).sum(dims, keepdim=keepdim) if x.ndim else x * t
-    safe = ember.where(result == 0, ember.ones_like(result), result)
-    return ember.where(result == 0, ember.zeros_like(result), dot / safe)
+    norm = _keep(result, dims, x.ndim, keepdim)
+    along = (x.conj() * t).real if x.is_complex() else x * t  # Re(conj(x) t) = |x| Re(conj(sgn x) t)
+    magnitude = x.abs()
+    safe_magnitude = ember.where(magnitude == 0, ember.ones_like(magnitude), magnitude)
+    zero_norm = norm == 0
+    safe_norm = ember.where(zero_norm, ember.ones_like(norm), norm)
+    if order == 2:
+        change = along / safe_norm
+    elif math.isinf(order):
+        hits = (magnitude == norm).to(magnitude.dtype)
+        change = along / safe_magnitude * hits / hits.sum(dims, keepdim=True)
+    elif order == 1:
+        change = along / safe_magnitude
+    else:
+        weight = magnitude.pow(order - 1) / safe_norm.pow(order - 1)
+        change = ember.where((magnitude == 0) & (order < 1), ember.zeros_like(weight), along / safe_magnitude * weight)
+    if order != 1 and not math.isinf(order):
+        change = ember.where(zero_norm, ember.zeros_like(change), change)
+    return change.sum(dims, keepdim=keepdim) if x.ndim else change
 
 
 def _scatter(op, primals, tangents, result):
