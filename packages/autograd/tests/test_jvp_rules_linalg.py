@@ -275,3 +275,22 @@ def test_vector_norm_jvp_every_order(order, dim, keepdim):
     for a, b in zip(got_complex, jacrev(f, argnums=(0, 1))(x, y)):
         _close(a, b, 1e-10)
     _close(got_real, jacrev(g)(x), 1e-10)
+
+
+@pytest.mark.cuda
+def test_linalg_jvp_rules_on_cuda():
+    # the rules run the same ops on the device (CuPy's linalg); compared with the CPU's values
+    from ember.func import debug, jacfwd, vmap
+
+    a = ember.from_numpy(np.random.default_rng(6).standard_normal((2, 4, 4)) + 2 * np.eye(4))
+    fns = [ember.linalg.det, lambda m: ember.linalg.solve(m, m.sum(-1)), lambda m: ember.linalg.eigh(m + m.mT)[0],
+           lambda m: ember.linalg.svdvals(m), lambda m: ember.linalg.qr(m)[1], lambda m: m.cumprod(-1)]
+    for f in fns:
+        with debug.jvp_fallbacks() as report:
+            got = jacfwd(f)(a.to("cuda"))
+            batched = vmap(jacfwd(f))(a.to("cuda"))
+        assert dict(report) == {}
+        assert got.device.type == "cuda"
+        expected = jacfwd(f)(a)
+        np.testing.assert_allclose(got.cpu().numpy(), expected.numpy(), rtol=1e-8, atol=1e-8)
+        np.testing.assert_allclose(batched.cpu().numpy(), vmap(jacfwd(f))(a).numpy(), rtol=1e-8, atol=1e-8)
