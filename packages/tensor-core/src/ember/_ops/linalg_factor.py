@@ -286,9 +286,14 @@ def _check_pivot(fn, A, pivot):
         raise RuntimeError(f"{fn}: LU without pivoting is not implemented on {where}")
 
 
-def lu_factor_arrays(a):
+def lu_factor_arrays(a, exact_singular=True):
     """``(LU, pivots, info)`` of each matrix of ``a`` (LAPACK ``getrf``, one call per matrix; pivots
-    1-based int32, as LAPACK and PyTorch have them)."""
+    1-based int32, as LAPACK and PyTorch have them).
+
+    ``exact_singular=False`` lets CUDA factor a batch of real square matrices in one cuBLAS call
+    (:func:`ember.cuda.kernels.linalg.lu_factor_batched`) for callers that only solve with the factors
+    (``solve``): the batched routine's factors of a singular matrix past its zero pivot are not
+    documented to be LAPACK's, which ``lu_factor`` returns."""
     xp = array_namespace(a)
     *batch, m, n = a.shape
     k = min(m, n)
@@ -307,11 +312,12 @@ def lu_factor_arrays(a):
             lu, piv, code = getrf(mat)
             lu_flat[i], piv_flat[i], info_flat[i] = lu, piv + 1, code
         return LU, pivots, info
-    from ..cuda.kernels import linalg as cuda_linalg
+    if not exact_singular:
+        from ..cuda.kernels import linalg as cuda_linalg
 
-    fast = cuda_linalg.lu_factor_batched(a)  # the whole batch in one cuBLAS call, no host read
-    if fast is not None:
-        return fast
+        fast = cuda_linalg.lu_factor_batched(a)  # the whole batch in one cuBLAS call, no host read
+        if fast is not None:
+            return fast
     lu_factor = scipy_linalg(xp).lu_factor
     for i, mat in enumerate(mats):
         lu, piv = lu_factor(mat, check_finite=False)
