@@ -140,7 +140,6 @@ _EXPECTED_JVP_FALLBACKS = {
     "grid_sample": "a tangent on the grid (the rule covers the input only): the sampling weights' derivative",
     "lp_pool1d": "the pooled p-th powers and root are one fused op; its backward is written for it",
     "lp_pool2d": "as lp_pool1d", "lp_pool3d": "as lp_pool1d",
-    "median": "without dim the chosen element's index is not returned", "nanmedian": "as median",
     "quantile": "interpolates two order statistics whose positions are not returned", "nanquantile": "as quantile",
     "scatter_reduce": "prod/amax/amin reductions (ties, zeros): index_reduce and scatter_reduce samples",
     "special_gammainc": "a tangent on the first argument: not differentiable there (the backward raises, as PyTorch)",

@@ -19,7 +19,8 @@ from ember.autograd._jvp_rules import JVP_RULES
 from ember.testing import op_db
 
 #: ops outside linear algebra whose rules are checked here too (complex values, index writes)
-_OTHER_OPS = ["sgn", "polar", "float_power", "special_xlog1py", "special_i1", "special_i1e", "index_put"]
+_OTHER_OPS = ["sgn", "polar", "float_power", "special_xlog1py", "special_i1", "special_i1e", "index_put", "median",
+              "nanmedian"]
 #: op_db entries that reach a rule of _jvp_linalg (directly or through their decomposition)
 _OPS = [
     "linalg_det", "linalg_slogdet", "linalg_inv", "linalg_inv_ex", "linalg_cholesky", "linalg_cholesky_ex",

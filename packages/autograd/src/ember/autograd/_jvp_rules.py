@@ -278,6 +278,8 @@ def _gather_along(op, primals, tangents, result):
     """``(values, indices)`` results along ``dim`` (sort, topk, cummax, median/mode over a dim)."""
     args, kwargs = primals
     t = tangents[0][0]
+    if t is not None and not isinstance(result, tuple) and op.name in ("median", "nanmedian"):
+        return _evenly_shared(args[0], t, result)
     if t is None or not isinstance(result, tuple):
         return FALLBACK if t is not None else None
     indices = result[1]
@@ -292,6 +294,13 @@ def _gather_along(op, primals, tangents, result):
     else:
         out = t.gather(dim, indices)
     return out, None
+
+
+def _evenly_shared(x, t, value):
+    """A full reduction that picks ``value`` (``median()``): the mean tangent of its copies (of the NaNs for a
+    NaN value), as the backward splits the gradient evenly among them."""
+    mask = (x == value) | (x.isnan() & value.isnan())
+    return ember.where(mask, t, ember.zeros_like(t)).sum() / mask.sum().to(t.dtype)
 
 
 def _max_pool_with_indices(op, primals, tangents, result):
