@@ -348,3 +348,41 @@ def test_views_the_batch_layout_cannot_take_raise_as_in_pytorch():
                                   x.movedim(2, 0).reshape(5, 12).numpy())
     np.testing.assert_array_equal(vmap(lambda t: t.reshape(-1), in_dims=1)(x).numpy(),
                                   x.movedim(1, 0).reshape(4, 15).numpy())
+
+
+def _mixed_rank_cases():
+    rng = np.random.default_rng(9)
+
+    def t(*shape):
+        return ember.from_numpy(rng.standard_normal(shape))
+
+    eye = ember.eye(4, dtype=ember.float64) * 4
+    batch_a, one_a = t(3, 2, 4, 4) + eye, t(3, 4, 4) + eye  # per sample: a batch of two matrices, or one
+    solve = ember.linalg.solve
+    return [
+        ("solve, a vector for a batch of matrices", solve, batch_a, t(3, 4)),
+        ("solve, a batch of matrices for one matrix", solve, one_a, t(3, 2, 4, 2)),
+        ("solve, one matrix for a batch of matrices", solve, batch_a, t(3, 4, 2)),
+        ("solve_ex", lambda a, b: ember.linalg.solve_ex(a, b).result, batch_a, t(3, 4)),
+        ("solve_triangular", lambda a, b: ember.linalg.solve_triangular(a.triu(), b, upper=True), one_a, t(3, 2, 4, 2)),
+        ("lu_solve", lambda a, b: ember.linalg.lu_solve(*ember.linalg.lu_factor(a), b), batch_a, t(3, 4, 2)),
+    ]
+
+
+@pytest.mark.parametrize("case", range(6))
+@pytest.mark.parametrize("dims", [(0, 0), (0, None), (None, 0)])
+def test_linalg_operands_of_different_ranks_are_vectorised(case, dims):
+    _, f, a, b = _mixed_rank_cases()[case]
+    a, b = (a if dims[0] == 0 else a[0]), (b if dims[1] == 0 else b[1])
+    with debug.fallbacks() as report:
+        out = vmap(f, in_dims=dims)(a, b)
+    assert dict(report) == {}
+    expected = ember.stack([f(a[i] if dims[0] == 0 else a, b[i] if dims[1] == 0 else b) for i in range(3)])
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_linalg_solve_under_vmap_names_the_singular_sample():
+    a = ember.eye(2, dtype=ember.float64).repeat(3, 1, 1)
+    a[1] = 0.0
+    with pytest.raises(ember.linalg.LinAlgError, match="singular"):
+        vmap(ember.linalg.solve)(a, ember.ones(3, 2, dtype=ember.float64))

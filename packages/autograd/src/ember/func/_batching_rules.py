@@ -1111,6 +1111,7 @@ def _fill_table():
     register(["batch_norm"], _batch_norm)
     register(["cross_entropy"], _cross_entropy)
     register(["masked_fill"], _masked_fill)
+    register([n for n in ("linalg_solve", "linalg_solve_ex") if n in registry], _linalg_solve)
     register(["masked_select"], _masked_select)
     register(["embedding"], _embedding)
     for d in (1, 2, 3):
@@ -1141,17 +1142,67 @@ def _t(op, level, size, args, kwargs):
     return x.transpose(0, 1) if x.ndim == 2 else x.view(tuple(x.shape))  # logical ops: their rules run
 
 
+#: the dims of one problem in each tensor argument of the linear algebra prims that take several (their
+#: other dims are batch dims, which broadcast); ``_linalg_solve_lu``'s ``B`` is a matrix here (a vector
+#: right-hand side is made a one-column matrix first)
+_CORE_DIMS = {"linalg_solve_triangular": (2, 2), "linalg_lu_solve": (2, 1, 2), "linalg_ldl_solve": (2, 1, 2),
+              "_lu_unpack": (2, 1), "_linalg_solve_lu": (2, 2)}
+
+
 def _leading_batch(op, level, size, args, kwargs):
     """Ops that take any leading batch dims (``(*, n, n)`` linear algebra): every tensor gets the batch dim first.
 
-    Tensors of different ranks (a batch of matrices and one right-hand side, pivots beside a factor)
-    broadcast by rules of each op's own; those calls run per sample.
+    When a sample's operands have batch dims of different lengths (one right-hand side for a batch of
+    matrices), the shorter ones are padded with size-1 dims after the vmap batch dim, so that the vmap
+    batch dims align and the sample's own batch dims broadcast as they would alone (:data:`_CORE_DIMS`
+    gives each op's problem dims). Ops of several tensors not listed there run per sample in that case.
     """
-    ranks = {a.ndim for a in args if isinstance(a, Tensor)}
-    if len(ranks) > 1 or any(_is_batched(v, level) for v in kwargs.values()):
+    if any(_is_batched(v, level) for v in kwargs.values()):
         return _loop(op, op.name, level, size, args, kwargs)
-    args = [_expanded(a, level, size) if isinstance(a, Tensor) else a for a in args]
-    return _wrap_out(op(*args, **kwargs), level)
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if len({a.ndim for a in tensors}) == 1:
+        args = [_expanded(a, level, size) if isinstance(a, Tensor) else a for a in args]
+        return _wrap_out(op(*args, **kwargs), level)
+    core = _CORE_DIMS.get(op.name)
+    if core is None or len(core) != len(tensors) or any(isinstance(a, Tensor) for a in args[len(core):]):
+        return _loop(op, op.name, level, size, args, kwargs)
+    vector = op.name == "_linalg_solve_lu" and _is_vector_rhs(tensors[0], tensors[1])
+    left = kwargs.get("left", True)
+    inner = [_expanded(a, level, size) for a in tensors]
+    if vector:  # the right-hand side as one column (one row for left=False)
+        inner[1] = inner[1].unsqueeze(-1 if left else -2)
+    ranks = [t.ndim - 1 for t in inner]
+    lead = max(r - c for r, c in zip(ranks, core))
+    inner = [_pad_after_batch(t, lead - (r - c)) for t, r, c in zip(inner, ranks, core)]
+    out = op(*inner, *args[len(core):], **kwargs)
+    if op.name == "_linalg_solve_lu":  # X, then A's LU, pivots and info: A's own batch shape, without the padding
+        a = tuple(tensors[0].shape)
+        x = out[0].squeeze(-1 if left else -2) if vector else out[0]
+        out = (x, *(_merge(t, (size, *shape)) for t, shape in zip(out[1:], (a, a[:-1], a[:-2]))))
+    return _wrap_out(out, level)
+
+
+def _linalg_solve(op, level, size, args, kwargs):
+    """``linalg.solve`` (``solve_ex``): ``_linalg_solve_lu``'s rule, then the singularity check on the whole
+    batch's ``info`` (the decomposition reads it, which a batched tensor refuses)."""
+    from ember._ops._linalg_common import raise_for_info
+    from ember._ops.linalg_solve import _singular_solve
+
+    A, B = args[0], args[1]
+    check = op.name == "linalg_solve" or kwargs.get("check_errors", False)
+    X, _, _, info = registry["_linalg_solve_lu"](A, B, left=kwargs.get("left", True))
+    inner, _ = _front(info, level)
+    if type(inner) is not Tensor:  # batched at a lower level too: its values are read per sample
+        return _loop(op, op.name, level, size, args, kwargs)
+    if check:
+        name = "torch.linalg.solve" if op.name == "linalg_solve" else "torch.linalg.solve_ex"
+        raise_for_info(name, inner._data, tuple(inner.shape), _singular_solve)
+    return X if op.name == "linalg_solve" else op.return_type(X, info)
+
+
+def _is_vector_rhs(A, B):
+    """PyTorch's rule for ``linalg.solve``: ``B`` is a vector (or a batch of them) rather than a matrix."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
 
 
 def _as_strided(op, level, size, args, kwargs):
