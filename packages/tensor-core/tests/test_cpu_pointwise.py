@@ -328,6 +328,9 @@ CALLS = {
     "where_scalar": lambda a, b: ember.where(a > b, a, 0),
     "clamp": lambda a, b: ember.clamp(a, -1, 1),
     "clamp_tensor": lambda a, b: ember.clamp(a, min=b),
+    "neg": lambda a, b: -b,
+    "abs": lambda a, b: ember.abs(b),
+    "relu": lambda a, b: ember.relu(b),
 }
 
 
@@ -403,6 +406,7 @@ OUT_CALLS = {
     "maximum": lambda a, b, out: ember.maximum(a, b, out=out),
     "where": lambda a, b, out: ember.where(a > 0, a, b, out=out),
     "clamp": lambda a, b, out: ember.clamp(a, -0.5, 0.5, out=out),
+    "neg": lambda a, b, out: ember.neg(a, out=out),
 }
 
 
@@ -458,7 +462,7 @@ def test_out_that_requires_grad_still_raises():
         ember.add(a, a, out=ember.empty(N))
 
 
-@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_", "clamp_", "iadd", "imul"])
+@pytest.mark.parametrize("op", ["add_", "sub_", "mul_", "div_", "clamp_", "iadd", "imul", "relu_", "neg_", "abs_"])
 def test_inplace_ops_write_into_self(op, monkeypatch):
     rng = np.random.default_rng(9)
     x, y = _tensor(rng, np.float32, (512, 64)), _tensor(rng, np.float32, (512, 1))
@@ -483,6 +487,8 @@ def _apply(x, op, y):
         x.clamp_(-0.5, 0.5)
     elif op == "sub_":
         x.sub_(y, alpha=3)
+    elif op in ("relu_", "neg_", "abs_"):
+        getattr(x, op)()
     else:
         getattr(x, op)(y)
 

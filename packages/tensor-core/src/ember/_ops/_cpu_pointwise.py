@@ -249,7 +249,7 @@ def unary_into(name):
     """A writer ``into(out, input) -> bool`` of a unary op (the input's dtype kept)."""
     code = UNARY_OPS[name]
 
-    def into(out, input):
+    def into(out, input, inplace=False):  # (relu's flag: the caller writes into out either way)
         if out.size < MIN_ELEMENTS or not _writable_target(out) or type(input) is not Tensor:
             return False
         data = input._data

@@ -270,6 +270,7 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     """
     result_dtype = _RESULTS[result] if isinstance(result, str) else result
     float_result = result == "float"
+    native = name in _cpu_pointwise.UNARY_OPS  # a C++ twin for large arrays (neg, abs)
     # input numpy dtype (with the default dtype for "float" results of integers) -> (supported, result numpy
     # dtype, numpy dtype to compute in)
     plans = {}
@@ -304,6 +305,10 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     def cpu(input):
         _, target, work = plan(input._data.dtype)
         data = input._data
+        if native and data.size >= _cpu_pointwise.MIN_ELEMENTS and target is data.dtype:
+            value = _cpu_pointwise.unary_array(name, data)
+            if value is not None:
+                return value
         if data.dtype != work:
             data = data.astype(work)
         value = quiet(np_fn, data)
@@ -321,6 +326,10 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
             return None  # the meta function raises
         if check is not None:
             check(input)
+        if native and data.size >= _cpu_pointwise.MIN_ELEMENTS and target is data.dtype:
+            value = _cpu_pointwise.unary_array(name, data)
+            if value is not None:
+                return value
         if data.dtype is not work:
             data = data.astype(work)
         if _get_error_state() is _IGNORE_ALL:  # quiet(np_fn, data), inlined
@@ -340,6 +349,8 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
     if _error_state is not None:
         op.register_checked_kernel("cpu", checked_cpu)
+    if native:
+        op.cpu_into = _cpu_pointwise.unary_into(name)  # out= and in-place writes
     if has_inplace:
         make_inplace(op, check=inplace_check)
     return op

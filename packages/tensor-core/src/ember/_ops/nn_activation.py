@@ -13,6 +13,7 @@ import numpy as np
 from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
+from . import _cpu_pointwise
 from ._nn_common import (
     _C_FLOATS,
     _E,
@@ -145,8 +146,17 @@ def _relu_meta(input, inplace=False):
     return _clamp_meta("relu", input)
 
 
+_relu_into = _cpu_pointwise.unary_into("relu")  # large arrays in C++ (ember._ops._cpu_pointwise)
+
+
 def _relu_cpu(input, inplace=False):
-    return _finish(input, np.maximum(input._data, _scalar_as(0, input._data.dtype)), inplace)
+    if inplace and _relu_into(input._data, input):
+        input._bump_version()
+        return input
+    value = None if inplace else _cpu_pointwise.unary_array("relu", input._data)
+    if value is None:
+        value = np.maximum(input._data, _scalar_as(0, input._data.dtype))
+    return _finish(input, value, inplace)
 
 
 def _relu_decomp(input, inplace=False):
@@ -156,6 +166,7 @@ def _relu_decomp(input, inplace=False):
 
 
 relu = _composite("relu", _relu_meta, cpu=_relu_cpu, decomposition=_relu_decomp, tags=_NN)
+relu.cpu_into = _relu_into
 make_inplace(relu)
 
 
