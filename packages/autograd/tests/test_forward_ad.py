@@ -141,7 +141,7 @@ _EXPECTED_JVP_FALLBACKS = {
     "lp_pool1d": "the pooled p-th powers and root are one fused op; its backward is written for it",
     "lp_pool2d": "as lp_pool1d", "lp_pool3d": "as lp_pool1d",
     "quantile": "interpolates two order statistics whose positions are not returned", "nanquantile": "as quantile",
-    "scatter_reduce": "prod/amax/amin reductions (ties, zeros): index_reduce and scatter_reduce samples",
+    "scatter_reduce": "the prod reduction (products of the others, with zeros): index_reduce's first samples",
     "special_gammainc": "a tangent on the first argument: not differentiable there (the backward raises, as PyTorch)",
     "special_gammaincc": "as special_gammainc", "special_zeta": "as special_gammainc",
     "max_unpool1d": "indices may repeat (overlapping windows): the value keeps one write, the backward gathers at "

@@ -433,6 +433,25 @@ def _scatter(op, primals, tangents, result):
     return op(tx, dim, index, value=0.0)
 
 
+def _scatter_reduce(op, primals, tangents, result):
+    """``sum``/``mean``: linear, the same reduction of the tangents; ``amax``/``amin``: the mean tangent of the
+    values equal to the result (the backward's even split among ties); ``prod`` takes the double-vjp path."""
+    (x, dim, index, src, reduce), kwargs = primals
+    include_self = kwargs.get("include_self", True)
+    tx = _tangent_or_zero(x, tangents[0][0])
+    ts = _tangent_or_zero(src, tangents[0][3])
+    if reduce in ("sum", "mean"):
+        return op(tx, dim, index, ts, reduce, include_self=include_self)
+    if reduce not in ("amax", "amin"):
+        return FALLBACK
+    input_hits = (x == result).to(result.dtype)
+    src_hits = (src == result.gather(dim, index)).to(result.dtype)
+    ties = input_hits.scatter_add(dim, index, src_hits)
+    if not include_self:  # the positions that received values do not read the input
+        tx = tx.scatter(dim, index, 0.0)
+    return (input_hits * tx).scatter_add(dim, index, src_hits * ts) / ties
+
+
 def _scatter_add(op, primals, tangents, result):
     args, _ = primals
     x, dim, index, src = args
@@ -750,6 +769,7 @@ def _fill_more():
     register_jvp(["linalg_vector_norm"], _vector_norm)
     register_jvp(["scatter"], _scatter)
     register_jvp(["scatter_add"], _scatter_add)
+    register_jvp(["scatter_reduce"], _scatter_reduce)
     # linear composites whose decompositions write into a fresh buffer (an in-place write of a dual
     # tensor into a plain one, which forward AD refuses)
     register_jvp(["conj_physical", "diag", "diag_embed", "diagflat"], _linear)
