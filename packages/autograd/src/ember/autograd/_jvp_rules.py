@@ -11,8 +11,12 @@ None), plus the op's ``result`` on the primals, and returns the result's tangent
 * **selections** (``sort``, ``topk``, ``cummax``, max pooling, ``amax``, ``maximum``, ``clamp``):
   the tangent gathered at the chosen elements (split evenly among ties for ``amax``/``maximum``);
 * **piecewise constant** functions (``floor``, ``sign``, ...): a zero tangent;
-* a few **reductions** and binary functions with their derivatives written out (``var``, the
-  2-norm, ``atan2``, ``lerp``, ``addcmul``, ...).
+* a few **reductions** and binary functions with their derivatives written out (``var``, vector
+  norms of every order, ``atan2``, ``lerp``, ``addcmul``, ...), and some that reuse their backward
+  formula with the tangent in place of the gradient where that is exact (``float_power``,
+  ``xlog1py``, ``multigammaln``, ``zeta``/``gammainc`` in their second argument);
+* **linear algebra** (factorisations, solvers, ``det``, ``matrix_exp``) and ``cumprod``: the
+  matrix-calculus pushforwards in :mod:`ember.autograd._jvp_linalg`, registered from here.
 
 A rule may return :data:`FALLBACK` for a call it does not cover (complex values, a tangent on an
 argument it treats as constant); that call then takes the double-vjp path.
