@@ -324,6 +324,8 @@ CALLS = {
     "eq": lambda a, b: a == b,
     "lt": lambda a, b: a < b,
     "ge": lambda a, b: a >= b,
+    "gt_scalar": lambda a, b: a > 0.5 if a.dtype.is_floating_point else a > 3,
+    "ne_scalar": lambda a, b: a != 1,
     "where": lambda a, b: ember.where(a > b, a, b),
     "where_scalar": lambda a, b: ember.where(a > b, a, 0),
     "clamp": lambda a, b: ember.clamp(a, -1, 1),

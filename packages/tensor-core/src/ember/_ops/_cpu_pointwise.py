@@ -26,8 +26,11 @@ from .. import _C
 from .. import _dtype as D
 from .._tensor import Tensor
 
-__all__ = ["MIN_ELEMENTS", "BINARY_OPS", "binary_arrays", "plan_arrays", "binary_into", "new_result", "unary_array",
-           "unary_into", "where_array", "where_into", "clamp_array", "clamp_into", "convert_array", "dtype_code"]
+__all__ = [
+    "MIN_ELEMENTS", "BINARY_OPS", "binary_arrays", "plan_arrays", "compare_number", "binary_into", "new_result",
+    "unary_array", "unary_into", "where_array", "where_into", "clamp_array", "clamp_into", "convert_array",
+    "dtype_code", "large", "same_dtype_into",
+]
 
 #: Elements from which the C++ kernels are used (below, numpy's call costs less than the C++ call).
 MIN_ELEMENTS = 1 << 14
@@ -206,6 +209,24 @@ def plan_arrays(code, plan, a, b):
     if a is None or b is None or a.dtype is not np_dtype or b.dtype is not np_dtype:
         return None
     return binary_arrays(code, a, b, plan.dtype, shape)
+
+
+def compare_number(code, input, other):
+    """``input <op> other`` (a comparison) of a tensor and a Python number, as a new bool array, or None.
+
+    Taken when the number leaves the tensor's dtype as it is and converts to it exactly as numpy
+    converts a weak scalar (the plan leaves these calls to the general path, which computes them so).
+    """
+    data = input._data if type(input) is Tensor else None
+    if type(data) is not np.ndarray or data.size < MIN_ELEMENTS or type(other) not in (int, float):
+        return None
+    np_dtype = data.dtype
+    if np_dtype.kind == "b" or (type(other) is float and np_dtype.kind in "iu"):
+        return None  # the number promotes the tensor
+    b = _number_array(other, np_dtype)
+    if b is None or _binary_code(code, np_dtype) is None:
+        return None
+    return binary_arrays(code, data, b, _BOOL, data.shape)
 
 
 def new_result(into, shape, np_dtype, *args, **kwargs):

@@ -226,6 +226,10 @@ def binary(name, np_fn, *, result="promote", doc, has_inplace=True, has_out=True
             value = rule.direct(input, other)  # the checked kernel's computation (see _binary_plan)
             if value is not None:
                 return value
+        if result == "bool" and code is not None and type(other) in (int, float):  # a large tensor and a number
+            value = _cpu_pointwise.compare_number(code, input, other)
+            if value is not None:
+                return value
         np_dtype = compute(input, other).numpy_dtype
         if rule is None and into is not None and result != "bool" and _cpu_pointwise.large(input, other):
             shape = broadcast_shapes(_shape(input), _shape(other))
