@@ -8,6 +8,8 @@ dimensions and cast to the input's dtype and device (:func:`validate_grad`).
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 import ember
 from ember._dtype import from_numpy_dtype
 
@@ -26,7 +28,7 @@ class FormulaNode(Node):
     # Defaults at class level: each recorded op sets only what differs.
     _needed = -1  # bit mask over grad_args of the arguments that need a gradient (-1: all)
     _num_outputs = 1
-    _saved = None  # {argument name: value}; SavedTensor for tensors
+    _saved = MappingProxyType({})  # {argument name: value}, SavedTensor for tensors (read-only when none)
     _saved_results = None  # tuple of SavedTensor
     _output_meta = None  # multi-output ops: (shape, dtype, device) per output
     _runs_ember_code = True  # the formulas are ember ops

@@ -172,8 +172,11 @@ def _inputs(values):
     """``(edges, input_meta, mask)`` of the differentiable arguments' ``values``.
 
     ``mask`` has bit i set when ``values[i]`` requires grad. A tensor's edge is the one its gradient
-    flows to; numbers and other values get no edge. A list or tuple answers :data:`_LIST` (the
-    caller lays out one edge per element). The positional recorder inlines this loop.
+    flows to, and its metadata ``(shape, numpy dtype, device)`` what the backward checks that gradient
+    against; values that need no gradient (numbers, tensors that do not require grad) get no edge and
+    None for metadata (nothing reads it: one tuple less per constant argument). A list or tuple
+    answers :data:`_LIST` (the caller lays out one edge per element). The positional recorder inlines
+    this loop.
     """
     edges = []
     meta = []
@@ -182,14 +185,15 @@ def _inputs(values):
     for v in values:
         t = type(v)
         if t in _TENSOR_TYPES or isinstance(v, Tensor):
-            data = v._data
             if v._requires_grad:
                 fn = v._grad_fn
                 edges.append((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v))
+                data = v._data
+                meta.append((data.shape, data.dtype, v._device))
                 mask |= bit
-            else:
+            else:  # no gradient flows to it: its metadata is never read
                 edges.append(_NO_EDGE)
-            meta.append((data.shape, data.dtype, v._device))
+                meta.append(None)
         elif t in _NUMBERS:
             edges.append(_NO_EDGE)
             meta.append(None)
@@ -209,7 +213,7 @@ def new_node(cls, entry, edges, input_meta, layout, needed, plan, args, kwargs):
         cls (type): the op's node class (:func:`~ember.autograd._formula_node.node_class`).
         entry (Derivative): the op's formulas.
         edges (tuple): per input edge, ``(node, output_nr)``; ``(None, 0)`` for none.
-        input_meta (list): per input edge, ``(shape, numpy dtype, device)``, or None for a non-tensor.
+        input_meta (list): per input edge, ``(shape, numpy dtype, device)``, or None where no gradient flows.
         layout (dict): per differentiable argument, ``(first edge, count or -1 for a tensor)``.
         needed (int): bit mask over ``entry.grad_args`` of the arguments that need a gradient (-1: all).
         plan (tuple): the values to save (:func:`_save_plan`); the node keeps those that the formulas
@@ -226,7 +230,8 @@ def new_node(cls, entry, edges, input_meta, layout, needed, plan, args, kwargs):
         node._layout = layout
     if needed != -1:  # the class default is -1
         node._needed = needed
-    saved = node._saved = {}
+    if plan:  # (a node that saves nothing keeps the class's empty mapping: one dict less per op)
+        saved = node._saved = {}
     nargs = len(args)
     for key, name, position, shape_only, readers, default in plan:
         if not needed & readers:
@@ -316,35 +321,45 @@ def _make_node_with_lists(entry, args, kwargs):
 def _fast_recorder(entry):
     """The positional recorder of ``entry``'s op: ``record(args, device)``, or None where the op has none.
 
-    It covers the common calls: the differentiable arguments are the leading positional parameters
-    and the call passes exactly those, each a plain tensor or a number, so every argument that requires
-    grad has an edge and every saved value is an argument at a known position or a default. The
-    dispatcher calls it directly (:data:`~ember._ops._dispatch.autograd_recorders`) for calls without
-    keywords; other calls answer ``NotImplemented`` and take :func:`record`. One function serves every
-    op: what differs between ops is data (the number of arguments, the save plan, the node class).
+    It covers the common calls: the differentiable arguments are the leading positional parameters,
+    the call passes each of them as a plain tensor, a number or None, and any further positional arguments
+    (dims, sizes, flags, index tensors) hold no tensor that requires grad, so every argument that
+    requires grad has an edge and every saved value is an argument at a known position or a default.
+    The dispatcher calls it directly (:data:`~ember._ops._dispatch.autograd_recorders`) for calls
+    without keywords; other calls answer ``NotImplemented`` and take :func:`record`. One function
+    serves every function and view op: what differs between ops is data (the number of arguments,
+    the save plan, the node class).
     """
     op = entry.op
     k = len(entry.grad_args)
     if (
-        op.kind != "function"
+        op.kind not in ("function", "view")
         or entry.decompose_if is not None
         or entry.var_positional is not None
         or entry.grad_args != entry.params[:k]
-        or _inplace_flag(op) is not None
     ):
         return None
+    flag = _inplace_flag(op)  # F.relu(x, True) writes in place: _inplace records that
+    if flag is not None and flag < k:
+        return None
     plan = _save_plan(entry)
+    least = k  # the fewest positional arguments a call passes: the differentiable ones and the saved required ones
     for _key, name, position, _shape_only, _readers, _default in plan:
-        if not 0 <= position < k and name not in entry.defaults:
-            return None  # a required argument past the differentiable ones: no call passes exactly k arguments
+        if name not in entry.defaults:
+            if position < 0:
+                return None  # a required keyword-only argument: no positional call passes it
+            least = max(least, position + 1)
+    most = len(entry.params)
     layout = entry.static_layout
     every = (1 << k) - 1
     result_by = entry.result_by if entry.saves_result else 0
     cls = node_class(entry)
     checked = op.checked_kernels.get("cpu")
+    is_function = op.kind == "function"
 
     def record_positional(args, device):
-        if len(args) != k:
+        n = len(args)
+        if n != k and not _rest_taken(args, k, least, most, flag):
             return NotImplemented
         # _inputs' loop, inlined for the values this recorder takes (plain tensors and numbers; anything
         # else leaves the call to make_node), with tuples grown by one per argument (cheaper than lists
@@ -353,18 +368,19 @@ def _fast_recorder(entry):
         meta = ()
         mask = 0
         bit = 1
-        for v in args:
+        for v in args if n == k else args[:k]:
             t = type(v)
             if t in _TENSOR_TYPES:
-                data = v._data
                 if v._requires_grad:
                     fn = v._grad_fn
                     edges += ((fn, v._output_nr) if fn is not None and v._view_info is None else edge_of(v),)
+                    data = v._data
+                    meta += ((data.shape, data.dtype, v._device),)
                     mask |= bit
                 else:
                     edges += _NO_EDGES
-                meta += ((data.shape, data.dtype, v._device),)
-            elif t in _NUMBERS:
+                    meta += _NO_META
+            elif t in _NUMBERS or v is None:  # (None: an optional tensor left out, linear's bias=None)
                 edges += _NO_EDGES
                 meta += _NO_META
             else:
@@ -380,7 +396,7 @@ def _fast_recorder(entry):
         else:
             result = run_without_grad(op, args, {}, device)
         node = new_node(cls, entry, edges, meta, layout, -1 if mask == every else mask, plan, args, None)
-        if type(result) is Tensor:  # _attach's common case, inlined (~150 ns of a 3 us op)
+        if type(result) is Tensor and is_function:  # _attach's common case, inlined (~150 ns of a 3 us op)
             if result._data.dtype in DIFFERENTIABLE_DTYPES:
                 result._requires_grad = True
                 result._grad_fn = node
@@ -390,6 +406,28 @@ def _fast_recorder(entry):
         return _attach(op, entry, node, result)
 
     return record_positional
+
+
+def _rest_taken(args, k, least, most, flag):
+    """Whether the positional recorder takes a call's arguments after the ``k`` differentiable ones.
+
+    As many as the saved required arguments need (``least``) and the op's parameters allow (``most``);
+    no ``inplace=True`` at the op's flag position ``flag`` (``_inplace`` records those); and no tensor
+    that requires grad among them, in a list or tuple either: make_node checks that such an argument
+    has a formula (and raises if not) rather than letting its gradient drop silently.
+    """
+    n = len(args)
+    if n < least or n > most or (flag is not None and flag < n and args[flag]):
+        return False
+    for v in args[k:]:
+        if isinstance(v, Tensor):
+            if v._requires_grad:
+                return False
+        elif type(v) is list or type(v) is tuple:
+            for e in v:
+                if isinstance(e, Tensor) and e._requires_grad:
+                    return False
+    return True
 
 
 def _requiring_grad(args, kwargs):
