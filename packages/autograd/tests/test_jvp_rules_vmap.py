@@ -51,7 +51,17 @@ _FUNCTIONS = {
     # in-place writes of dual tensors (index_put_ carries the values' tangent)
     "index_put": lambda a: a.clone().index_put_((ember.tensor([0, 2]),), a[1:3] * 2),
     "setitem": lambda a: _setitem(a.clone(), a),
+    "inplace_after_add": lambda a: _inplace_after_add(a),
 }
+
+
+def _inplace_after_add(a):
+    # b's tangent is a fresh copy of a's: the in-place ops on b must leave a's tangent alone
+    b = ember.zeros(3, 3, dtype=a.dtype) + a
+    b.mul_(a)
+    c = ember.addcmul(a, a.detach(), a.detach() * 0)  # a one-sided addcmul: the same for its tangent
+    c.clamp_(-0.5, 0.5)
+    return b + c + a
 
 
 def _setitem(b, a):
@@ -157,3 +167,16 @@ def test_det_jvp_inside_vmap_at_singular_matrices():
     a = x[0].numpy()
     adj = np.array([[a[1, 1], -a[0, 1]], [-a[1, 0], a[0, 0]]])
     np.testing.assert_allclose(got[0].item(), np.trace(adj @ v[0].numpy()), atol=1e-12)
+
+
+def test_in_place_on_a_sum_keeps_the_operand_tangent():
+    # without vmap too: b = a + 1 must not share a's tangent memory (b.mul_ wrote through it)
+    x, v = _f64(3, seed=7), _f64(3, seed=8)
+
+    def f(a):
+        b = a + 1
+        b.mul_(a)
+        return b + a
+
+    _, tangent = jvp(f, (x,), (v,))
+    _close(tangent, (2 * x + 1) * v + v)

@@ -129,8 +129,14 @@ def _add_sub(op, primals, tangents, result):
         if op.name == "sub":
             ty = -ty
     if tx is None:
-        return ty.expand_as(result) if ty is not None else None
-    return tx.expand_as(result) if ty is None else tx + ty
+        return _fresh(ty, result) if ty is not None else None
+    return _fresh(tx, result) if ty is None else tx + ty
+
+
+def _fresh(tangent, result):
+    """An input's tangent as the tangent of a new result: a copy in ``result``'s shape, never the input's own
+    memory, which an in-place op on the result would otherwise write through (``b = a + 1; b.mul_(2)``)."""
+    return tangent.expand_as(result).clone()
 
 
 def _where(op, primals, tangents, result):
@@ -512,7 +518,9 @@ def _addc(op, primals, tangents, result):
         rest = _sum_terms(None if ta is None else ta * b, None if tb is None else a * tb)
     else:
         rest = _sum_terms(None if ta is None else ta / b, None if tb is None else -a * tb / (b * b))
-    out = _sum_terms(tx, None if rest is None else rest * value)
+    if rest is None:
+        return _fresh(tx, result)
+    out = _sum_terms(tx, rest * value)
     return out.expand_as(result)
 
 
