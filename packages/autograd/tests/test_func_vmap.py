@@ -386,3 +386,37 @@ def test_linalg_solve_under_vmap_names_the_singular_sample():
     a[1] = 0.0
     with pytest.raises(ember.linalg.LinAlgError, match="singular"):
         vmap(ember.linalg.solve)(a, ember.ones(3, 2, dtype=ember.float64))
+
+
+@pytest.mark.parametrize("sample_dims", [2, 3])
+@pytest.mark.parametrize("masks", ["none", "padding", "attn3d"])
+@pytest.mark.parametrize("need_weights", [True, False])
+def test_multi_head_attention_folds_the_batch(sample_dims, masks, need_weights):
+    rng = np.random.default_rng(10)
+    E, H, L, S, N = 8, 2, 4, 5, 2
+    w_in, b_in = ember.from_numpy(rng.standard_normal((3 * E, E)) * 0.3), ember.from_numpy(rng.standard_normal(3 * E))
+    w_out, b_out = ember.from_numpy(rng.standard_normal((E, E)) * 0.3), ember.from_numpy(rng.standard_normal(E))
+    lead = (N,) if sample_dims == 3 else ()
+    q = ember.from_numpy(rng.standard_normal((3, L, *lead, E)))
+    kv = ember.from_numpy(rng.standard_normal((3, S, *lead, E)))
+    padding = ember.from_numpy(rng.random((3, *lead, S)) > 0.7) if masks == "padding" else None
+    if padding is not None:
+        padding[..., 0] = False  # no row fully masked
+    attn = ember.from_numpy(rng.standard_normal((N * H if sample_dims == 3 else H, L, S))) if masks == "attn3d" else None
+
+    def f(q, kv, padding):
+        return ember.nn.functional.multi_head_attention_forward(
+            q, kv, kv, E, H, w_in, b_in, None, None, False, 0.0, w_out, b_out, training=False,
+            key_padding_mask=padding, need_weights=need_weights, attn_mask=attn)
+
+    dims = (0, 0, None if padding is None else 0)
+    with debug.fallbacks() as report:
+        out, weights = vmap(f, in_dims=dims)(q, kv, padding)
+    assert dict(report) == {}
+    looped = [f(q[i], kv[i], None if padding is None else padding[i]) for i in range(3)]
+    np.testing.assert_allclose(out.numpy(), ember.stack([o for o, _ in looped]).numpy(), rtol=1e-10, atol=1e-12)
+    if need_weights:
+        np.testing.assert_allclose(weights.numpy(), ember.stack([w for _, w in looped]).numpy(), rtol=1e-10,
+                                   atol=1e-12)
+    else:
+        assert weights is None

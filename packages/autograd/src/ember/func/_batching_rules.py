@@ -179,6 +179,11 @@ def batch_call(func, args, kwargs):
     level = _max_level(args, kwargs)
     info = level_info(level)
     if not isinstance(func, Op):  # a Python function routed here (operator.getitem with a batched index)
+        rule = FUNCTION_RULES.get(getattr(func, "__name__", None))
+        if rule is not None:
+            result = rule(func, level, info.size, args, kwargs)
+            if result is not NotImplemented:
+                return result
         return _loop(func, getattr(func, "__name__", repr(func)), level, info.size, args, kwargs)
     out = kwargs.pop("out", None)
     # The calls a rule makes on inner tensors are not the user's: vmap's randomness modes must not see them
@@ -1068,6 +1073,49 @@ _DIFFERENT = {
     "gumbel_softmax": _dim_rule("dim"),
     "bernoulli": _pointwise, "normal": _pointwise,
 }
+
+
+# ---------------------------------------------------------------------------------------------------
+# Python functions that hand themselves to __ember_function__ whole (not registry ops)
+
+
+def _multi_head_attention(func, level, size, args, kwargs):
+    """``multi_head_attention_forward`` with shared weights and masks: the vmap batch joins the function's own
+    batch dim (``(L, N, E)`` samples become ``(L, B*N, E)``), one call for the whole batch. Per-sample weights
+    or attention masks, and dropout while training, return NotImplemented (the call then runs per sample)."""
+    bound = inspect.signature(func).bind(*args, **kwargs)
+    bound.apply_defaults()
+    a = bound.arguments
+    q, k, v, padding = a["query"], a["key"], a["value"], a["key_padding_mask"]
+    folded = {"query", "key", "value", "key_padding_mask"}
+    others = [value for name, value in a.items() if name not in folded]
+    if _others_batched(others, level) or (a["training"] and a["dropout_p"] > 0) or len({q.ndim, k.ndim, v.ndim}) > 1:
+        return NotImplemented
+    sample_batch = q.shape[1] if q.ndim == 3 else 1
+    if q.ndim not in (2, 3) or (q.ndim == 3 and any(t.shape[1] != sample_batch for t in (k, v))):
+        return NotImplemented  # the function's own checks raise in the per-sample calls
+
+    def fold(t):  # (B, L, N, E) or (B, L, E) -> (L, B*N, E)
+        t = _expanded(t, level, size).movedim(0, 1)
+        return t.reshape(t.shape[0], size * sample_batch, t.shape[-1])
+
+    a["query"], a["key"], a["value"] = fold(q), fold(k), fold(v)
+    if padding is not None:  # (N, S) or (S,) per sample -> (B*N, S)
+        a["key_padding_mask"] = _expanded(padding, level, size).reshape(size * sample_batch, padding.shape[-1])
+    mask = a["attn_mask"]
+    if mask is not None and mask.ndim == 3:  # (N*H, L, S): one block of rows per sample
+        a["attn_mask"] = mask.expand(size, *mask.shape).reshape(size * mask.shape[0], *mask.shape[1:])
+    out, weights = func(**a)
+    out = out.reshape(out.shape[0], size, *((sample_batch,) if q.ndim == 3 else ()), out.shape[-1])
+    if weights is not None:
+        weights = weights.reshape(size, *((sample_batch,) if q.ndim == 3 else ()), *weights.shape[1:])
+        weights = wrap(weights, 0, level)
+    return wrap(out, 1, level), weights
+
+
+#: name -> batching rule of Python functions that reach ``batch_call`` whole (``rule(func, level, size, args,
+#: kwargs)``, returning NotImplemented for calls it leaves to the loop)
+FUNCTION_RULES = {"multi_head_attention_forward": _multi_head_attention}
 
 
 # ---------------------------------------------------------------------------------------------------
