@@ -8,7 +8,7 @@ import pytest
 
 import ember
 import ember.autograd.forward_ad as fwAD
-from ember.func import hessian, jacfwd, jvp, vmap
+from ember.func import grad, hessian, jacfwd, jvp, vmap
 
 
 def _f64(*shape, seed=0):
@@ -52,6 +52,9 @@ _FUNCTIONS = {
     "index_put": lambda a: a.clone().index_put_((ember.tensor([0, 2]),), a[1:3] * 2),
     "setitem": lambda a: _setitem(a.clone(), a),
     "inplace_after_add": lambda a: _inplace_after_add(a),
+    # transforms inside: a dual of an outer level under the vmap wrappers (jacfwd(vmap(jvp)))
+    "jvp_inside": lambda a: jvp(lambda z: z.exp() * ember.linalg.det(z), (a,), (a.cos(),))[1],
+    "grad_inside": lambda a: grad(lambda z: (z ** 3).sum() + ember.linalg.slogdet(z)[1])(a),
 }
 
 
@@ -180,3 +183,17 @@ def test_in_place_on_a_sum_keeps_the_operand_tangent():
 
     _, tangent = jvp(f, (x,), (v,))
     _close(tangent, (2 * x + 1) * v + v)
+
+
+def test_vmap_of_vmap_of_jvp_with_an_unbatched_outer_level(batch):
+    # the primals are batched at the inner level only: the dual is built inside both levels
+    x, v = batch
+    scales = ember.tensor([1.0, 2.0], dtype=ember.float64)
+
+    def f(a):
+        return ember.logdet(a @ a.mT) + ember.float_power(a.abs() + 1, 1.5).sum()
+
+    got = vmap(lambda c: vmap(lambda p, t: jvp(lambda a: f(a) * c, (p,), (t,))[1])(x, v))(scales)
+    for j in range(2):
+        for i in range(x.shape[0]):
+            _close(got[j, i], jvp(lambda a: f(a) * scales[j], (x[i],), (v[i],))[1])

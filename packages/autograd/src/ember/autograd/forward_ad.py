@@ -185,10 +185,21 @@ def _dual_under_vmap(primal, tangent, level):
     from ember.func._batched import level_of, lift, lower
 
     top = level_of(primal)
-    if top == 0:
+    if top == 0 or _lift_would_cross_a_dual(primal, top):
         return _dual(primal, tangent, level)
     # levels above the primal's (a vmap over the tangents) stay batched around the lifted tangent
     return lower(_dual(lift(primal, top), lift(tangent, top), level), top)
+
+
+def _lift_would_cross_a_dual(value, top):
+    """Whether lifting ``value`` to level ``top`` would expand a level it is not batched at over a dual tensor of
+    an outer dual level (``jacfwd(vmap(jvp(f)))``: jacfwd's tangent level is inside that dual, and an expanded
+    wrapper of it outside would batch the dual's tangent twice); such a primal keeps the plain dual form."""
+    levels = set()
+    while _is_batched(value):
+        levels.add(value._level)
+        value = value._inner
+    return isinstance(value, DualTensor) and levels != set(range(1, top + 1))
 
 
 def _wrap_dim(value, dim, level):
