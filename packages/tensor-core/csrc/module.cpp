@@ -21,6 +21,7 @@ void init_conv(py::module_& m);
 void init_reduce(py::module_& m);
 void init_nn_kernels(py::module_& m);
 void init_optim(py::module_& m);
+void init_random(py::module_& m);
 void init_pointwise(py::module_& m);
 
 namespace {
@@ -92,5 +93,6 @@ PYBIND11_MODULE(_C, m) {
   init_reduce(m);
   init_nn_kernels(m);
   init_optim(m);
+  init_random(m);
   init_pointwise(m);
 }

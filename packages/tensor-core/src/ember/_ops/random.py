@@ -9,7 +9,11 @@ depend on tensor *values* (a negative element of ``std``, a probability
 outside [0, 1]) are made by the kernels, before anything is written.
 
 CPU kernels draw in float64 (or int64) from the generator's numpy
-``Generator`` and convert to the target dtype. Uniform draws for a float
+``Generator`` and convert to the target dtype, except the normal samplers
+(``randn``, ``normal``, ``normal_`` and what builds on them), which draw from the
+same PCG64 stream through the native Box-Muller sampler of csrc/random.cpp
+(:meth:`ember.Generator._fill_normal`), in float32 (float16 and bfloat16 too)
+or float64. Uniform draws for a float
 dtype with ``d`` significand bits are taken on the grid ``k / 2**d``, so
 after conversion they stay in ``[0, 1)`` even for float16 and bfloat16.
 """
@@ -51,6 +55,11 @@ _DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 def _numpy_rng(generator):
     """The numpy Generator behind ``generator`` (the default generator when None)."""
     return (_random.default_generator if generator is None else generator)._rng
+
+
+def _generator(generator):
+    """``generator``, or the default generator when None."""
+    return _random.default_generator if generator is None else generator
 
 
 def _default_noise(data):
@@ -196,13 +205,33 @@ def _complex_from_parts(parts, dtype):
     return out
 
 
-def _standard_normal(rng, shape, dtype):
-    """Standard normal float64 samples; complex dtypes get a complex standard normal (variance 1/2 per part)."""
+def _normal_real(generator, shape, dtype, mean=0.0, std=1.0):
+    """Samples of N(mean, std**2) as a new array of the real float ``dtype``.
+
+    The native sampler writes float64 for float64 and float32 for the other float dtypes; float16 and
+    bfloat16 samples are drawn as float32 and rounded (``mean + std * z`` computed in float64 first,
+    so that ``std=0`` gives ``mean`` rounded once).
+    """
+    if dtype is D.float64 or dtype is D.float32:
+        out = np.empty(shape, dtype.numpy_dtype)
+        _generator(generator)._fill_normal(out, mean, std)
+        return out
+    z = np.empty(shape, np.float32)
+    _generator(generator)._fill_normal(z)
+    if mean == 0.0 and std == 1.0:
+        return z.astype(dtype.numpy_dtype)
+    return (mean + std * z.astype(np.float64)).astype(dtype.numpy_dtype)
+
+
+def _standard_normal(generator, shape, dtype):
+    """Standard normal samples as a ``dtype`` array (from the generator ``generator``, the default when None).
+
+    Complex dtypes get a complex standard normal: independent real and imaginary parts of variance 1/2.
+    """
     if dtype.is_complex:
-        parts = rng.standard_normal((*shape, 2))
-        parts *= math.sqrt(0.5)
-        return parts[..., 0] + 1j * parts[..., 1]
-    return rng.standard_normal(shape)
+        parts = _normal_real(generator, (*shape, 2), dtype.to_real(), 0.0, math.sqrt(0.5))
+        return parts.view(dtype.numpy_dtype)[..., 0]
+    return _normal_real(generator, shape, dtype)
 
 
 def _integers(rng, shape, low, high):
@@ -343,15 +372,14 @@ def _randn_meta(*size, generator=None, dtype=None, layout=None, device=None, req
         >>> import ember
         >>> g = ember.Generator().manual_seed(0)
         >>> [round(v, 4) for v in ember.randn(4, generator=g, dtype=ember.float64).tolist()]
-        [0.1257, -0.1321, 0.6404, 0.1049]
+        [0.874, 1.1237, 0.2246, -0.1822]
     """
     check_strided("randn", layout)
     return _factory_meta("randn", size, generator, dtype, device)
 
 
 def _randn_cpu(*size, generator=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    dtype = _float_dtype(dtype)
-    return _standard_normal(_numpy_rng(generator), normalize_size(size), dtype).astype(dtype.numpy_dtype)
+    return _standard_normal(generator, normalize_size(size), _float_dtype(dtype))
 
 
 randn = defop("randn", _randn_meta, cpu=_randn_cpu, has_out=True, tags=_RANDOM_FACTORY)
@@ -592,7 +620,9 @@ def _normal_cpu(
         mean_v = _real_number("normal", "mean", mean)
     if not isinstance(std, Tensor):
         std_v = _real_number("normal", "std", std)
-    z = _standard_normal(_numpy_rng(generator), shape, out_dtype)
+    if not isinstance(mean, Tensor) and not isinstance(std, Tensor) and not out_dtype.is_complex:
+        return _normal_real(generator, shape, out_dtype, mean_v, std_v)  # the kernel applies mean and std
+    z = _standard_normal(generator, shape, out_dtype)
     return (mean_v + std_v * z).astype(out_dtype.numpy_dtype)
 
 
@@ -988,12 +1018,16 @@ def _normal__meta(self, mean=0.0, std=1.0, *, generator=None):
 def _normal__cpu(self, mean=0.0, std=1.0, *, generator=None):
     mean = _real_number("normal_", "mean", mean)
     std = _real_number("normal_", "std", std)
-    z = _standard_normal(_numpy_rng(generator), self._data.shape, self.dtype)
-    if self.dtype.is_complex:
-        values = (mean + std * z.real) + 1j * (mean + std * z.imag)
-    else:
-        values = mean + std * z
-    self._data[...] = values.astype(self._data.dtype)
+    data = self._data
+    if type(data) is np.ndarray and data.dtype in (np.float32, np.float64) and data.flags.c_contiguous \
+            and data.flags.writeable:
+        _generator(generator)._fill_normal(data, mean, std)  # in place: no temporary
+        return
+    if not self.dtype.is_complex:
+        data[...] = _normal_real(generator, data.shape, self.dtype, mean, std)
+        return
+    z = _standard_normal(generator, self._data.shape, self.dtype)
+    self._data[...] = (mean + std * z.real) + 1j * (mean + std * z.imag)
 
 
 normal_ = defop("normal_", _normal__meta, cpu=_normal__cpu, kind="inplace", tags=_RANDOM)
