@@ -225,3 +225,33 @@ def test_the_cached_causal_bias_is_for_the_gpu_only():
     from ember._ops import nn_attention
 
     assert nn_attention.causal_bias(3, 4, ember.zeros(2, 3, 4)) is None
+
+
+def test_causal_attention_through_the_bias_equals_the_masked_chain(monkeypatch):
+    # the GPU's route (scores + cached bias, one softmax) run on the CPU: the same values and gradients
+    from ember._ops import nn_attention
+
+    derivatives = pytest.importorskip("ember.autograd.derivatives.nn_attention")
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((2, 3, 5, 4)) for _ in range(3)]  # float64
+
+    def run():
+        q, k, v = (ember.tensor(a, requires_grad=True) for a in arrays)
+        with ember.no_grad():  # the decomposition (the GPU's forward)
+            out = nn_attention._scaled_dot_product_attention_decomp(q, k, v, is_causal=True)
+        # the derivative's formula (the CPU kernel's forward, then the backward that the GPU runs too)
+        result = ember.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        grads = ember.autograd.grad((result * result).sum(), (q, k, v))
+        return [out.numpy()] + [g.numpy() for g in grads]
+
+    chain = run()
+    bias = np.where(np.tril(np.ones((5, 5), bool)), 0.0, -np.inf)
+
+    def cpu_bias(seq_l, seq_s, scores):
+        assert (seq_l, seq_s) == (5, 5)
+        return ember.tensor(bias, dtype=scores.dtype)
+
+    monkeypatch.setattr(nn_attention, "causal_bias", cpu_bias)
+    monkeypatch.setattr(derivatives, "causal_bias", cpu_bias)
+    for ours, expected in zip(run(), chain):
+        np.testing.assert_allclose(ours, expected, rtol=1e-12, atol=1e-14)
