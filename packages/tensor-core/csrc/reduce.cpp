@@ -38,8 +38,10 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -711,6 +713,644 @@ void scan_driver(const T* x, int64_t outer, int64_t n, int64_t inner, T* y) {
   }
 }
 
+// ---- extrema, arg-extrema and moments -----------------------------------------------------
+// amax/amin (and the inf-norms, as the extrema of |x|), argmax/argmin with their values, and
+// sums of a map of each element: x (for means), |x| (1-norm), x^2 (2-norm) and, for var/std,
+// the deviations d = x - mean and d^2 (two passes: the means first). They share the
+// [outer, n, inner] folding of sum, and one driver (reduce_driver) that splits the work the
+// way sum_driver does.
+//
+// * Extrema are exact, so any order gives the same bits; a NaN anywhere makes the result NaN.
+// * Arg-extrema return the first index of the extreme value, or of the first NaN. The pieces
+//   of a row split over threads are merged in order (a later piece wins only when strictly
+//   better), so the index does not depend on the thread count either.
+// * Moments accumulate in float64 (float32 input included): lanes of a 64-element block add
+//   up in a block accumulator, blocks into a total (error ~ (64 + n/64) eps of float64 for
+//   float64 input; float32 results are exact to within their final rounding in practice).
+//   var = (sum d^2 - (sum d)^2 / n) / max(0, n - correction), the "corrected two-pass"
+//   formula (Chan, Golub, LeVeque, "Algorithms for computing the sample variance", 1983): the
+//   second term removes most of the error of the rounded mean.
+
+// These kernels use 32-byte vectors: GCC 12 turns comparisons of vectors wider than the target's
+// registers (64 bytes under AVX2) into scalar code.
+template <typename T>
+constexpr int kW = 32 / sizeof(T);
+template <typename T>
+using Vec = typename VecN<T, kW<T>>::type;
+template <typename T>
+using IntOf = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+template <typename T>
+using MaskVec = typename VecN<IntOf<T>, kW<T>>::type;
+template <typename T>
+using WideVec = typename VecN<double, kW<T>>::type;  // the lanes of a Vec<T>, as float64
+
+template <typename V, typename T>
+EMBER_ALWAYS_INLINE V loadv(const T* p) {
+  V v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+template <typename T>
+EMBER_ALWAYS_INLINE WideVec<T> widen_v(const Vec<T>& v) {
+  return __builtin_convertvector(v, WideVec<T>);
+}
+
+template <typename M>
+EMBER_ALWAYS_INLINE bool any_lane(const M& m) {
+  constexpr int n = sizeof(M) / sizeof(m[0]);
+  bool any = false;
+  for (int l = 0; l < n; ++l) any |= m[l] != 0;
+  return any;
+}
+
+template <typename T>
+constexpr bool kIsFloat = std::is_floating_point_v<T>;
+
+template <typename T>
+EMBER_ALWAYS_INLINE bool is_nan(T v) {
+  if constexpr (kIsFloat<T>) return v != v;
+  return false;
+}
+
+// |v| by clearing the sign bit (so that -0.0 gives +0.0); v itself for kAbs false.
+template <typename T, bool kAbs>
+EMBER_ALWAYS_INLINE Vec<T> magnitude_v(const Vec<T>& v) {
+  if constexpr (kAbs && kIsFloat<T>) {
+    using M = MaskVec<T>;
+    constexpr IntOf<T> kNoSign = std::numeric_limits<IntOf<T>>::max();
+    return (Vec<T>)((M)v & kNoSign);
+  }
+  return v;
+}
+
+template <typename T, bool kAbs>
+EMBER_ALWAYS_INLINE T magnitude(T v) {
+  if constexpr (kAbs && kIsFloat<T>) return std::fabs(v);
+  return v;
+}
+
+// m ? a : b lane by lane, as bit operations (GCC splits a vector ?: wider than the target's
+// registers into scalar code).
+template <typename M, typename X>
+EMBER_ALWAYS_INLINE X blend(const M& m, const X& a, const X& b) {
+  return (X)(((M)a & m) | ((M)b & ~m));
+}
+
+// The better of a and v (v only if strictly better); NaNs are tracked apart.
+template <bool kMax, typename X>
+EMBER_ALWAYS_INLINE X pick(const X& a, const X& v) {
+  if constexpr (std::is_arithmetic_v<X>) {
+    return (kMax ? v > a : v < a) ? v : a;
+  } else {
+    using M = decltype(v > a);
+    return blend(kMax ? M(v > a) : M(v < a), v, a);
+  }
+}
+
+template <typename T>
+EMBER_ALWAYS_INLINE T quiet_nan() {
+  if constexpr (kIsFloat<T>) return std::numeric_limits<T>::quiet_NaN();
+  return T(0);
+}
+
+// The extreme of n >= 1 contiguous elements (of |x| for kAbs).
+template <typename T, bool kMax, bool kAbs>
+EMBER_ALWAYS_INLINE T extreme_contiguous(const T* x, int64_t n) {
+  using V = Vec<T>;
+  using M = MaskVec<T>;
+  constexpr int W = kW<T>;
+  if (n < 4 * W) {
+    T best = magnitude<T, kAbs>(x[0]);
+    bool nan = is_nan(best);
+    for (int64_t i = 1; i < n; ++i) {
+      const T v = magnitude<T, kAbs>(x[i]);
+      nan |= is_nan(v);
+      best = pick<kMax>(best, v);
+    }
+    return nan ? quiet_nan<T>() : best;
+  }
+  V a0 = magnitude_v<T, kAbs>(loadv<V>(x)), a1 = magnitude_v<T, kAbs>(loadv<V>(x + W));
+  V a2 = magnitude_v<T, kAbs>(loadv<V>(x + 2 * W)), a3 = magnitude_v<T, kAbs>(loadv<V>(x + 3 * W));
+  M nan = {};
+  if constexpr (kIsFloat<T>) nan = (a0 != a0) | (a1 != a1) | (a2 != a2) | (a3 != a3);
+  int64_t i = 4 * W;
+  for (; i + 4 * W <= n; i += 4 * W) {
+    const V v0 = magnitude_v<T, kAbs>(loadv<V>(x + i)), v1 = magnitude_v<T, kAbs>(loadv<V>(x + i + W));
+    const V v2 = magnitude_v<T, kAbs>(loadv<V>(x + i + 2 * W)), v3 = magnitude_v<T, kAbs>(loadv<V>(x + i + 3 * W));
+    if constexpr (kIsFloat<T>) nan |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);
+    a0 = pick<kMax>(a0, v0);
+    a1 = pick<kMax>(a1, v1);
+    a2 = pick<kMax>(a2, v2);
+    a3 = pick<kMax>(a3, v3);
+  }
+  // The rest as whole vectors, then the vector that ends the row (overlap is harmless: extrema are idempotent).
+  for (; i + W <= n; i += W) {
+    const V v = magnitude_v<T, kAbs>(loadv<V>(x + i));
+    if constexpr (kIsFloat<T>) nan |= v != v;
+    a0 = pick<kMax>(a0, v);
+  }
+  if (i < n) {
+    const V v = magnitude_v<T, kAbs>(loadv<V>(x + n - W));
+    if constexpr (kIsFloat<T>) nan |= v != v;
+    a1 = pick<kMax>(a1, v);
+  }
+  if (any_lane(nan)) return quiet_nan<T>();
+  const V a = pick<kMax>(pick<kMax>(a0, a1), pick<kMax>(a2, a3));
+  T best = a[0];
+  for (int l = 1; l < W; ++l) best = pick<kMax>(best, a[l]);
+  return best;
+}
+
+// Offsets of the column vectors of columns [c0, c0 + cw) (cw <= kColumns, inner >= W): whole
+// vectors, and one that ends at the last column (overlapping the one before it). Returns their count.
+template <typename T>
+EMBER_ALWAYS_INLINE int64_t column_offsets(int64_t c0, int64_t cw, int64_t* offset) {
+  constexpr int W = kW<T>;
+  const int64_t full = cw / W, nv = full + (cw % W ? 1 : 0);
+  for (int64_t v = 0; v < nv; ++v) offset[v] = v < full ? c0 + v * W : c0 + cw - W;
+  return nv;
+}
+
+constexpr int64_t kMaxColumnVectors = kColumns / kW<double> + 1;  // enough for the narrowest vectors (of 8-byte elements)
+
+// out[c0 + j] = the extreme over r of x[r, c0 + j], j < cw, for x [R, inner], R >= 1.
+template <typename T, bool kMax, bool kAbs>
+EMBER_ALWAYS_INLINE void extreme_columns(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, T* out) {
+  using V = Vec<T>;
+  using M = MaskVec<T>;
+  if (inner < kW<T>) {
+    for (int64_t j = c0; j < c0 + cw; ++j) {
+      T best = magnitude<T, kAbs>(x[j]);
+      bool nan = is_nan(best);
+      for (int64_t r = 1; r < R; ++r) {
+        const T v = magnitude<T, kAbs>(x[r * inner + j]);
+        nan |= is_nan(v);
+        best = pick<kMax>(best, v);
+      }
+      out[j] = nan ? quiet_nan<T>() : best;
+    }
+    return;
+  }
+  int64_t offset[kMaxColumnVectors];
+  V acc[kMaxColumnVectors];
+  M nan[kMaxColumnVectors];
+  const int64_t nv = column_offsets<T>(c0, cw, offset);
+  for (int64_t v = 0; v < nv; ++v) {
+    acc[v] = magnitude_v<T, kAbs>(loadv<V>(x + offset[v]));
+    nan[v] = M{};
+  }
+  for (int64_t r = 1; r < R; ++r) {
+    const T* row = x + r * inner;
+    for (int64_t v = 0; v < nv; ++v) {
+      const V val = magnitude_v<T, kAbs>(loadv<V>(row + offset[v]));
+      if constexpr (kIsFloat<T>) nan[v] |= val != val;
+      acc[v] = pick<kMax>(acc[v], val);
+    }
+  }
+  if constexpr (kIsFloat<T>) {
+    for (int64_t v = 0; v < nv; ++v)
+      for (int l = 0; l < kW<T>; ++l)
+        if (nan[v][l]) acc[v][l] = quiet_nan<T>();
+  }
+  for (int64_t v = 0; v < nv; ++v) std::memcpy(out + offset[v], &acc[v], sizeof(V));
+}
+
+// A value and the index where it first occurs (what argmax/argmin and max/min(dim) produce).
+template <typename T>
+struct ValueIndex {
+  T value;
+  int64_t index;
+};
+
+// Whether v beats the current best a: strictly better, or the first NaN.
+template <typename T, bool kMax>
+EMBER_ALWAYS_INLINE bool beats(T v, T a) {
+  if constexpr (kIsFloat<T>) {
+    if (a != a) return false;
+    if (v != v) return true;
+  }
+  return kMax ? v > a : v < a;
+}
+
+// The extreme of n >= 1 contiguous elements and its first index (the first NaN if any).
+template <typename T, bool kMax>
+EMBER_ALWAYS_INLINE ValueIndex<T> arg_contiguous(const T* x, int64_t n) {
+  using V = Vec<T>;
+  using M = MaskVec<T>;
+  constexpr int W = kW<T>;
+  if (n < 8 * W) {
+    ValueIndex<T> best{x[0], 0};
+    for (int64_t i = 1; i < n && !is_nan(best.value); ++i)
+      if (beats<T, kMax>(x[i], best.value)) best = {x[i], i};
+    return best;
+  }
+  // Long rows: the extreme first (vectorised), then the first place where it occurs.
+  const T value = extreme_contiguous<T, kMax, false>(x, n);
+  const bool nan = is_nan(value);
+  const V target = V{} + value;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const V v = loadv<V>(x + i);
+    const M hit = nan ? M(v != v) : M(v == target);
+    if (any_lane(hit))
+      for (int l = 0; l < W; ++l)
+        if (hit[l]) return {value, i + l};
+  }
+  for (; i < n; ++i)
+    if (nan ? is_nan(x[i]) : x[i] == value) break;
+  return {value, i};
+}
+
+// out[c0 + j] = (extreme, first index) over r of x[r, c0 + j], j < cw, for x [R, inner]; R >= 1
+// and, for 4-byte elements, R < 2^31 (the indices ride in lanes as wide as the elements).
+template <typename T, bool kMax>
+EMBER_ALWAYS_INLINE void arg_columns(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw,
+                                     ValueIndex<T>* out) {
+  using V = Vec<T>;
+  using M = MaskVec<T>;
+  using I = IntOf<T>;
+  if (inner < kW<T>) {
+    for (int64_t j = c0; j < c0 + cw; ++j) {
+      ValueIndex<T> best{x[j], 0};
+      for (int64_t r = 1; r < R && !is_nan(best.value); ++r)
+        if (beats<T, kMax>(x[r * inner + j], best.value)) best = {x[r * inner + j], r};
+      out[j] = best;
+    }
+    return;
+  }
+  int64_t offset[kMaxColumnVectors];
+  V best[kMaxColumnVectors];
+  M index[kMaxColumnVectors];
+  const int64_t nv = column_offsets<T>(c0, cw, offset);
+  for (int64_t v = 0; v < nv; ++v) {
+    best[v] = loadv<V>(x + offset[v]);
+    index[v] = M{};
+  }
+  for (int64_t r = 1; r < R; ++r) {
+    const T* row = x + r * inner;
+    const M here = M{} + I(r);
+    for (int64_t v = 0; v < nv; ++v) {
+      const V val = loadv<V>(row + offset[v]);
+      M take = kMax ? M(val > best[v]) : M(val < best[v]);
+      if constexpr (kIsFloat<T>) take |= M(val != val) & M(best[v] == best[v]);
+      best[v] = blend(take, val, best[v]);
+      index[v] = blend(take, here, index[v]);
+    }
+  }
+  for (int64_t v = 0; v < nv; ++v)
+    for (int l = 0; l < kW<T>; ++l) out[offset[v] + l] = {best[v][l], int64_t(index[v][l])};
+}
+
+// Sums of a map of each element, in float64: s1 and s2 (what each map fills is listed below).
+struct Moments {
+  double s1, s2;
+};
+
+enum MapKind {
+  kMapLinear = 0,  // s1 = sum x
+  kMapAbs = 1,     // s1 = sum |x|
+  kMapSquare = 2,  // s2 = sum x^2
+  kMapDev = 3,     // d = x - center: s1 = sum d, s2 = sum d^2
+};
+
+template <int kMap, typename X>
+EMBER_ALWAYS_INLINE void accumulate(const X& x, const X& center, X& s1, X& s2) {
+  if constexpr (kMap == kMapLinear) {
+    s1 += x;
+  } else if constexpr (kMap == kMapAbs) {
+    if constexpr (std::is_arithmetic_v<X>) {
+      s1 += std::fabs(x);
+    } else {
+      using M = decltype(x < x);  // int64 lanes: clear the sign bits
+      s1 += (X)((M)x & std::numeric_limits<int64_t>::max());
+    }
+  } else if constexpr (kMap == kMapSquare) {
+    s2 += x * x;
+  } else {
+    const X d = x - center;
+    s1 += d;
+    s2 += d * d;
+  }
+}
+
+constexpr int64_t kMomentBlock = 64;  // elements (rows for columns) per block accumulator
+
+// Moments of n contiguous elements about center.
+template <typename T, int kMap>
+EMBER_ALWAYS_INLINE Moments moments_contiguous(const T* x, int64_t n, double center) {
+  using V = Vec<T>;
+  using A = WideVec<T>;
+  constexpr int W = kW<T>;
+  constexpr int64_t block = kMomentBlock * W;
+  const A c = A{} + center;
+  A t1 = {}, t2 = {};
+  int64_t i = 0;
+  while (i + 2 * W <= n) {
+    A a1 = {}, a2 = {}, b1 = {}, b2 = {};
+    const int64_t end = std::min(n, i + block);
+    for (; i + 2 * W <= end; i += 2 * W) {
+      accumulate<kMap>(widen_v<T>(loadv<V>(x + i)), c, a1, a2);
+      accumulate<kMap>(widen_v<T>(loadv<V>(x + i + W)), c, b1, b2);
+    }
+    t1 += a1 + b1;
+    t2 += a2 + b2;
+  }
+  double s1 = horizontal_sum<double, W>(t1), s2 = horizontal_sum<double, W>(t2);
+  for (; i < n; ++i) accumulate<kMap>(double(x[i]), center, s1, s2);
+  return {s1, s2};
+}
+
+// out[c0 + j] = moments over r of x[r, c0 + j] about center[c0 + j], j < cw, for x [R, inner].
+template <typename T, int kMap>
+EMBER_ALWAYS_INLINE void moments_columns(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw,
+                                         const double* center, Moments* out) {
+  using V = Vec<T>;
+  using A = WideVec<T>;
+  if (inner < kW<T>) {
+    for (int64_t j = c0; j < c0 + cw; ++j) {
+      const double c = kMap == kMapDev ? center[j] : 0.0;
+      double s1 = 0, s2 = 0;
+      for (int64_t r = 0; r < R; ++r) accumulate<kMap>(double(x[r * inner + j]), c, s1, s2);
+      out[j] = {s1, s2};
+    }
+    return;
+  }
+  int64_t offset[kMaxColumnVectors];
+  A c[kMaxColumnVectors], t1[kMaxColumnVectors], t2[kMaxColumnVectors];
+  A a1[kMaxColumnVectors], a2[kMaxColumnVectors];
+  const int64_t nv = column_offsets<T>(c0, cw, offset);
+  for (int64_t v = 0; v < nv; ++v) {
+    c[v] = kMap == kMapDev ? loadv<A>(center + offset[v]) : A{};
+    t1[v] = t2[v] = A{};
+  }
+  for (int64_t r0 = 0; r0 < R; r0 += kMomentBlock) {
+    const int64_t r1 = std::min(R, r0 + kMomentBlock);
+    for (int64_t v = 0; v < nv; ++v) a1[v] = a2[v] = A{};
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* row = x + r * inner;
+      for (int64_t v = 0; v < nv; ++v) accumulate<kMap>(widen_v<T>(loadv<V>(row + offset[v])), c[v], a1[v], a2[v]);
+    }
+    for (int64_t v = 0; v < nv; ++v) {
+      t1[v] += a1[v];
+      t2[v] += a2[v];
+    }
+  }
+  for (int64_t v = 0; v < nv; ++v)
+    for (int l = 0; l < kW<T>; ++l) out[offset[v] + l] = {t1[v][l], t2[v][l]};
+}
+
+// Kinds of extreme: max, min, max |x|, min |x|.
+enum ExtremeKind { kExtMax = 0, kExtMin = 1, kExtAbsMax = 2, kExtAbsMin = 3 };
+
+template <typename T>
+struct StatKernels {
+  // Rows r0..r1 of x (row r at x + r * stride, n elements): out[r - r0].
+  void (*extreme_rows)(const T*, int64_t, int64_t, int64_t, int64_t, T*, int);
+  void (*extreme_columns)(const T*, int64_t, int64_t, int64_t, int64_t, T*, int);
+  void (*arg_rows)(const T*, int64_t, int64_t, int64_t, int64_t, ValueIndex<T>*, bool);
+  void (*arg_columns)(const T*, int64_t, int64_t, int64_t, int64_t, ValueIndex<T>*, bool);
+  // Floats only (null for integers). center: one per row, or per column (offset like out).
+  void (*moments_rows)(const T*, int64_t, int64_t, int64_t, int64_t, const double*, Moments*, int);
+  void (*moments_columns)(const T*, int64_t, int64_t, int64_t, int64_t, const double*, Moments*, int);
+};
+
+#define EMBER_STATS_VARIANT(NS, TARGET)                                                                       \
+  namespace NS {                                                                                            \
+  template <typename T, bool kMax, bool kAbs>                                                               \
+  TARGET void extreme_rows_t(const T* x, int64_t stride, int64_t n, int64_t r0, int64_t r1, T* out) {       \
+    for (int64_t r = r0; r < r1; ++r) out[r - r0] = extreme_contiguous<T, kMax, kAbs>(x + r * stride, n);   \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  void extreme_rows_k(const T* x, int64_t stride, int64_t n, int64_t r0, int64_t r1, T* out, int kind) {    \
+    switch (kind) {                                                                                         \
+      case kExtMax: return extreme_rows_t<T, true, false>(x, stride, n, r0, r1, out);                       \
+      case kExtMin: return extreme_rows_t<T, false, false>(x, stride, n, r0, r1, out);                      \
+      case kExtAbsMax: return extreme_rows_t<T, true, true>(x, stride, n, r0, r1, out);                     \
+      default: return extreme_rows_t<T, false, true>(x, stride, n, r0, r1, out);                            \
+    }                                                                                                       \
+  }                                                                                                         \
+  template <typename T, bool kMax, bool kAbs>                                                               \
+  TARGET void extreme_columns_t(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, T* out) {     \
+    extreme_columns<T, kMax, kAbs>(x, R, inner, c0, cw, out);                                               \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  void extreme_columns_k(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, T* out, int kind) {  \
+    switch (kind) {                                                                                         \
+      case kExtMax: return extreme_columns_t<T, true, false>(x, R, inner, c0, cw, out);                     \
+      case kExtMin: return extreme_columns_t<T, false, false>(x, R, inner, c0, cw, out);                    \
+      case kExtAbsMax: return extreme_columns_t<T, true, true>(x, R, inner, c0, cw, out);                   \
+      default: return extreme_columns_t<T, false, true>(x, R, inner, c0, cw, out);                          \
+    }                                                                                                       \
+  }                                                                                                         \
+  template <typename T, bool kMax>                                                                          \
+  TARGET void arg_rows_t(const T* x, int64_t stride, int64_t n, int64_t r0, int64_t r1, ValueIndex<T>* out) { \
+    for (int64_t r = r0; r < r1; ++r) out[r - r0] = arg_contiguous<T, kMax>(x + r * stride, n);             \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  void arg_rows_k(const T* x, int64_t stride, int64_t n, int64_t r0, int64_t r1, ValueIndex<T>* out,        \
+                  bool is_max) {                                                                            \
+    (is_max ? arg_rows_t<T, true> : arg_rows_t<T, false>)(x, stride, n, r0, r1, out);                      \
+  }                                                                                                         \
+  template <typename T, bool kMax>                                                                          \
+  TARGET void arg_columns_t(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, ValueIndex<T>* out) { \
+    arg_columns<T, kMax>(x, R, inner, c0, cw, out);                                                         \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  void arg_columns_k(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, ValueIndex<T>* out,      \
+                     bool is_max) {                                                                         \
+    (is_max ? arg_columns_t<T, true> : arg_columns_t<T, false>)(x, R, inner, c0, cw, out);                 \
+  }                                                                                                         \
+  template <typename T, int kMap>                                                                           \
+  TARGET void moments_rows_t(const T* x, int64_t stride, int64_t n, int64_t r0, int64_t r1,                 \
+                             const double* center, Moments* out) {                                          \
+    for (int64_t r = r0; r < r1; ++r)                                                                       \
+      out[r - r0] = moments_contiguous<T, kMap>(x + r * stride, n, kMap == kMapDev ? center[r - r0] : 0.0); \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  void moments_rows_k(const T* x, int64_t stride, int64_t n, int64_t r0, int64_t r1, const double* center,  \
+                      Moments* out, int map) {                                                              \
+    switch (map) {                                                                                          \
+      case kMapLinear: return moments_rows_t<T, kMapLinear>(x, stride, n, r0, r1, center, out);            \
+      case kMapAbs: return moments_rows_t<T, kMapAbs>(x, stride, n, r0, r1, center, out);                  \
+      case kMapSquare: return moments_rows_t<T, kMapSquare>(x, stride, n, r0, r1, center, out);            \
+      default: return moments_rows_t<T, kMapDev>(x, stride, n, r0, r1, center, out);                       \
+    }                                                                                                       \
+  }                                                                                                         \
+  template <typename T, int kMap>                                                                           \
+  TARGET void moments_columns_t(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw,               \
+                                const double* center, Moments* out) {                                       \
+    moments_columns<T, kMap>(x, R, inner, c0, cw, center, out);                                             \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  void moments_columns_k(const T* x, int64_t R, int64_t inner, int64_t c0, int64_t cw, const double* center, \
+                         Moments* out, int map) {                                                           \
+    switch (map) {                                                                                          \
+      case kMapLinear: return moments_columns_t<T, kMapLinear>(x, R, inner, c0, cw, center, out);          \
+      case kMapAbs: return moments_columns_t<T, kMapAbs>(x, R, inner, c0, cw, center, out);                \
+      case kMapSquare: return moments_columns_t<T, kMapSquare>(x, R, inner, c0, cw, center, out);          \
+      default: return moments_columns_t<T, kMapDev>(x, R, inner, c0, cw, center, out);                     \
+    }                                                                                                       \
+  }                                                                                                         \
+  template <typename T>                                                                                     \
+  StatKernels<T> stat_table() {                                                                             \
+    StatKernels<T> k{&extreme_rows_k<T>, &extreme_columns_k<T>, &arg_rows_k<T>, &arg_columns_k<T>,          \
+                     nullptr, nullptr};                                                                     \
+    if constexpr (kIsFloat<T>) {                                                                            \
+      k.moments_rows = &moments_rows_k<T>;                                                                  \
+      k.moments_columns = &moments_columns_k<T>;                                                            \
+    }                                                                                                       \
+    return k;                                                                                               \
+  }                                                                                                         \
+  }
+
+EMBER_STATS_VARIANT(stats_baseline, )
+#if defined(__x86_64__) || defined(__i386__)
+EMBER_STATS_VARIANT(stats_avx2, __attribute__((target("avx2"))))
+#if defined(__clang__)
+EMBER_STATS_VARIANT(stats_avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw"))))
+#else
+EMBER_STATS_VARIANT(stats_avx512, __attribute__((target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512"))))
+#endif
+#endif
+
+template <typename T>
+const StatKernels<T>& stat_kernels() {
+  static const StatKernels<T> tables[] = {
+#if defined(__x86_64__) || defined(__i386__)
+      stats_avx512::stat_table<T>(), stats_avx2::stat_table<T>(),
+#else
+      stats_baseline::stat_table<T>(), stats_baseline::stat_table<T>(),
+#endif
+      stats_baseline::stat_table<T>()};
+  return tables[g_isa];
+}
+
+// Runs a reduction of x [outer, R, inner] (R >= 1) into out[outer * inner] of Part, over threads.
+// rows(o0, o1, lo, hi, dst): elements [lo, hi) of rows o0..o1 (inner == 1) into dst[0 .. o1 - o0).
+// columns(o, lo, hi, c0, cw, dst): rows [lo, hi) of outer index o, columns [c0, c0 + cw), into
+// dst[c0 ..] (dst already offset by o * inner). merge(acc, part, lo): folds in the result of a
+// later piece that started at lo; pieces are merged in order, so the result depends on the
+// thread count only through where the pieces are cut (not at all for extrema).
+template <typename Part, typename Rows, typename Columns, typename Merge>
+void reduce_driver(int64_t outer, int64_t R, int64_t inner, Part* out, Rows rows, Columns columns, Merge merge) {
+  const int64_t work = outer * R * inner;
+  const int64_t threads = work > kParallelWork ? max_threads() : 1;
+  if (outer * inner == 0) return;
+  if (inner == 1) {
+    if (outer >= 2 * threads || threads == 1 || R < threads * 1024) {
+      const int64_t parts = std::min<int64_t>(threads, outer);
+#pragma omp parallel for schedule(static) if (parts > 1)
+      for (int64_t part = 0; part < parts; ++part) {
+        int64_t lo, hi;
+        split(outer, parts, part, lo, hi);
+        rows(lo, hi, 0, R, out + lo);
+      }
+      return;
+    }
+    // Few long rows: each is cut into one piece per thread.
+    std::vector<Part> partial(threads);
+    for (int64_t r = 0; r < outer; ++r) {
+#pragma omp parallel for schedule(static)
+      for (int64_t part = 0; part < threads; ++part) {
+        int64_t lo, hi;
+        split(R, threads, part, lo, hi);
+        rows(r, r + 1, lo, hi, &partial[part]);
+      }
+      out[r] = partial[0];
+      for (int64_t part = 1; part < threads; ++part) {
+        int64_t lo, hi;
+        split(R, threads, part, lo, hi);
+        merge(out[r], partial[part], lo);
+      }
+    }
+    return;
+  }
+  const int64_t blocks = (inner + kColumns - 1) / kColumns;
+  const int64_t tasks = outer * blocks;
+  if (tasks < threads && R >= threads * kMomentBlock) {
+    // Too few column blocks to go round: each thread takes a share of the reduced rows.
+    const int64_t size = outer * inner;
+    std::vector<Part> partial((threads - 1) * size);
+#pragma omp parallel for schedule(static)
+    for (int64_t part = 0; part < threads; ++part) {
+      int64_t lo, hi;
+      split(R, threads, part, lo, hi);
+      Part* dst = part == 0 ? out : partial.data() + (part - 1) * size;
+      for (int64_t t = 0; t < tasks; ++t) {
+        const int64_t o = t / blocks, c0 = (t % blocks) * kColumns;
+        columns(o, lo, hi, c0, std::min(kColumns, inner - c0), dst + o * inner);
+      }
+    }
+    for (int64_t part = 1; part < threads; ++part) {
+      int64_t lo, hi;
+      split(R, threads, part, lo, hi);
+      const Part* src = partial.data() + (part - 1) * size;
+      for (int64_t i = 0; i < size; ++i) merge(out[i], src[i], lo);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (threads > 1 && tasks > 1)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / blocks, c0 = (t % blocks) * kColumns;
+    columns(o, 0, R, c0, std::min(kColumns, inner - c0), out + o * inner);
+  }
+}
+
+template <typename T>
+void extreme_driver(const T* x, int64_t outer, int64_t R, int64_t inner, T* out, int kind) {
+  const StatKernels<T>& k = stat_kernels<T>();
+  const bool is_max = kind == kExtMax || kind == kExtAbsMax;
+  reduce_driver<T>(
+      outer, R, inner, out,
+      [&](int64_t o0, int64_t o1, int64_t lo, int64_t hi, T* dst) { k.extreme_rows(x + lo, R, hi - lo, o0, o1, dst, kind); },
+      [&](int64_t o, int64_t lo, int64_t hi, int64_t c0, int64_t cw, T* dst) {
+        k.extreme_columns(x + (o * R + lo) * inner, hi - lo, inner, c0, cw, dst, kind);
+      },
+      [&](T& acc, const T& part, int64_t) {
+        if (is_nan(acc) || is_nan(part))
+          acc = quiet_nan<T>();
+        else
+          acc = is_max ? std::max(acc, part) : std::min(acc, part);
+      });
+}
+
+template <typename T>
+void arg_driver(const T* x, int64_t outer, int64_t R, int64_t inner, ValueIndex<T>* out, bool is_max) {
+  const StatKernels<T>& k = stat_kernels<T>();
+  reduce_driver<ValueIndex<T>>(
+      outer, R, inner, out,
+      [&](int64_t o0, int64_t o1, int64_t lo, int64_t hi, ValueIndex<T>* dst) {
+        k.arg_rows(x + lo, R, hi - lo, o0, o1, dst, is_max);
+      },
+      [&](int64_t o, int64_t lo, int64_t hi, int64_t c0, int64_t cw, ValueIndex<T>* dst) {
+        k.arg_columns(x + (o * R + lo) * inner, hi - lo, inner, c0, cw, dst, is_max);
+      },
+      [&](ValueIndex<T>& acc, const ValueIndex<T>& part, int64_t lo) {
+        if (is_max ? beats<T, true>(part.value, acc.value) : beats<T, false>(part.value, acc.value))
+          acc = {part.value, part.index + lo};
+      });
+}
+
+// Moments about center (one per output element; unused except for kMapDev).
+template <typename T>
+void moments_driver(const T* x, int64_t outer, int64_t R, int64_t inner, const double* center, Moments* out,
+                    int map) {
+  const StatKernels<T>& k = stat_kernels<T>();
+  reduce_driver<Moments>(
+      outer, R, inner, out,
+      [&](int64_t o0, int64_t o1, int64_t lo, int64_t hi, Moments* dst) {
+        k.moments_rows(x + lo, R, hi - lo, o0, o1, center + o0, dst, map);
+      },
+      [&](int64_t o, int64_t lo, int64_t hi, int64_t c0, int64_t cw, Moments* dst) {
+        k.moments_columns(x + (o * R + lo) * inner, hi - lo, inner, c0, cw, center + o * inner, dst, map);
+      },
+      [](Moments& acc, const Moments& part, int64_t) {
+        acc.s1 += part.s1;
+        acc.s2 += part.s2;
+      });
+}
+
 // ---- Python entry points -----------------------------------------------------------------
 // They take arrays of any shape and fold them to [outer, n, inner] themselves (cheaper than
 // numpy reshapes on the Python side). They return None, rather than raise, for arrays that
@@ -807,9 +1447,192 @@ py::object scan(const py::array& x, int64_t dim) {
   }
 }
 
+
+// ---- entry points of the extrema, arg-extrema and moments -------------------------------------
+
+enum class StatKind { kFloat32, kFloat64, kInt32, kInt64, kOther };
+
+StatKind stat_kind_of(const py::array& x) {
+  const py::dtype dt = x.dtype();
+  if (dt.is(py::dtype::of<float>())) return StatKind::kFloat32;
+  if (dt.is(py::dtype::of<double>())) return StatKind::kFloat64;
+  if (dt.is(py::dtype::of<int32_t>())) return StatKind::kInt32;
+  if (dt.is(py::dtype::of<int64_t>())) return StatKind::kInt64;
+  return StatKind::kOther;
+}
+
+// The shape of a reduction's result over dims first..last.
+std::vector<py::ssize_t> reduced_shape(const py::array& x, int64_t first, int64_t last, bool keepdim) {
+  std::vector<py::ssize_t> shape;
+  for (int64_t d = 0; d < x.ndim(); ++d) {
+    if (d < first || d > last)
+      shape.push_back(x.shape(d));
+    else if (keepdim)
+      shape.push_back(1);
+  }
+  return shape;
+}
+
+// Whether these kernels take x: C-contiguous, a dtype they know, a non-empty reduction.
+bool stat_usable(const py::array& x, int64_t first, int64_t last, bool floats_only, const char* what) {
+  check_dims(x, first, last, what);
+  const StatKind kind = stat_kind_of(x);
+  if (!(x.flags() & py::array::c_style) || kind == StatKind::kOther) return false;
+  if (floats_only && kind != StatKind::kFloat32 && kind != StatKind::kFloat64) return false;
+  int64_t outer, n, inner;
+  fold(x, first, last, outer, n, inner);
+  return n > 0;
+}
+
+template <typename T>
+py::array extreme_typed(const py::array& x, int64_t first, int64_t last, bool keepdim, int kind) {
+  int64_t outer, R, inner;
+  fold(x, first, last, outer, R, inner);
+  py::array_t<T> out(reduced_shape(x, first, last, keepdim));
+  const T* in = static_cast<const T*>(x.data());
+  T* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    extreme_driver<T>(in, outer, R, inner, o, kind);
+  }
+  return std::move(out);
+}
+
+py::object extreme_dims(const py::array& x, int64_t first, int64_t last, bool keepdim, int kind) {
+  if (kind < kExtMax || kind > kExtAbsMin) throw std::invalid_argument("extreme_dims: kind must be 0..3");
+  if (!stat_usable(x, first, last, kind >= kExtAbsMax, "extreme_dims")) return py::none();
+  switch (stat_kind_of(x)) {
+    case StatKind::kFloat32:
+      return extreme_typed<float>(x, first, last, keepdim, kind);
+    case StatKind::kFloat64:
+      return extreme_typed<double>(x, first, last, keepdim, kind);
+    case StatKind::kInt32:
+      return extreme_typed<int32_t>(x, first, last, keepdim, kind);
+    default:
+      return extreme_typed<int64_t>(x, first, last, keepdim, kind);
+  }
+}
+
+template <typename T>
+py::tuple arg_typed(const py::array& x, int64_t dim, bool keepdim, bool is_max) {
+  int64_t outer, R, inner;
+  fold(x, dim, dim, outer, R, inner);
+  const std::vector<py::ssize_t> shape = reduced_shape(x, dim, dim, keepdim);
+  py::array_t<T> values(shape);
+  py::array_t<int64_t> indices(shape);
+  const T* in = static_cast<const T*>(x.data());
+  T* v = values.mutable_data();
+  int64_t* idx = indices.mutable_data();
+  {
+    py::gil_scoped_release release;
+    std::vector<ValueIndex<T>> result(outer * inner);
+    arg_driver<T>(in, outer, R, inner, result.data(), is_max);
+    for (size_t i = 0; i < result.size(); ++i) {
+      v[i] = result[i].value;
+      idx[i] = result[i].index;
+    }
+  }
+  return py::make_tuple(values, indices);
+}
+
+py::object arg_extreme_dim(const py::array& x, int64_t dim, bool keepdim, bool is_max) {
+  if (!stat_usable(x, dim, dim, false, "arg_extreme_dim")) return py::none();
+  const StatKind kind = stat_kind_of(x);
+  if ((kind == StatKind::kFloat32 || kind == StatKind::kInt32) && x.shape(dim) >= (int64_t(1) << 31))
+    return py::none();  // the column kernel keeps indices in 32-bit lanes
+  switch (kind) {
+    case StatKind::kFloat32:
+      return arg_typed<float>(x, dim, keepdim, is_max);
+    case StatKind::kFloat64:
+      return arg_typed<double>(x, dim, keepdim, is_max);
+    case StatKind::kInt32:
+      return arg_typed<int32_t>(x, dim, keepdim, is_max);
+    default:
+      return arg_typed<int64_t>(x, dim, keepdim, is_max);
+  }
+}
+
+template <typename T>
+py::tuple var_typed(const py::array& x, int64_t first, int64_t last, double correction, bool keepdim) {
+  int64_t outer, R, inner;
+  fold(x, first, last, outer, R, inner);
+  const std::vector<py::ssize_t> shape = reduced_shape(x, first, last, keepdim);
+  py::array_t<T> var(shape), mean(shape);
+  const T* in = static_cast<const T*>(x.data());
+  T* v = var.mutable_data();
+  T* m = mean.mutable_data();
+  {
+    py::gil_scoped_release release;
+    const int64_t size = outer * inner;
+    std::vector<Moments> moments(size);
+    std::vector<double> center(size);
+    moments_driver<T>(in, outer, R, inner, center.data(), moments.data(), kMapLinear);
+    for (int64_t i = 0; i < size; ++i) center[i] = moments[i].s1 / double(R);
+    moments_driver<T>(in, outer, R, inner, center.data(), moments.data(), kMapDev);
+    const double dof = std::max(0.0, double(R) - correction);
+    for (int64_t i = 0; i < size; ++i) {
+      const double s1 = moments[i].s1;
+      const double squares = std::max(0.0, moments[i].s2 - s1 * s1 / double(R));
+      // a NaN or inf input makes s2 NaN (inf - inf), which max(0, NaN) would hide
+      v[i] = static_cast<T>(moments[i].s2 != moments[i].s2 ? moments[i].s2 : squares / dof);
+      m[i] = static_cast<T>(center[i]);
+    }
+  }
+  return py::make_tuple(var, mean);
+}
+
+py::object var_dims(const py::array& x, int64_t first, int64_t last, double correction, bool keepdim) {
+  if (!stat_usable(x, first, last, true, "var_dims")) return py::none();
+  if (stat_kind_of(x) == StatKind::kFloat32) return var_typed<float>(x, first, last, correction, keepdim);
+  return var_typed<double>(x, first, last, correction, keepdim);
+}
+
+template <typename T>
+py::array norm_typed(const py::array& x, int64_t first, int64_t last, int p, bool keepdim) {
+  int64_t outer, R, inner;
+  fold(x, first, last, outer, R, inner);
+  py::array_t<T> out(reduced_shape(x, first, last, keepdim));
+  const T* in = static_cast<const T*>(x.data());
+  T* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    const int64_t size = outer * inner;
+    std::vector<Moments> moments(size);
+    std::vector<double> center(size);
+    moments_driver<T>(in, outer, R, inner, center.data(), moments.data(), p == 1 ? kMapAbs : kMapSquare);
+    for (int64_t i = 0; i < size; ++i) o[i] = static_cast<T>(p == 1 ? moments[i].s1 : std::sqrt(moments[i].s2));
+  }
+  return std::move(out);
+}
+
+py::object norm_dims(const py::array& x, int64_t first, int64_t last, int p, bool keepdim) {
+  if (p != 1 && p != 2) throw std::invalid_argument("norm_dims: p must be 1 or 2, got " + std::to_string(p));
+  if (!stat_usable(x, first, last, true, "norm_dims")) return py::none();
+  if (stat_kind_of(x) == StatKind::kFloat32) return norm_typed<float>(x, first, last, p, keepdim);
+  return norm_typed<double>(x, first, last, p, keepdim);
+}
+
 }  // namespace
 
+void init_copy(py::module_& m);  // csrc/copy.cpp
+
 void init_reduce(py::module_& m) {
+  init_copy(m);
+  m.def("extreme_dims", &extreme_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("keepdim"),
+        py::arg("kind"),
+        "Max (kind 0), min (1), max |x| (2) or min |x| (3) of a C-contiguous float32/float64 (0..3) or "
+        "int32/int64 (0, 1) array over its adjacent dims first..last; NaN propagates. None for other arrays and "
+        "empty reductions.");
+  m.def("arg_extreme_dim", &arg_extreme_dim, py::arg("x"), py::arg("dim"), py::arg("keepdim"), py::arg("is_max"),
+        "(values, int64 indices) of the max (or min) along dim of a C-contiguous float32/float64/int32/int64 "
+        "array: the first occurrence, or the first NaN. None for other arrays and empty reductions.");
+  m.def("var_dims", &var_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("correction"),
+        py::arg("keepdim"),
+        "(variance, mean) of a C-contiguous float32/float64 array over its adjacent dims first..last: two passes "
+        "in float64, sum(d^2) - sum(d)^2/n over max(0, n - correction). None for other arrays and empty reductions.");
+  m.def("norm_dims", &norm_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("p"), py::arg("keepdim"),
+        "The 1- or 2-norm of a C-contiguous float32/float64 array over its adjacent dims first..last, accumulated "
+        "in float64. None for other arrays and empty reductions.");
   m.def("sum_dims", &sum_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("keepdim") = false,
         "Sum of a C-contiguous float32/float64/int64 array over its adjacent dims first..last (a new array; the "
         "summed dims dropped, or kept with size 1). None for other dtypes or non-contiguous arrays. Floats: blocked "

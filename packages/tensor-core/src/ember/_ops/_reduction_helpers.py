@@ -20,6 +20,11 @@ Conventions shared by those ops (PyTorch's):
 * ``sum``, ``mean``, ``cumsum`` and ``cumprod`` of float32/float64/int64 data run the C++
   kernels of ``ember._C`` (csrc/reduce.cpp): the sums for C- or F-contiguous data reduced
   over adjacent dims, the scans always. Other cases use numpy.
+* ``amax``/``amin``, ``max``/``min`` along a dim, ``argmax``/``argmin``, ``var``/``std`` (and
+  their ``_mean`` forms) and the 1-, 2- and inf-norms run C++ kernels of the same file on
+  arrays of at least :data:`_C_MIN_ELEMENTS` elements (see :func:`_c_reduce`): any dims, any
+  layout (the input is reordered by the threaded copy of csrc/copy.cpp when its reduced dims
+  are not adjacent in memory). float16/bfloat16 inputs are widened to float32 first.
 
 Kernels read ``t._data`` and return new numpy arrays; meta functions do every
 argument check, so the messages are the same on every device.
@@ -34,6 +39,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
+from . import _strided_copy
 from ._array_module import as_array as _as_array
 from ._array_module import values_for_checks as _values_for_checks
 from ._registry import registry
@@ -166,6 +172,64 @@ def _to_last(data, d):
     if data.ndim == 0:
         return data.reshape(1)
     return np.moveaxis(data, d, -1)
+
+
+# -- the C++ reduction kernels ----------------------------------------------------------------------------
+
+#: Elements from which the C++ kernels of amax, argmax, var and norm are used; smaller inputs keep
+#: the numpy path (its results are the same; this keeps small ops on their long-tested path).
+_C_MIN_ELEMENTS = 1 << 12
+_C_DTYPES = (_F32, _F64, np.dtype(np.int32), _I64)
+
+
+def _c_input(data):
+    """``data`` as the C++ kernels take it (float16/bfloat16 widened to float32), or None if they don't apply."""
+    if type(data) is not np.ndarray or data.ndim == 0 or data.size < _C_MIN_ELEMENTS:
+        return None
+    if data.dtype in _LOW_FLOATS:
+        return _strided_copy.copy_array(data, _F32) if data.size >= _strided_copy.COPY_MIN_ELEMENTS else \
+            data.astype(_F32)
+    return data if data.dtype in _C_DTYPES else None
+
+
+def _c_reduce(kernel, data, dims, keepdim):
+    """Run ``kernel(array, first, last)`` of ember._C over the sorted ``dims`` of ``data``, any layout.
+
+    The kernels reduce the adjacent dims ``first..last`` of a C-contiguous array (without keepdim). A
+    C-contiguous ``data`` reduced over adjacent dims goes straight in; an F-contiguous one (a transposed
+    matrix) as its C-contiguous transpose; anything else is first copied with its reduced dims moved last.
+
+    Returns:
+        The kernel's array (or tuple of arrays), reshaped for ``keepdim``, as new C-contiguous arrays;
+        None when the kernels don't apply (the caller uses numpy).
+    """
+    x = _c_input(data)
+    if x is None:
+        return None
+    nd = x.ndim
+    transposed = False
+    if dims[-1] - dims[0] + 1 == len(dims) and x.flags.c_contiguous:
+        first, last = dims[0], dims[-1]
+    elif dims[-1] - dims[0] + 1 == len(dims) and x.flags.f_contiguous:
+        x, first, last, transposed = x.T, nd - 1 - dims[-1], nd - 1 - dims[0], True
+    else:
+        kept = [d for d in range(nd) if d not in dims]
+        moved = x.transpose(kept + list(dims))
+        x = _strided_copy.copy_array(moved)
+        if x is None:
+            x = np.ascontiguousarray(moved)
+        first, last = len(kept), nd - 1
+    result = kernel(x, first, last)
+    if result is None:
+        return None
+    shape = _out_shape(data.shape, dims, keepdim)
+
+    def finish(a):
+        if transposed:
+            a = np.ascontiguousarray(a.T)
+        return a.reshape(shape)
+
+    return tuple(finish(a) for a in result) if isinstance(result, tuple) else finish(result)
 
 
 # -- helpers shared by several reduction op modules ----------------------------------------------------

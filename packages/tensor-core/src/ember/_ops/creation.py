@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from ._array_module import array_namespace, as_array
 from ._registry import COMPOSITE, defop
 from ._shapes import broadcast_shapes, normalize_size
+from ._strided_copy import copy_array, copy_into
 
 __all__ = []  # ops are exported by ember/__init__.py from the registry
 
@@ -558,6 +559,9 @@ def _clone_meta(input, *, memory_format=None):
 def _clone_cpu(input, *, memory_format=None):
     data = input._data
     strides = _clone_strides(input, memory_format)
+    copied = copy_array(data, strides=strides)  # large arrays: the threaded copy of ember._C
+    if copied is not None:
+        return copied
     if strides == contiguous_strides(data.shape):
         return np.array(data, copy=True, order="C")
     itemsize = data.dtype.itemsize
@@ -621,6 +625,10 @@ def _to_copy_cpu(
         from ..cuda._pinned import to_device
 
         return Tensor._make(to_device(np.asarray(data, order="C"), target.index, non_blocking), target)
+    if target.type == "cpu":
+        copied = copy_array(data, np_dtype, dense_strides_like(data.shape, input.stride()))  # large arrays
+        if copied is not None:
+            return Tensor._make(copied, target)
     array = _convert_array(data, np_dtype)
     if target.type != "cpu":
         return Tensor._make(get_backend(target.type).from_numpy(np.asarray(array, order="C"), target.index), target)
@@ -658,6 +666,8 @@ def _copy_cpu(self, src, non_blocking=False):
         data = src._data if src.device.type == "cpu" else src._host_array()
     else:
         data = np.asarray(src)
+    if copy_into(self._data, data):  # large arrays: the threaded copy of ember._C, converting as it goes
+        return
     if data.dtype != self._data.dtype:
         data = _convert_array(data, self._data.dtype)
     np.copyto(self._data, data, casting="unsafe")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
@@ -12,6 +13,8 @@ from ._reduction_helpers import (
     _I64,
     _REDUCTION,
     _axis,
+    _c_input,
+    _c_reduce,
     _check_nonempty_dims,
     _check_tensor,
     _dims,
@@ -84,11 +87,44 @@ def _extreme_meta(name):
     return meta
 
 
+# ember._C.extreme_dims kinds
+_C_MAX, _C_MIN, _C_ABS_MAX, _C_ABS_MIN = 0, 1, 2, 3
+
+
+def _c_extreme(data, dims, keepdim, kind):
+    """amax (kind 0), amin (1), max |x| (2) or min |x| (3) over ``dims`` by ember._C, or None (numpy's turn)."""
+    if not data.ndim or data.size == 0:
+        return None
+    return _c_reduce(lambda x, first, last: _C.extreme_dims(x, first, last, False, kind), data, dims, keepdim)
+
+
+def _c_arg_extreme(data, dim, keepdim, is_max):
+    """(values, int64 indices) of the max/min along ``dim`` by ember._C (``dim`` None: of the flattened
+    array, keepdim giving all-ones dims), or None (numpy's turn)."""
+    if not data.ndim or data.size == 0:
+        return None
+    if dim is None:
+        flat = _c_input(data)
+        if flat is None:
+            return None
+        result = _C.arg_extreme_dim(flat.reshape(-1), 0, False, is_max)
+        if result is None:
+            return None
+        shape = (1,) * data.ndim if keepdim else ()
+        return result[0].reshape(shape), result[1].reshape(shape)
+    return _c_reduce(lambda x, first, last: _C.arg_extreme_dim(x, first, False, is_max), data, (dim,), keepdim)
+
+
 def _extreme_cpu(np_fn, name):
+    kind = _C_MAX if name == "amax" else _C_MIN
+
     def cpu(input, dim=(), keepdim=False):
         data = input._data
         dims = _dims(name, dim, data.ndim)
-        return _finish(np_fn(_upcast(data), axis=_axis(data, dims), keepdims=keepdim), data.dtype)
+        result = _c_extreme(data, dims, keepdim, kind)
+        if result is None:
+            result = np_fn(_upcast(data), axis=_axis(data, dims), keepdims=keepdim)
+        return _finish(result, data.dtype)
 
     return cpu
 
@@ -140,7 +176,11 @@ def _arg_extreme_meta(name):
 
 def _arg_extreme_cpu(np_fn, name):
     def cpu(input, dim=None, keepdim=False):
-        data = _upcast(input._data)
+        raw = input._data
+        result = _c_arg_extreme(raw, None if dim is None else wrap_dim(dim, raw.ndim), keepdim, name == "argmax")
+        if result is not None:
+            return result[1]
+        data = _upcast(raw)
         if dim is None or data.ndim == 0:
             result = _as_array(np_fn(data)).astype(_I64, copy=False)
             return result.reshape((1,) * data.ndim) if keepdim else result.reshape(())
@@ -226,6 +266,9 @@ def _max_min_cpu(name, pointwise, np_fn, np_arg):
         if data.ndim == 0:
             return _finish(data, input._data.dtype).copy(), np.zeros((), _I64)
         d = wrap_dim(dim, data.ndim)
+        result = _c_arg_extreme(input._data, d, keepdim, name == "max")
+        if result is not None:
+            return _finish(result[0], input._data.dtype), result[1]
         values = _finish(np_fn(data, axis=d, keepdims=keepdim), input._data.dtype)
         return values, _finish(np_arg(data, axis=d, keepdims=keepdim), _I64)
 

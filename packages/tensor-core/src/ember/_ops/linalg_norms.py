@@ -134,6 +134,11 @@ def vector_norm_arrays(a, ord, dims, keepdim):
     """The ``ord``-norm of ``a`` over ``dims`` (arrays; the result is real)."""
     xp = array_namespace(a)
     out_dtype = real_dtype(a.dtype)
+    from .norms import _c_vector_norm  # the C++ 1-, 2- and inf-norms of large real CPU arrays
+
+    r = _c_vector_norm(a, float(ord), tuple(sorted(dims)), keepdim)
+    if r is not None:
+        return r.astype(out_dtype, copy=False)
     if _is_half(a.dtype):
         a = a.astype(np.float32)
     m = xp.abs(a)

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from ._array_module import array_namespace as _array_namespace
@@ -13,8 +14,10 @@ from ._array_module import as_array as _as_array
 from ._array_module import cuda_runs_cpu_kernel as _cuda_runs_cpu_kernel
 from ._pointwise_helpers import _torch_name
 from ._reduction_helpers import (
+    _LOW_FLOATS,
     _REDUCTION,
     _axis,
+    _c_reduce,
     _check_dtype_arg,
     _check_tensor,
     _count,
@@ -224,6 +227,9 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
     data = _upcast(data)
     if kind == "nuclear":
         return _finish(_nuclear_norm(data, dims, keepdim), out.numpy_dtype)
+    result = _c_vector_norm(data, ord_, dims, keepdim)
+    if result is not None:
+        return _finish(result, out.numpy_dtype)
     axis = _axis(data, dims)
     if ord_ == 2.0 and data.dtype.kind == "f":
         with np.errstate(all="ignore"):
@@ -251,6 +257,22 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
         else:
             result = np.power(np.sum(np.power(x, ord_), axis=axis, keepdims=keepdim), 1.0 / ord_)
     return _finish(result, out.numpy_dtype)
+
+
+def _c_vector_norm(data, ord_, dims, keepdim):
+    """The 1-, 2-, inf- or -inf-norm of real ``data`` over ``dims`` by ember._C, or None (numpy's turn).
+
+    The 1- and 2-norms accumulate in float64; the inf-norms are exact. Empty reductions are left to numpy.
+    """
+    if (data.dtype.kind != "f" and data.dtype not in _LOW_FLOATS) or not data.ndim or not _count(data.shape, dims):
+        return None
+    if ord_ in (1.0, 2.0):
+        p = int(ord_)
+        return _c_reduce(lambda x, first, last: _C.norm_dims(x, first, last, p, False), data, dims, keepdim)
+    if ord_ in (math.inf, -math.inf):
+        kind = 2 if ord_ > 0 else 3  # ember._C.extreme_dims: max |x|, min |x|
+        return _c_reduce(lambda x, first, last: _C.extreme_dims(x, first, last, False, kind), data, dims, keepdim)
+    return None
 
 
 def _nuclear_norm(data, dims, keepdim):

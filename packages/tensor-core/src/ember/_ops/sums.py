@@ -13,6 +13,7 @@ from ._reduction_helpers import (
     _LOW_FLOATS,
     _REDUCTION,
     _axis,
+    _c_reduce,
     _check_dtype_arg,
     _check_tensor,
     _count,
@@ -37,19 +38,23 @@ ALIASES: dict[str, str] = {}
 def _c_sum(data, dims, keepdim):
     """Sum of ``data`` over the sorted ``dims`` by ember._C, or None where that kernel does not apply.
 
-    It applies to float32/float64/int64 arrays with at least one dim, C- or F-contiguous, whose reduced
-    dims are adjacent. The result is a new C-contiguous array.
+    It applies to float32/float64/int64 arrays with at least one dim. C- or F-contiguous data reduced over
+    adjacent dims goes straight to the kernel; other layouts and dim sets of large arrays are reordered by the
+    threaded copy first (see ``_reduction_helpers._c_reduce``). The result is a new C-contiguous array.
     """
-    if not data.ndim or dims[-1] - dims[0] + 1 != len(dims) or type(data) is not np.ndarray:  # (CuPy: numpy path)
+    if not data.ndim or type(data) is not np.ndarray:  # (CuPy: numpy path)
         return None
-    result = _C.sum_dims(data, dims[0], dims[-1], keepdim)
-    if result is None and data.ndim > 1 and data.flags.f_contiguous:
-        # e.g. a transposed matrix: reduce its C-contiguous transpose, whose dims run the other way
-        last = data.ndim - 1
-        result = _C.sum_dims(data.T, last - dims[-1], last - dims[0], keepdim)
+    if dims[-1] - dims[0] + 1 == len(dims):
+        result = _C.sum_dims(data, dims[0], dims[-1], keepdim)
+        if result is None and data.ndim > 1 and data.flags.f_contiguous:
+            # e.g. a transposed matrix: reduce its C-contiguous transpose, whose dims run the other way
+            last = data.ndim - 1
+            result = _C.sum_dims(data.T, last - dims[-1], last - dims[0], keepdim)
+            if result is not None:
+                result = np.ascontiguousarray(result.T)
         if result is not None:
-            result = np.ascontiguousarray(result.T)
-    return result
+            return result
+    return _c_reduce(lambda x, first, last: _C.sum_dims(x, first, last, False), data, dims, keepdim)
 
 
 def _sum_meta(input, dim=None, keepdim=False, *, dtype=None):

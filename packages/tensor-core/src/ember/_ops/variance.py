@@ -6,9 +6,21 @@ import builtins
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
-from ._reduction_helpers import _REDUCTION, _axis, _check_tensor, _count, _dims, _finish, _op, _out_shape, _upcast
+from ._reduction_helpers import (
+    _REDUCTION,
+    _axis,
+    _c_reduce,
+    _check_tensor,
+    _count,
+    _dims,
+    _finish,
+    _op,
+    _out_shape,
+    _upcast,
+)
 from ._registry import COMPOSITE, defop
 from .sums import mean
 
@@ -72,7 +84,16 @@ def _var_meta(input, dim=None, unbiased=None, keepdim=False, *, correction=None)
 
 
 def _moments(input, dims, keepdim, correction):
-    """(variance, mean) over ``dims`` in the computation dtype."""
+    """(variance, mean) over ``dims`` in the computation dtype.
+
+    Large real inputs go to ember._C.var_dims (two passes in float64, see csrc/reduce.cpp); the rest to
+    numpy (mean, then the mean of squared deviations).
+    """
+    if input._data.dtype.kind != "c" and _count(input._data.shape, dims):
+        result = _c_reduce(lambda x, first, last: _C.var_dims(x, first, last, float(correction), False),
+                           input._data, dims, keepdim)
+        if result is not None:
+            return result
     data = _upcast(input._data)
     axis = _axis(data, dims)
     n = _count(data.shape, dims)
