@@ -22,7 +22,7 @@ import threading
 import warnings
 
 from . import _dtype
-from ._autocast_policy import AUTOCAST_OPS, policy_of
+from ._autocast_policy import AUTOCAST_OPS, POLICIES, policy_of
 from ._ops._dispatch import state as _dispatch_state
 from ._ops._registry import registry as _registry
 from ._tensor import Tensor
@@ -111,10 +111,14 @@ def _sync_mode():
     autocast mode where it is, passing every call through (no device type is enabled), and the
     enclosing region finds it there again.
     """
-    wanted = any(_state.enabled.values())
+    enabled = tuple(sorted(device for device, on in _state.enabled.items() if on))
+    wanted = bool(enabled)
     mode = _state.mode
+    if mode is not None:
+        mode.__ember_ops__ = _handled_ops(enabled)
     if wanted and mode is None:
         mode = _state.mode = AutocastMode()
+        mode.__ember_ops__ = _handled_ops(enabled)
         _dispatch_state.modes.append(mode)
     elif not wanted and mode is not None:
         modes = _dispatch_state.modes
@@ -123,6 +127,19 @@ def _sync_mode():
             _state.mode = None
         elif mode not in modes:  # popped by someone else (a mode stack reset): forget it
             _state.mode = None
+
+
+@functools.cache
+def _handled_ops(device_types):
+    """The op names the autocast mode must see while ``device_types`` (a sorted tuple) are enabled: those
+    with a policy on one of them. The dispatcher runs any other op below the mode without normalising its
+    arguments (``__ember_ops__``, see ``ember._ops._dispatch._run_mode``)."""
+    names = set()
+    for device_type in device_types:
+        names.update(POLICIES[device_type])
+    if "cpu" in device_types:
+        names.add("pad")  # a cpu policy decided per call (policy_of)
+    return frozenset(names)
 
 
 class autocast:
@@ -297,7 +314,13 @@ def _dtype_position(func):
 
 
 class AutocastMode(DispatchMode):
-    """The dispatch mode an enabled :class:`autocast` region pushes: casts the inputs of listed ops."""
+    """The dispatch mode an enabled :class:`autocast` region pushes: casts the inputs of listed ops.
+
+    ``__ember_ops__`` tells the dispatcher which ops to hand it (those of some policy); every other op
+    runs below the mode as given, without the normalising of its arguments that a mode call costs.
+    """
+
+    __ember_ops__ = AUTOCAST_OPS
 
     def __ember_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}

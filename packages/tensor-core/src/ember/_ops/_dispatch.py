@@ -373,12 +373,20 @@ def _run_mode(op, args, kwargs, modes):
     mode stack, so calls reach it through the one check of ``state.modes`` every path already makes, and
     costs nothing otherwise. Its ``__ember_record__(op, args, kwargs)`` takes the call as given (not
     normalised) and stays on the stack, so the ops a composite op runs are recorded too.
+
+    A mode may name the ops it handles in ``__ember_ops__`` (a set of op names; the autocast mode's
+    are the ops some policy casts): any other op runs below it as given, not normalised (normalising
+    was most of the cost of an op inside an autocast region).
     """
-    record = getattr(modes[-1], "__ember_record__", None)
+    mode = modes[-1]
+    record = getattr(mode, "__ember_record__", None)
     if record is not None:
         return record(op, args, kwargs)
-    mode = modes.pop()
+    handled = getattr(mode, "__ember_ops__", None)
+    modes.pop()
     try:
+        if handled is not None and op.name not in handled:
+            return dispatch(op, args, kwargs)
         nargs, nkwargs = op.normalize(args, kwargs)
         types = tuple({type(a) for a in _flat_tensors(nargs, nkwargs)})
         return mode.__ember_dispatch__(op, types, nargs, nkwargs)
