@@ -420,3 +420,32 @@ def test_multi_head_attention_folds_the_batch(sample_dims, masks, need_weights):
                                    atol=1e-12)
     else:
         assert weights is None
+
+
+def test_cached_binding_matches_inspect_over_the_registry():
+    # batch_call binds every batched call from a cached plan of the op's signature: same result as Op.normalize
+    from ember._ops._registry import registry
+    from ember.func._batching_rules import _normalize
+
+    def bind(fn, op, args, kwargs):
+        try:
+            args, kwargs = fn(op, args, dict(kwargs))
+            return tuple(args), dict(kwargs)
+        except TypeError:
+            return "TypeError"
+
+    checked = 0
+    for op in registry.values():
+        params = list(op._call_signature.parameters.values())
+        positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        keyword_only = [p for p in params if p.kind is p.KEYWORD_ONLY]
+        calls = [(("a0",), {"no_such_argument": 1})]
+        for n in range(len(positional) + 1):
+            args = tuple(f"a{i}" for i in range(n))
+            calls += [(args, {}), (args + ("v1", "v2"), {})]
+            calls += [(args, {p.name: "kw"}) for p in positional[n:][:2] + keyword_only[:2]]
+        for args, kwargs in calls:
+            expected = bind(lambda op, a, k: op.normalize(a, k), op, args, kwargs)
+            assert bind(_normalize, op, args, kwargs) == expected, (op.name, args, kwargs)
+            checked += 1
+    assert checked > 1000

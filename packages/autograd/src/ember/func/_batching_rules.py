@@ -212,37 +212,76 @@ def batch_call(func, args, kwargs):
     return result
 
 
-#: op -> (required, defaults): an op whose parameters are all positional, bound without ``inspect``;
-#: None for the others
-_POSITIONAL = {}
+class _Binding:
+    """How a call of one op binds to its signature, read once: what ``_normalize`` needs instead of ``inspect``."""
 
-_POSITIONAL_KINDS = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    __slots__ = ("names", "required", "defaults", "variadic", "keyword_defaults")
+
+    def __init__(self, op):
+        P = inspect.Parameter
+        params = list(op._call_signature.parameters.values())
+        positional = [p for p in params if p.kind in (P.POSITIONAL_ONLY, P.POSITIONAL_OR_KEYWORD)]
+        self.names = tuple(p.name for p in positional)
+        self.required = sum(1 for p in positional if p.default is P.empty)
+        self.defaults = tuple(p.default for p in positional[self.required:])
+        self.variadic = any(p.kind is P.VAR_POSITIONAL for p in params)
+        keyword_only = [p for p in params if p.kind is P.KEYWORD_ONLY]
+        # a required keyword-only parameter or **kwargs: leave such ops to inspect
+        self.keyword_defaults = None if any(p.default is P.empty for p in keyword_only) or \
+            any(p.kind is P.VAR_KEYWORD for p in params) else {p.name: p.default for p in keyword_only}
+
+    def bind(self, args, kwargs):
+        """``(args, kwargs)`` as ``inspect`` binds them with defaults applied, or None where this cannot tell."""
+        names, count = self.names, len(args)
+        if self.keyword_defaults is None or count < self.required and self.variadic:
+            return None
+        keywords = dict(self.keyword_defaults)
+        if self.variadic:  # f(input, *sizes): positional arguments stay as given
+            if kwargs:
+                if any(k not in keywords for k in kwargs):
+                    return None
+                keywords.update(kwargs)
+            return tuple(args), keywords
+        if count > len(names):
+            return None
+        bound = list(args)
+        used = 0
+        for index in range(count, len(names)):
+            name = names[index]
+            if name in kwargs:
+                bound.append(kwargs[name])
+                used += 1
+            elif index >= self.required:
+                bound.append(self.defaults[index - self.required])
+            else:
+                return None  # a required argument is missing: inspect words the error
+        if used != len(kwargs):
+            for k, v in kwargs.items():
+                if k in keywords:
+                    keywords[k] = v
+                    used += 1
+                elif k in names[:count]:
+                    return None  # given twice: inspect words the error
+            if used != len(kwargs):
+                return None  # an unknown keyword
+        return tuple(bound), keywords
 
 
-def _positional_plan(op):
-    params = list(op._call_signature.parameters.values())
-    if any(p.kind not in _POSITIONAL_KINDS for p in params):
-        return None
-    required = sum(1 for p in params if p.default is inspect.Parameter.empty)
-    return required, tuple(p.default for p in params[required:])
+#: op -> its _Binding
+_BINDINGS = {}
 
 
 def _normalize(op, args, kwargs):
-    """``op.normalize(args, kwargs)``, without ``inspect``'s binding for positional calls of positional ops.
+    """``op.normalize(args, kwargs)``, without ``inspect``'s binding (a cached plan of the op's signature).
 
     Every batched call that a rule handles is normalised, and binding through ``inspect.Signature`` was
-    a large part of vmap's cost per op.
+    a large part of vmap's cost per op. Calls the plan cannot tell take ``op.normalize`` (and its errors).
     """
-    if not kwargs:
-        plan = _POSITIONAL.get(op, False)
-        if plan is False:
-            plan = _POSITIONAL[op] = _positional_plan(op)
-        if plan is not None:
-            required, defaults = plan
-            count = len(args)
-            if required <= count <= required + len(defaults):
-                return tuple(args) + defaults[count - required:], {}
-    return op.normalize(args, kwargs)
+    binding = _BINDINGS.get(op)
+    if binding is None:
+        binding = _BINDINGS[op] = _Binding(op)
+    bound = binding.bind(args, kwargs)
+    return op.normalize(args, kwargs) if bound is None else bound
 
 
 def _run(op, level, size, args, kwargs):
