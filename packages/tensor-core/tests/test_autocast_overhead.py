@@ -85,9 +85,9 @@ def test_weight_casts_are_cached_within_a_region_and_dropped_after(casts):
         first = ember.mm(x, weight)
         second = ember.mm(x, weight)
         assert id(weight) in _autocast._state.cache
-    # x (no grad) is cast per call, the weight once
+    # the weight is cast once; x (no grad, no mode below) is cast per call without the dispatcher
     assert sum(t is weight for t in casts) == 1
-    assert sum(t is x for t in casts) == 2
+    assert sum(t is x for t in casts) == 0
     assert _autocast._state.cache == {}
     np.testing.assert_array_equal(first.detach().float().numpy(), second.detach().float().numpy())
     (first.float().sum() + second.float().sum()).backward()
@@ -118,3 +118,35 @@ def test_set_autocast_enabled_updates_the_ops_the_mode_sees(normalized):
     finally:
         ember.set_autocast_enabled("cpu", False)
     assert normalized == ["mm"]
+
+
+def test_plain_casts_equal_to_copy(casts):
+    x = ember.tensor([[1.0, -2.5e-8, 7e4], [3.3333333, 1e6, float("nan")]])
+    y = x.t().contiguous()
+    with ember.autocast("cpu", dtype=ember.float16):
+        product = ember.mm(x, y)
+    assert casts == []  # no grad, no mode below: no _to_copy call
+    with ember.autocast("cpu", dtype=ember.float16):
+        ember.mm(x, x.t())
+    assert len(casts) == 1  # a non-contiguous tensor takes _to_copy (it keeps the layout)
+    want = ember.mm(x.to(ember.float16), y.to(ember.float16))
+    np.testing.assert_array_equal(product.numpy(), want.numpy())
+    for dtype in (ember.float16, ember.bfloat16):
+        np.testing.assert_array_equal(
+            _autocast._plain_cast(x, dtype).float().numpy(), x.to(dtype).float().numpy()
+        )
+
+
+def test_casts_that_autograd_records_take_to_copy(casts):
+    x = ember.randn(2, 3, requires_grad=True) * 1.0  # not a leaf: no cache
+    with ember.autocast("cpu"):
+        out = ember.mm(x, x.t())
+    assert sum(t is x for t in casts) == 1  # x.t() is another tensor
+    out.float().sum().backward()
+    with ember.no_grad(), ember.autocast("cpu"):
+        ember.mm(x, x.t())
+    assert sum(t is x for t in casts) == 1  # under no_grad nothing records: the plain cast
+    big = ember.randn(200, 200)
+    with ember.autocast("cpu"):
+        ember.mm(big, big)
+    assert sum(t is big for t in casts) == 2  # from 32,768 elements: _to_copy's threaded copy
