@@ -189,11 +189,19 @@ class BatchedTensor(Tensor):
 
     @classmethod
     def __ember_function__(cls, func, types, args=(), kwargs=None):
-        if any(not issubclass(t, Tensor) for t in types):
-            return NotImplemented  # an FX Proxy among the arguments records the call
-        from ._batching_rules import batch_call
+        for t in types:
+            if not issubclass(t, Tensor):
+                return NotImplemented  # an FX Proxy among the arguments records the call
+        return _batch_call(func, args, kwargs or {})
 
-        return batch_call(func, args, kwargs or {})
+
+def _batch_call(func, args, kwargs):
+    """``_batching_rules.batch_call``, imported on first use (that module imports this one)."""
+    global _batch_call
+    from ._batching_rules import batch_call
+
+    _batch_call = batch_call
+    return batch_call(func, args, kwargs)
 
 
 def wrap(inner, bdim, level):

@@ -13,9 +13,11 @@ the whole batch gives every sample's gradient (``vmap(grad(loss))``: per-sample 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import ember
+from ember._ops._dispatch import state as _dispatch_state
 from ember._tensor import Tensor
 from ember.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
@@ -95,15 +97,35 @@ class _Inputs:
         pairs = [(o, c) for o, c in zip(outputs, cotangents) if o.requires_grad]
         grads = [None] * len(self.prims)
         if pairs:
-            grads = ember.autograd.grad(
-                [o for o, _ in pairs],
-                self.prims,
-                grad_outputs=[c for _, c in pairs],
-                retain_graph=True,
-                create_graph=create_graph,
-                allow_unused=True,
-            )
+            with _no_vmap_randomness_modes():
+                grads = ember.autograd.grad(
+                    [o for o, _ in pairs],
+                    self.prims,
+                    grad_outputs=[c for _, c in pairs],
+                    retain_graph=True,
+                    create_graph=create_graph,
+                    allow_unused=True,
+                )
         return [lower(ember.zeros_like(p) if g is None else g, self.top) for g, p in zip(grads, self.prims)]
+
+
+@contextlib.contextmanager
+def _no_vmap_randomness_modes():
+    """Run the backward pass without vmap's randomness modes on the dispatch stack.
+
+    A backward pass draws no random numbers (dropout's saves its mask), so the modes have nothing to
+    do there, and without them each of its ops takes the dispatcher's fast path instead of the modes'.
+    """
+    modes = _dispatch_state.modes
+    if not any(getattr(m, "vmap_randomness", False) for m in modes):
+        yield
+        return
+    saved = modes[:]
+    modes[:] = [m for m in saved if not getattr(m, "vmap_randomness", False)]
+    try:
+        yield
+    finally:
+        modes[:] = saved
 
 
 def _fresh_alias(leaf, lifted):
