@@ -123,6 +123,17 @@ def _big(dtype=np.float32):
     return _values((256, 320), dtype, seed=3)  # 81,920 elements: above COPY_MIN_ELEMENTS
 
 
+def test_float16_stays_with_numpy(monkeypatch):
+    # the kernel converts float16 correctly (above) but slower than numpy's F16C loops: not used for it
+    calls = []
+    real = _C.copy_into
+    monkeypatch.setattr(_C, "copy_into", lambda dst, src: calls.append(dst.dtype) or real(dst, src))
+    x = ember.from_numpy(_big())
+    np.testing.assert_array_equal(x.to(ember.float16).numpy(), _big().astype(np.float16))
+    np.testing.assert_array_equal(x.to(ember.float16).t().contiguous().numpy(), _big().astype(np.float16).T)
+    assert calls == []
+
+
 def test_sizes_reach_the_kernel(monkeypatch):
     calls = []
     real = _C.copy_into

@@ -187,8 +187,8 @@ def _c_input(data):
     if type(data) is not np.ndarray or data.ndim == 0 or data.size < _C_MIN_ELEMENTS:
         return None
     if data.dtype in _LOW_FLOATS:
-        return _strided_copy.copy_array(data, _F32) if data.size >= _strided_copy.COPY_MIN_ELEMENTS else \
-            data.astype(_F32)
+        wide = _strided_copy.copy_array(data, _F32)
+        return data.astype(_F32) if wide is None else wide
     return data if data.dtype in _C_DTYPES else None
 
 

@@ -15,9 +15,13 @@ from .. import _C
 #: Elements from which the C++ copy is used (below, numpy's copy costs less than the call).
 COPY_MIN_ELEMENTS = 1 << 15
 
+# float16 conversions stay with numpy: the kernel is compiled for the x86-64 baseline, where the
+# compiler converts float16 one element at a time in software (3-4x numpy's loops, which use F16C).
+_FLOAT16 = np.dtype(np.float16)
+
 
 def _large(data):
-    return type(data) is np.ndarray and data.size >= COPY_MIN_ELEMENTS
+    return type(data) is np.ndarray and data.size >= COPY_MIN_ELEMENTS and data.dtype != _FLOAT16
 
 
 def copy_array(data, np_dtype=None, strides=None):
@@ -35,6 +39,8 @@ def copy_array(data, np_dtype=None, strides=None):
     if not _large(data):
         return None
     np_dtype = data.dtype if np_dtype is None else np_dtype
+    if np_dtype == _FLOAT16:
+        return None
     if strides is None:
         out = np.empty(data.shape, np_dtype)
     else:
@@ -50,7 +56,7 @@ def copy_into(dst, src):
     False (and nothing written) for small or CuPy arrays, unsupported dtypes or layouts, and when the
     two arrays may overlap (numpy's copyto buffers that case).
     """
-    if not (_large(dst) and type(src) is np.ndarray) or np.may_share_memory(dst, src):
+    if not (_large(dst) and type(src) is np.ndarray and src.dtype != _FLOAT16) or np.may_share_memory(dst, src):
         return False
     if src.shape != dst.shape:
         src = np.broadcast_to(src, dst.shape)
