@@ -286,3 +286,19 @@ def test_forward_mode_nests():
            tol=1e-12)
     second = jvp(lambda t: jvp(f, (t,), (ones,))[1], (xs[0],), (ones,))[1]
     _close(second, jacrev(jacrev(f))(xs[0]) @ ones @ ones, tol=1e-12)
+
+
+@pytest.mark.parametrize("weight_shape, rows", [((4,), 2), ((3, 4), 1), ((3, 4), 2), ((3, 4), None)])
+def test_per_sample_linear_gradients_with_a_bias(weight_shape, rows):
+    # the shared-weight linear path: one row or several a sample, a bias, and a 1-d weight (the matmul path)
+    w, b = _f64(*weight_shape, seed=11), _f64(*weight_shape[:-1], seed=12)
+    xs = _f64(5, *(() if rows is None else (rows,)), 4, seed=13)
+
+    def loss(w, b, x):
+        return nn.functional.linear(x, w, b).sin().sum()
+
+    batched = vmap(grad(loss, argnums=(0, 1)), in_dims=(None, None, 0))(w, b, xs)
+    for i in range(5):
+        single = grad(loss, argnums=(0, 1))(w, b, xs[i])
+        for got, expected in zip(batched, single):
+            _close(got[i], expected, tol=1e-10)

@@ -655,8 +655,8 @@ def _shared_linear(level, args):
     through :class:`_SharedWeightLinear`; None for other calls."""
     x, weight = args[0], args[1]
     bias = args[2] if len(args) > 2 else None
-    if not (_is_batched(x, level) and _is_batched(weight, level) and x.ndim >= 1):
-        return None
+    if not (_is_batched(x, level) and _is_batched(weight, level) and x.ndim >= 1 and weight.ndim == 2):
+        return None  # (a 1-d weight gives one output per row: the decomposition's matmul rule takes it)
     xw, _ = _front(weight, level)
     if not _expanded_batch(xw):
         return None
