@@ -408,3 +408,49 @@ int main(int argc, char** argv) {
                     grads = (q % 11 - 3.5 + q * 0.001).reshape(frames.shape)
                     back = _stft_frames_backward_kernel(_Input(grads), length, hop, pad, name)
                     np.testing.assert_allclose(values[frames.size:], back.ravel(), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs a C++ compiler to run the kernels' bodies on the host")
+@pytest.mark.parametrize("ctype, dtype", [("double", np.float64), ("std::complex<double>", np.complex128)])
+def test_linalg_kernel_bodies_compiled_on_the_host(tmp_path, ctype, dtype):
+    # the CUDA C of ember.cuda.kernels.linalg's three kernels, compiled as C++ (one loop over the thread index
+    # i), against numpy: the first zero pivot, the halved lower triangle, the lower triangle or NaN
+    program = f"""
+#include <complex>
+#include <cstdio>
+#include <limits>
+typedef {ctype} T;
+static void put(T v) {{ std::complex<double> c(v); printf("%.17g %.17g\\n", c.real(), c.imag()); }}
+int main() {{
+  const long long n = 4, count = 3;
+  T m[count * n * n];
+  for (long long q = 0; q < count * n * n; ++q) m[q] = T(q % 5 - 1.5 + 0.25 * q);
+  m[1 * n * n + 2 * n + 2] = T(0); m[2 * n * n + 0] = T(0); m[2 * n * n + 3 * n + 3] = T(0);
+  for (long long i = 0; i < count; ++i) {{ const T* factors = m; int info;
+{kernels._FIRST_ZERO_PIVOT_BODY}
+    printf("%d\\n", info); }}
+  for (long long i = 0; i < count * n * n; ++i) {{ T out;
+{kernels._HALVED_TRIL_BODY}
+    put(out); }}
+  int infos[count] = {{0, 2, 0}}; const int* info = infos; const T* factor = m;
+  const T bad = T(std::numeric_limits<double>::quiet_NaN());
+  for (long long i = 0; i < count * n * n; ++i) {{ T out;
+{kernels._TRIL_OR_NAN_BODY}
+    put(out); }}
+}}
+"""
+    (tmp_path / "linalg.cpp").write_text(program)
+    binary = str(tmp_path / "linalg")
+    subprocess.run(["g++", "-O1", "-o", binary, str(tmp_path / "linalg.cpp")], check=True)
+    lines = subprocess.run([binary], capture_output=True, text=True, check=True).stdout.split("\n")
+    q = np.arange(3 * 16)
+    m = (q % 5 - 1.5 + 0.25 * q).astype(dtype).reshape(3, 4, 4)
+    m[1, 2, 2] = m[2, 0, 0] = m[2, 3, 3] = 0
+    assert [int(v) for v in lines[:3]] == [0, 3, 1]
+    values = np.array([complex(float(a), float(b)) for a, b in (line.split() for line in lines[3:3 + 2 * 48])])
+    halved = np.tril(m)
+    halved[:, range(4), range(4)] *= 0.5
+    np.testing.assert_array_equal(values[:48], halved.ravel())
+    lower = np.tril(m).astype(np.complex128)
+    lower[1] = np.nan
+    np.testing.assert_array_equal(values[48:], lower.ravel())

@@ -189,6 +189,13 @@ def lu_factor_batched(a):
     return LU, pivots.reshape(*batch, n), info.reshape(batch)
 
 
+_FIRST_ZERO_PIVOT_BODY = """
+int found = 0;
+for (long long k = 0; k < n; ++k) {
+    if (factors[i * n * n + k * n + k] == T(0)) { found = (int)k + 1; break; }
+}
+info = found;
+"""
 _FIRST_ZERO_PIVOT = None
 
 
@@ -199,13 +206,7 @@ def _first_zero_pivot_kernel():
         _FIRST_ZERO_PIVOT = _cp().ElementwiseKernel(
             "raw T factors, int64 n",
             "int32 info",
-            """
-            int found = 0;
-            for (long long k = 0; k < n; ++k) {
-                if (factors[i * n * n + k * n + k] == T(0)) { found = (int)k + 1; break; }
-            }
-            info = found;
-            """,
+            _FIRST_ZERO_PIVOT_BODY,
             "ember_lu_first_zero_pivot",
         )
     return _FIRST_ZERO_PIVOT
@@ -299,6 +300,11 @@ def triangular_solve(a, b, upper, left=True, unitriangular=False, overwrite_b=Fa
 
 # -- Cholesky ----------------------------------------------------------------------------------------
 
+_HALVED_TRIL_BODY = """
+const long long col = i % n;
+const long long row = (i / n) % n;
+out = col > row ? T(0) : (col == row ? T(0.5) * m[i] : m[i]);
+"""
 _HALVED_TRIL = None
 
 
@@ -309,11 +315,7 @@ def _halved_tril_kernel():
         _HALVED_TRIL = _cp().ElementwiseKernel(
             "raw T m, int64 n",
             "T out",
-            """
-            const long long col = i % n;
-            const long long row = (i / n) % n;
-            out = col > row ? T(0) : (col == row ? T(0.5) * m[i] : m[i]);
-            """,
+            _HALVED_TRIL_BODY,
             "ember_cholesky_halved_tril",
         )
     return _HALVED_TRIL
@@ -355,6 +357,12 @@ def cholesky_backward(grad, L, upper):
 
 
 
+_TRIL_OR_NAN_BODY = """
+const long long col = i % n;
+const long long row = (i / n) % n;
+const long long mat = i / (n * n);
+out = info[mat] != 0 ? bad : (col > row ? T(0) : factor[i]);
+"""
 _TRIL_OR_NAN = None
 
 
@@ -366,12 +374,7 @@ def _tril_or_nan_kernel():
         _TRIL_OR_NAN = _cp().ElementwiseKernel(
             "raw T factor, raw int32 info, int64 n, T bad",
             "T out",
-            """
-            const long long col = i % n;
-            const long long row = (i / n) % n;
-            const long long mat = i / (n * n);
-            out = info[mat] != 0 ? bad : (col > row ? T(0) : factor[i]);
-            """,
+            _TRIL_OR_NAN_BODY,
             "ember_cholesky_tril_or_nan",
         )
     return _TRIL_OR_NAN
