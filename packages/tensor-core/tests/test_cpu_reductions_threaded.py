@@ -157,6 +157,7 @@ def test_argmax_argmin_and_max_min_values(threads, layout, dtype):
             np.testing.assert_array_equal(values.numpy(), a.min(dim, keepdims=keepdim))
             np.testing.assert_array_equal(indices.numpy(), a.argmin(dim, keepdims=keepdim))
     assert x.argmax().item() == a.argmax() and x.argmin().item() == a.argmin()
+    assert x.max().item() == a.max() and x.min().item() == a.min()
     assert x.argmax(keepdim=True).shape == (1, 1, 1)
 
 

@@ -260,9 +260,11 @@ def _max_min_cpu(name, pointwise, np_fn, np_arg):
             dim, other = None, dim
         if other is not None:
             return _op(pointwise).kernels["cpu"](input, other)
-        data = _upcast(input._data)
         if dim is None:
-            return _finish(np_fn(data), input._data.dtype)
+            raw = input._data
+            result = _c_extreme(raw, tuple(range(raw.ndim)), False, _C_MAX if name == "max" else _C_MIN)
+            return _finish(np_fn(_upcast(raw)) if result is None else result, raw.dtype)
+        data = _upcast(input._data)
         if data.ndim == 0:
             return _finish(data, input._data.dtype).copy(), np.zeros((), _I64)
         d = wrap_dim(dim, data.ndim)
