@@ -449,3 +449,19 @@ def test_cached_binding_matches_inspect_over_the_registry():
             assert bind(_normalize, op, args, kwargs) == expected, (op.name, args, kwargs)
             checked += 1
     assert checked > 1000
+
+
+def test_contiguous_gives_samples_a_view_can_take():
+    # as in PyTorch: is_contiguous tells the samples' real layout, and contiguous() makes a view possible
+    x = ember.from_numpy(np.random.default_rng(11).standard_normal((3, 4, 5)))
+    seen = []
+
+    def f(t):
+        seen.append((t.is_contiguous(), t.t().is_contiguous()))
+        return t.t().contiguous().view(-1)
+
+    out = vmap(f)(x)
+    np.testing.assert_array_equal(out.numpy(), x.transpose(1, 2).reshape(3, 20).numpy())
+    assert vmap(lambda t: t.contiguous().view(-1), in_dims=1)(x).shape == (4, 15)
+    vmap(lambda t: seen.append(t.is_contiguous()) or t, in_dims=1)(x)
+    assert seen == [(True, False), False]

@@ -150,10 +150,23 @@ class BatchedTensor(Tensor):
         return strides if dim is None else strides[dim]
 
     def is_contiguous(self, memory_format=None):
+        # the samples' real layout, as PyTorch's batched tensors report it: user code that checks it before a
+        # view (or calls contiguous() first) then works as it does outside vmap
+        inner = self._inner
+        strides = list(inner.stride())
+        del strides[self._bdim]
+        step = 1
+        for size, stride in zip(reversed(self._data.shape), reversed(strides)):
+            if size != 1:
+                if stride != step:
+                    return False
+                step *= size
         return True
 
     def contiguous(self, memory_format=None):
-        return self
+        if self.is_contiguous():
+            return self
+        return wrap(self._inner.movedim(self._bdim, 0).contiguous(), 0, self._level)
 
     # new_zeros and friends give batched tensors, so that code which makes a buffer and writes a batched
     # tensor into it (the backward formulas of select, slice, diagonal) works under vmap, as in PyTorch
