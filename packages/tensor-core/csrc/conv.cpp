@@ -1003,6 +1003,135 @@ py::array conv_avx512(py::array_t<float, py::array::c_style> input, py::array_t<
   return output;
 }
 
+// ---- float32 convolution, AVX2 ------------------------------------------------------------
+// conv_oc_avx512's tile for CPUs with AVX2 and FMA but no AVX-512 (Zen 1-3, older Intel): MR output
+// positions x 8 * NV output channels in registers, each kernel tap adding NV vector loads of weights
+// (packed output channels last) times MR broadcasts of the input, read from the zero-padded input
+// split into stride phases (the layout of conv_avx512), so there is no im2col copy. Every lane is a
+// real output channel where the group's output channels are a multiple of 8 * NV; the tile goes out
+// through a small buffer, one contiguous run of MR positions per output channel. OpenMP takes
+// (group, channel block, image, position tile) tasks; a small convolution stays on one thread.
+
+bool cpu_has_avx2() {
+#ifdef EMBER_X86_SIMD
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
+#ifdef EMBER_X86_SIMD
+template <int MR, int NV>
+__attribute__((target("avx2,fma"))) void conv_oc_avx2(const float* x, const float* wp, const float* bp, float* y,
+                                                      const ConvGeometry& geo) {
+  constexpr int64_t NR = 8 * NV;
+  const int64_t Cg = geo.C / geo.G, Og = geo.O / geo.G, OB = (Og + NR - 1) / NR;
+  const int64_t taps = static_cast<int64_t>(geo.offsets.size());
+  const int64_t P = geo.OD * geo.OH * geo.OW, PT = (P + MR - 1) / MR;
+  const int64_t* off = geo.offsets.data();
+  const int64_t tasks = geo.G * OB * geo.N * PT;
+  const bool parallel = tasks > 1 && tasks * taps * NR * MR > kParallelWork;
+#pragma omp parallel for schedule(guided) if (parallel)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t pt = t % PT, n = (t / PT) % geo.N, gob = t / PT / geo.N, g = gob / OB, ob = gob % OB;
+    const float* wk = wp + gob * taps * NR;
+    const float* xs = x + (n * geo.C + g * Cg) * geo.channel_stride();
+    const float* xr[MR];
+    const int64_t q0 = pt * MR, rows = std::min<int64_t>(MR, P - q0);
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r) {
+      // rows past the last position repeat it (computed, never stored)
+      const int64_t q = q0 + std::min<int64_t>(r, rows - 1), ow = q % geo.OW, rest = q / geo.OW;
+      xr[r] = xs + ((rest / geo.OH) * geo.Hq + rest % geo.OH) * geo.Wq + ow;
+    }
+    __m256 acc[MR][NV];
+#pragma GCC unroll 3
+    for (int v = 0; v < NV; ++v) {
+      const __m256 b0 = _mm256_loadu_ps(bp + gob * NR + 8 * v);
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r) acc[r][v] = b0;
+    }
+    for (int64_t tap = 0; tap < taps; ++tap, wk += NR) {
+      const int64_t o_ = off[tap];
+      __m256 wv[NV];
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) wv[v] = _mm256_loadu_ps(wk + 8 * v);
+#pragma GCC unroll 12
+      for (int r = 0; r < MR; ++r) {
+        const __m256 xv = _mm256_broadcast_ss(xr[r] + o_);
+#pragma GCC unroll 3
+        for (int v = 0; v < NV; ++v) acc[r][v] = _mm256_fmadd_ps(wv[v], xv, acc[r][v]);
+      }
+    }
+    alignas(32) float buf[MR][NR];
+#pragma GCC unroll 12
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 3
+      for (int v = 0; v < NV; ++v) _mm256_store_ps(&buf[r][8 * v], acc[r][v]);
+    const int64_t width = std::min<int64_t>(NR, Og - ob * NR);
+    float* out = y + (n * geo.O + g * Og + ob * NR) * P + q0;
+    for (int64_t j = 0; j < width; ++j, out += P)
+      for (int64_t r = 0; r < rows; ++r) out[r] = buf[r][j];
+  }
+}
+#endif
+
+py::array conv_avx2(py::array_t<float, py::array::c_style> input, py::array_t<float, py::array::c_style> weight,
+                    py::object bias, int64_t groups, Dims stride, Dims dilation, Dims out_size, int variant) {
+  check_dims(stride, "conv_avx2");
+  check_dims(dilation, "conv_avx2");
+  check_dims(out_size, "conv_avx2");
+  if (input.ndim() != 6 || weight.ndim() != 5)
+    throw std::invalid_argument("conv_avx2: expected input (N, C, S, Dq, Hq, Wq) and weight (O, C/G, kD, kH, kW)");
+  const ConvGeometry geo = conv_geometry(input, weight, groups, stride, dilation, out_size);
+  py::array_t<float> b;
+  if (!bias.is_none()) {
+    b = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(bias);
+    if (!b || b.ndim() != 1 || b.shape(0) != geo.O) throw std::invalid_argument("conv_avx2: bias must be (O,)");
+  }
+  py::array_t<float> output(std::vector<py::ssize_t>{geo.N, geo.O, geo.OD, geo.OH, geo.OW});
+#ifdef EMBER_X86_SIMD
+  if (!cpu_has_avx2()) throw std::runtime_error("conv_avx2: this CPU lacks AVX2/FMA");
+  const float* bp = bias.is_none() ? nullptr : b.data();
+  const int64_t Cg = geo.C / groups, K = geo.KD * geo.KH * geo.KW, Og = geo.O / groups;
+  const int64_t P = geo.OD * geo.OH * geo.OW;
+  // Tiles: MR positions x 8 * NV channels (13 to 16 of the 16 ymm registers). Cost per image and group in
+  // lane-FMAs, padding lanes and rows included, plus half a cycle per weight load or input broadcast and
+  // 8 per output for the transposed store. variant 1-3 forces a tile (tests).
+  static const int tiles[3][2] = {{6, 2}, {12, 1}, {3, 3}};
+  int best = 0;
+  double best_cost = 1e300;
+  for (int i = 0; i < 3; ++i) {
+    const int64_t mr = tiles[i][0], nv = tiles[i][1], nr = 8 * nv;
+    const double cost = double((Og + nr - 1) / nr * nr) * double((P + mr - 1) / mr * mr) *
+                        (double(K * Cg) * (1.0 + 0.5 * double(nv + mr) / double(mr * nv)) + 8.0);
+    if (variant == 0 ? cost < best_cost : variant == i + 1) best = i, best_cost = cost;
+  }
+  const int64_t nr = 8 * tiles[best][1], OB = (Og + nr - 1) / nr;
+  // weights -> [G][OB][Cg * K][nr] and bias -> [G][OB][nr], zero past each group's last channel
+  std::vector<float> packed(static_cast<size_t>(groups * OB * Cg * K * nr), 0.0f);
+  std::vector<float> bias_packed(static_cast<size_t>(groups * OB * nr), 0.0f);
+  const float* w = weight.data();
+  for (int64_t g = 0; g < groups; ++g)
+    for (int64_t o = 0; o < Og; ++o) {
+      float* dst = packed.data() + ((g * OB + o / nr) * Cg * K) * nr + o % nr;
+      const float* src = w + (g * Og + o) * Cg * K;
+      for (int64_t ck = 0; ck < Cg * K; ++ck) dst[ck * nr] = src[ck];
+      if (bp) bias_packed[(g * OB + o / nr) * nr + o % nr] = bp[g * Og + o];
+    }
+  py::gil_scoped_release release;
+  const float* xp = input.data();
+  float* yp = output.mutable_data();
+  if (best == 0) conv_oc_avx2<6, 2>(xp, packed.data(), bias_packed.data(), yp, geo);
+  else if (best == 1) conv_oc_avx2<12, 1>(xp, packed.data(), bias_packed.data(), yp, geo);
+  else conv_oc_avx2<3, 3>(xp, packed.data(), bias_packed.data(), yp, geo);
+#else
+  throw std::runtime_error("conv_avx2: built without x86 SIMD support");
+#endif
+  return output;
+}
+
 // ---- convolution weight gradient, AVX-512 --------------------------------------------------
 // dW[o, c, k] = sum_n sum_p gy[n, o, p] * x[n, c, p * stride + k * dilation] over the zero-padded
 // input x: the weight gradient of y = conv(x, W), a (O x C K) product reduced over the N P
@@ -1493,6 +1622,11 @@ void init_conv(py::module_& m) {
         py::arg("align_corners"),
         "Bilinear (mode 0) or nearest (mode 1) sampling of (N, C, D, H, W) at grid (N, P, 2 or 3); "
         "padding_mode 0 zeros, 1 border, 2 reflection.");
+  m.def("conv_avx2_available", &cpu_has_avx2, "Whether conv_avx2 can run here (the CPU has AVX2 and FMA).");
+  m.def("conv_avx2", &conv_avx2, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("groups"),
+        py::arg("stride"), py::arg("dilation"), py::arg("out_size"), py::arg("variant") = 0,
+        "float32 convolution (AVX2 + FMA): input (N, C, S, Dq, Hq, Wq) split by stride phases as for conv_avx512, "
+        "weight (O, C/G, kD, kH, kW), bias (O,) or None -> (N, O, oD, oH, oW). variant 1-3 forces a tile.");
   m.def("conv_fast_available", &cpu_has_avx512, "Whether conv_avx512 can run here (the CPU has AVX-512).");
   m.def("conv_avx512", &conv_avx512, py::arg("input"), py::arg("weight"), py::arg("bias"), py::arg("groups"),
         py::arg("stride"), py::arg("dilation"), py::arg("out_size"), py::arg("variant") = 0,

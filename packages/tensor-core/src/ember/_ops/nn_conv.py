@@ -256,6 +256,17 @@ _FEW_OUTPUTS_KERNEL_RATIO = 4
 _DIRECT_MAX_GROUP_WORK = 16
 # float32 convolutions run ember._C.conv_avx512 where the CPU has AVX-512.
 _FAST_CONV = _C.conv_fast_available()
+# Else ember._C.conv_avx2 where it has AVX2 and FMA, for groups of at least this many output channels
+# (its register tile spans 8 to 24 output channels; thinner groups would compute mostly padding lanes).
+_AVX2_CONV = not _FAST_CONV and _C.conv_avx2_available()
+_AVX2_MIN_GROUP_OUTPUTS = 4
+
+
+def _conv_avx2_fits(x, cpg, opg, groups):
+    """Whether ``_conv_forward`` runs ``ember._C.conv_avx2``: float32 (halves computed in it), AVX2 and no
+    AVX-512, and not a thin group (depthwise and its neighbours run the direct kernel)."""
+    return (_AVX2_CONV and x.dtype == _F32 and opg >= _AVX2_MIN_GROUP_OUTPUTS
+            and (groups == 1 or (cpg > 1 and cpg * opg > _DIRECT_MAX_GROUP_WORK)))
 
 
 def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
@@ -271,6 +282,14 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     cpg, opg = C // groups, out_channels // groups
     if N == 0 or out_channels == 0 or 0 in out or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif _conv_avx2_fits(x, cpg, opg, groups):
+        # implicit GEMM on the zero-padded input split by stride phases (as conv_avx512's), weight
+        # gradients' few-outputs shape included: no im2col copy, no channels-last copy, no BLAS
+        w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))
+        bias = None if b is None else np.ascontiguousarray(_compute(b), _F32)
+        result = _C.conv_avx2(_stride_phases(x, pad_lo, pad_hi, stride), w5, bias, groups, _lift3(stride, 1),
+                              _lift3(dilation, 1), _lift3(out, 1)).reshape((N, out_channels, *out))
+        return result.astype(dtype, copy=False)
     elif (groups == 1 and x.dtype in _C_FLOAT and math.prod(out) <= _FEW_OUTPUTS
           and math.prod(kernel) >= _FEW_OUTPUTS_KERNEL_RATIO * math.prod(out)):
         result = _conv_few_outputs(x, w, stride, pad_lo, pad_hi, dilation, out)
