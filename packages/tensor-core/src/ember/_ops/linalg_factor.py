@@ -295,6 +295,12 @@ def lu_factor_arrays(a, exact_singular=True):
     (``solve``): the batched routine's factors of a singular matrix past its zero pivot are not
     documented to be LAPACK's, which ``lu_factor`` returns."""
     xp = array_namespace(a)
+    if not exact_singular and xp is not np:
+        from ..cuda.kernels import linalg as cuda_linalg
+
+        fast = cuda_linalg.lu_factor_batched(a)  # the whole batch in one cuBLAS call, no host read
+        if fast is not None:
+            return fast
     *batch, m, n = a.shape
     k = min(m, n)
     LU = xp.empty(a.shape, a.dtype)
@@ -312,12 +318,6 @@ def lu_factor_arrays(a, exact_singular=True):
             lu, piv, code = getrf(mat)
             lu_flat[i], piv_flat[i], info_flat[i] = lu, piv + 1, code
         return LU, pivots, info
-    if not exact_singular:
-        from ..cuda.kernels import linalg as cuda_linalg
-
-        fast = cuda_linalg.lu_factor_batched(a)  # the whole batch in one cuBLAS call, no host read
-        if fast is not None:
-            return fast
     lu_factor = scipy_linalg(xp).lu_factor
     for i, mat in enumerate(mats):
         lu, piv = lu_factor(mat, check_finite=False)
