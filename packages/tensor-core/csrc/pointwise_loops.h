@@ -54,7 +54,15 @@ void unary_run(int64_t n, char* out, int64_t so, const char* a, int64_t sa, cons
   }
 }
 
-// out[i] = cond[i] ? a[i] : b[i] (a plain select: no arithmetic, so no compute type).
+// out[i] = cond[i] ? a[i] : b[i] (a plain select: no arithmetic, so no compute type; T is an unsigned
+// integer of the element's size). The contiguous loops select with a bit mask made from the condition
+// byte, which GCC vectorises (a conditional load would keep them scalar).
+template <typename T>
+inline T select_bits(bool c, T a, T b) {
+  const T mask = T(0) - T(c);  // all ones where c holds
+  return (a & mask) | (b & ~mask);
+}
+
 template <typename T>
 void where_run(int64_t n, char* out, int64_t so, const char* c, int64_t sc, const char* a, int64_t sa, const char* b,
                int64_t sb) {
@@ -65,15 +73,15 @@ void where_run(int64_t n, char* out, int64_t so, const char* c, int64_t sc, cons
   const T* y = reinterpret_cast<const T*>(b);
   if (so == sz && sc == 1 && sa == sz && sb == sz) {
 #pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) o[i] = m[i] ? x[i] : y[i];
+    for (int64_t i = 0; i < n; ++i) o[i] = select_bits(m[i], x[i], y[i]);
   } else if (so == sz && sc == 1 && sa == sz && sb == 0) {
     const T s = y[0];
 #pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) o[i] = m[i] ? x[i] : s;
+    for (int64_t i = 0; i < n; ++i) o[i] = select_bits(m[i], x[i], s);
   } else if (so == sz && sc == 1 && sa == 0 && sb == sz) {
     const T s = x[0];
 #pragma GCC ivdep
-    for (int64_t i = 0; i < n; ++i) o[i] = m[i] ? s : y[i];
+    for (int64_t i = 0; i < n; ++i) o[i] = select_bits(m[i], s, y[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) {
       *reinterpret_cast<T*>(out + i * so) = *reinterpret_cast<const bool*>(c + i * sc)
