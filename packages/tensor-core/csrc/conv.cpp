@@ -1009,8 +1009,9 @@ py::array conv_avx512(py::array_t<float, py::array::c_style> input, py::array_t<
 // (packed output channels last) times MR broadcasts of the input, read from the zero-padded input
 // split into stride phases (the layout of conv_avx512), so there is no im2col copy. Every lane is a
 // real output channel where the group's output channels are a multiple of 8 * NV; the tile goes out
-// through a small buffer, one contiguous run of MR positions per output channel. OpenMP takes
-// (group, channel block, image, position tile) tasks; a small convolution stays on one thread.
+// through a small buffer. A tile's rows run on across images, so a weight gradient's 3 x 3 outputs
+// waste no rows. OpenMP takes (group, channel block, row tile) tasks; a small convolution stays on
+// one thread.
 
 bool cpu_has_avx2() {
 #ifdef EMBER_X86_SIMD
@@ -1028,22 +1029,26 @@ __attribute__((target("avx2,fma"))) void conv_oc_avx2(const float* x, const floa
   constexpr int64_t NR = 8 * NV;
   const int64_t Cg = geo.C / geo.G, Og = geo.O / geo.G, OB = (Og + NR - 1) / NR;
   const int64_t taps = static_cast<int64_t>(geo.offsets.size());
-  const int64_t P = geo.OD * geo.OH * geo.OW, PT = (P + MR - 1) / MR;
+  // A tile's MR rows are MR consecutive (image, position) pairs of the whole batch, so that only the
+  // batch's last tile has rows to spare: a weight gradient's few positions (3 x 3) fill whole tiles.
+  const int64_t P = geo.OD * geo.OH * geo.OW, NP = geo.N * P, PT = (NP + MR - 1) / MR;
   const int64_t* off = geo.offsets.data();
-  const int64_t tasks = geo.G * OB * geo.N * PT;
+  const int64_t tasks = geo.G * OB * PT;
   const bool parallel = tasks > 1 && tasks * taps * NR * MR > kParallelWork;
 #pragma omp parallel for schedule(guided) if (parallel)
   for (int64_t t = 0; t < tasks; ++t) {
-    const int64_t pt = t % PT, n = (t / PT) % geo.N, gob = t / PT / geo.N, g = gob / OB, ob = gob % OB;
+    const int64_t pt = t % PT, gob = t / PT, g = gob / OB, ob = gob % OB;
     const float* wk = wp + gob * taps * NR;
-    const float* xs = x + (n * geo.C + g * Cg) * geo.channel_stride();
     const float* xr[MR];
-    const int64_t q0 = pt * MR, rows = std::min<int64_t>(MR, P - q0);
+    float* yr[MR];
+    const int64_t f0 = pt * MR, rows = std::min<int64_t>(MR, NP - f0);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
-      // rows past the last position repeat it (computed, never stored)
-      const int64_t q = q0 + std::min<int64_t>(r, rows - 1), ow = q % geo.OW, rest = q / geo.OW;
-      xr[r] = xs + ((rest / geo.OH) * geo.Hq + rest % geo.OH) * geo.Wq + ow;
+      // rows past the batch's last position repeat it (computed, never stored)
+      const int64_t f = f0 + std::min<int64_t>(r, rows - 1), n = f / P, q = f % P;
+      const int64_t ow = q % geo.OW, rest = q / geo.OW;
+      xr[r] = x + (n * geo.C + g * Cg) * geo.channel_stride() + ((rest / geo.OH) * geo.Hq + rest % geo.OH) * geo.Wq + ow;
+      yr[r] = y + (n * geo.O + g * Og + ob * NR) * P + q;
     }
     __m256 acc[MR][NV];
 #pragma GCC unroll 3
@@ -1070,9 +1075,8 @@ __attribute__((target("avx2,fma"))) void conv_oc_avx2(const float* x, const floa
 #pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) _mm256_store_ps(&buf[r][8 * v], acc[r][v]);
     const int64_t width = std::min<int64_t>(NR, Og - ob * NR);
-    float* out = y + (n * geo.O + g * Og + ob * NR) * P + q0;
-    for (int64_t j = 0; j < width; ++j, out += P)
-      for (int64_t r = 0; r < rows; ++r) out[r] = buf[r][j];
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < width; ++j) yr[r][j * P] = buf[r][j];
   }
 }
 #endif
@@ -1104,7 +1108,7 @@ py::array conv_avx2(py::array_t<float, py::array::c_style> input, py::array_t<fl
   double best_cost = 1e300;
   for (int i = 0; i < 3; ++i) {
     const int64_t mr = tiles[i][0], nv = tiles[i][1], nr = 8 * nv;
-    const double cost = double((Og + nr - 1) / nr * nr) * double((P + mr - 1) / mr * mr) *
+    const double cost = double((Og + nr - 1) / nr * nr) * double((geo.N * P + mr - 1) / mr * mr) *
                         (double(K * Cg) * (1.0 + 0.5 * double(nv + mr) / double(mr * nv)) + 8.0);
     if (variant == 0 ? cost < best_cost : variant == i + 1) best = i, best_cost = cost;
   }
