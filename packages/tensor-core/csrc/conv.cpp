@@ -1081,8 +1081,8 @@ __attribute__((target("avx2,fma"))) void conv_oc_avx2(const float* x, const floa
 }
 #endif
 
-py::array conv_avx2(py::array_t<float, py::array::c_style> input, py::array_t<float, py::array::c_style> weight,
-                    py::object bias, int64_t groups, Dims stride, Dims dilation, Dims out_size, int variant) {
+py::array conv_avx2(py::array_t<float, py::array::c_style> input, py::array_t<float> weight, py::object bias,
+                    int64_t groups, Dims stride, Dims dilation, Dims out_size, int variant) {
   check_dims(stride, "conv_avx2");
   check_dims(dilation, "conv_avx2");
   check_dims(out_size, "conv_avx2");
@@ -1113,18 +1113,34 @@ py::array conv_avx2(py::array_t<float, py::array::c_style> input, py::array_t<fl
     if (variant == 0 ? cost < best_cost : variant == i + 1) best = i, best_cost = cost;
   }
   const int64_t nr = 8 * tiles[best][1], OB = (Og + nr - 1) / nr;
-  // weights -> [G][OB][Cg * K][nr] and bias -> [G][OB][nr], zero past each group's last channel
+  // weights -> [G][OB][Cg * K][nr] and bias -> [G][OB][nr], zero past each group's last channel. The
+  // weight may be strided (a weight gradient's kernel is the output gradient, batch and channels swapped):
+  // packing reads it in place, one (group, channel block) per task.
   std::vector<float> packed(static_cast<size_t>(groups * OB * Cg * K * nr), 0.0f);
   std::vector<float> bias_packed(static_cast<size_t>(groups * OB * nr), 0.0f);
+  for (int64_t o = 0; bp && o < geo.O; ++o) bias_packed[(o / Og * OB + o % Og / nr) * nr + o % Og % nr] = bp[o];
   const float* w = weight.data();
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t o = 0; o < Og; ++o) {
-      float* dst = packed.data() + ((g * OB + o / nr) * Cg * K) * nr + o % nr;
-      const float* src = w + (g * Og + o) * Cg * K;
-      for (int64_t ck = 0; ck < Cg * K; ++ck) dst[ck * nr] = src[ck];
-      if (bp) bias_packed[(g * OB + o / nr) * nr + o % nr] = bp[g * Og + o];
-    }
+  int64_t ws[5];
+  for (int i = 0; i < 5; ++i) {
+    if (weight.strides(i) % static_cast<py::ssize_t>(sizeof(float)) != 0)
+      throw std::invalid_argument("conv_avx2: weight strides must be whole elements");
+    ws[i] = weight.strides(i) / static_cast<int64_t>(sizeof(float));
+  }
   py::gil_scoped_release release;
+  const int64_t blocks = groups * OB;
+#pragma omp parallel for schedule(static) if (blocks > 1 && blocks * Cg * K * nr > kParallelWork)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t g = blk / OB, ob = blk % OB;
+    float* dst0 = packed.data() + blk * Cg * K * nr;
+    for (int64_t j = 0; j < nr && ob * nr + j < Og; ++j) {
+      const float* src = w + (g * Og + ob * nr + j) * ws[0];
+      float* dst = dst0 + j;
+      for (int64_t c = 0; c < Cg; ++c)
+        for (int64_t kd = 0; kd < geo.KD; ++kd)
+          for (int64_t kh = 0; kh < geo.KH; ++kh)
+            for (int64_t kw = 0; kw < geo.KW; ++kw, dst += nr) *dst = src[c * ws[1] + kd * ws[2] + kh * ws[3] + kw * ws[4]];
+    }
+  }
   const float* xp = input.data();
   float* yp = output.mutable_data();
   if (best == 0) conv_oc_avx2<6, 2>(xp, packed.data(), bias_packed.data(), yp, geo);

@@ -189,3 +189,17 @@ def test_demo_shapes_take_the_avx2_path():
     assert nn_conv._conv_avx2_fits(f32, 64, 32, 1)  # its input gradient
     assert not nn_conv._conv_avx2_fits(f32, 1, 1, 6)  # depthwise: the direct kernel
     assert not nn_conv._conv_avx2_fits(np.zeros(1, np.float64), 32, 64, 1)
+
+
+@_NEEDS_AVX2
+def test_conv_avx2_reads_strided_weights(threads):
+    """A transposed and flipped weight view (the gradients' kernels) packs as its contiguous copy would."""
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((3, 12, 6, 6)).astype(np.float32)
+    base = rng.standard_normal((12, 20, 3, 3)).astype(np.float32)
+    w = base.swapaxes(0, 1)[:, :, ::-1, ::-1]  # (20, 12, 3, 3), negative strides
+    out = _out_size(x.shape, (3, 3), (1, 1), (1, 1), (1, 1))
+    y = _C.conv_avx2(_phases(x, (1, 1), (1, 1)), w.reshape(20, 12, 1, 3, 3), None, 1, [1, 1, 1], [1, 1, 1],
+                     _lift(out, 1))
+    want = _reference(x, np.ascontiguousarray(w), None, 1, (1, 1), (1, 1), (1, 1))
+    np.testing.assert_allclose(y.reshape(want.shape), want, rtol=1e-5, atol=1e-4)

@@ -284,8 +284,9 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
         result = np.zeros((N, out_channels, *out), x.dtype)
     elif _conv_avx2_fits(x, cpg, opg, groups):
         # implicit GEMM on the zero-padded input split by stride phases (as conv_avx512's), weight
-        # gradients' few-outputs shape included: no im2col copy, no channels-last copy, no BLAS
-        w5 = np.ascontiguousarray(w).reshape((out_channels, cpg, *_lift3(kernel, 1)))
+        # gradients' few-outputs shape included: no im2col copy, no channels-last copy, no BLAS; the kernel
+        # packs a strided weight (a weight gradient's transposed output gradient) without a copy first
+        w5 = w.reshape((out_channels, cpg, *_lift3(kernel, 1)))
         bias = None if b is None else np.ascontiguousarray(_compute(b), _F32)
         result = _C.conv_avx2(_stride_phases(x, pad_lo, pad_hi, stride), w5, bias, groups, _lift3(stride, 1),
                               _lift3(dilation, 1), _lift3(out, 1)).reshape((N, out_channels, *out))
