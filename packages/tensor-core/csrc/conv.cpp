@@ -1075,8 +1075,9 @@ __attribute__((target("avx2,fma"))) void conv_oc_avx2(const float* x, const floa
 #pragma GCC unroll 3
       for (int v = 0; v < NV; ++v) _mm256_store_ps(&buf[r][8 * v], acc[r][v]);
     const int64_t width = std::min<int64_t>(NR, Og - ob * NR);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < width; ++j) yr[r][j * P] = buf[r][j];
+    // channel by channel: the rows of one image are a contiguous run of an output plane
+    for (int64_t j = 0; j < width; ++j)
+      for (int64_t r = 0; r < rows; ++r) yr[r][j * P] = buf[r][j];
   }
 }
 #endif

@@ -185,10 +185,12 @@ def test_demo_shapes_take_the_avx2_path():
     if _C.conv_fast_available():
         pytest.skip("AVX-512 CPUs run conv_avx512")
     f32 = np.zeros(1, np.float32)
-    assert nn_conv._conv_avx2_fits(f32, 32, 64, 1)  # the demo's second convolution
-    assert nn_conv._conv_avx2_fits(f32, 64, 32, 1)  # its input gradient
-    assert not nn_conv._conv_avx2_fits(f32, 1, 1, 6)  # depthwise: the direct kernel
-    assert not nn_conv._conv_avx2_fits(np.zeros(1, np.float64), 32, 64, 1)
+    assert nn_conv._conv_avx2_fits(f32, 32, 64, 1, 9)  # the demo's second convolution
+    assert nn_conv._conv_avx2_fits(f32, 64, 32, 1, 9)  # its input gradient
+    assert nn_conv._conv_avx2_fits(f32, 64, 64, 1, 64)  # its weight gradient (an 8 x 8 kernel)
+    assert not nn_conv._conv_avx2_fits(f32, 1, 32, 1, 9)  # the first convolution: 9 products per output
+    assert not nn_conv._conv_avx2_fits(f32, 1, 1, 6, 9)  # depthwise: the direct kernel
+    assert not nn_conv._conv_avx2_fits(np.zeros(1, np.float64), 32, 64, 1, 9)
 
 
 @_NEEDS_AVX2
