@@ -57,12 +57,23 @@ def _expected(src, dtype):
         return src.astype(dtype)
 
 
+def _numpy_varies(src_dtype, dst_dtype):
+    """The conversions whose numpy result depends on the ml_dtypes version (the kernel leaves them to numpy):
+    bfloat16 -> integers out of range (0 or wrapped) and float64 -> bfloat16 (rounded once or twice)."""
+    src, dst = np.dtype(src_dtype), np.dtype(dst_dtype)
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    return (src == bf16 and dst.kind in "iu") or (src == np.float64 and dst == bf16)
+
+
 @pytest.mark.parametrize("src_dtype", DTYPES, ids=DTYPE_IDS)
 @pytest.mark.parametrize("dst_dtype", DTYPES, ids=DTYPE_IDS)
 def test_every_dtype_pair_and_layout_matches_numpy(threads, src_dtype, dst_dtype):
     a = _values((256, 300), src_dtype, seed=1)
     for name, src in _layouts(a):
         dst = np.empty(src.shape, dst_dtype)
+        if _numpy_varies(src_dtype, dst_dtype):  # left to numpy's astype
+            assert not _C.copy_into(dst, src), name
+            continue
         assert _C.copy_into(dst, src), name
         want = _expected(src, dst_dtype)
         np.testing.assert_array_equal(dst.view(np.uint8), np.ascontiguousarray(want).view(np.uint8), err_msg=name)
@@ -78,6 +89,9 @@ def test_float_rounding_nan_inf_and_overflow(threads, src_dtype, dst_dtype):
     if src_dtype == np.float64:  # halfway between two bfloat16 values, just above: one rounding only
         a[8] = 1 + 2**-8 + 2**-30
     dst = np.empty(a.shape, dst_dtype)
+    if _numpy_varies(src_dtype, dst_dtype):
+        assert not _C.copy_into(dst, a)
+        return
     assert _C.copy_into(dst, a)
     with np.errstate(all="ignore"):
         want = a.astype(dst_dtype)
