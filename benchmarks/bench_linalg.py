@@ -123,12 +123,16 @@ def _setup(name, backward, device):
             scale = max(1.0, float(np.abs(theirs).max()))
             try:
                 np.testing.assert_allclose(ours, theirs, rtol=2e-3, atol=2e-3 * scale)
-            except AssertionError as exc:  # say which side is off: both against PyTorch's float64 on the CPU
+            except AssertionError as exc:
+                # float32 results of two libraries can differ by more than either differs from the truth (the
+                # eigenvector gradients, amplified by 1 / (λi - λj)): judge both against PyTorch's float64
+                # result on the CPU, and fail only when ember is the one further off
                 exact = _callable(torch, name, arrays, backward, "cpu", lambda: None, np.float64)()
                 exact = exact.detach().numpy()
-                raise AssertionError(f"{exc}\nlargest difference from PyTorch's float64 CPU result: ember "
-                                     f"{np.abs(ours - exact).max():.3g}, PyTorch {np.abs(theirs - exact).max():.3g} "
-                                     f"(scale {scale:.3g})") from None
+                ours_off, theirs_off = np.abs(ours - exact).max(), np.abs(theirs - exact).max()
+                if ours_off > max(theirs_off, 2e-3 * scale):
+                    raise AssertionError(f"{exc}\nlargest difference from PyTorch's float64 CPU result: ember "
+                                         f"{ours_off:.3g}, PyTorch {theirs_off:.3g} (scale {scale:.3g})") from None
         return ember_fn, torch_fn
 
     return setup
