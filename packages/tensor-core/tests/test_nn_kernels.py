@@ -633,6 +633,10 @@ def test_small_blas_products_run_on_one_thread_and_restore_the_count():
         np.testing.assert_allclose(_blas_threads.matmul(a, b), a @ b, rtol=1e-12)
         big = rng.standard_normal((260, 260))  # 260 ** 3 > THREADED_MACS: left to the BLAS's threads
         assert _blas_threads._macs(big, big) >= _blas_threads.THREADED_MACS > _blas_threads._macs(a, b)
+        # a stack is one BLAS call per matrix: small matrices stay on one thread however many there are
+        stack = rng.standard_normal((512, 64, 300))
+        assert _blas_threads._macs(stack, b) < _blas_threads.THREADED_MACS < stack.size * b.shape[-1]
+        np.testing.assert_allclose(_blas_threads.matmul(stack, b), stack @ b, rtol=1e-12)
         np.testing.assert_allclose(_blas_threads.matmul(big, big), big @ big, rtol=1e-12)
         assert get() == 2
     finally:

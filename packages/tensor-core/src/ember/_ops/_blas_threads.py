@@ -7,7 +7,7 @@ cores that ember's OpenMP kernels run on next, and the OpenMP threads, spinning
 in turn at their barriers, take them back from the next BLAS call: a training
 step of a small CNN on two threads ran ten times slower than on one.
 
-:func:`matmul` runs products below :data:`THREADED_MACS` multiply-adds with the
+:func:`matmul` runs products below :data:`THREADED_MACS` multiply-adds (per matrix of a stack) with the
 BLAS set to one thread (two ``ctypes`` calls into numpy's OpenBLAS, about a
 microsecond), so its workers are never woken for them; larger products, where
 the threads pay off, keep the BLAS's thread count (the user's, or the one
@@ -64,10 +64,11 @@ def _get_switch():
 
 
 def _macs(a, b):
-    """Multiply-adds of ``a @ b`` (batch dims broadcast), as an upper estimate."""
+    """Multiply-adds of one matrix product of ``a @ b``: numpy runs a stack (batch dims) as one BLAS call
+    per matrix, so the threads pay off by the size of each product, not the stack's total."""
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
-    return max(a.size * n, b.size * m)
+    return m * a.shape[-1] * n
 
 
 def one_thread(fn, *args):
