@@ -465,3 +465,15 @@ def test_contiguous_gives_samples_a_view_can_take():
     assert vmap(lambda t: t.contiguous().view(-1), in_dims=1)(x).shape == (4, 15)
     vmap(lambda t: seen.append(t.is_contiguous()) or t, in_dims=1)(x)
     assert seen == [(True, False), False]
+
+
+def test_randperm_with_randomness_different_gives_each_sample_a_permutation():
+    ember.manual_seed(0)
+    out = vmap(lambda x: x + ember.randperm(6), randomness="different")(ember.zeros(8, 6, dtype=ember.int64))
+    rows = [tuple(r) for r in out.tolist()]
+    assert all(sorted(r) == list(range(6)) for r in rows)  # each row is a permutation of 0..5
+    assert len(set(rows)) > 1  # and they differ (8 equal draws of 720 permutations: probability 720**-7)
+    assert out.dtype == ember.int64
+    same = vmap(lambda x: x + ember.randperm(6), randomness="same")(ember.zeros(8, 6, dtype=ember.int64))
+    assert len({tuple(r) for r in same.tolist()}) == 1
+

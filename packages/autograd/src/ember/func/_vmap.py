@@ -232,6 +232,9 @@ class _RandomnessMode(DispatchMode):
             args = list(args)
             args[2] = (size, *args[2])
             return wrap(func(*args, **kwargs), 0, number)
+        if func.name == "randperm":  # one permutation per sample: the order of independent uniform draws
+            keys = ember.rand(size, args[0], generator=kwargs.get("generator"), device=kwargs.get("device"))
+            return wrap(keys.argsort(dim=-1).to(kwargs.get("dtype") or ember.int64), 0, number)
         if func.kind == "inplace":
             raise RuntimeError(
                 f"vmap: {func.name} on a tensor that is not batched, with randomness='different': each sample "
