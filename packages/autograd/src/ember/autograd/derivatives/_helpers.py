@@ -179,3 +179,18 @@ def metadata_only(fn):
 
 
 __all__ += ["metadata_only"]
+
+
+def may_contribute(cotangent):
+    """Whether the terms of a backward formula that ``cotangent`` multiplies must be computed.
+
+    Skipping them for an all-zero cotangent (an output the loss does not use) is a shortcut on its values,
+    so it is taken only for a plain tensor with no history. A cotangent that requires grad is itself
+    differentiated later (the double-vjp identity behind ``jacfwd(jacrev(f))`` passes zero dummies and
+    differentiates with respect to them), and a vmap batch or a dual tensor can't be read: for those the
+    terms are kept.
+    """
+    if cotangent.requires_grad or type(cotangent) is not Tensor:
+        return True
+    return bool((cotangent != 0).any())
+

@@ -27,7 +27,7 @@ from __future__ import annotations
 import ember
 
 from .._table import derivative, through_decomposition
-from ._helpers import mH
+from ._helpers import may_contribute, mH
 
 _SVD_GAUGE = (
     "svd_backward: The singular vectors in the complex case are specified up to multiplication by e^{i phi}. "
@@ -77,7 +77,7 @@ def svd_backward(grads, results, A, full_matrices):
     dtype = A.dtype
     S_c = S.to(dtype)
     ret = ember.diag_embed(gS.to(dtype))
-    vectors = bool((gU != 0).any()) or bool((gVh != 0).any())
+    vectors = may_contribute(gU) or may_contribute(gVh)
     if not vectors:
         return ember.matmul(U * S_c.new_ones(()).to(dtype), ember.matmul(ret, Vh))
     V, gV = mH(Vh), mH(gVh)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ember
 
 from .._table import derivative, nondifferentiable, through_decomposition
-from ._helpers import mH
+from ._helpers import may_contribute, mH
 from .linalg_factor import _lu_factor_grad
 
 
@@ -42,7 +42,7 @@ def _solve_lu_backward(grads, results, A, B, left, output_mask):
     if output_mask[0]:
         gA = -ember.matmul(gB, mH(X)) if left else -ember.matmul(mH(X), gB)
         gLU = grads[1]
-        if bool((gLU != 0).any()):  # LU is an output too: second derivatives reach A through it
+        if may_contribute(gLU):  # LU is an output too: second derivatives reach A through it
             gA = gA + _lu_factor_grad(gLU, LU, pivots)
     if vector:
         gB = gB.squeeze(-1) if left else gB.squeeze(-2)
@@ -139,7 +139,7 @@ def _lstsq_grads(grads, A, B, results, rcond, driver, output_mask):
     P = ember.linalg.pinv(A) if rcond is None else ember.linalg.pinv(A, rtol=rcond)
     gA = pinv_backward(ember.matmul(gX, mH(B)), A, P) if output_mask[0] else None
     gB = ember.matmul(mH(P), gX) if output_mask[1] else None
-    if residuals.numel() and bool((g_res != 0).any()):
+    if residuals.numel() and may_contribute(g_res):
         g = g_res.unsqueeze(-1) if vector else g_res
         E = ember.matmul(A, X) - B
         weighted = 2 * E * g.to(E.dtype).unsqueeze(-2)
