@@ -126,6 +126,13 @@ def test_autograd_functional(vectorize):
     _close(AF.vhp(_scalar, x, v)[1], v.numpy() @ hess, tol=1e-5)
     if vectorize:
         _close(AF.jacobian(_f, x, vectorize=True, strategy="forward-mode"), jac, tol=1e-5)
+        _close(AF.hessian(_scalar, x, vectorize=True, outer_jacobian_strategy="forward-mode"), hess, tol=1e-5)
+        two = AF.hessian(lambda a, b: (a * a * b).sum(), (x[:2], x[2:]), vectorize=True,
+                         outer_jacobian_strategy="forward-mode")
+        a, b = x[:2].numpy(), x[2:].numpy()
+        _close(two[0][0], np.diag(2 * b), tol=1e-12)  # d2/da2 of sum(a^2 b)
+        _close(two[0][1], np.diag(2 * a), tol=1e-12)
+        _close(two[1][1], np.zeros((2, 2)), tol=1e-12)
     else:
         with pytest.raises(NotImplementedError):
             AF.jacobian(_f, x, strategy="forward-mode")

@@ -227,14 +227,24 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
     """
     inputs_t, single_in = _as_tuple(inputs, "hessian", "inputs")
 
+    def scalar(*xs):
+        out = func(*xs)
+        if not isinstance(out, Tensor) or out.numel() != 1:
+            raise RuntimeError("The function given to hessian should return a single Tensor with a single element")
+        return out.reshape(())
+
     def gradient(*xs):
         with ember.enable_grad():
-            out = func(*xs)
-            if not isinstance(out, Tensor) or out.numel() != 1:
-                raise RuntimeError("The function given to hessian should return a single Tensor with a single element")
-            g = ember.autograd.grad(out.reshape(()), xs, create_graph=True, allow_unused=True)
+            g = ember.autograd.grad(scalar(*xs), xs, create_graph=True, allow_unused=True)
         g = tuple(ember.zeros_like(x) if gi is None else gi for gi, x in zip(g, xs))
         return g[0] if single_in else g
+
+    if vectorize and outer_jacobian_strategy == "forward-mode":
+        # the outer jacobian runs on dual tensors, which don't require grad: the inner gradient is ember.func's
+        # grad, whose reverse pass over duals jacfwd computes by the double-vjp identity
+        from ember import func as ft
+
+        gradient = ft.grad(scalar, argnums=0 if single_in else tuple(range(len(inputs_t))))
 
     return jacobian(gradient, inputs_t if not single_in else inputs_t[0], create_graph=create_graph, strict=strict,
                     vectorize=vectorize, strategy=outer_jacobian_strategy)
