@@ -477,3 +477,19 @@ def test_randperm_with_randomness_different_gives_each_sample_a_permutation():
     same = vmap(lambda x: x + ember.randperm(6), randomness="same")(ember.zeros(8, 6, dtype=ember.int64))
     assert len({tuple(r) for r in same.tolist()}) == 1
 
+
+@pytest.mark.parametrize("out_dims", [2, 5, -3, -7])
+def test_out_dims_out_of_range_raises_as_pytorch(out_dims):
+    x = ember.arange(12.0).reshape(3, 4)
+    with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range of \[-2, 1\]"):
+        vmap(lambda a: a, out_dims=out_dims)(x)
+    with pytest.raises(IndexError, match="Dimension out of range"):  # an output that is the same for every sample
+        vmap(lambda a: ember.ones(4), out_dims=out_dims)(x)
+
+
+def test_out_dims_in_range():
+    x = ember.arange(12.0).reshape(3, 4)
+    np.testing.assert_array_equal(vmap(lambda a: a * 2, out_dims=1)(x).numpy(), (x * 2).numpy().T)
+    np.testing.assert_array_equal(vmap(lambda a: a * 2, out_dims=-1)(x).numpy(), (x * 2).numpy().T)
+    np.testing.assert_array_equal(vmap(lambda a: a * 2, out_dims=-2)(x).numpy(), (x * 2).numpy())
+
