@@ -493,3 +493,14 @@ def test_out_dims_in_range():
     np.testing.assert_array_equal(vmap(lambda a: a * 2, out_dims=-1)(x).numpy(), (x * 2).numpy().T)
     np.testing.assert_array_equal(vmap(lambda a: a * 2, out_dims=-2)(x).numpy(), (x * 2).numpy())
 
+
+@pytest.mark.parametrize("index", [lambda a, i: a[i], lambda a, i: a[:, i], lambda a, i: a[i, 1:]])
+def test_indexing_with_a_batched_zero_dim_integer_matches_a_loop(index):
+    a = ember.randn(3, 4, 5)
+    i = ember.tensor([0, 3, 1])
+    got = vmap(index)(a, i)
+    want = ember.stack([index(a[k], int(i[k])) for k in range(3)])
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    shared = vmap(index, in_dims=(None, 0))(a[0], i)
+    np.testing.assert_array_equal(shared.numpy(), ember.stack([index(a[0], int(k)) for k in i]).numpy())
+

@@ -68,8 +68,10 @@ def _normalize_key(key):
             k = _as_index_tensor(k)
         elif isinstance(k, np.integer):
             k = int(k)
-        elif isinstance(k, Tensor) and k.ndim == 0 and k.dtype in _SCALAR_INDEX_DTYPES and k.device.type != "meta":
-            # A zero-dim integer tensor indexes like an int (a select), as in PyTorch.
+        elif (isinstance(k, Tensor) and k.ndim == 0 and k.dtype in _SCALAR_INDEX_DTYPES and k.device.type != "meta"
+              and getattr(k, "_values_readable", True)):
+            # A zero-dim integer tensor indexes like an int (a select), as in PyTorch. One whose values can't be
+            # read (a vmap batch: a value per sample) stays an index tensor, which selects the same elements.
             k = int(k.item())
         out.append(k)
     return out

@@ -93,6 +93,9 @@ class BatchedTensor(Tensor):
     _inner = None
     _bdim = 0
     _level = 0
+    #: Its values can't be read (each sample has its own): ember's indexing keeps a zero-dim integer one as
+    #: an index tensor instead of turning it into an int.
+    _values_readable = False
 
     # -- autograd fields are the inner tensor's ---------------------------------------------
 
