@@ -504,3 +504,18 @@ def test_indexing_with_a_batched_zero_dim_integer_matches_a_loop(index):
     shared = vmap(index, in_dims=(None, 0))(a[0], i)
     np.testing.assert_array_equal(shared.numpy(), ember.stack([index(a[0], int(k)) for k in i]).numpy())
 
+
+def test_replace_all_batch_norm_modules_lets_training_batch_norm_run_under_vmap():
+    from ember.func import replace_all_batch_norm_modules_
+
+    model = ember.nn.Sequential(ember.nn.Linear(3, 4), ember.nn.BatchNorm1d(4), ember.nn.ReLU())
+    x = ember.randn(5, 6, 3)  # 5 vmapped groups of 6 samples
+    with pytest.raises(RuntimeError):  # running statistics would get a value per group
+        vmap(model)(x)
+    assert replace_all_batch_norm_modules_(model) is model
+    bn = model[1]
+    assert bn.running_mean is None and bn.running_var is None and not bn.track_running_stats
+    got = vmap(model)(x)
+    want = ember.stack([model(x[k]) for k in range(5)])  # batch statistics of each group
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5, atol=1e-6)
+

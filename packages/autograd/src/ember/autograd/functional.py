@@ -173,7 +173,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         the input and the output are single tensors.
 
     Raises:
-        ValueError: an unknown strategy, or forward mode without ``vectorize``.
+        ValueError: an unknown strategy.
+        NotImplementedError: forward mode without ``vectorize`` (as in PyTorch).
     """
     if strategy not in ("forward-mode", "reverse-mode"):
         raise ValueError('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your function '

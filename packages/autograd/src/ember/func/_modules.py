@@ -144,3 +144,30 @@ def stack_module_state(models):
     params = stack(lambda m: m.named_parameters(), True)
     buffers = stack(lambda m: m.named_buffers(), False)
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root):
+    """Make every batch norm module in ``root`` use batch statistics only, in place, so that it runs under vmap.
+
+    A batch norm module in training mode updates its running statistics in place: under :func:`vmap` one
+    buffer would receive a value per sample, which vmap refuses. This sets each ``_BatchNorm`` module's
+    ``running_mean``, ``running_var`` and ``num_batches_tracked`` to None and ``track_running_stats`` to
+    False, as ``torch.func.replace_all_batch_norm_modules_`` does. The modules then normalise with the
+    statistics of the batch they see, in training and in eval mode alike.
+
+    Args:
+        root (ember.nn.Module): the module whose submodules (itself included) are changed.
+
+    Returns:
+        ember.nn.Module: ``root``.
+    """
+    from ember.nn.modules.batchnorm import _BatchNorm
+
+    for module in root.modules():
+        if isinstance(module, _BatchNorm):
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
+
