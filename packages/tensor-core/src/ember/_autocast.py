@@ -114,21 +114,19 @@ def _sync_mode():
     enclosing region finds it there again.
     """
     enabled = tuple(sorted(device for device, on in _state.enabled.items() if on))
-    wanted = bool(enabled)
     mode = _state.mode
-    if mode is not None:
-        mode.__ember_ops__ = _handled_ops(enabled)
-    if wanted and mode is None:
+    if enabled and mode is None:
         mode = _state.mode = AutocastMode()
-        mode.__ember_ops__ = _handled_ops(enabled)
         _dispatch_state.modes.append(mode)
-    elif not wanted and mode is not None:
+    elif not enabled and mode is not None:
         modes = _dispatch_state.modes
         if modes and modes[-1] is mode:
             modes.pop()
             _state.mode = None
         elif mode not in modes:  # popped by someone else (a mode stack reset): forget it
             _state.mode = None
+    if mode is not None:
+        mode.__ember_ops__ = _handled_ops(enabled)
 
 
 @functools.cache
