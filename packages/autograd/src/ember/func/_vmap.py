@@ -7,6 +7,7 @@ import functools
 import ember
 from ember._ops._dispatch import _run_mode, run_below_modes
 from ember._ops._dispatch import state as _dispatch_state
+from ember._ops._shapes import wrap_dim
 from ember._tensor import Tensor
 from ember.utils._python_dispatch import DispatchMode
 from ember.utils._pytree import tree_flatten, tree_unflatten
@@ -142,17 +143,6 @@ def _unwrap_outputs(outputs, out_dims, level):
     return tree_unflatten([_unwrap_one(leaf, dim, level) for leaf, dim in zip(leaves, dims)], spec)
 
 
-def _output_dim(dim, ndim):
-    """``dim`` of ``out_dims`` as an index into an output of ``ndim`` dims (the batch dim included).
-
-    Raises:
-        IndexError: out of ``[-ndim, ndim - 1]``, with PyTorch's words.
-    """
-    if not -ndim <= dim < ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {dim})")
-    return dim % ndim
-
-
 def _unwrap_one(value, dim, level):
     batched = isinstance(value, BatchedTensor) and value._level == level.number
     if dim is None:
@@ -168,10 +158,10 @@ def _unwrap_one(value, dim, level):
         raise ValueError(f"vmap: func must only return Tensors (or None), got an output of type {type(value).__name__}")
     if batched:
         inner = value._inner
-        target = _output_dim(dim, inner.ndim)
+        target = wrap_dim(dim, inner.ndim)  # (IndexError out of range, in PyTorch's words)
         return inner if value._bdim == target else inner.movedim(value._bdim, target)
     # the same for every sample: repeat it along the new dim (a view)
-    target = _output_dim(dim, value.ndim + 1)
+    target = wrap_dim(dim, value.ndim + 1)
     shape = list(value.shape)
     shape.insert(target, level.size)
     return value.unsqueeze(target).expand(*shape)
