@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_nn_kernels import _conv_out, _conv_reference, _lift, _phases, _windows
 
 import ember
 from ember import _C
@@ -41,45 +42,13 @@ def threads(request):
     _C.set_num_threads(previous)
 
 
-def _out_size(shape, kernel, stride, padding, dilation):
-    return tuple((shape[2 + i] + 2 * padding[i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1
-                 for i in range(len(kernel)))
-
-
-def _taps(x, kernel, stride, padding, dilation):
-    """{kernel offset: (N, C, *out) float64 view of the zero-padded input that offset reads}."""
-    n = len(kernel)
-    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(p, p) for p in padding])
-    out = _out_size(x.shape, kernel, stride, padding, dilation)
-    taps = {}
-    for k in np.ndindex(*kernel):
-        index = tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + (out[i] - 1) * stride[i] + 1, stride[i])
-                      for i in range(n))
-        taps[k] = xp[(slice(None), slice(None), *index)]
-    return taps
-
-
 def _tap(w, o0, o1, k):
     """w[o0:o1, :, *k] in float64: the (output, input channel) matrix of kernel offset k."""
     return w[(slice(o0, o1), slice(None), *k)].astype(np.float64)
 
 
-def _reference(x, w, b, groups, stride, padding, dilation):
-    """y[n, o] = b[o] + sum over the group's input channels and kernel offsets of w * x, in float64."""
-    cg, og = x.shape[1] // groups, w.shape[0] // groups
-    taps = _taps(x, w.shape[2:], stride, padding, dilation)
-    # groups are stacked along the output channels
-    y = np.concatenate([
-        sum(np.einsum("nc...,oc->no...", taps[k][:, g * cg:(g + 1) * cg], _tap(w, g * og, (g + 1) * og, k))
-            for k in taps)
-        for g in range(groups)], axis=1)
-    if b is not None:
-        y = y + b.astype(np.float64).reshape((-1,) + (1,) * (x.ndim - 2))
-    return y
-
-
 def _reference_grads(x, w, gy, groups, stride, padding, dilation):
-    """(dL/dx, dL/dw) of L = sum(gy * conv(x, w)), in float64: the adjoints of ``_reference``."""
+    """(dL/dx, dL/dw) of L = sum(gy * conv(x, w)), in float64: the adjoints of ``_conv_reference``."""
     n = len(stride)
     cg, og = x.shape[1] // groups, w.shape[0] // groups
     kernel = w.shape[2:]
@@ -87,7 +56,7 @@ def _reference_grads(x, w, gy, groups, stride, padding, dilation):
     gy = gy.astype(np.float64)
     dxp = np.zeros((x.shape[0], x.shape[1], *(x.shape[2 + i] + 2 * padding[i] for i in range(n))))
     dw = np.zeros(w.shape)
-    taps = _taps(x, kernel, stride, padding, dilation)
+    taps = _windows(x, kernel, stride, padding, dilation)
     for k, window in taps.items():
         index = tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + (out[i] - 1) * stride[i] + 1, stride[i])
                       for i in range(n))
@@ -101,14 +70,6 @@ def _reference_grads(x, w, gy, groups, stride, padding, dilation):
     return dx, dw
 
 
-def _lift(values, fill):
-    return [fill] * (3 - len(values)) + list(values)
-
-
-def _phases(x, padding, stride):
-    return nn_conv._stride_phases(x, padding, padding, stride, x.dtype)
-
-
 @_NEEDS_AVX2
 @pytest.mark.parametrize("case", CASES, ids=str)
 @pytest.mark.parametrize("variant", range(4), ids=lambda v: f"variant{v}")
@@ -119,12 +80,12 @@ def test_conv_avx2_tiles_match_reference(threads, case, variant):
     x = rng.standard_normal(shape).astype(np.float32)
     w = rng.standard_normal((out_channels, shape[1] // groups, *kernel)).astype(np.float32)
     b = rng.standard_normal(out_channels).astype(np.float32)
-    out = _out_size(shape, kernel, stride, padding, dilation)
+    out = _conv_out(shape, kernel, stride, padding, dilation)
     w5 = w.reshape(w.shape[:2] + tuple(_lift(kernel, 1)))
     for bias in (None, b):
         y = _C.conv_avx2(_phases(x, padding, stride), w5, bias, groups, _lift(stride, 1), _lift(dilation, 1),
                          _lift(out, 1), variant)
-        want = _reference(x, w, bias, groups, stride, padding, dilation)
+        want = _conv_reference(x, w, bias, groups, stride, padding, dilation)
         assert y.dtype == np.float32
         np.testing.assert_allclose(y.reshape(want.shape), want, rtol=1e-5, atol=1e-4)
 
@@ -155,14 +116,14 @@ def test_conv_forward_and_gradients_match_reference(threads, case, dtype):
     x = rng.standard_normal(shape).astype(dtype)
     w = rng.standard_normal((out_channels, shape[1] // groups, *kernel)).astype(dtype)
     b = rng.standard_normal(out_channels).astype(dtype)
-    gy = rng.standard_normal((shape[0], out_channels, *_out_size(shape, kernel, stride, padding, dilation)))
+    gy = rng.standard_normal((shape[0], out_channels, *_conv_out(shape, kernel, stride, padding, dilation)))
     xe = ember.tensor(x, requires_grad=True)
     we = ember.tensor(w, requires_grad=True)
     be = ember.tensor(b, requires_grad=True)
     y = _CONV[len(kernel)](xe, we, be, stride=stride, padding=padding, dilation=dilation, groups=groups)
     (y * ember.tensor(gy.astype(dtype))).sum().backward()
     tol = {"rtol": 1e-5, "atol": 2e-4} if dtype == np.float32 else {"rtol": 1e-10, "atol": 1e-10}
-    np.testing.assert_allclose(y.detach().numpy(), _reference(x, w, b, groups, stride, padding, dilation), **tol)
+    np.testing.assert_allclose(y.detach().numpy(), _conv_reference(x, w, b, groups, stride, padding, dilation), **tol)
     dx, dw = _reference_grads(x, w, gy, groups, stride, padding, dilation)
     np.testing.assert_allclose(xe.grad.numpy(), dx, **tol)
     np.testing.assert_allclose(we.grad.numpy(), dw, **{**tol, "atol": tol["atol"] * 10})
@@ -175,7 +136,7 @@ def test_conv_float16_computes_in_float32():
     w = rng.standard_normal((16, 8, 3, 3)).astype(np.float16)
     y = ember.nn.functional.conv2d(ember.tensor(x), ember.tensor(w), padding=1)
     assert y.dtype == ember.float16
-    want = _reference(x.astype(np.float32), w.astype(np.float32), None, 1, (1, 1), (1, 1), (1, 1))
+    want = _conv_reference(x.astype(np.float32), w.astype(np.float32), None, 1, (1, 1), (1, 1), (1, 1))
     np.testing.assert_allclose(y.numpy().astype(np.float64), want, rtol=2e-3, atol=2e-2)
 
 
@@ -200,8 +161,8 @@ def test_conv_avx2_reads_strided_weights(threads):
     x = rng.standard_normal((3, 12, 6, 6)).astype(np.float32)
     base = rng.standard_normal((12, 20, 3, 3)).astype(np.float32)
     w = base.swapaxes(0, 1)[:, :, ::-1, ::-1]  # (20, 12, 3, 3), negative strides
-    out = _out_size(x.shape, (3, 3), (1, 1), (1, 1), (1, 1))
+    out = _conv_out(x.shape, (3, 3), (1, 1), (1, 1), (1, 1))
     y = _C.conv_avx2(_phases(x, (1, 1), (1, 1)), w.reshape(20, 12, 1, 3, 3), None, 1, [1, 1, 1], [1, 1, 1],
                      _lift(out, 1))
-    want = _reference(x, np.ascontiguousarray(w), None, 1, (1, 1), (1, 1), (1, 1))
+    want = _conv_reference(x, np.ascontiguousarray(w), None, 1, (1, 1), (1, 1), (1, 1))
     np.testing.assert_allclose(y.reshape(want.shape), want, rtol=1e-5, atol=1e-4)
