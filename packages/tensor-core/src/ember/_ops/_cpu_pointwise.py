@@ -20,6 +20,8 @@ memory with an input other than element for element (the same start and strides,
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import _C
@@ -28,7 +30,7 @@ from .._tensor import Tensor
 
 __all__ = [
     "MIN_ELEMENTS", "BINARY_OPS", "binary_arrays", "plan_arrays", "compare_number", "binary_into", "new_result",
-    "unary_array", "unary_into", "where_array", "where_into", "clamp_array", "clamp_into", "convert_array",
+    "unary_array", "unary_into", "where_array", "where_into", "clamp_array", "clamp_into",
     "dtype_code", "large", "same_dtype_into",
 ]
 
@@ -199,7 +201,7 @@ def plan_arrays(code, plan, a, b):
     if type(array) is not np.ndarray:
         return None  # CuPy arrays
     shape = plan.shape if plan.shape is not None else array.shape
-    if _size(shape) < MIN_ELEMENTS:
+    if math.prod(shape) < MIN_ELEMENTS:
         return None
     np_dtype = array.dtype
     if type(a) is not np.ndarray:
@@ -231,17 +233,10 @@ def compare_number(code, input, other):
 
 def new_result(into, shape, np_dtype, *args, **kwargs):
     """A new array of ``shape`` and ``np_dtype`` written by ``into(out, *args, **kwargs)``, or None."""
-    if _size(shape) < MIN_ELEMENTS:
+    if math.prod(shape) < MIN_ELEMENTS:
         return None
     out = np.empty(shape, np_dtype)
     return out if into(out, *args, **kwargs) else None
-
-
-def _size(shape):
-    n = 1
-    for s in shape:
-        n *= s
-    return n
 
 
 # -- unary ----------------------------------------------------------------------------------
@@ -302,7 +297,7 @@ def where_array(condition, input, other, np_dtype, shape):
 
     Taken when the operands need no conversion: tensors of ``np_dtype`` (a bool condition) or numbers.
     """
-    if _size(shape) < MIN_ELEMENTS:
+    if math.prod(shape) < MIN_ELEMENTS:
         return None
     operands = _where_operands(condition, input, other, np_dtype)
     if operands is None:
@@ -367,22 +362,11 @@ def clamp_into(out, input, min=None, max=None):  # noqa: A002
     return True
 
 
-# conversions pointwise.cpp does bit for bit as numpy (bfloat16 to integers: ml_dtypes saturates)
-# and float64/int32/int64 to float16/bfloat16, which the kernel rounds twice, through float32)
+# the pairs _C.pointwise_convert converts bit for bit as numpy (not: bfloat16 to integers, which
+# ml_dtypes saturates, and float64/int32/int64 to float16/bfloat16, which the kernel rounds twice,
+# through float32); no op converts through it yet: the tests use this to check the kernel
 def _converts(src, dst):
     return not (src == 7 and dst in (1, 2, 3, 4, 5)) and not (src in (4, 5, 9) and dst in (6, 7))
-
-
-def convert_array(data, np_dtype):
-    """``data.astype(np_dtype)`` in C++ (threaded), or None (small, or a pair numpy keeps)."""
-    if type(data) is not np.ndarray or data.size < MIN_ELEMENTS:
-        return None
-    src, dst = dtype_code(data.dtype), dtype_code(np_dtype)
-    if src is None or dst is None or not _converts(src, dst):
-        return None
-    out = np.empty(data.shape, np_dtype)
-    _C.pointwise_convert(dst, src, out, data)
-    return out
 
 
 def large(*operands):
