@@ -194,3 +194,5 @@ def may_contribute(cotangent):
         return True
     return bool((cotangent != 0).any())
 
+
+__all__ += ["may_contribute"]
