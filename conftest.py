@@ -13,6 +13,7 @@ parametrized runs. The same tests run unchanged on every backend:
   gets this marker automatically (``nox -s parity`` runs them), and without
   ``torch`` those directories are not collected at all, so their modules may
   ``import torch`` at the top. A parity test elsewhere must import torch lazily.
+* the ``threads`` fixture runs a test on 1 and on 2 ember CPU threads.
 """
 
 from __future__ import annotations
@@ -124,3 +125,14 @@ def device(backend: str) -> str:
     if reason is not None:
         pytest.skip(reason)
     return "cpu" if backend == "cpu" else "cuda"
+
+
+@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
+def threads(request: pytest.FixtureRequest):
+    """Runs the test with ember's CPU kernels on 1, then 2 threads; restores the previous count."""
+    from ember import _C  # lazily: the fx and autograd suites need no compiled module
+
+    previous = _C.get_num_threads()
+    _C.set_num_threads(request.param)
+    yield request.param
+    _C.set_num_threads(previous)

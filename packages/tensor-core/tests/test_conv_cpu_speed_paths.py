@@ -34,14 +34,6 @@ CASES = [
 ]
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    previous = _C.get_num_threads()
-    _C.set_num_threads(request.param)
-    yield request.param
-    _C.set_num_threads(previous)
-
-
 def _tap(w, o0, o1, k):
     """w[o0:o1, :, *k] in float64: the (output, input channel) matrix of kernel offset k."""
     return w[(slice(o0, o1), slice(None), *k)].astype(np.float64)

@@ -25,14 +25,6 @@ def isa(request):
     _C.set_reduce_isa(previous)
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    previous = _C.get_num_threads()
-    _C.set_num_threads(request.param)
-    yield request.param
-    _C.set_num_threads(previous)
-
-
 def _data(shape, dtype, seed=0):
     rng = np.random.default_rng(seed)
     if np.dtype(dtype).kind == "i":

@@ -18,14 +18,6 @@ DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.int32, np.int64, np.float16,
 DTYPE_IDS = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "bfloat16", "float32", "float64"]
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    previous = _C.get_num_threads()
-    _C.set_num_threads(request.param)
-    yield request.param
-    _C.set_num_threads(previous)
-
-
 def _values(shape, dtype, seed=0):
     """Values every dtype holds, with fractions (for the float -> int truncation) and zeros (for bool)."""
     rng = np.random.default_rng(seed)
