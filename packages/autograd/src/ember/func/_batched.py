@@ -16,7 +16,7 @@ ordinary (unbatched) values; the ops its rule calls on inner tensors then reach 
 from __future__ import annotations
 
 from ember._shape_only import ShapeOnlyArray
-from ember._tensor import Tensor
+from ember._tensor import Tensor, is_contiguous_strides
 
 __all__ = ["BatchedTensor", "Level", "active_levels", "wrap", "level_of", "lift", "lower"]
 
@@ -155,16 +155,9 @@ class BatchedTensor(Tensor):
     def is_contiguous(self, memory_format=None):
         # the samples' real layout, as PyTorch's batched tensors report it: user code that checks it before a
         # view (or calls contiguous() first) then works as it does outside vmap
-        inner = self._inner
-        strides = list(inner.stride())
+        strides = list(self._inner.stride())
         del strides[self._bdim]
-        step = 1
-        for size, stride in zip(reversed(self._data.shape), reversed(strides)):
-            if size != 1:
-                if stride != step:
-                    return False
-                step *= size
-        return True
+        return is_contiguous_strides(self._data.shape, strides)
 
     def contiguous(self, memory_format=None):
         if self.is_contiguous():
