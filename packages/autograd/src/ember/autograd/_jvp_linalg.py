@@ -24,12 +24,10 @@ from __future__ import annotations
 import ember
 from ember._shape_only import ShapeOnlyArray
 
+from .derivatives._helpers import mH as _mH
+
 #: filled by :func:`fill` (the _jvp_rules module imports this one, so no import cycle at load time)
 FALLBACK = None
-
-
-def _mH(t):
-    return t.mT.conj() if t.is_complex() else t.mT
 
 
 def _re(t):
