@@ -93,16 +93,12 @@ _C_MAX, _C_MIN, _C_ABS_MAX, _C_ABS_MIN = 0, 1, 2, 3
 
 def _c_extreme(data, dims, keepdim, kind):
     """amax (kind 0), amin (1), max |x| (2) or min |x| (3) over ``dims`` by ember._C, or None (numpy's turn)."""
-    if not data.ndim or data.size == 0:
-        return None
     return _c_reduce(lambda x, first, last: _C.extreme_dims(x, first, last, False, kind), data, dims, keepdim)
 
 
 def _c_arg_extreme(data, dim, keepdim, is_max):
     """(values, int64 indices) of the max/min along ``dim`` by ember._C (``dim`` None: of the flattened
     array, keepdim giving all-ones dims), or None (numpy's turn)."""
-    if not data.ndim or data.size == 0:
-        return None
     if dim is None:
         flat = _c_input(data)
         if flat is None:

@@ -28,7 +28,7 @@ from ._reduction_helpers import (
     _upcast,
 )
 from ._registry import COMPOSITE, defop
-from .extrema import amax, amin
+from .extrema import _C_ABS_MAX, _C_ABS_MIN, _c_extreme, amax, amin
 from .sums import sum
 
 __all__ = []
@@ -262,16 +262,16 @@ def _norm_cpu(input, p="fro", dim=None, keepdim=False, *, dtype=None):
 def _c_vector_norm(data, ord_, dims, keepdim):
     """The 1-, 2-, inf- or -inf-norm of real ``data`` over ``dims`` by ember._C, or None (numpy's turn).
 
-    The 1- and 2-norms accumulate in float64; the inf-norms are exact. Empty reductions are left to numpy.
+    The 1- and 2-norms accumulate in float64; the inf-norms are exact. Small and empty inputs are left to numpy
+    (``_c_reduce`` declines them).
     """
-    if (data.dtype.kind != "f" and data.dtype not in _LOW_FLOATS) or not data.ndim or not _count(data.shape, dims):
+    if data.dtype.kind != "f" and data.dtype not in _LOW_FLOATS:
         return None
     if ord_ in (1.0, 2.0):
         p = int(ord_)
         return _c_reduce(lambda x, first, last: _C.norm_dims(x, first, last, p, False), data, dims, keepdim)
     if ord_ in (math.inf, -math.inf):
-        kind = 2 if ord_ > 0 else 3  # ember._C.extreme_dims: max |x|, min |x|
-        return _c_reduce(lambda x, first, last: _C.extreme_dims(x, first, last, False, kind), data, dims, keepdim)
+        return _c_extreme(data, dims, keepdim, _C_ABS_MAX if ord_ > 0 else _C_ABS_MIN)
     return None
 
 

@@ -89,11 +89,11 @@ def _moments(input, dims, keepdim, correction):
     Large real inputs go to ember._C.var_dims (two passes in float64, see csrc/reduce.cpp); the rest to
     numpy (mean, then the mean of squared deviations).
     """
-    if input._data.dtype.kind != "c" and _count(input._data.shape, dims):
-        result = _c_reduce(lambda x, first, last: _C.var_dims(x, first, last, float(correction), False),
-                           input._data, dims, keepdim)
-        if result is not None:
-            return result
+    # (_c_reduce declines small, empty and complex inputs)
+    result = _c_reduce(lambda x, first, last: _C.var_dims(x, first, last, float(correction), False),
+                       input._data, dims, keepdim)
+    if result is not None:
+        return result
     data = _upcast(input._data)
     axis = _axis(data, dims)
     n = _count(data.shape, dims)
