@@ -52,14 +52,14 @@ _DIGITS = {D.float16: 11, D.bfloat16: 8, D.float32: 24, D.float64: 53}
 # -- argument helpers --------------------------------------------------------------------------
 
 
-def _numpy_rng(generator):
-    """The numpy Generator behind ``generator`` (the default generator when None)."""
-    return (_random.default_generator if generator is None else generator)._rng
-
-
 def _generator(generator):
     """``generator``, or the default generator when None."""
     return _random.default_generator if generator is None else generator
+
+
+def _numpy_rng(generator):
+    """The numpy Generator behind ``generator`` (the default generator when None)."""
+    return _generator(generator)._rng
 
 
 def _default_noise(data):
@@ -1026,8 +1026,8 @@ def _normal__cpu(self, mean=0.0, std=1.0, *, generator=None):
     if not self.dtype.is_complex:
         data[...] = _normal_real(generator, data.shape, self.dtype, mean, std)
         return
-    z = _standard_normal(generator, self._data.shape, self.dtype)
-    self._data[...] = (mean + std * z.real) + 1j * (mean + std * z.imag)
+    z = _standard_normal(generator, data.shape, self.dtype)
+    data[...] = (mean + std * z.real) + 1j * (mean + std * z.imag)
 
 
 normal_ = defop("normal_", _normal__meta, cpu=_normal__cpu, kind="inplace", tags=_RANDOM)
