@@ -143,11 +143,17 @@ def test_fork_rng_leaves_the_stream_where_it_was():
 
 
 def test_generators_are_independent_of_the_default_one():
+    reference = ember.Generator().manual_seed(1)
+    ember.randn(50, generator=reference)
+    want = ember.randn(50, generator=reference)  # a generator's second draw when nothing else moved it
+    ember.manual_seed(2)
+    want_default = ember.randn(1000)
     g = ember.Generator().manual_seed(1)
-    ember.manual_seed(1)
-    x = ember.randn(50, generator=g)
-    ember.randn(1000)  # only the default generator moves
-    np.testing.assert_array_equal(x.numpy(), ember.randn(50, generator=ember.Generator().manual_seed(1)).numpy())
+    ember.manual_seed(2)
+    ember.randn(50, generator=g)  # g's draw leaves the default generator where it was ...
+    got_default = ember.randn(1000)  # ... and the default generator's draw leaves g where it was
+    np.testing.assert_array_equal(got_default.numpy(), want_default.numpy())
+    np.testing.assert_array_equal(ember.randn(50, generator=g).numpy(), want.numpy())
 
 
 # -- mean and std, every op ------------------------------------------------------------------------------
