@@ -22,6 +22,7 @@ from ._linalg_common import FLOAT_TYPES, check_float, check_matrix, linalg_op, r
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, registry
 from ._shapes import wrap_dim
+from .norms import _c_vector_norm  # the C++ 1-, 2- and inf-norms of large real CPU arrays
 
 __all__ = []
 
@@ -134,8 +135,6 @@ def vector_norm_arrays(a, ord, dims, keepdim):
     """The ``ord``-norm of ``a`` over ``dims`` (arrays; the result is real)."""
     xp = array_namespace(a)
     out_dtype = real_dtype(a.dtype)
-    from .norms import _c_vector_norm  # the C++ 1-, 2- and inf-norms of large real CPU arrays
-
     r = _c_vector_norm(a, float(ord), tuple(sorted(dims)), keepdim)
     if r is not None:
         return r.astype(out_dtype, copy=False)
