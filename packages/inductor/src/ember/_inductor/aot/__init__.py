@@ -1,0 +1,1 @@
+"""Ahead-of-time autograd: joint tracing, functionalization, decompositions, partitioners."""
