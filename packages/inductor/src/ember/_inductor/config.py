@@ -1,0 +1,133 @@
+"""Settings of the compiler, as plain module attributes.
+
+Read them as ``config.NAME`` at the moment they matter (never copy one into a
+module-level constant), so that a test or a user can change them at run time::
+
+    from ember._inductor import config
+    config.fallback_on_compile_error = False
+
+or for a block of code, restoring the old values afterwards::
+
+    with config.patch(debug=True, threads=1):
+        ...
+
+A setting whose value is ``None`` takes its value from the environment when it
+is read (through the ``resolved_*`` helpers below), so an environment variable
+set after import still counts.
+
+Settings:
+
+* ``debug`` (bool or None): write every pipeline stage's text (graphs, loop IR,
+  kernels, C++) under ``debug_dir`` (see :mod:`ember._inductor.debug`). ``None``:
+  on when the environment variable ``EMBER_COMPILE_DEBUG`` is ``1``.
+* ``debug_dir`` (str or None): the root folder of the debug output. ``None``:
+  ``EMBER_COMPILE_DEBUG_DIR``, else ``./ember_compile_debug``.
+* ``cache_dir`` (str or None): where compiled kernels are kept
+  (:mod:`ember._inductor.codecache`). ``None``: ``EMBER_INDUCTOR_CACHE_DIR``, else
+  ``$XDG_CACHE_HOME/ember/inductor`` (``~/.cache/ember/inductor``).
+* ``cxx`` (str or None): the C++ compiler command. ``None``: the ``CXX``
+  environment variable, else the first of ``g++``, ``clang++``, ``c++`` on ``PATH``.
+* ``extra_cflags`` (tuple of str): flags added to every compilation (they are part
+  of the cache key).
+* ``threads`` (int or None): OpenMP threads the generated kernels use. ``None``:
+  ``ember.get_num_threads()`` when the kernel runs.
+* ``fallback_random`` (bool): random ops (rand, dropout, ...) run through ember's
+  eager kernels and generator, so a compiled function draws exactly the numbers
+  eager would. Default ``True``: compiled must equal eager.
+* ``fallback_on_compile_error`` (bool): when the compiler fails on a graph (a
+  :class:`~ember._inductor.exc.LoweringException`, a failing C++ build, any other
+  error of the compiler core), ``compile_fx`` logs a warning on the logger
+  ``ember._inductor`` and runs that graph eagerly. ``False``: the error is raised
+  (the test suite checks both). Default ``True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+__all__ = [
+    "debug",
+    "debug_dir",
+    "cache_dir",
+    "cxx",
+    "extra_cflags",
+    "threads",
+    "fallback_random",
+    "fallback_on_compile_error",
+    "patch",
+    "resolved_debug",
+    "resolved_debug_dir",
+    "resolved_cache_dir",
+]
+
+debug: bool | None = None
+debug_dir: str | None = None
+cache_dir: str | None = None
+cxx: str | None = None
+extra_cflags: tuple[str, ...] = ()
+threads: int | None = None
+fallback_random: bool = True
+fallback_on_compile_error: bool = True
+
+_SETTINGS = (
+    "debug",
+    "debug_dir",
+    "cache_dir",
+    "cxx",
+    "extra_cflags",
+    "threads",
+    "fallback_random",
+    "fallback_on_compile_error",
+)
+
+
+@contextlib.contextmanager
+def patch(**settings):
+    """Set some settings for the duration of a ``with`` block, then restore them.
+
+    Args:
+        **settings: setting name -> value, e.g. ``patch(debug=True)``.
+
+    Raises:
+        AttributeError: a name that is not a setting of this module.
+    """
+    module = sys.modules[__name__]
+    unknown = sorted(set(settings) - set(_SETTINGS))
+    if unknown:
+        raise AttributeError(f"config.patch: unknown setting(s) {unknown}; the settings are {list(_SETTINGS)}")
+    saved = {name: getattr(module, name) for name in settings}
+    for name, value in settings.items():
+        setattr(module, name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+def resolved_debug() -> bool:
+    """``debug``, or the environment variable ``EMBER_COMPILE_DEBUG == "1"`` when it is None."""
+    if debug is not None:
+        return bool(debug)
+    return os.environ.get("EMBER_COMPILE_DEBUG", "").strip() == "1"
+
+
+def resolved_debug_dir() -> Path:
+    """``debug_dir``, else ``EMBER_COMPILE_DEBUG_DIR``, else ``./ember_compile_debug``."""
+    if debug_dir is not None:
+        return Path(debug_dir)
+    return Path(os.environ.get("EMBER_COMPILE_DEBUG_DIR") or "ember_compile_debug")
+
+
+def resolved_cache_dir() -> Path:
+    """``cache_dir``, else ``EMBER_INDUCTOR_CACHE_DIR``, else the user's cache folder."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("EMBER_INDUCTOR_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ember" / "inductor"
