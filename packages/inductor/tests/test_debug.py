@@ -79,3 +79,15 @@ def test_unsafe_names_and_stage_outside_compiling(debug_root, monkeypatch):
     assert path.name == "01_loop_ir_1.txt"
     loose = debug.stage("graph", "y")
     assert loose.parent == debug_root / "anonymous"
+
+
+def test_resume_continues_numbering(debug_root, monkeypatch):
+    monkeypatch.setenv("EMBER_COMPILE_DEBUG", "1")
+    with debug.compiling("fn") as folder:
+        debug.stage("forward_graph", "f")
+        handle = debug.current_handle()
+    with debug.resume(handle):  # e.g. the backward, compiled on the first backward call
+        debug.stage("backward_graph", "b")
+    with debug.resume(None):
+        assert debug.current_folder() is None
+    assert sorted(p.name for p in folder.iterdir()) == ["01_forward_graph.txt", "02_backward_graph.txt"]

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import config
 
-__all__ = ["enabled", "compiling", "stage", "current_folder"]
+__all__ = ["enabled", "compiling", "stage", "current_folder", "current_handle", "resume"]
 
 _ANONYMOUS = "anonymous"
 # Per context (threads, asyncio tasks): the folder being written and its next file number.
@@ -110,6 +110,28 @@ def current_folder() -> Path | None:
     """The folder :func:`stage` writes into now (None outside :func:`compiling` or when off)."""
     folder = _current.get()
     return folder.path if folder is not None and enabled() else None
+
+
+def current_handle():
+    """An opaque handle on the folder being written now (None when none), for :func:`resume`."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def resume(handle):
+    """Write into the folder of ``handle`` again (a backward graph compiled after its forward).
+
+    Numbering continues where it stopped, so the files stay in pipeline order.
+    ``resume(None)`` does nothing.
+    """
+    if handle is None:
+        yield
+        return
+    token = _current.set(handle)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 def stage(name: str, text) -> Path | None:

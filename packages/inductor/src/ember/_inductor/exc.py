@@ -33,6 +33,4 @@ class CppCompileError(InductorError):
         self.source_path = str(source_path)
         self.command = list(command)
         self.output = output
-        super().__init__(
-            f"C++ compilation failed for {self.source_path}\ncommand: {' '.join(self.command)}\n{output}"
-        )
+        super().__init__(f"C++ compilation failed for {self.source_path}\ncommand: {' '.join(self.command)}\n{output}")

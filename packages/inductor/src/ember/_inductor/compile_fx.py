@@ -1,0 +1,191 @@
+"""The compiler's entry point: an FX graph and example inputs in, a fast callable out.
+
+``compile_fx(gm, example_inputs)`` is what the ``"inductor"`` backend (and
+``ember.compile``'s default) calls. It chains the pipeline's stages::
+
+    aot_module_simplified          (aot/api.py)  joint forward+backward trace, functionalized
+      decompositions               (aot/decompositions.py)  composite ops -> the core set
+      min-cut partition            (aot/partitioners.py)  forward graph / backward graph
+      compile_graph, per graph     (codegen/wrapper.py)  lower -> schedule -> C++ -> load
+
+Never a wrong answer, never a silent surprise: a graph the compiler cannot handle
+(:class:`~ember._inductor.exc.LoweringException`) runs eagerly, and so does one on
+which the compiler fails in any other way (a failing C++ build, a bug) while
+``config.fallback_on_compile_error`` is on (the default; the tests turn it off so
+a compiler bug fails them). Each fallback logs a warning with its reason on the
+logger ``ember._inductor``, and the returned callable lists the reasons in its
+``fallbacks`` attribute.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from . import config, debug
+from .exc import LoweringException
+
+__all__ = ["compile_fx", "compile_fx_inner", "graph_name"]
+
+log = logging.getLogger("ember._inductor")
+
+
+def graph_name(gm, default: str = "graph") -> str:
+    """A readable name for ``gm`` (its class name unless that is the generic ``GraphModule``)."""
+    name = type(gm).__name__
+    return default if name in ("GraphModule", "") else name
+
+
+def _eager_callable(gm):
+    """Run ``gm`` with ember's eager kernels, returning its outputs as a tuple like a compiled graph."""
+
+    def run_eagerly(*args):
+        out = gm(*args)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+    return run_eagerly
+
+
+def _fall_back(stage, exc, gm, fallbacks, *, expected):
+    """Log why ``stage`` of ``gm`` runs eagerly and return the eager callable (or re-raise)."""
+    if not expected and not config.fallback_on_compile_error:
+        raise exc
+    reason = f"{stage}: {type(exc).__name__}: {exc}"
+    fallbacks.append(reason)
+    log.warning("ember-inductor runs this graph eagerly (%s)", reason)
+    debug.stage(f"{stage}_fallback", reason)
+    return _eager_callable(gm)
+
+
+def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
+    """Compile one functional graph (a forward, a backward or an inference graph) to C++.
+
+    Args:
+        gm (ember.fx.GraphModule): a functional graph of registry ops (after aot).
+        example_inputs (list[Tensor]): tensors (real or meta) like the graph's inputs.
+        stage (str): the graph's role, used in log lines and debug file names.
+        fallbacks (list[str] or None): where to append the reason when it runs eagerly.
+
+    Returns:
+        callable: ``f(*inputs) -> tuple`` of the graph's outputs.
+
+    Raises:
+        Exception: the compiler's error, when ``config.fallback_on_compile_error`` is off
+            (a :class:`LoweringException` always falls back instead).
+    """
+    fallbacks = [] if fallbacks is None else fallbacks
+    debug.stage(f"{stage}_graph", gm.code)
+    try:
+        return _core_compile(gm, example_inputs)
+    except LoweringException as exc:
+        return _fall_back(stage, exc, gm, fallbacks, expected=True)
+    except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
+        return _fall_back(stage, exc, gm, fallbacks, expected=False)
+
+
+def _core_compile(gm, example_inputs):
+    """The compiler core (codegen/wrapper.py): lower, schedule, generate C++, load."""
+    from .codegen.wrapper import compile_graph
+
+    return compile_graph(gm, example_inputs)
+
+
+def _aot_pieces():
+    """aot_module_simplified, the inductor decompositions and the min-cut partitioner."""
+    from .aot import api
+
+    try:
+        from .aot.decompositions import inductor_decompositions
+
+        decompositions = inductor_decompositions()
+    except ImportError:  # the decomposition tables are optional for correctness: lowering keeps externs
+        decompositions = None
+    try:
+        from .aot.partitioners import min_cut_rematerialization_partition as partition_fn
+    except ImportError:
+        partition_fn = None  # aot's default (save every intermediate)
+    return api.aot_module_simplified, decompositions, partition_fn
+
+
+def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositions=None, partition_fn=None):
+    """Compile an FX graph into a callable that runs generated C++ (forward and backward).
+
+    Args:
+        gm (ember.fx.GraphModule): the graph to compile (from ``make_fx``,
+            ``ember.fx.symbolic_trace`` or the bytecode capture).
+        example_inputs (list[Tensor]): inputs like those the result will be called with
+            (shapes, dtypes, ``requires_grad``); the graph is specialised to them.
+        name (str or None): the name of the debug output folder (default: the graph's class name).
+        inner_compile (callable or None): ``(gm, example_inputs) -> callable`` used for each
+            graph instead of the C++ compiler (tests, and the ``aot_eager`` backend).
+        decompositions (dict or None): overrides the inductor decomposition table.
+        partition_fn (callable or None): overrides the min-cut partitioner.
+
+    Returns:
+        callable: ``f(*inputs)`` returning what ``gm`` returns; differentiable through
+        ``ember.autograd`` when inputs require grad. Its ``fallbacks`` attribute lists the
+        reasons of the graphs that run eagerly (empty when everything compiled).
+
+    Example:
+        >>> import ember
+        >>> from ember.fx.experimental.proxy_tensor import make_fx
+        >>> from ember._inductor.compile_fx import compile_fx
+        >>> x = ember.randn(8)
+        >>> gm = make_fx(lambda t: ember.sigmoid(t) * 2)(x)
+        >>> f = compile_fx(gm, [x])
+        >>> bool(ember.allclose(f(x), ember.sigmoid(x) * 2))
+        True
+    """
+    fallbacks: list[str] = []
+    folder_name = name or graph_name(gm)
+    with debug.compiling(folder_name):
+        debug.stage("fx_graph", gm.code)
+
+        folder = debug.current_handle()
+
+        def graph_compiler(role):
+            def compile_one(graph, inputs):
+                # the backward may be compiled later, on the first backward call: same folder
+                with debug.resume(folder):
+                    if inner_compile is not None:
+                        return inner_compile(graph, inputs)
+                    return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks)
+
+            return compile_one
+
+        try:
+            aot_module_simplified, default_decomps, default_partition = _aot_pieces()
+            compiled = aot_module_simplified(
+                gm,
+                list(example_inputs),
+                fw_compiler=graph_compiler("forward"),
+                bw_compiler=graph_compiler("backward"),
+                inference_compiler=graph_compiler("inference"),
+                decompositions=default_decomps if decompositions is None else decompositions,
+                partition_fn=partition_fn or default_partition,
+            )
+        except LoweringException as exc:
+            compiled = _whole_graph_eager(gm, exc, fallbacks, expected=True)
+        except Exception as exc:  # noqa: BLE001 - a failure of aot tracing: eager (or raised, by config)
+            compiled = _whole_graph_eager(gm, exc, fallbacks, expected=False)
+    return _with_fallbacks(compiled, fallbacks)
+
+
+def _whole_graph_eager(gm, exc, fallbacks, *, expected):
+    if not expected and not config.fallback_on_compile_error:
+        raise exc
+    reason = f"aot: {type(exc).__name__}: {exc}"
+    fallbacks.append(reason)
+    log.warning("ember-inductor runs this graph eagerly (%s)", reason)
+    debug.stage("aot_fallback", reason)
+    return gm.forward
+
+
+def _with_fallbacks(compiled, fallbacks):
+    """Wrap ``compiled`` so that its ``fallbacks`` attribute is the list of reasons."""
+
+    def compiled_fn(*args):
+        return compiled(*args)
+
+    compiled_fn.fallbacks = fallbacks
+    compiled_fn.__wrapped__ = compiled
+    return compiled_fn
