@@ -1,0 +1,366 @@
+"""``aot_function``, ``aot_module``, ``aot_module_simplified``: compile a function's forward and backward.
+
+A call of the returned callable:
+
+1. flattens its arguments (a pytree) and looks up the compiled pair for their signature
+   (per tensor: shape, strides, dtype, device, requires_grad; the other arguments' values;
+   grad mode). A miss traces and compiles; a hit does not retrace;
+2. without grad (no tensor input requires grad, or grad mode off) runs the compiled
+   forward of the functional forward graph (:func:`~ember._inductor.aot.joint.trace_forward`);
+3. with grad, traces the joint graph, splits it with ``partition_fn`` into a forward and a
+   backward graph, compiles both, and runs them inside an ``ember.autograd.Function``
+   whose backward calls the compiled backward on the values the forward saved;
+4. copies the new values of inputs the function wrote in place into the caller's tensors,
+   rebuilds outputs that are views of inputs as views of the real inputs (as eager mode
+   returns them), and rebuilds the output pytree.
+
+A compiler is ``compiler(gm, example_inputs) -> callable(*args) -> tuple/list of outputs``;
+``example_inputs`` are meta tensors with the graph inputs' shapes, strides and dtypes.
+"""
+
+from __future__ import annotations
+
+import ember
+from ember.autograd import Function
+from ember.utils._pytree import tree_flatten, tree_unflatten
+
+from .joint import _fn_name, _trace
+
+__all__ = ["aot_function", "aot_module", "aot_module_simplified", "default_partition"]
+
+
+def _stage(name, text):
+    """Write a debug stage when ember._inductor.debug is there (it may land after this module)."""
+    try:
+        from .. import debug
+    except ImportError:
+        return
+    debug.stage(name, text)
+
+
+# ---------------------------------------------------------------------------- partitioning
+
+
+def default_partition(joint_gm, joint_inputs, *, num_fwd_outputs):
+    """Split a joint graph into forward and backward graphs, saving what the backward reads.
+
+    Uses ``aot.partitioners.default_partition`` when it exists; otherwise a local
+    save-everything split: every node that does not depend on a tangent is forward, and
+    each forward value a backward node reads is saved (an output of the forward).
+
+    Args:
+        joint_gm (GraphModule): from :func:`~ember._inductor.aot.joint.trace_joint`.
+        joint_inputs (list): example values of its placeholders.
+        num_fwd_outputs (int): the first outputs of the joint graph that are forward outputs.
+
+    Returns:
+        tuple[GraphModule, GraphModule]: ``fw_gm(*primals) -> (*fwd_outputs, *saved)`` and
+        ``bw_gm(*saved, *tangents) -> grads``.
+    """
+    try:
+        from .partitioners import default_partition as partition
+    except ImportError:
+        partition = _save_all_partition
+    return partition(joint_gm, joint_inputs, num_fwd_outputs=num_fwd_outputs)
+
+
+def _save_all_partition(joint_gm, joint_inputs, *, num_fwd_outputs):
+    from ember.fx import Graph, GraphModule
+
+    nodes = list(joint_gm.graph.nodes)
+    output = nodes[-1]
+    outs = output.args[0]
+    backward = set()
+    for node in nodes:
+        if node.op == "placeholder":
+            if node.name.startswith("tangents"):
+                backward.add(node)
+        elif node.op != "output" and any(a in backward for a in node.all_input_nodes):
+            backward.add(node)
+    saved = []
+    for node in nodes:
+        if node in backward and node.op != "placeholder":
+            for a in node.all_input_nodes:
+                if a not in backward and a not in saved:
+                    saved.append(a)
+    for g in outs[num_fwd_outputs:]:  # a grad computed without tangents (rare) is saved too
+        if g is not None and g not in backward and g not in saved:
+            saved.append(g)
+
+    fw = Graph()
+    env = {}
+    for node in nodes:
+        if node in backward or node.op == "output":
+            continue
+        env[node] = fw.node_copy(node, lambda n: env[n])
+    fw.output(tuple(env[n] for n in outs[:num_fwd_outputs]) + tuple(env[n] for n in saved))
+
+    bw = Graph()
+    benv = {}
+    for node in saved:
+        benv[node] = bw.placeholder(node.name)
+        benv[node].meta.update(node.meta)
+    for node in nodes:
+        if node in backward:
+            benv[node] = bw.node_copy(node, lambda n: benv[n])
+    bw.output(tuple(benv[g] if g is not None else None for g in outs[num_fwd_outputs:]))
+    return GraphModule(joint_gm, fw), GraphModule(joint_gm, bw)
+
+
+# ---------------------------------------------------------------------------- runtime
+
+
+def _signature(flat, grad_enabled):
+    """The cache key of a call: what the traced graphs were specialised on."""
+    key = [grad_enabled]
+    for a in flat:
+        if isinstance(a, ember.Tensor):
+            key.append(("T", tuple(a.shape), tuple(a.stride()), a.dtype, str(a.device), a.requires_grad))
+        else:
+            try:
+                hash(a)
+                key.append(("C", type(a), a))
+            except TypeError:
+                key.append(("id", id(a)))
+    return tuple(key)
+
+
+def _example_inputs(gm):
+    return [n.meta.get("val") for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def _as_tuple(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _replay(tensor, chain):
+    """Rebuild a view of a real tensor from a traced view chain."""
+    for op, rest, kwargs, index in chain:
+        tensor = op(tensor, *rest, **kwargs)
+        if index is not None:
+            tensor = tensor[index]
+    return tensor
+
+
+class _Compiled:
+    """The compiled graphs of one signature and how to run them."""
+
+    def __init__(self, info, forward, backward=None, num_saved=0):
+        self.info = info
+        self.forward = forward
+        self.backward = backward
+        self.num_saved = num_saved
+
+    def __call__(self, tensors):
+        info = self.info
+        if self.backward is None:
+            fwd = _as_tuple(self.forward(*tensors))
+        else:
+            fwd = _CompiledFunction.apply(self, *tensors)
+        with ember.no_grad():
+            for k, i in enumerate(info.mutated_inputs):
+                tensors[i].copy_(fwd[k])
+        leaves = []
+        for out in info.outputs:
+            if out[0] == "graph":
+                leaves.append(fwd[out[1]])
+            elif out[0] == "alias":
+                leaves.append(_replay(tensors[out[1]], out[2]))
+            else:
+                leaves.append(out[1])
+        return tree_unflatten(leaves, info.out_spec)
+
+
+class _CompiledFunction(Function):
+    """Runs a compiled forward; its backward runs the compiled backward on the saved values."""
+
+    @staticmethod
+    def forward(ctx, compiled, *tensors):
+        outs = _as_tuple(compiled.forward(*tensors))
+        n = compiled.info.num_fwd_outputs
+        fwd, saved = outs[:n], outs[n:]
+        ctx.compiled = compiled
+        ctx.saved_is_tensor = tuple(isinstance(s, ember.Tensor) for s in saved)
+        ctx.saved_other = tuple(s for s in saved if not isinstance(s, ember.Tensor))
+        ctx.save_for_backward(*(s for s in saved if isinstance(s, ember.Tensor)))
+        ctx.mark_non_differentiable(
+            *(o for o, rg in zip(fwd, compiled.info.fwd_output_requires_grad) if not rg and isinstance(o, ember.Tensor))
+        )
+        return fwd
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        compiled = ctx.compiled
+        tensors = iter(ctx.saved_tensors)
+        others = iter(ctx.saved_other)
+        saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_is_tensor]
+        tangents = [grad_outputs[i] for i in compiled.info.tangent_outputs]
+        grads = _as_tuple(compiled.backward(*saved, *tangents))
+        return (None, *grads)
+
+
+def _compile(fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler):
+    """Trace and compile ``fn`` for the signature of ``flat``; return a :class:`_Compiled`."""
+    positions = [i for i, a in enumerate(flat) if isinstance(a, ember.Tensor)]
+    constants = list(flat)
+
+    def flat_fn(*tensors):
+        values = list(constants)
+        for i, t in zip(positions, tensors):
+            values[i] = t
+        args, kwargs = tree_unflatten(values, spec)
+        return fn(*args, **kwargs)
+
+    flat_fn.__qualname__ = _fn_name(fn)
+    tensors = [flat[i] for i in positions]
+    needs_grad = ember.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    if not needs_grad:
+        gm, info = _trace(flat_fn, tensors, joint=False, decompositions=decompositions)
+        _stage("aot_inference_graph", gm.code)
+        compiler = inference_compiler or fw_compiler
+        return positions, _Compiled(info, compiler(gm, _example_inputs(gm)))
+    joint, info = _trace(flat_fn, tensors, joint=True, decompositions=decompositions)
+    _stage("aot_joint_graph", joint.code)
+    partition = partition_fn or default_partition
+    fw_gm, bw_gm = partition(joint, _example_inputs(joint), num_fwd_outputs=info.num_fwd_outputs)
+    _stage("aot_forward_graph", fw_gm.code)
+    _stage("aot_backward_graph", bw_gm.code)
+    from .rng import check_backward_draws_nothing
+
+    check_backward_draws_nothing(bw_gm)
+    forward = fw_compiler(fw_gm, _example_inputs(fw_gm))
+    backward = (bw_compiler or fw_compiler)(bw_gm, _example_inputs(bw_gm))
+    num_saved = len(_as_tuple(list(fw_gm.graph.nodes)[-1].args[0])) - info.num_fwd_outputs
+    return positions, _Compiled(info, forward, backward, num_saved)
+
+
+def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decompositions=None, inference_compiler=None):
+    """Compile ``fn``'s forward and backward graphs ahead of time.
+
+    Args:
+        fn (callable): takes tensors (any pytree of them, plus other values) and returns a
+            tensor or a pytree of tensors and other values.
+        fw_compiler (callable): ``(gm, example_inputs) -> callable`` for the forward graph.
+        bw_compiler (callable or None): the same for the backward graph (default ``fw_compiler``).
+        partition_fn (callable or None): ``(joint_gm, joint_inputs, *, num_fwd_outputs) ->
+            (fw_gm, bw_gm)``; default :func:`default_partition`.
+        decompositions (dict[Op, callable] or None): ops to decompose while tracing.
+        inference_compiler (callable or None): compiles the forward graph when no gradient is
+            needed (default ``fw_compiler``).
+
+    Returns:
+        callable: same arguments and results as ``fn``, differentiable; it compiles once per
+        input signature (shapes, strides, dtypes, devices, requires_grad, other arguments'
+        values, grad mode). ``compiled.cache`` holds the compiled entries.
+
+    Raises:
+        ember._inductor.exc.InductorError: at the first call of a signature, when ``fn``
+            cannot be traced (it reads tensor values to decide its control flow, or writes
+            into a tensor it does not take as an input).
+
+    Example:
+        >>> import ember
+        >>> f = aot_function(lambda x: x.sin() * 2, fw_compiler=lambda gm, ex: gm)
+        >>> x = ember.randn(3, requires_grad=True)
+        >>> f(x).sum().backward()
+    """
+    cache = {}
+
+    def lookup(flat, spec):
+        key = (_signature(flat, ember.is_grad_enabled()), spec)
+        entry = cache.get(key)
+        if entry is None:
+            entry = cache[key] = _compile(
+                fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler
+            )
+        return entry
+
+    def compiled(*args, **kwargs):
+        flat, spec = tree_flatten((args, kwargs))
+        positions, entry = lookup(flat, spec)
+        return entry([flat[i] for i in positions])
+
+    def prepare(*args, **kwargs):
+        """Trace and compile for these arguments' signature without running."""
+        flat, spec = tree_flatten((args, kwargs))
+        lookup(flat, spec)
+
+    compiled.cache = cache
+    compiled.prepare = prepare
+    compiled.__name__ = getattr(fn, "__name__", "aot_function")
+    compiled.__wrapped__ = fn
+    return compiled
+
+
+def _lifted_call(mod):
+    """``fn(params_and_buffers, *args, **kwargs)`` running ``mod`` with those tensors, and their names."""
+    from ember.func import functional_call
+
+    names = [n for n, _ in mod.named_parameters()] + [n for n, _ in mod.named_buffers()]
+
+    def call(params_and_buffers, *args, **kwargs):
+        return functional_call(mod, dict(zip(names, params_and_buffers)), args, kwargs)
+
+    call.__qualname__ = type(mod).__qualname__ + ".forward"
+    return names, call
+
+
+class AOTModule(ember.nn.Module):
+    """The module :func:`aot_module` returns: runs the compiled graphs with the module's live parameters."""
+
+    def __init__(self, mod, compiled):
+        super().__init__()
+        self.orig_module = mod
+        self._compiled = compiled
+
+    def _state(self):
+        mod = self.orig_module
+        return [p for _, p in mod.named_parameters()] + [b for _, b in mod.named_buffers()]
+
+    def forward(self, *args, **kwargs):
+        return self._compiled(self._state(), *args, **kwargs)
+
+
+def aot_module(mod, fw_compiler, bw_compiler=None, partition_fn=None, decompositions=None, inference_compiler=None):
+    """:func:`aot_function` for an ``nn.Module``: its parameters and buffers become inputs (primals).
+
+    Buffers the module updates in place (batch norm's running statistics) are written back
+    after each call, as in eager mode.
+
+    Returns:
+        AOTModule: call it like ``mod``; it reads ``mod``'s parameters at every call.
+    """
+    _names, call = _lifted_call(mod)
+    compiled = aot_function(call, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler)
+    return AOTModule(mod, compiled)
+
+
+def aot_module_simplified(
+    mod, example_inputs, fw_compiler, bw_compiler=None, partition_fn=None, decompositions=None,
+    inference_compiler=None,
+):
+    """Compile a module (a captured ``GraphModule``) called with flat positional tensors.
+
+    What ``compile_fx`` uses: the module's parameters and buffers are lifted to primals, the
+    graphs are traced and compiled now for ``example_inputs`` (errors surface here), and
+    the result takes the same positional inputs.
+
+    Args:
+        mod (ember.nn.Module): called as ``mod(*example_inputs)``.
+        example_inputs (list): example positional inputs.
+        fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler: as in
+            :func:`aot_function`.
+
+    Returns:
+        callable: ``forward(*args)`` returning what ``mod`` returns.
+    """
+    compiled = aot_module(mod, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler)
+    compiled._compiled.prepare(compiled._state(), *example_inputs)
+
+    def forward(*args):
+        return compiled(*args)
+
+    forward.zero_grad = mod.zero_grad if hasattr(mod, "zero_grad") else None
+    forward.named_parameters = mod.named_parameters
+    forward.named_buffers = mod.named_buffers
+    return forward
