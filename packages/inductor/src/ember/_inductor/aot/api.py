@@ -306,16 +306,30 @@ def _lifted_call(mod):
 
 
 class AOTModule(ember.nn.Module):
-    """The module :func:`aot_module` returns: runs the compiled graphs with the module's live parameters."""
+    """The module :func:`aot_module` returns: runs the compiled graphs with the module's live parameters.
 
-    def __init__(self, mod, compiled):
+    The traced graphs depend on the submodules' ``training`` flags (batch norm, dropout), so
+    one :func:`aot_function` is kept per combination of flags.
+    """
+
+    def __init__(self, mod, make_compiled):
         super().__init__()
         self.orig_module = mod
-        self._compiled = compiled
+        self._make_compiled = make_compiled
+        self._by_mode = {}
 
     def _state(self):
         mod = self.orig_module
         return [p for _, p in mod.named_parameters()] + [b for _, b in mod.named_buffers()]
+
+    @property
+    def _compiled(self):
+        """The :func:`aot_function` for the submodules' current training flags."""
+        mode = tuple(m.training for m in self.orig_module.modules())
+        compiled = self._by_mode.get(mode)
+        if compiled is None:
+            compiled = self._by_mode[mode] = self._make_compiled()
+        return compiled
 
     def forward(self, *args, **kwargs):
         return self._compiled(self._state(), *args, **kwargs)
@@ -325,14 +339,16 @@ def aot_module(mod, fw_compiler, bw_compiler=None, partition_fn=None, decomposit
     """:func:`aot_function` for an ``nn.Module``: its parameters and buffers become inputs (primals).
 
     Buffers the module updates in place (batch norm's running statistics) are written back
-    after each call, as in eager mode.
+    after each call, as in eager mode. Switching ``train()``/``eval()`` compiles again (once
+    per combination of the submodules' flags).
 
     Returns:
         AOTModule: call it like ``mod``; it reads ``mod``'s parameters at every call.
     """
     _names, call = _lifted_call(mod)
-    compiled = aot_function(call, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler)
-    return AOTModule(mod, compiled)
+    return AOTModule(
+        mod, lambda: aot_function(call, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler)
+    )
 
 
 def aot_module_simplified(

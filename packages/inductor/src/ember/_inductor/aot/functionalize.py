@@ -301,6 +301,7 @@ class FunctionalTracer(DispatchMode):
             return self._flagged_inplace(func, flag, args, kwargs)
         decomposition = self._decomposition_for(func, args, kwargs)
         if decomposition is not None:
+            args, kwargs = self._meta_arg(tuple(args)), {k: self._meta_arg(v) for k, v in kwargs.items()}
             with self:
                 return decomposition(*args, **kwargs)
         if func.kind == "inplace":

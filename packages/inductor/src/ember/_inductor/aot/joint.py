@@ -82,8 +82,17 @@ def _run(fn, args, tracer, name):
     try:
         with tracer:
             return fn(*args)
+    except InductorError:
+        raise
     except RuntimeError as exc:
-        if "meta tensor" in str(exc) and not isinstance(exc, InductorError):
+        if "found at least two devices" in str(exc) and "meta" in str(exc):
+            # the dispatcher checks devices before the tracer sees the call: a real tensor met a traced one
+            raise InductorError(
+                f"aot: {name} uses a tensor it does not take as an input (a global, closed-over or newly "
+                f"built tensor such as ember.tensor([...])) together with its inputs ({exc}); pass it as an "
+                "argument, or build it with device=<an input>.device"
+            ) from exc
+        if "meta tensor" in str(exc):
             raise InductorError(
                 f"aot: tracing {name} needed the value of a tensor ({exc}); data-dependent Python control flow "
                 "(`if x.sum() > 0`, `.item()`, `.tolist()`) cannot be traced ahead of time: compute on tensors "

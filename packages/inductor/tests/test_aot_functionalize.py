@@ -1,0 +1,211 @@
+"""Functionalization: mutations become functional ops, inputs are written back, as eager mode has them."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import ember
+from ember._inductor.aot import aot_function, aot_module, trace_forward, trace_joint
+from ember._inductor.exc import InductorError
+from ember.testing import assert_close
+
+
+def identity(gm, example_inputs):
+    return gm
+
+
+def _inplace_targets(gm):
+    return [n.target.name for n in gm.graph.nodes if n.op == "call_function" and getattr(n.target, "kind", "") == "inplace"]
+
+
+def _run_both(fn, *args):
+    """``fn`` compiled (identity compilers) and eager on separate clones; returns both results and inputs."""
+    compiled_args = [a.clone() if isinstance(a, ember.Tensor) else a for a in args]
+    eager_args = [a.clone() if isinstance(a, ember.Tensor) else a for a in args]
+    got = aot_function(fn, identity)(*compiled_args)
+    want = fn(*eager_args)
+    return got, want, compiled_args, eager_args
+
+
+def test_inplace_on_intermediate_is_functional():
+    def f(x):
+        y = x * 2
+        y.add_(1)
+        y.relu_()
+        return y
+
+    gm = trace_forward(f, [ember.randn(3, 4)])
+    assert _inplace_targets(gm) == []
+    got, want, _, _ = _run_both(f, ember.randn(3, 4))
+    assert_close(got, want)
+
+
+def test_write_to_input_is_copied_back_to_the_caller():
+    def f(x, y):
+        x.mul_(2)
+        return x + y
+
+    x, y = ember.randn(5), ember.randn(5)
+    got, want, (cx, _), (ex, _) = _run_both(f, x, y)
+    assert_close(got, want)
+    assert_close(cx, ex)  # the caller's tensor holds the new value
+    assert_close(cx, x * 2)
+    gm = trace_forward(f, [x, y])
+    assert _inplace_targets(gm) == []
+    assert gm.aot_info.mutated_inputs == (0,)
+
+
+def test_write_through_a_view_of_an_input():
+    def f(x):
+        x[0].add_(1)
+        x[:, 1].mul_(3)
+        return x.sum(0)
+
+    x = ember.randn(3, 4)
+    got, want, (cx,), (ex,) = _run_both(f, x)
+    assert_close(got, want)
+    assert_close(cx, ex)
+    assert not ember.equal(cx, x)
+
+
+def test_view_read_after_its_base_was_written():
+    def f(x):
+        y = x.clone()
+        row = y[1]
+        y.fill_(2.0)  # row sees the write
+        y[0, 0] = 7.0
+        return row * 1, y
+
+    got, want, _, _ = _run_both(f, ember.randn(2, 3))
+    assert_close(got[0], want[0])
+    assert_close(got[1], want[1])
+
+
+def test_output_that_is_a_view_of_an_input_is_a_view():
+    def f(x):
+        return x.t(), x[1], x
+
+    x = ember.randn(3, 4)
+    t, row, same = aot_function(f, identity)(x)
+    assert same is x
+    assert_close(t, x.t())
+    x.add_(1)  # later writes to the input show through the outputs, as in eager mode
+    assert_close(t, x.t())
+    assert_close(row, x[1])
+
+
+def test_view_output_of_a_written_input():
+    def f(x):
+        x.add_(1)
+        return x[0]
+
+    x = ember.zeros(2, 3)
+    row = aot_function(f, identity)(x)
+    assert_close(row, ember.ones(3))
+    x.fill_(5)
+    assert_close(row, ember.full((3,), 5.0))
+
+
+def test_copy_casts_and_broadcasts():
+    def f(x, src):
+        x.copy_(src)
+        return x * 1
+
+    x = ember.zeros(2, 3, dtype=ember.float32)
+    src = ember.arange(3, dtype=ember.float64)
+    got, want, (cx, _), (ex, _) = _run_both(f, x, src)
+    assert_close(got, want)
+    assert cx.dtype == ember.float32
+    assert_close(cx, ex)
+
+
+def test_fill_zero_index_put_and_out():
+    def f(x, idx, v):
+        a = x.clone()
+        a.zero_()
+        a.index_put_((idx,), v)
+        b = ember.empty_like(x)
+        ember.add(x, 1, out=b)
+        c = x.clone()
+        c.fill_(v.sum())
+        d = ember.nn.functional.relu(x.clone() - 0.5, inplace=True)
+        return a, b, c, d
+
+    x = ember.randn(4, 2)
+    idx = ember.tensor([0, 2])
+    v = ember.randn(2, 2)
+    got, want, _, _ = _run_both(f, x, idx, v)
+    for g, w in zip(got, want):
+        assert_close(g, w)
+    assert _inplace_targets(trace_forward(f, [x, idx, v])) == []
+
+
+def test_joint_graph_of_inplace_code_is_functional_and_differentiates():
+    def f(x, w):
+        y = x @ w
+        y.mul_(2)
+        z = y * 3  # relu would save its output, which eager mode refuses to let z[0].add_ change
+        z[0].add_(1)
+        return z.relu().sum()
+
+    x, w = ember.randn(3, 4), ember.randn(4, 5, requires_grad=True)
+    gm = trace_joint(f, [x, w])
+    assert _inplace_targets(gm) == []
+    out = aot_function(f, identity)(x, w)
+    (g,) = ember.autograd.grad(out, w)
+    w2 = w.detach().clone().requires_grad_(True)
+    (g2,) = ember.autograd.grad(f(x, w2), w2)
+    assert_close(out, f(x, w2))
+    assert_close(g, g2)
+
+
+def test_batch_norm_running_statistics_are_updated_in_training():
+    ember.manual_seed(0)
+    net = ember.nn.Sequential(ember.nn.Conv2d(3, 4, 3), ember.nn.BatchNorm2d(4), ember.nn.ReLU())
+    ref = copy.deepcopy(net)
+    compiled = aot_module(net, identity)
+    for _ in range(2):
+        x = ember.randn(2, 3, 6, 6)
+        got, want = compiled(x), ref(x)
+        assert_close(got, want)
+        got.sum().backward()
+        want.sum().backward()
+    for (name, b), (_, rb) in zip(net.named_buffers(), ref.named_buffers()):
+        assert_close(b, rb, msg=name)
+    assert int(net[1].num_batches_tracked) == 2
+    for (name, p), (_, rp) in zip(net.named_parameters(), ref.named_parameters()):
+        assert_close(p.grad, rp.grad, msg=name)
+    net.eval()
+    ref.eval()
+    x = ember.randn(2, 3, 6, 6)
+    assert_close(compiled(x), ref(x))
+
+
+def test_write_to_a_closed_over_tensor_is_refused():
+    state = ember.zeros(3)
+    scalar = ember.zeros(())
+
+    def f(x):
+        state.add_(x)
+        return x * 2
+
+    def g(x):
+        scalar.add_(x.sum())  # a zero-dim CPU tensor may meet traced tensors: the write is what is refused
+        return x * 2
+
+    with pytest.raises(InductorError, match="does not take as an input"):
+        trace_forward(f, [ember.randn(3)])
+    with pytest.raises(InductorError, match="writes in place into a tensor it does not take as an input"):
+        trace_forward(g, [ember.randn(3)])
+
+
+def test_inplace_random_op_is_refused_with_a_clear_error():
+    def f(x):
+        y = ember.empty_like(x)
+        y.uniform_()
+        return x + y
+
+    with pytest.raises(InductorError, match="in-place random op uniform_"):
+        trace_forward(f, [ember.randn(3)])
