@@ -1,0 +1,135 @@
+"""The joint forward+backward graph: its placeholders, outputs, node metadata and gradients."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+
+import ember
+from ember._inductor.aot import trace_forward, trace_joint
+from ember._inductor.exc import InductorError
+from ember._ops import registry
+from ember.testing import assert_close
+
+
+def _placeholders(gm):
+    return [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+
+
+def _outputs(gm):
+    return list(next(n for n in gm.graph.nodes if n.op == "output").args[0])
+
+
+def test_placeholders_outputs_and_values():
+    def f(x, w):
+        return (x @ w).tanh(), (x * 3).sum()
+
+    x = ember.randn(3, 4, requires_grad=True)
+    w = ember.randn(4, 2)  # no grad: None in the grads
+    gm = trace_joint(f, [x, w])
+    assert _placeholders(gm) == ["primals_1", "primals_2", "tangents_1", "tangents_2"]
+    assert gm.num_fwd_outputs == 2
+    outs = _outputs(gm)
+    assert len(outs) == 2 + 2 and outs[3] is None
+    for node in gm.graph.nodes:
+        if node.op != "output":
+            assert "val" in node.meta, node.name
+            vals = node.meta["val"] if isinstance(node.meta["val"], tuple) else (node.meta["val"],)
+            assert all(v.device.type == "meta" for v in vals if isinstance(v, ember.Tensor))
+    # the graph computes eager mode's values and vector-Jacobian products
+    t1, t2 = ember.randn(3, 2), ember.randn(())
+    y, s, gx, gw = gm(x.detach(), w, t1, t2)
+    want_y, want_s = f(x, w)
+    assert_close(y, want_y)
+    assert_close(s, want_s)
+    (want_gx,) = ember.autograd.grad((want_y, want_s), x, grad_outputs=(t1, t2))
+    assert_close(gx, want_gx)
+    assert gw is None
+
+
+def test_outputs_that_do_not_require_grad_get_no_tangent():
+    def f(x):
+        return x.sin(), x.argmax(), x.detach() * 2
+
+    gm = trace_joint(f, [ember.randn(4, requires_grad=True)])
+    assert _placeholders(gm) == ["primals_1", "tangents_1"]
+    assert gm.aot_info.tangent_outputs == (0,)
+    assert gm.aot_info.fwd_output_requires_grad == (True, False, False)
+
+
+def test_meta_vals_have_the_real_strides():
+    gm = trace_joint(lambda x: x.t().contiguous() * 2, [ember.randn(3, 5, requires_grad=True)])
+    transpose = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target.name in ("t", "transpose"))
+    assert tuple(transpose.meta["val"].stride()) == (1, 5)
+
+
+def test_no_real_kernel_runs():
+    calls = []
+
+    def f(x):
+        calls.append(x.device.type)
+        return x.exp()
+
+    trace_joint(f, [ember.randn(3, requires_grad=True)])
+    assert calls == ["meta"]
+
+
+def test_tangents_like_is_checked():
+    with pytest.raises(ValueError, match="tangents_like has 2 tensors"):
+        trace_joint(lambda x: x * 2, [ember.randn(3, requires_grad=True)], [ember.randn(3), ember.randn(3)])
+    with pytest.raises(ValueError, match=r"tangents_like\[0\] has shape \(4,\)"):
+        trace_joint(lambda x: x * 2, [ember.randn(3, requires_grad=True)], [ember.randn(4)])
+
+
+def test_primals_must_be_tensors():
+    with pytest.raises(TypeError, match=r"primals\[1\]"):
+        trace_joint(lambda x, y: x * y, [ember.randn(3), 2.0])
+
+
+def test_decomposition_table_is_applied():
+    def gelu_as_tanh(input, approximate="none"):
+        return input * 0.5 * (1 + (input * 0.7978845608 * (1 + 0.044715 * input * input)).tanh())
+
+    gm = trace_joint(
+        lambda x: ember.nn.functional.gelu(x), [ember.randn(3, requires_grad=True)],
+        decompositions={registry["gelu"]: gelu_as_tanh},
+    )
+    targets = {n.target.name for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem}
+    assert "gelu" not in targets and "tanh" in targets
+
+
+def test_composites_autograd_decomposes_are_traced_through():
+    # dropout's backward multiplies by the mask its decomposition made: the mask must be a graph
+    # value, never a constant of the trace
+    gm = trace_joint(lambda x: ember.nn.functional.dropout(x, 0.5), [ember.randn(4, requires_grad=True)])
+    assert not [n for n in gm.graph.nodes if n.op == "get_attr"]
+    assert "bernoulli" in {n.target.name for n in gm.graph.nodes if n.op == "call_function"}
+
+
+def test_factories_record_the_real_device():
+    gm = trace_forward(lambda x: x + ember.ones(3, device=x.device) + ember.zeros(3), [ember.randn(3)])
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and "device" in node.kwargs:
+            assert node.kwargs["device"] in (None, ember.device("cpu"))
+    assert_close(gm(ember.zeros(3))[0], ember.ones(3))
+
+
+def test_data_dependent_control_flow_names_the_function():
+    def needs_values(x):
+        return x * x.max().item()
+
+    with pytest.raises(InductorError, match="needs_values"):
+        trace_joint(needs_values, [ember.randn(3)])
+
+
+def test_real_constants_become_graph_attributes():
+    table = ember.tensor(2.5)
+
+    def f(x):
+        return x * table
+
+    gm = trace_forward(f, [ember.randn(3)])
+    (attr,) = [n for n in gm.graph.nodes if n.op == "get_attr"]
+    assert getattr(gm, attr.target) is table
+    assert_close(gm(ember.ones(3))[0], ember.full((3,), 2.5))
