@@ -1,0 +1,254 @@
+"""Partitioners: forward + backward graphs from a joint graph, composed, equal eager grads."""
+
+from __future__ import annotations
+
+import operator
+
+import pytest
+
+import ember
+import ember.nn.functional as F
+from ember._inductor import debug
+from ember._inductor.aot.decompositions import inductor_decompositions
+from ember._inductor.aot.joint import trace_joint
+from ember._inductor.aot.partitioners import (
+    PartitionInfo,
+    default_partition,
+    is_random,
+    is_recomputable,
+    min_cut_rematerialization_partition,
+)
+from ember._ops import registry
+from ember.testing import assert_close
+
+PARTITIONERS = [default_partition, min_cut_rematerialization_partition]
+TABLE = inductor_decompositions()
+
+
+def _flat(out):
+    return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+
+
+def _split(fn, primals, partition, decompose=True):
+    joint = trace_joint(fn, primals, decompositions=TABLE if decompose else None)
+    n = joint.num_fwd_outputs
+    tangents = [ember.randn(joint.aot_info.outputs and _fwd_shape(joint, i)) for i in joint.aot_info.tangent_outputs]
+    fw, bw = partition(joint, [*primals, *tangents], num_fwd_outputs=n)
+    return joint, fw, bw, tangents
+
+
+def _fwd_shape(joint, i):
+    out = list(joint.graph.nodes)[-1].args[0][i]
+    return tuple(out.meta["val"].shape)
+
+
+def _run_split(fn, primals, partition, decompose=True, seed=None):
+    """Forward outputs and grads of the partitioned graphs, and eager's, for the same tangents."""
+    joint, fw, bw, tangents = _split(fn, primals, partition, decompose)
+    n = joint.num_fwd_outputs
+    if seed is not None:
+        ember.manual_seed(seed)
+    outs = fw(*[p.detach() for p in primals])
+    assert len(outs) == n + len(fw.partition_info.saved)
+    grads = bw(*outs[n:], *tangents)
+    assert len(grads) == len(primals)
+
+    if seed is not None:
+        ember.manual_seed(seed)
+    eager = _flat(fn(*primals))
+    wanted = [p for p in primals if p.requires_grad]
+    expected = ember.autograd.grad(
+        [eager[i] for i in joint.aot_info.tangent_outputs], wanted, tangents, allow_unused=True
+    )
+    expected_by_primal = iter(expected)
+    expected = [next(expected_by_primal) if p.requires_grad else None for p in primals]
+    return outs[:n], grads, eager, expected, fw, bw
+
+
+def _mlp(x, w, b):
+    return (F.relu(x @ w + b).sin().sum(),)
+
+
+def _gelu_layer_norm(x, g, b):
+    return F.gelu(F.layer_norm(x, (8,), g, b)).tanh().sum()
+
+
+def _two_outputs(x, y):
+    return x.exp() * y, (x - y).sigmoid().mean(dim=0)
+
+
+def _views(x):
+    return (x.t() @ x.reshape(4, 6).transpose(0, 1).reshape(4, 6).t()).softmax(-1)
+
+
+def _pool(x):
+    return F.max_pool2d(x, 2).square().sum()
+
+
+def _cross_entropy(x, w, t):
+    return F.cross_entropy(x @ w, t)
+
+
+CASES = {
+    "mlp": (_mlp, lambda: [ember.randn(3, 4, requires_grad=True), ember.randn(4, 5, requires_grad=True),
+                           ember.randn(5, requires_grad=True)]),
+    "gelu_layer_norm": (_gelu_layer_norm, lambda: [ember.randn(4, 8, requires_grad=True),
+                                                   ember.randn(8, requires_grad=True), ember.randn(8, requires_grad=True)]),
+    "two_outputs_one_frozen": (_two_outputs, lambda: [ember.randn(3, 4, requires_grad=True), ember.randn(3, 4)]),
+    "views": (_views, lambda: [ember.randn(6, 4, dtype=ember.float64, requires_grad=True)]),
+    "max_pool": (_pool, lambda: [ember.randn(1, 2, 4, 4, requires_grad=True)]),
+    "cross_entropy": (_cross_entropy, lambda: [ember.randn(5, 3, requires_grad=True),
+                                               ember.randn(3, 4, requires_grad=True), ember.tensor([0, 3, 1, 2, 0])]),
+}
+
+
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("decompose", [True, False], ids=["decomposed", "composite"])
+def test_forward_and_backward_compose_to_eager(case, partition, decompose):
+    fn, make = CASES[case]
+    ember.manual_seed(0)
+    primals = make()
+    outs, grads, eager, expected, fw, bw = _run_split(fn, primals, partition, decompose)
+    for a, e in zip(outs, eager):
+        assert_close(a, e.detach())
+    for g, e in zip(grads, expected):
+        if e is None:
+            assert g is None
+        else:
+            assert_close(g, e)
+    # the forward never reads a tangent; the backward recomputes only what min-cut chose
+    assert not any(n.op == "placeholder" and n.name.startswith("tangents") for n in fw.graph.nodes)
+    if partition is default_partition:
+        assert fw.partition_info.recomputed == []
+
+
+def _saved_bytes(fn, primals, partition):
+    _joint, fw, _bw, _t = _split(fn, primals, partition)
+    return fw.partition_info
+
+
+def test_min_cut_saves_the_matmul_not_the_pointwise_chain():
+    """relu(x @ w).sin().sum(): the backward needs relu's output (for cos and relu's mask); min-cut
+    saves the matmul (an extern output, materialised anyway) and recomputes relu in the backward."""
+    primals = [ember.randn(3, 4, requires_grad=True), ember.randn(4, 5, requires_grad=True)]
+    fn = lambda x, w: F.relu(x @ w).sin().sum()  # noqa: E731
+    mincut = _saved_bytes(fn, primals, min_cut_rematerialization_partition)
+    default = _saved_bytes(fn, primals, default_partition)
+    assert mincut.saved == ["primals_1", "primals_2", "matmul"]
+    assert mincut.saved_bytes == 3 * 5 * 4
+    assert "maximum" in mincut.recomputed  # relu, decomposed as maximum(x, 0)
+    assert set(default.saved) > set(mincut.saved) and default.saved_bytes == 2 * 3 * 5 * 4 + 4
+
+
+def test_min_cut_saves_fewer_bytes_on_gelu_layer_norm():
+    ember.manual_seed(0)
+    primals = CASES["gelu_layer_norm"][1]()
+    mincut = _saved_bytes(_gelu_layer_norm, primals, min_cut_rematerialization_partition)
+    default = _saved_bytes(_gelu_layer_norm, primals, default_partition)
+    assert mincut.saved_bytes < default.saved_bytes / 2, (mincut, default)
+    # only per-row statistics (reductions are not recomputed) cross besides the primals
+    assert all(n.startswith("primals") or "sum" in n or "rsqrt" in n or "div" in n for n in mincut.saved), mincut
+
+
+def test_pointwise_chain_from_primal_is_recomputed():
+    x = ember.randn(8, 8, requires_grad=True)
+    info = _saved_bytes(lambda x: x.sin().cos().exp().sum(), [x], min_cut_rematerialization_partition)
+    assert info.saved == ["primals_1"] and info.saved_bytes == 0
+    assert info.recomputed == ["sin", "cos", "exp"]
+
+
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+def test_random_ops_are_saved_not_recomputed(partition):
+    x = ember.randn(4, 6, requires_grad=True)
+    fn = lambda x: (F.dropout(x.sin(), 0.5) * 3).sum()  # noqa: E731
+    outs, grads, eager, expected, fw, bw = _run_split(fn, [x], partition, seed=7)
+    assert_close(outs[0], eager[0].detach())
+    assert_close(grads[0], expected[0])
+    assert [n.target.name for n in fw.graph.nodes if n.op == "call_function" and is_random(n.target)] == ["bernoulli"]
+    assert not any(n.op == "call_function" and is_random(n.target) for n in bw.graph.nodes)
+    # the mask (or its scaled form) crosses as a saved value
+    bernoulli_users = {"bernoulli", "div"}
+    assert bernoulli_users & set(fw.partition_info.saved), fw.partition_info
+
+
+def test_unread_random_op_stays_in_forward():
+    """A draw nothing reads still runs (eager mode draws it), so later draws match eager."""
+    x = ember.randn(3, requires_grad=True)
+
+    def fn(x):
+        ember.rand(5)
+        return (x * ember.rand(3)).sum()
+
+    for partition in PARTITIONERS:
+        outs, grads, eager, expected, fw, _bw = _run_split(fn, [x], partition, seed=3)
+        assert [n.target.name for n in fw.graph.nodes if n.op == "call_function"].count("rand") == 2
+        assert_close(outs[0], eager[0].detach())
+        assert_close(grads[0], expected[0])
+
+
+def test_is_random_and_is_recomputable():
+    randoms = {op.name for op in registry.values() if is_random(op)}
+    assert {"rand", "randn", "bernoulli", "dropout", "rrelu", "uniform_", "multinomial"} <= randoms
+    assert not is_random(registry["mul"]) and not is_random(operator.getitem)
+    for name in ("mul", "sin", "where", "view", "expand", "scalar_tensor", "cat", "_to_copy"):
+        assert is_recomputable(registry[name]), name
+    for name in ("matmul", "convolution", "sum", "amax", "sort", "bernoulli", "rand", "cumsum", "linalg_inv"):
+        assert not is_recomputable(registry[name]), name
+    assert is_recomputable(operator.getitem)
+
+
+def test_grad_of_unused_primal_is_none():
+    x, y = ember.randn(3, requires_grad=True), ember.randn(3, requires_grad=True)
+    for partition in PARTITIONERS:
+        _joint, fw, bw, tangents = _split(lambda x, y: x.exp().sum() + 0 * y.detach().sum(), [x, y], partition)
+        outs = fw(x.detach(), y.detach())
+        grads = bw(*outs[1:], *tangents)
+        assert grads[1] is None
+        assert_close(grads[0], x.detach().exp() * tangents[0])
+
+
+def test_long_chain_has_no_recursion_limit():
+    x = ember.randn(4, requires_grad=True)
+
+    def fn(x):
+        for _ in range(1500):
+            x = x.sin()
+        return x.sum()
+
+    _joint, fw, bw, tangents = _split(fn, [x], min_cut_rematerialization_partition, decompose=False)
+    # the backward needs the input of each sin: the first 1499 results, all recomputed from x
+    assert fw.partition_info.saved == ["primals_1"] and len(fw.partition_info.recomputed) == 1499
+
+
+def test_graphs_and_summary_print():
+    primals = [ember.randn(3, 4, requires_grad=True), ember.randn(4, 5, requires_grad=True)]
+    _joint, fw, bw, _t = _split(lambda x, w: F.relu(x @ w).sin().sum(), primals, min_cut_rematerialization_partition)
+    text = str(fw.partition_info)
+    assert isinstance(fw.partition_info, PartitionInfo) and bw.partition_info is fw.partition_info
+    assert "partitioner: min_cut" in text and "  matmul" in text and "recomputed in the backward (2)" in text
+    assert "matmul = ember.matmul(primals_1, primals_2)" in fw.code
+    assert "def forward(self, primals_1, primals_2, matmul, tangents_1)" in bw.code
+    assert "maximum" in str(bw.graph)
+
+
+def test_debug_stage_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("EMBER_COMPILE_DEBUG", "1")
+    monkeypatch.setenv("EMBER_COMPILE_DEBUG_DIR", str(tmp_path))
+    if not debug.enabled():
+        pytest.skip("debug output is configured off by ember._inductor.config in this environment")
+    x = ember.randn(3, requires_grad=True)
+    with debug.compiling("fn") as folder:
+        _split(lambda x: x.sin().sum(), [x], min_cut_rematerialization_partition)
+    files = sorted(folder.glob("*_partition.txt"))
+    assert len(files) == 1
+    text = files[0].read_text()
+    assert "partitioner: min_cut" in text and "backward graph:" in text and "sin = ember.sin(primals_1)" in text
+
+
+def test_bad_num_fwd_outputs():
+    x = ember.randn(3, requires_grad=True)
+    joint = trace_joint(lambda x: x.sin().sum(), [x])
+    for partition in PARTITIONERS:
+        with pytest.raises(ValueError, match="num_fwd_outputs=5"):
+            partition(joint, [x, ember.ones(())], num_fwd_outputs=5)
