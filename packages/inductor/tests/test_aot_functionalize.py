@@ -209,3 +209,15 @@ def test_inplace_random_op_is_refused_with_a_clear_error():
 
     with pytest.raises(InductorError, match="in-place random op uniform_"):
         trace_forward(f, [ember.randn(3)])
+
+
+def test_written_input_that_overlaps_another_input_is_refused():
+    def f(x, y):
+        x.add_(1)
+        return y * 2
+
+    compiled = aot_function(f, identity)
+    a, b = ember.zeros(2, 3), ember.zeros(3)
+    assert_close(compiled(a, b), ember.zeros(3))  # separate tensors: fine
+    with pytest.raises(InductorError, match="input 0 is written in place and shares memory with input 1"):
+        compiled(a, a[0])

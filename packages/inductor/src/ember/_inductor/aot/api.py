@@ -24,6 +24,7 @@ import ember
 from ember.autograd import Function
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
+from ..exc import InductorError
 from .joint import _fn_name, _trace
 
 __all__ = ["aot_function", "aot_module", "aot_module_simplified", "default_partition"]
@@ -142,6 +143,24 @@ def _replay(tensor, chain):
     return tensor
 
 
+def _check_no_aliased_inputs(tensors, mutated):
+    """Refuse a call where a written input shares memory with another input.
+
+    The trace treats every input as its own storage; eager mode would let the other input
+    see the write, so running the compiled graphs would give a different answer.
+    """
+    for i in mutated:
+        storage = tensors[i]._storage  # None until a view or an in-place op needed one: no alias then
+        if storage is None:
+            continue
+        for j, other in enumerate(tensors):
+            if j != i and other._storage is storage:
+                raise InductorError(
+                    f"aot: input {i} is written in place and shares memory with input {j}; compiled functions "
+                    "that write to an input need inputs that do not overlap (pass a clone)"
+                )
+
+
 class _Compiled:
     """The compiled graphs of one signature and how to run them."""
 
@@ -153,6 +172,8 @@ class _Compiled:
 
     def __call__(self, tensors):
         info = self.info
+        if info.mutated_inputs:
+            _check_no_aliased_inputs(tensors, info.mutated_inputs)
         if self.backward is None:
             fwd = _as_tuple(self.forward(*tensors))
         else:
@@ -169,6 +190,10 @@ class _Compiled:
             else:
                 leaves.append(out[1])
         return tree_unflatten(leaves, info.out_spec)
+
+
+def _contiguous(t):
+    return t.contiguous() if isinstance(t, ember.Tensor) else t
 
 
 class _CompiledFunction(Function):
@@ -194,7 +219,8 @@ class _CompiledFunction(Function):
         tensors = iter(ctx.saved_tensors)
         others = iter(ctx.saved_other)
         saved = [next(tensors) if is_tensor else next(others) for is_tensor in ctx.saved_is_tensor]
-        tangents = [grad_outputs[i] for i in compiled.info.tangent_outputs]
+        # the tangents were traced contiguous; an incoming gradient may be an expanded one (sum's)
+        tangents = [_contiguous(grad_outputs[i]) for i in compiled.info.tangent_outputs]
         grads = _as_tuple(compiled.backward(*saved, *tangents))
         return (None, *grads)
 
@@ -216,15 +242,14 @@ def _compile(fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositi
     needs_grad = ember.is_grad_enabled() and any(t.requires_grad for t in tensors)
     if not needs_grad:
         gm, info = _trace(flat_fn, tensors, joint=False, decompositions=decompositions)
-        _stage("aot_inference_graph", gm.code)
+        _stage("functional_graph", gm.code)
         compiler = inference_compiler or fw_compiler
         return positions, _Compiled(info, compiler(gm, _example_inputs(gm)))
     joint, info = _trace(flat_fn, tensors, joint=True, decompositions=decompositions)
-    _stage("aot_joint_graph", joint.code)
+    _stage("joint_graph", joint.code)
     partition = partition_fn or default_partition
     fw_gm, bw_gm = partition(joint, _example_inputs(joint), num_fwd_outputs=info.num_fwd_outputs)
-    _stage("aot_forward_graph", fw_gm.code)
-    _stage("aot_backward_graph", bw_gm.code)
+    # the two halves are written by the partitioner ("partition") and by compile_fx per compiled graph
     from .rng import check_backward_draws_nothing
 
     check_backward_draws_nothing(bw_gm)
