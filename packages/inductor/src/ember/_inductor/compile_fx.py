@@ -110,8 +110,9 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     """Compile an FX graph into a callable that runs generated C++ (forward and backward).
 
     Args:
-        gm (ember.fx.GraphModule): the graph to compile (from ``make_fx``,
-            ``ember.fx.symbolic_trace`` or the bytecode capture).
+        gm (ember.fx.GraphModule or ember.nn.Module): the graph to compile (from ``make_fx``,
+            ``ember.fx.symbolic_trace`` or the bytecode capture); any module called with
+            positional tensors works too (its parameters and buffers become graph inputs).
         example_inputs (list[Tensor]): inputs like those the result will be called with
             (shapes, dtypes, ``requires_grad``); the graph is specialised to them.
         name (str or None): the name of the debug output folder (default: the graph's class name).
@@ -138,7 +139,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     fallbacks: list[str] = []
     folder_name = name or graph_name(gm)
     with debug.compiling(folder_name):
-        debug.stage("fx_graph", gm.code)
+        debug.stage("fx_graph", getattr(gm, "code", None) or repr(gm))
 
         folder = debug.current_handle()
 

@@ -15,6 +15,10 @@ A setting whose value is ``None`` takes its value from the environment when it
 is read (through the ``resolved_*`` helpers below), so an environment variable
 set after import still counts.
 
+There is no setting for random ops: they always run as calls of ember's eager
+kernels on the default generator, in program order, so a compiled function
+draws exactly the numbers eager mode would (the rule of :mod:`ember._inductor.aot.rng`).
+
 Settings:
 
 * ``debug`` (bool or None): write every pipeline stage's text (graphs, loop IR,
@@ -31,9 +35,6 @@ Settings:
   of the cache key).
 * ``threads`` (int or None): OpenMP threads the generated kernels use. ``None``:
   ``ember.get_num_threads()`` when the kernel runs.
-* ``fallback_random`` (bool): random ops (rand, dropout, ...) run through ember's
-  eager kernels and generator, so a compiled function draws exactly the numbers
-  eager would. Default ``True``: compiled must equal eager.
 * ``fallback_on_compile_error`` (bool): when the compiler fails on a graph (a
   :class:`~ember._inductor.exc.LoweringException`, a failing C++ build, any other
   error of the compiler core), ``compile_fx`` logs a warning on the logger
@@ -55,7 +56,6 @@ __all__ = [
     "cxx",
     "extra_cflags",
     "threads",
-    "fallback_random",
     "fallback_on_compile_error",
     "patch",
     "resolved_debug",
@@ -69,7 +69,6 @@ cache_dir: str | None = None
 cxx: str | None = None
 extra_cflags: tuple[str, ...] = ()
 threads: int | None = None
-fallback_random: bool = True
 fallback_on_compile_error: bool = True
 
 _SETTINGS = (
@@ -79,7 +78,6 @@ _SETTINGS = (
     "cxx",
     "extra_cflags",
     "threads",
-    "fallback_random",
     "fallback_on_compile_error",
 )
 
