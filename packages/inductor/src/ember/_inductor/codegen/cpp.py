@@ -1,0 +1,612 @@
+"""C++17/OpenMP code for scheduled kernels.
+
+Each :class:`~ember._inductor.scheduler.FusedKernel` becomes one ``static void`` function taking the
+table of buffer pointers (``void** bufs``, one slot per buffer in memory) and the thread count. A
+run of kernels between two extern calls is one ``extern "C"`` entry ``segment<k>(bufs, nthreads)``
+that calls them in order, so the wrapper makes one native call per segment.
+
+Loops: a pointwise kernel is ``#pragma omp parallel for`` over its outer dims (when the work exceeds
+:data:`PARALLEL_THRESHOLD` elements) with a contiguous ``#pragma omp simd`` inner loop; a kernel
+with reductions runs its outer dims in parallel and each reduction as an inner loop
+(``omp simd reduction`` for sums and products), combining per-iteration accumulators, so results
+do not depend on the thread count. A full reduction (no outer dims) splits its outermost reduced
+dim into a fixed number of chunks (:data:`REDUCTION_SPLIT`, independent of the thread count) whose
+partial results are combined in order: deterministic.
+
+Values: float32/float64/integer types map to C types; float16/bfloat16 are stored as ``uint16_t``
+and computed as ``float`` (helpers convert with round-to-nearest-even).
+"""
+
+from __future__ import annotations
+
+import math
+
+import sympy
+
+import ember
+
+from .. import ir
+
+__all__ = ["generate", "ctype", "PARALLEL_THRESHOLD", "REDUCTION_SPLIT"]
+
+#: Fewer elements than this run on one thread (the OpenMP fork costs a few microseconds).
+PARALLEL_THRESHOLD = 32768
+#: Chunks of a full reduction (fixed, so the sum's rounding is the same on any thread count).
+REDUCTION_SPLIT = 16
+
+_CTYPES = {
+    ember.float32: "float", ember.float64: "double", ember.int64: "int64_t", ember.int32: "int32_t",
+    ember.int16: "int16_t", ember.int8: "int8_t", ember.uint8: "uint8_t", ember.bool: "bool",
+    ember.float16: "uint16_t", ember.bfloat16: "uint16_t",
+}
+_HALF = (ember.float16, ember.bfloat16)
+
+
+def ctype(dtype):
+    """The C type a buffer of ``dtype`` is stored as."""
+    return _CTYPES[dtype]
+
+
+def value_ctype(dtype):
+    """The C type a value of ``dtype`` is computed in (half types compute as float)."""
+    return "float" if dtype in _HALF else _CTYPES[dtype]
+
+
+PRELUDE = r"""
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <algorithm>
+#include <omp.h>
+
+static inline float ember_h2f(uint16_t h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
+static inline uint16_t ember_f2h(float f) {
+    _Float16 v = (_Float16)f; uint16_t h; std::memcpy(&h, &v, 2); return h;
+}
+static inline float ember_b2f(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16; float f; std::memcpy(&f, &u, 4); return f;
+}
+static inline uint16_t ember_f2b(float f) {
+    uint32_t u; std::memcpy(&u, &f, 4);
+    if (f != f) return 0x7fc0;
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+// float exp and erf as straight-line arithmetic, so `omp simd` loops vectorise them (libm's
+// expf/erff are calls the compiler cannot vectorise without -ffast-math). exp: Cody-Waite range
+// reduction x = k*ln2 + r, a degree-7 Taylor polynomial on |r| <= ln2/2, then 2^k applied in two
+// halves so results near overflow/underflow stay right (max error ~1 ulp). erf: Taylor series
+// x*P(x^2) for |x| < 0.9; above, 1 - exp(-x^2)*Q(1/(1+x/2)) with Q a least-squares fit of
+// erfc(x)*exp(x^2) on [0.9, 4.2] (relative error 1e-9 in double); |x| >= 4.2 gives +-1.
+static inline float ember_pow2i(int32_t k) {
+    int32_t bits = (k + 127) << 23; float f; std::memcpy(&f, &bits, 4); return f;
+}
+static inline float ember_expf(float x) {
+    float xc = x < -104.0f ? -104.0f : (x > 89.0f ? 89.0f : x);
+    float k = (xc * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+    float r = xc - k * 0.693145751953125f;
+    r = r - k * 1.428606765330187e-06f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    int32_t ki = (int32_t)k;
+    int32_t k1 = ki / 2;
+    float y = p * ember_pow2i(k1) * ember_pow2i(ki - k1);
+    return (x != x) ? x : y;
+}
+static inline float ember_erff(float x) {
+    float a = x < 0.0f ? -x : x;
+    float z = a * a;
+    float s = -1.2290555301717926e-09f;
+    s = s * z + 1.4807192815879218e-08f;
+    s = s * z - 1.6365844691234924e-07f;
+    s = s * z + 1.6462114365889246e-06f;
+    s = s * z - 1.492565035840625e-05f;
+    s = s * z + 0.00012055332981789664f;
+    s = s * z - 0.0008548327023450852f;
+    s = s * z + 0.005223977625442188f;
+    s = s * z - 0.026866170645131252f;
+    s = s * z + 0.11283791670955126f;
+    s = s * z - 0.37612638903183754f;
+    s = s * z + 1.1283791670955126f;
+    float small = a * s;
+    float t = 1.0f / (1.0f + 0.5f * a);
+    float q = 0.011452212200780531f;
+    q = q * t + 0.07371382150359289f;
+    q = q * t - 0.3923609116284034f;
+    q = q * t + 0.48614525618236476f;
+    q = q * t - 0.0568850263152043f;
+    q = q * t + 0.3298462370504716f;
+    q = q * t + 0.2639627055224724f;
+    q = q * t + 0.2843358934304166f;
+    q = q * t - 0.0001204367132844701f;
+    float large = 1.0f - ember_expf(-z) * q;
+    float r = a < 0.9f ? small : (a < 4.2f ? large : 1.0f);
+    r = x < 0.0f ? -r : r;
+    return (x != x) ? x : r;
+}
+template <typename T> static inline T ember_exp(T x) {
+    if constexpr (std::is_same<T, float>::value) return ember_expf(x); else return std::exp(x);
+}
+template <typename T> static inline T ember_erf(T x) {
+    if constexpr (std::is_same<T, float>::value) return ember_erff(x); else return std::erf(x);
+}
+template <typename T> static inline T ember_maximum(T a, T b) {
+    return (a != a) ? a : ((b != b) ? b : (a > b ? a : b));
+}
+template <typename T> static inline T ember_minimum(T a, T b) {
+    return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
+}
+template <typename T> static inline T ember_floordiv(T a, T b) {
+    if constexpr (std::is_floating_point<T>::value) { return std::floor(a / b); }
+    else { T q = a / b; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q; }
+}
+template <typename T> static inline T ember_remainder(T a, T b) {
+    if constexpr (std::is_floating_point<T>::value) {
+        T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
+    else { T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+}
+template <typename T> static inline T ember_ipow(T a, T b) {
+    if constexpr (std::is_floating_point<T>::value) { return std::pow(a, b); }
+    else {
+        if (b < 0) return (a == 1) ? 1 : ((a == -1) ? ((b % 2) ? -1 : 1) : 0);
+        T r = 1; while (b) { if (b & 1) r *= a; a *= a; b >>= 1; } return r;
+    }
+}
+template <typename T> static inline T ember_sign(T a) {
+    if constexpr (std::is_floating_point<T>::value) {
+        return (a != a) ? a : (T)((T(0) < a) - (a < T(0)));
+    }
+    else { return (T)((T(0) < a) - (a < T(0))); }
+}
+"""
+
+
+# --------------------------------------------------------------------------------------------
+# index expressions
+
+
+def cindex(expr):
+    """C code of an integer SymPy index expression (int64 arithmetic)."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        v = int(expr)
+        return f"INT64_C({v})" if abs(v) > 2**31 - 1 else str(v)
+    if expr.is_Symbol:
+        return expr.name
+    if isinstance(expr, sympy.Add):
+        terms = [cindex(a) for a in expr.args]
+        return "(" + " + ".join(terms) + ")"
+    if isinstance(expr, sympy.Mul):
+        return "(" + " * ".join(cindex(a) for a in expr.args) + ")"
+    if isinstance(expr, ir.FloorDiv):
+        return f"({cindex(expr.args[0])} / {cindex(expr.args[1])})"
+    if isinstance(expr, ir.ModIndex):
+        return f"({cindex(expr.args[0])} % {cindex(expr.args[1])})"
+    if isinstance(expr, sympy.Max):
+        return _fold("std::max<int64_t>", [cindex(a) for a in expr.args])
+    if isinstance(expr, sympy.Min):
+        return _fold("std::min<int64_t>", [cindex(a) for a in expr.args])
+    raise NotImplementedError(f"index expression {expr!r}")
+
+
+def _fold(fn, args):
+    out = args[0]
+    for a in args[1:]:
+        out = f"{fn}({out}, {a})"
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# expressions
+
+
+def constant(value, dtype):
+    t = value_ctype(dtype)
+    if dtype == ember.bool:
+        return "true" if value else "false"
+    if dtype.is_floating_point:
+        v = float(value)
+        if math.isnan(v):
+            return f"std::numeric_limits<{t}>::quiet_NaN()"
+        if math.isinf(v):
+            return f"{'-' if v < 0 else ''}std::numeric_limits<{t}>::infinity()"
+        text = repr(v)
+        return f"{text}f" if t == "float" else text
+    return f"static_cast<{t}>(INT64_C({int(value)}))"
+
+
+_UNARY_STD = {"exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
+              "log1p": "log1p", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
+              "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "asinh",
+              "acosh": "acosh", "atanh": "atanh", "erfc": "erfc", "lgamma": "lgamma"}
+_BINARY_INFIX = {"add": "+", "sub": "-", "mul": "*", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
+                 "gt": ">", "ge": ">=", "bitwise_and": "&", "bitwise_or": "|", "bitwise_xor": "^",
+                 "lshift": "<<", "rshift": ">>"}
+
+
+def op_code(e, args):
+    """C code of IR op ``e`` given its arguments' code."""
+    name = e.name
+    t = value_ctype(e.dtype)
+    arg_dtype = e.args[0].dtype if e.args else e.dtype
+    at = value_ctype(arg_dtype)
+    is_float = arg_dtype.is_floating_point
+    a = args[0] if args else None
+    b = args[1] if len(args) > 1 else None
+    if name in _BINARY_INFIX:
+        if e.dtype == ember.bool and name in ("add", "mul", "sub"):
+            return {"add": f"({a} || {b})", "mul": f"({a} && {b})", "sub": f"({a} != {b})"}[name]
+        return f"static_cast<{t}>({a} {_BINARY_INFIX[name]} {b})"
+    if name in ("exp", "erf"):
+        return f"ember_{name}<{at}>({a})" if is_float else f"static_cast<{t}>(std::{name}({a}))"
+    if name in _UNARY_STD:
+        return f"static_cast<{t}>(std::{_UNARY_STD[name]}({a}))"
+    if name == "truediv":
+        return f"static_cast<{t}>({a} / {b})"
+    if name == "floordiv":
+        return f"ember_floordiv<{at}>({a}, {b})"
+    if name in ("remainder", "mod"):
+        return f"ember_remainder<{at}>({a}, {b})"
+    if name == "fmod":
+        return f"static_cast<{t}>(std::fmod({a}, {b}))" if is_float else f"static_cast<{t}>({a} % {b})"
+    if name == "neg":
+        return f"static_cast<{t}>(-{a})" if e.dtype != ember.bool else a
+    if name == "abs":
+        return f"std::abs({a})" if is_float else f"static_cast<{t}>({a} < 0 ? -{a} : {a})"
+    if name == "rsqrt":
+        return f"static_cast<{t}>(1 / std::sqrt({a}))"
+    if name == "reciprocal":
+        return f"static_cast<{t}>(1 / {a})"
+    if name == "sigmoid":
+        return f"static_cast<{t}>(1 / (1 + ember_exp<{at}>(-{a})))"
+    if name in ("floor", "ceil", "trunc", "round"):
+        if not is_float:
+            return a
+        fn = "nearbyint" if name == "round" else name
+        return f"static_cast<{t}>(std::{fn}({a}))"
+    if name == "sign":
+        return f"ember_sign<{at}>({a})"
+    if name == "pow":
+        return f"ember_ipow<{at}>({a}, {b})"
+    if name in ("maximum", "minimum"):
+        if is_float:
+            return f"ember_{name}<{at}>({a}, {b})"
+        return f"std::{name[:3]}<{at}>({a}, {b})"
+    if name in ("fmax", "fmin"):
+        return f"static_cast<{t}>(std::{name}({a}, {b}))" if is_float else f"std::{name[1:]}<{at}>({a}, {b})"
+    if name in ("atan2", "copysign", "hypot"):
+        return f"static_cast<{t}>(std::{name}({a}, {b}))"
+    if name == "logical_and":
+        return f"(({a} != 0) && ({b} != 0))"
+    if name == "logical_or":
+        return f"(({a} != 0) || ({b} != 0))"
+    if name == "logical_xor":
+        return f"(({a} != 0) != ({b} != 0))"
+    if name == "logical_not":
+        return f"({a} == 0)"
+    if name == "bitwise_not":
+        return f"(!{a})" if arg_dtype == ember.bool else f"static_cast<{t}>(~{a})"
+    if name == "isnan":
+        return f"({a} != {a})" if is_float else "false"
+    if name == "isinf":
+        return f"std::isinf({a})" if is_float else "false"
+    if name == "isfinite":
+        return f"std::isfinite({a})" if is_float else "true"
+    if name == "where":
+        return f"({a} ? {b} : {args[2]})"
+    if name == "to_dtype":
+        return convert(a, arg_dtype, e.dtype)
+    raise NotImplementedError(f"C++ codegen has no rule for op {name!r}")
+
+
+def convert(code, src, dst):
+    """Convert a value computed as ``src`` to a value of ``dst`` (half types round here)."""
+    if dst == ember.bool:
+        return f"({code} != 0)"
+    if dst == ember.float16:
+        return f"ember_h2f(ember_f2h(static_cast<float>({code})))"
+    if dst == ember.bfloat16:
+        return f"ember_b2f(ember_f2b(static_cast<float>({code})))"
+    return f"static_cast<{value_ctype(dst)}>({code})"
+
+
+def store_code(code, dtype):
+    """The stored form of a value of the buffer's compute dtype."""
+    if dtype == ember.float16:
+        return f"ember_f2h({code})"
+    if dtype == ember.bfloat16:
+        return f"ember_f2b({code})"
+    return code
+
+
+class ExprPrinter:
+    """Emits statements for expression trees, sharing equal subexpressions (CSE) within a scope."""
+
+    def __init__(self, kernel_gen, lines, indent):
+        self.k = kernel_gen
+        self.lines = lines
+        self.indent = indent
+        self.memo = {}
+
+    def emit(self, e):
+        key = _expr_key(e)
+        if key in self.memo:
+            return self.memo[key]
+        if isinstance(e, ir.Constant):
+            code = constant(e.value, e.dtype)
+            self.memo[key] = code
+            return code
+        if isinstance(e, ir.IndexExpr):
+            code = f"static_cast<{value_ctype(e.dtype)}>({cindex(e.expr)})"
+        elif isinstance(e, ir.Load):
+            code = self.k.load_code(e)
+        else:
+            code = op_code(e, [self.emit(a) for a in e.args])
+        name = self.k.tmp()
+        self.lines.append(f"{self.indent}{value_ctype(e.dtype)} {name} = {code};")
+        self.memo[key] = name
+        return name
+
+
+def _expr_key(e):
+    if isinstance(e, ir.Load):
+        return ("load", e.buffer.name, tuple(str(i) for i in e.index))
+    if isinstance(e, ir.Constant):
+        return ("const", repr(e.value), str(e.dtype))
+    if isinstance(e, ir.IndexExpr):
+        return ("index", str(e.expr), str(e.dtype))
+    return (e.name, str(e.dtype), tuple(_expr_key(a) for a in e.args))
+
+
+# --------------------------------------------------------------------------------------------
+# kernels
+
+
+_INIT = {"sum": 0, "prod": 1, "any": False, "all": True}
+
+
+def _reduction_init(rtype, dtype):
+    t = value_ctype(dtype)
+    if rtype in _INIT:
+        return constant(_INIT[rtype], dtype)
+    if rtype in ("max", "argmax"):
+        return f"-std::numeric_limits<{t}>::infinity()" if dtype.is_floating_point else \
+            f"std::numeric_limits<{t}>::lowest()"
+    if dtype.is_floating_point:
+        return f"std::numeric_limits<{t}>::infinity()"
+    return f"std::numeric_limits<{t}>::max()"
+
+
+def _combine(rtype, acc, v, dtype):
+    t = value_ctype(dtype)
+    if rtype == "sum":
+        return f"{acc} = ({acc} || {v});" if dtype == ember.bool else f"{acc} = {acc} + {v};"
+    if rtype == "prod":
+        return f"{acc} = ({acc} && {v});" if dtype == ember.bool else f"{acc} = {acc} * {v};"
+    if rtype == "any":
+        return f"{acc} = {acc} || {v};"
+    if rtype == "all":
+        return f"{acc} = {acc} && {v};"
+    fn = "maximum" if rtype == "max" else "minimum"
+    if dtype.is_floating_point:
+        return f"{acc} = ember_{fn}<{t}>({acc}, {v});"
+    return f"{acc} = std::{fn[:3]}<{t}>({acc}, {v});"
+
+
+class KernelGen:
+    """C++ for one :class:`~ember._inductor.scheduler.FusedKernel`."""
+
+    def __init__(self, kernel, slots):
+        self.kernel = kernel
+        self.slots = slots  # buffer name -> slot index
+        self._tmp = 0
+        self.read = {}
+        self.written = {}
+        self.locals = {n.buffer.name for n in kernel.nodes if n.local}
+
+    def tmp(self):
+        self._tmp += 1
+        return f"t{self._tmp}"
+
+    def load_code(self, e):
+        buf = e.buffer
+        if buf.name in self.locals:
+            return f"{buf.name}_v"
+        self.read[buf.name] = buf
+        code = f"{buf.name}[{cindex(ir.flat_index(e.index, buf.strides))}]"
+        if buf.dtype == ember.float16:
+            return f"ember_h2f({code})"
+        if buf.dtype == ember.bfloat16:
+            return f"ember_b2f({code})"
+        return code
+
+    def store(self, node, value, lines, indent):
+        buf = node.buffer
+        if node.local:
+            lines.append(f"{indent}{value_ctype(buf.dtype)} {buf.name}_v = {value};")
+            return
+        self.written[buf.name] = buf
+        offset = cindex(ir.flat_index(node.index, buf.strides))
+        lines.append(f"{indent}{buf.name}[{offset}] = {store_code(value, buf.dtype)};")
+
+    def generate(self):
+        k = self.kernel
+        body = []
+        if any(n.is_reduction for n in k.nodes):
+            self._reduction_kernel(body)
+        else:
+            self._pointwise_kernel(body)
+        head = [f"static void {k.name}(void** bufs, int nthreads) {{"]
+        for name, buf in sorted(self.read.items()):
+            if name in self.written:
+                continue
+            t = ctype(buf.dtype)
+            head.append(f"    const {t}* __restrict {name} = (const {t}*)bufs[{self.slots[name]}];")
+        for name, buf in sorted(self.written.items()):
+            t = ctype(buf.dtype)
+            head.append(f"    {t}* __restrict {name} = ({t}*)bufs[{self.slots[name]}];")
+        head.append("    (void)nthreads;")
+        return "\n".join(head + body + ["}"])
+
+    def _numel(self):
+        return math.prod(int(s) for s in self.kernel.ranges)
+
+    def _loops(self, lines, parallel, simd_inner, work):
+        """Open the kernel's outer loops; returns the indent inside them."""
+        k = self.kernel
+        n = len(k.ranges)
+        indent = "    "
+        par = parallel and work >= PARALLEL_THRESHOLD and n > 0
+        for d, (v, size) in enumerate(zip(k.vars, k.ranges)):
+            pragma = None
+            if d == 0 and par:
+                collapse = n - 1 if simd_inner else n
+                pragma = "#pragma omp parallel for num_threads(nthreads)"
+                if collapse > 1:
+                    pragma += f" collapse({collapse})"
+                if simd_inner and n == 1:
+                    pragma = "#pragma omp parallel for simd num_threads(nthreads)"
+            elif d == n - 1 and simd_inner:
+                pragma = "#pragma omp simd"
+            if pragma:
+                lines.append(indent + pragma)
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {cindex(size)}; ++{v}) {{")
+            indent += "    "
+        return indent
+
+    def _close(self, lines):
+        for d in reversed(range(len(self.kernel.ranges))):
+            lines.append("    " * (d + 1) + "}")
+
+    def _pointwise_kernel(self, lines):
+        indent = self._loops(lines, True, True, self._numel())
+        printer = ExprPrinter(self, lines, indent)
+        for node in self.kernel.nodes:
+            self.store(node, printer.emit(node.body), lines, indent)
+        self._close(lines)
+
+    def _reduction_kernel(self, lines):
+        k = self.kernel
+        work = self._numel() * max(
+            (math.prod(int(s) for s in n.buffer.data.reduction_ranges) for n in k.nodes if n.is_reduction),
+            default=1)
+        split = (not k.ranges and len(k.nodes) == 1 and work >= PARALLEL_THRESHOLD
+                 and k.nodes[0].buffer.data.reduction_type in ("sum", "prod", "max", "min", "any", "all")
+                 and int(k.nodes[0].buffer.data.reduction_ranges[0]) >= REDUCTION_SPLIT)
+        if split:
+            self._split_reduction(lines, k.nodes[0])
+            return
+        indent = self._loops(lines, True, False, work)
+        printer = ExprPrinter(self, lines, indent)
+        for node in k.nodes:
+            if node.is_reduction:
+                value = self._reduce(node, lines, indent, printer)
+            else:
+                value = printer.emit(node.body)
+            self.store(node, value, lines, indent)
+            if node.local:
+                printer.memo[("load", node.buffer.name, tuple(str(i) for i in node.index))] = f"{node.buffer.name}_v"
+        self._close(lines)
+
+    def _reduce(self, node, lines, indent, printer, r0_range=None):
+        """Emit the loops of one reduction; returns the accumulator's name."""
+        data = node.buffer.data
+        rtype = data.reduction_type
+        dtype = node.body.dtype
+        t = value_ctype(dtype)
+        acc = self.tmp()
+        lines.append(f"{indent}{t} {acc} = {_reduction_init(rtype, dtype)};")
+        arg = rtype in ("argmax", "argmin")
+        if arg:
+            lines.append(f"{indent}int64_t {acc}_i = 0;")
+        rvars = ir.reduction_vars(len(data.reduction_ranges))
+        inner = indent
+        for d, (v, size) in enumerate(zip(rvars, data.reduction_ranges)):
+            if d == len(rvars) - 1 and rtype in ("sum", "prod") and dtype != ember.bool:
+                lines.append(f"{inner}#pragma omp simd reduction({'+' if rtype == 'sum' else '*'}:{acc})")
+            lo, hi = ("0", cindex(size)) if (d > 0 or r0_range is None) else r0_range
+            lines.append(f"{inner}for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{")
+            inner += "    "
+        scope = ExprPrinter(self, lines, inner)
+        scope.memo = dict(printer.memo)  # values computed outside the loop stay valid inside
+        value = scope.emit(node.body)
+        if arg:
+            flat = cindex(ir.flat_index(rvars, ir.contiguous_strides(data.reduction_ranges))) if rvars else "0"
+            better = ">" if rtype == "argmax" else "<"
+            cond = f"({value} != {value} || {value} {better} {acc})" if dtype.is_floating_point else \
+                f"({value} {better} {acc})"
+            guard = f"!({acc} != {acc}) && " if dtype.is_floating_point else ""
+            lines.append(f"{inner}if ({guard}{cond}) {{ {acc} = {value}; {acc}_i = {flat}; }}")
+        else:
+            lines.append(f"{inner}{_combine(rtype, acc, value, dtype)}")
+        for d in reversed(range(len(rvars))):
+            lines.append(indent + "    " * d + "}")
+        if arg:
+            return f"{acc}_i"
+        return convert(acc, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else acc
+
+    def _split_reduction(self, lines, node):
+        """A full reduction in REDUCTION_SPLIT fixed chunks of r0, combined in order."""
+        data = node.buffer.data
+        dtype = node.body.dtype
+        t = value_ctype(dtype)
+        size = cindex(data.reduction_ranges[0])
+        lines.append(f"    {t} partial[{REDUCTION_SPLIT}];")
+        lines.append("    #pragma omp parallel for num_threads(nthreads) schedule(static)")
+        lines.append(f"    for (int64_t chunk = 0; chunk < {REDUCTION_SPLIT}; ++chunk) {{")
+        lo = f"(chunk * {size}) / {REDUCTION_SPLIT}"
+        hi = f"((chunk + 1) * {size}) / {REDUCTION_SPLIT}"
+        printer = ExprPrinter(self, lines, "        ")
+        acc = self._reduce(node, lines, "        ", printer, r0_range=(lo, hi))
+        lines.append(f"        partial[chunk] = {acc};")
+        lines.append("    }")
+        total = self.tmp()
+        lines.append(f"    {t} {total} = partial[0];")
+        lines.append(f"    for (int chunk = 1; chunk < {REDUCTION_SPLIT}; ++chunk) {{")
+        lines.append(f"        {_combine(data.reduction_type, total, 'partial[chunk]', dtype)}")
+        lines.append("    }")
+        value = convert(total, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else total
+        self.store(node, value, lines, "    ")
+
+
+def generate(scheduler, slots):
+    """C++ source for ``scheduler``'s kernels.
+
+    Args:
+        scheduler: a :class:`~ember._inductor.scheduler.Scheduler`.
+        slots (dict[str, int]): the pointer-table slot of each buffer in memory.
+
+    Returns:
+        (str, list[str | ExternKernel]): the source, and the steps: segment entry names and the
+        extern calls between them, in order.
+    """
+    parts = [PRELUDE]
+    steps = []
+    segment = []
+
+    def close_segment():
+        if not segment:
+            return
+        name = f"segment{sum(1 for s in steps if isinstance(s, str))}"
+        calls = "\n".join(f"    {k}(bufs, nthreads);" for k in segment)
+        parts.append(f'extern "C" void {name}(void** bufs, int nthreads) {{\n{calls}\n}}')
+        steps.append(name)
+        segment.clear()
+
+    for step in scheduler.steps:
+        if isinstance(step, ir.ExternKernel):
+            close_segment()
+            steps.append(step)
+            continue
+        parts.append(KernelGen(step, slots).generate())
+        segment.append(step.name)
+    close_segment()
+    return "\n\n".join(parts) + "\n", steps

@@ -1,0 +1,240 @@
+"""FX graph -> loop IR: input buffers, computed buffers, extern calls and the outputs.
+
+:class:`GraphLowering` walks a GraphModule of registry ops (placeholders and nodes carrying
+``node.meta["val"]``; missing values are filled by running the graph once on the example inputs),
+applies :data:`ember._inductor.lowering.lowerings` to each call, and falls back to an extern call
+of the eager op wherever there is no lowering (logged with the reason).
+"""
+
+from __future__ import annotations
+
+import logging
+import operator
+
+import sympy
+
+import ember
+
+from . import ir
+from .exc import LoweringException
+from .lowering import SUPPORTED_DTYPES, NotLowered, View, fallbacks, is_tensor_value, load, lowerings
+
+__all__ = ["GraphLowering"]
+
+log = logging.getLogger("ember._inductor")
+
+
+def _to_meta(value):
+    if isinstance(value, ember.Tensor) and value.device.type != "meta":
+        return ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
+    if isinstance(value, (tuple, list)):
+        return type(value)(_to_meta(v) for v in value)
+    return value
+
+
+def ensure_meta_vals(gm, example_inputs):
+    """Give every node a ``meta["val"]`` (run the graph once on ``example_inputs`` if some lack one)."""
+    nodes = [n for n in gm.graph.nodes if n.op not in ("output",)]
+    if all("val" in n.meta for n in nodes):
+        return
+    from ember.fx import Interpreter
+
+    class Recorder(Interpreter):
+        def run_node(self, n):
+            result = super().run_node(n)
+            if n.op != "output" and "val" not in n.meta:
+                n.meta["val"] = _to_meta(result)
+            return result
+
+    with ember.no_grad():
+        Recorder(gm).run(*example_inputs)
+
+
+class GraphLowering:
+    """The loop IR of one FX graph.
+
+    Args:
+        gm (ember.fx.GraphModule): a functional graph of registry ops.
+        example_inputs (sequence of Tensor): one value per placeholder (their strides become the
+            input buffers' strides).
+
+    Attributes (after :meth:`run`):
+        inputs (list[InputBuffer | None]): one per placeholder (None for non-tensor inputs).
+        constants (list[InputBuffer]): tensor constants (``get_attr`` nodes).
+        buffers (list[ComputedBuffer | ExternKernel]): in program order.
+        outputs (list): the graph's outputs: buffers, or Python values.
+
+    Example:
+        >>> import ember
+        >>> from ember.fx.experimental.proxy_tensor import make_fx
+        >>> gm = make_fx(lambda x: ember.exp(x) + 1)(ember.ones(2, 3))
+        >>> print(GraphLowering(gm, [ember.ones(2, 3)]).run())  # doctest: +NORMALIZE_WHITESPACE
+        arg0_1: float32[2, 3] = input 0
+        buf0: float32[2, 3] = pointwise(i0, i1: exp(load(arg0_1, 3*i0 + i1)))
+        buf1: float32[2, 3] = pointwise(i0, i1: add(load(buf0, 3*i0 + i1), constant(1.0, float32)))
+        return (buf1,)
+    """
+
+    def __init__(self, gm, example_inputs):
+        self.gm = gm
+        self.example_inputs = list(example_inputs)
+        self.inputs = []
+        self.constants = []
+        self.buffers = []
+        self.outputs = []
+        self.output_is_sequence = True
+        self.env = {}
+        self._count = 0
+
+    # naming and creation -----------------------------------------------------------------
+
+    def _name(self, prefix="buf"):
+        name = f"{prefix}{self._count}"
+        self._count += 1
+        return name
+
+    def new_buffer(self, dtype, sizes, data):
+        """Append a :class:`~ember._inductor.ir.ComputedBuffer` filled by ``data``."""
+        buf = ir.ComputedBuffer(self._name(), dtype, sizes, data)
+        self.buffers.append(buf)
+        return buf
+
+    def realize(self, value):
+        """``value`` as a buffer: a view becomes a contiguous copy."""
+        if isinstance(value, ir.Buffer):
+            return value
+        if isinstance(value, View):
+            sizes = list(value.sizes)
+            index = ir.index_vars(len(sizes))
+            return self.new_buffer(value.dtype, sizes, ir.Pointwise(sizes, load(value, index)))
+        raise LoweringException(f"cannot realize a value of type {type(value).__name__}")
+
+    # the walk ----------------------------------------------------------------------------
+
+    def run(self):
+        """Lower every node; returns ``self``."""
+        ensure_meta_vals(self.gm, self.example_inputs)
+        placeholders = 0
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                self.env[node] = self._placeholder(node, placeholders)
+                placeholders += 1
+            elif node.op == "get_attr":
+                self.env[node] = self._constant(node)
+            elif node.op == "call_function":
+                self.env[node] = self._call(node)
+            elif node.op == "output":
+                self.output_is_sequence = isinstance(node.args[0], (list, tuple))
+                self.outputs = [self._output(self.env[v] if isinstance(v, ember.fx.Node) else v)
+                                for v in _flatten_output(node.args[0])]
+            else:
+                raise LoweringException(f"node {node.name}: unsupported node kind {node.op!r}")
+        return self
+
+    def _placeholder(self, node, position):
+        example = self.example_inputs[position] if position < len(self.example_inputs) else None
+        if not isinstance(example, ember.Tensor):
+            self.inputs.append(None)
+            return example
+        if example.dtype not in SUPPORTED_DTYPES or example.device.type != "cpu" and \
+                example.device.type != "meta":
+            raise LoweringException(f"input {node.name}: {example.dtype} on {example.device} is not supported")
+        buf = ir.InputBuffer(node.name, example.dtype, [sympy.Integer(s) for s in example.shape],
+                             [sympy.Integer(s) for s in example.stride()], position=position)
+        self.inputs.append(buf)
+        return buf
+
+    def _constant(self, node):
+        value = self.gm
+        for part in node.target.split("."):
+            value = getattr(value, part)
+        if not isinstance(value, ember.Tensor):
+            return value
+        if value.dtype not in SUPPORTED_DTYPES:
+            raise LoweringException(f"constant {node.name}: dtype {value.dtype} is not supported")
+        buf = ir.InputBuffer(node.name, value.dtype, [sympy.Integer(s) for s in value.shape],
+                             [sympy.Integer(s) for s in value.stride()], constant=value)
+        self.constants.append(buf)
+        return buf
+
+    def _args(self, node):
+        def value(a):
+            if isinstance(a, ember.fx.Node):
+                return self.env[a]
+            if isinstance(a, (list, tuple)):
+                return type(a)(value(x) for x in a)
+            return a
+
+        return value(node.args), {k: value(v) for k, v in node.kwargs.items()}
+
+    def _call(self, node):
+        target = node.target
+        args, kwargs = self._args(node)
+        if target is operator.getitem:
+            return args[0][args[1]]
+        if not hasattr(target, "kernels") or not hasattr(target, "kind"):
+            raise LoweringException(f"node {node.name}: target {target!r} is not a registry op")
+        if target.kind == "inplace":
+            raise LoweringException(f"node {node.name}: in-place op {target.name} in a graph that must be functional")
+        fn = lowerings.get(target)
+        reason = fallbacks.get(target, "no lowering")
+        if fn is not None:
+            try:
+                bound = target._call_signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                return fn(self, node, *bound.args, **bound.kwargs)
+            except NotLowered as e:
+                reason = f"lowering declined: {e}"
+        log.debug("extern %s (%s): %s", node.name, target.name, reason)
+        return self._extern(node, target, args, kwargs, reason)
+
+    def _extern(self, node, target, args, kwargs, reason):
+        def arg(a):
+            if is_tensor_value(a):
+                return self.realize(a)
+            if isinstance(a, (list, tuple)):
+                return type(a)(arg(x) for x in a)
+            return a
+
+        kernel = ir.ExternKernel(self._name("extern"), target, arg(args), {k: arg(v) for k, v in kwargs.items()},
+                                 reason)
+        self.buffers.append(kernel)
+
+        def outputs(val, path):
+            if isinstance(val, ember.Tensor):
+                if val.dtype not in SUPPORTED_DTYPES:
+                    raise LoweringException(f"node {node.name}: {target.name} returns dtype {val.dtype}")
+                out = ir.ExternOutput(self._name(), val.dtype, [sympy.Integer(s) for s in val.shape], kernel, path)
+                kernel.outputs.append(out)
+                return out
+            if isinstance(val, (tuple, list)):
+                return tuple(outputs(v, path + (k,)) for k, v in enumerate(val))
+            if val is None:
+                return None
+            raise LoweringException(f"node {node.name}: {target.name} returns a {type(val).__name__}")
+
+        return outputs(node.meta["val"], ())
+
+    def _output(self, value):
+        if is_tensor_value(value):
+            return self.realize(value)
+        return value
+
+    # printing ----------------------------------------------------------------------------
+
+    def __str__(self):
+        lines = [str(b) for b in self.inputs if b is not None]
+        lines += [str(b) for b in self.constants]
+        for b in self.buffers:
+            lines.append(str(b))
+            if isinstance(b, ir.ExternKernel):
+                lines.extend("  " + str(o) for o in b.outputs)
+        outs = ", ".join(o.name if isinstance(o, ir.Buffer) else repr(o) for o in self.outputs)
+        lines.append(f"return ({outs},)" if len(self.outputs) == 1 else f"return ({outs})")
+        return "\n".join(lines)
+
+
+def _flatten_output(out):
+    if isinstance(out, (list, tuple)):
+        return list(out)
+    return [out]

@@ -1,0 +1,283 @@
+"""Fusion, kernel order and buffer reuse over the loop IR.
+
+Three passes, each decision logged (logger ``ember._inductor.scheduler`` at debug level) with the
+rule's name and its reason:
+
+1. **Inlining** (vertical fusion). A pointwise buffer is substituted into the bodies that load it
+   (its index symbols replaced by the load's index) when nothing needs it in memory (not a graph
+   output, not an extern call's input) and either
+   ``inline_single_use`` - it is loaded once, or
+   ``inline_cheap`` - duplicating its body costs little (ops x loads <= :data:`INLINE_BUDGET`, and
+   a broadcast read does not recompute more than :data:`BROADCAST_OPS` ops per element).
+   Reductions get their pointwise prologue this way (producers inlined into the reduction body).
+2. **Grouping** into kernels. Buffers left are visited in program order; one joins the previous
+   kernel when its outer ranges equal the kernel's (size-1 dims ignored) and every load of a
+   buffer computed in that kernel reads the element stored in the same iteration (so the shared
+   loop nest, parallel over its outer dims, computes it in order). Rules: ``epilogue`` (reads a
+   reduction of the kernel), ``vertical`` (reads a pointwise of the kernel), ``horizontal``
+   (independent sibling over the same ranges). Extern calls end a kernel.
+3. **Memory**. A buffer read only inside its own kernel is a local variable (no memory). Other
+   intermediate buffers get a storage slot; a slot whose last reader has run is given to a later
+   buffer of the same byte size (``reuse``). Graph outputs always get fresh memory.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import sympy
+
+from . import ir
+
+__all__ = ["Scheduler", "FusedKernel", "SchedulerNode", "INLINE_BUDGET", "BROADCAST_OPS"]
+
+log = logging.getLogger("ember._inductor.scheduler")
+
+#: The most ops (body ops x number of loads) an inlined producer may add to its consumers.
+INLINE_BUDGET = 24
+#: The most ops an inlined producer may recompute per element when its consumer broadcasts it.
+BROADCAST_OPS = 3
+
+
+class SchedulerNode:
+    """A computed buffer placed in a kernel: ``body`` over the kernel's loop symbols ``x0..``."""
+
+    def __init__(self, buffer, body, index):
+        self.buffer = buffer
+        self.body = body
+        self.index = index  # the buffer's own index in kernel symbols (its store position)
+        self.local = False  # read only inside its kernel: a local variable, no memory
+
+    @property
+    def is_reduction(self):
+        return isinstance(self.buffer.data, ir.Reduction)
+
+    def __str__(self):
+        data = self.buffer.data
+        target = f"{self.buffer.name}" + (" (local)" if self.local else "")
+        if isinstance(data, ir.Reduction):
+            rnames = ", ".join(f"{v} < {s}" for v, s in zip(ir.reduction_vars(len(data.reduction_ranges)),
+                                                              data.reduction_ranges))
+            return f"{target} = reduce_{data.reduction_type}({rnames}: {self.body})"
+        return f"{target} = {self.body}"
+
+
+class FusedKernel:
+    """One loop nest over ``ranges`` (symbols ``x0..``) computing ``nodes`` in order."""
+
+    def __init__(self, name, ranges):
+        self.name = name
+        self.ranges = ranges
+        self.nodes = []
+
+    @property
+    def vars(self):
+        return ir.index_vars(len(self.ranges), "x")
+
+    def buffers(self):
+        return {n.buffer.name for n in self.nodes}
+
+    def __str__(self):
+        loops = ", ".join(f"{v} < {s}" for v, s in zip(self.vars, self.ranges)) or "scalar"
+        lines = [f"kernel {self.name} over ({loops}):"]
+        lines += ["  " + str(n) for n in self.nodes]
+        return "\n".join(lines)
+
+
+def _key(ranges):
+    return tuple(s for s in ranges if s != 1)
+
+
+class Scheduler:
+    """Schedules a lowered :class:`~ember._inductor.graph.GraphLowering`.
+
+    Attributes:
+        steps (list[FusedKernel | ExternKernel]): what runs, in order.
+        storage (dict[str, str]): buffer name -> storage slot name, for buffers in memory.
+        decisions (list[tuple[str, str]]): (rule, what it decided), in order.
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.decisions = []
+        self.steps = []
+        self.storage = {}
+        self._inline()
+        self._group()
+        self._plan_memory()
+
+    def _decide(self, rule, text):
+        self.decisions.append((rule, text))
+        log.debug("%s: %s", rule, text)
+
+    # 1. inlining ---------------------------------------------------------------------------
+
+    def _inline(self):
+        graph = self.graph
+        protected = {b.name for b in graph.outputs if isinstance(b, ir.Buffer)}
+        for step in graph.buffers:
+            if isinstance(step, ir.ExternKernel):
+                protected.update(b.name for b in step.inputs())
+        load_count = {}
+        for step in graph.buffers:
+            if isinstance(step, ir.ComputedBuffer):
+                for ld in ir.loads(step.data.body):
+                    load_count[ld.buffer.name] = load_count.get(ld.buffer.name, 0) + 1
+
+        self.inlined = {}  # name -> body (already with its own producers inlined)
+        self.bodies = {}  # name -> body after inlining, for buffers that stay
+        for step in graph.buffers:
+            if not isinstance(step, ir.ComputedBuffer):
+                continue
+            body = self._inline_into(step.data.body)
+            name = step.name
+            if isinstance(step.data, ir.Pointwise) and name not in protected:
+                ok, rule, why = self._should_inline(step, body, load_count.get(name, 0))
+                self._decide(rule, f"{name}: {why}")
+                if ok:
+                    self.inlined[name] = (step, body)
+                    continue
+            self.bodies[name] = body
+
+    def _should_inline(self, buffer, body, uses):
+        ops = ir.count_ops(body)
+        if uses <= 1:
+            return True, "inline_single_use", "loaded once, inlined into its consumer"
+        if ops * uses > INLINE_BUDGET:
+            return False, "keep", f"{ops} ops x {uses} loads exceeds the inline budget {INLINE_BUDGET}"
+        if ops > BROADCAST_OPS and self._broadcast_consumer(buffer):
+            return False, "keep", f"{ops} ops would be recomputed per element of a broadcasting consumer"
+        return True, "inline_cheap", f"{ops} ops x {uses} loads"
+
+    def _broadcast_consumer(self, buffer):
+        for step in self.graph.buffers:
+            if isinstance(step, ir.ComputedBuffer) and any(ld.buffer is buffer for ld in ir.loads(step.data.body)):
+                total = step.numel * (_numel(step.data.reduction_ranges) if isinstance(step.data, ir.Reduction) else 1)
+                if total > buffer.numel:
+                    return True
+        return False
+
+    def _inline_into(self, body):
+        def replace(load, index):
+            entry = self.inlined.get(load.buffer.name)
+            if entry is None:
+                return None
+            producer, pbody = entry
+            mapping = dict(zip(ir.index_vars(len(producer.sizes)), index))
+            return ir.substitute(pbody, mapping)
+
+        return ir.substitute(body, {}, replace)
+
+    # 2. grouping ---------------------------------------------------------------------------
+
+    def _group(self):
+        kernel = None
+        count = 0
+        for step in self.graph.buffers:
+            if isinstance(step, ir.ExternKernel):
+                self.steps.append(step)
+                kernel = None
+                continue
+            if step.name in self.inlined:
+                continue
+            key = _key(step.sizes)
+            node = self._node_for(step, key)
+            if kernel is not None and _key(kernel.ranges) == key:
+                rule = self._fusable(kernel, node)
+                if rule is not None:
+                    self._decide(rule, f"{step.name} joins kernel {kernel.name}")
+                    kernel.nodes.append(node)
+                    continue
+            kernel = FusedKernel(f"kernel{count}", list(key))
+            count += 1
+            kernel.nodes.append(node)
+            self.steps.append(kernel)
+
+    def _node_for(self, buffer, key):
+        xs = ir.index_vars(len(key), "x")
+        it = iter(xs)
+        index = [sympy.Integer(0) if s == 1 else next(it) for s in buffer.sizes]
+        mapping = dict(zip(ir.index_vars(len(buffer.sizes)), index))
+        body = ir.substitute(self.bodies[buffer.name], mapping)
+        return SchedulerNode(buffer, body, tuple(index))
+
+    def _fusable(self, kernel, node):
+        inside = {n.buffer.name: n for n in kernel.nodes}
+        reads = [ld for ld in ir.loads(node.body) if ld.buffer.name in inside]
+        for ld in reads:
+            store = inside[ld.buffer.name].index
+            if any(sympy.expand(a - b) != 0 for a, b in zip(ld.index, store)):
+                self._decide("no_fusion", f"{node.buffer.name} reads {ld.buffer.name} at another element")
+                return None
+        if not reads:
+            return "horizontal"
+        if any(inside[ld.buffer.name].is_reduction for ld in reads):
+            return "epilogue"
+        return "vertical"
+
+    # 3. memory -----------------------------------------------------------------------------
+
+    def _plan_memory(self):
+        graph = self.graph
+        outputs = {b.name for b in graph.outputs if isinstance(b, ir.Buffer)}
+        last_use = {}
+        kernel_of = {}
+        for s, step in enumerate(self.steps):
+            if isinstance(step, ir.ExternKernel):
+                for b in step.inputs():
+                    last_use[b.name] = s
+                continue
+            for node in step.nodes:
+                kernel_of[node.buffer.name] = s
+                for ld in ir.loads(node.body):
+                    last_use[ld.buffer.name] = max(last_use.get(ld.buffer.name, -1), s)
+        for s, step in enumerate(self.steps):
+            if isinstance(step, FusedKernel):
+                for node in step.nodes:
+                    name = node.buffer.name
+                    if name not in outputs and last_use.get(name, s) == s:
+                        node.local = True
+                        self._decide("local", f"{name} is read only inside {step.name}: a local variable")
+
+        free = {}  # nbytes -> [storage names]
+        releases = {}
+        for s, step in enumerate(self.steps):
+            for node in step.nodes if isinstance(step, FusedKernel) else ():
+                buf = node.buffer
+                if node.local:
+                    continue
+                if buf.name in outputs:
+                    self.storage[buf.name] = buf.name
+                    continue
+                nbytes = buf.numel * buf.dtype.itemsize
+                pool = free.get(nbytes)
+                if pool:
+                    slot = pool.pop()
+                    self._decide("reuse", f"{buf.name} reuses the memory of {slot} ({nbytes} bytes)")
+                else:
+                    slot = buf.name
+                self.storage[buf.name] = slot
+                releases.setdefault(last_use.get(buf.name, s), []).append((nbytes, slot))
+            for nbytes, slot in releases.pop(s, []):
+                free.setdefault(nbytes, []).append(slot)
+
+    # printing ------------------------------------------------------------------------------
+
+    def __str__(self):
+        lines = []
+        for step in self.steps:
+            if isinstance(step, ir.ExternKernel):
+                lines.append(str(step))
+            else:
+                lines.append(str(step))
+        reused = [f"{b} -> {s}" for b, s in self.storage.items() if b != s]
+        if reused:
+            lines.append("memory reuse: " + ", ".join(reused))
+        return "\n".join(lines)
+
+
+def _numel(sizes):
+    n = 1
+    for s in sizes:
+        n *= int(s)
+    return n
