@@ -133,3 +133,24 @@ def test_real_constants_become_graph_attributes():
     (attr,) = [n for n in gm.graph.nodes if n.op == "get_attr"]
     assert getattr(gm, attr.target) is table
     assert_close(gm(ember.ones(3))[0], ember.full((3,), 2.5))
+
+
+def test_constants_built_from_data_in_backward_formulas():
+    # the pooling gradients build their weights with ember.tensor(array, device=grad.device): on meta
+    # during the trace, a graph constant on the real device in the graph
+    def f(x):
+        return ember.nn.functional.adaptive_avg_pool1d(x, 3) * 2
+
+    x = ember.randn(2, 7, requires_grad=True)
+    gm = trace_joint(f, [x])
+    constants = [getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"]
+    assert constants and all(c.device.type == "cpu" for c in constants)
+    tangent = ember.randn(2, 3)
+    _out, grad = gm(x.detach(), tangent)
+    (want,) = ember.autograd.grad(f(x), x, tangent)
+    assert_close(grad, want)
+
+
+def test_value_reading_backward_formula_is_named_in_the_error():
+    with pytest.raises(InductorError, match="backward pass"):
+        trace_joint(lambda x: x.prod(), [ember.randn(3, requires_grad=True)])

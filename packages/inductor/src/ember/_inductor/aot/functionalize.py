@@ -42,12 +42,19 @@ gives its view chain, so the runtime rebuilds it as a view of the real input, as
 mode returns it.
 
 Factory calls run on ``meta`` during the trace; the graph records them with the device
-of the real inputs (a ``meta`` device argument becomes that device).
+of the real inputs (a ``meta`` device argument becomes that device). Tensors built from
+data on ``meta`` (``ember.tensor(array, device=x.device)``, as backward formulas build
+their pooling weights and indices) keep their data: :meth:`FunctionalTracer.capturing`
+records what the meta backend was given, and such a tensor becomes a graph constant on
+the real device.
 """
 
 from __future__ import annotations
 
+import contextlib
 import operator
+
+import numpy as np
 
 import ember
 from ember._ops import registry
@@ -135,6 +142,27 @@ class FunctionalTracer(DispatchMode):
         self._by_data = {}  # id(backend array) -> (array, _Alias): autograd's aliases of saved outputs
         self._constants = {}  # id(real tensor) -> (real tensor, meta copy)
         self._n_constants = 0
+        self._meta_data = {}  # id(MetaArray) -> (MetaArray, numpy data) of meta tensors built from data
+
+    @contextlib.contextmanager
+    def capturing(self):
+        """While tracing: remember the data of tensors built on ``meta`` from numpy arrays."""
+        from ember._device import get_backend
+
+        backend = get_backend("meta")
+        original = backend.from_numpy
+        made = self._meta_data
+
+        def from_numpy(array, index):
+            result = original(array, index)
+            made[id(result)] = (result, np.array(array, copy=True))
+            return result
+
+        backend.from_numpy = from_numpy  # an instance attribute over the class's method
+        try:
+            yield self
+        finally:
+            del backend.from_numpy
 
     # ------------------------------------------------------------------ values
 
@@ -164,18 +192,28 @@ class FunctionalTracer(DispatchMode):
         if alias is not None:
             return alias
         if tensor.device.type == "meta":
+            entry = self._meta_data.get(id(tensor._data))
+            if entry is not None and entry[0] is tensor._data:  # built from data during the trace
+                real = ember.from_numpy(entry[1]).to(self.device)
+                alias = self._constant(real)
+                self._remember(tensor, alias)
+                return alias
             raise InductorError(
                 f"aot: while tracing {self.fn_name}, a meta tensor of shape {tuple(tensor.shape)} appeared that "
                 "no traced op produced (a meta tensor created outside the function?); its value is unknown"
             )
+        alias = self._constant(tensor)
+        self._remember(tensor, alias)
+        return alias
+
+    def _constant(self, tensor):
+        """A ``get_attr`` node holding the real tensor ``tensor``; its alias."""
         name = f"_tensor_constant{self._n_constants}"
         self._n_constants += 1
         setattr(self.root, name, tensor)
         node = self.graph.get_attr(name)
         node.meta["val"] = meta_copy(tensor)
-        alias = _Alias(_Root(node, constant=True), (), node, 0)
-        self._remember(tensor, alias)
-        return alias
+        return _Alias(_Root(node, constant=True), (), node, 0)
 
     def node_of(self, tensor):
         """The graph node holding ``tensor``'s current value (rebuilding a view whose storage was written)."""

@@ -78,9 +78,10 @@ def _differentiable(t):
     return isinstance(t, ember.Tensor) and t.requires_grad and (t.is_floating_point() or t.is_complex())
 
 
-def _run(fn, args, tracer, name):
+def _run(fn, args, tracer, name, phase=""):
+    """``fn(*args)`` under ``tracer``; failures to trace on meta tensors become clear InductorErrors."""
     try:
-        with tracer:
+        with tracer.capturing(), tracer:
             return fn(*args)
     except InductorError:
         raise
@@ -92,13 +93,21 @@ def _run(fn, args, tracer, name):
                 f"built tensor such as ember.tensor([...])) together with its inputs ({exc}); pass it as an "
                 "argument, or build it with device=<an input>.device"
             ) from exc
-        if "meta tensor" in str(exc):
+        if "meta tensor" in str(exc) or "data-dependent" in str(exc):
             raise InductorError(
-                f"aot: tracing {name} needed the value of a tensor ({exc}); data-dependent Python control flow "
-                "(`if x.sum() > 0`, `.item()`, `.tolist()`) cannot be traced ahead of time: compute on tensors "
+                f"aot: tracing {name}{phase} needed the value of a tensor ({exc}); data-dependent Python control "
+                "flow (`if x.sum() > 0`, `.item()`, `.tolist()`) and ops whose output shape depends on values "
+                "(nonzero, unique, masked_select) cannot be traced ahead of time: compute on tensors "
                 "(ember.where) or leave this function uncompiled"
             ) from exc
         raise
+    except TypeError as exc:
+        if "MetaArray" not in str(exc):
+            raise
+        raise InductorError(
+            f"aot: tracing {name}{phase} needed the value of a tensor ({exc}); data-dependent Python control flow "
+            "cannot be traced ahead of time"
+        ) from exc
 
 
 def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
@@ -221,6 +230,7 @@ def _trace_backward(graph, tracer, metas, fwd_tensors, info, last_placeholder, t
                 (),
                 tracer,
                 name,
+                " (its backward pass: a derivative formula reads values)",
             )
         for i, g in zip(wanted, found):
             grads[i] = tracer.node_of(g) if g is not None else None
