@@ -228,7 +228,8 @@ def _build(joint, saved, recomputed, partitioner):
         benv[node].meta.update(node.meta)
     for node in joint.tangents:
         benv[node] = bw.node_copy(node)
-    to_run = set(recomputed).union(joint.backward)
+    recomputed = set(recomputed)
+    to_run = recomputed.union(joint.backward)
     for node in joint.nodes:
         if node in to_run and node.op != "get_attr":
             benv[node] = bw.node_copy(node, bw_arg)
@@ -239,7 +240,7 @@ def _build(joint, saved, recomputed, partitioner):
         partitioner=partitioner,
         saved=[n.name for n in saved],
         saved_bytes=sum(_nbytes(n) or 0 for n in saved if not _is_primal(n)),
-        recomputed=[n.name for n in joint.nodes if n in set(recomputed)],
+        recomputed=[n.name for n in joint.nodes if n in recomputed],
         forward_nodes=sum(1 for n in fw.nodes if _is_call(n)),
         backward_nodes=sum(1 for n in bw.nodes if _is_call(n)),
     )
