@@ -116,7 +116,7 @@ def _signature(flat, grad_enabled):
     key = [grad_enabled]
     for a in flat:
         if isinstance(a, ember.Tensor):
-            key.append(("T", tuple(a.shape), tuple(a.stride()), a.dtype, str(a.device), a.requires_grad))
+            key.append((a.shape, a.stride(), a.dtype, a.device, a.requires_grad))
         else:
             try:
                 hash(a)
@@ -189,6 +189,8 @@ class _Compiled:
                 leaves.append(_replay(tensors[out[1]], out[2]))
             else:
                 leaves.append(out[1])
+        if info.out_spec.is_leaf():  # one output: no structure to rebuild
+            return leaves[0]
         return tree_unflatten(leaves, info.out_spec)
 
 
@@ -290,9 +292,10 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
         >>> f(x).sum().backward()
     """
     cache = {}
+    positional_specs = {}  # number of positional tensors -> the spec of (args, {}): calls without pytrees
 
-    def lookup(flat, spec):
-        key = (_signature(flat, ember.is_grad_enabled()), spec)
+    def lookup(flat, spec, spec_key):
+        key = (_signature(flat, ember.is_grad_enabled()), spec_key)
         entry = cache.get(key)
         if entry is None:
             entry = cache[key] = _compile(
@@ -301,14 +304,23 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
         return entry
 
     def compiled(*args, **kwargs):
-        flat, spec = tree_flatten((args, kwargs))
-        positions, entry = lookup(flat, spec)
+        if not kwargs and all(type(a) is ember.Tensor for a in args):  # the common call: skip the pytree walk
+            spec = positional_specs.get(len(args))
+            if spec is None:
+                spec = positional_specs[len(args)] = tree_flatten((args, {}))[1]
+            flat = list(args)
+            spec_key = len(args)  # hashing a TreeSpec walks it: an int names this structure
+        else:
+            flat, spec = tree_flatten((args, kwargs))
+            spec_key = spec
+        positions, entry = lookup(flat, spec, spec_key)
         return entry([flat[i] for i in positions])
 
     def prepare(*args, **kwargs):
         """Trace and compile for these arguments' signature without running."""
         flat, spec = tree_flatten((args, kwargs))
-        lookup(flat, spec)
+        plain = not kwargs and all(type(a) is ember.Tensor for a in args)
+        lookup(flat, spec, len(args) if plain else spec)
 
     compiled.cache = cache
     compiled.prepare = prepare
