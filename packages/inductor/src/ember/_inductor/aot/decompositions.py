@@ -142,6 +142,10 @@ KEEP_WHOLE: dict[str, str] = {
     "ctc_loss": "its decomposition loops over time steps in Python (hundreds of nodes); extern",
     "linalg_householder_product": "loops over reflectors with in-place writes; extern (LAPACK orgqr)",
     "orgqr": "loops over reflectors with in-place writes; extern (LAPACK orgqr)",
+    # Eager autograd differentiates these as functions of the whole factor matrix, their decompositions
+    # (triangular solves) read one triangle only: the grads of the other triangle would differ.
+    "cholesky_solve": "eager grads treat the factor as a full matrix; the decomposition reads one triangle",
+    "cholesky_inverse": "eager grads treat the factor as a full matrix; the decomposition reads one triangle",
     # Attention: one extern call that never materialises the (L, S) score matrix in the caller's graph.
     "scaled_dot_product_attention": "one fused extern kernel; decomposing materialises the score matrix",
 }
