@@ -236,3 +236,27 @@ def test_module_recompiles_per_train_eval_mode():
     compiled(x)
     net.eval()
     assert_close(compiled(x), net(x))
+
+
+def test_joint_graph_is_a_debug_stage(monkeypatch, tmp_path):
+    from ember._inductor import debug
+
+    monkeypatch.setenv("EMBER_COMPILE_DEBUG", "1")
+    monkeypatch.setenv("EMBER_COMPILE_DEBUG_DIR", str(tmp_path))
+    with debug.compiling("stage_check"):
+        aot_function(lambda x: x.cos().sum(), lambda gm, ex: gm)(ember.randn(3, requires_grad=True))
+    files = sorted(p.name for p in (tmp_path / "stage_check").iterdir())
+    assert files[0] == "01_joint_graph.txt", files
+    text = (tmp_path / "stage_check" / files[0]).read_text()
+    assert "primals_1" in text and "tangents_1" in text
+
+
+def test_repeated_outputs_and_views_of_outputs():
+    def f(x):
+        y = x.sin()
+        return y, y, y.t()
+
+    x = ember.randn(2, 3, requires_grad=True)
+    a, b, c = aot_function(f, lambda gm, ex: gm)(x)
+    (a.sum() + 2 * b.sum() + 3 * c.sum()).backward()
+    assert_close(x.grad, 6 * x.detach().cos())

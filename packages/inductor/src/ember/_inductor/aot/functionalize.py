@@ -150,6 +150,7 @@ class FunctionalTracer(DispatchMode):
         from ember._device import get_backend
 
         backend = get_backend("meta")
+        outer = backend.__dict__.get("from_numpy")  # a trace running inside another one (rare)
         original = backend.from_numpy
         made = self._meta_data
 
@@ -162,7 +163,10 @@ class FunctionalTracer(DispatchMode):
         try:
             yield self
         finally:
-            del backend.from_numpy
+            if outer is None:
+                del backend.from_numpy
+            else:
+                backend.from_numpy = outer
 
     # ------------------------------------------------------------------ values
 
