@@ -28,7 +28,7 @@ def _to_meta(value):
     if isinstance(value, ember.Tensor) and value.device.type != "meta":
         return ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
     if isinstance(value, (tuple, list)):
-        return type(value)(_to_meta(v) for v in value)
+        return tuple(_to_meta(v) for v in value)  # namedtuples (sort's) become plain tuples
     return value
 
 

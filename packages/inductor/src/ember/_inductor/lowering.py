@@ -136,8 +136,10 @@ def _py_value(value, dtype):
 
 
 def op(name, *args, dtype=None):
-    """An IR op node; its dtype defaults to the first argument's."""
-    return Op(name, tuple(args), dtype if dtype is not None else args[0].dtype)
+    """An IR op node; its dtype defaults to the first argument's (for ``where``, the second's)."""
+    if dtype is None:
+        dtype = args[1].dtype if name == "where" else args[0].dtype
+    return Op(name, tuple(args), dtype)
 
 
 def _broadcast_index(value, index, out_sizes):
@@ -214,7 +216,7 @@ def register_pointwise(name, build, *, compare=False):
 
 
 _OPERAND_NAMES = frozenset({"input", "other", "self", "grad_output", "output", "end", "weight", "tensor1",
-                            "tensor2", "condition", "exponent"})
+                            "tensor2", "condition", "exponent", "values"})
 
 
 def register_unary(name, ir_name=None):
@@ -234,6 +236,7 @@ for _name in ("exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos
               "cosh tanh asinh acosh atanh erf erfc erfinv lgamma sigmoid floor ceil trunc neg abs sign "
               "bitwise_not").split():
     register_unary(_name)
+del lowerings[_ops["erfinv"]]  # no C++ rule yet: the eager kernel (see fallbacks)
 register_unary("negative", "neg")
 register_unary("absolute", "abs")
 register_unary("fix", "trunc")
@@ -295,6 +298,43 @@ def _div(a, b, rounding_mode=None):
 
 register_pointwise("div", _div)
 register_pointwise("divide", _div)
+
+
+register_pointwise("deg2rad", lambda x: op("mul", x, Constant(math.pi / 180, x.dtype)))
+register_pointwise("rad2deg", lambda x: op("mul", x, Constant(180 / math.pi, x.dtype)))
+register_pointwise("heaviside", lambda x, v: op("where", op("eq", x, _zero(x), dtype=ember.bool), v,
+                                                op("to_dtype", op("gt", x, _zero(x), dtype=ember.bool),
+                                                   dtype=x.dtype)))
+register_pointwise("xlogy", lambda x, y: op("where", op("isnan", y, dtype=ember.bool), y,
+                                            op("where", op("eq", x, _zero(x), dtype=ember.bool), _zero(x),
+                                               op("mul", x, op("log", y)))))
+
+
+def _logaddexp(base2):
+    def build(a, b):
+        # max + log(1 + exp(-|a - b|)); equal infinities give that infinity (not inf - inf = nan)
+        hi = op("maximum", a, b)
+        lo = op("minimum", a, b)
+        if base2:
+            tail = op("truediv", op("log1p", op("exp2", op("sub", lo, hi))), Constant(math.log(2), a.dtype))
+        else:
+            tail = op("log1p", op("exp", op("sub", lo, hi)))
+        same = op("eq", a, b, dtype=ember.bool)
+        return op("where", op("logical_and", same, op("isinf", a, dtype=ember.bool), dtype=ember.bool), a,
+                  op("add", hi, tail))
+
+    return build
+
+
+register_pointwise("logaddexp", _logaddexp(False))
+register_pointwise("logaddexp2", _logaddexp(True))
+register_pointwise("isposinf", lambda x: op("logical_and", op("isinf", x, dtype=ember.bool),
+                                            op("gt", x, _zero(x), dtype=ember.bool), dtype=ember.bool),
+                   compare=True)
+register_pointwise("isneginf", lambda x: op("logical_and", op("isinf", x, dtype=ember.bool),
+                                            op("lt", x, _zero(x), dtype=ember.bool), dtype=ember.bool),
+                   compare=True)
+register_pointwise("sgn", lambda x: op("sign", x))
 
 
 @lowering("round")
@@ -419,7 +459,7 @@ def _full(g, node, size, fill_value, dtype=None, layout=None, device=None, requi
 
 
 def _factory(value):
-    def lower(g, node, size=(), dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
+    def lower(g, node, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
               memory_format=None, **_):
         _check_cpu(device)
         return _constant_buffer(g, node, value)
@@ -504,6 +544,8 @@ def reshape_view(x, new_sizes):
     match, so splitting a dim costs a multiply-add and merging dims a div/mod."""
     old = [int(s) for s in sizes_of(x)]
     new = [int(s) for s in new_sizes]
+    if 0 in old or 0 in new:  # nothing is ever loaded from an empty tensor
+        return View(x, new_sizes, lambda index: [sympy.Integer(0)] * len(old))
     old_nz = [k for k, s in enumerate(old) if s != 1]
     new_nz = [k for k, s in enumerate(new) if s != 1]
     groups = []  # (old dims, new dims)
@@ -550,6 +592,27 @@ def _view(g, node, input, *args, shape=None, **_):
 for _name in ("flatten", "unflatten", "ravel", "view_as"):
     if _name in _ops:
         _register(_name, lambda g, node, input, *a, **k: reshape_view(input, _val_sizes(node)))
+
+
+@lowering("flip")
+def _flip(g, node, input, dims):
+    sizes = sizes_of(input)
+    n = len(sizes)
+    flipped = {_dim(d, n) for d in (dims if isinstance(dims, (list, tuple)) else [dims])}
+    return View(input, _val_sizes(node),
+                lambda index: [sizes[k] - 1 - index[k] if k in flipped else index[k] for k in range(n)])
+
+
+@lowering("eye")
+def _eye(g, node, n, m=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    _check_cpu(device)
+    val = _out_val(node)
+    sizes = [sympy.Integer(s) for s in val.shape]
+    cd = compute_dtype(val.dtype)
+    i, j = ir.index_vars(2)
+    body = op("where", op("eq", IndexExpr(i, ember.int64), IndexExpr(j, ember.int64), dtype=ember.bool),
+              Constant(_py_value(1, cd), cd), Constant(_py_value(0, cd), cd))
+    return g.new_buffer(val.dtype, sizes, ir.Pointwise(sizes, body))
 
 
 @lowering("detach")
@@ -919,8 +982,29 @@ _fallback(["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "max_pool1d_with_indices", "max_pool2d_with_indices", "max_pool3d_with_indices",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate",
            "grid_sample"], "windowed kernel (eager)")
+_fallback(["_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack", "orgqr", "cholesky_inverse",
+           "cholesky_solve"], "LAPACK")
+_fallback(["ctc_loss"], "sequence loss with a dynamic-programming kernel (eager)")
+_fallback(["_stft_frames", "_stft_frames_backward", "fold", "im2col", "unfold"], "windowed kernel (eager)")
+_fallback(["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "adaptive_max_pool3d_with_indices", "max_unpool1d", "max_unpool2d", "max_unpool3d", "lp_pool1d",
+           "lp_pool2d", "lp_pool3d", "affine_grid"], "windowed kernel (eager)")
+_fallback(["as_strided", "empty_strided"], "arbitrary strides and storage offsets (eager)")
+_fallback(["complex", "polar", "view_as_complex", "view_as_real", "angle", "conj_physical", "isreal"],
+          "complex dtypes are not in the C++ backend")
+_fallback(["bincount", "histc", "histogram", "searchsorted", "masked_scatter"],
+          "data-dependent indexing (eager kernel)")
+_fallback(["allclose", "equal", "isclose"], "returns a Python value or a whole-tensor comparison (eager)")
+_fallback(["diag", "diag_embed", "diagflat", "block_diag", "tril_indices", "triu_indices", "linspace", "logspace"],
+          "shape-building op (eager kernel)")
+_fallback(["float_power"], "float64 computation with complex cases (eager)")
+_fallback(["digamma", "polygamma", "i0", "logit", "sinc", "_standard_gamma_grad", "erfinv"],
+          "special function (eager kernel)")
+_fallback(["scaled_dot_product_attention"], "BLAS")
 for _op in _ops.values():
-    if _op.name.startswith("linalg_") or _op.name in ("det", "inverse", "cholesky", "qr", "svd", "slogdet",
+    if _op.name.startswith("special_"):
+        fallbacks.setdefault(_op, "special function (eager kernel)")
+    elif _op.name.startswith("linalg_") or _op.name in ("det", "inverse", "cholesky", "qr", "svd", "slogdet",
                                                        "logdet", "lu", "triangular_solve", "pinverse"):
         fallbacks.setdefault(_op, "LAPACK")
     elif _op.name.startswith("fft_") or _op.name.startswith("_fft"):

@@ -498,11 +498,8 @@ class KernelGen:
         work = self._numel() * max(
             (math.prod(int(s) for s in n.buffer.data.reduction_ranges) for n in k.nodes if n.is_reduction),
             default=1)
-        split = (not k.ranges and len(k.nodes) == 1 and work >= PARALLEL_THRESHOLD
-                 and k.nodes[0].buffer.data.reduction_type in ("sum", "prod", "max", "min", "any", "all")
-                 and int(k.nodes[0].buffer.data.reduction_ranges[0]) >= REDUCTION_SPLIT)
-        if split:
-            self._split_reduction(lines, k.nodes[0])
+        if not k.ranges and work >= PARALLEL_THRESHOLD:
+            self._scalar_kernel(lines)
             return
         indent = self._loops(lines, True, False, work)
         printer = ExprPrinter(self, lines, indent)
@@ -512,11 +509,23 @@ class KernelGen:
             else:
                 value = printer.emit(node.body)
             self.store(node, value, lines, indent)
-            if node.local:
-                printer.memo[("load", node.buffer.name, tuple(str(i) for i in node.index))] = f"{node.buffer.name}_v"
         self._close(lines)
 
-    def _reduce(self, node, lines, indent, printer, r0_range=None):
+    def _scalar_kernel(self, lines):
+        """A kernel without outer loops: each large reduction is split in fixed chunks run in parallel."""
+        printer = ExprPrinter(self, lines, "    ")
+        for node in self.kernel.nodes:
+            data = node.buffer.data
+            if node.is_reduction and data.reduction_type not in ("argmax", "argmin") and \
+                    data.reduction_ranges and int(data.reduction_ranges[0]) >= REDUCTION_SPLIT:
+                value = self._split_reduction(lines, node, printer)
+            elif node.is_reduction:
+                value = self._reduce(node, lines, "    ", printer)
+            else:
+                value = printer.emit(node.body)
+            self.store(node, value, lines, "    ")
+
+    def _reduce(self, node, lines, indent, printer, r0_range=None, raw=False):
         """Emit the loops of one reduction; returns the accumulator's name."""
         data = node.buffer.data
         rtype = data.reduction_type
@@ -551,30 +560,31 @@ class KernelGen:
             lines.append(indent + "    " * d + "}")
         if arg:
             return f"{acc}_i"
-        return convert(acc, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else acc
+        return convert(acc, dtype, node.buffer.dtype) if dtype != node.buffer.dtype and not raw else acc
 
-    def _split_reduction(self, lines, node):
-        """A full reduction in REDUCTION_SPLIT fixed chunks of r0, combined in order."""
+    def _split_reduction(self, lines, node, printer):
+        """A full reduction in REDUCTION_SPLIT fixed chunks of r0, combined in order; returns the value."""
         data = node.buffer.data
         dtype = node.body.dtype
         t = value_ctype(dtype)
         size = cindex(data.reduction_ranges[0])
-        lines.append(f"    {t} partial[{REDUCTION_SPLIT}];")
+        partial = "partial_" + self.tmp()
+        lines.append(f"    {t} {partial}[{REDUCTION_SPLIT}];")
         lines.append("    #pragma omp parallel for num_threads(nthreads) schedule(static)")
         lines.append(f"    for (int64_t chunk = 0; chunk < {REDUCTION_SPLIT}; ++chunk) {{")
         lo = f"(chunk * {size}) / {REDUCTION_SPLIT}"
         hi = f"((chunk + 1) * {size}) / {REDUCTION_SPLIT}"
-        printer = ExprPrinter(self, lines, "        ")
-        acc = self._reduce(node, lines, "        ", printer, r0_range=(lo, hi))
-        lines.append(f"        partial[chunk] = {acc};")
+        inner = ExprPrinter(self, lines, "        ")
+        inner.memo = dict(printer.memo)
+        acc = self._reduce(node, lines, "        ", inner, r0_range=(lo, hi), raw=True)
+        lines.append(f"        {partial}[chunk] = {acc};")
         lines.append("    }")
         total = self.tmp()
-        lines.append(f"    {t} {total} = partial[0];")
+        lines.append(f"    {t} {total} = {partial}[0];")
         lines.append(f"    for (int chunk = 1; chunk < {REDUCTION_SPLIT}; ++chunk) {{")
-        lines.append(f"        {_combine(data.reduction_type, total, 'partial[chunk]', dtype)}")
+        lines.append(f"        {_combine(data.reduction_type, total, f'{partial}[chunk]', dtype)}")
         lines.append("    }")
-        value = convert(total, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else total
-        self.store(node, value, lines, "    ")
+        return convert(total, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else total
 
 
 def generate(scheduler, slots):
