@@ -194,6 +194,21 @@ class _Compiled:
         return tree_unflatten(leaves, info.out_spec)
 
 
+def _detach_from_written_inputs(saved, written):
+    """``saved`` with copies of the values that are (views of) inputs the runtime is about to overwrite.
+
+    A partitioner may save an input and recompute from it in the backward; the copy back of
+    the input's new value must not change what the backward reads.
+    """
+    storages = {id(w._storage) for w in written if w._storage is not None}
+    ids = {id(w) for w in written}
+
+    def overwritten(s):
+        return isinstance(s, ember.Tensor) and (id(s) in ids or (s._storage is not None and id(s._storage) in storages))
+
+    return tuple(s.clone() if overwritten(s) else s for s in saved)
+
+
 def _contiguous(t):
     return t.contiguous() if isinstance(t, ember.Tensor) else t
 
@@ -206,6 +221,8 @@ class _CompiledFunction(Function):
         outs = _as_tuple(compiled.forward(*tensors))
         n = compiled.info.num_fwd_outputs
         fwd, saved = outs[:n], outs[n:]
+        if compiled.info.mutated_inputs:
+            saved = _detach_from_written_inputs(saved, [tensors[i] for i in compiled.info.mutated_inputs])
         ctx.compiled = compiled
         ctx.saved_is_tensor = tuple(isinstance(s, ember.Tensor) for s in saved)
         ctx.saved_other = tuple(s for s in saved if not isinstance(s, ember.Tensor))
