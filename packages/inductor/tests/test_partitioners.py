@@ -316,3 +316,37 @@ def test_opdb_grads_through_both_partitioners(name):
                 assert e is None or not e.any(), (name, partition.__name__)
             elif e is not None:
                 assert_close(g, e, equal_nan=True, msg=f"{name} {partition.__name__}")
+
+
+def _hand_joint_with_constant(constant):
+    """The joint graph of ``(x * c).sin().sum()`` with ``c`` a module constant (get_attr), and ``c`` also
+    returned as a forward output, written node by node."""
+    from ember.fx import Graph, GraphModule
+    from ember.fx.passes.fake_tensor_prop import FakeTensorProp
+
+    root = ember.nn.Module()
+    root.c = constant
+    g = Graph()
+    x, t = g.placeholder("primals_1"), g.placeholder("tangents_1")
+    c = g.get_attr("c")
+    mul = g.call_function(registry["mul"], (x, c))
+    total = g.call_function(registry["sum"], (g.call_function(registry["sin"], (mul,)),))
+    grad = g.call_function(registry["mul"], (g.call_function(registry["cos"], (mul,)), c))
+    grad = g.call_function(registry["mul"], (grad, t))
+    g.output((total, c, grad))
+    gm = GraphModule(root, g)
+    FakeTensorProp(gm).propagate(ember.randn(3), ember.ones(()))
+    return gm
+
+
+@pytest.mark.parametrize("partition", PARTITIONERS, ids=lambda p: p.__name__)
+def test_constants_are_read_not_saved(partition):
+    c, x = ember.randn(3), ember.randn(3)
+    fw, bw = partition(_hand_joint_with_constant(c), [x, ember.ones(())], num_fwd_outputs=2)
+    assert "c" not in fw.partition_info.saved
+    assert sum(1 for n in bw.graph.nodes if n.op == "get_attr") == 1
+    outs = fw(x)
+    assert_close(outs[0], (x * c).sin().sum())
+    assert outs[1] is c or bool((outs[1] == c).all())
+    (grad,) = bw(*outs[2:], ember.ones(()))
+    assert_close(grad, (x * c).cos() * c)

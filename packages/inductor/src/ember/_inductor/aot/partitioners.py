@@ -192,7 +192,8 @@ class _Joint:
         for node in self.backward:
             needed.update(a for a in node.all_input_nodes if a in self.forward)
         needed.update(g for g in self.grads if g is not None and g in self.forward)
-        return [n for n in self.nodes if n in needed]
+        # constants (get_attr) are not saved: the backward graph reads the attribute itself
+        return [n for n in self.nodes if n in needed and n.op != "get_attr"]
 
 
 # -- building the two graphs ----------------------------------------------------------------
@@ -215,7 +216,7 @@ def _build(joint, saved, recomputed, partitioner):
     for node in joint.nodes:
         if node in joint.forward and node.op != "get_attr":
             env[node] = fw.node_copy(node, fw_arg)
-    fw.output(tuple(env[n] if n is not None else None for n in joint.fwd_outputs) + tuple(env[n] for n in saved))
+    fw.output(tuple(fw_arg(n) if n is not None else None for n in joint.fwd_outputs) + tuple(env[n] for n in saved))
 
     bw = Graph()
     benv = {}
