@@ -83,3 +83,24 @@ def test_backward_with_a_random_op_is_refused():
     check_backward_draws_nothing(trace_joint(lambda x: x.sin(), [ember.randn(3, requires_grad=True)]))
     with pytest.raises(InductorError, match=r"random ops \(.*rand\)"):
         check_backward_draws_nothing(gm)
+
+
+def test_transformer_layer_with_dropout_matches_eager():
+    import copy
+
+    from ember._inductor.aot import aot_module
+
+    ember.manual_seed(0)
+    layer = ember.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1, batch_first=True)
+    ref = copy.deepcopy(layer)
+    compiled = aot_module(layer, identity)
+    x = ember.randn(2, 5, 16)
+    ember.manual_seed(1)
+    got = compiled(x)
+    got.square().sum().backward()
+    ember.manual_seed(1)
+    want = ref(x)
+    want.square().sum().backward()
+    assert_close(got, want)
+    for (name, p), (_, q) in zip(layer.named_parameters(), ref.named_parameters()):
+        assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
