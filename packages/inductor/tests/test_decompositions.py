@@ -171,19 +171,38 @@ def test_table_entries():
         assert registry[name].category == "composite" and reason
         assert registry[name] not in TABLE and reaches_lowering(name)
     for name, fn in OVERRIDES.items():
-        assert registry[name].category == "composite" and TABLE[registry[name]] is fn
+        assert registry[name].category == "composite" and TABLE[registry[name]].__wrapped__ is fn
     for name, fn in PRIM_DECOMPOSITIONS.items():
-        assert registry[name].category == "prim" and TABLE[registry[name]] is fn
+        assert registry[name].category == "prim" and TABLE[registry[name]].__wrapped__ is fn
         assert name not in CORE_OPS
-    assert TABLE[registry["gelu"]] is registry["gelu"].decomposition
+    assert TABLE[registry["gelu"]].__wrapped__ is registry["gelu"].decomposition
     assert not reaches_lowering("gelu") and reaches_lowering("matmul")
     assert inductor_decompositions() is not inductor_decompositions()  # callers may edit their copy
 
 
 def test_get_decompositions():
     picked = get_decompositions(["gelu", registry["sigmoid"], "matmul", "scaled_dot_product_attention"])
-    assert picked == {registry["gelu"]: TABLE[registry["gelu"]], registry["sigmoid"]: decomps._sigmoid}
+    assert picked == {registry["gelu"]: TABLE[registry["gelu"]], registry["sigmoid"]: TABLE[registry["sigmoid"]]}
+    assert picked[registry["sigmoid"]].__wrapped__ is decomps._sigmoid
     with pytest.raises(TypeError, match="not_an_op"):
         get_decompositions(["not_an_op"])
     with pytest.raises(TypeError, match="registry Op"):
         reaches_lowering(3)
+
+
+@pytest.mark.parametrize(
+    ("fn", "error", "match"),
+    [
+        (lambda x: ember.masked_fill(x, x, 1.0), RuntimeError, "boolean masks"),
+        (lambda x: ember.clamp(x), RuntimeError, "At least one of 'min' or 'max'"),
+        (lambda x: ember.nn.functional.gelu(x, approximate="fast"), RuntimeError, "approximate"),
+        (lambda x: ember.addcdiv(x.long(), x.long(), x.long()), RuntimeError, "Integer division"),
+    ],
+)
+def test_decomposed_calls_raise_the_eager_error(fn, error, match):
+    """A tracer calls table entries directly: each entry runs the op's checks first, as eager does."""
+    x = ember.randn(3)
+    with pytest.raises(error, match=match):
+        fn(x)  # eager
+    with pytest.raises(error, match=match):
+        make_fx(fn, decomposition_table=TABLE)(x)

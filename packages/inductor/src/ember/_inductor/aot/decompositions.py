@@ -355,16 +355,30 @@ def _as_op(op):
     raise TypeError(f"expected a registry Op or an op name, got {op!r}")
 
 
+def _checked(op, decomposition):
+    """``decomposition`` preceded by ``op``'s meta function, so a traced call raises the errors the
+    eager op raises (a tracer calls table entries directly, where the dispatcher would check first)."""
+    if op.decomposition_checks and decomposition is op.decomposition:
+        return decomposition  # the registry's decomposition raises them itself
+
+    @functools.wraps(decomposition)
+    def checked(*args, **kwargs):
+        op.meta(*args, **kwargs)
+        return decomposition(*args, **kwargs)
+
+    return checked
+
+
 @functools.lru_cache(maxsize=1)
 def _table():
     table = {}
     for op in registry.values():
         if op.name in OVERRIDES:
-            table[op] = OVERRIDES[op.name]
+            table[op] = _checked(op, OVERRIDES[op.name])
         elif op.category == COMPOSITE and op.name not in KEEP_WHOLE:
-            table[op] = op.decomposition
+            table[op] = _checked(op, op.decomposition)
         elif op.name in PRIM_DECOMPOSITIONS:
-            table[op] = PRIM_DECOMPOSITIONS[op.name]
+            table[op] = _checked(op, PRIM_DECOMPOSITIONS[op.name])
     return table
 
 
