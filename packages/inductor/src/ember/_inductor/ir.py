@@ -38,7 +38,7 @@ __all__ = [
     "OPS", "REDUCTION_TYPES", "FloorDiv", "ModIndex", "index_vars", "reduction_vars",
     "contiguous_strides", "flat_index", "Expr", "Load", "Constant", "IndexExpr", "Op",
     "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "ExternKernel",
-    "ExternOutput", "substitute", "loads", "count_ops",
+    "ExternOutput", "substitute", "loads", "count_ops", "structural_key", "free_symbols",
 ]
 
 #: The closed list of op names a loop body may use (codegen has one rule per name).
@@ -224,6 +224,32 @@ def substitute(expr, mapping, load_fn=None):
         return out
 
     return walk(expr)
+
+
+def structural_key(expr):
+    """A hashable key equal for structurally equal expressions (same ops, constants, loads)."""
+    if isinstance(expr, Load):
+        return ("load", expr.buffer.name, tuple(str(sympy.sympify(i)) for i in expr.index))
+    if isinstance(expr, Constant):
+        return ("constant", repr(expr.value), str(expr.dtype))
+    if isinstance(expr, IndexExpr):
+        return ("index", str(expr.expr), str(expr.dtype))
+    return (expr.name, str(expr.dtype), tuple(structural_key(a) for a in expr.args))
+
+
+def free_symbols(expr):
+    """The index symbols ``expr`` depends on."""
+    if isinstance(expr, Load):
+        out = set()
+        for i in expr.index:
+            out |= sympy.sympify(i).free_symbols
+        return out
+    if isinstance(expr, IndexExpr):
+        return set(sympy.sympify(expr.expr).free_symbols)
+    out = set()
+    for a in expr.children():
+        out |= free_symbols(a)
+    return out
 
 
 def loads(expr):

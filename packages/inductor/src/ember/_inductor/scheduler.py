@@ -126,11 +126,19 @@ class Scheduler:
 
         self.inlined = {}  # name -> body (already with its own producers inlined)
         self.bodies = {}  # name -> body after inlining, for buffers that stay
+        self.aliases = {}  # name -> an earlier buffer computing the same thing
+        seen = {}
         for step in graph.buffers:
             if not isinstance(step, ir.ComputedBuffer):
                 continue
             body = self._inline_into(step.data.body)
             name = step.name
+            key = _computation_key(step, body)
+            if key in seen and name not in protected:
+                self.aliases[name] = seen[key]
+                self._decide("common_subexpression", f"{name} computes what {seen[key].name} does: it reads that")
+                continue
+            seen.setdefault(key, step)
             if isinstance(step.data, ir.Pointwise) and name not in protected:
                 ok, rule, why = self._should_inline(step, body, load_count.get(name, 0))
                 self._decide(rule, f"{name}: {why}")
@@ -159,9 +167,10 @@ class Scheduler:
 
     def _inline_into(self, body):
         def replace(load, index):
-            entry = self.inlined.get(load.buffer.name)
+            target = self.aliases.get(load.buffer.name)
+            entry = self.inlined.get(target.name if target is not None else load.buffer.name)
             if entry is None:
-                return None
+                return ir.Load(target, index) if target is not None else None
             producer, pbody = entry
             mapping = dict(zip(ir.index_vars(len(producer.sizes)), index))
             return ir.substitute(pbody, mapping)
@@ -178,7 +187,7 @@ class Scheduler:
                 self.steps.append(step)
                 kernel = None
                 continue
-            if step.name in self.inlined:
+            if step.name in self.inlined or step.name in self.aliases:
                 continue
             key = _key(step.sizes)
             node = self._node_for(step, key)
@@ -274,6 +283,12 @@ class Scheduler:
         if reused:
             lines.append("memory reuse: " + ", ".join(reused))
         return "\n".join(lines)
+
+
+def _computation_key(buffer, body):
+    data = buffer.data
+    reduction = (tuple(data.reduction_ranges), data.reduction_type) if isinstance(data, ir.Reduction) else None
+    return (str(buffer.dtype), tuple(buffer.sizes), reduction, ir.structural_key(body))
 
 
 def _numel(sizes):

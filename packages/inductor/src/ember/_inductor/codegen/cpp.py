@@ -356,14 +356,7 @@ class ExprPrinter:
         return name
 
 
-def _expr_key(e):
-    if isinstance(e, ir.Load):
-        return ("load", e.buffer.name, tuple(str(i) for i in e.index))
-    if isinstance(e, ir.Constant):
-        return ("const", repr(e.value), str(e.dtype))
-    if isinstance(e, ir.IndexExpr):
-        return ("index", str(e.expr), str(e.dtype))
-    return (e.name, str(e.dtype), tuple(_expr_key(a) for a in e.args))
+_expr_key = ir.structural_key
 
 
 # --------------------------------------------------------------------------------------------
@@ -537,6 +530,7 @@ class KernelGen:
         if arg:
             lines.append(f"{indent}int64_t {acc}_i = 0;")
         rvars = ir.reduction_vars(len(data.reduction_ranges))
+        self._hoist(node.body, set(rvars), printer)
         inner = indent
         for d, (v, size) in enumerate(zip(rvars, data.reduction_ranges)):
             if d == len(rvars) - 1 and rtype in ("sum", "prod") and dtype != ember.bool:
@@ -561,6 +555,16 @@ class KernelGen:
         if arg:
             return f"{acc}_i"
         return convert(acc, dtype, node.buffer.dtype) if dtype != node.buffer.dtype and not raw else acc
+
+    def _hoist(self, expr, rvars, printer):
+        """Emit, before a reduction loop, the ops of ``expr`` that do not depend on its ``rvars``."""
+        if not isinstance(expr, ir.Op):
+            return
+        if not (ir.free_symbols(expr) & rvars):
+            printer.emit(expr)
+            return
+        for a in expr.args:
+            self._hoist(a, rvars, printer)
 
     def _split_reduction(self, lines, node, printer):
         """A full reduction in REDUCTION_SPLIT fixed chunks of r0, combined in order; returns the value."""

@@ -1,0 +1,77 @@
+"""The C++ the code generator writes: loops, pragmas, types, index printing and build errors."""
+
+from __future__ import annotations
+
+import pytest
+import sympy
+
+import ember
+from ember._inductor import ir
+from ember._inductor.codegen import cpp
+from ember._inductor.codegen.wrapper import compile_graph
+from ember._inductor.exc import CppCompileError
+from ember.fx.experimental.proxy_tensor import make_fx
+
+
+def test_index_printing():
+    i0, i1 = ir.index_vars(2)
+    assert cpp.cindex(sympy.Integer(5)) == "5"
+    assert cpp.cindex(sympy.Integer(2**40)) == "INT64_C(1099511627776)"
+    assert cpp.cindex(3 * i0 + i1) in ("(i1 + (3 * i0))", "((3 * i0) + i1)")
+    assert cpp.cindex(ir.FloorDiv(i0, 4)) == "(i0 / 4)"
+    assert cpp.cindex(ir.ModIndex(i0, 4)) == "(i0 % 4)"
+    assert cpp.cindex(sympy.Max(i0 - 2, 0)) in ("std::max<int64_t>(0, (-2 + i0))", "std::max<int64_t>((-2 + i0), 0)")
+
+
+def test_constants():
+    assert cpp.constant(0.5, ember.float32) == "0.5f"
+    assert cpp.constant(0.5, ember.float64) == "0.5"
+    assert cpp.constant(float("inf"), ember.float32) == "std::numeric_limits<float>::infinity()"
+    assert cpp.constant(float("-inf"), ember.float64) == "-std::numeric_limits<double>::infinity()"
+    assert cpp.constant(float("nan"), ember.float32) == "std::numeric_limits<float>::quiet_NaN()"
+    assert cpp.constant(True, ember.bool) == "true"
+    assert cpp.constant(7, ember.int32) == "static_cast<int32_t>(INT64_C(7))"
+
+
+def test_types():
+    assert cpp.ctype(ember.float16) == "uint16_t" and cpp.value_ctype(ember.float16) == "float"
+    assert cpp.ctype(ember.bfloat16) == "uint16_t"
+    assert cpp.ctype(ember.int64) == "int64_t" and cpp.ctype(ember.bool) == "bool"
+
+
+def test_small_kernels_stay_on_one_thread_and_large_ones_fork():
+    small = ember.randn(4, 8)
+    large = ember.randn(64, 1024)
+    src_small = compile_graph(make_fx(lambda t: t * 2)(small), [small]).source
+    src_large = compile_graph(make_fx(lambda t: t * 2)(large), [large]).source
+    assert "omp parallel" not in src_small and "#pragma omp simd" in src_small
+    assert "#pragma omp parallel for num_threads(nthreads)" in src_large
+
+
+def test_row_reductions_vectorise_their_inner_loop():
+    x = ember.randn(128, 512)
+    source = compile_graph(make_fx(lambda t: t.sum(1))(x), [x]).source
+    assert "#pragma omp simd reduction(+:" in source
+    assert "#pragma omp parallel for num_threads(nthreads)" in source
+
+
+def test_half_types_are_stored_as_uint16_and_computed_in_float():
+    x = ember.randn(4, 4).to(ember.float16)
+    source = compile_graph(make_fx(lambda t: t * 2)(x), [x]).source
+    assert "const uint16_t* __restrict arg0_1" in source
+    assert "ember_h2f(arg0_1[" in source and "ember_f2h(" in source
+
+
+def test_a_compile_error_surfaces_as_cpp_compile_error(monkeypatch):
+    x = ember.randn(3)
+    gm = make_fx(lambda t: ember.exp(t) + 3)(x)
+    original = cpp.op_code
+
+    def broken(e, args):
+        return "this is not C++" if e.name == "add" else original(e, args)
+
+    monkeypatch.setattr(cpp, "op_code", broken)
+    with pytest.raises(CppCompileError) as info:
+        compile_graph(gm, [x])
+    assert "this is not C++" in open(info.value.source_path).read()
+    assert info.value.output

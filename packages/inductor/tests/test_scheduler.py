@@ -1,0 +1,118 @@
+"""The scheduler's passes: inlining rules, kernel grouping, local values and buffer reuse."""
+
+from __future__ import annotations
+
+import logging
+
+import ember
+from ember._inductor import ir
+from ember._inductor.graph import GraphLowering
+from ember._inductor.scheduler import FusedKernel, Scheduler
+from ember.fx.experimental.proxy_tensor import make_fx
+
+
+def schedule(fn, *inputs):
+    gm = make_fx(fn)(*inputs)
+    return Scheduler(GraphLowering(gm, list(inputs)).run())
+
+
+def kernels(s):
+    return [k for k in s.steps if isinstance(k, FusedKernel)]
+
+
+def rules(s):
+    return [rule for rule, _ in s.decisions]
+
+
+def test_single_use_and_cheap_producers_are_inlined():
+    x = ember.randn(8, 16)
+    def fn(a):
+        b = a + 2
+        return (ember.exp(a) + 1) * b + b
+
+    s = schedule(fn, x)
+    (kernel,) = kernels(s)
+    assert len(kernel.nodes) == 1
+    assert "inline_single_use" in rules(s) and "inline_cheap" in rules(s)
+    # the inlined body reads only the input
+    assert {ld.buffer.name for ld in ir.loads(kernel.nodes[0].body)} == {"arg0_1"}
+
+
+def test_expensive_producers_read_many_times_stay_in_memory():
+    x = ember.randn(8, 16)
+
+    def fn(a):
+        y = ember.exp(ember.sin(ember.cos(ember.tanh(ember.sqrt(ember.abs(a) + 1)))))
+        return y + y.t().t() + y * 2 + y * 3 + y * 4 + y * 5
+
+    s = schedule(fn, x)
+    kept = [d for r, d in s.decisions if r == "keep"]
+    assert any("exceeds the inline budget" in d for d in kept)
+
+
+def test_reading_another_element_starts_a_new_kernel():
+    x = ember.randn(16, 16)
+
+    def fn(a):
+        y = ember.exp(ember.sin(ember.cos(ember.tanh(ember.sqrt(ember.abs(a) + 1)))))
+        return y + y.t(), y * 2, y * 3, y * 4, y * 5, y * 6
+
+    s = schedule(fn, x)
+    assert any(r == "no_fusion" and "reads" in d for r, d in s.decisions)
+    assert len(kernels(s)) == 2
+
+
+def test_siblings_over_the_same_ranges_share_one_kernel():
+    x, y = ember.randn(8, 16), ember.randn(8, 16)
+    s = schedule(lambda a, b: (ember.exp(a), ember.sin(b), a * b), x, y)
+    (kernel,) = kernels(s)
+    assert len(kernel.nodes) == 3
+    assert rules(s).count("horizontal") == 2
+
+
+def test_reduction_prologue_and_epilogue_fuse():
+    x = ember.randn(8, 16)
+    s = schedule(lambda a: (ember.exp(a * 2).sum(1, keepdim=True) + 1,), x)
+    (kernel,) = kernels(s)
+    reduction, epilogue = kernel.nodes
+    assert reduction.is_reduction and reduction.local  # never stored: the epilogue reads it in-register
+    assert "exp(mul(load(arg0_1" in str(reduction.body)
+    assert "epilogue" in rules(s)
+    assert str(kernel).startswith("kernel kernel0 over (x0 < 8):")
+
+
+def test_identical_computations_are_computed_once():
+    x = ember.randn(8, 16)
+    s = schedule(lambda a: (a.sum(1) * a.sum(1),), x)
+    assert "common_subexpression" in rules(s)
+    (kernel,) = kernels(s)
+    assert sum(n.is_reduction for n in kernel.nodes) == 1
+
+
+def test_freed_buffers_give_their_memory_to_later_buffers_of_the_same_size():
+    x, w = ember.randn(16, 16), ember.randn(16, 16)
+
+    def fn(a, w):
+        h = ember.matmul(ember.exp(a), w)
+        h = ember.matmul(ember.exp(h), w)
+        return ember.matmul(ember.exp(h), w)
+
+    s = schedule(fn, x, w)
+    reuse = [d for r, d in s.decisions if r == "reuse"]
+    assert reuse, s.decisions
+    assert s.storage["buf3"] == s.storage["buf6"] == "buf0"
+    assert "memory reuse: buf3 -> buf0, buf6 -> buf0" in str(s)
+
+
+def test_decisions_are_logged(caplog):
+    x = ember.randn(4, 4)
+    with caplog.at_level(logging.DEBUG, logger="ember._inductor.scheduler"):
+        schedule(lambda a: ember.exp(a) + 1, x)
+    assert any("inline_single_use: buf0" in r.getMessage() for r in caplog.records)
+
+
+def test_extern_calls_end_a_kernel():
+    x, w = ember.randn(8, 8), ember.randn(8, 8)
+    s = schedule(lambda a, w: ember.exp(ember.matmul(ember.exp(a), w)), x, w)
+    kinds = [type(step).__name__ for step in s.steps]
+    assert kinds == ["FusedKernel", "ExternKernel", "FusedKernel"]
