@@ -154,3 +154,32 @@ def test_constants_built_from_data_in_backward_formulas():
 def test_value_reading_backward_formula_is_named_in_the_error():
     with pytest.raises(InductorError, match="backward pass"):
         trace_joint(lambda x: x.prod(), [ember.randn(3, requires_grad=True)])
+
+
+def test_decompositions_do_not_change_what_autograd_saves():
+    # relu(x, inplace=True) decomposed to maximum(x, 0) while autograd records would save x, which
+    # the in-place write then changes; the joint graph is decomposed after autograd ran instead
+    def relu_as_maximum(input, inplace=False):
+        return ember.maximum(input, ember.zeros((), dtype=input.dtype, device=input.device))
+
+    def f(x, w):
+        h = x @ w
+        ember.nn.functional.relu(h, inplace=True)
+        return (h * 2).sum()
+
+    x, w = ember.randn(4, 3), ember.randn(3, 5, requires_grad=True)
+    gm = trace_joint(f, [x, w], decompositions={registry["relu"]: relu_as_maximum})
+    targets = {n.target.name for n in gm.graph.nodes if n.op == "call_function" and n.target is not operator.getitem}
+    assert "relu" not in targets and "maximum" in targets
+    tangent = ember.tensor(1.5)
+    _out, _none, grad = gm(x, w.detach(), tangent)
+    (want,) = ember.autograd.grad(f(x, w), w, tangent)
+    assert_close(grad, want)
+
+
+def test_factories_naming_the_real_device_are_traced_on_meta():
+    def f(x):
+        return x + ember.arange(3, dtype=x.dtype, device="cpu") + ember.ones(3).to("cpu")
+
+    gm = trace_forward(f, [ember.zeros(3)])
+    assert_close(gm(ember.zeros(3))[0], ember.arange(3.0) + 1)

@@ -41,8 +41,9 @@ storage is a graph input is a view of that input: :meth:`FunctionalTracer.input_
 gives its view chain, so the runtime rebuilds it as a view of the real input, as eager
 mode returns it.
 
-Factory calls run on ``meta`` during the trace; the graph records them with the device
-of the real inputs (a ``meta`` device argument becomes that device). Tensors built from
+Factory calls (and moves, ``.to(device)``) run on ``meta`` during the trace; the graph
+records them with the device they name (a ``meta`` device argument becomes the device of
+the real inputs). Tensors built from
 data on ``meta`` (``ember.tensor(array, device=x.device)``, as backward formulas build
 their pooling weights and indices) keep their data: :meth:`FunctionalTracer.capturing`
 records what the meta backend was given, and such a tensor becomes a graph constant on
@@ -377,8 +378,9 @@ class FunctionalTracer(DispatchMode):
         """Run a non-mutating op on meta tensors and append its node."""
         real_args = self._meta_arg(tuple(args))
         real_kwargs = {k: self._meta_arg(v) for k, v in kwargs.items()}
-        if "device" in real_kwargs and real_kwargs["device"] is None and not _has_tensor(real_args):
-            real_kwargs["device"] = "meta"  # a factory without device: made on meta, recorded as called
+        if "device" in real_kwargs and (real_kwargs["device"] is not None or not _has_tensor(real_args)):
+            # a factory (or a move): made on meta during the trace, recorded with the device it names
+            real_kwargs["device"] = "meta"
         result = func(*real_args, **real_kwargs)
         if not _has_tensor(result):
             return result  # metadata (sizes, flags): a constant of the trace

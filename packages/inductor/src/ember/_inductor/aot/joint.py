@@ -118,7 +118,9 @@ def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
             raise TypeError(f"aot: primals must be tensors, but primals[{i}] of {name} is {type(p).__name__}")
     graph = Graph()
     root = ember.nn.Module()
-    tracer = FunctionalTracer(graph, root, decompositions, device=_device_of(primals), fn_name=name)
+    device = _device_of(primals)
+    # with autograd in the trace, decompositions wait for the functional joint graph (see _decompose)
+    tracer = FunctionalTracer(graph, root, None if joint else decompositions, device=device, fn_name=name)
     metas = []
     for i, p in enumerate(primals):
         meta = _meta_primal(p, joint and _differentiable(p))
@@ -163,6 +165,13 @@ def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
     if joint:
         result += _trace_backward(graph, tracer, metas, fwd_tensors, info, last_placeholder, tangents_like, name)
     graph.output(tuple(result))
+    gm = _finish(root, graph, info)
+    if joint and decompositions:
+        gm = _decompose(gm, info, decompositions, device, name)
+    return gm, info
+
+
+def _finish(root, graph, info):
     # random ops stay even when unused: eager mode draws their numbers (aot/rng.py)
     graph.eliminate_dead_code(
         is_impure_node=lambda n: n.op in ("placeholder", "output")
@@ -171,7 +180,56 @@ def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
     gm = GraphModule(root, graph)
     gm.num_fwd_outputs = info.num_fwd_outputs
     gm.aot_info = info
-    return gm, info
+    return gm
+
+
+def _decompose(gm, info, decompositions, device, name):
+    """Trace the functional joint graph again, without autograd, applying ``decompositions``.
+
+    Decomposing while autograd records would change what autograd saves: ``relu(x,
+    inplace=True)`` decomposed to ``maximum(x, 0)`` saves ``x``, which the in-place write then
+    changes, an error eager mode never raises (its ``relu`` formula reads the result). So
+    the joint graph is traced with the ops' own formulas, then decomposed here, as a graph
+    of values: nothing in it is written in place.
+    """
+    graph = Graph()
+    root = ember.nn.Module()
+    tracer = FunctionalTracer(graph, root, decompositions, device=device, fn_name=name)
+    env = {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = meta_copy(node.meta["val"])
+            tracer.add_input(env[node], graph.placeholder(node.name))
+        elif node.op == "get_attr":  # a real constant: traced as its meta copy (the graph keeps the real one)
+            env[node] = tracer._meta_arg(getattr(gm, node.target))
+
+    def run():
+        for node in gm.graph.nodes:
+            if node.op == "call_function":
+                args = _map_nodes(node.args, env)
+                kwargs = _map_nodes(node.kwargs, env)
+                env[node] = node.target(*args, **kwargs)
+            elif node.op == "output":
+                return _map_nodes(node.args[0], env)
+        raise InductorError(f"aot: the joint graph of {name} has no output")
+
+    with ember.no_grad():
+        outs = _run(run, (), tracer, name)
+    graph.output(tuple(tracer.node_of(o) if isinstance(o, ember.Tensor) else o for o in outs))
+    return _finish(root, graph, info)
+
+
+def _map_nodes(value, env):
+    """``value`` (node arguments) with every node replaced by its value in ``env``."""
+    from ember.fx import Node
+
+    if isinstance(value, Node):
+        return env[value]
+    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
+        return type(value)(_map_nodes(v, env) for v in value)
+    if isinstance(value, dict):
+        return {k: _map_nodes(v, env) for k, v in value.items()}
+    return value
 
 
 def _replayable(chain):
