@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import ember
 import ember.nn as nn
@@ -30,19 +29,6 @@ from ember.testing import assert_close
 
 REPO = Path(__file__).resolve().parents[3]
 STEPS = 20
-
-
-def _missing(module):
-    try:
-        return importlib.util.find_spec(module) is None
-    except ModuleNotFoundError:
-        return True
-
-
-# TEMPORARY while the pieces land in this session (removed once codegen/wrapper.py exists).
-pytestmark = pytest.mark.skipif(
-    _missing("ember._inductor.codegen.wrapper"), reason="codegen/wrapper.py has not landed yet"
-)
 
 
 def _import_file(path: Path, name: str):

@@ -37,22 +37,6 @@ from ember.fx.experimental.proxy_tensor import make_fx
 from ember.testing import assert_close, op_db
 
 OPS = sorted(op_db)
-
-
-def _missing(module):
-    import importlib.util
-
-    try:
-        return importlib.util.find_spec(module) is None
-    except ModuleNotFoundError:
-        return True
-
-
-# TEMPORARY while the pieces land in this session (removed once aot/api.py and codegen/wrapper.py exist).
-pytestmark = pytest.mark.skipif(
-    _missing("ember._inductor.aot.api") or _missing("ember._inductor.codegen.wrapper"),
-    reason="aot/api.py or codegen/wrapper.py has not landed yet",
-)
 FLOAT32_SAMPLES = 2
 OTHER_SAMPLES = 1
 

@@ -9,7 +9,8 @@
       compile_graph, per graph     (codegen/wrapper.py)  lower -> schedule -> C++ -> load
 
 Never a wrong answer, never a silent surprise: a graph the compiler cannot handle
-(:class:`~ember._inductor.exc.LoweringException`) runs eagerly, and so does one on
+(a :class:`~ember._inductor.exc.LoweringException`, or aot's
+:class:`~ember._inductor.exc.InductorError` for a data-dependent trace) runs eagerly, and so does one on
 which the compiler fails in any other way (a failing C++ build, a bug) while
 ``config.fallback_on_compile_error`` is on (the default; the tests turn it off so
 a compiler bug fails them). Each fallback logs a warning with its reason on the
@@ -22,9 +23,9 @@ from __future__ import annotations
 import logging
 
 from . import config, debug
-from .exc import LoweringException
+from .exc import CppCompileError, InductorError
 
-__all__ = ["compile_fx", "compile_fx_inner", "graph_name"]
+__all__ = ["compile_fx", "compile_fx_inner", "graph_name", "is_known_limit"]
 
 log = logging.getLogger("ember._inductor")
 
@@ -43,6 +44,16 @@ def _eager_callable(gm):
         return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
     return run_eagerly
+
+
+def is_known_limit(exc) -> bool:
+    """Whether ``exc`` is the compiler saying "I can't do this" (a limit) rather than a bug.
+
+    Limits are the errors (:class:`~ember._inductor.exc.InductorError`) a stage raises on purpose:
+    a :class:`~ember._inductor.exc.LoweringException`, or aot refusing a data-dependent
+    trace (``nonzero``, ``.item()``). A failing C++ build and any other exception are bugs.
+    """
+    return isinstance(exc, InductorError) and not isinstance(exc, CppCompileError)
 
 
 def _fall_back(stage, exc, gm, fallbacks, *, expected):
@@ -70,16 +81,14 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
 
     Raises:
         Exception: the compiler's error, when ``config.fallback_on_compile_error`` is off
-            (a :class:`LoweringException` always falls back instead).
+            (a known limit, :func:`is_known_limit`, always falls back instead).
     """
     fallbacks = [] if fallbacks is None else fallbacks
     debug.stage(f"{stage}_graph", gm.code)
     try:
         return _core_compile(gm, example_inputs)
-    except LoweringException as exc:
-        return _fall_back(stage, exc, gm, fallbacks, expected=True)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
-        return _fall_back(stage, exc, gm, fallbacks, expected=False)
+        return _fall_back(stage, exc, gm, fallbacks, expected=is_known_limit(exc))
 
 
 def _core_compile(gm, example_inputs):
@@ -164,10 +173,8 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
                 decompositions=default_decomps if decompositions is None else decompositions,
                 partition_fn=partition_fn or default_partition,
             )
-        except LoweringException as exc:
-            compiled = _whole_graph_eager(gm, exc, fallbacks, expected=True)
         except Exception as exc:  # noqa: BLE001 - a failure of aot tracing: eager (or raised, by config)
-            compiled = _whole_graph_eager(gm, exc, fallbacks, expected=False)
+            compiled = _whole_graph_eager(gm, exc, fallbacks, expected=is_known_limit(exc))
     return _with_fallbacks(compiled, fallbacks)
 
 
