@@ -72,5 +72,5 @@ def test_extern_kernels_print_the_op_and_the_reason():
     g = GraphLowering(gm, [a, b]).run()
     kernel = g.buffers[0]
     assert isinstance(kernel, ir.ExternKernel)
-    assert str(kernel) == "buf1 = extern matmul(arg0_1, arg1_1)  # BLAS"
+    assert str(kernel) == "buf1 = extern matmul(arg0_1, arg1_1)  # BLAS (a tuned matrix-multiply library)"
     assert str(kernel.outputs[0]) == "buf1: float32[3, 5] = extern0[]"

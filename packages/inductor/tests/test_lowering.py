@@ -229,7 +229,7 @@ def test_the_tables():
     assert all(isinstance(op, Op) for op in lowering.lowerings)
     assert all(isinstance(op, Op) and isinstance(why, str) and why for op, why in lowering.fallbacks.items())
     assert not set(lowering.lowerings) & set(lowering.fallbacks)
-    assert lowering.fallbacks[R["matmul"]] == "BLAS"
+    assert lowering.fallbacks[R["matmul"]].startswith("BLAS")
     assert lowering.fallbacks[R["randn"]] == "eager generator, program order"
     with pytest.raises(ValueError, match="registered twice"):
         lowering.register_unary("exp")

@@ -812,6 +812,8 @@ def _pad(g, node, input, pad, mode="constant", value=None):
 
 
 def _reduce_dims(dim, ndim, empty_means_all=True):
+    if ndim == 0:  # a 0-d tensor reduced over dim 0 or -1 is itself
+        return []
     if dim is None:
         return list(range(ndim))
     if isinstance(dim, (list, tuple)):
@@ -890,7 +892,7 @@ def _arg(rtype):
             out_sizes = [sympy.Integer(s) for s in _out_val(node).shape]
             return reduction(g, node, x, [0], False, rtype, acc_dtype=compute_dtype(input.dtype),
                              out_sizes=out_sizes)
-        return reduction(g, node, input, [_dim(dim, n)], keepdim, rtype, acc_dtype=compute_dtype(input.dtype))
+        return reduction(g, node, input, _reduce_dims(dim, n), keepdim, rtype, acc_dtype=compute_dtype(input.dtype))
 
     return lower
 
@@ -969,7 +971,7 @@ def _fallback(names, reason):
 
 _fallback(["matmul", "mm", "bmm", "addmm", "addbmm", "baddbmm", "addmv", "addr", "mv", "dot", "vdot",
            "linear", "bilinear", "einsum", "tensordot", "inner", "outer", "ger", "kron", "chain_matmul",
-           "linalg_multi_dot"], "BLAS")
+           "linalg_multi_dot"], "BLAS (a tuned matrix-multiply library)")
 _fallback(["convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d"], "ember._C conv kernel")
 _fallback(["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode", "quantile",
@@ -983,7 +985,7 @@ _fallback(["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate",
            "grid_sample"], "windowed kernel (eager)")
 _fallback(["_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack", "orgqr", "cholesky_inverse",
-           "cholesky_solve"], "LAPACK")
+           "cholesky_solve"], "LAPACK (a factorization library)")
 _fallback(["ctc_loss"], "sequence loss with a dynamic-programming kernel (eager)")
 _fallback(["_stft_frames", "_stft_frames_backward", "fold", "im2col", "unfold"], "windowed kernel (eager)")
 _fallback(["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
@@ -1000,15 +1002,15 @@ _fallback(["diag", "diag_embed", "diagflat", "block_diag", "tril_indices", "triu
 _fallback(["float_power"], "float64 computation with complex cases (eager)")
 _fallback(["digamma", "polygamma", "i0", "logit", "sinc", "_standard_gamma_grad", "erfinv"],
           "special function (eager kernel)")
-_fallback(["scaled_dot_product_attention"], "BLAS")
+_fallback(["scaled_dot_product_attention"], "BLAS (a tuned matrix-multiply library)")
 for _op in _ops.values():
     if _op.name.startswith("special_"):
         fallbacks.setdefault(_op, "special function (eager kernel)")
     elif _op.name.startswith("linalg_") or _op.name in ("det", "inverse", "cholesky", "qr", "svd", "slogdet",
                                                        "logdet", "lu", "triangular_solve", "pinverse"):
-        fallbacks.setdefault(_op, "LAPACK")
+        fallbacks.setdefault(_op, "LAPACK (a factorization library)")
     elif _op.name.startswith("fft_") or _op.name.startswith("_fft"):
-        fallbacks.setdefault(_op, "FFT library")
+        fallbacks.setdefault(_op, "FFT library (pocketfft)")
     elif "random" in _op.tags:
         fallbacks.setdefault(_op, "eager generator, program order")
 for _op in list(fallbacks):
