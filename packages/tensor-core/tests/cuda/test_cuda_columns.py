@@ -95,7 +95,7 @@ def _check_add_to_rows(xp, dtype):
         out = rng.standard_normal((rows, cols)).astype(dtype)
         bias = rng.standard_normal(cols).astype(dtype)
         bias[0] = np.inf if cols > 1 else bias[0]
-        want = out + bias  # one IEEE addition per element: the same bits
+        want = out + bias  # one IEEE addition per element (float16: in float32, rounded once): the same bits
         got = columns.add_to_rows(xp.asarray(out), xp.asarray(bias))
         np.testing.assert_array_equal(np.asarray(got.get() if hasattr(got, "get") else got), want)
 
@@ -115,24 +115,24 @@ def _check_column_sums(xp, dtype, chunk):
         np.testing.assert_array_equal(np.asarray(again.get() if hasattr(again, "get") else again), got)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_add_to_rows_on_the_host(host_xp, dtype):
     _check_add_to_rows(host_xp, dtype)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_column_sums_on_the_host(host_xp, dtype, monkeypatch):
     monkeypatch.setattr(columns, "CHUNK", 16)  # several chunks, and the second pass, on small matrices
     _check_column_sums(host_xp, dtype, 16)
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_add_to_rows_on_the_gpu(dtype):
     _check_add_to_rows(_device_xp(), dtype)
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
 def test_column_sums_on_the_gpu(dtype):
     _check_column_sums(_device_xp(), dtype, columns.CHUNK)

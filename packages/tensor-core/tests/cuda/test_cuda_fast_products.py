@@ -176,3 +176,43 @@ def test_linear_backward_gives_the_formulas_values(fast, dtype):
         assert products.linear_backward(g, x, w, (False, True, False))[0::2] == (None, None)
     assert products.linear_backward(g, x, w.to(ember.float16), (True, True, True)) is None
     assert products.linear_backward(g.cpu(), x.cpu(), w.cpu(), (True, True, True)) is None
+
+
+def test_float16_linear_and_matmul_take_cublas_and_match_float32(fast):
+    # autocast's products on cuda: float16 operands, float32 accumulation, one rounding (the generic path
+    # computed a float32 GEMM between casts: the same values up to the order of the sums)
+    products, _ = fast
+    rng = np.random.default_rng(3)
+    x32 = rng.standard_normal((128, 784)).astype(np.float16).astype(np.float32)
+    w32 = (rng.standard_normal((512, 784)) / 28).astype(np.float16).astype(np.float32)
+    b32 = rng.standard_normal(512).astype(np.float16).astype(np.float32)
+    x, w, b = (ember.from_numpy(a.astype(np.float16)).to("cuda") for a in (x32, w32, b32))
+    assert products.linear(x, w, b) is not None and products.matmul(x, w.t()) is not None
+    product = x32.astype(np.float64) @ w32.T.astype(np.float64)
+    got = host(F.linear(x, w, b))
+    assert got.dtype == np.float16
+    # the product rounded to float16, then the bias added in float32 and rounded again
+    want = (product.astype(np.float16).astype(np.float32) + b32).astype(np.float16)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(host(ember.matmul(x, w.t())).astype(np.float32), product.astype(np.float16),
+                               rtol=2e-3, atol=2e-3)
+    # gradients through linear_backward's float16 path
+    for t in (x, w, b):
+        t.requires_grad_(True)
+    seed = rng.standard_normal((128, 512)).astype(np.float16)
+    F.linear(x, w, b).backward(ember.from_numpy(seed).to("cuda"))
+    s64 = seed.astype(np.float64)
+    np.testing.assert_allclose(host(x.grad).astype(np.float64), s64 @ w32, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(host(w.grad).astype(np.float64), s64.T @ x32, rtol=1e-2, atol=5e-2)
+    np.testing.assert_allclose(host(b.grad).astype(np.float64), s64.sum(0), rtol=1e-2, atol=1e-2)
+
+
+def test_float16_autocast_step_matches_float32_within_half_precision(fast):
+    rng = np.random.default_rng(4)
+    x = ember.from_numpy(rng.standard_normal((64, 32)).astype(np.float32)).to("cuda")
+    model = ember.nn.Sequential(ember.nn.Linear(32, 16), ember.nn.ReLU(), ember.nn.Linear(16, 4)).to("cuda")
+    with ember.autocast("cuda"):
+        out = model(x)
+    assert out.dtype == ember.float16
+    want = model(x)
+    np.testing.assert_allclose(host(out).astype(np.float32), host(want), rtol=1e-2, atol=1e-2)

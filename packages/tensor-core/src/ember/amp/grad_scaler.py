@@ -130,6 +130,7 @@ class GradScaler:
         ember = _ember()
         found_inf = ember.zeros((), dtype=ember.float32, device=self._scale.device)
         with ember.no_grad():
+            grads = []
             for group in optimizer.param_groups:
                 for param in group["params"]:
                     grad = param.grad
@@ -139,10 +140,17 @@ class GradScaler:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     if getattr(grad, "is_sparse", False):
                         grad = grad.coalesce()._values()
-                    # counted on the gradients' device: reading a flag per parameter would wait for the GPU each time
-                    bad = ember.logical_not(ember.isfinite(grad).all())
-                    found_inf.add_(bad.to(dtype=found_inf.dtype, device=found_inf.device))
-                    grad.mul_(inv_scale.to(dtype=grad.dtype, device=grad.device))
+                    grads.append(grad)
+            if found_inf.device.type == "cuda":  # one fused kernel for all of them (ember.cuda.kernels.grad_scaling)
+                from ..cuda.kernels import grad_scaling
+
+                if grad_scaling.tensors_unscale_(grads, inv_scale, found_inf):
+                    return found_inf
+            for grad in grads:
+                # counted on the gradients' device: reading a flag per parameter would wait for the GPU each time
+                bad = ember.logical_not(ember.isfinite(grad).all())
+                found_inf.add_(bad.to(dtype=found_inf.dtype, device=found_inf.device))
+                grad.mul_(inv_scale.to(dtype=grad.dtype, device=grad.device))
         return found_inf.clamp_(max=1.0)
 
     def unscale_(self, optimizer):
@@ -224,7 +232,9 @@ class GradScaler:
             found = [s["found_inf"] for s in self._per_optimizer.values() if s["found_inf"] is not None]
             if not found:
                 raise RuntimeError("No inf checks were recorded prior to update.")
-            if any(float(f.item()) != 0.0 for f in found):
+            if self._scale.device.type == "cuda" and self._update_on_device(found):
+                pass  # nothing read back: the step needs no second wait for the GPU
+            elif any(float(f.item()) != 0.0 for f in found):
                 self._scale.mul_(self._backoff_factor)
                 self._growth_tracker.fill_(0)
             else:
@@ -236,6 +246,14 @@ class GradScaler:
                     tracker = 0
                 self._growth_tracker.fill_(tracker)
         self._per_optimizer.clear()
+
+    def _update_on_device(self, found):
+        """The scale update in one CUDA kernel (:mod:`ember.cuda.kernels.grad_scaling`); False when it does not
+        apply (then the host code runs)."""
+        from ..cuda.kernels import grad_scaling
+
+        return grad_scaling.tensors_update_scale_(self._scale, self._growth_tracker, found, self._growth_factor,
+                                                  self._backoff_factor, self._growth_interval)
 
     # ---- accessors ---------------------------------------------------------------------------------
 

@@ -50,6 +50,7 @@ _F32 = np.dtype(np.float32)
 _CUDA_R_32F = 0
 _CUDA_R_64F = 1
 _CUDA_R_16BF = 14
+_CUDA_R_16F = 2
 _CUBLAS_COMPUTE_32F = 68
 _CUBLAS_COMPUTE_64F = 70
 _CUBLAS_GEMM_DEFAULT = -1
@@ -58,9 +59,13 @@ _INT_MAX = 2**31 - 1
 
 
 _F64 = np.dtype(np.float64)
+_F16 = np.dtype(np.float16)
+#: the half-precision dtypes: float32 accumulation in cuBLAS, float32 arithmetic where CuPy is called instead
+_HALVES = (BF16, _F16)
 #: operand dtype -> (cudaDataType, cublasComputeType_t, dtype of the host alpha/beta scalars)
 _GEMM_TYPES = {
     BF16: (_CUDA_R_16BF, _CUBLAS_COMPUTE_32F, _F32),
+    _F16: (_CUDA_R_16F, _CUBLAS_COMPUTE_32F, _F32),  # autocast's dtype on cuda: tensor cores, float32 sums
     _F32: (_CUDA_R_32F, _CUBLAS_COMPUTE_32F, _F32),
     _F64: (_CUDA_R_64F, _CUBLAS_COMPUTE_64F, _F64),
 }
@@ -79,7 +84,7 @@ def _direct(*dtypes):
     first = dtypes[0]
     if any(d != first for d in dtypes) or first not in _GEMM_TYPES:
         return False
-    return first == BF16 or DIRECT_GEMM
+    return first in _HALVES or DIRECT_GEMM
 
 
 def _describe(x):
@@ -175,7 +180,7 @@ def _scale(out, beta):
     if beta == 0:
         out.fill(0)
     elif beta != 1:
-        wide = _F32 if out.dtype == BF16 else out.dtype
+        wide = _F32 if out.dtype in _HALVES else out.dtype
         out[...] = (out.astype(wide) * wide.type(beta)).astype(out.dtype)
 
 
@@ -237,7 +242,7 @@ def _product_into(out, a, b, alpha=1.0, beta=0.0):
     fold = b.ndim == 2 and a.ndim > 2  # a stack times one matrix: one GEMM over the stacked rows
     rows = math.prod(a.shape[:-1]) if fold else a.shape[-2]
     if max(rows, a.shape[-1], b.shape[-1]) > _INT_MAX:  # beyond cuBLAS' 32-bit sizes: CuPy (bf16 in float32)
-        wide = _F32 if a.dtype == BF16 else a.dtype
+        wide = _F32 if a.dtype in _HALVES else a.dtype
         product = cp.matmul(a.astype(wide), b.astype(wide))
         if alpha != 1:
             product *= wide.type(alpha)
@@ -332,7 +337,7 @@ _CUPY_MATMUL_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np
 def _matmul_kernel(previous):
     def matmul_cuda(input, other):
         a, b = input._data, other._data
-        if _direct(a.dtype, b.dtype) and (a.dtype == BF16 or (a.size and b.size)):
+        if _direct(a.dtype, b.dtype) and (a.dtype in _HALVES or (a.size and b.size)):
             return matmul(a, b)
         if a.dtype == b.dtype and a.dtype in _CUPY_MATMUL_DTYPES:
             # what the generic path ends in (numpy hands np.matmul to CuPy), without its layers

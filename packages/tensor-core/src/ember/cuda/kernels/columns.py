@@ -9,7 +9,11 @@ reduction over the leading axes about 65 µs (and 380 µs of GPU time on a (1638
   result is that of ``matmul`` then ``add``.
 * :func:`column_sums` sums each column in a fixed order with a float64 accumulator: chunks of
   :data:`CHUNK` rows in one launch, then the chunks' sums (the same order on every run, so the sums
-  are deterministic). float32 sums are rounded once, from float64.
+  are deterministic). float32 and float16 sums are rounded once, from float64.
+
+float16 (autocast's dtype on cuda) is stored as 16-bit words and converted with the PTX ``cvt``
+instructions (no header needed): ``add_to_rows`` adds in float32 and rounds once to float16, which is
+CuPy's float16 addition (the generic path's).
 """
 
 from __future__ import annotations
@@ -25,21 +29,50 @@ CHUNK = 256
 _THREADS = 256
 _MAX_BLOCKS = 4096  # the grid-stride loop of add_to_rows covers the rest
 _MAX_GRID_Y = 65535
-_CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+_CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double", np.dtype(np.float16): "unsigned short"}
 #: the dtypes the kernels take
 DTYPES = frozenset(_CTYPES)
 
+# Loads give float32 for float16 words (float32 and float64 as they are); stores round to the destination's
+# type (float16 from float32 or float64 in one rounding, by cvt.rn).
+_CONVERSIONS = r"""
+#if !defined(__CUDACC__)  /* the host tests compile these kernels with g++ */
+#define __device__
+#define __forceinline__ inline
+#endif
+__device__ __forceinline__ float ember_load(float x) { return x; }
+__device__ __forceinline__ double ember_load(double x) { return x; }
+__device__ __forceinline__ void ember_store(float& d, float v) { d = v; }
+__device__ __forceinline__ void ember_store(float& d, double v) { d = (float)v; }
+__device__ __forceinline__ void ember_store(double& d, double v) { d = v; }
+#if defined(__CUDACC__)
+__device__ __forceinline__ float ember_load(unsigned short h) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+__device__ __forceinline__ void ember_store(unsigned short& d, float v) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v)); d = h;
+}
+__device__ __forceinline__ void ember_store(unsigned short& d, double v) {
+    unsigned short h; asm("cvt.rn.f16.f64 %0, %1;" : "=h"(h) : "d"(v)); d = h;
+}
+#else
+inline float ember_load(unsigned short h) { _Float16 f; __builtin_memcpy(&f, &h, 2); return (float)f; }
+inline void ember_store(unsigned short& d, float v) { _Float16 f = (_Float16)v; __builtin_memcpy(&d, &f, 2); }
+inline void ember_store(unsigned short& d, double v) { _Float16 f = (_Float16)v; __builtin_memcpy(&d, &f, 2); }
+#endif
+"""
+
 _SOURCES = {}  # kernel name -> its CUDA C, compiled on its own with the kernel's type defines
-_SOURCES["ember_add_to_rows"] = r"""
+_SOURCES["ember_add_to_rows"] = _CONVERSIONS + r"""
 extern "C" __global__ void ember_add_to_rows(T* __restrict__ out, const T* __restrict__ bias,
                                              long long n, long long cols) {
     const long long step = (long long)gridDim.x * blockDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
-        out[i] = out[i] + bias[i % cols];
+        ember_store(out[i], ember_load(out[i]) + ember_load(bias[i % cols]));
     }
 }
 """
-_SOURCES["ember_column_sums"] = r"""
+_SOURCES["ember_column_sums"] = _CONVERSIONS + r"""
 extern "C" __global__ void ember_column_sums(const IN* __restrict__ x, OUT* __restrict__ out,
                                              long long rows, long long cols, long long chunk) {
     const long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -47,8 +80,8 @@ extern "C" __global__ void ember_column_sums(const IN* __restrict__ x, OUT* __re
     const long long start = (long long)blockIdx.y * chunk;
     const long long end = start + chunk < rows ? start + chunk : rows;
     double acc = 0.0;
-    for (long long r = start; r < end; ++r) acc += (double)x[r * cols + col];
-    out[(long long)blockIdx.y * cols + col] = (OUT)acc;
+    for (long long r = start; r < end; ++r) acc += (double)ember_load(x[r * cols + col]);
+    ember_store(out[(long long)blockIdx.y * cols + col], acc);
 }
 """
 
@@ -67,7 +100,7 @@ def _kernel(name, **types):
 
 def add_to_rows(out, bias):
     """``out[i, j] += bias[j]`` in place, for a C-contiguous (M, N) CuPy array ``out`` and a C-contiguous (N,)
-    ``bias`` of the same dtype (float32 or float64) on the current GPU. Returns ``out``."""
+    ``bias`` of the same dtype (float32, float64 or float16) on the current GPU. Returns ``out``."""
     n = out.size
     if n == 0:
         return out
@@ -78,7 +111,7 @@ def add_to_rows(out, bias):
 
 
 def column_sums(x):
-    """The sums of the columns of a C-contiguous (M, N) CuPy array ``x`` (float32 or float64, M and N > 0) on
+    """The sums of the columns of a C-contiguous (M, N) CuPy array ``x`` (float32, float64 or float16, M and N > 0) on
     the current GPU: a new (N,) array of ``x``'s dtype, accumulated in float64 in a fixed order."""
     cp = cupy_module()
     rows, cols = x.shape

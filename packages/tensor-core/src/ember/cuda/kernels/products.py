@@ -1,4 +1,4 @@
-"""Matrix products on the GPU in the fewest host steps: ``matmul`` and ``linear`` of 2-D float32/float64.
+"""Matrix products on the GPU in the fewest host steps: ``matmul`` and ``linear`` of 2-D float32/float64/float16.
 
 A small training step is bound by host time: PyTorch runs a whole ``linear`` in about 24 µs of host time
 on the H200's machine, while ember's path through the meta function, the decomposition (``matmul`` then a
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from ..._tensor import Tensor
 from .. import _bf16
 from .._runtime import cupy_module
@@ -22,7 +24,9 @@ from . import _arrays, columns
 
 __all__ = ["register", "matmul", "linear", "linear_backward"]
 
-_FLOATS = _bf16.FLOAT_GEMM_DTYPES
+# float16 too: autocast's matrix products on cuda (cuBLAS on tensor cores, float32 accumulation; the generic
+# path computed them as float32 GEMMs between casts)
+_FLOATS = _bf16.FLOAT_GEMM_DTYPES | {np.dtype(np.float16)}
 _INT_MAX = 2**31 - 1
 
 
@@ -41,7 +45,7 @@ def _sizes_fit(*sizes):
 
 
 def matmul(*args):
-    """Checked cuda kernel of ``matmul(input, other)``: the product of two float32/float64 matrices."""
+    """Checked cuda kernel of ``matmul(input, other)``: the product of two float32/float64/float16 matrices."""
     if len(args) != 2 or not isinstance(args[0], Tensor):
         return None
     dtype = args[0]._data.dtype
@@ -54,7 +58,7 @@ def matmul(*args):
 
 
 def linear(*args):
-    """Checked cuda kernel of ``linear(input, weight[, bias])``: float32/float64, ``input`` (*, K) with
+    """Checked cuda kernel of ``linear(input, weight[, bias])``: float32/float64/float16, ``input`` (*, K) with
     C-contiguous leading dims, ``weight`` (N, K), ``bias`` (N,) or None."""
     if not 2 <= len(args) <= 3 or not isinstance(args[0], Tensor):
         return None
