@@ -74,7 +74,8 @@ static inline uint16_t ember_f2b(float f) {
     return (uint16_t)(u >> 16);
 }
 // float exp and erf as straight-line arithmetic with explicit fused multiply-adds (the build
-// turns contraction off so ordinary arithmetic rounds like the eager kernels), so `omp simd` loops vectorise them (libm's
+// turns contraction off so ordinary arithmetic rounds like the eager kernels), so `omp simd`
+// loops vectorise them (libm's
 // expf/erff are calls the compiler cannot vectorise without -ffast-math). exp: Cody-Waite range
 // reduction x = k*ln2 + r, a degree-7 Taylor polynomial on |r| <= ln2/2, then 2^k applied in two
 // halves so results near overflow/underflow stay right (max error ~1 ulp). erf: x*P(x^2) for

@@ -19,8 +19,9 @@ import ctypes
 import numpy as np
 
 import ember
+from ember._tensor import Tensor
 
-from .. import ir
+from .. import config, ir
 from ..graph import GraphLowering
 from ..scheduler import FusedKernel, Scheduler
 from . import cpp
@@ -45,9 +46,32 @@ def _load(source):
     return CppCodeCache.load(source, name="graph", extra_flags=CPP_FLAGS)
 
 
-def _threads():
-    from .. import config
+def _numpy_dtype(dtype):
+    return ember.empty(0, dtype=dtype)._data.dtype
 
+
+def _find_data_offset():
+    """Where a numpy array object keeps its data pointer (right after the object header in CPython):
+    reading it there costs a fraction of ``arr.ctypes.data``. None when the layout is not the expected one."""
+    probe = np.arange(6, dtype=np.float32)[2:]
+    for offset in (16,):
+        if ctypes.c_void_p.from_address(id(probe) + offset).value == probe.ctypes.data:
+            return offset
+    return None
+
+
+_DATA_OFFSET = _find_data_offset()
+_from_address = ctypes.c_void_p.from_address
+
+
+def _address(arr):
+    """The data pointer of numpy array ``arr``."""
+    if _DATA_OFFSET is not None:
+        return _from_address(id(arr) + _DATA_OFFSET).value
+    return arr.ctypes.data
+
+
+def _threads():
     return config.threads if config.threads else ember.get_num_threads()
 
 
@@ -101,7 +125,7 @@ class CompiledGraph:
         for step in steps:
             if isinstance(step, str):
                 fn = getattr(lib, step)
-                fn.argtypes = [ctypes.c_void_p, ctypes.c_int]
+                fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
                 fn.restype = None
                 self._steps.append(("native", fn))
             else:
@@ -138,8 +162,13 @@ class CompiledGraph:
     def _plan_call(self):
         g = self.graph
         outputs = {b.name for b in g.outputs if isinstance(b, ir.Buffer)}
-        self._inputs = [(b.position, self.slots[b.name], tuple(int(s) for s in b.sizes),
-                         tuple(int(s) for s in b.strides), b.dtype, b.name) for b in g.inputs if b is not None]
+        self._inputs = []
+        for b in g.inputs:
+            if b is None:
+                continue
+            np_dtype = _numpy_dtype(b.dtype)
+            self._inputs.append((b.position, self.slots[b.name], tuple(int(s) for s in b.sizes),
+                                 tuple(int(s) * np_dtype.itemsize for s in b.strides), np_dtype, b.name))
         self._constants = [(self.slots[b.name], b.constant) for b in g.constants]
         buffers = {}
         for step in self.scheduler.steps:
@@ -147,8 +176,8 @@ class CompiledGraph:
                 for node in step.nodes:
                     buffers[node.buffer.name] = node.buffer
         # outputs: fresh ember tensors per call; other storage: one numpy byte array per slot
-        self._fresh = [(self.slots[name], name, tuple(int(s) for s in buffers[name].sizes), buffers[name].dtype)
-                       for name in outputs if name in buffers]
+        self._fresh = [(self.slots[name], name, tuple(int(s) for s in buffers[name].sizes),
+                        _numpy_dtype(buffers[name].dtype)) for name in outputs if name in buffers]
         storage = {}
         for name in self.scheduler.storage:
             if name in outputs:
@@ -159,48 +188,58 @@ class CompiledGraph:
             storage[slot] = max(storage.get(slot, 0), nbytes)
         self._scratch = sorted(storage.items())
         self._buffers = buffers
+        self._table_type = ctypes.c_void_p * max(self.nslots, 1)
+        # each output: (True, buffer name) read from the call's values, or (False, a fixed value)
+        self._outputs = []
+        for o in g.outputs:
+            if isinstance(o, ir.InputBuffer) and o.constant is not None:
+                self._outputs.append((False, o.constant))
+            elif isinstance(o, ir.Buffer):
+                self._outputs.append((True, o.name))
+            else:
+                self._outputs.append((False, o))
 
     # the call ------------------------------------------------------------------------------
 
     def __call__(self, *args):
-        ptrs = (ctypes.c_void_p * max(self.nslots, 1))()
+        ptrs = self._table_type()
         values = {}  # buffer name -> tensor, for extern calls and outputs
-        for position, slot, sizes, strides, dtype, name in self._inputs:
+        for position, slot, sizes, byte_strides, np_dtype, name in self._inputs:
             t = args[position]
-            if tuple(t.shape) != sizes or tuple(t.stride()) != strides or t.dtype != dtype:
-                raise ValueError(
-                    f"compiled graph: input {position} ({name}) must have shape {sizes}, strides {strides} and "
-                    f"dtype {dtype} like the example input, got {tuple(t.shape)}, {tuple(t.stride())}, {t.dtype}")
-            ptrs[slot] = t._data.ctypes.data
+            arr = t._data
+            if type(arr) is not np.ndarray or arr.shape != sizes or arr.dtype != np_dtype or \
+                    (arr.strides != byte_strides and arr.size):  # an empty input is never read
+                raise self._layout_error(position, name, t)
+            ptrs[slot] = _address(arr)
             values[name] = t
         for slot, t in self._constants:
-            ptrs[slot] = t._data.ctypes.data
+            ptrs[slot] = _address(t._data)
         keep = []
         for slot, nbytes in self._scratch:
             arr = np.empty(max(nbytes, 1), dtype=np.uint8)
             keep.append(arr)
-            ptrs[slot] = arr.ctypes.data
-        for slot, name, sizes, dtype in self._fresh:
-            t = ember.empty(sizes, dtype=dtype)
-            values[name] = t
-            ptrs[slot] = t._data.ctypes.data
+            ptrs[slot] = _address(arr)
+        for slot, name, sizes, np_dtype in self._fresh:
+            arr = np.empty(sizes, dtype=np_dtype)
+            values[name] = Tensor._make(arr)
+            ptrs[slot] = _address(arr)
         nthreads = _threads()
-        table = ctypes.addressof(ptrs)
         for kind, step in self._steps:
             if kind == "native":
-                step(table, nthreads)
+                step(ptrs, nthreads)
             else:
                 self._run_extern(step, ptrs, values, args)
-        outs = []
-        for o in self.graph.outputs:
-            if isinstance(o, ir.InputBuffer) and o.constant is not None:
-                outs.append(o.constant)
-            elif isinstance(o, ir.Buffer):
-                outs.append(values[o.name])
-            else:
-                outs.append(o)
+        outs = [values[v] if from_values else v for from_values, v in self._outputs]
         del keep
         return tuple(outs) if self.graph.output_is_sequence else outs[0]
+
+    def _layout_error(self, position, name, t):
+        expected = next(b for b in self.graph.inputs if b is not None and b.position == position)
+        return ValueError(
+            f"compiled graph: input {position} ({name}) must be a CPU tensor with shape "
+            f"{tuple(int(s) for s in expected.sizes)}, strides {tuple(int(s) for s in expected.strides)} and dtype "
+            f"{expected.dtype} like the example input, got {tuple(t.shape)}, {tuple(t.stride())}, {t.dtype} on "
+            f"{t.device}")
 
     def _tensor_of(self, buf, ptrs, values):
         t = values.get(buf.name)
@@ -235,7 +274,7 @@ class CompiledGraph:
             # a view-like op's result may alias scratch memory that a later buffer reuses: copy it
             value = value.contiguous() if kernel.op.kind == "function" else value.clone()
             values[out.name] = value
-            ptrs[self.slots[out.name]] = value._data.ctypes.data
+            ptrs[self.slots[out.name]] = _address(value._data)
 
     def __str__(self):
         return str(self.scheduler)
