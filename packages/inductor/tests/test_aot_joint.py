@@ -183,3 +183,20 @@ def test_factories_naming_the_real_device_are_traced_on_meta():
 
     gm = trace_forward(f, [ember.zeros(3)])
     assert_close(gm(ember.zeros(3))[0], ember.arange(3.0) + 1)
+
+
+def test_decomposed_joint_graph_with_list_arguments():
+    a, b = ember.randn(2, 3, requires_grad=True), ember.randn(4, 3, requires_grad=True)
+    gm = trace_joint(lambda a, b: ember.cat([a, b]).exp(), [a, b])
+    decomposed = trace_joint(
+        lambda a, b: ember.cat([a, b]).exp(), [a, b],
+        decompositions={registry["exp"]: lambda input: ember.pow(2.718281828459045, input)},
+    )
+    tangent = ember.randn(6, 3)
+    for graph in (gm, decomposed):
+        out, ga, gb = graph(a.detach(), b.detach(), tangent)
+        want = ember.cat([a, b]).exp()
+        assert_close(out, want, rtol=1e-5, atol=1e-6)
+        want_ga, want_gb = ember.autograd.grad(want, (a, b), tangent)
+        assert_close(ga, want_ga, rtol=1e-5, atol=1e-6)
+        assert_close(gb, want_gb, rtol=1e-5, atol=1e-6)

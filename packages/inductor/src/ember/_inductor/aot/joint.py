@@ -225,8 +225,10 @@ def _map_nodes(value, env):
 
     if isinstance(value, Node):
         return env[value]
-    if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):
-        return type(value)(_map_nodes(v, env) for v in value)
+    if isinstance(value, list):  # fx's immutable lists become plain ones, which the dispatcher scans
+        return [_map_nodes(v, env) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(_map_nodes(v, env) for v in value)
     if isinstance(value, dict):
         return {k: _map_nodes(v, env) for k, v in value.items()}
     return value
