@@ -33,6 +33,8 @@ The rule
   decomposition, whose updates are ``copy_`` calls.
 * Composite ops that autograd differentiates through their decomposition are traced
   through it when grad is recorded, so every tensor autograd saves is a graph value.
+* A decomposition of the caller's table that needs tensor values (a singularity check
+  reading ``info``) is abandoned: the op is recorded whole, as an extern call.
 
 After tracing, :attr:`FunctionalTracer.inputs` tells which graph inputs were written
 (their storage's ``version`` is above 0) and their final values; the caller returns those
@@ -63,7 +65,7 @@ from ember.utils._python_dispatch import DispatchMode
 
 from ..exc import InductorError
 
-__all__ = ["FunctionalTracer", "meta_copy", "is_random_op"]
+__all__ = ["FunctionalTracer", "meta_copy", "is_random_op", "reads_values"]
 
 # ops whose only effect is to write an argument, replaced by a functional op (see the docstring)
 _MUTATING_PRIMS = ("copy_", "fill_", "zero_", "index_put_")
@@ -344,12 +346,25 @@ class FunctionalTracer(DispatchMode):
             return self._flagged_inplace(func, flag, args, kwargs)
         decomposition = self._decomposition_for(func, args, kwargs)
         if decomposition is not None:
-            args, kwargs = self._meta_arg(tuple(args)), {k: self._meta_arg(v) for k, v in kwargs.items()}
-            with self:
-                return decomposition(*args, **kwargs)
+            meta_args, meta_kwargs = self._meta_arg(tuple(args)), {k: self._meta_arg(v) for k, v in kwargs.items()}
+            if not self._optional(func, decomposition):
+                with self:
+                    return decomposition(*meta_args, **meta_kwargs)
+            try:
+                with self:
+                    return decomposition(*meta_args, **meta_kwargs)
+            except (RuntimeError, TypeError) as exc:
+                if not reads_values(exc):
+                    raise
+                # the decomposition needs values (linalg.solve's singularity check): keep the op whole,
+                # an extern call (what it recorded before failing is unused, and dead code later)
         if func.kind == "inplace":
             return self._mutate(func, args, kwargs)
         return self._record(func, args, kwargs)
+
+    def _optional(self, func, decomposition):
+        """Whether ``decomposition`` only comes from the table (the op itself can be recorded instead)."""
+        return self.decompositions.get(func) is decomposition and func.kind == "function"
 
     def _decomposition_for(self, func, args, kwargs):
         table = self.decompositions.get(func)
@@ -438,6 +453,14 @@ class FunctionalTracer(DispatchMode):
         result = func(*self._meta_arg(tuple(args)), **{k: self._meta_arg(v) for k, v in kwargs.items()})
         self._write(target, value)
         return result
+
+
+def reads_values(exc):
+    """Whether an error raised on meta tensors says the code needed tensor values."""
+    text = str(exc)
+    if isinstance(exc, TypeError):
+        return "MetaArray" in text
+    return "meta tensor" in text or "data-dependent" in text
 
 
 def _has_tensor(value):

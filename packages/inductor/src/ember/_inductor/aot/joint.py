@@ -24,7 +24,7 @@ from ember.fx import Graph, GraphModule
 from ember.utils._pytree import tree_flatten
 
 from ..exc import InductorError
-from .functionalize import FunctionalTracer, is_random_op, meta_copy
+from .functionalize import FunctionalTracer, is_random_op, meta_copy, reads_values
 
 __all__ = ["trace_joint", "trace_forward", "TraceInfo"]
 
@@ -85,7 +85,7 @@ def _run(fn, args, tracer, name, phase=""):
             return fn(*args)
     except InductorError:
         raise
-    except RuntimeError as exc:
+    except (RuntimeError, TypeError) as exc:
         if "found at least two devices" in str(exc) and "meta" in str(exc):
             # the dispatcher checks devices before the tracer sees the call: a real tensor met a traced one
             raise InductorError(
@@ -93,20 +93,13 @@ def _run(fn, args, tracer, name, phase=""):
                 f"built tensor such as ember.tensor([...])) together with its inputs ({exc}); pass it as an "
                 "argument, or build it with device=<an input>.device"
             ) from exc
-        if "meta tensor" in str(exc) or "data-dependent" in str(exc):
-            raise InductorError(
-                f"aot: tracing {name}{phase} needed the value of a tensor ({exc}); data-dependent Python control "
-                "flow (`if x.sum() > 0`, `.item()`, `.tolist()`) and ops whose output shape depends on values "
-                "(nonzero, unique, masked_select) cannot be traced ahead of time: compute on tensors "
-                "(ember.where) or leave this function uncompiled"
-            ) from exc
-        raise
-    except TypeError as exc:
-        if "MetaArray" not in str(exc):
+        if not reads_values(exc):
             raise
         raise InductorError(
-            f"aot: tracing {name}{phase} needed the value of a tensor ({exc}); data-dependent Python control flow "
-            "cannot be traced ahead of time"
+            f"aot: tracing {name}{phase} needed the value of a tensor ({exc}); data-dependent Python control "
+            "flow (`if x.sum() > 0`, `.item()`, `.tolist()`) and ops whose output shape depends on values "
+            "(nonzero, unique, masked_select) cannot be traced ahead of time: compute on tensors "
+            "(ember.where) or leave this function uncompiled"
         ) from exc
 
 
