@@ -136,9 +136,9 @@ class GraphLowering:
         if not isinstance(example, ember.Tensor):
             self.inputs.append(None)
             return example
-        if example.dtype not in SUPPORTED_DTYPES or example.device.type != "cpu" and \
-                example.device.type != "meta":
-            raise LoweringException(f"input {node.name}: {example.dtype} on {example.device} is not supported")
+        if example.device.type not in ("cpu", "meta"):
+            raise LoweringException(f"input {node.name}: tensors on {example.device} are not supported")
+        # other dtypes (complex) are allowed: only extern calls read them (see _call)
         buf = ir.InputBuffer(node.name, example.dtype, [sympy.Integer(s) for s in example.shape],
                              [sympy.Integer(s) for s in example.stride()], position=position)
         self.inputs.append(buf)
@@ -150,8 +150,6 @@ class GraphLowering:
             value = getattr(value, part)
         if not isinstance(value, ember.Tensor):
             return value
-        if value.dtype not in SUPPORTED_DTYPES:
-            raise LoweringException(f"constant {node.name}: dtype {value.dtype} is not supported")
         buf = ir.InputBuffer(node.name, value.dtype, [sympy.Integer(s) for s in value.shape],
                              [sympy.Integer(s) for s in value.stride()], constant=value)
         self.constants.append(buf)
@@ -178,6 +176,9 @@ class GraphLowering:
             raise LoweringException(f"node {node.name}: in-place op {target.name} in a graph that must be functional")
         fn = lowerings.get(target)
         reason = fallbacks.get(target, "no lowering")
+        unsupported = _unsupported_dtype(node, args, kwargs)
+        if unsupported is not None:
+            fn, reason = None, f"dtype {unsupported} is not supported by the C++ backend"
         if fn is not None:
             try:
                 bound = target._call_signature.bind(*args, **kwargs)
@@ -202,8 +203,6 @@ class GraphLowering:
 
         def outputs(val, path):
             if isinstance(val, ember.Tensor):
-                if val.dtype not in SUPPORTED_DTYPES:
-                    raise LoweringException(f"node {node.name}: {target.name} returns dtype {val.dtype}")
                 out = ir.ExternOutput(self._name(), val.dtype, [sympy.Integer(s) for s in val.shape], kernel, path)
                 kernel.outputs.append(out)
                 return out
@@ -232,6 +231,27 @@ class GraphLowering:
         outs = ", ".join(o.name if isinstance(o, ir.Buffer) else repr(o) for o in self.outputs)
         lines.append(f"return ({outs},)" if len(self.outputs) == 1 else f"return ({outs})")
         return "\n".join(lines)
+
+
+def _unsupported_dtype(node, args, kwargs):
+    """A dtype among the node's tensors that kernels cannot handle (complex), or None."""
+    found = []
+
+    def walk(v):
+        if isinstance(v, (ember.Tensor, ir.Buffer, View)):
+            if v.dtype not in SUPPORTED_DTYPES:
+                found.append(v.dtype)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                walk(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+
+    walk(node.meta.get("val"))
+    walk(args)
+    walk(kwargs)
+    return found[0] if found else None
 
 
 def _flatten_output(out):
