@@ -100,19 +100,11 @@ def _core_compile(gm, example_inputs):
 
 def _aot_pieces():
     """aot_module_simplified, the inductor decompositions and the min-cut partitioner."""
-    from .aot import api
+    from .aot.api import aot_module_simplified
+    from .aot.decompositions import inductor_decompositions
+    from .aot.partitioners import min_cut_rematerialization_partition
 
-    try:
-        from .aot.decompositions import inductor_decompositions
-
-        decompositions = inductor_decompositions()
-    except ImportError:  # the decomposition tables are optional for correctness: lowering keeps externs
-        decompositions = None
-    try:
-        from .aot.partitioners import min_cut_rematerialization_partition as partition_fn
-    except ImportError:
-        partition_fn = None  # aot's default (save every intermediate)
-    return api.aot_module_simplified, decompositions, partition_fn
+    return aot_module_simplified, inductor_decompositions(), min_cut_rematerialization_partition
 
 
 def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositions=None, partition_fn=None):
