@@ -79,6 +79,16 @@ def test_softmax_matches_eager():
         assert_close(got, want)
 
 
+def test_softmax_over_the_last_dim_is_one_kernel_with_an_inner_loop():
+    x = ember.randn(16, 40)
+    compiled = compile_decomposed(lambda t: (ember.softmax(t, -1),), x)
+    (kernel,) = compiled.scheduler.steps
+    assert [bool(n.inner_ranges) for n in kernel.nodes] == [False, False, True]
+    assert "inner_epilogue" in [rule for rule, _ in compiled.scheduler.decisions]
+    assert "y0 < 40" in str(kernel)
+    assert_close(compiled(x)[0], ember.softmax(x, -1))
+
+
 def test_extern_matmul_in_the_middle():
     x, w, bias = ember.randn(8, 16), ember.randn(16, 12), ember.randn(12)
 

@@ -42,11 +42,14 @@ BROADCAST_OPS = 3
 class SchedulerNode:
     """A computed buffer placed in a kernel: ``body`` over the kernel's loop symbols ``x0..``."""
 
-    def __init__(self, buffer, body, index):
+    def __init__(self, buffer, body, index, inner_ranges=()):
         self.buffer = buffer
         self.body = body
         self.index = index  # the buffer's own index in kernel symbols (its store position)
         self.local = False  # read only inside its kernel: a local variable, no memory
+        # a pointwise node over the kernel's outer dims plus these: an inner loop over y0.. per
+        # outer iteration (softmax's normalisation after its row reductions)
+        self.inner_ranges = list(inner_ranges)
 
     @property
     def is_reduction(self):
@@ -59,6 +62,10 @@ class SchedulerNode:
             rnames = ", ".join(f"{v} < {s}" for v, s in zip(ir.reduction_vars(len(data.reduction_ranges)),
                                                               data.reduction_ranges))
             return f"{target} = reduce_{data.reduction_type}({rnames}: {self.body})"
+        if self.inner_ranges:
+            ynames = ", ".join(f"{v} < {r}" for v, r in zip(ir.index_vars(len(self.inner_ranges), "y"),
+                                                           self.inner_ranges))
+            return f"{target} = for({ynames}: {self.body})"
         return f"{target} = {self.body}"
 
 
@@ -190,6 +197,14 @@ class Scheduler:
             if step.name in self.inlined or step.name in self.aliases:
                 continue
             key = _key(step.sizes)
+            if kernel is not None and self._inner_candidate(kernel, step, key):
+                outer = len(kernel.ranges)
+                node = self._node_for(step, key, outer)
+                rule = self._fusable(kernel, node)
+                if rule is not None:
+                    self._decide("inner_epilogue", f"{step.name} joins kernel {kernel.name} as an inner loop")
+                    kernel.nodes.append(node)
+                    continue
             node = self._node_for(step, key)
             if kernel is not None and _key(kernel.ranges) == key:
                 rule = self._fusable(kernel, node)
@@ -202,13 +217,23 @@ class Scheduler:
             kernel.nodes.append(node)
             self.steps.append(kernel)
 
-    def _node_for(self, buffer, key):
-        xs = ir.index_vars(len(key), "x")
-        it = iter(xs)
+    @staticmethod
+    def _inner_candidate(kernel, buffer, key):
+        """A pointwise buffer over the kernel's outer dims followed by more dims, in a kernel with reductions."""
+        outer = tuple(kernel.ranges)
+        return (isinstance(buffer.data, ir.Pointwise) and any(n.is_reduction for n in kernel.nodes)
+                and len(key) > len(outer) and key[:len(outer)] == outer)
+
+    def _node_for(self, buffer, key, outer=None):
+        """The node of ``buffer`` in kernel symbols: ``x0..`` for its dims (size-1 dims read 0), or, given
+        ``outer``, ``x0..`` for the first ``outer`` non-1 dims and ``y0..`` (an inner loop) for the rest."""
+        outer = len(key) if outer is None else outer
+        syms = ir.index_vars(outer, "x") + ir.index_vars(len(key) - outer, "y")
+        it = iter(syms)
         index = [sympy.Integer(0) if s == 1 else next(it) for s in buffer.sizes]
         mapping = dict(zip(ir.index_vars(len(buffer.sizes)), index))
         body = ir.substitute(self.bodies[buffer.name], mapping)
-        return SchedulerNode(buffer, body, tuple(index))
+        return SchedulerNode(buffer, body, tuple(index), key[outer:])
 
     def _fusable(self, kernel, node):
         inside = {n.buffer.name: n for n in kernel.nodes}
@@ -244,6 +269,8 @@ class Scheduler:
             if isinstance(step, FusedKernel):
                 for node in step.nodes:
                     name = node.buffer.name
+                    if node.inner_ranges:  # its values live only inside one inner loop
+                        continue
                     if name not in outputs and last_use.get(name, s) == s:
                         node.local = True
                         self._decide("local", f"{name} is read only inside {step.name}: a local variable")

@@ -100,8 +100,8 @@ static inline float ember_expf(float x) {
     p = __builtin_fmaf(p, r, 1.0f);
     int32_t ki = (int32_t)k;
     int32_t k1 = ki / 2;
-    float y = p * ember_pow2i(k1) * ember_pow2i(ki - k1);
-    return (x != x) ? x : y;
+    // a NaN x makes r, p and so the result NaN without a test
+    return p * ember_pow2i(k1) * ember_pow2i(ki - k1);
 }
 static inline float ember_erff(float x) {
     float a = x < 0.0f ? -x : x;
@@ -123,9 +123,9 @@ static inline float ember_erff(float x) {
     q = __builtin_fmaf(q, t, 0.27363319114056467f);
     q = __builtin_fmaf(q, t, 0.0006023024177477694f);
     float large = __builtin_fmaf(-ember_expf(-z), q, 1.0f);
-    float r = a < 0.9f ? small : (a < 4.2f ? large : 1.0f);
-    r = x < 0.0f ? -r : r;
-    return (x != x) ? x : r;
+    // ordered so that a NaN (every comparison false) takes `small`, which is NaN
+    float r = a >= 4.2f ? 1.0f : (a >= 0.9f ? large : small);
+    return x < 0.0f ? -r : r;
 }
 template <typename T> static inline T ember_exp(T x) {
     if constexpr (std::is_same<T, float>::value) return ember_expf(x); else return std::exp(x);
@@ -492,13 +492,40 @@ class KernelGen:
             return
         indent = self._loops(lines, True, False, work)
         printer = ExprPrinter(self, lines, indent)
-        for node in k.nodes:
+        nodes = list(k.nodes)
+        while nodes:
+            node = nodes.pop(0)
+            if node.inner_ranges:
+                group = [node]
+                while nodes and nodes[0].inner_ranges == node.inner_ranges:
+                    group.append(nodes.pop(0))
+                self._inner_loop(group, lines, indent, printer)
+                continue
             if node.is_reduction:
                 value = self._reduce(node, lines, indent, printer)
             else:
                 value = printer.emit(node.body)
             self.store(node, value, lines, indent)
         self._close(lines)
+
+    def _inner_loop(self, group, lines, indent, printer):
+        """Pointwise nodes over the outer iteration's extra dims ``y0..``: one loop nest, simd inside."""
+        ranges = group[0].inner_ranges
+        ys = ir.index_vars(len(ranges), "y")
+        for node in group:
+            self._hoist(node.body, set(ys), printer)
+        inner = indent
+        for d, (v, size) in enumerate(zip(ys, ranges)):
+            if d == len(ys) - 1:
+                lines.append(f"{inner}#pragma omp simd")
+            lines.append(f"{inner}for (int64_t {v} = 0; {v} < {cindex(size)}; ++{v}) {{")
+            inner += "    "
+        scope = ExprPrinter(self, lines, inner)
+        scope.memo = dict(printer.memo)
+        for node in group:
+            self.store(node, scope.emit(node.body), lines, inner)
+        for d in reversed(range(len(ys))):
+            lines.append(indent + "    " * d + "}")
 
     def _scalar_kernel(self, lines):
         """A kernel without outer loops: each large reduction is split in fixed chunks run in parallel."""
