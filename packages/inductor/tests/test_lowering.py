@@ -223,6 +223,14 @@ def test_inputs_must_match_the_example_layout():
         compiled(_rand(4, 3).t())
 
 
+def test_number_inputs_are_compiled_in_and_checked():
+    x = _rand(3)
+    compiled = compile_graph(make_fx(lambda t, k: t * k)(x, 3), [x, 3])
+    assert_close(compiled(x, 3), x * 3)
+    with pytest.raises(ValueError, match="compiled as the constant 3"):
+        compiled(x, 4)
+
+
 def test_the_tables():
     from ember._ops._registry import Op
 

@@ -60,6 +60,8 @@ class GraphLowering:
 
     Attributes (after :meth:`run`):
         inputs (list[InputBuffer | None]): one per placeholder (None for non-tensor inputs).
+        scalar_inputs (list[tuple[int, object]]): position and value of each non-tensor input
+            (compiled in as constants).
         constants (list[InputBuffer]): tensor constants (``get_attr`` nodes).
         buffers (list[ComputedBuffer | ExternKernel]): in program order.
         outputs (list): the graph's outputs: buffers, or Python values.
@@ -83,6 +85,7 @@ class GraphLowering:
         self.buffers = []
         self.outputs = []
         self.output_is_sequence = True
+        self.scalar_inputs = []  # (position, value) of non-tensor inputs
         self.env = {}
         self._count = 0
 
@@ -134,7 +137,10 @@ class GraphLowering:
     def _placeholder(self, node, position):
         example = self.example_inputs[position] if position < len(self.example_inputs) else None
         if not isinstance(example, ember.Tensor):
+            # a non-tensor input (a Python number) is compiled in as a constant: the wrapper checks
+            # each call passes the same value
             self.inputs.append(None)
+            self.scalar_inputs.append((position, example))
             return example
         if example.device.type not in ("cpu", "meta"):
             raise LoweringException(f"input {node.name}: tensors on {example.device} are not supported")

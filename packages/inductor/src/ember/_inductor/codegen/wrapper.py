@@ -212,6 +212,10 @@ class CompiledGraph:
                 raise self._layout_error(position, name, t)
             ptrs[slot] = _address(arr)
             values[name] = t
+        for position, value in self.graph.scalar_inputs:
+            if args[position] != value:
+                raise ValueError(f"compiled graph: input {position} was compiled as the constant {value!r}, "
+                                 f"got {args[position]!r}")
         for slot, t in self._constants:
             ptrs[slot] = _address(t._data)
         keep = []
