@@ -139,6 +139,15 @@ template <typename T> static inline T ember_maximum(T a, T b) {
 template <typename T> static inline T ember_minimum(T a, T b) {
     return (a != a) ? a : ((b != b) ? b : (a < b ? a : b));
 }
+// NaN-propagating max/min as OpenMP reductions, so `omp simd` vectorises them (order-free: NaN wins)
+#pragma omp declare reduction(ember_max_f : float : omp_out = ember_maximum<float>(omp_out, omp_in)) \
+    initializer(omp_priv = -std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(ember_min_f : float : omp_out = ember_minimum<float>(omp_out, omp_in)) \
+    initializer(omp_priv = std::numeric_limits<float>::infinity())
+#pragma omp declare reduction(ember_max_d : double : omp_out = ember_maximum<double>(omp_out, omp_in)) \
+    initializer(omp_priv = -std::numeric_limits<double>::infinity())
+#pragma omp declare reduction(ember_min_d : double : omp_out = ember_minimum<double>(omp_out, omp_in)) \
+    initializer(omp_priv = std::numeric_limits<double>::infinity())
 template <typename T> static inline T ember_floordiv(T a, T b) {
     if constexpr (std::is_floating_point<T>::value) { return std::floor(a / b); }
     else { T q = a / b; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q; }
@@ -390,6 +399,21 @@ def _combine(rtype, acc, v, dtype):
     return f"{acc} = std::{fn[:3]}<{t}>({acc}, {v});"
 
 
+def _simd_reduction(rtype, dtype):
+    """The OpenMP reduction identifier that vectorises ``rtype`` on ``dtype``, or None."""
+    if dtype == ember.bool:
+        return None
+    if rtype in ("sum", "prod"):
+        return "+" if rtype == "sum" else "*"
+    if rtype in ("max", "min"):
+        if dtype in (ember.float64,):
+            return f"ember_{rtype}_d"
+        if dtype.is_floating_point:
+            return f"ember_{rtype}_f"
+        return rtype
+    return None
+
+
 class KernelGen:
     """C++ for one :class:`~ember._inductor.scheduler.FusedKernel`."""
 
@@ -556,8 +580,10 @@ class KernelGen:
         self._hoist(node.body, set(rvars), printer)
         inner = indent
         for d, (v, size) in enumerate(zip(rvars, data.reduction_ranges)):
-            if d == len(rvars) - 1 and rtype in ("sum", "prod") and dtype != ember.bool:
-                lines.append(f"{inner}#pragma omp simd reduction({'+' if rtype == 'sum' else '*'}:{acc})")
+            if d == len(rvars) - 1:
+                clause = _simd_reduction(rtype, dtype)
+                if clause:
+                    lines.append(f"{inner}#pragma omp simd reduction({clause}:{acc})")
             lo, hi = ("0", cindex(size)) if (d > 0 or r0_range is None) else r0_range
             lines.append(f"{inner}for (int64_t {v} = {lo}; {v} < {hi}; ++{v}) {{")
             inner += "    "
