@@ -55,6 +55,21 @@ def test_row_reductions_vectorise_their_inner_loop():
     assert "#pragma omp parallel for num_threads(nthreads)" in source
 
 
+def test_reductions_over_leading_dims_interchange_their_loops():
+    from ember.testing import assert_close
+
+    x = ember.randn(300, 600)
+    y = ember.randn(4, 30, 70)
+
+    def fn(t, y):
+        return t.sum(0), ember.amax(t * 2, 0), y.sum((0, 1)), y.sum(1), t.sum(1)
+
+    compiled = compile_graph(make_fx(fn)(x, y), [x, y])
+    assert compiled.source.count("for (int64_t xb = 0;") == 3  # the column sums; t.sum(1) is a row sum
+    for got, want in zip(compiled(x, y), fn(x, y)):
+        assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_half_types_are_stored_as_uint16_and_computed_in_float():
     x = ember.randn(4, 4).to(ember.float16)
     source = compile_graph(make_fx(lambda t: t * 2)(x), [x]).source

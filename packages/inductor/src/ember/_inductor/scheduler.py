@@ -180,7 +180,10 @@ class Scheduler:
                 return ir.Load(target, index) if target is not None else None
             producer, pbody = entry
             mapping = dict(zip(ir.index_vars(len(producer.sizes)), index))
-            return ir.substitute(pbody, mapping)
+            value = ir.substitute(pbody, mapping)
+            if value.dtype != producer.dtype:  # a half buffer computed in float32 rounds where it is read
+                value = ir.Op("to_dtype", (value,), producer.dtype)
+            return value
 
         return ir.substitute(body, {}, replace)
 

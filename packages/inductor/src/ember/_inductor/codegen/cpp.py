@@ -27,12 +27,14 @@ import ember
 
 from .. import ir
 
-__all__ = ["generate", "ctype", "PARALLEL_THRESHOLD", "REDUCTION_SPLIT"]
+__all__ = ["generate", "ctype", "PARALLEL_THRESHOLD", "REDUCTION_SPLIT", "COLUMN_BLOCK"]
 
 #: Fewer elements than this run on one thread (the OpenMP fork costs a few microseconds).
 PARALLEL_THRESHOLD = 32768
 #: Chunks of a full reduction (fixed, so the sum's rounding is the same on any thread count).
 REDUCTION_SPLIT = 16
+#: Outputs per block of a reduction over leading dims (one accumulator each, kept in registers/L1).
+COLUMN_BLOCK = 256
 
 _CTYPES = {
     ember.float32: "float", ember.float64: "double", ember.int64: "int64_t", ember.int32: "int32_t",
@@ -444,6 +446,8 @@ class KernelGen:
     def store(self, node, value, lines, indent):
         buf = node.buffer
         if node.local:
+            if buf.dtype in _HALF:  # round as a store to memory would
+                value = convert(value, ember.float32, buf.dtype)
             lines.append(f"{indent}{value_ctype(buf.dtype)} {buf.name}_v = {value};")
             return
         self.written[buf.name] = buf
@@ -514,6 +518,9 @@ class KernelGen:
         if not k.ranges and work >= PARALLEL_THRESHOLD:
             self._scalar_kernel(lines)
             return
+        if self._column_reduction():
+            self._column_kernel(lines, work)
+            return
         indent = self._loops(lines, True, False, work)
         printer = ExprPrinter(self, lines, indent)
         nodes = list(k.nodes)
@@ -531,6 +538,86 @@ class KernelGen:
                 value = printer.emit(node.body)
             self.store(node, value, lines, indent)
         self._close(lines)
+
+    def _column_reduction(self):
+        """Whether this kernel's nodes are reductions over the same leading dims that read memory
+        contiguously along the last OUTER dim (``x.sum(0)`` of a row-major matrix), none reading another:
+        then the loops are interchanged (see _column_kernel)."""
+        k = self.kernel
+        if not k.ranges:
+            return False
+        names = {n.buffer.name for n in k.nodes}
+        first = k.nodes[0].buffer.data
+        x_last = k.vars[-1]
+        along_x = False
+        for node in k.nodes:
+            data = node.buffer.data
+            if not node.is_reduction or data.reduction_type not in ("sum", "prod", "max", "min") or \
+                    node.body.dtype == ember.bool or not data.reduction_ranges or \
+                    list(data.reduction_ranges) != list(first.reduction_ranges):
+                return False
+            r_last = ir.reduction_vars(len(data.reduction_ranges))[-1]
+            for ld in ir.loads(node.body):
+                if ld.buffer.name in names:
+                    return False
+                flat = ir.flat_index(ld.index, ld.buffer.strides)
+                cx, cr = flat.coeff(x_last), flat.coeff(r_last)
+                if cr == 1 or cx not in (0, 1):
+                    return False
+                along_x = along_x or cx == 1
+        return along_x
+
+    def _column_kernel(self, lines, work):
+        """Reductions over leading dims: blocks of COLUMN_BLOCK outputs along the last outer dim keep one
+        accumulator each; the reduced dims run outside a contiguous (simd) loop over the block."""
+        k = self.kernel
+        data = k.nodes[0].buffer.data
+        n = len(k.ranges)
+        xs = k.vars
+        x_last, size = xs[-1], cindex(k.ranges[-1])
+        block = COLUMN_BLOCK
+        indent = "    "
+        if work >= PARALLEL_THRESHOLD:
+            collapse = f" collapse({n})" if n > 1 else ""
+            lines.append(f"{indent}#pragma omp parallel for num_threads(nthreads){collapse}")
+        for v, r in zip(xs[:-1], k.ranges[:-1]):
+            lines.append(f"{indent}for (int64_t {v} = 0; {v} < {cindex(r)}; ++{v}) {{")
+            indent += "    "
+        lines.append(f"{indent}for (int64_t xb = 0; xb < {size}; xb += {block}) {{")
+        indent += "    "
+        lines.append(f"{indent}const int64_t xe = std::min<int64_t>(xb + {block}, {size});")
+        accs = []
+        for node in k.nodes:
+            dtype = node.body.dtype
+            acc = "acc_" + self.tmp()
+            accs.append(acc)
+            lines.append(f"{indent}{value_ctype(dtype)} {acc}[{block}];")
+            lines.append(f"{indent}for (int64_t j = 0; j < {block}; ++j) {acc}[j] = "
+                         f"{_reduction_init(node.buffer.data.reduction_type, dtype)};")
+        rvars = ir.reduction_vars(len(data.reduction_ranges))
+        inner = indent
+        for v, r in zip(rvars, data.reduction_ranges):
+            lines.append(f"{inner}for (int64_t {v} = 0; {v} < {cindex(r)}; ++{v}) {{")
+            inner += "    "
+        lines.append(f"{inner}#pragma omp simd")
+        lines.append(f"{inner}for (int64_t {x_last} = xb; {x_last} < xe; ++{x_last}) {{")
+        scope = ExprPrinter(self, lines, inner + "    ")
+        for node, acc in zip(k.nodes, accs):
+            value = scope.emit(node.body)
+            rtype = node.buffer.data.reduction_type
+            lines.append(f"{inner}    {_combine(rtype, f'{acc}[{x_last} - xb]', value, node.body.dtype)}")
+        lines.append(f"{inner}}}")
+        for d in reversed(range(len(rvars))):
+            lines.append(indent + "    " * d + "}")
+        lines.append(f"{indent}for (int64_t {x_last} = xb; {x_last} < xe; ++{x_last}) {{")
+        for node, acc in zip(k.nodes, accs):
+            result = f"{acc}[{x_last} - xb]"
+            if node.body.dtype != node.buffer.dtype:
+                result = convert(result, node.body.dtype, node.buffer.dtype)
+            self.store(node, result, lines, indent + "    ")
+        lines.append(f"{indent}}}")
+        for d in reversed(range(n)):  # the block loop and the outer loops
+            lines.append("    " * (d + 1) + "}")
 
     def _inner_loop(self, group, lines, indent, printer):
         """Pointwise nodes over the outer iteration's extra dims ``y0..``: one loop nest, simd inside."""
