@@ -43,6 +43,36 @@ OTHER_SAMPLES = 1
 #: (op name, "forward"/"backward", dtype name or None for all) -> reason: strict xfails.
 KNOWN_FAILURES: dict[tuple[str, str, str | None], str] = {}
 
+_DATA_DEPENDENT = "the output's shape depends on the input's values: aot cannot trace it on meta tensors"
+_BACKWARD_READS = (
+    "its derivative formula reads tensor values (a zero test, a masked_select): the backward can't be traced"
+)
+_BACKWARD_WORD = "backward pass"
+
+#: op name -> (why its graph runs eagerly, a word the logged reason contains). Only these ops may
+#: fall back to eager for a whole graph; every other op must compile (its unsupported parts being
+#: extern calls inside the compiled graph, listed in ``lowering.fallbacks``).
+EAGER_GRAPHS: dict[str, tuple[str, str]] = {
+    "argwhere": (_DATA_DEPENDENT, "argwhere"),
+    "nonzero": (_DATA_DEPENDENT, "nonzero"),
+    "masked_select": (_DATA_DEPENDENT, "masked_select"),
+    "unique": (_DATA_DEPENDENT, "unique"),
+    "unique_consecutive": (_DATA_DEPENDENT, "unique_consecutive"),
+    "bincount": (_DATA_DEPENDENT, "bincount"),
+    "one_hot": (f"num_classes=-1 (inferred from the values): {_DATA_DEPENDENT}", "num_classes"),
+    "linalg_solve": ("its decomposition reads a tensor's value (int()) while tracing", "needed the value"),
+    "linalg_tensorsolve": ("its decomposition reads a tensor's value (int()) while tracing", "needed the value"),
+    # backward formulas that read values (aot traces the backward on meta tensors too)
+    "cumprod": (_BACKWARD_READS, _BACKWARD_WORD),
+    "linalg_svd": (_BACKWARD_READS, _BACKWARD_WORD),
+    "linalg_vander": (_BACKWARD_READS, _BACKWARD_WORD),
+    "masked_scatter": (_BACKWARD_READS, _BACKWARD_WORD),
+}
+
+#: The C++ backend has no complex dtypes: any graph with a complex value runs eagerly (its
+#: reason names the complex dtype), whatever the op.
+COMPLEX_RULE = "complex"
+
 #: Ops whose values are uninitialized memory: only shapes and dtypes are compared.
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
 
@@ -212,6 +242,15 @@ def _compile(fn, tensors, info, **kwargs):
     return compile_fx(gm, list(tensors), name=info.name, **kwargs)
 
 
+def _check_fallbacks(info, fallbacks):
+    """A graph runs eagerly only for the ops of EAGER_GRAPHS, for the reason listed there."""
+    if not fallbacks or all(COMPLEX_RULE in reason for reason in fallbacks):
+        return
+    assert info.name in EAGER_GRAPHS, f"{info.name} ran eagerly: {fallbacks}"
+    word = EAGER_GRAPHS[info.name][1]
+    assert all(word in reason for reason in fallbacks), f"{info.name} ran eagerly for another reason: {fallbacks}"
+
+
 @pytest.fixture(autouse=True)
 def _strict():
     with config.patch(fallback_on_compile_error=False):
@@ -234,6 +273,7 @@ def test_compiled_matches_eager(info, dtype, count):
         except _NotTensors as exc:
             pytest.skip(str(exc))
         compiled = _compile(fn, tensors, info)
+        _check_fallbacks(info, compiled.fallbacks)
         if _is_random(info):
             ember.manual_seed(0)
         _compare(compiled(*tensors), want, info, dtype)
@@ -289,6 +329,7 @@ def test_compiled_backward_matches_eager(info):
     got = _outputs(compiled(*leaves))
     got_diff = [g for g, w in zip(got, want) if w.requires_grad]
     got_grads = ember.autograd.grad(got_diff, wrt, cotangents, allow_unused=True)
+    _check_fallbacks(info, compiled.fallbacks)  # the backward graph is compiled at the first backward
     for i, (g, w) in enumerate(zip(got_grads, want_grads)):
         if w is None:
             assert g is None or not bool(g.abs().sum()), f"grad {i}: eager has none"
@@ -298,6 +339,19 @@ def test_compiled_backward_matches_eager(info):
 
 
 # --------------------------------------------------------------------------- the lowering table
+
+
+def _differentiable_inputs(info, sample, fn, tensors):
+    """The sample's tensors, with those eager autograd differentiates requiring grad (unchanged if none)."""
+    try:
+        leaves, outputs = _eager_with_grad(info, sample, fn, tensors)
+        diff = [o for o in outputs if o.requires_grad and o.is_floating_point()]
+        if diff:
+            ember.autograd.grad([o.sum() for o in diff], [t for t in leaves if t.requires_grad], allow_unused=True)
+            return leaves
+    except (pytest.skip.Exception, RuntimeError, NotImplementedError):
+        pass  # no eager gradient for this sample: the forward alone
+    return tensors
 
 
 def _ops_reaching_lowering():
@@ -323,7 +377,7 @@ def _ops_reaching_lowering():
     for name in OPS:
         info = op_db[name]
         dtype = ember.float32 if ember.float32 in info.dtypes else info.dtypes[0]
-        sample = next(iter(info.sample_inputs(info, "cpu", dtype, info.supports_autograd)), None)
+        sample = next(iter(info.sample_inputs(info, "cpu", dtype, False)), None)
         if sample is None:
             continue
         fn, tensors = _as_function(info, sample)
@@ -331,9 +385,11 @@ def _ops_reaching_lowering():
             _outputs(_call(fn, tensors, info))
         except _NotTensors:
             continue
+        if info.supports_autograd:  # differentiate what eager can: the backward reaches lowering too
+            tensors = _differentiable_inputs(info, sample, fn, tensors)
         compiled = _compile(fn, tensors, info, inner_compile=recorder(name))
         out = compiled(*tensors)
-        diff = [o for o in _outputs(out) if o.requires_grad]
+        diff = [o for o in _outputs(out) if o.requires_grad and o.is_floating_point()]
         if diff:  # the backward graph is handed over on the first backward
             ember.autograd.grad([o.sum() for o in diff], [t for t in tensors if t.requires_grad], allow_unused=True)
     return reached
