@@ -162,6 +162,25 @@ def test_det_gradient_matches_cpu():
     assert_close(grads[1], grads[0], rtol=1e-9, atol=1e-9)
 
 
+def test_det_backward_fast_path_equals_the_formula_and_singular_batches_take_the_svd():
+    # without create_graph the backward is ember.cuda.kernels.linalg.det_backward; with it, the formula's ops
+    A = _make((6, 8, 8), ember.float32, shift=2)
+    singular = A.clone()
+    singular[2, :, 0] = singular[2, :, 1]  # rank-deficient: the fast path declines, the SVD branch takes it
+    for matrices in (A, singular):
+        grads = []
+        for device, create_graph in (("cpu", False), ("cuda", False), ("cuda", True)):
+            a = matrices.to(device).requires_grad_()
+            (g,) = ember.autograd.grad(ember.linalg.det(a).sum(), a, create_graph=create_graph)
+            grads.append(g.detach().cpu())
+        assert_close(grads[1], grads[0], rtol=1e-3, atol=1e-4)
+        assert_close(grads[2], grads[1], rtol=1e-5, atol=1e-6)
+    from ember.cuda.kernels import linalg as cuda_linalg
+
+    a = A.cuda()
+    assert cuda_linalg.det_backward(ember.ones(6, device="cuda"), a, ember.linalg.det(a)) is not None
+
+
 # -- triangular solves ---------------------------------------------------------------------------------
 
 

@@ -319,6 +319,28 @@ def test_cholesky_backward_is_the_formula(stand_in, dtype, upper):
     np.testing.assert_allclose(np.asarray(got._data), want, rtol=50 * _tol(dtype), atol=50 * _tol(dtype))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_det_backward_is_the_formula_and_declines_singular_batches(stand_in, dtype, monkeypatch):
+    from ember._tensor import Tensor
+
+    cp = sys.modules["cupy"]
+    for name in ("eye", "abs", "isfinite"):
+        monkeypatch.setattr(cp, name, getattr(np, name), raising=False)
+    rng = np.random.default_rng(6)
+    a = (np.eye(6) + 0.1 * rng.standard_normal((4, 6, 6))).astype(dtype)
+    det = np.linalg.det(a).astype(dtype)
+    grad = rng.standard_normal(4).astype(dtype)
+    wrap = lambda x: Tensor._make(stand_in(x), "device")  # noqa: E731
+    got = kernels.det_backward(wrap(grad), wrap(a), wrap(det))
+    want = (grad * det)[:, None, None] * np.linalg.inv(a).swapaxes(-1, -2)  # grad * det * A^{-T}
+    np.testing.assert_allclose(np.asarray(got._data), want, rtol=50 * _tol(dtype), atol=50 * _tol(dtype))
+    singular = a.copy()
+    singular[1, :, 0] = singular[1, :, 1]  # a rank-deficient matrix: the SVD branch must take the batch
+    assert kernels.det_backward(wrap(grad), wrap(singular), wrap(det)) is None
+    complex_ = a.astype(np.complex64 if dtype == np.float32 else np.complex128)
+    assert kernels.det_backward(wrap(grad.astype(complex_.dtype)), wrap(complex_), wrap(det.astype(complex_.dtype))) is None
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(6, 4), (4, 6), (2, 5, 5)])
 @pytest.mark.parametrize("full", [False, True])

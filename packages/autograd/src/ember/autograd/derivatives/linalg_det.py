@@ -16,6 +16,7 @@ their decompositions.
 from __future__ import annotations
 
 import ember
+from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, through_decomposition
 from ._helpers import conj, mH
@@ -58,6 +59,14 @@ def det_backward(grad, A, result):
     where that is accurate, through the SVD where ``A`` is singular or nearly so."""
     if A.shape[-1] == 0:
         return ember.zeros_like(A)
+    if A.device.type == "cuda" and not _dispatch_state.grad_enabled:
+        # a backward pass that records nothing, on the GPU: the same LU solve and precision test on the arrays
+        # (one host read), without dispatching the formula's ops; None sends singular batches to the SVD below
+        from ember.cuda.kernels import linalg as cuda_linalg
+
+        fast = cuda_linalg.det_backward(grad, A, result)
+        if fast is not None:
+            return fast
     # the identity expanded to A's batch: a bare (n, n) identity would read as a batch of vectors when A's
     # batch shape is (n,) (PyTorch's vector rule)
     inverse_h, info = ember.linalg.solve_ex(mH(A), _eye_like(A).expand(A.shape))
