@@ -50,7 +50,47 @@ def _legacy_window(name, window_length, periodic, dtype, device, requires_grad, 
         values = np.ones(window_length)
     else:
         values = values_of(window_length + 1 if periodic else window_length)[:window_length]
+    if device is not None and not values.flags.writeable:  # cached values: a GPU copy may be cached too
+        window = _cached_device_window(values, values.base, dtype, device, requires_grad)
+        if window is not None:
+            return window
     return ember.tensor(values, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+_DEVICE_WINDOWS = {}  # (id of cached values, length, dtype, device) -> (cached values, device array)
+_DEVICE_WINDOWS_KEPT = 32
+
+
+def _cached_device_window(values, cached, dtype, device, requires_grad):
+    """A new cuda tensor holding ``values`` (a slice of ``cached``, a read-only array of :func:`_cached_cosine_sum`)
+    in ``dtype``,
+    by one device-to-device copy of a cached upload, or None off cuda or under a dispatch mode.
+
+    ``stft`` callers make the same window at every call; its upload from the host (the rounding to ``dtype``,
+    CuPy's transfer) cost more host time than a short transform's launch."""
+    from ._device import canonical_device
+    from ._ops import _dispatch
+
+    if _dispatch.state.modes or cached is None:
+        return None
+    where = canonical_device(device)
+    if where.type != "cuda":
+        return None
+    key = (id(cached), len(values), dtype, where)
+    entry = _DEVICE_WINDOWS.get(key)
+    if entry is None or entry[0] is not cached:
+        import ember
+
+        if len(_DEVICE_WINDOWS) >= _DEVICE_WINDOWS_KEPT:
+            _DEVICE_WINDOWS.clear()
+        # the cached values are kept with their upload, so that their id stays theirs
+        entry = _DEVICE_WINDOWS[key] = (cached, ember.tensor(values, dtype=dtype, device=where)._data)
+    source = entry[1]
+    copy = type(source)(source.shape, source.dtype)
+    if source.size:
+        copy.data.copy_from_device_async(source.data, source.nbytes)
+    window = Tensor._make(copy, where)
+    return window.requires_grad_(True) if requires_grad else window
 
 
 def _cosine_terms(a):

@@ -97,6 +97,22 @@ def test_windows_and_frequencies_on_cuda():
     assert_close(F.fftshift(F.rfftfreq(8, device="cuda")).cpu(), F.fftshift(F.rfftfreq(8)))
 
 
+def test_cached_cuda_windows_are_fresh_tensors_with_the_cpu_values():
+    # hann/hamming/blackman on cuda copy a cached upload (ember._spectral._cached_device_window)
+    for make in (ember.hann_window, ember.hamming_window, ember.blackman_window):
+        for dtype in (ember.float32, ember.float64):
+            for periodic in (True, False):
+                first = make(400, periodic, dtype=dtype, device="cuda")
+                assert first.device.type == "cuda" and first.dtype == dtype and not first.requires_grad
+                np.testing.assert_array_equal(first.cpu().numpy(), make(400, periodic, dtype=dtype).numpy())
+                first.fill_(7.0)  # a new tensor per call: writing one leaves the next untouched
+                second = make(400, periodic, dtype=dtype, device="cuda", requires_grad=True)
+                assert second.requires_grad and second.is_leaf
+                np.testing.assert_array_equal(second.detach().cpu().numpy(), make(400, periodic, dtype=dtype).numpy())
+    assert ember.hann_window(1, device="cuda").cpu().tolist() == [1.0]
+    assert ember.hann_window(0, device="cuda").shape == (0,)
+
+
 # -- cuFFT plans called directly (ember.cuda.kernels.fft_plans) ------------------------------------------
 
 
