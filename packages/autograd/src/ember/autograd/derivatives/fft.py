@@ -62,6 +62,13 @@ def _c2c_grad(grad, dim, norm, forward):
     return ember._ops.fft._fft_c2c(grad, dim, DUAL_NORM[norm], not forward)
 
 
+def _on_cuda_unrecorded(grad):
+    """Whether ``grad`` is a plain cuda tensor in a backward pass that records nothing: the gradients below
+    may then run on its array (the same values, fewer dispatches and copies)."""
+    return (type(grad) is ember.Tensor and grad._device.type == "cuda" and not _dispatch.state.grad_enabled
+            and not _dispatch.state.modes)
+
+
 def _r2c_grad(grad, input, dim, norm, onesided):
     ndim = input.dim()
     dims = _wrapped(dim, ndim)
@@ -69,7 +76,16 @@ def _r2c_grad(grad, input, dim, norm, onesided):
         return ember.real(ember._ops.fft._fft_c2c(grad, dims, DUAL_NORM[norm], False))
     n = input.shape[dims[-1]]
     bins = grad.shape[dims[-1]]
-    halved = grad * _bin_weights(n, bins, 0.5, grad, dims[-1], ndim)
+    weights = _bin_weights(n, bins, 0.5, grad, dims[-1], ndim)
+    if _on_cuda_unrecorded(grad):
+        # the product is a new array that cuFFT's c2r may overwrite: no copy of it, no dispatch
+        from ember.cuda.kernels import fft_plans
+
+        halved = grad._data * weights._data
+        out = fft_plans.transform(halved, dims, DUAL_NORM[norm], "c2r", last_dim_size=n, overwrite_x=True)
+        if out is not None:
+            return ember.Tensor._make(out, grad._device)
+    halved = grad * weights
     return ember._ops.fft._fft_c2r(halved, dims, DUAL_NORM[norm], n)
 
 
@@ -78,7 +94,13 @@ def _c2r_grad(grad, dim, norm, last_dim_size):
     dims = _wrapped(dim, ndim)
     spectrum = ember._ops.fft._fft_r2c(grad, dims, DUAL_NORM[norm], True)
     bins = spectrum.shape[dims[-1]]
-    return spectrum * _bin_weights(last_dim_size, bins, 2.0, grad, dims[-1], ndim)
+    weights = _bin_weights(last_dim_size, bins, 2.0, grad, dims[-1], ndim)
+    if _on_cuda_unrecorded(grad) and type(spectrum) is ember.Tensor and spectrum._data.dtype.kind == "c":
+        # the spectrum is a new array: weighted in place (the same products), no dispatch
+        data = spectrum._data
+        data *= weights._data
+        return spectrum
+    return spectrum * weights
 
 
 # stft's framing prims are linear and each other's adjoint

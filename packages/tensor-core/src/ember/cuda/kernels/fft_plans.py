@@ -79,7 +79,7 @@ def _scale(norm, forward, count):
     return 1.0
 
 
-def transform(x, axes, norm, family, forward=True, last_dim_size=None):
+def transform(x, axes, norm, family, forward=True, last_dim_size=None, overwrite_x=False):
     """The DFT of CuPy array ``x`` over ``axes`` through a cached cuFFT plan, or None where it does not apply.
 
     Args:
@@ -89,6 +89,8 @@ def transform(x, axes, norm, family, forward=True, last_dim_size=None):
         family (str): ``"c2c"``, ``"r2c"`` (one-sided) or ``"c2r"``.
         forward (bool): the direction of a ``"c2c"`` transform (``"r2c"`` is forward, ``"c2r"`` inverse).
         last_dim_size (int): ``"c2r"``'s output size along the last axis (its input has ``size // 2 + 1``).
+        overwrite_x (bool): ``x`` is a C-contiguous array the caller gives up: ``"c2r"`` transforms it in place
+            of a copy (cuFFT overwrites a c2r input).
 
     Returns:
         A new C-contiguous CuPy array, or None when the axes are not the trailing dims of ``x`` in order
@@ -115,7 +117,8 @@ def transform(x, axes, norm, family, forward=True, last_dim_size=None):
             return None
         sizes = sizes[:-1] + (last_dim_size,)
         out_shape = x.shape[:ndim - rank] + sizes
-        x = x.copy()  # cuFFT's c2r overwrites its input; the copy is row-major
+        if not (overwrite_x and x._c_contiguous):
+            x = x.copy()  # cuFFT's c2r overwrites its input; the copy is row-major
         forward = False
     else:
         if not x._c_contiguous:
