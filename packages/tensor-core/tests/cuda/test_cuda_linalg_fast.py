@@ -142,6 +142,26 @@ def test_solve_forward_and_backward_match_cpu(dtype):
     _close(ember.linalg.solve(A.cuda(), B[..., 0].cuda()), ember.linalg.solve(A, B[..., 0]), dtype, 10)
 
 
+@pytest.mark.parametrize("shape", [(16, 12, 12), (12, 12)])
+def test_solve_backward_fast_path_equals_the_formula(shape):
+    # without create_graph the backward is ember.cuda.kernels.linalg.solve_backward; with it, the formula's ops
+    A = _make(shape, ember.float64, shift=6)
+    B = _make(shape[:-1] + (3,), ember.float64, seed=1)
+    G = _make(shape[:-1] + (3,), ember.float64, seed=2)
+    grads = []
+    for create_graph in (False, True):
+        a, b = A.cuda().requires_grad_(), B.cuda().requires_grad_()
+        ga, gb = ember.autograd.grad(ember.linalg.solve(a, b), (a, b), G.cuda(), create_graph=create_graph)
+        grads.append((ga.detach().cpu(), gb.detach().cpu()))
+    for fast, formula in zip(*grads):
+        assert_close(fast, formula, rtol=1e-12, atol=1e-12)
+    from ember._ops._registry import registry
+    from ember.cuda.kernels import linalg as cuda_linalg
+
+    x, lu, pivots, _ = registry["_linalg_solve_lu"](A.cuda(), B.cuda())
+    assert cuda_linalg.solve_backward(G.cuda(), x, lu, pivots) is not None  # the fast path takes the call
+
+
 def test_solve_singular_raises_and_solve_ex_reports():
     A = _make((4, 6, 6), ember.float64, shift=3)
     A[2] = 0

@@ -11,6 +11,7 @@ triangle of ``gA`` that the op reads (without the diagonal when
 from __future__ import annotations
 
 import ember
+from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, nondifferentiable, through_decomposition
 from ._helpers import may_contribute, mH
@@ -35,6 +36,14 @@ def _solve_lu_backward(grads, results, A, B, left, output_mask):
     ``A^H``, ``gA = -gB X^H`` (``-X^H gB`` for ``X A = B``)."""
     grad, (X, LU, pivots, _) = grads[0], results
     vector = _is_vector_rhs(A, B)
+    if (left and not vector and output_mask[0] and grad._device.type == "cuda" and not _dispatch_state.grad_enabled
+            and not may_contribute(grads[1])):
+        # a backward pass that records nothing, on the GPU: one getrs and one GEMM on the arrays
+        from ember.cuda.kernels import linalg as cuda_linalg
+
+        fast = cuda_linalg.solve_backward(grad, X, LU, pivots)
+        if fast is not None:
+            return fast
     if vector:
         grad, X = (grad.unsqueeze(-1), X.unsqueeze(-1)) if left else (grad.unsqueeze(-2), X.unsqueeze(-2))
     gB = ember.linalg.lu_solve(LU, pivots, grad, left=left, adjoint=True)

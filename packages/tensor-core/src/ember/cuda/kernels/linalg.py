@@ -13,8 +13,8 @@ workspaces per (device, routine, dtype, sizes):
   on the device (the non-``_ex`` op reads it once, as PyTorch does); :func:`cholesky_backward`, its
   gradient for a backward pass that records nothing (a GEMM, two in-place ``trsm`` and three kernels);
 * :func:`svd`: cuSOLVER ``gesvdj`` (Jacobi, PyTorch's default CUDA driver), one call per matrix;
-* :func:`det_backward`: the determinant's gradient through those LU routines, for a backward pass that
-  records nothing.
+* :func:`det_backward` and :func:`solve_backward`: the determinant's and the solve's gradients through those
+  routines, for a backward pass that records nothing.
 
 Layout: cuBLAS and cuSOLVER read matrices column-major, ember's arrays are row-major. A row-major
 ``(r, c)`` matrix is the column-major ``(c, r)`` matrix of its transpose; each function says how it uses
@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 __all__ = ["lu_factor_batched", "lu_solve_batched", "triangular_solve", "cholesky", "cholesky_backward", "svd",
-           "det_backward", "supported"]
+           "det_backward", "solve_backward", "supported"]
 
 _PREFIX = {np.dtype(np.float32): "s", np.dtype(np.float64): "d", np.dtype(np.complex64): "c",
            np.dtype(np.complex128): "z"}
@@ -525,3 +525,36 @@ def det_backward(grad, A, result):
         return None
     out = (g * r)[..., None, None] * inverse_t
     return Tensor._make(out, A._device)
+
+
+# -- the solve's gradient ------------------------------------------------------------------------------
+
+
+def solve_backward(grad, X, LU, pivots):
+    """The gradients of ``A`` and ``B`` in ``X = solve(A, B)`` (``A X = B``, real, ``B`` a batch of matrices) for
+    a backward pass that records nothing, on CUDA tensors, from the forward's LU factors: ``gB = A^{-T} gX``
+    (one cuBLAS ``getrsBatched`` with ``trans``, as ``linalg.lu_solve(..., adjoint=True)`` runs it) and
+    ``gA = -gB X^T`` (one batched GEMM with ``alpha = -1``: the negated product, exactly), where the formula
+    dispatched ``lu_solve``, a transpose, ``matmul`` and ``neg``.
+
+    Returns:
+        ``(gA, gB)`` as Tensors, or None for calls it does not take.
+    """
+    from ..._ops._dispatch import state
+    from ..._tensor import Tensor
+    from .. import _bf16
+
+    if state.modes or any(type(t) is not Tensor for t in (grad, X, LU, pivots)):
+        return None
+    g, x, lu, piv = grad._data, X._data, LU._data, pivots._data
+    if not supported(g, x, lu) or lu.dtype.kind == "c" or g.shape != x.shape or piv.dtype != _INT32:
+        return None
+    if lu.dtype not in _bf16._GEMM_TYPES or lu.ndim != x.ndim or lu.shape[:-2] != x.shape[:-2]:
+        return None
+    gb = lu_solve_batched(lu, piv, g, 1)
+    if gb is None:
+        return None
+    cp = _cp()
+    ga = cp.empty(lu.shape, lu.dtype)
+    _bf16._product_into(ga, gb, cp.swapaxes(x, -1, -2), alpha=-1.0)
+    return Tensor._make(ga, LU._device), Tensor._make(gb, grad._device)
