@@ -94,6 +94,38 @@ def test_float_rounding_nan_inf_and_overflow(threads, src_dtype, dst_dtype):
     np.testing.assert_array_equal(np.signbit(dst[:2].astype(np.float32)), [False, True])  # NaN keeps its sign
 
 
+def test_float32_to_bfloat16_is_bit_exact_on_a_long_run(threads):
+    # A contiguous array is one run, cut into pieces for the threads; the vectorised rounding loop
+    # (AVX2 or baseline) must give ml_dtypes' bits: nearest even, NaN quiet with its sign, infinities,
+    # signed zeros, subnormals, values that round up into the next binade or overflow to infinity.
+    rng = np.random.default_rng(3)
+    bits = rng.integers(0, 2**32, 300_001, dtype=np.uint64).astype(np.uint32)
+    specials = np.array([0x7FC00000, 0xFFC00000, 0x7F800001, 0xFF800001, 0x7FBFFFFF, 0x7F800000, 0xFF800000,
+                         0x00000000, 0x80000000, 0x00000001, 0x807FFFFF, 0x3F808000, 0x3F818000, 0x3F80FFFF,
+                         0x7F7FFFFF, 0xFF7F8000, 0x7F7F7FFF], np.uint32)
+    bits[:specials.size] = specials
+    x = bits.view(np.float32)
+    out = np.empty(x.shape, ml_dtypes.bfloat16)
+    assert _C.copy_into(out, x)
+    with np.errstate(invalid="ignore"):  # (numpy warns about the NaNs)
+        want = x.astype(ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
+    t = ember.from_numpy(x).to(ember.bfloat16)
+    np.testing.assert_array_equal(t.numpy().view(np.uint16), out.view(np.uint16))
+
+
+@pytest.mark.parametrize("n", [COPY_MIN_ELEMENTS, 3 * 32768 + 5, 200_003])
+def test_long_runs_are_shared_by_the_threads(threads, n):
+    # One run longer than a thread's piece (and one not a multiple of it): every element converted once.
+    x = np.arange(n, dtype=np.float64) * 0.5 - 7
+    out = np.full(n, -1, np.float32)
+    assert _C.copy_into(out, x)
+    np.testing.assert_array_equal(out, x.astype(np.float32))
+    rows = np.full((3, n), -1, np.int32)
+    assert _C.copy_into(rows, np.broadcast_to(x[::-1], (3, n)))
+    np.testing.assert_array_equal(rows, np.broadcast_to(x[::-1], (3, n)).astype(np.int32))
+
+
 def test_float_to_int_out_of_range_is_numpys_x86_value():
     a = np.array([3e9, -3e9, np.nan, 1e20, 300.75, -129.5, 2.5, -2.5] * 5000, np.float32)
     for dtype in (np.int8, np.uint8, np.int16, np.int32, np.int64):

@@ -69,6 +69,27 @@ def test_sum_matches_float64_reference(isa, threads, shape, dtype):
     assert np.all(np.abs(got - want) <= bound)
 
 
+@pytest.mark.parametrize("n", [16, 17, 31, 32, 33, 511, 512, 513, 1000, 4096, 4100, 33_000])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_row_sums_do_not_depend_on_how_rows_are_grouped(isa, threads, n, dtype):
+    # The kernel reads four rows side by side and the rest one by one; which rows go together depends
+    # on the row count and on the threads' shares. Each row must come out with the same bits as when
+    # it is summed alone (a one-row array), and close to the float64 sum. (Rows shorter than a 64-byte
+    # vector take another path, which reads the end of the row before.)
+    rows = 11  # two groups of four and three single rows on one thread; other cuts on two
+    x = _normal((rows, n), np.float64, seed=n, shift=0.5)
+    x = (x * 1000).astype(dtype) if dtype == np.int64 else x.astype(dtype)
+    got = _C.sum_dims(x, 1, 1)
+    alone = np.array([_C.sum_dims(x[r:r + 1], 1, 1)[0] for r in range(rows)])
+    np.testing.assert_array_equal(got, alone)
+    if dtype == np.int64:
+        np.testing.assert_array_equal(got, x.sum(axis=1))
+    else:
+        wide = x.astype(np.float64)
+        eps = np.finfo(dtype).eps
+        assert np.all(np.abs(got - wide.sum(axis=1)) <= 64 * eps * np.abs(wide).sum(axis=1))
+
+
 @pytest.mark.parametrize("layout", ["last", "middle", "split"])
 def test_sum_float32_is_accurate_on_a_million_elements(isa, threads, layout):
     # 1e6 float32 normals (seed 0; their sum is about 998.6). Measured relative errors against the
