@@ -106,8 +106,9 @@ static inline float ember_expf(float x) {
     return p * ember_pow2i(k1) * ember_pow2i(ki - k1);
 }
 static inline float ember_exp_neg(float z) {
-    // exp(-z) for z >= 0 (clamped at 87, where exp underflows anyway): no overflow to guard
-    float x = -(z < 87.0f ? z : 87.0f);
+    // exp(-z) for z >= 0 (clamped at 87, where exp underflows anyway): no overflow to guard;
+    // a NaN z passes the clamp and makes the result NaN
+    float x = -(z > 87.0f ? 87.0f : z);
     float k = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
     float r = __builtin_fmaf(-k, 0.693145751953125f, x);
     r = __builtin_fmaf(-k, 1.428606765330187e-06f, r);
