@@ -23,6 +23,8 @@ void init_nn_kernels(py::module_& m);
 void init_optim(py::module_& m);
 void init_random(py::module_& m);
 void init_pointwise(py::module_& m);
+void init_engine(py::module_& m);  // engine.cpp: ember-autograd's backward loop
+void init_record(py::module_& m);  // record.cpp: ember-autograd's positional recorder
 
 namespace {
 
@@ -95,4 +97,6 @@ PYBIND11_MODULE(_C, m) {
   init_optim(m);
   init_random(m);
   init_pointwise(m);
+  init_engine(m);
+  init_record(m);
 }

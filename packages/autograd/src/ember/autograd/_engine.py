@@ -16,10 +16,17 @@ The engine keeps no global state, so a node's backward may itself call
 one thing it records per thread is whether the running tasks all accumulate
 into every leaf (no ``inputs``, not :func:`ember.autograd.grad`): reentrant
 checkpointing needs that (:func:`is_checkpoint_valid`).
+
+Two loops run step 2: the compiled one (``ember._C.run_graph``, csrc/engine.cpp) for
+tasks without ``inputs``, anomaly mode or profiler, and :meth:`_GraphTask._run_python`,
+its reference, for every other task. Both run the common node (no hooks, ember's own
+formulas) themselves and hand every other node (a leaf's ``AccumulateGrad``, nodes
+with hooks, custom ``Function`` backwards) to :meth:`_GraphTask._other`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import threading
@@ -35,6 +42,11 @@ from ember._tensor import Tensor
 from . import _anomaly
 from .graph import AccumulateGrad, edge_of
 
+try:  # the engine's loop in C++ (csrc/engine.cpp); a build of ember-core without it runs _run_python
+    from ember._C import run_graph as _native_run
+except ImportError:
+    _native_run = None
+
 __all__ = ["run_backward", "is_checkpoint_valid"]
 
 
@@ -48,6 +60,19 @@ _thread_state = _ThreadState()
 #: Set by ember.profiler while it records (``ember.autograd.profiler`` installs it): ``node_observer(node)``
 #: opens the span of a backward node and returns the callable that closes it. Read once per backward.
 node_observer = None
+
+
+@contextlib.contextmanager
+def python_loop():
+    """Within the block (in every thread), backward tasks run the engine's Python loop, the reference of the
+    compiled one: for tests that run graphs both ways."""
+    global _native_run
+    native = _native_run
+    _native_run = None
+    try:
+        yield
+    finally:
+        _native_run = native
 
 
 def is_checkpoint_valid():
@@ -196,21 +221,30 @@ class _GraphTask:
                 self.shared.add(id(g.tensor))
                 g = g.tensor
             _add_to_buffer(buffers, node, nr, g)
+        roots = list(dict.fromkeys(n for (n, _), _ in self.roots))  # (first-seen order: ties run in it)
+        if self.input_edges is None and not _anomaly._state.enabled and node_observer is None and _native_run:
+            # the common task: the compiled loop (csrc/engine.cpp), which hands special nodes back to _other
+            _native_run(roots, buffers, not self.retain_graph, self.quiet, self._other, AccumulateGrad)
+            return
+        self._run_python(roots, buffers)
+
+    def _run_python(self, roots, buffers):
+        """The engine's loop in Python: the reference of csrc/engine.cpp, and the loop of every task that
+        captures ``inputs``, runs under anomaly mode or the profiler."""
         capture_at = None
         if self.input_edges is not None:
             capture_at = {}
             for node, nr in self.input_edges:
                 capture_at.setdefault(node, set()).add(nr)
-        dependencies = self._dependencies(capture_at)
+        dependencies = self._dependencies(roots, capture_at)
         ready = []
         tie = itertools.count()
-        for node in {n for (n, _), _ in self.roots}:
+        for node in roots:
             if dependencies.get(node, 0) == 0:
                 heapq.heappush(ready, (-node._seq, next(tie), node))
         pop, push = heapq.heappop, heapq.heappush
-        anomaly = _anomaly._state
         observer = node_observer  # the profiler's, while it records: nodes then take the general branch
-        plain = capture_at is None and not anomaly.enabled and observer is None
+        plain = capture_at is None and not _anomaly._state.enabled and observer is None
         release = not self.retain_graph
         quiet = self.quiet
         node = None
@@ -220,35 +254,18 @@ class _GraphTask:
                 node = pop(ready)[2]
                 grads = buffers.pop(node, None)
             # else: node is the one child the previous node made ready, and grads its gradients
-            if type(node) is AccumulateGrad:
-                if grads is not None:
-                    if quiet and (type(grads[0]) is not Tensor or _has_leaf_hooks(node.variable)):
-                        # leaf hooks, and a subclass's overrides, are the user's code
-                        as_user(self._accumulate, node, grads[0], capture_at)
-                    else:
-                        self._accumulate(node, grads[0], capture_at)
-                node = None
-                continue
-            if plain and not node._any_hooks:
-                # the common case, inlined: no hooks, no capture, no anomaly checks
-                if grads is None:
-                    out = _nones(node)
-                elif node._runs_ember_code or not quiet:
-                    out = node.apply(grads)
-                else:  # a custom Function's backward: the user's code
-                    out = as_user(node.apply, grads)
+            if plain and type(node) is not AccumulateGrad and not node._any_hooks and (
+                node._runs_ember_code or not quiet
+            ):
+                # the common case, inlined: no hooks, no capture, no anomaly checks, no user code
+                out = _nones(node) if grads is None else node.apply(grads)
                 if release:
                     node._release()
             else:
-                if grads is None:
-                    grads = [None] * node._num_outputs
-                close = observer(node) if observer is not None else None
-                if quiet:  # hooks are the user's code (and the node's kernels then quiet themselves)
-                    out = as_user(self._run_node, node, grads, capture_at)
-                else:
-                    out = self._run_node(node, grads, capture_at)
-                if close is not None:
-                    close()
+                out = self._other(node, grads, capture_at, observer)
+                if out is None:  # an AccumulateGrad
+                    node = None
+                    continue
             became_ready = None  # the last child made ready here, and its gradients (not in buffers)
             ready_grads = None
             for (child, nr), g in zip(node.next_functions, out):
@@ -289,9 +306,8 @@ class _GraphTask:
                     push(ready, (-became_ready._seq, next(tie), became_ready))
                 node = None
 
-    def _dependencies(self, capture_at):
+    def _dependencies(self, roots, capture_at):
         """Number of edges into each node that must run; with ``capture_at``, only nodes leading to an input."""
-        roots = {n for (n, _), _ in self.roots}
         if capture_at is None:
             # backward() without inputs=: every reachable node runs; count the edges in one walk
             self._stop = set()
@@ -351,6 +367,30 @@ class _GraphTask:
             else {n for n in capture_at if n in children and not any(c in keep for c in children[n])}
         )
         return dependencies
+
+    def _other(self, node, grads, capture_at=None, observer=None):
+        """Run a node that is not the common case: a leaf's AccumulateGrad (returns None), a node with hooks
+        or a custom Function's backward (the user's code), or any node of a task that captures ``inputs``
+        or runs under anomaly mode or the profiler. Both loops (Python's and csrc/engine.cpp's) call it."""
+        quiet = self.quiet
+        if type(node) is AccumulateGrad:
+            if grads is not None:
+                if quiet and (type(grads[0]) is not Tensor or _has_leaf_hooks(node.variable)):
+                    # leaf hooks, and a subclass's overrides, are the user's code
+                    as_user(self._accumulate, node, grads[0], capture_at)
+                else:
+                    self._accumulate(node, grads[0], capture_at)
+            return None
+        if grads is None:
+            grads = [None] * node._num_outputs
+        close = observer(node) if observer is not None else None
+        if quiet:  # hooks are the user's code (and the node's kernels then quiet themselves)
+            out = as_user(self._run_node, node, grads, capture_at)
+        else:
+            out = self._run_node(node, grads, capture_at)
+        if close is not None:
+            close()
+        return out
 
     def _run_node(self, node, grads, capture_at):
         if node._tensor_pre_hooks is not None or node._retain_grad_hooks is not None:

@@ -247,16 +247,22 @@ def new_node(cls, entry, edges, input_meta, layout, needed, plan, args, kwargs):
             v = tensor_meta(v)
         elif t in _TENSOR_TYPES:
             v = _save_input(v)
-        elif t in _NUMBERS or v is None:
-            pass  # (most saved values that are not tensors: checked first, isinstance costs)
-        elif isinstance(v, Tensor):
-            v = _save_input(v)
-        elif (t is list or t is tuple) and v and all(isinstance(e, Tensor) for e in v):
-            v = [_save_input(e) for e in v]
+        elif t not in _NUMBERS and v is not None:  # (numbers are most saved values that are not tensors)
+            v = _save_value(v)
         saved[key] = v
     if _anomaly_state.enabled:
         _anomaly.record_forward(node)
     return node
+
+
+def _save_value(v):
+    """What a node keeps of a saved value that is not a plain tensor, a number or None: a tensor subclass
+    as a :class:`SavedTensor`, a list of tensors as a list of them, anything else as it is."""
+    if isinstance(v, Tensor):
+        return _save_input(v)
+    if (type(v) is list or type(v) is tuple) and v and all(isinstance(e, Tensor) for e in v):
+        return [_save_input(e) for e in v]
+    return v
 
 
 def _save_plan(entry):
@@ -318,7 +324,7 @@ def _make_node_with_lists(entry, args, kwargs):
     return new_node(node_class(entry), entry, edges, meta, layout, needed, _save_plan(entry), args, kwargs)
 
 
-def _fast_recorder(entry):
+def _fast_recorder(entry, native=True):
     """The positional recorder of ``entry``'s op: ``record(args, device)``, or None where the op has none.
 
     It covers the common calls: the differentiable arguments are the leading positional parameters,
@@ -329,6 +335,10 @@ def _fast_recorder(entry):
     without keywords; other calls answer ``NotImplemented`` and take :func:`record`. One function
     serves every function and view op: what differs between ops is data (the number of arguments,
     the save plan, the node class).
+
+    With ``native`` (and ember._C built with it), the recorder is ``ember._C.PositionalRecorder``
+    (csrc/record.cpp): the same steps in C++ for calls of exactly the differentiable arguments, which
+    hands every other call to the Python function below, its reference (``recorder.reference``).
     """
     op = entry.op
     k = len(entry.grad_args)
@@ -405,6 +415,8 @@ def _fast_recorder(entry):
             return result
         return _attach(op, entry, node, result)
 
+    if native and _NativeRecorder is not None and k <= 62:  # (its masks are 64-bit integers)
+        return _NativeRecorder(record_positional, op, entry, cls, plan, k, result_by, checked, is_function)
     return record_positional
 
 
@@ -461,3 +473,35 @@ def _check_covered(entry, bound):
                 "in ember-autograd"
             )
 
+
+
+# The C++ positional recorder (csrc/record.cpp) calls these helpers of this module for what it does not do
+# itself; a build of ember-core without it leaves the Python recorder.
+try:
+    from ember._C import PositionalRecorder as _NativeRecorder
+    from ember._C import init_recorder as _init_native_recorder
+except ImportError:
+    _NativeRecorder = None
+else:
+    from . import graph as _graph
+
+    _init_native_recorder(
+        {
+            "tensor_type": Tensor,
+            "tensor_types": _TENSOR_TYPES,
+            "differentiable": DIFFERENTIABLE_DTYPES,
+            "sequence": _sequence,
+            "new_object": _new_object,
+            "saved_tensor": SavedTensor,
+            "graph_globals": vars(_graph),
+            "anomaly_state": _anomaly_state,
+            "record_forward": _anomaly.record_forward,
+            "edge_of": edge_of,
+            "tensor_meta": tensor_meta,
+            "save_input": _save_input,
+            "save_output": _save_output,
+            "save_value": _save_value,
+            "run_without_grad": run_without_grad,
+            "attach": _attach,
+        }
+    )
