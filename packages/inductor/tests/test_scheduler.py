@@ -116,3 +116,11 @@ def test_extern_calls_end_a_kernel():
     s = schedule(lambda a, w: ember.exp(ember.matmul(ember.exp(a), w)), x, w)
     kinds = [type(step).__name__ for step in s.steps]
     assert kinds == ["FusedKernel", "ExternKernel", "FusedKernel"]
+
+
+def test_a_node_joins_an_earlier_kernel_over_its_ranges_when_it_reads_nothing_in_between():
+    x, y = ember.randn(8, 16), ember.randn(5, 7)
+    s = schedule(lambda a, b: (a.sum(1), b.sum(), (a * 2).amax(1), ember.exp(b.sum()) + a.sum(1)), x, y)
+    first = kernels(s)[0]
+    assert len([n for n in first.nodes if n.is_reduction]) >= 2
+    assert any("moved up past steps it does not read" in d for _, d in s.decisions)

@@ -209,16 +209,32 @@ class Scheduler:
                     kernel.nodes.append(node)
                     continue
             node = self._node_for(step, key)
-            if kernel is not None and _key(kernel.ranges) == key:
-                rule = self._fusable(kernel, node)
+            target = self._earlier_kernel(node, key)
+            if target is not None:
+                rule = self._fusable(target, node)
                 if rule is not None:
-                    self._decide(rule, f"{step.name} joins kernel {kernel.name}")
-                    kernel.nodes.append(node)
+                    where = "" if target is kernel else " (moved up past steps it does not read)"
+                    self._decide(rule, f"{step.name} joins kernel {target.name}{where}")
+                    target.nodes.append(node)
                     continue
             kernel = FusedKernel(f"kernel{count}", list(key))
             count += 1
             kernel.nodes.append(node)
             self.steps.append(kernel)
+
+    def _earlier_kernel(self, node, key):
+        """The latest kernel over ``key`` that ``node`` may join: walking back from the last step, stop at
+        a step that computes something ``node`` reads (it must run after that step)."""
+        reads = {ld.buffer.name for ld in ir.loads(node.body)}
+        for step in reversed(self.steps):
+            if isinstance(step, FusedKernel):
+                if _key(step.ranges) == key and all(not n.inner_ranges for n in step.nodes):
+                    return step
+                if reads & step.buffers():
+                    return None
+            elif reads & {o.name for o in step.outputs}:
+                return None
+        return None
 
     @staticmethod
     def _inner_candidate(kernel, buffer, key):
