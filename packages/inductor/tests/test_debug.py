@@ -91,3 +91,20 @@ def test_resume_continues_numbering(debug_root, monkeypatch):
     with debug.resume(None):
         assert debug.current_folder() is None
     assert sorted(p.name for p in folder.iterdir()) == ["01_forward_graph.txt", "02_backward_graph.txt"]
+
+
+def test_callable_text_is_built_only_when_on(debug_root, monkeypatch):
+    calls = []
+
+    def costly():
+        calls.append(1)
+        return "big graph"
+
+    monkeypatch.delenv("EMBER_COMPILE_DEBUG", raising=False)
+    with debug.compiling("f"):
+        debug.stage("graph", costly)
+    assert calls == []
+    monkeypatch.setenv("EMBER_COMPILE_DEBUG", "1")
+    with debug.compiling("f"):
+        path = debug.stage("graph", costly)
+    assert calls == [1] and path.read_text() == "big graph\n"

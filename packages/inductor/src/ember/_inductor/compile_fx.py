@@ -84,7 +84,7 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
             (a known limit, :func:`is_known_limit`, always falls back instead).
     """
     fallbacks = [] if fallbacks is None else fallbacks
-    debug.stage(f"{stage}_graph", gm.code)
+    debug.stage(f"{stage}_graph", lambda: gm.code)
     try:
         return _core_compile(gm, example_inputs)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
@@ -140,7 +140,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     fallbacks: list[str] = []
     folder_name = name or graph_name(gm)
     with debug.compiling(folder_name):
-        debug.stage("fx_graph", getattr(gm, "code", None) or repr(gm))
+        debug.stage("fx_graph", lambda: getattr(gm, "code", None) or repr(gm))
 
         folder = debug.current_handle()
 

@@ -139,7 +139,9 @@ def stage(name: str, text) -> Path | None:
 
     Args:
         name (str): the stage, e.g. ``"joint_graph"``, ``"loop_ir"``, ``"cpp"``.
-        text (str or object): what the stage produced; non-strings are written as ``str(text)``.
+        text (str, object or callable): what the stage produced; non-strings are written as
+            ``str(text)``. A zero-argument callable is called only when debugging is on, so a
+            stage whose text is costly to build (``lambda: str(graph)``) costs nothing otherwise.
 
     Returns:
         pathlib.Path or None: the file written, or None when debugging is off.
@@ -158,6 +160,8 @@ def stage(name: str, text) -> Path | None:
                 _anonymous_folder.path.mkdir(parents=True, exist_ok=True)
             folder = _anonymous_folder
     path = folder.path / f"{folder.take_number():02d}_{_safe(name)}.txt"
+    if callable(text) and not isinstance(text, str):
+        text = text()
     content = text if isinstance(text, str) else str(text)
     path.write_text(content if content.endswith("\n") else content + "\n", encoding="utf-8")
     return path
