@@ -90,3 +90,22 @@ def test_a_compile_error_surfaces_as_cpp_compile_error(monkeypatch):
         compile_graph(gm, [x])
     assert "this is not C++" in open(info.value.source_path).read()
     assert info.value.output
+
+
+def test_integer_division_by_zero_raises_like_eager():
+    a = ember.tensor([5, 3])
+    b = ember.tensor([1, 2])
+
+    def fn(a, b):
+        return ember.floor_divide(a, b), ember.remainder(a, b), ember.fmod(a, b), a.float() / b
+
+    compiled = compile_graph(make_fx(fn)(a, b), [a, b])
+    assert cpp.divides_integers(compiled.source)
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        fn(a, ember.tensor([0, 2]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(a, ember.tensor([0, 2]))
+    got = compiled(a, b)  # the flag was reset
+    assert [t.tolist() for t in got] == [t.tolist() for t in fn(a, b)]
+    x = ember.randn(3)
+    assert not cpp.divides_integers(compile_graph(make_fx(lambda t: t / 2)(x), [x]).source)

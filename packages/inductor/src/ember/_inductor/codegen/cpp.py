@@ -20,6 +20,7 @@ and computed as ``float`` (helpers convert with round-to-nearest-even).
 from __future__ import annotations
 
 import math
+import re
 
 import sympy
 
@@ -164,15 +165,31 @@ template <typename T> static inline T ember_minimum(T a, T b) {
     initializer(omp_priv = -std::numeric_limits<double>::infinity())
 #pragma omp declare reduction(ember_min_d : double : omp_out = ember_minimum<double>(omp_out, omp_in)) \
     initializer(omp_priv = std::numeric_limits<double>::infinity())
+// Integer division by zero raises in eager ("ZeroDivisionError"); here it sets this flag (the
+// wrapper reads it after each segment and raises) and gives 0 instead of trapping.
+static int ember_div_error = 0;
+extern "C" int ember_take_div_error() { int e = ember_div_error; ember_div_error = 0; return e; }
+template <typename T> static inline bool ember_zero_divisor(T b) {
+    if (b == 0) { __atomic_store_n(&ember_div_error, 1, __ATOMIC_RELAXED); return true; }
+    return false;
+}
+template <typename T> static inline T ember_idiv(T a, T b) { return ember_zero_divisor(b) ? T(0) : T(a / b); }
+template <typename T> static inline T ember_imod(T a, T b) { return ember_zero_divisor(b) ? T(0) : T(a % b); }
 template <typename T> static inline T ember_floordiv(T a, T b) {
     if constexpr (std::is_floating_point<T>::value) { return std::floor(a / b); }
-    else { T q = a / b; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q; }
+    else {
+        if (ember_zero_divisor(b)) return 0;
+        T q = a / b; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+    }
 }
 template <typename T> static inline T ember_remainder(T a, T b) {
     if constexpr (std::is_floating_point<T>::value) {
         T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
-    else { T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+    else {
+        if (ember_zero_divisor(b)) return 0;
+        T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+    }
 }
 template <typename T> static inline T ember_ipow(T a, T b) {
     if constexpr (std::is_floating_point<T>::value) { return std::pow(a, b); }
@@ -271,13 +288,13 @@ def op_code(e, args):
     if name in _UNARY_STD:
         return f"static_cast<{t}>(std::{_UNARY_STD[name]}({a}))"
     if name == "truediv":
-        return f"static_cast<{t}>({a} / {b})"
+        return f"static_cast<{t}>({a} / {b})" if is_float else f"ember_idiv<{at}>({a}, {b})"
     if name == "floordiv":
         return f"ember_floordiv<{at}>({a}, {b})"
     if name in ("remainder", "mod"):
         return f"ember_remainder<{at}>({a}, {b})"
     if name == "fmod":
-        return f"static_cast<{t}>(std::fmod({a}, {b}))" if is_float else f"static_cast<{t}>({a} % {b})"
+        return f"static_cast<{t}>(std::fmod({a}, {b}))" if is_float else f"ember_imod<{at}>({a}, {b})"
     if name == "neg":
         return f"static_cast<{t}>(-{a})" if e.dtype != ember.bool else a
     if name == "abs":
@@ -739,6 +756,15 @@ class KernelGen:
         lines.append(f"        {_combine(data.reduction_type, total, f'{partial}[chunk]', dtype)}")
         lines.append("    }")
         return convert(total, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else total
+
+
+_INTEGER_DIVISION = re.compile(r"ember_(idiv|imod|floordiv|remainder)<(?!float>|double>)")
+
+
+def divides_integers(source):
+    """Whether generated ``source`` divides integers in a kernel (so a zero divisor must be checked)."""
+    kernels = source[len(PRELUDE):]
+    return _INTEGER_DIVISION.search(kernels) is not None
 
 
 def generate(scheduler, slots):

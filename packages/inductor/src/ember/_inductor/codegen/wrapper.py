@@ -122,6 +122,12 @@ class CompiledGraph:
         _stage("cpp", self.source)
         lib = _load(self.source) if any(isinstance(s, str) for s in steps) else None
         self._steps = []
+        # kernels that divide integers report a zero divisor through a flag, raised after the call
+        self._div_check = None
+        if lib is not None and cpp.divides_integers(self.source):
+            self._div_check = lib.ember_take_div_error
+            self._div_check.restype = ctypes.c_int
+            self._div_check.argtypes = []
         for step in steps:
             if isinstance(step, str):
                 fn = getattr(lib, step)
@@ -231,6 +237,8 @@ class CompiledGraph:
         for kind, step in self._steps:
             if kind == "native":
                 step(ptrs, nthreads)
+                if self._div_check is not None and self._div_check():
+                    raise RuntimeError("ZeroDivisionError")
             else:
                 self._run_extern(step, ptrs, values, args)
         outs = [values[v] if from_values else v for from_values, v in self._outputs]
