@@ -229,6 +229,17 @@ void unary_typed(int op, const Loop& L) {
     case kRelu: return unary_loop<ReluOp, T, T>(L, ReluOp());
     default: break;
   }
+  if constexpr (std::is_floating_point_v<typename Compute<T>::type>) {
+    switch (op) {
+      case kExp: return unary_loop<ExpOp, T, T>(L, ExpOp());
+      case kLog: return unary_loop<LogOp, T, T>(L, LogOp());
+      case kTanh: return unary_loop<TanhOp, T, T>(L, TanhOp());
+      case kSigmoid: return unary_loop<SigmoidOp, T, T>(L, SigmoidOp());
+      case kSqrt: return unary_loop<SqrtOp, T, T>(L, SqrtOp());
+      case kRsqrt: return unary_loop<RsqrtOp, T, T>(L, RsqrtOp());
+      default: break;
+    }
+  }
   throw std::invalid_argument("pointwise_unary: unknown op " + std::to_string(op));
 }
 

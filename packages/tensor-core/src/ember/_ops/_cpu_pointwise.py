@@ -5,7 +5,9 @@ shape ``[m, 1]``), and ``out=`` costs them a temporary and a copy. For arrays of
 :data:`MIN_ELEMENTS` elements, the ops below compute in C++ instead, with the same bits as
 numpy: ``add``/``sub`` (``alpha`` too), ``mul``, ``div`` (true division), ``maximum``,
 ``minimum``, the comparisons, ``where`` and ``clamp``; and ``neg``, ``abs``, ``relu`` through
-the unary kernel. Smaller arrays, other dtypes (complex), and calls the C++ kernels don't take
+the unary kernel, with ``exp``, ``log``, ``tanh``, ``sigmoid``, ``sqrt`` and ``rsqrt`` of floating
+tensors (these within a few ulp of numpy's float32 loops rather than bit for bit: see
+pointwise.cpp). Smaller arrays, other dtypes (complex), and calls the C++ kernels don't take
 (type promotion, numbers that don't fit) keep numpy's path: every function here returns None
 or False for them, and the caller goes on as before.
 
@@ -46,7 +48,9 @@ BINARY_OPS = {
 _DIV, _MAXIMUM, _MINIMUM = 3, 4, 5
 _COMPARISONS = frozenset(range(6, 12))
 # op name -> op code of _C.pointwise_unary (the enum UnaryOp)
-UNARY_OPS = {"neg": 0, "abs": 1, "relu": 2}
+UNARY_OPS = {"neg": 0, "abs": 1, "relu": 2, "exp": 3, "log": 4, "tanh": 5, "sigmoid": 6, "sqrt": 7, "rsqrt": 8}
+# the ops of floating types only (their integer inputs give float results: numpy's path)
+_FLOAT_OPS = frozenset(("exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt"))
 
 _BOOL = np.dtype(np.bool_)
 _F16 = np.dtype(np.float16)
@@ -246,11 +250,13 @@ def _unary_code(name, np_dtype):
     dc = dtype_code(np_dtype)
     if dc is None or dc == 0 or (dc == 6 and name == "relu"):  # relu is maximum: numpy's own for float16
         return None
+    if dc < 6 and name in _FLOAT_OPS:
+        return None
     return dc
 
 
 def unary_array(name, data):
-    """``name(data)`` (neg, abs, relu) as a new array of ``data``'s dtype, or None."""
+    """``name(data)`` (a name of :data:`UNARY_OPS`) as a new array of ``data``'s dtype, or None."""
     if type(data) is not np.ndarray or data.size < MIN_ELEMENTS:
         return None
     dc = _unary_code(name, data.dtype)
