@@ -127,6 +127,7 @@ def cpp_flags(extra_flags=()) -> list[str]:
     return [*BASE_FLAGS, *config.extra_cflags, *extra_flags]
 
 
+@functools.cache
 def _inductor_version() -> str:
     try:
         from importlib.metadata import version
