@@ -14,7 +14,10 @@ import pkgutil as _pkgutil
 # live in other directories; extend_path lets editable installs find them.
 __path__ = _pkgutil.extend_path(__path__, __name__)
 
-from . import _C  # noqa: E402 - the compiled extension; import fails loudly if the build is broken
+from ._openmp import short_spin_waits as _short_spin_waits  # noqa: E402
+
+with _short_spin_waits():  # idle OpenMP threads spin briefly, then sleep (see ember._openmp)
+    from . import _C  # noqa: E402 - the compiled extension; import fails loudly if the build is broken
 from ._device import device  # noqa: E402
 from ._dtype import (  # noqa: E402
     bfloat16,
