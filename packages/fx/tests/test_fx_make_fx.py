@@ -121,3 +121,13 @@ def test_invalid_arguments():
         make_fx(lambda x: x, tracing_mode="symbolic")
     with pytest.raises(ValueError, match="pre_dispatch"):
         make_fx(lambda x: x, pre_dispatch=True)
+
+
+def test_named_tuple_output_keeps_its_type():
+    # sort returns (values, indices) as a named tuple; the traced module must return the same kind.
+    x = ember.tensor([[3.0, 1.0, 2.0], [0.5, -1.0, 4.0]])
+    gm = make_fx(lambda t: ember.sort(t, 1))(x)
+    result, expected = gm(x), ember.sort(x, 1)
+    assert type(result) is type(expected)
+    np.testing.assert_array_equal(result.values.numpy(), np.sort(x.numpy(), axis=1))
+    np.testing.assert_array_equal(result.indices.numpy(), np.argsort(x.numpy(), axis=1, kind="stable"))

@@ -130,6 +130,8 @@ def dispatch_trace(f, args, decomposition_table=None):
     def to_output(v):
         if isinstance(v, tensor):
             return mode.node_of(v)
+        if isinstance(v, tuple) and hasattr(v, "_fields"):  # a named tuple (sort, topk, ...) takes fields positionally
+            return type(v)(*(to_output(x) for x in v))
         if isinstance(v, (tuple, list)):
             return type(v)(to_output(x) for x in v)
         if isinstance(v, dict):
