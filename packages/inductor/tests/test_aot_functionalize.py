@@ -251,3 +251,70 @@ def test_saved_input_is_not_changed_by_the_write_back():
     assert_close(x, ember.ones(3))  # written back
     (grad,) = ember.autograd.grad(out, w)
     assert_close(grad, ember.ones(3))  # x + 1 from the saved x (0), not from the written-back x (1)
+
+
+def _op_names(gm):
+    return [n.target.name for n in gm.graph.nodes if n.op == "call_function" and hasattr(n.target, "name")]
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda t, v: t.select(1, 2).copy_(v[:, 0]),  # select
+        lambda t, v: t.select(-1, -1).copy_(v[:, 0]),  # negative dim and index
+        lambda t, v: t[1:3].copy_(v[:2]),  # unit-step slice
+        lambda t, v: t[:, 2:].copy_(v[:, :3]),  # open-ended slice
+        lambda t, v: t.transpose(0, 1)[1].copy_(v[:, 0]),  # transpose then select
+        lambda t, v: t.view(4, 5, 1).squeeze(2)[0].copy_(v[0]),  # reshapes
+        lambda t, v: t.permute(1, 0)[1:2].copy_(v.t()[:1, :4]),  # permute then slice
+    ],
+)
+def test_write_through_select_slice_and_reshape_views_is_pointwise(write):
+    """Writes through select/slice/reshape/permute views scatter with pads and wheres, no index_put."""
+
+    def into_input(x, v):
+        write(x, v)
+        return x * 1
+
+    def into_zeros(x, v):
+        z = ember.zeros(4, 5)
+        write(z, v * 2)
+        return z + x
+
+    for fn in (into_input, into_zeros):
+        x, v = ember.randn(4, 5), ember.randn(4, 5)
+        gm = trace_forward(fn, [x, v])
+        names = _op_names(gm)
+        assert "index_put" not in names
+        if fn is into_zeros:  # a write into zeros is a pad alone: no positions, no where
+            assert "arange" not in names and "where" not in names
+        got, want, compiled_args, eager_args = _run_both(fn, x, v)
+        assert_close(got, want)
+        assert_close(compiled_args[0], eager_args[0])
+
+
+def test_write_through_a_strided_slice_still_scatters_by_index():
+    def f(x, v):
+        x[::2].copy_(v)
+        return x * 1
+
+    x, v = ember.randn(6, 3), ember.randn(3, 3)
+    assert "index_put" in _op_names(trace_forward(f, [x, v]))
+    got, want, compiled_args, eager_args = _run_both(f, x, v)
+    assert_close(got, want)
+    assert_close(compiled_args[0], eager_args[0])
+
+
+def test_select_backward_is_a_pad_in_the_joint_graph():
+    """autograd's select backward (zeros, then a write into a select of them) becomes a pad, no where."""
+
+    def f(x):
+        return (x.select(1, 0) * 2 + x.select(1, 2).exp()).sum()
+
+    x = ember.randn(3, 4, requires_grad=True)
+    joint = trace_joint(f, [x], [ember.ones(())])
+    names = _op_names(joint)
+    assert "index_put" not in names and "where" not in names and names.count("pad") == 2
+    got = ember.autograd.grad(aot_function(f, identity)(x), x)[0]
+    want = ember.autograd.grad(f(x), x)[0]
+    assert_close(got, want)

@@ -85,6 +85,68 @@ def meta_copy(value):
     return value
 
 
+# views _scatter_views undoes without an index scatter
+_INVERTIBLE_VIEWS = ("view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten", "transpose", "permute",
+                     "select", "slice")
+
+# factories whose value is all zeros (a scatter into them needs no ``where``)
+_ZERO_FACTORIES = ("zeros", "zeros_like")
+
+
+def _is_zeros(node):
+    """Whether graph node ``node`` is a zeros factory or a view of one."""
+    while isinstance(node, ember.fx.Node) and node.op == "call_function":
+        name = getattr(node.target, "name", None)
+        if name in _ZERO_FACTORIES:
+            return True
+        if name not in _INVERTIBLE_VIEWS and name != "expand":
+            return False
+        node = node.args[0]
+    return False
+
+
+def _norm_dim(dim, ndim):
+    return dim + ndim if dim < 0 else dim
+
+
+def _view_args(op, rest, kwargs, shape):
+    """The arguments of a view step of a base of ``shape``, in the form ``_scatter_views`` inverts, or None.
+
+    ``transpose``: ``(dim0, dim1)``; ``permute``: the dims, normalised; ``select`` and ``slice``:
+    ``(dim, start, stop)`` of the elements they keep (None for a slice with a step other than 1);
+    reshapes: ``()`` (undone by a reshape to the base's shape). None too when an argument is a graph value.
+    """
+    name = op.name
+    values = tuple(rest) + tuple(kwargs.values())
+    if any(isinstance(a, ember.fx.Node) for a in values):
+        return None
+    ndim = len(shape)
+    if name in ("view", "reshape"):
+        return None if any(isinstance(a, ember.dtype) for a in values) else ()
+    if name in ("unsqueeze", "squeeze", "flatten", "unflatten"):
+        return ()
+    if name == "transpose":
+        return tuple(rest) if not kwargs and len(rest) == 2 else None
+    if name == "permute":
+        dims = rest[0] if len(rest) == 1 and isinstance(rest[0], (list, tuple)) else rest
+        return tuple(_norm_dim(d, ndim) for d in dims) if not kwargs else None
+    if name == "select":
+        if kwargs or len(rest) != 2:
+            return None
+        dim = _norm_dim(rest[0], ndim)
+        index = rest[1] + shape[dim] if rest[1] < 0 else rest[1]
+        return dim, index, index + 1
+    if name == "slice":
+        bound = dict(zip(("dim", "start", "end", "step"), rest))
+        bound.update(kwargs)
+        if bound.get("step", 1) != 1:
+            return None
+        dim = _norm_dim(bound.get("dim", 0), ndim)
+        start, stop, _ = slice(bound.get("start"), bound.get("end")).indices(shape[dim])
+        return dim, start, max(start, stop)
+    return None
+
+
 class _Root:
     """One storage: its current value (a graph node) and how many times it was written."""
 
@@ -312,6 +374,61 @@ class FunctionalTracer(DispatchMode):
 
     def _scatter(self, base, chain, value):
         """The value of storage ``base`` after writing ``value`` into the view ``chain`` of it."""
+        structured = self._scatter_views(base, chain, value)
+        if structured is not None:
+            return structured
+        return self._scatter_by_index(base, chain, value)
+
+    def _scatter_views(self, base, chain, value):
+        """The scatter as pointwise ops (pads, wheres, inverse views), or None for a chain it can't invert.
+
+        A select or unit-step slice of a written view is undone by padding the value back to the base's
+        size along that dim (a ``where`` keeps the base's other elements, unless the base is zeros, as
+        autograd's select/slice backward makes it); reshapes and permutations are undone by their
+        inverse. The compiler fuses all of it into the consumer's loop, where the index scatter would be
+        an eager ``index_put`` over an ``arange`` of the whole storage.
+        """
+        if not chain:
+            return value
+        op, rest, kwargs, index = chain[0]
+        if index is not None or op.name not in _INVERTIBLE_VIEWS:
+            return None
+        base_shape = tuple(base.meta["val"].shape)
+        args = _view_args(op, rest, kwargs, base_shape)
+        if args is None:
+            return None
+        view_op = registry["reshape"] if op.name == "view" else op
+        sub_base = self._emit(view_op, (base, *rest), kwargs)
+        inner = self._scatter_views(sub_base, chain[1:], value)
+        if inner is None:
+            return None
+        if op.name in ("view", "reshape", "unsqueeze", "squeeze", "flatten", "unflatten"):
+            return self._emit(registry["reshape"], (inner, base_shape))
+        if op.name == "transpose":
+            return self._emit(registry["transpose"], (inner, *args))
+        if op.name == "permute":
+            inverse = [0] * len(args)
+            for i, d in enumerate(args):
+                inverse[d] = i
+            return self._emit(registry["permute"], (inner, *inverse))
+        dim, start, stop = args
+        if op.name == "select":
+            inner = self._emit(registry["unsqueeze"], (inner, dim))
+        ndim = len(base_shape)
+        pads = [0, 0] * (ndim - 1 - dim) + [start, base_shape[dim] - stop]
+        padded = self._emit(registry["pad"], (inner, pads))
+        if _is_zeros(base):
+            return padded
+        positions = self._emit(registry["arange"], (base_shape[dim],), {"dtype": ember.int64, "device": self.device})
+        inside = self._emit(
+            registry["logical_and"],
+            (self._emit(registry["ge"], (positions, start)), self._emit(registry["lt"], (positions, stop))),
+        )
+        inside = self._emit(registry["reshape"], (inside, (base_shape[dim],) + (1,) * (ndim - 1 - dim)))
+        return self._emit(registry["where"], (inside, padded, base))
+
+    def _scatter_by_index(self, base, chain, value):
+        """The general scatter: the storage's element positions pushed through the chain, then ``index_put``."""
         base_val = base.meta["val"]
         shape = tuple(base_val.shape)
         positions = self._emit(registry["arange"], (base_val.numel(),), {"dtype": ember.int64, "device": self.device})
