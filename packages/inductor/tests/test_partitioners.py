@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import operator
 
+import numpy as np
 import pytest
 
 import ember
@@ -438,3 +439,38 @@ def test_min_cut_saves_no_more_than_pytorch(case):
         theirs = _torch_saved_bytes(torch, fn, arrays, torch_min_cut)
     assert 0 < ours <= theirs, (ours, theirs)
     assert ours < default
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_max_flow_matches_scipy_on_random_networks(seed):
+    """The pure-Python max flow gives scipy's flow value and the same source side of the min cut."""
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    from scipy.sparse.csgraph import maximum_flow
+
+    from ember._inductor.aot.partitioners import _max_flow
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    edges = {}
+    for _ in range(160):
+        u, v = (int(a) for a in rng.integers(0, n, size=2))
+        if u != v:
+            edges[(u, v)] = int(rng.integers(1, 50)) if rng.random() < 0.8 else 10**6
+    source, sink = 0, n - 1
+    value, reachable = _max_flow(edges, n, source, sink)
+    rows, cols = zip(*edges)
+    capacity = scipy_sparse.csr_matrix(
+        (np.fromiter(edges.values(), dtype=np.int32), (rows, cols)), shape=(n, n)
+    )
+    result = maximum_flow(capacity, source, sink)
+    assert value == result.flow_value
+    residual = (capacity - result.flow).tocsr()
+    seen, frontier = {source}, [source]
+    while frontier:
+        u = frontier.pop()
+        for k in range(residual.indptr[u], residual.indptr[u + 1]):
+            v = int(residual.indices[k])
+            if residual.data[k] > 0 and v not in seen:
+                seen.add(v)
+                frontier.append(v)
+    assert reachable == seen

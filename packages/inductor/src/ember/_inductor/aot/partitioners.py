@@ -287,9 +287,9 @@ def default_partition(joint_gm, joint_inputs, *, num_fwd_outputs):
     return _build(joint, joint.needed, [], "default")
 
 
-# Capacities are int32 in scipy's max-flow: finite ones are scaled so that their sum stays below
-# _FINITE_LIMIT, and "infinite" edges get _INF, which no cut made of finite edges reaches.
-_INF = np.iinfo(np.int32).max
+# Finite capacities are scaled so that their sum stays below _FINITE_LIMIT, and "infinite" edges
+# get _INF, which no cut made of finite edges reaches.
+_INF = int(np.iinfo(np.int32).max)
 _FINITE_LIMIT = 2**30
 
 
@@ -315,9 +315,6 @@ def _node_capacities(joint):
 
 def _solve_min_cut(joint):
     """The forward nodes on the source side of a minimum cut (computed in the forward)."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import maximum_flow
-
     costs = _node_capacities(joint)
     order = [n for n in joint.nodes if n in costs]
     index = {n: i for i, n in enumerate(order)}
@@ -343,31 +340,85 @@ def _solve_min_cut(joint):
         for user in node.users:
             if user in index:
                 add(node_out, 2 * index[user], _INF)
-    rows, cols = zip(*edges) if edges else ((), ())
-    capacity = csr_matrix(
-        (np.fromiter(edges.values(), dtype=np.int32, count=len(edges)), (rows, cols)), shape=(sink + 1, sink + 1)
-    )
-    result = maximum_flow(capacity, source, sink)
-    if result.flow_value >= _INF:
+    flow_value, reachable = _max_flow(edges, sink + 1, source, sink)
+    if flow_value >= _INF:
         raise InductorError("partition: the min-cut problem has no finite cut (a needed value cannot be saved)")
-    residual = (capacity - result.flow).tocsr()
-    reachable = _bfs(residual, source)
     return {n for n in order if 2 * index[n] in reachable}
 
 
-def _bfs(residual, start):
-    """Vertices reachable from ``start`` along edges of positive residual capacity."""
-    seen = {start}
-    frontier = [start]
-    indptr, indices, data = residual.indptr, residual.indices, residual.data
+def _max_flow(edges, num_vertices, source, sink):
+    """Maximum flow from ``source`` to ``sink`` (Dinic's algorithm) and the source side of the min cut.
+
+    ``edges`` maps ``(u, v)`` to a capacity. Returns ``(flow value, vertices reachable from the source
+    in the residual graph)``: the same set for every maximum flow, so the cut does not depend on the
+    algorithm. Plain Python: the networks here have a few thousand edges (a few milliseconds), and
+    importing ``scipy.sparse.csgraph`` would cost more than solving.
+    """
+    adjacency = [[] for _ in range(num_vertices)]  # vertex -> ids of its residual edges
+    head, capacity = [], []  # edge e and its reverse e ^ 1
+    for (u, v), c in edges.items():
+        adjacency[u].append(len(head))
+        head.append(v)
+        capacity.append(c)
+        adjacency[v].append(len(head))
+        head.append(u)
+        capacity.append(0)
+    flow = 0
+    while True:
+        level = _levels(adjacency, head, capacity, source)
+        if level[sink] < 0:
+            return flow, {v for v in range(num_vertices) if level[v] >= 0}
+        cursor = [0] * num_vertices
+        while True:
+            pushed = _augment(adjacency, head, capacity, level, cursor, source, sink)
+            if not pushed:
+                break
+            flow += pushed
+
+
+def _levels(adjacency, head, capacity, source):
+    """BFS distance from ``source`` along residual edges (-1: unreachable)."""
+    level = [-1] * len(adjacency)
+    level[source] = 0
+    frontier = [source]
     while frontier:
-        u = frontier.pop()
-        for k in range(indptr[u], indptr[u + 1]):
-            v = indices[k]
-            if data[k] > 0 and v not in seen:
-                seen.add(v)
-                frontier.append(v)
-    return seen
+        next_frontier = []
+        for u in frontier:
+            for e in adjacency[u]:
+                v = head[e]
+                if capacity[e] > 0 and level[v] < 0:
+                    level[v] = level[u] + 1
+                    next_frontier.append(v)
+        frontier = next_frontier
+    return level
+
+
+def _augment(adjacency, head, capacity, level, cursor, source, sink):
+    """Push flow along one shortest residual path (iterative DFS over the level graph); 0 when none is left."""
+    path = []
+    u = source
+    while True:
+        if u == sink:
+            pushed = min(capacity[e] for e in path)
+            for e in path:
+                capacity[e] -= pushed
+                capacity[e ^ 1] += pushed
+            return pushed
+        edges = adjacency[u]
+        while cursor[u] < len(edges):
+            e = edges[cursor[u]]
+            if capacity[e] > 0 and level[head[e]] == level[u] + 1:
+                break
+            cursor[u] += 1
+        else:  # a dead end: never enter u again in this phase
+            level[u] = -2
+            if not path:
+                return 0
+            u = head[path.pop() ^ 1]
+            cursor[u] += 1
+            continue
+        path.append(edges[cursor[u]])
+        u = head[path[-1]]
 
 
 def min_cut_rematerialization_partition(joint_gm, joint_inputs, *, num_fwd_outputs):
@@ -387,7 +438,7 @@ def min_cut_rematerialization_partition(joint_gm, joint_inputs, *, num_fwd_outpu
       exist on the forward side, and the backward gets them only by a saved value.
     * ``v_out`` -> sink (infinite) for each forward value the backward reads.
 
-    The max flow (``scipy.sparse.csgraph.maximum_flow``) equals the cheapest set of saved
+    The max flow (:func:`_max_flow`, Dinic's algorithm) equals the cheapest set of saved
     values separating the backward from the forward; the cut is read from the residual graph
     (vertices reachable from the source). Forward nodes past the cut are recomputed in the
     backward from the saved values. Ties go to values the forward materialises anyway.
