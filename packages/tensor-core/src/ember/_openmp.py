@@ -10,10 +10,12 @@ time of 1 thread (PyTorch's runtime spins the same way). With a short spin (1,00
 0.1 ms of idle CPU per region) the step runs about as fast as with ``OMP_WAIT_POLICY=passive``.
 
 libgomp reads its settings once, when it is loaded, so :func:`short_spin_waits` sets
-``GOMP_SPINCOUNT`` around the import of ``ember._C`` and removes it afterwards: other libraries
-(PyTorch's own OpenMP runtime) and child processes don't see it. Users who set
-``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` themselves keep their choice. Nothing happens when
-libgomp was already loaded by another extension.
+``GOMP_SPINCOUNT`` around the import of ``ember._C`` and removes it afterwards (child processes
+don't inherit it). One libgomp serves the whole process (PyTorch's wheel ships a copy with the
+same soname, and the loader reuses whichever came first): imported before PyTorch, ember's setting
+holds for PyTorch's threads too; imported after it, ember finds libgomp loaded with the default
+and the setting has no effect. Users who set ``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT`` themselves
+keep their choice.
 """
 
 from __future__ import annotations
