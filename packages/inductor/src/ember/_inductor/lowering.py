@@ -985,7 +985,7 @@ _fallback(["max_pool1d", "max_pool2d", "max_pool3d", "avg_pool1d", "avg_pool2d",
            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "interpolate",
            "grid_sample"], "windowed kernel (eager)")
 _fallback(["_linalg_lstsq", "_linalg_lu", "_linalg_solve_lu", "_lu_unpack", "orgqr", "cholesky_inverse",
-           "cholesky_solve"], "LAPACK (a factorization library)")
+           "cholesky_solve", "linalg_solve"], "LAPACK (a factorization library)")
 _fallback(["ctc_loss"], "sequence loss with a dynamic-programming kernel (eager)")
 _fallback(["_stft_frames", "_stft_frames_backward", "fold", "im2col", "unfold"], "windowed kernel (eager)")
 _fallback(["adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",

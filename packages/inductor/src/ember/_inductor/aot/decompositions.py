@@ -146,6 +146,9 @@ KEEP_WHOLE: dict[str, str] = {
     # (triangular solves) read one triangle only: the grads of the other triangle would differ.
     "cholesky_solve": "eager grads treat the factor as a full matrix; the decomposition reads one triangle",
     "cholesky_inverse": "eager grads treat the factor as a full matrix; the decomposition reads one triangle",
+    # Its decomposition checks the LU factors' values (singular input -> LinAlgError), which a
+    # trace over meta tensors cannot do: the op stays whole and runs as one LAPACK call.
+    "linalg_solve": "its decomposition reads the LU factors' values to raise LinAlgError; extern",
     # Attention: one extern call that never materialises the (L, S) score matrix in the caller's graph.
     "scaled_dot_product_attention": "one fused extern kernel; decomposing materialises the score matrix",
 }
