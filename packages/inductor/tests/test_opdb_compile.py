@@ -60,8 +60,6 @@ EAGER_GRAPHS: dict[str, tuple[str, str]] = {
     "unique_consecutive": (_DATA_DEPENDENT, "unique_consecutive"),
     "bincount": (_DATA_DEPENDENT, "bincount"),
     "one_hot": (f"num_classes=-1 (inferred from the values): {_DATA_DEPENDENT}", "num_classes"),
-    "linalg_solve": ("its decomposition reads a tensor's value (int()) while tracing", "needed the value"),
-    "linalg_tensorsolve": ("its decomposition reads a tensor's value (int()) while tracing", "needed the value"),
     # backward formulas that read values (aot traces the backward on meta tensors too)
     "cumprod": (_BACKWARD_READS, _BACKWARD_WORD),
     "linalg_svd": (_BACKWARD_READS, _BACKWARD_WORD),
