@@ -246,7 +246,8 @@ def _build(joint, saved, recomputed, partitioner):
         backward_nodes=sum(1 for n in bw.nodes if _is_call(n)),
     )
     fw_gm.partition_info = bw_gm.partition_info = info
-    _stage("partition", f"{info}\n\nforward graph:\n{fw_gm.code.strip()}\n\nbackward graph:\n{bw_gm.code.strip()}\n")
+    _stage("partition", lambda: (f"{info}\n\nforward graph:\n{fw_gm.code.strip()}\n\n"
+                                 f"backward graph:\n{bw_gm.code.strip()}\n"))
     return fw_gm, bw_gm
 
 
