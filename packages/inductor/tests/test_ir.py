@@ -74,3 +74,18 @@ def test_extern_kernels_print_the_op_and_the_reason():
     assert isinstance(kernel, ir.ExternKernel)
     assert str(kernel) == "buf1 = extern matmul(arg0_1, arg1_1)  # BLAS (a tuned matrix-multiply library)"
     assert str(kernel.outputs[0]) == "buf1: float32[3, 5] = extern0[]"
+
+
+def test_flat_index_folds_a_split_dim_merged_back():
+    """``b*c*(x // b) + c*(x % b)`` is ``c*x``: a reshape of a contiguous buffer reads it contiguously."""
+    x0, x1, x2 = ir.index_vars(3)
+    merged = ir.flat_index((ir.FloorDiv(x0, 128), ir.ModIndex(x0, 128), x1), (32768, 256, 1))
+    assert merged == 256 * x0 + x1
+    nested = ir.flat_index((ir.FloorDiv(64 * x0 + x1, 16), ir.ModIndex(64 * x0 + x1, 16)), (16, 1))
+    assert nested == 64 * x0 + x1
+    # a permuted split (strides not b*c and c) keeps its division: it is not a contiguous read
+    kept = ir.flat_index((ir.FloorDiv(x0, 16), ir.ModIndex(x0, 16), x2), (256, 32768, 1))
+    assert kept.has(ir.FloorDiv) and kept.has(ir.ModIndex)
+    for value in range(0, 300, 7):  # the fold is exact: same offsets as the unfolded formula
+        point = {x0: value, x1: 3, x2: 5}
+        assert int(merged.subs(point)) == 32768 * (value // 128) + 256 * (value % 128) + 3

@@ -250,3 +250,47 @@ def test_the_tables_cover_the_core_op_set():
     missing = sorted(name for name in decompositions.CORE_OPS
                      if R[name] not in lowering.lowerings and R[name] not in lowering.fallbacks)
     assert missing == []
+
+
+def test_extern_matmul_takes_transposed_and_sliced_views_without_a_copy():
+    """A transposed, permuted or sliced view of a buffer reaches the BLAS as a strided tensor: no copy kernel."""
+
+    def f(a, b, c):
+        x = a * 2
+        return (
+            x.t() @ b,
+            (x + 1).permute(1, 0) @ c,
+            x.view(4, 4, 8)[1:3] @ c[:8].view(1, 8, 8),
+            x.t()[:, 3:12] @ c.reshape(-1)[:45].view(9, 5),  # a reshape of contiguous memory is strided too
+            a.t() @ c,
+        )
+
+    a, b, c = _rand(16, 8), _rand(16, 5, seed=1), _rand(16, 8, seed=2)
+    compiled = compile_graph(make_fx(f)(a, b, c), [a, b, c])
+    externs = [s for s in compiled.scheduler.steps if isinstance(s, ir.ExternKernel)]
+    strided = [arg for k in externs for arg in k.args if isinstance(arg, ir.StridedArg)]
+    assert len(externs) == 5 and len(strided) == 7
+    assert str(strided[0]) == "buf0.as_strided((8, 16), (1, 8), 0)"
+    copies = [s for s in compiled.scheduler.steps if not isinstance(s, ir.ExternKernel)]
+    assert len(copies) == 1  # x and x + 1, in one kernel
+    for got, want in zip(compiled(a, b, c), f(a, b, c), strict=True):
+        assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_stack_times_matrix_is_one_product_and_its_result_is_returned_as_a_view():
+    """``(b, n, k) @ (k, m)`` is one ``(b*n, k) @ (k, m)`` BLAS call (as eager linear does it); the
+    reshaped result is returned as a view of the extern's tensor, not copied."""
+
+    def f(a, w):
+        return (a * 2) @ w, a.transpose(0, 1) @ w + 1, a @ w
+
+    a, w = _rand(3, 5, 8), _rand(8, 4, seed=1)
+    compiled = compile_graph(make_fx(f)(a, w), [a, w])
+    externs = [s for s in compiled.scheduler.steps if isinstance(s, ir.ExternKernel)]
+    assert [tuple(int(d) for d in k.outputs[0].sizes) for k in externs] == [(15, 4)] * 3
+    assert str(externs[0].args[0]) == "buf0.as_strided((15, 8), (8, 1), 0)"  # a * 2, read as rows
+    assert isinstance(compiled.graph.outputs[0], ir.StridedArg)  # no copy of the result
+    assert isinstance(compiled.graph.outputs[2], ir.StridedArg)
+    for got, want in zip(compiled(a, w), f(a, w), strict=True):
+        assert_close(got, want, rtol=1e-5, atol=1e-5)
+        assert got.stride() == want.stride()

@@ -9,6 +9,7 @@ of the eager op wherever there is no lowering (logged with the reason).
 from __future__ import annotations
 
 import logging
+import math
 import operator
 
 import sympy
@@ -17,7 +18,7 @@ import ember
 
 from . import ir
 from .exc import LoweringException
-from .lowering import SUPPORTED_DTYPES, NotLowered, View, fallbacks, is_tensor_value, load, lowerings
+from .lowering import SUPPORTED_DTYPES, NotLowered, View, fallbacks, is_tensor_value, load, lowerings, reshape_view
 
 __all__ = ["GraphLowering"]
 
@@ -196,7 +197,15 @@ class GraphLowering:
         return self._extern(node, target, args, kwargs, reason)
 
     def _extern(self, node, target, args, kwargs, reason):
+        if _stack_times_matrix(target, args, kwargs, node):
+            return self._matmul_rows(node, target, args, reason)
+        strided_ok = target.name in STRIDED_EXTERNS
+
         def arg(a):
+            if strided_ok and isinstance(a, View):
+                strided = strided_arg(a)
+                if strided is not None:
+                    return strided
             if is_tensor_value(a):
                 return self.realize(a)
             if isinstance(a, (list, tuple)):
@@ -220,7 +229,38 @@ class GraphLowering:
 
         return outputs(node.meta["val"], ())
 
+    def _matmul_rows(self, node, target, args, reason):
+        """``(..., n, k) @ (k, m)`` as one ``(N, k) @ (k, m)`` product viewed back as ``(..., n, m)``.
+
+        The eager matmul runs a stack as one BLAS call per matrix (the encoder's sequence-first
+        projection: 128 calls of 16 rows, each too small for the BLAS's threads); one call over all the
+        rows is what eager ``linear`` does. A stack that is not one strided matrix is copied first.
+        """
+        input, other = args
+        lead = [int(s) for s in input.sizes[:-1]]
+        k, m = int(input.sizes[-1]), int(other.sizes[-1])
+        rows = reshape_view(input, [math.prod(lead), k])
+        kernel = ir.ExternKernel(self._name("extern"), target, (self._extern_arg(rows), self._extern_arg(other)), {},
+                                 reason)
+        self.buffers.append(kernel)
+        out = ir.ExternOutput(self._name(), node.meta["val"].dtype, [sympy.Integer(math.prod(lead)), sympy.Integer(m)],
+                              kernel, ())
+        kernel.outputs.append(out)
+        return reshape_view(out, [*lead, m])
+
+    def _extern_arg(self, value):
+        """A tensor argument of a BLAS extern call: a strided view of a buffer where one will do, else a buffer."""
+        if isinstance(value, View):
+            strided = strided_arg(value)
+            if strided is not None:
+                return strided
+        return self.realize(value)
+
     def _output(self, value):
+        if isinstance(value, View):
+            reshaped = _reshaped_extern_output(value)
+            if reshaped is not None:
+                return reshaped
         if is_tensor_value(value):
             return self.realize(value)
         return value
@@ -237,6 +277,56 @@ class GraphLowering:
         outs = ", ".join(o.name if isinstance(o, ir.Buffer) else repr(o) for o in self.outputs)
         lines.append(f"return ({outs},)" if len(self.outputs) == 1 else f"return ({outs})")
         return "\n".join(lines)
+
+
+#: Extern ops that take a strided view of a buffer (:class:`~ember._inductor.ir.StridedArg`) as it is:
+#: the BLAS reads transposed operands, so a view is not copied into a contiguous buffer first.
+STRIDED_EXTERNS = frozenset({"matmul", "mm", "bmm"})
+
+
+def _stack_times_matrix(target, args, kwargs, node):
+    """Whether the extern call is a float ``matmul`` of a stack of matrices (3+ dims) by one matrix."""
+    if target.name != "matmul" or kwargs or len(args) != 2 or not all(is_tensor_value(a) for a in args):
+        return False
+    input, other = args
+    val = node.meta.get("val")
+    return (len(input.sizes) > 2 and len(other.sizes) == 2 and isinstance(val, ember.Tensor)
+            and all(isinstance(s, sympy.Integer) for s in (*input.sizes, *other.sizes)))
+
+
+def _reshaped_extern_output(view):
+    """An output that is an extern call's whole result under a new shape (a matmul folded by
+    :meth:`GraphLowering._matmul_rows`): a :class:`~ember._inductor.ir.StridedArg` the wrapper returns
+    as a view of the extern's (fresh, contiguous) tensor instead of a copy; None for other views."""
+    strided = strided_arg(view)
+    if strided is None or not isinstance(strided.buffer, ir.ExternOutput) or strided.offset != 0:
+        return None
+    if strided.strides != ir.contiguous_strides(strided.sizes) or \
+            math.prod(int(s) for s in strided.sizes) != strided.buffer.numel:
+        return None
+    return strided
+
+
+def strided_arg(view):
+    """``view`` as a :class:`~ember._inductor.ir.StridedArg` of the buffer it reads, or None.
+
+    Only views whose element offset is affine in the index (transpose, permute, select, unit-step
+    slice, expand, reshapes that keep strides) qualify; a reshape that needs index division does not.
+    """
+    sizes = list(view.sizes)
+    if not all(isinstance(s, sympy.Integer) and s > 0 for s in sizes):
+        return None
+    index = ir.index_vars(len(sizes))
+    ld = load(view, index)
+    flat = ir.flat_index(ld.index, ld.buffer.strides)
+    zero = {v: 0 for v in index}
+    offset = flat.subs(zero)
+    strides = [flat.subs({**zero, v: 1}) - offset for v in index]
+    if not all(isinstance(x, sympy.Integer) and x >= 0 for x in (offset, *strides)):
+        return None
+    if sympy.expand(flat - offset - sum(s * v for s, v in zip(strides, index))) != 0:
+        return None  # not affine (FloorDiv/ModIndex): the view needs a copy
+    return ir.StridedArg(ld.buffer, sizes, strides, offset)
 
 
 def _unsupported_dtype(node, args, kwargs):

@@ -30,6 +30,7 @@ does); an explicit conversion to a half type inside a body rounds there.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import sympy
@@ -114,7 +115,36 @@ def contiguous_strides(sizes):
 
 def flat_index(index, strides):
     """The element offset of multi-dim ``index`` under ``strides``."""
-    return sympy.expand(sum((sympy.sympify(i) * s for i, s in zip(index, strides)), sympy.Integer(0)))
+    return _flat_index(tuple(sympy.sympify(i) for i in index), tuple(strides))
+
+
+@functools.lru_cache(maxsize=8192)
+def _flat_index(index, strides):
+    return merge_div_mod(sympy.expand(sum((i * s for i, s in zip(index, strides)), sympy.Integer(0))))
+
+
+def merge_div_mod(expr):
+    """``expr`` with each ``b*c*FloorDiv(x, b) + c*ModIndex(x, b)`` rewritten as ``c*x``.
+
+    The pair is what a reshape that splits a dim and one that merges it back leave in an index
+    (``x == b*(x // b) + x % b`` for non-negative ``x``); folded, a contiguous reshape of a
+    contiguous buffer reads it at ``x`` again, so its loop stays contiguous (and vectorises) and an
+    extern call can take the buffer as it is.
+    """
+    if not expr.has(FloorDiv):
+        return expr
+    changed = True
+    while changed:
+        changed = False
+        for div in expr.atoms(FloorDiv):
+            x, b = div.args
+            mod = ModIndex(x, b)
+            q, r = expr.coeff(div), expr.coeff(mod)
+            if r != 0 and sympy.expand(q - b * r) == 0:
+                expr = sympy.expand(expr - q * div - r * mod + r * x)
+                changed = True
+                break
+    return expr
 
 
 def _dtype_name(dtype):
@@ -370,6 +400,28 @@ class ComputedBuffer(Buffer):
         return f"{self.name}: {self.layout_str()} = {self.data}"
 
 
+class StridedArg:
+    """``buffer`` read as a strided tensor (``sizes``, ``strides`` and element ``offset``): a view of an
+    existing buffer passed to an extern call as it is (BLAS takes transposed operands), not copied first."""
+
+    def __init__(self, buffer, sizes, strides, offset):
+        self.buffer = buffer
+        self.sizes = [sympy.sympify(s) for s in sizes]
+        self.strides = [sympy.sympify(s) for s in strides]
+        self.offset = sympy.sympify(offset)
+
+    @property
+    def dtype(self):
+        return self.buffer.dtype
+
+    def __str__(self):
+        sizes = ", ".join(str(s) for s in self.sizes)
+        strides = ", ".join(str(s) for s in self.strides)
+        return f"{self.buffer.name}.as_strided(({sizes}), ({strides}), {self.offset})"
+
+    __repr__ = __str__
+
+
 class ExternKernel:
     """A call of the eager op ``op`` with ``args``/``kwargs`` (buffers where tensors go).
 
@@ -393,6 +445,8 @@ class ExternKernel:
         def walk(v):
             if isinstance(v, Buffer):
                 found.append(v)
+            elif isinstance(v, StridedArg):
+                found.append(v.buffer)
             elif isinstance(v, (list, tuple)):
                 for x in v:
                     walk(x)
@@ -408,6 +462,8 @@ class ExternKernel:
         def show(v):
             if isinstance(v, Buffer):
                 return v.name
+            if isinstance(v, StridedArg):
+                return str(v)
             if isinstance(v, (list, tuple)):
                 return "[" + ", ".join(show(x) for x in v) + "]"
             return repr(v)

@@ -99,9 +99,9 @@ def compile_graph(gm, example_inputs):
         True
     """
     graph = GraphLowering(gm, example_inputs).run()
-    _stage("loop_ir", str(graph))
+    _stage("loop_ir", lambda: str(graph))  # built only when debugging is on
     scheduler = Scheduler(graph)
-    _stage("scheduled", str(scheduler))
+    _stage("scheduled", lambda: str(scheduler))
     return CompiledGraph(graph, scheduler)
 
 
@@ -202,6 +202,8 @@ class CompiledGraph:
                 self._outputs.append((False, o.constant))
             elif isinstance(o, ir.Buffer):
                 self._outputs.append((True, o.name))
+            elif isinstance(o, ir.StridedArg):  # an extern's whole result, reshaped: a view of it
+                self._outputs.append((True, (o.buffer.name, tuple(int(s) for s in o.sizes))))
             else:
                 self._outputs.append((False, o))
 
@@ -241,7 +243,8 @@ class CompiledGraph:
                     raise RuntimeError("ZeroDivisionError")
             else:
                 self._run_extern(step, ptrs, values, args)
-        outs = [values[v] if from_values else v for from_values, v in self._outputs]
+        outs = [(values[v] if type(v) is str else values[v[0]].view(v[1])) if from_values else v
+                for from_values, v in self._outputs]
         del keep
         return tuple(outs) if self.graph.output_is_sequence else outs[0]
 
@@ -269,10 +272,21 @@ class CompiledGraph:
         values[buf.name] = t
         return t
 
+    def _strided_tensor(self, strided, ptrs, values):
+        """The tensor of a :class:`~ember._inductor.ir.StridedArg`: a strided view of its buffer's array."""
+        arr = self._tensor_of(strided.buffer, ptrs, values)._data
+        item = arr.itemsize
+        start = np.lib.stride_tricks.as_strided(arr, (int(strided.offset) + 1,), (item,))[int(strided.offset):]
+        view = np.lib.stride_tricks.as_strided(start, tuple(int(s) for s in strided.sizes),
+                                               tuple(int(s) * item for s in strided.strides))
+        return ember.from_numpy(view)
+
     def _run_extern(self, kernel, ptrs, values, args):
         def arg(v):
             if isinstance(v, ir.Buffer):
                 return self._tensor_of(v, ptrs, values)
+            if isinstance(v, ir.StridedArg):
+                return self._strided_tensor(v, ptrs, values)
             if isinstance(v, (list, tuple)):
                 return type(v)(arg(x) for x in v)
             return v
