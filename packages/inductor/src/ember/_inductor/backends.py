@@ -74,22 +74,16 @@ def eager(gm, example_inputs):
     return gm.forward
 
 
-def _run_graph(gm, example_inputs):
-    """A graph compiler that compiles nothing: the aot graph runs eagerly."""
-
-    def run(*args):
-        out = gm(*args)
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-
-    return run
-
-
 @register_backend
 def aot_eager(gm, example_inputs):
     """aot autograd (joint trace, functionalization, default partition), then each graph eagerly."""
     from .aot.api import aot_module_simplified
+    from .compile_fx import _eager_callable
 
-    return aot_module_simplified(gm, list(example_inputs), fw_compiler=_run_graph, bw_compiler=_run_graph)
+    def run_graph(graph, inputs):  # a graph compiler that compiles nothing: the aot graph runs eagerly
+        return _eager_callable(graph)
+
+    return aot_module_simplified(gm, list(example_inputs), fw_compiler=run_graph, bw_compiler=run_graph)
 
 
 @register_backend

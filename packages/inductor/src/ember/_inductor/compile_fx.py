@@ -56,15 +56,19 @@ def is_known_limit(exc) -> bool:
     return isinstance(exc, InductorError) and not isinstance(exc, CppCompileError)
 
 
-def _fall_back(stage, exc, gm, fallbacks, *, expected):
-    """Log why ``stage`` of ``gm`` runs eagerly and return the eager callable (or re-raise)."""
+def _fall_back(stage, exc, fallbacks, *, expected, eager):
+    """Record and log why ``stage`` runs eagerly and return ``eager`` (or re-raise ``exc``).
+
+    ``exc`` is re-raised when it is not an ``expected`` limit and
+    ``config.fallback_on_compile_error`` is off.
+    """
     if not expected and not config.fallback_on_compile_error:
         raise exc
     reason = f"{stage}: {type(exc).__name__}: {exc}"
     fallbacks.append(reason)
     log.warning("ember-inductor runs this graph eagerly (%s)", reason)
     debug.stage(f"{stage}_fallback", reason)
-    return _eager_callable(gm)
+    return eager
 
 
 def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
@@ -88,7 +92,7 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
     try:
         return _core_compile(gm, example_inputs)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
-        return _fall_back(stage, exc, gm, fallbacks, expected=is_known_limit(exc))
+        return _fall_back(stage, exc, fallbacks, expected=is_known_limit(exc), eager=_eager_callable(gm))
 
 
 def _core_compile(gm, example_inputs):
@@ -166,18 +170,8 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
                 partition_fn=partition_fn or default_partition,
             )
         except Exception as exc:  # noqa: BLE001 - a failure of aot tracing: eager (or raised, by config)
-            compiled = _whole_graph_eager(gm, exc, fallbacks, expected=is_known_limit(exc))
+            compiled = _fall_back("aot", exc, fallbacks, expected=is_known_limit(exc), eager=gm.forward)
     return _with_fallbacks(compiled, fallbacks)
-
-
-def _whole_graph_eager(gm, exc, fallbacks, *, expected):
-    if not expected and not config.fallback_on_compile_error:
-        raise exc
-    reason = f"aot: {type(exc).__name__}: {exc}"
-    fallbacks.append(reason)
-    log.warning("ember-inductor runs this graph eagerly (%s)", reason)
-    debug.stage("aot_fallback", reason)
-    return gm.forward
 
 
 def _with_fallbacks(compiled, fallbacks):
