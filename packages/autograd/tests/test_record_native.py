@@ -109,7 +109,7 @@ def test_inplace_write_after_saving_is_detected():
         y.sum().backward()
 
 
-def test_exp_saves_its_output_and_tanh_of_float32():
+def test_exp_saves_its_output():
     exp_native, exp_reference = _recorders(_record.registry["exp"])
     for recorder in (exp_native, exp_reference):
         x = ember.tensor([0.5, -1.0], dtype=ember.float32, requires_grad=True)

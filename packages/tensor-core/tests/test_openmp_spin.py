@@ -52,3 +52,9 @@ def test_the_setting_is_removed_after_the_import(monkeypatch):
     monkeypatch.setenv("OMP_WAIT_POLICY", "active")
     with _openmp.short_spin_waits():
         assert "GOMP_SPINCOUNT" not in os.environ
+    # a user's own spin count is kept, during the block and after it
+    monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setenv("GOMP_SPINCOUNT", "7")
+    with _openmp.short_spin_waits():
+        assert os.environ["GOMP_SPINCOUNT"] == "7"
+    assert os.environ["GOMP_SPINCOUNT"] == "7"

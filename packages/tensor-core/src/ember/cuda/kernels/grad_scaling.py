@@ -80,7 +80,7 @@ extern "C" __global__ void ember_update_scale(float* scale, int* tracker, const 
 }
 """
 
-_CTYPES = {"float32": "float", "float64": "double"}
+_CTYPES = multi_tensor._CTYPES  # (the dtypes multi_tensor.supported takes)
 _unscale_kernels = {}  # (device, dtype name) -> kernel, or None when it did not compile
 _update_kernels = {}  # device -> kernel, or None
 
