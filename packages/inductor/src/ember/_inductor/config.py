@@ -49,28 +49,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = [
-    "debug",
-    "debug_dir",
-    "cache_dir",
-    "cxx",
-    "extra_cflags",
-    "threads",
-    "fallback_on_compile_error",
-    "patch",
-    "resolved_debug",
-    "resolved_debug_dir",
-    "resolved_cache_dir",
-]
-
-debug: bool | None = None
-debug_dir: str | None = None
-cache_dir: str | None = None
-cxx: str | None = None
-extra_cflags: tuple[str, ...] = ()
-threads: int | None = None
-fallback_on_compile_error: bool = True
-
+#: The names :func:`patch` accepts.
 _SETTINGS = (
     "debug",
     "debug_dir",
@@ -80,6 +59,16 @@ _SETTINGS = (
     "threads",
     "fallback_on_compile_error",
 )
+
+__all__ = [*_SETTINGS, "patch", "resolved_debug", "resolved_debug_dir", "resolved_cache_dir"]
+
+debug: bool | None = None
+debug_dir: str | None = None
+cache_dir: str | None = None
+cxx: str | None = None
+extra_cflags: tuple[str, ...] = ()
+threads: int | None = None
+fallback_on_compile_error: bool = True
 
 
 @contextlib.contextmanager
