@@ -77,7 +77,8 @@ def test_half_types_are_stored_as_uint16_and_computed_in_float():
     assert "ember_h2f(arg0_1[" in source and "ember_f2h(" in source
 
 
-def test_a_compile_error_surfaces_as_cpp_compile_error(monkeypatch):
+def test_a_compile_error_surfaces_as_cpp_compile_error(monkeypatch, fresh_cache):
+    # fresh_cache: with the shared cache, an earlier compile of this graph would be loaded, not generated
     x = ember.randn(3)
     gm = make_fx(lambda t: ember.exp(t) + 3)(x)
     original = cpp.op_code

@@ -21,10 +21,11 @@ import numpy as np
 import ember
 from ember._tensor import Tensor
 
-from .. import config, ir
-from ..graph import GraphLowering
-from ..scheduler import FusedKernel, Scheduler
-from . import cpp
+from .. import config
+from . import plan_cache
+
+# The compiler (lowering, scheduling, C++ generation) imports SymPy: it is imported when a graph is
+# compiled, not when a compiled graph is loaded from the plan cache (a warm start).
 
 __all__ = ["compile_graph", "CompiledGraph"]
 
@@ -98,50 +99,122 @@ def compile_graph(gm, example_inputs):
         >>> bool(ember.allclose(f(x)[0], ember.exp(x) * 2))
         True
     """
+    key = plan_cache.key(gm, example_inputs)
+    plan = plan_cache.read(key) if key is not None else None
+    if plan is not None:  # a warm start: the run plan and the library, no lowering
+        return CompiledGraph(plan, lambda: _lower(gm, example_inputs))
+    graph, scheduler = _lower(gm, example_inputs)
+    plan = _RunPlan(graph, scheduler)
+    compiled = CompiledGraph(plan, (graph, scheduler))  # builds the library: a plan is stored once it loads
+    if key is not None:
+        plan_cache.write(key, plan)
+    return compiled
+
+
+def _lower(gm, example_inputs):
+    """Lower and schedule ``gm``: ``(GraphLowering, Scheduler)``."""
+    from ..graph import GraphLowering
+    from ..scheduler import Scheduler
+
     graph = GraphLowering(gm, example_inputs).run()
     _stage("loop_ir", lambda: str(graph))  # built only when debugging is on
     scheduler = Scheduler(graph)
     _stage("scheduled", lambda: str(scheduler))
-    return CompiledGraph(graph, scheduler)
+    return graph, scheduler
 
 
-class CompiledGraph:
-    """A compiled graph: call it with the graph's inputs.
+class _BufRef:
+    """What the runtime needs of a buffer an extern call reads: name, slot, sizes, numpy dtype, constant."""
 
-    Attributes:
-        graph (GraphLowering): the loop IR.
-        scheduler (Scheduler): the kernels and the memory plan.
-        source (str): the generated C++.
+    __slots__ = ("name", "slot", "sizes", "np_dtype", "nbytes", "constant")
+
+    def __init__(self, buf, slots):
+        from .. import ir
+
+        self.name = buf.name
+        self.slot = slots.get(buf.name)
+        self.sizes = tuple(int(s) for s in buf.sizes)
+        self.np_dtype = _numpy_dtype(buf.dtype)
+        self.nbytes = buf.numel * buf.dtype.itemsize
+        self.constant = buf.constant if isinstance(buf, ir.InputBuffer) else None
+
+
+class _StridedRef:
+    """An :class:`~ember._inductor.ir.StridedArg` for the runtime: a buffer, sizes, element strides, offset."""
+
+    __slots__ = ("buffer", "sizes", "strides", "offset")
+
+    def __init__(self, arg, slots):
+        self.buffer = _BufRef(arg.buffer, slots)
+        self.sizes = tuple(int(s) for s in arg.sizes)
+        self.strides = tuple(int(s) for s in arg.strides)
+        self.offset = int(arg.offset)
+
+
+class _ExternStep:
+    """An extern call for the runtime: the op (by name), its arguments with buffer references, its outputs."""
+
+    __slots__ = ("op_name", "args", "kwargs", "outputs", "_op")
+
+    def __init__(self, kernel, slots):
+        self.op_name = kernel.op.name
+        self.args = _refs(kernel.args, slots)
+        self.kwargs = {k: _refs(v, slots) for k, v in kernel.kwargs.items()}
+        self.outputs = [(o.name, o.path) for o in kernel.outputs]
+        self._op = kernel.op
+
+    @property
+    def op(self):
+        if self._op is None:
+            from ember._ops import registry
+
+            self._op = registry[self.op_name]
+        return self._op
+
+    def __getstate__(self):
+        return (self.op_name, self.args, self.kwargs, self.outputs)
+
+    def __setstate__(self, state):
+        self.op_name, self.args, self.kwargs, self.outputs = state
+        self._op = None
+
+
+def _refs(value, slots):
+    from .. import ir
+
+    if isinstance(value, ir.StridedArg):
+        return _StridedRef(value, slots)
+    if isinstance(value, ir.Buffer):
+        return _BufRef(value, slots)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_refs(v, slots) for v in value)
+    return value
+
+
+class _RunPlan:
+    """Everything a call of a compiled graph needs, as plain values (no IR, no SymPy): picklable.
+
+    Built from the lowered graph and its schedule; :mod:`.plan_cache` stores it on disk so a later
+    process loads it and the library instead of compiling again.
     """
 
     def __init__(self, graph, scheduler):
-        self.graph = graph
-        self.scheduler = scheduler
-        self._assign_slots()
+        from . import cpp
+
+        self._assign_slots(graph, scheduler)
         self.source, steps = cpp.generate(scheduler, self.slots)
         _stage("cpp", self.source)
-        lib = _load(self.source) if any(isinstance(s, str) for s in steps) else None
-        self._steps = []
-        # kernels that divide integers report a zero divisor through a flag, raised after the call
-        self._div_check = None
-        if lib is not None and cpp.divides_integers(self.source):
-            self._div_check = lib.ember_take_div_error
-            self._div_check.restype = ctypes.c_int
-            self._div_check.argtypes = []
-        for step in steps:
-            if isinstance(step, str):
-                fn = getattr(lib, step)
-                fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
-                fn.restype = None
-                self._steps.append(("native", fn))
-            else:
-                self._steps.append(("extern", step))
-        self._plan_call()
+        self.native = any(isinstance(s, str) for s in steps)
+        self.div_check = self.native and cpp.divides_integers(self.source)
+        self.steps = [("native", s) if isinstance(s, str) else ("extern", _ExternStep(s, self.slots)) for s in steps]
+        self.scalar_inputs = list(graph.scalar_inputs)
+        self.output_is_sequence = graph.output_is_sequence
+        self._plan_call(graph, scheduler)
 
-    # slots and allocation ------------------------------------------------------------------
-
-    def _assign_slots(self):
+    def _assign_slots(self, graph, scheduler):
         """One pointer slot per buffer in memory (buffers sharing storage share the slot)."""
+        from .. import ir
+
         slots = {}
         order = []
 
@@ -151,61 +224,115 @@ class CompiledGraph:
                 order.append(key)
             slots[name] = order.index(key)
 
-        for b in self.graph.inputs:
+        for b in graph.inputs:
             if b is not None:
                 add(b.name)
-        for b in self.graph.constants:
+        for b in graph.constants:
             add(b.name)
-        for name, storage in self.scheduler.storage.items():
+        for name, storage in scheduler.storage.items():
             add(name, "storage:" + storage)
-        for step in self.scheduler.steps:
+        for step in scheduler.steps:
             if isinstance(step, ir.ExternKernel):
                 for out in step.outputs:
                     add(out.name)
         self.slots = slots
         self.nslots = len(order)
 
-    def _plan_call(self):
-        g = self.graph
+    def _plan_call(self, g, scheduler):
+        from .. import ir
+        from ..scheduler import FusedKernel
+
         outputs = {b.name for b in g.outputs if isinstance(b, ir.Buffer)}
-        self._inputs = []
+        self.inputs = []
         for b in g.inputs:
             if b is None:
                 continue
             np_dtype = _numpy_dtype(b.dtype)
-            self._inputs.append((b.position, self.slots[b.name], tuple(int(s) for s in b.sizes),
-                                 tuple(int(s) * np_dtype.itemsize for s in b.strides), np_dtype, b.name))
-        self._constants = [(self.slots[b.name], b.constant) for b in g.constants]
+            self.inputs.append((b.position, self.slots[b.name], tuple(int(s) for s in b.sizes),
+                                tuple(int(s) * np_dtype.itemsize for s in b.strides), np_dtype, b.name))
+        self.constants = [(self.slots[b.name], b.constant) for b in g.constants]
         buffers = {}
-        for step in self.scheduler.steps:
+        for step in scheduler.steps:
             if isinstance(step, FusedKernel):
                 for node in step.nodes:
                     buffers[node.buffer.name] = node.buffer
         # outputs: fresh ember tensors per call; other storage: one numpy byte array per slot
-        self._fresh = [(self.slots[name], name, tuple(int(s) for s in buffers[name].sizes),
-                        _numpy_dtype(buffers[name].dtype)) for name in outputs if name in buffers]
+        self.fresh = [(self.slots[name], name, tuple(int(s) for s in buffers[name].sizes),
+                       _numpy_dtype(buffers[name].dtype)) for name in outputs if name in buffers]
         storage = {}
-        for name in self.scheduler.storage:
+        for name in scheduler.storage:
             if name in outputs:
                 continue
             b = buffers[name]
             nbytes = b.numel * b.dtype.itemsize
             slot = self.slots[name]
             storage[slot] = max(storage.get(slot, 0), nbytes)
-        self._scratch = sorted(storage.items())
-        self._buffers = buffers
-        self._table_type = ctypes.c_void_p * max(self.nslots, 1)
-        # each output: (True, buffer name) read from the call's values, or (False, a fixed value)
-        self._outputs = []
+        self.scratch = sorted(storage.items())
+        # each output: (True, buffer name or (name, sizes): a view) read from the call's values, or (False, a value)
+        self.outputs = []
         for o in g.outputs:
             if isinstance(o, ir.InputBuffer) and o.constant is not None:
-                self._outputs.append((False, o.constant))
+                self.outputs.append((False, o.constant))
             elif isinstance(o, ir.Buffer):
-                self._outputs.append((True, o.name))
+                self.outputs.append((True, o.name))
             elif isinstance(o, ir.StridedArg):  # an extern's whole result, reshaped: a view of it
-                self._outputs.append((True, (o.buffer.name, tuple(int(s) for s in o.sizes))))
+                self.outputs.append((True, (o.buffer.name, tuple(int(s) for s in o.sizes))))
             else:
-                self._outputs.append((False, o))
+                self.outputs.append((False, o))
+
+
+class CompiledGraph:
+    """A compiled graph: call it with the graph's inputs.
+
+    Attributes:
+        graph (GraphLowering): the loop IR (lowered again on first access after a warm start).
+        scheduler (Scheduler): the kernels and the memory plan (likewise).
+        source (str): the generated C++.
+    """
+
+    def __init__(self, plan, lowered):
+        self._plan = plan
+        self._lowered = lowered  # (graph, scheduler), or a function that lowers again (warm start)
+        self.source = plan.source
+        self.slots = plan.slots
+        self.nslots = plan.nslots
+        lib = _load(plan.source) if plan.native else None
+        self._steps = []
+        # kernels that divide integers report a zero divisor through a flag, raised after the call
+        self._div_check = None
+        if lib is not None and plan.div_check:
+            self._div_check = lib.ember_take_div_error
+            self._div_check.restype = ctypes.c_int
+            self._div_check.argtypes = []
+        for kind, step in plan.steps:
+            if kind == "native":
+                fn = getattr(lib, step)
+                fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
+                fn.restype = None
+                self._steps.append(("native", fn))
+            else:
+                self._steps.append(("extern", step))
+        self._inputs = plan.inputs
+        self._scalar_inputs = plan.scalar_inputs
+        self._constants = plan.constants
+        self._fresh = plan.fresh
+        self._scratch = plan.scratch
+        self._outputs = plan.outputs
+        self._output_is_sequence = plan.output_is_sequence
+        self._table_type = ctypes.c_void_p * max(plan.nslots, 1)
+
+    def _lowering(self):
+        if callable(self._lowered):
+            self._lowered = self._lowered()
+        return self._lowered
+
+    @property
+    def graph(self):
+        return self._lowering()[0]
+
+    @property
+    def scheduler(self):
+        return self._lowering()[1]
 
     # the call ------------------------------------------------------------------------------
 
@@ -220,7 +347,7 @@ class CompiledGraph:
                 raise self._layout_error(position, name, t)
             ptrs[slot] = _address(arr)
             values[name] = t
-        for position, value in self.graph.scalar_inputs:
+        for position, value in self._scalar_inputs:
             if args[position] != value:
                 raise ValueError(f"compiled graph: input {position} was compiled as the constant {value!r}, "
                                  f"got {args[position]!r}")
@@ -246,28 +373,25 @@ class CompiledGraph:
         outs = [(values[v] if type(v) is str else values[v[0]].view(v[1])) if from_values else v
                 for from_values, v in self._outputs]
         del keep
-        return tuple(outs) if self.graph.output_is_sequence else outs[0]
+        return tuple(outs) if self._output_is_sequence else outs[0]
 
     def _layout_error(self, position, name, t):
-        expected = next(b for b in self.graph.inputs if b is not None and b.position == position)
+        sizes, byte_strides, np_dtype = next((i[2], i[3], i[4]) for i in self._inputs if i[0] == position)
+        strides = tuple(b // np_dtype.itemsize for b in byte_strides)
         return ValueError(
             f"compiled graph: input {position} ({name}) must be a CPU tensor with shape "
-            f"{tuple(int(s) for s in expected.sizes)}, strides {tuple(int(s) for s in expected.strides)} and dtype "
-            f"{expected.dtype} like the example input, got {tuple(t.shape)}, {tuple(t.stride())}, {t.dtype} on "
-            f"{t.device}")
+            f"{sizes}, strides {strides} and dtype {np_dtype} like the example input, got {tuple(t.shape)}, "
+            f"{tuple(t.stride())}, {t.dtype} on {t.device}")
 
     def _tensor_of(self, buf, ptrs, values):
         t = values.get(buf.name)
         if t is not None:
             return t
-        if isinstance(buf, ir.InputBuffer) and buf.constant is not None:
+        if buf.constant is not None:
             return buf.constant
         # an intermediate in scratch memory: wrap its bytes (no copy)
-        sizes = tuple(int(s) for s in buf.sizes)
-        np_dtype = ember.empty(0, dtype=buf.dtype)._data.dtype
-        nbytes = buf.numel * buf.dtype.itemsize
-        raw = (ctypes.c_uint8 * max(nbytes, 1)).from_address(ptrs[self.slots[buf.name]])
-        arr = np.frombuffer(raw, dtype=np.uint8, count=nbytes).view(np_dtype).reshape(sizes)
+        raw = (ctypes.c_uint8 * max(buf.nbytes, 1)).from_address(ptrs[buf.slot])
+        arr = np.frombuffer(raw, dtype=np.uint8, count=buf.nbytes).view(buf.np_dtype).reshape(buf.sizes)
         t = ember.from_numpy(arr)
         values[buf.name] = t
         return t
@@ -276,16 +400,15 @@ class CompiledGraph:
         """The tensor of a :class:`~ember._inductor.ir.StridedArg`: a strided view of its buffer's array."""
         arr = self._tensor_of(strided.buffer, ptrs, values)._data
         item = arr.itemsize
-        start = np.lib.stride_tricks.as_strided(arr, (int(strided.offset) + 1,), (item,))[int(strided.offset):]
-        view = np.lib.stride_tricks.as_strided(start, tuple(int(s) for s in strided.sizes),
-                                               tuple(int(s) * item for s in strided.strides))
+        start = np.lib.stride_tricks.as_strided(arr, (strided.offset + 1,), (item,))[strided.offset:]
+        view = np.lib.stride_tricks.as_strided(start, strided.sizes, tuple(s * item for s in strided.strides))
         return ember.from_numpy(view)
 
     def _run_extern(self, kernel, ptrs, values, args):
         def arg(v):
-            if isinstance(v, ir.Buffer):
+            if isinstance(v, _BufRef):
                 return self._tensor_of(v, ptrs, values)
-            if isinstance(v, ir.StridedArg):
+            if isinstance(v, _StridedRef):
                 return self._strided_tensor(v, ptrs, values)
             if isinstance(v, (list, tuple)):
                 return type(v)(arg(x) for x in v)
@@ -293,14 +416,14 @@ class CompiledGraph:
 
         with ember.no_grad():
             result = kernel.op(*arg(kernel.args), **{k: arg(v) for k, v in kernel.kwargs.items()})
-        for out in kernel.outputs:
+        for name, path in kernel.outputs:
             value = result
-            for k in out.path:
+            for k in path:
                 value = value[k]
             # a view-like op's result may alias scratch memory that a later buffer reuses: copy it
             value = value.contiguous() if kernel.op.kind == "function" else value.clone()
-            values[out.name] = value
-            ptrs[self.slots[out.name]] = _address(value._data)
+            values[name] = value
+            ptrs[self.slots[name]] = _address(value._data)
 
     def __str__(self):
         return str(self.scheduler)

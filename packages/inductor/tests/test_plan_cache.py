@@ -1,0 +1,86 @@
+"""The plan cache: a graph compiled once is loaded (plan + library) by a later compile, without lowering."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import ember
+from ember._inductor import config
+from ember._inductor.codegen import plan_cache
+from ember._inductor.codegen.wrapper import compile_graph
+from ember.fx.experimental.proxy_tensor import make_fx
+from ember.testing import assert_close
+
+
+def _fn(a, w):
+    h = (a * 2).transpose(0, 1) @ w  # a strided extern argument
+    return h.relu(), (a @ w).sum(), None
+
+
+def _inputs():
+    gen = ember.Generator().manual_seed(0)
+    return ember.randn(3, 5, 8, generator=gen), ember.randn(8, 4, generator=gen)
+
+
+def test_second_compile_loads_the_plan_without_lowering(fresh_cache):
+    a, w = _inputs()
+    gm = make_fx(_fn)(a, w)
+    first = compile_graph(gm, [a, w])
+    assert not callable(first._lowered)  # compiled: lowered now
+    assert len(list((fresh_cache / "plans").glob("*.pkl"))) == 1
+    second = compile_graph(make_fx(_fn)(a, w), [a, w])
+    assert callable(second._lowered)  # loaded: not lowered
+    assert second.source == first.source
+    want = _fn(a, w)
+    for got in (first(a, w), second(a, w)):
+        assert_close(got[0], want[0])
+        assert_close(got[1], want[1])
+        assert got[2] is None
+    assert str(second.scheduler) == str(first.scheduler)  # lowered on demand for introspection
+    assert not callable(second._lowered)
+
+
+def test_other_inputs_or_debugging_miss_the_cache(fresh_cache):
+    a, w = _inputs()
+    gm = make_fx(_fn)(a, w)
+    assert plan_cache.key(gm, [a, w]) != plan_cache.key(gm, [a.double(), w.double()])
+    assert plan_cache.key(gm, [a, w]) != plan_cache.key(gm, [a.transpose(0, 2).contiguous().transpose(0, 2), w])
+    with config.patch(debug=True):
+        assert plan_cache.key(gm, [a, w]) is None  # the stages must be written
+
+
+def test_a_damaged_entry_is_a_miss(fresh_cache):
+    a, w = _inputs()
+    gm = make_fx(_fn)(a, w)
+    compile_graph(gm, [a, w])
+    for path in (fresh_cache / "plans").glob("*.pkl"):
+        path.write_bytes(b"not a pickle")
+    again = compile_graph(make_fx(_fn)(a, w), [a, w])
+    assert not callable(again._lowered)
+    assert_close(again(a, w)[0], _fn(a, w)[0])
+
+
+def test_a_warm_process_does_not_import_sympy(fresh_cache):
+    code = textwrap.dedent(
+        """
+        import sys
+        import ember
+        from ember.fx.experimental.proxy_tensor import make_fx
+        sys.path.insert(0, {here!r})
+        from test_plan_cache import _fn, _inputs
+        a, w = _inputs()
+        gm = make_fx(_fn)(a, w)
+        from ember._inductor.codegen.wrapper import compile_graph
+        f = compile_graph(gm, [a, w])
+        assert ember.allclose(f(a, w)[0], _fn(a, w)[0])
+        print("sympy" in sys.modules)
+        """
+    ).format(here=os.path.dirname(__file__))
+    env = dict(os.environ, EMBER_INDUCTOR_CACHE_DIR=str(fresh_cache))
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert [run.stdout.strip().splitlines()[-1] for run in runs] == ["True", "False"]
