@@ -4,7 +4,7 @@ For each op, the sample's tensors become the inputs of a function that calls
 the op (everything else of the sample is a constant), ``make_fx`` traces it,
 and :func:`~ember._inductor.compile_fx.compile_fx` compiles it (aot autograd,
 decompositions, partition, lowering, C++). The compiled function must give
-eager's values, shapes and dtypes.
+eager's values, shapes, dtypes and strides (but for the gaps of :data:`STRIDE_DIFFERENCES`).
 
 What runs, to keep the file near 90 s once the kernel cache is warm:
 
@@ -73,6 +73,16 @@ COMPLEX_RULE = "complex"
 
 #: Ops whose values are uninitialized memory: only shapes and dtypes are compared.
 UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+
+#: op name -> why the compiled output's strides differ from eager's (the values agree): known gaps.
+#: Every other op must give eager's strides (those of dimensions longer than 1).
+STRIDE_DIFFERENCES: dict[str, str] = {
+    "empty_strided": "the compiled graph allocates its outputs contiguous, ignoring the requested strides",
+    "rot90": "eager returns a transposed view; the compiled graph writes a contiguous result",
+    "svd": "eager's LAPACK results are column-major; the compiled graph returns them contiguous",
+    "linalg_svd": "eager's LAPACK results are column-major; the compiled graph returns them contiguous",
+    "linalg_eigh": "eager's LAPACK eigenvectors are column-major; the compiled graph returns them contiguous",
+}
 
 #: Ops whose backward is always checked (the others: a third of them, by a hash of the name).
 BACKWARD_ALWAYS = frozenset(
@@ -218,6 +228,13 @@ class _NotTensors(Exception):
     pass
 
 
+def _observable_strides(t):
+    """The strides a user can observe: those of dimensions longer than 1 (none for 0 or 1 element)."""
+    if t.numel() <= 1:
+        return ()
+    return tuple((d, s) for d, (n, s) in enumerate(zip(t.shape, t.stride())) if n > 1)
+
+
 def _compare(got, want, info, dtype):
     got, want = _outputs(got), _outputs(want)
     assert len(got) == len(want), f"{len(got)} outputs, eager has {len(want)}"
@@ -228,6 +245,10 @@ def _compare(got, want, info, dtype):
     for i, (g, w) in enumerate(zip(got, want)):
         assert g.dtype == w.dtype, f"output {i}: dtype {g.dtype}, eager {w.dtype}"
         assert tuple(g.shape) == tuple(w.shape), f"output {i}: shape {tuple(g.shape)}, eager {tuple(w.shape)}"
+        if info.name not in STRIDE_DIFFERENCES:
+            assert _observable_strides(g) == _observable_strides(w), (
+                f"output {i}: strides {tuple(g.stride())}, eager {tuple(w.stride())} (shape {tuple(w.shape)})"
+            )
         if info.name in UNINITIALIZED:
             continue
         assert_close(g, w, rtol=rtol, atol=atol, equal_nan=True)
