@@ -159,7 +159,7 @@ void add_to_buffer(NodeState& state, PyObject* child, Py_ssize_t nr, PyObject* g
 // Steps 2 to 4 (see the top of the file).
 void run_graph(py::list roots, py::dict buffers, bool release, bool quiet, py::object other,
                py::object accumulate_grad) {
-  static const Names names;  // (the interpreter outlives this; never freed)
+  static const Names& names = *new Names();  // (never freed: no str released after the interpreter ends)
   std::unordered_map<PyObject*, NodeState> states;
   std::vector<py::object> held;  // strong references to every node in `states`
   count_dependencies(roots, states, held, names);
