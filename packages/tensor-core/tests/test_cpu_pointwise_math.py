@@ -236,5 +236,9 @@ def test_ops_on_large_tensors_use_the_kernel_and_write_in_place(name):
 def test_integer_inputs_keep_numpys_path():
     x = ember.arange(20_000)
     np.testing.assert_allclose(ember.exp(x * 0.0).numpy(), np.ones(20_000, np.float32))
+    # an integer tensor itself: a float32 result, numpy's values (x * 0.0 above is already float)
+    small = ember.exp(x % 7)
+    assert small.dtype == ember.float32
+    np.testing.assert_allclose(small.numpy(), np.exp(np.arange(20_000) % 7).astype(np.float32), rtol=1e-6)
     assert _cpu_pointwise._unary_code("exp", np.dtype(np.int64)) is None
     assert _cpu_pointwise._unary_code("neg", np.dtype(np.int64)) is not None
