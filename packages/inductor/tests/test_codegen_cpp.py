@@ -11,6 +11,7 @@ from ember._inductor.codegen import cpp
 from ember._inductor.codegen.wrapper import compile_graph
 from ember._inductor.exc import CppCompileError
 from ember.fx.experimental.proxy_tensor import make_fx
+from ember.testing import assert_close
 
 
 def test_index_printing():
@@ -110,3 +111,17 @@ def test_integer_division_by_zero_raises_like_eager():
     assert [t.tolist() for t in got] == [t.tolist() for t in fn(a, b)]
     x = ember.randn(3)
     assert not cpp.divides_integers(compile_graph(make_fx(lambda t: t / 2)(x), [x]).source)
+
+
+def test_copies_fused_into_a_split_full_reduction_get_their_own_loops():
+    """A large full reduction (split in chunks) with multi-dim copies fused in horizontally: the copies
+    run as loop nests (the C++ once used their y0.. indices undeclared, a compile error)."""
+
+    def fn(a, b):
+        return a.sin().sum() / 3, b.permute(2, 0, 1), (b * 2).transpose(0, 1)
+
+    a, b = ember.randn(64, 128, 256), ember.randn(3, 4, 5)
+    compiled = compile_graph(make_fx(fn)(a, b), [a, b])
+    assert len([s for s in compiled.scheduler.steps if hasattr(s, "nodes")]) == 1  # one (scalar) kernel
+    for got, want in zip(compiled(a, b), fn(a, b), strict=True):
+        assert_close(got, want, rtol=1e-4, atol=1e-4)

@@ -672,7 +672,15 @@ class KernelGen:
     def _scalar_kernel(self, lines):
         """A kernel without outer loops: each large reduction is split in fixed chunks run in parallel."""
         printer = ExprPrinter(self, lines, "    ")
-        for node in self.kernel.nodes:
+        nodes = list(self.kernel.nodes)
+        while nodes:
+            node = nodes.pop(0)
+            if node.inner_ranges:  # a buffer fused in horizontally: its own loop nest (not one scalar)
+                group = [node]
+                while nodes and nodes[0].inner_ranges == node.inner_ranges:
+                    group.append(nodes.pop(0))
+                self._inner_loop(group, lines, "    ", printer)
+                continue
             data = node.buffer.data
             if node.is_reduction and data.reduction_type not in ("argmax", "argmin") and \
                     data.reduction_ranges and int(data.reduction_ranges[0]) >= REDUCTION_SPLIT:
