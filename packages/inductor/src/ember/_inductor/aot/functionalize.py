@@ -26,8 +26,10 @@ The rule
     In-place random ops (``uniform_``, ``normal_``, ...) are refused with a clear error.
 
   The written value becomes the storage's new current value; a write through a view is
-  scattered into the storage's value (the storage's element positions, an ``arange``,
-  are pushed through the same view chain, then ``index_put`` places the new elements).
+  scattered into the storage's value: through select/slice/reshape/permute views with pads,
+  wheres and inverse views (pointwise, fused by the compiler), through other views by
+  pushing the storage's element positions (an ``arange``) through the same view chain,
+  then ``index_put`` places the new elements.
 * Functions that update some arguments as a side effect (``batch_norm`` in training
   with running statistics, ``instance_norm`` with ``use_input_stats``) run their
   decomposition, whose updates are ``copy_`` calls.
