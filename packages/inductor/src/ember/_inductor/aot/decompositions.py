@@ -260,13 +260,16 @@ def _bound(value, dtype):
 
 
 def _clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
-    """``minimum(maximum(x, min), max)`` in the promoted dtype (NaN propagates; min > max gives max)."""
+    """``minimum(max, maximum(min, x))`` in the promoted dtype (NaN propagates; min > max gives max).
+
+    The bound comes first: ``maximum``/``minimum`` return their second argument on a tie, and eager
+    clamp keeps ``x`` there (``clamp(-0.0, 0, 6)`` is ``-0.0``)."""
     dtype = result_type_of((input, min, max))
     x = input.to(dtype)
     if min is not None:
-        x = ember.maximum(x, _bound(min, dtype))
+        x = ember.maximum(_bound(min, dtype), x)
     if max is not None:
-        x = ember.minimum(x, _bound(max, dtype))
+        x = ember.minimum(_bound(max, dtype), x)
     return x
 
 

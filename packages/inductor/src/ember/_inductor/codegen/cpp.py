@@ -176,7 +176,16 @@ template <typename T> static inline bool ember_zero_divisor(T b) {
 template <typename T> static inline T ember_idiv(T a, T b) { return ember_zero_divisor(b) ? T(0) : T(a / b); }
 template <typename T> static inline T ember_imod(T a, T b) { return ember_zero_divisor(b) ? T(0) : T(a % b); }
 template <typename T> static inline T ember_floordiv(T a, T b) {
-    if constexpr (std::is_floating_point<T>::value) { return std::floor(a / b); }
+    // floats as eager (numpy's floor_divide): from fmod, so inf // 2 is nan and 3 // -inf is -1
+    if constexpr (std::is_floating_point<T>::value) {
+        if (b == 0) return a / b;
+        T mod = std::fmod(a, b);
+        T div = (a - mod) / b;
+        if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+        if (div == 0) return std::copysign(T(0), a / b);
+        T whole = std::floor(div);
+        return (div - whole > T(0.5)) ? whole + 1 : whole;
+    }
     else {
         if (ember_zero_divisor(b)) return 0;
         T q = a / b; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
@@ -184,12 +193,32 @@ template <typename T> static inline T ember_floordiv(T a, T b) {
 }
 template <typename T> static inline T ember_remainder(T a, T b) {
     if constexpr (std::is_floating_point<T>::value) {
-        T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+        // a zero remainder is +0 whatever the signs, as eager gives it
+        T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : (r == 0 ? T(0) : r);
     }
     else {
         if (ember_zero_divisor(b)) return 0;
         T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
+}
+// Float to integer as eager converts (numpy on x86): truncation toward zero in range; out of range
+// or NaN gives the "integer indefinite" value of the 64- or 32-bit conversion (INT_MIN), and narrower
+// types keep the low bits of the 32-bit result (300.0 -> uint8 44). A plain static_cast is undefined
+// out of range, and GCC then folds (float)(uint8_t)x into trunc(x).
+template <typename T> static inline T ember_f2i(double x) {
+    if constexpr (sizeof(T) == 8) {
+        return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? static_cast<T>(x) : static_cast<T>(INT64_MIN);
+    } else {
+        int32_t v = (x >= -2147483648.0 && x < 2147483648.0) ? static_cast<int32_t>(x) : INT32_MIN;
+        return static_cast<T>(v);
+    }
+}
+// Integer to float. With -fno-trapping-math GCC folds (float)(int32_t)x into trunc(x), which keeps
+// the -0.0 of x = -0.5 (an integer converts to +0); the tie test survives folding (signed zeros are
+// honoured) and turns such a -0 back into +0.
+template <typename F, typename I> static inline F ember_i2f(I v) {
+    F r = static_cast<F>(v);
+    return r == 0 ? F(0) : r;
 }
 template <typename T> static inline T ember_ipow(T a, T b) {
     if constexpr (std::is_floating_point<T>::value) { return std::pow(a, b); }
@@ -200,7 +229,7 @@ template <typename T> static inline T ember_ipow(T a, T b) {
 }
 template <typename T> static inline T ember_sign(T a) {
     if constexpr (std::is_floating_point<T>::value) {
-        return (a != a) ? a : (T)((T(0) < a) - (a < T(0)));
+        return (T)((T(0) < a) - (a < T(0)));  // NaN and -0 give +0, as eager's sign does
     }
     else { return (T)((T(0) < a) - (a < T(0))); }
 }
@@ -353,6 +382,10 @@ def convert(code, src, dst):
         return f"ember_h2f(ember_f2h(static_cast<float>({code})))"
     if dst == ember.bfloat16:
         return f"ember_b2f(ember_f2b(static_cast<float>({code})))"
+    if src.is_floating_point and not dst.is_floating_point and not dst.is_complex:
+        return f"ember_f2i<{value_ctype(dst)}>(static_cast<double>({code}))"
+    if dst.is_floating_point and not src.is_floating_point and src != ember.bool:
+        return f"ember_i2f<{value_ctype(dst)}>({code})"
     return f"static_cast<{value_ctype(dst)}>({code})"
 
 

@@ -36,8 +36,9 @@ def _stage(name, text):
     debug.stage(name, text)
 
 
-#: Flags that change no result: no FP-exception traps (lets selects be if-converted, so loops with
-#: ternaries vectorise) and no errno from math functions (lets sqrt vectorise).
+#: No FP-exception traps (lets selects be if-converted, so loops with ternaries vectorise) and no
+#: errno from math functions (lets sqrt vectorise). The first also lets GCC fold (float)(int)x into
+#: trunc(x); codegen/cpp.py's ember_i2f/ember_f2i keep those conversions exact.
 CPP_FLAGS = ("-fno-trapping-math", "-fno-math-errno")
 
 
