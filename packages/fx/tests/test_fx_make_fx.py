@@ -131,3 +131,19 @@ def test_named_tuple_output_keeps_its_type():
     assert type(result) is type(expected)
     np.testing.assert_array_equal(result.values.numpy(), np.sort(x.numpy(), axis=1))
     np.testing.assert_array_equal(result.indices.numpy(), np.argsort(x.numpy(), axis=1, kind="stable"))
+
+
+@pytest.mark.parametrize(
+    "read",
+    [lambda x: x * 2 if x.sum() > 0 else x - 1, lambda x: x * x.max().item(), lambda x: x + float(x[0]),
+     lambda x: x + len(x[0:1].tolist())],
+)
+def test_reading_a_traced_value_is_an_error(read):
+    # the graph would keep the branch or number seen while tracing: a wrong answer on other inputs
+    with pytest.raises(RuntimeError, match="read a tensor's value"):
+        make_fx(read)(ember.ones(4))
+
+
+def test_value_reads_outside_the_trace_still_work():
+    gm = make_fx(lambda x: x * 2)(ember.ones(2))
+    assert gm(ember.ones(2)).sum().item() == 4.0

@@ -44,6 +44,20 @@ class Size(tuple):
         return Size(tuple.__add__(self, tuple(other)))
 
 
+
+def _check_value_read(what):
+    """Let active dispatch modes refuse a read of tensor values into Python (a tracer would bake the value in).
+
+    A mode with a ``refuse_value_read(what)`` method (make_fx's tracer) raises there; ``bool()``,
+    ``float()``, ``int()`` and ``tolist()`` of a tensor all come through ``item()``/``tolist()``.
+    """
+    from ._ops._dispatch import state
+
+    for mode in state.modes:
+        refuse = getattr(mode, "refuse_value_read", None)
+        if refuse is not None:
+            refuse(what)
+
 class Tensor:
     """A multi-dimensional array with autograd metadata, PyTorch's ``torch.Tensor``.
 
@@ -416,6 +430,7 @@ class Tensor:
             raise RuntimeError(f"a Tensor with {n} elements cannot be converted to Scalar")
         if self._device.type == "meta":
             raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+        _check_value_read("Tensor.item()")
         value = self._host_array().reshape(()).item()
         if not isinstance(value, (bool, int, float, complex)):  # bfloat16 and friends
             value = float(value)
@@ -423,6 +438,7 @@ class Tensor:
 
     def tolist(self):
         """The values as (nested) Python lists of numbers; a zero-dim tensor gives a number."""
+        _check_value_read("Tensor.tolist()")
         array = self._host_array()
         if array.dtype.kind == "V" or array.dtype.name == "bfloat16":
             array = array.astype(np.float32)

@@ -59,6 +59,21 @@ class ProxyDispatchMode(DispatchMode):
         self._by_data = {}
         self._constants = 0
 
+    #: Whether reading a tensor's value into Python while tracing is an error (make_fx: yes, as in
+    #: PyTorch; ONNX capture keeps the real-mode specialisation, e.g. a causal-mask check).
+    refuse_value_reads = False
+
+    def refuse_value_read(self, what):
+        """A tensor's value read into Python while tracing (``if x.sum() > 0``, ``x.max().item()``) would be
+        baked into the graph as a constant: refuse it when :attr:`refuse_value_reads` is set."""
+        if not self.refuse_value_reads:
+            return
+        raise RuntimeError(
+            f"make_fx: the traced function read a tensor's value ({what}), e.g. for Python control flow; "
+            "the graph would silently keep the value seen while tracing. Compute it with tensor ops "
+            "(ember.where), pass it as an argument, or capture the function in pieces"
+        )
+
     def track(self, tensor, node):
         """Make ``node`` the producer of ``tensor``."""
         self._nodes[id(tensor)] = (tensor, node)
@@ -112,7 +127,7 @@ class ProxyDispatchMode(DispatchMode):
                     self.track(item, self.graph.call_function(operator.getitem, (node, i)))
 
 
-def dispatch_trace(f, args, decomposition_table=None):
+def dispatch_trace(f, args, decomposition_table=None, refuse_value_reads=False):
     """Run ``f(*args)`` under :class:`ProxyDispatchMode` and return the recorded GraphModule."""
     tensor = _tensor_cls()
     from ember.nn import Module
@@ -120,6 +135,7 @@ def dispatch_trace(f, args, decomposition_table=None):
     root = Module()
     graph = Graph()
     mode = ProxyDispatchMode(graph, root, decomposition_table)
+    mode.refuse_value_reads = refuse_value_reads
     for i, a in enumerate(args):
         node = graph.placeholder(f"arg{i}_1")
         if isinstance(a, tensor):
@@ -159,6 +175,9 @@ def make_fx(f, decomposition_table=None, tracing_mode="real", pre_dispatch=False
 
     Raises:
         ValueError: for an unsupported ``tracing_mode`` or ``pre_dispatch=True``.
+        RuntimeError: (from the returned function) when ``f`` reads a tensor's value into Python
+            while it is traced (``if x.sum() > 0``, ``x.max().item()``, ``float(x)``), as PyTorch's
+            make_fx does: the graph would otherwise keep the value seen while tracing.
     """
     if tracing_mode not in ("real", "fake"):
         raise ValueError(f"make_fx: tracing_mode must be 'real' or 'fake', got {tracing_mode!r}")
@@ -170,6 +189,6 @@ def make_fx(f, decomposition_table=None, tracing_mode="real", pre_dispatch=False
             from ..passes.shape_prop import _to_meta
 
             args = tuple(_to_meta(a) for a in args)
-        return dispatch_trace(f, args, decomposition_table)
+        return dispatch_trace(f, args, decomposition_table, refuse_value_reads=True)
 
     return wrapped
