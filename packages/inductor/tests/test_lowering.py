@@ -294,3 +294,28 @@ def test_stack_times_matrix_is_one_product_and_its_result_is_returned_as_a_view(
     for got, want in zip(compiled(a, w), f(a, w), strict=True):
         assert_close(got, want, rtol=1e-5, atol=1e-5)
         assert got.stride() == want.stride()
+
+
+def test_a_call_leaves_no_reference_cycles():
+    """A compiled graph's call frees its intermediates at once (a cycle through the extern argument helper
+    kept every call's tensors alive until the garbage collector ran: 75 MB a step for the encoder)."""
+    import gc
+
+    def f(a, w):
+        h = (a * 2).transpose(0, 1) @ w  # an extern call reading an intermediate in scratch memory
+        return (h.relu() @ w.t()).sum()
+
+    a, w = _rand(6, 5, 8), _rand(8, 4, seed=1)
+    compiled = compile_graph(make_fx(f)(a, w), [a, w])
+    compiled(a, w)
+    gc.collect()
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            got = compiled(a, w)
+        assert gc.collect() == 0
+    finally:
+        if enabled:
+            gc.enable()
+    assert_close(got, f(a, w), rtol=1e-5, atol=1e-5)

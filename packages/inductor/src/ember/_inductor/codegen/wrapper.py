@@ -73,6 +73,10 @@ def _address(arr):
     return arr.ctypes.data
 
 
+#: The key of a call's scratch arrays (slot -> bytes) in its ``values`` (buffer names are strings).
+_SCRATCH = object()
+
+
 def _threads():
     return config.threads if config.threads else ember.get_num_threads()
 
@@ -354,10 +358,10 @@ class CompiledGraph:
                                  f"got {args[position]!r}")
         for slot, t in self._constants:
             ptrs[slot] = _address(t._data)
-        keep = []
+        scratch = values[_SCRATCH] = {}  # slot -> its bytes, for extern calls that read an intermediate
         for slot, nbytes in self._scratch:
             arr = np.empty(max(nbytes, 1), dtype=np.uint8)
-            keep.append(arr)
+            scratch[slot] = arr
             ptrs[slot] = _address(arr)
         for slot, name, sizes, np_dtype in self._fresh:
             arr = np.empty(sizes, dtype=np_dtype)
@@ -373,7 +377,6 @@ class CompiledGraph:
                 self._run_extern(step, ptrs, values, args)
         outs = [(values[v] if type(v) is str else values[v[0]].view(v[1])) if from_values else v
                 for from_values, v in self._outputs]
-        del keep
         return tuple(outs) if self._output_is_sequence else outs[0]
 
     def _layout_error(self, position, name, t):
@@ -390,9 +393,8 @@ class CompiledGraph:
             return t
         if buf.constant is not None:
             return buf.constant
-        # an intermediate in scratch memory: wrap its bytes (no copy)
-        raw = (ctypes.c_uint8 * max(buf.nbytes, 1)).from_address(ptrs[buf.slot])
-        arr = np.frombuffer(raw, dtype=np.uint8, count=buf.nbytes).view(buf.np_dtype).reshape(buf.sizes)
+        # an intermediate in scratch memory: a view of its slot's bytes (no copy)
+        arr = values[_SCRATCH][buf.slot][:buf.nbytes].view(buf.np_dtype).reshape(buf.sizes)
         t = ember.from_numpy(arr)
         values[buf.name] = t
         return t
@@ -405,18 +407,23 @@ class CompiledGraph:
         view = np.lib.stride_tricks.as_strided(start, strided.sizes, tuple(s * item for s in strided.strides))
         return ember.from_numpy(view)
 
-    def _run_extern(self, kernel, ptrs, values, args):
-        def arg(v):
-            if isinstance(v, _BufRef):
-                return self._tensor_of(v, ptrs, values)
-            if isinstance(v, _StridedRef):
-                return self._strided_tensor(v, ptrs, values)
-            if isinstance(v, (list, tuple)):
-                return type(v)(arg(x) for x in v)
-            return v
+    def _extern_value(self, v, ptrs, values):
+        """The call argument for ``v``: a tensor for a buffer reference, lists and tuples element-wise."""
+        if isinstance(v, _BufRef):
+            return self._tensor_of(v, ptrs, values)
+        if isinstance(v, _StridedRef):
+            return self._strided_tensor(v, ptrs, values)
+        if isinstance(v, (list, tuple)):
+            return type(v)(self._extern_value(x, ptrs, values) for x in v)
+        return v
 
+    def _run_extern(self, kernel, ptrs, values, args):
+        # no closure over ``values`` here: a self-referencing nested function is a reference cycle that
+        # kept every call's tensors alive until the garbage collector ran (75 MB a step for the encoder)
+        arg = self._extern_value
         with ember.no_grad():
-            result = kernel.op(*arg(kernel.args), **{k: arg(v) for k, v in kernel.kwargs.items()})
+            result = kernel.op(*arg(kernel.args, ptrs, values),
+                               **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
         for name, path in kernel.outputs:
             value = result
             for k in path:
