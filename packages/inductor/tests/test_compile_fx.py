@@ -317,3 +317,8 @@ def test_debug_output_follows_the_pipeline(strict, monkeypatch, tmp_path):
     assert stages.index("forward_graph") < stages.index("backward_graph")
     assert any("cpp" in stage for stage in stages), stages
     assert "def forward" in (tmp_path / "pointwise" / "01_fx_graph.txt").read_text()
+
+
+def test_a_plain_function_is_refused_with_a_hint():
+    with pytest.raises(TypeError, match="make_fx"):
+        compile_fx(lambda t: t * 2, [ember.ones(2)])

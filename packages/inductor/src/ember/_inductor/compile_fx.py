@@ -126,6 +126,9 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
         decompositions (dict or None): overrides the inductor decomposition table.
         partition_fn (callable or None): overrides the min-cut partitioner.
 
+    Raises:
+        TypeError: if ``gm`` is not a module (a plain function must be captured first).
+
     Returns:
         callable: ``f(*inputs)`` returning what ``gm`` returns; differentiable through
         ``ember.autograd`` when inputs require grad. Its ``fallbacks`` attribute lists the
@@ -141,6 +144,13 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
         >>> bool(ember.allclose(f(x), ember.sigmoid(x) * 2))
         True
     """
+    from ember.nn import Module
+
+    if not isinstance(gm, Module):
+        raise TypeError(
+            f"compile_fx: gm must be an ember.fx.GraphModule or an ember.nn.Module, got {type(gm).__name__}; "
+            "capture a function first, e.g. compile_fx(make_fx(fn)(*inputs), inputs)"
+        )
     fallbacks: list[str] = []
     folder_name = name or graph_name(gm)
     with debug.compiling(folder_name):

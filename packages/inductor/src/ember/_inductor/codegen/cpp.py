@@ -207,7 +207,8 @@ template <typename T> static inline T ember_remainder(T a, T b) {
 // out of range, and GCC then folds (float)(uint8_t)x into trunc(x).
 template <typename T> static inline T ember_f2i(double x) {
     if constexpr (sizeof(T) == 8) {
-        return (x >= -9223372036854775808.0 && x < 9223372036854775808.0) ? static_cast<T>(x) : static_cast<T>(INT64_MIN);
+        bool in_range = x >= -9223372036854775808.0 && x < 9223372036854775808.0;
+        return in_range ? static_cast<T>(x) : static_cast<T>(INT64_MIN);
     } else {
         int32_t v = (x >= -2147483648.0 && x < 2147483648.0) ? static_cast<int32_t>(x) : INT32_MIN;
         return static_cast<T>(v);
