@@ -30,7 +30,7 @@ def test_second_compile_loads_the_plan_without_lowering(fresh_cache):
     gm = make_fx(_fn)(a, w)
     first = compile_graph(gm, [a, w])
     assert not callable(first._lowered)  # compiled: lowered now
-    assert len(list((fresh_cache / "plans").glob("*.pkl"))) == 1
+    assert len(list((fresh_cache / "plans").glob("*.json"))) == 1
     second = compile_graph(make_fx(_fn)(a, w), [a, w])
     assert callable(second._lowered)  # loaded: not lowered
     assert second.source == first.source
@@ -56,8 +56,8 @@ def test_a_damaged_entry_is_a_miss(fresh_cache):
     a, w = _inputs()
     gm = make_fx(_fn)(a, w)
     compile_graph(gm, [a, w])
-    for path in (fresh_cache / "plans").glob("*.pkl"):
-        path.write_bytes(b"not a pickle")
+    for path in (fresh_cache / "plans").glob("*.json"):
+        path.write_bytes(b"{not json")
     again = compile_graph(make_fx(_fn)(a, w), [a, w])
     assert not callable(again._lowered)
     assert_close(again(a, w)[0], _fn(a, w)[0])
@@ -84,3 +84,29 @@ def test_a_warm_process_does_not_import_sympy(fresh_cache):
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert [run.stdout.strip().splitlines()[-1] for run in runs] == ["True", "False"]
+
+
+def test_a_reloaded_plan_runs_extern_kernels_that_check_dtypes(fresh_cache):
+    # ember._C kernels compare numpy dtypes by identity: a plan read back from disk must hand them
+    # the canonical dtype objects (an unpickled dtype was equal but not identical, and gather failed)
+    def loss(logits, target):
+        return (ember.nn.functional.cross_entropy(logits, target), ember.gather(logits, 1, target[:, None]))
+
+    gen = ember.Generator().manual_seed(1)
+    logits, target = ember.randn(6, 5, generator=gen), ember.tensor([0, 4, 2, 1, 3, 0])
+    gm = make_fx(loss)(logits, target)
+    compile_graph(gm, [logits, target])
+    reloaded = compile_graph(make_fx(loss)(logits, target), [logits, target])
+    assert callable(reloaded._lowered)  # loaded from disk
+    for got, want in zip(reloaded(logits, target), loss(logits, target)):
+        assert_close(got, want)
+
+
+def test_the_stored_plan_is_json(fresh_cache):
+    import json
+
+    a, w = _inputs()
+    compile_graph(make_fx(_fn)(a, w), [a, w])
+    (path,) = (fresh_cache / "plans").glob("*.json")
+    stored = json.loads(path.read_text())
+    assert stored["format"] == plan_cache._FORMAT and "source" in stored

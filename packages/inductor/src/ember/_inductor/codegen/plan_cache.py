@@ -3,25 +3,27 @@
 :func:`~ember._inductor.codegen.wrapper.compile_graph` lowers, schedules and generates C++ for a
 graph; the C++ library is cached by :mod:`ember._inductor.codecache`, but the lowering itself (and
 the SymPy it imports) took most of a warm start. The run plan (the C++ source, the steps, the
-pointer slots, the extern calls with their buffer references: plain values) is pickled here under
-a key of
+pointer slots, the extern calls with their buffer references: plain values) is stored here as JSON
+(loading runs no code: no pickle; dtypes, devices and buffer references are tagged objects rebuilt
+through ember's own tables) under a key of
 
 * the graph's code (``gm.code``: ops, arguments, shapes in view calls),
 * each input's shape, strides and dtype (or a number input's type and value),
 * a hash of the compiler's own source files (any change to the compiler makes new keys),
 
 so a later process with the same graph and inputs loads the plan and the library and runs. Graphs
-with tensor constants (``get_attr``), plans whose extern arguments are not plain values, and
-compilations with debugging on (the stages must be written) are not cached. Files live in
-``<cache_dir>/plans/<key>.pkl``, written to a temporary name and renamed into place.
+with tensor constants (``get_attr``), plans holding values JSON cannot tag (an extern argument that
+is not a number, string, dtype, device or buffer), and compilations with debugging on (the stages
+must be written) are not cached. Files live in ``<cache_dir>/plans/<key>.json``, written to a
+temporary name and renamed into place; an unreadable entry is a miss.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
-import pickle
 import tempfile
 from pathlib import Path
 
@@ -31,7 +33,7 @@ from .. import config
 
 __all__ = ["key", "read", "write"]
 
-_FORMAT = "ember-inductor run plan v1"
+_FORMAT = "ember-inductor run plan v2"
 
 
 @functools.lru_cache(maxsize=1)
@@ -70,44 +72,129 @@ def key(gm, example_inputs):
 
 
 def _path(cache_key):
-    return config.resolved_cache_dir() / "plans" / f"{cache_key}.pkl"
+    return config.resolved_cache_dir() / "plans" / f"{cache_key}.json"
+
+
+# ---------------------------------------------------------------------------------- the JSON form
+# Each value is a JSON number, string, bool, null or list (a Python list), or an object with one key
+# saying what it is: {"tuple": [...]}, {"dtype": "float32"}, {"np": "float32"} (a numpy dtype, named by
+# its ember dtype), {"device": "cpu"}, {"dict": [[k, v], ...]}, {"buf": ...}, {"strided": ...},
+# {"extern": ...}. Anything else cannot be stored (the plan is then not cached).
+
+_PLAN_FIELDS = ("source", "slots", "nslots", "native", "div_check", "steps", "scalar_inputs",
+                "output_is_sequence", "inputs", "constants", "fresh", "scratch", "outputs")
+
+
+class _NotPlain(Exception):
+    """A plan value the JSON form has no tag for."""
+
+
+def _encode(v):
+    import numpy as np
+
+    from .wrapper import _BufRef, _ExternStep, _StridedRef
+
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, list):
+        return [_encode(x) for x in v]
+    if isinstance(v, tuple) and not hasattr(v, "_fields"):
+        return {"tuple": [_encode(x) for x in v]}
+    if isinstance(v, dict):
+        return {"dict": [[_encode(k), _encode(x)] for k, x in v.items()]}
+    if isinstance(v, ember.dtype):
+        return {"dtype": str(v).removeprefix("ember.")}
+    if isinstance(v, np.dtype):
+        from ember._dtype import from_numpy_dtype
+
+        return {"np": str(from_numpy_dtype(v)).removeprefix("ember.")}
+    if isinstance(v, ember.device):
+        return {"device": str(v)}
+    if isinstance(v, _BufRef):
+        if v.constant is not None:
+            raise _NotPlain("a buffer holding a tensor constant")
+        return {"buf": [v.name, v.slot, _encode(v.sizes), _encode(v.np_dtype), v.nbytes]}
+    if isinstance(v, _StridedRef):
+        return {"strided": [_encode(v.buffer), _encode(v.sizes), _encode(v.strides), v.offset]}
+    if isinstance(v, _ExternStep):
+        return {"extern": [v.op_name, _encode(v.args), _encode(v.kwargs), _encode(v.outputs)]}
+    raise _NotPlain(f"a value of type {type(v).__name__}")
+
+
+def _ember_dtype(name):
+    dtype = getattr(ember, name, None)
+    if not isinstance(dtype, ember.dtype):
+        raise ValueError(f"not an ember dtype: {name!r}")
+    return dtype
+
+
+def _decode(v):
+    from .wrapper import _BufRef, _ExternStep, _numpy_dtype, _StridedRef
+
+    if isinstance(v, list):
+        return [_decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    (tag, body), = v.items()
+    if tag == "tuple":
+        return tuple(_decode(x) for x in body)
+    if tag == "dict":
+        return {_decode(k): _decode(x) for k, x in body}
+    if tag == "dtype":
+        return _ember_dtype(body)
+    if tag == "np":  # the array dtype ember's kernels expect (they compare numpy dtypes by identity)
+        return _numpy_dtype(_ember_dtype(body))
+    if tag == "device":
+        return ember.device(body)
+    if tag == "buf":
+        ref = _BufRef.__new__(_BufRef)
+        ref.name, ref.slot, sizes, np_dtype, ref.nbytes = body
+        ref.sizes, ref.np_dtype, ref.constant = _decode(sizes), _decode(np_dtype), None
+        return ref
+    if tag == "strided":
+        ref = _StridedRef.__new__(_StridedRef)
+        ref.buffer, ref.sizes, ref.strides, ref.offset = (_decode(x) for x in body)
+        return ref
+    if tag == "extern":
+        step = _ExternStep.__new__(_ExternStep)
+        step.op_name = body[0]
+        step.args, step.kwargs, step.outputs = (_decode(x) for x in body[1:])
+        step._op = None
+        return step
+    raise ValueError(f"unknown tag {tag!r}")
 
 
 def read(cache_key):
     """The plan stored under ``cache_key``, or None (missing, or unreadable: compiled again)."""
+    from .wrapper import _RunPlan
+
     try:
-        with open(_path(cache_key), "rb") as f:
-            plan = pickle.load(f)
+        with open(_path(cache_key), encoding="utf-8") as f:
+            stored = json.load(f)
+        if stored.get("format") != _FORMAT:
+            return None
+        plan = _RunPlan.__new__(_RunPlan)
+        for field in _PLAN_FIELDS:
+            setattr(plan, field, _decode(stored[field]))
     except Exception:  # noqa: BLE001 - a missing or damaged entry is a miss
         return None
-    return plan if getattr(plan, "format", None) == _FORMAT else None
-
-
-def _plain(value):
-    """Whether an extern argument survives pickling as the same value (buffer references included)."""
-    from .wrapper import _BufRef, _StridedRef
-
-    if value is None or isinstance(value, (bool, int, float, str, ember.dtype, ember.device, _BufRef, _StridedRef)):
-        return True
-    if isinstance(value, (list, tuple)):
-        return all(_plain(v) for v in value)
-    return False
+    return plan
 
 
 def write(cache_key, plan):
-    """Store ``plan`` under ``cache_key`` (atomically); plans with unusual extern arguments are skipped."""
-    for kind, step in plan.steps:
-        if kind == "extern" and not (_plain(step.args) and _plain(list(step.kwargs.values()))):
-            return
-    if plan.constants or not all(from_values or _plain(v) for from_values, v in plan.outputs):
+    """Store ``plan`` under ``cache_key`` (atomically); plans with values JSON cannot tag are skipped."""
+    if plan.constants:
         return
-    plan.format = _FORMAT
+    try:
+        stored = {"format": _FORMAT, **{field: _encode(getattr(plan, field)) for field in _PLAN_FIELDS}}
+    except _NotPlain:
+        return
     path = _path(cache_key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        with os.fdopen(fd, "wb") as f:
-            pickle.dump(plan, f, protocol=pickle.HIGHEST_PROTOCOL)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(stored, f)
         os.replace(tmp, path)
-    except (OSError, pickle.PicklingError, TypeError, AttributeError):
+    except OSError:
         return
