@@ -228,8 +228,8 @@ def test_attribute_imports_an_installed_submodule():
 _ONLY_CORE = r"""
 import importlib.metadata, json, re, sys
 
-HIDDEN_DISTRIBUTIONS = {"ember_autograd", "ember_fx"}
-HIDDEN_MODULES = ("ember.autograd", "ember.optim", "ember.func", "ember.fx", "ember.onnx", "ember.ao")
+HIDDEN_DISTRIBUTIONS = {"ember_autograd", "ember_fx", "ember_inductor"}
+HIDDEN_MODULES = ("ember.autograd", "ember.optim", "ember.func", "ember.fx", "ember.onnx", "ember.ao", "ember._inductor")
 
 
 def normalize(name):

@@ -70,7 +70,7 @@ DISTRIBUTIONS = {dist.name: dist for dist in (
     Distribution("ember-fx",          True,  ("ember-autograd",),  "fx",                       ("ember.fx",
                                                                                                 "ember.onnx")),
     Distribution("ember-dynamo",      False, ("ember-fx",),        "dynamo",                   ("ember._dynamo",)),
-    Distribution("ember-inductor",    False, ("ember-fx",),        "inductor",                 ("ember._inductor",)),
+    Distribution("ember-inductor",    True,  ("ember-fx",),        "inductor",                 ("ember._inductor",)),
     Distribution("ember-distributed", False, ("ember-autograd",),  "distributed",              ("ember.distributed",)),
     Distribution("ember-mobile",      False, ("ember-core",),      "mobile",                   ("ember.mobile",)),
     Distribution("ember-vision",      False, ("ember-core",),      "vision-audio-text/vision", ("embervision",)),
