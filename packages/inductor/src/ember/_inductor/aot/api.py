@@ -304,6 +304,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
 
     Example:
         >>> import ember
+        >>> from ember._inductor.aot.api import aot_function
         >>> f = aot_function(lambda x: x.sin() * 2, fw_compiler=lambda gm, ex: gm)
         >>> x = ember.randn(3, requires_grad=True)
         >>> f(x).sum().backward()

@@ -397,6 +397,7 @@ def inductor_decompositions():
 
     Example:
         >>> import ember
+        >>> from ember._inductor.aot.decompositions import inductor_decompositions
         >>> table = inductor_decompositions()
         >>> ember._ops.registry["gelu"] in table, ember._ops.registry["matmul"] in table
         (True, False)

@@ -315,6 +315,7 @@ def trace_joint(fn, primals, tangents_like=None, *, decompositions=None):
 
     Example:
         >>> import ember
+        >>> from ember._inductor.aot.joint import trace_joint
         >>> gm = trace_joint(lambda x: x.sin(), [ember.randn(3, requires_grad=True)])
         >>> [n.name for n in gm.graph.nodes if n.op == "placeholder"]
         ['primals_1', 'tangents_1']

@@ -48,6 +48,7 @@ def is_random(op):
 
     Example:
         >>> import ember
+        >>> from ember._inductor.aot.partitioners import is_random
         >>> is_random(ember._ops.registry["bernoulli"]), is_random(ember._ops.registry["mul"])
         (True, False)
     """
@@ -460,6 +461,7 @@ def min_cut_rematerialization_partition(joint_gm, joint_inputs, *, num_fwd_outpu
 
     Example:
         >>> import ember
+        >>> from ember._inductor.aot.partitioners import min_cut_rematerialization_partition
         >>> from ember._inductor.aot.joint import trace_joint
         >>> x = ember.randn(8, 8, requires_grad=True)
         >>> joint = trace_joint(lambda x: x.sin().cos().sum(), [x])

@@ -98,6 +98,7 @@ def compile_graph(gm, example_inputs):
 
     Example:
         >>> import ember
+        >>> from ember._inductor.codegen.wrapper import compile_graph
         >>> from ember.fx.experimental.proxy_tensor import make_fx
         >>> x = ember.arange(4.0)
         >>> f = compile_graph(make_fx(lambda t: (ember.exp(t) * 2,))(x), [x])
