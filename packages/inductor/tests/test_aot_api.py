@@ -10,7 +10,7 @@ import pytest
 import ember
 import ember.nn.functional as F
 from ember._inductor.aot import aot_function, aot_module, aot_module_simplified
-from ember._inductor.aot.api import _save_all_partition
+from ember._inductor.aot.partitioners import default_partition
 from ember._inductor.exc import InductorError
 from ember.testing import assert_close
 
@@ -193,12 +193,12 @@ def test_data_dependent_control_flow_is_a_clear_error():
         aot_function(branchy, lambda gm, ex: gm)(ember.randn(3))
 
 
-def test_local_partition_splits_forward_and_backward():
+def test_default_partition_splits_forward_and_backward():
     from ember._inductor.aot import trace_joint
 
     x = ember.randn(3, requires_grad=True)
     joint = trace_joint(lambda x: (x.sin() * x).sum(), [x])
-    fw, bw = _save_all_partition(joint, [], num_fwd_outputs=joint.num_fwd_outputs)
+    fw, bw = default_partition(joint, [], num_fwd_outputs=joint.num_fwd_outputs)
     fw_out = fw(x.detach())
     assert_close(fw_out[0], (x.sin() * x).sum())
     grads = bw(*fw_out[1:], ember.tensor(1.0))

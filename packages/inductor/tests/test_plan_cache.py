@@ -80,7 +80,8 @@ def test_a_warm_process_does_not_import_sympy(fresh_cache):
         """
     ).format(here=os.path.dirname(__file__))
     env = dict(os.environ, EMBER_INDUCTOR_CACHE_DIR=str(fresh_cache))
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env) for _ in range(2)]
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+            for _ in range(2)]
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert [run.stdout.strip().splitlines()[-1] for run in runs] == ["True", "False"]

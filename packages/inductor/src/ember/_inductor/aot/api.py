@@ -24,88 +24,15 @@ import ember
 from ember.autograd import Function
 from ember.utils._pytree import tree_flatten, tree_unflatten
 
+from .. import debug
 from ..exc import InductorError
 from .joint import _fn_name, _trace
+from .partitioners import default_partition
 
 __all__ = ["aot_function", "aot_module", "aot_module_simplified", "default_partition"]
 
 
-def _stage(name, text):
-    """Write a debug stage when ember._inductor.debug is there (it may land after this module)."""
-    try:
-        from .. import debug
-    except ImportError:
-        return
-    debug.stage(name, text)
-
-
 # ---------------------------------------------------------------------------- partitioning
-
-
-def default_partition(joint_gm, joint_inputs, *, num_fwd_outputs):
-    """Split a joint graph into forward and backward graphs, saving what the backward reads.
-
-    Uses ``aot.partitioners.default_partition`` when it exists; otherwise a local
-    save-everything split: every node that does not depend on a tangent is forward, and
-    each forward value a backward node reads is saved (an output of the forward).
-
-    Args:
-        joint_gm (GraphModule): from :func:`~ember._inductor.aot.joint.trace_joint`.
-        joint_inputs (list): example values of its placeholders.
-        num_fwd_outputs (int): the first outputs of the joint graph that are forward outputs.
-
-    Returns:
-        tuple[GraphModule, GraphModule]: ``fw_gm(*primals) -> (*fwd_outputs, *saved)`` and
-        ``bw_gm(*saved, *tangents) -> grads``.
-    """
-    try:
-        from .partitioners import default_partition as partition
-    except ImportError:
-        partition = _save_all_partition
-    return partition(joint_gm, joint_inputs, num_fwd_outputs=num_fwd_outputs)
-
-
-def _save_all_partition(joint_gm, joint_inputs, *, num_fwd_outputs):
-    from ember.fx import Graph, GraphModule
-
-    nodes = list(joint_gm.graph.nodes)
-    output = nodes[-1]
-    outs = output.args[0]
-    backward = set()
-    for node in nodes:
-        if node.op == "placeholder":
-            if node.name.startswith("tangents"):
-                backward.add(node)
-        elif node.op != "output" and any(a in backward for a in node.all_input_nodes):
-            backward.add(node)
-    saved = []
-    for node in nodes:
-        if node in backward and node.op != "placeholder":
-            for a in node.all_input_nodes:
-                if a not in backward and a not in saved:
-                    saved.append(a)
-    for g in outs[num_fwd_outputs:]:  # a grad computed without tangents (rare) is saved too
-        if g is not None and g not in backward and g not in saved:
-            saved.append(g)
-
-    fw = Graph()
-    env = {}
-    for node in nodes:
-        if node in backward or node.op == "output":
-            continue
-        env[node] = fw.node_copy(node, lambda n: env[n])
-    fw.output(tuple(env[n] for n in outs[:num_fwd_outputs]) + tuple(env[n] for n in saved))
-
-    bw = Graph()
-    benv = {}
-    for node in saved:
-        benv[node] = bw.placeholder(node.name)
-        benv[node].meta.update(node.meta)
-    for node in nodes:
-        if node in backward:
-            benv[node] = bw.node_copy(node, lambda n: benv[n])
-    bw.output(tuple(benv[g] if g is not None else None for g in outs[num_fwd_outputs:]))
-    return GraphModule(joint_gm, fw), GraphModule(joint_gm, bw)
 
 
 # ---------------------------------------------------------------------------- runtime
@@ -261,11 +188,11 @@ def _compile(fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositi
     needs_grad = ember.is_grad_enabled() and any(t.requires_grad for t in tensors)
     if not needs_grad:
         gm, info = _trace(flat_fn, tensors, joint=False, decompositions=decompositions)
-        _stage("functional_graph", gm.code)
+        debug.stage("functional_graph", gm.code)
         compiler = inference_compiler or fw_compiler
         return positions, _Compiled(info, compiler(gm, _example_inputs(gm)))
     joint, info = _trace(flat_fn, tensors, joint=True, decompositions=decompositions)
-    _stage("joint_graph", joint.code)
+    debug.stage("joint_graph", joint.code)
     partition = partition_fn or default_partition
     fw_gm, bw_gm = partition(joint, _example_inputs(joint), num_fwd_outputs=info.num_fwd_outputs)
     # the two halves are written by the partitioner ("partition") and by compile_fx per compiled graph

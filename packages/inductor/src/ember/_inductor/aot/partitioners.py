@@ -29,6 +29,7 @@ import numpy as np
 
 from ember.fx import Graph, GraphModule
 
+from .. import debug
 from ..exc import InductorError
 
 __all__ = [
@@ -247,18 +248,9 @@ def _build(joint, saved, recomputed, partitioner):
         backward_nodes=sum(1 for n in bw.nodes if _is_call(n)),
     )
     fw_gm.partition_info = bw_gm.partition_info = info
-    _stage("partition", lambda: (f"{info}\n\nforward graph:\n{fw_gm.code.strip()}\n\n"
+    debug.stage("partition", lambda: (f"{info}\n\nforward graph:\n{fw_gm.code.strip()}\n\n"
                                  f"backward graph:\n{bw_gm.code.strip()}\n"))
     return fw_gm, bw_gm
-
-
-def _stage(name, text):
-    """Write a debug stage (``EMBER_COMPILE_DEBUG=1``); a no-op without ember._inductor.debug."""
-    try:
-        from .. import debug
-    except ImportError:
-        return
-    debug.stage(name, text)
 
 
 # -- the partitioners -----------------------------------------------------------------------
