@@ -49,7 +49,7 @@ def _load(source):
 
 
 def _numpy_dtype(dtype):
-    return ember.empty(0, dtype=dtype)._data.dtype
+    return dtype.numpy_dtype
 
 
 def _find_data_offset():
