@@ -1,0 +1,122 @@
+"""Sources: where a value the translator saw comes from, so it can be read again at run time.
+
+Every value that enters a captured graph as an input, and every Python value a guard checks, is
+described by a :class:`Source`: ``L['x']`` (an argument or local of the compiled frame),
+``G['scale']`` (a global), ``L['self'].fc.weight`` (an attribute chain). A source prints as a
+Python expression over the two dicts ``L`` (the frame's locals) and ``G`` (its globals); the guard
+compiler pastes those expressions into one generated check function, and :meth:`Source.read`
+evaluates the same path directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Source",
+    "LocalSource",
+    "GlobalSource",
+    "ClosureSource",
+    "AttrSource",
+    "GetItemSource",
+    "ConstantSource",
+]
+
+
+class Source:
+    """Base class: a path from the frame's locals/globals to a value."""
+
+    def name(self) -> str:
+        """The path as a Python expression over ``L`` (frame locals) and ``G`` (globals)."""
+        raise NotImplementedError
+
+    def read(self, frame_locals: dict, frame_globals: dict) -> Any:
+        """Follow the path in a live frame (``frame_locals``/``frame_globals``) and return the value."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    """An argument or local variable of the compiled frame: ``L['x']``."""
+
+    local_name: str
+
+    def name(self) -> str:
+        return f"L[{self.local_name!r}]"
+
+    def read(self, frame_locals, frame_globals):
+        return frame_locals[self.local_name]
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    """A module-level name of the compiled function's globals: ``G['x']``."""
+
+    global_name: str
+
+    def name(self) -> str:
+        return f"G[{self.global_name!r}]"
+
+    def read(self, frame_locals, frame_globals):
+        return frame_globals[self.global_name]
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """The contents of a free variable's cell; the frame's locals dict holds the cell contents
+    under the variable's name (the runtime puts them there), so it reads like a local."""
+
+    var_name: str
+
+    def name(self) -> str:
+        return f"L[{self.var_name!r}]"
+
+    def read(self, frame_locals, frame_globals):
+        return frame_locals[self.var_name]
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    """``base.attr``."""
+
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        if self.attr.isidentifier():
+            return f"{self.base.name()}.{self.attr}"
+        return f"getattr({self.base.name()}, {self.attr!r})"
+
+    def read(self, frame_locals, frame_globals):
+        return getattr(self.base.read(frame_locals, frame_globals), self.attr)
+
+
+@dataclass(frozen=True)
+class GetItemSource(Source):
+    """``base[index]`` (a list/tuple position or a dict key that is a Python constant)."""
+
+    base: Source
+    index: Any
+
+    def name(self) -> str:
+        return f"{self.base.name()}[{self.index!r}]"
+
+    def read(self, frame_locals, frame_globals):
+        return self.base.read(frame_locals, frame_globals)[self.index]
+
+
+@dataclass(frozen=True)
+class ConstantSource(Source):
+    """A value fixed at capture time (never guarded: it cannot change)."""
+
+    value: Any
+
+    def name(self) -> str:
+        return repr(self.value)
+
+    def read(self, frame_locals, frame_globals):
+        return self.value
