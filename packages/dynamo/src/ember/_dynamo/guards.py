@@ -14,7 +14,7 @@ from typing import Any
 
 from .source import Source
 
-__all__ = ["GuardKind", "Guard", "TensorSpec"]
+__all__ = ["GuardKind", "Guard", "TensorSpec", "GuardCheck", "order_guards", "describe_failure"]
 
 
 class GuardKind(str, enum.Enum):
@@ -54,3 +54,276 @@ class Guard:
     def __str__(self) -> str:
         where = self.source.name() if self.source is not None else "<global state>"
         return f"{self.kind.value}({where}, {self.expected!r})"
+
+
+# ------------------------------------------------------------------------------ the guard compiler
+#
+# A cache entry's guards become ONE generated Python function, ``___check(L, G) -> bool``: a chain
+# of ``if not (...): return False`` tests, cheapest first, each source path read once into a local.
+# Any exception while checking (an attribute that is gone, a value of another type) means "no
+# match": the body runs inside a try block, which costs nothing in CPython 3.11+ until it raises.
+
+# Cost rank of each kind: identity and type tests first (a pointer compare), then small Python
+# values, then tensors (several attribute reads each), then global state (a function call).
+_RANK = {
+    GuardKind.TYPE_MATCH: 0,
+    GuardKind.ID_MATCH: 0,
+    GuardKind.IS_NONE: 0,
+    GuardKind.NOT_NONE: 0,
+    GuardKind.EQUALS_MATCH: 1,
+    GuardKind.LEN_MATCH: 1,
+    GuardKind.MODULE_TRAINING: 1,
+    GuardKind.DICT_KEYS: 2,
+    GuardKind.TENSOR_MATCH: 3,
+    GuardKind.GRAD_MODE: 4,
+}
+
+
+def _depth(source) -> int:
+    """How many steps a source path has (``L['x']`` is 1, ``L['m'].fc.weight`` is 3)."""
+    depth = 0
+    while source is not None:
+        depth += 1
+        source = getattr(source, "base", None)
+    return depth
+
+
+def order_guards(guards) -> list:
+    """``guards`` without duplicates, cheapest kinds and shortest paths first (stable otherwise)."""
+    unique = list(dict.fromkeys(guards))
+    return sorted(unique, key=lambda g: (_RANK.get(g.kind, 5), _depth(g.source)))
+
+
+class _CodeWriter:
+    """Builds the check function's text: source paths as locals, constants as default arguments."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+        self.constants: dict[str, Any] = {}
+        self._const_ids: dict[int, str] = {}
+        self._locals: dict[Source, str] = {}
+
+    def const(self, value) -> str:
+        """A name bound to ``value`` (an identity, a type, an expected value) in the generated function."""
+        key = id(value)
+        if key not in self._const_ids:
+            name = f"___c{len(self._const_ids)}"
+            self._const_ids[key] = name
+            self.constants[name] = value
+        return self._const_ids[key]
+
+    def value(self, source) -> str:
+        """A local holding the value at ``source``, assigned on its first use (its base reused)."""
+        if source in self._locals:
+            return self._locals[source]
+        expr = self._expr(source)
+        name = f"___v{len(self._locals)}"
+        self.lines.append(f"{name} = {expr}")
+        self._locals[source] = name
+        return name
+
+    def _expr(self, source) -> str:
+        from .source import AttrSource, GetItemSource
+
+        if isinstance(source, AttrSource):
+            base = self.value(source.base)
+            return f"{base}.{source.attr}" if source.attr.isidentifier() else f"getattr({base}, {source.attr!r})"
+        if isinstance(source, GetItemSource):
+            return f"{self.value(source.base)}[{self.const(source.index)}]"
+        return source.name()  # a root path (L[...], G[...]) or a source kind this writer does not split
+
+    def test(self, condition: str) -> None:
+        self.lines.append(f"if not ({condition}):")
+        self.lines.append("    return False")
+
+
+def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
+    """The tests of one TENSOR_MATCH: shape (the most likely to change) first."""
+    # Tensor._data is the array behind the tensor (numpy, CuPy or meta): its ``shape`` is a plain
+    # tuple, read without building an ember.Size, which costs more than every other test here.
+    if all(s is not None for s in spec.shape):
+        w.test(f"{v}._data.shape == {w.const(tuple(spec.shape))}")
+    else:
+        w.test(f"len({v}._data.shape) == {len(spec.shape)}")
+        for i, s in enumerate(spec.shape):
+            if s is not None:
+                w.test(f"{v}._data.shape[{i}] == {int(s)}")
+    w.test(f"{v}.dtype is {w.const(spec.dtype)}")
+    w.test(f"{v}.device == {w.const(spec.device)}")
+    w.test(f"{v}.requires_grad is {bool(spec.requires_grad)}")
+    if spec.stride is not None:
+        if all(s is not None for s in spec.stride):
+            w.test(f"{v}.stride() == {w.const(tuple(spec.stride))}")
+        else:
+            for i, s in enumerate(spec.stride):
+                if s is not None:
+                    w.test(f"{v}.stride({i}) == {int(s)}")
+
+
+def _write_guard(w: _CodeWriter, guard: Guard) -> None:
+    kind = guard.kind
+    if kind is GuardKind.GRAD_MODE:
+        w.test(f"{w.const(_is_grad_enabled())}() is {bool(guard.expected)}")
+        return
+    if guard.source is None:
+        raise ValueError(f"guard {guard}: kind {kind.value} needs a source")
+    v = w.value(guard.source)
+    if kind is GuardKind.TYPE_MATCH:
+        w.test(f"type({v}) is {w.const(guard.expected)}")
+    elif kind is GuardKind.ID_MATCH:
+        w.test(f"{v} is {w.const(guard.expected)}")
+    elif kind is GuardKind.EQUALS_MATCH:
+        w.test(f"type({v}) is {w.const(type(guard.expected))} and {v} == {w.const(guard.expected)}")
+    elif kind is GuardKind.LEN_MATCH:
+        w.test(f"len({v}) == {int(guard.expected)}")
+    elif kind is GuardKind.DICT_KEYS:
+        w.test(f"list({v}.keys()) == {w.const(list(guard.expected))}")
+    elif kind is GuardKind.MODULE_TRAINING:
+        w.test(f"{v}.training is {bool(guard.expected)}")
+    elif kind is GuardKind.IS_NONE:
+        w.test(f"{v} is None")
+    elif kind is GuardKind.NOT_NONE:
+        w.test(f"{v} is not None")
+    elif kind is GuardKind.TENSOR_MATCH:
+        _tensor_tests(w, v, guard.expected)
+    else:
+        raise ValueError(f"guard {guard}: the guard compiler has no rule for kind {kind!r}")
+
+
+def _is_grad_enabled():
+    import ember
+
+    return ember.is_grad_enabled
+
+
+class GuardCheck:
+    """The compiled guards of one cache entry: call it as ``check(L, G)`` for a bool.
+
+    Attributes:
+        guards (list[Guard]): the guards, in the order they are tested.
+        source (str): the generated function's Python text (for debugging and ``explain``).
+    """
+
+    __slots__ = ("guards", "source", "_fn")
+
+    def __init__(self, guards):
+        self.guards = order_guards(guards)
+        w = _CodeWriter()
+        for guard in self.guards:
+            _write_guard(w, guard)
+        params = "".join(f", {name}={name}" for name in w.constants)
+        body = "\n".join("        " + line for line in w.lines) or "        pass"
+        self.source = (
+            f"def ___check(L, G{params}):\n"
+            f"    try:\n{body}\n"
+            "    except Exception:\n"
+            "        return False\n"
+            "    return True\n"
+        )
+        namespace = dict(w.constants)
+        exec(compile(self.source, "<ember._dynamo guards>", "exec"), namespace)  # noqa: S102 - our own text
+        self._fn = namespace["___check"]
+
+    def __call__(self, frame_locals, frame_globals) -> bool:
+        return self._fn(frame_locals, frame_globals)
+
+    def failures(self, frame_locals, frame_globals) -> list[str]:
+        """Why each failing guard fails on this frame, in check order (empty if all hold)."""
+        return [msg for guard in self.guards if (msg := describe_failure(guard, frame_locals, frame_globals))]
+
+    def explain_failure(self, frame_locals, frame_globals) -> str | None:
+        """The first failing guard and why, as text (``None`` if every guard holds)."""
+        failures = self.failures(frame_locals, frame_globals)
+        return failures[0] if failures else None
+
+
+def _read(source, frame_locals, frame_globals):
+    return source.read(frame_locals, frame_globals)
+
+
+def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
+    """Why ``guard`` fails on this frame, in words (``None`` when it holds).
+
+    Evaluated one guard at a time (slow, only on a cache miss): names the source path, what was
+    expected and what was found.
+    """
+    kind, expected = guard.kind, guard.expected
+    if kind is GuardKind.GRAD_MODE:
+        now = _is_grad_enabled()()
+        return None if now is bool(expected) else f"grad mode changed: expected {bool(expected)}, got {now}"
+    where = guard.source.name()
+    try:
+        v = _read(guard.source, frame_locals, frame_globals)
+    except Exception as exc:  # the path itself is gone
+        return f"{where} cannot be read: {type(exc).__name__}: {exc}"
+    if kind is GuardKind.TYPE_MATCH:
+        ok = type(v) is expected
+        return None if ok else f"type({where}) changed: expected {expected.__qualname__}, got {type(v).__qualname__}"
+    if kind is GuardKind.ID_MATCH:
+        return None if v is expected else f"{where} is a different object than at capture (expected {expected!r})"
+    if kind is GuardKind.EQUALS_MATCH:
+        ok = type(v) is type(expected) and v == expected
+        return None if ok else f"{where} == {expected!r} failed: got {v!r}"
+    if kind is GuardKind.LEN_MATCH:
+        return _compare(f"len({where})", lambda: len(v), expected)
+    if kind is GuardKind.DICT_KEYS:
+        return _compare(f"{where}.keys()", lambda: list(v.keys()), list(expected))
+    if kind is GuardKind.MODULE_TRAINING:
+        return _compare(f"{where}.training", lambda: v.training, bool(expected))
+    if kind is GuardKind.IS_NONE:
+        return None if v is None else f"{where} is None failed: got {type(v).__qualname__}"
+    if kind is GuardKind.NOT_NONE:
+        return None if v is not None else f"{where} is not None failed: got None"
+    if kind is GuardKind.TENSOR_MATCH:
+        return _tensor_failure(where, v, expected)
+    return f"{where}: no rule for guard kind {kind!r}"
+
+
+def _compare(what, get, expected):
+    try:
+        got = get()
+    except Exception as exc:
+        return f"{what} cannot be read: {type(exc).__name__}: {exc}"
+    return None if got == expected else f"{what} == {expected!r} failed: got {got!r}"
+
+
+def _tensor_failure(where, v, spec: TensorSpec) -> str | None:
+    """The first property of tensor ``v`` that differs from ``spec``, in words."""
+    try:
+        shape = tuple(v.shape)
+    except Exception:
+        return f"{where} is not a tensor any more: got {type(v).__qualname__}"
+    if len(shape) != len(spec.shape):
+        return f"{where} has {len(shape)} dims, expected {len(spec.shape)} (shape {list(shape)})"
+    for i, (got, want) in enumerate(zip(shape, spec.shape)):
+        if want is not None and got != want:
+            return f"tensor {where} size mismatch at index {i}: expected {want}, actual {got}"
+    if v.dtype is not spec.dtype:
+        return f"tensor {where} dtype mismatch: expected {spec.dtype}, actual {v.dtype}"
+    if v.device != spec.device:
+        return f"tensor {where} device mismatch: expected {spec.device}, actual {v.device}"
+    if bool(v.requires_grad) != bool(spec.requires_grad):
+        return f"tensor {where} requires_grad mismatch: expected {spec.requires_grad}, actual {v.requires_grad}"
+    if spec.stride is not None:
+        for i, (got, want) in enumerate(zip(v.stride(), spec.stride)):
+            if want is not None and got != want:
+                return f"tensor {where} stride mismatch at index {i}: expected {want}, actual {got}"
+    return None
+
+
+def size_mismatch_dims(guard: Guard, frame_locals, frame_globals) -> tuple[int, ...]:
+    """The dims in which a TENSOR_MATCH fails ONLY by size (same rank, dtype, device): else ``()``.
+
+    Automatic dynamic shapes mark exactly these dims dynamic on the next capture.
+    """
+    if guard.kind is not GuardKind.TENSOR_MATCH:
+        return ()
+    spec = guard.expected
+    try:
+        v = _read(guard.source, frame_locals, frame_globals)
+        shape = tuple(v._data.shape)
+        if len(shape) != len(spec.shape) or v.dtype is not spec.dtype or v.device != spec.device:
+            return ()
+    except Exception:
+        return ()
+    return tuple(i for i, (got, want) in enumerate(zip(shape, spec.shape)) if want is not None and got != want)

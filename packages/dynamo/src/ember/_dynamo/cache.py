@@ -1,0 +1,136 @@
+"""The compiled-code cache: per code object, a list of entries, each valid under its guards.
+
+An entry is one capture of the code: its guard check (one generated function, see
+:class:`~ember._dynamo.guards.GuardCheck`), the backend's compiled graph, how to read the graph's
+inputs from the frame, the side effects to replay, how to build the result, and - when the capture
+ended at a graph break - the break function that runs the unsupported instruction and resumes.
+
+The cache is keyed by the code object's identity (two equal code objects, e.g. one copied per
+compiled module, keep separate caches); it holds its code objects alive until :func:`reset`.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["CacheEntry", "CodeCache", "cache_for", "all_caches", "reset"]
+
+
+def _inputs_reader(sources):
+    """One generated function ``read(L, G) -> list`` that reads every graph input in order.
+
+    Pasting the sources' path expressions into one function is several times faster than
+    calling each source's ``read`` method.
+    """
+    if not sources:
+        return lambda L, G: ()
+    try:
+        text = "def ___read(L, G):\n    return (" + "".join(f"{s.name()}, " for s in sources) + ")\n"
+        namespace: dict = {}
+        exec(compile(text, "<ember._dynamo graph inputs>", "exec"), namespace)  # noqa: S102 - our own text
+        return namespace["___read"]
+    except SyntaxError:  # a source kind whose name() is not an expression: read them one by one
+        return lambda L, G: tuple(s.read(L, G) for s in sources)
+
+
+class CacheEntry:
+    """One capture of a code object, ready to run.
+
+    Attributes:
+        check (GuardCheck): the guards, compiled.
+        settings: the compile settings (backend, fullgraph, ...) it was made under.
+        captured: the translator's :class:`CapturedFrame`.
+        compiled (callable): the backend's callable for ``captured.gm``.
+        break_fn (callable or None): at a graph break, runs the rest of the frame.
+    """
+
+    __slots__ = ("check", "settings", "captured", "compiled", "break_fn", "read_inputs", "side_effects", "result")
+
+    def __init__(self, check, settings, captured, compiled, break_fn):
+        self.check = check
+        self.settings = settings
+        self.captured = captured
+        self.compiled = compiled
+        self.break_fn = break_fn
+        self.read_inputs = _inputs_reader(captured.graph_inputs)
+        self.side_effects = tuple(captured.side_effects)
+        self.result = captured.result
+
+    def run(self, frame_locals, frame_globals):
+        """Run the entry on a frame whose guards hold: graph, side effects, result (or the rest after a break)."""
+        outs = self.compiled(*self.read_inputs(frame_locals, frame_globals))
+        if type(outs) is not tuple:
+            outs = tuple(outs) if isinstance(outs, list) else (outs,)
+        for effect in self.side_effects:
+            effect.apply(outs, frame_locals, frame_globals)
+        value = self.result.build(outs, frame_locals, frame_globals)
+        if self.break_fn is None:
+            return value
+        stack_values, live_local_values = value
+        return self.break_fn(*stack_values, *live_local_values)
+
+
+class CodeCache:
+    """The entries of one code object (most recently hit first) and its compile state.
+
+    Attributes:
+        code (CodeType): the code object.
+        entries (list[CacheEntry]): valid captures.
+        eager_reason (str or None): why this code always runs eagerly (a capture it cannot do).
+        dynamic_dims (dict[str, set[int]]): dims seen changing size, made dynamic on the next capture.
+        recompile_reasons (list[str]): why each capture after the first was made.
+        limit_warned (bool): the cache-size-limit warning was given.
+    """
+
+    __slots__ = ("code", "entries", "eager_reason", "dynamic_dims", "recompile_reasons", "limit_warned")
+
+    def __init__(self, code):
+        self.code = code
+        self.clear()
+
+    def clear(self):
+        self.entries: list[CacheEntry] = []
+        self.eager_reason: str | None = None
+        self.dynamic_dims: dict[str, set[int]] = {}
+        self.recompile_reasons: list[str] = []
+        self.limit_warned = False
+
+    def lookup(self, settings, frame_locals, frame_globals):
+        """The first entry made under ``settings`` whose guards hold (moved to the front), or ``None``."""
+        entries = self.entries
+        for i, entry in enumerate(entries):
+            if entry.settings is settings and entry.check(frame_locals, frame_globals):
+                if i:  # most recently used first: a loop alternating two shapes tests one guard set per call
+                    entries.insert(0, entries.pop(i))
+                return entry
+        return None
+
+    def drop(self, settings):
+        """Remove the entries made under ``settings`` (``explain`` cleans up after itself)."""
+        self.entries = [e for e in self.entries if e.settings is not settings]
+
+
+_CACHES: dict[int, CodeCache] = {}
+_LOCK = threading.Lock()
+
+
+def cache_for(code) -> CodeCache:
+    """The cache of ``code`` (created empty on first use)."""
+    cache = _CACHES.get(id(code))
+    if cache is None:
+        with _LOCK:
+            cache = _CACHES.get(id(code))
+            if cache is None:
+                cache = _CACHES[id(code)] = CodeCache(code)
+    return cache
+
+
+def all_caches() -> list[CodeCache]:
+    """Every code object's cache (for ``explain`` and tests)."""
+    return list(_CACHES.values())
+
+
+def reset() -> None:
+    """Forget every capture: all entries, eager marks and automatic-dynamic state."""
+    for cache in list(_CACHES.values()):
+        cache.clear()

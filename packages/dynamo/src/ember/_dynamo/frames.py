@@ -1,0 +1,333 @@
+"""How calls of compiled functions are intercepted, and what happens on a cache miss.
+
+ember-dynamo does not hook CPython's frame evaluation (no PEP 523 C extension):
+``ember.compile(fn)`` returns a wrapper, and calling the wrapper is the interception point. The
+wrapper binds the arguments to ``fn``'s parameters (the frame's locals, ``L``), runs the guards of
+``fn.__code__``'s cache entries and, on a miss, captures ``fn``'s bytecode with these arguments.
+
+Limits that follow from this choice (also in the package README):
+
+* only the wrapped function's own frame is entered; the functions it calls are inlined by the
+  translator, or, when they cannot be, cause a graph break and run natively;
+* code that runs outside the wrapper - callbacks, other threads, functions called from a graph
+  break's native part - is not compiled (unless it is itself a compiled function);
+* a function's free variables are read when the wrapper is called (their cell contents are put in
+  ``L`` under the variable's name).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+import warnings
+
+from . import config
+from .cache import CacheEntry
+from .guards import GuardCheck, size_mismatch_dims
+
+__all__ = ["make_binder", "CompileSettings", "handle_miss", "capture_observers"]
+
+log = logging.getLogger("ember._dynamo")
+
+# Callables told of every capture (explain, tests): observer(record: CaptureRecord).
+capture_observers: list = []
+
+# One capture at a time: the translator and backends keep global state (fake tensors, caches).
+_COMPILE_LOCK = threading.RLock()
+
+
+# ----------------------------------------------------------------------------- binding arguments
+
+
+def make_binder(fn):
+    """A generated function with ``fn``'s signature that returns ``fn``'s frame locals as a dict.
+
+    Python's own argument binding does the work (defaults, keywords, ``*args``/``**kwargs``, and
+    the same ``TypeError`` messages as calling ``fn``), which is far faster than
+    ``inspect.Signature.bind``. Free variables' cell contents are added under their names.
+
+    Args:
+        fn (function): a plain Python function.
+
+    Returns:
+        callable: ``bind(*args, **kwargs) -> dict``.
+    """
+    sig = inspect.signature(fn, follow_wrapped=False)
+    namespace: dict = {}
+    params, names = [], []
+    seen_kw_only = False
+    seen_pos_only = False
+    for i, p in enumerate(sig.parameters.values()):
+        default = ""
+        if p.default is not inspect.Parameter.empty:
+            namespace[f"___d{i}"] = p.default
+            default = f"=___d{i}"
+        if p.kind is p.POSITIONAL_ONLY:
+            seen_pos_only = True
+        elif seen_pos_only:
+            params.append("/")
+            seen_pos_only = False
+        if p.kind is p.VAR_POSITIONAL:
+            params.append(f"*{p.name}")
+            seen_kw_only = True
+        elif p.kind is p.VAR_KEYWORD:
+            params.append(f"**{p.name}")
+        else:
+            if p.kind is p.KEYWORD_ONLY and not seen_kw_only:
+                params.append("*")
+                seen_kw_only = True
+            params.append(f"{p.name}{default}")
+        names.append(p.name)
+    if seen_pos_only:
+        params.append("/")
+    lines = [f"def {fn.__name__}({', '.join(params)}):"]
+    lines.append("    L = {" + "".join(f"{n!r}: {n}, " for n in names) + "}")
+    code = fn.__code__
+    for i, (var, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+        namespace[f"___cell{i}"] = cell
+        lines.append("    try:")
+        lines.append(f"        L[{var!r}] = ___cell{i}.cell_contents")
+        lines.append("    except ValueError:")  # an empty cell (assigned later): not readable yet
+        lines.append("        pass")
+    lines.append("    return L")
+    exec(compile("\n".join(lines) + "\n", f"<ember._dynamo binder of {fn.__qualname__}>", "exec"), namespace)  # noqa: S102
+    binder = namespace[fn.__name__]
+    binder.__qualname__ = fn.__qualname__  # TypeError messages name the user's function
+    return binder
+
+
+# ----------------------------------------------------------------------------- compile settings
+
+
+class CompileSettings:
+    """What one ``ember.compile(...)`` call asked for; entries are made under one settings object.
+
+    Attributes:
+        backend (callable): the resolved backend ``(gm, example_inputs) -> callable``.
+        backend_name (str): its name (for messages).
+        fullgraph (bool), dynamic (bool or None), mode (str or None), options (dict or None).
+    """
+
+    __slots__ = ("backend", "backend_name", "fullgraph", "dynamic", "mode", "options")
+
+    def __init__(self, backend, backend_name, fullgraph=False, dynamic=None, mode=None, options=None):
+        self.backend = backend
+        self.backend_name = backend_name
+        self.fullgraph = bool(fullgraph)
+        self.dynamic = dynamic
+        self.mode = mode
+        self.options = dict(options) if options else None
+
+    def __repr__(self):
+        return (
+            f"CompileSettings(backend={self.backend_name!r}, fullgraph={self.fullgraph}, dynamic={self.dynamic}, "
+            f"mode={self.mode!r})"
+        )
+
+
+class CaptureRecord:
+    """What observers are told about one capture (or one decision to run a frame eagerly).
+
+    Attributes:
+        code (CodeType), fn (function): what was captured.
+        settings (CompileSettings): under which settings.
+        captured (CapturedFrame or None): the capture (``None`` when the frame runs eagerly).
+        entry (CacheEntry or None): the cache entry made from it.
+        reason (str or None): why the frame was (re)compiled: ``None`` for a first capture.
+        eager_reason (str or None): why the frame runs eagerly instead (no capture).
+        seconds (float): time spent capturing and compiling.
+    """
+
+    def __init__(self, code, fn, settings, captured=None, entry=None, reason=None, eager_reason=None, seconds=0.0):
+        self.code, self.fn, self.settings = code, fn, settings
+        self.captured, self.entry = captured, entry
+        self.reason, self.eager_reason, self.seconds = reason, eager_reason, seconds
+
+
+def _notify(record):
+    for observer in list(capture_observers):
+        observer(record)
+
+
+def _where(code) -> str:
+    return f"{code.co_qualname} ({code.co_filename}:{code.co_firstlineno})"
+
+
+# ----------------------------------------------------------------------------- the miss path
+
+
+def _exc_types():
+    """The translator's ``Unsupported`` exception class (an empty tuple before it exists)."""
+    try:
+        from .exc import Unsupported
+    except ImportError:
+        return ()
+    return Unsupported
+
+
+def _translate(fn, frame_locals, capture_config):
+    from .translator import translate
+
+    return translate(fn, frame_locals, config=capture_config)
+
+
+def _dynamic_dims(cache, settings, frame_locals):
+    """Source name -> dims to make symbolic: ``mark_dynamic`` on arguments, and automatic dynamic."""
+    dims = {}
+    if settings.dynamic is None:
+        for name, dims_seen in cache.dynamic_dims.items():
+            dims[name] = frozenset(dims_seen)
+    if settings.dynamic is not False:
+        for name, value in frame_locals.items():
+            marked = getattr(value, "_dynamo_dynamic_indices", None)
+            if marked:
+                key = f"L[{name!r}]"
+                dims[key] = frozenset(dims.get(key, frozenset()) | set(marked))
+    return dims
+
+
+def _recompile_reason(cache, settings, frame_locals, frame_globals):
+    """Why no entry of ``settings`` matched (the failing guard of the most recent one), noting
+    dims that changed size only, for automatic dynamic shapes."""
+    reasons = []
+    for entry in cache.entries:
+        if entry.settings is not settings:
+            continue
+        failures = [g for g in entry.check.guards if _fails(g, frame_locals, frame_globals)]
+        if not failures:
+            continue
+        reasons.append(entry.check.explain_failure(frame_locals, frame_globals))
+        if settings.dynamic is None and config.automatic_dynamic_shapes:
+            sizes = [(g, size_mismatch_dims(g, frame_locals, frame_globals)) for g in failures]
+            if all(dims for _, dims in sizes):  # only sizes changed: make those dims dynamic
+                for guard, dims in sizes:
+                    cache.dynamic_dims.setdefault(guard.source.name(), set()).update(dims)
+    return reasons[0] if reasons else None
+
+
+def _fails(guard, frame_locals, frame_globals):
+    from .guards import describe_failure
+
+    return describe_failure(guard, frame_locals, frame_globals) is not None
+
+
+def _compile_graph(settings, captured):
+    """The callable that runs ``captured.gm``: the backend's, or the graph itself when it has no ops."""
+    gm = captured.gm
+    if not captured.ops_in_graph:
+        return gm.forward  # nothing to compile: the graph only passes values through
+    from .backends import BackendCompilerFailed
+
+    try:
+        if settings.options and settings.backend_name == "inductor":
+            from ember._inductor import config as inductor_config
+
+            with inductor_config.patch(**settings.options):
+                return settings.backend(gm, list(captured.example_inputs))
+        return settings.backend(gm, list(captured.example_inputs))
+    except Exception as exc:
+        raise BackendCompilerFailed(settings.backend_name, exc) from exc
+
+
+def _break_function(compiled_fn, captured):
+    """The function that runs the rest of the frame after a graph break."""
+    from .eval_frame import CompiledFunction
+    from .resume import make_break_function, make_resume_function
+
+    brk = captured.graph_break
+    plan = brk.plan
+    func = compiled_fn._func
+    resume = list(getattr(brk, "resume_callables", None) or ())
+    if not resume:
+        resume = [
+            make_resume_function(plan.code, successor, func.__globals__, func.__closure__)
+            for successor in plan.successors
+        ]
+    # the rest of the frame is compiled with the same settings: tracing resumes there
+    wrapped = [r if isinstance(r, CompiledFunction) else CompiledFunction(r, compiled_fn._settings) for r in resume]
+    return make_break_function(plan, wrapped, func.__globals__, func.__closure__)
+
+
+def _fullgraph_error(brk):
+    unsupported = _exc_types()
+    message = f"graph break with fullgraph=True: {brk.reason}\n  {brk.filename}:{brk.lineno}: {brk.source_line}"
+    if unsupported:
+        return unsupported(message)
+    return RuntimeError(message)
+
+
+def handle_miss(compiled_fn, frame_locals, args, kwargs):
+    """No cache entry matched: capture and compile (or run eagerly), then run.
+
+    Args:
+        compiled_fn (CompiledFunction): the wrapper that was called.
+        frame_locals (dict): the bound arguments (``L``).
+        args, kwargs: the call's arguments, for running eagerly.
+
+    Returns:
+        The function's return value.
+    """
+    settings = compiled_fn._settings
+    cache = compiled_fn._cache
+    frame_globals = compiled_fn._globals
+    with _COMPILE_LOCK:
+        # another thread may have compiled a matching entry meanwhile
+        entry = cache.lookup(settings, frame_locals, frame_globals)
+        if entry is None:
+            entry = _capture(compiled_fn, cache, settings, frame_locals, frame_globals)
+    if entry is None:
+        return compiled_fn._orig_fn(*args, **kwargs)
+    return entry.run(frame_locals, frame_globals)
+
+
+def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
+    """A new cache entry for this frame, or ``None`` when the frame must run eagerly."""
+    code = cache.code
+    if cache.eager_reason is not None:
+        return None
+    reason = _recompile_reason(cache, settings, frame_locals, frame_globals) if cache.entries else None
+    if len(cache.entries) >= config.cache_size_limit:
+        if not cache.limit_warned:
+            cache.limit_warned = True
+            warnings.warn(
+                f"ember._dynamo hit config.cache_size_limit ({config.cache_size_limit}) for {_where(code)}; "
+                f"last reason: {reason}. Calls that miss the cache run eagerly from now on "
+                "(raise ember._dynamo.config.cache_size_limit, or mark the changing dims dynamic).",
+                stacklevel=4,
+            )
+        return None
+    if reason is not None:
+        cache.recompile_reasons.append(reason)
+        log.info("recompiling %s: %s", _where(code), reason)
+    capture_config = config.CaptureConfig(
+        fullgraph=settings.fullgraph,
+        dynamic=settings.dynamic,
+        dynamic_dims=_dynamic_dims(cache, settings, frame_locals),
+    )
+    start = time.perf_counter()
+    try:
+        captured = _translate(compiled_fn._func, frame_locals, capture_config)
+    except _exc_types() as exc:
+        if settings.fullgraph:
+            raise
+        cache.eager_reason = str(exc)
+        log.info("running %s eagerly: %s", _where(code), exc)
+        _notify(CaptureRecord(code, compiled_fn._func, settings, reason=reason, eager_reason=str(exc)))
+        return None
+    if captured.graph_break is not None and settings.fullgraph:
+        raise _fullgraph_error(captured.graph_break)
+    check = GuardCheck(captured.guards)
+    if config.verify_guards_on_capture and not check(frame_locals, frame_globals):
+        raise RuntimeError(
+            f"ember._dynamo internal error: the guards of a fresh capture of {_where(code)} fail on the frame "
+            f"it was captured from: {check.explain_failure(frame_locals, frame_globals)}"
+        )
+    compiled = _compile_graph(settings, captured)
+    break_fn = _break_function(compiled_fn, captured) if captured.graph_break is not None else None
+    entry = CacheEntry(check, settings, captured, compiled, break_fn)
+    cache.entries.insert(0, entry)
+    seconds = time.perf_counter() - start
+    _notify(CaptureRecord(code, compiled_fn._func, settings, captured, entry, reason=reason, seconds=seconds))
+    return entry
