@@ -1,0 +1,232 @@
+"""Data-flow facts about bytecode: the stack depth before an instruction and the live locals.
+
+Both are classic analyses over the control-flow graph whose edges are fall-through, jumps and
+exception-table entries (an instruction inside a ``try`` range may continue at its handler, with
+the stack cut to the entry's depth plus the pushed exception, and ``lasti`` before it).
+
+- :func:`stack_depth_at` walks forward from the entry with :func:`dis.stack_effect`; the CPython
+  compiler guarantees every path reaches an instruction with the same depth.
+- :func:`live_locals_at` is a backward liveness analysis: a local is live at an instruction if
+  some path from there reads it before writing it. These are the values a continuation function
+  needs; the others are dead (rewritten before any read, or never read again).
+"""
+
+from __future__ import annotations
+
+import dis
+import functools
+from collections.abc import Sequence
+from types import CodeType
+
+from . import versions
+from .instructions import ExceptionTableEntry, Instruction, decode
+
+__all__ = [
+    "stack_depth_at",
+    "live_locals_at",
+    "stack_depths",
+    "max_stack_depth",
+    "live_locals",
+    "successors",
+]
+
+
+def _effect(ins: Instruction, jump: bool) -> int:
+    return versions.stack_effect(ins.opcode, ins.arg, jump)
+
+
+def _coverage(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]):
+    """index -> exception-table entries covering that instruction."""
+    index = {id(ins): i for i, ins in enumerate(instructions)}
+    cover: dict[int, list[ExceptionTableEntry]] = {}
+    for entry in table:
+        for i in range(index[id(entry.start)], index[id(entry.end)] + 1):
+            cover.setdefault(i, []).append(entry)
+    return index, cover
+
+
+def successors(instructions, table, i, depth, index=None, cover=None):
+    """``(index, depth)`` of every instruction control can reach from instruction ``i``.
+
+    ``depth`` is the stack depth before instruction ``i``. Normal successors (fall-through, jump)
+    come first, then exception handlers.
+    """
+    if index is None:
+        index, cover = _coverage(instructions, table)
+    ins = instructions[i]
+    out = []
+    if ins.opcode not in versions.TERMINATORS and i + 1 < len(instructions):
+        out.append((i + 1, depth + _effect(ins, jump=False)))
+    if versions.is_jump(ins.opcode):
+        out.append((index[id(ins.target)], depth + _effect(ins, jump=True)))
+    for entry in cover.get(i, ()):
+        out.append((index[id(entry.target)], entry.depth + 1 + int(entry.lasti)))
+    return out
+
+
+def stack_depths(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]) -> list[int | None]:
+    """The stack depth before each instruction (``None`` where unreachable from the entry).
+
+    Raises:
+        ValueError: two paths reach an instruction with different depths (malformed code).
+    """
+    index, cover = _coverage(instructions, table)
+    depths: list[int | None] = [None] * len(instructions)
+    if not instructions:
+        return depths
+    depths[0] = 0
+    work = [0]
+    while work:
+        i = work.pop()
+        for j, d in successors(instructions, table, i, depths[i], index, cover):
+            if depths[j] is None:
+                depths[j] = d
+                work.append(j)
+            elif depths[j] != d:
+                raise ValueError(
+                    f"inconsistent stack depth at {instructions[j]!r}: {depths[j]} and {d} "
+                    f"(reached from {instructions[i]!r})"
+                )
+    return depths
+
+
+def max_stack_depth(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]) -> int:
+    """The largest stack depth any reachable instruction needs (``co_stacksize``)."""
+    depths = stack_depths(instructions, table)
+    index, cover = _coverage(instructions, table)
+    top = 0
+    for i, d in enumerate(depths):
+        if d is None:
+            continue
+        top = max(top, d)
+        for _, after in successors(instructions, table, i, d, index, cover):
+            top = max(top, after)
+    return top
+
+
+# --- liveness ----------------------------------------------------------------------------
+_READS = frozenset(
+    dis.opmap[n]
+    for n in (
+        "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "LOAD_DEREF", "LOAD_CLOSURE",
+        "LOAD_CLASSDEREF", "LOAD_FROM_DICT_OR_DEREF", "MAKE_CELL",
+    )
+    if n in dis.opmap
+)  # fmt: skip
+_WRITES = frozenset(
+    dis.opmap[n] for n in ("STORE_FAST", "DELETE_FAST", "STORE_DEREF", "DELETE_DEREF") if n in dis.opmap
+)
+_FUSED = {  # 3.13: (event of the first name, event of the second), in execution order
+    "LOAD_FAST_LOAD_FAST": ("use", "use"),
+    "STORE_FAST_LOAD_FAST": ("def", "use"),
+    "STORE_FAST_STORE_FAST": ("def", "def"),
+}
+
+
+def _events(ins: Instruction) -> list[tuple[str, str]]:
+    """The local reads ("use") and writes ("def") of one instruction, in execution order."""
+    op = ins.opcode
+    if op in _READS:
+        return [("use", ins.argval)]
+    if op in _WRITES:
+        return [("def", ins.argval)]
+    fused = _FUSED.get(ins.opname)
+    if fused:
+        return list(zip(fused, ins.argval))
+    return []
+
+
+def _transfer(events, live_out: frozenset) -> frozenset:
+    live = set(live_out)
+    for kind, name in reversed(events):
+        if kind == "use":
+            live.add(name)
+        else:
+            live.discard(name)
+    return frozenset(live)
+
+
+def live_locals(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]) -> list[frozenset]:
+    """For each instruction, the set of local names live just before it."""
+    index, cover = _coverage(instructions, table)
+    n = len(instructions)
+    events = [_events(ins) for ins in instructions]
+    normal: list[list[int]] = []
+    handlers: list[list[int]] = []
+    for i, ins in enumerate(instructions):
+        succ = []
+        if ins.opcode not in versions.TERMINATORS and i + 1 < n:
+            succ.append(i + 1)
+        if versions.is_jump(ins.opcode):
+            succ.append(index[id(ins.target)])
+        normal.append(succ)
+        handlers.append([index[id(e.target)] for e in cover.get(i, ())])
+    live_in = [frozenset()] * n
+    changed = True
+    while changed:
+        changed = False
+        for i in range(n - 1, -1, -1):
+            out = frozenset().union(*(live_in[j] for j in normal[i]))
+            new = _transfer(events[i], out)
+            # An exception can leave the instruction before its write happens.
+            for h in handlers[i]:
+                new = new | live_in[h]
+            if new != live_in[i]:
+                live_in[i] = new
+                changed = True
+    return live_in
+
+
+@functools.lru_cache(maxsize=512)
+def _analyse(code: CodeType):
+    dec = decode(code)
+    depths = stack_depths(dec.instructions, dec.exception_table)
+    live = live_locals(dec.instructions, dec.exception_table)
+    offsets = {ins.offset: i for i, ins in enumerate(dec.instructions)}
+    return dec, depths, live, offsets
+
+
+def _index(code: CodeType, offset: int) -> int:
+    offsets = _analyse(code)[3]
+    try:
+        return offsets[offset]
+    except KeyError:
+        raise ValueError(f"offset {offset} is not the start of an instruction of {code.co_name}") from None
+
+
+def stack_depth_at(code: CodeType, offset: int) -> int:
+    """Number of values on the stack just before the instruction at byte ``offset`` of ``code``.
+
+    Args:
+        code: a code object of this Python.
+        offset: the byte offset of an instruction (``dis.Instruction.offset``; for an
+            instruction with EXTENDED_ARG prefixes, the first prefix's offset).
+
+    Raises:
+        ValueError: ``offset`` is not an instruction start, or is unreachable from the entry.
+
+    Example:
+        >>> def f(x):
+        ...     return x + 1
+        >>> stack_depth_at(f.__code__, 0)
+        0
+    """
+    i = _index(code, offset)
+    depth = _analyse(code)[1][i]
+    if depth is None:
+        raise ValueError(f"offset {offset} of {code.co_name} is unreachable")
+    return depth
+
+
+def live_locals_at(code: CodeType, offset: int) -> tuple[str, ...]:
+    """Locals (and cell variables) some path from ``offset`` reads before writing.
+
+    Free variables (read from the closure) are not included. The names come in the frame's
+    local order (``co_varnames``, then the cell variables).
+
+    Raises:
+        ValueError: ``offset`` is not an instruction start.
+    """
+    live = _analyse(code)[2][_index(code, offset)]
+    order = list(code.co_varnames) + [c for c in code.co_cellvars if c not in code.co_varnames]
+    return tuple(name for name in order if name in live)

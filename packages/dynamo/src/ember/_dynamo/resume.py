@@ -1,0 +1,417 @@
+"""Continuation functions: how a frame goes on after a graph break.
+
+When the translator meets an instruction it cannot trace, the runtime runs the graph captured
+so far, then calls a *break function* with the values that were on the interpreter stack and
+the live local variables. The break function runs the one untraceable instruction natively and
+then calls the *resume function* of the successor taken, which carries on with the rest of the
+original function's bytecode. Resume functions are ordinary Python functions, so the runtime
+compiles them like the user's own: tracing resumes after the break.
+
+Both are copies of the original code object with a new prologue:
+
+- parameters ``___stack0 .. ___stack{n-1}``, then the live locals by name;
+- the prologue pushes the stack parameters back onto the stack (the :data:`NULL` sentinel
+  becomes a real NULL, as CPython's call sequences need), leaves a local passed as
+  :data:`NULL` unbound, and jumps to the instruction where execution goes on.
+
+Because the whole original body is kept, jumps, loops, ``try`` handlers and ``with`` blocks
+after the entry point behave as in the original, as long as the stack values passed are the
+real ones (inside a ``with`` block that includes the context manager's bound ``__exit__``).
+
+A break function additionally replaces what follows the untraceable instruction with a call to
+the resume function of each successor; if the instruction raises, the original exception
+handlers run natively (the rest of the frame then runs eagerly, which is correct if slower).
+"""
+
+from __future__ import annotations
+
+import dis
+from dataclasses import dataclass
+from types import CodeType, FunctionType
+
+from .bytecode import analysis, versions
+from .bytecode.assemble import assemble
+from .bytecode.instructions import Instruction, decode
+
+__all__ = [
+    "NULL",
+    "CannotResume",
+    "Successor",
+    "BreakPlan",
+    "plan_graph_break",
+    "make_resume_function",
+    "make_break_function",
+    "clear_cache",
+]
+
+_CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
+_CO_VARARGS = 0x04
+_CO_VARKEYWORDS = 0x08
+
+
+class _NullType:
+    """The type of :data:`NULL`."""
+
+    _instance = None
+
+    def __new__(cls):
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NULL"
+
+    def __reduce__(self):
+        return "NULL"
+
+
+NULL = _NullType()
+"""Stands for a stack slot holding C ``NULL`` (the marker of a call sequence: ``PUSH_NULL``,
+``LOAD_GLOBAL``/``LOAD_ATTR`` with their NULL bit, 3.12's ``LOAD_FAST_AND_CLEAR`` of an unbound
+local) or for a live local that is unbound. Pass it among the stack values or local values of a
+break/resume function; the function's prologue turns it back into NULL or an unbound local."""
+
+
+class CannotResume(Exception):
+    """A graph break at this instruction cannot be continued (the frame should run eagerly).
+
+    Raised for generator and coroutine frames and for instructions whose continuation this
+    module does not support (``FOR_ITER``/``SEND``); the message says which.
+    """
+
+
+@dataclass(frozen=True)
+class Successor:
+    """Where execution may continue after the break instruction."""
+
+    offset: int
+    stack_depth: int
+    live_locals: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BreakPlan:
+    """What the runtime needs to continue a frame after a graph break at ``offset``.
+
+    Attributes:
+        code: the code object of the broken frame.
+        offset: byte offset of the instruction that cannot be traced (for a call, the first
+            instruction of its group: 3.11/3.12 ``KW_NAMES`` and 3.11 ``PRECALL`` go with
+            their ``CALL``).
+        stack_depth: number of stack values before that instruction.
+        live_locals: the locals the break function takes (after the stack values).
+        successors: one (falls through), two (a conditional jump: fall-through first, then
+            the jump target), or none (the instruction returns or raises).
+    """
+
+    code: CodeType
+    offset: int
+    stack_depth: int
+    live_locals: tuple[str, ...]
+    successors: tuple[Successor, ...]
+
+
+def _check_code(code: CodeType) -> None:
+    if not isinstance(code, CodeType):
+        raise TypeError(f"expected a code object, got {type(code).__name__}")
+    if code.co_flags & _CO_GENERATOR_LIKE:
+        raise CannotResume(f"{code.co_name} is a generator or coroutine; its frame cannot be resumed")
+
+
+def _group(instrs: list[Instruction], i: int) -> tuple[int, int]:
+    """Indices (first, last) of the instructions that must run together with instruction ``i``.
+
+    3.11's ``KW_NAMES; PRECALL n; CALL n`` and 3.12's ``KW_NAMES; CALL n`` run as one unit.
+    """
+    first = last = i
+    lead = {versions.KW_NAMES_OPCODE, versions.PRECALL_OPCODE} - {None}
+    while instrs[last].opcode in lead and last + 1 < len(instrs):
+        last += 1
+    while first > 0 and instrs[first - 1].opcode in lead and instrs[first].opcode not in (versions.KW_NAMES_OPCODE,):
+        first -= 1
+    return first, last
+
+
+def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan:
+    """Plan a graph break at the instruction at byte ``offset`` of ``code``.
+
+    Args:
+        code: the code object being translated.
+        offset: byte offset of the instruction that cannot be traced.
+        stack_depth: the number of values the translator has on its stack there (checked
+            against the bytecode's own stack analysis).
+
+    Returns:
+        A :class:`BreakPlan` (its ``offset`` moves back to the start of a call group).
+
+    Raises:
+        CannotResume: a generator/coroutine frame, or an instruction (``FOR_ITER``, ``SEND``)
+            whose continuation is not supported.
+        ValueError: ``offset`` is not an instruction, or ``stack_depth`` disagrees with the
+            bytecode analysis.
+    """
+    _check_code(code)
+    dec, depths, live, offsets = analysis._analyse(code)
+    if offset not in offsets:
+        raise ValueError(f"offset {offset} is not the start of an instruction of {code.co_name}")
+    first, last = _group(dec.instructions, offsets[offset])
+    expected = depths[first]
+    if expected is None:
+        raise ValueError(f"offset {offset} of {code.co_name} is unreachable")
+    if stack_depth != expected:
+        raise ValueError(
+            f"stack_depth={stack_depth} at offset {offset} of {code.co_name}, but the bytecode has {expected} "
+            f"values on the stack there"
+        )
+    end = dec.instructions[last]
+    if end.opname in ("FOR_ITER", "SEND"):
+        raise CannotResume(f"a graph break at {end.opname} (offset {end.offset}) cannot be continued")
+    succ_idx = []
+    if end.opcode not in versions.TERMINATORS:
+        succ_idx.append(last + 1)
+    if versions.is_jump(end.opcode):
+        succ_idx.append(offsets[end.target.offset])
+    successors = tuple(
+        Successor(dec.instructions[j].offset, depths[j], analysis.live_locals_at(code, dec.instructions[j].offset))
+        for j in succ_idx
+    )
+    return BreakPlan(
+        code=code,
+        offset=dec.instructions[first].offset,
+        stack_depth=expected,
+        live_locals=analysis.live_locals_at(code, dec.instructions[first].offset),
+        successors=successors,
+    )
+
+
+# --- code generation helpers -----------------------------------------------------------------
+def _I(opname: str, arg: int | None = None, **kw) -> Instruction:
+    return Instruction.make(opname, arg, **kw)
+
+
+def _load_local(name: str, cells: frozenset[str], checked: bool = False) -> Instruction:
+    if name in cells:
+        return _I("LOAD_DEREF", argval=name)
+    return _I(versions.LOAD_FAST_CHECKED if checked else "LOAD_FAST", argval=name)
+
+
+def _push_maybe_null(name: str, null_const: int) -> list[Instruction]:
+    """Push local ``name``, or a real NULL if it holds the :data:`NULL` sentinel."""
+    push_null = _I("PUSH_NULL")
+    done = _I("NOP")
+    return [
+        _I("LOAD_FAST", argval=name),
+        _I("LOAD_CONST", null_const),
+        _I("IS_OP", 0),
+        _I(versions.POP_JUMP_IF_TRUE, target=push_null),
+        _I("LOAD_FAST", argval=name),
+        _I("JUMP_FORWARD", target=done),
+        push_null,
+        done,
+    ]
+
+
+def _unbind_if_null(name: str, cells: frozenset[str], null_const: int) -> list[Instruction]:
+    """Leave local ``name`` unbound if it was passed as the :data:`NULL` sentinel."""
+    done = _I("NOP")
+    return [
+        _load_local(name, cells),
+        _I("LOAD_CONST", null_const),
+        _I("IS_OP", 0),
+        _I(versions.POP_JUMP_IF_FALSE, target=done),
+        _I("DELETE_DEREF" if name in cells else "DELETE_FAST", argval=name),
+        done,
+    ]
+
+
+def _prefix(code: CodeType) -> list[Instruction]:
+    """The frame set-up every 3.11+ function starts with: cells, free variables, RESUME."""
+    out = [_I("MAKE_CELL", argval=name) for name in code.co_cellvars]
+    if code.co_freevars:
+        out.append(_I("COPY_FREE_VARS", len(code.co_freevars)))
+    out.append(_I("RESUME", 0))
+    return out
+
+
+def _strip_prefix(instrs: list[Instruction]) -> list[Instruction]:
+    """The body without its original set-up (it is replaced by the new prologue)."""
+    setup = {dis.opmap["MAKE_CELL"], dis.opmap["COPY_FREE_VARS"]}
+    i = 0
+    while i < len(instrs) and instrs[i].opcode in setup:
+        i += 1
+    if i < len(instrs) and instrs[i].opname == "RESUME":
+        i += 1
+    return instrs[i:]
+
+
+def _call(callable_const: int, nargs_loads: list[Instruction]) -> list[Instruction]:
+    """Call the constant ``callable_const`` with the values ``nargs_loads`` push; return the result."""
+    n = len(nargs_loads)
+    if versions.CALL_STYLE == "null_first":
+        head = [_I("PUSH_NULL"), _I("LOAD_CONST", callable_const)]
+    else:
+        head = [_I("LOAD_CONST", callable_const), _I("PUSH_NULL")]
+    call = [_I("PRECALL", n), _I("CALL", n)] if versions.PRECALL_OPCODE is not None else [_I("CALL", n)]
+    return head + nargs_loads + call + [_I("RETURN_VALUE")]
+
+
+def _new_code(code, body, table, params, extra_locals, consts, name):
+    rest = [v for v in code.co_varnames if v not in params]
+    varnames = tuple(params) + tuple(rest) + tuple(v for v in extra_locals if v not in rest)
+    flags = code.co_flags & ~(_CO_VARARGS | _CO_VARKEYWORDS)
+    return assemble(
+        body,
+        table,
+        template=code,
+        co_varnames=varnames,
+        co_argcount=len(params),
+        co_posonlyargcount=0,
+        co_kwonlyargcount=0,
+        co_flags=flags,
+        co_consts=consts,
+        co_name=name,
+        co_qualname=name,
+    )
+
+
+# --- resume functions ------------------------------------------------------------------------
+_RESUME_CACHE: dict[tuple, CodeType] = {}
+
+
+def clear_cache() -> None:
+    """Forget the cached resume code objects (``ember._dynamo.reset`` calls this)."""
+    _RESUME_CACHE.clear()
+    analysis._analyse.cache_clear()
+
+
+def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str, ...], name: str) -> CodeType:
+    dec = decode(code)
+    target = dec.at(offset)
+    cells = frozenset(code.co_cellvars)
+    null_const = len(code.co_consts)
+    consts = code.co_consts + (NULL,)
+    stack_params = [f"___stack{i}" for i in range(stack_depth)]
+    prologue = _prefix(code)
+    for local in live:
+        prologue += _unbind_if_null(local, cells, null_const)
+    for p in stack_params:
+        prologue += _push_maybe_null(p, null_const)
+    prologue.append(_I("JUMP_FORWARD", target=target))
+    body = prologue + _strip_prefix(dec.instructions)
+    return _new_code(code, body, dec.exception_table, stack_params + list(live), (), consts, name)
+
+
+def make_resume_function(code: CodeType, successor: Successor, f_globals: dict, closure=None, name=None) -> FunctionType:
+    """A function that continues ``code`` at ``successor.offset``.
+
+    Args:
+        code: the original code object.
+        successor: where to continue, with the stack depth and live locals there
+            (from :func:`plan_graph_break`).
+        f_globals: the globals of the original function.
+        closure: the original function's ``__closure__`` (cells for ``code.co_freevars``).
+        name: the new function's name (default ``<name>__resume_at_<offset>``).
+
+    Returns:
+        A function taking ``___stack0 .. ___stack{n-1}`` then the live locals, positionally;
+        it returns what the original function would return from that point. Code objects are
+        cached per (code, offset, stack depth, live locals).
+
+    Raises:
+        CannotResume: ``code`` is a generator or coroutine.
+    """
+    _check_code(code)
+    if len(code.co_freevars) != len(closure or ()):
+        raise ValueError(f"{code.co_name} has {len(code.co_freevars)} free variables, closure has {len(closure or ())}")
+    name = name or f"{code.co_name}__resume_at_{successor.offset}"
+    key = (code, successor.offset, successor.stack_depth, tuple(successor.live_locals), name)
+    new = _RESUME_CACHE.get(key)
+    if new is None:
+        new = _resume_code(code, successor.offset, successor.stack_depth, tuple(successor.live_locals), name)
+        _RESUME_CACHE[key] = new
+    return FunctionType(new, f_globals, name, None, tuple(closure) if closure else None)
+
+
+# --- break functions -------------------------------------------------------------------------
+def _null_slots_consumed(group: list[Instruction]) -> int:
+    """How many top stack values the group consumes that may legitimately be NULL (calls)."""
+    end = group[-1]
+    if end.opname == "CALL":
+        return end.arg + 2
+    if end.opname == "CALL_KW":
+        return end.arg + 3
+    if end.opname == "CALL_FUNCTION_EX":
+        return 3 + (end.arg & 1)
+    return 0
+
+
+def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, closure=None) -> FunctionType:
+    """A function that runs the untraceable instruction of ``plan`` natively, then resumes.
+
+    Args:
+        plan: from :func:`plan_graph_break`.
+        resume_callables: one callable per ``plan.successors`` entry, called as
+            ``resume_callables[i](*stack_values, *live_local_values)`` for the successor taken
+            (typically the compiled :func:`make_resume_function` of that successor).
+        f_globals, closure: the original function's globals and ``__closure__``.
+
+    Returns:
+        A function taking ``___stack0 ..`` then ``plan.live_locals`` positionally, returning the
+        frame's result. Stack values not consumed by the instruction, and locals passed as
+        :data:`NULL`, are handed on to the resume callable as they came.
+
+    Raises:
+        ValueError: ``resume_callables`` does not match ``plan.successors``.
+    """
+    code = plan.code
+    _check_code(code)
+    if len(resume_callables) != len(plan.successors):
+        raise ValueError(
+            f"the plan has {len(plan.successors)} successors but {len(resume_callables)} resume callables were given"
+        )
+    dec = decode(code)
+    instrs = dec.instructions
+    first = dec.index_of(plan.offset)
+    first, last = _group(instrs, first)
+    group = instrs[first : last + 1]
+    cells = frozenset(code.co_cellvars)
+    null_const = len(code.co_consts)
+    consts = list(code.co_consts) + [NULL]
+    stack_params = [f"___stack{i}" for i in range(plan.stack_depth)]
+    n_nullable = min(_null_slots_consumed(group), plan.stack_depth)
+
+    prologue = _prefix(code)
+    for i, p in enumerate(stack_params):
+        if i >= plan.stack_depth - n_nullable:
+            prologue += _push_maybe_null(p, null_const)
+        else:
+            prologue.append(_I("LOAD_FAST", argval=p))  # handed on untouched (NULL stays the sentinel)
+    prologue.append(_I("JUMP_FORWARD", target=group[0]))
+
+    end = group[-1]
+    stubs: list[Instruction] = []
+    temps: list[str] = []
+    successor_entry = {}
+    for succ, fn in zip(plan.successors, resume_callables):
+        consts.append(fn)
+        tmp = [f"___tmp{j}" for j in range(succ.stack_depth)]
+        temps = tmp if len(tmp) > len(temps) else temps
+        stub = [_I("STORE_FAST", argval=t) for t in reversed(tmp)]
+        loads = [_I(versions.LOAD_FAST_CHECKED, argval=t) for t in tmp]
+        loads += [_load_local(n, cells, checked=True) for n in succ.live_locals]
+        stub += _call(len(consts) - 1, loads)
+        successor_entry[succ.offset] = stub[0]
+        stubs += stub
+
+    body = _strip_prefix(instrs)
+    at = body.index(end) + 1
+    if end.opcode not in versions.TERMINATORS:
+        fall = instrs[last + 1]
+        body.insert(at, _I("JUMP_FORWARD", target=successor_entry[fall.offset]))
+    if versions.is_jump(end.opcode):
+        end.target = successor_entry[end.target.offset]
+    body = prologue + body + stubs
+    name = f"{code.co_name}__break_at_{plan.offset}"
+    new = _new_code(code, body, dec.exception_table, stack_params + list(plan.live_locals), temps, tuple(consts), name)
+    return FunctionType(new, f_globals, name, None, tuple(closure) if closure else None)
