@@ -235,7 +235,8 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
 
 def __getattr__(name):
     # ember.testing (assert_close, the sample registry) and ember.hub load on first use, keeping import fast.
-    if name in ("testing", "hub", "distributions", "special", "profiler", "multiprocessing", "library", "ops"):
+    if name in ("testing", "hub", "distributions", "special", "profiler", "multiprocessing", "library", "ops",
+                "compiler"):
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

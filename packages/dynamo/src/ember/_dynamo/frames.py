@@ -159,12 +159,10 @@ def _where(code) -> str:
 
 
 def _exc_types():
-    """The translator's ``Unsupported`` exception class (an empty tuple before it exists)."""
-    try:
-        from .exc import Unsupported
-    except ImportError:
-        return ()
-    return Unsupported
+    """The translator's exceptions that mean "run this frame eagerly": ``Unsupported`` and ``SkipFrame``."""
+    from . import exc
+
+    return tuple(getattr(exc, name) for name in ("Unsupported", "SkipFrame") if hasattr(exc, name))
 
 
 def _translate(fn, frame_locals, capture_config):
@@ -251,11 +249,9 @@ def _break_function(compiled_fn, captured):
 
 
 def _fullgraph_error(brk):
-    unsupported = _exc_types()
-    message = f"graph break with fullgraph=True: {brk.reason}\n  {brk.filename}:{brk.lineno}: {brk.source_line}"
-    if unsupported:
-        return unsupported(message)
-    return RuntimeError(message)
+    from .exc import Unsupported
+
+    return Unsupported(f"graph break with fullgraph=True: {brk.reason}", brk.filename, brk.lineno, brk.source_line)
 
 
 def handle_miss(compiled_fn, frame_locals, args, kwargs):

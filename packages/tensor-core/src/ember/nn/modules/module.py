@@ -962,7 +962,35 @@ class Module:
 
     # -- calling -----------------------------------------------------------------------------------
 
+    # Set by Module.compile(): the compiled __call__ (ember-dynamo), run instead of the steps below.
+    _compiled_call_impl = None
+
+    def compile(self, *args, **kwargs):
+        """Compile this module's calls in place with ``ember.compile`` (ember-dynamo).
+
+        Unlike ``ember.compile(module)``, which returns a wrapper module, the module itself
+        keeps its type and state-dict keys; later calls run the compiled ``__call__``.
+
+        Args:
+            *args, **kwargs: ``ember.compile``'s keyword arguments (``backend``, ``fullgraph``,
+                ``dynamic``, ``mode``, ``options``).
+
+        Raises:
+            ember._extensions.MissingDistributionError: if ember-dynamo is not installed.
+        """
+        if args:
+            raise TypeError(f"Module.compile() takes keyword arguments only, got {len(args)} positional")
+        try:
+            from ember._dynamo import compile_module_call
+        except ImportError:
+            from ember._extensions import require
+
+            require("nn.Module.compile()", "ember-dynamo")
+        self._compiled_call_impl = compile_module_call(self, **kwargs)
+
     def _call_impl(self, *args, **kwargs):
+        if self._compiled_call_impl is not None:
+            return self._compiled_call_impl(*args, **kwargs)
         if self._forward_pre_hooks or self._forward_hooks or self._backward_hooks or self._backward_pre_hooks:
             return self._call_with_hooks(self.forward, _ForwardCall(args, kwargs))
         return self.forward(*args, **kwargs)
