@@ -9,7 +9,9 @@ queue a whole step (the time until ``train_step`` returns, before the synchronis
 queued time is close to its total is bound by host time, one with a host synchronisation inside can't
 queue ahead. ``--sync-report`` lists every host synchronisation of one step after the warm-up
 (``ember.cuda._sync.record``), where it comes from, and runs one step under
-``ember.cuda.set_sync_debug_mode("error")``.
+``ember.cuda.set_sync_debug_mode("error")``. ``--profile FILE`` writes where ember's host time goes to FILE:
+the ops of one step with their counts and host times (``ember.profiler``), the ops that took the generic
+path (the CPU kernel on CuPy arrays), and cProfile's top functions over ``--steps`` steps.
 """
 
 from __future__ import annotations
@@ -86,12 +88,40 @@ def _sync_report(ember, parts):
     ember.cuda.synchronize()
 
 
+def _host_profile(ember, parts, steps, path):
+    import cProfile
+    import io
+    import pstats
+
+    import ember.profiler
+    from ember.cuda import _backend
+
+    text = io.StringIO()
+    _backend.generic_ops.clear()
+    with ember.profiler.profile() as prof:
+        gpt_model.train_step(ember, *parts)
+    ember.cuda.synchronize()
+    text.write(f"ops that took the generic path in one step: {sorted(_backend.generic_ops)}\n\n")
+    text.write(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=80))
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(steps):
+        gpt_model.train_step(ember, *parts)
+    profiler.disable()
+    ember.cuda.synchronize()
+    stats = pstats.Stats(profiler, stream=text)
+    stats.sort_stats("tottime").print_stats(70)
+    stats.sort_stats("cumulative").print_stats(70)
+    Path(path).write_text(text.getvalue())
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--config", choices=("small", "tiny"), default="small")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--sync-report", action="store_true")
     parser.add_argument("--no-torch", action="store_true")
+    parser.add_argument("--profile", default=None)
     args = parser.parse_args(argv)
     config = gpt_model.SMALL if args.config == "small" else gpt_model.TINY
 
@@ -112,6 +142,8 @@ def main(argv=None):
     print("first step (s): " + ", ".join(f"{name} {firsts[name]:.3f}" for name, _, _ in sides))
     if args.sync_report:
         _sync_report(ember, ours)
+    if args.profile:
+        _host_profile(ember, ours, args.steps, args.profile)
 
 
 if __name__ == "__main__":

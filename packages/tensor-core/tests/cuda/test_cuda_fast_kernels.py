@@ -99,6 +99,21 @@ def test_binary_bits(kernels, name, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "gt", "le"])
+def test_repeated_operand_bits(kernels, name, dtype):
+    """One operand repeated along the other (x + positions, scores + causal bias; a leading 1; either order;
+    a repeat that is not a whole number of packs): the "ab"/"ba" kernels, the generic path's bits."""
+    fn = getattr(ember, name)
+    for big, small in [((3, 16, 32), (16, 32)), ((3, 2, 16, 16), (1, 16, 16)), ((5, 4, 7), (7,))]:
+        a = cuda(values(dtype, n=int(np.prod(big)), seed=11).reshape(big))
+        b = cuda(values(dtype, n=int(np.prod(small)), seed=12).reshape(small))
+        for x, y in ((a, b), (b, a)):
+            fast, generic = both(kernels, lambda x=x, y=y: fn(x, y))
+            bits_equal(fast, generic)
+    assert (name, np.dtype(dtype), "ab") in kernels[0].compiled and (name, np.dtype(dtype), "ba") in kernels[0].compiled
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("scalar", [0.1, 2, -3.5, 1e-3, 0])
 @pytest.mark.parametrize("name", ["add", "sub", "mul", "div"])
 def test_scalar_bits(kernels, name, scalar, dtype):
@@ -196,3 +211,31 @@ def test_gradients_match_cpu(kernels, name):
         results.append((y.detach().cpu().numpy(), x.grad.cpu().numpy()))
     np.testing.assert_allclose(results[1][0], results[0][0], rtol=2e-6, atol=1e-6)
     np.testing.assert_allclose(results[1][1], results[0][1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("alpha", [1, -1e-3, 0.3])
+def test_foreach_add_sub_fused_bits(kernels, alpha, dtype):
+    """``_foreach_add_``/``_foreach_sub_`` of cuda tensor lists: one launch (ember.cuda.kernels.foreach_kernels),
+    the bits of the per-tensor ``add_``/``sub_``, and the tensors' versions bumped."""
+    from ember.cuda.kernels import foreach_kernels
+
+    shapes = [(5, 40), (0,), (130,), (1,), (3, 3, 3), (70000,)]
+    for k, (list_op, op) in enumerate(((ember._foreach_add_, ember.Tensor.add_), (ember._foreach_sub_, ember.Tensor.sub_))):
+        xs = [cuda(values(dtype, n=int(np.prod(s)), seed=20 + i + k).reshape(s)) for i, s in enumerate(shapes)]
+        ys = [cuda(values(dtype, n=int(np.prod(s)), seed=40 + i + k).reshape(s)) for i, s in enumerate(shapes)]
+        copies = [x.clone() for x in xs]
+        versions = [x._version for x in xs]
+        foreach_kernels._functions.clear()
+        list_op(xs, ys, alpha=alpha)
+        assert foreach_kernels._functions, "the fused kernel did not run"
+        for x, c, y, v in zip(xs, copies, ys, versions):
+            op(c, y, alpha=alpha)
+            bits_equal(x, c)
+            assert x._version > v
+    # a call the kernel declines (a transposed operand) takes the per-tensor ops
+    a = cuda(values(np.float32, n=12).reshape(3, 4))
+    b = cuda(values(np.float32, n=12, seed=3).reshape(4, 3)).t()
+    want = a.clone().add_(b, alpha=2.0)
+    ember._foreach_add_([a], [b], alpha=2.0)
+    bits_equal(a, want)

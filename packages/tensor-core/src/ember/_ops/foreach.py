@@ -136,6 +136,8 @@ def _inplace(name, tensors, operands, kwargs, direct=None, slow=None):
     fname = f"_foreach_{name}_"
     tensors = _tensor_list(fname, tensors)
     operands = _operands(fname, tensors, operands)
+    if name in _CUDA_FUSED and _on_cuda(tensors[0]) and _cuda_fused(name, tensors, operands, kwargs):
+        return
     if slow is None:
         slow = registry[name + "_"]
     into = direct if direct is not None else _INTO.get(name)
@@ -147,6 +149,34 @@ def _inplace(name, tensors, operands, kwargs, direct=None, slow=None):
                 t._bump_version()
                 continue
         slow(t, *args, **kwargs)
+
+
+# -- the fused CUDA kernels (ember.cuda.kernels.foreach_kernels) --------------------------------
+
+_CUDA_FUSED = frozenset({"add", "sub"})  # list ops with a one-launch kernel for tensor lists on the GPU
+
+
+def _on_cuda(t):
+    return isinstance(t, Tensor) and t._device.type == "cuda"
+
+
+def _cuda_fused(name, tensors, operands, kwargs):
+    """Run ``_foreach_<name>_(tensors, other_list, alpha=...)`` as one CUDA kernel when only plain cuda tensors
+    take part, no mode is active and nothing records (the per-tensor ops' plain case); whether it ran."""
+    if len(operands) != 1 or type(operands[0]) is not list or state.modes or (kwargs.keys() - {"alpha"}):
+        return False
+    grad = state.grad_enabled
+    for group in (tensors, operands[0]):
+        for t in group:
+            if not isinstance(t, Tensor) or not _is_plain(t) or t._device.type != "cuda" or (grad and t._requires_grad):
+                return False
+    from ..cuda.kernels import foreach_kernels  # (imported with a cuda tensor at hand: CuPy is loaded)
+
+    if not foreach_kernels.add_(name, tensors, operands[0], kwargs.get("alpha", 1)):
+        return False
+    for t in tensors:
+        t._bump_version()
+    return True
 
 
 def _outplace(name, tensors, operands, kwargs):

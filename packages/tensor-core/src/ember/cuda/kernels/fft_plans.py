@@ -55,13 +55,14 @@ def _plan(device, fft_type, sizes, in_dims, out_dims, batch):
     """The cached plan of ``batch`` transforms of ``sizes`` points, reading row-major signals of ``in_dims``
     one after the other and writing row-major ones of ``out_dims`` (they differ in the last dim for
     r2c/c2r: the complex side holds ``n // 2 + 1`` bins)."""
-    from cupy.cuda import cufft
-
     key = (device, fft_type, sizes, batch)
     plan = _plans.get(key)
     if plan is not None:
-        _plans.move_to_end(key)
+        if len(_plans) > 1:
+            _plans.move_to_end(key)
         return plan
+    from cupy.cuda import cufft  # (on a miss only: a from-import of a package's module costs a Python call)
+
     plan = cufft.PlanNd(list(sizes), list(in_dims), 1, math.prod(in_dims), list(out_dims), 1, math.prod(out_dims),
                         fft_type, batch, "C", -1, None)
     _plans[key] = plan
@@ -130,7 +131,7 @@ def transform(x, axes, norm, family, forward=True, last_dim_size=None, overwrite
     batch = math.prod(x.shape[:ndim - rank])
     if max(x.size, math.prod(out_shape), batch) > _INT_MAX:
         return None
-    out = cupy.empty(out_shape, out_dtype)
+    out = cupy.ndarray(out_shape, out_dtype)  # (cupy.empty is a Python wrapper of this)
     lead = ndim - rank
     plan = _plan(device, fft_type, tuple(int(n) for n in sizes), tuple(x.shape[lead:]), tuple(out_shape[lead:]),
                  int(batch))

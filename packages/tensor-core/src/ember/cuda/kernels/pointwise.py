@@ -134,25 +134,36 @@ template <typename T, int N> struct __align__(sizeof(T) * N) ember_pack { T v[N]
 def _source(name, expr, inputs, out_ctype, width):
     """CUDA C of ``name_v`` (``width`` elements per pack) and ``name_s`` (one per thread).
 
-    ``inputs``: per operand, ``(ctype, is_array)``; array operands are ``p{i}`` pointers,
-    scalars ``s{i}`` values; the expression reads ``in{i}``.
+    ``inputs``: per operand, ``(ctype, kind)``: ``"a"`` an array read at the output's index (``p{i}``),
+    ``"b"`` an array of ``m`` elements repeated along the output (read at the index modulo ``m``: an operand
+    broadcast over leading dims; the vectorised kernel then needs ``m`` to be a multiple of ``width``),
+    ``"s"`` a scalar value (``s{i}``); the expression reads ``in{i}``.
     """
     params = []
-    for i, (ctype, is_array) in enumerate(inputs):
-        params.append(f"const {ctype}* __restrict__ p{i}" if is_array else f"const {ctype} s{i}")
+    for i, (ctype, kind) in enumerate(inputs):
+        params.append(f"const {ctype}* __restrict__ p{i}" if kind != "s" else f"const {ctype} s{i}")
     params.append(f"{out_ctype}* __restrict__ out")
     params.append("const long long n")
+    repeats = any(kind == "b" for _, kind in inputs)
+    if repeats:
+        params.append("const long long m")
     signature = ", ".join(params)
-    arrays = [i for i, (_, is_array) in enumerate(inputs) if is_array]
+    arrays = [i for i, (_, kind) in enumerate(inputs) if kind != "s"]
 
     def reads(index_of):
         lines = []
-        for i, (ctype, is_array) in enumerate(inputs):
-            lines.append(f"const {ctype} in{i} = {index_of(i) if is_array else f's{i}'};")
+        for i, (ctype, kind) in enumerate(inputs):
+            lines.append(f"const {ctype} in{i} = {index_of(i) if kind != 's' else f's{i}'};")
         return " ".join(lines)
 
+    def element(i, j):
+        return f"p{i}[{j} % m]" if inputs[i][1] == "b" else f"p{i}[{j}]"
+
+    def pack(i):
+        return "i % mv" if inputs[i][1] == "b" else "i"
+
     loads = "\n".join(
-        f"            if (i < nv) l{i}[u] = reinterpret_cast<const ember_pack<{inputs[i][0]}, W>*>(p{i})[i];"
+        f"            if (i < nv) l{i}[u] = reinterpret_cast<const ember_pack<{inputs[i][0]}, W>*>(p{i})[{pack(i)}];"
         for i in arrays
     )
     pack_decls = "\n".join(f"    ember_pack<{inputs[i][0]}, W> l{i}[U];" for i in arrays)
@@ -161,6 +172,7 @@ extern "C" __global__ void {name}_v({signature}) {{
     constexpr int W = {width};
     constexpr int U = {UNROLL};
     const long long nv = n / W;
+{"    const long long mv = m / W;" if repeats else ""}
     const long long first = (long long)blockIdx.x * (blockDim.x * U) + threadIdx.x;
 {pack_decls}
     #pragma unroll
@@ -183,7 +195,7 @@ extern "C" __global__ void {name}_v({signature}) {{
     }}
     if (blockIdx.x == 0) {{
         for (long long j = nv * W + threadIdx.x; j < n; j += blockDim.x) {{
-            {reads(lambda i: f"p{i}[j]")}
+            {reads(lambda i: element(i, "j"))}
             out[j] = ({expr});
         }}
     }}
@@ -192,7 +204,7 @@ extern "C" __global__ void {name}_v({signature}) {{
 extern "C" __global__ void {name}_s({signature}) {{
     const long long step = (long long)gridDim.x * blockDim.x;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += step) {{
-        {reads(lambda i: f"p{i}[j]")}
+        {reads(lambda i: element(i, "j"))}
         out[j] = ({expr});
     }}
 }}
@@ -201,13 +213,14 @@ extern "C" __global__ void {name}_s({signature}) {{
 
 def _compile(kind, dtype, layout, out_dtype):
     """Compile (once) the kernels of ``kind`` for ``dtype``; ``layout`` is a string of operand kinds:
-    ``a`` an array of ``dtype``, ``m`` a bool array, ``s`` a scalar of ``dtype``."""
+    ``a`` an array of ``dtype``, ``b`` one repeated along the output (see :func:`_source`), ``m`` a bool
+    array, ``s`` a scalar of ``dtype``."""
     key = (kind, dtype, layout)
     entry = compiled.get(key, False)
     if entry is not False:
         return entry
     ctype = _CTYPE[dtype]
-    inputs = [(("bool" if c == "m" else ctype), c != "s") for c in layout]
+    inputs = [(("bool" if c == "m" else ctype), ("a" if c == "m" else c)) for c in layout]
     widest = max([dtype.itemsize if c != "m" else 1 for c in layout] + [out_dtype.itemsize])
     width = 16 // widest
     name = f"ember_{kind}_{layout}_{ctype}"
@@ -248,6 +261,55 @@ def _launch(entry, operands, arrays, out, n):
         blocks = min((n + THREADS - 1) // THREADS, 65536)
         single((blocks,), (THREADS,), (*operands, out, np.int64(n)))
     return out
+
+
+def _launch_repeated(entry, operands, arrays, out, n, m):
+    """:func:`_launch` of a kernel with a repeated (``b``) operand of ``m`` elements: packed when every array
+    is aligned to a pack and ``m`` is a whole number of packs."""
+    if entry is None:
+        return None
+    vector, single, width, align = entry
+    if n == 0:
+        return out
+    mask = out.data.ptr
+    for a in arrays:
+        mask |= a.data.ptr
+    if mask % align == 0 and m % width == 0:
+        per_block = THREADS * UNROLL
+        blocks = (n // width + per_block - 1) // per_block or 1
+        vector((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
+    else:
+        blocks = min((n + THREADS - 1) // THREADS, 65536)
+        single((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
+    return out
+
+
+def _repeats_along(small, big):
+    """Whether an array of shape ``small`` broadcast to shape ``big`` is ``small``'s elements repeated in
+    order (``small``, without its leading 1s, is a suffix of ``big``, and has no more dims than ``big``)."""
+    if len(small) > len(big):
+        return False
+    k = 0
+    while k < len(small) and small[k] == 1:
+        k += 1
+    core = small[k:]
+    return big[len(big) - len(core):] == core
+
+
+def _broadcast_binary(kind, a, b, compare):
+    """The fast kernel of ``a <kind> b`` for two contiguous arrays of one float dtype whose shapes differ, one
+    of them repeated along the other (``x + bias``, ``scores + mask``); None for other shapes."""
+    if b.dtype is not a.dtype or not _usable(a) or not _usable(b):
+        return None
+    dtype = a.dtype
+    if _repeats_along(b.shape, a.shape):
+        layout, shape, m = "ab", a.shape, b.size
+    elif _repeats_along(a.shape, b.shape):
+        layout, shape, m = "ba", b.shape, a.size
+    else:
+        return None
+    out = _ndarray(shape, _BOOL if compare else dtype)
+    return _launch_repeated(_compile(kind, dtype, layout, out.dtype), (a, b), (a, b), out, out.size, m)
 
 
 def _usable_any_gpu(a):
@@ -295,7 +357,11 @@ def _binary(kind, *, scalars, compare=False):
                 return None
             if type(other) is Tensor:
                 b = other._data
-                if type(b) is not _ndarray or a.shape != b.shape or not _usable(a) or not _usable(b):
+                if type(b) is not _ndarray:
+                    return None
+                if a.shape != b.shape:
+                    return _broadcast_binary(kind, a, b, compare)
+                if not _usable(a) or not _usable(b):
                     return None
                 if b.dtype is dtype:
                     layout = "aa"

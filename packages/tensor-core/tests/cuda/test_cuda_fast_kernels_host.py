@@ -1,0 +1,267 @@
+"""Fast CUDA kernels compiled for the CPU, without a GPU: the pointwise kernels (``ember.cuda.kernels.pointwise``)
+and the fused list op of ``_foreach_add_``/``_foreach_sub_`` (``ember.cuda.kernels.foreach_kernels``).
+
+The generated CUDA C is compiled by g++ behind a few definitions of CUDA's built-ins (``threadIdx``,
+``__int_as_float``, ``__align__``) and launched block by block, thread by thread, from the same arguments the
+fast functions pass to ``cupy.RawModule``; arrays are numpy arrays standing in for CuPy's (``.data.ptr`` is
+the host address). Results are compared with numpy's, bit for bit: the packed kernel, its tail, the
+one-element kernel for misaligned pointers, and an operand repeated along the other (``x + bias`` over
+leading dims); the list op's kernel, given its by-value table of pointers, against the per-tensor ops. The cuda
+tests (``test_cuda_fast_kernels.py``) run the same kernels on the GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import re
+import shutil
+import subprocess
+import types
+
+import numpy as np
+import pytest
+
+import ember
+from ember._tensor import Tensor
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the CUDA C for the CPU")
+
+_SHIM = r"""
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+struct ember_dim3 { unsigned x, y, z; };
+static ember_dim3 threadIdx, blockIdx, blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __launch_bounds__(n)
+#define __restrict__ __restrict
+#define __align__(n) alignas(n)
+static inline float __int_as_float(int bits) { float f; std::memcpy(&f, &bits, 4); return f; }
+static inline double __longlong_as_double(long long bits) { double d; std::memcpy(&d, &bits, 8); return d; }
+"""
+
+_LAUNCHER = r"""
+extern "C" void launch_NAME(unsigned gx, unsigned bx, void** args) {
+    gridDim = {gx, 1, 1};
+    blockDim = {bx, 1, 1};
+    for (unsigned b = 0; b < gx; ++b)
+        for (unsigned t = 0; t < bx; ++t) {
+            blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0};
+            NAME(ARGS);
+        }
+}
+"""
+
+_CTYPES = {np.float32: ctypes.c_float, np.float64: ctypes.c_double, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32}
+
+
+class _Pointer:
+    def __init__(self, ptr):
+        self.ptr, self.device_id = ptr, 0
+
+
+class HostArray(np.ndarray):
+    """A numpy array with the two attributes of a CuPy array the fast functions read."""
+
+    @property
+    def data(self):
+        return _Pointer(self.ctypes.data)
+
+    @property
+    def _c_contiguous(self):
+        return self.flags.c_contiguous
+
+
+class _Module:
+    """``cupy.RawModule(code=..., options=...)`` for the CPU."""
+
+    def __init__(self, code, options=(), directory=None):
+        assert "--fmad=false" in options  # g++ contracts nothing either (-ffp-contract=off below)
+        launchers = []
+        for match in re.finditer(r'extern "C" __global__ void (?:__launch_bounds__\(\w+\)\s*)?(\w+)\((.*?)\)\s*\{', code, re.S):
+            name, params = match.group(1), [p.strip() for p in match.group(2).split(",")]
+            declared = [re.sub(r"\s*\b\w+$", "", p.replace("__restrict__", "")) for p in params]
+            args = ", ".join(f"*({t}*)args[{k}]" for k, t in enumerate(declared))
+            launchers.append(_LAUNCHER.replace("NAME", name).replace("ARGS", args))
+        source = _SHIM + code + "".join(launchers)
+        path = directory / f"pointwise_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
+        path.with_suffix(".cpp").write_text(source)
+        subprocess.run(["g++", "-std=c++17", "-O1", "-ffp-contract=off", "-shared", "-fPIC", str(path.with_suffix(".cpp")),
+                        "-o", str(path.with_suffix(".so"))], check=True, capture_output=True)
+        self.lib = ctypes.CDLL(str(path.with_suffix(".so")))
+
+    def get_function(self, name):
+        launch = getattr(self.lib, f"launch_{name}")
+
+        def call(grid, block, args):
+            keep = []
+            for a in args:
+                if isinstance(a, np.ndarray) and a.dtype.kind == "V":  # a struct by value: its bytes
+                    keep.append((ctypes.c_char * a.nbytes).from_buffer_copy(a.tobytes()))
+                elif isinstance(a, np.ndarray):
+                    keep.append(ctypes.c_void_p(a.ctypes.data))
+                else:
+                    keep.append(_CTYPES[type(a)](a))
+            pointers = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(v) for v in keep])
+            launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
+
+        return call
+
+
+class _Device:
+    def __init__(self, index):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _fake_cupy(directory):
+    runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    return types.SimpleNamespace(RawModule=lambda code, options=(): _Module(code, options, directory),
+                                 cuda=types.SimpleNamespace(runtime=runtime, Device=_Device))
+
+
+@pytest.fixture
+def pointwise(monkeypatch, tmp_path_factory):
+    from ember.cuda.kernels import pointwise
+
+    directory = tmp_path_factory.mktemp("pointwise_kernels")
+    monkeypatch.setattr(pointwise, "_cp", _fake_cupy(directory))
+    monkeypatch.setattr(pointwise, "_ndarray", HostArray)
+    monkeypatch.setattr(pointwise, "_usable", lambda a: a._c_contiguous)
+    monkeypatch.setattr(pointwise, "compiled", {})
+    monkeypatch.setattr(pointwise, "THREADS", 32)  # fewer emulated threads per block
+    return pointwise
+
+
+def _tensor(values, offset=0):
+    """A plain tensor over a HostArray holding ``values``; ``offset`` elements into a larger buffer (a pointer
+    off the 16-byte packs, for the one-element kernel)."""
+    values = np.asarray(values)
+    buffer = np.empty(values.size + offset, values.dtype).view(HostArray)
+    array = buffer[offset:].reshape(values.shape)
+    array[...] = values
+    return Tensor._make(array, ember.device("cpu"))
+
+
+def _bits_equal(got, expected):
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if got.dtype.kind == "f":
+        width = np.uint32 if got.dtype == np.float32 else np.uint64
+        nan = np.isnan(expected)
+        np.testing.assert_array_equal(np.isnan(got), nan)
+        np.testing.assert_array_equal(np.asarray(got)[~nan].view(width), expected[~nan].view(width))
+    else:
+        np.testing.assert_array_equal(np.asarray(got), expected)
+
+
+_NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "gt": np.greater,
+          "le": np.less_equal}
+
+# (shape of the first operand, shape of the second): one repeated along the other, or equal shapes
+_SHAPES = [
+    ((3, 16, 32), (16, 32)),  # x + positions
+    ((3, 2, 16, 16), (16, 16)),  # scores + causal bias
+    ((16, 32), (3, 16, 32)),  # the repeated operand first
+    ((4, 5, 7), (1, 7)),  # a leading 1, and a repeat that is not a whole number of packs
+    ((4, 5, 7), ()),  # a zero-dim tensor
+    ((5, 3), (5, 3)),  # equal shapes
+    ((1027,), (1027,)),  # the packed kernel's tail
+]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(_NUMPY))
+def test_binary_kernels_match_numpy(pointwise, name, dtype):
+    rng = np.random.default_rng(0)
+    for shape_a, shape_b in _SHAPES:
+        a = (rng.standard_normal(shape_a) * 3).astype(dtype)
+        b = (rng.standard_normal(shape_b) * 3).astype(dtype)
+        if a.size:
+            a.reshape(-1)[:4] = [0.0, -0.0, np.inf, np.nan][: a.size]
+        with np.errstate(all="ignore"):
+            expected = _NUMPY[name](a, b)
+        for offset in (0, 1):  # aligned (packed kernel) and misaligned (one element per thread)
+            got = pointwise.FAST_OPS[name](_tensor(a, offset), _tensor(b, offset))
+            assert got is not None, (name, shape_a, shape_b)
+            _bits_equal(got, expected)
+
+
+def test_shapes_that_do_not_repeat_are_declined(pointwise):
+    """Broadcasting in both operands, or over trailing dims, is the generic path's (None here)."""
+    add = pointwise.FAST_OPS["add"]
+    f32 = np.float32
+    for shape_a, shape_b in [((3, 1), (3,)), ((3, 4), (3, 1)), ((16, 1), (3, 16, 32)), ((2, 3), (4, 3))]:
+        assert add(_tensor(np.ones(shape_a, f32)), _tensor(np.ones(shape_b, f32))) is None, (shape_a, shape_b)
+    # another dtype, a bool mask with a repeated shape
+    assert add(_tensor(np.ones((3, 4), f32)), _tensor(np.ones(4, np.float64))) is None
+    assert pointwise.FAST_OPS["mul"](_tensor(np.ones((3, 4), f32)), _tensor(np.ones(4, bool))) is None
+
+
+def test_repeated_operand_layouts_compiled_once(pointwise):
+    a = _tensor(np.ones((3, 16, 32), np.float32))
+    b = _tensor(np.ones((16, 32), np.float32))
+    for _ in range(3):
+        pointwise.FAST_OPS["add"](a, b)
+        pointwise.FAST_OPS["add"](b, a)
+    assert sorted(layout for (kind, _, layout) in pointwise.compiled if kind == "add") == ["ab", "ba"]
+
+
+@pytest.fixture
+def foreach_kernels(monkeypatch, tmp_path_factory):
+    from ember.cuda.kernels import foreach_kernels
+
+    directory = tmp_path_factory.mktemp("foreach_kernels")
+    monkeypatch.setattr(foreach_kernels, "cupy_module", lambda: _fake_cupy(directory))
+    monkeypatch.setattr(foreach_kernels, "_functions", {})
+    monkeypatch.setattr(foreach_kernels, "_CHUNK", 64)  # several blocks and tensors split across them
+    monkeypatch.setattr(foreach_kernels, "_THREADS", 8)
+    return foreach_kernels
+
+
+def _pair_lists(dtype, shapes, seed):
+    rng = np.random.default_rng(seed)
+    xs = [(rng.standard_normal(s) * 3).astype(dtype) for s in shapes]
+    ys = [(rng.standard_normal(s) * 3).astype(dtype) for s in shapes]
+    xs[0].reshape(-1)[:3] = [np.inf, -0.0, np.nan]
+    return xs, ys
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", ["add", "sub"])
+@pytest.mark.parametrize("alpha", [1, -1e-3, 0.3, 2])
+def test_foreach_kernel_matches_the_per_tensor_ops(foreach_kernels, monkeypatch, name, alpha, dtype):
+    # 7 tensors (one empty, one of a single element) over blocks of 64 elements, and 3 tensors per launch
+    monkeypatch.setattr(foreach_kernels, "_MAX_TENSORS", 3)
+    monkeypatch.setattr(foreach_kernels, "_TABLE_WORDS", 3 * 3 + 1)
+    monkeypatch.setattr(foreach_kernels, "_TABLE_DTYPE", np.dtype((np.void, 8 * 10)))
+    shapes = [(5, 40), (0,), (130,), (1,), (3, 3, 3), (64,), (2, 65)]
+    xs, ys = _pair_lists(dtype, shapes, 0)
+    with np.errstate(all="ignore"):
+        scaled = [y * dtype(alpha) for y in ys] if not (type(alpha) is int and alpha == 1) else ys
+        expected = [x + s if name == "add" else x - s for x, s in zip(xs, scaled)]
+    tensors = [_tensor(x) for x in xs]
+    others = [_tensor(y) for y in ys]
+    assert foreach_kernels.add_(name, tensors, others, alpha) is True
+    for t, want in zip(tensors, expected):
+        _bits_equal(np.asarray(t._data), want)
+
+
+def test_foreach_kernel_declines_what_it_does_not_take(foreach_kernels):
+    f32 = np.float32
+    a, b = _tensor(np.ones((2, 3), f32)), _tensor(np.ones((2, 3), f32))
+    assert foreach_kernels.add_("add", [a], [_tensor(np.ones(6, f32))], 1) is False  # another shape
+    assert foreach_kernels.add_("add", [a], [_tensor(np.ones((2, 3), np.float64))], 1) is False  # another dtype
+    transposed = Tensor._make(np.ones((3, 2), f32).view(HostArray).T, ember.device("cpu"))
+    assert foreach_kernels.add_("add", [a], [transposed], 1) is False  # not contiguous
+    assert foreach_kernels.add_("add", [_tensor(np.ones(3, np.float16))], [_tensor(np.ones(3, np.float16))], 1) is False
+    assert foreach_kernels.add_("add", [a], [b], 2**30) is False  # an int alpha the per-tensor kernel rounds otherwise
+    assert foreach_kernels.add_("add", [a], [b], True) is False
+    np.testing.assert_array_equal(np.asarray(a._data), np.ones((2, 3), f32))  # nothing written
