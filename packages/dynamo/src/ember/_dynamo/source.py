@@ -21,6 +21,7 @@ __all__ = [
     "AttrSource",
     "GetItemSource",
     "ConstantSource",
+    "ImportSource",
 ]
 
 
@@ -120,3 +121,19 @@ class ConstantSource(Source):
 
     def read(self, frame_locals, frame_globals):
         return self.value
+
+
+@dataclass(frozen=True)
+class ImportSource(Source):
+    """An imported module, by name: the globals of a function inlined from another module are read
+    through it (``ImportSource('pkg.layers')`` then an :class:`AttrSource`)."""
+
+    module_name: str
+
+    def name(self) -> str:
+        return f"__import__('sys').modules[{self.module_name!r}]"
+
+    def read(self, frame_locals, frame_globals):
+        import sys
+
+        return sys.modules[self.module_name]

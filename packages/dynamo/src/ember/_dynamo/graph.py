@@ -1,0 +1,299 @@
+"""The graph being captured: its FX graph of registry ops, graph inputs, guards and side effects.
+
+Tensors are traced on meta examples: each call into ember runs on the examples under a
+:class:`RecordingMode` (a dispatch mode like make_fx's), which appends one node per registry op to
+the graph.  Graph inputs (arguments, parameters, buffers, globals that are tensors) become
+placeholders, in the order the translator first reads them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ember.fx.experimental.proxy_tensor import ProxyDispatchMode
+
+from .exc import Unsupported
+from .guards import Guard, GuardKind, TensorSpec
+from .side_effects import SideEffects
+
+__all__ = ["CapturedFrame", "GraphBreak", "OutputGraph", "RecordingMode"]
+
+
+@dataclass
+class GraphBreak:
+    """Where and why capture stopped; the runtime builds the break function from ``plan``."""
+
+    reason: str
+    filename: str | None
+    lineno: int | None
+    source_line: str
+    plan: object  # resume.BreakPlan
+    resume_callables: list = field(default_factory=list)
+
+
+@dataclass
+class CapturedFrame:
+    """What :func:`ember._dynamo.translator.translate` produces (see the dynamo contract)."""
+
+    gm: object
+    graph_inputs: list
+    example_inputs: list
+    guards: list
+    side_effects: list
+    result: object
+    graph_break: GraphBreak | None
+    ops_in_graph: int
+
+
+def _to_meta(value):
+    """A meta tensor with the metadata of a real tensor (requires_grad kept)."""
+    import ember
+
+    meta = ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
+    if value.requires_grad:
+        meta.requires_grad_(True)
+    return meta
+
+
+class RecordingMode(ProxyDispatchMode):
+    """Records registry ops called on meta examples; results on a real device become meta examples
+    too (a factory call such as ``ember.ones(3)`` runs for real once, then is a node like any other)."""
+
+    def __init__(self, output):
+        super().__init__(output.graph, output.root)
+        self.output = output
+
+    def refuse_value_read(self, what):
+        raise Unsupported(f"{what} reads a tensor's value into Python (data-dependent)")
+
+    def node_of(self, value):
+        entry = self._nodes.get(id(value))
+        if entry is not None and entry[0] is value:
+            return entry[1]
+        entry = self._by_data.get(id(value._data))
+        if entry is not None and entry[0] is value._data:
+            return entry[1]
+        if value.device.type == "meta":
+            raise Unsupported("a meta tensor that is not in the graph reached an op (made outside the recording)")
+        return super().node_of(value)  # a real tensor constant inside ember code: a get_attr node
+
+    def __ember_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        result = func(*args, **kwargs)
+        result = _metaize(result)
+        node = self.graph.call_function(
+            func, tuple(self._to_arg(a) for a in args), {k: self._to_arg(v) for k, v in kwargs.items()}
+        )
+        self._track_result(result, node)
+        return result
+
+
+def _metaize(result):
+    import ember
+
+    if isinstance(result, ember.Tensor):
+        return result if result.device.type == "meta" else _to_meta(result)
+    if isinstance(result, tuple) and hasattr(result, "_fields"):
+        return type(result)(*[_metaize(r) for r in result])
+    if isinstance(result, (tuple, list)):
+        return type(result)(_metaize(r) for r in result)
+    return result
+
+
+class OutputGraph:
+    """The state shared by the root frame and every frame inlined into it."""
+
+    def __init__(self, f_globals):
+        import ember
+        from ember.fx import Graph
+
+        self.f_globals = f_globals
+        self.graph = Graph()
+        self.root = ember.nn.Module()
+        self.mode = RecordingMode(self)
+        self.graph_inputs = []  # Source per placeholder
+        self.example_inputs = []  # real values per placeholder
+        self._inputs_by_id = {}  # id(real tensor) -> (tensor, TensorVariable)
+        self._last_placeholder = None
+        self.guards = {}  # (source name, kind) -> Guard, in insertion order
+        self.side_effects = SideEffects()
+        self._memo = {}  # id(value) -> (value, tracker) for values with identity (lists, dicts, objects)
+        self.outputs = []  # graph output nodes, in order
+        self._output_index = {}
+        self.initial_grad_enabled = ember.is_grad_enabled()
+        self.grad_enabled = self.initial_grad_enabled
+        self.add_guard(None, GuardKind.GRAD_MODE, self.grad_enabled)
+
+    # -- guards -------------------------------------------------------------------------------------
+
+    def add_guard(self, source, kind, expected):
+        if source is not None and type(source).__name__ == "ConstantSource":
+            return
+        key = (source.name() if source is not None else None, kind)
+        if key not in self.guards:
+            self.guards[key] = Guard(source, kind, expected)
+
+    def guard_len(self, source, length):
+        self.add_guard(source, GuardKind.LEN_MATCH, length)
+
+    # -- values -------------------------------------------------------------------------------------
+
+    def wrap(self, value, source, guard=True):
+        """The tracker of a real value read at ``source`` (see :func:`variables.builder.wrap_value`)."""
+        from .variables.builder import wrap_value
+
+        identity = isinstance(value, (list, dict, set)) or (
+            not isinstance(value, (int, float, str, bytes, tuple, type(None))) and hasattr(value, "__dict__")
+            and not isinstance(value, type)
+        )
+        if identity:
+            entry = self._memo.get(id(value))
+            if entry is not None and entry[0] is value:
+                return entry[1]
+        var = wrap_value(self, value, source, guard)
+        if identity:
+            self._memo[id(value)] = (value, var)
+        return var
+
+    def tensor_input(self, real, source):
+        """The tracker of a real tensor that the frame can reach: a placeholder (once per tensor)."""
+        from .variables.tensor import TensorVariable
+
+        entry = self._inputs_by_id.get(id(real))
+        if entry is not None and entry[0] is real:
+            return entry[1]
+        if source is None:
+            raise Unsupported("a tensor with no run-time source (a tensor constant of the capture)")
+        self.add_guard(source, GuardKind.TENSOR_MATCH, TensorSpec(
+            real.dtype, real.device, tuple(real.shape), tuple(real.stride()), real.requires_grad
+        ))
+        example = _to_meta(real)
+        index = len(self.graph_inputs)
+        anchor = self._last_placeholder
+        insert = self.graph.inserting_after(anchor) if anchor is not None else self.graph.inserting_before(None)
+        with insert:
+            node = self.graph.placeholder(f"arg{index}_1")
+        self._last_placeholder = node
+        self.mode.track(example, node)
+        self.graph_inputs.append(source)
+        self.example_inputs.append(real)
+        var = TensorVariable(example, real.device, source, real=real)
+        self._inputs_by_id[id(real)] = (real, var)
+        return var
+
+    def leaf_call(self, tx, fn, args, kwargs):
+        """Call ``fn`` (an ember callable) on the examples of ``args``, recording its ops."""
+        py_args = [a.as_python(tx) for a in args]
+        py_kwargs = {k: v.as_python(tx) for k, v in kwargs.items()}
+        device = _device_of(args, kwargs)
+        try:
+            with self.mode:
+                result = fn(*py_args, **py_kwargs)
+        except Unsupported:
+            raise
+        except Exception as e:  # noqa: BLE001 - eager raises it too; run that part eagerly
+            name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
+            raise Unsupported(f"{name}() raised {type(e).__name__} while tracing: {e}") from e
+        return self.wrap_result(result, device)
+
+    def wrap_result(self, result, device):
+        """Trackers for what a leaf call returned (tensors are meta examples the mode knows)."""
+        import ember
+
+        from .variables.constant import ConstantVariable, is_constant_value
+        from .variables.containers import ListVariable, NamedTupleVariable, TupleVariable
+        from .variables.tensor import TensorVariable
+
+        if isinstance(result, ember.Tensor):
+            if result.device.type != "meta":
+                raise Unsupported("an ember call returned a real tensor that is not recorded in the graph")
+            self.mode.node_of(result)  # raises if it is not a recorded value
+            return TensorVariable(result, device)
+        if isinstance(result, tuple) and hasattr(type(result), "_fields"):
+            return NamedTupleVariable(type(result), [self.wrap_result(r, device) for r in result])
+        if type(result) in (tuple, list) and not is_constant_value(result):
+            items = [self.wrap_result(r, device) for r in result]
+            return TupleVariable(items) if type(result) is tuple else ListVariable(items)
+        if is_constant_value(result) or isinstance(result, list):
+            return ConstantVariable(result) if not isinstance(result, list) else ListVariable(
+                [ConstantVariable(r) for r in result]
+            )
+        raise Unsupported(f"an ember call returned a {type(result).__name__} (not a tensor or constant)")
+
+    # -- grad mode ------------------------------------------------------------------------------------
+
+    def set_grad_enabled(self, mode):
+        """A grad-mode change inside the frame: the graph sets it at run time where it happened."""
+        import ember
+
+        mode = bool(mode)
+        if mode == self.grad_enabled:
+            return
+        self.grad_enabled = mode
+        ember.set_grad_enabled(mode)
+        self.graph.call_function(_set_grad_enabled, (mode,))
+
+    def restore_grad_mode(self):
+        """At the end of capture: the real grad mode back to the caller's (tracing changed it)."""
+        import ember
+
+        ember.set_grad_enabled(self.initial_grad_enabled)
+
+    # -- outputs --------------------------------------------------------------------------------------
+
+    def output_index(self, tensor_var):
+        node = self.mode.node_of(tensor_var.example)
+        index = self._output_index.get(node)
+        if index is None:
+            index = len(self.outputs)
+            self.outputs.append(node)
+            self._output_index[node] = index
+        return index
+
+    def finish(self, result_var, pending_effects=True):
+        """Close the graph: returns ``(gm, result Reconstruct, side effects)``."""
+        from ember.fx import GraphModule
+
+        result = result_var.reconstruct(self)
+        effects = self.side_effects.finish(self) if pending_effects else []
+        if self.grad_enabled != self.initial_grad_enabled:
+            # the graph leaves grad mode as it found it (a break's GradModeExit sets it again)
+            self.set_grad_enabled(self.initial_grad_enabled)
+        self.graph.output(tuple(self.outputs))
+        gm = GraphModule(self.root, self.graph)
+        return gm, result, effects
+
+    def ops_in_graph(self):
+        from ember._ops._registry import Op
+
+        return sum(1 for n in self.graph.nodes if n.op == "call_function" and isinstance(n.target, Op))
+
+    def guard_list(self):
+        return list(self.guards.values())
+
+
+def _set_grad_enabled(mode):
+    """Graph node target: set ember's grad mode (what ``with ember.no_grad():`` did at this point)."""
+    import ember
+
+    ember.set_grad_enabled(mode)
+
+
+def _device_of(args, kwargs):
+    """The real device of a leaf call's results: its ``device=`` argument, else its first tensor's."""
+    import ember
+
+    from .variables.tensor import TensorVariable
+
+    if "device" in kwargs and kwargs["device"].is_constant() and kwargs["device"].as_constant() is not None:
+        return ember.device(kwargs["device"].as_constant())
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, TensorVariable):
+            return a.device
+        items = getattr(a, "items", None)
+        if isinstance(items, list):
+            for item in items:
+                if isinstance(item, TensorVariable):
+                    return item.device
+    return ember.device("cpu")
+

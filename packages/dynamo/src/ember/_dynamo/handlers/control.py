@@ -1,0 +1,125 @@
+"""Control flow: jumps (conditions must be Python values), loops over iterators, ``with``, return."""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from ..variables.constant import ConstantVariable
+from .versions import FOR_ITER_EXHAUSTED_SKIP
+
+
+class ControlHandlers:
+    # -- jumps ----------------------------------------------------------------------------------------
+
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst.argval)
+
+    JUMP_BACKWARD = JUMP_FORWARD
+    JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
+    JUMP_ABSOLUTE = JUMP_FORWARD
+    JUMP = JUMP_FORWARD
+
+    def _pop_jump_if(self, inst, test):
+        value = self.stack[-1]
+        taken = test(value)  # may raise Unsupported (a tensor condition): the value is still on the stack
+        self.pop()
+        if taken:
+            self.jump(inst.argval)
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        self._pop_jump_if(inst, lambda v: v.truth(self))
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        self._pop_jump_if(inst, lambda v: not v.truth(self))
+
+    def POP_JUMP_IF_NONE(self, inst):
+        self._pop_jump_if(inst, lambda v: v.is_constant() and v.as_constant() is None)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        self._pop_jump_if(inst, lambda v: not (v.is_constant() and v.as_constant() is None))
+
+    # 3.11 spells the direction in the name
+    POP_JUMP_FORWARD_IF_TRUE = POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_IF_TRUE
+    POP_JUMP_FORWARD_IF_FALSE = POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_IF_FALSE
+    POP_JUMP_FORWARD_IF_NONE = POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_IF_NONE
+    POP_JUMP_FORWARD_IF_NOT_NONE = POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):  # 3.11
+        if self.stack[-1].truth(self):
+            self.jump(inst.argval)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):  # 3.11
+        if not self.stack[-1].truth(self):
+            self.jump(inst.argval)
+        else:
+            self.pop()
+
+    # -- loops ----------------------------------------------------------------------------------------
+
+    def GET_ITER(self, inst):
+        from ..variables.iterators import IteratorVariable
+
+        value = self.pop()
+        self.push(value if isinstance(value, IteratorVariable) else IteratorVariable(value.unpack(self)))
+
+    def FOR_ITER(self, inst):
+        from ..variables.iterators import IteratorVariable
+
+        iterator = self.stack[-1]
+        if not isinstance(iterator, IteratorVariable):
+            raise Unsupported(f"for loop over {iterator.describe()}")
+        item = iterator.next_item()
+        if item is not None:
+            self.push(item)
+            return
+        self.pop()
+        self.jump(inst.argval)
+        self.ip += FOR_ITER_EXHAUSTED_SKIP
+
+    def END_FOR(self, inst):  # 3.12 pops iterator and value; 3.13 only the value (a POP_TOP follows)
+        from .versions import PY
+
+        self.pop()
+        if PY == (3, 12):
+            self.pop()
+
+    # -- with -----------------------------------------------------------------------------------------
+
+    def BEFORE_WITH(self, inst):
+        from ..variables.misc import GradModeVariable
+
+        ctx = self.pop()
+        if not isinstance(ctx, GradModeVariable):
+            raise Unsupported(f"a with block over {ctx.describe()} (only grad-mode context managers are traced)")
+        self.push(ctx.enter(self))
+        self.push(ConstantVariable(None))
+
+    # -- leaving --------------------------------------------------------------------------------------
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.pop()
+
+    def RAISE_VARARGS(self, inst):
+        raise Unsupported("raise statement (exceptions are not traced)")
+
+    def RERAISE(self, inst):
+        raise Unsupported("re-raise in an exception handler")
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        raise Unsupported("assert statement failed while tracing")
+
+    def PUSH_EXC_INFO(self, inst):
+        raise Unsupported("exception handler reached while tracing")
+
+    def RETURN_GENERATOR(self, inst):
+        raise Unsupported("generator or coroutine function")
+
+    def YIELD_VALUE(self, inst):
+        raise Unsupported("yield (generators are not traced)")
+
+    def LOAD_BUILD_CLASS(self, inst):
+        raise Unsupported("class definition inside a compiled function")
+
+    def SETUP_ANNOTATIONS(self, inst):
+        raise Unsupported("annotations block inside a compiled function")

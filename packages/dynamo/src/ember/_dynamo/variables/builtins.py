@@ -1,0 +1,287 @@
+"""Python's builtins (``len``, ``isinstance``, ``range``, ``zip``, ``min``...) and methods of constants."""
+
+from __future__ import annotations
+
+import builtins
+import operator
+
+from ..exc import Unsupported
+from ..reconstruct import Constant
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+__all__ = ["BuiltinVariable", "ConstantMethodVariable"]
+
+# Builtins that compute a value from their arguments and nothing else: folded on constants, and
+# called on the meta examples when a tensor is involved (ember's dunder methods record the ops).
+_PURE = {
+    abs, all, any, bool, chr, complex, divmod, float, format, hash, int, max, min, ord, pow, repr, round,
+    sorted, str, sum, frozenset,
+}
+_REFUSED = {
+    print: "print() is a side effect outside the graph",
+    input: "input() while tracing",
+    open: "open() while tracing",
+    id: "id() of a traced value",
+    exec: "exec() while tracing",
+    eval: "eval() while tracing",
+    globals: "globals() while tracing",
+    locals: "locals() while tracing",
+    vars: "vars() while tracing",
+    breakpoint: "breakpoint() while tracing",
+}
+
+
+def _class_of(tx, v):
+    """The Python class (or tuple of classes) a tracker stands for, for isinstance/issubclass."""
+    from .containers import BaseListVariable
+
+    if isinstance(v, BaseListVariable):
+        return tuple(_class_of(tx, item) for item in v.items)
+    if v.is_constant():
+        return v.as_constant()
+    raise Unsupported(f"isinstance() with {v.describe()} as the class")
+
+
+class BuiltinVariable(VariableTracker):
+    """A builtin function or type; ``call`` dispatches to a ``_call_<name>`` handler or folds constants."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def describe(self):
+        return f"builtin {getattr(self.value, '__name__', self.value)}"
+
+    def python_type(self):
+        return type(self.value)
+
+    def is_constant(self):
+        return True
+
+    def as_constant(self):
+        return self.value
+
+    def reconstruct(self, out):
+        return Constant(self.value)
+
+    def getattr(self, tx, name):
+        if self.value is object and name in ("__setattr__", "__new__"):
+            return BuiltinMethodVariable(self.value, name)
+        if hasattr(self.value, name):
+            return tx.output.wrap(getattr(self.value, name), None, guard=False)
+        raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+
+    def call(self, tx, args, kwargs):
+        fn = self.value
+        if fn in _REFUSED:
+            raise Unsupported(_REFUSED[fn])
+        handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
+        if handler is not None and getattr(builtins, fn.__name__, None) is fn:
+            return handler(tx, *args, **kwargs)
+        if fn in _PURE:
+            return _fold_or_leaf(tx, fn, args, kwargs)
+        if isinstance(fn, type) and issubclass(fn, BaseException):
+            raise Unsupported(f"creating exception {fn.__name__} (raising is not traced)")
+        raise Unsupported(f"builtin {getattr(fn, '__name__', fn)}() is not supported while tracing")
+
+    # -- facts about values -----------------------------------------------------------------------
+
+    def _call_len(self, tx, obj):
+        return ConstantVariable(obj.length(tx))
+
+    def _call_isinstance(self, tx, obj, cls):
+        return ConstantVariable(issubclass(obj.python_type(), _class_of(tx, cls)))
+
+    def _call_issubclass(self, tx, sub, cls):
+        return ConstantVariable(issubclass(_class_of(tx, sub), _class_of(tx, cls)))
+
+    def _call_type(self, tx, obj):
+        return tx.output.wrap(obj.python_type(), None, guard=False)
+
+    def _call_callable(self, tx, obj):
+        from .functions import UserMethodVariable, _InlinableFunction
+        from .leaf import LeafCallableVariable
+
+        if isinstance(obj, (_InlinableFunction, UserMethodVariable, LeafCallableVariable, BuiltinVariable)):
+            return ConstantVariable(True)
+        cls = obj.python_type()
+        return ConstantVariable(any("__call__" in klass.__dict__ for klass in cls.__mro__))
+
+    def _call_getattr(self, tx, obj, name, default=None):
+        try:
+            return obj.getattr(tx, name.as_constant())
+        except Unsupported:
+            if default is None:
+                raise
+            return default
+
+    def _call_hasattr(self, tx, obj, name):
+        try:
+            obj.getattr(tx, name.as_constant())
+        except Unsupported:
+            return ConstantVariable(False)
+        return ConstantVariable(True)
+
+    def _call_setattr(self, tx, obj, name, value):
+        obj.setattr(tx, name.as_constant(), value)
+        return ConstantVariable(None)
+
+    def _call_bool(self, tx, obj=None):
+        return ConstantVariable(False if obj is None else obj.truth(tx))
+
+    # -- sequences and iteration --------------------------------------------------------------------
+
+    def _call_range(self, tx, *args):
+        return ConstantVariable(range(*[a.as_constant() for a in args]))
+
+    def _call_iter(self, tx, obj):
+        from .iterators import IteratorVariable
+
+        if isinstance(obj, IteratorVariable):
+            return obj
+        return IteratorVariable(obj.unpack(tx))
+
+    def _call_next(self, tx, it, default=None):
+        from .iterators import IteratorVariable
+
+        if not isinstance(it, IteratorVariable):
+            raise Unsupported(f"next() of {it.describe()}")
+        item = it.next_item()
+        if item is None:
+            if default is None:
+                raise Unsupported("next() of an exhausted iterator (StopIteration) while tracing")
+            return default
+        return item
+
+    def _call_enumerate(self, tx, iterable, start=None):
+        from .containers import TupleVariable
+        from .iterators import IteratorVariable
+
+        first = start.as_constant() if start is not None else 0
+        items = iterable.unpack(tx)
+        return IteratorVariable([TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(items)])
+
+    def _call_zip(self, tx, *iterables, strict=None):
+        from .containers import TupleVariable
+        from .iterators import IteratorVariable
+
+        lists = [it.unpack(tx) for it in iterables]
+        if strict is not None and strict.as_constant() and len({len(x) for x in lists}) > 1:
+            raise Unsupported("zip(strict=True) of unequal lengths")
+        return IteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+
+    def _call_reversed(self, tx, seq):
+        from .iterators import IteratorVariable
+
+        return IteratorVariable(list(reversed(seq.unpack(tx))))
+
+    def _call_map(self, tx, fn, *iterables):
+        from .iterators import IteratorVariable
+
+        lists = [it.unpack(tx) for it in iterables]
+        return IteratorVariable([fn.call(tx, list(group), {}) for group in zip(*lists)])
+
+    def _call_filter(self, tx, fn, iterable):
+        from .iterators import IteratorVariable
+
+        kept = []
+        for item in iterable.unpack(tx):
+            identity = fn.is_constant() and fn.as_constant() is None
+            if (item if identity else fn.call(tx, [item], {})).truth(tx):
+                kept.append(item)
+        return IteratorVariable(kept)
+
+    def _call_list(self, tx, iterable=None):
+        from .containers import ListVariable
+
+        return ListVariable(iterable.unpack(tx) if iterable is not None else [])
+
+    def _call_tuple(self, tx, iterable=None):
+        from .containers import TupleVariable
+
+        return TupleVariable(iterable.unpack(tx) if iterable is not None else [])
+
+    def _call_set(self, tx, iterable=None):
+        from .containers import SetVariable
+
+        return SetVariable([v.as_constant() for v in iterable.unpack(tx)] if iterable is not None else [])
+
+    def _call_dict(self, tx, iterable=None, **kwargs):
+        from .containers import DictVariable
+
+        d = DictVariable({})
+        if iterable is not None:
+            d.call_method(tx, "update", [iterable], {})
+        d.items.update(kwargs)
+        return d
+
+    def _call_sum(self, tx, iterable, start=None):
+        items = iterable.unpack(tx)
+        total = start if start is not None else ConstantVariable(0)
+        for item in items:
+            total = tx.binary_op(operator.add, total, item)
+        return total
+
+    def _call_min(self, tx, *args, **kwargs):
+        return self._extremum(tx, min, args, kwargs)
+
+    def _call_max(self, tx, *args, **kwargs):
+        return self._extremum(tx, max, args, kwargs)
+
+    def _extremum(self, tx, fn, args, kwargs):
+        items = args[0].unpack(tx) if len(args) == 1 else list(args)
+        if kwargs or not all(item.is_constant() for item in items):
+            raise Unsupported(f"{fn.__name__}() of values that are not Python constants (compares tensors in Python)")
+        return ConstantVariable(fn(item.as_constant() for item in items))
+
+    def _call_super(self, tx, cls=None, obj=None):
+        from .misc import SuperVariable
+
+        if cls is None:
+            cls, obj = tx.implicit_super_args()
+            return SuperVariable(cls, obj)
+        return SuperVariable(cls.as_constant(), obj)
+
+
+class BuiltinMethodVariable(VariableTracker):
+    """``object.__setattr__`` and friends, as used by dataclasses and frozen classes."""
+
+    def __init__(self, owner, name):
+        super().__init__()
+        self.owner = owner
+        self.name = name
+
+    def call(self, tx, args, kwargs):
+        if self.name == "__setattr__":
+            obj, name, value = args
+            obj.setattr(tx, name.as_constant(), value)
+            return ConstantVariable(None)
+        raise Unsupported(f"object.{self.name}() while tracing")
+
+
+def _fold_or_leaf(tx, fn, args, kwargs):
+    """Fold a pure builtin over constants, or run it on meta examples (recording ops) otherwise."""
+    if all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):
+        values = [a.as_constant() for a in args]
+        return ConstantVariable(fn(*values, **{k: v.as_constant() for k, v in kwargs.items()}))
+    return tx.output.leaf_call(tx, fn, args, kwargs)
+
+
+class ConstantMethodVariable(VariableTracker):
+    """A method of a constant (``"a,b".split``, ``(1, 2).index``): called on constant arguments."""
+
+    def __init__(self, value, name):
+        super().__init__()
+        self.value = value
+        self.name = name
+
+    def describe(self):
+        return f"method {type(self.value).__name__}.{self.name}"
+
+    def call(self, tx, args, kwargs):
+        if not (all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values())):
+            raise Unsupported(f"{self.describe()}() with arguments that are not constants")
+        keywords = {k: v.as_constant() for k, v in kwargs.items()}
+        result = getattr(self.value, self.name)(*[a.as_constant() for a in args], **keywords)
+        return tx.output.wrap(result, None, guard=False)

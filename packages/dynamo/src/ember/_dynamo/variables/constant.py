@@ -1,0 +1,77 @@
+"""Python constants: numbers, strings, None, dtypes, devices, sizes, slices, ranges."""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from ..reconstruct import Constant
+from .base import VariableTracker
+
+__all__ = ["ConstantVariable", "is_constant_value"]
+
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), type(Ellipsis), type(NotImplemented))
+
+
+def _constant_leaf_types():
+    import ember
+
+    return (ember.dtype, ember.device, type(ember.strided))
+
+
+def is_constant_value(value):
+    """Whether ``value`` is an immutable Python value the translator may fold (recursively for tuples)."""
+    if isinstance(value, _SCALARS) or isinstance(value, _constant_leaf_types()):
+        return True
+    if isinstance(value, (range, slice)):
+        return True
+    if type(value) is tuple or type(value).__name__ == "Size":
+        return all(is_constant_value(v) for v in value)
+    if isinstance(value, frozenset):
+        return all(is_constant_value(v) for v in value)
+    return False
+
+
+class ConstantVariable(VariableTracker):
+    """An immutable value known while tracing; operations on constants are computed right away."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def describe(self):
+        return f"constant {self.value!r}"
+
+    def python_type(self):
+        return type(self.value)
+
+    def is_constant(self):
+        return True
+
+    def as_constant(self):
+        return self.value
+
+    def truth(self, tx):
+        return bool(self.value)
+
+    def unpack(self, tx):
+        try:
+            items = list(self.value)
+        except TypeError:
+            raise Unsupported(f"iterating over {self.describe()}") from None
+        return [ConstantVariable(v) for v in items]
+
+    def getitem(self, tx, key):
+        return ConstantVariable(self.value[key.as_constant()])
+
+    def getattr(self, tx, name):
+        try:
+            attr = getattr(self.value, name)
+        except AttributeError as e:
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}") from e
+        if callable(attr):
+            from .builtins import ConstantMethodVariable
+
+            return ConstantMethodVariable(self.value, name)
+        return ConstantVariable(attr)
+
+    def reconstruct(self, out):
+        return Constant(self.value)

@@ -1,0 +1,102 @@
+"""Calls into ember itself (``ember.relu``, ``F.linear``, registry ops) and pure library functions:
+run on the meta examples under the recording mode, which appends their ops to the graph."""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from ..reconstruct import Constant, FromSource
+from .base import VariableTracker
+from .constant import ConstantVariable
+
+__all__ = ["LeafCallableVariable", "is_ember_callable"]
+
+# ember functions whose effect is outside the graph: running them while tracing would happen once.
+_REFUSED = {
+    "manual_seed", "seed", "set_rng_state", "set_default_dtype", "set_default_device", "set_printoptions",
+    "save", "load", "set_num_threads", "use_deterministic_algorithms", "set_default_tensor_type",
+}
+# Pure functions of other libraries that are safe to run on constants (and on tensors, where ember
+# overloads them through Tensor's dunder methods).
+_PURE_MODULES = ("math", "operator", "_operator", "cmath")
+
+
+def is_ember_callable(value):
+    """Whether ``value`` is an ember function, registry op, or ember class (a leaf of capture)."""
+    from ember._ops._registry import Op
+
+    if isinstance(value, Op):
+        return True
+    module = getattr(value, "__module__", None) or ""
+    return module == "ember" or module.startswith("ember.")
+
+
+def is_pure_library_callable(value):
+    module = getattr(value, "__module__", None) or ""
+    return module in _PURE_MODULES
+
+
+class LeafCallableVariable(VariableTracker):
+    """An ember callable (or a pure ``math``/``operator`` function): calls are recorded, not inlined."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def describe(self):
+        return f"callable {getattr(self.value, '__qualname__', self.value)!r}"
+
+    def python_type(self):
+        return type(self.value)
+
+    def is_constant(self):
+        return True
+
+    def as_constant(self):
+        return self.value
+
+    def getattr(self, tx, name):
+        if not hasattr(self.value, name):
+            raise Unsupported(f"{self.describe()} has no attribute {name!r}")
+        return tx.output.wrap(getattr(self.value, name), None, guard=False)
+
+    def call(self, tx, args, kwargs):
+        import ember
+
+        fn = self.value
+        name = getattr(fn, "__name__", "")
+        if name in _REFUSED:
+            raise Unsupported(f"ember.{name}() changes state outside the graph")
+        special = _special_call(tx, fn, args, kwargs)
+        if special is not None:
+            return special
+        if fn in (ember.is_grad_enabled,):
+            return ConstantVariable(tx.output.grad_enabled)
+        if all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):
+            values = [a.as_constant() for a in args]
+            keywords = {k: v.as_constant() for k, v in kwargs.items()}
+            if (isinstance(fn, type) and fn in (ember.device, ember.Size, ember.dtype)) or is_pure_library_callable(fn):
+                return ConstantVariable(fn(*values, **keywords))
+        return tx.output.leaf_call(tx, fn, args, kwargs)
+
+    def reconstruct(self, out):
+        return FromSource(self.source) if self.source is not None else Constant(self.value)
+
+
+def _special_call(tx, fn, args, kwargs):
+    """Grad-mode context managers and functions that are not plain op calls; None for the others."""
+    import ember
+
+    from .misc import GradModeVariable
+
+    if fn is ember.no_grad or fn is ember.enable_grad:
+        if args:
+            raise Unsupported(f"ember.{fn.__name__} used as a decorator inside a compiled function")
+        return GradModeVariable(fn is ember.enable_grad, tx.output.grad_enabled)
+    if fn is ember.set_grad_enabled:
+        mode = (args[0] if args else kwargs["mode"]).as_constant()
+        previous = tx.output.grad_enabled
+        tx.output.set_grad_enabled(bool(mode))  # set at once, as the function form does
+        return GradModeVariable(bool(mode), previous, immediate=True)
+    if fn is ember.inference_mode:
+        raise Unsupported("ember.inference_mode inside a compiled function")
+    return None

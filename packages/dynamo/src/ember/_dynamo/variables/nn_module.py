@@ -1,0 +1,125 @@
+"""``ember.nn.Module`` instances: parameters and buffers are graph inputs, ``module(x)`` inlines forward."""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from ..reconstruct import Constant, FromSource
+from ..source import AttrSource
+from .constant import ConstantVariable
+from .user_objects import _ObjectBase
+
+__all__ = ["NNModuleVariable"]
+
+
+class NNModuleVariable(_ObjectBase):
+    """A module reachable from the frame; its identity is guarded (ID_MATCH) and the attributes read
+    through it are guarded by their own sources (``L['self'].fc.weight``, ``L['self'].training``)."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def describe(self):
+        return f"module {type(self.value).__name__}"
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python(self, tx):
+        raise Unsupported(f"passing {self.describe()} to a function that is not traced")
+
+    def _child_source(self, name):
+        return AttrSource(self.source, name) if self.source is not None else None
+
+    def instance_attr(self, tx, name):
+        override = tx.output.side_effects.attr_override(self.value, name)
+        if override is not None:
+            return override
+        state = self.value.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            entries = state.get(table)
+            if entries is not None and name in entries:
+                return tx.output.wrap(entries[name], self._child_source(name))
+        if name in state:
+            return tx.output.wrap(state[name], self._child_source(name))
+        return None
+
+    def setattr(self, tx, name, value):
+        state = self.value.__dict__
+        if any(name in state.get(t, ()) for t in ("_parameters", "_buffers", "_modules")):
+            raise Unsupported(f"assigning module attribute {name!r} (a parameter, buffer or submodule)")
+        tx.output.side_effects.store_attr(self, self.value, name, value)
+
+    def truth(self, tx):
+        return True
+
+    def _children(self):
+        return list(self.value.__dict__.get("_modules", {}).items())
+
+    def length(self, tx):
+        return len(self._children())
+
+    def unpack(self, tx):
+        """Iterating a ModuleList/Sequential gives its submodules; a ModuleDict its keys."""
+        import ember
+
+        if isinstance(self.value, ember.nn.ModuleDict):
+            return [ConstantVariable(k) for k, _ in self._children()]
+        if isinstance(self.value, (ember.nn.ModuleList, ember.nn.Sequential)):
+            return [tx.output.wrap(m, self._child_source(k)) for k, m in self._children()]
+        raise Unsupported(f"iterating over {self.describe()}")
+
+    def getitem(self, tx, key):
+        import ember
+
+        index = key.as_constant()
+        if isinstance(self.value, ember.nn.ModuleDict):
+            return tx.output.wrap(self.value[index], self._child_source(index))
+        items = self.unpack(tx)
+        if isinstance(index, slice):
+            raise Unsupported("slicing a ModuleList/Sequential while tracing")
+        return items[index]
+
+    def call_method(self, tx, name, args, kwargs):
+        import ember
+
+        if isinstance(self.value, ember.nn.ModuleDict) and name in ("keys", "values", "items"):
+            from .containers import ListVariable, TupleVariable
+
+            children = self._children()
+            if name == "keys":
+                return ListVariable([ConstantVariable(k) for k, _ in children])
+            modules = [tx.output.wrap(m, self._child_source(k)) for k, m in children]
+            if name == "values":
+                return ListVariable(modules)
+            return ListVariable([TupleVariable([ConstantVariable(k), m]) for (k, _), m in zip(children, modules)])
+        return self.getattr(tx, name).call(tx, args, kwargs)
+
+    def call(self, tx, args, kwargs):
+        """``module(*args)``: forward pre-hooks, forward, forward hooks, all inlined."""
+        module = self.value
+        if module._backward_hooks or module._backward_pre_hooks:
+            raise Unsupported("module backward hooks inside a compiled function")
+        if module._forward_pre_hooks_with_kwargs or module._forward_hooks_with_kwargs:
+            raise Unsupported("module forward hooks with kwargs inside a compiled function")
+        hook_source = None
+        if self.source is not None:  # a hook added later must cause a recompile
+            for table in ("_forward_pre_hooks", "_forward_hooks"):
+                tx.output.guard_len(AttrSource(self.source, table), len(getattr(module, table)))
+        for hook in list(module._forward_pre_hooks.values()):
+            from .containers import TupleVariable
+
+            result = tx.output.wrap(hook, hook_source).call(tx, [self, TupleVariable(args)], {})
+            if not (result.is_constant() and result.as_constant() is None):
+                args = result.unpack(tx) if isinstance(result, TupleVariable) else [result]
+        output = self.getattr(tx, "forward").call(tx, args, kwargs)
+        for hook in list(module._forward_hooks.values()):
+            from .containers import TupleVariable
+
+            result = tx.output.wrap(hook, hook_source).call(tx, [self, TupleVariable(args), output], {})
+            if not (result.is_constant() and result.as_constant() is None):
+                output = result
+        return output
+
+    def reconstruct(self, out):
+        return FromSource(self.source) if self.source is not None else Constant(self.value)

@@ -1,0 +1,110 @@
+"""Tensors: a meta example (shape, dtype, strides, requires_grad) and its node in the graph."""
+
+from __future__ import annotations
+
+from ..exc import Unsupported
+from ..reconstruct import GraphOutput
+from ..source import AttrSource
+from .base import MethodOf, VariableTracker
+from .constant import ConstantVariable
+
+__all__ = ["TensorVariable"]
+
+# Attributes read from the meta example as Python constants (no graph node).
+_METADATA = frozenset({
+    "shape", "dtype", "ndim", "requires_grad", "is_leaf", "layout", "is_sparse", "is_quantized",
+    "is_meta", "itemsize", "nbytes",
+})
+# Attributes whose value is a tensor computed by ops (views): recorded like a call.
+_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "data"})
+# Methods that would hand Python the tensor's values or leave the graph.
+_REFUSED = {
+    "item": "Tensor.item() reads a tensor's value into Python",
+    "tolist": "Tensor.tolist() reads a tensor's values into Python",
+    "numpy": "Tensor.numpy() leaves the graph",
+    "__bool__": "bool(tensor) reads a tensor's value into Python",
+    "backward": "Tensor.backward() inside a compiled function runs autograd's engine, not ops",
+    "register_hook": "Tensor.register_hook() inside a compiled function",
+    "retain_grad": "Tensor.retain_grad() inside a compiled function",
+    "data_ptr": "Tensor.data_ptr() depends on memory, not on the graph",
+}
+
+
+class TensorVariable(VariableTracker):
+    """A tensor of the graph.
+
+    Attributes:
+        example (ember.Tensor): a meta tensor with the value's metadata; the recording mode maps it
+            to its graph node.
+        device (ember.device): the device the real tensor lives on (the example's is ``meta``).
+    """
+
+    def __init__(self, example, device, source=None, real=None):
+        super().__init__(source)
+        self.example = example
+        self.device = device
+        self.real = real  # the real tensor, for graph inputs (its .grad is read from it)
+
+    def describe(self):
+        return f"tensor {tuple(self.example.shape)} {self.example.dtype}"
+
+    def python_type(self):
+        return type(self.real) if self.real is not None else type(self.example)
+
+    def as_python(self, tx):
+        return self.example
+
+    def truth(self, tx):
+        raise Unsupported("data-dependent branch: bool() of a tensor reads its value into Python")
+
+    def length(self, tx):
+        if self.example.dim() == 0:
+            raise Unsupported("len() of a 0-d tensor")
+        return self.example.shape[0]
+
+    def unpack(self, tx):
+        if self.example.dim() == 0:
+            raise Unsupported("iterating over a 0-d tensor")
+        return list(tx.output.leaf_call(tx, lambda t: tuple(t.unbind(0)), [self], {}).items)
+
+    def getitem(self, tx, key):
+        import operator
+
+        return tx.output.leaf_call(tx, operator.getitem, [self, key], {})
+
+    def getattr(self, tx, name):
+        if name in _METADATA:
+            return ConstantVariable(getattr(self.example, name))
+        if name == "device":
+            return ConstantVariable(self.device)
+        if name in ("is_cuda", "is_cpu"):
+            return ConstantVariable(self.device.type == name[3:])
+        if name == "grad":
+            if self.real is None or self.source is None:
+                raise Unsupported("Tensor.grad of a tensor made inside the compiled function")
+            return tx.output.wrap(self.real.grad, AttrSource(self.source, "grad"))
+        if name in _TENSOR_ATTRS:
+            return tx.output.leaf_call(tx, getattr, [self, ConstantVariable(name)], {})
+        if name in _REFUSED:
+            raise Unsupported(_REFUSED[name])
+        if not hasattr(self.example, name):
+            raise Unsupported(f"'Tensor' object has no attribute {name!r}")
+        return MethodOf(self, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in _REFUSED:
+            raise Unsupported(_REFUSED[name])
+        if name == "__bool__":
+            return ConstantVariable(self.truth(tx))
+        if name == "size" or name == "dim" or name == "stride" or name == "numel" or name.startswith("is_"):
+            # metadata queries: plain Python values, no node
+            values = [a.as_python(tx) for a in args]
+            keywords = {k: v.as_python(tx) for k, v in kwargs.items()}
+            return ConstantVariable(getattr(self.example, name)(*values, **keywords))
+        import ember
+
+        method = getattr(ember.Tensor, name)
+        return tx.output.leaf_call(tx, method, [self, *args], kwargs)
+
+    def reconstruct(self, out):
+        return GraphOutput(out.output_index(self))
