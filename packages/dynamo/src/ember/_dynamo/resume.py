@@ -302,7 +302,9 @@ def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str,
     return _new_code(code, body, dec.exception_table, stack_params + list(live), (), consts, name)
 
 
-def make_resume_function(code: CodeType, successor: Successor, f_globals: dict, closure=None, name=None) -> FunctionType:
+def make_resume_function(
+    code: CodeType, successor: Successor, f_globals: dict, closure=None, name: str | None = None
+) -> FunctionType:
     """A function that continues ``code`` at ``successor.offset``.
 
     Args:

@@ -53,6 +53,8 @@ __all__ = [
     "UNCONDITIONAL_JUMPS",
     "TERMINATORS",
     "CONDITIONAL_JUMPS",
+    "FOR_ITER_EXIT_SKIP",
+    "GLUED_TO_PREVIOUS",
     "LOCAL_OPS",
     "CELL_OPS",
     "PACKED_LOCAL_OPS",
@@ -183,6 +185,16 @@ UNCONDITIONAL_JUMPS = _ops("JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_IN
 
 TERMINATORS = UNCONDITIONAL_JUMPS | _ops("RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE")
 """Instructions after which control never reaches the next instruction."""
+
+FOR_ITER_EXIT_SKIP = {(3, 11): 0, (3, 12): 1, (3, 13): 2}.get(PY_VERSION, 0)
+"""When its iterator is exhausted, ``FOR_ITER`` jumps to its target plus this many instructions
+(3.12 skips the target ``END_FOR``; 3.13 skips ``END_FOR`` and the ``POP_TOP`` after it), so
+code edits must not insert instructions right after a ``FOR_ITER`` target."""
+
+GLUED_TO_PREVIOUS = _ops("CALL") if PY_VERSION < (3, 12) else frozenset()
+"""Instructions that must directly follow the one before them: 3.11's specialised ``PRECALL``
+forms skip over the ``CALL`` after it by a fixed distance. (``RESUME`` after ``YIELD_VALUE``
+and the frame set-up at the start of a code object must also stay where they are.)"""
 
 CONDITIONAL_JUMPS = frozenset(op for op in _JUMPS if op not in UNCONDITIONAL_JUMPS) - _ops("FOR_ITER", "SEND")
 """Jumps on a condition popped (or, 3.11's ``JUMP_IF_*_OR_POP``, peeked) from the stack."""
