@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import ember
 from ember._dynamo.guards import Guard, GuardKind, TensorSpec
-from ember._dynamo.source import LocalSource
+from ember._dynamo.source import GetItemSource, LocalSource
 from ember.fx.experimental.proxy_tensor import make_fx
 
 
@@ -48,6 +48,7 @@ class FakeTranslator:
     """Callable like ``translate(fn, frame_locals, *, config)``; counts its calls and keeps the configs."""
 
     def __init__(self, extra_guards=()):
+        # extra_guards: Guard objects, or callables frame_locals -> Guard
         self.calls = 0
         self.configs = []
         self.extra_guards = list(extra_guards)
@@ -56,31 +57,58 @@ class FakeTranslator:
         self.calls += 1
         self.configs.append(config)
         names = list(frame_locals)
-        tensor_names = [n for n in names if isinstance(frame_locals[n], ember.Tensor)]
+        # graph inputs: tensor arguments, and tensors one level inside *args
+        inputs = [(LocalSource(n), frame_locals[n]) for n in names if isinstance(frame_locals[n], ember.Tensor)]
+        code = fn.__code__
+        varargs = code.co_varnames[code.co_argcount + code.co_kwonlyargcount] if code.co_flags & 0x04 else None
+        if varargs is not None:
+            inputs += [
+                (GetItemSource(LocalSource(varargs), i), v)
+                for i, v in enumerate(frame_locals[varargs])
+                if isinstance(v, ember.Tensor)
+            ]
         guards = [Guard(None, GuardKind.GRAD_MODE, ember.is_grad_enabled())]
         for n in names:
             v, src = frame_locals[n], LocalSource(n)
             guards.append(Guard(src, GuardKind.TYPE_MATCH, type(v)))
-            if isinstance(v, ember.Tensor):
-                dims = config.dynamic_dims.get(src.name(), frozenset())
-                guards.append(Guard(src, GuardKind.TENSOR_MATCH, tensor_spec(v, dims)))
+            if isinstance(v, (list, tuple)):
+                guards.append(Guard(src, GuardKind.LEN_MATCH, len(v)))
             elif v is None or isinstance(v, (int, float, str, bool)):
                 guards.append(Guard(src, GuardKind.EQUALS_MATCH, v) if v is not None else Guard(src, GuardKind.IS_NONE))
-        guards.extend(self.extra_guards)
+        for src, v in inputs:
+            dims = config.dynamic_dims.get(src.name(), frozenset())
+            guards.append(Guard(src, GuardKind.TENSOR_MATCH, tensor_spec(v, dims)))
+        guards.extend(g(frame_locals) if callable(g) else g for g in self.extra_guards)
 
         def run(*tensors):
             env = dict(frame_locals)
-            env.update(zip(tensor_names, tensors))
-            return fn(**env)
+            for (src, _), t in zip(inputs, tensors):
+                if isinstance(src, GetItemSource):
+                    items = list(env[varargs])
+                    items[src.index] = t
+                    env[varargs] = tuple(items)
+                else:
+                    env[src.local_name] = t
+            positional = [env[n] for n in code.co_varnames[: code.co_argcount]]
+            if varargs is not None:
+                positional += list(env[varargs])
+            keywords = {
+                n: env[n] for n in code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+            }
+            if code.co_flags & 0x08:  # **kwargs
+                keywords.update(
+                    env[code.co_varnames[code.co_argcount + code.co_kwonlyargcount + (varargs is not None)]]
+                )
+            return fn(*positional, **keywords)
 
-        example = [frame_locals[n] for n in tensor_names]
+        example = [v for _, v in inputs]
         gm = make_fx(run)(*example)
         out_node = next(n for n in gm.graph.nodes if n.op == "output")
         single = not isinstance(out_node.args[0], (tuple, list))
         ops = sum(1 for n in gm.graph.nodes if n.op == "call_function")
         return FakeCaptured(
             gm=gm,
-            graph_inputs=[LocalSource(n) for n in tensor_names],
+            graph_inputs=[src for src, _ in inputs],
             example_inputs=example,
             guards=guards,
             result=FakeResult(single),

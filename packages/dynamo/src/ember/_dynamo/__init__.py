@@ -18,6 +18,7 @@ from .backends import BackendCompilerFailed, list_backends, lookup_backend, regi
 from .backends import backend_name as _backend_name
 from .cache import reset as _reset_caches
 from .eval_frame import CompiledFunction, DisabledFunction, OptimizedModule, disable, is_disabled
+from .explain import ExplainOutput, explain  # binds the function over the submodule of the same name
 from .frames import CompileSettings
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "optimize",
     "reset",
     "explain",
+    "ExplainOutput",
     "list_backends",
     "register_backend",
     "lookup_backend",
@@ -124,10 +126,10 @@ def compile(  # noqa: A001 - the public name, as torch.compile
 
     if isinstance(model, ember.nn.Module):
         return OptimizedModule(model, settings)
-    if isinstance(model, (CompiledFunction, DisabledFunction)):
-        model = model._orig_fn  # compiling again replaces the settings; a disabled function stays disabled
-        if isinstance(model, DisabledFunction):
-            return model
+    if isinstance(model, DisabledFunction):
+        return model  # a disabled function stays disabled
+    if isinstance(model, CompiledFunction):
+        model = model._orig_fn  # compiling again replaces the settings
     if not isinstance(model, (types.FunctionType, types.MethodType)) and callable(model):
         call = next((k.__dict__["__call__"] for k in type(model).__mro__ if "__call__" in k.__dict__), None)
         if isinstance(call, types.FunctionType):  # an object with a Python __call__: compile that
@@ -206,14 +208,3 @@ def mark_static(t, index=None) -> None:
 def is_compiling() -> bool:
     """``False`` when running normally; code being traced sees ``True`` (the translator's constant)."""
     return False
-
-
-def explain(fn, *extra_args, **extra_kwargs):
-    """``explain(fn)(*args, **kwargs)``: capture ``fn`` on these arguments and report what happened.
-
-    Returns:
-        ExplainOutput: graphs, graph breaks with reasons and source lines, ops per graph, guards.
-    """
-    from .explain import explain as _explain
-
-    return _explain(fn, *extra_args, **extra_kwargs)

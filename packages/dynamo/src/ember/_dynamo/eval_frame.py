@@ -69,11 +69,9 @@ class CompiledFunction:
         if _state.disabled_depth:
             return self._orig_fn(*args, **kwargs)
         frame_locals = self._bind(*args, **kwargs)
-        frame_globals = self._globals
-        settings = self._settings
-        for entry in self._cache.entries:  # the hit path: inlined CodeCache.lookup, minus the reordering
-            if entry.settings is settings and entry.check(frame_locals, frame_globals):
-                return entry.run(frame_locals, frame_globals)
+        entry = self._cache.lookup(self._settings, frame_locals, self._globals)
+        if entry is not None:
+            return entry.run(frame_locals, self._globals)
         return frames.handle_miss(self, frame_locals, args, kwargs)
 
     def __get__(self, obj, objtype=None):

@@ -82,7 +82,7 @@ def make_binder(fn):
         names.append(p.name)
     if seen_pos_only:
         params.append("/")
-    lines = [f"def {fn.__name__}({', '.join(params)}):"]
+    lines = [f"def ___bind({', '.join(params)}):"]
     lines.append("    L = {" + "".join(f"{n!r}: {n}, " for n in names) + "}")
     code = fn.__code__
     for i, (var, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
@@ -93,8 +93,10 @@ def make_binder(fn):
         lines.append("        pass")
     lines.append("    return L")
     exec(compile("\n".join(lines) + "\n", f"<ember._dynamo binder of {fn.__qualname__}>", "exec"), namespace)  # noqa: S102
-    binder = namespace[fn.__name__]
-    binder.__qualname__ = fn.__qualname__  # TypeError messages name the user's function
+    binder = namespace["___bind"]
+    # a wrong call's TypeError names the user's function, as calling it would
+    binder.__code__ = binder.__code__.replace(co_name=fn.__name__, co_qualname=fn.__qualname__)
+    binder.__name__, binder.__qualname__ = fn.__name__, fn.__qualname__
     return binder
 
 

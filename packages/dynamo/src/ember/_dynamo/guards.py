@@ -90,7 +90,16 @@ def _depth(source) -> int:
 
 def order_guards(guards) -> list:
     """``guards`` without duplicates, cheapest kinds and shortest paths first (stable otherwise)."""
-    unique = list(dict.fromkeys(guards))
+    unique, seen = [], set()
+    for guard in guards:
+        key = guard
+        try:
+            hash(key)
+        except TypeError:  # an unhashable expected value (a list of dict keys): compare by identity
+            key = (guard.source, guard.kind, id(guard.expected))
+        if key not in seen:
+            seen.add(key)
+            unique.append(guard)
     return sorted(unique, key=lambda g: (_RANK.get(g.kind, 5), _depth(g.source)))
 
 
