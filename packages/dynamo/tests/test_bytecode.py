@@ -437,7 +437,8 @@ def test_analysis_of_stdlib_functions_runs():
         depths = analysis.stack_depths(dec.instructions, dec.exception_table)
         assert depths[0] == 0
         live = analysis.live_locals(dec.instructions, dec.exception_table)
-        assert live[0] <= set(fn.__code__.co_varnames) | set(fn.__code__.co_cellvars)
+        code = fn.__code__
+        assert live[0] <= set(code.co_varnames) | set(code.co_cellvars) | set(code.co_freevars)
         _, cover = analysis._coverage(dec.instructions, dec.exception_table)
         returns = [i for i, ins in enumerate(dec.instructions) if ins.opname == "RETURN_VALUE" and i not in cover]
         assert all(live[i] == frozenset() for i in returns)
