@@ -79,6 +79,56 @@ def _cases(lib):
     }
 
 
+def _primitives(ember):
+    """Host costs of the pieces a cuda op is made of (CuPy, cuBLAS, ember's wrappers), per call: what the
+    per-op table above spends its time on."""
+    import cupy as cp
+
+    from ember.cuda import _backend, _bf16
+    from ember.cuda.kernels import pointwise
+
+    a = cp.ones(16, np.float32)
+    t = ember.ones(16, device="cuda")
+    q = cp.ones((B, H, T, C // H), np.float32)
+    kt = cp.ones((B, H, T, C // H), np.float32).swapaxes(-1, -2)
+    x2, w2 = cp.ones((B * T, C), np.float32), cp.ones((3 * C, C), np.float32)
+    pool = cp.get_default_memory_pool()
+    storage = ember.ones(B, T, C, device="cuda")
+    from ember._storage import storage_of
+
+    st = storage_of(storage)
+    add_fast = pointwise.FAST_OPS["add"]
+    cases = {
+        "cupy.ndarray(16) (hooked allocator)": lambda: cp.ndarray((16,), np.float32),
+        "pool.malloc(64) (no hook)": lambda: pool.malloc(64),
+        "cupy elementwise a + a": lambda: a + a,
+        "ember add fast function (alloc + launch)": lambda: add_fast(t, t),
+        "ember t + t (dispatch)": lambda: t + t,
+        "ember strided_view": lambda: _backend.strided_view(st, (B, T, H, C // H), (T * C, C, C // H, 1), 0,
+                                                             np.dtype(np.float32)),
+        "cupy.matmul batched (q @ k^T)": lambda: cp.matmul(q, kt),
+        "_bf16.matmul batched direct (q @ k^T)": lambda: _bf16.matmul(q, kt),
+        "_bf16.product_2d (48x32 @ 32x96)": lambda: _bf16.product_2d(x2, w2.T),
+        "cupy.matmul 2-D (48x32 @ 32x96)": lambda: cp.matmul(x2, w2.T),
+    }
+    print(f"\n{'primitive':<44}{'us per call':>12}")
+    for name, fn in cases.items():
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - report and go on
+            print(f"{name:<44}failed: {type(exc).__name__}: {exc}")
+            continue
+        best = float("inf")
+        for _ in range(7):
+            cp.cuda.runtime.deviceSynchronize()
+            start = time.perf_counter()
+            for _ in range(200):
+                fn()
+            best = min(best, (time.perf_counter() - start) / 200)
+        cp.cuda.runtime.deviceSynchronize()
+        print(f"{name:<44}{best * 1e6:>12.2f}", flush=True)
+
+
 def _block(fn, v, calls, sync):
     sync()
     start = time.perf_counter()
@@ -101,6 +151,10 @@ def main(argv=None):
 
     if args.device == "cuda":
         ember.cuda.init()
+        try:
+            _primitives(ember) if not args.patterns else None
+        except Exception as exc:  # noqa: BLE001 - the per-op table still runs
+            print(f"primitives failed: {type(exc).__name__}: {exc}")
     try:
         import torch
     except ImportError:
@@ -119,7 +173,7 @@ def main(argv=None):
     selected = [c for c in cases["ember"] if not args.patterns or any(p in c for p in args.patterns)]
     if args.profile is not None:
         args.profile.write_text("")
-    print(f"{'case':<28}{'ember us':>10}{'torch us':>10}{'ratio':>8}")
+    print(f"\n{'case':<28}{'ember us':>10}{'torch us':>10}{'ratio':>8}")
     for case in selected:
         best = {}
         for name, _ in sides:

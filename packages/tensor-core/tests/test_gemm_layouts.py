@@ -135,3 +135,28 @@ def test_fast_products_read_operands_as_cublas_does(host_cublas, dtype, tol):
         got = np.asarray(_bf16.product_2d(_wrap(a), _wrap(b)))
         assert got.dtype == dtype and got.shape == (a.shape[0], b.shape[1])
         np.testing.assert_allclose(got, a @ b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-5), (np.float64, 1e-12)])
+def test_stacked_products_of_the_matmul_entry(host_cublas, monkeypatch, dtype, tol):
+    # ember.cuda.kernels.products.matmul on stacks (attention's q @ k^T, weights @ v, their gradients' transposed
+    # operands, a stack times one matrix): the strided-batched call reads them as cuBLAS would
+    import ember
+    from ember._tensor import Tensor
+    from ember.cuda.kernels import _arrays, products
+
+    monkeypatch.setattr(_arrays, "_state", {"ndarray": _HostArray, "one_gpu": True, "device": None})
+    rng = np.random.default_rng(3)
+    make = lambda *s: rng.standard_normal(s).astype(dtype)  # noqa: E731
+    q, k, w, x, m = make(3, 2, 16, 8), make(3, 2, 16, 8), make(3, 2, 16, 16), make(3, 16, 2, 8), make(8, 5)
+    cases = [(q, k.swapaxes(-1, -2)), (w, k), (w.swapaxes(-1, -2), q), (x.swapaxes(1, 2), k.swapaxes(-1, -2)),
+             (q, m), (q.swapaxes(-1, -2), w[..., :, :8])]
+    cpu = ember.device("cpu")
+    for a, b in cases:
+        got = products.matmul(Tensor._make(_wrap(a), cpu), Tensor._make(_wrap(b), cpu))
+        want = np.matmul(a, b)
+        assert got is not None and got.dtype == dtype and got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_allclose(np.asarray(got), want, rtol=tol, atol=tol)
+    # broadcasting between batch dims, or mismatched inner dims: declined (the usual path raises or broadcasts)
+    assert products.matmul(Tensor._make(_wrap(q), cpu), Tensor._make(_wrap(make(1, 2, 8, 4)), cpu)) is None
+    assert products.matmul(Tensor._make(_wrap(q), cpu), Tensor._make(_wrap(make(3, 2, 9, 4)), cpu)) is None

@@ -63,6 +63,37 @@ def test_matmul_entry_matches_cpu_for_every_layout(fast, dtype):
             np.testing.assert_allclose(host(got), want.numpy(), rtol=TOL[dtype], atol=TOL[dtype] * k)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_matmul_entry_takes_stacks_with_equal_batch_dims(fast, dtype):
+    """Attention's products: (B, H, T, d) @ (B, H, T, d).transpose(-2, -1), weights @ values, their gradients'
+    transposed operands, a non-mergeable batch layout (copied), and a stack times one matrix."""
+    products, _ = fast
+    rng = np.random.default_rng(1)
+    q_cpu, q = pair(rng, dtype, 3, 2, 16, 8)
+    k_cpu, k = pair(rng, dtype, 3, 2, 16, 8)
+    w_cpu, w = pair(rng, dtype, 3, 2, 16, 16)
+    x_cpu, x = pair(rng, dtype, 3, 16, 2, 8)
+    m_cpu, m = pair(rng, dtype, 8, 5)
+    cases = [
+        (q, k.transpose(-2, -1), q_cpu, k_cpu.transpose(-2, -1)),
+        (w, k, w_cpu, k_cpu),
+        (w.transpose(-2, -1), q, w_cpu.transpose(-2, -1), q_cpu),
+        (q.transpose(-2, -1), w, q_cpu.transpose(-2, -1), w_cpu),
+        (x.transpose(1, 2), k.transpose(-2, -1), x_cpu.transpose(1, 2), k_cpu.transpose(-2, -1)),
+        (q, m, q_cpu, m_cpu),
+        (q.transpose(-2, -1).contiguous().transpose(-2, -1), m, q_cpu, m_cpu),
+    ]
+    for left, right, left_cpu, right_cpu in cases:
+        assert products.matmul(left, right) is not None  # the entry takes these calls
+        got = ember.matmul(left, right)
+        want = left_cpu.double() @ right_cpu.double()
+        assert got.device.type == "cuda" and got.dtype == left.dtype and got.shape == want.shape
+        np.testing.assert_allclose(host(got), want.numpy(), rtol=TOL[dtype], atol=TOL[dtype] * 16)
+    # broadcast batch dims are the usual path's
+    assert products.matmul(q, ember.ones(1, 2, 8, 4, device="cuda", dtype=q.dtype)) is None
+    assert products.matmul(ember.ones(4, 2, 3, device="cuda"), ember.ones(5, 3, 2, device="cuda")) is None
+
+
 def test_matmul_entry_declines_what_it_does_not_compute(fast):
     products, _ = fast
     a = ember.ones(3, 4, device="cuda")

@@ -37,7 +37,7 @@ from .._tensor import Tensor
 from ._runtime import cupy_module
 
 __all__ = [
-    "BF16", "matmul", "product_2d", "added_product", "install", "run_in_float32", "is_bf16_failure",
+    "BF16", "matmul", "product_2d", "product_into", "added_product", "install", "run_in_float32", "is_bf16_failure",
     "has_bf16",
 ]
 
@@ -232,6 +232,13 @@ def _batched_gemm_into(out, a, b, alpha, beta):
         compute, _CUBLAS_GEMM_DEFAULT,
     )
     return out
+
+
+def product_into(out, a, b):
+    """``out = a @ b`` for CuPy arrays of one dtype of ``_GEMM_TYPES`` (float32 and float64 included) on the
+    current GPU, ``out`` C-contiguous of the product's shape: the lean form of :func:`matmul` for the checked
+    kernels of :mod:`ember.cuda.kernels.products`, which have checked the shapes. Returns ``out``."""
+    return _product_into(out, a, b)
 
 
 def _product_into(out, a, b, alpha=1.0, beta=0.0):

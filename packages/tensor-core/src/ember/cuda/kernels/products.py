@@ -45,16 +45,40 @@ def _sizes_fit(*sizes):
 
 
 def matmul(*args):
-    """Checked cuda kernel of ``matmul(input, other)``: the product of two float32/float64/float16 matrices."""
+    """Checked cuda kernel of ``matmul(input, other)``: the product of two float32/float64/float16 matrices, or of
+    two stacks of them with the same batch dims (attention's ``q @ k.transpose(-2, -1)``: one strided-batched
+    cuBLAS call, transposed views read in place), or of a stack and one matrix (one GEMM over the stacked rows)."""
     if len(args) != 2 or not isinstance(args[0], Tensor):
         return None
     dtype = args[0]._data.dtype
     if dtype not in _FLOATS:
         return None
     a, b = _matrix(args[0], dtype), _matrix(args[1], dtype)
-    if a is None or b is None or a.shape[1] != b.shape[0] or not _sizes_fit(a.shape[0], a.shape[1], b.shape[1]):
+    if a is None or b is None:
+        return _stacked(args[0], args[1], dtype)
+    if a.shape[1] != b.shape[0] or not _sizes_fit(a.shape[0], a.shape[1], b.shape[1]):
         return None
     return _bf16.product_2d(a, b)
+
+
+def _stacked(input, other, dtype):
+    """:func:`matmul` of stacks: ``input`` (*B, M, K) and ``other`` (*B, K, N) or (K, N) of ``dtype`` on the current
+    GPU, with no broadcasting between batch dims; None for any other call."""
+    if not isinstance(other, Tensor):
+        return None
+    a, b = input._data, other._data
+    array_type = _arrays.array_type()
+    if type(a) is not array_type or type(b) is not array_type or b.dtype != dtype or a.ndim < 3 or b.ndim < 2:
+        return None
+    if (b.ndim > 2 and a.shape[:-2] != b.shape[:-2]) or a.shape[-1] != b.shape[-2]:
+        return None
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    batch = a.shape[:-2]
+    rows = math.prod(batch) * m if b.ndim == 2 else m
+    if not _sizes_fit(rows, k, n, math.prod(batch)) or not _arrays.on_current_gpu(a, b):
+        return None
+    out = _arrays.array_type()(batch + (m, n), dtype)
+    return _bf16.product_into(out, a, b)
 
 
 def linear(*args):
