@@ -129,6 +129,63 @@ def _primitives(ember):
         print(f"{name:<44}{best * 1e6:>12.2f}", flush=True)
 
 
+def _cholesky_probe(ember, torch, n=256):
+    """Where ``linalg.cholesky`` of an n x n float32 SPD matrix spends its time on the GPU: the whole op (which
+    reads ``info``), cuSOLVER's ``potrf`` alone (legacy 32-bit API and, where CuPy has it, the 64-bit ``Xpotrf``
+    that PyTorch calls), each followed by a synchronisation; PyTorch's ``cholesky`` and ``cholesky_ex``."""
+    import cupy as cp
+    from cupy_backends.cuda.libs import cusolver
+
+    rng = np.random.default_rng(0)
+    m = rng.standard_normal((n, n)).astype(np.float32)
+    spd = m @ m.T + n * np.eye(n, dtype=np.float32)
+    a = ember.tensor(spd, device="cuda")
+    work = cp.asarray(spd)
+    handle = cp.cuda.device.get_cusolver_handle()
+    size = cusolver.spotrf_bufferSize(handle, 1, n, work.data.ptr, n)
+    buffer = cp.empty(size, np.float32)
+    info = cp.empty(1, np.int32)
+    sync = cp.cuda.runtime.deviceSynchronize
+
+    def potrf():
+        w = work.copy()
+        cusolver.spotrf(handle, 1, n, w.data.ptr, n, buffer.data.ptr, size, info.data.ptr)
+        sync()
+
+    cases = {"ember.linalg.cholesky (reads info)": lambda: (ember.linalg.cholesky(a), ember.cuda.synchronize()),
+             "ember.linalg.cholesky_ex": lambda: (ember.linalg.cholesky_ex(a), ember.cuda.synchronize()),
+             "copy + cusolver spotrf (legacy API)": potrf}
+    if hasattr(cusolver, "xpotrf") and hasattr(cusolver, "xpotrf_bufferSize"):
+        try:
+            params = cusolver.createParams()
+            dev_size, host_size = cusolver.xpotrf_bufferSize(handle, params, 1, n, 0, work.data.ptr, n, 0)
+            dev_buf, host_buf = cp.empty(max(dev_size, 1), np.int8), np.empty(max(host_size, 1), np.int8)
+
+            def xpotrf():
+                w = work.copy()
+                cusolver.xpotrf(handle, params, 1, n, 0, w.data.ptr, n, 0, dev_buf.data.ptr, dev_size,
+                                host_buf.ctypes.data, host_size, info.data.ptr)
+                sync()
+
+            cases["copy + cusolver Xpotrf (64-bit API)"] = xpotrf
+        except Exception as exc:  # noqa: BLE001 - the other rows still run
+            print(f"Xpotrf not measured: {type(exc).__name__}: {exc}")
+    if torch is not None:
+        ta = torch.tensor(spd, device="cuda")
+        cases["torch.linalg.cholesky"] = lambda: (torch.linalg.cholesky(ta), torch.cuda.synchronize())
+        cases["torch.linalg.cholesky_ex"] = lambda: (torch.linalg.cholesky_ex(ta), torch.cuda.synchronize())
+    print(f"\n{'cholesky ' + str(n):<44}{'us per call':>12}")
+    for name, fn in cases.items():
+        fn()
+        best = float("inf")
+        for _ in range(7):
+            start = time.perf_counter()
+            for _ in range(20):
+                fn()
+            best = min(best, (time.perf_counter() - start) / 20)
+        print(f"{name:<44}{best * 1e6:>12.2f}", flush=True)
+
+
 def _block(fn, v, calls, sync):
     sync()
     start = time.perf_counter()
@@ -162,6 +219,11 @@ def main(argv=None):
     if torch is not None and args.device == "cuda" and not torch.cuda.is_available():
         torch = None
     ember.set_num_threads(1)
+    if args.device == "cuda" and not args.patterns:
+        try:
+            _cholesky_probe(ember, torch)
+        except Exception as exc:  # noqa: BLE001 - the per-op table still runs
+            print(f"cholesky probe failed: {type(exc).__name__}: {exc}")
     sides = [("ember", ember)] + ([("torch", torch)] if torch is not None else [])
     if torch is not None:
         torch.set_num_threads(1)

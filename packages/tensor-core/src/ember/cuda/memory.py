@@ -33,25 +33,40 @@ def _pool_figures(index):
 
 
 def install_peak_tracking():
-    """Route CuPy's allocations through the default pool with peak bookkeeping (once per process)."""
+    """Route CuPy's allocations through the default pool with peak bookkeeping (once per process).
+
+    Every allocation of a cuda op passes here, so the hook does the least it can: the reserved figure is read
+    only when the allocated one reaches a new peak. The pool's reserved bytes grow at other times too (a block
+    that no cached one fits), and shrink only when blocks go back to the driver: :func:`empty_cache` records
+    the reserved figure first, and the peak functions take the larger of the record and the current figure.
+    (CuPy also frees its cached blocks and retries when an allocation fails; a reserved peak reached just
+    before that is the one figure that can be missed.)
+    """
     cp = cupy_module()
     pool = cp.get_default_memory_pool()
     get_device = cp.cuda.runtime.getDevice
+    pool_malloc, used_bytes, total_bytes = pool.malloc, pool.used_bytes, pool.total_bytes
+    peaks = _peaks
 
     def malloc(size):
-        pointer = pool.malloc(size)
-        index = get_device()
-        peak = _peaks.get(index)
-        if peak is None:
-            peak = _peaks[index] = [0, 0]
-        used, total = pool.used_bytes(), pool.total_bytes()
-        if used > peak[0]:
-            peak[0] = used
-        if total > peak[1]:
-            peak[1] = total
+        pointer = pool_malloc(size)
+        used = used_bytes()
+        peak = peaks.get(get_device())
+        if peak is None or used > peak[0]:
+            _new_peak(get_device(), used, total_bytes())
         return pointer
 
     cp.cuda.set_allocator(malloc)
+
+
+def _new_peak(index, used, total):
+    peak = _peaks.get(index)
+    if peak is None:
+        peak = _peaks[index] = [0, 0]
+    if used > peak[0]:
+        peak[0] = used
+    if total > peak[1]:
+        peak[1] = total
 
 
 def memory_allocated(device=None):
@@ -90,6 +105,9 @@ def reset_peak_memory_stats(device=None):
 def empty_cache():
     """Give the cached, unused blocks of the caching allocator back to the driver."""
     cp = cupy_module()
+    index = cp.cuda.runtime.getDevice()
+    used, total = _pool_figures(index)
+    _new_peak(index, used, total)  # the reserved figure drops now: its peak is recorded first
     cp.get_default_memory_pool().free_all_blocks()
     cp.get_default_pinned_memory_pool().free_all_blocks()
 
