@@ -9,6 +9,8 @@ Sessions:
 * ``tests``: the test suites of every package, once per backend
   (``tests(backend='cpu')``, ``tests(backend='cuda')``, ``tests(backend='rocm')``).
   A backend whose device is absent is skipped with a one-line reason.
+* ``dynamo-3.11``, ``dynamo-3.12``, ``dynamo-3.13``: ember-dynamo's tests on each CPython it
+  supports (it reads bytecode, which differs between them); each Python gets its own wheels.
 * ``parity``: the tests that compare ember with PyTorch (``-m parity``).
 * ``lint``: ruff.
 * ``docs``: Sphinx HTML with warnings as errors, then the doctests.
@@ -173,12 +175,14 @@ _NOT_IN_WHEEL = {"__pycache__", ".pytest_cache", ".hypothesis"}
 _NOT_IN_WHEEL_SUFFIXES = (".pyc", ".so", ".pyd", ".egg-info")
 
 
-def _fingerprint(package: Path) -> str:
+def _fingerprint(package: Path, tag: str | None = None) -> str:
     """A digest of what goes into ``package``'s wheel: every file but tests, build output and the changelog.
 
-    Paths and contents both count, and so do the interpreter and platform the wheel is for.
+    Paths and contents both count, and so do the interpreter (``tag``, a ``sys.implementation.cache_tag``
+    such as ``cpython-312``; default: nox's own) and platform the wheel is for.
     """
-    digest = hashlib.sha256(f"{sys.implementation.cache_tag} {sys.platform} {platform.machine()}".encode())
+    tag = tag or sys.implementation.cache_tag
+    digest = hashlib.sha256(f"{tag} {sys.platform} {platform.machine()}".encode())
     for path in sorted(package.rglob("*")):
         rel = path.relative_to(package)
         if rel.parts[0] in _NOT_IN_WHEEL_TOP:
@@ -223,24 +227,45 @@ def _build_lock(cache: Path):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _builder_python(session: nox.Session, cache: Path, packages: list[Path]) -> str:
+# Printed by a session's interpreter: its base interpreter and its cache tag (which Python the wheels are for).
+_INTERPRETER_PROBE = "import sys; print(sys._base_executable, sys.implementation.cache_tag)"
+
+
+def _session_interpreter(session: nox.Session) -> tuple[str, str]:
+    """``(base interpreter, cache tag)`` of the Python the session's environment runs (nox's own without one).
+
+    Sessions on another Python (``dynamo-3.12``) need wheels built by that Python: ember-core's
+    C++ extension is compiled for one interpreter.
+    """
+    if not _has_venv(session):
+        return sys.executable, sys.implementation.cache_tag
+    out = session.run("python", "-c", _INTERPRETER_PROBE, silent=True) or ""
+    base, tag = out.strip().splitlines()[-1].rsplit(" ", 1)
+    return base, tag
+
+
+def _builder_python(
+    session: nox.Session, cache: Path, packages: list[Path], base: str | None = None, tag: str | None = None
+) -> str:
     """A virtualenv in nox's cache holding every package's build requirements; returns its python.
 
     Wheels are built there without pip's build isolation so that the paths CMake sees
     (pybind11's headers) stay the same from one build to the next: with isolation each
     build gets a fresh temporary environment and CMake recompiles every C++ file.
+    One builder per interpreter (``base``, whose cache tag is ``tag``; default: nox's own).
     """
-    builder = cache / "builder"
+    base, tag = base or sys.executable, tag or sys.implementation.cache_tag
+    builder = cache / ("builder" if tag == sys.implementation.cache_tag else f"builder-{tag}")
     python = builder / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
     tables = [_read_toml(pkg / "pyproject.toml")["build-system"] for pkg in packages]
     static = sorted({req for table in tables for req in table.get("requires", [])})
-    key = _digest(sys.executable, *static)
+    key = _digest(base, *static)
     stamp = builder / "ember-builder-stamp"
     if python.is_file() and stamp.is_file() and stamp.read_text(encoding="utf-8") == key:
         return str(python)
     shutil.rmtree(builder, ignore_errors=True)
     session.log(f"creating the build environment {builder} ({', '.join(static)})")
-    session.run(sys.executable, "-m", "virtualenv", "-q", str(builder), external=True, silent=True)
+    session.run(sys.executable, "-m", "virtualenv", "-q", "-p", base, str(builder), external=True, silent=True)
     session.run(str(python), "-m", "pip", "install", "-q", *static, external=True, silent=True)
     dynamic = set()
     for pkg, table in zip(packages, tables):
@@ -260,7 +285,8 @@ def _package_wheels(session: nox.Session) -> list[Path]:
     """A wheel of every package of the checkout, in dependency order, built only when its sources changed.
 
     Wheels live in nox's cache (``.nox/.cache/wheels/<folder>/<fingerprint>/``), shared by
-    every session, so ``nox -s demo`` after ``nox -s tests`` builds nothing. ember-core's
+    every session, so ``nox -s demo`` after ``nox -s tests`` builds nothing; a session on
+    another Python than nox's gets its own (``.nox/.cache/wheels/<cache tag>/<folder>/...``). ember-core's
     C++ extension is built by scikit-build-core in one persistent folder
     (``.nox/.cache/skbuild/<wheel tag>``), never in a developer's editable build under
     ``packages/tensor-core/build``: after a change only the changed C++ files recompile.
@@ -270,14 +296,16 @@ def _package_wheels(session: nox.Session) -> list[Path]:
         session.error("no packages found under packages/*/pyproject.toml")
     cache = Path(session.cache_dir).resolve()
     wheels = []
+    base, tag = _session_interpreter(session)
+    wheels_dir = cache / "wheels" if tag == sys.implementation.cache_tag else cache / "wheels" / tag
     with _build_lock(cache):
         python = None
         for pkg in packages:
-            slot = cache / "wheels" / pkg.relative_to(ROOT / "packages").as_posix().replace("/", "-")
-            target = slot / _fingerprint(pkg)
+            slot = wheels_dir / pkg.relative_to(ROOT / "packages").as_posix().replace("/", "-")
+            target = slot / _fingerprint(pkg, tag)
             found = sorted(target.glob("*.whl"))
             if not found:
-                python = python or _builder_python(session, cache, packages)
+                python = python or _builder_python(session, cache, packages, base, tag)
                 shutil.rmtree(slot, ignore_errors=True)  # older fingerprints: never used again
                 session.log(f"building the wheel of {pkg.relative_to(ROOT)}")
                 env = {"SKBUILD_BUILD_DIR": str(cache / "skbuild" / "{wheel_tag}")}
@@ -441,6 +469,25 @@ def tests(session: nox.Session, backend: str) -> None:
         env={"EMBER_TEST_BACKEND": backend},
         success_codes=[0],
     )
+
+
+# ember-dynamo reads CPython bytecode, whose instruction set changes with every minor version:
+# its tests run on each version it supports (`tests` covers nox's own Python for every package).
+# pyenv users: make the interpreters visible first, e.g. `PYENV_VERSION=3.11.7:3.12.1:3.13.0`.
+DYNAMO_PYTHONS = ["3.11", "3.12", "3.13"]
+
+
+@nox.session(python=DYNAMO_PYTHONS)
+def dynamo(session: nox.Session) -> None:
+    """ember-dynamo's tests on one CPython version (``nox -s dynamo-3.12``; ``-s dynamo`` runs all three)."""
+    # no test extras: they pull in onnxruntime and tensorboard, which the dynamo tests do not use and
+    # which may lag behind a new CPython
+    _install_packages(session, extras=None, also=("pytest>=8", "pytest-xdist>=3"))
+    targets = ["packages/dynamo/tests"] if (ROOT / "packages" / "dynamo" / "tests").is_dir() else []
+    if not targets:
+        session.error("packages/dynamo/tests not found: refusing to report success on zero tests")
+    has_args = any(not a.startswith("-") and (ROOT / a.split("::", 1)[0]).exists() for a in session.posargs)
+    session.run("pytest", "-n", "auto", *([] if has_args else targets), *session.posargs, success_codes=[0])
 
 
 # Counts the parity tests that `-m parity` selects, without running them.

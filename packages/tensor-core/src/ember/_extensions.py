@@ -69,7 +69,7 @@ DISTRIBUTIONS = {dist.name: dist for dist in (
                                                                                                 "ember.func")),
     Distribution("ember-fx",          True,  ("ember-autograd",),  "fx",                       ("ember.fx",
                                                                                                 "ember.onnx")),
-    Distribution("ember-dynamo",      False, ("ember-fx",),        "dynamo",                   ("ember._dynamo",)),
+    Distribution("ember-dynamo",      True,  ("ember-fx",),        "dynamo",                   ("ember._dynamo",)),
     Distribution("ember-inductor",    True,  ("ember-fx",),        "inductor",                 ("ember._inductor",)),
     Distribution("ember-distributed", False, ("ember-autograd",),  "distributed",              ("ember.distributed",)),
     Distribution("ember-mobile",      False, ("ember-core",),      "mobile",                   ("ember.mobile",)),
