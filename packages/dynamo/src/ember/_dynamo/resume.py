@@ -42,6 +42,7 @@ __all__ = [
     "make_resume_function",
     "make_break_function",
     "clear_cache",
+    "reset",
 ]
 
 _CO_GENERATOR_LIKE = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
@@ -164,6 +165,11 @@ def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan
             f"stack_depth={stack_depth} at offset {offset} of {code.co_name}, but the bytecode has {expected} "
             f"values on the stack there"
         )
+    if not analysis.normally_reachable(dec.instructions)[first]:
+        raise CannotResume(
+            f"offset {offset} of {code.co_name} is only reached through an exception handler; "
+            "a continuation cannot re-create the handler's state"
+        )
     end = dec.instructions[last]
     if end.opname in ("FOR_ITER", "SEND"):
         raise CannotResume(f"a graph break at {end.opname} (offset {end.offset}) cannot be continued")
@@ -285,6 +291,9 @@ def clear_cache() -> None:
     analysis._analyse.cache_clear()
 
 
+reset = clear_cache
+
+
 def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str, ...], name: str) -> CodeType:
     dec = decode(code)
     target = dec.at(offset)
@@ -297,8 +306,11 @@ def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str,
         prologue += _unbind_if_null(local, cells, null_const)
     for p in stack_params:
         prologue += _push_maybe_null(p, null_const)
+    body = _strip_prefix(dec.instructions)
+    if target not in body:  # resuming at the frame set-up: it is redone by the prologue
+        target = body[0]
     prologue.append(_I("JUMP_FORWARD", target=target))
-    body = prologue + _strip_prefix(dec.instructions)
+    body = prologue + body
     return _new_code(code, body, dec.exception_table, stack_params + list(live), (), consts, name)
 
 

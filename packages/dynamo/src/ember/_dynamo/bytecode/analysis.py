@@ -28,6 +28,7 @@ __all__ = [
     "max_stack_depth",
     "live_locals",
     "successors",
+    "normally_reachable",
 ]
 
 
@@ -88,6 +89,24 @@ def stack_depths(instructions: Sequence[Instruction], table: Sequence[ExceptionT
                     f"(reached from {instructions[i]!r})"
                 )
     return depths
+
+
+def normally_reachable(instructions: Sequence[Instruction]) -> list[bool]:
+    """Which instructions the entry reaches without taking an exception edge."""
+    index = {id(ins): i for i, ins in enumerate(instructions)}
+    seen = [False] * len(instructions)
+    work = [0] if instructions else []
+    while work:
+        i = work.pop()
+        if seen[i]:
+            continue
+        seen[i] = True
+        ins = instructions[i]
+        if ins.opcode not in versions.TERMINATORS and i + 1 < len(instructions):
+            work.append(i + 1)
+        if versions.is_jump(ins.opcode):
+            work.append(index[id(ins.target)])
+    return seen
 
 
 def max_stack_depth(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]) -> int:

@@ -119,20 +119,30 @@ else:
         return op >= opcode.HAVE_ARGUMENT
 
 
+PRECALL_OPCODE = dis.opmap.get("PRECALL")  # 3.11 only
+
+
 def stack_effect(op: int, arg: int | None, jump: bool) -> int:
     """``dis.stack_effect`` with the stdlib's known slips corrected.
 
     3.11 and 3.12 report 0 for ``RETURN_GENERATOR``, but the frame resumes with the sent value
-    (``None``) pushed, which the ``POP_TOP`` after it removes; 3.13 reports +1.
+    (``None``) pushed, which the ``POP_TOP`` after it removes; 3.13 reports +1. 3.11 reports the
+    arguments of a call as popped by ``PRECALL``; they are on the stack until ``CALL``, which is
+    where a graph break at a call sees them.
     """
     if op == _RETURN_GENERATOR:
         return 1
+    if op == PRECALL_OPCODE:  # 3.11 counts the arguments as popped at PRECALL; they stay until CALL
+        return 0
+    if op == _CALL and PRECALL_OPCODE is not None:
+        return -(arg or 0) - 1
     if has_arg(op):
         return dis.stack_effect(op, arg or 0, jump=jump)
     return dis.stack_effect(op, jump=jump)
 
 
 _RETURN_GENERATOR = dis.opmap["RETURN_GENERATOR"]
+_CALL = dis.opmap["CALL"]
 
 
 # --- jumps -----------------------------------------------------------------------------------
@@ -223,7 +233,6 @@ PACKED_LOCAL_OPS = _ops("LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FA
 CALL_STYLE = "null_first" if PY_VERSION < (3, 13) else "callable_first"
 """Where the NULL of a call sequence sits: ``[NULL, f, args]`` (3.11, 3.12) or ``[f, NULL, args]``."""
 
-PRECALL_OPCODE = dis.opmap.get("PRECALL")  # 3.11 only
 POP_JUMP_IF_TRUE = "POP_JUMP_FORWARD_IF_TRUE" if PY_VERSION < (3, 12) else "POP_JUMP_IF_TRUE"
 POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if PY_VERSION < (3, 12) else "POP_JUMP_IF_FALSE"
 """Names of the forward conditional jumps generated code uses."""

@@ -1,0 +1,646 @@
+"""ember._dynamo.resume: resume functions and break functions, checked against running the original.
+
+The central check (``test_resume_at_every_boundary``) instruments a copy of a function so that,
+each time execution reaches a chosen instruction, the real stack values and locals are recorded;
+the resume function built for that instruction is then called with them, and must return what
+the original function returns. Hand-written tests cover break functions (a call, a conditional
+jump both ways, plain instructions), ``with`` blocks, ``try`` blocks, cells and unbound locals.
+"""
+
+from __future__ import annotations
+
+import copy
+import dis
+import os
+import sys
+import types
+
+import pytest
+
+try:
+    from ember._dynamo import resume
+except ImportError:  # a bare interpreter: load the stdlib-only modules straight from the source tree
+    _SRC = os.path.join(os.path.dirname(__file__), "..", "src", "ember")
+    for _name, _path in (("ember", _SRC), ("ember._dynamo", os.path.join(_SRC, "_dynamo"))):
+        _mod = types.ModuleType(_name)
+        _mod.__path__ = [_path]
+        sys.modules[_name] = _mod
+    from ember._dynamo import resume
+
+from ember._dynamo.bytecode import analysis, assemble, decode, live_locals_at, stack_depth_at, versions  # noqa: E402
+from ember._dynamo.bytecode.instructions import Instruction  # noqa: E402
+from ember._dynamo.resume import NULL, CannotResume, Successor  # noqa: E402
+
+PY313 = sys.version_info >= (3, 13)
+
+
+# --- functions to resume ---------------------------------------------------------------------
+def f_loop(n, xs):
+    total = 0
+    for i in range(n):
+        if i % 2:
+            total += xs[i % len(xs)] * 2
+        else:
+            total -= i
+    return total
+
+
+def f_while(n):
+    a, b, k = 0, 1, 0
+    while k < n:
+        a, b = b, a + b
+        k += 1
+        if a > 50:
+            break
+    else:
+        a = -a
+    return a, b, k
+
+
+def f_nested(xs):
+    out = ()
+    for x in xs:
+        for y in xs:
+            if x == y:
+                continue
+            out += ((x, y),)
+            if len(out) > 5:
+                return out
+    return out
+
+
+def f_try(xs):
+    got = 0
+    for x in xs:
+        try:
+            got += 100 // x
+        except ZeroDivisionError:
+            got -= 1
+        finally:
+            got += 1000
+    return got
+
+
+class Plain:
+    def __init__(self):
+        self.entered = 0
+
+    def __enter__(self):
+        return 7
+
+    def __exit__(self, *exc):
+        return False
+
+
+PLAIN = Plain()
+
+
+def f_with(x):
+    y = x
+    with PLAIN as v:
+        y = y * v
+        y += 1
+    return y
+
+
+def f_short_circuit(a, b, c):
+    r = a and b or c
+    s = (a or b) and not c
+    t = a if b else c
+    return r, s, t, a < b < c
+
+
+def f_cells(x):
+    k = x + 1
+
+    def add(v):
+        return v + k
+
+    k += 10
+    return add(1), k
+
+
+def f_comprehension(xs):
+    i = 0  # bound before the comprehension, so 3.12's saved copy of it is never NULL
+    ys = [i * 2 for i in xs]
+    zs = {i: i for i in ys if i > 2}
+    return ys, zs, i
+
+
+def f_match(v):
+    match v:
+        case (a, b):
+            r = a + b
+        case {"k": w}:
+            r = w
+        case int() if v > 3:
+            r = v * 10
+        case _:
+            r = 0
+    return r
+
+
+def f_unpack(t):
+    a, *b, c = t
+    (d, e), f = (a, c), b
+    return d + e, f
+
+
+CASES = [
+    (f_loop, (7, (3, 4, 5))),
+    (f_while, (20,)),
+    (f_while, (3,)),
+    (f_nested, ((1, 2, 3),)),
+    (f_try, ((1, 0, 5),)),
+    (f_with, (3,)),
+    (f_short_circuit, (1, 0, 2)),
+    (f_short_circuit, (0, 3, 0)),
+    (f_cells, (4,)),
+    (f_comprehension, ((1, 2, 3),)),
+    (f_match, ((1, 2),)),
+    (f_match, ({"k": 9},)),
+    (f_match, (5,)),
+    (f_unpack, ((1, 2, 3, 4),)),
+]
+
+_NULL_MAKERS = {"PUSH_NULL", "LOAD_METHOD", "LOAD_FAST_AND_CLEAR"}
+_CALLS = {"CALL", "CALL_KW", "CALL_FUNCTION_EX"}
+
+
+def _pushes_null(ins: Instruction) -> bool:
+    if ins.opname in _NULL_MAKERS:
+        return True
+    if ins.opname == "LOAD_GLOBAL" or (ins.opname in ("LOAD_ATTR", "LOAD_SUPER_ATTR") and sys.version_info >= (3, 12)):
+        return bool(ins.arg & 1)
+    return False
+
+
+def _probe_points(code):
+    """Offsets where the stack can be copied: no NULL on it, normally reachable, not glued."""
+    dec = decode(code)
+    normal = analysis.normally_reachable(dec.instructions)
+    pending = 0
+    fixed = set()
+    for ins in dec.instructions:
+        if ins.opname == "FOR_ITER":  # a finished FOR_ITER lands a fixed distance after its target
+            k = dec.instructions.index(ins.target)
+            fixed.update(id(x) for x in dec.instructions[k : k + versions.FOR_ITER_EXIT_SKIP + 1])
+    points = []
+    for i, ins in enumerate(dec.instructions):
+        ok = (
+            normal[i]
+            and pending == 0
+            and ins.opname not in ("RESUME", "MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR")
+            and ins.opcode not in versions.GLUED_TO_PREVIOUS
+            and id(ins) not in fixed
+        )
+        if ok:
+            points.append(ins.offset)
+        if _pushes_null(ins):
+            pending += 1
+        if ins.opname in _CALLS or ins.opname == "STORE_FAST" and pending and "LOAD_FAST_AND_CLEAR" in [
+            x.opname for x in dec.instructions[:i]
+        ]:
+            pending = max(0, pending - 1)
+    return points
+
+
+def _snapshot(v):
+    # Iterators move on after the probe; give the resume function one at the probe's position.
+    # Containers under construction on the stack (a comprehension's list) keep growing: copy them.
+    if (hasattr(v, "__next__") and hasattr(v, "__reduce__")) or type(v) in (list, dict, set):
+        return copy.copy(v)
+    return v
+
+
+def _instrument(fn, offset, record):
+    """A copy of ``fn`` that calls ``record(stack_tuple, locals())`` before the instruction at ``offset``."""
+    code = fn.__code__
+    depth = stack_depth_at(code, offset)
+    dec = decode(code)
+    target = dec.at(offset)
+    rec, loc = len(code.co_consts), len(code.co_consts) + 1
+    consts = code.co_consts + (record, locals)
+
+    def call(const, args, n):
+        head = [Instruction.make("LOAD_CONST", const), Instruction.make("PUSH_NULL")]
+        if versions.CALL_STYLE == "null_first":
+            head.reverse()
+        tail = [Instruction.make("CALL", n)]
+        if versions.PRECALL_OPCODE is not None:
+            tail.insert(0, Instruction.make("PRECALL", n))
+        return head + args + tail
+
+    copies = [Instruction.make("COPY", depth + 2) for _ in range(depth)] + [Instruction.make("BUILD_TUPLE", depth)]
+    probe = call(rec, copies + call(loc, [], 0), 2) + [Instruction.make("POP_TOP")]
+    for ins in dec.instructions:
+        if ins.target is target:
+            ins.target = probe[0]
+    for entry in dec.exception_table:
+        if entry.target is target:
+            entry.target = probe[0]
+        if entry.start is target:
+            entry.start = probe[0]
+    i = dec.instructions.index(target)
+    body = dec.instructions[:i] + probe + dec.instructions[i:]
+    new = assemble(body, dec.exception_table, template=code, co_consts=consts)
+    return types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+@pytest.mark.parametrize("fn,args", CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(CASES)])
+def test_resume_at_every_boundary(fn, args):
+    expected = fn(*args)
+    points = _probe_points(fn.__code__)
+    assert len(points) > 5
+    resumed = 0
+    for offset in points:
+        hits = []
+        probe = _instrument(fn, offset, lambda stack, locs: hits.append((tuple(map(_snapshot, stack)), dict(locs))))
+        assert probe(*args) == expected, f"the probe changed {fn.__name__} at {offset}"
+        succ = Successor(offset, stack_depth_at(fn.__code__, offset), live_locals_at(fn.__code__, offset))
+        cont = resume.make_resume_function(fn.__code__, succ, fn.__globals__, fn.__closure__)
+        for stack, locs in hits[:3]:
+            values = [locs.get(name, NULL) for name in succ.live_locals]
+            assert cont(*stack, *values) == expected, f"{fn.__name__} resumed at offset {offset} with {stack}"
+            resumed += 1
+    assert resumed > 5
+
+
+def test_resume_at_loop_head_with_iteration_k_locals():
+    code = f_loop.__code__
+    head = next(ins for ins in decode(code).instructions if ins.opname == "FOR_ITER")
+    succ = Successor(head.offset, stack_depth_at(code, head.offset), live_locals_at(code, head.offset))
+    assert succ.stack_depth == 1 and succ.live_locals == ("xs", "total")
+    cont = resume.make_resume_function(code, succ, f_loop.__globals__)
+    xs, n = (3, 4, 5), 9
+    for k in range(n + 1):
+        total = f_loop(k, xs)  # the locals after k iterations
+        assert cont(iter(range(k, n)), xs, total) == f_loop(n, xs)
+
+
+def test_resume_code_is_cached_and_named():
+    code = f_loop.__code__
+    succ = Successor(0, 0, live_locals_at(code, 0))
+    a = resume.make_resume_function(code, succ, f_loop.__globals__)
+    b = resume.make_resume_function(code, succ, f_loop.__globals__)
+    assert a.__code__ is b.__code__
+    assert a.__name__ == "f_loop__resume_at_0"
+    assert a(5, (1, 2)) == f_loop(5, (1, 2))
+    resume.clear_cache()
+    assert resume.make_resume_function(code, succ, f_loop.__globals__).__code__ is not a.__code__
+
+
+def test_resume_leaves_null_locals_unbound():
+    def f(flag):
+        if flag:
+            y = 1
+        return y  # noqa: F821 - unbound when flag is false
+
+    code = f.__code__
+    ret = next(ins for ins in decode(code).instructions if ins.opname.startswith("LOAD_FAST") and ins.argval == "y")
+    succ = Successor(ret.offset, 0, live_locals_at(code, ret.offset))
+    assert succ.live_locals == ("y",)
+    cont = resume.make_resume_function(code, succ, f.__globals__)
+    assert cont(5) == 5
+    with pytest.raises(UnboundLocalError):
+        cont(NULL)
+
+
+def test_resume_with_cells_and_free_variables():
+    def outer(x):
+        k = x * 2
+
+        def inner(d):
+            return d + k + x
+
+        z = inner(1)
+        return z, inner(2)
+
+    code = outer.__code__
+    insns = decode(code).instructions
+    # resume right after `z = inner(1)`: k and x are cells, inner a plain local
+    store_z = next(ins for ins in insns if ins.opname.startswith("STORE_FAST") and ins.argval == "z")
+    nxt = insns[insns.index(store_z) + 1]
+    succ = Successor(nxt.offset, 0, live_locals_at(code, nxt.offset))
+    assert set(succ.live_locals) >= {"z", "inner"}
+    cont = resume.make_resume_function(code, succ, outer.__globals__)
+    inner = outer(3)  # noqa: F841 - the closure of a real run
+    vals = {"z": 10, "inner": (lambda d: d + 100), "x": 3, "k": 6}
+    assert cont(*[vals[n] for n in succ.live_locals]) == (10, 102)
+
+    # a function with free variables resumes with the original closure
+    def make(step):
+        def count(n):
+            total = 0
+            for _ in range(n):
+                total += step
+            return total
+
+        return count
+
+    count = make(5)
+    c = count.__code__
+    head = next(ins for ins in decode(c).instructions if ins.opname == "FOR_ITER")
+    succ = Successor(head.offset, 1, live_locals_at(c, head.offset))
+    cont = resume.make_resume_function(c, succ, count.__globals__, count.__closure__)
+    assert cont(iter(range(2)), 100) == 110
+    with pytest.raises(ValueError, match="free variables"):
+        resume.make_resume_function(c, succ, count.__globals__, None)
+
+
+def test_resume_inside_with_block_runs_exit():
+    log = []
+
+    class Ctx:
+        def __enter__(self):
+            log.append("enter")
+            return self
+
+        def __exit__(self, *exc):
+            log.append(("exit", exc[0]))
+            return exc[0] is KeyError  # swallow KeyError
+
+    def f(x):
+        with Ctx():
+            y = x + 1
+            if y > 5:
+                raise KeyError(y)
+            y = y * 2
+        return y
+
+    code = f.__code__
+    insns = decode(code).instructions
+    store_y = next(ins for ins in insns if ins.opname.startswith("STORE_FAST") and ins.argval == "y")
+    nxt = insns[insns.index(store_y) + 1]
+    succ = Successor(nxt.offset, stack_depth_at(code, nxt.offset), live_locals_at(code, nxt.offset))
+    assert succ.stack_depth == 1  # __exit__
+    cont = resume.make_resume_function(code, succ, f.__globals__, f.__closure__)
+    for x in (1, 10):
+        log.clear()
+        ctx = Ctx()
+        ctx.__enter__()
+        got = cont(ctx.__exit__, *[{"x": x, "y": x + 1}[n] for n in succ.live_locals])
+        log_resumed = list(log)
+        log.clear()
+        assert got == f(x)
+        assert log_resumed == log  # entered once, exited once, with the same exception
+
+
+def test_resume_inside_try_block_handler_still_catches():
+    def f(a, b):
+        out = 0
+        try:
+            out = a + 1
+            out = out // b
+            out += 5
+        except ZeroDivisionError:
+            out = -1
+        finally:
+            out *= 10
+        return out
+
+    code = f.__code__
+    insns = decode(code).instructions
+    store = [ins for ins in insns if ins.opname.startswith("STORE_FAST") and ins.argval == "out"][1]
+    nxt = insns[insns.index(store) + 1]  # inside the try body, before `out // b`
+    succ = Successor(nxt.offset, stack_depth_at(code, nxt.offset), live_locals_at(code, nxt.offset))
+    cont = resume.make_resume_function(code, succ, f.__globals__)
+    for a, b in ((3, 2), (3, 0)):
+        env = {"a": a, "b": b, "out": a + 1}
+        assert cont(*[env[n] for n in succ.live_locals]) == f(a, b)
+
+
+def test_resume_refuses_generators_and_handler_only_offsets():
+    def g(n):
+        yield n
+
+    with pytest.raises(CannotResume, match="generator"):
+        resume.plan_graph_break(g.__code__, 0, 0)
+    with pytest.raises(CannotResume):
+        resume.make_resume_function(g.__code__, Successor(0, 0, ()), {})
+
+    def h(x):
+        try:
+            return 1 // x
+        except ZeroDivisionError:
+            return 0
+
+    insns = decode(h.__code__).instructions
+    push_exc = next(ins for ins in insns if ins.opname == "PUSH_EXC_INFO")
+    with pytest.raises(CannotResume, match="exception handler"):
+        resume.plan_graph_break(h.__code__, push_exc.offset, stack_depth_at(h.__code__, push_exc.offset))
+
+
+def test_plan_checks_stack_depth_and_offset():
+    code = f_loop.__code__
+    with pytest.raises(ValueError, match="stack_depth=3"):
+        resume.plan_graph_break(code, 0, 3)
+    with pytest.raises(ValueError, match="not the start"):
+        resume.plan_graph_break(code, 1, 0)
+
+
+# --- break functions -------------------------------------------------------------------------
+def _offset_of(fn, opname, nth=0, argval=None):
+    found = [
+        ins
+        for ins in dis.get_instructions(fn)
+        if ins.opname == opname and (argval is None or ins.argval == argval)
+    ]
+    return found[nth].offset
+
+
+def _call_offset(fn, nth=0):
+    """Offset of the nth call group (3.11: its PRECALL/KW_NAMES; 3.12: KW_NAMES or CALL)."""
+    calls = [ins for ins in dis.get_instructions(fn) if ins.opname in ("CALL", "CALL_KW", "CALL_FUNCTION_EX")]
+    return calls[nth].offset
+
+
+def _break_and_resume(fn, plan, stack, locs):
+    conts = [
+        resume.make_resume_function(plan.code, s, fn.__globals__, fn.__closure__) for s in plan.successors
+    ]
+    brk = resume.make_break_function(plan, conts, fn.__globals__, fn.__closure__)
+    return brk(*stack, *[locs[n] if n in locs else NULL for n in plan.live_locals])
+
+
+def _helper(a, b=1, *, c=0):
+    return a * 100 + b * 10 + c
+
+
+def test_break_at_call():
+    def f(x):
+        y = x + 1
+        z = _helper(y, 2)
+        return z + y
+
+    plan = resume.plan_graph_break(f.__code__, _call_offset(f), 4)
+    assert len(plan.successors) == 1
+    assert plan.live_locals == ("y",)
+    stack = [NULL, _helper, 4, 2] if versions.CALL_STYLE == "null_first" else [_helper, NULL, 4, 2]
+    assert _break_and_resume(f, plan, stack, {"y": 4}) == f(3)
+
+
+def test_break_at_call_with_keywords_and_method_and_deep_stack():
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+        def scaled(self, k, *, off=0):
+            return self.v * k + off
+
+    def f(b, k):
+        r = [1, _helper(2, b.scaled(k, off=1), c=3)]
+        return r
+
+    box = Box(5)
+    # break at the inner method call b.scaled(k, off=1); below it are the list's 1 and
+    # _helper's call (NULL+_helper, or _helper+NULL on 3.13) with its first argument.
+    inner = _call_offset(f, 0)
+    plan = resume.plan_graph_break(f.__code__, inner, stack_depth_at(f.__code__, inner))
+    if versions.CALL_STYLE == "null_first":
+        stack = [1, NULL, _helper, 2, NULL, box.scaled, 3, 1]
+    else:
+        stack = [1, _helper, NULL, 2, box.scaled, NULL, 3, 1, ("off",)]
+    assert plan.stack_depth == len(stack)
+    assert _break_and_resume(f, plan, stack, {"b": box, "k": 3}) == f(box, 3)
+    # the same break with the method in its unbound form (function, self), as LOAD_ATTR pushes it
+    stack[4:6] = [Box.scaled, box]
+    assert _break_and_resume(f, plan, stack, {"b": box, "k": 3}) == f(box, 3)
+
+
+def _depth_of_group(code, offset):
+    """Stack depth before the call group that the instruction at ``offset`` belongs to."""
+    dec = decode(code)
+    i = dec.index_of(offset)
+    first, _ = resume._group(dec.instructions, i)
+    return stack_depth_at(code, dec.instructions[first].offset)
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_break_at_conditional_jump_both_ways(flag):
+    def f(x, flag):
+        y = x * 2
+        if flag:
+            y += 1
+        else:
+            y -= 1
+        return y
+
+    code = f.__code__
+    jump = next(ins for ins in decode(code).instructions if ins.opcode in versions.CONDITIONAL_JUMPS)
+    depth = stack_depth_at(code, jump.offset)
+    plan = resume.plan_graph_break(code, jump.offset, depth)
+    assert len(plan.successors) == 2
+    cond = flag
+    if PY313:  # 3.13 converts to bool first (TO_BOOL), the jump sees a real bool
+        cond = bool(flag)
+    assert _break_and_resume(f, plan, [cond], {"y": 6, "x": 3}) == f(3, flag)
+
+
+def test_break_at_conditional_jump_inside_loop_goes_backward_on_311():
+    # a loop-closing conditional jump (3.11: POP_JUMP_BACKWARD_IF_*) becomes a forward jump to a stub
+    def f(n):
+        i = 0
+        total = 0
+        while i < n:
+            total += i
+            i += 1
+        return total
+
+    code = f.__code__
+    jumps = [ins for ins in decode(code).instructions if ins.opcode in versions.CONDITIONAL_JUMPS]
+    for jump in jumps:
+        depth = stack_depth_at(code, jump.offset)
+        plan = resume.plan_graph_break(code, jump.offset, depth)
+        for i, total in ((0, 0), (2, 1), (5, 10)):
+            got = _break_and_resume(f, plan, [i < 5], {"i": i, "total": total, "n": 5})
+            assert got == f(5)
+
+
+def test_break_at_plain_instructions():
+    class Obj:
+        pass
+
+    def f(o, a, b):
+        c = a * b
+        o.attr = c
+        d = c - a
+        return d, o.attr
+
+    code = f.__code__
+    # BINARY_OP a * b
+    mul = _offset_of(f, "BINARY_OP")
+    plan = resume.plan_graph_break(code, mul, 2)
+    o = Obj()
+    assert _break_and_resume(f, plan, [3, 4], {"o": o, "a": 3, "b": 4}) == f(Obj(), 3, 4)
+    # STORE_ATTR o.attr = c (no result)
+    st = _offset_of(f, "STORE_ATTR")
+    plan = resume.plan_graph_break(code, st, 2)
+    o = Obj()
+    assert _break_and_resume(f, plan, [12, o], {"o": o, "a": 3, "c": 12}) == (9, 12)
+    assert o.attr == 12
+
+
+def test_break_instruction_that_raises_runs_the_handler_natively():
+    def f(a, b):
+        try:
+            r = a // b
+        except ZeroDivisionError:
+            r = "div"
+        return r
+
+    code = f.__code__
+    div = _offset_of(f, "BINARY_OP")
+    plan = resume.plan_graph_break(code, div, stack_depth_at(code, div))
+    assert _break_and_resume(f, plan, [7, 2], {}) == 3
+    assert _break_and_resume(f, plan, [7, 0], {}) == "div"
+
+
+def test_break_at_return_has_no_successor():
+    def f(x):
+        return x + 1
+
+    ret = _offset_of(f, "RETURN_VALUE")
+    plan = resume.plan_graph_break(f.__code__, ret, 1)
+    assert plan.successors == ()
+    assert _break_and_resume(f, plan, [41], {}) == 41
+
+
+def test_break_function_argument_checks():
+    plan = resume.plan_graph_break(f_loop.__code__, 0, 0)
+    with pytest.raises(ValueError, match="1 successors but 0"):
+        resume.make_break_function(plan, [], f_loop.__globals__)
+
+
+def test_break_inside_grad_mode_block():
+    ember = pytest.importorskip("ember")
+    if not hasattr(ember, "no_grad"):
+        pytest.skip("ember core is not importable here")
+
+    seen = []
+
+    def f(x):
+        with ember.no_grad():
+            y = x * 2
+            seen.append(ember.is_grad_enabled())
+            z = y + 1
+        return z, ember.is_grad_enabled()
+
+    code = f.__code__
+    call = _call_offset(f, 2)  # seen.append(...): the break point (after no_grad() and is_grad_enabled())
+    depth = _depth_of_group(code, call)
+    plan = resume.plan_graph_break(code, call, depth)
+    ctx = ember.no_grad()
+    ctx.__enter__()  # the runtime re-enters the context manager before calling the break function
+    try:
+        flag = ember.is_grad_enabled()
+        meth = [seen.append, NULL] if PY313 else [NULL, seen.append]
+        stack = [ctx.__exit__] + meth + [flag]
+        assert len(stack) == plan.stack_depth
+        out = _break_and_resume(f, plan, stack, {"x": 3, "y": 6})
+    finally:
+        if not ember.is_grad_enabled():
+            ember.set_grad_enabled(True)
+    assert out == (7, True)
+    assert seen == [False]
+    assert ember.is_grad_enabled()
