@@ -214,6 +214,29 @@ def test_gradients_match_cpu(kernels, name):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_gradient_fused_bits(kernels, monkeypatch, approximate, dtype):
+    """gelu's gradient on cuda: one fused kernel with the bits of the formula's eleven ops (run with the fused
+    kernel switched off)."""
+    x_np = values(dtype, n=1027)
+    x_np = np.where(np.isfinite(x_np), np.clip(x_np, -30, 30), 0.5).astype(dtype)
+    g = cuda(values(dtype, n=1027, seed=9))
+    pointwise = kernels[0]
+
+    def gradient():
+        x = cuda(x_np).requires_grad_()
+        (grad,) = ember.autograd.grad(ember.nn.functional.gelu(x, approximate=approximate), x, g)
+        return grad
+
+    kind = "gelu_backward" if approximate == "none" else "gelu_tanh_backward"
+    pointwise.compiled.pop((kind, np.dtype(dtype), "aa"), None)
+    fused = gradient()
+    assert (kind, np.dtype(dtype), "aa") in pointwise.compiled  # the fused kernel ran
+    monkeypatch.setattr(pointwise, "gelu_backward", lambda *args: None)
+    bits_equal(fused, gradient())
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("alpha", [1, -1e-3, 0.3])
 def test_foreach_add_sub_fused_bits(kernels, alpha, dtype):
     """``_foreach_add_``/``_foreach_sub_`` of cuda tensor lists: one launch (ember.cuda.kernels.foreach_kernels),

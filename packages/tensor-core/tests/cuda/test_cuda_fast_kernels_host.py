@@ -265,3 +265,26 @@ def test_foreach_kernel_declines_what_it_does_not_take(foreach_kernels):
     assert foreach_kernels.add_("add", [a], [b], 2**30) is False  # an int alpha the per-tensor kernel rounds otherwise
     assert foreach_kernels.add_("add", [a], [b], True) is False
     np.testing.assert_array_equal(np.asarray(a._data), np.ones((2, 3), f32))  # nothing written
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+def test_gelu_backward_kernel_follows_the_formula(pointwise, approximate, dtype):
+    """The fused gelu gradient against ember-autograd's formula on the CPU (the same ops in the same order; the
+    host's erf/exp/tanh may differ from numpy's and scipy's in the last bit, so within a few ulp here; the cuda
+    tests compare bits with the formula's ops on the GPU)."""
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal(1031) * 3).astype(dtype)
+    x[:6] = [0.0, -0.0, 10.0, -10.0, 1e-3, -5.5]
+    g = rng.standard_normal(1031).astype(dtype)
+    xt = ember.tensor(x, requires_grad=True)
+    (want,) = ember.autograd.grad(ember.nn.functional.gelu(xt, approximate=approximate), xt, ember.tensor(g))
+    for offset in (0, 1):
+        got = pointwise.gelu_backward(_tensor(g, offset), _tensor(x, offset), approximate)
+        assert got is not None and got.dtype == want.dtype
+        # cdf + x * pdf cancels where the gradient crosses 0: a few ulp of its terms' size, not of the result's
+        scale = np.abs(g).astype(np.float64) * (1 + np.abs(x))
+        error = np.abs(np.asarray(got._data, np.float64) - want.numpy().astype(np.float64))
+        assert np.all(error <= 4 * np.finfo(dtype).eps * scale), np.max(error / scale)
+    assert pointwise.gelu_backward(_tensor(g), _tensor(x), "other") is None
+    assert pointwise.gelu_backward(_tensor(g[:5]), _tensor(x), "none") is None  # shapes differ

@@ -75,6 +75,12 @@ derivative("celu", input=lambda grad, input, alpha: _elu_backward(grad, input, a
 
 
 def _gelu_input(grad, input, approximate):
+    if _cuda_rows(grad, input) is not None:  # plain cuda tensors, nothing records: the chain below in one kernel
+        from ember.cuda.kernels.pointwise import gelu_backward
+
+        fused = gelu_backward(grad, input, approximate)
+        if fused is not None:
+            return fused
     x = input
     if approximate == "tanh":
         x_sq = x * x

@@ -39,7 +39,7 @@ import numpy as np
 from ..._tensor import Tensor
 from .._runtime import cupy_module
 
-__all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "compiled", "THREADS", "UNROLL"]
+__all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "compiled", "THREADS", "UNROLL"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -78,6 +78,7 @@ def _math(name, dtype):
 
 
 _SQRT_HALF = 0.5**0.5
+_INV_SQRT_2PI = 1.0 / (2.0 * np.pi) ** 0.5
 _SQRT_2_OVER_PI = (2.0 / np.pi) ** 0.5
 _GELU_KAPPA = 0.044715
 
@@ -119,11 +120,30 @@ def _expression(kind, dtype):
             f" * {_literal(_SQRT_2_OVER_PI, dtype)}) + {one})"
         ),
         "tanh_backward": "in0 * (" + one + " - in1 * in1)",
+        # gelu's gradient (in0: grad, in1: input) as ember-autograd's formula computes it, op by op:
+        # grad * (cdf + x * pdf), cdf = erf(x * sqrt(1/2)) * 0.5 + 0.5, pdf = exp(x * x * -0.5) / sqrt(2 pi)
+        "gelu_backward": (
+            f"in0 * ((({erf}(in1 * {_literal(_SQRT_HALF, dtype)}) * {half}) + {half})"
+            f" + in1 * ({exp}((in1 * in1) * {_literal(-0.5, dtype)}) * {_literal(_INV_SQRT_2PI, dtype)}))"
+        ),
+        # and its tanh form: grad * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * ((x * x * 3 kappa + 1) * c)),
+        # t = tanh((x + x * x * x * kappa) * c), c = sqrt(2 / pi)
+        "gelu_tanh_backward": (
+            f"in0 * ((({_gelu_tanh_t(dtype)} + {one}) * {half}) + (((in1 * {half}) * ({one} - "
+            f"{_gelu_tanh_t(dtype)} * {_gelu_tanh_t(dtype)})) * ((((in1 * in1) * {_literal(3 * _GELU_KAPPA, dtype)})"
+            f" + {one}) * {_literal(_SQRT_2_OVER_PI, dtype)})))"
+        ),
         "threshold_backward": f"(in1 <= in2 ? {zero} : in0)",  # a NaN in1 passes in0, as on the CPU
         "sigmoid_backward": "in0 * (in1 - in1 * in1)",
         "copy": "in0",
     }
     return table[kind]
+
+
+def _gelu_tanh_t(dtype):
+    """``tanh((x + x * x * x * kappa) * sqrt(2 / pi))`` of ``in1``, as the tanh-gelu gradient's formula rounds it."""
+    return (f"{_math('tanh', dtype)}(((in1 + ((in1 * in1) * in1) * {_literal(_GELU_KAPPA, dtype)}))"
+            f" * {_literal(_SQRT_2_OVER_PI, dtype)})")
 
 
 _PACK = """
@@ -506,6 +526,22 @@ def _threshold_backward_fast(grad_output, output, threshold):
         return None
     out = _ndarray(g.shape, g.dtype)
     return _launch(_compile("threshold_backward", g.dtype, "aas", g.dtype), (g, y, s), (g, y), out, g.size)
+
+
+def gelu_backward(grad, input, approximate):
+    """gelu's input gradient for plain cuda tensors ``grad`` and ``input`` of one float32/float64 dtype and shape
+    in one fused kernel: the values of ember-autograd's formula (its eleven ops, each rounded to the dtype, in
+    the same order), or None for calls it does not take (then the formula runs)."""
+    pair = _float_pair(grad, input)
+    if pair is None or _cp is None:
+        return None
+    kind = {"none": "gelu_backward", "tanh": "gelu_tanh_backward"}.get(approximate)
+    if kind is None:
+        return None
+    g, x = pair
+    out = _ndarray(g.shape, g.dtype)
+    result = _launch(_compile(kind, g.dtype, "aa", g.dtype), (g, x), (g, x), out, g.size)
+    return None if result is None else Tensor._make(result, grad._device)
 
 
 _relu_unary = _unary("relu")
