@@ -43,7 +43,8 @@ def _signature(flat, grad_enabled):
     key = [grad_enabled]
     for a in flat:
         if isinstance(a, ember.Tensor):
-            key.append((a.shape, a.stride(), a.dtype, a.device, a.requires_grad))
+            # the device's key tuple hashes in C (the device object's __hash__ is Python)
+            key.append((a.shape, a.stride(), a.dtype, a.device._key, a.requires_grad))
         else:
             try:
                 hash(a)
@@ -105,9 +106,10 @@ class _Compiled:
             fwd = _as_tuple(self.forward(*tensors))
         else:
             fwd = _CompiledFunction.apply(self, *tensors)
-        with ember.no_grad():
-            for k, i in enumerate(info.mutated_inputs):
-                tensors[i].copy_(fwd[k])
+        if info.mutated_inputs:
+            with ember.no_grad():
+                for k, i in enumerate(info.mutated_inputs):
+                    tensors[i].copy_(fwd[k])
         leaves = []
         for out in info.outputs:
             if out[0] == "graph":
@@ -249,7 +251,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
         return entry
 
     def compiled(*args, **kwargs):
-        if not kwargs and all(type(a) is ember.Tensor for a in args):  # the common call: skip the pytree walk
+        if not kwargs and all(isinstance(a, ember.Tensor) for a in args):  # the common call: skip the pytree walk
             spec = positional_specs.get(len(args))
             if spec is None:
                 spec = positional_specs[len(args)] = tree_flatten((args, {}))[1]
@@ -264,7 +266,7 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
     def prepare(*args, **kwargs):
         """Trace and compile for these arguments' signature without running."""
         flat, spec = tree_flatten((args, kwargs))
-        plain = not kwargs and all(type(a) is ember.Tensor for a in args)
+        plain = not kwargs and all(isinstance(a, ember.Tensor) for a in args)
         lookup(flat, spec, len(args) if plain else spec)
 
     compiled.cache = cache
@@ -275,13 +277,18 @@ def aot_function(fn, fw_compiler, bw_compiler=None, partition_fn=None, decomposi
 
 
 def _lifted_call(mod):
-    """``fn(params_and_buffers, *args, **kwargs)`` running ``mod`` with those tensors, and their names."""
+    """``fn(*params_and_buffers, *args, **kwargs)`` running ``mod`` with those tensors, and their names.
+
+    The tensors come first and flat (not one list argument), so a call of only tensors takes
+    :func:`aot_function`'s path without a pytree walk.
+    """
     from ember.func import functional_call
 
     names = [n for n, _ in mod.named_parameters()] + [n for n, _ in mod.named_buffers()]
+    count = len(names)
 
-    def call(params_and_buffers, *args, **kwargs):
-        return functional_call(mod, dict(zip(names, params_and_buffers)), args, kwargs)
+    def call(*flat, **kwargs):
+        return functional_call(mod, dict(zip(names, flat[:count])), flat[count:], kwargs)
 
     call.__qualname__ = type(mod).__qualname__ + ".forward"
     return names, call
@@ -314,7 +321,7 @@ class AOTModule(ember.nn.Module):
         return compiled
 
     def forward(self, *args, **kwargs):
-        return self._compiled(self._state(), *args, **kwargs)
+        return self._compiled(*self._state(), *args, **kwargs)
 
 
 def aot_module(mod, fw_compiler, bw_compiler=None, partition_fn=None, decompositions=None, inference_compiler=None):
@@ -331,6 +338,17 @@ def aot_module(mod, fw_compiler, bw_compiler=None, partition_fn=None, decomposit
     return AOTModule(
         mod, lambda: aot_function(call, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler)
     )
+
+
+def _state_refs(mod):
+    """``(dict, key)`` of each parameter, then each buffer, of ``mod`` in ``named_parameters`` order."""
+    refs = []
+    for kind, named in (("_parameters", mod.named_parameters()), ("_buffers", mod.named_buffers())):
+        for name, _ in named:
+            prefix, _, attr = name.rpartition(".")
+            owner = mod.get_submodule(prefix) if prefix else mod
+            refs.append((getattr(owner, kind), attr))
+    return refs
 
 
 def aot_module_simplified(
@@ -353,10 +371,19 @@ def aot_module_simplified(
         callable: ``forward(*args)`` returning what ``mod`` returns.
     """
     compiled = aot_module(mod, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler)
-    compiled._compiled.prepare(compiled._state(), *example_inputs)
+    compiled._compiled.prepare(*compiled._state(), *example_inputs)
+    # A call reads the current tensors of the parameters and buffers the module had when it was compiled
+    # (as PyTorch's aot_module_simplified lifts them once); looked up through the dicts that hold them,
+    # so a parameter assigned anew is seen, without walking the module tree per call.
+    state_refs = _state_refs(mod)
+    modules = list(mod.modules())
+    by_mode = compiled._by_mode
 
     def forward(*args):
-        return compiled(*args)
+        fn = by_mode.get(tuple(m.training for m in modules))
+        if fn is None:
+            fn = compiled._compiled
+        return fn(*[store[key] for store, key in state_refs], *args)
 
     forward.zero_grad = mod.zero_grad if hasattr(mod, "zero_grad") else None
     forward.named_parameters = mod.named_parameters

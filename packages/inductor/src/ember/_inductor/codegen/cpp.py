@@ -144,6 +144,186 @@ static inline float ember_erff(float x) {
     float r = a >= 4.2f ? 1.0f : (a >= 0.9f ? large : small);
     return x < 0.0f ? -r : r;
 }
+// log, log2, log10, log1p and tanh of float32 as straight-line code, so `omp simd` loops vectorise
+// them (the same maths as ember-core's csrc/pointwise.cpp kernels, so compiled log and tanh give the
+// eager C++ kernels' bits). log: x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormals scaled first),
+// f = m - 1 (exact), s = f / (2 + f), log m = 2 atanh(s) = f - s (f - R(s^2)) with R the atanh series
+// to s^10, e ln2 added in two parts: within 1 ulp. log2/log10/log1p: the same series in float64
+// (ember_log_wide, relative error ~1e-12) scaled and rounded once: within 1 ulp. tanh: in float64,
+// 1 - 2 / (e^(2|x|) + 1) with x's sign (ember_exp_wide: a degree-10 Taylor polynomial after range
+// reduction), and x - x^3/3 + 2x^5/15 below 2^-8 where the subtraction would cancel: within 1 ulp.
+static inline uint32_t ember_float_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+static inline float ember_bits_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
+static inline uint64_t ember_double_bits(double d) { uint64_t u; std::memcpy(&u, &d, 8); return u; }
+static inline double ember_bits_double(uint64_t u) { double d; std::memcpy(&d, &u, 8); return d; }
+static inline float ember_logf(float x) {
+    const bool subnormal = x < 0x1p-126f;
+    const uint32_t u = ember_float_bits(subnormal ? x * 0x1p23f : x);
+    const uint32_t v = u + (0x3f800000u - 0x3f3504f3u);  // exponent of x / sqrt(1/2)
+    const int32_t e = (int32_t)(v >> 23) - 127 - (subnormal ? 23 : 0);
+    const float f = ember_bits_float((v & 0x7fffffu) + 0x3f3504f3u) - 1.0f;
+    const float s = f / (2.0f + f);
+    const float z = s * s;
+    float R = 2.0f / 11;
+    R = R * z + 2.0f / 9;
+    R = R * z + 2.0f / 7;
+    R = R * z + 2.0f / 5;
+    R = R * z + 2.0f / 3;
+    R = R * z;
+    const float half_f2 = 0.5f * f * f;
+    const float log_m = f - (half_f2 - s * (half_f2 + R));
+    const float ef = (float)e;
+    const float result = (ef * -2.12194440e-4f + log_m) + ef * 0.693359375f;
+    const float special = x == 0.0f ? -std::numeric_limits<float>::infinity() :
+        (x == std::numeric_limits<float>::infinity() ? x : result);
+    return x < 0.0f ? std::numeric_limits<float>::quiet_NaN() : (x != x ? x : special);
+}
+// log of a positive, finite, normal double (every float is one), relative error ~1e-12
+static inline double ember_log_wide(double x) {
+    const uint64_t v = ember_double_bits(x) + (0x3ff0000000000000ull - 0x3fe6a09e667f3bcdull);
+    // the exponent as a double without an int64 -> double conversion (AVX2 has no vector form)
+    const double e = ember_bits_double((v >> 52) | 0x4330000000000000ull) - (0x1p52 + 1023.0);
+    const double f = ember_bits_double((v & 0xfffffffffffffull) + 0x3fe6a09e667f3bcdull) - 1.0;
+    const double s = f / (2.0 + f);
+    const double z = s * s;
+    double p = 1.0 / 13;
+    p = p * z + 1.0 / 11;
+    p = p * z + 1.0 / 9;
+    p = p * z + 1.0 / 7;
+    p = p * z + 1.0 / 5;
+    p = p * z + 1.0 / 3;
+    p = p * z + 1.0;
+    return e * 0.6931471805599453094 + 2.0 * s * p;
+}
+// the float result of a log-like function: `wide` for positive finite x, else the limits
+static inline float ember_log_special(float x, float zero_at, double wide) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const float r = x == zero_at ? -inf : (x == inf ? inf : (float)wide);
+    return x < zero_at ? std::numeric_limits<float>::quiet_NaN() : (x != x ? x : r);
+}
+static inline float ember_log2f(float x) {
+    const double d = x > 0.0f && x < std::numeric_limits<float>::infinity() ? (double)x : 1.0;
+    return ember_log_special(x, 0.0f, ember_log_wide(d) * 1.4426950408889634074);
+}
+static inline float ember_log10f(float x) {
+    const double d = x > 0.0f && x < std::numeric_limits<float>::infinity() ? (double)x : 1.0;
+    return ember_log_special(x, 0.0f, ember_log_wide(d) * 0.43429448190325182765);
+}
+static inline float ember_log1pf(float x) {
+    // 1 + x is exact in float64 for |x| >= 2^-12 (up to 2^24 below 2^53: rounding only far above);
+    // below, the series x - x^2/2 + x^3/3 - x^4/4 (keeps -0.0 and tiny x exact)
+    const double d = x;
+    const double u = x > -1.0f && x < std::numeric_limits<float>::infinity() ? 1.0 + d : 2.0;
+    const double series = d * (1.0 + d * (-0.5 + d * (1.0 / 3 - d * 0.25)));
+    const double wide = (d < 0x1p-12 && d > -0x1p-12) ? series : ember_log_wide(u);
+    return ember_log_special(x, -1.0f, wide);
+}
+static inline double ember_exp_wide(double x) {  // e^x for 0 <= x <= 40
+    const double shifter = 0x1.8p52;
+    const double k = x * 0x1.71547652b82fep0 + shifter;
+    const double n = k - shifter;
+    const double r = x - n * 0x1.62e42fefa39efp-1;
+    double p = 1.0 / 3628800;
+    p = p * r + 1.0 / 362880;
+    p = p * r + 1.0 / 40320;
+    p = p * r + 1.0 / 5040;
+    p = p * r + 1.0 / 720;
+    p = p * r + 1.0 / 120;
+    p = p * r + 1.0 / 24;
+    p = p * r + 1.0 / 6;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    return p * ember_bits_double((ember_double_bits(k) - ember_double_bits(shifter) + 1023) << 52);
+}
+static inline float ember_tanhf(float xf) {
+    const double x = xf;
+    const double a = x < 0 ? -x : x;
+    const double e = ember_exp_wide(a < 20.0 ? 2.0 * a : 40.0);  // tanh(20) rounds to 1
+    const double big = 1.0 - 2.0 / (e + 1.0);
+    const double z = x * x;
+    const double small = x * (1.0 + z * (-1.0 / 3 + z * (2.0 / 15)));  // -0.0 stays -0.0
+    const double result = a < 0x1p-8 ? small : (x < 0 ? -big : big);
+    return xf != xf ? xf : (float)result;
+}
+// sin and cos of float32 in float64 arithmetic, for every finite argument without a branch or a table
+// (so loops vectorise): |x| (2/pi) mod 4 from 2/pi written as nine 26-bit chunks K_i (234 bits):
+// each |x| K_i is exact (24 x 26 bits) and reduced mod 4 exactly, and the terms are summed as a
+// double-double, so the reduced argument keeps ~50 bits even for x near a multiple of pi/2 (the
+// Payne-Hanek idea without its table look-up); then sin/cos of r in [-pi/4, pi/4] by their Taylor
+// polynomials (truncation < 1e-13) and the quadrant. Within 1 ulp (the float rounding of a
+// float64 result accurate to ~1e-13).
+static inline void ember_two_sum(double a, double b, double& s, double& e) {
+    s = a + b;
+    const double bb = s - a;
+    e = (a - (s - bb)) + (b - bb);
+}
+static inline double ember_mod4(double t) { return t - 4.0 * std::floor(t * 0.25); }
+static inline void ember_reduce_pio2(float xf, double& r, int32_t& quadrant) {
+    const double d = std::fabs((double)xf);
+    const double low = d * 0x1.8eaf7ap-210 + d * 0x1.07f944p-186 + d * 0x1.278872p-157;
+    double sh = ember_mod4(d * 0x1.45f3068p-1), sl = 0.0, e;
+    ember_two_sum(sh, ember_mod4(d * 0x1.7272208p-27), sh, e); sl += e;
+    ember_two_sum(sh, ember_mod4(d * 0x1.4a7f09p-54), sh, e); sl += e;
+    ember_two_sum(sh, ember_mod4(d * 0x1.abe8fa8p-79), sh, e); sl += e;
+    ember_two_sum(sh, ember_mod4(d * 0x1.a6ee06p-107), sh, e); sl += e;
+    ember_two_sum(sh, d * 0x1.b62959p-132, sh, e); sl += e;  // below 4 from here: no mod
+    ember_two_sum(sh, low, sh, e); sl += e;
+    const double k = (sh + 0x1.8p52) - 0x1.8p52;  // nearest integer
+    const double f = (sh - k) + sl;  // |f| <= 1/2
+    r = f * 1.5707963267948966192;
+    quadrant = (int32_t)ember_mod4(k);
+}
+static inline double ember_sin_poly(double r) {
+    const double z = r * r;
+    double p = 1.0 / 6227020800.0;
+    p = p * z - 1.0 / 39916800.0;
+    p = p * z + 1.0 / 362880.0;
+    p = p * z - 1.0 / 5040.0;
+    p = p * z + 1.0 / 120.0;
+    p = p * z - 1.0 / 6.0;
+    return r + r * z * p;
+}
+static inline double ember_cos_poly(double r) {
+    const double z = r * r;
+    double p = -1.0 / 87178291200.0;
+    p = p * z + 1.0 / 479001600.0;
+    p = p * z - 1.0 / 3628800.0;
+    p = p * z + 1.0 / 40320.0;
+    p = p * z - 1.0 / 720.0;
+    p = p * z + 1.0 / 24.0;
+    p = p * z - 0.5;
+    return 1.0 + z * p;
+}
+static inline float ember_sinf(float x) {
+    double r; int32_t q;
+    ember_reduce_pio2(x, r, q);
+    const double s = ember_sin_poly(r), c = ember_cos_poly(r);
+    double v = (q & 1) ? c : s;
+    v = (q & 2) ? -v : v;
+    const float mag = (float)v;  // sin(-x) = -sin(x): x's sign bit applied last (keeps -0.0)
+    return ember_bits_float(ember_float_bits(mag) ^ (ember_float_bits(x) & 0x80000000u));
+}
+static inline float ember_cosf(float x) {
+    double r; int32_t q;
+    ember_reduce_pio2(x, r, q);
+    const double s = ember_sin_poly(r), c = ember_cos_poly(r);
+    double v = (q & 1) ? s : c;
+    v = ((q + 1) & 2) ? -v : v;
+    return (float)v;
+}
+#define EMBER_FLOAT_FUNCTION(NAME, FLOAT_FN)                                                   \
+    template <typename T> static inline T ember_##NAME(T x) {                                   \
+        if constexpr (std::is_same<T, float>::value) return FLOAT_FN(x); else return std::NAME(x); \
+    }
+EMBER_FLOAT_FUNCTION(log, ember_logf)
+EMBER_FLOAT_FUNCTION(log2, ember_log2f)
+EMBER_FLOAT_FUNCTION(log10, ember_log10f)
+EMBER_FLOAT_FUNCTION(log1p, ember_log1pf)
+EMBER_FLOAT_FUNCTION(tanh, ember_tanhf)
+EMBER_FLOAT_FUNCTION(sin, ember_sinf)
+EMBER_FLOAT_FUNCTION(cos, ember_cosf)
+#undef EMBER_FLOAT_FUNCTION
 template <typename T> static inline T ember_exp(T x) {
     if constexpr (std::is_same<T, float>::value) return ember_expf(x); else return std::exp(x);
 }
@@ -291,6 +471,8 @@ def constant(value, dtype):
     return f"static_cast<{t}>(INT64_C({int(value)}))"
 
 
+#: Unary ops with a straight-line (vectorisable) float32 form in PRELUDE, ``ember_<name><T>``.
+_VECTOR_FLOAT = ("exp", "erf", "log", "log2", "log10", "log1p", "tanh", "sin", "cos")
 _UNARY_STD = {"exp2": "exp2", "expm1": "expm1", "log": "log", "log2": "log2", "log10": "log10",
               "log1p": "log1p", "sqrt": "sqrt", "sin": "sin", "cos": "cos", "tan": "tan", "asin": "asin",
               "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "asinh",
@@ -313,7 +495,7 @@ def op_code(e, args):
         if e.dtype == ember.bool and name in ("add", "mul", "sub"):
             return {"add": f"({a} || {b})", "mul": f"({a} && {b})", "sub": f"({a} != {b})"}[name]
         return f"static_cast<{t}>({a} {_BINARY_INFIX[name]} {b})"
-    if name in ("exp", "erf"):
+    if name in _VECTOR_FLOAT:
         return f"ember_{name}<{at}>({a})" if is_float else f"static_cast<{t}>(std::{name}({a}))"
     if name in _UNARY_STD:
         return f"static_cast<{t}>(std::{_UNARY_STD[name]}({a}))"
