@@ -262,3 +262,26 @@ def test_foreach_add_sub_fused_bits(kernels, alpha, dtype):
     want = a.clone().add_(b, alpha=2.0)
     ember._foreach_add_([a], [b], alpha=2.0)
     bits_equal(a, want)
+
+
+def test_cat_and_clone_checked_kernels(kernels):
+    """``cat`` of contiguous cuda tensors of one dtype: one 2-D memcpy per input, numpy's concatenate; the other
+    calls take the generic path; ``clone(x)``'s checked kernel is the memcpy; a split's gradient goes through cat."""
+    from ember.cuda.kernels import copies
+
+    rng = np.random.default_rng(7)
+    for shapes, dim in [([(3, 16, 32)] * 3, 2), ([(2, 3), (5, 3)], 0), ([(2, 3, 4), (2, 1, 4)], 1)]:
+        for dtype in (np.float32, np.int64):
+            arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
+            tensors = [cuda(a) for a in arrays]
+            assert copies.cat(tensors, dim) is not None
+            np.testing.assert_array_equal(ember.cat(tensors, dim).cpu().numpy(), np.concatenate(arrays, axis=dim))
+    mixed = [cuda(np.ones((2, 3), np.float32)), cuda(np.ones((1, 3), np.float64))]
+    assert copies.cat(mixed, 0) is None and ember.cat(mixed, 0).dtype == ember.float64
+    x = cuda(values(np.float32, n=24).reshape(2, 12))
+    assert copies._clone_checked(x) is not None
+    bits_equal(ember.clone(x), x)
+    xg = x.clone().requires_grad_()
+    q, k, v = xg.split(4, dim=1)
+    (q * 1.0 + k * 2.0 + v * 3.0).sum().backward()
+    np.testing.assert_array_equal(xg.grad.cpu().numpy(), np.repeat([[1.0] * 4 + [2.0] * 4 + [3.0] * 4], 2, 0))

@@ -288,3 +288,48 @@ def test_gelu_backward_kernel_follows_the_formula(pointwise, approximate, dtype)
         assert np.all(error <= 4 * np.finfo(dtype).eps * scale), np.max(error / scale)
     assert pointwise.gelu_backward(_tensor(g), _tensor(x), "other") is None
     assert pointwise.gelu_backward(_tensor(g[:5]), _tensor(x), "none") is None  # shapes differ
+
+
+def _memcpy_2d(dst, dpitch, src, spitch, width, height, kind, stream):
+    """cudaMemcpy2DAsync on host memory (``kind`` device to device)."""
+    assert kind == 3 and width <= dpitch and width <= spitch
+    for row in range(height):
+        ctypes.memmove(dst + row * dpitch, src + row * spitch, width)
+
+
+@pytest.fixture
+def copies(monkeypatch):
+    from ember.cuda.kernels import copies
+
+    runtime = types.SimpleNamespace(memcpy2DAsync=_memcpy_2d)
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime,
+                                                            get_current_stream=lambda: types.SimpleNamespace(ptr=0)))
+    monkeypatch.setattr(copies, "cupy_module", lambda: fake)
+    monkeypatch.setattr(copies, "_state", {"ndarray": HostArray, "one_gpu": True, "device": None})
+    return copies
+
+
+def test_cat_kernel_is_numpys_concatenate(copies):
+    rng = np.random.default_rng(6)
+    cases = [
+        ([(3, 16, 32)] * 3, 2),  # a split's gradient (qkv)
+        ([(2, 3), (5, 3), (1, 3)], 0),
+        ([(2, 3, 4), (2, 1, 4), (2, 2, 4)], 1),
+        ([(2, 3, 4), (2, 3, 1)], -1),
+        ([(7,)], 0),
+    ]
+    for shapes, dim in cases:
+        for dtype in (np.float32, np.int64, np.float16):
+            arrays = [rng.standard_normal(s).astype(dtype) for s in shapes]
+            got = copies.cat([_tensor(a) for a in arrays], dim)
+            assert got is not None and got.flags.c_contiguous
+            np.testing.assert_array_equal(np.asarray(got), np.concatenate(arrays, axis=dim))
+    # what the usual path does: promotion, empty inputs, strided inputs, other sizes, a bad dim
+    f32 = np.ones((2, 3), np.float32)
+    assert copies.cat([_tensor(f32), _tensor(f32.astype(np.float64))], 0) is None
+    assert copies.cat([_tensor(f32), _tensor(np.ones((0, 3), np.float32))], 0) is None
+    assert copies.cat([_tensor(f32), Tensor._make(np.ones((3, 2), np.float32).view(HostArray).T,
+                                                   ember.device("cpu"))], 0) is None
+    assert copies.cat([_tensor(f32), _tensor(np.ones((2, 4), np.float32))], 0) is None
+    assert copies.cat([_tensor(f32)], 2) is None
+    assert copies.cat([], 0) is None

@@ -1,11 +1,17 @@
-"""Same-dtype copies on the GPU as one device-to-device memcpy: ``clone`` and ``_to_copy``.
+"""Same-dtype copies on the GPU as device-to-device memcpys: ``clone``, ``_to_copy`` and ``cat``.
 
 The generic copy (``cupy.ndarray.copy``/``astype``) runs an elementwise kernel
 (about 1.7 TB/s on an H200); a contiguous copy is one ``cudaMemcpyAsync`` on the
 current stream, which the driver runs at the device's copy bandwidth. The fast path
 takes a C-contiguous source on the current GPU whose copy is C-contiguous too; other
 calls (strided sources, other dtypes or devices, channels-last) run the kernel the op
-had before.
+had before. ``clone(x)`` (dropout with nothing to drop, ``x.clone()``) also has a checked cuda kernel, so
+the common call skips the meta function.
+
+``cat`` of C-contiguous arrays of one dtype (a split's gradient, attention's heads) is one strided
+``cudaMemcpy2DAsync`` per input: each input is a block of ``outer`` rows written at its column offset in
+the output's rows. Its checked cuda kernel takes those calls; any other (promotion, empty inputs, strides)
+runs the generic path.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import contextlib
 from ..._tensor import Tensor
 from .._runtime import cupy_module
 
-__all__ = ["register", "generic_only", "device_copy"]
+__all__ = ["register", "generic_only", "device_copy", "cat"]
 
 _state = {}
 _installed = {}  # op -> its cuda kernel before register()
@@ -33,6 +39,67 @@ def _copyable(data):
     if type(data) is not _state["ndarray"] or not data._c_contiguous:
         return False
     return _state["one_gpu"] or data.data.device_id == _state["device"]()
+
+
+def _clone_checked(*args):
+    """Checked cuda kernel of ``clone(input)``: the memcpy of a C-contiguous input, else None."""
+    if len(args) != 1 or type(args[0]) is not Tensor:
+        return None
+    data = args[0]._data
+    return device_copy(data) if _copyable(data) else None
+
+
+_DEVICE_TO_DEVICE = 3  # cudaMemcpyDeviceToDevice
+
+
+def cat(*args):
+    """Checked cuda kernel of ``cat(tensors, dim=0)``: plain cuda tensors of one dtype, C-contiguous, non-empty,
+    of one rank and equal sizes outside ``dim``; one 2-D memcpy per tensor. None for other calls (the usual
+    path promotes, skips empty 1-D tensors and raises the meta function's errors)."""
+    if not 1 <= len(args) <= 2:
+        return None
+    tensors = args[0]
+    dim = args[1] if len(args) == 2 else 0
+    if (type(tensors) is not list and type(tensors) is not tuple) or not tensors or type(dim) is not int:
+        return None
+    first = tensors[0]
+    if type(first) is not Tensor:
+        return None
+    data = first._data
+    ndim, dtype = data.ndim, data.dtype
+    if not -ndim <= dim < ndim or ndim == 0:
+        return None
+    d = dim + ndim if dim < 0 else dim
+    shape = data.shape
+    arrays = []
+    total = 0
+    for t in tensors:
+        if type(t) is not Tensor:
+            return None
+        a = t._data
+        if a.dtype != dtype or a.ndim != ndim or a.size == 0 or not _copyable(a):
+            return None
+        s = a.shape
+        if s[:d] != shape[:d] or s[d + 1:] != shape[d + 1:]:
+            return None
+        arrays.append(a)
+        total += s[d]
+    out_shape = shape[:d] + (total,) + shape[d + 1:]
+    out = _state["ndarray"](out_shape, dtype)
+    outer = 1
+    for n in shape[:d]:
+        outer *= n
+    row = out.nbytes // outer  # bytes of one output row (the dims from d on)
+    cp = cupy_module()
+    stream = cp.cuda.get_current_stream().ptr
+    memcpy_2d = cp.cuda.runtime.memcpy2DAsync
+    base = out.data.ptr
+    offset = 0
+    for a in arrays:
+        width = a.nbytes // outer
+        memcpy_2d(base + offset, row, a.data.ptr, width, width, outer, _DEVICE_TO_DEVICE, stream)
+        offset += width
+    return out
 
 
 def _clone_kernel(previous):
@@ -96,12 +163,17 @@ def register():
             continue
         _installed[op] = previous
         op.kernels["cuda"] = make(previous)
+    registry["clone"].register_checked_kernel("cuda", _clone_checked)
+    registry["cat"].register_checked_kernel("cuda", cat)
 
 
 @contextlib.contextmanager
 def generic_only():
-    """Within the block, ``clone``/``_to_copy`` run the cuda kernels they had before :func:`register`."""
+    """Within the block, ``clone``/``_to_copy``/``cat`` run the cuda kernels they had before :func:`register`."""
+    from ..._ops._registry import registry
+
     saved = {op: op.kernels["cuda"] for op in _installed}
+    checked = {name: registry[name].checked_kernels.pop("cuda", None) for name in ("clone", "cat")}
     for op, previous in _installed.items():
         op.kernels["cuda"] = previous
     try:
@@ -109,3 +181,6 @@ def generic_only():
     finally:
         for op, kernel in saved.items():
             op.kernels["cuda"] = kernel
+        for name, kernel in checked.items():
+            if kernel is not None:
+                registry[name].register_checked_kernel("cuda", kernel)
