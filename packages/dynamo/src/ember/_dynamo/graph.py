@@ -62,6 +62,13 @@ class RecordingMode(ProxyDispatchMode):
     def __init__(self, output):
         super().__init__(output.graph, output.root)
         self.output = output
+        self.real_device = None  # the device the recorded call runs on at run time
+
+    def _to_arg(self, a):
+        # ops on the examples see device='meta' (``x.float()`` passes x's device on): the graph gets the real one
+        if type(a).__name__ == "device" and getattr(a, "type", None) == "meta" and self.real_device is not None:
+            return self.real_device
+        return super()._to_arg(a)
 
     def refuse_value_read(self, what):
         raise Unsupported(f"{what} reads a tensor's value into Python (data-dependent)")
@@ -186,6 +193,7 @@ class OutputGraph:
         py_args = [a.as_python(tx) for a in args]
         py_kwargs = {k: v.as_python(tx) for k, v in kwargs.items()}
         device = _device_of(args, kwargs)
+        self.mode.real_device = device
         try:
             with self.mode:
                 result = fn(*py_args, **py_kwargs)
@@ -206,7 +214,11 @@ class OutputGraph:
 
         if isinstance(result, ember.Tensor):
             if result.device.type != "meta":
-                raise Unsupported("an ember call returned a real tensor that is not recorded in the graph")
+                # made without an op (``ember.tensor(2.0)`` from constants): a constant of the graph
+                node = self.mode.node_of(result)
+                device = result.device
+                result = _to_meta(result)
+                self.mode.track(result, node)
             self.mode.node_of(result)  # raises if it is not a recorded value
             return TensorVariable(result, device)
         if isinstance(result, tuple) and hasattr(type(result), "_fields"):
@@ -214,11 +226,13 @@ class OutputGraph:
         if type(result) in (tuple, list) and not is_constant_value(result):
             items = [self.wrap_result(r, device) for r in result]
             return TupleVariable(items) if type(result) is tuple else ListVariable(items)
-        if is_constant_value(result) or isinstance(result, list):
-            return ConstantVariable(result) if not isinstance(result, list) else ListVariable(
-                [ConstantVariable(r) for r in result]
-            )
-        raise Unsupported(f"an ember call returned a {type(result).__name__} (not a tensor or constant)")
+        if is_constant_value(result):
+            return ConstantVariable(result)
+        if isinstance(result, list):
+            return ListVariable([self.wrap_result(r, device) for r in result])
+        if isinstance(result, (ember.nn.Module,)) or _holds_tensor(result):
+            raise Unsupported(f"an ember call returned a {type(result).__name__} (not a tensor or constant)")
+        return self.wrap(result, None, guard=False)  # a class, a function...
 
     # -- grad mode ------------------------------------------------------------------------------------
 
@@ -270,6 +284,13 @@ class OutputGraph:
 
     def guard_list(self):
         return list(self.guards.values())
+
+
+def _holds_tensor(value):
+    import ember
+
+    state = getattr(value, "__dict__", None)
+    return isinstance(state, dict) and any(isinstance(v, ember.Tensor) for v in state.values())
 
 
 def _set_grad_enabled(mode):

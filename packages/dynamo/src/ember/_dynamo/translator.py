@@ -26,18 +26,21 @@ from .handlers.versions import PY
 from .source import AttrSource, ClosureSource, GlobalSource, ImportSource, LocalSource
 from .variables.builtins import BuiltinVariable
 from .variables.functions import CellVariable
+from .variables.misc import NullVariable
 
 __all__ = ["translate", "CapturedFrame", "GraphBreak", "InstructionTranslator"]
 
 #: How deep inlined calls may nest (deeper recursion graph-breaks at the outermost call).
 MAX_INLINE_DEPTH = 64
 
+_CO_GENERATOR = 0x20
 _NOT_TRACEABLE_FLAGS = (
-    0x20  # CO_GENERATOR
-    | 0x80  # CO_COROUTINE
+    0x80  # CO_COROUTINE
     | 0x100  # CO_ITERABLE_COROUTINE
     | 0x200  # CO_ASYNC_GENERATOR
 )
+#: A generator inlined while tracing runs to its end at once; one yielding more is refused.
+MAX_GENERATOR_ITEMS = 100_000
 
 _INSTRUCTIONS = {}  # code -> (instructions, offset -> index)
 
@@ -71,7 +74,7 @@ class InstructionTranslatorBase(LoadStoreHandlers, OperatorHandlers, ControlHand
         self.lineno = code.co_firstlineno
         self.return_value = None
         self.current = None
-
+        self.yielded = None  # a list while running a generator's code
     # -- the stack --------------------------------------------------------------------------------------
 
     def push(self, var):
@@ -154,12 +157,20 @@ class InstructionTranslatorBase(LoadStoreHandlers, OperatorHandlers, ControlHand
         """Run a user function's bytecode in a child translator; returns the tracker of its result."""
         code = fn.get_code()
         if code.co_flags & _NOT_TRACEABLE_FLAGS:
-            raise Unsupported(f"calling generator/coroutine function {fn.fn_name()}()")
+            raise Unsupported(f"calling coroutine function {fn.fn_name()}()")
         if self.depth + 1 > MAX_INLINE_DEPTH:
             raise Unsupported(f"inlining deeper than {MAX_INLINE_DEPTH} calls (recursion?)")
         symbolic_locals = fn.bound_locals(self, args, kwargs)
         cells = dict(zip(code.co_freevars, fn.get_closure_cells(self)))
         child = InstructionTranslatorBase(code, fn.get_globals(), symbolic_locals, cells, self.output, self.depth + 1)
+        if code.co_flags & _CO_GENERATOR:
+            # a generator (a generator expression, ``named_children()``...) runs to its end now; its
+            # items are an iterator (the consumer almost always takes them all)
+            from .variables.iterators import IteratorVariable
+
+            child.yielded = []
+            child.run_to_return()
+            return IteratorVariable(child.yielded)
         return child.run_to_return()
 
 
@@ -171,7 +182,11 @@ class InstructionTranslator(InstructionTranslatorBase):
         argnames = code.co_varnames[: _arg_count(code)]
         for name in argnames:
             if name in frame_locals:
-                symbolic_locals[name] = output.wrap(frame_locals[name], LocalSource(name))
+                value = frame_locals[name]
+                if _is_null(value):  # a NULL call slot handed to a continuation
+                    symbolic_locals[name] = NullVariable()
+                else:
+                    symbolic_locals[name] = output.wrap(value, LocalSource(name))
         cells = {}
         for i, name in enumerate(code.co_freevars):
             if closure is not None and i < len(closure):
@@ -206,6 +221,14 @@ class InstructionTranslator(InstructionTranslatorBase):
 
     def current_instruction(self):
         return self.instructions[self.ip]
+
+
+def _is_null(value):
+    try:
+        from .resume import NULL
+    except ImportError:
+        return False
+    return value is NULL
 
 
 def _arg_count(code):
@@ -324,14 +347,16 @@ def _finish_at_break(tx, output, inst, error):
         plan = plan_graph_break(tx.code, inst.offset, len(tx.stack))
     except Exception as e:  # noqa: BLE001 - a region the continuation cannot re-enter
         raise SkipFrame(f"{error.reason} (no continuation at offset {inst.offset}: {e})") from e
-    values = list(tx.stack)
+    stack = list(tx.stack)
+    values = []
     for name in plan.live_locals:
         if name in tx.symbolic_locals:
             values.append(tx.symbolic_locals[name])
         elif name in tx.cells and not tx.cells[name].real:
             values.append(tx.cells[name].get(tx))
         else:
-            raise SkipFrame(f"{error.reason} (local {name!r} is unbound at the break)")
-    gm, result, effects = output.finish(TupleVariable(values))
+            values.append(NullVariable())  # unbound here: the continuation leaves it unbound
+    # result.build gives (stack values, live local values): the break function's arguments
+    gm, result, effects = output.finish(TupleVariable([TupleVariable(stack), TupleVariable(values)]))
     graph_break = GraphBreak(error.reason, error.filename, error.lineno, error.source_line, plan)
     return gm, result, effects, graph_break

@@ -113,10 +113,22 @@ class ControlHandlers:
         raise Unsupported("exception handler reached while tracing")
 
     def RETURN_GENERATOR(self, inst):
-        raise Unsupported("generator or coroutine function")
+        if self.yielded is None:
+            raise Unsupported("generator or coroutine function")
+        self.push(ConstantVariable(None))  # the POP_TOP after it discards this
 
     def YIELD_VALUE(self, inst):
-        raise Unsupported("yield (generators are not traced)")
+        from ..translator import MAX_GENERATOR_ITEMS
+
+        if self.yielded is None:
+            raise Unsupported("yield outside a generator being inlined")
+        self.yielded.append(self.pop())
+        if len(self.yielded) > MAX_GENERATOR_ITEMS:
+            raise Unsupported(f"a generator yielded more than {MAX_GENERATOR_ITEMS} items while tracing")
+        self.push(ConstantVariable(None))  # what next() sends in
+
+    def SEND(self, inst):
+        raise Unsupported("yield from / await while tracing")
 
     def LOAD_BUILD_CLASS(self, inst):
         raise Unsupported("class definition inside a compiled function")

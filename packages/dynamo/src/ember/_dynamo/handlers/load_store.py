@@ -39,7 +39,8 @@ class LoadStoreHandlers:
     # -- constants and locals ------------------------------------------------------------------------
 
     def LOAD_CONST(self, inst):
-        self.push(self.output.wrap(inst.argval, None, guard=False))
+        # co_consts hold immutable values only (numbers, strings, tuples, code objects...)
+        self.push(ConstantVariable(inst.argval))
 
     def RETURN_CONST(self, inst):
         self.LOAD_CONST(inst)
@@ -210,15 +211,10 @@ class LoadStoreHandlers:
     # -- imports ------------------------------------------------------------------------------------------
 
     def IMPORT_NAME(self, inst):
-        import importlib
-
         fromlist = self.pop().as_constant()
         level = self.pop().as_constant()
-        if level != 0:
-            raise Unsupported("relative import inside a compiled function")
-        module = importlib.import_module(inst.argval)
-        if not fromlist:
-            module = importlib.import_module(inst.argval.split(".")[0])
+        # importing is idempotent once the module is loaded: do it for real, as the frame would
+        module = __import__(inst.argval, self.f_globals, None, fromlist, level)
         self.push(self.output.wrap(module, None, guard=False))
 
     def IMPORT_FROM(self, inst):

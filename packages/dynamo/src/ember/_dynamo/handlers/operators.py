@@ -99,8 +99,25 @@ class OperatorHandlers:
     def IS_OP(self, inst):
         b = self.pop()
         a = self.pop()
-        same = _identity(a) is _identity(b)
+        same = self._pending_identity(a, b)
+        if same is None:
+            same = _identity(a) is _identity(b)
         self.push(ConstantVariable(same != bool(inst.arg)))
+
+    def _pending_identity(self, a, b):
+        """``a is b`` where one side is a constant read from the frame whose value was not used yet and the
+        other a constant of another type (``x is None``, a continuation's ``x is NULL`` check): a type guard
+        decides it, so a float argument that changes does not recompile. None when this does not apply."""
+        from ..guards import GuardKind
+
+        for pending, other in ((a, b), (b, a)):
+            if isinstance(pending, ConstantVariable) and pending.on_use is not None and other.is_constant():
+                value, target = pending.value, other.as_constant()
+                if value is None or type(value) is type(target):
+                    return None
+                self.output.add_guard(pending.source, GuardKind.TYPE_MATCH, type(value))
+                return False
+        return None
 
     def CONTAINS_OP(self, inst):
         container = self.pop()

@@ -31,10 +31,12 @@ def wrap_value(output, value, source, guard=True):
     if isinstance(value, ember.Tensor):
         return output.tensor_input(value, source)
     if value is None:
-        add(source, GuardKind.IS_NONE, None)
+        if guard and source is not None:
+            return ConstantVariable(None, source, on_use=lambda: add(source, GuardKind.IS_NONE, None))
         return ConstantVariable(None, source)
     if is_constant_value(value) and type(value) is not tuple:
-        add(source, GuardKind.EQUALS_MATCH, value)
+        if guard and source is not None:
+            return ConstantVariable(value, source, on_use=lambda: add(source, GuardKind.EQUALS_MATCH, value))
         return ConstantVariable(value, source)
     if isinstance(value, ember.nn.Module):
         add(source, GuardKind.ID_MATCH, value)

@@ -22,7 +22,6 @@ _REFUSED = {
     print: "print() is a side effect outside the graph",
     input: "input() while tracing",
     open: "open() while tracing",
-    id: "id() of a traced value",
     exec: "exec() while tracing",
     eval: "eval() while tracing",
     globals: "globals() while tracing",
@@ -86,6 +85,12 @@ class BuiltinVariable(VariableTracker):
         raise Unsupported(f"builtin {getattr(fn, '__name__', fn)}() is not supported while tracing")
 
     # -- facts about values -----------------------------------------------------------------------
+
+    def _call_id(self, tx, obj):
+        # used as a dict key inside a helper (``transposed[id(x)]``): the identity of the traced value
+        from ..handlers.operators import _identity
+
+        return ConstantVariable(id(_identity(obj)))
 
     def _call_len(self, tx, obj):
         return ConstantVariable(obj.length(tx))
@@ -222,6 +227,12 @@ class BuiltinVariable(VariableTracker):
         for item in items:
             total = tx.binary_op(operator.add, total, item)
         return total
+
+    def _call_any(self, tx, iterable):
+        return ConstantVariable(any(item.truth(tx) for item in iterable.unpack(tx)))
+
+    def _call_all(self, tx, iterable):
+        return ConstantVariable(all(item.truth(tx) for item in iterable.unpack(tx)))
 
     def _call_min(self, tx, *args, **kwargs):
         return self._extremum(tx, min, args, kwargs)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..exc import Unsupported
-from ..reconstruct import Constant
+from ..reconstruct import Constant, FromSource
 from .base import VariableTracker
 
 __all__ = ["ConstantVariable", "is_constant_value"]
@@ -31,11 +31,17 @@ def is_constant_value(value):
 
 
 class ConstantVariable(VariableTracker):
-    """An immutable value known while tracing; operations on constants are computed right away."""
+    """An immutable value known while tracing; operations on constants are computed right away.
 
-    def __init__(self, value, source=None):
+    A constant read from the frame carries ``on_use``, the guard to record the first time its value
+    matters (a constant only passed through to the result or a call is rebuilt from its source and
+    needs no guard: a float returned by ``.item()`` before a break does not recompile each call).
+    """
+
+    def __init__(self, value, source=None, on_use=None):
         super().__init__(source)
         self.value = value
+        self.on_use = on_use
 
     def describe(self):
         return f"constant {self.value!r}"
@@ -47,14 +53,17 @@ class ConstantVariable(VariableTracker):
         return True
 
     def as_constant(self):
+        if self.on_use is not None:
+            on_use, self.on_use = self.on_use, None
+            on_use()
         return self.value
 
     def truth(self, tx):
-        return bool(self.value)
+        return bool(self.as_constant())
 
     def unpack(self, tx):
         try:
-            items = list(self.value)
+            items = list(self.as_constant())
         except TypeError:
             raise Unsupported(f"iterating over {self.describe()}") from None
         return [ConstantVariable(v) for v in items]
@@ -64,7 +73,7 @@ class ConstantVariable(VariableTracker):
 
     def getattr(self, tx, name):
         try:
-            attr = getattr(self.value, name)
+            attr = getattr(self.as_constant(), name)
         except AttributeError as e:
             raise Unsupported(f"{self.describe()} has no attribute {name!r}") from e
         if callable(attr):
@@ -74,4 +83,6 @@ class ConstantVariable(VariableTracker):
         return ConstantVariable(attr)
 
     def reconstruct(self, out):
+        if self.on_use is not None and self.source is not None:
+            return FromSource(self.source)  # never used while tracing: read it again, unguarded
         return Constant(self.value)

@@ -58,6 +58,11 @@ def bind_arguments(code, name, defaults, kwdefaults, args, kwargs):
     ``*args``/``**kwargs`` parameters become a TupleVariable/DictVariable; a wrong call raises
     Unsupported with Python's own TypeError message.
     """
+    if not all(n.isidentifier() for n in code.co_varnames[: code.co_argcount]):
+        # a 3.11 comprehension's implicit ``.0`` parameter (inspect cannot bind it by name)
+        if kwargs or len(args) != code.co_argcount:
+            raise Unsupported(f"calling {name}() with {len(args)} arguments")
+        return dict(zip(code.co_varnames, args))
     cells = tuple(types.CellType() for _ in code.co_freevars) or None
     shape = types.FunctionType(code, {}, name, tuple(defaults) or None, cells)
     if kwdefaults:
@@ -182,6 +187,21 @@ class NestedFunctionVariable(_InlinableFunction):
 
     def get_kwdefaults(self, tx):
         return dict(self.kwdefaults.items) if self.kwdefaults is not None else {}
+
+    def as_python(self, tx):
+        """A real function over the examples, for an ember call that takes a callable (it then runs
+        untraced inside that call, its ops recorded by the recording mode)."""
+        cells = []
+        for cell in self.get_closure_cells(tx):
+            if cell.pending is None and cell.contents is None:
+                cells.append(types.CellType())
+            else:
+                cells.append(types.CellType(cell.get(tx).as_python(tx)))
+        defaults = tuple(d.as_python(tx) for d in self.get_defaults(tx)) or None
+        fn = types.FunctionType(self.code, self.f_globals, self.code.co_name, defaults, tuple(cells) or None)
+        if self.kwdefaults is not None:
+            fn.__kwdefaults__ = {k: v.as_python(tx) for k, v in self.kwdefaults.items.items()}
+        return fn
 
     def reconstruct(self, out):
         return BuildFunction(

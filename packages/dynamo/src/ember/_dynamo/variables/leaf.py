@@ -20,6 +20,11 @@ _REFUSED = {
 _PURE_MODULES = ("math", "operator", "_operator", "cmath")
 
 
+# ember code that implements modules is inlined like user code (its helpers take callables and
+# modules, e.g. the transformer layers' residual blocks); the rest of ember is the op-level API.
+_INLINED_EMBER_MODULES = ("ember.nn.modules", "ember.nn.utils", "ember.nn.parameter")
+
+
 def is_ember_callable(value):
     """Whether ``value`` is an ember function, registry op, or ember class (a leaf of capture)."""
     from ember._ops._registry import Op
@@ -27,6 +32,8 @@ def is_ember_callable(value):
     if isinstance(value, Op):
         return True
     module = getattr(value, "__module__", None) or ""
+    if module.startswith(_INLINED_EMBER_MODULES) and not isinstance(value, type):
+        return False
     return module == "ember" or module.startswith("ember.")
 
 
@@ -66,6 +73,11 @@ class LeafCallableVariable(VariableTracker):
         name = getattr(fn, "__name__", "")
         if name in _REFUSED:
             raise Unsupported(f"ember.{name}() changes state outside the graph")
+        from .tensor import TensorVariable
+
+        name = getattr(fn, "__name__", "")
+        if args and isinstance(args[0], TensorVariable) and getattr(ember.Tensor, name, None) is fn:
+            return args[0].call_method(tx, name, args[1:], kwargs)  # Tensor.item(x) as x.item()
         special = _special_call(tx, fn, args, kwargs)
         if special is not None:
             return special

@@ -17,7 +17,9 @@ class NullVariable(VariableTracker):
         return "NULL"
 
     def reconstruct(self, out):
-        return Constant(None)
+        from ..resume import NULL  # the break function's prologue turns it back into a real NULL
+
+        return Constant(NULL)
 
 
 class GradModeVariable(VariableTracker):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..exc import Unsupported
 from ..reconstruct import Constant, FromSource
 from ..source import AttrSource
+from .base import MethodOf
 from .constant import ConstantVariable
 from .user_objects import _ObjectBase
 
@@ -31,6 +32,14 @@ class NNModuleVariable(_ObjectBase):
     def _child_source(self, name):
         return AttrSource(self.source, name) if self.source is not None else None
 
+    def getattr(self, tx, name):
+        import ember
+
+        if name in self._MEMBER_ITERATORS and name not in self.value.__dict__:
+            if all(name not in klass.__dict__ for klass in type(self.value).__mro__ if klass is not ember.nn.Module):
+                return MethodOf(self, name)
+        return super().getattr(tx, name)
+
     def instance_attr(self, tx, name):
         override = tx.output.side_effects.attr_override(self.value, name)
         if override is not None:
@@ -45,9 +54,13 @@ class NNModuleVariable(_ObjectBase):
         return None
 
     def setattr(self, tx, name, value):
+        from .tensor import TensorVariable
+
         state = self.value.__dict__
-        if any(name in state.get(t, ()) for t in ("_parameters", "_buffers", "_modules")):
-            raise Unsupported(f"assigning module attribute {name!r} (a parameter, buffer or submodule)")
+        if any(name in state.get(t, ()) for t in ("_parameters", "_modules")):
+            raise Unsupported(f"assigning module attribute {name!r} (a parameter or submodule)")
+        if name in state.get("_buffers", ()) and not isinstance(value, TensorVariable):
+            raise Unsupported(f"assigning a non-tensor to buffer {name!r}")
         tx.output.side_effects.store_attr(self, self.value, name, value)
 
     def truth(self, tx):
@@ -77,12 +90,51 @@ class NNModuleVariable(_ObjectBase):
             return tx.output.wrap(self.value[index], self._child_source(index))
         items = self.unpack(tx)
         if isinstance(index, slice):
-            raise Unsupported("slicing a ModuleList/Sequential while tracing")
+            from .containers import ListVariable
+
+            return ListVariable(items[index])  # iterating and calling the slice is what code does with it
         return items[index]
+
+    def _dotted_source(self, dotted):
+        source = self.source
+        for part in dotted.split(".") if dotted else ():
+            if source is None:
+                return None
+            source = AttrSource(source, part)
+        return source
+
+    def _iterate_members(self, tx, name, args, kwargs):
+        """``parameters()``, ``named_children()``... computed on the real module (they only read it), each
+        item wrapped with its attribute path as source."""
+        from .containers import TupleVariable
+        from .iterators import IteratorVariable
+
+        values = [a.as_constant() for a in args]
+        keywords = {k: v.as_constant() for k, v in kwargs.items()}
+        named = name.startswith("named_")
+        method = name if named else "named_" + name
+        if method == "named_children":
+            items = list(self.value.named_children())
+        else:
+            items = list(getattr(self.value, method)(*values, **keywords))
+        prefix = keywords.get("prefix", "") if method != "named_children" else ""
+        out = []
+        for dotted, value in items:
+            path = dotted[len(prefix) + 1:] if prefix and dotted.startswith(prefix + ".") else dotted
+            var = tx.output.wrap(value, self._dotted_source(path) if path != prefix else self.source)
+            out.append(TupleVariable([ConstantVariable(dotted), var]) if named else var)
+        return IteratorVariable(out)
+
+    _MEMBER_ITERATORS = frozenset({
+        "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
+        "modules", "named_modules",
+    })
 
     def call_method(self, tx, name, args, kwargs):
         import ember
 
+        if name in self._MEMBER_ITERATORS:
+            return self._iterate_members(tx, name, args, kwargs)
         if isinstance(self.value, ember.nn.ModuleDict) and name in ("keys", "values", "items"):
             from .containers import ListVariable, TupleVariable
 

@@ -85,8 +85,6 @@ class TensorVariable(VariableTracker):
             return tx.output.wrap(self.real.grad, AttrSource(self.source, "grad"))
         if name in _TENSOR_ATTRS:
             return tx.output.leaf_call(tx, getattr, [self, ConstantVariable(name)], {})
-        if name in _REFUSED:
-            raise Unsupported(_REFUSED[name])
         if not hasattr(self.example, name):
             raise Unsupported(f"'Tensor' object has no attribute {name!r}")
         return MethodOf(self, name)

@@ -177,6 +177,14 @@ class ClassVariable(VariableTracker):
                 raise Unsupported(f"named tuple class {cls.__name__} without a Python __new__")
             bound = bind_arguments(code, "__new__", defaults, {}, [self, *args], kwargs)
             return NamedTupleVariable(cls, [bound[f] for f in cls._fields])
+        import collections
+
+        if cls is collections.OrderedDict:
+            from .builtins import BuiltinVariable
+            from .containers import DictVariable
+
+            built = BuiltinVariable(dict).call(tx, args, kwargs)
+            return DictVariable(built.items, cls=collections.OrderedDict)
         if issubclass(cls, BaseException):
             raise Unsupported(f"creating exception {cls.__name__} (raising is not traced)")
         if cls.__new__ is not object.__new__ or type(cls) is not type:
