@@ -232,3 +232,19 @@ def test_closures_are_read_at_call_time(fake):
     f = ember.compile(g, backend="eager")
     assert f._bind(ember.ones(1))["factor"] == 3
     close(f(ember.ones(2)), ember.full((2,), 3.0))
+
+
+def test_an_internal_capture_error_raises_unless_suppressed(monkeypatch):
+    def broken(fn, frame_locals, config):
+        raise KeyError("translator bug")
+
+    monkeypatch.setattr(frames, "_translate", broken)
+    dynamo.reset()
+    f = ember.compile(fn, backend="eager")
+    x = ember.randn(2)
+    with pytest.raises(KeyError, match="translator bug"):
+        f(x, x)
+    with config.patch(suppress_errors=True), pytest.warns(UserWarning, match="running it eagerly"):
+        close(f(x, x), fn(x, x))
+    assert "internal error" in f._cache.eager_reason
+    dynamo.reset()

@@ -14,6 +14,7 @@ __all__ = [
     "cache_size_limit",
     "automatic_dynamic_shapes",
     "verify_guards_on_capture",
+    "suppress_errors",
     "patch",
     "CaptureConfig",
 ]
@@ -30,7 +31,11 @@ automatic_dynamic_shapes: bool = True
 #: otherwise recompile on every call); a failure raises.
 verify_guards_on_capture: bool = True
 
-_SETTINGS = ("cache_size_limit", "automatic_dynamic_shapes", "verify_guards_on_capture")
+#: An internal error of the capture (a translator bug, not an ``Unsupported`` construct) runs the frame
+#: eagerly with a warning instead of raising. Off by default, as in PyTorch: bugs should be seen.
+suppress_errors: bool = False
+
+_SETTINGS = ("cache_size_limit", "automatic_dynamic_shapes", "verify_guards_on_capture", "suppress_errors")
 
 
 @contextlib.contextmanager

@@ -127,7 +127,7 @@ def explain(fn, *extra_args, **extra_kwargs):
 
     Args:
         fn (callable or nn.Module): what to explain (a compiled function is explained as its original).
-        *extra_args, **extra_kwargs: the older spelling ``explain(fn, *args)``: run at once.
+        extra_args, extra_kwargs: the older spelling ``explain(fn, *args)``: run at once.
 
     Returns:
         callable: ``(*args, **kwargs) -> ExplainOutput`` (or the ExplainOutput itself with extra args).

@@ -256,6 +256,14 @@ def _fullgraph_error(brk):
     return Unsupported(f"graph break with fullgraph=True: {brk.reason}", brk.filename, brk.lineno, brk.source_line)
 
 
+def _run_eagerly_from_now_on(compiled_fn, cache, settings, reason, why):
+    """Mark the code "run eagerly" (until reset) and tell the observers; returns ``None`` (no entry)."""
+    cache.eager_reason = why
+    log.info("running %s eagerly: %s", _where(cache.code), why)
+    _notify(CaptureRecord(cache.code, compiled_fn._func, settings, reason=reason, eager_reason=why))
+    return None
+
+
 def handle_miss(compiled_fn, frame_locals, args, kwargs):
     """No cache entry matched: capture and compile (or run eagerly), then run.
 
@@ -310,10 +318,12 @@ def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
     except _exc_types() as exc:
         if settings.fullgraph:
             raise
-        cache.eager_reason = str(exc)
-        log.info("running %s eagerly: %s", _where(code), exc)
-        _notify(CaptureRecord(code, compiled_fn._func, settings, reason=reason, eager_reason=str(exc)))
-        return None
+        return _run_eagerly_from_now_on(compiled_fn, cache, settings, reason, str(exc))
+    except Exception as exc:
+        if not config.suppress_errors:
+            raise
+        warnings.warn(f"ember._dynamo: capturing {_where(code)} failed, running it eagerly: {exc!r}", stacklevel=4)
+        return _run_eagerly_from_now_on(compiled_fn, cache, settings, reason, f"internal error: {exc!r}")
     if captured.graph_break is not None and settings.fullgraph:
         raise _fullgraph_error(captured.graph_break)
     check = GuardCheck(captured.guards)
