@@ -198,9 +198,12 @@ def _probe_points(code):
             points.append(ins.offset)
         if _pushes_null(ins):
             pending += 1
-        if ins.opname in _CALLS or ins.opname == "STORE_FAST" and pending and "LOAD_FAST_AND_CLEAR" in [
-            x.opname for x in dec.instructions[:i]
-        ]:
+        if (
+            ins.opname in _CALLS
+            or ins.opname == "STORE_FAST"
+            and pending
+            and "LOAD_FAST_AND_CLEAR" in [x.opname for x in dec.instructions[:i]]
+        ):
             pending = max(0, pending - 1)
     return points
 
@@ -442,9 +445,7 @@ def test_plan_checks_stack_depth_and_offset():
 # --- break functions -------------------------------------------------------------------------
 def _offset_of(fn, opname, nth=0, argval=None):
     found = [
-        ins
-        for ins in dis.get_instructions(fn)
-        if ins.opname == opname and (argval is None or ins.argval == argval)
+        ins for ins in dis.get_instructions(fn) if ins.opname == opname and (argval is None or ins.argval == argval)
     ]
     return found[nth].offset
 
@@ -456,9 +457,7 @@ def _call_offset(fn, nth=0):
 
 
 def _break_and_resume(fn, plan, stack, locs):
-    conts = [
-        resume.make_resume_function(plan.code, s, fn.__globals__, fn.__closure__) for s in plan.successors
-    ]
+    conts = [resume.make_resume_function(plan.code, s, fn.__globals__, fn.__closure__) for s in plan.successors]
     brk = resume.make_break_function(plan, conts, fn.__globals__, fn.__closure__)
     return brk(*stack, *[locs[n] if n in locs else NULL for n in plan.live_locals])
 
@@ -644,3 +643,62 @@ def test_break_inside_grad_mode_block():
     assert out == (7, True)
     assert seen == [False]
     assert ember.is_grad_enabled()
+
+
+@pytest.mark.parametrize("n_done", [0, 2, 3])
+def test_break_at_for_iter_both_ways(n_done):
+    def f(xs):
+        total = 0
+        for x in xs:
+            total += x
+        return total * 2
+
+    code = f.__code__
+    head = next(ins for ins in decode(code).instructions if ins.opname == "FOR_ITER")
+    plan = resume.plan_graph_break(code, head.offset, 1)
+    assert [s.stack_depth for s in plan.successors] == [2, 0]  # next item pushed / iterator popped
+    xs = [1, 2, 3]
+    it = iter(xs)
+    for _ in range(n_done):
+        next(it)
+    total = sum(xs[:n_done])
+    assert _break_and_resume(f, plan, [it], {"total": total}) == f(xs)
+
+
+def test_break_at_for_iter_with_break_statement_after_loop():
+    def f(xs):
+        found = None
+        for x in xs:
+            if x > 1:
+                found = x
+                break
+        else:
+            found = -1
+        return found
+
+    code = f.__code__
+    head = next(ins for ins in decode(code).instructions if ins.opname == "FOR_ITER")
+    plan = resume.plan_graph_break(code, head.offset, 1)
+    for xs in ([0, 5, 7], [0, 1], []):
+        assert _break_and_resume(f, plan, [iter(xs)], {"found": None}) == f(xs)
+
+
+def test_break_at_method_and_global_loads_that_push_null():
+    class C:
+        def m(self, v):
+            return v + 1
+
+    def f(c, v):
+        a = c.m(v)
+        b = _helper(a)
+        return a, b
+
+    code = f.__code__
+    insns = decode(code).instructions
+    attr = next(ins for ins in insns if ins.opname in ("LOAD_METHOD", "LOAD_ATTR"))
+    plan = resume.plan_graph_break(code, attr.offset, 1)
+    c = C()
+    assert _break_and_resume(f, plan, [c], {"v": 4}) == f(c, 4)
+    glob = next(ins for ins in insns if ins.opname == "LOAD_GLOBAL")
+    plan = resume.plan_graph_break(code, glob.offset, 0)
+    assert _break_and_resume(f, plan, [], {"a": 5}) == f(c, 4)

@@ -78,7 +78,8 @@ class CannotResume(Exception):
     """A graph break at this instruction cannot be continued (the frame should run eagerly).
 
     Raised for generator and coroutine frames and for instructions whose continuation this
-    module does not support (``FOR_ITER``/``SEND``); the message says which.
+    module does not support (``SEND``, offsets reached only through an exception handler); the
+    message says which.
     """
 
 
@@ -147,8 +148,8 @@ def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan
         A :class:`BreakPlan` (its ``offset`` moves back to the start of a call group).
 
     Raises:
-        CannotResume: a generator/coroutine frame, or an instruction (``FOR_ITER``, ``SEND``)
-            whose continuation is not supported.
+        CannotResume: a generator/coroutine frame, an instruction (``SEND``) whose continuation
+            is not supported, or an offset only an exception handler reaches.
         ValueError: ``offset`` is not an instruction, or ``stack_depth`` disagrees with the
             bytecode analysis.
     """
@@ -171,12 +172,14 @@ def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan
             "a continuation cannot re-create the handler's state"
         )
     end = dec.instructions[last]
-    if end.opname in ("FOR_ITER", "SEND"):
+    if end.opname == "SEND":
         raise CannotResume(f"a graph break at {end.opname} (offset {end.offset}) cannot be continued")
     succ_idx = []
     if end.opcode not in versions.TERMINATORS:
         succ_idx.append(last + 1)
-    if versions.is_jump(end.opcode):
+    if end.opname == "FOR_ITER":  # an exhausted iterator lands a fixed distance after the target
+        succ_idx.append(offsets[end.target.offset] + versions.FOR_ITER_EXIT_SKIP)
+    elif versions.is_jump(end.opcode):
         succ_idx.append(offsets[end.target.offset])
     successors = tuple(
         Successor(dec.instructions[j].offset, depths[j], analysis.live_locals_at(code, dec.instructions[j].offset))
@@ -360,6 +363,35 @@ def _null_slots_consumed(group: list[Instruction]) -> int:
     return 0
 
 
+_METHOD_BIT_ATTR_LOADS = ("LOAD_ATTR", "LOAD_SUPER_ATTR")  # 3.12+: bit 0 of the argument asks for a method
+
+
+def _null_free(end: Instruction, null_const: int) -> list[Instruction]:
+    """Make ``end`` push the :data:`NULL` sentinel where it would push a real NULL.
+
+    The stack after a break instruction is handed to the resume function as Python values, and a
+    real NULL cannot be one. ``LOAD_GLOBAL``/``LOAD_ATTR``/``LOAD_SUPER_ATTR`` with their NULL
+    (method) bit, 3.11's ``LOAD_METHOD`` and ``PUSH_NULL`` are rewritten to push the plain value
+    (a bound method for a method) next to the sentinel, which the resume function's prologue
+    turns back into NULL: the call that follows behaves the same. Returns instructions to run
+    after ``end`` (``end`` is changed in place).
+    """
+    if end.opname == "PUSH_NULL":
+        end.opcode, end.arg = dis.opmap["LOAD_CONST"], null_const
+        return []
+    if end.opname == "LOAD_METHOD":
+        end.opcode = dis.opmap["LOAD_ATTR"]
+    elif end.opname == "LOAD_GLOBAL" or (end.opname in _METHOD_BIT_ATTR_LOADS and versions.PY_VERSION >= (3, 12)):
+        if not end.arg & 1:
+            return []
+        end.arg &= ~1
+    else:
+        return []
+    if versions.CALL_STYLE == "null_first":
+        return [_I("LOAD_CONST", null_const), _I("SWAP", 2)]
+    return [_I("LOAD_CONST", null_const)]
+
+
 def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, closure=None) -> FunctionType:
     """A function that runs the untraceable instruction of ``plan`` natively, then resumes.
 
@@ -420,10 +452,18 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
 
     body = _strip_prefix(instrs)
     at = body.index(end) + 1
+    fix = _null_free(end, null_const)
+    body[at:at] = fix
+    at += len(fix)
     if end.opcode not in versions.TERMINATORS:
         fall = instrs[last + 1]
         body.insert(at, _I("JUMP_FORWARD", target=successor_entry[fall.offset]))
-    if versions.is_jump(end.opcode):
+    if end.opname == "FOR_ITER" and versions.FOR_ITER_EXIT_SKIP:
+        # 3.12/3.13 land past END_FOR (and POP_TOP) without executing them: put the jump to the
+        # exhausted-iterator stub exactly where they land; other jumps there still go to `landing`.
+        landing = instrs[instrs.index(end.target) + versions.FOR_ITER_EXIT_SKIP]
+        body.insert(body.index(landing), _I("JUMP_FORWARD", target=successor_entry[landing.offset]))
+    elif versions.is_jump(end.opcode):
         end.target = successor_entry[end.target.offset]
     body = prologue + body + stubs
     name = f"{code.co_name}__break_at_{plan.offset}"
