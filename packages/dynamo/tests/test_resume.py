@@ -702,3 +702,59 @@ def test_break_at_method_and_global_loads_that_push_null():
     glob = next(ins for ins in insns if ins.opname == "LOAD_GLOBAL")
     plan = resume.plan_graph_break(code, glob.offset, 0)
     assert _break_and_resume(f, plan, [], {"a": 5}) == f(c, 4)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="3.11 runs a comprehension in its own code object")
+def test_break_inside_inlined_comprehension_with_unbound_saved_variable():
+    # 3.12+ inline list comprehensions; the stack keeps the old value of `i` (NULL: unbound here).
+    def f(xs):
+        ys = [_helper(i) for i in xs]
+        return ys, xs
+
+    code = f.__code__
+    call = _call_offset(f, 0)
+    plan = resume.plan_graph_break(code, call, stack_depth_at(code, call))
+    it = iter([2, 3])
+    call_part = [NULL, _helper, 1] if versions.CALL_STYLE == "null_first" else [_helper, NULL, 1]
+    stack = [NULL, [], it] + call_part  # saved i, the (empty) list so far, the iterator, the call
+    assert plan.stack_depth == len(stack)
+    assert _break_and_resume(f, plan, stack, {"xs": [1, 2, 3], "i": 1}) == f([1, 2, 3])
+
+
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="TO_BOOL exists from 3.13")
+def test_break_at_to_bool():
+    def f(x):
+        if x:
+            return "yes"
+        return "no"
+
+    code = f.__code__
+    to_bool = _offset_of(f, "TO_BOOL")
+    plan = resume.plan_graph_break(code, to_bool, 1)
+    assert len(plan.successors) == 1
+    assert _break_and_resume(f, plan, [[0]], {}) == "yes"
+    assert _break_and_resume(f, plan, [[]], {}) == "no"
+
+
+def test_resume_in_function_needing_extended_arg():
+    # 270 locals: local indices and jump arguments need EXTENDED_ARG in the resume function too.
+    n = 270
+    src = ["def big(x, reps):"]
+    src += [f"    v{i} = x + {i}" for i in range(n)]
+    src += ["    acc = 0", "    for r in range(reps):", f"        acc += v{n - 1} - v0 + r", "    return acc + v3"]
+    ns = {}
+    exec(compile("\n".join(src), "<big>", "exec"), ns)
+    big = ns["big"]
+    code = big.__code__
+    assert dis.opmap["EXTENDED_ARG"] in code.co_code[::2]
+    head = next(ins for ins in decode(code).instructions if ins.opname == "FOR_ITER")
+    succ = Successor(head.offset, 1, live_locals_at(code, head.offset))
+    assert set(succ.live_locals) == {"v0", "v3", f"v{n - 1}", "acc"}
+    cont = resume.make_resume_function(code, succ, ns)
+    env = {f"v{i}": 5 + i for i in range(n)}
+    env["acc"] = 0
+    assert cont(iter(range(4)), *[env[k] for k in succ.live_locals]) == big(5, 4)
+    # and resuming before the first assignment needs every v_i again: none are live yet
+    first = decode(code).instructions[1].offset
+    cont = resume.make_resume_function(code, Successor(first, 0, live_locals_at(code, first)), ns)
+    assert cont(*[{"x": 5, "reps": 4}[k] for k in live_locals_at(code, first)]) == big(5, 4)
