@@ -9,8 +9,10 @@ outputs with respect to the float inputs and the parameters.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -100,6 +102,27 @@ def run(entry: Entry, wrap: Callable[[Callable], Callable] | None = None, seed: 
             if entry.is_module:
                 grads.update({name: p.grad for name, p in target.named_parameters()})
     return Outcome(result, (args, kwargs), state, module_state, grads)
+
+
+class CompiledRunError(AssertionError):
+    """A compiled run raised; the message holds the original exception and its formatted traceback."""
+
+
+@contextlib.contextmanager
+def reported_errors():
+    """Re-raise any exception as :class:`CompiledRunError` with its traceback already formatted as text.
+
+    Generated code (resume and break functions) may have frames without a line number; pytest's own
+    traceback formatting fails on them with an INTERNALERROR that ends the whole run, while the standard
+    library's formatting copes. The text keeps the full traceback for debugging.
+    """
+    try:
+        yield
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        lines = traceback.format_exception(exc)
+        cause = "".join(lines[-1:]).strip().splitlines()[-1] if lines else ""  # the innermost exception's last line
+        raise CompiledRunError(f"{type(exc).__name__}: {first} | {cause}\n\n{''.join(lines)}") from None
 
 
 def assert_same(expected, actual, rtol=1e-5, atol=1e-6, path="result"):
