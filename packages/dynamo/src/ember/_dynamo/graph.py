@@ -202,9 +202,10 @@ class OutputGraph:
         except Exception as e:  # noqa: BLE001 - eager raises it too; run that part eagerly
             name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
             raise Unsupported(f"{name}() raised {type(e).__name__} while tracing: {e}") from e
-        return self.wrap_result(result, device)
+        constant_args = all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values())
+        return self.wrap_result(result, device, constant_args)
 
-    def wrap_result(self, result, device):
+    def wrap_result(self, result, device, constant_args=False):
         """Trackers for what a leaf call returned (tensors are meta examples the mode knows)."""
         import ember
 
@@ -214,7 +215,9 @@ class OutputGraph:
 
         if isinstance(result, ember.Tensor):
             if result.device.type != "meta":
-                # made without an op (``ember.tensor(2.0)`` from constants): a constant of the graph
+                # made without an op from constants (``ember.tensor(2.0)``): a constant of the graph
+                if not constant_args:
+                    raise Unsupported("an ember call made a tensor from values that are not constants of the capture")
                 node = self.mode.node_of(result)
                 device = result.device
                 result = _to_meta(result)
@@ -222,14 +225,14 @@ class OutputGraph:
             self.mode.node_of(result)  # raises if it is not a recorded value
             return TensorVariable(result, device)
         if isinstance(result, tuple) and hasattr(type(result), "_fields"):
-            return NamedTupleVariable(type(result), [self.wrap_result(r, device) for r in result])
+            return NamedTupleVariable(type(result), [self.wrap_result(r, device, constant_args) for r in result])
         if type(result) in (tuple, list) and not is_constant_value(result):
-            items = [self.wrap_result(r, device) for r in result]
+            items = [self.wrap_result(r, device, constant_args) for r in result]
             return TupleVariable(items) if type(result) is tuple else ListVariable(items)
         if is_constant_value(result):
             return ConstantVariable(result)
         if isinstance(result, list):
-            return ListVariable([self.wrap_result(r, device) for r in result])
+            return ListVariable([self.wrap_result(r, device, constant_args) for r in result])
         if isinstance(result, (ember.nn.Module,)) or _holds_tensor(result):
             raise Unsupported(f"an ember call returned a {type(result).__name__} (not a tensor or constant)")
         return self.wrap(result, None, guard=False)  # a class, a function...

@@ -17,7 +17,7 @@ from .source import Source
 __all__ = [
     "Reconstruct", "GraphOutput", "Constant", "FromSource", "BuildTuple", "BuildList", "BuildDict",
     "BuildSet", "BuildNamedTuple", "BuildObject", "BuildIterator", "BuildFunction", "BuildCell",
-    "BuildBoundMethod", "BuildSlice", "GradModeExit", "GetAttr",
+    "BuildBoundMethod", "BuildSlice", "GradModeExit", "GetAttr", "BuildCall",
 ]
 
 
@@ -223,3 +223,18 @@ class GetAttr(Reconstruct):
 
     def build(self, graph_outputs, frame_locals, frame_globals):
         return getattr(self.obj.build(graph_outputs, frame_locals, frame_globals), self.name)
+
+
+@dataclass(frozen=True)
+class BuildCall(Reconstruct):
+    """``fn(*args, **dict(zip(keys, values)))`` (a ``functools.partial`` made inside the frame)."""
+
+    fn: Reconstruct
+    args: tuple
+    keys: tuple
+    values: tuple
+
+    def build(self, graph_outputs, frame_locals, frame_globals):
+        a = (graph_outputs, frame_locals, frame_globals)
+        kwargs = dict(zip(self.keys, (v.build(*a) for v in self.values)))
+        return self.fn.build(*a)(*(x.build(*a) for x in self.args), **kwargs)

@@ -22,6 +22,8 @@ __all__ = [
     "GetItemSource",
     "ConstantSource",
     "ImportSource",
+    "IteratorItemSource",
+    "iterator_state",
 ]
 
 
@@ -137,3 +139,42 @@ class ImportSource(Source):
         import sys
 
         return sys.modules[self.module_name]
+
+
+def iterator_state(it):
+    """``(sequence, position)`` of a list/tuple/range iterator, read without advancing it."""
+    reduced = it.__reduce__()
+    sequence = reduced[1][0]
+    position = reduced[2] if len(reduced) > 2 else len(sequence)
+    return sequence, position
+
+
+def iterator_item(it, offset):
+    """The item ``offset`` places after the current position of iterator ``it`` (not advancing it)."""
+    sequence, position = iterator_state(it)
+    return sequence[position + offset]
+
+
+def iterator_remaining(it):
+    """How many items iterator ``it`` has left."""
+    sequence, position = iterator_state(it)
+    return len(sequence) - position
+
+
+@dataclass(frozen=True)
+class IteratorItemSource(Source):
+    """An item a list/tuple/range iterator has not produced yet (a loop's iterator handed to a
+    continuation after a graph break): ``offset`` places after its current position; ``offset=None``
+    reads how many items are left."""
+
+    base: Source
+    offset: int | None
+
+    def name(self) -> str:
+        fn = "iterator_remaining" if self.offset is None else "iterator_item"
+        extra = "" if self.offset is None else f", {self.offset}"
+        return f"__import__('ember._dynamo.source', fromlist=['{fn}']).{fn}({self.base.name()}{extra})"
+
+    def read(self, frame_locals, frame_globals):
+        it = self.base.read(frame_locals, frame_globals)
+        return iterator_remaining(it) if self.offset is None else iterator_item(it, self.offset)

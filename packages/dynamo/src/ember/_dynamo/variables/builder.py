@@ -63,6 +63,9 @@ def wrap_value(output, value, source, guard=True):
     if isinstance(value, types.ModuleType):
         add(source, GuardKind.ID_MATCH, value)
         return PythonModuleVariable(value, source)
+    special = _wrap_special(output, value, source, guard, add)
+    if special is not None:
+        return special
     if isinstance(value, types.MethodType):
         if source is not None:
             add(AttrSource(source, "__func__"), GuardKind.ID_MATCH, value.__func__)
@@ -90,3 +93,47 @@ def wrap_value(output, value, source, guard=True):
 
 _BUILTIN_TYPES = {int, float, bool, str, list, tuple, dict, set, frozenset, range, enumerate, zip, reversed,
                   map, filter, slice, type, object, super, complex, bytes}
+
+
+_ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))
+
+
+def _wrap_special(output, value, source, guard, add):
+    """Compiled/disabled function wrappers, partials and list iterators; None for other values."""
+    import functools
+
+    from ..eval_frame import CompiledFunction, DisabledFunction
+    from .functions import DisabledFunctionVariable, PartialVariable
+    from .iterators import IteratorVariable
+
+    if isinstance(value, CompiledFunction):  # a compiled function called inside: inline what it compiles
+        add(source, GuardKind.ID_MATCH, value)
+        return wrap_value(output, value._orig_fn, AttrSource(source, "_orig_fn") if source else None, guard)
+    if isinstance(value, DisabledFunction):
+        add(source, GuardKind.ID_MATCH, value)
+        return DisabledFunctionVariable(value, source)
+    if type(value) is functools.partial:
+        add(source, GuardKind.TYPE_MATCH, functools.partial)
+        fn = wrap_value(output, value.func, AttrSource(source, "func") if source else None, guard)
+        args = [wrap_value(output, a, _item_source(AttrSource(source, "args") if source else None, i), guard)
+                for i, a in enumerate(value.args)]
+        keywords_source = AttrSource(source, "keywords") if source else None
+        if keywords_source is not None:
+            add(keywords_source, GuardKind.DICT_KEYS, list(value.keywords))
+        kwargs = {k: wrap_value(output, v, _item_source(keywords_source, k), guard) for k, v in value.keywords.items()}
+        return PartialVariable(fn, args, kwargs, source)
+    if type(value) in _ITERATOR_TYPES:
+        # a loop's iterator handed to a continuation: its remaining items, read without advancing it
+        from ..source import IteratorItemSource, iterator_state
+
+        sequence, position = iterator_state(value)
+        remaining = len(sequence) - position
+        add(source, GuardKind.TYPE_MATCH, type(value))
+        if source is not None:
+            add(IteratorItemSource(source, None), GuardKind.EQUALS_MATCH, remaining)
+        items = [
+            wrap_value(output, sequence[position + i], IteratorItemSource(source, i) if source else None, guard)
+            for i in range(remaining)
+        ]
+        return IteratorVariable(items)
+    return None

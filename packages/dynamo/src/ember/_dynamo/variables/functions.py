@@ -235,3 +235,66 @@ class UserMethodVariable(VariableTracker):
         if self.source is not None:
             return FromSource(self.source)
         return BuildBoundMethod(self.function.reconstruct(out), self.obj.reconstruct(out))
+
+
+class DisabledFunctionVariable(VariableTracker):
+    """A function excluded with ``ember.compiler.disable``: calling it is a graph break."""
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def describe(self):
+        return f"disabled function {getattr(self.value._orig_fn, '__qualname__', self.value)!r}"
+
+    def call(self, tx, args, kwargs):
+        raise Unsupported("call to a function disabled with ember.compiler.disable")
+
+    def reconstruct(self, out):
+        return FromSource(self.source) if self.source is not None else Constant(self.value)
+
+
+class PartialVariable(VariableTracker):
+    """``functools.partial(fn, *args, **kwargs)``: calling it calls ``fn`` with the stored arguments first."""
+
+    def __init__(self, fn, args, kwargs, source=None):
+        super().__init__(source)
+        self.fn = fn
+        self.args = list(args)
+        self.kwargs = dict(kwargs)
+
+    def describe(self):
+        return f"partial of {self.fn.describe()}"
+
+    def python_type(self):
+        import functools
+
+        return functools.partial
+
+    def call(self, tx, args, kwargs):
+        return self.fn.call(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def getattr(self, tx, name):
+        from .containers import DictVariable, TupleVariable
+
+        if name == "func":
+            return self.fn
+        if name == "args":
+            return TupleVariable(self.args)
+        if name == "keywords":
+            return DictVariable(self.kwargs)
+        return super().getattr(tx, name)
+
+    def reconstruct(self, out):
+        import functools
+
+        from ..reconstruct import BuildCall
+
+        if self.source is not None:
+            return FromSource(self.source)
+        return BuildCall(
+            Constant(functools.partial),
+            (self.fn.reconstruct(out), *(a.reconstruct(out) for a in self.args)),
+            tuple(self.kwargs),
+            tuple(v.reconstruct(out) for v in self.kwargs.values()),
+        )

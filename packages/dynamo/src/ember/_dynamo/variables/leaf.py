@@ -32,8 +32,8 @@ def is_ember_callable(value):
     if isinstance(value, Op):
         return True
     module = getattr(value, "__module__", None) or ""
-    if module.startswith(_INLINED_EMBER_MODULES) and not isinstance(value, type):
-        return False
+    if module.startswith(_INLINED_EMBER_MODULES):
+        return False  # (its classes too: a helper object such as a hook call record is built inline)
     return module == "ember" or module.startswith("ember.")
 
 
@@ -83,6 +83,8 @@ class LeafCallableVariable(VariableTracker):
             return special
         if fn in (ember.is_grad_enabled,):
             return ConstantVariable(tx.output.grad_enabled)
+        if name == "is_compiling" and not args and not kwargs:
+            return ConstantVariable(True)  # ember.compiler.is_compiling() / ember._dynamo.is_compiling()
         if all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):
             values = [a.as_constant() for a in args]
             keywords = {k: v.as_constant() for k, v in kwargs.items()}

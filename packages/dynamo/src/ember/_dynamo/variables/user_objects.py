@@ -178,7 +178,14 @@ class ClassVariable(VariableTracker):
             bound = bind_arguments(code, "__new__", defaults, {}, [self, *args], kwargs)
             return NamedTupleVariable(cls, [bound[f] for f in cls._fields])
         import collections
+        import functools
 
+        if cls is functools.partial:
+            from .functions import PartialVariable
+
+            if not args:
+                raise Unsupported("functools.partial() without a function")
+            return PartialVariable(args[0], args[1:], kwargs)
         if cls is collections.OrderedDict:
             from .builtins import BuiltinVariable
             from .containers import DictVariable
