@@ -6,12 +6,14 @@ inputs from the frame, the side effects to replay, how to build the result, and 
 ended at a graph break - the break function that runs the unsupported instruction and resumes.
 
 The cache is keyed by the code object's identity (two equal code objects, e.g. one copied per
-compiled module, keep separate caches); it holds its code objects alive until :func:`reset`.
+compiled module, keep separate caches). A code object's cache lives as long as a compiled function
+of it does (the registry holds caches weakly), so compiling many short-lived modules leaks nothing.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
 
 __all__ = ["CacheEntry", "CodeCache", "cache_for", "all_caches", "reset"]
 
@@ -82,7 +84,7 @@ class CodeCache:
         limit_warned (bool): the cache-size-limit warning was given.
     """
 
-    __slots__ = ("code", "entries", "eager_reason", "dynamic_dims", "recompile_reasons", "limit_warned")
+    __slots__ = ("code", "entries", "eager_reason", "dynamic_dims", "recompile_reasons", "limit_warned", "__weakref__")
 
     def __init__(self, code):
         self.code = code
@@ -110,7 +112,9 @@ class CodeCache:
         self.entries = [e for e in self.entries if e.settings is not settings]
 
 
-_CACHES: dict[int, CodeCache] = {}
+# id(code) -> its cache. Weak values: the compiled functions hold their cache, the cache holds its code
+# (so the id cannot be reused while the entry exists).
+_CACHES: weakref.WeakValueDictionary[int, CodeCache] = weakref.WeakValueDictionary()
 _LOCK = threading.Lock()
 
 
