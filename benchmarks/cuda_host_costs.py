@@ -111,6 +111,23 @@ def _primitives(ember):
         "_bf16.product_2d (48x32 @ 32x96)": lambda: _bf16.product_2d(x2, w2.T),
         "cupy.matmul 2-D (48x32 @ 32x96)": lambda: cp.matmul(x2, w2.T),
     }
+
+    def with_cupy_launch(fn):
+        def call():
+            if pointwise.DIRECT_LAUNCH:  # (the kernels are compiled again, from CuPy's disk cache)
+                pointwise.DIRECT_LAUNCH = False
+                pointwise.compiled.clear()
+            return fn()
+
+        return call
+
+    def restore():
+        pointwise.DIRECT_LAUNCH = True
+        pointwise.compiled.clear()
+
+    cases["ember add fast function, CuPy's launch"] = with_cupy_launch(lambda: add_fast(t, t))
+    cases["ember t + t (dispatch), CuPy's launch"] = with_cupy_launch(lambda: t + t)
+    cases["(ember's launch again)"] = lambda: restore()
     print(f"\n{'primitive':<44}{'us per call':>12}")
     for name, fn in cases.items():
         try:

@@ -95,6 +95,8 @@ class _Module:
 
     def get_function(self, name):
         launch = getattr(self.lib, f"launch_{name}")
+        handle = len(_FUNCTIONS) + 1  # the CUfunction "pointer" the fake driver below looks up
+        _FUNCTIONS[handle] = launch
 
         def call(grid, block, args):
             keep = []
@@ -108,7 +110,18 @@ class _Module:
             pointers = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(v) for v in keep])
             launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
 
+        call.kernel = types.SimpleNamespace(ptr=handle)  # RawKernel.kernel: the Function of the current device
         return call
+
+
+_FUNCTIONS = {}  # fake CUfunction -> the emulated kernel's launcher
+
+
+def _launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+    """``cuLaunchKernel``: ``params`` is the address of the array of pointers to the parameters' values, which
+    the emulated launchers read the same way."""
+    assert gy == gz == by == bz == 1 and shared == 0 and extra == 0
+    _FUNCTIONS[function](ctypes.c_uint(gx), ctypes.c_uint(bx), ctypes.c_void_p(params))
 
 
 class _Device:
@@ -123,15 +136,18 @@ class _Device:
 
 
 def _fake_cupy(directory):
-    runtime = types.SimpleNamespace(getDevice=lambda: 0)
-    return types.SimpleNamespace(RawModule=lambda code, options=(): _Module(code, options, directory),
-                                 cuda=types.SimpleNamespace(runtime=runtime, Device=_Device))
+    runtime = types.SimpleNamespace(getDevice=lambda: 0, memGetInfo=lambda: (1, 1))
+    cuda = types.SimpleNamespace(runtime=runtime, Device=_Device, driver=types.SimpleNamespace(launchKernel=_launch_kernel),
+                                 get_current_stream=lambda: types.SimpleNamespace(ptr=0))
+    return types.SimpleNamespace(RawModule=lambda code, options=(): _Module(code, options, directory), cuda=cuda)
 
 
-@pytest.fixture
-def pointwise(monkeypatch, tmp_path_factory):
+@pytest.fixture(params=[True, False], ids=["direct-launch", "cupy-launch"])
+def pointwise(request, monkeypatch, tmp_path_factory):
+    """The pointwise module over the emulated CuPy, launching through ember's Launcher or CuPy's RawKernel call."""
     from ember.cuda.kernels import pointwise
 
+    monkeypatch.setattr(pointwise, "DIRECT_LAUNCH", request.param)
     directory = tmp_path_factory.mktemp("pointwise_kernels")
     monkeypatch.setattr(pointwise, "_cp", _fake_cupy(directory))
     monkeypatch.setattr(pointwise, "_ndarray", HostArray)
@@ -192,6 +208,8 @@ def test_binary_kernels_match_numpy(pointwise, name, dtype):
             got = pointwise.FAST_OPS[name](_tensor(a, offset), _tensor(b, offset))
             assert got is not None, (name, shape_a, shape_b)
             _bits_equal(got, expected)
+    # each compiled kernel launches the way the fixture chose
+    assert all((entry[4] is not None) == pointwise.DIRECT_LAUNCH for entry in pointwise.compiled.values())
 
 
 def test_shapes_that_do_not_repeat_are_declined(pointwise):

@@ -1,0 +1,79 @@
+"""Kernel launches with ember's own parameter packing: ``cuLaunchKernel`` through CuPy's driver binding.
+
+A CuPy ``RawKernel`` call builds one Python object per argument (a ``CArray`` with the shape and strides
+of every array argument, a ``CScalar`` per number), looks the kernel up for the current device and pads
+the grid and block tuples: about 5 µs of host time, as much as the rest of a small pointwise op. The fast
+kernels pass only device pointers and numbers, so a :class:`Launcher` packs them with one
+``struct.Struct.pack_into`` into a per-thread buffer of 8-byte slots whose addresses form the
+``kernelParams`` array ``cuLaunchKernel`` reads (each parameter's value is read from its slot during
+the call; a 4-byte ``float`` or ``int`` from the start of its slot), and calls
+``cupy.cuda.driver.launchKernel`` on the current stream.
+
+Parameter kinds (one letter each): ``p`` a device pointer (an int: ``array.data.ptr``), ``q`` a 64-bit int,
+``i`` a 32-bit int, ``f`` a float, ``d`` a double. Kernels with arguments passed by value as structs keep
+CuPy's launch.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+
+import numpy as np
+
+__all__ = ["Launcher", "SLOTS"]
+
+#: Parameters a launcher takes at most.
+SLOTS = 16
+_FORMATS = {"p": "Q", "q": "q", "i": "i4x", "f": "f4x", "d": "d"}
+
+
+class _Params(threading.local):
+    """This thread's parameter slots, the array of their addresses, and the devices whose context it has
+    made current (CuPy's own launch ensures a context per thread and device; this does the same once)."""
+
+    def __init__(self):
+        self.slots = np.zeros(SLOTS, np.uint64)
+        base = self.slots.ctypes.data
+        self.table = np.array([base + 8 * i for i in range(SLOTS)], np.uint64)
+        self.address = self.table.ctypes.data
+        self.devices = set()
+
+
+_params = _Params()
+
+
+class Launcher:
+    """``launcher(blocks, threads, *values)`` launches CuPy ``RawKernel`` ``kernel`` (1-D grid and block) with
+    ``values`` of the kinds of ``layout`` (see the module docstring) on the current stream."""
+
+    __slots__ = ("_cp", "_kernel", "_pack", "_functions")
+
+    def __init__(self, cp, kernel, layout):
+        if len(layout) > SLOTS:
+            raise ValueError(f"Launcher: at most {SLOTS} parameters, got {len(layout)}")
+        self._cp = cp
+        self._kernel = kernel
+        self._pack = struct.Struct("<" + "".join(_FORMATS[c] for c in layout)).pack_into
+        self._functions = {}  # device -> the kernel's CUfunction there
+
+    def __call__(self, blocks, threads, *values):
+        cp = self._cp
+        device = cp.cuda.runtime.getDevice()
+        function = self._functions.get(device)
+        params = _params
+        if function is None or device not in params.devices:
+            function = self._prepare(device)
+        self._pack(params.slots, 0, *values)
+        cp.cuda.driver.launchKernel(function, blocks, 1, 1, threads, 1, 1, 0, cp.cuda.get_current_stream().ptr,
+                                    params.address, 0)
+
+    def _prepare(self, device):
+        params = _params
+        if device not in params.devices:
+            self._cp.cuda.runtime.memGetInfo()  # a CUDA context current on this thread (as CuPy's launch ensures)
+            params.devices.add(device)
+        function = self._functions.get(device)
+        if function is None:
+            function = self._functions[device] = self._kernel.kernel.ptr  # compiled/loaded for this device by CuPy
+        return function
