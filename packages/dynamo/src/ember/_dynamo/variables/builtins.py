@@ -276,6 +276,10 @@ def _fold_or_leaf(tx, fn, args, kwargs):
     if all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):
         values = [a.as_constant() for a in args]
         return ConstantVariable(fn(*values, **{k: v.as_constant() for k, v in kwargs.items()}))
+    from .tensor import TensorVariable
+
+    if fn in (int, float, bool, complex) and any(isinstance(a, TensorVariable) for a in args):
+        raise Unsupported(f"{fn.__name__}(tensor) reads a tensor's value into Python (data-dependent)")
     return tx.output.leaf_call(tx, fn, args, kwargs)
 
 
