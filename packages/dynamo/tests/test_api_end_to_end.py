@@ -156,11 +156,6 @@ def test_module_training_flag_is_guarded():
     assert len(counter.graphs) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="translator: at the break in Module._call_with_hooks the stack values handed to the break "
-    "function hold a meta tensor (the _ForwardCall built while tracing), so linear mixes meta and cpu",
-)
 def test_forward_hooks_run_in_the_compiled_call():
     model = ember.nn.Linear(2, 2)
     model.register_forward_hook(lambda module, args, out: out * 10)
@@ -198,9 +193,6 @@ def calls_compiled(x):
     return inner(x) + 1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the translator does not yet inline a CompiledFunction's _orig_fn (contract file)"
-)
 def test_a_compiled_function_called_inside_one_is_inlined():
     out = dynamo.explain(calls_compiled)(ember.randn(3))
     assert out.graph_count == 1 and out.graph_break_count == 0 and out.op_count == 2
@@ -215,7 +207,6 @@ def calls_disabled(x):
     return disabled_helper(x.sin()) + 1
 
 
-@pytest.mark.xfail(strict=True, reason="the translator does not yet graph-break on a DisabledFunction (contract file)")
 def test_a_disabled_function_is_a_graph_break():
     out = dynamo.explain(calls_disabled)(ember.randn(3))
     assert out.graph_break_count == 1 and out.graph_count == 2
