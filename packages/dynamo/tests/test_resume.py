@@ -758,3 +758,33 @@ def test_resume_in_function_needing_extended_arg():
     first = decode(code).instructions[1].offset
     cont = resume.make_resume_function(code, Successor(first, 0, live_locals_at(code, first)), ns)
     assert cont(*[{"x": 5, "reps": 4}[k] for k in live_locals_at(code, first)]) == big(5, 4)
+
+
+def test_cells_passed_as_cell_objects_stay_shared_with_closures():
+    def f(x):
+        k = 1
+
+        def g():
+            return k
+
+        y = x + 1  # the break
+        k = 2  # a closure made before the break must see this
+        return g(), y
+
+    code = f.__code__
+    plan = resume.plan_graph_break(code, _offset_of(f, "BINARY_OP"), 2)
+    assert "k" in plan.live_locals  # cell variables are always handed on
+    inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    cell = types.CellType(1)
+    g = types.FunctionType(inner, f.__globals__, "g", None, (cell,))
+    assert _break_and_resume(f, plan, [5, 1], {"k": cell, "g": g, "x": 5}) == f(5) == (2, 6)
+    assert cell.cell_contents == 2
+    # the resume function alone, given the cell
+    succ = plan.successors[0]
+    cont = resume.make_resume_function(code, succ, f.__globals__)
+    cell = types.CellType(1)
+    g = types.FunctionType(inner, f.__globals__, "g", None, (cell,))
+    assert cont(6, *[{"k": cell, "g": g}[n] for n in succ.live_locals]) == (2, 6)
+    # an unbound cell variable passed as NULL stays unbound
+    cont = resume.make_resume_function(code, Successor(0, 0, live_locals_at(code, 0)), f.__globals__)
+    assert cont(*[{"x": 3}.get(n, NULL) for n in live_locals_at(code, 0)]) == (2, 4)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dis
 from dataclasses import dataclass
-from types import CodeType, FunctionType
+from types import CellType, CodeType, FunctionType
 
 from .bytecode import analysis, versions
 from .bytecode.assemble import assemble
@@ -234,12 +234,30 @@ def _unbind_if_null(name: str, cells: frozenset[str], null_const: int) -> list[I
     ]
 
 
-def _prefix(code: CodeType) -> list[Instruction]:
-    """The frame set-up every 3.11+ function starts with: cells, free variables, RESUME."""
-    out = [_I("MAKE_CELL", argval=name) for name in code.co_cellvars]
+def _as_cell(value):
+    """The cell a cell-variable parameter stands for: a passed cell itself (shared with closures
+    made before the break), an empty cell for :data:`NULL`, else a new cell holding ``value``."""
+    if type(value) is CellType:
+        return value
+    if value is NULL:
+        return CellType()
+    return CellType(value)
+
+
+def _prefix(code: CodeType, params: list[str], as_cell_const: int) -> list[Instruction]:
+    """The frame set-up: cells, free variables, RESUME; then cell parameters become their cells.
+
+    A cell variable that is a parameter does not go through ``MAKE_CELL``: :func:`_as_cell` turns
+    the argument into the cell object, stored straight into the variable's slot.
+    """
+    out = [_I("MAKE_CELL", argval=name) for name in code.co_cellvars if name not in params]
     if code.co_freevars:
         out.append(_I("COPY_FREE_VARS", len(code.co_freevars)))
     out.append(_I("RESUME", 0))
+    for name in code.co_cellvars:
+        if name in params:
+            out += _call_expr(as_cell_const, [_I("LOAD_FAST", argval=name)])
+            out.append(_I("STORE_FAST", argval=name))
     return out
 
 
@@ -254,15 +272,20 @@ def _strip_prefix(instrs: list[Instruction]) -> list[Instruction]:
     return instrs[i:]
 
 
-def _call(callable_const: int, nargs_loads: list[Instruction]) -> list[Instruction]:
-    """Call the constant ``callable_const`` with the values ``nargs_loads`` push; return the result."""
-    n = len(nargs_loads)
+def _call_expr(callable_const: int, arg_loads: list[Instruction]) -> list[Instruction]:
+    """Call the constant ``callable_const`` with the values ``arg_loads`` push (result on the stack)."""
+    n = len(arg_loads)
     if versions.CALL_STYLE == "null_first":
         head = [_I("PUSH_NULL"), _I("LOAD_CONST", callable_const)]
     else:
         head = [_I("LOAD_CONST", callable_const), _I("PUSH_NULL")]
     call = [_I("PRECALL", n), _I("CALL", n)] if versions.PRECALL_OPCODE is not None else [_I("CALL", n)]
-    return head + nargs_loads + call + [_I("RETURN_VALUE")]
+    return head + arg_loads + call
+
+
+def _call(callable_const: int, arg_loads: list[Instruction]) -> list[Instruction]:
+    """Call the constant ``callable_const`` with the values ``arg_loads`` push; return the result."""
+    return _call_expr(callable_const, arg_loads) + [_I("RETURN_VALUE")]
 
 
 def _new_code(code, body, table, params, extra_locals, consts, name):
@@ -302,11 +325,12 @@ def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str,
     target = dec.at(offset)
     cells = frozenset(code.co_cellvars)
     null_const = len(code.co_consts)
-    consts = code.co_consts + (NULL,)
+    consts = code.co_consts + (NULL, _as_cell)
     stack_params = [f"___stack{i}" for i in range(stack_depth)]
-    prologue = _prefix(code)
+    prologue = _prefix(code, stack_params + list(live), null_const + 1)
     for local in live:
-        prologue += _unbind_if_null(local, cells, null_const)
+        if local not in cells:  # a cell passed as NULL is already an empty cell
+            prologue += _unbind_if_null(local, cells, null_const)
     for p in stack_params:
         prologue += _push_maybe_null(p, null_const)
     body = _strip_prefix(dec.instructions)
@@ -423,11 +447,11 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
     group = instrs[first : last + 1]
     cells = frozenset(code.co_cellvars)
     null_const = len(code.co_consts)
-    consts = list(code.co_consts) + [NULL]
+    consts = list(code.co_consts) + [NULL, _as_cell]
     stack_params = [f"___stack{i}" for i in range(plan.stack_depth)]
     n_nullable = min(_null_slots_consumed(group), plan.stack_depth)
 
-    prologue = _prefix(code)
+    prologue = _prefix(code, stack_params + list(plan.live_locals), null_const + 1)
     for i, p in enumerate(stack_params):
         if i >= plan.stack_depth - n_nullable:
             prologue += _push_maybe_null(p, null_const)
@@ -445,7 +469,11 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
         temps = tmp if len(tmp) > len(temps) else temps
         stub = [_I("STORE_FAST", argval=t) for t in reversed(tmp)]
         loads = [_I(versions.LOAD_FAST_CHECKED, argval=t) for t in tmp]
-        loads += [_load_local(n, cells, checked=True) for n in succ.live_locals]
+        # cells are handed on as cell objects, so closures made before the break keep sharing them
+        loads += [
+            _I(versions.LOAD_CELL_OBJECT, argval=n) if n in cells else _load_local(n, cells, checked=True)
+            for n in succ.live_locals
+        ]
         stub += _call(len(consts) - 1, loads)
         successor_entry[succ.offset] = stub[0]
         stubs += stub

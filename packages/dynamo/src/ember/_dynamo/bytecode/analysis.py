@@ -238,14 +238,16 @@ def stack_depth_at(code: CodeType, offset: int) -> int:
 
 
 def live_locals_at(code: CodeType, offset: int) -> tuple[str, ...]:
-    """Locals (and cell variables) some path from ``offset`` reads before writing.
+    """Locals some path from ``offset`` reads before writing, and every cell variable.
 
-    Free variables (read from the closure) are not included. The names come in the frame's
-    local order (``co_varnames``, then the cell variables).
+    Cell variables are always included: a closure made earlier may read or write them through
+    the cell, which this analysis cannot see, so a continuation must get the same cell (or at
+    least its value). Free variables (read from the closure) are not included. The names come in
+    the frame's local order (``co_varnames``, then the cell variables).
 
     Raises:
         ValueError: ``offset`` is not an instruction start.
     """
-    live = _analyse(code)[2][_index(code, offset)]
+    live = _analyse(code)[2][_index(code, offset)] | frozenset(code.co_cellvars)
     order = list(code.co_varnames) + [c for c in code.co_cellvars if c not in code.co_varnames]
     return tuple(name for name in order if name in live)
