@@ -55,7 +55,10 @@ extern "C" void launch_NAME(unsigned gx, unsigned bx, void** args) {
 }
 """
 
-_CTYPES = {np.float32: ctypes.c_float, np.float64: ctypes.c_double, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32}
+# CuPy's conversions of kernel arguments: numpy scalars in their type, Python ints as int64, floats as doubles,
+# bools as one byte, None as a null pointer
+_CTYPES = {np.float32: ctypes.c_float, np.float64: ctypes.c_double, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32,
+           int: ctypes.c_int64, float: ctypes.c_double, bool: ctypes.c_bool, type(None): ctypes.c_void_p}
 
 
 class _Pointer:
@@ -351,3 +354,45 @@ def test_cat_kernel_is_numpys_concatenate(copies):
     assert copies.cat([_tensor(f32), _tensor(np.ones((2, 4), np.float32))], 0) is None
     assert copies.cat([_tensor(f32)], 2) is None
     assert copies.cat([], 0) is None
+
+
+_PROBE = r"""
+extern "C" __global__ void probe(double* __restrict__ out, const float* __restrict__ x, long long n, int k, double d,
+                                 float f, const float* __restrict__ none, bool flag, long long big) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        out[0] = x[0]; out[1] = (double)n; out[2] = k; out[3] = d; out[4] = f; out[5] = none == nullptr;
+        out[6] = flag; out[7] = (double)big; out[8] = gridDim.x; out[9] = blockDim.x;
+    }
+}
+"""
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_raw_launcher_passes_arguments_as_cupy_does(tmp_path, monkeypatch, enabled):
+    """RawLauncher packs pointers, numpy and Python numbers and None as CuPy converts them; an argument it does not
+    know (a struct by value) goes to CuPy's call."""
+    from ember.cuda.kernels import _launch
+
+    monkeypatch.setattr(_launch, "ENABLED", enabled)
+    cp = _fake_cupy(tmp_path)
+    cp.ndarray = HostArray
+    raw = _Module(_PROBE, ("--fmad=false",), tmp_path).get_function("probe")
+    calls = []
+
+
+    def fallback(grid, block, args):  # CuPy's call: recorded, and run unless it holds the struct below
+        calls.append(args)
+        if not any(isinstance(a, np.ndarray) and a.dtype.kind == "V" for a in args):
+            raw(grid, block, args)
+
+    fallback.kernel = raw.kernel
+    launcher = _launch.RawLauncher(cp, fallback)
+    out = np.full(10, np.nan).view(HostArray)
+    x = np.array([2.5], np.float32).view(HostArray)
+    launcher((3,), (4,), (out, x, np.int64(-7), np.int32(9), 0.25, np.float32(1.5), None, True, 2**40))
+    np.testing.assert_array_equal(np.asarray(out), [2.5, -7, 9, 0.25, 1.5, 1, 1, 2.0**40, 3, 4])
+    assert bool(calls) != enabled  # CuPy's call only when switched off
+    # a struct by value (a one-element numpy array of a void dtype) is CuPy's to pass
+    calls.clear()
+    launcher((1,), (1,), (out, np.zeros(1, np.dtype((np.void, 16)))))
+    assert len(calls) == 1
