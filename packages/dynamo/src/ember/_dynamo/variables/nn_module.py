@@ -49,6 +49,11 @@ class NNModuleVariable(_ObjectBase):
             entries = state.get(table)
             if entries is not None and name in entries:
                 return tx.output.wrap(entries[name], self._child_source(name))
+        if name == "training" and isinstance(state.get(name), bool) and self.source is not None:
+            from ..guards import GuardKind
+
+            tx.output.add_guard(self.source, GuardKind.MODULE_TRAINING, state[name])
+            return ConstantVariable(state[name])
         if name in state:
             return tx.output.wrap(state[name], self._child_source(name))
         return None
