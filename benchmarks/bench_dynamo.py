@@ -86,13 +86,15 @@ def _gpt_capture_seconds(lib, reset, quick):
     lib.manual_seed(0)
     model = build_gpt(lib, TINY)
     x, y = (lib.from_numpy(a) for a in batch(TINY))
+    want = float(model(x, y)[1])
     best = float("inf")
     for _ in range(2 if quick else REPEATS):
         reset()
         compiled = lib.compile(model, backend="eager", fullgraph=True)
         start = time.perf_counter()
-        compiled(x, y)
+        _, loss = compiled(x, y)
         first = time.perf_counter() - start
+        np.testing.assert_allclose(float(loss), want, rtol=1e-5)  # the capture computes the eager loss
         start = time.perf_counter()
         compiled(x, y)
         steady = time.perf_counter() - start

@@ -128,3 +128,23 @@ def test_inductor_options_are_checked_at_compile_time():
         pytest.skip("ember-inductor is not installed")
     with pytest.raises(RuntimeError, match="unknown inductor option"):
         ember.compile(fn, options={"no_such_option": 1})
+
+
+def test_eager_backend_drops_only_default_arguments():
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    def g(x, y):
+        return ember.add(x, y, alpha=1).sum(0, keepdim=False) + ember.add(x, y, alpha=2).sum(0, keepdim=True)
+
+    x, y = ember.randn(3, 2), ember.randn(3, 2)
+    gm = make_fx(g)(x, y)
+    run = backends.eager(gm, [x, y])
+    calls = {
+        (n.target.__name__, n.args[1:], tuple(n.kwargs.items())) for n in gm.graph.nodes if n.op == "call_function"
+    }
+    assert ("add", (), ()) not in calls  # the positional y is kept, alpha=1 dropped
+    kept = [n for n in gm.graph.nodes if n.op == "call_function" and n.target.__name__ == "add"]
+    assert [dict(n.kwargs) for n in kept[:2]] == [{}, {"alpha": 2}]
+    sums = [n for n in gm.graph.nodes if n.op == "call_function" and n.target.__name__ == "sum"]
+    assert [n.args[1:] for n in sums] == [(0,), (0, True)]  # keepdim=False is the default, True is not
+    np.testing.assert_allclose(np.asarray(run(x, y)), np.asarray(g(x, y)), rtol=1e-6)
