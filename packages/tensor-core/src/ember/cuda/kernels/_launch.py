@@ -20,6 +20,7 @@ converted as CuPy converts them) and hands any other argument list to CuPy's cal
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
 
@@ -27,8 +28,9 @@ import numpy as np
 
 __all__ = ["Launcher", "RawLauncher", "SLOTS", "ENABLED"]
 
-#: False: :class:`RawLauncher` calls CuPy's launch (for tests and benchmarks).
-ENABLED = True
+#: False: :class:`RawLauncher` calls CuPy's launch (for tests and benchmarks; the environment variable
+#: ``EMBER_CUDA_DIRECT_LAUNCH=0`` starts a process with it, and with ``pointwise.DIRECT_LAUNCH``, off).
+ENABLED = os.environ.get("EMBER_CUDA_DIRECT_LAUNCH", "1") != "0"
 
 #: Parameters a launcher takes at most.
 SLOTS = 16

@@ -38,6 +38,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from .._runtime import cupy_module
+from . import _launch
 from ._launch import Launcher
 
 __all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "compiled", "THREADS", "UNROLL"]
@@ -53,7 +54,7 @@ THREADS = 256
 UNROLL = 2
 #: Launch through :class:`ember.cuda.kernels._launch.Launcher` (ember's parameter packing, about 3 µs less host
 #: time per launch than a CuPy ``RawKernel`` call); False: CuPy's launch (clear :data:`compiled` after changing it).
-DIRECT_LAUNCH = True
+DIRECT_LAUNCH = _launch.ENABLED
 
 #: (kernel name, dtype, layout) -> (vectorised kernel, one-element kernel, vector width, alignment in bytes, and
 #: their Launchers, or None when DIRECT_LAUNCH is off)
