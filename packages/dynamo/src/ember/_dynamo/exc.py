@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import linecache
 
-__all__ = ["Unsupported", "SkipFrame", "user_location"]
+__all__ = ["Unsupported", "SkipFrame", "ObservedException", "user_location"]
 
 
 def user_location(code, lineno):
@@ -61,3 +61,19 @@ class Unsupported(RuntimeError):
 
 class SkipFrame(Unsupported):
     """The whole frame must run eagerly: nothing of it can be captured (``reason`` says why)."""
+
+
+class ObservedException(Unsupported):
+    """A Python exception the traced code raised (``raise``, a missing dict key, an index out of range).
+
+    The translator unwinds to the innermost handler of the exception tables of the frames being
+    traced; one that no frame catches is a graph break at the instruction of the compiled frame
+    (run eagerly, it raises for real).
+
+    Attributes:
+        exception: the tracker of the exception object (an ExceptionVariable).
+    """
+
+    def __init__(self, exception, reason=None):
+        super().__init__(reason or f"{exception.describe()} raised while tracing (not caught in the traced code)")
+        self.exception = exception

@@ -19,9 +19,16 @@ from __future__ import annotations
 import dis
 import types
 
-from .exc import SkipFrame, Unsupported
+from .exc import ObservedException, SkipFrame, Unsupported
 from .graph import CapturedFrame, GraphBreak, OutputGraph
-from .handlers import BuildHandlers, CallHandlers, ControlHandlers, LoadStoreHandlers, OperatorHandlers
+from .handlers import (
+    BuildHandlers,
+    CallHandlers,
+    ControlHandlers,
+    ExceptionHandlers,
+    LoadStoreHandlers,
+    OperatorHandlers,
+)
 from .handlers.versions import PY
 from .source import AttrSource, ClosureSource, GlobalSource, ImportSource, LocalSource
 from .variables.builtins import BuiltinVariable
@@ -54,7 +61,9 @@ def _decode(code):
     return entry
 
 
-class InstructionTranslatorBase(LoadStoreHandlers, OperatorHandlers, ControlHandlers, CallHandlers, BuildHandlers):
+class InstructionTranslatorBase(
+    LoadStoreHandlers, OperatorHandlers, ControlHandlers, CallHandlers, BuildHandlers, ExceptionHandlers
+):
     """Interprets one code object; the handler of each instruction is the method named after its opcode."""
 
     def __init__(self, code, f_globals, symbolic_locals, cells, output, depth=0):
@@ -75,6 +84,7 @@ class InstructionTranslatorBase(LoadStoreHandlers, OperatorHandlers, ControlHand
         self.return_value = None
         self.current = None
         self.yielded = None  # a list while running a generator's code
+        self.exc_stack = []  # exceptions being handled (PUSH_EXC_INFO .. POP_EXCEPT)
     # -- the stack --------------------------------------------------------------------------------------
 
     def push(self, var):
@@ -109,7 +119,11 @@ class InstructionTranslatorBase(LoadStoreHandlers, OperatorHandlers, ControlHand
         try:
             if handler is None:
                 raise Unsupported(f"instruction {inst.opname} is not supported by the translator")
-            handler(inst)
+            try:
+                handler(inst)
+            except ObservedException as error:
+                if not self.handle_observed(error):
+                    raise
         except Unsupported as e:
             e.locate(self.code, self.lineno)
             raise

@@ -7,7 +7,10 @@ The per-version differences the handlers need (3.11, 3.12, 3.13) are the small t
 from .builders import BuildHandlers
 from .calls import CallHandlers
 from .control import ControlHandlers
+from .exceptions import ExceptionHandlers
 from .load_store import LoadStoreHandlers
 from .operators import OperatorHandlers
 
-__all__ = ["BuildHandlers", "CallHandlers", "ControlHandlers", "LoadStoreHandlers", "OperatorHandlers"]
+__all__ = [
+    "BuildHandlers", "CallHandlers", "ControlHandlers", "ExceptionHandlers", "LoadStoreHandlers", "OperatorHandlers",
+]

@@ -100,18 +100,6 @@ class ControlHandlers:
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()
 
-    def RAISE_VARARGS(self, inst):
-        raise Unsupported("raise statement (exceptions are not traced)")
-
-    def RERAISE(self, inst):
-        raise Unsupported("re-raise in an exception handler")
-
-    def LOAD_ASSERTION_ERROR(self, inst):
-        raise Unsupported("assert statement failed while tracing")
-
-    def PUSH_EXC_INFO(self, inst):
-        raise Unsupported("exception handler reached while tracing")
-
     def RETURN_GENERATOR(self, inst):
         if self.yielded is None:
             raise Unsupported("generator or coroutine function")

@@ -50,8 +50,10 @@ class OperatorHandlers:
             plain = _INPLACE_TO_PLAIN.get(fn, fn)
             try:
                 return ConstantVariable(plain(a.as_constant(), b.as_constant()))
-            except Exception as e:  # noqa: BLE001 - e.g. ZeroDivisionError: eager raises it
-                raise Unsupported(f"{fn.__name__} raised {type(e).__name__}: {e}") from None
+            except (ArithmeticError, TypeError, ValueError) as e:  # e.g. ZeroDivisionError: eager raises it
+                from ..variables.exceptions import raise_observed
+
+                raise_observed(type(e), str(e))
         if isinstance(a, BaseListVariable) and isinstance(b, BaseListVariable):
             if fn is operator.iadd and isinstance(a, ListVariable):
                 a.call_method(self, "extend", [b], {})

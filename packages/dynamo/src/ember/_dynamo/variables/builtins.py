@@ -81,7 +81,9 @@ class BuiltinVariable(VariableTracker):
         if fn in _PURE:
             return _fold_or_leaf(tx, fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, BaseException):
-            raise Unsupported(f"creating exception {fn.__name__} (raising is not traced)")
+            from .exceptions import ExceptionVariable
+
+            return ExceptionVariable(fn, args)
         raise Unsupported(f"builtin {getattr(fn, '__name__', fn)}() is not supported while tracing")
 
     # -- facts about values -----------------------------------------------------------------------

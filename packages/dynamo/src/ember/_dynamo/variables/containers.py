@@ -59,7 +59,9 @@ class BaseListVariable(VariableTracker):
         try:
             return self.items[index]
         except (IndexError, TypeError) as e:
-            raise Unsupported(f"{self.describe()}[{index!r}] raises {type(e).__name__}") from None
+            from .exceptions import raise_observed
+
+            raise_observed(type(e), str(e))
 
     def getattr(self, tx, name):
         if not hasattr(self.python_cls, name):
@@ -210,7 +212,9 @@ class DictVariable(VariableTracker):
     def getitem(self, tx, key):
         k = _constant_key(tx, key)
         if k not in self.items:
-            raise Unsupported(f"KeyError {k!r} while tracing")
+            from .exceptions import raise_observed
+
+            raise_observed(KeyError, k)
         return self.items[k]
 
     def setitem(self, tx, key, value):

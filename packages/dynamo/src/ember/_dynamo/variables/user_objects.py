@@ -193,7 +193,11 @@ class ClassVariable(VariableTracker):
             built = BuiltinVariable(dict).call(tx, args, kwargs)
             return DictVariable(built.items, cls=collections.OrderedDict)
         if issubclass(cls, BaseException):
-            raise Unsupported(f"creating exception {cls.__name__} (raising is not traced)")
+            from .exceptions import ExceptionVariable
+
+            if kwargs:
+                raise Unsupported(f"creating exception {cls.__name__} with keyword arguments")
+            return ExceptionVariable(cls, args)
         if cls.__new__ is not object.__new__ or type(cls) is not type:
             raise Unsupported(f"creating a {cls.__name__} (a custom __new__ or metaclass)")
         import ember
