@@ -73,9 +73,7 @@ def test_decoded_jump_targets_match_dis():
     for fn in STDLIB[:150]:
         dec = bc.decode(fn.__code__)
         ours = {ins.offset: ins.target.offset for ins in dec.instructions if ins.target is not None}
-        theirs = {
-            i.offset: i.argval for i in dis.get_instructions(fn.__code__) if i.opcode in versions._JUMPS
-        }
+        theirs = {i.offset: i.argval for i in dis.get_instructions(fn.__code__) if i.opcode in versions._JUMPS}
         # dis reports the opcode's own offset; ours is the first EXTENDED_ARG's, so compare targets.
         assert sorted(ours.values()) == sorted(theirs.values()), fn.__qualname__
 
@@ -460,3 +458,17 @@ def test_module_imports_without_ember_runtime():
 
 
 assert textwrap  # used through STDLIB
+
+
+def test_fused_local_ops_split_when_locals_move_past_15():
+    # 3.13 fuses `v0 - v1`'s loads into LOAD_FAST_LOAD_FAST (two 4-bit indices); reversing the
+    # locals moves them to 19 and 18, so the assembler must split the instruction in two.
+    ns = {}
+    body = "".join(f"    v{i} = {i * 3}\n" for i in range(20))
+    exec(f"def f():\n{body}    return v0 - v1, [v2 for v2 in (v1, v0)]\n", ns)
+    f = ns["f"]
+    code = f.__code__
+    dec = bc.decode(code)
+    new = bc.assemble(dec.instructions, dec.exception_table, template=code, co_varnames=code.co_varnames[::-1])
+    assert new.co_varnames[-1] == "v0"
+    assert types.FunctionType(new, ns)() == f() == (-3, [3, 0])

@@ -146,7 +146,87 @@ def f_unpack(t):
     return d + e, f
 
 
+SCALE = 3
+
+
+def f_misc(d, s):
+    out = f"{s}:{d['a']!r}:{d['a']:>4}"
+    d = dict(d)
+    d["a"] += 1
+    d["b"] = d.get("b", 0) * 2 if "b" in d else -1
+    del d["a"]
+    t = s[1:3] + s[::-1]
+    assert len(t) > 2, "short"
+    if (n := len(t)) > 3:
+        t = t * SCALE
+    lo, *mid, hi = t
+    return out, d, t, n, lo, hi, len(mid), 1 < n <= 10 != SCALE
+
+
+def f_try_in_loop(xs):
+    done = 0
+    i = 0
+    while i < len(xs):
+        x = xs[i]
+        i += 1
+        try:
+            if x is None:
+                continue
+            if x < 0:
+                raise ValueError(x)
+            done += x
+        except ValueError:
+            done -= 100
+            break
+        finally:
+            done += 1
+    return done, i
+
+
+class Log:
+    def __init__(self):
+        self.n = 0
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return exc[0] is ZeroDivisionError
+
+
+LOG = Log()
+
+
+def f_nested_with_try(a, b):
+    r = 0
+    with LOG:
+        with LOG as g:
+            r = a + (g is LOG)
+            try:
+                r = r // b
+            finally:
+                r += 10
+        r += 100
+    return r
+
+
+def f_lambdas(k):
+    scale = k * 2
+    fs = [lambda v, j=j: v * j + scale for j in range(3)]
+    total = 0
+    for f in fs:
+        total += f(k)
+    return total, scale
+
+
 CASES = [
+    (f_misc, ({"a": 3, "b": 4}, "hello")),
+    (f_misc, ({"a": 1}, "abc")),
+    (f_try_in_loop, ((1, None, 2, -1, 5),)),
+    (f_try_in_loop, ((3, 4),)),
+    (f_nested_with_try, (5, 2)),
+    (f_nested_with_try, (5, 0)),
+    (f_lambdas, (3,)),
     (f_loop, (7, (3, 4, 5))),
     (f_while, (20,)),
     (f_while, (3,)),
@@ -178,42 +258,56 @@ def _pushes_null(ins: Instruction) -> bool:
 def _probe_points(code):
     """Offsets where the stack can be copied: no NULL on it, normally reachable, not glued."""
     dec = decode(code)
-    normal = analysis.normally_reachable(dec.instructions)
-    pending = 0
-    fixed = set()
-    for ins in dec.instructions:
+    insns = dec.instructions
+    normal = analysis.normally_reachable(insns)
+    unsafe = set()
+    for k, ins in enumerate(insns):
         if ins.opname == "FOR_ITER":  # a finished FOR_ITER lands a fixed distance after its target
-            k = dec.instructions.index(ins.target)
-            fixed.update(id(x) for x in dec.instructions[k : k + versions.FOR_ITER_EXIT_SKIP + 1])
+            t = insns.index(ins.target)
+            unsafe.update(range(t, t + versions.FOR_ITER_EXIT_SKIP + 1))
+        if ins.opname == "LOAD_FAST_AND_CLEAR":  # 3.12+: the saved value may be NULL until restored
+            restore = [
+                j
+                for j in range(k + 1, len(insns))
+                if insns[j].opname == "STORE_FAST" and insns[j].argval == ins.argval and normal[j]
+            ]
+            unsafe.update(range(k + 1, restore[-1] + 1))
     points = []
-    for i, ins in enumerate(dec.instructions):
+    pending = 0  # calls whose NULL is on the stack
+    for i, ins in enumerate(insns):
         ok = (
             normal[i]
             and pending == 0
+            and i not in unsafe
             and ins.opname not in ("RESUME", "MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR")
             and ins.opcode not in versions.GLUED_TO_PREVIOUS
-            and id(ins) not in fixed
         )
         if ok:
             points.append(ins.offset)
-        if _pushes_null(ins):
+        if _pushes_null(ins) and ins.opname != "LOAD_FAST_AND_CLEAR":
             pending += 1
-        if (
-            ins.opname in _CALLS
-            or ins.opname == "STORE_FAST"
-            and pending
-            and "LOAD_FAST_AND_CLEAR" in [x.opname for x in dec.instructions[:i]]
-        ):
+        if ins.opname in _CALLS:
             pending = max(0, pending - 1)
     return points
 
 
-def _snapshot(v):
+def _snapshot(v, memo):
     # Iterators move on after the probe; give the resume function one at the probe's position.
-    # Containers under construction on the stack (a comprehension's list) keep growing: copy them.
+    # Containers (a comprehension's list, a dict being edited) change later: copy them, once per
+    # object, so a value that is both on the stack and in a local stays one object.
     if (hasattr(v, "__next__") and hasattr(v, "__reduce__")) or type(v) in (list, dict, set):
-        return copy.copy(v)
+        if id(v) not in memo:
+            memo[id(v)] = copy.copy(v)
+        return memo[id(v)]
     return v
+
+
+def _record(hits):
+    def record(stack, locs):
+        memo = {}
+        hits.append((tuple(_snapshot(v, memo) for v in stack), {k: _snapshot(v, memo) for k, v in locs.items()}))
+
+    return record
 
 
 def _instrument(fn, offset, record):
@@ -258,7 +352,7 @@ def test_resume_at_every_boundary(fn, args):
     resumed = 0
     for offset in points:
         hits = []
-        probe = _instrument(fn, offset, lambda stack, locs: hits.append((tuple(map(_snapshot, stack)), dict(locs))))
+        probe = _instrument(fn, offset, _record(hits))
         assert probe(*args) == expected, f"the probe changed {fn.__name__} at {offset}"
         succ = Successor(offset, stack_depth_at(fn.__code__, offset), live_locals_at(fn.__code__, offset))
         cont = resume.make_resume_function(fn.__code__, succ, fn.__globals__, fn.__closure__)

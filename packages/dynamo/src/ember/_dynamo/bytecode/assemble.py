@@ -46,13 +46,42 @@ def _ext_count(arg: int | None) -> int:
     return 3
 
 
+_UNFUSED = {
+    "LOAD_FAST_LOAD_FAST": ("LOAD_FAST", "LOAD_FAST"),
+    "STORE_FAST_LOAD_FAST": ("STORE_FAST", "LOAD_FAST"),
+    "STORE_FAST_STORE_FAST": ("STORE_FAST", "STORE_FAST"),
+}
+
+
+def _split_fused(
+    instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry], layout: dict[str, int]
+) -> list[Instruction]:
+    """3.13's fused local ops hold two 4-bit indices: split those whose locals moved past 15.
+
+    The instruction keeps its identity as the first half (jumps to it stay valid); an
+    exception-table range ending at it is extended to the new second half.
+    """
+    out = []
+    for ins in instructions:
+        halves = _UNFUSED.get(ins.opname)
+        if halves is None or all(layout.get(n, 99) <= 15 for n in ins.argval):
+            out.append(ins)
+            continue
+        first, second = ins.argval
+        ins.opcode, ins.argval = dis.opmap[halves[0]], first
+        extra = Instruction(dis.opmap[halves[1]], None, second, positions=ins.positions)
+        out += [ins, extra]
+        for entry in table:
+            if entry.end is ins:
+                entry.end = extra
+    return out
+
+
 def _resolve_local_args(instructions: Sequence[Instruction], layout: dict[str, int]) -> None:
     for ins in instructions:
         op = ins.opcode
         if op in versions.PACKED_LOCAL_OPS:
             first, second = (layout[n] for n in ins.argval)
-            if first > 15 or second > 15:
-                raise ValueError(f"{ins.opname} needs local indices below 16, got {first} and {second}")
             ins.arg = (first << 4) | second
         elif op in versions.LOCAL_OPS or op in versions.CELL_OPS:
             try:
@@ -176,8 +205,10 @@ def assemble(
 
     Args:
         instructions: the instructions in code order. Their ``arg`` is updated in place for
-            jumps and local ops (and a 3.11 jump's opcode flipped if its direction changed).
-        exception_table: entries referring to instructions of ``instructions``.
+            jumps and local ops (and a 3.11 jump's opcode flipped if its direction changed; a
+            3.13 fused local op whose locals moved past index 15 split in two).
+        exception_table: entries referring to instructions of ``instructions`` (an entry
+            ending at a split instruction is extended in place).
         template: the code object whose remaining fields (names, consts, flags, ...) are kept.
         **replace: ``CodeType.replace`` keywords (``co_varnames``, ``co_consts``,
             ``co_argcount``, ...) for fields that differ from the template's.
@@ -193,7 +224,9 @@ def assemble(
     cellvars = replace.get("co_cellvars", template.co_cellvars)
     freevars = replace.get("co_freevars", template.co_freevars)
     firstlineno = replace.get("co_firstlineno", template.co_firstlineno)
-    _resolve_local_args(instructions, localsplus_layout(varnames, cellvars, freevars))
+    layout = localsplus_layout(varnames, cellvars, freevars)
+    instructions = _split_fused(instructions, exception_table, layout)
+    _resolve_local_args(instructions, layout)
     offsets, ext = _layout_jumps(instructions)
 
     code = bytearray()
