@@ -25,6 +25,7 @@ void init_random(py::module_& m);
 void init_pointwise(py::module_& m);
 void init_engine(py::module_& m);  // engine.cpp: ember-autograd's backward loop
 void init_record(py::module_& m);  // record.cpp: ember-autograd's positional recorder
+void init_nn_backward(py::module_& m);  // nn_backward.cpp: gradient kernels of batch_norm, relu, max pooling
 
 namespace {
 
@@ -99,4 +100,5 @@ PYBIND11_MODULE(_C, m) {
   init_pointwise(m);
   init_engine(m);
   init_record(m);
+  init_nn_backward(m);
 }

@@ -29,6 +29,8 @@ times slower than a multiplication.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ember._ops._dispatch import PLAIN_TENSOR_TYPES
 from ember._ops._dispatch import state as _dispatch_state
 
@@ -45,3 +47,21 @@ def _cuda_rows(*tensors):
     from ember.cuda.kernels import rows
 
     return rows
+
+
+def _cpu_arrays(*tensors):
+    """The numpy arrays of ``tensors`` (None stays None) when they are plain CPU tensors and the backward
+    pass records nothing and is seen by no dispatch mode: ember._C's gradient kernels (csrc/nn_backward.cpp)
+    may then replace a formula's chain of ops; None otherwise (the formula runs), for the reasons of
+    :func:`_cuda_rows`."""
+    if _dispatch_state.grad_enabled or _dispatch_state.modes:
+        return None
+    arrays = []
+    for t in tensors:
+        if t is None:
+            arrays.append(None)
+        elif type(t) in PLAIN_TENSOR_TYPES and type(t._data) is np.ndarray:
+            arrays.append(t._data)
+        else:
+            return None
+    return arrays

@@ -16,6 +16,7 @@ import ember
 from ember._ops import nn_pooling as _core  # the forward's plans
 
 from .._table import derivative, through_decomposition
+from ._nn_common import _cpu_arrays
 from ._spatial import _const, _narrow_to, _tup
 
 # -- pooling --------------------------------------------------------------------------------------------
@@ -110,6 +111,9 @@ def _make_pool_grads(n):
     derivative(spatial_names[1], input=avg_pool_grad)
 
 
+_C_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
 def _scatter_max(grad, indices, input, n):
     """``grad`` added at the argmax ``indices`` (flat positions in each input plane)."""
     shape = input.shape
@@ -117,6 +121,11 @@ def _scatter_max(grad, indices, input, n):
     count = math.prod(lead)
     size = math.prod(shape[len(shape) - n :])
     cells = math.prod(grad.shape[grad.dim() - n :])
+    arrays = _cpu_arrays(grad, indices)
+    if arrays is not None and arrays[0].dtype in _C_FLOATS and arrays[1].dtype == np.int64:
+        # nothing records: ember._C's kernel adds each plane's gradients at its indices (no checks, no dispatch)
+        g, idx = (np.ascontiguousarray(a).reshape(count, cells) for a in arrays)
+        return ember.Tensor._make(ember._C.max_pool_backward(g, idx, size).reshape(shape), grad.device)
     flat = ember.zeros((count, size), dtype=grad.dtype, device=grad.device)
     return flat.scatter_add(1, indices.reshape(count, cells), grad.reshape(count, cells)).reshape(shape)
 
