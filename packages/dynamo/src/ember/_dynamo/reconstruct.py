@@ -93,9 +93,13 @@ class BuildDict(Reconstruct):
     keys: tuple
     values: tuple
     cls: type = dict
+    default_factory: Reconstruct | None = None  # a collections.defaultdict's
 
     def build(self, graph_outputs, frame_locals, frame_globals):
         values = _build_all(self.values, graph_outputs, frame_locals, frame_globals)
+        if self.default_factory is not None:
+            factory = self.default_factory.build(graph_outputs, frame_locals, frame_globals)
+            return self.cls(factory, zip(self.keys, values))
         return self.cls(zip(self.keys, values))
 
 

@@ -3,6 +3,7 @@ guards that the capture now depends on."""
 
 from __future__ import annotations
 
+import collections
 import types
 
 from ..guards import GuardKind
@@ -50,13 +51,16 @@ def wrap_value(output, value, source, guard=True):
         add(source, GuardKind.LEN_MATCH, len(value))
         items = [wrap_value(output, v, _item_source(source, i), guard) for i, v in enumerate(value)]
         return (TupleVariable if type(value) is tuple else ListVariable)(items, source)
-    if type(value) is dict or (isinstance(value, dict) and type(value).__module__ == "collections"):
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
         if not all(is_constant_value(k) for k in value):
             return UserObjectVariable(value, source)
         add(source, GuardKind.TYPE_MATCH, type(value))
         add(source, GuardKind.DICT_KEYS, list(value.keys()))
         items = {k: wrap_value(output, v, _item_source(source, k), guard) for k, v in value.items()}
-        return DictVariable(items, source, cls=type(value))
+        factory = getattr(value, "default_factory", None)
+        if factory is not None:
+            factory = wrap_value(output, factory, AttrSource(source, "default_factory") if source else None, guard)
+        return DictVariable(items, source, cls=type(value), default_factory=factory)
     if type(value) is set and all(is_constant_value(v) for v in value):
         add(source, GuardKind.EQUALS_MATCH, set(value))
         return SetVariable(value, source)

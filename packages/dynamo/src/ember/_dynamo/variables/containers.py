@@ -186,10 +186,11 @@ class ListVariable(BaseListVariable):
 class DictVariable(VariableTracker):
     """A dict with constant keys (insertion order kept); ``cls`` may be an OrderedDict/defaultdict-free subclass."""
 
-    def __init__(self, items, source=None, cls=dict):
+    def __init__(self, items, source=None, cls=dict, default_factory=None):
         super().__init__(source)
         self.items = dict(items)  # constant key -> tracker
         self.cls = cls
+        self.default_factory = default_factory  # a tracker, for a collections.defaultdict
 
     def describe(self):
         return f"dict of {len(self.items)}"
@@ -212,6 +213,9 @@ class DictVariable(VariableTracker):
     def getitem(self, tx, key):
         k = _constant_key(tx, key)
         if k not in self.items:
+            if self.default_factory is not None:  # defaultdict: d[k] inserts factory()
+                self.setitem(tx, key, self.default_factory.call(tx, [], {}))
+                return self.items[k]
             from .exceptions import raise_observed
 
             raise_observed(KeyError, k)
@@ -243,7 +247,7 @@ class DictVariable(VariableTracker):
         if name == "__contains__":
             return ConstantVariable(_constant_key(tx, args[0]) in self.items)
         if name == "copy":
-            return DictVariable(self.items, cls=self.cls)
+            return DictVariable(self.items, cls=self.cls, default_factory=self.default_factory)
         if name in ("update", "pop", "setdefault", "clear", "__setitem__", "__delitem__"):
             result = self._mutate(tx, name, args, kwargs)
             tx.output.side_effects.mutated_container(self)
@@ -282,7 +286,8 @@ class DictVariable(VariableTracker):
         if self.source is not None:
             return FromSource(self.source)
         keys = tuple(self.items)
-        return BuildDict(keys, tuple(v.reconstruct(out) for v in self.items.values()), self.cls)
+        factory = self.default_factory.reconstruct(out) if self.default_factory is not None else None
+        return BuildDict(keys, tuple(v.reconstruct(out) for v in self.items.values()), self.cls, factory)
 
 
 class SetVariable(VariableTracker):

@@ -186,6 +186,12 @@ class ClassVariable(VariableTracker):
             if not args:
                 raise Unsupported("functools.partial() without a function")
             return PartialVariable(args[0], args[1:], kwargs)
+        if cls is collections.defaultdict:
+            from .containers import DictVariable
+
+            if len(args) > 1 or kwargs:
+                raise Unsupported("collections.defaultdict() with initial items while tracing")
+            return DictVariable({}, cls=collections.defaultdict, default_factory=args[0] if args else None)
         if cls is collections.OrderedDict:
             from .builtins import BuiltinVariable
             from .containers import DictVariable
