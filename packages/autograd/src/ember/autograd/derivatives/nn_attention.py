@@ -21,6 +21,13 @@ _ROW_DTYPES = (ember.float16, ember.bfloat16, ember.float32, ember.float64)  # t
 
 def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_gqa, output_mask):
     # without dropout: the attention weights are recomputed (the kernel returns only the output)
+    if attn_mask is None and not output_mask[3] and _cuda_rows(grad, query, key, value) is not None:
+        # plain cuda tensors, nothing records: the steps below on the arrays, without dispatching each
+        from ember.cuda.kernels import attention
+
+        fused = attention.backward(grad, query, key, value, is_causal, scale, output_mask)
+        if fused is not None:
+            return fused
     rep_k = rep_v = 1
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         rep_k = query.shape[-3] // key.shape[-3]

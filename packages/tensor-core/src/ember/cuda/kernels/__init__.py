@@ -13,6 +13,10 @@
 * :mod:`.pooling`, :mod:`.grid_sample`: the CuPy side of the pooling ops' and ``grid_sample``'s kernels;
 * :mod:`.embedding`: ``embedding`` forward and its weight's gradient, index range checked on the GPU
   (reported at the next synchronising call, no host read);
+* :mod:`.attention`: ``scaled_dot_product_attention`` without a mask or dropout, forward and gradient, on the
+  arrays (its steps' kernels without dispatching each step);
+* :mod:`.foreach_kernels`: ``_foreach_add_``/``_foreach_sub_`` of tensor lists in one launch;
+* :mod:`._launch`: kernel launches with ember's own parameter packing (the pointwise, row and bias kernels);
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).
 
@@ -34,7 +38,7 @@ def register():
     """Install every fast CUDA kernel (once). Needs CuPy and a GPU (``ember.cuda.is_available()``)."""
     if _done:
         return
-    from . import conv, copies, embedding, grid_sample, pointwise, pooling, products, reductions, rows
+    from . import attention, conv, copies, embedding, grid_sample, pointwise, pooling, products, reductions, rows
 
     pointwise.register()
     copies.register()
@@ -45,4 +49,5 @@ def register():
     pooling.register()
     grid_sample.register()
     embedding.register()
+    attention.register()
     _done.append(True)
