@@ -133,7 +133,42 @@ class GraphLowering:
                                 for v in _flatten_output(node.args[0])]
             else:
                 raise LoweringException(f"node {node.name}: unsupported node kind {node.op!r}")
+        self._remove_dead_buffers()
         return self
+
+    def _remove_dead_buffers(self):
+        """Drop computed buffers nothing reads (an ``empty`` an extern call now gets fresh, say).
+
+        The graph is functional, so an unread computed buffer has no effect; extern calls are kept
+        (a random op advances the generator even when its result is unused)."""
+        live = set()
+
+        def mark(value):
+            if isinstance(value, ir.StridedArg):
+                live.add(value.buffer.name)
+            elif isinstance(value, ir.Buffer):
+                live.add(value.name)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    mark(v)
+            elif isinstance(value, dict):
+                for v in value.values():
+                    mark(v)
+
+        mark(self.outputs)
+        kept = []
+        for buf in reversed(self.buffers):
+            if isinstance(buf, ir.ExternKernel):
+                mark(buf.args)
+                mark(buf.kwargs)
+            elif buf.name in live:
+                for ld in ir.loads(buf.data.body):
+                    live.add(ld.buffer.name)
+            else:
+                log.debug("buffer %s is never read: removed", buf.name)
+                continue
+            kept.append(buf)
+        self.buffers = kept[::-1]
 
     def _placeholder(self, node, position):
         example = self.example_inputs[position] if position < len(self.example_inputs) else None
@@ -212,8 +247,10 @@ class GraphLowering:
                 return type(a)(arg(x) for x in a)
             return a
 
-        kernel = ir.ExternKernel(self._name("extern"), target, arg(args), {k: arg(v) for k, v in kwargs.items()},
-                                 reason)
+        fx_args = node.args if len(node.args) == len(args) else [None] * len(args)
+        lowered_args = [ir.EmptyArg(a.sizes, a.dtype) if _from_empty(n, a) else arg(a) for n, a in zip(fx_args, args)]
+        kernel = ir.ExternKernel(self._name("extern"), target, tuple(lowered_args),
+                                 {k: arg(v) for k, v in kwargs.items()}, reason)
         self.buffers.append(kernel)
 
         def outputs(val, path):
@@ -277,6 +314,13 @@ class GraphLowering:
         outs = ", ".join(o.name if isinstance(o, ir.Buffer) else repr(o) for o in self.outputs)
         lines.append(f"return ({outs},)" if len(self.outputs) == 1 else f"return ({outs})")
         return "\n".join(lines)
+
+
+def _from_empty(fx_arg, value):
+    """Whether an extern's argument is the result of ``empty`` (its contents are unspecified: a fresh
+    uninitialised tensor is as good, and no kernel needs to fill it)."""
+    target = getattr(fx_arg, "target", None)
+    return getattr(target, "name", None) in ("empty", "empty_like") and isinstance(value, ir.ComputedBuffer)
 
 
 #: Extern ops that take a strided view of a buffer (:class:`~ember._inductor.ir.StridedArg`) as it is:

@@ -38,7 +38,7 @@ import sympy
 __all__ = [
     "OPS", "REDUCTION_TYPES", "FloorDiv", "ModIndex", "index_vars", "reduction_vars",
     "contiguous_strides", "flat_index", "Expr", "Load", "Constant", "IndexExpr", "Op",
-    "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "ExternKernel",
+    "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "EmptyArg", "ExternKernel",
     "ExternOutput", "substitute", "loads", "count_ops", "structural_key", "free_symbols",
 ]
 
@@ -418,6 +418,21 @@ class StridedArg:
         sizes = ", ".join(str(s) for s in self.sizes)
         strides = ", ".join(str(s) for s in self.strides)
         return f"{self.buffer.name}.as_strided(({sizes}), ({strides}), {self.offset})"
+
+    __repr__ = __str__
+
+
+class EmptyArg:
+    """An extern call's tensor argument that came from ``empty``: the runtime passes a fresh uninitialised
+    tensor of ``sizes`` and ``dtype`` (no kernel fills it; ``bernoulli(empty(...), p)`` reads only its shape)."""
+
+    def __init__(self, sizes, dtype):
+        self.sizes = [sympy.sympify(s) for s in sizes]
+        self.dtype = dtype
+
+    def __str__(self):
+        sizes = ", ".join(str(s) for s in self.sizes)
+        return f"empty(({sizes}), {self.dtype})"
 
     __repr__ = __str__
 

@@ -452,6 +452,93 @@ def _fold(fn, args):
     return out
 
 
+def index_bounds(expr, ranges):
+    """``(lo, hi)``: integer bounds of index ``expr`` when each symbol ``v`` lies in ``[0, ranges[v])``,
+    or None where a symbol's range is unknown or the expression is not one this reasons about."""
+    if expr.is_Integer:
+        return int(expr), int(expr)
+    if expr.is_Symbol:
+        size = ranges.get(expr)
+        return (0, size - 1) if size else None
+    if isinstance(expr, (sympy.Add, sympy.Mul, sympy.Min, sympy.Max)):
+        parts = [index_bounds(a, ranges) for a in expr.args]
+        if any(p is None for p in parts):
+            return None
+        lo, hi = parts[0]
+        for a, b in parts[1:]:
+            if isinstance(expr, sympy.Add):
+                lo, hi = lo + a, hi + b
+            elif isinstance(expr, sympy.Mul):
+                products = (lo * a, lo * b, hi * a, hi * b)
+                lo, hi = min(products), max(products)
+            elif isinstance(expr, sympy.Min):
+                lo, hi = min(lo, a), min(hi, b)
+            else:
+                lo, hi = max(lo, a), max(hi, b)
+        return lo, hi
+    if isinstance(expr, (ir.FloorDiv, ir.ModIndex)) and expr.args[1].is_Integer and int(expr.args[1]) > 0:
+        q = int(expr.args[1])
+        inner = index_bounds(expr.args[0], ranges)
+        if inner is None or inner[0] < 0:
+            return None
+        if isinstance(expr, ir.FloorDiv):
+            return inner[0] // q, inner[1] // q
+        return (inner[0], inner[1]) if inner[1] < q else (0, q - 1)
+    return None
+
+
+def simplify_index(expr, ranges):
+    """``expr`` with ``Min``/``Max``/``FloorDiv``/``ModIndex`` resolved where the loop ranges decide them.
+
+    A padded or reshaped view's index clamps with ``Min(255, x3)`` and splits with ``FloorDiv``/``ModIndex``;
+    with ``x3 < 256`` the clamp is ``x3``, and ``FloorDiv(256*x1 + x3, 64)`` is ``4*x1 + FloorDiv(x3, 64)``, so
+    the C++ indexes contiguously along the inner loop and vectorises.
+
+    Args:
+        expr (sympy.Expr): a non-negative integer index expression.
+        ranges (dict[sympy.Symbol, int]): loop variables and their trip counts (``v`` in ``[0, n)``).
+
+    Returns:
+        sympy.Expr: an equal expression for every point of the ranges.
+    """
+    if expr.is_Atom:
+        return expr
+    args = [simplify_index(a, ranges) for a in expr.args]
+    if isinstance(expr, (sympy.Min, sympy.Max)):
+        bounds = [index_bounds(a, ranges) for a in args]
+        is_min = isinstance(expr, sympy.Min)
+        for a, b in zip(args, bounds):
+            if b is None:
+                continue
+            # a decides when it is below (Min) / above (Max) every other argument everywhere
+            others = [o for o in bounds if o is not b]
+            if all(o is not None and (b[1] <= o[0] if is_min else b[0] >= o[1]) for o in others):
+                return a
+        return expr.func(*args)
+    if isinstance(expr, (ir.FloorDiv, ir.ModIndex)) and args[1].is_Integer and int(args[1]) > 0:
+        return _simplify_div_mod(type(expr), args[0], int(args[1]), ranges)
+    return expr.func(*args)
+
+
+def _simplify_div_mod(kind, a, q, ranges):
+    """``a // q`` or ``a % q`` with the terms of ``a`` that are multiples of ``q`` taken out."""
+    whole, rest = sympy.Integer(0), sympy.Integer(0)
+    for term in sympy.Add.make_args(sympy.expand(a)):
+        coeff, _ = term.as_coeff_Mul()
+        if coeff.is_Integer and int(coeff) % q == 0:
+            whole += term
+        else:
+            rest += term
+    rest_bounds = index_bounds(rest, ranges)
+    if rest_bounds is None or rest_bounds[0] < 0:
+        return kind(a, q)
+    if rest_bounds[1] < q:  # 0 <= rest < q: the quotient is whole / q, the remainder rest
+        return sympy.expand(whole / q) if kind is ir.FloorDiv else rest
+    if kind is ir.FloorDiv:
+        return sympy.expand(whole / q) + ir.FloorDiv(rest, q)
+    return ir.ModIndex(rest, q)
+
+
 # --------------------------------------------------------------------------------------------
 # expressions
 
@@ -673,6 +760,34 @@ class KernelGen:
         self.read = {}
         self.written = {}
         self.locals = {n.buffer.name for n in kernel.nodes if n.local}
+        # trip counts of the loop variables in scope (outer x.., plus r../y.. while a loop over them is emitted)
+        self.ranges = {v: int(r) for v, r in zip(kernel.vars, kernel.ranges) if sympy.sympify(r).is_Integer}
+
+    def index(self, index, strides):
+        """C code of the flat offset of ``index`` under ``strides``, simplified for the loops in scope."""
+        flat = ir.flat_index(index, strides)
+        if flat.has(sympy.Min, sympy.Max, ir.FloorDiv, ir.ModIndex):
+            flat = ir.merge_div_mod(sympy.expand(simplify_index(flat, self.ranges)))
+        return cindex(flat)
+
+    def in_loops(self, symbols, sizes):
+        """Context: ``symbols`` run over ``sizes`` while the body of their loop is emitted."""
+        gen = self
+
+        class _Scope:
+            def __enter__(self):
+                self.saved = dict(gen.ranges)
+                for v, n in zip(symbols, sizes):
+                    n = sympy.sympify(n)
+                    if n.is_Integer:
+                        gen.ranges[v] = int(n)
+                    else:
+                        gen.ranges.pop(v, None)
+
+            def __exit__(self, *exc):
+                gen.ranges = self.saved
+
+        return _Scope()
 
     def tmp(self):
         self._tmp += 1
@@ -683,7 +798,7 @@ class KernelGen:
         if buf.name in self.locals:
             return f"{buf.name}_v"
         self.read[buf.name] = buf
-        code = f"{buf.name}[{cindex(ir.flat_index(e.index, buf.strides))}]"
+        code = f"{buf.name}[{self.index(e.index, buf.strides)}]"
         if buf.dtype == ember.float16:
             return f"ember_h2f({code})"
         if buf.dtype == ember.bfloat16:
@@ -698,7 +813,7 @@ class KernelGen:
             lines.append(f"{indent}{value_ctype(buf.dtype)} {buf.name}_v = {value};")
             return
         self.written[buf.name] = buf
-        offset = cindex(ir.flat_index(node.index, buf.strides))
+        offset = self.index(node.index, buf.strides)
         lines.append(f"{indent}{buf.name}[{offset}] = {store_code(value, buf.dtype)};")
 
     def generate(self):
@@ -850,7 +965,8 @@ class KernelGen:
         lines.append(f"{inner}for (int64_t {x_last} = xb; {x_last} < xe; ++{x_last}) {{")
         scope = ExprPrinter(self, lines, inner + "    ")
         for node, acc in zip(k.nodes, accs):
-            value = scope.emit(node.body)
+            with self.in_loops(rvars, data.reduction_ranges):
+                value = scope.emit(node.body)
             rtype = node.buffer.data.reduction_type
             lines.append(f"{inner}    {_combine(rtype, f'{acc}[{x_last} - xb]', value, node.body.dtype)}")
         lines.append(f"{inner}}}")
@@ -880,8 +996,9 @@ class KernelGen:
             inner += "    "
         scope = ExprPrinter(self, lines, inner)
         scope.memo = dict(printer.memo)
-        for node in group:
-            self.store(node, scope.emit(node.body), lines, inner)
+        with self.in_loops(ys, ranges):
+            for node in group:
+                self.store(node, scope.emit(node.body), lines, inner)
         for d in reversed(range(len(ys))):
             lines.append(indent + "    " * d + "}")
 
@@ -931,7 +1048,8 @@ class KernelGen:
             inner += "    "
         scope = ExprPrinter(self, lines, inner)
         scope.memo = dict(printer.memo)  # values computed outside the loop stay valid inside
-        value = scope.emit(node.body)
+        with self.in_loops(rvars, data.reduction_ranges):
+            value = scope.emit(node.body)
         if arg:
             flat = cindex(ir.flat_index(rvars, ir.contiguous_strides(data.reduction_ranges))) if rvars else "0"
             better = ">" if rtype == "argmax" else "<"

@@ -92,7 +92,7 @@ class _NotPlain(Exception):
 def _encode(v):
     import numpy as np
 
-    from .wrapper import _BufRef, _ExternStep, _StridedRef
+    from .wrapper import _BufRef, _EmptyRef, _ExternStep, _StridedRef
 
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
@@ -116,6 +116,8 @@ def _encode(v):
         return {"buf": [v.name, v.slot, _encode(v.sizes), _encode(v.np_dtype), v.nbytes]}
     if isinstance(v, _StridedRef):
         return {"strided": [_encode(v.buffer), _encode(v.sizes), _encode(v.strides), v.offset]}
+    if isinstance(v, _EmptyRef):
+        return {"empty": [_encode(v.sizes), _encode(v.np_dtype)]}
     if isinstance(v, _ExternStep):
         return {"extern": [v.op_name, _encode(v.args), _encode(v.kwargs), _encode(v.outputs)]}
     raise _NotPlain(f"a value of type {type(v).__name__}")
@@ -129,7 +131,7 @@ def _ember_dtype(name):
 
 
 def _decode(v):
-    from .wrapper import _BufRef, _ExternStep, _numpy_dtype, _StridedRef
+    from .wrapper import _BufRef, _EmptyRef, _ExternStep, _numpy_dtype, _StridedRef
 
     if isinstance(v, list):
         return [_decode(x) for x in v]
@@ -155,6 +157,8 @@ def _decode(v):
         ref = _StridedRef.__new__(_StridedRef)
         ref.buffer, ref.sizes, ref.strides, ref.offset = (_decode(x) for x in body)
         return ref
+    if tag == "empty":
+        return _EmptyRef(*(_decode(x) for x in body))
     if tag == "extern":
         step = _ExternStep.__new__(_ExternStep)
         step.op_name = body[0]

@@ -157,6 +157,16 @@ class _StridedRef:
         self.offset = int(arg.offset)
 
 
+class _EmptyRef:
+    """An :class:`~ember._inductor.ir.EmptyArg` for the runtime: sizes and numpy dtype of a fresh tensor."""
+
+    __slots__ = ("sizes", "np_dtype")
+
+    def __init__(self, sizes, np_dtype):
+        self.sizes = tuple(int(s) for s in sizes)
+        self.np_dtype = np_dtype
+
+
 class _ExternStep:
     """An extern call for the runtime: the op (by name), its arguments with buffer references, its outputs."""
 
@@ -190,6 +200,8 @@ def _refs(value, slots):
 
     if isinstance(value, ir.StridedArg):
         return _StridedRef(value, slots)
+    if isinstance(value, ir.EmptyArg):
+        return _EmptyRef(value.sizes, _numpy_dtype(value.dtype))
     if isinstance(value, ir.Buffer):
         return _BufRef(value, slots)
     if isinstance(value, (list, tuple)):
@@ -414,6 +426,8 @@ class CompiledGraph:
             return self._tensor_of(v, ptrs, values)
         if isinstance(v, _StridedRef):
             return self._strided_tensor(v, ptrs, values)
+        if isinstance(v, _EmptyRef):
+            return Tensor._make(np.empty(v.sizes, dtype=v.np_dtype))
         if isinstance(v, (list, tuple)):
             return type(v)(self._extern_value(x, ptrs, values) for x in v)
         return v
