@@ -136,8 +136,11 @@ def strided_view(storage, shape, strides, offset, dtype):
     if 0 in shape:  # an empty view may start past the end of its storage (PyTorch allows it)
         return cp.empty(shape, dtype)
     itemsize = dtype.itemsize
-    memptr = storage.base.data + offset * itemsize
-    return cp.ndarray(shape, dtype, memptr=memptr, strides=tuple(s * itemsize for s in strides))
+    memptr = storage.base.data
+    if offset:
+        memptr = memptr + offset * itemsize
+    # (every view op ends here: a list comprehension is faster than a generator)
+    return cp.ndarray(shape, dtype, memptr, tuple([s * itemsize for s in strides]))
 
 
 _ones = {}  # (device index, numpy dtype) -> a 0-d CuPy array holding 1
