@@ -386,8 +386,11 @@ def test_no_grad_block_is_recorded_in_the_graph():
     out.sum().backward()
     expected = X.sum(0)  # only the part outside no_grad reaches w
     np.testing.assert_allclose(w.grad.numpy(), expected.numpy(), rtol=1e-6)
-    targets = [n.target.__name__ for n in captured.gm.graph.nodes if n.op == "call_function" and callable(n.target)
-               and getattr(n.target, "__name__", "") == "_set_grad_enabled"]
+    targets = [
+        n.target.__name__
+        for n in captured.gm.graph.nodes
+        if n.op == "call_function" and callable(n.target) and getattr(n.target, "__name__", "") == "_set_grad_enabled"
+    ]
     assert len(targets) == 2
 
 
@@ -571,3 +574,79 @@ def test_global_tensor_is_a_graph_input_with_a_global_source():
 
 def test_runs_on_this_python():
     assert sys.version_info[:2] in ((3, 11), (3, 12), (3, 13))
+
+
+def test_a_list_reached_twice_at_a_break_is_one_object():
+    def f(x):
+        out = []
+        for i in range(3):
+            out.append((x * i).sum().item())  # the bound append on the stack and the local share the list
+        return out
+
+    captured = _capture_with_break(f, X)
+    outs = captured.gm(*captured.example_inputs)
+    stack, local_values = captured.result.build(outs, {"x": X}, f.__globals__)
+    appender = next(v for v in stack if callable(v) and getattr(v, "__name__", "") == "append")
+    local = dict(zip(captured.graph_break.plan.live_locals, local_values))["out"]
+    assert appender.__self__ is local
+
+
+def test_exceptions_raised_and_caught_inside():
+    def helper(v):
+        if v < 0:
+            raise ValueError("negative")
+        return v
+
+    def f(x):
+        d = {"a": 2.0}
+        try:
+            s = d["b"]
+        except KeyError:
+            s = 3.0
+        try:
+            k = helper(-1)
+        except ValueError as e:
+            k = len(e.args) + 1
+        items = [x]
+        try:
+            other = items[3]
+        except IndexError:
+            other = x * 5
+        finally:
+            other = other + 1
+        try:
+            with ember.no_grad():
+                raise RuntimeError
+        except RuntimeError:
+            grad = ember.is_grad_enabled()
+        return x * s * k + other, grad
+
+    check(f, X)
+
+
+def test_uncaught_exception_and_failed_assert_are_breaks():
+    def missing(x):
+        return x + {}["k"]
+
+    namespace = {}
+    # pytest rewrites the asserts of test modules: compile this one as plain Python
+    exec(compile("def asserts(x):\n    assert x.dim() == 2, 'matrix'\n    return x\n", "<asserts>", "exec"), namespace)
+    asserts = namespace["asserts"]
+
+    assert "KeyError('k')" in _capture_with_break(missing, X).graph_break.reason
+    assert "AssertionError('matrix')" in _capture_with_break(asserts, ember.randn(3)).graph_break.reason
+
+
+def test_defaultdict_ordered_dict_made_inside():
+    def f(x):
+        groups = collections.defaultdict(list)
+        for i in range(4):
+            groups[i % 2].append(x * i)
+        ordered = collections.OrderedDict(a=1)
+        return sum(groups[0]) + sum(groups[1]), ordered, groups
+
+    captured, out = run_captured(f, X)
+    expected = f(X)
+    assert_same(out[0], expected[0])
+    assert type(out[1]) is collections.OrderedDict and out[1] == expected[1]
+    assert type(out[2]) is collections.defaultdict and out[2].default_factory is list

@@ -131,7 +131,9 @@ def test_containers_mutation_is_a_side_effect_only_for_frame_values():
     lst = [1, 2]
     effect.apply((), {"lst": lst}, {})
     assert lst == [1, 2, 3]
-    assert inside.reconstruct(tx.output) == BuildList((Constant(1), Constant(2)))
+    rebuilt = inside.reconstruct(tx.output)
+    assert rebuilt.inner == BuildList((Constant(1), Constant(2)))
+    assert inside.reconstruct(tx.output) is rebuilt  # one object however often it is reached
 
 
 def test_dict_tracker_methods():

@@ -127,6 +127,7 @@ class OutputGraph:
         self._memo = {}  # id(value) -> (value, tracker) for values with identity (lists, dicts, objects)
         self.outputs = []  # graph output nodes, in order
         self._output_index = {}
+        self._shared = {}  # id(tracker) -> (tracker, Shared): one rebuilt object per mutable tracker
         self.initial_grad_enabled = ember.is_grad_enabled()
         self.grad_enabled = self.initial_grad_enabled
         self.add_guard(None, GuardKind.GRAD_MODE, self.grad_enabled)
@@ -257,6 +258,17 @@ class OutputGraph:
         ember.set_grad_enabled(self.initial_grad_enabled)
 
     # -- outputs --------------------------------------------------------------------------------------
+
+    def shared(self, var, make):
+        """The one :class:`~ember._dynamo.reconstruct.Shared` rebuilding ``var`` (``make()`` builds it)."""
+        from .reconstruct import Shared
+
+        entry = self._shared.get(id(var))
+        if entry is None or entry[0] is not var:
+            entry = (var, Shared(None))
+            self._shared[id(var)] = entry
+            entry[1].inner = make()  # after registering: a cycle refers back to the same Shared
+        return entry[1]
 
     def output_index(self, tensor_var):
         node = self.mode.node_of(tensor_var.example)

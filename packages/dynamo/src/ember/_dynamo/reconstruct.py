@@ -17,7 +17,7 @@ from .source import Source
 __all__ = [
     "Reconstruct", "GraphOutput", "Constant", "FromSource", "BuildTuple", "BuildList", "BuildDict",
     "BuildSet", "BuildNamedTuple", "BuildObject", "BuildIterator", "BuildFunction", "BuildCell",
-    "BuildBoundMethod", "BuildSlice", "GradModeExit", "GetAttr", "BuildCall",
+    "BuildBoundMethod", "BuildSlice", "GradModeExit", "GetAttr", "BuildCall", "Shared",
 ]
 
 
@@ -242,3 +242,23 @@ class BuildCall(Reconstruct):
         a = (graph_outputs, frame_locals, frame_globals)
         kwargs = dict(zip(self.keys, (v.build(*a) for v in self.values)))
         return self.fn.build(*a)(*(x.build(*a) for x in self.args), **kwargs)
+
+
+class Shared(Reconstruct):
+    """A mutable value made inside the frame that the result reaches more than once (a list that is a
+    live local and also the owner of a bound ``append`` on the stack): built once per run of the
+    captured graph, so every place gets the same object."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self._outs = None  # the graph outputs of the run the value was built for
+        self._value = None
+
+    def __repr__(self):
+        return f"Shared({self.inner!r})"
+
+    def build(self, graph_outputs, frame_locals, frame_globals):
+        if self._outs is not graph_outputs:
+            self._value = self.inner.build(graph_outputs, frame_locals, frame_globals)
+            self._outs = graph_outputs
+        return self._value

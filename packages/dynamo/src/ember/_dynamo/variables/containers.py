@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..exc import Unsupported
-from ..reconstruct import BuildDict, BuildList, BuildNamedTuple, BuildSet, BuildTuple, FromSource
+from ..reconstruct import BuildDict, BuildList, BuildNamedTuple, BuildSet, BuildTuple, Constant, FromSource
 from .base import MethodOf, VariableTracker
 from .constant import ConstantVariable
 
@@ -81,8 +81,9 @@ class BaseListVariable(VariableTracker):
     def reconstruct(self, out):
         if self.source is not None:
             return FromSource(self.source)
-        items = tuple(item.reconstruct(out) for item in self.items)
-        return BuildList(items) if self.python_cls is list else BuildTuple(items)
+        if self.python_cls is list:
+            return out.shared(self, lambda: BuildList(tuple(item.reconstruct(out) for item in self.items)))
+        return BuildTuple(tuple(item.reconstruct(out) for item in self.items))
 
 
 class TupleVariable(BaseListVariable):
@@ -285,9 +286,12 @@ class DictVariable(VariableTracker):
     def reconstruct(self, out):
         if self.source is not None:
             return FromSource(self.source)
-        keys = tuple(self.items)
-        factory = self.default_factory.reconstruct(out) if self.default_factory is not None else None
-        return BuildDict(keys, tuple(v.reconstruct(out) for v in self.items.values()), self.cls, factory)
+        def make():
+            keys = tuple(self.items)
+            factory = self.default_factory.reconstruct(out) if self.default_factory is not None else None
+            return BuildDict(keys, tuple(v.reconstruct(out) for v in self.items.values()), self.cls, factory)
+
+        return out.shared(self, make)
 
 
 class SetVariable(VariableTracker):
@@ -333,7 +337,7 @@ class SetVariable(VariableTracker):
     def reconstruct(self, out):
         if self.source is not None:
             return FromSource(self.source)
-        return BuildSet(tuple(ConstantVariable(v).reconstruct(out) for v in self.values))
+        return out.shared(self, lambda: BuildSet(tuple(Constant(v) for v in self.values)))
 
 
 class SliceVariable(VariableTracker):

@@ -49,7 +49,10 @@ class CellVariable(VariableTracker):
     def reconstruct(self, out):
         if self.real:
             raise Unsupported("a closure over a cell of a function outside the compiled code, live after the graph")
-        return BuildCell(self.contents.reconstruct(out) if self.contents is not None else None)
+        def make():
+            return BuildCell(self.contents.reconstruct(out) if self.contents is not None else None)
+
+        return out.shared(self, make)
 
 
 def bind_arguments(code, name, defaults, kwdefaults, args, kwargs):

@@ -36,4 +36,7 @@ class IteratorVariable(VariableTracker):
         return rest
 
     def reconstruct(self, out):
-        return BuildIterator(tuple(item.reconstruct(out) for item in self.items[self.position:]))
+        def make():
+            return BuildIterator(tuple(item.reconstruct(out) for item in self.items[self.position:]))
+
+        return out.shared(self, make)

@@ -125,8 +125,11 @@ class NewObjectVariable(_ObjectBase):
         return True
 
     def reconstruct(self, out):
-        names = tuple(self.attrs)
-        return BuildObject(self.cls, names, tuple(self.attrs[n].reconstruct(out) for n in names))
+        def make():
+            names = tuple(self.attrs)
+            return BuildObject(self.cls, names, tuple(self.attrs[n].reconstruct(out) for n in names))
+
+        return out.shared(self, make)
 
 
 def _is_namedtuple_class(cls):
