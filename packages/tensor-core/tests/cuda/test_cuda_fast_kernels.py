@@ -285,3 +285,15 @@ def test_cat_and_clone_checked_kernels(kernels):
     q, k, v = xg.split(4, dim=1)
     (q * 1.0 + k * 2.0 + v * 3.0).sum().backward()
     np.testing.assert_array_equal(xg.grad.cpu().numpy(), np.repeat([[1.0] * 4 + [2.0] * 4 + [3.0] * 4], 2, 0))
+
+
+def test_half_gradients_cast_back_without_dispatch(kernels):
+    """A float16 gradient flowing into a float32 input (an autocast step) is cast by astype, the values of
+    ``_to_copy``."""
+    x_np = values(np.float32, n=64).reshape(8, 8)
+    x_np = np.where(np.isfinite(x_np), np.clip(x_np, -100, 100), 1.0).astype(np.float32)
+    x = cuda(x_np).requires_grad_()
+    y = (x.half() * 3.0).sum()
+    y.backward()
+    assert x.grad.dtype == ember.float32
+    np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full((8, 8), 3.0, np.float32))

@@ -396,3 +396,14 @@ def test_raw_launcher_passes_arguments_as_cupy_does(tmp_path, monkeypatch, enabl
     calls.clear()
     launcher((1,), (1,), (out, np.zeros(1, np.dtype((np.void, 16)))))
     assert len(calls) == 1
+
+
+def test_gradient_cast_is_astype_when_nothing_records(copies):
+    g = _tensor(np.array([1.5, -2.25, 65504.0, 1e-8], np.float32).astype(np.float16))
+    with ember.no_grad():
+        got = copies.cast(g, np.dtype(np.float32))
+    assert got is not None and got.dtype == ember.float32
+    np.testing.assert_array_equal(np.asarray(got._data), np.asarray(g._data).astype(np.float32))
+    assert copies.cast(g, np.dtype(np.float32)) is None  # grad mode on: the dispatcher's cast (autograd may record)
+    with ember.no_grad():
+        assert copies.cast(g, np.dtype(np.int32)) is None

@@ -205,10 +205,18 @@ def validate_grad(g, meta, node, index):
         if g.is_complex() and not dtype.is_complex:
             g = ember.real(g)
         if g.dtype is not dtype:
-            g = g.to(dtype)
+            cast = _cuda_cast(g, np_dtype) if g._device.type == "cuda" else None
+            g = g.to(dtype) if cast is None else cast
     if g._device != device:
         g = g.to(device)
     return g
+
+
+def _cuda_cast(g, np_dtype):
+    """The cast of a cuda gradient without the dispatch when nothing records (ember.cuda.kernels.copies.cast)."""
+    from ember.cuda.kernels.copies import cast
+
+    return cast(g, np_dtype)
 
 
 def sum_to(g, shape, node=None, index=0):

@@ -21,7 +21,7 @@ import contextlib
 from ..._tensor import Tensor
 from .._runtime import cupy_module
 
-__all__ = ["register", "generic_only", "device_copy", "cat"]
+__all__ = ["register", "generic_only", "device_copy", "cat", "cast"]
 
 _state = {}
 _installed = {}  # op -> its cuda kernel before register()
@@ -47,6 +47,25 @@ def _clone_checked(*args):
         return None
     data = args[0]._data
     return device_copy(data) if _copyable(data) else None
+
+
+_FLOAT_KINDS = frozenset(("float16", "float32", "float64"))
+
+
+def cast(tensor, np_dtype):
+    """``tensor.to(dtype)`` of a plain cuda tensor between float16/float32/float64, where nothing records (grad
+    mode off, no dispatch mode): CuPy's ``astype``, what ``_to_copy``'s cuda kernel runs, without the dispatch
+    (a backward pass casts each gradient of an autocast step back to its input's dtype). None otherwise."""
+    from ..._ops._dispatch import state
+
+    if type(tensor) is not Tensor or state.grad_enabled or state.modes:
+        return None
+    data = tensor._data
+    if type(data) is not _state.get("ndarray") or data.dtype.name not in _FLOAT_KINDS or np_dtype.name not in _FLOAT_KINDS:
+        return None
+    if not (_state["one_gpu"] or data.data.device_id == _state["device"]()):
+        return None
+    return Tensor._make(data.astype(np_dtype), tensor._device)
 
 
 _DEVICE_TO_DEVICE = 3  # cudaMemcpyDeviceToDevice
