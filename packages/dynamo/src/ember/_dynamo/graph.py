@@ -283,8 +283,12 @@ class OutputGraph:
         """Close the graph: returns ``(gm, result Reconstruct, side effects)``."""
         from ember.fx import GraphModule
 
+        from .reconstruct import ReleaseShared
+
         result = result_var.reconstruct(self)
         effects = self.side_effects.finish(self) if pending_effects else []
+        if self._shared:
+            result = ReleaseShared(result, [entry[1] for entry in self._shared.values()])
         if self.grad_enabled != self.initial_grad_enabled:
             # the graph leaves grad mode as it found it (a break's GradModeExit sets it again)
             self.set_grad_enabled(self.initial_grad_enabled)

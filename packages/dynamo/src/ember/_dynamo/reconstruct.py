@@ -18,6 +18,7 @@ __all__ = [
     "Reconstruct", "GraphOutput", "Constant", "FromSource", "BuildTuple", "BuildList", "BuildDict",
     "BuildSet", "BuildNamedTuple", "BuildObject", "BuildIterator", "BuildFunction", "BuildCell",
     "BuildBoundMethod", "BuildSlice", "GradModeExit", "GetAttr", "BuildCall", "Shared",
+    "ReleaseShared",
 ]
 
 
@@ -262,3 +263,23 @@ class Shared(Reconstruct):
             self._value = self.inner.build(graph_outputs, frame_locals, frame_globals)
             self._outs = graph_outputs
         return self._value
+
+
+class ReleaseShared(Reconstruct):
+    """The root of a result that contains :class:`Shared` values: after building (side effects have
+    been applied before, with the same objects) it drops their cached objects, so that a cache
+    entry holds no tensors of a past run."""
+
+    def __init__(self, inner, shared):
+        self.inner = inner
+        self.shared = tuple(shared)
+
+    def __repr__(self):
+        return f"ReleaseShared({self.inner!r})"
+
+    def build(self, graph_outputs, frame_locals, frame_globals):
+        try:
+            return self.inner.build(graph_outputs, frame_locals, frame_globals)
+        finally:
+            for shared in self.shared:
+                shared._outs = shared._value = None
