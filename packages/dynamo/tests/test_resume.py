@@ -854,31 +854,57 @@ def test_resume_in_function_needing_extended_arg():
     assert cont(*[{"x": 5, "reps": 4}[k] for k in live_locals_at(code, first)]) == big(5, 4)
 
 
-def test_cells_passed_as_cell_objects_stay_shared_with_closures():
-    def f(x):
+def test_cells_shared_with_earlier_closures_refuse_a_continuation():
+    # Continuations take cell *values*; a closure made before the break keeps the old cell, so a
+    # later assignment on either side would be lost: plan_graph_break refuses (the frame runs eagerly).
+    def reassigned(x):
         k = 1
 
         def g():
             return k
 
         y = x + 1  # the break
-        k = 2  # a closure made before the break must see this
+        k = 2
         return g(), y
 
-    code = f.__code__
-    plan = resume.plan_graph_break(code, _offset_of(f, "BINARY_OP"), 2)
-    assert "k" in plan.live_locals  # cell variables are always handed on
+    def nonlocal_write(x):
+        count = 0
+
+        def inc():
+            nonlocal count
+            count += 1
+
+        inc()
+        y = x + 1  # the break
+        inc()
+        return count, y
+
+    for f in (reassigned, nonlocal_write):
+        with pytest.raises(CannotResume, match="shared with a closure"):
+            resume.plan_graph_break(f.__code__, _offset_of(f, "BINARY_OP"), 2)
+
+    def read_only(x):
+        k = x * 2
+
+        def g(v):
+            return v + k
+
+        y = x + 1  # the break: k is never assigned again, so a copy of its value is enough
+        return g(y), k
+
+    code = read_only.__code__
+    plan = resume.plan_graph_break(code, _offset_of(read_only, "BINARY_OP", 1), 2)
+    assert set(plan.live_locals) == {"g", "k"}
     inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-    cell = types.CellType(1)
-    g = types.FunctionType(inner, f.__globals__, "g", None, (cell,))
-    assert _break_and_resume(f, plan, [5, 1], {"k": cell, "g": g, "x": 5}) == f(5) == (2, 6)
-    assert cell.cell_contents == 2
-    # the resume function alone, given the cell
-    succ = plan.successors[0]
-    cont = resume.make_resume_function(code, succ, f.__globals__)
-    cell = types.CellType(1)
-    g = types.FunctionType(inner, f.__globals__, "g", None, (cell,))
-    assert cont(6, *[{"k": cell, "g": g}[n] for n in succ.live_locals]) == (2, 6)
-    # an unbound cell variable passed as NULL stays unbound
-    cont = resume.make_resume_function(code, Successor(0, 0, live_locals_at(code, 0)), f.__globals__)
-    assert cont(*[{"x": 3}.get(n, NULL) for n in live_locals_at(code, 0)]) == (2, 4)
+    g = types.FunctionType(inner, read_only.__globals__, "g", None, (types.CellType(10),))
+    assert _break_and_resume(read_only, plan, [5, 1], {"g": g, "k": 10}) == read_only(5) == (16, 10)
+
+    def loop_captures(xs):
+        fs = []
+        for x in xs:
+            fs.append(lambda: x)  # a capture in an earlier iteration reaches the break
+            y = x + 1  # the break: x is assigned again in the next iteration
+        return [f() for f in fs], y
+
+    with pytest.raises(CannotResume, match="'x'"):
+        resume.plan_graph_break(loop_captures.__code__, _offset_of(loop_captures, "BINARY_OP"), 3)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dis
 from dataclasses import dataclass
-from types import CellType, CodeType, FunctionType
+from types import CodeType, FunctionType
 
 from .bytecode import analysis, versions
 from .bytecode.assemble import assemble
@@ -77,9 +77,9 @@ break/resume function; the function's prologue turns it back into NULL or an unb
 class CannotResume(Exception):
     """A graph break at this instruction cannot be continued (the frame should run eagerly).
 
-    Raised for generator and coroutine frames and for instructions whose continuation this
-    module does not support (``SEND``, offsets reached only through an exception handler); the
-    message says which.
+    Raised for generator and coroutine frames, for instructions whose continuation this module
+    does not support (``SEND``, offsets reached only through an exception handler), and where a
+    cell variable shared with an earlier closure is assigned after the break; the message says which.
     """
 
 
@@ -135,6 +135,43 @@ def _group(instrs: list[Instruction], i: int) -> tuple[int, int]:
     return first, last
 
 
+_CELL_WRITES = ("STORE_DEREF", "DELETE_DEREF")
+
+
+def _nested_writes(code: CodeType, name: str) -> bool:
+    """Whether a function nested in ``code`` (at any depth) assigns the free variable ``name``."""
+    for const in code.co_consts:
+        if isinstance(const, CodeType) and name in const.co_freevars:
+            if any(ins.opname in _CELL_WRITES and ins.argval == name for ins in decode(const).instructions):
+                return True
+            if _nested_writes(const, name):
+                return True
+    return False
+
+
+def _shared_cell(code: CodeType, instrs: list[Instruction], at: int) -> str | None:
+    """A cell variable whose identity a continuation at instruction ``at`` would break, if any.
+
+    A continuation gets the *values* of cell variables and wraps them in new cells. That is
+    wrong when a closure made before the break shares the cell and either side assigns the
+    variable afterwards (the closure would not see the continuation's writes, or the other way
+    round).
+    """
+    cells = set(code.co_cellvars)
+    if not cells:
+        return None
+    after = analysis.normally_reachable(instrs, at)
+    written_after = {ins.argval for i, ins in enumerate(instrs) if after[i] and ins.opname in _CELL_WRITES}
+    for i, ins in enumerate(instrs):
+        # closure capture: LOAD_CLOSURE (3.11/3.12); 3.13 builds the closure tuple with LOAD_FAST
+        if ins.opname not in ("LOAD_CLOSURE", "LOAD_FAST") or ins.argval not in cells:
+            continue
+        name = ins.argval
+        if analysis.normally_reachable(instrs, i)[at] and (name in written_after or _nested_writes(code, name)):
+            return name
+    return None
+
+
 def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan:
     """Plan a graph break at the instruction at byte ``offset`` of ``code``.
 
@@ -170,6 +207,12 @@ def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan
         raise CannotResume(
             f"offset {offset} of {code.co_name} is only reached through an exception handler; "
             "a continuation cannot re-create the handler's state"
+        )
+    shared = _shared_cell(code, dec.instructions, first)
+    if shared is not None:
+        raise CannotResume(
+            f"cell variable {shared!r} of {code.co_name} is shared with a closure made before the break and "
+            "assigned afterwards; a continuation would split the cell"
         )
     end = dec.instructions[last]
     if end.opname == "SEND":
@@ -234,30 +277,23 @@ def _unbind_if_null(name: str, cells: frozenset[str], null_const: int) -> list[I
     ]
 
 
-def _as_cell(value):
-    """The cell a cell-variable parameter stands for: a passed cell itself (shared with closures
-    made before the break), an empty cell for :data:`NULL`, else a new cell holding ``value``."""
-    if type(value) is CellType:
-        return value
-    if value is NULL:
-        return CellType()
-    return CellType(value)
+def _cell_value(cell):
+    """A cell's contents, or :data:`NULL` for an empty cell (what a resume function takes)."""
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return NULL
 
 
-def _prefix(code: CodeType, params: list[str], as_cell_const: int) -> list[Instruction]:
-    """The frame set-up: cells, free variables, RESUME; then cell parameters become their cells.
+def _prefix(code: CodeType) -> list[Instruction]:
+    """The frame set-up: cells (wrapping a cell parameter's value), free variables, RESUME.
 
-    A cell variable that is a parameter does not go through ``MAKE_CELL``: :func:`_as_cell` turns
-    the argument into the cell object, stored straight into the variable's slot.
+    Resume functions are traced by the translator like user code, so no prologue makes calls.
     """
-    out = [_I("MAKE_CELL", argval=name) for name in code.co_cellvars if name not in params]
+    out = [_I("MAKE_CELL", argval=name) for name in code.co_cellvars]
     if code.co_freevars:
         out.append(_I("COPY_FREE_VARS", len(code.co_freevars)))
     out.append(_I("RESUME", 0))
-    for name in code.co_cellvars:
-        if name in params:
-            out += _call_expr(as_cell_const, [_I("LOAD_FAST", argval=name)])
-            out.append(_I("STORE_FAST", argval=name))
     return out
 
 
@@ -272,9 +308,10 @@ def _strip_prefix(instrs: list[Instruction]) -> list[Instruction]:
     return instrs[i:]
 
 
-def _call_expr(callable_const: int, arg_loads: list[Instruction]) -> list[Instruction]:
-    """Call the constant ``callable_const`` with the values ``arg_loads`` push (result on the stack)."""
-    n = len(arg_loads)
+def _call_expr(callable_const: int, arg_loads: list[Instruction], nargs: int | None = None) -> list[Instruction]:
+    """Call the constant ``callable_const`` with the ``nargs`` values ``arg_loads`` push (default:
+    one instruction per value); the result is left on the stack."""
+    n = len(arg_loads) if nargs is None else nargs
     if versions.CALL_STYLE == "null_first":
         head = [_I("PUSH_NULL"), _I("LOAD_CONST", callable_const)]
     else:
@@ -283,9 +320,9 @@ def _call_expr(callable_const: int, arg_loads: list[Instruction]) -> list[Instru
     return head + arg_loads + call
 
 
-def _call(callable_const: int, arg_loads: list[Instruction]) -> list[Instruction]:
-    """Call the constant ``callable_const`` with the values ``arg_loads`` push; return the result."""
-    return _call_expr(callable_const, arg_loads) + [_I("RETURN_VALUE")]
+def _call(callable_const: int, arg_loads: list[Instruction], nargs: int) -> list[Instruction]:
+    """Call the constant ``callable_const`` with the ``nargs`` values ``arg_loads`` push; return the result."""
+    return _call_expr(callable_const, arg_loads, nargs) + [_I("RETURN_VALUE")]
 
 
 def _new_code(code, body, table, params, extra_locals, consts, name):
@@ -325,12 +362,11 @@ def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str,
     target = dec.at(offset)
     cells = frozenset(code.co_cellvars)
     null_const = len(code.co_consts)
-    consts = code.co_consts + (NULL, _as_cell)
+    consts = code.co_consts + (NULL,)
     stack_params = [f"___stack{i}" for i in range(stack_depth)]
-    prologue = _prefix(code, stack_params + list(live), null_const + 1)
+    prologue = _prefix(code)
     for local in live:
-        if local not in cells:  # a cell passed as NULL is already an empty cell
-            prologue += _unbind_if_null(local, cells, null_const)
+        prologue += _unbind_if_null(local, cells, null_const)
     for p in stack_params:
         prologue += _push_maybe_null(p, null_const)
     body = _strip_prefix(dec.instructions)
@@ -447,11 +483,12 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
     group = instrs[first : last + 1]
     cells = frozenset(code.co_cellvars)
     null_const = len(code.co_consts)
-    consts = list(code.co_consts) + [NULL, _as_cell]
+    consts = list(code.co_consts) + [NULL, _cell_value]
+    cell_value_const = null_const + 1
     stack_params = [f"___stack{i}" for i in range(plan.stack_depth)]
     n_nullable = min(_null_slots_consumed(group), plan.stack_depth)
 
-    prologue = _prefix(code, stack_params + list(plan.live_locals), null_const + 1)
+    prologue = _prefix(code)
     for i, p in enumerate(stack_params):
         if i >= plan.stack_depth - n_nullable:
             prologue += _push_maybe_null(p, null_const)
@@ -469,12 +506,12 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
         temps = tmp if len(tmp) > len(temps) else temps
         stub = [_I("STORE_FAST", argval=t) for t in reversed(tmp)]
         loads = [_I(versions.LOAD_FAST_CHECKED, argval=t) for t in tmp]
-        # cells are handed on as cell objects, so closures made before the break keep sharing them
-        loads += [
-            _I(versions.LOAD_CELL_OBJECT, argval=n) if n in cells else _load_local(n, cells, checked=True)
-            for n in succ.live_locals
-        ]
-        stub += _call(len(consts) - 1, loads)
+        for n in succ.live_locals:  # a cell's value, NULL if empty (LOAD_DEREF would raise)
+            if n in cells:
+                loads += _call_expr(cell_value_const, [_I(versions.LOAD_CELL_OBJECT, argval=n)])
+            else:
+                loads.append(_load_local(n, cells, checked=True))
+        stub += _call(len(consts) - 1, loads, len(tmp) + len(succ.live_locals))
         successor_entry[succ.offset] = stub[0]
         stubs += stub
 

@@ -91,11 +91,11 @@ def stack_depths(instructions: Sequence[Instruction], table: Sequence[ExceptionT
     return depths
 
 
-def normally_reachable(instructions: Sequence[Instruction]) -> list[bool]:
-    """Which instructions the entry reaches without taking an exception edge."""
+def normally_reachable(instructions: Sequence[Instruction], start: int = 0) -> list[bool]:
+    """Which instructions ``instructions[start]`` reaches (itself included) without an exception edge."""
     index = {id(ins): i for i, ins in enumerate(instructions)}
     seen = [False] * len(instructions)
-    work = [0] if instructions else []
+    work = [start] if instructions else []
     while work:
         i = work.pop()
         if seen[i]:
@@ -238,16 +238,15 @@ def stack_depth_at(code: CodeType, offset: int) -> int:
 
 
 def live_locals_at(code: CodeType, offset: int) -> tuple[str, ...]:
-    """Locals some path from ``offset`` reads before writing, and every cell variable.
+    """Locals (and cell variables) some path from ``offset`` reads before writing.
 
-    Cell variables are always included: a closure made earlier may read or write them through
-    the cell, which this analysis cannot see, so a continuation must get the same cell (or at
-    least its value). Free variables (read from the closure) are not included. The names come in
-    the frame's local order (``co_varnames``, then the cell variables).
+    Capturing a cell variable in a closure (``LOAD_CLOSURE``) counts as reading it. Free
+    variables (read from the closure) are not included. The names come in the frame's local
+    order (``co_varnames``, then the cell variables).
 
     Raises:
         ValueError: ``offset`` is not an instruction start.
     """
-    live = _analyse(code)[2][_index(code, offset)] | frozenset(code.co_cellvars)
+    live = _analyse(code)[2][_index(code, offset)]
     order = list(code.co_varnames) + [c for c in code.co_cellvars if c not in code.co_varnames]
     return tuple(name for name in order if name in live)
