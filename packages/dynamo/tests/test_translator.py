@@ -650,3 +650,25 @@ def test_defaultdict_ordered_dict_made_inside():
     assert_same(out[0], expected[0])
     assert type(out[1]) is collections.OrderedDict and out[1] == expected[1]
     assert type(out[2]) is collections.defaultdict and out[2].default_factory is list
+
+
+def test_random_factories_do_not_use_up_the_generator_while_tracing():
+    def f(x):
+        return x + ember.randn(3), ember.rand(3)
+
+    ember.manual_seed(0)
+    _, out = run_captured(f, ember.zeros(3))
+    after = ember.randn(1)
+    ember.manual_seed(0)
+    expected = f(ember.zeros(3))
+    assert_same(out, expected)
+    assert_same(after, ember.randn(1))
+
+
+def test_class_names_and_hasattr_on_objects():
+    net = nn.Linear(2, 2)
+
+    def f(x):
+        return x, type(net).__name__, hasattr(net, "weight"), hasattr(net, "nope")
+
+    check(f, X)

@@ -124,6 +124,9 @@ class BuiltinVariable(VariableTracker):
             return default
 
     def _call_hasattr(self, tx, obj, name):
+        real, attr = getattr(obj, "value", None), name.as_constant()
+        if real is not None and not obj.is_constant() and tx.output.side_effects.attr_override(real, attr) is None:
+            return ConstantVariable(hasattr(real, attr))  # an object of the frame: ask it
         try:
             obj.getattr(tx, name.as_constant())
         except Unsupported:

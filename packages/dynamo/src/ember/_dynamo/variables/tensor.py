@@ -27,6 +27,8 @@ _REFUSED = {
     "register_hook": "Tensor.register_hook() inside a compiled function",
     "retain_grad": "Tensor.retain_grad() inside a compiled function",
     "data_ptr": "Tensor.data_ptr() depends on memory, not on the graph",
+    "requires_grad_": "Tensor.requires_grad_() inside a compiled function changes a flag, not values",
+    "share_memory_": "Tensor.share_memory_() inside a compiled function",
 }
 
 

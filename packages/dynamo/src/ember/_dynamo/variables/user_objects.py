@@ -8,6 +8,7 @@ from ..exc import Unsupported
 from ..reconstruct import BuildObject, Constant, FromSource
 from ..source import AttrSource
 from .base import VariableTracker
+from .constant import ConstantVariable
 
 __all__ = ["class_attribute", "UserObjectVariable", "NewObjectVariable", "ClassVariable", "PythonModuleVariable"]
 
@@ -156,6 +157,8 @@ class ClassVariable(VariableTracker):
         return self.value
 
     def getattr(self, tx, name):
+        if name in ("__name__", "__qualname__", "__module__"):
+            return ConstantVariable(getattr(self.value, name))
         klass, raw = _lookup_class(self.value, name)
         if raw is None:
             raise Unsupported(f"class {self.value.__name__} has no attribute {name!r}")
