@@ -225,8 +225,10 @@ def stack_depth_at(code: CodeType, offset: int) -> int:
         ValueError: ``offset`` is not an instruction start, or is unreachable from the entry.
 
     Example:
+        >>> from ember._dynamo.bytecode import stack_depth_at
         >>> def f(x):
-        ...     return x + 1
+        ...     for v in x:
+        ...         print(v)
         >>> stack_depth_at(f.__code__, 0)
         0
     """
