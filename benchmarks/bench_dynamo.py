@@ -4,6 +4,8 @@
   cache hits, with a backend that runs nothing (it returns the outputs seen at capture): what is
   timed is the compiled-call machinery alone - binding the arguments, the guard check, reading the
   graph inputs, building the result. ``torch.compile`` gets the same backend.
+* ``dynamo_guard_check_10op``: the guard check of that function's cache entry alone (ember's
+  generated check function against PyTorch's C++ guard manager, called from Python).
 * ``dynamo_hit_10op_eager_backend``: the same call with the ``"eager"`` backend on both sides (the
   graph's ten kernels run too).
 * ``dynamo_capture_gpt_tiny``: capture (tracing) time of the TINY GPT of ``gpt_model.py``
@@ -79,6 +81,53 @@ def _hit_setup(backend):
     return setup
 
 
+def _guard_check_setup():
+    """The guard check of the 10-op function's one cache entry, alone: ember's generated function
+    against PyTorch's guard manager (``guard_manager.check(f_locals)``)."""
+
+    def setup():
+        import ember
+
+        gen = np.random.default_rng(0)
+        arrays = [gen.standard_normal(SMALL).astype(np.float32) for _ in range(2)]
+        ex, ey = (ember.from_numpy(a.copy()) for a in arrays)
+        ember._dynamo.reset()
+        efn = ember.compile(_ten_ops, backend=_frozen_backend, fullgraph=True)
+        efn(ex, ey)
+        (entry,) = efn._cache.entries
+        frame_locals, frame_globals = efn._bind(ex, ey), efn._globals
+        if not entry.check(frame_locals, frame_globals):
+            raise RuntimeError("the guards of the entry should hold")
+
+        def ember_call():
+            return entry.check(frame_locals, frame_globals)
+
+        torch = import_torch()
+        torch_call = None
+        if torch is not None:
+            tx, ty = (torch.from_numpy(a.copy()) for a in arrays)
+            torch._dynamo.reset()
+            tfn = torch.compile(_ten_ops, backend=_frozen_backend, fullgraph=True)
+            try:
+                tfn(tx, ty)
+                from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+                (tentry,) = _debug_get_cache_entry_list(_ten_ops.__code__)
+                manager, tlocals = tentry.guard_manager, {"x": tx, "y": ty}
+                if not manager.check(tlocals):
+                    raise RuntimeError("PyTorch's guards should hold")
+            except Exception as exc:  # a PyTorch without these internals
+                torch_call = NotRun(f"PyTorch's guard manager is not reachable here: {type(exc).__name__}: {exc}")
+            else:
+
+                def torch_call():
+                    return manager.check(tlocals)
+
+        return ember_call, torch_call
+
+    return setup
+
+
 def _gpt_capture_seconds(lib, reset, quick):
     """Min over repeats of (first call after reset - one steady call) for the TINY GPT's loss."""
     from gpt_model import TINY, batch, build_gpt
@@ -128,6 +177,13 @@ WORKLOADS = [
         threads=1,
         description="call of a compiled 10-op function of two 8-float tensors whose cache hits, backend running "
         "nothing (binding + guards + inputs + result): ember.compile vs torch.compile",
+    ),
+    Workload(
+        "dynamo_guard_check_10op",
+        _guard_check_setup(),
+        threads=1,
+        description="the guard check alone of that function's cache entry (two tensors, grad mode): ember's "
+        "generated function vs PyTorch's guard manager",
     ),
     Workload(
         "dynamo_hit_10op_eager_backend",

@@ -157,12 +157,19 @@ def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
         for i, s in enumerate(spec.shape):
             if s is not None:
                 w.test(f"{v}._data.shape[{i}] == {int(s)}")
-    w.test(f"{v}.dtype is {w.const(spec.dtype)}")
-    w.test(f"{v}.device == {w.const(spec.device)}")
-    w.test(f"{v}.requires_grad is {bool(spec.requires_grad)}")
+    # dtype and device: an identity test on what the tensor stores first (numpy dtypes and a tensor's
+    # device object are shared), the public comparison only when that fails
+    numpy_dtype = getattr(spec.dtype, "numpy_dtype", None)
+    if numpy_dtype is not None:
+        w.test(f"{v}._data.dtype is {w.const(numpy_dtype)} or {v}.dtype is {w.const(spec.dtype)}")
+    else:
+        w.test(f"{v}.dtype is {w.const(spec.dtype)}")
+    w.test(f"{v}._device is {w.const(spec.device)} or {v}.device == {w.const(spec.device)}")
+    # the attributes behind Tensor.requires_grad and Tensor.stride() (strides computed on first use)
+    w.test(f"{v}._requires_grad == {bool(spec.requires_grad)}")
     if spec.stride is not None:
         if all(s is not None for s in spec.stride):
-            w.test(f"{v}.stride() == {w.const(tuple(spec.stride))}")
+            w.test(f"({v}._strides or {v}.stride()) == {w.const(tuple(spec.stride))}")
         else:
             for i, s in enumerate(spec.stride):
                 if s is not None:
@@ -172,7 +179,8 @@ def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
 def _write_guard(w: _CodeWriter, guard: Guard) -> None:
     kind = guard.kind
     if kind is GuardKind.GRAD_MODE:
-        w.test(f"{w.const(_is_grad_enabled())}() is {bool(guard.expected)}")
+        # the grad-mode flag itself (ember._grad_mode.state, thread-local), not a call of is_grad_enabled()
+        w.test(f"{w.const(_grad_state())}.grad_enabled == {bool(guard.expected)}")
         return
     if guard.source is None:
         raise ValueError(f"guard {guard}: kind {kind.value} needs a source")
@@ -203,6 +211,12 @@ def _is_grad_enabled():
     import ember
 
     return ember.is_grad_enabled
+
+
+def _grad_state():
+    from ember._grad_mode import state
+
+    return state
 
 
 class GuardCheck:
