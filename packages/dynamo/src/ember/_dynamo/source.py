@@ -23,6 +23,7 @@ __all__ = [
     "ConstantSource",
     "ImportSource",
     "IteratorItemSource",
+    "HookCountSource",
     "iterator_state",
 ]
 
@@ -178,3 +179,18 @@ class IteratorItemSource(Source):
     def read(self, frame_locals, frame_globals):
         it = self.base.read(frame_locals, frame_globals)
         return iterator_remaining(it) if self.offset is None else iterator_item(it, self.offset)
+
+
+@dataclass(frozen=True)
+class HookCountSource(Source):
+    """How many forward hooks and pre-hooks a module has (one guard: a hook added later recompiles)."""
+
+    module: Source
+
+    def name(self) -> str:
+        m = self.module.name()
+        return f"(len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
+
+    def read(self, frame_locals, frame_globals):
+        module = self.module.read(frame_locals, frame_globals)
+        return len(module._forward_pre_hooks) + len(module._forward_hooks)

@@ -149,7 +149,9 @@ class InstructionTranslatorBase(
         if override is not None:
             return override
         if name in self.f_globals:
-            return self.output.wrap(self.f_globals[name], self.global_source(name))
+            # ember's own module globals (``F``, helper functions) do not change: no guards on them
+            trusted = str(self.f_globals.get("__name__", "")).startswith("ember.")
+            return self.output.wrap(self.f_globals[name], self.global_source(name), guard=not trusted)
         if name in self.f_builtins:
             return BuiltinVariable(self.f_builtins[name])
         raise Unsupported(f"name {name!r} is not defined")

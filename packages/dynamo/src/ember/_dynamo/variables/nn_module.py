@@ -160,9 +160,12 @@ class NNModuleVariable(_ObjectBase):
         if module._forward_pre_hooks_with_kwargs or module._forward_hooks_with_kwargs:
             raise Unsupported("module forward hooks with kwargs inside a compiled function")
         hook_source = None
-        if self.source is not None:  # a hook added later must cause a recompile
-            for table in ("_forward_pre_hooks", "_forward_hooks"):
-                tx.output.guard_len(AttrSource(self.source, table), len(getattr(module, table)))
+        if self.source is not None:  # a hook added later must cause a recompile (one guard for both tables)
+            from ..guards import GuardKind
+            from ..source import HookCountSource
+
+            count = len(module._forward_pre_hooks) + len(module._forward_hooks)
+            tx.output.add_guard(HookCountSource(self.source), GuardKind.EQUALS_MATCH, count)
         for hook in list(module._forward_pre_hooks.values()):
             from .containers import TupleVariable
 
