@@ -478,6 +478,7 @@ def test_break_reasons_carry_the_user_line(fn, reason, line_text):
     assert brk.lineno == _line_of(fn, line_text) and line_text in brk.source_line
     assert brk.filename == __file__
     assert brk.plan.code is fn.__code__
+    assert brk.callee_stack_index is None
 
 
 def test_break_result_is_the_stack_and_live_locals_after_the_graph():
@@ -514,6 +515,9 @@ def test_break_inside_an_inlined_call_breaks_at_the_call():
     at = {i.offset: i for i in dis.get_instructions(f)}[brk.plan.offset]
     assert at.opname in ("CALL", "PRECALL") and at.positions.lineno == _line_of(f, "return inner(y)")
     assert op_names(captured) == ["mul"]  # the call runs eagerly after the graph, nothing of it is in it
+    outs = captured.gm(*captured.example_inputs)
+    stack, _ = captured.result.build(outs, {"x": X}, f.__globals__)
+    assert stack[brk.callee_stack_index] is inner  # the runtime may compile it on its own
 
 
 def test_break_inside_no_grad_hands_back_an_exit_that_restores_grad_mode():

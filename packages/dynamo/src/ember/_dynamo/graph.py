@@ -29,6 +29,10 @@ class GraphBreak:
     source_line: str
     plan: object  # resume.BreakPlan
     resume_callables: list = field(default_factory=list)
+    #: When the break is a call of a user function that could not be inlined whole (the reason is
+    #: inside it): the index in the stack values of that callable. The runtime may compile it with
+    #: the same settings before the break function calls it, so its own code is captured in graphs.
+    callee_stack_index: int | None = None
 
 
 @dataclass

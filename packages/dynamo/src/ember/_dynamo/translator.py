@@ -375,4 +375,28 @@ def _finish_at_break(tx, output, inst, error):
     # result.build gives (stack values, live local values): the break function's arguments
     gm, result, effects = output.finish(TupleVariable([TupleVariable(stack), TupleVariable(values)]))
     graph_break = GraphBreak(error.reason, error.filename, error.lineno, error.source_line, plan)
+    graph_break.callee_stack_index = _inlined_callee_index(tx, inst, error)
     return gm, result, effects, graph_break
+
+
+def _inlined_callee_index(tx, inst, error):
+    """The stack index of the user function called at ``inst`` when the break reason lies inside it."""
+    from .handlers.versions import NULL_AFTER_CALLABLE
+    from .variables.functions import UserMethodVariable, _InlinableFunction
+    from .variables.nn_module import NNModuleVariable
+
+    if inst.opname not in ("CALL", "CALL_KW", "PRECALL") or error.filename is None:
+        return None
+    if error.filename == tx.code.co_filename and error.lineno == tx.lineno:
+        return None  # the call itself is what failed
+    argc = inst.arg + (1 if inst.opname == "CALL_KW" else 0)
+    first = len(tx.stack) - argc - 2
+    if first < 0:
+        return None
+    if NULL_AFTER_CALLABLE or not isinstance(tx.stack[first], NullVariable):
+        index = first
+    else:
+        index = first + 1
+    if isinstance(tx.stack[index], (_InlinableFunction, UserMethodVariable, NNModuleVariable)):
+        return index
+    return None
