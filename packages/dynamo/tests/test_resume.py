@@ -530,8 +530,9 @@ def test_resume_refuses_generators_and_handler_only_offsets():
 
 def test_plan_checks_stack_depth_and_offset():
     code = f_loop.__code__
+    first = decode(code).instructions[1].offset
     with pytest.raises(ValueError, match="stack_depth=3"):
-        resume.plan_graph_break(code, 0, 3)
+        resume.plan_graph_break(code, first, 3)
     with pytest.raises(ValueError, match="not the start"):
         resume.plan_graph_break(code, 1, 0)
 
@@ -700,7 +701,10 @@ def test_break_at_return_has_no_successor():
 
 
 def test_break_function_argument_checks():
-    plan = resume.plan_graph_break(f_loop.__code__, 0, 0)
+    with pytest.raises(ValueError, match="frame set-up"):
+        resume.plan_graph_break(f_loop.__code__, 0, 0)
+    first = decode(f_loop.__code__).instructions[1].offset
+    plan = resume.plan_graph_break(f_loop.__code__, first, 0)
     with pytest.raises(ValueError, match="1 successors but 0"):
         resume.make_break_function(plan, [], f_loop.__globals__)
 
@@ -908,3 +912,112 @@ def test_cells_shared_with_earlier_closures_refuse_a_continuation():
 
     with pytest.raises(CannotResume, match="'x'"):
         resume.plan_graph_break(loop_captures.__code__, _offset_of(loop_captures, "BINARY_OP"), 3)
+
+
+class Recorder:
+    def __init__(self):
+        self.log = []
+
+    def __enter__(self):
+        self.log.append("enter")
+        return self
+
+    def __exit__(self, kind, value, tb):
+        self.log.append(("exit", kind.__name__ if kind else None))
+        return kind is KeyError
+
+
+def _raise_if(v):
+    if v < 0:
+        raise KeyError(v)
+    if v == 0:
+        raise ValueError(v)
+    return v * 2
+
+
+@pytest.mark.parametrize("v", [3, -1, 0])
+def test_break_at_call_inside_with_that_raises(v):
+    # The call runs natively inside the copied with block: an exception reaches __exit__, which
+    # swallows KeyError; ValueError propagates as it would without compiling.
+    def f(rec, v):
+        r = -100
+        with rec:
+            r = _raise_if(v)
+            rec.log.append("after")
+        return r, rec.log
+
+    code = f.__code__
+    call = _call_offset(f, 0)
+    plan = resume.plan_graph_break(code, call, stack_depth_at(code, call))
+
+    def run(runner):
+        rec = Recorder()
+        try:
+            return runner(rec)
+        except ValueError:
+            return "ValueError", rec.log
+
+    def compiled(rec):
+        rec.__enter__()
+        call_part = [NULL, _raise_if, v] if versions.CALL_STYLE == "null_first" else [_raise_if, NULL, v]
+        return _break_and_resume(f, plan, [rec.__exit__] + call_part, {"rec": rec, "r": -100})
+
+    assert run(compiled) == run(lambda rec: f(rec, v))
+
+
+def test_break_at_before_with_enters_natively():
+    def f(rec, v):
+        with rec as r:
+            if v:
+                raise KeyError(v)
+            r.log.append("body")
+        return rec.log
+
+    code = f.__code__
+    before = _offset_of(f, "BEFORE_WITH")
+    plan = resume.plan_graph_break(code, before, 1)
+    for v in (0, 1):
+        rec = Recorder()
+        assert _break_and_resume(f, plan, [rec], {"rec": rec, "v": v}) == f(Recorder(), v)
+
+
+def test_break_at_call_function_ex():
+    def f(args, kw):
+        r = _helper(*args, **kw)
+        return r + 1
+
+    code = f.__code__
+    call = _offset_of(f, "CALL_FUNCTION_EX")
+    plan = resume.plan_graph_break(code, call, stack_depth_at(code, call))
+    args, kw = (1, 2), {"c": 3}
+    if versions.CALL_STYLE == "null_first":
+        stack = [NULL, _helper, args, kw]
+    else:
+        stack = [_helper, NULL, args, kw]
+    assert plan.stack_depth == len(stack)
+    assert _break_and_resume(f, plan, stack, {}) == f(args, kw)
+
+
+def test_resume_of_a_resume_function():
+    # The runtime compiles resume functions, so they break and resume again: a chain of copies.
+    def f(xs, k):
+        total = 0
+        for x in xs:
+            total += _helper(x, k)
+        return total
+
+    code = f.__code__
+    head = next(ins for ins in decode(code).instructions if ins.opname == "FOR_ITER")
+    succ = Successor(head.offset, 1, live_locals_at(code, head.offset))
+    r1 = resume.make_resume_function(code, succ, f.__globals__)
+    # inside r1, break at the call to _helper and continue in a resume function of r1's code
+    c1 = r1.__code__
+    call = _call_offset(r1, 0)
+    plan = resume.plan_graph_break(c1, call, stack_depth_at(c1, call))
+    assert plan.code is c1
+    it = iter([2, 3])
+    x = 1
+    call_part = [NULL, _helper, x, 5] if versions.CALL_STYLE == "null_first" else [_helper, NULL, x, 5]
+    env = {"total": 7, "k": 5, "x": x, "___stack0": NULL}
+    got = _break_and_resume(r1, plan, [it, 7] + call_part, env)
+    assert got == 7 + _helper(1, 5) + _helper(2, 5) + _helper(3, 5)

@@ -195,6 +195,9 @@ def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan
     if offset not in offsets:
         raise ValueError(f"offset {offset} is not the start of an instruction of {code.co_name}")
     first, last = _group(dec.instructions, offsets[offset])
+    setup = dec.instructions[first].opname
+    if setup in ("MAKE_CELL", "COPY_FREE_VARS", "RESUME", "RETURN_GENERATOR"):
+        raise ValueError(f"offset {offset} of {code.co_name} is frame set-up ({setup}), not a break point")
     expected = depths[first]
     if expected is None:
         raise ValueError(f"offset {offset} of {code.co_name} is unreachable")
