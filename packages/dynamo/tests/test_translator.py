@@ -516,7 +516,7 @@ def test_break_inside_an_inlined_call_breaks_at_the_call():
     assert at.opname in ("CALL", "PRECALL") and at.positions.lineno == _line_of(f, "return inner(y)")
     assert op_names(captured) == ["mul"]  # the call runs eagerly after the graph, nothing of it is in it
     outs = captured.gm(*captured.example_inputs)
-    stack, _ = captured.result.build(outs, {"x": X}, f.__globals__)
+    stack, _ = captured.result.build(outs, _frame_locals(f, (X,), {}), f.__globals__)
     assert stack[brk.callee_stack_index] is inner  # the runtime may compile it on its own
 
 
