@@ -29,7 +29,7 @@ class Counting:
         return gm
 
 
-def _check_module(make, *inputs):
+def _check_module(make, *inputs, atol=1e-5):
     """Values and every parameter's gradient of ``make()`` compiled equal eager mode's."""
     ember.manual_seed(0)
     net = make()
@@ -42,7 +42,7 @@ def _check_module(make, *inputs):
     got.square().sum().backward()
     want.square().sum().backward()
     for (name, p), (_, q) in zip(net.named_parameters(), ref.named_parameters()):
-        assert_close(p.grad, q.grad, msg=name, rtol=1e-4, atol=1e-5)
+        assert_close(p.grad, q.grad, msg=name, rtol=1e-4, atol=atol)
     assert len(fw.graphs) == 1 and len(bw.graphs) == 1
     return fw.graphs[0], bw.graphs[0]
 
@@ -62,7 +62,9 @@ def test_conv_batch_norm():
             ember.nn.Conv2d(3, 4, 3, padding=1), ember.nn.BatchNorm2d(4), ember.nn.ReLU(), ember.nn.MaxPool2d(2)
         )
 
-    _check_module(make, ember.randn(2, 3, 8, 8))
+    # the conv bias feeds batch norm, so its exact gradient is 0: both sides give rounding noise of a
+    # sum of 128 terms of size ~1 (eager's one-kernel batch-norm backward sums in another order)
+    _check_module(make, ember.randn(2, 3, 8, 8), atol=1e-4)
 
 
 def test_layer_norm_gelu():

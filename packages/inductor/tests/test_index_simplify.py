@@ -149,3 +149,31 @@ def test_buffers_nothing_reads_are_not_computed():
     graph = GraphLowering(gm, [x]).run()
     assert len(graph.buffers) == 1
     np.testing.assert_array_equal(compile_graph(gm, [x])(x).numpy(), (x + 1).numpy())
+
+
+def test_merging_attention_heads_splits_the_inner_loop_instead_of_dividing():
+    # (batch, head, seq, dim) -> (batch, seq, head * dim): element j of a row reads head j // 16, column
+    # j % 16; the inner loop runs as (j // 16, j % 16), so each run of 16 is a contiguous, vectorised read
+    x = ember.randn(2, 4, 8, 16)
+
+    def fn(t):
+        return (t.permute(0, 2, 1, 3).reshape(2, 8, 64) * 2,)
+
+    compiled = compile_graph(make_fx(fn)(x), [x])
+    np.testing.assert_array_equal(compiled(x)[0].numpy(), fn(x)[0].numpy())
+    kernels = _kernels(compiled.source)
+    assert "const int64_t x2 = 16 * x2o + x2i;" in kernels
+    assert not re.search(r"\[[^\]\n]*(/|%) ", kernels), kernels
+
+
+def test_runs_too_short_to_vectorise_keep_the_division():
+    # runs of 5: the inner loop stays whole and divides (split loops of 5 would not vectorise)
+    x = ember.randn(2, 3, 5)
+
+    def fn(t):
+        return (t.permute(1, 0, 2).reshape(3, 10) * 2,)
+
+    compiled = compile_graph(make_fx(fn)(x), [x])
+    np.testing.assert_array_equal(compiled(x)[0].numpy(), fn(x)[0].numpy())
+    kernels = _kernels(compiled.source)
+    assert "x1o" not in kernels and re.search(r"\[[^\]\n]*(/|%) ", kernels)

@@ -762,10 +762,13 @@ class KernelGen:
         self.locals = {n.buffer.name for n in kernel.nodes if n.local}
         # trip counts of the loop variables in scope (outer x.., plus r../y.. while a loop over them is emitted)
         self.ranges = {v: int(r) for v, r in zip(kernel.vars, kernel.ranges) if sympy.sympify(r).is_Integer}
+        self.subs = {}  # a loop variable written in terms of split loop variables (_pointwise_kernel)
 
     def index(self, index, strides):
         """C code of the flat offset of ``index`` under ``strides``, simplified for the loops in scope."""
         flat = ir.flat_index(index, strides)
+        if self.subs and flat.has(ir.FloorDiv, ir.ModIndex):
+            flat = sympy.expand(flat.xreplace(self.subs))
         if flat.has(sympy.Min, sympy.Max, ir.FloorDiv, ir.ModIndex):
             flat = ir.merge_div_mod(sympy.expand(simplify_index(flat, self.ranges)))
         return cindex(flat)
@@ -838,13 +841,15 @@ class KernelGen:
     def _numel(self):
         return math.prod(int(s) for s in self.kernel.ranges)
 
-    def _loops(self, lines, parallel, simd_inner, work):
-        """Open the kernel's outer loops; returns the indent inside them."""
+    def _loops(self, lines, parallel, simd_inner, work, loop_vars=None, loop_ranges=None):
+        """Open the kernel's outer loops (or ``loop_vars`` over ``loop_ranges``); returns the indent inside."""
         k = self.kernel
-        n = len(k.ranges)
+        loop_vars = k.vars if loop_vars is None else loop_vars
+        loop_ranges = k.ranges if loop_ranges is None else loop_ranges
+        n = len(loop_ranges)
         indent = "    "
         par = parallel and work >= PARALLEL_THRESHOLD and n > 0
-        for d, (v, size) in enumerate(zip(k.vars, k.ranges)):
+        for d, (v, size) in enumerate(zip(loop_vars, loop_ranges)):
             pragma = None
             if d == 0 and par:
                 collapse = n - 1 if simd_inner else n
@@ -861,16 +866,55 @@ class KernelGen:
             indent += "    "
         return indent
 
-    def _close(self, lines):
-        for d in reversed(range(len(self.kernel.ranges))):
+    def _close(self, lines, depth=None):
+        for d in reversed(range(len(self.kernel.ranges) if depth is None else depth)):
             lines.append("    " * (d + 1) + "}")
 
     def _pointwise_kernel(self, lines):
-        indent = self._loops(lines, True, True, self._numel())
+        k = self.kernel
+        split = self._inner_split()
+        if split is None:
+            indent = self._loops(lines, True, True, self._numel())
+        else:  # the inner loop as (x // q, x % q): contiguous runs of q that vectorise
+            x, q = split
+            size = int(k.ranges[-1])
+            outer, inner = sympy.Symbol(f"{x.name}o", integer=True), sympy.Symbol(f"{x.name}i", integer=True)
+            self.ranges.update({outer: size // q, inner: q})
+            self.subs = {x: q * outer + inner}
+            indent = self._loops(lines, True, True, self._numel(), [*k.vars[:-1], outer, inner],
+                                 [*k.ranges[:-1], size // q, q])
+            lines.append(f"{indent}const int64_t {x.name} = {q} * {outer.name} + {inner.name};")
         printer = ExprPrinter(self, lines, indent)
-        for node in self.kernel.nodes:
+        for node in k.nodes:
             self.store(node, printer.emit(node.body), lines, indent)
-        self._close(lines)
+        self._close(lines, None if split is None else len(k.ranges) + 1)
+        self.subs = {}
+
+    def _inner_split(self):
+        """``(x, q)`` when the kernel's loads or stores index by ``x // q`` / ``x % q`` of its innermost
+        variable ``x`` (a reshape that splits the last dim: attention's heads), ``q`` dividing its
+        range and long enough to vectorise; else None."""
+        k = self.kernel
+        if not k.ranges or not sympy.sympify(k.ranges[-1]).is_Integer:
+            return None
+        x, size = k.vars[-1], int(k.ranges[-1])
+        divisors = set()
+        for node in k.nodes:
+            accesses = [(ld.index, ld.buffer.strides) for ld in ir.loads(node.body)
+                        if ld.buffer.name not in self.locals]
+            if not node.local:
+                accesses.append((node.index, node.buffer.strides))
+            for index, strides in accesses:
+                flat = simplify_index(ir.flat_index(index, strides), self.ranges)
+                for e in flat.atoms(ir.FloorDiv, ir.ModIndex):
+                    if x in e.args[0].free_symbols:
+                        if e.args[0] != x or not e.args[1].is_Integer:
+                            return None
+                        divisors.add(int(e.args[1]))
+        if len(divisors) != 1:
+            return None
+        q = divisors.pop()
+        return (x, q) if q >= 8 and size % q == 0 else None
 
     def _reduction_kernel(self, lines):
         k = self.kernel
