@@ -17,12 +17,13 @@ Entries that fail for a known gap of ember-dynamo are listed in ``corpus/known_g
 from __future__ import annotations
 
 import os
+import sys
 
 import numpy as np
 import pytest
 from corpus import ENTRIES
 from corpus._run import assert_same, assert_same_outcome, reported_errors, run
-from corpus.known_gaps import KNOWN_GAPS
+from corpus.known_gaps import KNOWN_GAPS, KNOWN_GAPS_BY_VERSION
 
 import ember
 
@@ -30,15 +31,16 @@ dynamo = pytest.importorskip("ember._dynamo", reason="ember-dynamo is not instal
 
 BACKENDS = ("eager", "aot_eager")
 
+_GAPS = {**KNOWN_GAPS, **KNOWN_GAPS_BY_VERSION.get(f"{sys.version_info[0]}.{sys.version_info[1]}", {})}
 if os.environ.get("EMBER_CORPUS_IGNORE_GAPS"):  # run every entry unmarked, to see which gaps remain
-    KNOWN_GAPS = {}
+    _GAPS = {}
 
 
 def _params(test, entries, backends=(None,)):
     params = []
     for entry in entries:
         for backend in backends:
-            reason = KNOWN_GAPS.get((test, entry.name, backend)) or KNOWN_GAPS.get((test, entry.name, None))
+            reason = _GAPS.get((test, entry.name, backend)) or _GAPS.get((test, entry.name, None))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             values = (entry,) if backend is None else (entry, backend)
             ident = entry.name if backend is None else f"{entry.name}-{backend}"
@@ -146,3 +148,27 @@ def test_fullgraph_refuses_a_break(fresh_caches, entry):
         compiled(*call.args, **call.kwargs)
     assert type(info.value).__module__.startswith("ember._dynamo"), repr(info.value)
     assert entry.reason.lower() in str(info.value).lower()
+
+
+def _capture_rate_script():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "dynamo_capture_rate.py"
+    spec = importlib.util.spec_from_file_location("dynamo_capture_rate", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_capture_rate_over_the_corpus_is_above_95_percent(capsys):
+    """benchmarks/dynamo_capture_rate.py: ops executed inside graphs / ops run eagerly, over every entry."""
+    script = _capture_rate_script()
+    rows = [script.measure(entry) for entry in ENTRIES]
+    capsys.readouterr()  # the entries that print
+    errors = [f"{r.name}: {r.error}" for r in rows if r.error]
+    assert not errors, errors
+    run, captured = sum(r.ops_run for r in rows), sum(r.ops_captured for r in rows)
+    assert run > 1000  # the corpus runs real tensor work
+    assert captured / run > 0.95, f"capture rate {captured / run:.1%}"
