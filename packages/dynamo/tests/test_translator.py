@@ -676,3 +676,17 @@ def test_class_names_and_hasattr_on_objects():
         return x, type(net).__name__, hasattr(net, "weight"), hasattr(net, "nope")
 
     check(f, X)
+
+
+def test_a_tensor_seen_twice_is_one_input_guarded_to_stay_the_same_object():
+    def f(a, b):
+        a.mul_(2)
+        return b + 1
+
+    t = X.clone()
+    captured = translate(f, {"a": t, "b": t})
+    assert captured.graph_inputs == [LocalSource("a")]
+    (same,) = [g for g in captured.guards if g.source is not None and "is" in g.source.name()]
+    assert same.kind is GuardKind.EQUALS_MATCH and same.expected is True
+    assert same.source.read({"a": t, "b": t}, {}) is True
+    assert same.source.read({"a": t, "b": X}, {}) is False

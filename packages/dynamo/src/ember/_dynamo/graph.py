@@ -165,8 +165,12 @@ class OutputGraph:
         """The tracker of a real value read at ``source`` (see :func:`variables.builder.wrap_value`)."""
         from .variables.builder import wrap_value
 
+        import ember
+
+        # tensors are deduplicated by tensor_input (which guards a second path to the same tensor)
         identity = isinstance(value, (list, dict, set)) or (
-            not isinstance(value, (int, float, str, bytes, tuple, type(None))) and hasattr(value, "__dict__")
+            not isinstance(value, (int, float, str, bytes, tuple, type(None), ember.Tensor))
+            and hasattr(value, "__dict__")
             and not isinstance(value, type)
         )
         if identity:
@@ -184,6 +188,11 @@ class OutputGraph:
 
         entry = self._inputs_by_id.get(id(real))
         if entry is not None and entry[0] is real:
+            first = entry[1].source
+            if source is not None and first is not None and source != first:
+                from .source import SameObjectSource
+
+                self.add_guard(SameObjectSource(first, source), GuardKind.EQUALS_MATCH, True)
             return entry[1]
         if source is None:
             raise Unsupported("a tensor with no run-time source (a tensor constant of the capture)")

@@ -24,6 +24,7 @@ __all__ = [
     "ImportSource",
     "IteratorItemSource",
     "HookCountSource",
+    "SameObjectSource",
     "iterator_state",
 ]
 
@@ -194,3 +195,18 @@ class HookCountSource(Source):
     def read(self, frame_locals, frame_globals):
         module = self.module.read(frame_locals, frame_globals)
         return len(module._forward_pre_hooks) + len(module._forward_hooks)
+
+
+@dataclass(frozen=True)
+class SameObjectSource(Source):
+    """Whether two sources hold the same object (``a is b``): a tensor seen through two paths (an
+    argument passed twice, a tied weight) is one graph input only while this stays true."""
+
+    first: Source
+    second: Source
+
+    def name(self) -> str:
+        return f"({self.first.name()} is {self.second.name()})"
+
+    def read(self, frame_locals, frame_globals):
+        return self.first.read(frame_locals, frame_globals) is self.second.read(frame_locals, frame_globals)
