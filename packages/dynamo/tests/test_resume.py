@@ -146,6 +146,19 @@ def f_unpack(t):
     return d + e, f
 
 
+class SuperBase:
+    def m(self, v):
+        return v + 1
+
+
+class SuperChild(SuperBase):
+    def m(self, v):
+        y = v * 2
+        z = super().m(y)
+        w = [z, super()]  # zero-argument super() reads `self` from the frame's first slot
+        return z + 1, w[1].m(0), len(w)
+
+
 SCALE = 3
 
 
@@ -220,6 +233,7 @@ def f_lambdas(k):
 
 
 CASES = [
+    (SuperChild.m, (SuperChild(), 3)),
     (f_misc, ({"a": 3, "b": 4}, "hello")),
     (f_misc, ({"a": 1}, "abc")),
     (f_try_in_loop, ((1, None, 2, -1, 5),)),
@@ -1021,3 +1035,27 @@ def test_resume_of_a_resume_function():
     env = {"total": 7, "k": 5, "x": x, "___stack0": NULL}
     got = _break_and_resume(r1, plan, [it, 7] + call_part, env)
     assert got == 7 + _helper(1, 5) + _helper(2, 5) + _helper(3, 5)
+
+
+def test_zero_argument_super_in_continuations():
+    fn = SuperChild.m
+    code = fn.__code__
+    expected = fn(SuperChild(), 3)
+    # resume at statement boundaries: `self` must be live and in slot 0
+    insns = decode(code).instructions
+    for store in [ins for ins in insns if ins.opname == "STORE_FAST"][:2]:
+        nxt = insns[insns.index(store) + 1]
+        succ = Successor(nxt.offset, 0, live_locals_at(code, nxt.offset))
+        assert "self" in succ.live_locals
+        cont = resume.make_resume_function(code, succ, fn.__globals__, fn.__closure__)
+        env = {"self": SuperChild(), "v": 3, "y": 6, "z": 7}
+        assert cont(*[env[n] for n in succ.live_locals]) == expected
+    # a break at the bare super() call, with values below it on the stack: slot 0 is swapped
+    call = [ins for ins in dis.get_instructions(fn) if ins.opname == "CALL" and ins.arg == 0][-1].offset
+    plan = resume.plan_graph_break(code, call, stack_depth_at(code, call))
+    call_part = [NULL, super] if versions.CALL_STYLE == "null_first" else [super, NULL]
+    stack = [7] + call_part
+    assert plan.stack_depth == len(stack)
+    self = SuperChild()
+    got = _break_and_resume(fn, plan, stack, {"self": self, "z": 7})
+    assert got == expected

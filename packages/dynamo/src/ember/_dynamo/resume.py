@@ -330,6 +330,20 @@ def _call(callable_const: int, arg_loads: list[Instruction], nargs: int) -> list
 
 def _new_code(code, body, table, params, extra_locals, consts, name):
     rest = [v for v in code.co_varnames if v not in params]
+    params = list(params)
+    first = analysis.implicit_first_argument(code)
+    if first is not None and first in params and params[0] != first:
+        # Zero-argument super() reads local slot 0: give that slot the first argument's name. The
+        # caller's first value lands there, so the prologue swaps it with the first argument's value
+        # (before MAKE_CELL, in case the argument is a cell variable).
+        i = params.index(first)
+        params[0], params[i] = params[i], params[0]
+        body = [
+            _I("LOAD_FAST", argval=params[0]),
+            _I("LOAD_FAST", argval=params[i]),
+            _I("STORE_FAST", argval=params[0]),
+            _I("STORE_FAST", argval=params[i]),
+        ] + list(body)
     varnames = tuple(params) + tuple(rest) + tuple(v for v in extra_locals if v not in rest)
     flags = code.co_flags & ~(_CO_VARARGS | _CO_VARKEYWORDS)
     return assemble(

@@ -29,6 +29,7 @@ __all__ = [
     "live_locals",
     "successors",
     "normally_reachable",
+    "implicit_first_argument",
 ]
 
 
@@ -213,6 +214,17 @@ def _index(code: CodeType, offset: int) -> int:
         raise ValueError(f"offset {offset} is not the start of an instruction of {code.co_name}") from None
 
 
+def implicit_first_argument(code: CodeType) -> str | None:
+    """The argument zero-argument ``super()`` reads from the frame's first slot, if ``code`` may call it.
+
+    ``super()`` without arguments takes its object from local slot 0 and its class from the
+    ``__class__`` cell, without a ``LOAD_FAST`` the liveness analysis could see.
+    """
+    if "__class__" in code.co_freevars and code.co_argcount + code.co_kwonlyargcount > 0:
+        return code.co_varnames[0]
+    return None
+
+
 def stack_depth_at(code: CodeType, offset: int) -> int:
     """Number of values on the stack just before the instruction at byte ``offset`` of ``code``.
 
@@ -242,13 +254,18 @@ def stack_depth_at(code: CodeType, offset: int) -> int:
 def live_locals_at(code: CodeType, offset: int) -> tuple[str, ...]:
     """Locals (and cell variables) some path from ``offset`` reads before writing.
 
-    Capturing a cell variable in a closure (``LOAD_CLOSURE``) counts as reading it. Free
-    variables (read from the closure) are not included. The names come in the frame's local
+    Capturing a cell variable in a closure (``LOAD_CLOSURE``) counts as reading it, and in a
+    method that may call zero-argument ``super()`` (it has a ``__class__`` free variable) the first
+    argument is always live: ``super()`` reads it from the frame. Free variables (read from the
+    closure) are not included. The names come in the frame's local
     order (``co_varnames``, then the cell variables).
 
     Raises:
         ValueError: ``offset`` is not an instruction start.
     """
     live = _analyse(code)[2][_index(code, offset)]
+    first = implicit_first_argument(code)
+    if first is not None:
+        live = live | {first}
     order = list(code.co_varnames) + [c for c in code.co_cellvars if c not in code.co_varnames]
     return tuple(name for name in order if name in live)
