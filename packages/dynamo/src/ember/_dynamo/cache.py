@@ -46,10 +46,21 @@ class CacheEntry:
         break_fn (callable or None): at a graph break, runs the rest of the frame.
     """
 
-    __slots__ = ("check", "settings", "captured", "compiled", "break_fn", "read_inputs", "side_effects", "result")
+    __slots__ = (
+        "check",
+        "check_fn",
+        "settings",
+        "captured",
+        "compiled",
+        "break_fn",
+        "read_inputs",
+        "side_effects",
+        "result",
+    )
 
     def __init__(self, check, settings, captured, compiled, break_fn):
         self.check = check
+        self.check_fn = check._fn  # the generated function itself: one Python call less per lookup
         self.settings = settings
         self.captured = captured
         self.compiled = compiled
@@ -101,7 +112,7 @@ class CodeCache:
         """The first entry made under ``settings`` whose guards hold (moved to the front), or ``None``."""
         entries = self.entries
         for i, entry in enumerate(entries):
-            if entry.settings is settings and entry.check(frame_locals, frame_globals):
+            if entry.settings is settings and entry.check_fn(frame_locals, frame_globals):
                 if i:  # most recently used first: a loop alternating two shapes tests one guard set per call
                     entries.insert(0, entries.pop(i))
                 return entry

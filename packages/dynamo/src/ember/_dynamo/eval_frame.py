@@ -69,9 +69,14 @@ class CompiledFunction:
         if _state.disabled_depth:
             return self._orig_fn(*args, **kwargs)
         frame_locals = self._bind(*args, **kwargs)
-        entry = self._cache.lookup(self._settings, frame_locals, self._globals)
-        if entry is not None:
-            return entry.run(frame_locals, self._globals)
+        entries = self._cache.entries
+        if entries:  # the most recently used entry first, inline: the common case of one matching entry
+            entry = entries[0]
+            if entry.settings is self._settings and entry.check_fn(frame_locals, self._globals):
+                return entry.run(frame_locals, self._globals)
+            entry = self._cache.lookup(self._settings, frame_locals, self._globals)
+            if entry is not None:
+                return entry.run(frame_locals, self._globals)
         return frames.handle_miss(self, frame_locals, args, kwargs)
 
     def __get__(self, obj, objtype=None):
