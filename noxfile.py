@@ -241,6 +241,8 @@ def _session_interpreter(session: nox.Session) -> tuple[str, str]:
         return sys.executable, sys.implementation.cache_tag
     out = session.run("python", "-c", _INTERPRETER_PROBE, silent=True) or ""
     base, tag = out.strip().splitlines()[-1].rsplit(" ", 1)
+    if tag == sys.implementation.cache_tag:  # nox's own Python: build with it, as always (the builder is unchanged)
+        return sys.executable, tag
     return base, tag
 
 

@@ -126,3 +126,12 @@ def test_sessions_reuse_their_environments(noxfile):
 
     assert nox.options.reuse_venv == "yes"
     assert "wheels" in noxfile.__doc__ and "nox -N" in noxfile.__doc__
+
+
+def test_each_python_gets_its_own_wheels(noxfile, tmp_path):
+    # ember-core's extension is built for one interpreter: dynamo-3.12 must not install nox's own wheel
+    pkg = _package(tmp_path)
+    own = noxfile._fingerprint(pkg)
+    assert noxfile._fingerprint(pkg, "cpython-312") != own != noxfile._fingerprint(pkg, "cpython-313")
+    assert noxfile._fingerprint(pkg, noxfile.sys.implementation.cache_tag) == own
+    assert [f"dynamo-{v}" for v in noxfile.DYNAMO_PYTHONS] == ["dynamo-3.11", "dynamo-3.12", "dynamo-3.13"]
