@@ -219,3 +219,22 @@ def test_nested_and_disabled_calls_give_the_eager_values():
     np.testing.assert_allclose(values(f(x)), values(x.sin() + 1), rtol=1e-6)
     g = ember.compile(calls_disabled, backend="eager")
     np.testing.assert_allclose(values(g(x)), values(x.sin().cos() + 1), rtol=1e-6)
+
+
+def test_deepcopy_of_compiled_modules_compiles_the_copy():
+    import copy
+
+    x = ember.randn(1, 2)
+    opt = ember.compile(ember.nn.Linear(2, 2), backend="eager")
+    opt(x)
+    dup = copy.deepcopy(opt)
+    assert dup._orig_mod is not opt._orig_mod and dup._compiled_call._orig_fn.__self__ is dup._orig_mod
+    with ember.no_grad():
+        dup._orig_mod.weight.add_(1.0)  # the copy's weights, not the original's, are read
+    np.testing.assert_allclose(values(dup(x)), values(dup._orig_mod(x)), rtol=1e-6)
+    assert not np.allclose(values(dup(x)), values(opt(x)))
+    model = ember.nn.Linear(2, 2)
+    model.compile(backend="eager")
+    twin = copy.deepcopy(model)
+    assert twin._compiled_call_impl._orig_fn.__self__ is twin
+    np.testing.assert_allclose(values(twin(x)), values(model(x)), rtol=1e-6)

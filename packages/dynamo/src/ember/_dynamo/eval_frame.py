@@ -85,6 +85,13 @@ class CompiledFunction:
             return self
         return types.MethodType(self, obj)
 
+    def __deepcopy__(self, memo):
+        # a copy compiles the copied target (a module's copy gets a __call__ bound to the copied
+        # module) with the same settings; the cache belongs to the code object, not to the copy
+        import copy
+
+        return CompiledFunction(copy.deepcopy(self._orig_fn, memo), self._settings)
+
     def __repr__(self):
         return f"<compiled {getattr(self._orig_fn, '__qualname__', self._orig_fn)!r} ({self._settings!r})>"
 
@@ -205,4 +212,7 @@ class OptimizedModule(Module):
         try:
             return super().__getattr__(name)
         except AttributeError:
-            return getattr(self.__dict__["_modules"]["_orig_mod"], name)
+            orig = self.__dict__.get("_modules", {}).get("_orig_mod")
+            if orig is None:  # during copy/unpickling, before __init__'s state exists
+                raise
+            return getattr(orig, name)
