@@ -690,3 +690,59 @@ def test_a_tensor_seen_twice_is_one_input_guarded_to_stay_the_same_object():
     assert same.kind is GuardKind.EQUALS_MATCH and same.expected is True
     assert same.source.read({"a": t, "b": t}, {}) is True
     assert same.source.read({"a": t, "b": X}, {}) is False
+
+
+def _lambdas_in_comprehensions(x):
+    fs = [lambda t, i=i: t * i for i in range(3)]
+    gs = [(lambda t: t + j) for j in range(2)]
+    return sum(f(x) for f in fs), [g(x) for g in gs]
+
+
+def _nested_comprehensions(x):
+    y = 5
+    out = {k: x * k + y for k in range(2)}
+    z = [[a * b for a in range(2)] for b in range(3)]
+    return out, z, y
+
+
+def _unpacking_and_star_args(x, *args, key=3, **kw):
+    a, (b, c), *rest = (1, (2, 3), 4, 5)
+    return x * a + b + c + sum(rest) + key + len(args) + len(kw), {**kw, "z": 1}, [*args, *rest]
+
+
+def _while_else_break_continue(x):
+    total, i = x, 0
+    while i < 3:
+        i += 1
+        if i == 2:
+            continue
+        total = total + i
+    else:
+        total = total * 2
+    for k in range(5):
+        if k > 2:
+            break
+    return total, k, i
+
+
+def _slices_and_item_assignment(x):
+    s = slice(1, None)
+    x2 = x.clone()
+    x2[0] = 7.0
+    x2[1:] += 1
+    return x[s], x2, x[None, ..., ::2]
+
+
+@pytest.mark.parametrize(
+    "fn, args, kwargs",
+    [
+        (_lambdas_in_comprehensions, (X,), {}),
+        (_nested_comprehensions, (X,), {}),
+        (_unpacking_and_star_args, (X, 1, 2), {"key": 4, "extra": 9}),
+        (_while_else_break_continue, (X,), {}),
+        (_slices_and_item_assignment, (X,), {}),
+    ],
+    ids=lambda v: getattr(v, "__name__", "")[1:] or None,
+)
+def test_python_constructs(fn, args, kwargs):
+    check(fn, *args, **kwargs)

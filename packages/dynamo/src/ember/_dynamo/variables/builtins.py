@@ -142,6 +142,12 @@ class BuiltinVariable(VariableTracker):
 
     # -- sequences and iteration --------------------------------------------------------------------
 
+    def _call_slice(self, tx, *args):
+        parts = list(args) + [ConstantVariable(None)] * (3 - len(args)) if len(args) > 1 else [
+            ConstantVariable(None), args[0], ConstantVariable(None)
+        ]
+        return tx.make_slice(parts)
+
     def _call_range(self, tx, *args):
         return ConstantVariable(range(*[a.as_constant() for a in args]))
 
