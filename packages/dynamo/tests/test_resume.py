@@ -377,6 +377,31 @@ def test_resume_at_every_boundary(fn, args):
     assert resumed > 5
 
 
+@pytest.mark.parametrize("fn,args", CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(CASES)])
+def test_break_at_every_boundary(fn, args):
+    # A break function at each probe-able instruction, given the real stack and locals there, runs
+    # that instruction natively and resumes: the result must be the original's.
+    expected = fn(*args)
+    code = fn.__code__
+    broke = 0
+    for offset in _probe_points(code):
+        try:
+            plan = resume.plan_graph_break(code, offset, stack_depth_at(code, offset))
+        except CannotResume:
+            continue
+        if plan.offset != offset:
+            continue
+        hits = []
+        assert _instrument(fn, offset, _record(hits))(*args) == expected
+        conts = [resume.make_resume_function(code, s, fn.__globals__, fn.__closure__) for s in plan.successors]
+        brk = resume.make_break_function(plan, conts, fn.__globals__, fn.__closure__)
+        for stack, locs in hits[:2]:
+            values = [locs.get(name, NULL) for name in plan.live_locals]
+            assert brk(*stack, *values) == expected, f"{fn.__name__} broken at offset {offset} with {stack}"
+            broke += 1
+    assert broke > 5
+
+
 def test_resume_at_loop_head_with_iteration_k_locals():
     code = f_loop.__code__
     head = next(ins for ins in decode(code).instructions if ins.opname == "FOR_ITER")
