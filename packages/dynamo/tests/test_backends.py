@@ -148,3 +148,18 @@ def test_eager_backend_drops_only_default_arguments():
     sums = [n for n in gm.graph.nodes if n.op == "call_function" and n.target.__name__ == "sum"]
     assert [n.args[1:] for n in sums] == [(0,), (0, True)]  # keepdim=False is the default, True is not
     np.testing.assert_allclose(np.asarray(run(x, y)), np.asarray(g(x, y)), rtol=1e-6)
+
+
+def test_testing_backends_count_and_record(fake):
+    from ember._dynamo.testing import CompileCounter, CompileCounterWithBackend, EagerAndRecordGraphs
+
+    x, w = inputs()
+    for backend in (CompileCounter(), CompileCounterWithBackend("eager"), EagerAndRecordGraphs()):
+        dynamo.reset()
+        f = ember.compile(fn, backend=backend)
+        for _ in range(2):
+            np.testing.assert_allclose(np.asarray(f(x, w)), np.asarray(fn(x, w)), rtol=1e-6)
+        if isinstance(backend, CompileCounter):
+            assert backend.frame_count == 1 and backend.op_count == 4  # matmul, relu, sum, mul
+        if not isinstance(backend, CompileCounter) or isinstance(backend, CompileCounterWithBackend):
+            assert len(backend.graphs) == 1
