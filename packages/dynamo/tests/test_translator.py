@@ -4,6 +4,7 @@ and compare with eager (values checked through numpy). Runs on CPython 3.11, 3.1
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
 import dis
 import functools
@@ -746,3 +747,68 @@ def _slices_and_item_assignment(x):
 )
 def test_python_constructs(fn, args, kwargs):
     check(fn, *args, **kwargs)
+
+
+class _Point2:
+    __match_args__ = ("x", "y")
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+def _match_statement(x, shape, cfg, point):
+    match shape:
+        case (rows, 2):
+            x = x * rows
+        case (rows, cols):
+            x = x + cols
+    match cfg:
+        case {"scale": scale}:
+            x = x * scale
+    match point:
+        case _Point2(px, y=py):
+            x = x + px - py
+    match 3:
+        case int(n):
+            x = x + n
+    return x
+
+
+def test_match_statement():
+    check(_match_statement, X, (3, 2), {"scale": 2.0}, _Point2(1.0, 2.0))
+    check(_match_statement, X, (3, 5), {"other": 1}, _Point2(4.0, 2.0))
+
+
+class _Tracker:
+    def __init__(self):
+        self.entered = 0
+
+    def __enter__(self):
+        self.entered += 1
+        return self
+
+    def __exit__(self, *exc):
+        self.entered += 10
+        return False
+
+
+@contextlib.contextmanager
+def _scaled(factor):
+    try:
+        yield factor * 2
+    except ValueError:
+        pass  # suppressed
+
+
+def test_user_context_managers_class_and_contextmanager():
+    def f(x):
+        t = _Tracker()
+        with t as same:
+            y = x.exp()
+        with _scaled(3) as k:
+            z = y * k
+        with _scaled(1):
+            raise ValueError("suppressed by the generator")
+        return z * t.entered, same is t
+
+    check(f, X)

@@ -27,6 +27,7 @@ from .handlers import (
     ControlHandlers,
     ExceptionHandlers,
     LoadStoreHandlers,
+    MatchHandlers,
     OperatorHandlers,
 )
 from .handlers.versions import PY
@@ -62,7 +63,7 @@ def _decode(code):
 
 
 class InstructionTranslatorBase(
-    LoadStoreHandlers, OperatorHandlers, ControlHandlers, CallHandlers, BuildHandlers, ExceptionHandlers
+    LoadStoreHandlers, OperatorHandlers, ControlHandlers, CallHandlers, BuildHandlers, ExceptionHandlers, MatchHandlers
 ):
     """Interprets one code object; the handler of each instruction is the method named after its opcode."""
 
@@ -85,6 +86,8 @@ class InstructionTranslatorBase(
         self.current = None
         self.yielded = None  # a list while running a generator's code
         self.exc_stack = []  # exceptions being handled (PUSH_EXC_INFO .. POP_EXCEPT)
+        self.suspend_at_yield = False  # a contextmanager's generator stops at each yield
+        self.suspended = None
     # -- the stack --------------------------------------------------------------------------------------
 
     def push(self, var):
@@ -133,6 +136,26 @@ class InstructionTranslatorBase(
         while self.step():
             pass
         return self.return_value
+
+    def run_to_yield(self):
+        """Run a suspended generator frame up to its next yield (returns the value) or its end (None)."""
+        self.suspend_at_yield = True
+        while self.step():
+            if self.suspended is not None:
+                value, self.suspended = self.suspended, None
+                return value
+        return None
+
+    def inline_suspended(self, fn, args, kwargs):
+        """A child translator over generator function ``fn``, ready to :meth:`run_to_yield`."""
+        code = fn.get_code()
+        if not code.co_flags & _CO_GENERATOR:
+            raise Unsupported(f"{fn.fn_name()} is not a generator function")
+        symbolic_locals = fn.bound_locals(self, args, kwargs)
+        cells = dict(zip(code.co_freevars, fn.get_closure_cells(self)))
+        child = InstructionTranslatorBase(code, fn.get_globals(), symbolic_locals, cells, self.output, self.depth + 1)
+        child.yielded = []
+        return child
 
     # -- names --------------------------------------------------------------------------------------
 

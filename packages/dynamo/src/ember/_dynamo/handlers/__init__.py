@@ -8,9 +8,11 @@ from .builders import BuildHandlers
 from .calls import CallHandlers
 from .control import ControlHandlers
 from .exceptions import ExceptionHandlers
+from .matching import MatchHandlers
 from .load_store import LoadStoreHandlers
 from .operators import OperatorHandlers
 
 __all__ = [
-    "BuildHandlers", "CallHandlers", "ControlHandlers", "ExceptionHandlers", "LoadStoreHandlers", "OperatorHandlers",
+    "BuildHandlers", "CallHandlers", "ControlHandlers", "ExceptionHandlers", "LoadStoreHandlers", "MatchHandlers",
+    "OperatorHandlers",
 ]

@@ -88,12 +88,28 @@ class ControlHandlers:
 
     def BEFORE_WITH(self, inst):
         from ..variables.misc import GradModeVariable
+        from ..variables.user_objects import _ObjectBase
 
         ctx = self.pop()
-        if not isinstance(ctx, GradModeVariable):
-            raise Unsupported(f"a with block over {ctx.describe()} (only grad-mode context managers are traced)")
-        self.push(ctx.enter(self))
-        self.push(ConstantVariable(None))
+        if isinstance(ctx, GradModeVariable):
+            self.push(ctx.enter(self))
+            self.push(ConstantVariable(None))
+            return
+        from ..variables.contexts import GeneratorContextExit, GeneratorContextVariable
+
+        if isinstance(ctx, GeneratorContextVariable):
+            entered = ctx.enter(self)
+            self.push(GeneratorContextExit(ctx))
+            self.push(entered)
+            return
+        if isinstance(ctx, _ObjectBase) and _python_method(ctx, "__enter__") and _python_method(ctx, "__exit__"):
+            # a context manager class written in Python: its __enter__/__exit__ are inlined
+            exit_method = ctx.getattr(self, "__exit__")
+            entered = ctx.getattr(self, "__enter__").call(self, [], {})
+            self.push(exit_method)
+            self.push(entered)
+            return
+        raise Unsupported(f"a with block over {ctx.describe()} (a context manager that is not traced)")
 
     # -- leaving --------------------------------------------------------------------------------------
 
@@ -110,6 +126,9 @@ class ControlHandlers:
 
         if self.yielded is None:
             raise Unsupported("yield outside a generator being inlined")
+        if self.suspend_at_yield:
+            self.suspended = self.pop()  # run_to_yield hands it out; the value sent back is pushed on resume
+            return
         self.yielded.append(self.pop())
         if len(self.yielded) > MAX_GENERATOR_ITEMS:
             raise Unsupported(f"a generator yielded more than {MAX_GENERATOR_ITEMS} items while tracing")
@@ -123,3 +142,12 @@ class ControlHandlers:
 
     def SETUP_ANNOTATIONS(self, inst):
         raise Unsupported("annotations block inside a compiled function")
+
+
+def _python_method(obj, name):
+    import types
+
+    for klass in obj.python_type().__mro__:
+        if name in klass.__dict__:
+            return isinstance(klass.__dict__[name], types.FunctionType)
+    return False

@@ -81,10 +81,19 @@ class ExceptionHandlers:
         self.push(BuiltinVariable(AssertionError))
 
     def WITH_EXCEPT_START(self, inst):
+        from ..variables.functions import UserMethodVariable
         from ..variables.misc import GradModeExitVariable
 
-        for value in reversed(self.stack[-5:]):
+        exception = self.stack[-1]
+        for value in reversed(self.stack[-5:-1]):
             if isinstance(value, GradModeExitVariable):
                 self.push(value.call(self, [], {}))
+                return
+            if type(value).__name__ == "GeneratorContextExit":
+                self.push(value.call(self, [ConstantVariable(exception.python_type()), exception], {}))
+                return
+            if isinstance(value, UserMethodVariable) and getattr(value.function, "fn_name", lambda: "")() == "__exit__":
+                args = [ConstantVariable(exception.python_type()), exception, ConstantVariable(None)]
+                self.push(value.call(self, args, {}))
                 return
         raise Unsupported("an exception inside a with block while tracing")

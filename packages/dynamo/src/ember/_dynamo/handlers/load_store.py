@@ -151,6 +151,12 @@ class LoadStoreHandlers:
         value = self.pop()
         obj.setattr(self, inst.argval, value)
 
+    def DELETE_ATTR(self, inst):
+        obj = self.pop()
+        if not hasattr(obj, "delattr"):
+            raise Unsupported(f"del of an attribute of {obj.describe()}")
+        obj.delattr(self, inst.argval)
+
     def LOAD_SUPER_ATTR(self, inst):  # 3.12+: super, __class__, self on the stack
         from ..variables.misc import SuperVariable
 

@@ -107,9 +107,13 @@ def _wrap_special(output, value, source, guard, add):
     import functools
 
     from ..eval_frame import CompiledFunction, DisabledFunction
+    from .contexts import ContextManagerFunctionVariable, is_contextmanager_function
     from .functions import DisabledFunctionVariable, PartialVariable
     from .iterators import IteratorVariable
 
+    if is_contextmanager_function(value):
+        add(source, GuardKind.ID_MATCH, value)
+        return ContextManagerFunctionVariable(wrap_value(output, value.__wrapped__, None, False), source)
     if isinstance(value, CompiledFunction):  # a compiled function called inside: inline what it compiles
         add(source, GuardKind.ID_MATCH, value)
         return wrap_value(output, value._orig_fn, AttrSource(source, "_orig_fn") if source else None, guard)

@@ -122,6 +122,11 @@ class NewObjectVariable(_ObjectBase):
     def setattr(self, tx, name, value):
         self.attrs[name] = value
 
+    def delattr(self, tx, name):
+        if name not in self.attrs:
+            raise Unsupported(f"del of missing attribute {name!r}")
+        del self.attrs[name]
+
     def truth(self, tx):
         return True
 
