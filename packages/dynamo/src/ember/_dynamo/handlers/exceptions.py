@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import dis
-
+from ..bytecode.instructions import parse_exception_table
 from ..exc import ObservedException, Unsupported
 from ..variables.constant import ConstantVariable
 
@@ -14,7 +13,7 @@ def exception_table(code):
     """The code's exception table entries (start, end, target, depth, lasti), end exclusive."""
     table = _TABLES.get(code)
     if table is None:
-        table = _TABLES[code] = list(dis._parse_exception_table(code))  # noqa: SLF001 - no public API
+        table = _TABLES[code] = parse_exception_table(code)  # the bytecode layer's reader
     return table
 
 
@@ -22,13 +21,13 @@ class ExceptionHandlers:
     def handle_observed(self, error):
         """Unwind to the handler that covers the current instruction; False when none does."""
         offset = self.current.offset
-        for entry in exception_table(self.code):
-            if entry.start <= offset < entry.end:
-                del self.stack[entry.depth:]
-                if entry.lasti:
+        for start, end, target, depth, lasti in exception_table(self.code):
+            if start <= offset < end:
+                del self.stack[depth:]
+                if lasti:
                     self.push(ConstantVariable(offset))
                 self.push(error.exception)
-                self.jump(entry.target)
+                self.jump(target)
                 return True
         return False
 
