@@ -224,7 +224,9 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     """
     try:
         from ._dynamo import compile as dynamo_compile  # type: ignore[attr-defined]
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name != "ember._dynamo":  # a module ember-dynamo needs is missing: say that one
+            raise
         from ._extensions import require
 
         require("ember.compile", "ember-dynamo")
