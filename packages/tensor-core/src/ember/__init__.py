@@ -224,8 +224,10 @@ def compile(model=None, *, fullgraph=False, dynamic=None, backend="inductor", mo
     """
     try:
         from ._dynamo import compile as dynamo_compile  # type: ignore[attr-defined]
-    except ModuleNotFoundError as exc:
-        if exc.name != "ember._dynamo":  # a module ember-dynamo needs is missing: say that one
+    except ImportError as exc:
+        # ember._dynamo itself absent (or hidden by the missing-distribution finder): name the distribution;
+        # any other import error inside ember-dynamo is shown as it is
+        if exc.name != "ember._dynamo" and getattr(exc, "distribution", None) != "ember-dynamo":
             raise
         from ._extensions import require
 
