@@ -812,3 +812,22 @@ def test_user_context_managers_class_and_contextmanager():
         return z * t.entered, same is t
 
     check(f, X)
+
+
+def test_device_and_dtype_moves_are_nodes_with_the_real_device():
+    def f(x):
+        same = x.to("cpu") + x.cpu() + x.to(x.device)  # no copies: x is on the cpu already
+        return same + x.to(ember.float64).float()
+
+    captured = check(f, X)
+    assert [n for n in op_names(captured) if n == "_to_copy"] == ["_to_copy", "_to_copy"]  # the dtype round trip
+
+    # a move to another device is traced (not run): the node carries the real target device
+    captured = translate(lambda x: (x.cuda() + 1).cpu(), {"x": X})
+    copies = [n for n in captured.gm.graph.nodes if n.op == "call_function" and getattr(n.target, "name", "") == "_to_copy"]
+    assert [n.kwargs["device"].type for n in copies] == ["cuda", "cpu"]
+
+
+def test_boolean_mask_indexing_is_a_break():
+    captured = _capture_with_break(lambda x: x[x > 0], X)
+    assert "data-dependent shape" in captured.graph_break.reason

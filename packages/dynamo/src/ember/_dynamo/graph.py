@@ -163,9 +163,9 @@ class OutputGraph:
 
     def wrap(self, value, source, guard=True):
         """The tracker of a real value read at ``source`` (see :func:`variables.builder.wrap_value`)."""
-        from .variables.builder import wrap_value
-
         import ember
+
+        from .variables.builder import wrap_value
 
         # tensors are deduplicated by tensor_input (which guards a second path to the same tensor)
         identity = isinstance(value, (list, dict, set)) or (
@@ -213,11 +213,12 @@ class OutputGraph:
         self._inputs_by_id[id(real)] = (real, var)
         return var
 
-    def leaf_call(self, tx, fn, args, kwargs):
-        """Call ``fn`` (an ember callable) on the examples of ``args``, recording its ops."""
+    def leaf_call(self, tx, fn, args, kwargs, device=None):
+        """Call ``fn`` (an ember callable) on the examples of ``args``, recording its ops; ``device`` is
+        where its results live at run time (by default its ``device=`` argument or first tensor's)."""
         py_args = [a.as_python(tx) for a in args]
         py_kwargs = {k: v.as_python(tx) for k, v in kwargs.items()}
-        device = _device_of(args, kwargs)
+        device = device if device is not None else _device_of(args, kwargs)
         self.mode.real_device = device
         try:
             with self.mode:

@@ -96,6 +96,8 @@ class TensorVariable(VariableTracker):
             raise Unsupported(_REFUSED[name])
         if name == "__bool__":
             return ConstantVariable(self.truth(tx))
+        if name in ("to", "cpu", "cuda"):
+            return self._move(tx, name, args, kwargs)
         if name == "size" or name == "dim" or name == "stride" or name == "numel" or name.startswith("is_"):
             # metadata queries: plain Python values, no node
             values = [a.as_python(tx) for a in args]
@@ -106,5 +108,64 @@ class TensorVariable(VariableTracker):
         method = getattr(ember.Tensor, name)
         return tx.output.leaf_call(tx, method, [self, *args], kwargs)
 
+    def _move(self, tx, name, args, kwargs):
+        """``to``/``cpu``/``cuda``: the example stays on meta (the graph's node gets the real device)."""
+        import ember
+
+        meta = ConstantVariable(ember.device("meta"))
+        if name == "cpu":
+            return self._copy_to(tx, ember.device("cpu"))
+        if name == "cuda":
+            index = args[0].as_constant() if args else kwargs.get("device", ConstantVariable(None)).as_constant()
+            target = ember.device("cuda" if index is None else index if isinstance(index, str) else f"cuda:{index}")
+            return self._copy_to(tx, target)
+        target = self.device
+        new_args = []
+        for arg in args:
+            device = _as_device(arg)
+            if device is not None:
+                target, arg = device, meta
+            elif isinstance(arg, TensorVariable):  # x.to(other): other's dtype and device
+                target = arg.device
+                new_args.extend([meta, ConstantVariable(arg.example.dtype)])
+                continue
+            new_args.append(arg)
+        new_kwargs = dict(kwargs)
+        if "device" in new_kwargs:
+            device = _as_device(new_kwargs["device"])
+            if device is not None:
+                target, new_kwargs["device"] = device, meta
+        moved = tx.output.leaf_call(tx, ember.Tensor.to, [self, *new_args], new_kwargs, device=target)
+        if isinstance(moved, TensorVariable) and moved.example is self.example:
+            return self._copy_to(tx, target)  # meta to meta was a no-op: the device change still needs a node
+        return moved
+
+    def _copy_to(self, tx, target):
+        """The tensor on device ``target`` (itself when it is there already), as a ``_to_copy`` node."""
+        import ember
+        from ember._ops._registry import registry
+
+        if target == self.device:
+            return self
+        meta = ConstantVariable(ember.device("meta"))
+        return tx.output.leaf_call(tx, registry["_to_copy"], [self], {"device": meta}, device=target)
+
     def reconstruct(self, out):
         return GraphOutput(out.output_index(self))
+
+
+def _as_device(var):
+    """The device a ``to()`` argument names (a string or ember.device), else None."""
+    import ember
+
+    if not var.is_constant():
+        return None
+    value = var.as_constant()
+    if isinstance(value, ember.device):
+        return value
+    if isinstance(value, str):
+        try:
+            return ember.device(value)
+        except (RuntimeError, ValueError, TypeError):
+            return None
+    return None
