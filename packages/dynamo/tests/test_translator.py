@@ -823,9 +823,11 @@ def test_device_and_dtype_moves_are_nodes_with_the_real_device():
     assert [n for n in op_names(captured) if n == "_to_copy"] == ["_to_copy", "_to_copy"]  # the dtype round trip
 
     # a move to another device is traced (not run): the node carries the real target device
-    captured = translate(lambda x: (x.cuda() + 1).cpu(), {"x": X})
+    captured = translate(lambda x: (x.cuda() + ember.ones(4, device="cuda")).cpu(), {"x": X})
+    nodes = {n.target.name: n for n in captured.gm.graph.nodes if n.op == "call_function"}
     copies = [n for n in captured.gm.graph.nodes if n.op == "call_function" and getattr(n.target, "name", "") == "_to_copy"]
     assert [n.kwargs["device"].type for n in copies] == ["cuda", "cpu"]
+    assert nodes["ones"].kwargs["device"].type == "cuda"  # made on meta while tracing: no GPU needed
 
 
 def test_boolean_mask_indexing_is_a_break():

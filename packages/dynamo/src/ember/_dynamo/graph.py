@@ -216,9 +216,15 @@ class OutputGraph:
     def leaf_call(self, tx, fn, args, kwargs, device=None):
         """Call ``fn`` (an ember callable) on the examples of ``args``, recording its ops; ``device`` is
         where its results live at run time (by default its ``device=`` argument or first tensor's)."""
+        import ember
+
         py_args = [a.as_python(tx) for a in args]
         py_kwargs = {k: v.as_python(tx) for k, v in kwargs.items()}
         device = device if device is not None else _device_of(args, kwargs)
+        if isinstance(py_kwargs.get("device"), (str, ember.device)):
+            # a factory's device=: made on meta while tracing (no real allocation, no GPU needed); the
+            # recorded node gets the real device back (RecordingMode._to_arg)
+            py_kwargs["device"] = ember.device("meta")
         self.mode.real_device = device
         try:
             with self.mode:
