@@ -21,7 +21,9 @@ from . import (
     methods,
     models,
     nn_features,
+    python_features,
     recursion,
+    rng,
     tensor_ops,
 )
 from ._entry import Args, Entry, Gen
@@ -41,6 +43,8 @@ THEMES = (
     tensor_ops,
     nn_features,
     models,
+    python_features,
+    rng,
     data_dependent,
 )
 
