@@ -891,6 +891,14 @@ def test_resume_in_function_needing_extended_arg():
     env = {f"v{i}": 5 + i for i in range(n)}
     env["acc"] = 0
     assert cont(iter(range(4)), *[env[k] for k in succ.live_locals]) == big(5, 4)
+    # dis reports an instruction with an EXTENDED_ARG prefix at its opcode: plans accept that offset
+    load = next(i for i in dis.get_instructions(code) if i.opname.startswith("LOAD_FAST") and i.argval == "acc")
+    assert load.arg > 255
+    plan = resume.plan_graph_break(code, load.offset, stack_depth_at(code, load.offset))
+    assert plan.offset == load.offset - 2  # the prefix's offset
+    env["acc"] = 1
+    got = _break_and_resume(big, plan, [iter(range(1, 4))], {**env, "r": 0})  # iteration r=0 under way
+    assert got == big(5, 4) + 1
     # and resuming before the first assignment needs every v_i again: none are live yet
     first = decode(code).instructions[1].offset
     cont = resume.make_resume_function(code, Successor(first, 0, live_locals_at(code, first)), ns)

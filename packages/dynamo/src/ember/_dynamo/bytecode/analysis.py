@@ -203,6 +203,8 @@ def _analyse(code: CodeType):
     depths = stack_depths(dec.instructions, dec.exception_table)
     live = live_locals(dec.instructions, dec.exception_table)
     offsets = {ins.offset: i for i, ins in enumerate(dec.instructions)}
+    # dis reports an instruction with EXTENDED_ARG prefixes at its opcode unit: accept that too
+    offsets.update({op: offsets[start] for op, start in dec.opcode_offsets.items()})
     return dec, depths, live, offsets
 
 
@@ -231,7 +233,7 @@ def stack_depth_at(code: CodeType, offset: int) -> int:
     Args:
         code: a code object of this Python.
         offset: the byte offset of an instruction (``dis.Instruction.offset``; for an
-            instruction with EXTENDED_ARG prefixes, the first prefix's offset).
+            instruction with EXTENDED_ARG prefixes, the first prefix's offset or the opcode's).
 
     Raises:
         ValueError: ``offset`` is not an instruction start, or is unreachable from the entry.

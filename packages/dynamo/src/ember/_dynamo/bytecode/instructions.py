@@ -94,15 +94,20 @@ class Decoded:
     code: CodeType
     instructions: list[Instruction]
     exception_table: list[ExceptionTableEntry] = field(default_factory=list)
+    opcode_offsets: dict[int, int] = field(default_factory=dict)
+    """Offset of an instruction's opcode unit (``dis``'s offset, after any EXTENDED_ARG) -> its
+    ``offset`` (the first unit), for instructions with prefixes."""
 
     def at(self, offset: int) -> Instruction:
         """The instruction at byte ``offset`` of the original code (``KeyError`` if none starts there)."""
+        offset = self.opcode_offsets.get(offset, offset)
         for ins in self.instructions:
             if ins.offset == offset:
                 return ins
         raise KeyError(f"no instruction starts at offset {offset} of {self.code.co_name}")
 
     def index_of(self, offset: int) -> int:
+        offset = self.opcode_offsets.get(offset, offset)
         for i, ins in enumerate(self.instructions):
             if ins.offset == offset:
                 return i
@@ -174,6 +179,7 @@ def decode(code: CodeType) -> Decoded:
     instrs: list[Instruction] = []
     jumps: list[tuple[Instruction, int]] = []
     by_offset: dict[int, Instruction] = {}
+    opcode_offsets: dict[int, int] = {}
     i = 0
     ext = 0
     start = None
@@ -199,6 +205,8 @@ def decode(code: CodeType) -> Decoded:
             jumps.append((ins, _jump_target_offset(op, arg, i)))
         instrs.append(ins)
         by_offset[start] = ins
+        if i != start:
+            opcode_offsets[i] = start
         i += 2 + 2 * versions.cache_entries(op)
         ext = 0
         start = None
@@ -208,4 +216,4 @@ def decode(code: CodeType) -> Decoded:
     for start_off, end_off, target_off, depth, lasti in parse_exception_table(code):
         covered = [ins for ins in instrs if start_off <= ins.offset < end_off]
         table.append(ExceptionTableEntry(covered[0], covered[-1], by_offset[target_off], depth, lasti))
-    return Decoded(code, instrs, table)
+    return Decoded(code, instrs, table, opcode_offsets)
