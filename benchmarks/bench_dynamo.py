@@ -7,7 +7,7 @@
 * ``dynamo_guard_check_10op``: the guard check of that function's cache entry alone (ember's
   generated check function against PyTorch's C++ guard manager, called from Python).
 * ``dynamo_hit_10op_eager_backend``: the same call with the ``"eager"`` backend on both sides (the
-  graph's ten kernels run too).
+  graph's ten kernels run too), and with the default ``"inductor"`` backend on both sides.
 * ``dynamo_capture_gpt_tiny``: capture (tracing) time of the TINY GPT of ``gpt_model.py``
   (forward + loss, ``fullgraph=True``, ``"eager"`` backend): the first call after ``reset()`` minus
   one steady call, the minimum over a few repeats, next to ``torch.compile``'s (dynamo's) time for
@@ -190,6 +190,13 @@ WORKLOADS = [
         _hit_setup("eager"),
         threads=1,
         description="the same call with the 'eager' backend (the ten kernels run): ember.compile vs torch.compile",
+    ),
+    Workload(
+        "dynamo_hit_10op_inductor",
+        _hit_setup("inductor"),
+        threads=1,
+        description="the same call with the default backend (ember-inductor's compiled C++ vs PyTorch's "
+        "Inductor): ember.compile vs torch.compile",
     ),
     Workload(
         "dynamo_capture_gpt_tiny",
