@@ -469,6 +469,10 @@ def _null_free(end: Instruction, null_const: int) -> list[Instruction]:
     return [_I("LOAD_CONST", null_const)]
 
 
+def _is_bool_jump(ins: Instruction) -> bool:
+    return ins.opname in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE")
+
+
 def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, closure=None) -> FunctionType:
     """A function that runs the untraceable instruction of ``plan`` natively, then resumes.
 
@@ -511,7 +515,12 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
             prologue += _push_maybe_null(p, null_const)
         else:
             prologue.append(_I("LOAD_FAST", argval=p))  # handed on untouched (NULL stays the sentinel)
-    prologue.append(_I("JUMP_FORWARD", target=group[0]))
+    entry = group[0]
+    if versions.JUMP_NEEDS_EXACT_BOOL and _is_bool_jump(group[-1]):
+        # 3.13's POP_JUMP_IF_TRUE/FALSE only test `is True`/`is False` (the compiler puts TO_BOOL or a
+        # bool-coercing COMPARE_OP before them); the translator may hand over a tensor: convert it.
+        entry = _I("TO_BOOL")
+    prologue.append(_I("JUMP_FORWARD", target=entry))
 
     end = group[-1]
     stubs: list[Instruction] = []
@@ -533,6 +542,8 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
         stubs += stub
 
     body = _strip_prefix(instrs)
+    if entry is not group[0]:
+        body.insert(body.index(group[0]), entry)
     at = body.index(end) + 1
     fix = _null_free(end, null_const)
     body[at:at] = fix

@@ -67,6 +67,7 @@ __all__ = [
     "LOAD_FAST_CHECKED",
     "CALL_OPCODES",
     "LOAD_CELL_OBJECT",
+    "JUMP_NEEDS_EXACT_BOOL",
 ]
 
 PY_VERSION: tuple[int, int] = sys.version_info[:2]
@@ -239,6 +240,9 @@ POP_JUMP_IF_FALSE = "POP_JUMP_FORWARD_IF_FALSE" if PY_VERSION < (3, 12) else "PO
 """Names of the forward conditional jumps generated code uses."""
 LOAD_FAST_CHECKED = "LOAD_FAST_CHECK" if "LOAD_FAST_CHECK" in dis.opmap else "LOAD_FAST"
 """A local load that raises on an unbound local (3.11's plain ``LOAD_FAST`` always checks)."""
+JUMP_NEEDS_EXACT_BOOL = PY_VERSION >= (3, 13)
+"""3.13's ``POP_JUMP_IF_TRUE``/``POP_JUMP_IF_FALSE`` compare with ``True``/``False`` by identity
+(anything else counts as true); earlier versions call ``__bool__``."""
 LOAD_CELL_OBJECT = "LOAD_CLOSURE" if PY_VERSION < (3, 13) else "LOAD_FAST"
 """Pushes the cell object of a cell variable (3.13 made ``LOAD_CLOSURE`` a pseudo-op for ``LOAD_FAST``)."""
 CALL_OPCODES = _ops("CALL", "CALL_KW", "CALL_FUNCTION_EX")
