@@ -833,3 +833,31 @@ def test_device_and_dtype_moves_are_nodes_with_the_real_device():
 def test_boolean_mask_indexing_is_a_break():
     captured = _capture_with_break(lambda x: x[x > 0], X)
     assert "data-dependent shape" in captured.graph_break.reason
+
+
+def _counter():
+    i = 0
+    while True:
+        yield i
+        i += 1
+
+
+def test_generators_are_pulled_lazily():
+    log = []
+
+    def noisy(n):
+        for i in range(n):
+            log.append(i)  # a side effect between items: order against the consumer matters
+            yield i
+
+    def f(x, out):
+        for a, b in zip(range(3), _counter()):  # an endless generator stops with the loop
+            x = x + a * b
+        for v in noisy(3):
+            out.append(v * 10)
+        return x, next(iter(_counter()))
+
+    out = []
+    check(f, X, out)
+    assert out == [0, 10, 20, 0, 10, 20]  # run twice (captured, then eager)
+    assert log == [0, 1, 2, 0, 1, 2]

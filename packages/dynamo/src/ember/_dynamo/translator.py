@@ -47,8 +47,7 @@ _NOT_TRACEABLE_FLAGS = (
     | 0x100  # CO_ITERABLE_COROUTINE
     | 0x200  # CO_ASYNC_GENERATOR
 )
-#: A generator inlined while tracing runs to its end at once; one yielding more is refused.
-MAX_GENERATOR_ITEMS = 100_000
+
 
 _INSTRUCTIONS = {}  # code -> (instructions, offset -> index)
 
@@ -86,8 +85,7 @@ class InstructionTranslatorBase(
         self.current = None
         self.yielded = None  # a list while running a generator's code
         self.exc_stack = []  # exceptions being handled (PUSH_EXC_INFO .. POP_EXCEPT)
-        self.suspend_at_yield = False  # a contextmanager's generator stops at each yield
-        self.suspended = None
+        self.suspended = None  # the value of the yield a generator frame stopped at
     # -- the stack --------------------------------------------------------------------------------------
 
     def push(self, var):
@@ -139,7 +137,6 @@ class InstructionTranslatorBase(
 
     def run_to_yield(self):
         """Run a suspended generator frame up to its next yield (returns the value) or its end (None)."""
-        self.suspend_at_yield = True
         while self.step():
             if self.suspended is not None:
                 value, self.suspended = self.suspended, None
@@ -203,13 +200,12 @@ class InstructionTranslatorBase(
         cells = dict(zip(code.co_freevars, fn.get_closure_cells(self)))
         child = InstructionTranslatorBase(code, fn.get_globals(), symbolic_locals, cells, self.output, self.depth + 1)
         if code.co_flags & _CO_GENERATOR:
-            # a generator (a generator expression, ``named_children()``...) runs to its end now; its
-            # items are an iterator (the consumer almost always takes them all)
+            # a generator (a generator expression, ``named_children()``...): an iterator whose items the
+            # suspended frame makes on demand, so a loop that stops early stops the generator too
             from .variables.iterators import IteratorVariable
 
             child.yielded = []
-            child.run_to_return()
-            return IteratorVariable(child.yielded)
+            return IteratorVariable([], generator=child)
         return child.run_to_return()
 
 

@@ -122,17 +122,9 @@ class ControlHandlers:
         self.push(ConstantVariable(None))  # the POP_TOP after it discards this
 
     def YIELD_VALUE(self, inst):
-        from ..translator import MAX_GENERATOR_ITEMS
-
         if self.yielded is None:
             raise Unsupported("yield outside a generator being inlined")
-        if self.suspend_at_yield:
-            self.suspended = self.pop()  # run_to_yield hands it out; the value sent back is pushed on resume
-            return
-        self.yielded.append(self.pop())
-        if len(self.yielded) > MAX_GENERATOR_ITEMS:
-            raise Unsupported(f"a generator yielded more than {MAX_GENERATOR_ITEMS} items while tracing")
-        self.push(ConstantVariable(None))  # what next() sends in
+        self.suspended = self.pop()  # run_to_yield hands it out; the value sent back is pushed on resume
 
     def SEND(self, inst):
         raise Unsupported("yield from / await while tracing")

@@ -182,10 +182,22 @@ class BuiltinVariable(VariableTracker):
         from .containers import TupleVariable
         from .iterators import IteratorVariable
 
-        lists = [it.unpack(tx) for it in iterables]
-        if strict is not None and strict.as_constant() and len({len(x) for x in lists}) > 1:
-            raise Unsupported("zip(strict=True) of unequal lengths")
-        return IteratorVariable([TupleVariable(list(group)) for group in zip(*lists)])
+        # pull from iterators one item at a time (a generator may be endless), the others are lists
+        sources = [it if isinstance(it, IteratorVariable) else IteratorVariable(it.unpack(tx)) for it in iterables]
+        groups = []
+        while True:
+            items = []
+            for source in sources:  # left to right, stopping at the first exhausted one, as zip does
+                item = source.next_item()
+                if item is None:
+                    break
+                items.append(item)
+            if len(items) < len(sources):
+                if strict is not None and strict.as_constant() and (items or any(s.next_item() for s in sources[1:])):
+                    raise Unsupported("zip(strict=True) of unequal lengths")
+                break
+            groups.append(TupleVariable(items))
+        return IteratorVariable(groups)
 
     def _call_reversed(self, tx, seq):
         from .iterators import IteratorVariable
