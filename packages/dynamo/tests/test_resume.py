@@ -1100,3 +1100,28 @@ def test_zero_argument_super_in_continuations():
     self = SuperChild()
     got = _break_and_resume(fn, plan, stack, {"self": self, "z": 7})
     assert got == expected
+
+
+def test_generated_instructions_have_lines_in_tracebacks():
+    # An exception raised by the resume function passes through the break function's stub; every
+    # frame of the traceback must have a line number (pytest's formatting needs one).
+    def f(v):
+        y = _helper(v)
+        return 10 // (y - y)
+
+    code = f.__code__
+    call = _call_offset(f, 0)
+    plan = resume.plan_graph_break(code, call, stack_depth_at(code, call))
+    call_part = [NULL, _helper, 1] if versions.CALL_STYLE == "null_first" else [_helper, NULL, 1]
+    with pytest.raises(ZeroDivisionError) as info:
+        _break_and_resume(f, plan, call_part, {})
+    tb = info.value.__traceback__
+    lines = []
+    while tb is not None:
+        lines.append((tb.tb_frame.f_code.co_name, tb.tb_lineno))
+        tb = tb.tb_next
+    names = [f"f__break_at_{plan.offset}", f"f__resume_at_{plan.successors[0].offset}"]
+    assert [name for name, _ in lines[-2:]] == names
+    first_line = code.co_firstlineno
+    assert all(isinstance(line, int) and line >= first_line for _, line in lines[-2:]), lines
+    assert lines[-1][1] == first_line + 2  # the division's own line in the resume function

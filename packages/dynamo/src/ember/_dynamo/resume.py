@@ -328,7 +328,17 @@ def _call(callable_const: int, arg_loads: list[Instruction], nargs: int) -> list
     return _call_expr(callable_const, arg_loads, nargs) + [_I("RETURN_VALUE")]
 
 
-def _new_code(code, body, table, params, extra_locals, consts, name):
+def _line_of(ins: Instruction, code: CodeType) -> int:
+    line = ins.positions[0] if ins.positions else None
+    return line if line is not None else code.co_firstlineno
+
+
+def _new_code(code, body, table, params, extra_locals, consts, name, line):
+    # Generated instructions get a line (``line``: where execution continues): an exception
+    # passing through them then has a traceback line, which tools such as pytest require.
+    for ins in body:
+        if ins.offset is None and ins.positions is None:
+            ins.positions = (line, line, None, None)
     rest = [v for v in code.co_varnames if v not in params]
     params = list(params)
     first = analysis.implicit_first_argument(code)
@@ -391,7 +401,8 @@ def _resume_code(code: CodeType, offset: int, stack_depth: int, live: tuple[str,
         target = body[0]
     prologue.append(_I("JUMP_FORWARD", target=target))
     body = prologue + body
-    return _new_code(code, body, dec.exception_table, stack_params + list(live), (), consts, name)
+    params = stack_params + list(live)
+    return _new_code(code, body, dec.exception_table, params, (), consts, name, _line_of(target, code))
 
 
 def make_resume_function(
@@ -560,5 +571,6 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
         end.target = successor_entry[end.target.offset]
     body = prologue + body + stubs
     name = f"{code.co_name}__break_at_{plan.offset}"
-    new = _new_code(code, body, dec.exception_table, stack_params + list(plan.live_locals), temps, tuple(consts), name)
+    params = stack_params + list(plan.live_locals)
+    new = _new_code(code, body, dec.exception_table, params, temps, tuple(consts), name, _line_of(end, code))
     return FunctionType(new, f_globals, name, None, tuple(closure) if closure else None)
