@@ -83,7 +83,7 @@ class InstructionTranslatorBase(
         self.lineno = code.co_firstlineno
         self.return_value = None
         self.current = None
-        self.yielded = None  # a list while running a generator's code
+        self.is_generator = False  # a generator function's frame (suspended at each yield)
         self.exc_stack = []  # exceptions being handled (PUSH_EXC_INFO .. POP_EXCEPT)
         self.suspended = None  # the value of the yield a generator frame stopped at
     # -- the stack --------------------------------------------------------------------------------------
@@ -145,14 +145,9 @@ class InstructionTranslatorBase(
 
     def inline_suspended(self, fn, args, kwargs):
         """A child translator over generator function ``fn``, ready to :meth:`run_to_yield`."""
-        code = fn.get_code()
-        if not code.co_flags & _CO_GENERATOR:
+        if not fn.get_code().co_flags & _CO_GENERATOR:
             raise Unsupported(f"{fn.fn_name()} is not a generator function")
-        symbolic_locals = fn.bound_locals(self, args, kwargs)
-        cells = dict(zip(code.co_freevars, fn.get_closure_cells(self)))
-        child = InstructionTranslatorBase(code, fn.get_globals(), symbolic_locals, cells, self.output, self.depth + 1)
-        child.yielded = []
-        return child
+        return self._child(fn, args, kwargs)
 
     # -- names --------------------------------------------------------------------------------------
 
@@ -189,8 +184,8 @@ class InstructionTranslatorBase(
 
     # -- inlining ---------------------------------------------------------------------------------------
 
-    def inline_call(self, fn, args, kwargs):
-        """Run a user function's bytecode in a child translator; returns the tracker of its result."""
+    def _child(self, fn, args, kwargs):
+        """A translator over ``fn``'s code with ``args`` bound, nested one level deeper."""
         code = fn.get_code()
         if code.co_flags & _NOT_TRACEABLE_FLAGS:
             raise Unsupported(f"calling coroutine function {fn.fn_name()}()")
@@ -199,12 +194,17 @@ class InstructionTranslatorBase(
         symbolic_locals = fn.bound_locals(self, args, kwargs)
         cells = dict(zip(code.co_freevars, fn.get_closure_cells(self)))
         child = InstructionTranslatorBase(code, fn.get_globals(), symbolic_locals, cells, self.output, self.depth + 1)
-        if code.co_flags & _CO_GENERATOR:
+        child.is_generator = bool(code.co_flags & _CO_GENERATOR)
+        return child
+
+    def inline_call(self, fn, args, kwargs):
+        """Run a user function's bytecode in a child translator; returns the tracker of its result."""
+        child = self._child(fn, args, kwargs)
+        if child.is_generator:
             # a generator (a generator expression, ``named_children()``...): an iterator whose items the
             # suspended frame makes on demand, so a loop that stops early stops the generator too
             from .variables.iterators import IteratorVariable
 
-            child.yielded = []
             return IteratorVariable([], generator=child)
         return child.run_to_return()
 

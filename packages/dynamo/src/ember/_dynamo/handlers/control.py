@@ -117,12 +117,12 @@ class ControlHandlers:
         self.return_value = self.pop()
 
     def RETURN_GENERATOR(self, inst):
-        if self.yielded is None:
+        if not self.is_generator:
             raise Unsupported("generator or coroutine function")
         self.push(ConstantVariable(None))  # the POP_TOP after it discards this
 
     def YIELD_VALUE(self, inst):
-        if self.yielded is None:
+        if not self.is_generator:
             raise Unsupported("yield outside a generator being inlined")
         self.suspended = self.pop()  # run_to_yield hands it out; the value sent back is pushed on resume
 
