@@ -162,6 +162,13 @@ class SuperChild(SuperBase):
 SCALE = 3
 
 
+def f_varargs(a, /, *rest, k=3, **kw):
+    s = a * k
+    for r in rest:
+        s += r
+    return s, sorted(kw), len(rest), rest
+
+
 def f_misc(d, s):
     out = f"{s}:{d['a']!r}:{d['a']:>4}"
     d = dict(d)
@@ -233,6 +240,7 @@ def f_lambdas(k):
 
 
 CASES = [
+    (f_varargs, (1, 2, 3)),
     (SuperChild.m, (SuperChild(), 3)),
     (f_misc, ({"a": 3, "b": 4}, "hello")),
     (f_misc, ({"a": 1}, "abc")),
@@ -355,7 +363,9 @@ def _instrument(fn, offset, record):
     i = dec.instructions.index(target)
     body = dec.instructions[:i] + probe + dec.instructions[i:]
     new = assemble(body, dec.exception_table, template=code, co_consts=consts)
-    return types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    clone = types.FunctionType(new, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    return clone
 
 
 @pytest.mark.parametrize("fn,args", CASES, ids=[f"{f.__name__}-{i}" for i, (f, _) in enumerate(CASES)])
