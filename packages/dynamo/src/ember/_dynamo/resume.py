@@ -186,7 +186,8 @@ def plan_graph_break(code: CodeType, offset: int, stack_depth: int) -> BreakPlan
 
     Raises:
         CannotResume: a generator/coroutine frame, an instruction (``SEND``) whose continuation
-            is not supported, or an offset only an exception handler reaches.
+            is not supported, an offset only an exception handler reaches, or a cell variable
+            shared with a closure made before the break and assigned after it.
         ValueError: ``offset`` is not an instruction, or ``stack_depth`` disagrees with the
             bytecode analysis.
     """
@@ -425,6 +426,20 @@ def make_resume_function(
 
     Raises:
         CannotResume: ``code`` is a generator or coroutine.
+
+    Example:
+        >>> import dis
+        >>> from ember._dynamo.bytecode import live_locals_at
+        >>> from ember._dynamo.resume import Successor, make_resume_function
+        >>> def f(a, b):
+        ...     c = a + b
+        ...     return c * 2
+        >>> at = [i.offset for i in dis.get_instructions(f) if i.opname.startswith("LOAD_FAST")][-1]
+        >>> where = Successor(at, 0, live_locals_at(f.__code__, at))
+        >>> where.live_locals
+        ('c',)
+        >>> make_resume_function(f.__code__, where, globals())(21)
+        42
     """
     _check_code(code)
     if len(code.co_freevars) != len(closure or ()):
