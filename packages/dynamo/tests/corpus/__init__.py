@@ -24,6 +24,7 @@ from . import (
     python_features,
     recursion,
     rng,
+    side_effects,
     tensor_ops,
 )
 from ._entry import Args, Entry, Gen
@@ -45,6 +46,7 @@ THEMES = (
     models,
     python_features,
     rng,
+    side_effects,
     data_dependent,
 )
 

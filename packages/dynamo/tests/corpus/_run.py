@@ -33,6 +33,29 @@ class Outcome:
     state: Any
     module_state: dict | None
     grads: dict | None
+    aliases: list
+
+
+def _aliases(result, args, kwargs):
+    """Eager's object identities, which compiled code must keep: for the result and each of its top-level
+    items, the argument it is (``"arg<i>"``), or the earlier item it is (``"item<j>"``), or None."""
+    inputs = [*args, *kwargs.values()]
+    if isinstance(result, dict):
+        items = [result, *result.values()]
+    elif isinstance(result, (list, tuple)):
+        items = [result, *result]
+    else:
+        items = [result]
+    out = []
+    for i, item in enumerate(items):
+        if isinstance(item, (int, float, bool, str, type(None))):  # small values may be interned: no identity
+            out.append(None)
+            continue
+        source = next((f"arg{j}" for j, a in enumerate(inputs) if a is item), None)
+        if source is None:
+            source = next((f"item{j}" for j in range(i) if items[j] is item), None)
+        out.append(source)
+    return out
 
 
 def _tensors(value):
@@ -88,6 +111,7 @@ def run(entry: Entry, wrap: Callable[[Callable], Callable] | None = None, seed: 
     ember.manual_seed(seed)
     result = fn(*args, **kwargs)
     state = entry.state[1]() if entry.state is not None else None
+    aliases = _aliases(result, args, kwargs)
     module_state = None
     if entry.is_module:
         module_state = {k: v.detach().clone() for k, v in target.state_dict().items()}
@@ -101,7 +125,7 @@ def run(entry: Entry, wrap: Callable[[Callable], Callable] | None = None, seed: 
             grads = {f"input{i}": t.grad for i, t in enumerate(leaves)}
             if entry.is_module:
                 grads.update({name: p.grad for name, p in target.named_parameters()})
-    return Outcome(result, (args, kwargs), state, module_state, grads)
+    return Outcome(result, (args, kwargs), state, module_state, grads, aliases)
 
 
 class CompiledRunError(AssertionError):
@@ -172,9 +196,12 @@ def assert_same(expected, actual, rtol=1e-5, atol=1e-6, path="result"):
 
 
 def assert_same_outcome(expected: Outcome, actual: Outcome, rtol=1e-5, atol=1e-6):
-    """Compare two runs of one entry: result, mutated arguments, global state, module state, gradients."""
+    """Compare two runs of one entry: result, mutated arguments, global state, module state, gradients, and
+    which returned objects are the arguments themselves or each other."""
     assert_same(expected.result, actual.result, rtol, atol, "result")
     assert_same(expected.args_after, actual.args_after, rtol, atol, "arguments after the call")
     assert_same(expected.state, actual.state, rtol, atol, "global state")
     assert_same(expected.module_state, actual.module_state, rtol, atol, "module state_dict")
     assert_same(expected.grads, actual.grads, rtol, atol, "gradients")
+    if expected.aliases != actual.aliases:
+        raise AssertionError(f"object identities: compiled {actual.aliases}, eager {expected.aliases}")
