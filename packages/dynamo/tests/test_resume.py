@@ -1135,3 +1135,24 @@ def test_generated_instructions_have_lines_in_tracebacks():
     first_line = code.co_firstlineno
     assert all(isinstance(line, int) and line >= first_line for _, line in lines[-2:]), lines
     assert lines[-1][1] == first_line + 2  # the division's own line in the resume function
+
+
+class BadBool:
+    def __bool__(self):
+        raise ValueError("no truth value")
+
+
+def test_break_at_conditional_jump_whose_condition_raises_inside_try():
+    def f(c):
+        try:
+            if c:
+                return "yes"
+            return "no"
+        except ValueError:
+            return "bad"
+
+    code = f.__code__
+    jump = next(ins for ins in decode(code).instructions if ins.opcode in versions.CONDITIONAL_JUMPS)
+    plan = resume.plan_graph_break(code, jump.offset, stack_depth_at(code, jump.offset))
+    assert _break_and_resume(f, plan, [BadBool()], {}) == f(BadBool()) == "bad"
+    assert _break_and_resume(f, plan, [Truthy(0)], {}) == "no"

@@ -570,6 +570,9 @@ def make_break_function(plan: BreakPlan, resume_callables, f_globals: dict, clos
     body = _strip_prefix(instrs)
     if entry is not group[0]:
         body.insert(body.index(group[0]), entry)
+        for row in dec.exception_table:  # the conversion raises where the jump would: same handler
+            if row.start is group[0]:
+                row.start = entry
     at = body.index(end) + 1
     fix = _null_free(end, null_const)
     body[at:at] = fix
