@@ -65,6 +65,8 @@ class Entry:
         state: ``(reset, read)`` of global state the entry changes: reset before each run, and
             ``read()`` compared after it.
         tol: ``(rtol, atol)`` for comparing compiled with eager values.
+        recompiles: graphs a second identical call compiles again by design (an entry that changes a
+            Python value its guards read, such as a module's call counter: PyTorch recompiles too).
     """
 
     name: str
@@ -77,6 +79,7 @@ class Entry:
     numpy: Callable | None = None
     state: tuple[Callable[[], None], Callable[[], Any]] | None = None
     tol: tuple[float, float] = (1e-5, 1e-6)
+    recompiles: int = 0
 
 
 def _as_args(value) -> Args:

@@ -14,11 +14,6 @@ KNOWN_GAPS: dict[tuple[str, str, str | None], str] = {
         None,
     ): "translator: 4 graph breaks, meant 1: 'Tensor.numpy() leaves the graph', 'descriptor ndarray.copy (method_descriptor) while tracing', 'builtin copy() is not supported while tracing', 'an ember call made a tensor f",
     (
-        "test_second_call_reuses_the_compiled_code",
-        "side_effects.module_python_counter",
-        None,
-    ): "translator: AssertionError: 1 graph(s) compiled again on an identical call assert 2 == 1",
-    (
         "test_compiled_equals_eager",
         "tensor_ops.augmented_assignment_rebinds",
         "aot_eager",

@@ -78,8 +78,9 @@ class CallCounter(nn.Module):
         return self.lin(x) * self.calls
 
 
-@theme.module(lambda g: g.randn(2, 3), trains=True)
+@theme.module(lambda g: g.randn(2, 3), trains=True, recompiles=1)
 def module_python_counter():
+    """``self.calls`` is a Python int the graph depends on: each call changes it, so each call recompiles."""
     return CallCounter()
 
 
