@@ -138,3 +138,15 @@ def test_compiled_training_matches_eager_aot_eager(train):
 def test_demo_cnn_with_dropout_draws_the_same_masks():
     """Dropout in the graph draws from the global generator as eager does, in the same order."""
     _assert_same_training(_train_cnn(None, dropout=0.25), _train_cnn(_compile_with("eager"), dropout=0.25), rtol=1e-5)
+
+
+def test_module_compile_in_place_trains_like_eager():
+    """``model.compile(...)`` (in place, the model object stays the same) trains the GPT as eager does."""
+    backend = CountingBackend()
+
+    def compile_in_place(model):
+        model.compile(backend=backend, fullgraph=True)
+        return model
+
+    _assert_same_training(_train_gpt(None), _train_gpt(compile_in_place), rtol=1e-5)
+    assert len(backend.graphs) == 1
