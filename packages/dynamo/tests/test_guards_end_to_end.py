@@ -171,3 +171,39 @@ def test_unchanged_calls_never_recompile():
     for _ in range(5):
         compiled(ember.randn(2), [1, 2])  # new tensors, same specs and constants
     assert len(compiled._cache.entries) == 1 and compiled._cache.recompile_reasons == []
+
+
+class Net(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = ember.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
+def test_a_hook_added_later_recompiles_and_runs():
+    model = Net()
+    compiled = ember.compile(model, backend="eager")
+    x = ember.randn(3, 2)
+    compiled(x)
+    model.fc.register_forward_hook(lambda module, args, out: out * 3)
+    same(compiled(x), model(x))
+    same(compiled(x), model.fc(x).relu())  # the hook triples fc's output before relu
+    assert len(compiled._compiled_call._cache.entries) == 2
+
+
+def test_replacing_a_submodule_or_parameter_recompiles():
+    # guards read submodules and parameters from the module's stores: a replacement must be seen
+    model = Net()
+    compiled = ember.compile(model, backend="eager")
+    x = ember.randn(3, 2)
+    same(compiled(x), model(x))
+    model.fc = ember.nn.Linear(2, 2)
+    same(compiled(x), model(x))
+    cache = compiled._compiled_call._cache
+    assert len(cache.entries) == 2 and "fc" in cache.recompile_reasons[0]
+    # a new parameter of the same spec is a new graph input value: read, not recompiled
+    model.fc.weight = ember.nn.Parameter(ember.ones(2, 2))
+    same(compiled(x), model(x))
+    assert len(cache.entries) == 2

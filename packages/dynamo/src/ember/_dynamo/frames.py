@@ -326,7 +326,7 @@ def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
         return _run_eagerly_from_now_on(compiled_fn, cache, settings, reason, f"internal error: {exc!r}")
     if captured.graph_break is not None and settings.fullgraph:
         raise _fullgraph_error(captured.graph_break)
-    check = GuardCheck(captured.guards)
+    check = GuardCheck(captured.guards, frame_locals, frame_globals)
     if config.verify_guards_on_capture and not check(frame_locals, frame_globals):
         raise RuntimeError(
             f"ember._dynamo internal error: the guards of a fresh capture of {_where(code)} fail on the frame "

@@ -106,11 +106,13 @@ def order_guards(guards) -> list:
 class _CodeWriter:
     """Builds the check function's text: source paths as locals, constants as default arguments."""
 
-    def __init__(self):
+    def __init__(self, frame=None):
+        self.frame = frame  # (frame_locals, frame_globals) of the capture, to pick fast paths; or None
         self.lines: list[str] = []
         self.constants: dict[str, Any] = {}
         self._const_ids: dict[int, str] = {}
         self._locals: dict[Source, str] = {}
+        self._stores: dict[tuple[str, str], str] = {}
 
     def const(self, value) -> str:
         """A name bound to ``value`` (an identity, a type, an expected value) in the generated function."""
@@ -132,22 +134,85 @@ class _CodeWriter:
         return name
 
     def _expr(self, source) -> str:
-        from .source import AttrSource, GetItemSource
+        from . import source as sources
 
-        if isinstance(source, AttrSource):
+        if isinstance(source, sources.AttrSource):
             base = self.value(source.base)
+            store = _module_store(source, self.frame)
+            if store is not None:  # a submodule/parameter/buffer: read from its store, not via Module.__getattr__
+                return f"{self._store(base, store)}[{source.attr!r}]"
             return f"{base}.{source.attr}" if source.attr.isidentifier() else f"getattr({base}, {source.attr!r})"
-        if isinstance(source, GetItemSource):
+        if isinstance(source, sources.GetItemSource):
             return f"{self.value(source.base)}[{self.const(source.index)}]"
+        # composite sources of the translator: their parts become shared locals too
+        hook_count = getattr(sources, "HookCountSource", None)
+        if hook_count is not None and isinstance(source, hook_count):
+            m = self.value(source.module)
+            return f"(len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
+        same_object = getattr(sources, "SameObjectSource", None)
+        if same_object is not None and isinstance(source, same_object):
+            return f"({self.value(source.first)} is {self.value(source.second)})"
+        iterator_item = getattr(sources, "IteratorItemSource", None)
+        if iterator_item is not None and isinstance(source, iterator_item):
+            if source.offset is None:
+                return f"{self.const(sources.iterator_remaining)}({self.value(source.base)})"
+            return f"{self.const(sources.iterator_item)}({self.value(source.base)}, {int(source.offset)})"
         return source.name()  # a root path (L[...], G[...]) or a source kind this writer does not split
+
+    def _store(self, base: str, store: str) -> str:
+        """A local holding module ``base``'s store dict (read once, shared by its members' paths)."""
+        key = (base, store)
+        if key not in self._stores:
+            name = f"___s{len(self._stores)}"
+            self.lines.append(f"{name} = {base}.__dict__[{store!r}]")
+            self._stores[key] = name
+        return self._stores[key]
 
     def test(self, condition: str) -> None:
         self.lines.append(f"if not ({condition}):")
         self.lines.append("    return False")
 
 
+# Module.__getattr__ (a Python function, run after the normal lookup fails) costs about a microsecond
+# per step of a path like L['self'].blocks[0].attn.qkv.weight; the stores it searches are plain dicts.
+_MODULE_STORES = ("_parameters", "_buffers", "_modules")  # Module.__getattr__'s order
+
+
+def _module_store(source, frame):
+    """The store (``"_modules"``...) an attribute of an ``nn.Module`` lives in, when reading it from
+    there is exactly what ``getattr`` does at capture time (no instance or class attribute shadows
+    it); else ``None``. If the module changes later so that the store read fails, the guard fails."""
+    if frame is None:
+        return None
+    try:
+        obj = source.base.read(*frame)
+    except Exception:
+        return None
+    import ember
+
+    if not isinstance(obj, ember.nn.Module):
+        return None
+    attr = source.attr
+    if attr in obj.__dict__ or any(attr in klass.__dict__ for klass in type(obj).__mro__):
+        return None
+    for store in _MODULE_STORES:
+        if attr in obj.__dict__.get(store, ()):
+            return store
+    return None
+
+
 def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
     """The tests of one TENSOR_MATCH: shape (the most likely to change) first."""
+    numpy_dtype = getattr(spec.dtype, "numpy_dtype", None)
+    if numpy_dtype is not None and all(s is not None for s in spec.shape):
+        # The common static case as ONE tuple comparison, done in C: shape, the array's numpy dtype, the
+        # device object and the requires_grad flag (identical objects compare without calling __eq__;
+        # equal but distinct ones still compare equal). The attributes are those behind Tensor.shape,
+        # .dtype, .device and .requires_grad.
+        expected = (tuple(spec.shape), numpy_dtype, spec.device, bool(spec.requires_grad))
+        w.test(f"(({v}d := {v}._data).shape, {v}d.dtype, {v}._device, {v}._requires_grad) == {w.const(expected)}")
+        _stride_tests(w, v, spec)
+        return
     # Tensor._data is the array behind the tensor (numpy, CuPy or meta): its ``shape`` is a plain
     # tuple, read without building an ember.Size, which costs more than every other test here.
     if all(s is not None for s in spec.shape):
@@ -159,7 +224,6 @@ def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
                 w.test(f"{v}._data.shape[{i}] == {int(s)}")
     # dtype and device: an identity test on what the tensor stores first (numpy dtypes and a tensor's
     # device object are shared), the public comparison only when that fails
-    numpy_dtype = getattr(spec.dtype, "numpy_dtype", None)
     if numpy_dtype is not None:
         w.test(f"{v}._data.dtype is {w.const(numpy_dtype)} or {v}.dtype is {w.const(spec.dtype)}")
     else:
@@ -167,6 +231,10 @@ def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
     w.test(f"{v}._device is {w.const(spec.device)} or {v}.device == {w.const(spec.device)}")
     # the attributes behind Tensor.requires_grad and Tensor.stride() (strides computed on first use)
     w.test(f"{v}._requires_grad == {bool(spec.requires_grad)}")
+    _stride_tests(w, v, spec)
+
+
+def _stride_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
     if spec.stride is not None:
         if all(s is not None for s in spec.stride):
             w.test(f"({v}._strides or {v}.stride()) == {w.const(tuple(spec.stride))}")
@@ -184,6 +252,11 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         return
     if guard.source is None:
         raise ValueError(f"guard {guard}: kind {kind.value} needs a source")
+    if kind is GuardKind.EQUALS_MATCH and guard.expected == 0 and _is_hook_count(guard.source):
+        # "no forward hooks": two truth tests of the hook dicts, no len() calls and no sum
+        m = w.value(guard.source.module)
+        w.test(f"not {m}._forward_pre_hooks and not {m}._forward_hooks")
+        return
     v = w.value(guard.source)
     if kind is GuardKind.TYPE_MATCH:
         w.test(f"type({v}) is {w.const(guard.expected)}")
@@ -205,6 +278,13 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         _tensor_tests(w, v, guard.expected)
     else:
         raise ValueError(f"guard {guard}: the guard compiler has no rule for kind {kind!r}")
+
+
+def _is_hook_count(source) -> bool:
+    from . import source as sources
+
+    hook_count = getattr(sources, "HookCountSource", None)
+    return hook_count is not None and isinstance(source, hook_count)
 
 
 def _is_grad_enabled():
@@ -229,9 +309,10 @@ class GuardCheck:
 
     __slots__ = ("guards", "source", "_fn")
 
-    def __init__(self, guards):
+    def __init__(self, guards, frame_locals=None, frame_globals=None):
         self.guards = order_guards(guards)
-        w = _CodeWriter()
+        # with the capture's frame, paths through nn.Modules read their stores directly (faster)
+        w = _CodeWriter(None if frame_locals is None else (frame_locals, frame_globals or {}))
         for guard in self.guards:
             _write_guard(w, guard)
         params = "".join(f", {name}={name}" for name in w.constants)
