@@ -861,3 +861,18 @@ def test_generators_are_pulled_lazily():
     check(f, X, out)
     assert out == [0, 10, 20, 0, 10, 20]  # run twice (captured, then eager)
     assert log == [0, 1, 2, 0, 1, 2]
+
+
+def test_bound_method_of_a_stateful_object_is_never_run_while_tracing():
+    model = nn.Linear(3, 2)
+    opt = ember.optim.SGD(model.parameters(), lr=0.1)
+    model(ember.randn(4, 3)).sum().backward()
+    before = model.weight.detach().clone()
+    step = opt.step
+
+    def f(x):
+        step()
+        return x
+
+    translate(f, {"x": X, "step": step})  # inlined (or a break), not called: the weights stay as they were
+    assert_same(model.weight.detach(), before)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import types
 
+from ..exc import Unsupported
 from ..guards import GuardKind
 from ..source import AttrSource, GetItemSource
 from .builtins import BuiltinVariable
@@ -74,9 +75,12 @@ def wrap_value(output, value, source, guard=True):
         if source is not None:
             add(AttrSource(source, "__func__"), GuardKind.ID_MATCH, value.__func__)
         owner = wrap_value(output, value.__self__, AttrSource(source, "__self__") if source else None, guard)
-        if isinstance(value.__func__, types.FunctionType) and not is_ember_callable(value.__func__):
+        if isinstance(value.__self__, (type, types.ModuleType)) and is_ember_callable(value.__func__):
+            return LeafCallableVariable(value, source)  # a classmethod of ember's (ember.Tensor.new...)
+        if isinstance(value.__func__, types.FunctionType):
+            # a method of an object with state (an optimizer's step): inlined, never run while tracing
             return UserMethodVariable(UserFunctionVariable(value.__func__), owner, source)
-        return LeafCallableVariable(value, source)
+        raise Unsupported(f"bound method {value.__func__!r} of a {type(value.__self__).__name__} object")
     if is_ember_callable(value) or is_pure_library_callable(value):
         add(source, GuardKind.ID_MATCH, value)
         return LeafCallableVariable(value, source)
