@@ -876,3 +876,13 @@ def test_bound_method_of_a_stateful_object_is_never_run_while_tracing():
 
     translate(f, {"x": X, "step": step})  # inlined (or a break), not called: the weights stay as they were
     assert_same(model.weight.detach(), before)
+
+
+def test_checkpoint_is_traced_inline_and_callables_are_not_handed_to_ember_calls():
+    from ember.utils.checkpoint import checkpoint
+
+    captured = check(lambda x: checkpoint(lambda t: t.sin() * 2, x, use_reentrant=False), X)
+    assert op_names(captured) == ["sin", "mul"]
+    generator = ember.Generator()
+    captured = _capture_with_break(lambda x: x + ember.randn(4, generator=generator), X)
+    assert "a function that is not traced" in captured.graph_break.reason

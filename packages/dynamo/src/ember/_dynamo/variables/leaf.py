@@ -3,6 +3,8 @@ run on the meta examples under the recording mode, which appends their ops to th
 
 from __future__ import annotations
 
+import types
+
 from ..exc import Unsupported
 from ..reconstruct import Constant, FromSource
 from .base import VariableTracker
@@ -31,6 +33,8 @@ def is_ember_callable(value):
 
     if isinstance(value, Op):
         return True
+    if not isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
+        return False  # an instance of an ember class (a Generator, an optimizer) is an object with state
     module = getattr(value, "__module__", None) or ""
     if module.startswith(_INLINED_EMBER_MODULES):
         return False  # (its classes too: a helper object such as a hook call record is built inline)
@@ -81,6 +85,13 @@ class LeafCallableVariable(VariableTracker):
         special = _special_call(tx, fn, args, kwargs)
         if special is not None:
             return special
+        from .functions import UserMethodVariable, _InlinableFunction
+        from .user_objects import UserObjectVariable
+
+        for arg in [*args, *kwargs.values()]:
+            if isinstance(arg, (_InlinableFunction, UserMethodVariable, UserObjectVariable)):
+                # it would run untraced inside the call, its Python effects happening now, once
+                raise Unsupported(f"passing {arg.describe()} to {self.describe()} (a function that is not traced)")
         if fn in (ember.is_grad_enabled,):
             return ConstantVariable(tx.output.grad_enabled)
         if name == "is_compiling" and not args and not kwargs:
@@ -113,4 +124,11 @@ def _special_call(tx, fn, args, kwargs):
         return GradModeVariable(bool(mode), previous, immediate=True)
     if fn is ember.inference_mode:
         raise Unsupported("ember.inference_mode inside a compiled function")
+    if getattr(fn, "__name__", "") == "checkpoint" and getattr(fn, "__module__", "") == "ember.utils.checkpoint":
+        # activation checkpointing changes memory, not values: the function is traced inline
+        if not args:
+            raise Unsupported("checkpoint() without a function")
+        options = ("use_reentrant", "preserve_rng_state", "determinism_check")
+        kwargs = {k: v for k, v in kwargs.items() if k not in options}
+        return args[0].call(tx, list(args[1:]), kwargs)
     return None
