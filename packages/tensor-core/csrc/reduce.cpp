@@ -1502,6 +1502,46 @@ py::array sum_typed(const py::array& x, int64_t first, int64_t last, bool keepdi
   return std::move(out);
 }
 
+// The sum over every dim outside first..last, which are kept: x folded to [outer, n, inner] gives
+// out[j] = sum over (a, b) of x[a, j, b] (a convolution's bias gradient, grad.sum((0, 2, 3))), with no
+// transposed copy: first the row sums of the outer * n contiguous runs of inner elements (sum_driver's
+// threaded row kernel, each rounded to T once), then per kept element the sum of its outer row sums in
+// the accumulator type (float64 for floats). The error stays within the row sums' rounding (half an ulp
+// of each) plus the row kernel's; the bits do not depend on the thread count.
+template <typename T>
+py::array sum_around_typed(const py::array& x, int64_t first, int64_t last) {
+  int64_t outer, n, inner;
+  fold(x, first, last, outer, n, inner);
+  py::array_t<T> out(std::vector<py::ssize_t>(x.shape() + first, x.shape() + last + 1));
+  const T* in = static_cast<const T*>(x.data());
+  T* o = out.mutable_data();
+  py::gil_scoped_release release;
+  std::vector<T> rows(static_cast<size_t>(outer * n));
+  if (inner == 0)
+    std::fill(rows.begin(), rows.end(), T(0));
+  else
+    sum_driver<T>(in, outer * n, inner, 1, rows.data());
+  for (int64_t j = 0; j < n; ++j) {
+    AccOf<T> acc = AccOf<T>(0);
+    for (int64_t a = 0; a < outer; ++a) acc += AccOf<T>(rows[a * n + j]);
+    o[j] = T(acc);
+  }
+  return std::move(out);
+}
+
+py::object sum_around(const py::array& x, int64_t first, int64_t last) {
+  check_dims(x, first, last, "sum_around");
+  if (!usable(x)) return py::none();
+  switch (kind_of(x)) {
+    case Kind::kFloat32:
+      return sum_around_typed<float>(x, first, last);
+    case Kind::kFloat64:
+      return sum_around_typed<double>(x, first, last);
+    default:
+      return sum_around_typed<int64_t>(x, first, last);
+  }
+}
+
 py::object sum_dims(const py::array& x, int64_t first, int64_t last, bool keepdim) {
   check_dims(x, first, last, "sum_dims");
   if (!usable(x)) return py::none();
@@ -1729,6 +1769,9 @@ void init_reduce(py::module_& m) {
   m.def("norm_dims", &norm_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("p"), py::arg("keepdim"),
         "The 1- or 2-norm of a C-contiguous float32/float64 array over its adjacent dims first..last, accumulated "
         "in float64. None for other arrays and empty reductions.");
+  m.def("sum_around", &sum_around, py::arg("x"), py::arg("first"), py::arg("last"),
+        "Sum of a C-contiguous float32/float64/int64 array over every dim outside first..last (which are kept, in "
+        "order), without a transposed copy; None for other arrays.");
   m.def("sum_dims", &sum_dims, py::arg("x"), py::arg("first"), py::arg("last"), py::arg("keepdim") = false,
         "Sum of a C-contiguous float32/float64/int64 array over its adjacent dims first..last (a new array; the "
         "summed dims dropped, or kept with size 1). None for other dtypes or non-contiguous arrays. Floats: blocked "

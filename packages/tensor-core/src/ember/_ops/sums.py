@@ -54,7 +54,32 @@ def _c_sum(data, dims, keepdim):
                 result = np.ascontiguousarray(result.T)
         if result is not None:
             return result
+    kept = _kept_block(data, dims)
+    if kept is not None:
+        # the dims around one kept block (a bias gradient's grad.sum((0, 2, 3))): summed in place, no reordering copy
+        result = _C.sum_around(data, *kept)
+        if result is not None:
+            return result.reshape(_out_shape(data.shape, dims, keepdim))
     return _c_reduce(lambda x, first, last: _C.sum_dims(x, first, last, False), data, dims, keepdim)
+
+
+#: Elements of the runs below which _C.sum_around is not used (a per-run call costs more than reordering).
+_AROUND_MIN_RUN = 16
+
+
+def _kept_block(data, dims):
+    """``(first, last)`` when the sorted ``dims`` are the first and last dims of a large C-contiguous ``data``
+    around one block ``first..last`` that is kept, with contiguous runs of at least ``_AROUND_MIN_RUN``
+    elements after it; else None."""
+    nd = data.ndim
+    if dims[0] != 0 or dims[-1] != nd - 1 or not data.flags.c_contiguous or data.size < (1 << 12):
+        return None
+    kept = [d for d in range(nd) if d not in dims]
+    if not kept or kept[-1] - kept[0] + 1 != len(kept):
+        return None
+    if np.prod(data.shape[kept[-1] + 1 :]) < _AROUND_MIN_RUN:
+        return None
+    return kept[0], kept[-1]
 
 
 def _sum_meta(input, dim=None, keepdim=False, *, dtype=None):
