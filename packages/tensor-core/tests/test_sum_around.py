@@ -89,3 +89,20 @@ def test_sum_around_refuses_other_arrays():
     assert _C.sum_around(np.zeros((4, 5, 6)).transpose(2, 1, 0), 1, 1) is None
     with pytest.raises(ValueError, match="out of range"):
         _C.sum_around(np.zeros((4, 5)), 1, 2)
+
+
+def test_batch_norm_statistics_of_a_large_input(monkeypatch):
+    # training-mode batch_norm's mean and variance over (0, 2, 3) go through sum_around
+    calls = []
+    kernel = _C.sum_around
+    monkeypatch.setattr(_C, "sum_around", lambda *args: calls.append(1) or kernel(*args))
+    a = _data((64, 32, 8, 8), np.float32) * 3
+    running_mean, running_var = ember.zeros(32), ember.ones(32)
+    out = ember.nn.functional.batch_norm(ember.from_numpy(a), running_mean, running_var, training=True, momentum=0.5)
+    wide = a.astype(np.float64)
+    mean, var = wide.mean((0, 2, 3)), wide.var((0, 2, 3))
+    want = (wide - mean[:, None, None]) / np.sqrt(var[:, None, None] + 1e-5)
+    np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(running_mean.numpy(), 0.5 * mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(running_var.numpy(), 0.5 + 0.5 * var * a.size / 32 / (a.size / 32 - 1), rtol=1e-5)
+    assert len(calls) == 2
