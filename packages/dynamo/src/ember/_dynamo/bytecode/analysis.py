@@ -156,23 +156,44 @@ def _events(ins: Instruction) -> list[tuple[str, str]]:
     return []
 
 
-def _transfer(events, live_out: frozenset) -> frozenset:
-    live = set(live_out)
+def _gen_kill(events, bit) -> tuple[int, int]:
+    """The instruction's effect on a live set as bit masks: ``live_in = (live_out & ~kill) | gen``."""
+    gen = kill = 0
     for kind, name in reversed(events):
+        b = bit[name]
         if kind == "use":
-            live.add(name)
+            gen |= b
         else:
-            live.discard(name)
-    return frozenset(live)
+            kill |= b
+            gen &= ~b
+    return gen, kill
 
 
 def live_locals(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]) -> list[frozenset]:
     """For each instruction, the set of local names live just before it."""
+    names, masks = _live_masks(instructions, table)
+    return [_names_of(mask, names) for mask in masks]
+
+
+def _names_of(mask: int, names: list[str]) -> frozenset:
+    return frozenset(name for k, name in enumerate(names) if mask >> k & 1)
+
+
+def _live_masks(instructions: Sequence[Instruction], table: Sequence[ExceptionTableEntry]):
+    """Liveness as one bit mask per instruction over ``names`` (returned with them).
+
+    A backward worklist analysis, where the exception handlers of an instruction count as its
+    successors too: an exception can leave the instruction before its write happens.
+    """
     index, cover = _coverage(instructions, table)
     n = len(instructions)
     events = [_events(ins) for ins in instructions]
+    names = sorted({name for evs in events for _, name in evs})
+    bit = {name: 1 << k for k, name in enumerate(names)}
+    gen_kill = [_gen_kill(evs, bit) for evs in events]
     normal: list[list[int]] = []
     handlers: list[list[int]] = []
+    preds: list[list[int]] = [[] for _ in range(n)]
     for i, ins in enumerate(instructions):
         succ = []
         if ins.opcode not in versions.TERMINATORS and i + 1 < n:
@@ -181,27 +202,35 @@ def live_locals(instructions: Sequence[Instruction], table: Sequence[ExceptionTa
             succ.append(index[id(ins.target)])
         normal.append(succ)
         handlers.append([index[id(e.target)] for e in cover.get(i, ())])
-    live_in = [frozenset()] * n
-    changed = True
-    while changed:
-        changed = False
-        for i in range(n - 1, -1, -1):
-            out = frozenset().union(*(live_in[j] for j in normal[i]))
-            new = _transfer(events[i], out)
-            # An exception can leave the instruction before its write happens.
-            for h in handlers[i]:
-                new = new | live_in[h]
-            if new != live_in[i]:
-                live_in[i] = new
-                changed = True
-    return live_in
+        for j in succ + handlers[-1]:
+            preds[j].append(i)
+    live_in = [0] * n
+    work = list(range(n))  # popped from the end: the last instruction first
+    queued = [True] * n
+    while work:
+        i = work.pop()
+        queued[i] = False
+        out = 0
+        for j in normal[i]:
+            out |= live_in[j]
+        gen, kill = gen_kill[i]
+        new = (out & ~kill) | gen
+        for h in handlers[i]:
+            new |= live_in[h]
+        if new != live_in[i]:
+            live_in[i] = new
+            for p in preds[i]:
+                if not queued[p]:
+                    queued[p] = True
+                    work.append(p)
+    return names, live_in
 
 
 @functools.lru_cache(maxsize=512)
 def _analyse(code: CodeType):
     dec = decode(code)
     depths = stack_depths(dec.instructions, dec.exception_table)
-    live = live_locals(dec.instructions, dec.exception_table)
+    live = _live_masks(dec.instructions, dec.exception_table)
     offsets = {ins.offset: i for i, ins in enumerate(dec.instructions)}
     # dis reports an instruction with EXTENDED_ARG prefixes at its opcode unit: accept that too
     offsets.update({op: offsets[start] for op, start in dec.opcode_offsets.items()})
@@ -265,7 +294,8 @@ def live_locals_at(code: CodeType, offset: int) -> tuple[str, ...]:
     Raises:
         ValueError: ``offset`` is not an instruction start.
     """
-    live = _analyse(code)[2][_index(code, offset)]
+    names, masks = _analyse(code)[2]
+    live = _names_of(masks[_index(code, offset)], names)
     first = implicit_first_argument(code)
     if first is not None:
         live = live | {first}

@@ -16,6 +16,7 @@ CACHE units are not instructions here; the assembler recreates them.
 
 from __future__ import annotations
 
+import bisect
 import dis
 from dataclasses import dataclass, field
 from types import CodeType
@@ -213,7 +214,9 @@ def decode(code: CodeType) -> Decoded:
     for ins, tgt in jumps:
         ins.target = by_offset[tgt]
     table = []
+    starts = [ins.offset for ins in instrs]
     for start_off, end_off, target_off, depth, lasti in parse_exception_table(code):
-        covered = [ins for ins in instrs if start_off <= ins.offset < end_off]
-        table.append(ExceptionTableEntry(covered[0], covered[-1], by_offset[target_off], depth, lasti))
+        first = bisect.bisect_left(starts, start_off)
+        last = bisect.bisect_left(starts, end_off) - 1
+        table.append(ExceptionTableEntry(instrs[first], instrs[last], by_offset[target_off], depth, lasti))
     return Decoded(code, instrs, table, opcode_offsets)
