@@ -886,3 +886,14 @@ def test_checkpoint_is_traced_inline_and_callables_are_not_handed_to_ember_calls
     generator = ember.Generator()
     captured = _capture_with_break(lambda x: x + ember.randn(4, generator=generator), X)
     assert "a function that is not traced" in captured.graph_break.reason
+
+
+def test_an_object_reached_through_two_paths_is_guarded_to_stay_one():
+    def f(a, b):
+        a.append(1)
+        return len(b)
+
+    lst = []
+    captured = translate(f, {"a": lst, "b": lst})
+    names = {g.source.name() for g in captured.guards if g.source is not None}
+    assert "(L['a'] is L['b'])" in names

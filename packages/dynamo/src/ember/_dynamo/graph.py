@@ -176,7 +176,16 @@ class OutputGraph:
         if identity:
             entry = self._memo.get(id(value))
             if entry is not None and entry[0] is value:
-                return entry[1]
+                known = entry[1]
+                if guard and source is not None and known.source != source:
+                    # the same object through a second path: the capture relies on that staying so
+                    from .source import SameObjectSource
+
+                    if known.source is not None:
+                        self.add_guard(SameObjectSource(known.source, source), GuardKind.EQUALS_MATCH, True)
+                    else:
+                        self.add_guard(source, GuardKind.ID_MATCH, value)
+                return known
         var = wrap_value(self, value, source, guard)
         if identity:
             self._memo[id(value)] = (value, var)
