@@ -123,6 +123,23 @@ def test_second_call_reuses_the_compiled_code(fresh_caches, entry):
     assert again == entry.recompiles, f"{again} graph(s) compiled again on an identical call"
 
 
+@pytest.mark.parametrize("entry", _params("test_new_values_after_the_first_call", ENTRIES))
+def test_new_values_after_the_first_call(fresh_caches, entry):
+    """Calls on other inputs (seeds 1 and 2) after the first: whatever the cache reuses or recompiles, the
+    values are eager's (a value baked into a graph, or a branch at a break taken wrongly, shows here)."""
+    eager, compiled = entry.make(), ember.compile(entry.make(), backend="eager")
+    for seed in (0, 1, 2):
+        results = []
+        for target in (eager, compiled):
+            call = entry.inputs(seed)
+            if entry.state is not None:
+                entry.state[0]()
+            ember.manual_seed(seed)
+            with ember.no_grad(), reported_errors():
+                results.append(target(*call.args, **call.kwargs))
+        assert_same(*results, *entry.tol, path=f"result for seed {seed}")
+
+
 def _explain(entry):
     call = entry.inputs(0)
     if entry.state is not None:
