@@ -897,3 +897,14 @@ def test_an_object_reached_through_two_paths_is_guarded_to_stay_one():
     captured = translate(f, {"a": lst, "b": lst})
     names = {g.source.name() for g in captured.guards if g.source is not None}
     assert "(L['a'] is L['b'])" in names
+
+
+def test_a_type_check_on_an_argument_guards_it():
+    def f(x, n):
+        return x * 2 if isinstance(n, int) else x * 3
+
+    captured = check(f, X, 1)
+    assert any(g.source == LocalSource("n") for g in captured.guards)
+    p = nn.Parameter(ember.randn(4))
+    captured = check(lambda t: t * 2 if isinstance(t, nn.Parameter) else t, p)
+    assert any(g.kind is GuardKind.TYPE_MATCH and g.expected is nn.Parameter for g in captured.guards)

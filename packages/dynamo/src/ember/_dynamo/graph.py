@@ -219,6 +219,7 @@ class OutputGraph:
         self.graph_inputs.append(source)
         self.example_inputs.append(real)
         var = TensorVariable(example, real.device, source, real=real)
+        var.on_type_check = lambda: self.add_guard(source, GuardKind.TYPE_MATCH, type(real))
         self._inputs_by_id[id(real)] = (real, var)
         return var
 

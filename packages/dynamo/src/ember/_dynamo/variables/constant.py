@@ -47,7 +47,7 @@ class ConstantVariable(VariableTracker):
         return f"constant {self.value!r}"
 
     def python_type(self):
-        return type(self.value)
+        return type(self.as_constant())  # (a type check is a use: it records the guard)
 
     def is_constant(self):
         return True
@@ -69,7 +69,7 @@ class ConstantVariable(VariableTracker):
         return [ConstantVariable(v) for v in items]
 
     def getitem(self, tx, key):
-        return ConstantVariable(self.value[key.as_constant()])
+        return ConstantVariable(self.as_constant()[key.as_constant()])
 
     def getattr(self, tx, name):
         try:

@@ -46,11 +46,15 @@ class TensorVariable(VariableTracker):
         self.example = example
         self.device = device
         self.real = real  # the real tensor, for graph inputs (its .grad is read from it)
+        self.on_type_check = None  # records a TYPE_MATCH guard (TENSOR_MATCH does not check the class)
 
     def describe(self):
         return f"tensor {tuple(self.example.shape)} {self.example.dtype}"
 
     def python_type(self):
+        if self.on_type_check is not None:
+            on_type_check, self.on_type_check = self.on_type_check, None
+            on_type_check()
         return type(self.real) if self.real is not None else type(self.example)
 
     def as_python(self, tx):
