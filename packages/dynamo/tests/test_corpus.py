@@ -161,6 +161,19 @@ def test_graph_breaks_as_meant(fresh_caches, entry):
         assert entry.reason.lower() in text.lower(), text
 
 
+@pytest.mark.parametrize(
+    "entry", _params("test_fullgraph_captures_what_does_not_break", [e for e in ENTRIES if not e.breaks])
+)
+def test_fullgraph_captures_what_does_not_break(fresh_caches, entry):
+    """``fullgraph=True`` on an entry meant to be one graph: no error, eager's values, exactly one graph."""
+    backend = CountingBackend()
+    expected = run(entry)
+    with reported_errors():
+        actual = run(entry, wrap=lambda target: ember.compile(target, backend=backend, fullgraph=True))
+    assert_same_outcome(expected, actual, *entry.tol)
+    assert backend.graphs <= 1  # a function without tensor ops compiles no graph
+
+
 @pytest.mark.parametrize("entry", _params("test_fullgraph_refuses_a_break", [e for e in ENTRIES if e.breaks]))
 def test_fullgraph_refuses_a_break(fresh_caches, entry):
     call = entry.inputs(0)
