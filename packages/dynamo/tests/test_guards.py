@@ -32,6 +32,7 @@ CASES = [
     (GuardKind.EQUALS_MATCH, 3, 3, 3.0, "== 3 failed: got 3.0"),  # same value, other type
     (GuardKind.LEN_MATCH, 2, [1, 2], [1, 2, 3], "len(L['x']) == 2 failed: got 3"),
     (GuardKind.DICT_KEYS, ["a", "b"], {"a": 1, "b": 2}, {"b": 2, "a": 1}, "keys()"),
+    (GuardKind.DICT_KEYS, [], {}, {"a": 1}, "keys() == [] failed: got ['a']"),
     (GuardKind.IS_NONE, None, None, 0, "is None failed"),
     (GuardKind.NOT_NONE, None, 0, None, "is not None failed"),
 ]

@@ -267,7 +267,9 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
     elif kind is GuardKind.LEN_MATCH:
         w.test(f"len({v}) == {int(guard.expected)}")
     elif kind is GuardKind.DICT_KEYS:
-        w.test(f"list({v}.keys()) == {w.const(list(guard.expected))}")
+        keys = list(guard.expected)
+        # an empty mapping (a module's hook dicts, usually) is one truth test
+        w.test(f"not {v}" if not keys else f"list({v}.keys()) == {w.const(keys)}")
     elif kind is GuardKind.MODULE_TRAINING:
         w.test(f"{v}.training is {bool(guard.expected)}")
     elif kind is GuardKind.IS_NONE:
