@@ -238,3 +238,17 @@ def test_deepcopy_of_compiled_modules_compiles_the_copy():
     twin = copy.deepcopy(model)
     assert twin._compiled_call_impl._orig_fn.__self__ is twin
     np.testing.assert_allclose(values(twin(x)), values(model(x)), rtol=1e-6)
+
+
+def test_a_cache_entry_does_not_keep_the_first_call_tensors_alive():
+    import gc
+    import weakref
+
+    f = ember.compile(straight, backend="eager")
+    x, y = ember.randn(4, 3), ember.randn(4, 3)
+    f(x, y)
+    refs = [weakref.ref(x), weakref.ref(y)]
+    del x, y
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
+    assert len(f._cache.entries) == 1

@@ -333,6 +333,8 @@ def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
             f"it was captured from: {check.explain_failure(frame_locals, frame_globals)}"
         )
     compiled = _compile_graph(settings, captured)
+    # the entry outlives this call: it must not keep the first call's tensors (a batch, activations) alive
+    captured.example_inputs = []
     break_fn = _break_function(compiled_fn, captured) if captured.graph_break is not None else None
     entry = CacheEntry(check, settings, captured, compiled, break_fn)
     cache.entries.insert(0, entry)
