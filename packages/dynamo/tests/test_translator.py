@@ -529,13 +529,32 @@ def test_break_inside_no_grad_hands_back_an_exit_that_restores_grad_mode():
         return y
 
     captured = _capture_with_break(f, X)
-    outs = captured.gm(*captured.example_inputs)
-    assert ember.is_grad_enabled()  # the graph restores the caller's mode at its end
-    stack, _ = captured.result.build(outs, {"x": X}, f.__globals__)
-    assert not ember.is_grad_enabled()  # the continuation runs inside the block
-    exit_fn = next(v for v in stack if callable(v))
-    exit_fn(None, None, None)
-    assert ember.is_grad_enabled()
+    try:
+        outs = captured.gm(*captured.example_inputs)
+        assert not ember.is_grad_enabled()  # the graph ends inside the block
+        stack, _ = captured.result.build(outs, {"x": X}, f.__globals__)
+        assert not ember.is_grad_enabled()  # the continuation runs inside the block
+        exit_fn = next(v for v in stack if callable(v))
+        exit_fn(None, None, None)
+        assert ember.is_grad_enabled()
+    finally:
+        ember.set_grad_enabled(True)
+
+
+def test_a_continuation_that_exits_a_grad_mode_block_turns_grad_mode_back_on():
+    from ember._dynamo.reconstruct import _GradModeRestorer
+
+    def resume_like(exit_fn, x):  # what a continuation inside ``with ember.no_grad():`` does at the block's end
+        y = x * 2
+        exit_fn(None, None, None)
+        return y, ember.is_grad_enabled()
+
+    with ember.no_grad():
+        restorer = _GradModeRestorer(True)
+        captured, out = run_captured(resume_like, restorer, X)
+        assert ember.is_grad_enabled()  # the graph's node turned it back on, as eager would
+    ember.set_grad_enabled(True)
+    assert out[1] is True
 
 
 def test_fullgraph_raises_unsupported_with_location():

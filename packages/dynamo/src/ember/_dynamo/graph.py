@@ -330,9 +330,8 @@ class OutputGraph:
         effects = self.side_effects.finish(self) if pending_effects else []
         if self._shared:
             result = ReleaseShared(result, [entry[1] for entry in self._shared.values()])
-        if self.grad_enabled != self.initial_grad_enabled:
-            # the graph leaves grad mode as it found it (a break's GradModeExit sets it again)
-            self.set_grad_enabled(self.initial_grad_enabled)
+        # grad mode is left as the frame left it: a graph that ends inside ``with no_grad():`` (a break)
+        # leaves it off, one that exits a block its caller entered (a continuation) turns it back on
         self.graph.output(tuple(self.outputs))
         gm = GraphModule(self.root, self.graph)
         return gm, result, effects
