@@ -146,8 +146,9 @@ def _libm(name, x):
 
 
 # float64: ulps from numpy's loops, which call the C library too on CPUs without AVX-512, except tanh:
-# numpy's own AVX2 float64 tanh is off by up to 3 ulp
-F64_FROM_NUMPY = {"exp": 1, "log": 1, "tanh": 3, "sigmoid": 1}
+# numpy's own AVX2 float64 tanh is off by up to 3 ulp. On AVX-512 CPUs (the GPU machine's Xeon) numpy's
+# reference sigmoid, 1 / (1 + exp(-x)), measured 3 ulp from the kernel's (libm's exp there is not numpy's).
+F64_FROM_NUMPY = {"exp": 1, "log": 1, "tanh": 3, "sigmoid": 3}
 
 
 @pytest.mark.parametrize("name", sorted(BOUNDS))
