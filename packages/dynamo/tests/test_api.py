@@ -200,3 +200,11 @@ def test_explain_reports_graphs_and_leaves_the_cache_alone(fake):
 
 def test_is_compiling_is_false_outside_tracing():
     assert dynamo.is_compiling() is False and ember.compiler.is_compiling() is False
+
+
+def test_ember_compiler_names(fake):
+    f = ember.compiler.compile(double_sin, backend="eager")
+    assert isinstance(f, dynamo.CompiledFunction) and f._orig_fn is double_sin
+    assert ember.compiler.is_exporting() is False and ember.compiler.is_dynamo_compiling() is False
+    assert ember.compiler.cudagraph_mark_step_begin() is None
+    ember.compiler.reset()

@@ -7,7 +7,23 @@ Each function is provided by ember-dynamo; without it they raise
 
 from __future__ import annotations
 
-__all__ = ["disable", "reset", "list_backends", "is_compiling", "is_dynamo_compiling"]
+__all__ = [
+    "compile",
+    "disable",
+    "reset",
+    "list_backends",
+    "is_compiling",
+    "is_dynamo_compiling",
+    "is_exporting",
+    "cudagraph_mark_step_begin",
+]
+
+
+def compile(*args, **kwargs):  # noqa: A001 - PyTorch's name
+    """``ember.compile`` (the same function, as ``torch.compiler.compile`` is ``torch.compile``)."""
+    import ember
+
+    return ember.compile(*args, **kwargs)
 
 
 def _dynamo(feature):
@@ -55,3 +71,12 @@ def is_compiling() -> bool:
 
 
 is_dynamo_compiling = is_compiling
+
+
+def is_exporting() -> bool:
+    """Whether an export is tracing the code: always ``False`` (ember has no ``export`` yet)."""
+    return False
+
+
+def cudagraph_mark_step_begin() -> None:
+    """Accepted for PyTorch compatibility: ember's compiled code uses no CUDA graphs, so there is no step to mark."""
