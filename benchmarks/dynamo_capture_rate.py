@@ -19,6 +19,7 @@ Run it with ``python benchmarks/dynamo_capture_rate.py`` (a few seconds; no PyTo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 from collections import defaultdict
@@ -76,12 +77,14 @@ class Row:
     error: str = ""
 
 
-def _call(entry, target):
+def _call(entry, target, counter=None):
+    """Call ``target`` on the entry's inputs (made first: their ops are not the call's), inside ``counter``."""
     call = entry.inputs(0)
     if entry.state is not None:
         entry.state[0]()
     ember.manual_seed(0)
-    return target(*call.args, **call.kwargs)
+    with counter if counter is not None else contextlib.nullcontext():
+        return target(*call.args, **call.kwargs)
 
 
 def measure(entry) -> Row:
@@ -89,8 +92,9 @@ def measure(entry) -> Row:
     import ember._dynamo as dynamo
 
     target = entry.make()
-    with CountOps() as counter:
-        _call(entry, target)
+    counter = CountOps()
+    # eagerly, compiled functions it calls included (their tracing would run ops on meta tensors)
+    _call(entry, dynamo.disable(lambda *args, **kwargs: target(*args, **kwargs), recursive=True), counter)
     dynamo.reset()
     backend = CountingBackend()
     try:

@@ -12,7 +12,12 @@ KNOWN_GAPS: dict[tuple[str, str, str | None], str] = {
         "test_graph_breaks_as_meant",
         "data_dependent.numpy_round_trip",
         None,
-    ): "translator: 4 graph breaks, meant 1: 'Tensor.numpy() leaves the graph', 'descriptor ndarray.copy (method_descriptor) while tracing', 'builtin copy() is not supported while tracing', 'an ember call made a tensor f",
+    ): "translator: 4 graph breaks, meant 1: 'Tensor.numpy() leaves the graph', 'descriptor ndarray.copy (method_descriptor) while tracing', 'builtin copy() is not supported while tracing', \"passing ndarray object to cal",
+    (
+        "test_graph_breaks_as_meant",
+        "data_dependent.skip_small_updates",
+        None,
+    ): "translator: AssertionError: no graph captured around the breaks: ['data-dependent branch: bool() of a tensor reads its value into Python'] assert 0 >= 1 + where 0 = ExplainOutput(graphs=[], graph_count=0, graph_b",
     (
         "test_compiled_equals_eager",
         "tensor_ops.augmented_assignment_rebinds",
