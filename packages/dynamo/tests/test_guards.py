@@ -141,3 +141,21 @@ def test_unknown_kind_is_refused_when_compiling():
 
     with pytest.raises(ValueError, match="no rule for kind"):
         GuardCheck([Guard(X, Odd(), None)])
+
+
+def test_autocast_guard():
+    from ember._dynamo.guards import autocast_state
+
+    assert autocast_state() == ()
+    outside = GuardCheck([Guard(None, GuardKind.AUTOCAST, ())])
+    assert outside({}, {})
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        state = autocast_state()
+        assert state == (("cpu", ember.bfloat16),)
+        assert not outside({}, {})
+        assert "autocast changed" in outside.explain_failure({}, {})
+        inside = GuardCheck([Guard(None, GuardKind.AUTOCAST, state)])
+        assert inside({}, {})
+        with ember.autocast("cpu", enabled=False):
+            assert outside({}, {}) and not inside({}, {})
+    assert not inside({}, {})

@@ -207,3 +207,18 @@ def test_replacing_a_submodule_or_parameter_recompiles():
     model.fc.weight = ember.nn.Parameter(ember.ones(2, 2))
     same(compiled(x), model(x))
     assert len(cache.entries) == 2
+
+
+def matmul_relu(a, b):
+    return (a @ b).relu()
+
+
+def test_autocast_state_is_guarded():
+    compiled = ember.compile(matmul_relu, backend="eager")
+    a, b = ember.randn(4, 4), ember.randn(4, 4)
+    assert compiled(a, b).dtype == ember.float32
+    with ember.autocast("cpu", dtype=ember.bfloat16):
+        assert compiled(a, b).dtype == ember.bfloat16
+        compiled(a, b)
+    assert compiled(a, b).dtype == ember.float32
+    assert len(compiled._cache.entries) == 2 and "autocast" in compiled._cache.recompile_reasons[0]

@@ -25,7 +25,7 @@ import warnings
 
 from . import config
 from .cache import CacheEntry
-from .guards import GuardCheck, size_mismatch_dims
+from .guards import Guard, GuardCheck, GuardKind, autocast_state, size_mismatch_dims
 
 __all__ = ["make_binder", "CompileSettings", "handle_miss", "capture_observers"]
 
@@ -326,7 +326,12 @@ def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
         return _run_eagerly_from_now_on(compiled_fn, cache, settings, reason, f"internal error: {exc!r}")
     if captured.graph_break is not None and settings.fullgraph:
         raise _fullgraph_error(captured.graph_break)
-    check = GuardCheck(captured.guards, frame_locals, frame_globals)
+    guards = list(captured.guards)
+    if not any(g.kind is GuardKind.AUTOCAST for g in guards):
+        # the autocast state decides the dtypes a compiled graph computes in (aot and inductor trace
+        # under it): a graph is reused only under the state it was captured in
+        guards.append(Guard(None, GuardKind.AUTOCAST, autocast_state()))
+    check = GuardCheck(guards, frame_locals, frame_globals)
     if config.verify_guards_on_capture and not check(frame_locals, frame_globals):
         raise RuntimeError(
             f"ember._dynamo internal error: the guards of a fresh capture of {_where(code)} fail on the frame "

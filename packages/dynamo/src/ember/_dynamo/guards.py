@@ -28,6 +28,7 @@ class GuardKind(str, enum.Enum):
     TENSOR_MATCH = "TENSOR_MATCH"  # expected is a TensorSpec
     MODULE_TRAINING = "MODULE_TRAINING"  # v.training == expected
     GRAD_MODE = "GRAD_MODE"  # ember.is_grad_enabled() == expected (source is None)
+    AUTOCAST = "AUTOCAST"  # autocast_state() == expected: the enabled device types and their dtypes (source None)
     IS_NONE = "IS_NONE"  # v is None
     NOT_NONE = "NOT_NONE"  # v is not None
 
@@ -76,6 +77,7 @@ _RANK = {
     GuardKind.DICT_KEYS: 2,
     GuardKind.TENSOR_MATCH: 3,
     GuardKind.GRAD_MODE: 4,
+    GuardKind.AUTOCAST: 4,
 }
 
 
@@ -246,6 +248,14 @@ def _stride_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
 
 def _write_guard(w: _CodeWriter, guard: Guard) -> None:
     kind = guard.kind
+    if kind is GuardKind.AUTOCAST:
+        state = w.const(_autocast_internal_state())
+        key = w.const(autocast_state)
+        if not guard.expected:  # captured outside autocast: no autocast mode is the fast, common answer
+            w.test(f"{state}.mode is None or {key}() == ()")
+        else:
+            w.test(f"{key}() == {w.const(tuple(guard.expected))}")
+        return
     if kind is GuardKind.GRAD_MODE:
         # the grad-mode flag itself (ember._grad_mode.state, thread-local), not a call of is_grad_enabled()
         w.test(f"{w.const(_grad_state())}.grad_enabled == {bool(guard.expected)}")
@@ -280,6 +290,20 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         _tensor_tests(w, v, guard.expected)
     else:
         raise ValueError(f"guard {guard}: the guard compiler has no rule for kind {kind!r}")
+
+
+def _autocast_internal_state():
+    from ember._autocast import _state
+
+    return _state
+
+
+def autocast_state() -> tuple:
+    """The autocast regions in force on this thread: ``((device_type, dtype), ...)`` of the enabled
+    device types, sorted (``()`` outside autocast). A graph captured under one state is reused only
+    under the same one."""
+    state = _autocast_internal_state()
+    return tuple(sorted((device, state.dtypes[device]) for device, on in state.enabled.items() if on))
 
 
 def _is_hook_count(source) -> bool:
@@ -357,6 +381,9 @@ def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
     if kind is GuardKind.GRAD_MODE:
         now = _is_grad_enabled()()
         return None if now is bool(expected) else f"grad mode changed: expected {bool(expected)}, got {now}"
+    if kind is GuardKind.AUTOCAST:
+        now = autocast_state()
+        return None if now == tuple(expected) else f"autocast changed: expected {tuple(expected)}, got {now}"
     where = guard.source.name()
     try:
         v = _read(guard.source, frame_locals, frame_globals)
