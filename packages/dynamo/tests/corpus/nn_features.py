@@ -217,8 +217,9 @@ def named_children_loop():
     return NamedChildren()
 
 
-@theme.module(lambda g: g.randn(4, 3), trains=True)
+@theme.module(lambda g: g.randn(4, 3), trains=True, tol=(1e-5, 1e-5))
 def batchnorm_training():
+    """The Linear's bias gradient is zero in exact arithmetic (batch norm removes the mean): rounding noise only."""
     return nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3))
 
 
