@@ -4,11 +4,16 @@ For each of the corpus's entries (``corpus/``: functions and modules grouped by 
 
 * run eagerly twice, it is deterministic (so a difference below is the compiler's);
 * ``ember.compile(entry, backend="eager")`` and ``backend="aot_eager"`` give the eager result, leave the
-  arguments, the global state and the module state as eager leaves them, and, for entries that train,
-  the same gradients;
-* ``ember._dynamo.explain`` counts the graph breaks the entry is meant to have (its metadata), and each
-  break reason names the cause; with ``fullgraph=True`` an entry meant to break raises with that reason;
-* entries with a NumPy oracle: the eager value equals NumPy's (the oracle checks the corpus itself).
+  arguments, the global state and the module state as eager leaves them, return the same objects where
+  eager returns an argument, and, for entries that train, give the same gradients;
+* a second identical call compiles nothing again, and calls on new inputs (other seeds: other branches at
+  a break) still equal eager;
+* ``ember._dynamo.explain`` counts the graph breaks the entry is meant to have (its metadata), each break
+  reason names the cause, and graphs are captured around the breaks; ``fullgraph=True`` captures an entry
+  meant to be one graph, and raises with the reason on an entry meant to break;
+* entries with a NumPy oracle: the eager value equals NumPy's (the oracle checks the corpus itself);
+* over the whole corpus, more than 95% of the ops run execute inside graphs
+  (``benchmarks/dynamo_capture_rate.py``).
 
 Entries that fail for a known gap of ember-dynamo are listed in ``corpus/known_gaps.py`` with the reason
 (strict xfails: when the gap is fixed the test says so; ``EMBER_CORPUS_IGNORE_GAPS=1`` runs them unmarked).
