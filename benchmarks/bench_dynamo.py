@@ -57,6 +57,9 @@ def _hit_setup(backend):
         np.testing.assert_allclose(float(efn(ex, ey)), float(_ten_ops(ex, ey)), rtol=1e-5)
         if len(efn._cache.entries) != 1:
             raise RuntimeError("the compiled function should have one cache entry")
+        fallbacks = getattr(efn._cache.entries[0].compiled, "fallbacks", None)
+        if fallbacks:  # the row would time eager kernels, not the compiled graph
+            raise RuntimeError(f"ember-inductor ran the graph eagerly: {fallbacks}")
 
         def ember_call():
             return efn(ex, ey)
