@@ -170,3 +170,37 @@ def test_openmp_is_linked(fresh_cache):
 def test_bad_name_rejected():
     with pytest.raises(ValueError, match="name"):
         CppCodeCache.load(ADD_SOURCE, name="a/b")
+
+
+def _conftest():
+    """The tests' conftest module (loaded by path: several packages have a ``conftest``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_inductor_conftest", Path(__file__).with_name("conftest.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX owners and modes")
+def test_shared_test_cache_folder_is_private_and_refuses_a_planted_one(tmp_path):
+    private_folder = _conftest().private_folder
+    made = private_folder(tmp_path / "new")
+    assert made.is_dir()
+    assert made.stat().st_mode & 0o777 == 0o700
+    assert private_folder(made) == made  # an existing private folder is used as it is
+    open_folder = tmp_path / "open"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    with pytest.raises(RuntimeError, match="writable by group or others"):
+        private_folder(open_folder)
+    link = tmp_path / "link"
+    link.symlink_to(made)
+    with pytest.raises(RuntimeError, match="not a directory"):
+        private_folder(link)
+    if os.getuid() == 0:  # root can make a folder someone else owns
+        other = tmp_path / "other"
+        other.mkdir(mode=0o700)
+        os.chown(other, 12345, -1)
+        with pytest.raises(RuntimeError, match="owned by uid 12345"):
+            private_folder(other)

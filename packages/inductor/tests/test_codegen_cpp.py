@@ -102,15 +102,67 @@ def test_integer_division_by_zero_raises_like_eager():
         return ember.floor_divide(a, b), ember.remainder(a, b), ember.fmod(a, b), a.float() / b
 
     compiled = compile_graph(make_fx(fn)(a, b), [a, b])
-    assert cpp.divides_integers(compiled.source)
+    assert "ember_floordiv<int64_t>" in compiled.source
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         fn(a, ember.tensor([0, 2]))
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         compiled(a, ember.tensor([0, 2]))
-    got = compiled(a, b)  # the flag was reset
+    got = compiled(a, b)  # the flag is the call's own: nothing left over from the failed call
     assert [t.tolist() for t in got] == [t.tolist() for t in fn(a, b)]
-    x = ember.randn(3)
-    assert not cpp.divides_integers(compile_graph(make_fx(lambda t: t / 2)(x), [x]).source)
+
+
+def test_division_by_zero_flag_is_per_call_across_threads():
+    """Threads running one compiled graph, some dividing by zero: only those calls raise (the flag
+    was once one per library, so a call could take or clear another thread's error)."""
+    import threading
+
+    a, good, bad = ember.arange(1, 20001), ember.full((20000,), 3), ember.ones(20000, dtype=ember.int64)
+    compiled = compile_graph(make_fx(lambda a, b: ember.floor_divide(a, b) + 1)(a, good), [a, good])
+    bad[12345] = 0
+    want = (ember.floor_divide(a, good) + 1).tolist()
+    outcomes = {}
+
+    def worker(k):
+        results = []
+        for _ in range(40):
+            try:
+                out = compiled(a, bad if k % 2 else good)
+                results.append("ok" if out.tolist() == want else "wrong")
+            except RuntimeError as e:
+                results.append("raised" if "ZeroDivisionError" in str(e) else repr(e))
+        outcomes[k] = results
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, results in outcomes.items():
+        assert set(results) == ({"raised"} if k % 2 else {"ok"}), (k, results)
+
+
+@pytest.mark.parametrize("dtype", [ember.int8, ember.int16, ember.int32, ember.int64])
+def test_integer_min_divided_by_minus_one_wraps_like_eager(dtype):
+    """MIN // -1 overflows: undefined in C++ (a trap on x86); eager and numpy wrap to MIN, MIN % -1 is 0."""
+    np = pytest.importorskip("numpy")
+    lo = int(np.iinfo(str(dtype).split(".")[-1]).min)
+    a = ember.tensor([lo, lo + 1, 7, -7, lo], dtype=dtype)
+    b = ember.tensor([-1, -1, -1, 2, 1], dtype=dtype)
+
+    def fn(a, b):
+        return (ember.floor_divide(a, b), ember.remainder(a, b), ember.fmod(a, b),
+                ember.div(a, b, rounding_mode="trunc"), ember.div(a, b, rounding_mode="floor"))
+
+    compiled = compile_graph(make_fx(fn)(a, b), [a, b])
+    got = compiled(a, b)
+    want = fn(a, b)
+    # the oracle: numpy's wrapping floor division and remainder
+    with np.errstate(over="ignore"):
+        assert want[0].tolist() == (a.numpy() // b.numpy()).tolist()
+        assert want[1].tolist() == (a.numpy() % b.numpy()).tolist()
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype
+        assert g.tolist() == w.tolist()
 
 
 def test_copies_fused_into_a_split_full_reduction_get_their_own_loops():

@@ -64,6 +64,7 @@ class FloorDiv(sympy.Function):
 
     @classmethod
     def eval(cls, a, b):
+        """SymPy's canonicalisation hook: the folded value, or None to keep ``FloorDiv(a, b)``."""
         if b == 1:
             return a
         if a == 0:
@@ -82,6 +83,7 @@ class ModIndex(sympy.Function):
 
     @classmethod
     def eval(cls, a, b):
+        """SymPy's canonicalisation hook: the folded value, or None to keep ``ModIndex(a, b)``."""
         if b == 1 or a == 0:
             return sympy.Integer(0)
         if a.is_Integer and b.is_Integer:
@@ -161,6 +163,7 @@ class Expr:
     dtype = None
 
     def children(self):
+        """The sub-expressions (a tuple; none for a leaf)."""
         return ()
 
 
@@ -173,6 +176,7 @@ class Load(Expr):
 
     @property
     def dtype(self):
+        """The buffer's dtype."""
         return self.buffer.dtype
 
     def __str__(self):
@@ -218,6 +222,7 @@ class Op(Expr):
             raise ValueError(f"ir.Op: unknown op name {self.name!r}")
 
     def children(self):
+        """The operands."""
         return self.args
 
     def __str__(self):
@@ -363,9 +368,11 @@ class Buffer:
 
     @property
     def numel(self):
+        """The number of elements (the sizes must be integers)."""
         return math.prod(int(s) for s in self.sizes)
 
     def layout_str(self):
+        """``dtype[sizes]``, with the strides when they are not contiguous: for printing."""
         sizes = ", ".join(str(s) for s in self.sizes)
         text = f"{_dtype_name(self.dtype)}[{sizes}]"
         if self.strides != contiguous_strides(self.sizes):
@@ -412,6 +419,7 @@ class StridedArg:
 
     @property
     def dtype(self):
+        """The buffer's dtype."""
         return self.buffer.dtype
 
     def __str__(self):

@@ -82,18 +82,22 @@ class View:
 
     @property
     def dtype(self):
+        """The element dtype: the viewed value's."""
         return self.base.dtype
 
 
 def sizes_of(value):
+    """The sizes (a list of SymPy expressions or ints) of a lowered tensor value (Buffer or View)."""
     return list(value.sizes)
 
 
 def dtype_of(value):
+    """The ember dtype of a lowered value: a Buffer, a View or an IR expression."""
     return value.dtype
 
 
 def is_tensor_value(v):
+    """Whether ``v`` is a lowered tensor (a :class:`~ember._inductor.ir.Buffer` or a :class:`View`), not a number."""
     return isinstance(v, (ir.Buffer, View))
 
 
@@ -120,6 +124,7 @@ def compute_dtype(dtype):
 
 
 def cast(expr, dtype):
+    """IR expression ``expr`` converted to ``dtype`` (a constant is converted now; no-op if it has it)."""
     if expr.dtype == dtype:
         return expr
     if isinstance(expr, Constant):

@@ -53,6 +53,7 @@ class SchedulerNode:
 
     @property
     def is_reduction(self):
+        """Whether the node computes a reduction."""
         return isinstance(self.buffer.data, ir.Reduction)
 
     def __str__(self):
@@ -79,9 +80,11 @@ class FusedKernel:
 
     @property
     def vars(self):
+        """The loop symbols ``x0..`` over ``ranges``."""
         return ir.index_vars(len(self.ranges), "x")
 
     def buffers(self):
+        """The names of the buffers the kernel's nodes compute (a set)."""
         return {n.buffer.name for n in self.nodes}
 
     def __str__(self):

@@ -321,6 +321,7 @@ class AOTModule(ember.nn.Module):
         return compiled
 
     def forward(self, *args, **kwargs):
+        """Runs the compiled forward with the module's current parameters and buffers."""
         return self._compiled(*self._state(), *args, **kwargs)
 
 

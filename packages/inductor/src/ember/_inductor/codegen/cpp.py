@@ -1,9 +1,10 @@
 """C++17/OpenMP code for scheduled kernels.
 
 Each :class:`~ember._inductor.scheduler.FusedKernel` becomes one ``static void`` function taking the
-table of buffer pointers (``void** bufs``, one slot per buffer in memory) and the thread count. A
-run of kernels between two extern calls is one ``extern "C"`` entry ``segment<k>(bufs, nthreads)``
-that calls them in order, so the wrapper makes one native call per segment.
+table of buffer pointers (``void** bufs``, one slot per buffer in memory), the thread count and the
+calling segment's error flag (``int* ember_err``, set by an integer division by zero). A run of
+kernels between two extern calls is one ``extern "C"`` entry ``int segment<k>(bufs, nthreads)``
+that calls them in order and returns the flag, so the wrapper makes one native call per segment.
 
 Loops: a pointwise kernel is ``#pragma omp parallel for`` over its outer dims (when the work exceeds
 :data:`PARALLEL_THRESHOLD` elements) with a contiguous ``#pragma omp simd`` inner loop; a kernel
@@ -20,7 +21,6 @@ and computed as ``float`` (helpers convert with round-to-nearest-even).
 from __future__ import annotations
 
 import math
-import re
 
 import sympy
 
@@ -62,6 +62,7 @@ PRELUDE = r"""
 #include <limits>
 #include <algorithm>
 #include <omp.h>
+#include <type_traits>
 
 static inline float ember_h2f(uint16_t h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
 static inline uint16_t ember_f2h(float f) {
@@ -345,19 +346,38 @@ template <typename T> static inline T ember_minimum(T a, T b) {
     initializer(omp_priv = -std::numeric_limits<double>::infinity())
 #pragma omp declare reduction(ember_min_d : double : omp_out = ember_minimum<double>(omp_out, omp_in)) \
     initializer(omp_priv = std::numeric_limits<double>::infinity())
-// Integer division by zero raises in eager ("ZeroDivisionError"); here it sets this flag (the
-// wrapper reads it after each segment and raises) and gives 0 instead of trapping.
-static int ember_div_error = 0;
-extern "C" int ember_take_div_error() { int e = ember_div_error; ember_div_error = 0; return e; }
-template <typename T> static inline bool ember_zero_divisor(T b) {
-    if (b == 0) { __atomic_store_n(&ember_div_error, 1, __ATOMIC_RELAXED); return true; }
+// Integer division by zero raises in eager ("ZeroDivisionError"); here it sets the calling segment's
+// flag ``err`` (a local of the segment entry, which returns it: one per call, so concurrent calls of
+// a library cannot see or clear each other's error) and gives 0 instead of trapping.
+template <typename T> static inline bool ember_zero_divisor(T b, int* err) {
+    if (b == 0) { __atomic_store_n(err, 1, __ATOMIC_RELAXED); return true; }
     return false;
 }
-template <typename T> static inline T ember_idiv(T a, T b) { return ember_zero_divisor(b) ? T(0) : T(a / b); }
-template <typename T> static inline T ember_imod(T a, T b) { return ember_zero_divisor(b) ? T(0) : T(a % b); }
-template <typename T> static inline T ember_floordiv(T a, T b) {
+// MIN / -1 overflows (undefined in C++, a trap on x86); eager wraps, as numpy does: MIN // -1 is MIN
+// and MIN % -1 is 0. Any a / -1 is -a computed in unsigned arithmetic, which wraps.
+template <typename T> static inline bool ember_minus_one(T b) {
+    if constexpr (std::is_signed<T>::value) return b == T(-1); else return false;
+}
+template <typename T> static inline T ember_negate(T a) {
+    if constexpr (std::is_signed<T>::value) {
+        using U = typename std::make_unsigned<T>::type;
+        return static_cast<T>(static_cast<U>(0) - static_cast<U>(a));
+    } else {
+        return a;  // not reached: only signed types divide by -1
+    }
+}
+template <typename T> static inline T ember_idiv(T a, T b, int* err) {
+    if (ember_zero_divisor(b, err)) return T(0);
+    return ember_minus_one(b) ? ember_negate(a) : T(a / b);
+}
+template <typename T> static inline T ember_imod(T a, T b, int* err) {
+    if (ember_zero_divisor(b, err)) return T(0);
+    return ember_minus_one(b) ? T(0) : T(a % b);
+}
+template <typename T> static inline T ember_floordiv(T a, T b, int* err) {
     // floats as eager (numpy's floor_divide): from fmod, so inf // 2 is nan and 3 // -inf is -1
     if constexpr (std::is_floating_point<T>::value) {
+        (void)err;
         if (b == 0) return a / b;
         T mod = std::fmod(a, b);
         T div = (a - mod) / b;
@@ -367,17 +387,20 @@ template <typename T> static inline T ember_floordiv(T a, T b) {
         return (div - whole > T(0.5)) ? whole + 1 : whole;
     }
     else {
-        if (ember_zero_divisor(b)) return 0;
+        if (ember_zero_divisor(b, err)) return 0;
+        if (ember_minus_one(b)) return ember_negate(a);
         T q = a / b; T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
     }
 }
-template <typename T> static inline T ember_remainder(T a, T b) {
+template <typename T> static inline T ember_remainder(T a, T b, int* err) {
     if constexpr (std::is_floating_point<T>::value) {
         // a zero remainder is +0 whatever the signs, as eager gives it
+        (void)err;
         T r = std::fmod(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : (r == 0 ? T(0) : r);
     }
     else {
-        if (ember_zero_divisor(b)) return 0;
+        if (ember_zero_divisor(b, err)) return 0;
+        if (ember_minus_one(b)) return 0;
         T r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
     }
 }
@@ -544,6 +567,7 @@ def _simplify_div_mod(kind, a, q, ranges):
 
 
 def constant(value, dtype):
+    """The C++ literal of Python number ``value`` as ``dtype`` (inf/nan as ``numeric_limits``)."""
     t = value_ctype(dtype)
     if dtype == ember.bool:
         return "true" if value else "false"
@@ -587,13 +611,13 @@ def op_code(e, args):
     if name in _UNARY_STD:
         return f"static_cast<{t}>(std::{_UNARY_STD[name]}({a}))"
     if name == "truediv":
-        return f"static_cast<{t}>({a} / {b})" if is_float else f"ember_idiv<{at}>({a}, {b})"
+        return f"static_cast<{t}>({a} / {b})" if is_float else f"ember_idiv<{at}>({a}, {b}, ember_err)"
     if name == "floordiv":
-        return f"ember_floordiv<{at}>({a}, {b})"
+        return f"ember_floordiv<{at}>({a}, {b}, ember_err)"
     if name in ("remainder", "mod"):
-        return f"ember_remainder<{at}>({a}, {b})"
+        return f"ember_remainder<{at}>({a}, {b}, ember_err)"
     if name == "fmod":
-        return f"static_cast<{t}>(std::fmod({a}, {b}))" if is_float else f"ember_imod<{at}>({a}, {b})"
+        return f"static_cast<{t}>(std::fmod({a}, {b}))" if is_float else f"ember_imod<{at}>({a}, {b}, ember_err)"
     if name == "neg":
         return f"static_cast<{t}>(-{a})" if e.dtype != ember.bool else a
     if name == "abs":
@@ -678,6 +702,7 @@ class ExprPrinter:
         self.memo = {}
 
     def emit(self, e):
+        """Emits the statements computing IR expression ``e``; returns the C name (or literal) of its value."""
         key = _expr_key(e)
         if key in self.memo:
             return self.memo[key]
@@ -793,10 +818,12 @@ class KernelGen:
         return _Scope()
 
     def tmp(self):
+        """A fresh temporary name (``t1``, ``t2``, ...)."""
         self._tmp += 1
         return f"t{self._tmp}"
 
     def load_code(self, e):
+        """C code reading :class:`~ember._inductor.ir.Load` ``e`` (half types widened to float)."""
         buf = e.buffer
         if buf.name in self.locals:
             return f"{buf.name}_v"
@@ -809,6 +836,7 @@ class KernelGen:
         return code
 
     def store(self, node, value, lines, indent):
+        """Appends to ``lines`` the store of C value ``value`` to ``node``'s buffer (a local for fused-away ones)."""
         buf = node.buffer
         if node.local:
             if buf.dtype in _HALF:  # round as a store to memory would
@@ -820,13 +848,14 @@ class KernelGen:
         lines.append(f"{indent}{buf.name}[{offset}] = {store_code(value, buf.dtype)};")
 
     def generate(self):
+        """The kernel's C++ function (``static void <name>(bufs, nthreads, ember_err)``)."""
         k = self.kernel
         body = []
         if any(n.is_reduction for n in k.nodes):
             self._reduction_kernel(body)
         else:
             self._pointwise_kernel(body)
-        head = [f"static void {k.name}(void** bufs, int nthreads) {{"]
+        head = [f"static void {k.name}(void** bufs, int nthreads, int* ember_err) {{"]
         for name, buf in sorted(self.read.items()):
             if name in self.written:
                 continue
@@ -835,7 +864,7 @@ class KernelGen:
         for name, buf in sorted(self.written.items()):
             t = ctype(buf.dtype)
             head.append(f"    {t}* __restrict {name} = ({t}*)bufs[{self.slots[name]}];")
-        head.append("    (void)nthreads;")
+        head.append("    (void)nthreads; (void)ember_err;")
         return "\n".join(head + body + ["}"])
 
     def _numel(self):
@@ -1144,15 +1173,6 @@ class KernelGen:
         return convert(total, dtype, node.buffer.dtype) if dtype != node.buffer.dtype else total
 
 
-_INTEGER_DIVISION = re.compile(r"ember_(idiv|imod|floordiv|remainder)<(?!float>|double>)")
-
-
-def divides_integers(source):
-    """Whether generated ``source`` divides integers in a kernel (so a zero divisor must be checked)."""
-    kernels = source[len(PRELUDE):]
-    return _INTEGER_DIVISION.search(kernels) is not None
-
-
 def generate(scheduler, slots):
     """C++ source for ``scheduler``'s kernels.
 
@@ -1172,8 +1192,10 @@ def generate(scheduler, slots):
         if not segment:
             return
         name = f"segment{sum(1 for s in steps if isinstance(s, str))}"
-        calls = "\n".join(f"    {k}(bufs, nthreads);" for k in segment)
-        parts.append(f'extern "C" void {name}(void** bufs, int nthreads) {{\n{calls}\n}}')
+        calls = "\n".join(f"    {k}(bufs, nthreads, &ember_err);" for k in segment)
+        # the entry returns its own integer-division-by-zero flag: per call, safe across threads
+        parts.append(f'extern "C" int {name}(void** bufs, int nthreads) {{\n    int ember_err = 0;\n'
+                     f'{calls}\n    return ember_err;\n}}')
         steps.append(name)
         segment.clear()
 

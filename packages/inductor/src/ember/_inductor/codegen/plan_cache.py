@@ -33,7 +33,7 @@ from .. import config
 
 __all__ = ["key", "read", "write"]
 
-_FORMAT = "ember-inductor run plan v2"
+_FORMAT = "ember-inductor run plan v3"
 
 
 @functools.lru_cache(maxsize=1)
@@ -81,7 +81,7 @@ def _path(cache_key):
 # its ember dtype), {"device": "cpu"}, {"dict": [[k, v], ...]}, {"buf": ...}, {"strided": ...},
 # {"extern": ...}. Anything else cannot be stored (the plan is then not cached).
 
-_PLAN_FIELDS = ("source", "slots", "nslots", "native", "div_check", "steps", "scalar_inputs",
+_PLAN_FIELDS = ("source", "slots", "nslots", "native", "steps", "scalar_inputs",
                 "output_is_sequence", "inputs", "constants", "fresh", "scratch", "outputs")
 
 

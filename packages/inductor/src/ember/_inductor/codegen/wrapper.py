@@ -223,7 +223,6 @@ class _RunPlan:
         self.source, steps = cpp.generate(scheduler, self.slots)
         _stage("cpp", self.source)
         self.native = any(isinstance(s, str) for s in steps)
-        self.div_check = self.native and cpp.divides_integers(self.source)
         self.steps = [("native", s) if isinstance(s, str) else ("extern", _ExternStep(s, self.slots)) for s in steps]
         self.scalar_inputs = list(graph.scalar_inputs)
         self.output_is_sequence = graph.output_is_sequence
@@ -316,17 +315,12 @@ class CompiledGraph:
         self.nslots = plan.nslots
         lib = _load(plan.source) if plan.native else None
         self._steps = []
-        # kernels that divide integers report a zero divisor through a flag, raised after the call
-        self._div_check = None
-        if lib is not None and plan.div_check:
-            self._div_check = lib.ember_take_div_error
-            self._div_check.restype = ctypes.c_int
-            self._div_check.argtypes = []
         for kind, step in plan.steps:
             if kind == "native":
                 fn = getattr(lib, step)
                 fn.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int]
-                fn.restype = None
+                # nonzero: a kernel of the segment divided an integer by zero (eager raises)
+                fn.restype = ctypes.c_int
                 self._steps.append(("native", fn))
             else:
                 self._steps.append(("extern", step))
@@ -346,10 +340,12 @@ class CompiledGraph:
 
     @property
     def graph(self):
+        """The loop IR (:class:`~ember._inductor.graph.GraphLowering`), lowered again after a warm start."""
         return self._lowering()[0]
 
     @property
     def scheduler(self):
+        """The kernels and memory plan (:class:`~ember._inductor.scheduler.Scheduler`)."""
         return self._lowering()[1]
 
     # the call ------------------------------------------------------------------------------
@@ -383,8 +379,7 @@ class CompiledGraph:
         nthreads = _threads()
         for kind, step in self._steps:
             if kind == "native":
-                step(ptrs, nthreads)
-                if self._div_check is not None and self._div_check():
+                if step(ptrs, nthreads):
                     raise RuntimeError("ZeroDivisionError")
             else:
                 self._run_extern(step, ptrs, values, args)
