@@ -220,15 +220,24 @@ def _compile_graph(settings, captured):
         return gm.forward  # nothing to compile: the graph only passes values through
     from .backends import BackendCompilerFailed
 
-    try:
-        if settings.options and settings.backend_name == "inductor":
-            from ember._inductor import config as inductor_config
+    def compile(example_inputs):
+        try:
+            if settings.options and settings.backend_name == "inductor":
+                from ember._inductor import config as inductor_config
 
-            with inductor_config.patch(**settings.options):
-                return settings.backend(gm, list(captured.example_inputs))
-        return settings.backend(gm, list(captured.example_inputs))
-    except Exception as exc:
-        raise BackendCompilerFailed(settings.backend_name, exc) from exc
+                with inductor_config.patch(**settings.options):
+                    return settings.backend(gm, example_inputs)
+            return settings.backend(gm, example_inputs)
+        except Exception as exc:
+            raise BackendCompilerFailed(settings.backend_name, exc) from exc
+
+    if getattr(captured, "symbols", ()) and settings.backend_name in ("aot_eager", "inductor"):
+        # symbolic sizes, but these backends specialise to their example inputs: one compile per
+        # signature of input shapes inside this entry (issue 27: kernels that take sizes as arguments)
+        from .symbolic import PerShapeCompiled
+
+        return PerShapeCompiled(compile, captured.example_inputs)
+    return compile(list(captured.example_inputs))
 
 
 def _break_function(compiled_fn, captured):

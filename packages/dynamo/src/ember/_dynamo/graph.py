@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ember.fx.experimental.proxy_tensor import ProxyDispatchMode
+from ember.utils._python_dispatch import DispatchMode
 
 from .exc import Unsupported
 from .guards import Guard, GuardKind, TensorSpec
 from .side_effects import SideEffects
+from .symbolic import ShapeEnv, SizeSpecialized, SymHint
 
 __all__ = ["CapturedFrame", "GraphBreak", "OutputGraph", "RecordingMode"]
 
@@ -47,6 +49,8 @@ class CapturedFrame:
     result: object
     graph_break: GraphBreak | None
     ops_in_graph: int
+    #: the SymPy symbols of dynamic sizes in the graph (empty: every size is static)
+    symbols: tuple = ()
 
 
 def _to_meta(value):
@@ -67,8 +71,11 @@ class RecordingMode(ProxyDispatchMode):
         super().__init__(output.graph, output.root)
         self.output = output
         self.real_device = None  # the device the recorded call runs on at run time
+        self.log = None  # with dynamic sizes: (func, args, kwargs) per op recorded, for the shadow run
 
     def _to_arg(self, a):
+        if isinstance(a, SymHint):
+            return a.node  # a symbolic size: the node that computes it at run time
         # ops on the examples see device='meta' (``x.float()`` passes x's device on): the graph gets the real one
         if type(a).__name__ == "device" and getattr(a, "type", None) == "meta" and self.real_device is not None:
             return self.real_device
@@ -103,11 +110,65 @@ class RecordingMode(ProxyDispatchMode):
         else:
             result = func(*args, **kwargs)
         result = _metaize(result)
-        node = self.graph.call_function(
-            func, tuple(self._to_arg(a) for a in args), {k: self._to_arg(v) for k, v in kwargs.items()}
-        )
+        node_args = tuple(self._to_arg(a) for a in args)
+        node_kwargs = {k: self._to_arg(v) for k, v in kwargs.items()}
+        node = self.graph.call_function(func, node_args, node_kwargs)
+        if self.log is not None:
+            self.log.append((func, node_args, node_kwargs))
         self._track_result(result, node)
         return result
+
+
+class ShadowMode(DispatchMode):
+    """Runs ember calls on the shadow examples, logging each registry op (nothing is recorded)."""
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+
+    def __ember_dispatch__(self, func, types, args=(), kwargs=None):
+        import ember
+
+        kwargs = kwargs or {}
+        state = ember.get_rng_state() if "random" in func.tags else None
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            if state is not None:
+                ember.set_rng_state(state)
+        self.log.append((func, args, kwargs))
+        return _metaize(result)
+
+
+def _flat(value, out):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            _flat(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _flat(v, out)
+    elif isinstance(value, slice):
+        _flat((value.start, value.stop, value.step), out)
+    else:
+        out.append(value)
+    return out
+
+
+def _same_sizes(recorded, shadow):
+    """Whether the ops run on the shadows took the same non-symbolic ints as those recorded (an int
+    that differs was computed from a size by ember code: the graph would hold the hint's value)."""
+    if len(recorded) != len(shadow):
+        return False
+    for (func, args, kwargs), (sfunc, sargs, skwargs) in zip(recorded, shadow):
+        if func is not sfunc:
+            return False
+        flat, sflat = _flat([args, kwargs], []), _flat([sargs, skwargs], [])
+        if len(flat) != len(sflat):
+            return False
+        for a, b in zip(flat, sflat):
+            if isinstance(a, int) and not isinstance(a, (bool, SymHint)) and a != b:
+                return False
+    return True
 
 
 def _metaize(result):
@@ -125,11 +186,16 @@ def _metaize(result):
 class OutputGraph:
     """The state shared by the root frame and every frame inlined into it."""
 
-    def __init__(self, f_globals):
+    def __init__(self, f_globals, dynamic=None, dynamic_dims=None):
         import ember
         from ember.fx import Graph
 
         self.f_globals = f_globals
+        # dynamic shapes: True (every dim of size >= 2), False (none), None (the dims in dynamic_dims)
+        self.dynamic = dynamic
+        self.dynamic_dims = dynamic_dims or {}
+        self.shape_env = ShapeEnv()
+        self.shadowing = False  # as_python hands out shadow values (the shadow run of a leaf call)
         self.graph = Graph()
         self.root = ember.nn.Module()
         self.mode = RecordingMode(self)
@@ -205,8 +271,14 @@ class OutputGraph:
             return entry[1]
         if source is None:
             raise Unsupported("a tensor with no run-time source (a tensor constant of the capture)")
+        dims = self._dynamic_dims_of(real, source)
+        shape, stride = tuple(real.shape), tuple(real.stride())
+        if dims:
+            # a dynamic dim's size is any size >= 2; a stride that multiplies it is any stride
+            shape = tuple(None if d in dims else n for d, n in enumerate(shape))
+            stride = tuple(None if any(j > d for j in dims) else n for d, n in enumerate(stride))
         self.add_guard(source, GuardKind.TENSOR_MATCH, TensorSpec(
-            real.dtype, real.device, tuple(real.shape), tuple(real.stride()), real.requires_grad
+            real.dtype, real.device, shape, stride, real.requires_grad
         ))
         example = _to_meta(real)
         index = len(self.graph_inputs)
@@ -220,7 +292,52 @@ class OutputGraph:
         self.example_inputs.append(real)
         var = TensorVariable(example, real.device, source, real=real)
         var.on_type_check = lambda: self.add_guard(source, GuardKind.TYPE_MATCH, type(real))
+        if dims:
+            import ember
+
+            symbols = {d: self.shape_env.new_symbol(source, d, real.shape[d]) for d in sorted(dims)}
+            var.symbols = symbols
+            shadow_shape = [symbols[d].shadow if d in symbols else n for d, n in enumerate(real.shape)]
+            var.shadow = ember.empty(shadow_shape, dtype=real.dtype, device="meta")
         self._inputs_by_id[id(real)] = (real, var)
+        return var
+
+    def _dynamic_dims_of(self, real, source):
+        """The dims of a graph input to make symbolic: never sizes 0 and 1 (they are specialised, as
+        in PyTorch), nor dims of a tensor that is not contiguous (its strides would be guessed)."""
+        if self.dynamic is False:
+            return frozenset()
+        if self.dynamic is True:
+            wanted = range(real.dim())
+        else:
+            wanted = self.dynamic_dims.get(source.name(), ())
+        dims = frozenset(d % real.dim() for d in wanted if real.dim() and real.shape[d % real.dim()] >= 2)
+        if dims and not real.is_contiguous():
+            return frozenset()
+        return dims
+
+    def size_of(self, tx, tensor_var, dim):
+        """``tensor.size(dim)`` as a tracker: a constant, or a symbolic size (a graph node)."""
+        from .variables.constant import ConstantVariable
+        from .variables.symbolic import SymIntVariable
+
+        dim = dim % tensor_var.example.dim() if tensor_var.example.dim() else dim
+        hint = tensor_var.example.shape[dim]
+        shadow = tensor_var.shadow.shape[dim] if tensor_var.shadow is not None else hint
+        if not self.shape_env or hint == shadow:
+            return ConstantVariable(hint)
+        cache = tensor_var.size_vars
+        if dim in cache:
+            return cache[dim]
+        entry = tensor_var.symbols.get(dim)
+        expr = entry.symbol if entry is not None else self.shape_env.expr_for(hint, shadow)
+        # an input's symbol is named after it: the printed graph reads ``s0 = arg0_1.size(0)``
+        node = self.graph.create_node(
+            "call_method", "size", (self.mode.node_of(tensor_var.example), dim),
+            name=str(entry.symbol) if entry is not None else None,
+        )
+        var = SymIntVariable(self, expr, hint, shadow, node)
+        cache[dim] = var
         return var
 
     def leaf_call(self, tx, fn, args, kwargs, device=None):
@@ -236,6 +353,8 @@ class OutputGraph:
             # recorded node gets the real device back (RecordingMode._to_arg)
             py_kwargs["device"] = ember.device("meta")
         self.mode.real_device = device
+        dynamic = bool(self.shape_env)
+        self.mode.log = [] if dynamic else None
         try:
             with self.mode:
                 result = fn(*py_args, **py_kwargs)
@@ -244,8 +363,37 @@ class OutputGraph:
         except Exception as e:  # noqa: BLE001 - eager raises it too; run that part eagerly
             name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
             raise Unsupported(f"{name}() raised {type(e).__name__} while tracing: {e}") from e
+        finally:
+            recorded, self.mode.log = self.mode.log, None
         constant_args = all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values())
-        return self.wrap_result(result, device, constant_args)
+        var = self.wrap_result(result, device, constant_args)
+        if dynamic:
+            self._shadow_call(tx, fn, args, kwargs, recorded, var)
+        return var
+
+    def _shadow_call(self, tx, fn, args, kwargs, recorded, var):
+        """Run ``fn`` again on the shadow examples: the shadow of each tensor result, and a check that
+        no size was computed from a hint inside ember code (else :class:`SizeSpecialized`)."""
+        import ember
+
+        name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
+        self.shadowing = True
+        try:
+            py_args = [a.as_python(tx) for a in args]
+            py_kwargs = {k: v.as_python(tx) for k, v in kwargs.items()}
+        finally:
+            self.shadowing = False
+        if isinstance(py_kwargs.get("device"), (str, ember.device)):
+            py_kwargs["device"] = ember.device("meta")
+        shadow_mode = ShadowMode()
+        try:
+            with shadow_mode:
+                shadow = _metaize(fn(*py_args, **py_kwargs))
+        except Exception as e:  # noqa: BLE001 - the call only works for the hint's sizes
+            raise SizeSpecialized(f"{name}() fails on other sizes ({type(e).__name__}: {e})") from e
+        if not _same_sizes(recorded, shadow_mode.log):
+            raise SizeSpecialized(f"{name}() computes a size from its inputs' sizes inside ember code")
+        _attach_shadows(var, shadow, name)
 
     def wrap_result(self, result, device, constant_args=False):
         """Trackers for what a leaf call returned (tensors are meta examples the mode knows)."""
@@ -312,7 +460,9 @@ class OutputGraph:
         return entry[1]
 
     def output_index(self, tensor_var):
-        node = self.mode.node_of(tensor_var.example)
+        return self.output_node_index(self.mode.node_of(tensor_var.example))
+
+    def output_node_index(self, node):
         index = self._output_index.get(node)
         if index is None:
             index = len(self.outputs)
@@ -342,7 +492,33 @@ class OutputGraph:
         return sum(1 for n in self.graph.nodes if n.op == "call_function" and isinstance(n.target, Op))
 
     def guard_list(self):
-        return list(self.guards.values())
+        guards = list(self.guards.values())
+        for relation in self.shape_env.relation_guards():
+            guards.append(Guard(None, GuardKind.SHAPE_EXPR, relation))
+        return guards
+
+
+def _attach_shadows(var, shadow, name):
+    """Give each tensor tracker of a leaf call's result the matching shadow tensor."""
+    import ember
+
+    from .variables.tensor import TensorVariable
+
+    if isinstance(var, TensorVariable):
+        if not isinstance(shadow, ember.Tensor):
+            raise SizeSpecialized(f"{name}() returns something else on other sizes")
+        var.shadow = shadow
+        return
+    items = getattr(var, "items", None)
+    if isinstance(items, list) and isinstance(shadow, (tuple, list)):
+        if len(items) != len(shadow):
+            raise SizeSpecialized(f"{name}() returns {len(items)} values here, {len(shadow)} on other sizes")
+        for item, s in zip(items, shadow):
+            _attach_shadows(item, s, name)
+        return
+    value = getattr(var, "value", None)
+    if isinstance(value, (int, tuple)) and not isinstance(value, bool) and value != shadow:
+        raise SizeSpecialized(f"{name}() returns {value!r} here, {shadow!r} on other sizes (a constant of the graph)")
 
 
 def _holds_tensor(value):

@@ -31,6 +31,7 @@ class GuardKind(str, enum.Enum):
     AUTOCAST = "AUTOCAST"  # autocast_state() == expected: the enabled device types and their dtypes (source None)
     IS_NONE = "IS_NONE"  # v is None
     NOT_NONE = "NOT_NONE"  # v is not None
+    SHAPE_EXPR = "SHAPE_EXPR"  # a relation between input sizes held (source None; expected: symbolic.ShapeRelation)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ _RANK = {
     GuardKind.TENSOR_MATCH: 3,
     GuardKind.GRAD_MODE: 4,
     GuardKind.AUTOCAST: 4,
+    GuardKind.SHAPE_EXPR: 6,  # after the TENSOR_MATCH guards that check the ranks it indexes
 }
 
 
@@ -260,6 +262,9 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         # the grad-mode flag itself (ember._grad_mode.state, thread-local), not a call of is_grad_enabled()
         w.test(f"{w.const(_grad_state())}.grad_enabled == {bool(guard.expected)}")
         return
+    if kind is GuardKind.SHAPE_EXPR:
+        guard.expected.write(w)
+        return
     if guard.source is None:
         raise ValueError(f"guard {guard}: kind {kind.value} needs a source")
     if kind is GuardKind.EQUALS_MATCH and guard.expected == 0 and _is_hook_count(guard.source):
@@ -384,6 +389,8 @@ def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
     if kind is GuardKind.AUTOCAST:
         now = autocast_state()
         return None if now == tuple(expected) else f"autocast changed: expected {tuple(expected)}, got {now}"
+    if kind is GuardKind.SHAPE_EXPR:
+        return expected.describe_failure(frame_locals, frame_globals)
     where = guard.source.name()
     try:
         v = _read(guard.source, frame_locals, frame_globals)

@@ -17,6 +17,7 @@ breaks at the call in the compiled frame.
 from __future__ import annotations
 
 import dis
+import logging
 import types
 
 from .exc import ObservedException, SkipFrame, Unsupported
@@ -32,11 +33,14 @@ from .handlers import (
 )
 from .handlers.versions import PY
 from .source import AttrSource, ClosureSource, GlobalSource, ImportSource, LocalSource
+from .symbolic import SizeSpecialized
 from .variables.builtins import BuiltinVariable
 from .variables.functions import CellVariable
 from .variables.misc import NullVariable
 
 __all__ = ["translate", "CapturedFrame", "GraphBreak", "InstructionTranslator"]
+
+_log = logging.getLogger("ember._dynamo")
 
 #: How deep inlined calls may nest (deeper recursion graph-breaks at the outermost call).
 MAX_INLINE_DEPTH = 64
@@ -321,8 +325,15 @@ def translate(fn_or_code_and_env, frame_locals, *, config=None, fullgraph=None):
         if fullgraph:
             raise error
         raise SkipFrame(error.reason, error.filename, error.lineno, error.source_line)
+    dynamic = (_config_flag(config, "dynamic", None), _config_flag(config, "dynamic_dims", None) or {})
     try:
-        return _capture(code, f_globals, closure, frame_locals, None, None)
+        try:
+            return _capture(code, f_globals, closure, frame_locals, None, None, dynamic)
+        except SizeSpecialized as e:
+            # a size the graph would hold as a constant: this capture is static (one graph per size)
+            _log.info("dynamic shapes off for %s: %s", code.co_name, e.reason)
+            dynamic = (False, {})
+            return _capture(code, f_globals, closure, frame_locals, None, None, dynamic)
     except SkipFrame:
         raise
     except Unsupported as first:
@@ -332,7 +343,10 @@ def translate(fn_or_code_and_env, frame_locals, *, config=None, fullgraph=None):
         if failed_step is None:
             raise SkipFrame(first.reason, first.filename, first.lineno, first.source_line) from first
         try:
-            return _capture(code, f_globals, closure, frame_locals, failed_step, first)
+            try:
+                return _capture(code, f_globals, closure, frame_locals, failed_step, first, dynamic)
+            except SizeSpecialized:
+                return _capture(code, f_globals, closure, frame_locals, failed_step, first, (False, {}))
         except SkipFrame:
             raise
         except Unsupported as second:
@@ -342,8 +356,8 @@ def translate(fn_or_code_and_env, frame_locals, *, config=None, fullgraph=None):
             ) from second
 
 
-def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error):
-    output = OutputGraph(f_globals)
+def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error, dynamic=(None, {})):
+    output = OutputGraph(f_globals, dynamic=dynamic[0], dynamic_dims=dynamic[1])
     tx = InstructionTranslator(code, f_globals, closure, frame_locals, output, break_at_step)
     try:
         try:
@@ -367,6 +381,7 @@ def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error)
         result=result,
         graph_break=graph_break,
         ops_in_graph=output.ops_in_graph(),
+        symbols=tuple(output.shape_env.symbols),
     )
 
 

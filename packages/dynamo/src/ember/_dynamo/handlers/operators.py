@@ -6,6 +6,7 @@ import operator
 
 from ..exc import Unsupported
 from ..variables.constant import ConstantVariable
+from ..variables.symbolic import SymIntVariable, sym_binary, sym_compare
 from .versions import compare_op_name
 
 _BINARY = {
@@ -44,6 +45,10 @@ class OperatorHandlers:
 
         if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
             return self.output.leaf_call(self, fn, [a, b], {})
+        if isinstance(a, SymIntVariable) or isinstance(b, SymIntVariable):
+            result = sym_binary(self, _INPLACE_TO_PLAIN.get(fn, fn), a, b)
+            if result is not None:
+                return result  # else: the sizes' values are used (guarded), as for constants
         if a.is_constant() and b.is_constant() and not isinstance(a, BaseListVariable) and not isinstance(
             b, BaseListVariable
         ):
@@ -88,6 +93,11 @@ class OperatorHandlers:
         fn = _COMPARE[compare_op_name(inst)]
         from ..variables.tensor import TensorVariable
 
+        if isinstance(a, SymIntVariable) or isinstance(b, SymIntVariable):
+            result = sym_compare(self, fn, a, b)
+            if result is not None:
+                self.push(result)
+                return
         if isinstance(a, TensorVariable) or isinstance(b, TensorVariable) or (a.is_constant() and b.is_constant()):
             self.push(self.binary_op(fn, a, b))
             return

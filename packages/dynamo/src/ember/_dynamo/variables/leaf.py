@@ -96,11 +96,12 @@ class LeafCallableVariable(VariableTracker):
             return ConstantVariable(tx.output.grad_enabled)
         if name == "is_compiling" and not args and not kwargs:
             return ConstantVariable(True)  # ember.compiler.is_compiling() / ember._dynamo.is_compiling()
-        if all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):
+        folds = (isinstance(fn, type) and fn in (ember.device, ember.Size, ember.dtype)) or is_pure_library_callable(fn)
+        if folds and all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):
+            # (a symbolic size is used by value here, guarded; an ember call takes its graph node instead)
             values = [a.as_constant() for a in args]
             keywords = {k: v.as_constant() for k, v in kwargs.items()}
-            if (isinstance(fn, type) and fn in (ember.device, ember.Size, ember.dtype)) or is_pure_library_callable(fn):
-                return ConstantVariable(fn(*values, **keywords))
+            return ConstantVariable(fn(*values, **keywords))
         return tx.output.leaf_call(tx, fn, args, kwargs)
 
     def reconstruct(self, out):

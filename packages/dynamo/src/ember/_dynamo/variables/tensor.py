@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 from ..exc import Unsupported
 from ..reconstruct import GraphOutput
 from ..source import AttrSource
@@ -47,6 +49,11 @@ class TensorVariable(VariableTracker):
         self.device = device
         self.real = real  # the real tensor, for graph inputs (its .grad is read from it)
         self.on_type_check = None  # records a TYPE_MATCH guard (TENSOR_MATCH does not check the class)
+        # dynamic shapes: the example's twin with the symbols' shadow sizes (None: all sizes static),
+        # the symbols of a graph input's dynamic dims, and the size trackers read so far
+        self.shadow = None
+        self.symbols = {}
+        self.size_vars = {}
 
     def describe(self):
         return f"tensor {tuple(self.example.shape)} {self.example.dtype}"
@@ -58,19 +65,49 @@ class TensorVariable(VariableTracker):
         return type(self.real) if self.real is not None else type(self.example)
 
     def as_python(self, tx):
+        if tx.output.shadowing and self.shadow is not None:
+            return self.shadow
         return self.example
 
     def truth(self, tx):
         raise Unsupported("data-dependent branch: bool() of a tensor reads its value into Python")
 
+    def is_dynamic(self):
+        """Whether some size of this tensor depends on the capture's symbols."""
+        return self.shadow is not None and tuple(self.shadow.shape) != tuple(self.example.shape)
+
+    def sizes(self, tx):
+        """The sizes as trackers (constants, or symbolic sizes for dims that depend on symbols)."""
+        return [tx.output.size_of(tx, self, d) for d in range(self.example.dim())]
+
+    def _shape_query(self, tx, name, args, kwargs):
+        """``shape``/``size()``/``numel()`` of a tensor with symbolic sizes; None for other queries."""
+        from .containers import TupleVariable
+
+        if name == "shape" or (name == "size" and not args and not kwargs):
+            return TupleVariable(self.sizes(tx))
+        if name == "size":
+            dim = (args[0] if args else kwargs["dim"]).as_constant()
+            return tx.output.size_of(tx, self, dim)
+        if name == "numel":
+            total = ConstantVariable(1)
+            for size in self.sizes(tx):
+                total = tx.binary_op(operator.mul, total, size)
+            return total
+        return None
+
     def length(self, tx):
         if self.example.dim() == 0:
             raise Unsupported("len() of a 0-d tensor")
+        if self.is_dynamic():
+            return tx.output.size_of(tx, self, 0).as_constant()  # a Python int: guarded to this size
         return self.example.shape[0]
 
     def unpack(self, tx):
         if self.example.dim() == 0:
             raise Unsupported("iterating over a 0-d tensor")
+        if self.is_dynamic():
+            tx.output.size_of(tx, self, 0).as_constant()  # as many items as now: guarded
         return list(tx.output.leaf_call(tx, lambda t: tuple(t.unbind(0)), [self], {}).items)
 
     def getitem(self, tx, key):
@@ -79,6 +116,12 @@ class TensorVariable(VariableTracker):
         return tx.output.leaf_call(tx, operator.getitem, [self, key], {})
 
     def getattr(self, tx, name):
+        if self.is_dynamic() and name in ("shape", "nbytes"):
+            shape = self._shape_query(tx, "shape", [], {})
+            if name == "shape":
+                return shape
+            for size in shape.items:
+                size.as_constant()  # nbytes is a Python int: every size guarded to its value
         if name in _METADATA:
             return ConstantVariable(getattr(self.example, name))
         if name == "device":
@@ -102,6 +145,11 @@ class TensorVariable(VariableTracker):
             return ConstantVariable(self.truth(tx))
         if name in ("to", "cpu", "cuda"):
             return self._move(tx, name, args, kwargs)
+        if self.is_dynamic() and name in ("size", "numel"):
+            return self._shape_query(tx, name, args, kwargs)
+        if self.is_dynamic() and name == "stride":
+            for size in self.sizes(tx):
+                size.as_constant()  # strides are Python ints here: every size guarded to its value
         if name == "size" or name == "dim" or name == "stride" or name == "numel" or name.startswith("is_"):
             # metadata queries: plain Python values, no node
             values = [a.as_python(tx) for a in args]
