@@ -1,10 +1,9 @@
 """Corpus entries that fail today for a known gap of ember-dynamo (or of a stage below it), with the cause.
 
-Generated from runs of test_corpus.py without these marks on Python 3.11, 3.12 and 3.13, then read by a
-person. Keys are ``(test, entry, backend or None)``; test_corpus.py marks them strict xfails, so a fixed gap
-shows as an XPASS failure and its line is removed. :data:`KNOWN_GAPS` holds the gaps of every version,
-:data:`KNOWN_GAPS_BY_VERSION` those of one version only. The causes, with the suspected owner, are
-described in more detail in /work/notes/prompts4/corpus_findings.md.
+Written by update_known_gaps.py from runs of test_corpus.py without these marks (Python 3.11, 3.12, 3.13),
+then read by a person. Keys are ``(test, entry, backend or None)``; test_corpus.py marks them strict xfails,
+so a fixed gap shows as an XPASS failure: run update_known_gaps.py again. :data:`KNOWN_GAPS` holds the gaps
+of every version, :data:`KNOWN_GAPS_BY_VERSION` those of one version only.
 """
 
 KNOWN_GAPS: dict[tuple[str, str, str | None], str] = {
@@ -17,7 +16,7 @@ KNOWN_GAPS: dict[tuple[str, str, str | None], str] = {
         "test_graph_breaks_as_meant",
         "data_dependent.skip_small_updates",
         None,
-    ): "translator: AssertionError: no graph captured around the breaks: ['data-dependent branch: bool() of a tensor reads its value into Python'] assert 0 >= 1 + where 0 = ExplainOutput(graphs=[], graph_count=0, graph_b",
+    ): "translator/api: no graph captured around the break (a break inside an inlined nn.Module call runs the whole call eagerly)",
     (
         "test_compiled_equals_eager",
         "tensor_ops.augmented_assignment_rebinds",
