@@ -6,6 +6,7 @@ For each of the corpus's entries (``corpus/``: functions and modules grouped by 
 * ``ember.compile(entry, backend="eager")`` and ``backend="aot_eager"`` give the eager result, leave the
   arguments, the global state and the module state as eager leaves them, return the same objects where
   eager returns an argument, and, for entries that train, give the same gradients;
+* with ``dynamic=True`` (symbolic sizes) too, the values are eager's;
 * a second identical call compiles nothing again, and calls on new inputs (other seeds: other branches at
   a break) still equal eager;
 * ``ember._dynamo.explain`` counts the graph breaks the entry is meant to have (its metadata), each break
@@ -92,6 +93,16 @@ def test_compiled_equals_eager(fresh_caches, entry, backend):
     expected = run(entry)
     with reported_errors():
         actual = run(entry, wrap=_compile(backend))
+    assert_same_outcome(expected, actual, *entry.tol)
+
+
+@pytest.mark.parametrize("entry", _params("test_dynamic_shapes_equal_eager", ENTRIES))
+def test_dynamic_shapes_equal_eager(fresh_caches, entry):
+    """``dynamic=True``: every size symbolic in the graph (shape-dependent Python decisions become guards);
+    the values, state and gradients are still eager's."""
+    expected = run(entry)
+    with reported_errors():
+        actual = run(entry, wrap=_compile("eager", dynamic=True))
     assert_same_outcome(expected, actual, *entry.tol)
 
 
