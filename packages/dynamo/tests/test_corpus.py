@@ -6,7 +6,8 @@ For each of the corpus's entries (``corpus/``: functions and modules grouped by 
 * ``ember.compile(entry, backend="eager")`` and ``backend="aot_eager"`` give the eager result, leave the
   arguments, the global state and the module state as eager leaves them, return the same objects where
   eager returns an argument, and, for entries that train, give the same gradients;
-* with ``dynamic=True`` (symbolic sizes) too, the values are eager's;
+* with ``dynamic=True`` (symbolic sizes) too, the values are eager's, and on inputs of other sizes after
+  the first call (automatic dynamic shapes);
 * a second identical call compiles nothing again, and calls on new inputs (other seeds: other branches at
   a break) still equal eager;
 * ``ember._dynamo.explain`` counts the graph breaks the entry is meant to have (its metadata), each break
@@ -154,6 +155,30 @@ def test_new_values_after_the_first_call(fresh_caches, entry):
             with ember.no_grad(), reported_errors():
                 results.append(target(*call.args, **call.kwargs))
         assert_same(*results, *entry.tol, path=f"result for seed {seed}")
+
+
+@pytest.mark.parametrize("entry", _params("test_other_sizes_after_the_first_call", ENTRIES))
+def test_other_sizes_after_the_first_call(fresh_caches, entry):
+    """The inputs grow by one and by two rows after the first call: the recompiles (automatic dynamic shapes
+    with ``dynamic=None``) give eager's values. Entries whose inputs must keep their sizes are skipped."""
+    eager, compiled = entry.make(), ember.compile(entry.make(), backend="eager")
+    for grow in (0, 1, 2):
+        call = entry.inputs(0, grow)
+        if entry.state is not None:
+            entry.state[0]()
+        try:
+            with ember.no_grad():
+                expected = eager(*call.args, **call.kwargs)
+        except Exception as exc:
+            if not grow:
+                raise
+            pytest.skip(f"the entry's inputs do not take other sizes ({type(exc).__name__} eagerly)")
+        call = entry.inputs(0, grow)
+        if entry.state is not None:
+            entry.state[0]()
+        with ember.no_grad(), reported_errors():
+            actual = compiled(*call.args, **call.kwargs)
+        assert_same(expected, actual, *entry.tol, path=f"result with inputs grown by {grow}")
 
 
 def _explain(entry):

@@ -17,19 +17,28 @@ import ember
 
 
 class Gen:
-    """Seeded input values: ``g.randn(2, 3)`` is the same tensor for the same seed, every run."""
+    """Seeded input values: ``g.randn(2, 3)`` is the same tensor for the same seed, every run.
 
-    def __init__(self, seed: int):
+    ``grow`` adds to the first dimension of every tensor made (``g.randn(2, 3)`` is 3x3 with ``grow=1``):
+    the same entry on other sizes, for the dynamic-shape tests (an entry whose inputs must keep their sizes
+    then fails eagerly, and the test skips it).
+    """
+
+    def __init__(self, seed: int, grow: int = 0):
         self._rng = np.random.default_rng(seed)
+        self._grow = grow
+
+    def _shape(self, shape):
+        return (shape[0] + self._grow, *shape[1:]) if shape else shape
 
     def randn(self, *shape, dtype="float32"):
-        return ember.tensor(self._rng.standard_normal(shape).astype(dtype))
+        return ember.tensor(self._rng.standard_normal(self._shape(shape)).astype(dtype))
 
     def rand(self, *shape):
-        return ember.tensor(self._rng.random(shape).astype("float32"))
+        return ember.tensor(self._rng.random(self._shape(shape)).astype("float32"))
 
     def randint(self, high, *shape):
-        return ember.tensor(self._rng.integers(0, high, size=shape).astype("int64"))
+        return ember.tensor(self._rng.integers(0, high, size=self._shape(shape)).astype("int64"))
 
     def uniform(self, low, high):
         return float(self._rng.uniform(low, high))
@@ -56,7 +65,8 @@ class Entry:
         name: ``theme.qualname``, the test id.
         make: builds a fresh callable to run (the function itself; a module built after
             ``ember.manual_seed(0)``, so two builds hold the same weights).
-        inputs: ``seed -> Args``, fresh values each call (an entry may mutate them).
+        inputs: ``(seed, grow=0) -> Args``, fresh values each call (an entry may mutate them); ``grow``
+            enlarges the first dimension of every input tensor (see :class:`Gen`).
         breaks: the graph breaks the entry is meant to have (0: one whole graph).
         reason: text every break reason of the entry contains (entries that break must give one).
         trains: gradients of the float inputs and of the parameters are compared too.
@@ -71,7 +81,7 @@ class Entry:
 
     name: str
     make: Callable[[], Callable]
-    inputs: Callable[[int], Args]
+    inputs: Callable[..., Args]
     breaks: int = 0
     reason: str | None = None
     trains: bool = False
@@ -104,8 +114,8 @@ class Theme:
         if any(e.name == name for e in self.entries):
             raise ValueError(f"corpus entry {name} registered twice")
 
-        def seeded_inputs(seed, _inputs=inputs):
-            return _as_args(_inputs(Gen(seed)))
+        def seeded_inputs(seed, grow=0, _inputs=inputs):
+            return _as_args(_inputs(Gen(seed, grow)))
 
         self.entries.append(Entry(name, make, seeded_inputs, is_module=is_module, **meta))
 
