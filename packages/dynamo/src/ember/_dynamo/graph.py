@@ -76,6 +76,8 @@ class RecordingMode(ProxyDispatchMode):
     def _to_arg(self, a):
         if isinstance(a, SymHint):
             return a.node  # a symbolic size: the node that computes it at run time
+        if isinstance(a, slice):
+            return slice(self._to_arg(a.start), self._to_arg(a.stop), self._to_arg(a.step))
         # ops on the examples see device='meta' (``x.float()`` passes x's device on): the graph gets the real one
         if type(a).__name__ == "device" and getattr(a, "type", None) == "meta" and self.real_device is not None:
             return self.real_device

@@ -107,6 +107,9 @@ class ShapeRelation:
         return f"size relation {self.text} failed ({values})"
 
 
+_PRIMES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
+
+
 class _Symbol:
     __slots__ = ("symbol", "source", "dim", "hint", "shadow", "node")
 
@@ -135,14 +138,20 @@ class ShapeEnv:
             return known
         index = len(self.symbols)
         symbol = sympy.Symbol(f"s{index}", integer=True, positive=True)
-        # A shadow far from the hint: a size that depends on the symbol differs between the runs.
-        # Sizes equal at capture get equal shadows (ops such as matmul need them equal) and a guard
-        # that they stay equal (PyTorch guards that too, when an op relies on it).
-        shadow = 3 * hint + 17
+        # The shadow is the hint times a prime of its own: a size that depends on the symbol differs
+        # between the runs, divisibility is kept (``x.view(n // 2, 2)`` works on both), and sizes
+        # derived differently (2*s0, s1) differ. Sizes equal at capture share the prime (ops such as
+        # matmul need them equal) and are guarded to stay equal (PyTorch guards that when an op
+        # relies on it; here always).
+        factor = None
         for other in self.symbols.values():
             if other.hint == hint:
                 self.relations.append(sympy.Eq(symbol, other.symbol))
+                factor = other.shadow // other.hint
                 break
+        if factor is None:
+            factor = _PRIMES[len({e.hint for e in self.symbols.values()}) % len(_PRIMES)]
+        shadow = hint * factor
         entry = _Symbol(symbol, source, dim, hint, shadow)
         self.symbols[symbol] = entry
         self._by_input[key] = entry

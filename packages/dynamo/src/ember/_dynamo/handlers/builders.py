@@ -34,7 +34,9 @@ class BuildHandlers:
         self.push(ConstantVariable("".join(p.as_constant() for p in parts)))
 
     def make_slice(self, parts):
-        if all(p.is_constant() for p in parts):
+        from ..variables.symbolic import SymIntVariable
+
+        if all(p.is_constant() and not isinstance(p, SymIntVariable) for p in parts):
             return ConstantVariable(slice(*[p.as_constant() for p in parts]))
         return SliceVariable(parts)
 

@@ -14,6 +14,8 @@ __all__ = [
 
 
 def _constant_key(tx, key):
+    if isinstance(key, SliceVariable):
+        return key.as_constant()  # a slice with symbolic sizes: their values, guarded
     if not key.is_constant():
         raise Unsupported(f"a container key that is not a Python constant ({key.describe()})")
     return key.as_constant()
@@ -349,3 +351,8 @@ class SliceVariable(VariableTracker):
 
     def as_python(self, tx):
         return slice(*[p.as_python(tx) for p in self.parts])
+
+    def as_constant(self):
+        if not all(p.is_constant() for p in self.parts):
+            return super().as_constant()
+        return slice(*[p.as_constant() for p in self.parts])
