@@ -15,16 +15,25 @@ the graph): the capture then falls back to static sizes (:class:`SizeSpecialized
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-
-import sympy
 
 from .exc import Unsupported
 
-__all__ = ["ShapeEnv", "SymHint", "ShapeRelation", "SizeSpecialized", "FloorDiv", "to_python"]
+__all__ = ["ShapeEnv", "SymHint", "ShapeRelation", "SizeSpecialized", "floor_div", "to_python"]
 
-#: ``a // b`` on sizes (SymPy's floor(a/b) would print as something Python cannot run).
-FloorDiv = sympy.Function("FloorDiv")
+
+@functools.cache
+def _floor_div_function():
+    import sympy  # imported on the first dynamic capture only (it takes most of a second)
+
+    # ``a // b`` on sizes (SymPy's floor(a/b) would print as something Python cannot run)
+    return sympy.Function("FloorDiv")
+
+
+def floor_div(a, b):
+    """The SymPy expression of ``a // b`` on sizes."""
+    return _floor_div_function()(a, b)
 
 
 class SizeSpecialized(Exception):
@@ -45,6 +54,8 @@ class SymHint(int):
 
 def to_python(expr, name_of) -> str:
     """Python source text for a SymPy size expression; ``name_of(symbol)`` gives a symbol's text."""
+    import sympy
+
     if isinstance(expr, sympy.Symbol):
         return name_of(expr)
     if isinstance(expr, sympy.Integer):
@@ -60,7 +71,7 @@ def to_python(expr, name_of) -> str:
         return f"({args[0]} ** {args[1]})"
     if isinstance(expr, sympy.Mod):
         return f"({args[0]} % {args[1]})"
-    if getattr(expr, "func", None) == FloorDiv:
+    if getattr(expr, "func", None) == _floor_div_function():
         return f"({args[0]} // {args[1]})"
     ops = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
     for cls, op in ops.items():
@@ -132,6 +143,8 @@ class ShapeEnv:
 
     def new_symbol(self, source, dim, hint):
         """The symbol of ``source``'s size in ``dim`` (``hint`` >= 2), made once."""
+        import sympy
+
         key = (source.name(), dim)
         known = self._by_input.get(key)
         if known is not None:
@@ -178,6 +191,8 @@ class ShapeEnv:
 
     def guard(self, relation):
         """Record that ``relation`` (a SymPy boolean) held; constant relations need no guard."""
+        import sympy
+
         if relation is sympy.true:
             return
         if relation is sympy.false:

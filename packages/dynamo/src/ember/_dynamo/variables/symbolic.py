@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import operator
 
-import sympy
-
 from ..exc import Unsupported
 from ..reconstruct import GraphOutput
-from ..symbolic import FloorDiv, SymHint
+from ..symbolic import SymHint, floor_div
 from .base import VariableTracker
 from .constant import ConstantVariable
 
@@ -52,7 +50,7 @@ class SymIntVariable(VariableTracker):
                 f"a size of a tensor computed in the graph ({self.hint} here) is used as a Python value "
                 "with dynamic shapes"
             )
-        self.output.shape_env.guard(sympy.Eq(self.expr, self.hint))
+        self.output.shape_env.guard(_sympy().Eq(self.expr, self.hint))
         return self.hint
 
     def as_python(self, tx):
@@ -76,7 +74,7 @@ def _operand(var):
         return var.expr, var.hint, var.shadow, var.node
     if isinstance(var, ConstantVariable) and type(var.value) is int:
         value = var.as_constant()
-        return sympy.Integer(value), value, value, value
+        return _sympy().Integer(value), value, value, value
     return None
 
 
@@ -84,14 +82,19 @@ _ARITH = {
     operator.add: lambda a, b: a + b,
     operator.sub: lambda a, b: a - b,
     operator.mul: lambda a, b: a * b,
-    operator.floordiv: FloorDiv,
-    operator.mod: sympy.Mod,
+    operator.floordiv: floor_div,
+    operator.mod: lambda a, b: _sympy().Mod(a, b),
 }
 
 _RELATIONS = {
-    operator.lt: sympy.Lt, operator.le: sympy.Le, operator.gt: sympy.Gt, operator.ge: sympy.Ge,
-    operator.eq: sympy.Eq, operator.ne: sympy.Ne,
+    operator.lt: "Lt", operator.le: "Le", operator.gt: "Gt", operator.ge: "Ge", operator.eq: "Eq", operator.ne: "Ne",
 }
+
+
+def _sympy():
+    import sympy  # only dynamic captures need it
+
+    return sympy
 
 
 def sym_binary(tx, fn, a, b):
@@ -109,7 +112,7 @@ def sym_binary(tx, fn, a, b):
     expr = None
     if left[0] is not None and right[0] is not None:
         expr = build(left[0], right[0])
-        if isinstance(expr, sympy.Integer):
+        if isinstance(expr, _sympy().Integer):
             return ConstantVariable(int(expr))
     output = tx.output
     node = output.graph.call_function(fn, (left[3], right[3]))
@@ -127,6 +130,7 @@ def sym_compare(tx, fn, a, b):
         if fn(left[2], right[2]) != result:
             raise Unsupported("a branch on the size of a tensor computed in the graph, with dynamic shapes")
         return ConstantVariable(result)  # the same answer on the shadows: treated as not depending on sizes
-    relation = _RELATIONS[fn](left[0], right[0])
+    sympy = _sympy()
+    relation = getattr(sympy, _RELATIONS[fn])(left[0], right[0])
     tx.output.shape_env.guard(relation if result else sympy.Not(relation))
     return ConstantVariable(result)
