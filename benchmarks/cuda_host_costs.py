@@ -112,36 +112,6 @@ def _primitives(ember):
         "cupy.matmul 2-D (48x32 @ 32x96)": lambda: cp.matmul(x2, w2.T),
     }
 
-    def with_cupy_launch(fn):
-        def call():
-            if pointwise.DIRECT_LAUNCH:  # (the kernels are compiled again, from CuPy's disk cache)
-                pointwise.DIRECT_LAUNCH = False
-                pointwise.compiled.clear()
-            return fn()
-
-        return call
-
-    def restore():
-        pointwise.DIRECT_LAUNCH = True
-        pointwise.compiled.clear()
-        _launch.ENABLED = True
-
-    from ember.cuda.kernels import _launch, rows
-
-    scores = cp.ones((B * H * T, T), np.float32)
-
-    def raw_launch(enabled):
-        def call():
-            _launch.ENABLED = enabled
-            return rows.softmax_forward(scores, 1, False)
-
-        return call
-
-    cases["rows softmax (48x16), ember's launch"] = raw_launch(True)
-    cases["rows softmax (48x16), CuPy's launch"] = raw_launch(False)
-    cases["ember add fast function, CuPy's launch"] = with_cupy_launch(lambda: add_fast(t, t))
-    cases["ember t + t (dispatch), CuPy's launch"] = with_cupy_launch(lambda: t + t)
-    cases["(ember's launch again)"] = lambda: restore()
     print(f"\n{'primitive':<44}{'us per call':>12}")
     for name, fn in cases.items():
         try:

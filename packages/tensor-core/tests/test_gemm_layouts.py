@@ -33,6 +33,19 @@ class _HostArray(np.ndarray):
     def device(self):
         return contextlib.nullcontext()
 
+    @property
+    def _c_contiguous(self):
+        return self.flags.c_contiguous
+
+
+def _ndarray(shape, dtype, memptr=None):
+    """``cupy.ndarray(shape, dtype[, memptr])``: new memory (NaN-filled), or a C-contiguous view of ``memptr``'s."""
+    if memptr is None:
+        return _wrap(np.full(shape, np.nan, dtype))
+    dtype = np.dtype(dtype)
+    size = int(np.prod(shape)) * dtype.itemsize
+    return np.ndarray(shape, dtype, buffer=(ctypes.c_char * size).from_address(memptr.ptr)).view(_HostArray)
+
 
 def _wrap(x):
     return np.asarray(x).view(_HostArray)
@@ -81,7 +94,7 @@ def host_cublas(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy_backends.cuda.libs", libs)
     fake_cupy = types.SimpleNamespace(
         empty=lambda shape, dtype: _wrap(np.full(shape, np.nan, dtype)),
-        ndarray=lambda shape, dtype: _wrap(np.full(shape, np.nan, dtype)),
+        ndarray=_ndarray,
         ascontiguousarray=lambda x: _wrap(np.ascontiguousarray(x)),
         broadcast_to=lambda x, shape: _wrap(np.broadcast_to(x, shape)),
         matmul=np.matmul,

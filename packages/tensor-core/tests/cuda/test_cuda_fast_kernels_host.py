@@ -98,8 +98,6 @@ class _Module:
 
     def get_function(self, name):
         launch = getattr(self.lib, f"launch_{name}")
-        handle = len(_FUNCTIONS) + 1  # the CUfunction "pointer" the fake driver below looks up
-        _FUNCTIONS[handle] = launch
 
         def call(grid, block, args):
             keep = []
@@ -113,18 +111,7 @@ class _Module:
             pointers = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(v) for v in keep])
             launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
 
-        call.kernel = types.SimpleNamespace(ptr=handle)  # RawKernel.kernel: the Function of the current device
         return call
-
-
-_FUNCTIONS = {}  # fake CUfunction -> the emulated kernel's launcher
-
-
-def _launch_kernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-    """``cuLaunchKernel``: ``params`` is the address of the array of pointers to the parameters' values, which
-    the emulated launchers read the same way."""
-    assert gy == gz == by == bz == 1 and shared == 0 and extra == 0
-    _FUNCTIONS[function](ctypes.c_uint(gx), ctypes.c_uint(bx), ctypes.c_void_p(params))
 
 
 class _Device:
@@ -139,18 +126,15 @@ class _Device:
 
 
 def _fake_cupy(directory):
-    runtime = types.SimpleNamespace(getDevice=lambda: 0, memGetInfo=lambda: (1, 1))
-    cuda = types.SimpleNamespace(runtime=runtime, Device=_Device, driver=types.SimpleNamespace(launchKernel=_launch_kernel),
-                                 get_current_stream=lambda: types.SimpleNamespace(ptr=0))
+    runtime = types.SimpleNamespace(getDevice=lambda: 0)
+    cuda = types.SimpleNamespace(runtime=runtime, Device=_Device)
     return types.SimpleNamespace(RawModule=lambda code, options=(): _Module(code, options, directory), cuda=cuda)
 
 
-@pytest.fixture(params=[True, False], ids=["direct-launch", "cupy-launch"])
-def pointwise(request, monkeypatch, tmp_path_factory):
-    """The pointwise module over the emulated CuPy, launching through ember's Launcher or CuPy's RawKernel call."""
+@pytest.fixture
+def pointwise(monkeypatch, tmp_path_factory):
     from ember.cuda.kernels import pointwise
 
-    monkeypatch.setattr(pointwise, "DIRECT_LAUNCH", request.param)
     directory = tmp_path_factory.mktemp("pointwise_kernels")
     monkeypatch.setattr(pointwise, "_cp", _fake_cupy(directory))
     monkeypatch.setattr(pointwise, "_ndarray", HostArray)
@@ -211,8 +195,6 @@ def test_binary_kernels_match_numpy(pointwise, name, dtype):
             got = pointwise.FAST_OPS[name](_tensor(a, offset), _tensor(b, offset))
             assert got is not None, (name, shape_a, shape_b)
             _bits_equal(got, expected)
-    # each compiled kernel launches the way the fixture chose
-    assert all((entry[4] is not None) == pointwise.DIRECT_LAUNCH for entry in pointwise.compiled.values())
 
 
 def test_shapes_that_do_not_repeat_are_declined(pointwise):
@@ -354,48 +336,6 @@ def test_cat_kernel_is_numpys_concatenate(copies):
     assert copies.cat([_tensor(f32), _tensor(np.ones((2, 4), np.float32))], 0) is None
     assert copies.cat([_tensor(f32)], 2) is None
     assert copies.cat([], 0) is None
-
-
-_PROBE = r"""
-extern "C" __global__ void probe(double* __restrict__ out, const float* __restrict__ x, long long n, int k, double d,
-                                 float f, const float* __restrict__ none, bool flag, long long big) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
-        out[0] = x[0]; out[1] = (double)n; out[2] = k; out[3] = d; out[4] = f; out[5] = none == nullptr;
-        out[6] = flag; out[7] = (double)big; out[8] = gridDim.x; out[9] = blockDim.x;
-    }
-}
-"""
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_raw_launcher_passes_arguments_as_cupy_does(tmp_path, monkeypatch, enabled):
-    """RawLauncher packs pointers, numpy and Python numbers and None as CuPy converts them; an argument it does not
-    know (a struct by value) goes to CuPy's call."""
-    from ember.cuda.kernels import _launch
-
-    monkeypatch.setattr(_launch, "ENABLED", enabled)
-    cp = _fake_cupy(tmp_path)
-    cp.ndarray = HostArray
-    raw = _Module(_PROBE, ("--fmad=false",), tmp_path).get_function("probe")
-    calls = []
-
-
-    def fallback(grid, block, args):  # CuPy's call: recorded, and run unless it holds the struct below
-        calls.append(args)
-        if not any(isinstance(a, np.ndarray) and a.dtype.kind == "V" for a in args):
-            raw(grid, block, args)
-
-    fallback.kernel = raw.kernel
-    launcher = _launch.RawLauncher(cp, fallback)
-    out = np.full(10, np.nan).view(HostArray)
-    x = np.array([2.5], np.float32).view(HostArray)
-    launcher((3,), (4,), (out, x, np.int64(-7), np.int32(9), 0.25, np.float32(1.5), None, True, 2**40))
-    np.testing.assert_array_equal(np.asarray(out), [2.5, -7, 9, 0.25, 1.5, 1, 1, 2.0**40, 3, 4])
-    assert bool(calls) != enabled  # CuPy's call only when switched off
-    # a struct by value (a one-element numpy array of a void dtype) is CuPy's to pass
-    calls.clear()
-    launcher((1,), (1,), (out, np.zeros(1, np.dtype((np.void, 16)))))
-    assert len(calls) == 1
 
 
 def test_gradient_cast_is_astype_when_nothing_records(copies):

@@ -208,6 +208,35 @@ def _stack_description(x):
     return x, op, ld, x.strides[0] // item
 
 
+def _stack_in_place(x, batch):
+    """``(address, op, ld, batch stride)`` of ``x`` (..., r, c) read in place as a strided batch when its batch dims
+    are ``batch`` and merge into one stride and its matrices are row- or column-major (what
+    :func:`_stack_description` finds for the reshaped array, without making the arrays); else None."""
+    if x.shape[:-2] != batch:
+        return None
+    item = x.itemsize
+    strides = x.strides
+    stride = 0  # the merged batch stride (the innermost batch dim of more than one matrix)
+    span = None  # the bytes that dim and those inside it cover, which the next outer one must step over
+    for size, step in zip(reversed(batch), reversed(strides[:-2])):
+        if size == 1:
+            continue
+        if span is None:
+            stride = step
+        elif step != span:
+            return None
+        span = step * size
+    if stride < 0 or stride % item:
+        return None
+    rows, cols = x.shape[-2:]
+    s0, s1 = strides[-2:]
+    if s1 == item and s0 > 0 and s0 % item == 0 and s0 // item >= max(cols, 1):
+        return x.data.ptr, _OP_N, s0 // item, stride // item
+    if s0 == item and s1 > 0 and s1 % item == 0 and s1 // item >= max(rows, 1):
+        return x.data.ptr, _OP_T, s1 // item, stride // item
+    return None
+
+
 def _batched_gemm_into(out, a, b, alpha, beta):
     """:func:`_gemm_into` over the batch dims of C-contiguous ``out`` (..., M, N), to which the batch dims
     of ``a`` (..., M, K) and ``b`` (..., K, N) broadcast."""
@@ -220,15 +249,24 @@ def _batched_gemm_into(out, a, b, alpha, beta):
     if k == 0:
         _scale(out, beta)
         return out
-    bx, op_b, ld_b, st_b = _stack_description(_batch_view(b, batch))
-    ax, op_a, ld_a, st_a = _stack_description(_batch_view(a, batch))
+    # operands whose batch dims are out's and merge are read in place (no reshaped or indexed arrays made:
+    # each CuPy reshape costs a few microseconds of host time); others are broadcast, reshaped or copied first
+    described_b, described_a = _stack_in_place(b, batch), _stack_in_place(a, batch)
+    if described_b is None:
+        bx, op_b, ld_b, st_b = _stack_description(_batch_view(b, batch))
+        described_b = (bx.data.ptr, op_b, ld_b, st_b)
+    if described_a is None:
+        ax, op_a, ld_a, st_a = _stack_description(_batch_view(a, batch))
+        described_a = (ax.data.ptr, op_a, ld_a, st_a)
+    ptr_b, op_b, ld_b, st_b = described_b
+    ptr_a, op_a, ld_a, st_a = described_a
     cublas = _cublas()
-    in_type, compute, _ = _GEMM_TYPES[ax.dtype]
+    in_type, compute, _ = _GEMM_TYPES[a.dtype]
     keep = []
     cublas.gemmStridedBatchedEx(
         _handle(cp, cublas), op_b, op_a, n, m, k,
-        _scalar_address(alpha, ax.dtype, keep), bx.data.ptr, in_type, ld_b, st_b, ax.data.ptr, in_type, ld_a, st_a,
-        _scalar_address(beta, ax.dtype, keep), out.data.ptr, _cuda_type(out.dtype), n, m * n, math.prod(batch),
+        _scalar_address(alpha, a.dtype, keep), ptr_b, in_type, ld_b, st_b, ptr_a, in_type, ld_a, st_a,
+        _scalar_address(beta, a.dtype, keep), out.data.ptr, _cuda_type(out.dtype), n, m * n, math.prod(batch),
         compute, _CUBLAS_GEMM_DEFAULT,
     )
     return out
@@ -239,6 +277,14 @@ def product_into(out, a, b):
     current GPU, ``out`` C-contiguous of the product's shape: the lean form of :func:`matmul` for the checked
     kernels of :mod:`ember.cuda.kernels.products`, which have checked the shapes. Returns ``out``."""
     return _product_into(out, a, b)
+
+
+def _rows_of(x, rows):
+    """``x`` (..., c) as a (rows, c) matrix: a view built directly for a C-contiguous ``x`` (CuPy's reshape costs
+    a few microseconds of host time more), else ``x.reshape``."""
+    if x._c_contiguous:
+        return cupy_module().ndarray((rows, x.shape[-1]), x.dtype, x.data)
+    return x.reshape(rows, x.shape[-1])
 
 
 def _product_into(out, a, b, alpha=1.0, beta=0.0):
@@ -257,7 +303,7 @@ def _product_into(out, a, b, alpha=1.0, beta=0.0):
             product += out.astype(wide) * wide.type(beta)
         out[...] = product.astype(out.dtype)
     elif fold:
-        _gemm_into(out.reshape(rows, out.shape[-1]), a.reshape(rows, a.shape[-1]), b, alpha, beta)
+        _gemm_into(_rows_of(out, rows), _rows_of(a, rows), b, alpha, beta)
     elif a.ndim == 2 and b.ndim == 2:
         _gemm_into(out, a, b, alpha, beta)
     else:

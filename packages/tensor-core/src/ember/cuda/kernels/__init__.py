@@ -16,7 +16,6 @@
 * :mod:`.attention`: ``scaled_dot_product_attention`` without a mask or dropout, forward and gradient, on the
   arrays (its steps' kernels without dispatching each step);
 * :mod:`.foreach_kernels`: ``_foreach_add_``/``_foreach_sub_`` of tensor lists in one launch;
-* :mod:`._launch`: kernel launches with ember's own parameter packing (the pointwise, row and bias kernels);
 * :mod:`.optim_kernels`: the fused Adam/AdamW step, which ``ember.optim.Adam``
   calls for CUDA parameters (no registration).
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._runtime import cupy_module
-from ._launch import RawLauncher
 
 __all__ = ["add_to_rows", "column_sums", "CHUNK", "DTYPES"]
 
@@ -95,8 +94,7 @@ def _kernel(name, **types):
     if fn is None:
         defines = "".join(f"#define {k} {v}\n" for k, v in types.items())
         # --fmad=false: no multiply-add contraction, so every result is the plain IEEE operation
-        cp = cupy_module()
-        fn = _kernels[key] = RawLauncher(cp, cp.RawKernel(defines + _SOURCES[name], name, options=("--fmad=false",)))
+        fn = _kernels[key] = cupy_module().RawKernel(defines + _SOURCES[name], name, options=("--fmad=false",))
     return fn
 
 

@@ -61,7 +61,9 @@ def cast(tensor, np_dtype):
     if type(tensor) is not Tensor or state.grad_enabled or state.modes:
         return None
     data = tensor._data
-    if type(data) is not _state.get("ndarray") or data.dtype.name not in _FLOAT_KINDS or np_dtype.name not in _FLOAT_KINDS:
+    if type(data) is not _state.get("ndarray") or data.dtype.name not in _FLOAT_KINDS:
+        return None
+    if np_dtype.name not in _FLOAT_KINDS:
         return None
     if not (_state["one_gpu"] or data.data.device_id == _state["device"]()):
         return None
@@ -130,6 +132,12 @@ def _clone_kernel(previous):
             _copyable(data)
         ):
             return device_copy(data)
+        if memory_format is contiguous_format and type(data) is _state["ndarray"] and (
+            _state["one_gpu"] or data.data.device_id == _state["device"]()
+        ):
+            # a strided source (x.contiguous(), reshape's copy): one elementwise copy into a new C-contiguous
+            # array, without the generic kernel's layers (about 30 us of host time for cupy.array(x, order="C"))
+            return cupy_module().ascontiguousarray(data)
         return previous(input, memory_format=memory_format)
 
     kernel.__name__ = "clone_cuda"

@@ -21,7 +21,6 @@ import numpy as np
 from ..._dtype import numpy_dtype_name
 from .. import _async_errors
 from .._runtime import cupy_module
-from ._launch import RawLauncher
 
 __all__ = ["forward", "weight_grad", "register"]
 
@@ -77,8 +76,7 @@ def _kernel(kind, word, index):
         letter = "W" if kind == "forward" else "T"
         # the source text depends on the types only, so CuPy's on-disk cache finds it in a new process
         code = f"#define {letter} {word}\n#define I {_INDEX[index]}\n" + body
-        cp = cupy_module()
-        fn = _kernels[key] = RawLauncher(cp, cp.RawKernel(code, name))
+        fn = _kernels[key] = cupy_module().RawKernel(code, name)
     return fn
 
 

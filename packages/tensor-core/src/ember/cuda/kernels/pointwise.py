@@ -38,8 +38,6 @@ import numpy as np
 
 from ..._tensor import Tensor
 from .._runtime import cupy_module
-from . import _launch
-from ._launch import Launcher
 
 __all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "compiled", "THREADS", "UNROLL"]
 
@@ -52,12 +50,8 @@ _CTYPE = {_F32: "float", _F64: "double", _BOOL: "bool"}
 #: :data:`compiled` after changing them).
 THREADS = 256
 UNROLL = 2
-#: Launch through :class:`ember.cuda.kernels._launch.Launcher` (ember's parameter packing, about 3 µs less host
-#: time per launch than a CuPy ``RawKernel`` call); False: CuPy's launch (clear :data:`compiled` after changing it).
-DIRECT_LAUNCH = _launch.ENABLED
 
-#: (kernel name, dtype, layout) -> (vectorised kernel, one-element kernel, vector width, alignment in bytes, and
-#: their Launchers, or None when DIRECT_LAUNCH is off)
+#: (kernel name, dtype, layout) -> (vectorised function, one-element function, vector width, alignment in bytes)
 compiled = {}
 _installed = {}  # op -> the cuda kernel it had before register() (None: none)
 
@@ -254,12 +248,7 @@ def _compile(kind, dtype, layout, out_dtype):
     try:
         module = _cp.RawModule(code=source, options=("--fmad=false",))
         vector = module.get_function(f"{name}_v")
-        single = module.get_function(f"{name}_s")
-        # the launch's parameters: pointers for arrays, the scalars in the dtype, out, n (and m for a repeat)
-        kinds = "".join("p" if c != "s" else ("f" if dtype == _F32 else "d") for c in layout) + "pq"
-        kinds += "q" if "b" in layout else ""
-        launchers = (Launcher(_cp, vector, kinds), Launcher(_cp, single, kinds)) if DIRECT_LAUNCH else (None, None)
-        entry = (vector, single, width, widest * width, *launchers)
+        entry = (vector, module.get_function(f"{name}_s"), width, widest * width)
     except Exception as exc:  # a kernel that does not build leaves its calls to the generic path
         warnings.warn(f"ember: the fast CUDA kernel {name} did not compile ({type(exc).__name__}: {exc}); "
                       "its calls take the generic path", RuntimeWarning, stacklevel=3)
@@ -278,26 +267,19 @@ def _launch(entry, operands, arrays, out, n):
     """
     if entry is None:
         return None
-    vector, single, width, align, fast_vector, fast_single = entry
+    vector, single, width, align = entry
     if n == 0:
         return out
-    out_ptr = out.data.ptr
-    mask = out_ptr
+    mask = out.data.ptr
     for a in arrays:
         mask |= a.data.ptr
     if mask % align == 0:
         per_block = THREADS * UNROLL
         blocks = (n // width + per_block - 1) // per_block or 1  # one pass (a grid-stride loop measured slower)
-        if fast_vector is not None:
-            fast_vector(blocks, THREADS, *[o.data.ptr if type(o) is _ndarray else o for o in operands], out_ptr, n)
-        else:
-            vector((blocks,), (THREADS,), (*operands, out, np.int64(n)))
+        vector((blocks,), (THREADS,), (*operands, out, np.int64(n)))
     else:
         blocks = min((n + THREADS - 1) // THREADS, 65536)
-        if fast_single is not None:
-            fast_single(blocks, THREADS, *[o.data.ptr if type(o) is _ndarray else o for o in operands], out_ptr, n)
-        else:
-            single((blocks,), (THREADS,), (*operands, out, np.int64(n)))
+        single((blocks,), (THREADS,), (*operands, out, np.int64(n)))
     return out
 
 
@@ -306,24 +288,19 @@ def _launch_repeated(entry, operands, arrays, out, n, m):
     is aligned to a pack and ``m`` is a whole number of packs."""
     if entry is None:
         return None
-    vector, single, width, align, fast_vector, fast_single = entry
+    vector, single, width, align = entry
     if n == 0:
         return out
-    out_ptr = out.data.ptr
-    mask = out_ptr
+    mask = out.data.ptr
     for a in arrays:
         mask |= a.data.ptr
     if mask % align == 0 and m % width == 0:
         per_block = THREADS * UNROLL
         blocks = (n // width + per_block - 1) // per_block or 1
-        launch, fast = vector, fast_vector
+        vector((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
     else:
         blocks = min((n + THREADS - 1) // THREADS, 65536)
-        launch, fast = single, fast_single
-    if fast is not None:
-        fast(blocks, THREADS, *[o.data.ptr if type(o) is _ndarray else o for o in operands], out_ptr, n, m)
-    else:
-        launch((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
+        single((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
     return out
 
 

@@ -30,6 +30,12 @@ _FLOATS = _bf16.FLOAT_GEMM_DTYPES | {np.dtype(np.float16)}
 _INT_MAX = 2**31 - 1
 
 
+def _contiguous_view(a, shape):
+    """C-contiguous CuPy array ``a`` with another shape of as many elements: a view made directly (CuPy's
+    ``reshape`` costs a few microseconds of host time more, and a linear layer makes several)."""
+    return a if a.shape == shape else _arrays.array_type()(shape, a.dtype, a.data)
+
+
 def _matrix(t, dtype):
     """``t``'s CuPy array if ``t`` is a tensor holding a matrix of ``dtype`` on the current GPU, else None."""
     if not isinstance(t, Tensor):
@@ -105,7 +111,7 @@ def linear(*args):
     if x.ndim > 2:
         if not x._c_contiguous:
             return None
-        x = x.reshape(math.prod(lead), x.shape[-1])
+        x = _contiguous_view(x, (math.prod(lead), x.shape[-1]))
     if not _arrays.on_current_gpu(x) or (b is not None and not _arrays.on_current_gpu(b)):
         return None
     if not _sizes_fit(x.shape[0], x.shape[1], w.shape[0]) or (b is not None and not b._c_contiguous):
@@ -113,7 +119,7 @@ def linear(*args):
     out = _bf16.product_2d(x, w.T)
     if b is not None:
         columns.add_to_rows(out, b)
-    return out.reshape(lead + (w.shape[0],)) if len(lead) > 1 else out
+    return _contiguous_view(out, lead + (w.shape[0],)) if len(lead) > 1 else out
 
 
 def linear_backward(grad, input, weight, output_mask):
@@ -145,9 +151,9 @@ def linear_backward(grad, input, weight, output_mask):
     rows = math.prod(x.shape[:-1])
     if not _sizes_fit(rows, ins, outs):
         return None
-    g2, x2 = g.reshape(rows, outs), x.reshape(rows, ins)
+    g2, x2 = _contiguous_view(g, (rows, outs)), _contiguous_view(x, (rows, ins))
     grads = (
-        _bf16.product_2d(g2, w).reshape(x.shape) if output_mask[0] else None,
+        _contiguous_view(_bf16.product_2d(g2, w), x.shape) if output_mask[0] else None,
         _bf16.product_2d(g2.T, x2) if output_mask[1] else None,
         columns.column_sums(g2) if output_mask[2] else None,
     )

@@ -32,7 +32,6 @@ import numpy as np
 from ..._dtype import numpy_dtype_name
 from .. import _async_errors
 from .._runtime import cupy_module
-from ._launch import RawLauncher
 
 __all__ = [
     "register",
@@ -757,8 +756,7 @@ def _kernel(kind, dtype, *, w=None, index=None, tpr=32, block=128, items=0, log=
             f"#define W {_CTYPES[w][0] if w else ctype}", f"#define I {_ITYPES[index] if index else 'long long'}",
         ]
         code = "\n".join(defines) + _PRELUDE + src
-        cp = cupy_module()
-        fn = _compiled[key] = RawLauncher(cp, cp.RawKernel(code, name))  # (ember's launch: see _launch)
+        fn = _compiled[key] = cupy_module().RawKernel(code, name)
     return fn
 
 
