@@ -34,6 +34,7 @@ class FakeArray:
     size = property(lambda self: self.host.size)
     ndim = property(lambda self: self.host.ndim)
     flags = property(lambda self: self.host.flags)
+    _c_contiguous = property(lambda self: self.host.flags.c_contiguous)
 
     @property
     def data(self):

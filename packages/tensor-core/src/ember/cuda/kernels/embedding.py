@@ -106,14 +106,14 @@ def forward(weight, index):
     cp = cupy_module()
     itemsize = weight.dtype.itemsize
     index_dtype = numpy_dtype_name(index.dtype)
-    if weight.ndim != 2 or not weight.flags.c_contiguous or itemsize not in _WORDS or index_dtype not in _INDEX:
+    if weight.ndim != 2 or not weight._c_contiguous or itemsize not in _WORDS or index_dtype not in _INDEX:
         return None
     rows, width = weight.shape
     out = cp.ndarray(tuple(index.shape) + (width,), weight.dtype)
     total = index.size * width
     if total == 0:
         return out
-    index = index if index.flags.c_contiguous else cp.ascontiguousarray(index)
+    index = index if index._c_contiguous else cp.ascontiguousarray(index)
     flag = _bad_flag(cp)
     _kernel("forward", _WORDS[itemsize], index_dtype)(
         _grid(total), (_THREADS,), (weight, index, out, np.int64(index.size), np.int64(width), np.int64(rows), flag))
@@ -135,8 +135,8 @@ def weight_grad(grad, index, num_weights, padding_idx):
     total = index.size * width
     if total == 0:
         return out
-    grad = grad if grad.flags.c_contiguous else cp.ascontiguousarray(grad)
-    index = index if index.flags.c_contiguous else cp.ascontiguousarray(index)
+    grad = grad if grad._c_contiguous else cp.ascontiguousarray(grad)
+    index = index if index._c_contiguous else cp.ascontiguousarray(index)
     padding = -1 if padding_idx is None else (padding_idx + num_weights if padding_idx < 0 else padding_idx)
     _kernel("backward", _ACCUMULATE[name], index_dtype)(
         _grid(total), (_THREADS,),

@@ -135,7 +135,7 @@ def supported(arrays):
     dtype, device = first.dtype, first.data.device_id
     if numpy_dtype_name(dtype) not in _CTYPES:
         return False
-    return all(a.dtype == dtype and a.data.device_id == device and a.flags.c_contiguous for a in arrays)
+    return all(a.dtype == dtype and a.data.device_id == device and a._c_contiguous for a in arrays)
 
 
 def _tables(arrays):

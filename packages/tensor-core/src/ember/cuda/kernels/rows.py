@@ -808,7 +808,7 @@ def _dtype_name(a):
 
 
 def _contig(cp, a):
-    return a if a.flags.c_contiguous else cp.ascontiguousarray(a)
+    return a if a._c_contiguous else cp.ascontiguousarray(a)  # (.flags builds an object per read)
 
 
 # -- softmax ---------------------------------------------------------------------------------------------
@@ -902,8 +902,13 @@ def log_softmax_backward(grad, result, dim):
 # -- layer_norm ------------------------------------------------------------------------------------------
 
 
+def _flat(a):
+    """``a.reshape(-1)``, skipped for an array that is 1-D already (a CuPy reshape costs a few microseconds)."""
+    return a if a.ndim == 1 else a.reshape(-1)
+
+
 def _param(cp, p, n):
-    return None if p is None else _contig(cp, p.reshape(n))
+    return None if p is None else _contig(cp, p if p.shape == (n,) else p.reshape(n))
 
 
 def layer_norm_forward(x, inner, weight=None, bias=None, eps=1e-5, stats=False):
@@ -988,7 +993,7 @@ def layer_norm_backward(grad, x, inner, weight=None, eps=1e-5, output_mask=(True
         pflags = want_dw | want_db << 1
         anyp = dw if dw is not None else db
         k(((inner + 31) // 32,), (512,),
-          (grad, x, st, anyp if dw is None else dw.reshape(-1), anyp if db is None else db.reshape(-1), _i64(rows),
+          (grad, x, st, anyp if dw is None else _flat(dw), anyp if db is None else _flat(db), _i64(rows),
            _i32(inner), _i32(pflags)))
     return dx, dw, db
 
@@ -1052,8 +1057,8 @@ def cross_entropy_forward(x, target, weight=None, ignore_index=-100, label_smoot
     outer, C, inner = _class_layout(x)
     n = outer * inner
     x = _contig(cp, x)
-    t = _contig(cp, target.reshape(-1))
-    w = None if weight is None else _contig(cp, weight.reshape(-1).astype(x.dtype, copy=False))
+    t = _contig(cp, _flat(target))
+    w = None if weight is None else _contig(cp, _flat(weight).astype(x.dtype, copy=False))
     if reduction != "none" and inner == 1 and 0 < n * C <= _SMALL_LOSS:
         return _run_small_loss(cp, "ce_small", x, t, w, (_i64(n), _i32(C), _i64(ignore_index),
                                                           _f64(label_smoothing)), name, reduction)
@@ -1085,8 +1090,8 @@ def nll_loss_forward(x, target, weight=None, ignore_index=-100, reduction="mean"
     outer, C, inner = _class_layout(x)
     n = outer * inner
     x = _contig(cp, x)
-    t = _contig(cp, target.reshape(-1))
-    w = None if weight is None else _contig(cp, weight.reshape(-1).astype(x.dtype, copy=False))
+    t = _contig(cp, _flat(target))
+    w = None if weight is None else _contig(cp, _flat(weight).astype(x.dtype, copy=False))
     rest = (_i64(outer), _i32(C), _i64(inner), _i64(ignore_index))
     if reduction != "none" and 0 < n <= _SMALL_LOSS:
         return _run_small_loss(cp, "nll_small", x, t, w, rest, name, reduction)
@@ -1154,9 +1159,9 @@ def cross_entropy_backward(grad, x, target, weight=None, ignore_index=-100, labe
     if xs.size == 0:
         return dx.reshape(x.shape)
     xs = _contig(cp, xs)
-    t = _contig(cp, target.reshape(-1))
-    w = None if weight is None else _contig(cp, weight.reshape(-1).astype(x.dtype, copy=False))
-    g = _contig(cp, grad.astype(x.dtype, copy=False).reshape(-1))
+    t = _contig(cp, _flat(target))
+    w = None if weight is None else _contig(cp, _flat(weight).astype(x.dtype, copy=False))
+    g = _contig(cp, _flat(grad.astype(x.dtype, copy=False)))
     index = numpy_dtype_name(t.dtype)
     flags = (w is not None) | (reduction == "none") << 1
     divisor = g
