@@ -94,7 +94,10 @@ def measure(entry) -> Row:
     target = entry.make()
     counter = CountOps()
     # eagerly, compiled functions it calls included (their tracing would run ops on meta tensors)
-    _call(entry, dynamo.disable(lambda *args, **kwargs: target(*args, **kwargs), recursive=True), counter)
+    try:
+        _call(entry, dynamo.disable(lambda *args, **kwargs: target(*args, **kwargs), recursive=True), counter)
+    except Exception as exc:  # the entry itself fails: not a capture question, shown as an error
+        return Row(entry.name, 0, 0, 0, f"eager run: {type(exc).__name__}: {exc}".splitlines()[0][:90])
     dynamo.reset()
     backend = CountingBackend()
     try:
