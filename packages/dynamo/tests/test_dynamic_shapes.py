@@ -4,6 +4,8 @@ function run eagerly."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -239,3 +241,48 @@ def test_recompile_reason_names_the_relation():
     y = ember.randn(6)
     reason = entry.check.explain_failure({"x": y}, {})
     assert reason == "size relation s0 <= 4 failed (L['x'].size(0) = 6)"
+
+
+PATTERNS = {
+    # name: (function of x, y with dim 0 dynamic, captures for sizes 3, 4, 6)
+    "unpack_size": (lambda x, y: (lambda b, t, c: x.view(b * t, c))(*x.size()), 1),
+    "shapes_equal": (lambda x, y: x + 1 if x.shape == y.shape else x - 1, 1),
+    "shape_slice": (lambda x, y: x.view(*x.shape[:-1], 2, -1), 1),
+    "zeros_of_shape": (lambda x, y: ember.zeros(x.shape) + x, 1),
+    "new_empty": (lambda x, y: x.new_empty(x.size()).fill_(2) * x, 1),
+    "len_of_shape": (lambda x, y: x * len(x.shape), 1),
+    "sqrt_of_static_dim": (lambda x, y: x / math.sqrt(x.size(-1)), 1),
+    "range_over_size": (lambda x, y: sum(x[i] for i in range(x.shape[0])), 3),  # range() needs an int
+    "expand": (lambda x, y: ember.ones(1, 1, x.shape[2]).expand(x.shape[0], x.shape[1], -1) + x, 1),
+    "transpose_contiguous_view": (lambda x, y: x.transpose(0, 1).contiguous().view(x.size(1), -1), 1),
+    "mean_by_numel": (lambda x, y: x.sum() / x.numel(), 1),
+    "negated_size": (lambda x, y: x.view(-x.shape[0] * -1, -1), 1),
+    "size_of_a_cat": (lambda x, y: ember.cat([x, y], 0).view(-1, x.shape[2]).shape[0] * x, 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_size_patterns(name):
+    fn, captures = PATTERNS[name]
+    cnt = CompileCounter()
+    compiled = ember.compile(fn, backend=cnt)
+    for n in (3, 4, 6):
+        x, y = ember.randn(n, 4, 6), ember.randn(n, 4, 6)
+        dynamo.mark_dynamic(x, 0)
+        dynamo.mark_dynamic(y, 0)
+        assert_same(compiled(x, y), fn(x, y))
+    assert cnt.frame_count == captures
+
+
+def test_shape_compared_with_a_constant_tuple_is_a_guard():
+    cnt = CompileCounter()
+
+    def f(x):
+        return x + 1 if x.shape == (3, 4) else x - 1
+
+    compiled = ember.compile(f, backend=cnt)
+    for n, expected in ((3, 1), (5, 2), (6, 2), (3, 2)):
+        x = ember.randn(n, 4)
+        dynamo.mark_dynamic(x, 0)
+        assert_same(compiled(x), f(x))
+        assert cnt.frame_count == expected

@@ -37,6 +37,23 @@ def _identity(var):
     return getattr(var, "value", var)
 
 
+def _sym_shape_items(var):
+    """The items of a tuple/list tracker holding symbolic sizes (a shape read as trackers), else None."""
+    from ..variables.containers import BaseListVariable
+
+    if isinstance(var, BaseListVariable) and any(isinstance(v, SymIntVariable) for v in var.items):
+        return var.items
+    return None
+
+
+def _shape_items(var):
+    """The items of a shape-like tracker: one with symbolic sizes, or a constant tuple."""
+    items = _sym_shape_items(var)
+    if items is None and isinstance(var, ConstantVariable) and isinstance(var.value, tuple):
+        items = [ConstantVariable(v) for v in var.as_constant()]
+    return items
+
+
 class OperatorHandlers:
     def binary_op(self, fn, a, b):
         """``fn(a, b)`` on trackers: folded on constants, recorded for tensors, sequences concatenated."""
@@ -98,6 +115,16 @@ class OperatorHandlers:
             if result is not None:
                 self.push(result)
                 return
+        if fn in (operator.eq, operator.ne) and (_sym_shape_items(a) is not None or _sym_shape_items(b) is not None):
+            left, right = _shape_items(a), _shape_items(b)
+            if left is None or right is None:
+                raise Unsupported(f"comparison of {a.describe()} and {b.describe()}")
+            # two shapes: equal item by item, each comparison a guarded relation (up to the first difference)
+            same = len(left) == len(right) and all(
+                self.binary_op(operator.eq, x, y).as_constant() for x, y in zip(left, right)
+            )
+            self.push(ConstantVariable(same if fn is operator.eq else not same))
+            return
         if isinstance(a, TensorVariable) or isinstance(b, TensorVariable) or (a.is_constant() and b.is_constant()):
             self.push(self.binary_op(fn, a, b))
             return
@@ -165,6 +192,8 @@ class OperatorHandlers:
         value = self.pop()
         if isinstance(value, TensorVariable):
             self.push(self.output.leaf_call(self, fn, [value], {}))
+        elif isinstance(value, SymIntVariable) and fn in (operator.neg, operator.pos):
+            self.push(value if fn is operator.pos else sym_binary(self, operator.mul, value, ConstantVariable(-1)))
         elif value.is_constant():
             self.push(ConstantVariable(fn(value.as_constant())))
         else:
