@@ -1475,33 +1475,40 @@ py::array pad_nd(py::array input, Dims lo, Dims hi, int mode, py::object fill) {
 // same for any layout, but its per-row index arithmetic dominates on small images (an 8x8 image
 // has 10 rows of 10); here a row shorter than a vector is one masked load and one masked store.
 
-template <typename E>
-void pad_zero_rows(const E* x, E* y, int64_t P, int64_t D, int64_t H, int64_t W, const Dims& lo, const Dims& hi) {
+// Blocks of planes are zeroed with one memset each, then the input rows are copied in: per-plane and
+// per-row zero fills (two memset calls a plane, short loops a row) took 3x the time of a plain copy on
+// 8x8 images. Rows of up to 16 elements copy a size known when compiling (kW: a few vector moves instead
+// of a memcpy call per row).
+template <typename E, int64_t kW = 0>
+void pad_zero_rows(const E* x, E* y, int64_t P, int64_t D, int64_t H, int64_t row_length, const Dims& lo,
+                   const Dims& hi) {
+  constexpr int64_t kPlaneBlock = 64;
+  const int64_t W = kW > 0 ? kW : row_length;
   const int64_t OD = D + lo[0] + hi[0], OH = H + lo[1] + hi[1], OW = W + lo[2] + hi[2];
   const int64_t out_plane = OD * OH * OW;
   const bool parallel = P * out_plane > 4 * kParallelWork;
 #pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t p = 0; p < P; ++p) {
-    E* yp = y + p * out_plane;
-    const E* xp = x + p * D * H * W;
-    for (int64_t od = 0; od < OD; ++od) {
-      const int64_t d = od - lo[0];
-      E* yd = yp + od * OH * OW;
-      if (d < 0 || d >= D) {
-        std::memset(yd, 0, static_cast<size_t>(OH * OW) * sizeof(E));
-        continue;
-      }
-      if (lo[1]) std::memset(yd, 0, static_cast<size_t>(lo[1] * OW) * sizeof(E));
-      if (hi[1]) std::memset(yd + (lo[1] + H) * OW, 0, static_cast<size_t>(hi[1] * OW) * sizeof(E));
-      const E* xd = xp + d * H * W;
-      for (int64_t h = 0; h < H; ++h) {
-        E* row = yd + (lo[1] + h) * OW;
-        const E* src = xd + h * W;
-        for (int64_t o = 0; o < lo[2]; ++o) row[o] = E(0);
-        for (int64_t w = 0; w < W; ++w) row[lo[2] + w] = src[w];
-        for (int64_t o = lo[2] + W; o < OW; ++o) row[o] = E(0);
+  for (int64_t p0 = 0; p0 < P; p0 += kPlaneBlock) {
+    const int64_t p1 = std::min(P, p0 + kPlaneBlock);
+    std::memset(y + p0 * out_plane, 0, static_cast<size_t>((p1 - p0) * out_plane) * sizeof(E));
+    for (int64_t p = p0; p < p1; ++p) {
+      const E* xp = x + p * D * H * W;
+      for (int64_t d = 0; d < D; ++d) {
+        E* yd = y + p * out_plane + ((d + lo[0]) * OH + lo[1]) * OW + lo[2];
+        const E* xd = xp + d * H * W;
+        for (int64_t h = 0; h < H; ++h) std::memcpy(yd + h * OW, xd + h * W, static_cast<size_t>(W) * sizeof(E));
       }
     }
+  }
+}
+
+template <typename E, int64_t kW = 1>
+void pad_zero_fixed(const E* x, E* y, int64_t P, int64_t D, int64_t H, int64_t W, const Dims& lo, const Dims& hi) {
+  if constexpr (kW <= 16) {
+    if (W == kW) return pad_zero_rows<E, kW>(x, y, P, D, H, W, lo, hi);
+    return pad_zero_fixed<E, kW + 1>(x, y, P, D, H, W, lo, hi);
+  } else {
+    pad_zero_rows<E>(x, y, P, D, H, W, lo, hi);
   }
 }
 
@@ -1557,10 +1564,10 @@ py::array pad_zero(py::array input, Dims lo, Dims hi) {
     return output;
   }
 #endif
-  if (item == 4) pad_zero_rows<uint32_t>(static_cast<const uint32_t*>(input.data()),
-                                         static_cast<uint32_t*>(output.mutable_data()), P, D, H, W, lo, hi);
-  else pad_zero_rows<uint64_t>(static_cast<const uint64_t*>(input.data()),
-                               static_cast<uint64_t*>(output.mutable_data()), P, D, H, W, lo, hi);
+  if (item == 4) pad_zero_fixed<uint32_t>(static_cast<const uint32_t*>(input.data()),
+                                          static_cast<uint32_t*>(output.mutable_data()), P, D, H, W, lo, hi);
+  else pad_zero_fixed<uint64_t>(static_cast<const uint64_t*>(input.data()),
+                                static_cast<uint64_t*>(output.mutable_data()), P, D, H, W, lo, hi);
   return output;
 }
 
