@@ -168,7 +168,8 @@ def _same_sizes(recorded, shadow):
         if len(flat) != len(sflat):
             return False
         for a, b in zip(flat, sflat):
-            if isinstance(a, int) and not isinstance(a, (bool, SymHint)) and a != b:
+            # ints and floats (a scale computed from a size) that differ were computed from the hint
+            if isinstance(a, (int, float)) and not isinstance(a, (bool, SymHint)) and a != b and a == a:
                 return False
     return True
 
@@ -368,6 +369,8 @@ class OutputGraph:
         finally:
             recorded, self.mode.log = self.mode.log, None
         constant_args = all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values())
+        if constant_args and dynamic and any(_holds_symbolic(a) for a in [*args, *kwargs.values()]):
+            constant_args = "symbolic"  # a tensor made from it would be a constant of the graph
         var = self.wrap_result(result, device, constant_args)
         if dynamic:
             self._shadow_call(tx, fn, args, kwargs, recorded, var)
@@ -408,6 +411,8 @@ class OutputGraph:
         if isinstance(result, ember.Tensor):
             if result.device.type != "meta":
                 # made without an op from constants (``ember.tensor(2.0)``): a constant of the graph
+                if constant_args == "symbolic":
+                    raise SizeSpecialized("an ember call made a tensor from a symbolic size without an op")
                 if not constant_args:
                     raise Unsupported("an ember call made a tensor from values that are not constants of the capture")
                 node = self.mode.node_of(result)
@@ -498,6 +503,18 @@ class OutputGraph:
         for relation in self.shape_env.relation_guards():
             guards.append(Guard(None, GuardKind.SHAPE_EXPR, relation))
         return guards
+
+
+def _holds_symbolic(var):
+    """Whether a tracker is, or contains, a symbolic size."""
+    from .variables.symbolic import SymIntVariable
+
+    if isinstance(var, SymIntVariable):
+        return True
+    inner = getattr(var, "items", None) or getattr(var, "parts", None)
+    if isinstance(inner, dict):
+        inner = list(inner.values())
+    return isinstance(inner, list) and any(_holds_symbolic(v) for v in inner)
 
 
 def _attach_shadows(var, shadow, name):
