@@ -286,3 +286,24 @@ def test_shape_compared_with_a_constant_tuple_is_a_guard():
         dynamo.mark_dynamic(x, 0)
         assert_same(compiled(x), f(x))
         assert cnt.frame_count == expected
+
+
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_specialising_backends_compile_once_per_shape_inside_one_entry(backend):
+    pytest.importorskip("ember._inductor")
+
+    def f(x):
+        n = x.shape[0]
+        y = x.view(n, -1) * 2
+        print("a graph break")  # a size live across the break: an int output of the graph
+        return y.sum(0) * n, n
+
+    compiled = ember.compile(f, backend=backend)
+    for n in (3, 4, 5, 4):
+        x = ember.randn(n, 2, 2)
+        dynamo.mark_dynamic(x, 0)
+        assert_same(compiled(x), f(x))
+    entries = dynamo.cache.cache_for(f.__code__).entries
+    assert len(entries) == 1
+    per_shape = entries[0].compiled
+    assert sorted(per_shape.compiled) == [((3, 2, 2),), ((4, 2, 2),), ((5, 2, 2),)]
