@@ -129,8 +129,8 @@ class GraphLowering:
                 self.env[node] = self._call(node)
             elif node.op == "output":
                 self.output_is_sequence = isinstance(node.args[0], (list, tuple))
-                self.outputs = [self._output(self.env[v] if isinstance(v, ember.fx.Node) else v)
-                                for v in _flatten_output(node.args[0])]
+                self.outputs = [self._output(self.env[v], v.meta.get("val")) if isinstance(v, ember.fx.Node)
+                                else self._output(v) for v in _flatten_output(node.args[0])]
             else:
                 raise LoweringException(f"node {node.name}: unsupported node kind {node.op!r}")
         self._remove_dead_buffers()
@@ -256,6 +256,9 @@ class GraphLowering:
         def outputs(val, path):
             if isinstance(val, ember.Tensor):
                 out = ir.ExternOutput(self._name(), val.dtype, [sympy.Integer(s) for s in val.shape], kernel, path)
+                strides = dense_strides(val)
+                if strides is not None:  # eager's layout (empty_strided's, LAPACK's column-major): kept
+                    out.strides = [sympy.Integer(s) for s in strides]
                 kernel.outputs.append(out)
                 return out
             if isinstance(val, (tuple, list)):
@@ -293,11 +296,24 @@ class GraphLowering:
                 return strided
         return self.realize(value)
 
-    def _output(self, value):
+    def _output(self, value, val=None):
+        """A graph output: a buffer (laid out as eager's result ``val`` when that is a dense permutation:
+        ``rot90``'s transposed view, a pointwise op on a transposed input), a reshaped extern result,
+        or a value."""
         if isinstance(value, View):
             reshaped = _reshaped_extern_output(value)
             if reshaped is not None:
                 return reshaped
+        strides = dense_strides(val) if isinstance(val, ember.Tensor) and is_tensor_value(value) else None
+        if strides is not None and (isinstance(value, View) or isinstance(value, ir.ComputedBuffer) and
+                                    isinstance(value.data, ir.Pointwise)):
+            # a copy in eager's layout (the scheduler fuses a pointwise producer into it); the buffer
+            # itself keeps its layout: extern arguments were already described by its strides
+            sizes = list(value.sizes)
+            index = ir.index_vars(len(sizes))
+            buf = self.new_buffer(value.dtype, sizes, ir.Pointwise(sizes, load(value, index)))
+            buf.strides = [sympy.Integer(s) for s in strides]
+            return buf
         if is_tensor_value(value):
             return self.realize(value)
         return value
@@ -392,6 +408,20 @@ def _unsupported_dtype(node, args, kwargs):
     walk(args)
     walk(kwargs)
     return found[0] if found else None
+
+
+def dense_strides(val):
+    """``val``'s strides when they lay it out densely but not contiguously (a permutation of the dims,
+    no gaps or overlaps, no storage offset), else None (contiguous, or a layout buffers cannot have)."""
+    sizes, strides = list(val.shape), list(val.stride())
+    if val.numel() == 0 or val.storage_offset() != 0 or strides == list(ir.contiguous_strides(sizes)):
+        return None
+    expected = 1
+    for d in sorted((d for d in range(len(sizes)) if sizes[d] != 1), key=lambda d: strides[d]):
+        if strides[d] != expected:
+            return None
+        expected *= sizes[d]
+    return strides if all(s >= 0 for s in strides) else None
 
 
 def _flatten_output(out):

@@ -273,23 +273,58 @@ def _clamp(input, min=None, max=None):  # noqa: A002 - PyTorch's argument names
     return x
 
 
-def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``sum(|x - mean|^2) / (N - correction)``: two reductions the scheduler fuses with their
-    pointwise prologue and epilogue (the eager op is one opaque kernel)."""
-    if isinstance(dim, bool):  # the var(input, unbiased) overload
-        dim, unbiased = None, dim
-    if correction is None:
-        correction = 0 if unbiased is False else 1
+def _reduced_dims(input, dim):
+    """The sorted non-negative dims ``dim`` names (all of them for None or ``[]``) and their element count."""
     ndim = input.dim()
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         dims = list(range(ndim))
     else:
-        dims = [d % max(ndim, 1) for d in ((dim,) if isinstance(dim, int) else dim)]
+        dims = sorted({d % max(ndim, 1) for d in ((dim,) if isinstance(dim, int) else dim)})
     count = 1
     for d in dims:
         count *= input.shape[d] if ndim else 1
+    return dims, count
+
+
+def _moments(x, dims, count):
+    """``(mean, m2)`` of real ``x`` over ``dims`` (kept, as size-1 dims) in float64, in one pass.
+
+    ``m2`` is the sum of squared deviations from the mean. Both come from one reading of ``x``: the
+    sums of ``d = x - k`` and ``d * d`` in float64, with ``k`` the first element of each reduced
+    slice (shifting by a value of the data keeps the cancellation in ``sum(d*d) - sum(d)^2 / n``
+    small: its relative error is about ``eps64 * (1 + (k - mean)^2 / var)``, so mean 1e4 with std
+    1e-2 loses nothing float32 can show). The two sums are sibling reductions the C++ runs in one
+    loop; the two-pass form (mean, then ``sum((x - mean)^2)``) reads ``x`` twice.
+    """
+    acc = ember.float64
+    shift = x
+    for d in dims:
+        shift = ember.narrow(shift, d, 0, 1)
+    shift = shift.to(acc)
+    diff = ember.sub(x.to(acc), shift)
+    s1 = ember.sum(diff, dims, True)
+    s2 = ember.sum(ember.mul(diff, diff), dims, True)
+    mean = ember.add(shift, ember.div(s1, count))
+    m2 = ember.sub(s2, ember.div(ember.mul(s1, s1), count))
+    return mean, ember.maximum(m2, ember.zeros((), dtype=acc))  # rounding can leave it just below 0
+
+
+def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``sum(|x - mean|^2) / (N - correction)``: for real inputs the one pass of :func:`_moments`
+    (float64 sums of the shifted values and their squares, fused into one loop); complex inputs (and
+    empty reductions) take the two-pass form."""
+    if isinstance(dim, bool):  # the var(input, unbiased) overload
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dims, count = _reduced_dims(input, dim)
     dtype = input.dtype
     x = _work(input)
+    if not dtype.is_complex and count > 0:
+        _, m2 = _moments(x, dims, count)
+        if not keepdim and dims and input.dim():
+            m2 = ember.squeeze(m2, dims)
+        return ember.div(m2, max(count - correction, 0)).to(dtype)
     mean = ember.div(ember.sum(x, dims, True), count)
     diff = ember.sub(x, mean)
     if diff.dtype.is_complex:
@@ -300,6 +335,27 @@ def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
         squares = ember.mul(diff, diff)
     total = ember.sum(squares, dims, keepdim)
     return ember.div(total, max(count - correction, 0)).to(dtype)
+
+
+def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """``(x - mean) * rsqrt(var + eps) * weight + bias`` with the mean and the variance from one pass
+    (:func:`_moments`; the registry's decomposition computes the mean, then the variance, which
+    computes the mean again and reads ``x`` a second time)."""
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    count = 1
+    for d in dims:
+        count *= input.shape[d]
+    if count == 0 or input.dtype.is_complex:
+        return registry["layer_norm"].decomposition(input, normalized_shape, weight, bias, eps)
+    x = _work(input)
+    mean, m2 = _moments(x, dims, count)
+    rstd = ember.rsqrt(ember.add(ember.div(m2, count), eps)).to(x.dtype)
+    out = ember.mul(ember.sub(x, mean.to(x.dtype)), rstd)
+    if weight is not None:
+        out = ember.mul(out, weight)
+    if bias is not None:
+        out = ember.add(out, bias)
+    return out.to(input.dtype)
 
 
 def _masked_fill(input, mask, value):
@@ -344,6 +400,7 @@ PRIM_DECOMPOSITIONS: dict[str, callable] = {
 
 #: Composites decomposed with our own function instead of the registry's, by op name.
 OVERRIDES: dict[str, callable] = {
+    "layer_norm": _layer_norm,
     "masked_fill": _masked_fill,
     "tril": _tril,
     "triu": _triu,

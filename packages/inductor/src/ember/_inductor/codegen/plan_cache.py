@@ -33,7 +33,7 @@ from .. import config
 
 __all__ = ["key", "read", "write"]
 
-_FORMAT = "ember-inductor run plan v3"
+_FORMAT = "ember-inductor run plan v4"
 
 
 @functools.lru_cache(maxsize=1)

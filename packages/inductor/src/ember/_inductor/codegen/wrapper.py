@@ -15,6 +15,7 @@ guards decide when to recompile.
 from __future__ import annotations
 
 import ctypes
+import math
 
 import numpy as np
 
@@ -176,7 +177,8 @@ class _ExternStep:
         self.op_name = kernel.op.name
         self.args = _refs(kernel.args, slots)
         self.kwargs = {k: _refs(v, slots) for k, v in kernel.kwargs.items()}
-        self.outputs = [(o.name, o.path) for o in kernel.outputs]
+        # (name, path in the result, element strides: eager's dense layout, or None for contiguous)
+        self.outputs = [(o.name, o.path, _layout(o)) for o in kernel.outputs]
         self._op = kernel.op
 
     @property
@@ -193,6 +195,20 @@ class _ExternStep:
     def __setstate__(self, state):
         self.op_name, self.args, self.kwargs, self.outputs = state
         self._op = None
+
+
+def _layout(buf):
+    """``buf``'s strides (ints) when they are not contiguous, else None."""
+    from .. import ir
+
+    strides = tuple(int(s) for s in buf.strides)
+    return None if strides == tuple(int(s) for s in ir.contiguous_strides(buf.sizes)) else strides
+
+
+def _strided_empty(sizes, strides, np_dtype):
+    """An uninitialised numpy array of ``sizes`` with element ``strides`` (a dense layout)."""
+    flat = np.empty(max(math.prod(sizes), 1), dtype=np_dtype)
+    return np.lib.stride_tricks.as_strided(flat, sizes, tuple(s * flat.itemsize for s in strides))
 
 
 def _refs(value, slots):
@@ -275,7 +291,8 @@ class _RunPlan:
                     buffers[node.buffer.name] = node.buffer
         # outputs: fresh ember tensors per call; other storage: one numpy byte array per slot
         self.fresh = [(self.slots[name], name, tuple(int(s) for s in buffers[name].sizes),
-                       _numpy_dtype(buffers[name].dtype)) for name in outputs if name in buffers]
+                       _numpy_dtype(buffers[name].dtype), _layout(buffers[name]))
+                      for name in outputs if name in buffers]
         storage = {}
         for name in scheduler.storage:
             if name in outputs:
@@ -372,8 +389,8 @@ class CompiledGraph:
             arr = np.empty(max(nbytes, 1), dtype=np.uint8)
             scratch[slot] = arr
             ptrs[slot] = _address(arr)
-        for slot, name, sizes, np_dtype in self._fresh:
-            arr = np.empty(sizes, dtype=np_dtype)
+        for slot, name, sizes, np_dtype, strides in self._fresh:
+            arr = np.empty(sizes, dtype=np_dtype) if strides is None else _strided_empty(sizes, strides, np_dtype)
             values[name] = Tensor._make(arr)
             ptrs[slot] = _address(arr)
         nthreads = _threads()
@@ -434,12 +451,16 @@ class CompiledGraph:
         with ember.no_grad():
             result = kernel.op(*arg(kernel.args, ptrs, values),
                                **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
-        for name, path in kernel.outputs:
+        for name, path, strides in kernel.outputs:
             value = result
             for k in path:
                 value = value[k]
-            # a view-like op's result may alias scratch memory that a later buffer reuses: copy it
-            value = value.contiguous() if kernel.op.kind == "function" else value.clone()
+            if strides is not None:  # the layout eager gives (and the kernels reading it index by)
+                if kernel.op.kind != "function" or tuple(value.stride()) != strides or value.storage_offset():
+                    value = Tensor._make(_strided_empty(tuple(value.shape), strides, value._data.dtype)).copy_(value)
+            else:
+                # a view-like op's result may alias scratch memory that a later buffer reuses: copy it
+                value = value.contiguous() if kernel.op.kind == "function" else value.clone()
             values[name] = value
             ptrs[self.slots[name]] = _address(value._data)
 
