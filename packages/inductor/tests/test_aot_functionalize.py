@@ -318,3 +318,26 @@ def test_select_backward_is_a_pad_in_the_joint_graph():
     got = ember.autograd.grad(aot_function(f, identity)(x), x)[0]
     want = ember.autograd.grad(f(x), x)[0]
     assert_close(got, want)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["pow_", "mul_self", "add_then_pow", "sin_", "exp_on_a_view"],
+)
+def test_in_place_op_on_an_intermediate_differentiates_as_eager(name):
+    """``y = x * 1; y.pow_(2)``: the functional op's backward reads y's value before the write (eager
+    autograd clones it first); the joint trace must too, not fail on y's newer version."""
+    fns = {
+        "pow_": lambda x: (x * 1).pow_(2),
+        "mul_self": lambda x: (x * 1).mul_(x),
+        "add_then_pow": lambda x: (x * 1).add_(1).pow_(2),
+        "sin_": lambda x: (x * 1).sin_(),
+        "exp_on_a_view": lambda x: (x * 1)[1:].exp_().sum() + x,
+    }
+    f = fns[name]
+    x = ember.randn(4, dtype=ember.float64, requires_grad=True)
+    compiled = aot_function(f, identity)
+    got = compiled(x)
+    want = f(x)
+    assert_close(got, want)
+    assert_close(ember.autograd.grad(got.sum(), x)[0], ember.autograd.grad(want.sum(), x)[0])

@@ -17,11 +17,6 @@ KNOWN_GAPS: dict[tuple[str, str, str | None], str] = {
         "data_dependent.skip_small_updates",
         None,
     ): "translator/api: no graph captured around the break (a break inside an inlined nn.Module call runs the whole call eagerly)",
-    (
-        "test_compiled_equals_eager",
-        "tensor_ops.augmented_assignment_rebinds",
-        "aot_eager",
-    ): "inductor aot: BackendCompilerFailed: backend='aot_eager' raised: | RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [float32 [4]], which is input 0 of Po",
 }
 
 KNOWN_GAPS_BY_VERSION: dict[str, dict[tuple[str, str, str | None], str]] = {

@@ -64,6 +64,7 @@ import numpy as np
 import ember
 from ember._ops import registry
 from ember.utils._python_dispatch import DispatchMode
+from ember.utils._pytree import tree_flatten
 
 from ..exc import InductorError
 
@@ -463,6 +464,8 @@ class FunctionalTracer(DispatchMode):
         flag = _inplace_flag_set(func, args, kwargs)
         if flag is not None:
             return self._flagged_inplace(func, flag, args, kwargs)
+        if func.kind == "inplace" and func.functional is not None and _records_grad(args, kwargs):
+            return self._inplace_under_autograd(func, args, kwargs)
         decomposition = self._decomposition_for(func, args, kwargs)
         if decomposition is not None:
             meta_args, meta_kwargs = self._meta_arg(tuple(args)), {k: self._meta_arg(v) for k, v in kwargs.items()}
@@ -496,6 +499,18 @@ class FunctionalTracer(DispatchMode):
         if _mutates_arguments(func, args, kwargs) or _autograd_decomposes(func, args, kwargs):
             return func.decomposition
         return None
+
+    def _inplace_under_autograd(self, func, args, kwargs):
+        """``x.op_(...)`` while autograd records (the joint trace): ``op(clone(x), ...)``, then ``copy_``
+        into ``x``, as eager autograd records it (``ember.autograd._inplace``). Without the clone, the
+        functional op's node would save ``x`` itself, which the copy overwrites: its backward then
+        finds a newer version of ``x`` than it saved (``y = x * 1; y.pow_(2)``)."""
+        position = getattr(func, "self_index", 0)  # where self goes among the functional's arguments
+        target = args[0]
+        with self:
+            source = registry["clone"](target)
+            out = func.functional(*args[1 : 1 + position], source, *args[1 + position :], **kwargs)
+            return registry["copy_"](target, out)
 
     def _flagged_inplace(self, func, flag, args, kwargs):
         """``op(x, ..., inplace=True)``: the functional call, then ``copy_`` into ``x``."""
@@ -588,6 +603,14 @@ def _has_tensor(value):
     if isinstance(value, (list, tuple)):
         return any(_has_tensor(v) for v in value)
     return False
+
+
+def _records_grad(args, kwargs):
+    """Whether autograd records a call with these arguments (grad mode on, a tensor requiring grad)."""
+    if not ember.is_grad_enabled():
+        return False
+    flat, _ = tree_flatten((args, kwargs))
+    return any(isinstance(a, ember.Tensor) and a.requires_grad for a in flat)
 
 
 def _inplace_flag_set(func, args, kwargs):
