@@ -258,6 +258,9 @@ PATTERNS = {
     "mean_by_numel": (lambda x, y: x.sum() / x.numel(), 1),
     "negated_size": (lambda x, y: x.view(-x.shape[0] * -1, -1), 1),
     "size_of_a_cat": (lambda x, y: ember.cat([x, y], 0).view(-1, x.shape[2]).shape[0] * x, 1),
+    "shape_is_a_size": (lambda x, y: x * 2 if isinstance(x.shape, ember.Size) else x, 1),
+    "shape_numel": (lambda x, y: x.sum() / x.shape.numel(), 1),
+    "shape_slice_numel": (lambda x, y: x.view(x.shape[:-1].numel(), -1), 1),
 }
 
 

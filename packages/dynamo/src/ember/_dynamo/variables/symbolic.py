@@ -9,8 +9,9 @@ from ..reconstruct import GraphOutput
 from ..symbolic import SymHint, floor_div
 from .base import VariableTracker
 from .constant import ConstantVariable
+from .containers import TupleVariable
 
-__all__ = ["SymIntVariable", "sym_binary", "sym_compare"]
+__all__ = ["SymIntVariable", "SizeVariable", "sym_binary", "sym_compare"]
 
 
 class SymIntVariable(VariableTracker):
@@ -66,6 +67,28 @@ class SymIntVariable(VariableTracker):
     def reconstruct(self, out):
         # a size returned (or live at a break): an output of the graph, whatever its value at run time
         return GraphOutput(out.output_node_index(self.node))
+
+
+class SizeVariable(TupleVariable):
+    """``tensor.shape``/``tensor.size()`` with symbolic items: an ``ember.Size`` of trackers."""
+
+    @property
+    def python_cls(self):
+        import ember
+
+        return ember.Size
+
+    def getitem(self, tx, key):
+        item = super().getitem(tx, key)
+        return SizeVariable(item.items) if isinstance(item, TupleVariable) else item
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "numel" and not args and not kwargs:
+            total = ConstantVariable(1)
+            for size in self.items:
+                total = tx.binary_op(operator.mul, total, size)
+            return total
+        return super().call_method(tx, name, args, kwargs)
 
 
 def _operand(var):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import operator
-
 from ..exc import Unsupported
 from ..reconstruct import GraphOutput
 from ..source import AttrSource
@@ -82,18 +80,15 @@ class TensorVariable(VariableTracker):
 
     def _shape_query(self, tx, name, args, kwargs):
         """``shape``/``size()``/``numel()`` of a tensor with symbolic sizes; None for other queries."""
-        from .containers import TupleVariable
+        from .symbolic import SizeVariable
 
         if name == "shape" or (name == "size" and not args and not kwargs):
-            return TupleVariable(self.sizes(tx))
+            return SizeVariable(self.sizes(tx))
         if name == "size":
             dim = (args[0] if args else kwargs["dim"]).as_constant()
             return tx.output.size_of(tx, self, dim)
         if name == "numel":
-            total = ConstantVariable(1)
-            for size in self.sizes(tx):
-                total = tx.binary_op(operator.mul, total, size)
-            return total
+            return SizeVariable(self.sizes(tx)).call_method(tx, "numel", [], {})
         return None
 
     def length(self, tx):
