@@ -171,18 +171,42 @@ def test_size_arithmetic_floordiv_mod_and_a_returned_size():
     assert "floordiv = s0 // 2" in cnt.graphs[0].code
 
 
+BIAS = ember.ones(16, 16).tril().view(1, 1, 16, 16)
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x[:, : x.shape[1] - 1] * 2,
+        lambda x: BIAS[:, :, : x.shape[1], : x.shape[1]] * x.sum(),  # a causal mask cut to the length
+        lambda x: x[x.shape[0] - 1],
+        lambda x: x[1 : x.shape[0] : 2, 1],
+    ],
+    ids=["slice_stop", "mask_cut", "select", "slice_step_and_select"],
+)
+def test_tensor_indexing_with_symbolic_bounds_is_one_graph(fn):
+    cnt = CompileCounter()
+    compiled = ember.compile(fn, backend=cnt)
+    for n in (3, 5, 6):
+        x = ember.randn(n, 7)
+        dynamo.mark_dynamic(x, 0)
+        dynamo.mark_dynamic(x, 1)
+        assert_same(compiled(x), fn(x))
+    assert cnt.frame_count == 1
+
+
 def test_size_computed_inside_ember_code_falls_back_to_static():
-    # tensor slicing normalises its bounds in Python: the graph would hold the hint's stop, so the
-    # capture is static (correct for every size, one capture each)
+    # indexing with Ellipsis goes through ember's indexing code, which normalises the bounds in Python:
+    # the graph would hold the hint's stop, so the capture is static (correct for every size, one capture each)
     cnt = CompileCounter()
 
     def f(x):
-        return x[:, : x.shape[1] - 1] * 2
+        return x[..., : x.shape[0] - 1] * 2
 
     compiled = ember.compile(f, backend=cnt)
     for i, n in enumerate((3, 5, 6)):
-        x = ember.randn(2, n)
-        dynamo.mark_dynamic(x, 1)
+        x = ember.randn(n, 7)
+        dynamo.mark_dynamic(x, 0)
         assert_same(compiled(x), f(x))
         assert cnt.frame_count == i + 1
 

@@ -108,7 +108,52 @@ class TensorVariable(VariableTracker):
     def getitem(self, tx, key):
         import operator
 
+        if tx.output.shape_env:
+            from ..graph import _holds_symbolic
+
+            if _holds_symbolic(key):
+                indexed = self._index_with_symbolic_bounds(tx, key)
+                if indexed is not None:
+                    return indexed
         return tx.output.leaf_call(tx, operator.getitem, [self, key], {})
+
+    def _index_with_symbolic_bounds(self, tx, key):
+        """``t[...]`` with symbolic sizes among ints and slices (steps >= 1): slice/select registry ops
+        that take the sizes' nodes (ember's indexing would turn the bounds into plain ints). None for
+        other keys (tensors, None, Ellipsis): those are indexed by ember, with the sizes guarded."""
+        from ember._ops._registry import registry
+
+        from .containers import SliceVariable, TupleVariable
+        from .symbolic import SymIntVariable
+
+        parts = key.items if type(key) is TupleVariable else [key]
+        if len(parts) > self.example.dim():
+            return None
+        result, dim = self, 0
+        for part in parts:
+            constant_slice = isinstance(part, ConstantVariable) and isinstance(part.value, slice)
+            if isinstance(part, SliceVariable) or constant_slice:
+                bounds = part.parts if isinstance(part, SliceVariable) else [
+                    ConstantVariable(v) for v in (part.value.start, part.value.stop, part.value.step)
+                ]
+                start, stop, step = bounds
+                step_value = step.as_constant() if step.is_constant() and not isinstance(step, SymIntVariable) else 0
+                if step_value is None:
+                    step, step_value = ConstantVariable(1), 1
+                if type(step_value) is not int or step_value < 1:
+                    return None
+                full = all(b.is_constant() and b.as_constant() is None for b in (start, stop)) and step_value == 1
+                if not full:
+                    args = [result, ConstantVariable(dim), start, stop, step]
+                    result = tx.output.leaf_call(tx, registry["slice"], args, {})
+                dim += 1
+            elif isinstance(part, SymIntVariable) or (
+                isinstance(part, ConstantVariable) and type(part.value) is int
+            ):
+                result = tx.output.leaf_call(tx, registry["select"], [result, ConstantVariable(dim), part], {})
+            else:
+                return None
+        return result
 
     def getattr(self, tx, name):
         if self.is_dynamic() and name in ("shape", "nbytes"):
