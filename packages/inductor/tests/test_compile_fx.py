@@ -322,3 +322,30 @@ def test_debug_output_follows_the_pipeline(strict, monkeypatch, tmp_path):
 def test_a_plain_function_is_refused_with_a_hint():
     with pytest.raises(TypeError, match="make_fx"):
         compile_fx(lambda t: t * 2, [ember.ones(2)])
+
+
+def _compiled_graph_of(fn, example):
+    from ember._inductor.codegen.wrapper import compile_graph
+
+    gm = make_fx(fn)(example)
+    return compile_graph(gm, [example])
+
+
+def test_an_input_in_another_layout_is_copied_into_the_examples():
+    """A saved activation the compiled forward returns dense where the joint graph had a slice
+    (nn.GRU's gates, strides (15, 1)) reaches the backward in another layout: same values."""
+    fn = lambda x: (x * 2).exp()  # noqa: E731
+    compiled = _compiled_graph_of(fn, ember.randn(2, 15)[:, :5])
+    x = ember.randn(2, 5)
+    assert x.stride() == (5, 1)
+    assert_close(compiled(x), fn(x))
+    transposed = ember.randn(5, 2).t()
+    assert_close(compiled(transposed), fn(transposed))
+
+
+def test_an_input_for_an_expanded_example_must_be_expanded_too():
+    """The kernels read one element along an expanded (stride 0) dimension: a value that does not
+    repeat there cannot be copied into that layout, and is refused."""
+    compiled = _compiled_graph_of(lambda x: x + 1, ember.randn(2, 1).expand(2, 5))
+    with pytest.raises(ValueError, match="strides"):
+        compiled(ember.randn(2, 5))

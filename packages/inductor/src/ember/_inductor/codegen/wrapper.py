@@ -211,6 +211,21 @@ def _strided_empty(sizes, strides, np_dtype):
     return np.lib.stride_tricks.as_strided(flat, sizes, tuple(s * flat.itemsize for s in strides))
 
 
+def _relayoutable(sizes, byte_strides):
+    """Whether a value can be copied into this example layout: no stride 0 over a dimension longer than 1
+    (an expanded example: the kernels read one element there, which another value need not repeat)."""
+    return all(b > 0 or n <= 1 for n, b in zip(sizes, byte_strides))
+
+
+def _relayout(arr, byte_strides):
+    """A copy of ``arr`` laid out with ``byte_strides`` (positive; possibly with gaps, as a slice's)."""
+    extent = 1 + sum((n - 1) * (b // arr.itemsize) for n, b in zip(arr.shape, byte_strides))
+    flat = np.empty(extent, dtype=arr.dtype)
+    out = np.lib.stride_tricks.as_strided(flat, arr.shape, byte_strides)
+    np.copyto(out, arr)
+    return out
+
+
 def _refs(value, slots):
     from .. import ir
 
@@ -373,9 +388,15 @@ class CompiledGraph:
         for position, slot, sizes, byte_strides, np_dtype, name in self._inputs:
             t = args[position]
             arr = t._data
-            if type(arr) is not np.ndarray or arr.shape != sizes or arr.dtype != np_dtype or \
-                    (arr.strides != byte_strides and arr.size):  # an empty input is never read
+            if type(arr) is not np.ndarray or arr.shape != sizes or arr.dtype != np_dtype:
                 raise self._layout_error(position, name, t)
+            if arr.strides != byte_strides and arr.size:  # (an empty input is never read)
+                # another layout than the example's, e.g. a saved activation that the compiled forward
+                # returned dense where the joint graph had a view: copied into the layout the kernels index
+                if not _relayoutable(sizes, byte_strides):
+                    raise self._layout_error(position, name, t)
+                arr = _relayout(arr, byte_strides)
+                t = Tensor._make(arr)
             ptrs[slot] = _address(arr)
             values[name] = t
         for position, value in self._scalar_inputs:
