@@ -334,3 +334,19 @@ def test_specialising_backends_compile_once_per_shape_inside_one_entry(backend):
     assert len(entries) == 1
     per_shape = entries[0].compiled
     assert sorted(per_shape.compiled) == [((3, 2, 2),), ((4, 2, 2),), ((5, 2, 2),)]
+
+
+def test_dynamic_true_keeps_parameters_static_and_a_dim_they_fix():
+    # the input's feature dim meets a parameter's in F.linear: that dim is found and kept static,
+    # the batch dim stays symbolic
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(4, 4), ember.nn.ReLU(), ember.nn.Linear(4, 3))
+    cnt = CompileCounterWithBackend("eager")
+    compiled = ember.compile(model, backend=cnt, dynamic=True)
+    for batch in (2, 4, 5, 9):
+        x = ember.randn(batch, 4)
+        assert_same(compiled(x), model(x))
+    assert cnt.frame_count == 1
+    (entry,) = [e for c in dynamo.cache.all_caches() for e in c.entries]
+    shapes = sorted(str(g.expected.shape) for g in entry.check.guards if g.kind.value == "TENSOR_MATCH")
+    assert shapes == ["(3, 4)", "(3,)", "(4, 4)", "(4,)", "(None, 4)"]

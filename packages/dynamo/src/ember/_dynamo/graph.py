@@ -189,7 +189,7 @@ def _metaize(result):
 class OutputGraph:
     """The state shared by the root frame and every frame inlined into it."""
 
-    def __init__(self, f_globals, dynamic=None, dynamic_dims=None):
+    def __init__(self, f_globals, dynamic=None, dynamic_dims=None, static_dims=()):
         import ember
         from ember.fx import Graph
 
@@ -197,6 +197,7 @@ class OutputGraph:
         # dynamic shapes: True (every dim of size >= 2), False (none), None (the dims in dynamic_dims)
         self.dynamic = dynamic
         self.dynamic_dims = dynamic_dims or {}
+        self.static_dims = frozenset(static_dims)  # (source name, dim): kept static after a SizeSpecialized
         self.shape_env = ShapeEnv()
         self.shadowing = False  # as_python hands out shadow values (the shadow run of a leaf call)
         self.graph = Graph()
@@ -310,11 +311,17 @@ class OutputGraph:
         in PyTorch), nor dims of a tensor that is not contiguous (its strides would be guessed)."""
         if self.dynamic is False:
             return frozenset()
+        static = {d for name, d in self.static_dims if name == source.name()}
         if self.dynamic is True:
+            import ember
+
+            if isinstance(real, ember.nn.Parameter):
+                return frozenset()  # parameters keep static sizes, as in PyTorch
             wanted = range(real.dim())
         else:
             wanted = self.dynamic_dims.get(source.name(), ())
-        dims = frozenset(d % real.dim() for d in wanted if real.dim() and real.shape[d % real.dim()] >= 2)
+        wanted = {d % real.dim() for d in wanted} if real.dim() else set()
+        dims = frozenset(d for d in wanted if real.shape[d] >= 2 and d not in static)
         if dims and not real.is_contiguous():
             return frozenset()
         return dims
@@ -378,10 +385,18 @@ class OutputGraph:
 
     def _shadow_call(self, tx, fn, args, kwargs, recorded, var):
         """Run ``fn`` again on the shadow examples: the shadow of each tensor result, and a check that
-        no size was computed from a hint inside ember code (else :class:`SizeSpecialized`)."""
+        no size was computed from a hint inside ember code (else :class:`SizeSpecialized`, naming the
+        input dim to keep static when one is found)."""
+        name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
+        shadow, problem = self._run_shadow(tx, fn, args, kwargs, recorded)
+        if problem is not None:
+            raise SizeSpecialized(f"{name}() {problem}", self._culprit(tx, fn, args, kwargs, recorded))
+        _attach_shadows(var, shadow, name)
+
+    def _run_shadow(self, tx, fn, args, kwargs, recorded):
+        """``(shadow result, None)``, or ``(None, what went wrong)``."""
         import ember
 
-        name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
         self.shadowing = True
         try:
             py_args = [a.as_python(tx) for a in args]
@@ -395,10 +410,39 @@ class OutputGraph:
             with shadow_mode:
                 shadow = _metaize(fn(*py_args, **py_kwargs))
         except Exception as e:  # noqa: BLE001 - the call only works for the hint's sizes
-            raise SizeSpecialized(f"{name}() fails on other sizes ({type(e).__name__}: {e})") from e
+            return None, f"fails on other sizes ({type(e).__name__}: {e})"
         if not _same_sizes(recorded, shadow_mode.log):
-            raise SizeSpecialized(f"{name}() computes a size from its inputs' sizes inside ember code")
-        _attach_shadows(var, shadow, name)
+            return None, "computes a size from its inputs' sizes inside ember code"
+        return shadow, None
+
+    def _culprit(self, tx, fn, args, kwargs, recorded):
+        """The input dim ``(source name, dim)`` whose symbol, made static, lets the call run on the
+        shadows (``x @ w`` with x's last dim symbolic and w a parameter), or None."""
+        import ember
+
+        from .variables.tensor import TensorVariable
+
+        tensors = [a for a in [*args, *kwargs.values()] if isinstance(a, TensorVariable)]
+        tensors += [i for a in [*args, *kwargs.values()] for i in getattr(a, "items", None) or []
+                    if isinstance(i, TensorVariable)]
+        for t in tensors:
+            if t.shadow is None:
+                continue
+            for d, (hint, shadow_size) in enumerate(zip(t.example.shape, t.shadow.shape)):
+                entry = self.shape_env.symbols.get(self.shape_env.expr_for(hint, shadow_size))
+                if hint == shadow_size or entry is None:
+                    continue
+                saved = t.shadow
+                shape = list(saved.shape)
+                shape[d] = hint
+                t.shadow = ember.empty(shape, dtype=saved.dtype, device="meta")
+                try:
+                    _, problem = self._run_shadow(tx, fn, args, kwargs, recorded)
+                finally:
+                    t.shadow = saved
+                if problem is None:
+                    return (entry.source.name(), entry.dim)
+        return None
 
     def wrap_result(self, result, device, constant_args=False):
         """Trackers for what a leaf call returned (tensors are meta examples the mode knows)."""

@@ -40,9 +40,10 @@ class SizeSpecialized(Exception):
     """A dynamic capture would bake a size into the graph: capture again with static sizes (not an
     :class:`Unsupported`: it must not become a graph break)."""
 
-    def __init__(self, reason):
+    def __init__(self, reason, culprit=None):
         super().__init__(reason)
         self.reason = reason
+        self.culprit = culprit  # (source name, dim) to keep static and try again, when known
 
 
 class SymHint(int):

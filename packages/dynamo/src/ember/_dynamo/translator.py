@@ -325,15 +325,9 @@ def translate(fn_or_code_and_env, frame_locals, *, config=None, fullgraph=None):
         if fullgraph:
             raise error
         raise SkipFrame(error.reason, error.filename, error.lineno, error.source_line)
-    dynamic = (_config_flag(config, "dynamic", None), _config_flag(config, "dynamic_dims", None) or {})
+    dynamic = (_config_flag(config, "dynamic", None), _config_flag(config, "dynamic_dims", None) or {}, ())
     try:
-        try:
-            return _capture(code, f_globals, closure, frame_locals, None, None, dynamic)
-        except SizeSpecialized as e:
-            # a size the graph would hold as a constant: this capture is static (one graph per size)
-            _log.info("dynamic shapes off for %s: %s", code.co_name, e.reason)
-            dynamic = (False, {})
-            return _capture(code, f_globals, closure, frame_locals, None, None, dynamic)
+        return _capture_dynamic(code, f_globals, closure, frame_locals, None, None, dynamic)
     except SkipFrame:
         raise
     except Unsupported as first:
@@ -343,10 +337,7 @@ def translate(fn_or_code_and_env, frame_locals, *, config=None, fullgraph=None):
         if failed_step is None:
             raise SkipFrame(first.reason, first.filename, first.lineno, first.source_line) from first
         try:
-            try:
-                return _capture(code, f_globals, closure, frame_locals, failed_step, first, dynamic)
-            except SizeSpecialized:
-                return _capture(code, f_globals, closure, frame_locals, failed_step, first, (False, {}))
+            return _capture_dynamic(code, f_globals, closure, frame_locals, failed_step, first, dynamic)
         except SkipFrame:
             raise
         except Unsupported as second:
@@ -356,8 +347,26 @@ def translate(fn_or_code_and_env, frame_locals, *, config=None, fullgraph=None):
             ) from second
 
 
-def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error, dynamic=(None, {})):
-    output = OutputGraph(f_globals, dynamic=dynamic[0], dynamic_dims=dynamic[1])
+def _capture_dynamic(code, f_globals, closure, frame_locals, break_at_step, break_error, dynamic):
+    """:func:`_capture`, again with fewer symbolic sizes while the graph would hold a size as a constant:
+    without the input dim found responsible (a few times), then with static sizes (one graph per size)."""
+    for _ in range(_SIZE_RETRIES):
+        try:
+            return _capture(code, f_globals, closure, frame_locals, break_at_step, break_error, dynamic)
+        except SizeSpecialized as e:
+            if e.culprit is None:
+                _log.info("dynamic shapes off for %s: %s", code.co_name, e.reason)
+                break
+            _log.info("%s: size %s.size(%d) kept static: %s", code.co_name, e.culprit[0], e.culprit[1], e.reason)
+            dynamic = (dynamic[0], dynamic[1], (*dynamic[2], e.culprit))
+    return _capture(code, f_globals, closure, frame_locals, break_at_step, break_error, (False, {}, ()))
+
+
+_SIZE_RETRIES = 8
+
+
+def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error, dynamic=(None, {}, ())):
+    output = OutputGraph(f_globals, dynamic=dynamic[0], dynamic_dims=dynamic[1], static_dims=dynamic[2])
     tx = InstructionTranslator(code, f_globals, closure, frame_locals, output, break_at_step)
     try:
         try:
