@@ -89,15 +89,18 @@ class ShapeRelation:
         text (str): the relation over the symbols, e.g. ``"s0 > 2"`` (shown by explain).
         template (str): its Python form with ``{0}``, ``{1}``... for the sizes in ``sizes``.
         sizes (tuple): ``(source, dim)`` per placeholder: ``source``'s tensor's size in ``dim``.
+        names (tuple): the symbol of each placeholder, as named in ``text``.
     """
 
     text: str
     template: str
     sizes: tuple
+    names: tuple = ()
 
     def __repr__(self):
-        names = ", ".join(f"s{i}={src.name()}.size({d})" for i, (src, d) in enumerate(self.sizes))
-        return f"{self.text!r} [{names}]" if names else repr(self.text)
+        names = self.names or tuple(f"{{{i}}}" for i in range(len(self.sizes)))
+        where = ", ".join(f"{n}={src.name()}.size({d})" for n, (src, d) in zip(names, self.sizes))
+        return f"{self.text!r} [{where}]" if where else repr(self.text)
 
     def write(self, w) -> None:
         """Add the test to a guard check function being written (``guards._CodeWriter``)."""
@@ -211,7 +214,7 @@ class ShapeEnv:
             index = {s: "{" + str(i) + "}" for i, s in enumerate(symbols)}
             template = to_python(relation, index.__getitem__)
             sizes = tuple((self.symbols[s].source, self.symbols[s].dim) for s in symbols)
-            result.append(ShapeRelation(str(relation), template, sizes))
+            result.append(ShapeRelation(str(relation), template, sizes, tuple(s.name for s in symbols)))
         return result
 
 
