@@ -161,14 +161,10 @@ def compile_module_call(module, **kwargs):
 
 def reset() -> None:
     """Forget every capture and compiled graph (all cache entries, recompile counts, dynamic dims)."""
+    from . import resume
+
     _reset_caches()
-    try:
-        from . import resume
-    except ImportError:
-        return
-    clear = getattr(resume, "reset", None)
-    if clear is not None:
-        clear()
+    resume.clear_cache()
 
 
 def mark_dynamic(t, index, *, min=None, max=None) -> None:  # noqa: A002 - PyTorch's names

@@ -12,7 +12,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from .source import Source
+from .source import HookCountSource, Source
 
 __all__ = ["GuardKind", "Guard", "TensorSpec", "GuardCheck", "order_guards", "describe_failure"]
 
@@ -149,15 +149,12 @@ class _CodeWriter:
         if isinstance(source, sources.GetItemSource):
             return f"{self.value(source.base)}[{self.const(source.index)}]"
         # composite sources of the translator: their parts become shared locals too
-        hook_count = getattr(sources, "HookCountSource", None)
-        if hook_count is not None and isinstance(source, hook_count):
+        if isinstance(source, sources.HookCountSource):
             m = self.value(source.module)
             return f"(len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
-        same_object = getattr(sources, "SameObjectSource", None)
-        if same_object is not None and isinstance(source, same_object):
+        if isinstance(source, sources.SameObjectSource):
             return f"({self.value(source.first)} is {self.value(source.second)})"
-        iterator_item = getattr(sources, "IteratorItemSource", None)
-        if iterator_item is not None and isinstance(source, iterator_item):
+        if isinstance(source, sources.IteratorItemSource):
             if source.offset is None:
                 return f"{self.const(sources.iterator_remaining)}({self.value(source.base)})"
             return f"{self.const(sources.iterator_item)}({self.value(source.base)}, {int(source.offset)})"
@@ -267,7 +264,7 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         return
     if guard.source is None:
         raise ValueError(f"guard {guard}: kind {kind.value} needs a source")
-    if kind is GuardKind.EQUALS_MATCH and guard.expected == 0 and _is_hook_count(guard.source):
+    if kind is GuardKind.EQUALS_MATCH and guard.expected == 0 and isinstance(guard.source, HookCountSource):
         # "no forward hooks": two truth tests of the hook dicts, no len() calls and no sum
         m = w.value(guard.source.module)
         w.test(f"not {m}._forward_pre_hooks and not {m}._forward_hooks")
@@ -309,19 +306,6 @@ def autocast_state() -> tuple:
     under the same one."""
     state = _autocast_internal_state()
     return tuple(sorted((device, state.dtypes[device]) for device, on in state.enabled.items() if on))
-
-
-def _is_hook_count(source) -> bool:
-    from . import source as sources
-
-    hook_count = getattr(sources, "HookCountSource", None)
-    return hook_count is not None and isinstance(source, hook_count)
-
-
-def _is_grad_enabled():
-    import ember
-
-    return ember.is_grad_enabled
 
 
 def _grad_state():
@@ -372,10 +356,6 @@ class GuardCheck:
         return failures[0] if failures else None
 
 
-def _read(source, frame_locals, frame_globals):
-    return source.read(frame_locals, frame_globals)
-
-
 def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
     """Why ``guard`` fails on this frame, in words (``None`` when it holds).
 
@@ -384,7 +364,7 @@ def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
     """
     kind, expected = guard.kind, guard.expected
     if kind is GuardKind.GRAD_MODE:
-        now = _is_grad_enabled()()
+        now = bool(_grad_state().grad_enabled)
         return None if now is bool(expected) else f"grad mode changed: expected {bool(expected)}, got {now}"
     if kind is GuardKind.AUTOCAST:
         now = autocast_state()
@@ -393,7 +373,7 @@ def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
         return expected.describe_failure(frame_locals, frame_globals)
     where = guard.source.name()
     try:
-        v = _read(guard.source, frame_locals, frame_globals)
+        v = guard.source.read(frame_locals, frame_globals)
     except Exception as exc:  # the path itself is gone
         return f"{where} cannot be read: {type(exc).__name__}: {exc}"
     if kind is GuardKind.TYPE_MATCH:
@@ -460,7 +440,7 @@ def size_mismatch_dims(guard: Guard, frame_locals, frame_globals) -> tuple[int, 
         return ()
     spec = guard.expected
     try:
-        v = _read(guard.source, frame_locals, frame_globals)
+        v = guard.source.read(frame_locals, frame_globals)
         shape = tuple(v._data.shape)
         if len(shape) != len(spec.shape) or v.dtype is not spec.dtype or v.device != spec.device:
             return ()

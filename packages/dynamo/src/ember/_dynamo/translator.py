@@ -263,10 +263,8 @@ class InstructionTranslator(InstructionTranslatorBase):
 
 
 def _is_null(value):
-    try:
-        from .resume import NULL
-    except ImportError:
-        return False
+    from .resume import NULL
+
     return value is NULL
 
 
@@ -396,12 +394,9 @@ def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error,
 
 def _finish_at_break(tx, output, inst, error):
     """Close the graph before ``inst``: outputs are the stack and the live locals the plan needs."""
+    from .resume import plan_graph_break
     from .variables.containers import TupleVariable
 
-    try:
-        from .resume import plan_graph_break
-    except ImportError as e:
-        raise SkipFrame(f"{error.reason} (graph breaks need ember._dynamo.resume: {e})") from e
     try:
         plan = plan_graph_break(tx.code, inst.offset, len(tx.stack))
     except Exception as e:  # noqa: BLE001 - a region the continuation cannot re-enter

@@ -1,20 +1,23 @@
-"""What the symbolic interpreter needs to know about each CPython version's instructions."""
+"""What the symbolic interpreter needs to know about each CPython version's instructions.
+
+The facts themselves are kept in one table, :mod:`ember._dynamo.bytecode.versions`; this module
+names the few the handlers read, in the interpreter's terms.
+"""
 
 from __future__ import annotations
 
-import sys
+from ..bytecode import versions as _table
 
 __all__ = ["PY", "NULL_AFTER_CALLABLE", "FOR_ITER_EXHAUSTED_SKIP", "compare_op_name"]
 
-PY = sys.version_info[:2]
+PY = _table.PY_VERSION
 
 #: 3.13 pushes ``callable, self_or_NULL`` before the arguments of a call; 3.11/3.12 ``NULL_or_method,
 #: callable_or_self``.
-NULL_AFTER_CALLABLE = PY >= (3, 13)
+NULL_AFTER_CALLABLE = _table.CALL_STYLE == "callable_first"
 
-#: Instructions FOR_ITER skips after its jump target when the iterator is exhausted: 3.11 jumps past
-#: the loop; 3.12 skips END_FOR; 3.13 skips END_FOR and the POP_TOP after it.
-FOR_ITER_EXHAUSTED_SKIP = {(3, 11): 0, (3, 12): 1, (3, 13): 2}.get(PY, 2)
+#: Instructions FOR_ITER skips after its jump target when the iterator is exhausted.
+FOR_ITER_EXHAUSTED_SKIP = _table.FOR_ITER_EXIT_SKIP
 
 
 def compare_op_name(inst):

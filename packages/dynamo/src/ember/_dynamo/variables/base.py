@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..exc import Unsupported
 from ..reconstruct import FromSource
 
-__all__ = ["VariableTracker", "MethodOf"]
+__all__ = ["VariableTracker", "KnownObjectVariable", "MethodOf"]
 
 
 class VariableTracker:
@@ -84,6 +84,27 @@ class VariableTracker:
         if self.source is not None:
             return FromSource(self.source)
         raise Unsupported(f"{self.describe()} cannot be rebuilt after the graph (a return value or live at a break)")
+
+
+class KnownObjectVariable(VariableTracker):
+    """A Python object the translator uses as it is (a builtin, an ember callable, a class): a constant.
+
+    Attributes:
+        value: the object itself.
+    """
+
+    def __init__(self, value, source=None):
+        super().__init__(source)
+        self.value = value
+
+    def python_type(self):
+        return type(self.value)
+
+    def is_constant(self):
+        return True
+
+    def as_constant(self):
+        return self.value
 
 
 class MethodOf(VariableTracker):

@@ -7,7 +7,7 @@ import operator
 
 from ..exc import Unsupported
 from ..reconstruct import Constant
-from .base import VariableTracker
+from .base import KnownObjectVariable, VariableTracker
 from .constant import ConstantVariable
 
 __all__ = ["BuiltinVariable", "ConstantMethodVariable"]
@@ -42,24 +42,11 @@ def _class_of(tx, v):
     raise Unsupported(f"isinstance() with {v.describe()} as the class")
 
 
-class BuiltinVariable(VariableTracker):
+class BuiltinVariable(KnownObjectVariable):
     """A builtin function or type; ``call`` dispatches to a ``_call_<name>`` handler or folds constants."""
-
-    def __init__(self, value, source=None):
-        super().__init__(source)
-        self.value = value
 
     def describe(self):
         return f"builtin {getattr(self.value, '__name__', self.value)}"
-
-    def python_type(self):
-        return type(self.value)
-
-    def is_constant(self):
-        return True
-
-    def as_constant(self):
-        return self.value
 
     def reconstruct(self, out):
         return Constant(self.value)

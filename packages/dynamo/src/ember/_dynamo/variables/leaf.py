@@ -7,7 +7,7 @@ import types
 
 from ..exc import Unsupported
 from ..reconstruct import Constant, FromSource
-from .base import VariableTracker
+from .base import KnownObjectVariable
 from .constant import ConstantVariable
 
 __all__ = ["LeafCallableVariable", "is_ember_callable"]
@@ -46,24 +46,11 @@ def is_pure_library_callable(value):
     return module in _PURE_MODULES
 
 
-class LeafCallableVariable(VariableTracker):
+class LeafCallableVariable(KnownObjectVariable):
     """An ember callable (or a pure ``math``/``operator`` function): calls are recorded, not inlined."""
-
-    def __init__(self, value, source=None):
-        super().__init__(source)
-        self.value = value
 
     def describe(self):
         return f"callable {getattr(self.value, '__qualname__', self.value)!r}"
-
-    def python_type(self):
-        return type(self.value)
-
-    def is_constant(self):
-        return True
-
-    def as_constant(self):
-        return self.value
 
     def getattr(self, tx, name):
         if not hasattr(self.value, name):

@@ -7,7 +7,7 @@ import types
 from ..exc import Unsupported
 from ..reconstruct import BuildObject, Constant, FromSource
 from ..source import AttrSource
-from .base import VariableTracker
+from .base import KnownObjectVariable, VariableTracker
 from .constant import ConstantVariable
 
 __all__ = ["class_attribute", "UserObjectVariable", "NewObjectVariable", "ClassVariable", "PythonModuleVariable"]
@@ -142,24 +142,11 @@ def _is_namedtuple_class(cls):
     return isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")
 
 
-class ClassVariable(VariableTracker):
+class ClassVariable(KnownObjectVariable):
     """A class (user classes; ember's are leaf callables): calling it makes an instance."""
-
-    def __init__(self, value, source=None):
-        super().__init__(source)
-        self.value = value
 
     def describe(self):
         return f"class {self.value.__name__}"
-
-    def python_type(self):
-        return type(self.value)
-
-    def is_constant(self):
-        return True
-
-    def as_constant(self):
-        return self.value
 
     def getattr(self, tx, name):
         if name in ("__name__", "__qualname__", "__module__"):
