@@ -159,9 +159,12 @@ def test_module_training_flag_is_guarded():
 def test_forward_hooks_run_in_the_compiled_call():
     model = ember.nn.Linear(2, 2)
     model.register_forward_hook(lambda module, args, out: out * 10)
-    opt = ember.compile(model, backend="eager")
+    counter = Counter()
+    opt = ember.compile(model, backend=counter, fullgraph=True)
     x = ember.randn(1, 2)
     np.testing.assert_allclose(values(opt(x)), values(model(x)), rtol=1e-6)
+    (gm,) = counter.graphs  # captured, hook included: not run eagerly
+    assert any(getattr(n.target, "name", "") == "mul" for n in gm.graph.nodes), gm.graph
 
 
 def test_module_compile_in_place_end_to_end():
@@ -176,7 +179,7 @@ def test_module_compile_in_place_end_to_end():
 
 def test_aot_eager_backend_end_to_end():
     pytest.importorskip("ember._inductor", reason="ember-inductor is not installed")
-    f = ember.compile(straight, backend="aot_eager")
+    f = ember.compile(straight, backend="aot_eager", fullgraph=True)  # captured, not run eagerly
     x = ember.randn(4, 3, requires_grad=True)
     y = ember.randn(4, 3)
     out, _ = f(x, y)
