@@ -78,10 +78,8 @@ UNINITIALIZED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", 
 #: Every other op must give eager's strides (those of dimensions longer than 1).
 #: Compiled outputs take the layout of the graph's meta values where it is a dense permutation
 #: (empty_strided's requested strides, rot90's transposed view, LAPACK's column-major results), so
-#: only ops whose meta function disagrees with eager differ.
-STRIDE_DIFFERENCES: dict[str, str] = {
-    "svd": "the meta function gives V a column-major layout; eager's is row-major for this sample",
-}
+#: only ops whose meta function disagrees with eager could differ: none in op_db now.
+STRIDE_DIFFERENCES: dict[str, str] = {}
 
 
 #: Ops whose backward is always checked (the others: a third of them, by a hash of the name).

@@ -150,9 +150,10 @@ def test_min_cut_saves_fewer_bytes_on_gelu_layer_norm():
     mincut = _saved_bytes(_gelu_layer_norm, primals, min_cut_rematerialization_partition)
     default = _saved_bytes(_gelu_layer_norm, primals, default_partition)
     assert mincut.saved_bytes < default.saved_bytes / 2, (mincut, default)
-    # besides the primals only per-row sums cross (reductions are never recomputed), (4, 1) floats each
+    # besides the primals only per-row statistics cross (reductions are never recomputed): the row sums
+    # or, smaller, their float32 casts (layer_norm's one-pass moments sum in float64), (4, 1) floats each
     sums = [n for n in mincut.saved if not n.startswith("primals")]
-    assert sums and all(n.startswith("sum") for n in sums), mincut
+    assert sums and all(n.startswith(("sum", "_to_copy")) for n in sums), mincut
     assert mincut.saved_bytes == len(sums) * 4 * 4, mincut
 
 

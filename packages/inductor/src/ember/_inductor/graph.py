@@ -364,6 +364,8 @@ def _reshaped_extern_output(view):
     if strided.strides != ir.contiguous_strides(strided.sizes) or \
             math.prod(int(s) for s in strided.sizes) != strided.buffer.numel:
         return None
+    if strided.buffer.strides != ir.contiguous_strides(strided.buffer.sizes):
+        return None  # a result kept in eager's layout (column-major, say): ``view`` would not reorder it
     return strided
 
 
