@@ -56,6 +56,8 @@ class CacheEntry:
         "read_inputs",
         "side_effects",
         "result",
+        "callee_index",
+        "compiled_callees",
     )
 
     def __init__(self, check, settings, captured, compiled, break_fn):
@@ -68,6 +70,11 @@ class CacheEntry:
         self.read_inputs = _inputs_reader(captured.graph_inputs)
         self.side_effects = tuple(captured.side_effects)
         self.result = captured.result
+        brk = captured.graph_break
+        # a break whose reason lies inside a function or module the capture inlined: that callee is
+        # called compiled, so tracing goes on inside it (what PEP 523 frame interception would do)
+        self.callee_index = getattr(brk, "callee_stack_index", None) if brk is not None else None
+        self.compiled_callees = {}  # key of the callee -> (callee, its CompiledFunction)
 
     def run(self, frame_locals, frame_globals):
         """Run the entry on a frame whose guards hold: graph, side effects, result (or the rest after a break)."""
@@ -80,7 +87,41 @@ class CacheEntry:
         if self.break_fn is None:
             return value
         stack_values, live_local_values = value
+        if self.callee_index is not None:
+            stack_values = list(stack_values)
+            stack_values[self.callee_index] = self._compiled_callee(stack_values[self.callee_index])
         return self.break_fn(*stack_values, *live_local_values)
+
+    def _compiled_callee(self, callee):
+        """``callee`` (a function, bound method or nn.Module) compiled with this entry's settings, made once."""
+        import types
+
+        from .eval_frame import CompiledFunction
+
+        if isinstance(callee, CompiledFunction):
+            return callee
+        target = callee
+        if isinstance(callee, types.MethodType):
+            key = (id(callee.__func__), id(callee.__self__))
+        elif callable(callee) and not isinstance(callee, types.FunctionType):
+            call = getattr(type(callee), "__call__", None)  # an nn.Module: its __call__ runs hooks and forward
+            if not isinstance(call, types.FunctionType):
+                return callee
+            key = (id(call), id(callee))
+            target = types.MethodType(call, callee)
+        else:
+            key = (id(callee), None)
+        known = self.compiled_callees.get(key)
+        if known is not None and (known[0] is callee or known[0] == callee):
+            return known[1]
+        try:
+            compiled = CompiledFunction(target, self.settings)
+        except TypeError:  # not a Python function (a partial, a C function): it runs as it is
+            return callee
+        if len(self.compiled_callees) >= 64:  # callees of many objects (bound methods of new instances)
+            self.compiled_callees.clear()
+        self.compiled_callees[key] = (callee, compiled)
+        return compiled
 
 
 class CodeCache:

@@ -7,8 +7,8 @@ instruction that failed; with ``fullgraph=False`` it becomes a graph break at th
 with ``fullgraph=True`` the user sees it.
 
 :class:`SkipFrame` says that the whole frame must run eagerly (no graph at all): a break where the
-interpreter's state cannot be handed to a continuation (inside a ``try`` block or a ``with`` block
-that is not a grad-mode context manager, inside a generator).
+interpreter's state cannot be handed to a continuation (inside an ``except`` handler, in a generator
+or coroutine function: see :class:`~ember._dynamo.resume.CannotResume`).
 """
 
 from __future__ import annotations

@@ -65,6 +65,8 @@ class FromSource(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildTuple(Reconstruct):
+    """A tuple of built items."""
+
     items: tuple
 
     def build(self, graph_outputs, frame_locals, frame_globals):
@@ -73,6 +75,8 @@ class BuildTuple(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildList(Reconstruct):
+    """A new list of built items."""
+
     items: tuple
 
     def build(self, graph_outputs, frame_locals, frame_globals):
@@ -81,6 +85,8 @@ class BuildList(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildSet(Reconstruct):
+    """A set of built items."""
+
     items: tuple
 
     def build(self, graph_outputs, frame_locals, frame_globals):
@@ -106,6 +112,8 @@ class BuildDict(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildNamedTuple(Reconstruct):
+    """An instance of namedtuple class ``cls`` from built items."""
+
     cls: type
     items: tuple
 
@@ -140,6 +148,8 @@ class BuildIterator(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildSlice(Reconstruct):
+    """``slice(start, stop, step)`` from built parts."""
+
     start: Reconstruct
     stop: Reconstruct
     step: Reconstruct
@@ -150,6 +160,8 @@ class BuildSlice(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildCell(Reconstruct):
+    """A new cell holding the built contents (or an empty cell)."""
+
     contents: Reconstruct | None  # None: an empty cell
 
     def build(self, graph_outputs, frame_locals, frame_globals):
@@ -181,6 +193,8 @@ class BuildFunction(Reconstruct):
 
 @dataclass(frozen=True)
 class BuildBoundMethod(Reconstruct):
+    """``function`` bound to ``obj`` (a ``types.MethodType``)."""
+
     function: Reconstruct
     obj: Reconstruct
 

@@ -423,11 +423,14 @@ def _inlined_callee_index(tx, inst, error):
     from .variables.functions import UserMethodVariable, _InlinableFunction
     from .variables.nn_module import NNModuleVariable
 
-    if inst.opname not in ("CALL", "CALL_KW", "PRECALL") or error.filename is None:
+    if inst.opname not in ("CALL", "CALL_KW", "PRECALL", "CALL_FUNCTION_EX") or error.filename is None:
         return None
     if error.filename == tx.code.co_filename and error.lineno == tx.lineno:
         return None  # the call itself is what failed
-    argc = inst.arg + (1 if inst.opname == "CALL_KW" else 0)
+    if inst.opname == "CALL_FUNCTION_EX":  # f(*args, **kwargs): the args tuple, and the kwargs dict if flagged
+        argc = 1 + (inst.arg & 1)
+    else:
+        argc = inst.arg + (1 if inst.opname == "CALL_KW" else 0)
     first = len(tx.stack) - argc - 2
     if first < 0:
         return None

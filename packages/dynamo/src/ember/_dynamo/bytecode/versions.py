@@ -89,6 +89,7 @@ def opcode_of(name: str) -> int:
 
 
 def opname_of(op: int) -> str:
+    """The name of opcode ``op`` on this Python."""
     return dis.opname[op]
 
 

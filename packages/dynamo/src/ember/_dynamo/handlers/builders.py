@@ -8,6 +8,8 @@ from ..variables.containers import DictVariable, ListVariable, SetVariable, Slic
 
 
 class BuildHandlers:
+    """Interpreter handlers for BUILD_*/UNPACK_* (containers, slices, strings); mixed into the translator."""
+
     def BUILD_TUPLE(self, inst):
         self.push(TupleVariable(self.popn(inst.arg)))
 

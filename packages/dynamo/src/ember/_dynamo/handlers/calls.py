@@ -8,6 +8,8 @@ from .versions import NULL_AFTER_CALLABLE
 
 
 class CallHandlers:
+    """Interpreter handlers for calls (CALL, CALL_KW, CALL_FUNCTION_EX) and MAKE_FUNCTION; a translator mixin."""
+
     def KW_NAMES(self, inst):  # 3.11/3.12: names of the next CALL's keyword arguments
         names = inst.argval
         if not isinstance(names, tuple):  # 3.11's dis does not resolve the co_consts index

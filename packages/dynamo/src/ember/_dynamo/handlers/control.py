@@ -8,6 +8,8 @@ from .versions import FOR_ITER_EXHAUSTED_SKIP
 
 
 class ControlHandlers:
+    """Interpreter handlers for jumps, FOR_ITER loops, ``with`` blocks and returns; mixed into the translator."""
+
     # -- jumps ----------------------------------------------------------------------------------------
 
     def JUMP_FORWARD(self, inst):

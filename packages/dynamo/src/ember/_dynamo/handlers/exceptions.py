@@ -18,6 +18,8 @@ def exception_table(code):
 
 
 class ExceptionHandlers:
+    """Interpreter handlers for raising and catching exceptions inside traced code; mixed into the translator."""
+
     def handle_observed(self, error):
         """Unwind to the handler that covers the current instruction; False when none does."""
         offset = self.current.offset

@@ -10,6 +10,8 @@ from .versions import NULL_AFTER_CALLABLE
 
 
 class LoadStoreHandlers:
+    """Interpreter handlers for loads, stores, deletes and stack shuffles; mixed into the translator."""
+
     # -- no-ops ------------------------------------------------------------------------------------
 
     def NOP(self, inst):

@@ -9,6 +9,8 @@ from ..variables.constant import ConstantVariable
 
 
 class MatchHandlers:
+    """Interpreter handlers for ``match`` statement patterns; mixed into the translator."""
+
     def GET_LEN(self, inst):
         self.push(ConstantVariable(self.stack[-1].length(self)))
 

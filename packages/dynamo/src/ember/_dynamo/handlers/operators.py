@@ -55,6 +55,8 @@ def _shape_items(var):
 
 
 class OperatorHandlers:
+    """Interpreter handlers for unary, binary, comparison, identity and membership operators."""
+
     def binary_op(self, fn, a, b):
         """``fn(a, b)`` on trackers: folded on constants, recorded for tensors, sequences concatenated."""
         from ..variables.containers import BaseListVariable, ListVariable, TupleVariable

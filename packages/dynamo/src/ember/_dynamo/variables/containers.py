@@ -89,6 +89,8 @@ class BaseListVariable(VariableTracker):
 
 
 class TupleVariable(BaseListVariable):
+    """A tuple whose items are trackers."""
+
     python_cls = tuple
 
 

@@ -42,6 +42,7 @@ def is_ember_callable(value):
 
 
 def is_pure_library_callable(value):
+    """Whether ``value`` is a pure ``math``/``operator``/``cmath`` function (safe to run on constants)."""
     module = getattr(value, "__module__", None) or ""
     return module in _PURE_MODULES
 
