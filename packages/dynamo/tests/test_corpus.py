@@ -188,6 +188,7 @@ def test_graph_breaks_as_meant(fresh_caches, entry):
     assert out.graph_break_count == entry.breaks, f"breaks: {reasons}"
     if entry.breaks:  # the tensor work around the break is captured, not the whole frame run eagerly
         assert out.graph_count >= 1, f"no graph captured around the breaks: {reasons}"
+        assert all(r.graph_break for r in out.break_reasons), f"a frame ran eagerly as a whole: {reasons}"
     else:
         assert out.graph_count <= 1
     for text in reasons:
