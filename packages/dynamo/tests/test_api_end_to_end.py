@@ -8,6 +8,7 @@ import pytest
 import ember
 import ember._dynamo as dynamo
 from ember._dynamo.exc import Unsupported
+from ember._dynamo.testing import EagerAndRecordGraphs
 
 
 @pytest.fixture(autouse=True)
@@ -15,17 +16,6 @@ def fresh():
     dynamo.reset()
     yield
     dynamo.reset()
-
-
-class Counter:
-    """A backend that counts the graphs it compiles and runs them as captured."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm.forward
 
 
 def values(t):
@@ -38,7 +28,7 @@ def straight(x, y):
 
 
 def test_straight_line_function_equals_eager_and_hits_after_the_first_call():
-    counter = Counter()
+    counter = EagerAndRecordGraphs()
     f = ember.compile(straight, backend=counter)
     x, y = ember.randn(4, 3), ember.randn(4, 3)
     for _ in range(3):
@@ -58,7 +48,7 @@ def test_straight_line_function_equals_eager_and_hits_after_the_first_call():
     ids=["dtype", "requires_grad", "size"],
 )
 def test_one_tensor_change_is_one_recompile(change, reason):
-    counter = Counter()
+    counter = EagerAndRecordGraphs()
     f = ember.compile(straight, backend=counter)
     x = ember.randn(4, 3)
     f(x, x)
@@ -75,7 +65,7 @@ def scale_by(x, k):
 
 
 def test_a_python_constant_argument_is_guarded():
-    counter = Counter()
+    counter = EagerAndRecordGraphs()
     f = ember.compile(scale_by, backend=counter)
     x = ember.ones(2)
     np.testing.assert_array_equal(values(f(x, 2)), [2.0, 2.0])
@@ -91,7 +81,7 @@ def with_print(x):
 
 
 def test_a_graph_break_runs_the_rest_in_a_resume_function(capsys):
-    counter = Counter()
+    counter = EagerAndRecordGraphs()
     f = ember.compile(with_print, backend=counter)
     x = ember.randn(3)
     np.testing.assert_allclose(values(f(x)), values(x.sin().cos()), rtol=1e-6)
@@ -143,7 +133,7 @@ def test_optimized_module_trains_like_eager():
 
 
 def test_module_training_flag_is_guarded():
-    counter = Counter()
+    counter = EagerAndRecordGraphs()
     model = ember.nn.Sequential(ember.nn.Linear(2, 2), ember.nn.Dropout(0.5))
     opt = ember.compile(model, backend=counter)
     x = ember.randn(3, 2)
@@ -159,7 +149,7 @@ def test_module_training_flag_is_guarded():
 def test_forward_hooks_run_in_the_compiled_call():
     model = ember.nn.Linear(2, 2)
     model.register_forward_hook(lambda module, args, out: out * 10)
-    counter = Counter()
+    counter = EagerAndRecordGraphs()
     opt = ember.compile(model, backend=counter, fullgraph=True)
     x = ember.randn(1, 2)
     np.testing.assert_allclose(values(opt(x)), values(model(x)), rtol=1e-6)

@@ -39,6 +39,8 @@ from corpus import ENTRIES  # noqa: E402
 from corpus._run import assert_same, assert_same_outcome, reported_errors, run  # noqa: E402
 from corpus.known_gaps import KNOWN_GAPS, KNOWN_GAPS_BY_VERSION  # noqa: E402
 
+from ember._dynamo.testing import CompileCounter  # noqa: E402
+
 BACKENDS = ("eager", "aot_eager")
 
 _GAPS = {**KNOWN_GAPS, **KNOWN_GAPS_BY_VERSION.get(f"{sys.version_info[0]}.{sys.version_info[1]}", {})}
@@ -110,24 +112,13 @@ def test_dynamic_shapes_equal_eager(fresh_caches, entry):
     assert_same_outcome(expected, actual, *entry.tol)
 
 
-class CountingBackend:
-    """A user backend that runs each captured graph as it is and counts the graphs it is given."""
-
-    def __init__(self):
-        self.graphs = 0
-
-    def __call__(self, gm, example_inputs):
-        self.graphs += 1
-        return gm.forward
-
-
 @pytest.mark.parametrize("entry", _params("test_later_calls", ENTRIES))
 def test_later_calls(fresh_caches, entry):
     """Calls on the same inputs again (new tensors of the same kind), then on other values (seeds 1 and 2),
     next to an eager twin called the same way (a module's state carries over on both sides): the second call
     compiles nothing again (unless the entry changes what its guards read, as its metadata says), and every
     call gives eager's values (a value baked into a graph, or a branch at a break taken wrongly, shows here)."""
-    backend = CountingBackend()
+    backend = CompileCounter()  # counts the graphs it is given, runs each as captured
     eager, compiled = entry.make(), ember.compile(entry.make(), backend=backend)
     graphs = []
     for seed in (0, 0, 1, 2):
@@ -140,7 +131,7 @@ def test_later_calls(fresh_caches, entry):
             with ember.no_grad(), reported_errors():
                 results.append(target(*call.args, **call.kwargs))
         assert_same(*results, *entry.tol, path=f"result of call {len(graphs)} (seed {seed})")
-        graphs.append(backend.graphs)
+        graphs.append(backend.frame_count)
     again = graphs[1] - graphs[0]
     assert again == entry.recompiles, f"{again} graph(s) compiled again on an identical call"
 

@@ -8,6 +8,7 @@ import pytest
 
 import ember
 import ember._dynamo as dynamo
+from ember._dynamo.testing import CompileCounter
 
 SCALE = 2.0
 
@@ -28,15 +29,6 @@ def fresh():
     dynamo.reset()
     yield
     dynamo.reset()
-
-
-class Counter:
-    def __init__(self):
-        self.frames = 0
-
-    def __call__(self, gm, example_inputs):
-        self.frames += 1
-        return gm.forward
 
 
 def by_constant(x, n):
@@ -105,7 +97,7 @@ def same(a, b):
 
 @pytest.mark.parametrize(("name", "fn", "first", "changed", "words"), CASES, ids=[c[0] for c in CASES])
 def test_changing_one_guarded_thing_recompiles_once(name, fn, first, changed, words):
-    counter = Counter()
+    counter = CompileCounter()
     compiled = ember.compile(fn, backend=counter)
     a, b = first(), changed()
     for _ in range(2):

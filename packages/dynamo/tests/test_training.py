@@ -35,6 +35,8 @@ for _folder in ("examples", "benchmarks"):
 import digits_cnn  # noqa: E402 - examples/ on the path first
 import gpt_model  # noqa: E402 - benchmarks/
 
+from ember._dynamo.testing import EagerAndRecordGraphs  # noqa: E402 - after the skip above
+
 STEPS = 20
 GPT_CONFIG = gpt_model.GPTConfig(vocab_size=33, block_size=8, n_layer=2, n_head=2, n_embd=16, batch_size=4)
 
@@ -44,17 +46,6 @@ def _fresh_caches():
     dynamo.reset()
     yield
     dynamo.reset()
-
-
-class CountingBackend:
-    """A user backend that runs the captured graph as it is and counts the graphs it is given."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(gm)
-        return gm.forward
 
 
 def _cnn_batches():
@@ -122,7 +113,7 @@ def _compile_with(backend):
 
 @pytest.mark.parametrize("train", [_train_cnn, _train_gpt], ids=["demo_cnn", "gpt"])
 def test_compiled_training_matches_eager_with_one_graph(train):
-    backend = CountingBackend()
+    backend = EagerAndRecordGraphs()
     eager = train(None)
     compiled = train(_compile_with(backend))
     _assert_same_training(eager, compiled, rtol=1e-5)
@@ -142,7 +133,7 @@ def test_demo_cnn_with_dropout_draws_the_same_masks():
 
 def test_module_compile_in_place_trains_like_eager():
     """``model.compile(...)`` (in place, the model object stays the same) trains the GPT as eager does."""
-    backend = CountingBackend()
+    backend = EagerAndRecordGraphs()
 
     def compile_in_place(model):
         model.compile(backend=backend, fullgraph=True)

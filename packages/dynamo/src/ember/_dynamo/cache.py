@@ -104,7 +104,8 @@ class CacheEntry:
         if isinstance(callee, types.MethodType):
             key = (id(callee.__func__), id(callee.__self__))
         elif callable(callee) and not isinstance(callee, types.FunctionType):
-            call = getattr(type(callee), "__call__", None)  # an nn.Module: its __call__ runs hooks and forward
+            # an nn.Module: its __call__ runs hooks and forward (the function itself, not a callability test)
+            call = getattr(type(callee), "__call__", None)  # noqa: B004
             if not isinstance(call, types.FunctionType):
                 return callee
             key = (id(call), id(callee))
