@@ -6,20 +6,9 @@ import functools
 
 import numpy as np
 import pytest
-from fake_capture import FakeTranslator
 
 import ember
 import ember._dynamo as dynamo
-from ember._dynamo import frames
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    translator = FakeTranslator()
-    monkeypatch.setattr(frames, "_translate", translator)
-    dynamo.reset()
-    yield translator
-    dynamo.reset()
 
 
 def values(t):

@@ -10,12 +10,7 @@ import ember._dynamo as dynamo
 from ember._dynamo.exc import Unsupported
 from ember._dynamo.testing import EagerAndRecordGraphs
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    dynamo.reset()
-    yield
-    dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # conftest.py: empty compile caches for every test
 
 
 def values(t):

@@ -4,21 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fake_capture import FakeTranslator
 
 import ember
 import ember._dynamo as dynamo
-from ember._dynamo import backends, frames
+from ember._dynamo import backends
 from ember._extensions import MissingDistributionError
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    translator = FakeTranslator()
-    monkeypatch.setattr(frames, "_translate", translator)
-    dynamo.reset()
-    yield translator
-    dynamo.reset()
 
 
 def fn(x, w):

@@ -21,15 +21,6 @@ from ember._dynamo.source import GlobalSource
 SCALE = 2.0
 
 
-@pytest.fixture
-def fake(monkeypatch):
-    translator = FakeTranslator()
-    monkeypatch.setattr(frames, "_translate", translator)
-    dynamo.reset()
-    yield translator
-    dynamo.reset()
-
-
 def fn(x, y, n=2):
     return (x + y) * n
 

@@ -60,14 +60,6 @@ def _params(test, entries, backends=(None,)):
     return params
 
 
-@pytest.fixture
-def fresh_caches():
-    """The test starts from empty compile caches, so no entry sees another's compiled code."""
-    dynamo.reset()
-    yield
-    dynamo.reset()
-
-
 def _compile(backend, **options):
     return lambda target: ember.compile(target, backend=backend, **options)
 

@@ -13,12 +13,7 @@ import ember
 import ember._dynamo as dynamo
 from ember._dynamo.testing import CompileCounter, CompileCounterWithBackend
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    dynamo.reset()
-    yield
-    dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # conftest.py: empty compile caches for every test
 
 
 def assert_same(got, want):

@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import ember
-import ember._dynamo as dynamo
 from ember._dynamo.testing import CompileCounter
 
 SCALE = 2.0
@@ -24,11 +23,7 @@ def helper_b(t):
 HELPER = helper_a
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    dynamo.reset()
-    yield
-    dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # conftest.py: empty compile caches for every test
 
 
 def by_constant(x, n):

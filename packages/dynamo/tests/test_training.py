@@ -41,11 +41,7 @@ STEPS = 20
 GPT_CONFIG = gpt_model.GPTConfig(vocab_size=33, block_size=8, n_layer=2, n_head=2, n_embd=16, batch_size=4)
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    dynamo.reset()
-    yield
-    dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_caches")  # conftest.py: empty compile caches for every test
 
 
 def _cnn_batches():
