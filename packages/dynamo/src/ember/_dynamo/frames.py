@@ -218,6 +218,10 @@ def _compile_graph(settings, captured):
     gm = captured.gm
     if not captured.ops_in_graph:
         return gm.forward  # nothing to compile: the graph only passes values through
+    if settings.backend_name in ("aot_eager", "inductor") and _enables_grad_inside(gm):
+        # called under no_grad, the graph turns grad on (``with enable_grad():``): aot autograd decides
+        # inference-or-training from the caller's mode and would drop the region's autograd history
+        return gm.forward
     from .backends import BackendCompilerFailed
 
     def compile(example_inputs):
@@ -240,6 +244,17 @@ def _compile_graph(settings, captured):
     return compile(list(captured.example_inputs))
 
 
+def _enables_grad_inside(gm):
+    """Whether a graph captured with grad mode off switches it on somewhere."""
+    import ember
+
+    from .graph import _set_grad_enabled
+
+    if ember.is_grad_enabled():
+        return False
+    return any(n.op == "call_function" and n.target is _set_grad_enabled and n.args[0] for n in gm.graph.nodes)
+
+
 def _break_function(compiled_fn, captured):
     """The function that runs the rest of the frame after a graph break."""
     from .eval_frame import CompiledFunction
@@ -248,15 +263,10 @@ def _break_function(compiled_fn, captured):
     brk = captured.graph_break
     plan = brk.plan
     func = compiled_fn._func
-    resume = list(getattr(brk, "resume_callables", None) or ())
-    if not resume:
-        resume = [
-            make_resume_function(plan.code, successor, func.__globals__, func.__closure__)
-            for successor in plan.successors
-        ]
     # the rest of the frame is compiled with the same settings: tracing resumes there
-    wrapped = [r if isinstance(r, CompiledFunction) else CompiledFunction(r, compiled_fn._settings) for r in resume]
-    return make_break_function(plan, wrapped, func.__globals__, func.__closure__)
+    resume = [make_resume_function(plan.code, s, func.__globals__, func.__closure__) for s in plan.successors]
+    compiled = [CompiledFunction(r, compiled_fn._settings) for r in resume]
+    return make_break_function(plan, compiled, func.__globals__, func.__closure__)
 
 
 def _fullgraph_error(brk):

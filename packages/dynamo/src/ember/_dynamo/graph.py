@@ -8,7 +8,7 @@ placeholders, in the order the translator first reads them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ember.fx.experimental.proxy_tensor import ProxyDispatchMode
 from ember.utils._python_dispatch import DispatchMode
@@ -30,7 +30,6 @@ class GraphBreak:
     lineno: int | None
     source_line: str
     plan: object  # resume.BreakPlan
-    resume_callables: list = field(default_factory=list)
     #: When the break is a call of a user function that could not be inlined whole (the reason is
     #: inside it): the index in the stack values of that callable. The runtime may compile it with
     #: the same settings before the break function calls it, so its own code is captured in graphs.
@@ -257,7 +256,8 @@ class OutputGraph:
                         self.add_guard(source, GuardKind.ID_MATCH, value)
                 return known
         var = wrap_value(self, value, source, guard)
-        if identity:
+        if identity and getattr(var, "source", source) == source:
+            # (not a tracker of another object standing in for it: a compiled function's inlined _orig_fn)
             self._memo[id(value)] = (value, var)
         return var
 
