@@ -113,6 +113,12 @@ def _special_call(tx, fn, args, kwargs):
         return GradModeVariable(bool(mode), previous, immediate=True)
     if fn is ember.inference_mode:
         raise Unsupported("ember.inference_mode inside a compiled function")
+    if isinstance(fn, type) and issubclass(fn, ember.autocast):
+        # the recorded graph would drop the region's casts (tracing runs on meta tensors, which autocast
+        # leaves alone), and a break inside it could not re-enter it: the frame runs eagerly instead
+        from ..exc import SkipFrame
+
+        raise SkipFrame("an ember.autocast region inside a compiled function (not traced: the frame runs eagerly)")
     if getattr(fn, "__name__", "") == "checkpoint" and getattr(fn, "__module__", "") == "ember.utils.checkpoint":
         # activation checkpointing changes memory, not values: the function is traced inline
         if not args:
