@@ -12,11 +12,6 @@ KNOWN_GAPS: dict[tuple[str, str, str | None], str] = {
         "data_dependent.numpy_round_trip",
         None,
     ): "translator: 4 graph breaks, meant 1: 'Tensor.numpy() leaves the graph', 'descriptor ndarray.copy (method_descriptor) while tracing', 'builtin copy() is not supported while tracing', \"passing ndarray object to cal",
-    (
-        "test_graph_breaks_as_meant",
-        "data_dependent.skip_small_updates",
-        None,
-    ): "translator/api: no graph captured around the break (a break inside an inlined nn.Module call runs the whole call eagerly)",
 }
 
 KNOWN_GAPS_BY_VERSION: dict[str, dict[tuple[str, str, str | None], str]] = {

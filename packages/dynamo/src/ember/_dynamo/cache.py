@@ -96,25 +96,27 @@ class CacheEntry:
         """``callee`` (a function, bound method or nn.Module) compiled with this entry's settings, made once."""
         import types
 
-        from .eval_frame import CompiledFunction
+        from ember.nn import Module
+
+        from .eval_frame import CompiledFunction, module_call_function
 
         if isinstance(callee, CompiledFunction):
             return callee
-        target = callee
         if isinstance(callee, types.MethodType):
             key = (id(callee.__func__), id(callee.__self__))
-        elif callable(callee) and not isinstance(callee, types.FunctionType):
-            # an nn.Module: its __call__ runs hooks and forward (the function itself, not a callability test)
-            call = getattr(type(callee), "__call__", None)  # noqa: B004
-            if not isinstance(call, types.FunctionType):
-                return callee
-            key = (id(call), id(callee))
-            target = types.MethodType(call, callee)
         else:
             key = (id(callee), None)
         known = self.compiled_callees.get(key)
         if known is not None and (known[0] is callee or known[0] == callee):
             return known[1]
+        # a module (or its bound __call__) is compiled as ember.compile(module) compiles it: forward,
+        # with its hooks (nn.Module._call_impl itself would look for a compiled call)
+        if isinstance(callee, types.MethodType) and isinstance(callee.__self__, Module) and \
+                callee.__func__ is getattr(type(callee.__self__), "__call__", None):  # noqa: B004
+            callee_module = callee.__self__
+        else:
+            callee_module = callee if isinstance(callee, Module) else None
+        target = module_call_function(callee_module) if callee_module is not None else callee
         try:
             compiled = CompiledFunction(target, self.settings)
         except TypeError:  # not a Python function (a partial, a C function): it runs as it is

@@ -106,8 +106,11 @@ def _summarize(records) -> ExplainOutput:
         if captured.ops_in_graph:
             graphs.append(captured.gm)
             ops_per_graph.append(_graph_ops(captured.gm))
-        if captured.graph_break is not None:
-            reasons.append(_break_reason(captured.graph_break))
+        brk = captured.graph_break
+        # a break inside a call the capture inlined: the callee is then compiled on its own
+        # (cache.CacheEntry._compiled_callee), and its capture reports the same break
+        if brk is not None and brk.callee_stack_index is None:
+            reasons.append(_break_reason(brk))
         guards.extend(captured.guards)
         times.append(f"{record.code.co_name}: {record.seconds:.4f} s")
     return ExplainOutput(
