@@ -94,3 +94,93 @@ def test_compiled_function_called_twice_inside_another():
     compiled = ember.compile(outer)
     _same(compiled(x), outer(x))
     _same(compiled(x), outer(x))  # the second call reuses the entry: its guards hold
+
+
+# -- stale values: what the capture read is guarded ----------------------------------------------------
+
+
+def _scaled(t, s=2.0):
+    return t * s
+
+
+def _calls_scaled(t):
+    return _scaled(t)
+
+
+@pytest.mark.parametrize("fn", [_scaled, _calls_scaled])
+def test_changed_defaults_recompile(fn):
+    x = ember.ones(3)
+    compiled = ember.compile(fn, backend="eager")
+    saved = _scaled.__defaults__
+    try:
+        _same(compiled(x), fn(x))
+        _scaled.__defaults__ = (5.0,)
+        _same(compiled(x), fn(x))
+    finally:
+        _scaled.__defaults__ = saved
+
+
+def _kw_scaled(t, *, s=2.0):
+    return t * s
+
+
+def test_changed_kwdefaults_recompile():
+    x = ember.ones(3)
+    compiled = ember.compile(_kw_scaled, backend="eager")
+    saved = _kw_scaled.__kwdefaults__
+    try:
+        _same(compiled(x), _kw_scaled(x))
+        _kw_scaled.__kwdefaults__ = {"s": 7.0}
+        _same(compiled(x), _kw_scaled(x))
+    finally:
+        _kw_scaled.__kwdefaults__ = saved
+
+
+def _gelu(t):
+    import ember.nn.functional as F
+
+    return F.gelu(t)
+
+
+def _sigmoid(t):
+    return ember.sigmoid(t)
+
+
+@pytest.mark.parametrize("fn, module, name", [
+    (_gelu, "ember.nn.functional", "gelu"), (_sigmoid, "ember", "sigmoid"),
+])
+def test_patched_library_function_recompiles(fn, module, name, monkeypatch):
+    import importlib
+
+    x = ember.ones(3)
+    compiled = ember.compile(fn, backend="eager")
+    _same(compiled(x), fn(x))
+    monkeypatch.setattr(importlib.import_module(module), name, lambda t: t * 0 + 7)
+    want = fn(x)
+    assert want.tolist() == [7.0, 7.0, 7.0]
+    _same(compiled(x), want)
+
+
+class _AddOne(ember.nn.Module):
+    def forward(self, t):
+        return t + 1
+
+
+def test_replaced_instance_forward_recompiles():
+    m = ember.nn.Linear(3, 3)
+    x = ember.ones(3)
+    compiled = ember.compile(m, backend="eager")
+    _same(compiled(x), m(x))
+    m.forward = lambda t: t + 100
+    _same(compiled(x), m(x))
+
+
+def test_replaced_class_forward_recompiles(monkeypatch):
+    m = _AddOne()
+    x = ember.ones(3)
+    compiled = ember.compile(m, backend="eager")
+    _same(compiled(x), m(x))
+    monkeypatch.setattr(_AddOne, "forward", lambda self, t: t + 100)
+    want = m(x)
+    assert want.tolist() == [101.0, 101.0, 101.0]
+    _same(compiled(x), want)

@@ -62,12 +62,26 @@ class CompiledFunction:
         self._globals = func.__globals__
         self._cache = cache_for(func.__code__)
         binder = frames.make_binder(func)
+        self._binder = binder
+        self._refresh_defaults()  # and after a later ``fn.__defaults__ = ...``, at the next call
         self._bind = binder if bound_self is _UNBOUND else functools.partial(binder, bound_self)
         functools.update_wrapper(self, fn)
+
+    def _refresh_defaults(self):
+        """``fn.__defaults__``/``__kwdefaults__`` were replaced: bind the new ones (the binder has ``fn``'s
+        parameters, so its default tuples line up with ``fn``'s)."""
+        func = self._func
+        self._binder.__defaults__ = func.__defaults__
+        self._binder.__kwdefaults__ = func.__kwdefaults__  # shared: an in-place edit shows too
+        self._defaults = func.__defaults__
+        self._kwdefaults = func.__kwdefaults__
 
     def __call__(self, *args, **kwargs):
         if _state.disabled_depth:
             return self._orig_fn(*args, **kwargs)
+        func = self._func
+        if func.__defaults__ is not self._defaults or func.__kwdefaults__ is not self._kwdefaults:
+            self._refresh_defaults()
         frame_locals = self._bind(*args, **kwargs)
         entries = self._cache.entries
         if entries:  # the most recently used entry first, inline: the common case of one matching entry

@@ -6,6 +6,7 @@ import inspect
 import types
 
 from ..exc import Unsupported
+from ..guards import GuardKind
 from ..reconstruct import BuildBoundMethod, BuildCell, BuildFunction, BuildTuple, Constant, FromSource
 from ..source import AttrSource, GetItemSource
 from .base import VariableTracker
@@ -148,10 +149,18 @@ class UserFunctionVariable(_InlinableFunction):
         return cells
 
     def get_defaults(self, tx):
+        self._guard_attr_identity(tx, "__defaults__")
         return [tx.output.wrap(v, None) for v in (self.fn.__defaults__ or ())]
 
     def get_kwdefaults(self, tx):
+        self._guard_attr_identity(tx, "__kwdefaults__")
         return {k: tx.output.wrap(v, None) for k, v in (self.fn.__kwdefaults__ or {}).items()}
+
+    def _guard_attr_identity(self, tx, name):
+        # one guard per inlined function: ``fn.__defaults__ = (...)`` after a capture recompiles
+        value = getattr(self.fn, name)
+        if value is not None and self.source is not None:
+            tx.output.add_guard(AttrSource(self.source, name), GuardKind.ID_MATCH, value)
 
     def reconstruct(self, out):
         return FromSource(self.source) if self.source is not None else Constant(self.fn)

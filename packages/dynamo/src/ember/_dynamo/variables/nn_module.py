@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import types
+
 from ..exc import Unsupported
 from ..reconstruct import Constant, FromSource
 from ..source import AttrSource
@@ -38,7 +40,27 @@ class NNModuleVariable(_ObjectBase):
         if name in self._MEMBER_ITERATORS and name not in self.value.__dict__:
             if all(name not in klass.__dict__ for klass in type(self.value).__mro__ if klass is not ember.nn.Module):
                 return MethodOf(self, name)
+        if name == "forward":
+            self._guard_forward(tx)
         return super().getattr(tx, name)
+
+    def _guard_forward(self, tx):
+        """The class's ``forward`` is read unguarded (methods are code, not state): a guard that
+        ``module.forward`` still binds it, so ``m.forward = f`` or ``M.forward = f`` recompiles. To keep
+        the guard check small there is one per module class, on the first instance called (the compiled
+        module itself, usually); a forward assigned later on another instance of that class is not
+        seen. (A forward already in the instance ``__dict__`` is guarded as the attribute it is.)"""
+        if self.source is None or "forward" in self.value.__dict__:
+            return
+        seen = tx.output.__dict__.setdefault("_forward_guarded_classes", set())
+        if type(self.value) in seen:
+            return
+        seen.add(type(self.value))
+        raw = getattr(type(self.value), "forward", None)
+        if isinstance(raw, types.FunctionType):
+            from ..guards import GuardKind
+
+            tx.output.add_guard(AttrSource(AttrSource(self.source, "forward"), "__func__"), GuardKind.ID_MATCH, raw)
 
     def instance_attr(self, tx, name):
         override = tx.output.side_effects.attr_override(self.value, name)

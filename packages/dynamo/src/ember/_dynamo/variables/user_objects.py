@@ -246,6 +246,12 @@ class PythonModuleVariable(VariableTracker):
         trusted = self.value.__name__.split(".")[0] in ("ember", "math", "operator", "functools", "itertools", "typing")
         source = AttrSource(self.source, name) if self.source is not None else None
         if trusted and not isinstance(value, types.ModuleType):
+            if source is not None and callable(value):
+                # one identity guard per library function read: patching it (``F.gelu = ...``, as
+                # ``mock.patch`` does) recompiles; the function's own internals stay unguarded
+                from ..guards import GuardKind
+
+                tx.output.add_guard(source, GuardKind.ID_MATCH, value)
             return tx.output.wrap(value, source, guard=False)
         return tx.output.wrap(value, source)
 
