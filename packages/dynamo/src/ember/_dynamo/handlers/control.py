@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..exc import Unsupported
+from ..exc import SkipFrame, Unsupported
 from ..variables.constant import ConstantVariable
 from .versions import FOR_ITER_EXHAUSTED_SKIP
 
@@ -93,6 +93,7 @@ class ControlHandlers:
         from ..variables.user_objects import _ObjectBase
 
         ctx = self.pop()
+        _refuse_autocast(ctx)
         if isinstance(ctx, GradModeVariable):
             self.push(ctx.enter(self))
             self.push(ConstantVariable(None))
@@ -145,3 +146,16 @@ def _python_method(obj, name):
         if name in klass.__dict__:
             return isinstance(klass.__dict__[name], types.FunctionType)
     return False
+
+
+def _refuse_autocast(ctx):
+    """An ``ember.autocast`` region is not traced (see ``variables.leaf._special_call``): a frame that
+    enters one (the continuation after the break at ``ember.autocast(...)``) runs eagerly."""
+    import ember
+
+    try:
+        cls = ctx.python_type()
+    except Exception:  # noqa: BLE001 - a tracker with no Python type: not an autocast object
+        return
+    if isinstance(cls, type) and issubclass(cls, ember.autocast):
+        raise SkipFrame("entering an ember.autocast region (not traced: the frame runs eagerly)")

@@ -115,10 +115,9 @@ def _special_call(tx, fn, args, kwargs):
         raise Unsupported("ember.inference_mode inside a compiled function")
     if isinstance(fn, type) and issubclass(fn, ember.autocast):
         # the recorded graph would drop the region's casts (tracing runs on meta tensors, which autocast
-        # leaves alone), and a break inside it could not re-enter it: the frame runs eagerly instead
-        from ..exc import SkipFrame
-
-        raise SkipFrame("an ember.autocast region inside a compiled function (not traced: the frame runs eagerly)")
+        # leaves alone): a graph break here, and the continuation, which starts by entering the region,
+        # runs eagerly (BEFORE_WITH)
+        raise Unsupported("an ember.autocast region inside a compiled function (not traced: it runs eagerly)")
     if getattr(fn, "__name__", "") == "checkpoint" and getattr(fn, "__module__", "") == "ember.utils.checkpoint":
         # activation checkpointing changes memory, not values: the function is traced inline
         if not args:
