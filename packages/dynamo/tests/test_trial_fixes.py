@@ -216,3 +216,25 @@ def test_replaced_class_forward_recompiles(monkeypatch):
     want = m(x)
     assert want.tolist() == [101.0, 101.0, 101.0]
     _same(compiled(x), want)
+
+
+class _TwoOfAKind(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = _AddOne(), _AddOne()
+
+    def forward(self, t):
+        return self.second(self.first(t))
+
+
+def test_forward_replaced_on_a_second_instance_of_a_class_recompiles():
+    """The class's forward is guarded once (on the first instance called); the second instance's
+    own forward, assigned after compiling, is seen by its hook-count guard."""
+    m = _TwoOfAKind()
+    x = ember.ones(3)
+    compiled = ember.compile(m, backend="eager")
+    _same(compiled(x), m(x))
+    m.second.forward = lambda t: t * 10
+    want = m(x)
+    assert want.tolist() == [20.0, 20.0, 20.0]
+    _same(compiled(x), want)

@@ -151,7 +151,7 @@ class _CodeWriter:
         # composite sources of the translator: their parts become shared locals too
         if isinstance(source, sources.HookCountSource):
             m = self.value(source.module)
-            return f"(len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
+            return f"(-1 if 'forward' in {m}.__dict__ else len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
         if isinstance(source, sources.SameObjectSource):
             return f"({self.value(source.first)} is {self.value(source.second)})"
         if isinstance(source, sources.IteratorItemSource):
@@ -265,9 +265,9 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
     if guard.source is None:
         raise ValueError(f"guard {guard}: kind {kind.value} needs a source")
     if kind is GuardKind.EQUALS_MATCH and guard.expected == 0 and isinstance(guard.source, HookCountSource):
-        # "no forward hooks": two truth tests of the hook dicts, no len() calls and no sum
+        # "no forward hooks, no forward of its own": truth tests of the hook dicts, no len() calls and no sum
         m = w.value(guard.source.module)
-        w.test(f"not {m}._forward_pre_hooks and not {m}._forward_hooks")
+        w.test(f"not {m}._forward_pre_hooks and not {m}._forward_hooks and 'forward' not in {m}.__dict__")
         return
     v = w.value(guard.source)
     if kind is GuardKind.TYPE_MATCH:

@@ -24,6 +24,7 @@ __all__ = [
     "ImportSource",
     "IteratorItemSource",
     "HookCountSource",
+    "hook_count",
     "SameObjectSource",
     "iterator_state",
 ]
@@ -184,17 +185,25 @@ class IteratorItemSource(Source):
 
 @dataclass(frozen=True)
 class HookCountSource(Source):
-    """How many forward hooks and pre-hooks a module has (one guard: a hook added later recompiles)."""
+    """What calling a module runs besides its class's forward: -1 when the instance overrides ``forward``
+    (``m.forward = f``), else how many forward hooks and pre-hooks it has. One guard on it makes a hook
+    added later, or a forward assigned on this instance later, recompile."""
 
     module: Source
 
     def name(self) -> str:
         m = self.module.name()
-        return f"(len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
+        return f"(-1 if 'forward' in {m}.__dict__ else len({m}._forward_pre_hooks) + len({m}._forward_hooks))"
 
     def read(self, frame_locals, frame_globals):
-        module = self.module.read(frame_locals, frame_globals)
-        return len(module._forward_pre_hooks) + len(module._forward_hooks)
+        return hook_count(self.module.read(frame_locals, frame_globals))
+
+
+def hook_count(module) -> int:
+    """:class:`HookCountSource`'s value for ``module``."""
+    if "forward" in module.__dict__:
+        return -1
+    return len(module._forward_pre_hooks) + len(module._forward_hooks)
 
 
 @dataclass(frozen=True)

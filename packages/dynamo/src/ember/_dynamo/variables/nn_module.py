@@ -48,8 +48,9 @@ class NNModuleVariable(_ObjectBase):
         """The class's ``forward`` is read unguarded (methods are code, not state): a guard that
         ``module.forward`` still binds it, so ``m.forward = f`` or ``M.forward = f`` recompiles. To keep
         the guard check small there is one per module class, on the first instance called (the compiled
-        module itself, usually); a forward assigned later on another instance of that class is not
-        seen. (A forward already in the instance ``__dict__`` is guarded as the attribute it is.)"""
+        module itself, usually); a forward assigned later on any instance called is seen by that module's
+        hook-count guard (:class:`~ember._dynamo.source.HookCountSource`). (A forward already in the
+        instance ``__dict__`` is guarded as the attribute it is.)"""
         if self.source is None or "forward" in self.value.__dict__:
             return
         seen = tx.output.__dict__.setdefault("_forward_guarded_classes", set())
@@ -182,12 +183,11 @@ class NNModuleVariable(_ObjectBase):
         if module._forward_pre_hooks_with_kwargs or module._forward_hooks_with_kwargs:
             raise Unsupported("module forward hooks with kwargs inside a compiled function")
         hook_source = None
-        if self.source is not None:  # a hook added later must cause a recompile (one guard for both tables)
+        if self.source is not None:  # a hook or an instance forward added later must recompile: one guard
             from ..guards import GuardKind
-            from ..source import HookCountSource
+            from ..source import HookCountSource, hook_count
 
-            count = len(module._forward_pre_hooks) + len(module._forward_hooks)
-            tx.output.add_guard(HookCountSource(self.source), GuardKind.EQUALS_MATCH, count)
+            tx.output.add_guard(HookCountSource(self.source), GuardKind.EQUALS_MATCH, hook_count(module))
         for hook in list(module._forward_pre_hooks.values()):
             from .containers import TupleVariable
 
