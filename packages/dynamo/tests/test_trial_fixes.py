@@ -238,3 +238,57 @@ def test_forward_replaced_on_a_second_instance_of_a_class_recompiles():
     want = m(x)
     assert want.tolist() == [20.0, 20.0, 20.0]
     _same(compiled(x), want)
+
+
+class _ScaledByClass(ember.nn.Module):
+    scale = 1.0
+
+    def forward(self, t):
+        return t * self.scale
+
+
+class _PlainScaled:
+    scale = 1.0
+
+    def times(self, t):
+        return t * self.scale
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_class_attribute_read_through_self_recompiles_when_the_class_changes(backend, monkeypatch):
+    x = ember.ones(2)
+    module, plain = _ScaledByClass(), _PlainScaled()
+    compiled_module = ember.compile(module, backend=backend)
+    compiled_method = ember.compile(plain.times, backend=backend)
+    _same(compiled_module(x), module(x))
+    _same(compiled_method(x), plain.times(x))
+    monkeypatch.setattr(_ScaledByClass, "scale", 3.0)
+    monkeypatch.setattr(_PlainScaled, "scale", 3.0)
+    assert module(x).tolist() == [3.0, 3.0]
+    _same(compiled_module(x), module(x))
+    _same(compiled_method(x), plain.times(x))
+
+
+class _Stack(ember.nn.Module):
+    def __init__(self, container):
+        super().__init__()
+        self.layers = container
+
+    def forward(self, t):
+        for layer in self.layers:
+            t = layer(t)
+        return t
+
+
+@pytest.mark.parametrize("kind", ["ModuleList", "Sequential"])
+def test_a_module_container_that_grows_after_compiling_recompiles(kind):
+    layers = [_AddOne(), _AddOne()]
+    container = ember.nn.ModuleList(layers) if kind == "ModuleList" else ember.nn.Sequential(*layers)
+    model = _Stack(container)
+    x = ember.ones(3)
+    compiled = ember.compile(model, backend="eager")
+    _same(compiled(x), model(x))
+    container.append(_AddOne())
+    want = model(x)
+    assert want.tolist() == [4.0, 4.0, 4.0]
+    _same(compiled(x), want)

@@ -94,20 +94,27 @@ class NNModuleVariable(_ObjectBase):
     def truth(self, tx):
         return True
 
-    def _children(self):
-        return list(self.value.__dict__.get("_modules", {}).items())
+    def _children(self, tx):
+        """The submodules as ``(name, module)`` pairs; guarded on their names, so a container that
+        grows or shrinks after compiling (``ModuleList.append``) recompiles."""
+        children = list(self.value.__dict__.get("_modules", {}).items())
+        if self.source is not None:
+            from ..guards import GuardKind
+
+            tx.output.add_guard(AttrSource(self.source, "_modules"), GuardKind.DICT_KEYS, [k for k, _ in children])
+        return children
 
     def length(self, tx):
-        return len(self._children())
+        return len(self._children(tx))
 
     def unpack(self, tx):
         """Iterating a ModuleList/Sequential gives its submodules; a ModuleDict its keys."""
         import ember
 
         if isinstance(self.value, ember.nn.ModuleDict):
-            return [ConstantVariable(k) for k, _ in self._children()]
+            return [ConstantVariable(k) for k, _ in self._children(tx)]
         if isinstance(self.value, (ember.nn.ModuleList, ember.nn.Sequential)):
-            return [tx.output.wrap(m, self._child_source(k)) for k, m in self._children()]
+            return [tx.output.wrap(m, self._child_source(k)) for k, m in self._children(tx)]
         raise Unsupported(f"iterating over {self.describe()}")
 
     def getitem(self, tx, key):
@@ -166,7 +173,7 @@ class NNModuleVariable(_ObjectBase):
         if isinstance(self.value, ember.nn.ModuleDict) and name in ("keys", "values", "items"):
             from .containers import ListVariable, TupleVariable
 
-            children = self._children()
+            children = self._children(tx)
             if name == "keys":
                 return ListVariable([ConstantVariable(k) for k, _ in children])
             modules = [tx.output.wrap(m, self._child_source(k)) for k, m in children]

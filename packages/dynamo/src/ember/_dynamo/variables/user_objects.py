@@ -29,7 +29,10 @@ def class_attribute(tx, raw, obj, klass, name):
         return tx.inline_call(UserFunctionVariable(raw.fget), [obj], {})
     if hasattr(type(raw), "__get__"):
         raise Unsupported(f"descriptor {klass.__name__}.{name} ({type(raw).__name__}) while tracing")
-    return tx.output.wrap(raw, None)
+    # a plain class attribute read through the object (``self.scale``): guarded through the object's path,
+    # so ``A.scale = 3.0`` after compiling recompiles
+    source = getattr(obj, "source", None)
+    return tx.output.wrap(raw, AttrSource(source, name) if source is not None else None)
 
 
 def _lookup_class(cls, name):
