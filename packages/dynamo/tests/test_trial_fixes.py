@@ -292,3 +292,30 @@ def test_a_module_container_that_grows_after_compiling_recompiles(kind):
     want = model(x)
     assert want.tolist() == [4.0, 4.0, 4.0]
     _same(compiled(x), want)
+
+
+class _LazyRunningMean(ember.nn.Module):
+    def forward(self, x):
+        if not hasattr(self, "run_mean"):
+            self.register_buffer("run_mean", x.mean(0))
+        else:
+            self.run_mean.mul_(0.5).add_(x.mean(0) * 0.5)
+        return x - self.run_mean
+
+
+class _CountsWithGetattr(ember.nn.Module):
+    def forward(self, x):
+        n = getattr(self, "calls", None)
+        self.calls = 1 if n is None else n + 1
+        return x * self.calls
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("cls", [_LazyRunningMean, _CountsWithGetattr])
+def test_an_attribute_set_on_the_first_call_is_seen_by_the_next(cls, backend):
+    """``hasattr``/``getattr(obj, name, default)`` of an absent attribute: the answer is guarded."""
+    compiled_model, eager_model = cls(), cls()
+    compiled = ember.compile(compiled_model, backend=backend)
+    for i in range(3):
+        x = ember.full((2, 3), float(i + 1))
+        _same(compiled(x), eager_model(x))

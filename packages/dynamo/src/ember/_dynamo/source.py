@@ -24,6 +24,7 @@ __all__ = [
     "ImportSource",
     "IteratorItemSource",
     "HookCountSource",
+    "HasAttrSource",
     "hook_count",
     "SameObjectSource",
     "iterator_state",
@@ -204,6 +205,21 @@ def hook_count(module) -> int:
     if "forward" in module.__dict__:
         return -1
     return len(module._forward_pre_hooks) + len(module._forward_hooks)
+
+
+@dataclass(frozen=True)
+class HasAttrSource(Source):
+    """Whether ``base`` has attribute ``attr`` (``hasattr``): guarded when traced code asked, so an
+    attribute set on the first call (a lazily registered buffer) recompiles the next one."""
+
+    base: Source
+    attr: str
+
+    def name(self) -> str:
+        return f"hasattr({self.base.name()}, {self.attr!r})"
+
+    def read(self, frame_locals, frame_globals):
+        return hasattr(self.base.read(frame_locals, frame_globals), self.attr)
 
 
 @dataclass(frozen=True)

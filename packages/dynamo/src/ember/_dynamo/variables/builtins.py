@@ -108,12 +108,15 @@ class BuiltinVariable(KnownObjectVariable):
         except Unsupported:
             if default is None:
                 raise
+            _guard_has_attr(tx, obj, name.as_constant(), False)  # the default was used: while it stays absent
             return default
 
     def _call_hasattr(self, tx, obj, name):
         real, attr = getattr(obj, "value", None), name.as_constant()
         if real is not None and not obj.is_constant() and tx.output.side_effects.attr_override(real, attr) is None:
-            return ConstantVariable(hasattr(real, attr))  # an object of the frame: ask it
+            found = hasattr(real, attr)  # an object of the frame: ask it, and guard the answer
+            _guard_has_attr(tx, obj, attr, found)
+            return ConstantVariable(found)
         try:
             obj.getattr(tx, name.as_constant())
         except Unsupported:
@@ -310,3 +313,14 @@ class ConstantMethodVariable(VariableTracker):
         keywords = {k: v.as_constant() for k, v in kwargs.items()}
         result = getattr(self.value, self.name)(*[a.as_constant() for a in args], **keywords)
         return tx.output.wrap(result, None, guard=False)
+
+
+def _guard_has_attr(tx, obj, attr, found):
+    """Guard that ``obj`` (when it has a source) still has, or still lacks, attribute ``attr``."""
+    source = getattr(obj, "source", None)
+    if source is None:
+        return
+    from ..guards import GuardKind
+    from ..source import HasAttrSource
+
+    tx.output.add_guard(HasAttrSource(source, attr), GuardKind.EQUALS_MATCH, found)
