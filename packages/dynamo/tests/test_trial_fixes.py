@@ -319,3 +319,44 @@ def test_an_attribute_set_on_the_first_call_is_seen_by_the_next(cls, backend):
     for i in range(3):
         x = ember.full((2, 3), float(i + 1))
         _same(compiled(x), eager_model(x))
+
+
+def _scaled_kw(x, *, k=2.0):
+    return x * k
+
+
+def _appends_to_default(x, acc=[]):  # noqa: B006 - the mutable default is what is tested
+    acc.append(1)
+    return x + len(acc)
+
+
+def _appends_to_kw_default(x, *, acc=[]):  # noqa: B006
+    acc.append(1)
+    return x + len(acc)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_keyword_defaults_edited_in_place_recompile(backend, monkeypatch):
+    def caller(x):
+        return _scaled_kw(x)
+
+    x = ember.ones(2)
+    compiled = ember.compile(caller, backend=backend)
+    _same(compiled(x), caller(x))
+    monkeypatch.setitem(_scaled_kw.__kwdefaults__, "k", 9.0)
+    assert caller(x).tolist() == [9.0, 9.0]
+    _same(compiled(x), caller(x))
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("helper", [_appends_to_default, _appends_to_kw_default])
+def test_a_mutable_default_changed_by_an_inlined_helper_keeps_the_change(helper, backend):
+    def caller(x):
+        return helper(x)
+
+    acc = helper.__defaults__[0] if helper.__defaults__ else helper.__kwdefaults__["acc"]
+    acc.clear()
+    compiled = ember.compile(caller, backend=backend)
+    outs = [compiled(ember.ones(2))[0].item() for _ in range(3)]
+    assert outs == [2.0, 3.0, 4.0] and len(acc) == 3
+    acc.clear()

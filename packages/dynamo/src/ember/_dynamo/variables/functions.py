@@ -148,13 +148,21 @@ class UserFunctionVariable(_InlinableFunction):
             cells.append(CellVariable(pending=(contents, source)))
         return cells
 
+    # Defaults are read through the function (``fn.__defaults__[i]``) when it has a source: the values
+    # used are guarded (an edit of ``fn.__kwdefaults__`` recompiles) and a mutable default the traced
+    # code changes (``acc=[]`` appended to) is the real object, whose change is replayed.
     def get_defaults(self, tx):
         self._guard_attr_identity(tx, "__defaults__")
-        return [tx.output.wrap(v, None) for v in (self.fn.__defaults__ or ())]
+        return [tx.output.wrap(v, self._default_source("__defaults__", i))
+                for i, v in enumerate(self.fn.__defaults__ or ())]
 
     def get_kwdefaults(self, tx):
         self._guard_attr_identity(tx, "__kwdefaults__")
-        return {k: tx.output.wrap(v, None) for k, v in (self.fn.__kwdefaults__ or {}).items()}
+        return {k: tx.output.wrap(v, self._default_source("__kwdefaults__", k))
+                for k, v in (self.fn.__kwdefaults__ or {}).items()}
+
+    def _default_source(self, table, key):
+        return GetItemSource(AttrSource(self.source, table), key) if self.source is not None else None
 
     def _guard_attr_identity(self, tx, name):
         # one guard per inlined function: ``fn.__defaults__ = (...)`` after a capture recompiles
