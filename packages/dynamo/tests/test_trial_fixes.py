@@ -360,3 +360,24 @@ def test_a_mutable_default_changed_by_an_inlined_helper_keeps_the_change(helper,
     outs = [compiled(ember.ones(2))[0].item() for _ in range(3)]
     assert outs == [2.0, 3.0, 4.0] and len(acc) == 3
     acc.clear()
+
+
+class _ChildrenLoop(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.first = _AddOne()
+
+    def forward(self, t):
+        for child in self.children():
+            t = child(t)
+        return t
+
+
+def test_a_child_added_after_compiling_is_seen_by_children_iteration():
+    model = _ChildrenLoop()
+    x = ember.ones(3)
+    compiled = ember.compile(model, backend="eager")
+    _same(compiled(x), model(x))
+    model.second = _AddOne()
+    assert model(x).tolist() == [3.0, 3.0, 3.0]
+    _same(compiled(x), model(x))

@@ -149,6 +149,7 @@ class NNModuleVariable(_ObjectBase):
         named = name.startswith("named_")
         method = name if named else "named_" + name
         if method == "named_children":
+            self._children(tx)  # guards the submodule names: a child added later recompiles
             items = list(self.value.named_children())
         else:
             items = list(getattr(self.value, method)(*values, **keywords))
