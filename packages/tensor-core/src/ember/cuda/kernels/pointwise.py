@@ -260,8 +260,9 @@ def _compile(kind, dtype, layout, out_dtype):
 # --------------------------------------------------------------------------- launching
 
 
-def _launch(entry, operands, arrays, out, n):
-    """Run a compiled kernel over ``n`` elements: packed when every array is aligned to a pack.
+def _launch(entry, operands, arrays, out, n, repeat=None):
+    """Run a compiled kernel over ``n`` elements: packed when every array is aligned to a pack (and, for a
+    kernel with a repeated ``b`` operand of ``repeat`` elements, ``repeat`` is a whole number of packs).
 
     Returns ``out``, or None when the kernel did not compile (the caller then takes the generic path).
     """
@@ -273,34 +274,14 @@ def _launch(entry, operands, arrays, out, n):
     mask = out.data.ptr
     for a in arrays:
         mask |= a.data.ptr
-    if mask % align == 0:
+    sizes = (np.int64(n),) if repeat is None else (np.int64(n), np.int64(repeat))
+    if mask % align == 0 and (repeat is None or repeat % width == 0):
         per_block = THREADS * UNROLL
         blocks = (n // width + per_block - 1) // per_block or 1  # one pass (a grid-stride loop measured slower)
-        vector((blocks,), (THREADS,), (*operands, out, np.int64(n)))
+        vector((blocks,), (THREADS,), (*operands, out, *sizes))
     else:
         blocks = min((n + THREADS - 1) // THREADS, 65536)
-        single((blocks,), (THREADS,), (*operands, out, np.int64(n)))
-    return out
-
-
-def _launch_repeated(entry, operands, arrays, out, n, m):
-    """:func:`_launch` of a kernel with a repeated (``b``) operand of ``m`` elements: packed when every array
-    is aligned to a pack and ``m`` is a whole number of packs."""
-    if entry is None:
-        return None
-    vector, single, width, align = entry
-    if n == 0:
-        return out
-    mask = out.data.ptr
-    for a in arrays:
-        mask |= a.data.ptr
-    if mask % align == 0 and m % width == 0:
-        per_block = THREADS * UNROLL
-        blocks = (n // width + per_block - 1) // per_block or 1
-        vector((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
-    else:
-        blocks = min((n + THREADS - 1) // THREADS, 65536)
-        single((blocks,), (THREADS,), (*operands, out, np.int64(n), np.int64(m)))
+        single((blocks,), (THREADS,), (*operands, out, *sizes))
     return out
 
 
@@ -329,7 +310,7 @@ def _broadcast_binary(kind, a, b, compare):
     else:
         return None
     out = _ndarray(shape, _BOOL if compare else dtype)
-    return _launch_repeated(_compile(kind, dtype, layout, out.dtype), (a, b), (a, b), out, out.size, m)
+    return _launch(_compile(kind, dtype, layout, out.dtype), (a, b), (a, b), out, out.size, repeat=m)
 
 
 def _usable_any_gpu(a):
