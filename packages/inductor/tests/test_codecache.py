@@ -74,7 +74,12 @@ def _run_child(cache, source, **popen):
 
 
 def _finish(proc):
-    out, err = proc.communicate(timeout=180)
+    try:
+        out, err = proc.communicate(timeout=180)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # never leave a hung child behind
+        proc.communicate()
+        raise
     assert proc.returncode == 0, err
     count, value = out.split()
     return int(count), float(value)

@@ -93,7 +93,7 @@ class _Module:
         path = directory / f"pointwise_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
         path.with_suffix(".cpp").write_text(source)
         subprocess.run(["g++", "-std=c++17", "-O1", "-ffp-contract=off", "-shared", "-fPIC", str(path.with_suffix(".cpp")),
-                        "-o", str(path.with_suffix(".so"))], check=True, capture_output=True)
+                        "-o", str(path.with_suffix(".so"))], check=True, capture_output=True, timeout=300)
         self.lib = ctypes.CDLL(str(path.with_suffix(".so")))
 
     def get_function(self, name):
