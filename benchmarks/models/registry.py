@@ -1,0 +1,105 @@
+"""The registry of the ember.compile model suite (issue 28): one :class:`ModelSpec` per model.
+
+Each model module of this folder (``vision.py``, ``sequence.py``, ...) writes its models once against a
+``lib`` argument (``ember`` or ``torch``, as ``benchmarks/gpt_model.py`` does, so both libraries run the same
+program with the same parameter names) and calls :func:`register` at import. :func:`load_all` imports the
+modules named in :data:`MODULES`. The modules import this one as a top-level module
+(``from registry import ModelSpec, register``): the runner (``run.py``) and the tests put this folder on
+``sys.path``.
+
+Sizes: a spec's ``build`` and ``inputs`` give the CPU-sized model and batch by default. ``cpu_scale`` holds
+optional keyword overrides that the runner passes to both ``build(lib, **cpu_scale)`` and
+``inputs(lib, rng, device, **cpu_scale)`` on the CPU only (leave it empty when the defaults already fit a step
+of ~100 ms eager on 2 cores).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+
+import numpy as np
+
+__all__ = ["ModelSpec", "MODELS", "MODULES", "register", "load_all", "copy_weights"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One model of the suite.
+
+    Attributes:
+        name: unique name, e.g. ``"resnet18"``.
+        domain: ``"vision"``, ``"sequence"``, ``"generative"``, ``"graph"``, ``"recsys"`` or ``"rl"``.
+        build: ``build(lib) -> lib.nn.Module`` (the runner seeds ``lib``'s generator before the call).
+        inputs: ``inputs(lib, rng, device) -> tuple`` of ``lib`` tensors, the batch of one step
+            (``rng`` a ``numpy.random.Generator``; the runner gives both libraries the same seed).
+        loss: ``loss(lib, output, inputs) -> scalar lib tensor`` for training.
+        cpu_scale: optional keyword overrides for ``build`` and ``inputs`` on the CPU (see the module docstring).
+        notes: what is shrunk relative to the original model, and why; known failures.
+    """
+
+    name: str
+    domain: str
+    build: Callable
+    inputs: Callable
+    loss: Callable
+    cpu_scale: dict = dataclasses.field(default_factory=dict)
+    notes: str = ""
+
+
+#: Registered models by name, in registration order.
+MODELS: dict[str, ModelSpec] = {}
+
+#: The model modules of this folder that :func:`load_all` imports (each registers its models at import).
+MODULES: tuple[str, ...] = ("vision", "generative", "sequence", "other")
+
+
+def register(spec):
+    """Add ``spec`` to :data:`MODELS`; returns it.
+
+    Raises:
+        TypeError: ``spec`` is not a :class:`ModelSpec`.
+        ValueError: a model of that name is already registered.
+    """
+    if not isinstance(spec, ModelSpec):
+        raise TypeError(f"register() takes a ModelSpec, got {type(spec).__name__}")
+    if spec.name in MODELS:
+        raise ValueError(f"a model named {spec.name!r} is already registered")
+    MODELS[spec.name] = spec
+    return spec
+
+
+def load_all(modules=MODULES):
+    """Import the model modules (those not written yet are skipped) and return :data:`MODELS`."""
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a module that exists but fails to import is an error, not a skip
+                raise
+    return MODELS
+
+
+def copy_weights(ember_model, torch_model):
+    """Copy every entry of ``ember_model``'s state_dict (parameters and buffers) into ``torch_model``'s
+    entry of the same name, through numpy, so the two models compute the same function.
+
+    Raises:
+        KeyError: the two state_dicts have different names.
+        ValueError: an entry's shapes differ.
+    """
+    import torch
+
+    ours = ember_model.state_dict()
+    theirs = torch_model.state_dict()
+    if set(ours) != set(theirs):
+        missing, extra = sorted(set(ours) - set(theirs)), sorted(set(theirs) - set(ours))
+        raise KeyError(f"state_dict names differ: only in ember {missing}, only in torch {extra}")
+    with torch.no_grad():
+        for name, value in ours.items():
+            array = np.ascontiguousarray(value.detach().cpu().numpy())
+            target = theirs[name]
+            if tuple(array.shape) != tuple(target.shape):
+                raise ValueError(f"{name}: ember shape {tuple(array.shape)}, torch shape {tuple(target.shape)}")
+            target.copy_(torch.from_numpy(array))
