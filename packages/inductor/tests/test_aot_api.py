@@ -160,6 +160,25 @@ def test_non_differentiable_and_integer_inputs():
     assert len(compiled.cache) == 2
 
 
+def test_parameter_written_under_no_grad_gets_no_gradient():
+    # eager mode gives a leaf written under no_grad, and read only under no_grad, no .grad at
+    # all; a zero gradient would make optimizers with weight decay or momentum move it
+    def f(w, b, x):
+        with ember.no_grad():
+            t = x @ w
+            w.mul_(0.9)
+        return ((x @ b) * t).sum()
+
+    ember.manual_seed(0)
+    w, b, x = ember.randn(4, 4, requires_grad=True), ember.randn(4, 4, requires_grad=True), ember.randn(3, 4)
+    w_ref, b_ref = w.detach().clone().requires_grad_(True), b.detach().clone().requires_grad_(True)
+    aot_function(f, lambda gm, ex: gm)(w, b, x).backward()
+    f(w_ref, b_ref, x).backward()
+    assert w.grad is None and w_ref.grad is None
+    assert_close(w, w_ref)
+    assert_close(b.grad, b_ref.grad)
+
+
 def test_outputs_that_alias_inputs_keep_gradients():
     def f(x, y):
         return x.t(), x, y * 2

@@ -129,6 +129,9 @@ def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
             out = _run(fn, metas, tracer, name)
 
     leaves, out_spec = tree_flatten(out)
+    # a written input's new value is differentiable only when the write recorded history: a
+    # leaf that requires grad can only be written under no_grad, and eager mode then gives it
+    # no gradient through that write (it must not get a zero one)
     mutated = tuple(r.input_index for r in tracer.inputs if r.version > 0)
     fwd_nodes = [tracer.inputs[i].value for i in mutated]
     fwd_tensors = [metas[i] for i in mutated]
@@ -152,7 +155,9 @@ def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
         outputs=outputs,
         out_spec=out_spec,
         num_fwd_outputs=len(fwd_nodes),
-        fwd_output_requires_grad=tuple(_differentiable(t) for t in fwd_tensors),
+        fwd_output_requires_grad=tuple(
+            _differentiable(t) and (k >= len(mutated) or t.grad_fn is not None) for k, t in enumerate(fwd_tensors)
+        ),
     )
     result = list(fwd_nodes)
     if joint:
