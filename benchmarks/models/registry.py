@@ -7,6 +7,11 @@ modules named in :data:`MODULES`. The modules import this one as a top-level mod
 (``from registry import ModelSpec, register``): the runner (``run.py``) and the tests put this folder on
 ``sys.path``.
 
+Calls: the runner computes ``output = model(*inputs)`` (``inputs`` the tuple that ``spec.inputs`` returns) and,
+for training, ``spec.loss(lib, output, inputs)``. A loss that needs labels derives them deterministically from
+``inputs`` (next-token targets from the token ids, a reconstruction target, class labels such as
+``lib.arange(n, device=...) % classes``), so every tensor of ``inputs`` is a model argument.
+
 Sizes: a spec's ``build`` and ``inputs`` give the CPU-sized model and batch by default. ``cpu_scale`` holds
 optional keyword overrides that the runner passes to both ``build(lib, **cpu_scale)`` and
 ``inputs(lib, rng, device, **cpu_scale)`` on the CPU only (leave it empty when the defaults already fit a step
@@ -34,7 +39,7 @@ class ModelSpec:
         build: ``build(lib) -> lib.nn.Module`` (the runner seeds ``lib``'s generator before the call).
         inputs: ``inputs(lib, rng, device) -> tuple`` of ``lib`` tensors, the batch of one step
             (``rng`` a ``numpy.random.Generator``; the runner gives both libraries the same seed).
-        loss: ``loss(lib, output, inputs) -> scalar lib tensor`` for training.
+        loss: ``loss(lib, output, inputs) -> scalar lib tensor`` for training (``output = model(*inputs)``).
         cpu_scale: optional keyword overrides for ``build`` and ``inputs`` on the CPU (see the module docstring).
         notes: what is shrunk relative to the original model, and why; known failures.
     """
