@@ -190,6 +190,50 @@ def test_tensor_indexing_with_symbolic_bounds_is_one_graph(fn):
     assert cnt.frame_count == 1
 
 
+TABLE = ember.randn(32, 8)  # a fixed-size table (learned positions) cut to a sequence length
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: x + TABLE[: x.shape[1]],
+        lambda x: x + TABLE[-x.shape[1] :],
+        lambda x: x + TABLE[2 : x.shape[1] + 2],
+    ],
+    ids=["head", "tail", "offset"],
+)
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_fixed_table_cut_to_a_dynamic_length_stays_dynamic(fn, backend):
+    # the shadow of the length (its hint times a prime) exceeds the table: the slice is guarded to
+    # stay inside the table, as PyTorch guards it, instead of turning dynamic shapes off
+    cnt = CompileCounterWithBackend(backend)
+    compiled = ember.compile(fn, backend=cnt)
+    for n in (5, 7, 9, 12, 20, 30):
+        x = ember.randn(2, n, 8)
+        assert_same(compiled(x), fn(x))
+    assert cnt.frame_count == 2  # the first size, then one dynamic capture for the rest
+
+
+def test_table_cut_past_its_end_recompiles_on_the_bound():
+    cnt = CompileCounter()
+
+    def f(x):
+        return TABLE[: x.shape[0]].sum(0) * x.sum()
+
+    compiled = ember.compile(f, backend=cnt)
+    for n in (4, 6, 9):  # dynamic from the second size on, guarded s0 <= 32
+        x = ember.randn(n)
+        assert_same(compiled(x), f(x))
+    assert cnt.frame_count == 2
+    x = ember.randn(40)  # the slice clamps at 32: the bound's guard fails, a capture of its own
+    assert_same(compiled(x), f(x))
+    assert cnt.frame_count == 3
+    for n in (3, 8):  # still inside the table: the dynamic entry
+        x = ember.randn(n)
+        assert_same(compiled(x), f(x))
+    assert cnt.frame_count == 3
+
+
 def test_size_computed_inside_ember_code_falls_back_to_static():
     # indexing with Ellipsis goes through ember's indexing code, which normalises the bounds in Python:
     # the graph would hold the hint's stop, so the capture is static (correct for every size, one capture each)

@@ -115,17 +115,25 @@ class RecordingMode(ProxyDispatchMode):
         node_kwargs = {k: self._to_arg(v) for k, v in kwargs.items()}
         node = self.graph.call_function(func, node_args, node_kwargs)
         if self.log is not None:
-            self.log.append((func, node_args, node_kwargs))
+            self.log.append((func, node_args, node_kwargs, args))
         self._track_result(result, node)
         return result
 
 
 class ShadowMode(DispatchMode):
-    """Runs ember calls on the shadow examples, logging each registry op (nothing is recorded)."""
+    """Runs ember calls on the shadow examples, logging each registry op (nothing is recorded).
 
-    def __init__(self):
+    ``recorded`` is the recording's log of the same call (``(func, node args, node kwargs, hint
+    args)`` per op) and ``shape_env`` the capture's: a slice whose bound is a symbolic size is
+    compared with its recorded twin (see :func:`_shadow_slice`).
+    """
+
+    def __init__(self, recorded=(), sym_exprs=None, shape_env=None):
         super().__init__()
         self.log = []
+        self.recorded = recorded
+        self.sym_exprs = sym_exprs or {}
+        self.shape_env = shape_env
 
     def __ember_dispatch__(self, func, types, args=(), kwargs=None):
         import ember
@@ -133,12 +141,76 @@ class ShadowMode(DispatchMode):
         kwargs = kwargs or {}
         state = ember.get_rng_state() if "random" in func.tags else None
         try:
-            result = func(*args, **kwargs)
+            twin = self.recorded[len(self.log)] if len(self.log) < len(self.recorded) else None
+            result = None
+            if func.name == "slice" and twin is not None and twin[0] is func and not kwargs:
+                result = _shadow_slice(func, args, twin, self.sym_exprs, self.shape_env)
+            if result is None:
+                result = func(*args, **kwargs)
         finally:
             if state is not None:
                 ember.set_rng_state(state)
         self.log.append((func, args, kwargs))
         return _metaize(result)
+
+
+def _shadow_slice(func, args, twin, sym_exprs, shape_env):
+    """The shadow result of ``x[start:end]`` on a static dim when a bound is a symbolic size, or
+    None (run the slice as it is).
+
+    A slice clamps its bounds to the dim's size. With the symbolic bound guarded to stay within
+    the dim (``s0 <= 32`` for ``pos[:T]`` on a table of 32 rows, ``s0 <= 32`` for ``pos[-T:]``, as
+    PyTorch guards them), the slice has the symbolic length on every size the guard admits, though
+    the shadow value itself (the hint times a prime) may fall outside the dim: the shadow result is
+    then a meta tensor of the unclamped length. A bound that clamps at capture is guarded to keep
+    clamping instead. Handled: ``[start:end]`` with non-negative bounds and ``[-n:]``.
+    """
+    import ember
+    from ember.fx import Node
+
+    if len(args) != 5 or len(twin[1]) != 5:
+        return None
+    x, dim, start, end, step = args
+    hint_x, _, hint_start, hint_end, _ = twin[3]
+    symbolic = [isinstance(b, Node) and sym_exprs.get(b) is not None for b in twin[1][2:4]]
+    if not any(symbolic) or not isinstance(x, ember.Tensor) or x.dim() == 0:
+        return None
+    dim = dim % x.dim()
+    size = x.shape[dim]
+    if hint_x.shape[dim] != size:
+        return None  # a symbolic dim: the shadow run already tells
+    bounds = [(start, hint_start, twin[1][2]), (end, hint_end, twin[1][3])]
+    if any(type(b) is not int for b, _, _ in bounds if b is not None):
+        return None
+    negative_start = start is not None and start < 0
+    if negative_start and (end is not None or hint_start >= 0):
+        return None  # ``[-n:m]``: its length depends on the dim's size
+    if not negative_start and any(b is not None and b < 0 for b, _, _ in bounds[1:]):
+        return None
+    import sympy
+
+    width = size
+    for (value, hint, node), is_symbolic in zip(bounds, symbolic):
+        if not is_symbolic:
+            continue
+        expr = sym_exprs[node]
+        if hint < 0:  # ``-n``: within the dim while n <= size
+            inside = -hint <= size
+            shape_env.guard(sympy.Ge(expr, -size) if inside else sympy.Lt(expr, -size))
+            reach = -value
+        else:
+            inside = hint <= size
+            shape_env.guard(sympy.Le(expr, size) if inside else sympy.Gt(expr, size))
+            reach = value
+        if not inside:
+            return None  # clamped on both runs: the dim's static size
+        width = max(width, reach)
+    if width == size:
+        return None
+    shape = list(x.shape)
+    shape[dim] = width
+    wide = ember.empty_strided(shape, x.stride(), dtype=x.dtype, device="meta")
+    return func(wide, dim, start, end, step)
 
 
 def _flat(value, out):
@@ -160,7 +232,7 @@ def _same_sizes(recorded, shadow):
     that differs was computed from a size by ember code: the graph would hold the hint's value)."""
     if len(recorded) != len(shadow):
         return False
-    for (func, args, kwargs), (sfunc, sargs, skwargs) in zip(recorded, shadow):
+    for (func, args, kwargs, _hint_args), (sfunc, sargs, skwargs) in zip(recorded, shadow):
         if func is not sfunc:
             return False
         flat, sflat = _flat([args, kwargs], []), _flat([sargs, skwargs], [])
@@ -198,6 +270,7 @@ class OutputGraph:
         self.dynamic_dims = dynamic_dims or {}
         self.static_dims = frozenset(static_dims)  # (source name, dim): kept static after a SizeSpecialized
         self.shape_env = ShapeEnv()
+        self.sym_exprs = {}  # graph node of a symbolic size -> its SymPy expression (None: unknown)
         self.shadowing = False  # as_python hands out shadow values (the shadow run of a leaf call)
         self.graph = Graph()
         self.root = ember.nn.Module()
@@ -405,7 +478,7 @@ class OutputGraph:
             self.shadowing = False
         if isinstance(py_kwargs.get("device"), (str, ember.device)):
             py_kwargs["device"] = ember.device("meta")
-        shadow_mode = ShadowMode()
+        shadow_mode = ShadowMode(recorded, self.sym_exprs, self.shape_env)
         try:
             with shadow_mode:
                 shadow = _metaize(fn(*py_args, **py_kwargs))

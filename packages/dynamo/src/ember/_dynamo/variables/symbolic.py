@@ -32,6 +32,7 @@ class SymIntVariable(VariableTracker):
         self.hint = hint
         self.shadow = shadow
         self.node = node
+        output.sym_exprs[node] = expr  # a slice bound given as this node is guarded through it
 
     def describe(self):
         return f"size {self.expr if self.expr is not None else '?'} (= {self.hint} here)"

@@ -142,7 +142,9 @@ class TensorVariable(VariableTracker):
                     step, step_value = ConstantVariable(1), 1
                 if type(step_value) is not int or step_value < 1:
                     return None
-                full = all(b.is_constant() and b.as_constant() is None for b in (start, stop)) and step_value == 1
+                full = step_value == 1 and all(
+                    isinstance(b, ConstantVariable) and b.value is None for b in (start, stop)
+                )  # (asking a symbolic bound for its value would guard it to that value)
                 if not full:
                     args = [result, ConstantVariable(dim), start, stop, step]
                     result = tx.output.leaf_call(tx, registry["slice"], args, {})
