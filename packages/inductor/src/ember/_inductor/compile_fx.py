@@ -25,7 +25,7 @@ import logging
 from . import config, debug
 from .exc import CppCompileError, InductorError
 
-__all__ = ["compile_fx", "compile_fx_inner", "graph_name", "is_known_limit"]
+__all__ = ["compile_fx", "compile_fx_inner", "graph_name", "is_known_limit", "uses_triton"]
 
 log = logging.getLogger("ember._inductor")
 
@@ -96,10 +96,26 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
 
 
 def _core_compile(gm, example_inputs):
-    """The compiler core (codegen/wrapper.py): lower, schedule, generate C++, load."""
+    """The compiler core: lower, schedule, generate C++ (codegen/wrapper.py) for cpu graphs or Triton
+    (runtime/triton_graph.py) for cuda graphs - and for cpu graphs under Triton's interpreter when
+    ``config.triton_on_cpu`` asks for it - then load."""
+    if uses_triton(example_inputs):
+        from .runtime.triton_graph import compile_graph_triton
+
+        return compile_graph_triton(gm, example_inputs)
     from .codegen.wrapper import compile_graph
 
     return compile_graph(gm, example_inputs)
+
+
+def uses_triton(example_inputs) -> bool:
+    """Whether a graph with these example inputs is compiled to Triton: a tensor on cuda, or
+    ``config.resolved_triton_on_cpu()`` (cpu graphs through Triton's interpreter)."""
+    from ember._tensor import Tensor
+
+    if any(isinstance(t, Tensor) and t.device.type == "cuda" for t in example_inputs):
+        return True
+    return config.resolved_triton_on_cpu()
 
 
 def _aot_pieces():

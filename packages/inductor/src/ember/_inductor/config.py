@@ -58,9 +58,11 @@ _SETTINGS = (
     "extra_cflags",
     "threads",
     "fallback_on_compile_error",
+    "triton_on_cpu",
 )
 
-__all__ = [*_SETTINGS, "patch", "resolved_debug", "resolved_debug_dir", "resolved_cache_dir"]
+__all__ = [*_SETTINGS, "patch", "resolved_debug", "resolved_debug_dir", "resolved_cache_dir",
+           "resolved_triton_on_cpu"]
 
 debug: bool | None = None
 debug_dir: str | None = None
@@ -69,6 +71,7 @@ cxx: str | None = None
 extra_cflags: tuple[str, ...] = ()
 threads: int | None = None
 fallback_on_compile_error: bool = True
+triton_on_cpu: bool | None = None
 
 
 @contextlib.contextmanager
@@ -118,3 +121,11 @@ def resolved_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "ember" / "inductor"
+
+
+def resolved_triton_on_cpu() -> bool:
+    """Whether cpu graphs go through the Triton codegen: ``triton_on_cpu`` (else
+    ``EMBER_INDUCTOR_TRITON_CPU == "1"``) and Triton's interpreter on (``TRITON_INTERPRET=1``)."""
+    wanted = triton_on_cpu if triton_on_cpu is not None else \
+        os.environ.get("EMBER_INDUCTOR_TRITON_CPU", "").strip() == "1"
+    return bool(wanted) and os.environ.get("TRITON_INTERPRET", "").strip() not in ("", "0")

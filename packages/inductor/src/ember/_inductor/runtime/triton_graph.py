@@ -1,0 +1,196 @@
+"""The Python wrapper that runs a graph compiled to Triton: kernels and extern calls, in order.
+
+:func:`compile_graph_triton` lowers and schedules a functional FX graph exactly as the C++ path does
+(:mod:`ember._inductor.codegen.wrapper`), generates one Triton module for it
+(:mod:`ember._inductor.codegen.triton`), loads it through the cache (:mod:`.triton_launch`) and returns a
+:class:`TritonCompiledGraph`. A call allocates the outputs and intermediates on the inputs' device
+(cuda: CuPy memory; cpu under ``TRITON_INTERPRET=1``: numpy memory), launches each kernel with the config
+:mod:`ember._inductor.autotune` picks, and calls the eager op for each extern call.
+
+Unlike the C++ wrapper there is no native entry: one Python launch per kernel (CUDA graphs, which remove
+that cost, are a later step), and intermediate buffers get their own memory (no reuse yet).
+"""
+
+from __future__ import annotations
+
+import ember
+
+from .. import ir
+
+__all__ = ["compile_graph_triton", "TritonCompiledGraph"]
+
+
+def _stage(name, text):
+    from .. import debug
+
+    debug.stage(name, text)
+
+
+def compile_graph_triton(gm, example_inputs):
+    """Compile ``gm`` (a functional graph of registry ops) to Triton kernels and return a callable.
+
+    Args:
+        gm (ember.fx.GraphModule): the graph (after aot).
+        example_inputs (sequence): one value per placeholder; tensors fix shapes, strides, dtypes, device.
+
+    Returns:
+        TritonCompiledGraph: ``f(*inputs)`` returning the graph's outputs like the C++ path's callable.
+
+    Raises:
+        LoweringException: the graph cannot be compiled (compile_fx then runs it eagerly).
+    """
+    from ..codegen.triton import generate
+    from ..codegen.wrapper import _lower
+
+    graph, scheduler = _lower(gm, example_inputs)
+    source = generate(scheduler)
+    _stage("triton", source.source)
+    device = _device_of(example_inputs)
+    return TritonCompiledGraph(graph, scheduler, source, device)
+
+
+def _device_of(tensors, default=None):
+    """The device of the first real tensor of ``tensors`` (example inputs may be meta tensors)."""
+    for t in tensors:
+        if isinstance(t, ember.Tensor) and t.device.type != "meta":
+            return t.device
+    return default if default is not None else ember.device("cpu")
+
+
+class TritonCompiledGraph:
+    """A graph compiled to Triton: call it with the graph's inputs.
+
+    Attributes:
+        graph (GraphLowering): the loop IR.
+        scheduler (Scheduler): the kernels.
+        source (str): the generated Triton module.
+        module: the imported module (its ``__file__`` is in the cache folder).
+    """
+
+    def __init__(self, graph, scheduler, graph_source, device):
+        from .. import autotune
+        from .triton_helpers import interpreting
+        from .triton_launch import load_module
+
+        self.graph = graph
+        self.scheduler = scheduler
+        self.source = graph_source.source
+        self.steps = graph_source.steps
+        self.device = device
+        self.module = load_module(self.source)
+        self.autotuner = autotune.Autotuner(self.module.__file__, benchmark=not interpreting())
+        self._buffers = {}
+        for step in scheduler.steps:
+            if not isinstance(step, ir.ExternKernel):
+                for node in step.nodes:
+                    self._buffers[node.buffer.name] = node.buffer
+        self._in_memory = {name for name in self._buffers if name in scheduler.storage}
+
+    def __str__(self):
+        return self.source
+
+    def _empty(self, buf_or_sizes, dtype=None):
+        if isinstance(buf_or_sizes, ir.Buffer):
+            sizes, dtype = [int(s) for s in buf_or_sizes.sizes], buf_or_sizes.dtype
+        else:
+            sizes = [int(s) for s in buf_or_sizes]
+        return ember.empty(sizes, dtype=dtype, device=self.device)
+
+    def __call__(self, *args):
+        g = self.graph
+        values = {}
+        self.device = _device_of(args, self.device)
+        for b in g.inputs:
+            if b is None:
+                continue
+            t = args[b.position]
+            expected = tuple(int(s) for s in b.strides)
+            if tuple(t.shape) != tuple(int(s) for s in b.sizes) or t.dtype != b.dtype:
+                sizes = tuple(int(s) for s in b.sizes)
+                raise ValueError(f"compiled graph: input {b.position} ({b.name}) must have shape {sizes} and "
+                                 f"dtype {b.dtype}, got {tuple(t.shape)}, {t.dtype}")
+            if tuple(t.stride()) != expected and t.numel() > 1:
+                # the kernels index with the example's strides: copy into that layout
+                t = ember.empty_strided(tuple(t.shape), expected, dtype=t.dtype, device=t.device).copy_(t)
+            values[b.name] = t
+        for position, value in g.scalar_inputs:
+            if args[position] != value:
+                raise ValueError(f"compiled graph: input {position} was compiled as the constant {value!r}, "
+                                 f"got {args[position]!r}")
+        for b in g.constants:
+            values[b.name] = b.constant
+        for name in self._in_memory:
+            values[name] = self._empty(self._buffers[name])
+        for step in self.steps:
+            if isinstance(step, ir.ExternKernel):
+                self._run_extern(step, values)
+            else:
+                self._run_kernels(step, values)
+        outs = []
+        for o in g.outputs:
+            if isinstance(o, ir.InputBuffer) and o.constant is not None:
+                outs.append(o.constant)
+            elif isinstance(o, ir.StridedArg):
+                outs.append(values[o.buffer.name].view([int(s) for s in o.sizes]))
+            elif isinstance(o, ir.Buffer):
+                outs.append(values[o.name])
+            else:
+                outs.append(o)
+        return tuple(outs) if g.output_is_sequence else outs[0]
+
+    # kernels -----------------------------------------------------------------------------------
+
+    def _run_kernels(self, kernels, values):
+        from .triton_launch import BufferArg, launch, use_ember_stream
+
+        if self.device.type == "cuda":  # pragma: no cover - needs a GPU
+            use_ember_stream()
+        scratch = {}
+        for name, numel, dtype in kernels[0].scratch or ():
+            scratch[name] = ember.empty(numel, dtype=dtype, device=self.device)
+        for kernel in kernels:
+            ptrs = [BufferArg(values[name]) for name in kernel.buffers]
+            ptrs += [BufferArg(t) for t in scratch.values()]
+            sizes = [int(s) for s in kernel.sizes]
+            xnumel = int(kernel.xnumel)
+            rnumel = int(kernel.rnumel) if kernel.rnumel is not None else None
+            fn = getattr(self.module, kernel.name)
+
+            def run(cfg, fn=fn, kernel=kernel, ptrs=ptrs, sizes=sizes, xnumel=xnumel):
+                launch(fn, kernel, [*ptrs, *sizes], cfg, xnumel)
+
+            cfg = self.autotuner.choose(kernel, xnumel, rnumel, run)
+            run(cfg)
+
+    # extern calls ------------------------------------------------------------------------------
+
+    def _arg(self, v, values):
+        if isinstance(v, ir.StridedArg):
+            base = values[v.buffer.name] if v.buffer.name in values else v.buffer.constant
+            return base.as_strided([int(s) for s in v.sizes], [int(s) for s in v.strides], int(v.offset))
+        if isinstance(v, ir.EmptyArg):
+            return self._empty(v.sizes, v.dtype)
+        if isinstance(v, ir.InputBuffer) and v.constant is not None:
+            return v.constant
+        if isinstance(v, ir.Buffer):
+            return values[v.name]
+        if isinstance(v, (list, tuple)):
+            return type(v)(self._arg(x, values) for x in v)
+        return v
+
+    def _run_extern(self, kernel, values):
+        with ember.no_grad():
+            result = kernel.op(*self._arg(list(kernel.args), values),
+                               **{k: self._arg(v, values) for k, v in kernel.kwargs.items()})
+        for out in kernel.outputs:
+            value = result
+            for k in out.path:
+                value = value[k]
+            strides = tuple(int(s) for s in out.strides)
+            if strides != tuple(int(s) for s in ir.contiguous_strides(out.sizes)):
+                if tuple(value.stride()) != strides or value.storage_offset():
+                    value = ember.empty_strided(tuple(value.shape), strides, dtype=value.dtype,
+                                                device=value.device).copy_(value)
+            else:
+                value = value.contiguous() if kernel.op.kind == "function" else value.clone()
+            values[out.name] = value

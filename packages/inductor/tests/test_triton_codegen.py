@@ -1,0 +1,142 @@
+"""The Triton code generator's text (no Triton needed): kernel kinds, masks, size arguments, reductions.
+
+The graphs are lowered and scheduled as the C++ path does; :func:`ember._inductor.codegen.triton.generate`
+turns the schedule into a module's text, which these tests read. Running the kernels is
+test_triton_interpret.py's job.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+import sympy
+
+import ember
+from ember._inductor import ir
+from ember._inductor.aot.decompositions import inductor_decompositions
+from ember._inductor.codegen import triton as tgen
+from ember._inductor.codegen.wrapper import _lower
+from ember.fx.experimental.proxy_tensor import make_fx
+
+
+def _source(fn, *inputs, **kwargs):
+    gm = make_fx(fn, decomposition_table=inductor_decompositions())(*inputs)
+    _, scheduler = _lower(gm, list(inputs))
+    return tgen.generate(scheduler, **kwargs)
+
+
+def _kernels(src):
+    return [k for step in src.steps if isinstance(step, list) for k in step]
+
+
+def test_module_is_valid_python_with_one_comment_per_node():
+    src = _source(lambda a, b: ember.sigmoid(a) * b + 1, ember.randn(4, 6), ember.randn(6))
+    ast.parse(src.source)  # the module is Python
+    assert src.source.startswith("import triton")
+    (kernel,) = _kernels(src)
+    assert kernel.kind == "pointwise"
+    assert "@triton.jit" in kernel.source
+    assert kernel.source.count("# buf") == 1  # one fused node, one comment
+    assert str(src) == src.source
+
+
+def test_pointwise_masks_the_tail_and_takes_sizes_as_arguments():
+    src = _source(lambda a: ember.exp(a) + 1, ember.randn(5, 7))
+    (kernel,) = _kernels(src)
+    text = kernel.source
+    assert "xmask = xindex < xnumel" in text
+    assert "xnumel = ks0 * ks1" in text
+    assert [int(s) for s in kernel.sizes] == [5, 7]
+    assert "ks0, ks1, XBLOCK: tl.constexpr" in text
+    assert "RBLOCK" not in text  # pointwise kernels have one block size
+    assert "tl.store(" in text and ", xmask)" in text
+    assert "x1 = xindex % ks1" in text and "x0 = (xindex // ks1)" in text
+
+
+def test_broadcast_and_permuted_inputs_index_by_their_strides():
+    a = ember.randn(3, 4)
+    src = _source(lambda t, b: t.t() * b, a, ember.randn(3))
+    text = _kernels(src)[0].source
+    # the transposed input is read at 4*x1 + x0 (its strides), the broadcast one along x1 only
+    assert "tl.load(arg0_1_ptr + (" in text
+    assert "(4 * x1)" in text or "4*x1" in text
+
+
+def test_half_inputs_compute_in_float32_and_round_on_store():
+    x = ember.randn(8).to(ember.float16)
+    text = _kernels(_source(lambda t: t * 2 + 1, x))[0].source
+    assert ".to(tl.float32)" in text
+    assert ".to(tl.float16)" in text
+
+
+def test_small_rows_give_a_persistent_reduction():
+    src = _source(lambda a: a.sum(1), ember.randn(8, 100))
+    (kernel,) = _kernels(src)
+    assert kernel.kind == "persistent"
+    assert "rbase = tl.arange(0, RBLOCK)[None, :]" in kernel.source
+    assert "for roffset" not in kernel.source
+    assert "tl.reduce(" in kernel.source and "th.combine_sum" in kernel.source
+    assert "xmask & rmask" in kernel.source
+
+
+def test_long_rows_loop():
+    src = _source(lambda a: a.amax(1), ember.randn(16, 3000))
+    (kernel,) = _kernels(src)
+    assert kernel.kind == "looped"
+    assert "for roffset in range(0, ks1, RBLOCK):" in kernel.source
+    assert "float('-inf')" in kernel.source  # masked lanes hold max's identity
+    assert "th.combine_max" in kernel.source
+
+
+def test_persistent_limit_is_a_parameter():
+    x = ember.randn(8, 100)
+    src = _source(lambda a: a.sum(1), x, persistent_limit=64)
+    assert _kernels(src)[0].kind == "looped"
+
+
+def test_few_long_rows_split_into_two_kernels():
+    src = _source(lambda a: a.sum() * 2, ember.randn(tgen.SPLIT_MIN_ELEMENTS + 5))
+    first, second = src.steps[0]
+    assert first.kind == "split" and second.kind == "split_combine"
+    assert first.name.endswith("_split")
+    assert f"xindex * {tgen.SPLIT} + chunk" in first.source
+    assert "partial0_ptr" in first.source and "partial0_ptr" in second.source
+    assert first.scratch[0][1] == tgen.SPLIT
+    ast.parse(src.source)
+
+
+@pytest.mark.parametrize("rtype,fn", [
+    ("sum", lambda a: a.sum(1)), ("prod", lambda a: a.prod(1)), ("max", lambda a: a.amax(1)),
+    ("min", lambda a: a.amin(1)), ("argmax", lambda a: a.argmax(1)), ("argmin", lambda a: a.argmin(1)),
+    ("any", lambda a: (a > 0).any(1)), ("all", lambda a: (a > 0).all(1)),
+])
+def test_every_reduction_type_has_a_combine(rtype, fn):
+    src = _source(fn, ember.randn(4, 9))
+    text = src.source
+    combine = tgen.reduction_combine(rtype, ember.float32)
+    assert combine in text, rtype
+    if rtype.startswith("arg"):
+        assert "2147483647" in text  # masked lanes never win the index
+
+
+def test_every_ir_op_and_reduction_type_has_a_rule():
+    assert set(tgen.OP_RULES) == set(ir.OPS)
+    for rtype in ir.REDUCTION_TYPES:
+        assert tgen.reduction_combine(rtype, ember.float32).startswith("th.combine_")
+        tgen.reduction_identity(rtype, ember.float32)
+        tgen.reduction_identity(rtype, ember.int32)
+
+
+def test_softmax_is_one_kernel_with_an_inner_row_loop():
+    src = _source(lambda a: ember.softmax(a, -1), ember.randn(4, 6))
+    (kernel,) = _kernels(src)
+    assert kernel.source.count("tl.reduce(") == 2  # max, then sum of exp
+    assert "y0 = rindex" in kernel.source  # the normalisation runs along the row
+
+
+def test_index_expressions_print_as_triton_arithmetic():
+    x0, x1 = ir.index_vars(2, "x")
+    assert tgen.texpr(ir.FloorDiv(x0, 4) + ir.ModIndex(x1, 3) * 2) in (
+        "((x0 // 4) + (2 * (x1 % 3)))", "((2 * (x1 % 3)) + (x0 // 4))")
+    assert tgen.texpr(sympy.Min(x0, 5)).startswith("tl.minimum(")
