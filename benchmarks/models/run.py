@@ -1,0 +1,551 @@
+"""Run the ember.compile model suite: correctness, graph breaks, compile time and speed, next to torch.compile.
+
+Usage::
+
+    python benchmarks/models/run.py --device cpu --mode training [-k NAME ...] [--backend inductor] [--fullgraph]
+
+For each registered model (``registry.load_all()``), in one process:
+
+1. build the Ember model from a fixed seed and a PyTorch twin with the same weights (``copy_weights``);
+2. ``ember._dynamo.explain`` the step's forward (the model and its loss for training): graphs, graph breaks
+   and their reasons, and ``torch._dynamo.explain``'s counts for the same code;
+3. the ``fullgraph=True`` column: capture with ``fullgraph=True`` (backend ``"eager"``: the capture alone)
+   and compare with eager Ember;
+4. compile with ``--backend`` and check compiled == eager Ember: the outputs (inference) or the losses of
+   5 SGD steps of two identical models (training), to the tolerances printed in the table's legend; the
+   first compiled call's time is the compile time (the same for ``torch.compile``);
+5. time eager and compiled steps of Ember and of PyTorch, interleaved (each repeat runs the four once), the
+   minimum over the repeats, with both libraries' threads pinned to ``ember.get_num_threads()``.
+
+A failure of one model is recorded in its row and the run goes on. The results replace this device and
+mode's section of ``BENCHMARKS_MODELS.md`` (other sections are kept), and a plot of the speedups is written
+next to it when matplotlib is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import re
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import registry  # noqa: E402
+
+SEED = 0
+CHECK_STEPS = 5
+#: compiled vs eager Ember: ``|a - b| <= ATOL + RTOL * |b|`` elementwise (outputs, then the 5 training losses)
+RTOL, ATOL = 1e-4, 1e-4
+LR = 0.01
+
+#: Models known to fail under ember.compile, with the repro (in /tmp/models_repros/ when written) that shows why.
+EXPECTED_FAILURES = {
+    "gcn": "gcn_sparse_input.py",
+}
+
+
+@dataclass
+class Row:
+    """One model's results (times in seconds; None where not measured)."""
+
+    name: str
+    domain: str
+    status: str = "not run"
+    fullgraph: str = "-"
+    graphs: int | None = None
+    breaks: int | None = None
+    reasons: list = field(default_factory=list)
+    torch_graphs: int | None = None
+    torch_breaks: int | None = None
+    max_diff: float | None = None
+    compile_s: float | None = None
+    torch_compile_s: float | None = None
+    times: dict = field(default_factory=dict)  # "ember", "ember_compiled", "torch", "torch_compiled"
+    error: str = ""
+    fullgraph_error: str = ""
+
+    @property
+    def passed(self):
+        return self.status == "ok"
+
+
+# ----------------------------------------------------------------------------------------------------------
+# helpers
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _tensors(output):
+    """The tensors of a model's output, in a fixed order (a tensor, or nested tuples/lists/dicts of them)."""
+    if isinstance(output, dict):
+        return [t for key in sorted(output) for t in _tensors(output[key])]
+    if isinstance(output, (tuple, list)):
+        return [t for item in output for t in _tensors(item)]
+    return [output] if hasattr(output, "detach") else []
+
+
+def _numpy(tensor):
+    tensor = tensor.detach()
+    if getattr(tensor, "is_sparse", False):
+        tensor = tensor.to_dense()
+    return np.asarray(tensor.cpu().float().numpy() if tensor.is_floating_point() else tensor.cpu().numpy())
+
+
+def _compare(expected, actual):
+    """``(max abs difference, within tolerance)`` of two lists of tensors or floats."""
+    expected, actual = list(expected), list(actual)
+    if len(expected) != len(actual):
+        return math.inf, False
+    worst, ok = 0.0, True
+    for e, a in zip(expected, actual):
+        e = _numpy(e) if hasattr(e, "detach") else np.asarray(e)
+        a = _numpy(a) if hasattr(a, "detach") else np.asarray(a)
+        if e.shape != a.shape:
+            return math.inf, False
+        if e.size:
+            diff = np.abs(e.astype(np.float64) - a.astype(np.float64))
+            worst = max(worst, float(np.nanmax(diff)) if not np.isnan(diff).all() else 0.0)
+            ok = ok and bool(np.allclose(a, e, rtol=RTOL, atol=ATOL, equal_nan=True))
+    return worst, ok
+
+
+def _sync(lib, device):
+    if device == "cuda":
+        lib.cuda.synchronize()
+
+
+def _short(text, limit=160):
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class Side:
+    """One library's model, inputs, and the step functions (eager and compiled) of the mode."""
+
+    def __init__(self, lib, spec, model, device, mode):
+        self.lib, self.spec, self.model, self.device, self.mode = lib, spec, model, device, mode
+        kwargs = spec.cpu_scale if device == "cpu" else {}
+        self.inputs = spec.inputs(lib, np.random.default_rng(SEED), device, **kwargs)
+        model.train(mode == "training")
+        self.optimizer = lib.optim.SGD(model.parameters(), lr=LR, momentum=0.9) if mode == "training" else None
+
+    def forward(self, model):
+        """The code that is compiled: the model (inference) or the model and its loss (training)."""
+        spec, lib = self.spec, self.lib
+        if self.mode == "inference":
+            return model
+
+        def forward_loss(*inputs):
+            return spec.loss(lib, model(*inputs), inputs)
+
+        return forward_loss
+
+    def step(self, fn, optimizer=None):
+        """One step with ``fn`` (from :meth:`forward`): its output (inference) or its loss after backward and
+        the optimizer's step (training)."""
+        if self.mode == "inference":
+            with self.lib.no_grad():
+                return fn(*self.inputs)
+        optimizer = optimizer or self.optimizer
+        loss = fn(*self.inputs)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        return loss
+
+
+def _build(lib, spec, device):
+    lib.manual_seed(SEED)
+    kwargs = spec.cpu_scale if device == "cpu" else {}
+    return spec.build(lib, **kwargs)
+
+
+def _explain(row, ember, side):
+    ember._dynamo.reset()
+    context = ember.no_grad() if side.mode == "inference" else contextlib.nullcontext()
+    with context:
+        out = ember._dynamo.explain(side.forward(side.model))(*side.inputs)
+    row.graphs, row.breaks = out.graph_count, out.graph_break_count
+    seen = []
+    for reason in out.break_reasons:
+        text = _short(str(reason).splitlines()[0] if str(reason) else repr(reason))
+        location = re.search(r"(\S+\.py):(\d+)", str(reason))
+        if location:
+            text += f" ({Path(location.group(1)).name}:{location.group(2)})"
+        if text not in seen:
+            seen.append(text)
+    row.reasons = seen
+
+
+def _torch_explain(row, torch, side):
+    torch._dynamo.reset()
+    context = torch.no_grad() if side.mode == "inference" else contextlib.nullcontext()
+    try:
+        with context:
+            out = torch._dynamo.explain(side.forward(side.model))(*side.inputs)
+        row.torch_graphs, row.torch_breaks = out.graph_count, out.graph_break_count
+    except Exception:  # torch's own failure is only context here
+        row.torch_graphs = row.torch_breaks = None
+    torch._dynamo.reset()
+
+
+def _check_fullgraph(ember, spec, side, reference):
+    """Capture the forward with ``fullgraph=True`` (backend "eager") and compare one call with ``reference``."""
+    ember._dynamo.reset()
+    fn = ember.compile(side.forward(side.model), backend="eager", fullgraph=True)
+    ember.manual_seed(SEED + 1)
+    context = ember.no_grad() if side.mode == "inference" else contextlib.nullcontext()
+    with context:
+        out = fn(*side.inputs)
+    _, ok = _compare(_tensors(reference), _tensors(out))
+    ember._dynamo.reset()
+    return "pass" if ok else "mismatch"
+
+
+def _check(row, ember, spec, device, mode, eager, backend, fullgraph):
+    """Compile a twin of the eager Ember model and compare the two (outputs, or 5 training losses); returns the
+    compiled step function's side."""
+    twin = _build(ember, spec, device).to(device)
+    twin.load_state_dict(eager.model.state_dict())
+    compiled = Side(ember, spec, twin, device, mode)
+    ember._dynamo.reset()
+    fn = ember.compile(compiled.forward(twin), backend=backend, fullgraph=fullgraph)
+    expected, actual = [], []
+    for step in range(CHECK_STEPS if mode == "training" else 1):
+        ember.manual_seed(SEED + 1 + step)
+        expected.append(eager.step(eager.forward(eager.model)))
+        ember.manual_seed(SEED + 1 + step)
+        start = time.perf_counter()
+        actual.append(compiled.step(fn))
+        _sync(ember, device)
+        if step == 0:
+            row.compile_s = time.perf_counter() - start
+    if mode == "inference":
+        row.max_diff, ok = _compare(_tensors(expected[0]), _tensors(actual[0]))
+    else:
+        row.max_diff, ok = _compare([float(x) for x in expected], [float(x) for x in actual])
+    row.status = "ok" if ok else "mismatch"
+    compiled.fn = fn
+    return compiled
+
+
+def _time_all(row, variants, repeats, budget_s=0.25):
+    """Interleaved timing: each repeat times ``iters`` steps of every variant; the minimum per step is kept."""
+    for run, sync in variants.values():  # warm up (and size the loop on the first variant)
+        run()
+        run()
+        sync()
+    first_run, first_sync = next(iter(variants.values()))
+    start = time.perf_counter()
+    first_run()
+    first_sync()
+    iters = max(1, min(50, int(budget_s / max(time.perf_counter() - start, 1e-6))))
+    best = dict.fromkeys(variants, math.inf)
+    for _ in range(repeats):
+        for name, (run, sync) in variants.items():
+            start = time.perf_counter()
+            for _ in range(iters):
+                run()
+            sync()
+            best[name] = min(best[name], (time.perf_counter() - start) / iters)
+    row.times.update(best)
+
+
+def run_model(spec, args, ember, torch):
+    """All the measurements of one model; never raises (a failure is recorded in the row)."""
+    row = Row(spec.name, spec.domain)
+    phase = "build"
+    try:
+        ours = Side(ember, spec, _build(ember, spec, args.device).to(args.device), args.device, args.mode)
+        theirs = None
+        if torch is not None:
+            torch_model = _build(torch, spec, args.device)
+            registry.copy_weights(ours.model, torch_model)
+            theirs = Side(torch, spec, torch_model.to(args.device), args.device, args.mode)
+
+        phase = "explain"
+        _explain(row, ember, ours)
+        if theirs is not None:
+            _torch_explain(row, torch, theirs)
+
+        phase = "fullgraph"
+        if not args.fullgraph:
+            ember.manual_seed(SEED + 1)
+            with ember.no_grad() if args.mode == "inference" else contextlib.nullcontext():
+                reference = ours.forward(ours.model)(*ours.inputs)
+            try:
+                row.fullgraph = _check_fullgraph(ember, spec, ours, reference)
+            except Exception as exc:
+                row.fullgraph = "fail"
+                row.fullgraph_error = _short(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
+
+        phase = "compile"
+        compiled = _check(row, ember, spec, args.device, args.mode, ours, args.backend, args.fullgraph)
+        if args.fullgraph:
+            row.fullgraph = "pass" if row.passed else row.status
+
+        phase = "torch.compile"
+        variants = {
+            "ember": (lambda: ours.step(ours.forward(ours.model)), lambda: _sync(ember, args.device)),
+            "ember_compiled": (lambda: compiled.step(compiled.fn), lambda: _sync(ember, args.device)),
+        }
+        if theirs is not None:
+            torch._dynamo.reset()
+            torch_fn = torch.compile(theirs.forward(theirs.model), backend=args.backend)
+            torch_opt = torch.optim.SGD(theirs.model.parameters(), lr=LR, momentum=0.9) if theirs.optimizer else None
+            start = time.perf_counter()
+            theirs.step(torch_fn, torch_opt)
+            _sync(torch, args.device)
+            row.torch_compile_s = time.perf_counter() - start
+            variants["torch"] = (lambda: theirs.step(theirs.forward(theirs.model)), lambda: _sync(torch, args.device))
+            variants["torch_compiled"] = (lambda: theirs.step(torch_fn, torch_opt), lambda: _sync(torch, args.device))
+
+        phase = "timing"
+        _time_all(row, variants, args.repeats)
+    except Exception as exc:
+        row.status = f"error ({phase})"
+        row.error = _short(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", 200)
+        if args.verbose:
+            traceback.print_exc()
+    finally:
+        ember._dynamo.reset()
+        if torch is not None:
+            torch._dynamo.reset()
+    if not row.passed and spec.name in EXPECTED_FAILURES:
+        row.status = f"xfail: {row.status}"
+    return row
+
+
+# ----------------------------------------------------------------------------------------------------------
+# report
+# ----------------------------------------------------------------------------------------------------------
+
+
+def _geomean(values):
+    values = [v for v in values if v and math.isfinite(v) and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _ratio(row, num, den):
+    a, b = row.times.get(num), row.times.get(den)
+    return a / b if a and b and math.isfinite(a) and math.isfinite(b) else None
+
+
+def summary(rows):
+    """The summary numbers of a run (a dict of label -> value)."""
+    timed = [r for r in rows if r.passed]
+    n = len(rows)
+    out = {
+        "models": n,
+        "pass rate, fullgraph=False": f"{sum(r.passed for r in rows)}/{n}",
+        "pass rate, fullgraph=True": f"{sum(r.passed and r.fullgraph == 'pass' for r in rows)}/{n}",
+        "graph breaks (ember, all models)": sum(r.breaks or 0 for r in rows),
+        "graph breaks (torch.compile, same code)": sum(r.torch_breaks or 0 for r in rows),
+    }
+    speed = _geomean([_ratio(r, "ember", "ember_compiled") for r in timed])
+    torch_speed = _geomean([_ratio(r, "torch", "torch_compiled") for r in timed])
+    versus = _geomean([_ratio(r, "ember_compiled", "torch_compiled") for r in timed])
+    eager_versus = _geomean([_ratio(r, "ember", "torch") for r in timed])
+    out["geomean speedup compiled/eager, ember (passing models)"] = f"{speed:.2f}x" if speed else "-"
+    out["geomean speedup compiled/eager, torch (same models)"] = f"{torch_speed:.2f}x" if torch_speed else "-"
+    out["geomean time compiled ember / torch.compile"] = f"{versus:.2f}x" if versus else "-"
+    out["geomean time eager ember / eager torch"] = f"{eager_versus:.2f}x" if eager_versus else "-"
+    ours = [r.compile_s for r in timed if r.compile_s]
+    theirs = [r.torch_compile_s for r in timed if r.torch_compile_s]
+    out["mean compile time (first call), ember / torch"] = (
+        f"{sum(ours) / len(ours):.2f} s / {sum(theirs) / len(theirs):.2f} s" if ours and theirs else "-"
+    )
+    return out
+
+
+def _fmt(value, scale=1.0, digits=2):
+    if value is None or not math.isfinite(value):
+        return "-"
+    return f"{value * scale:.{digits}f}"
+
+
+def render(rows, args, specs, elapsed):
+    """The Markdown section of one run."""
+    threads = args.threads
+    lines = [
+        f"## {args.device.upper()}, {args.mode}",
+        "",
+        f"Backend `{args.backend}`, fullgraph={args.fullgraph}, {threads} thread(s) for both libraries, "
+        f"{args.repeats} interleaved repeats (minimum kept). Run of {elapsed / 60:.1f} min on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        "",
+        "| label | value |",
+        "|---|---|",
+    ]
+    lines += [f"| {k} | {v} |" for k, v in summary(rows).items()]
+    lines += [
+        "",
+        "Check: compiled == eager Ember "
+        + ("on the outputs" if args.mode == "inference" else f"on the losses of {CHECK_STEPS} SGD steps")
+        + f", elementwise |a - b| <= {ATOL:g} + {RTOL:g} |b|. `fullgraph`: the same code captured with "
+        "`fullgraph=True` (backend `eager`) gives eager's result. `breaks`: ember (torch.compile's for the "
+        "same code in brackets). Compile: the first compiled call (capture + backend + the step). "
+        "Times: ms per step; `x`: eager / compiled; `vs torch`: compiled Ember / torch.compile time.",
+        "",
+        "| model | domain | status | fullgraph | graphs | breaks | max diff | compile s (torch) "
+        "| ember eager | ember compiled | x | torch eager | torch.compile | x | vs torch |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        t = r.times
+        torch_breaks = "?" if r.torch_breaks is None else r.torch_breaks
+        breaks = "-" if r.breaks is None else f"{r.breaks} ({torch_breaks})"
+        diff = "-" if r.max_diff is None else f"{r.max_diff:.1e}"
+        speed = _ratio(r, "ember", "ember_compiled")
+        torch_speed = _ratio(r, "torch", "torch_compiled")
+        versus = _ratio(r, "ember_compiled", "torch_compiled")
+        lines.append(
+            f"| {r.name} | {r.domain} | {r.status} | {r.fullgraph} | {'-' if r.graphs is None else r.graphs} "
+            f"| {breaks} | {diff} | {_fmt(r.compile_s, 1, 1)} ({_fmt(r.torch_compile_s, 1, 1)}) "
+            f"| {_fmt(t.get('ember'), 1e3)} | {_fmt(t.get('ember_compiled'), 1e3)} | {_fmt(speed)} "
+            f"| {_fmt(t.get('torch'), 1e3)} | {_fmt(t.get('torch_compiled'), 1e3)} | {_fmt(torch_speed)} "
+            f"| {_fmt(versus)} |"
+        )
+    problems = [r for r in rows if r.error or r.reasons or r.fullgraph_error or not r.passed]
+    if problems:
+        lines += ["", "Failures and graph breaks:", ""]
+        for r in problems:
+            repro = EXPECTED_FAILURES.get(r.name)
+            head = f"- **{r.name}**: {r.status}" + (f" (repro `{repro}`)" if repro else "")
+            if r.error:
+                head += f": {r.error}"
+            if r.fullgraph_error:
+                head += f"; fullgraph=True: {r.fullgraph_error}"
+            lines.append(head)
+            lines += [f"  - break: {reason}" for reason in r.reasons]
+    lines += ["", "Models:", ""]
+    lines += [f"- **{name}** ({spec.domain}): {spec.notes or '-'}" for name, spec in specs.items()]
+    return "\n".join(lines) + "\n"
+
+
+HEADER = """# ember.compile model suite
+
+Written by `python benchmarks/models/run.py` (see `benchmarks/models/README.md`): every model of
+`benchmarks/models/` in Ember eager, `ember.compile`, PyTorch eager and `torch.compile`, in one process
+per device and mode. Each section below is replaced by the next run of its device and mode.
+"""
+
+
+def write_section(path, key, text):
+    """Replace (or append) the ``key`` section of the Markdown file at ``path``."""
+    begin, end = f"<!-- begin {key} -->", f"<!-- end {key} -->"
+    old = path.read_text() if path.exists() else HEADER
+    block = f"{begin}\n{text}{end}\n"
+    if begin in old and end in old:
+        before, rest = old.split(begin, 1)
+        new = before + block + rest.split(end, 1)[1].lstrip("\n")
+    else:
+        new = old.rstrip("\n") + "\n\n" + block
+    path.write_text(new)
+
+
+def plot(rows, path, title):
+    """Bar chart of the compiled/eager speedups of each model, Ember next to PyTorch (skipped without
+    matplotlib)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    names = [r.name for r in rows]
+    ours = [_ratio(r, "ember", "ember_compiled") or 0.0 for r in rows]
+    theirs = [_ratio(r, "torch", "torch_compiled") or 0.0 for r in rows]
+    x = np.arange(len(rows))
+    fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(rows) + 2), 4))
+    ax.bar(x - 0.2, ours, 0.4, label="ember.compile / ember eager")
+    ax.bar(x + 0.2, theirs, 0.4, label="torch.compile / torch eager")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x, names, rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("speedup (eager time / compiled time)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------------------------------------
+# main
+# ----------------------------------------------------------------------------------------------------------
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--mode", choices=("inference", "training"), default="training")
+    parser.add_argument("-k", dest="names", action="append", default=[], help="run models whose name contains NAME")
+    parser.add_argument("--backend", default="inductor", help="ember.compile and torch.compile backend")
+    parser.add_argument("--fullgraph", action="store_true", help="compile (and time) with fullgraph=True")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing repeats (minimum kept)")
+    parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS_MODELS.md")
+    parser.add_argument("--plot", type=Path, default=None, help="default benchmarks/models/models_<device>_<mode>.png")
+    parser.add_argument("--no-torch", action="store_true", help="skip PyTorch (no comparison columns)")
+    parser.add_argument("--verbose", "-v", action="store_true", help="print tracebacks of failures")
+    return parser.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    import ember
+
+    torch = None
+    if not args.no_torch:
+        try:
+            import torch
+        except ImportError:
+            print("PyTorch is not installed: running without the comparison", file=sys.stderr)
+    if args.backend == "aot_eager" or args.backend == "inductor":
+        import ember._inductor  # noqa: F401  (registers the backends)
+    args.threads = ember.get_num_threads()
+    if torch is not None:
+        torch.set_num_threads(args.threads)
+    specs = registry.load_all()
+    if args.names:
+        specs = {n: s for n, s in specs.items() if any(k in n for k in args.names)}
+    if not specs:
+        raise SystemExit(f"no model matches {args.names}")
+    start = time.perf_counter()
+    rows = []
+    for name, spec in specs.items():
+        t0 = time.perf_counter()
+        row = run_model(spec, args, ember, torch)
+        rows.append(row)
+        speed = _ratio(row, "ember", "ember_compiled")
+        print(
+            f"{name:24s} {row.status:18s} fullgraph={row.fullgraph:8s} breaks={row.breaks} "
+            f"speedup={_fmt(speed)} vs torch={_fmt(_ratio(row, 'ember_compiled', 'torch_compiled'))} "
+            f"({time.perf_counter() - t0:.0f} s) {row.error}",
+            flush=True,
+        )
+    elapsed = time.perf_counter() - start
+    key = f"{args.device} {args.mode}" + (" fullgraph" if args.fullgraph else "")
+    write_section(args.output, key, render(rows, args, specs, elapsed))
+    plot_path = args.plot or HERE / f"models_{args.device}_{args.mode}.png"
+    if plot(rows, plot_path, f"{args.device} {args.mode}, backend {args.backend}"):
+        print(f"plot: {plot_path}")
+    for label, value in summary(rows).items():
+        print(f"{label}: {value}")
+    print(f"wrote {args.output} ({elapsed / 60:.1f} min)")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
