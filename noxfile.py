@@ -565,6 +565,17 @@ def bench(session: nox.Session) -> None:
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
+@nox.session
+def models(session: nox.Session) -> None:
+    """The ember.compile model suite next to torch.compile; writes BENCHMARKS_MODELS.md
+    (``-- --device cpu --mode training -k NAME``; see benchmarks/models/README.md)."""
+    _install_packages(session, extras=None, also=("matplotlib",))
+    problem = _try_install_torch(session)
+    if problem is not None:
+        session.warn(f"{problem}; running ember alone")
+    session.run("python", "benchmarks/models/run.py", *session.posargs)
+
+
 # (find_spec of ember.optim raises MissingDistributionError, an ImportError, without ember-autograd)
 _HAS_EMBER = """
 import importlib.util
