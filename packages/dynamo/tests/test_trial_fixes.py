@@ -50,38 +50,6 @@ def test_autocast_region_inside_compiled_function(backend, fn):
     assert not ember.is_autocast_enabled("cpu")
 
 
-class _AutocastInside(ember.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = ember.nn.Linear(4, 4)
-
-    def forward(self, x):
-        with ember.autocast("cpu"):
-            return self.fc(x)
-
-
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_autocast_region_in_an_inlined_module_breaks_around_it(backend):
-    module = _AutocastInside()
-
-    def outer(x):
-        return module(x.relu()) * 2
-
-    x = ember.randn(2, 4)
-    want = outer(x)
-    compiled = ember.compile(outer, backend=backend)
-    _same(compiled(x), want)
-    _same(compiled(x), want)
-    explained = dynamo.explain(outer)(x)
-    assert explained.graph_count >= 1  # the code around the region is still compiled
-    assert any("autocast" in b.reason for b in explained.break_reasons)
-
-
-def test_autocast_region_with_fullgraph_is_a_clear_error():
-    with pytest.raises(dynamo.exc.Unsupported, match="autocast"):
-        ember.compile(_autocast_matmul, fullgraph=True)(ember.randn(4, 4))
-
-
 # -- a break inside enable_grad, called under no_grad ---------------------------------------------------
 
 

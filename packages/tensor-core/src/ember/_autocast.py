@@ -33,6 +33,7 @@ from .utils._python_dispatch import DispatchMode
 __all__ = [
     "autocast", "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled", "set_autocast_dtype",
     "is_autocast_cache_enabled", "set_autocast_cache_enabled", "clear_autocast_cache", "AutocastMode",
+    "TracingAutocastMode",
 ]
 
 _DEFAULT_DTYPES = {"cpu": _dtype.bfloat16, "cuda": _dtype.float16}
@@ -354,27 +355,75 @@ class AutocastMode(DispatchMode):
         device_type = _call_device_type((*args, *kwargs.values()))
         if device_type is None or not _state.enabled.get(device_type, False):
             return func(*args, **kwargs)
-        policy = policy_of(name, device_type, args, kwargs)
-        if policy is None:
+        to_dtype = _target_dtype(func, args, kwargs, device_type, _state.dtypes[device_type], device_type)
+        if to_dtype is None:
             return func(*args, **kwargs)
-        if policy == "lower":
-            to_dtype = _state.dtypes[device_type]
-        elif policy == "float32":
-            to_dtype = _dtype.float32
-        elif policy == "float32_unless_dtype":
-            if _dtype_given(func, args, kwargs):
-                return func(*args, **kwargs)
-            to_dtype = _dtype.float32
-        elif policy == "promote":
-            to_dtype = _widest((*args, *kwargs.values()), device_type)
-            if to_dtype is None:
-                return func(*args, **kwargs)
-        else:  # banned
-            raise RuntimeError(
-                f"ember.nn.functional.{name} is unsafe to autocast on {device_type}: its float16 inputs lose "
-                "the range it needs. Use binary_cross_entropy_with_logits (or BCEWithLogitsLoss), which is safe "
-                "to autocast, or leave the region for this call."
-            )
         args = tuple(_cast(a, device_type, to_dtype) for a in args)
         kwargs = {k: _cast(v, device_type, to_dtype) for k, v in kwargs.items()}
         return func(*args, **kwargs)
+
+
+def _target_dtype(func, args, kwargs, device_type, lower, tensor_device_type):
+    """The dtype ``func``'s floating inputs are cast to on ``device_type`` (None: run as given).
+
+    ``lower`` is the region's lower-precision dtype; ``tensor_device_type`` the device type of the
+    call's tensors (``"meta"`` while ember-dynamo traces a region of ``device_type``).
+    """
+    name = func.name
+    policy = policy_of(name, device_type, args, kwargs)
+    if policy is None:
+        return None
+    if policy == "lower":
+        return lower
+    if policy == "float32":
+        return _dtype.float32
+    if policy == "float32_unless_dtype":
+        return None if _dtype_given(func, args, kwargs) else _dtype.float32
+    if policy == "promote":
+        return _widest((*args, *kwargs.values()), tensor_device_type)
+    raise RuntimeError(  # banned
+        f"ember.nn.functional.{name} is unsafe to autocast on {device_type}: its float16 inputs lose "
+        "the range it needs. Use binary_cross_entropy_with_logits (or BCEWithLogitsLoss), which is safe "
+        "to autocast, or leave the region for this call."
+    )
+
+
+class TracingAutocastMode(DispatchMode):
+    """Autocast for a tracer that runs on meta tensors (ember-dynamo inside an ``ember.autocast`` region).
+
+    The meta examples stand for tensors of ``device_type``: the mode casts them by ``device_type``'s
+    policy to ``dtype``, with ordinary ``_to_copy`` calls that the tracing mode below it records, so
+    the graph holds the region's casts explicitly and runs right without autocast. No weight-cast
+    cache: each cast is a node (the compiler removes repeats).
+
+    Args:
+        device_type (str): ``"cpu"`` or ``"cuda"``: the device the traced tensors live on at run time.
+        dtype (ember.dtype): the region's lower-precision dtype.
+    """
+
+    __ember_ops__ = AUTOCAST_OPS
+
+    def __init__(self, device_type, dtype):
+        super().__init__()
+        _check_device_type(device_type, "TracingAutocastMode")
+        self.device_type = device_type
+        self.dtype = dtype
+
+    def __ember_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func.name not in AUTOCAST_OPS or _call_device_type((*args, *kwargs.values())) != "meta":
+            return func(*args, **kwargs)
+        to_dtype = _target_dtype(func, args, kwargs, self.device_type, self.dtype, "meta")
+        if to_dtype is None:
+            return func(*args, **kwargs)
+        args = tuple(_traced_cast(a, to_dtype) for a in args)
+        kwargs = {k: _traced_cast(v, to_dtype) for k, v in kwargs.items()}
+        return func(*args, **kwargs)
+
+
+def _traced_cast(value, to_dtype):
+    if isinstance(value, Tensor):
+        return _to_copy(value, dtype=to_dtype) if _eligible(value, "meta") and value.dtype is not to_dtype else value
+    if type(value) is list or type(value) is tuple:
+        return type(value)(_traced_cast(v, to_dtype) for v in value)
+    return value

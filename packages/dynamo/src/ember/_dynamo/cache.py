@@ -15,6 +15,8 @@ from __future__ import annotations
 import threading
 import weakref
 
+from .guards import autocast_state
+
 __all__ = ["CacheEntry", "CodeCache", "cache_for", "all_caches", "reset"]
 
 
@@ -58,6 +60,7 @@ class CacheEntry:
         "result",
         "callee_index",
         "compiled_callees",
+        "autocast_devices",
     )
 
     def __init__(self, check, settings, captured, compiled, break_fn):
@@ -75,10 +78,17 @@ class CacheEntry:
         # called compiled, so tracing goes on inside it (what PEP 523 frame interception would do)
         self.callee_index = getattr(brk, "callee_stack_index", None) if brk is not None else None
         self.compiled_callees = {}  # key of the callee -> (callee, its CompiledFunction)
+        # captured inside autocast regions (guarded): the graph holds their casts as nodes, so it runs
+        # with the regions suspended (a region's mode would otherwise act on ops traced after its exit)
+        self.autocast_devices = tuple(device for device, _ in autocast_state())
 
     def run(self, frame_locals, frame_globals):
         """Run the entry on a frame whose guards hold: graph, side effects, result (or the rest after a break)."""
-        outs = self.compiled(*self.read_inputs(frame_locals, frame_globals))
+        if self.autocast_devices:
+            with _autocast_suspended(self.autocast_devices):
+                outs = self.compiled(*self.read_inputs(frame_locals, frame_globals))
+        else:
+            outs = self.compiled(*self.read_inputs(frame_locals, frame_globals))
         if type(outs) is not tuple:
             outs = tuple(outs) if isinstance(outs, list) else (outs,)
         for effect in self.side_effects:
@@ -125,6 +135,18 @@ class CacheEntry:
             self.compiled_callees.clear()
         self.compiled_callees[key] = (callee, compiled)
         return compiled
+
+
+def _autocast_suspended(devices):
+    """A context that disables autocast on ``devices`` (device types) and restores it after."""
+    import contextlib
+
+    import ember
+
+    stack = contextlib.ExitStack()
+    for device in devices:
+        stack.enter_context(ember.autocast(device, enabled=False))
+    return stack
 
 
 class CodeCache:

@@ -14,7 +14,7 @@ from ember.fx.experimental.proxy_tensor import ProxyDispatchMode
 from ember.utils._python_dispatch import DispatchMode
 
 from .exc import Unsupported
-from .guards import Guard, GuardKind, TensorSpec
+from .guards import Guard, GuardKind, TensorSpec, autocast_state
 from .side_effects import SideEffects
 from .symbolic import ShapeEnv, SizeSpecialized, SymHint
 
@@ -288,6 +288,9 @@ class OutputGraph:
         self.initial_grad_enabled = ember.is_grad_enabled()
         self.grad_enabled = self.initial_grad_enabled
         self.add_guard(None, GuardKind.GRAD_MODE, self.grad_enabled)
+        # autocast regions in force while tracing: device type -> lower dtype (regions entered outside
+        # are guarded by GuardKind.AUTOCAST; those entered inside change this as the trace goes)
+        self.autocast = dict(autocast_state())
 
     # -- guards -------------------------------------------------------------------------------------
 
@@ -439,7 +442,7 @@ class OutputGraph:
         dynamic = bool(self.shape_env)
         self.mode.log = [] if dynamic else None
         try:
-            with self.mode:
+            with self.mode, self.autocast_mode(device):
                 result = fn(*py_args, **py_kwargs)
         except Unsupported:
             raise
@@ -453,20 +456,38 @@ class OutputGraph:
             constant_args = "symbolic"  # a tensor made from it would be a constant of the graph
         var = self.wrap_result(result, device, constant_args)
         if dynamic:
-            self._shadow_call(tx, fn, args, kwargs, recorded, var)
+            self._shadow_call(tx, fn, args, kwargs, recorded, var, device)
         return var
 
-    def _shadow_call(self, tx, fn, args, kwargs, recorded, var):
+    def autocast_mode(self, device):
+        """The mode that applies the traced autocast region to a call whose results live on ``device``
+        (its casts become graph nodes), or a context that does nothing."""
+        import contextlib
+
+        from ember._autocast import TracingAutocastMode
+
+        device_type = getattr(device, "type", None)
+        dtype = self.autocast.get(device_type)
+        return contextlib.nullcontext() if dtype is None else TracingAutocastMode(device_type, dtype)
+
+    def set_autocast(self, device_type, dtype):
+        """Enter (``dtype``) or leave (None) an autocast region of ``device_type`` in the trace."""
+        if dtype is None:
+            self.autocast.pop(device_type, None)
+        else:
+            self.autocast[device_type] = dtype
+
+    def _shadow_call(self, tx, fn, args, kwargs, recorded, var, device=None):
         """Run ``fn`` again on the shadow examples: the shadow of each tensor result, and a check that
         no size was computed from a hint inside ember code (else :class:`SizeSpecialized`, naming the
         input dim to keep static when one is found)."""
         name = getattr(fn, "__name__", None) or getattr(fn, "name", None) or repr(fn)
-        shadow, problem = self._run_shadow(tx, fn, args, kwargs, recorded)
+        shadow, problem = self._run_shadow(tx, fn, args, kwargs, recorded, device)
         if problem is not None:
-            raise SizeSpecialized(f"{name}() {problem}", self._culprit(tx, fn, args, kwargs, recorded))
+            raise SizeSpecialized(f"{name}() {problem}", self._culprit(tx, fn, args, kwargs, recorded, device))
         _attach_shadows(var, shadow, name)
 
-    def _run_shadow(self, tx, fn, args, kwargs, recorded):
+    def _run_shadow(self, tx, fn, args, kwargs, recorded, device=None):
         """``(shadow result, None)``, or ``(None, what went wrong)``."""
         import ember
 
@@ -480,7 +501,7 @@ class OutputGraph:
             py_kwargs["device"] = ember.device("meta")
         shadow_mode = ShadowMode(recorded, self.sym_exprs, self.shape_env)
         try:
-            with shadow_mode:
+            with shadow_mode, self.autocast_mode(device):
                 shadow = _metaize(fn(*py_args, **py_kwargs))
         except Exception as e:  # noqa: BLE001 - the call only works for the hint's sizes
             return None, f"fails on other sizes ({type(e).__name__}: {e})"
@@ -488,7 +509,7 @@ class OutputGraph:
             return None, "computes a size from its inputs' sizes inside ember code"
         return shadow, None
 
-    def _culprit(self, tx, fn, args, kwargs, recorded):
+    def _culprit(self, tx, fn, args, kwargs, recorded, device=None):
         """The input dim ``(source name, dim)`` whose symbol, made static, lets the call run on the
         shadows (``x @ w`` with x's last dim symbolic and w a parameter), or None."""
         import ember
@@ -510,7 +531,7 @@ class OutputGraph:
                 shape[d] = hint
                 t.shadow = ember.empty(shape, dtype=saved.dtype, device="meta")
                 try:
-                    _, problem = self._run_shadow(tx, fn, args, kwargs, recorded)
+                    _, problem = self._run_shadow(tx, fn, args, kwargs, recorded, device)
                 finally:
                     t.shadow = saved
                 if problem is None:

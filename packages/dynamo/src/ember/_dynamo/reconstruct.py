@@ -17,8 +17,8 @@ from .source import Source
 __all__ = [
     "Reconstruct", "GraphOutput", "Constant", "FromSource", "BuildTuple", "BuildList", "BuildDict",
     "BuildSet", "BuildNamedTuple", "BuildObject", "BuildIterator", "BuildFunction", "BuildCell",
-    "BuildBoundMethod", "BuildSlice", "GradModeExit", "GetAttr", "BuildCall", "Shared",
-    "ReleaseShared",
+    "BuildBoundMethod", "BuildSlice", "GradModeExit", "AutocastExit", "AutocastRestorer", "GetAttr",
+    "BuildCall", "Shared", "ReleaseShared",
 ]
 
 
@@ -231,6 +231,53 @@ class GradModeExit(Reconstruct):
 
         ember.set_grad_enabled(self.inside)
         return _GradModeRestorer(self.previous)
+
+
+class AutocastRestorer:
+    """The ``__exit__`` of an ``ember.autocast`` block that a graph break cut through: the region was
+    entered for real at the break; calling this (with the exception triple, as the ``with`` statement
+    does) leaves it. A continuation that traces the call records it as a side effect instead.
+
+    Attributes:
+        device (str): the region's device type.
+        previous: the dtype of the region in force before it (None: none), for the tracer.
+        inside: the region's dtype (None: a region that disables autocast).
+    """
+
+    def __init__(self, region, previous):
+        self.region = region
+        self.device = region.device
+        self.previous = previous
+        self.inside = region.fast_dtype if region._enabled else None
+        self.done = False
+
+    def __call__(self, *exc_info):
+        if not self.done:  # once: a side effect that replays it and the ``with`` statement both call it
+            self.done = True
+            self.region.__exit__(*(exc_info or (None, None, None)))
+        return False
+
+
+@dataclass(frozen=True)
+class AutocastExit(Reconstruct):
+    """At a break inside ``with ember.autocast(...):`` entered in the traced code: enter the region for
+    real now (the graph before the break held its casts explicitly; the code that runs eagerly after
+    the break needs the region itself) and hand back its :class:`AutocastRestorer`, which the ``with``
+    statement calls later."""
+
+    device: str
+    previous: object  # the dtype in force before the region, or None
+    inside: object  # the region's dtype, or None for a region that disables autocast
+    cache_enabled: object = None
+
+    def build(self, graph_outputs, frame_locals, frame_globals):
+        import ember
+
+        region = ember.autocast(
+            self.device, dtype=self.inside, enabled=self.inside is not None, cache_enabled=self.cache_enabled
+        )
+        region.__enter__()
+        return AutocastRestorer(region, self.previous)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .reconstruct import Reconstruct
 
-__all__ = ["SideEffect", "SetAttr", "ReplaceList", "ReplaceDict", "StoreGlobal", "SideEffects"]
+__all__ = ["SideEffect", "SetAttr", "ReplaceList", "ReplaceDict", "StoreGlobal", "CallAfterGraph", "SideEffects"]
 
 
 class SideEffect:
@@ -75,6 +75,16 @@ class StoreGlobal(SideEffect):
         frame_globals[self.name] = self.value.build(graph_outputs, frame_locals, frame_globals)
 
 
+@dataclass(frozen=True)
+class CallAfterGraph(SideEffect):
+    """``target()``: leaving an autocast region that a continuation entered for real."""
+
+    target: Reconstruct
+
+    def apply(self, graph_outputs, frame_locals, frame_globals):
+        self.target.build(graph_outputs, frame_locals, frame_globals)()
+
+
 class SideEffects:
     """The mutations of one capture, in the order they first happened."""
 
@@ -113,6 +123,13 @@ class SideEffects:
     def global_override(self, name):
         return self._globals.get(("g", name))
 
+    def call_after_graph(self, var):
+        """Call the object ``var`` tracks after the graph (it has a source: it came from the frame)."""
+        key = ("x", len(self._order))
+        self._calls = getattr(self, "_calls", {})
+        self._calls[key] = var
+        self._order.append(key)
+
     def __len__(self):
         return len(self._order)
 
@@ -133,6 +150,8 @@ class SideEffects:
             elif key[0] == "a":
                 owner, _, value = self._attrs[key]
                 effects.append(SetAttr(owner.reconstruct(out), key[2], value.reconstruct(out)))
+            elif key[0] == "x":
+                effects.append(CallAfterGraph(self._calls[key].reconstruct(out)))
             else:
                 effects.append(StoreGlobal(key[1], self._globals[key].reconstruct(out)))
         return effects

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..exc import SkipFrame, Unsupported
+from ..exc import Unsupported
 from ..variables.constant import ConstantVariable
 from .versions import FOR_ITER_EXHAUSTED_SKIP
 
@@ -89,14 +89,14 @@ class ControlHandlers:
     # -- with -----------------------------------------------------------------------------------------
 
     def BEFORE_WITH(self, inst):
-        from ..variables.misc import GradModeVariable
+        from ..variables.misc import AutocastVariable, GradModeVariable
         from ..variables.user_objects import _ObjectBase
 
-        ctx = self.pop()
-        _refuse_autocast(ctx)
-        if isinstance(ctx, GradModeVariable):
+        ctx = _autocast_region(self.pop())
+        if isinstance(ctx, (GradModeVariable, AutocastVariable)):
             self.push(ctx.enter(self))
-            self.push(ConstantVariable(None))
+            # what ``as`` binds: autocast's __enter__ returns the region, no_grad's None
+            self.push(ctx if isinstance(ctx, AutocastVariable) else ConstantVariable(None))
             return
         from ..variables.contexts import GeneratorContextExit, GeneratorContextVariable
 
@@ -148,14 +148,15 @@ def _python_method(obj, name):
     return False
 
 
-def _refuse_autocast(ctx):
-    """An ``ember.autocast`` region is not traced (see ``variables.leaf._special_call``): a frame that
-    enters one (the continuation after the break at ``ember.autocast(...)``) runs eagerly."""
+def _autocast_region(ctx):
+    """``ctx`` as an :class:`AutocastVariable` when it is a real ``ember.autocast`` object reached
+    through another tracker (a region made outside the frame, or the ``with self:`` of a function
+    decorated with ``@ember.autocast(...)``); ``ctx`` itself otherwise."""
     import ember
 
-    try:
-        cls = ctx.python_type()
-    except Exception:  # noqa: BLE001 - a tracker with no Python type: not an autocast object
-        return
-    if isinstance(cls, type) and issubclass(cls, ember.autocast):
-        raise SkipFrame("entering an ember.autocast region (not traced: the frame runs eagerly)")
+    from ..variables.misc import AutocastVariable
+
+    value = getattr(ctx, "value", None)
+    if isinstance(value, ember.autocast) and not isinstance(ctx, AutocastVariable):
+        return AutocastVariable(value)
+    return ctx

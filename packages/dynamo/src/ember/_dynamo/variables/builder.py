@@ -111,10 +111,17 @@ def _wrap_special(output, value, source, guard, add):
     import functools
 
     from ..eval_frame import CompiledFunction, DisabledFunction
+    from ..reconstruct import AutocastRestorer
     from .contexts import ContextManagerFunctionVariable, is_contextmanager_function
     from .functions import DisabledFunctionVariable, PartialVariable
     from .iterators import IteratorVariable
 
+    if type(value) is AutocastRestorer and source is not None:
+        from .misc import AutocastExitVariable
+
+        add(source, GuardKind.TYPE_MATCH, AutocastRestorer)
+        restorer = UserObjectVariable(value, source)
+        return AutocastExitVariable(value.device, value.previous, value.inside, restorer=restorer)
     if is_contextmanager_function(value):
         add(source, GuardKind.ID_MATCH, value)
         return ContextManagerFunctionVariable(wrap_value(output, value.__wrapped__, None, False), source)

@@ -97,7 +97,8 @@ class LeafCallableVariable(KnownObjectVariable):
 
 
 def _special_call(tx, fn, args, kwargs):
-    """Grad-mode context managers and functions that are not plain op calls; None for the others."""
+    """Grad-mode and autocast context managers and functions that are not plain op calls; None for the
+    others."""
     import ember
 
     from .misc import GradModeVariable
@@ -114,10 +115,21 @@ def _special_call(tx, fn, args, kwargs):
     if fn is ember.inference_mode:
         raise Unsupported("ember.inference_mode inside a compiled function")
     if isinstance(fn, type) and issubclass(fn, ember.autocast):
-        # the recorded graph would drop the region's casts (tracing runs on meta tensors, which autocast
-        # leaves alone): a graph break here, and the continuation, which starts by entering the region,
-        # runs eagerly (BEFORE_WITH)
-        raise Unsupported("an ember.autocast region inside a compiled function (not traced: it runs eagerly)")
+        from .misc import AutocastVariable
+
+        if not all(a.is_constant() for a in args) or not all(v.is_constant() for v in kwargs.values()):
+            raise Unsupported("ember.autocast(...) with arguments that are not constants of the capture")
+        values = [a.as_constant() for a in args]
+        keywords = {k: v.as_constant() for k, v in kwargs.items()}
+        return AutocastVariable(fn(*values, **keywords))  # checks its arguments (and warns) as eager does
+    if fn is ember.is_autocast_enabled or fn is ember.get_autocast_dtype:
+        # the regions in force in the trace, not the caller's (a region entered inside is not entered for real)
+        device_type = (args[0] if args else kwargs["device_type"]).as_constant() if args or kwargs else "cuda"
+        fn(device_type)  # the same argument checks
+        dtype = tx.output.autocast.get(device_type)
+        if fn is ember.is_autocast_enabled:
+            return ConstantVariable(dtype is not None)
+        return ConstantVariable(dtype if dtype is not None else ember.get_autocast_dtype(device_type))
     if getattr(fn, "__name__", "") == "checkpoint" and getattr(fn, "__module__", "") == "ember.utils.checkpoint":
         # activation checkpointing changes memory, not values: the function is traced inline
         if not args:
