@@ -7,11 +7,12 @@ Usage::
 For each registered model (``registry.load_all()``), in one process:
 
 1. build the Ember model from a fixed seed and a PyTorch twin with the same weights (``copy_weights``);
-2. ``ember._dynamo.explain`` the step's forward (the model and its loss for training): graphs, graph breaks
-   and their reasons, and ``torch._dynamo.explain``'s counts for the same code;
+2. ``ember._dynamo.explain`` the model's forward: graphs, graph breaks and their reasons, and
+   ``torch._dynamo.explain``'s counts for the same code;
 3. the ``fullgraph=True`` column: capture with ``fullgraph=True`` (backend ``"eager"``: the capture alone)
    and compare with eager Ember;
-4. compile with ``--backend`` and check compiled == eager Ember: the outputs (inference) or the losses of
+4. compile the model with ``--backend`` (as ``model.compile()`` does: the loss, backward and optimizer run
+   eagerly) and check compiled == eager Ember: the outputs (inference) or the losses of
    5 SGD steps of two identical models (training), to the tolerances printed in the table's legend; the
    first compiled call's time is the compile time (the same for ``torch.compile``);
 5. time eager and compiled steps of Ember and of PyTorch, interleaved (each repeat runs the four once), the
@@ -140,7 +141,8 @@ class Side:
         self.optimizer = lib.optim.SGD(model.parameters(), lr=LR, momentum=0.9) if mode == "training" else None
 
     def forward(self, model):
-        """The code that is compiled: the model (inference) or the model and its loss (training)."""
+        """The function a step calls: ``model`` (inference) or ``model`` and the loss (training); ``model`` is
+        the eager module or its compiled wrapper (the loss runs eagerly, as after ``model.compile()``)."""
         spec, lib = self.spec, self.lib
         if self.mode == "inference":
             return model
@@ -174,7 +176,7 @@ def _explain(row, ember, side):
     ember._dynamo.reset()
     context = ember.no_grad() if side.mode == "inference" else contextlib.nullcontext()
     with context:
-        out = ember._dynamo.explain(side.forward(side.model))(*side.inputs)
+        out = ember._dynamo.explain(side.model)(*side.inputs)
     row.graphs, row.breaks = out.graph_count, out.graph_break_count
     seen = []
     for reason in out.break_reasons:
@@ -192,7 +194,7 @@ def _torch_explain(row, torch, side):
     context = torch.no_grad() if side.mode == "inference" else contextlib.nullcontext()
     try:
         with context:
-            out = torch._dynamo.explain(side.forward(side.model))(*side.inputs)
+            out = torch._dynamo.explain(side.model)(*side.inputs)
         row.torch_graphs, row.torch_breaks = out.graph_count, out.graph_break_count
     except Exception:  # torch's own failure is only context here
         row.torch_graphs = row.torch_breaks = None
@@ -202,7 +204,7 @@ def _torch_explain(row, torch, side):
 def _check_fullgraph(ember, spec, side, reference):
     """Capture the forward with ``fullgraph=True`` (backend "eager") and compare one call with ``reference``."""
     ember._dynamo.reset()
-    fn = ember.compile(side.forward(side.model), backend="eager", fullgraph=True)
+    fn = side.forward(ember.compile(side.model, backend="eager", fullgraph=True))
     ember.manual_seed(SEED + 1)
     context = ember.no_grad() if side.mode == "inference" else contextlib.nullcontext()
     with context:
@@ -219,7 +221,7 @@ def _check(row, ember, spec, device, mode, eager, backend, fullgraph):
     twin.load_state_dict(eager.model.state_dict())
     compiled = Side(ember, spec, twin, device, mode)
     ember._dynamo.reset()
-    fn = ember.compile(compiled.forward(twin), backend=backend, fullgraph=fullgraph)
+    fn = compiled.forward(ember.compile(twin, backend=backend, fullgraph=fullgraph))
     expected, actual = [], []
     for step in range(CHECK_STEPS if mode == "training" else 1):
         ember.manual_seed(SEED + 1 + step)
@@ -301,7 +303,7 @@ def run_model(spec, args, ember, torch):
         }
         if theirs is not None:
             torch._dynamo.reset()
-            torch_fn = torch.compile(theirs.forward(theirs.model), backend=args.backend)
+            torch_fn = theirs.forward(torch.compile(theirs.model, backend=args.backend))
             torch_opt = torch.optim.SGD(theirs.model.parameters(), lr=LR, momentum=0.9) if theirs.optimizer else None
             start = time.perf_counter()
             theirs.step(torch_fn, torch_opt)
@@ -392,9 +394,10 @@ def render(rows, args, specs, elapsed):
         "",
         "Check: compiled == eager Ember "
         + ("on the outputs" if args.mode == "inference" else f"on the losses of {CHECK_STEPS} SGD steps")
-        + f", elementwise |a - b| <= {ATOL:g} + {RTOL:g} |b|. `fullgraph`: the same code captured with "
-        "`fullgraph=True` (backend `eager`) gives eager's result. `breaks`: ember (torch.compile's for the "
-        "same code in brackets). Compile: the first compiled call (capture + backend + the step). "
+        + f", elementwise |a - b| <= {ATOL:g} + {RTOL:g} |b|. What is compiled: the model (the loss, backward and "
+        "optimizer run eagerly). `fullgraph`: the model captured with `fullgraph=True` (backend `eager`) gives "
+        "eager's result. `breaks`: ember (torch.compile's for the same model in brackets). Compile: the first "
+        "compiled call (capture + backend + the step). "
         "Times: ms per step; `x`: eager / compiled; `vs torch`: compiled Ember / torch.compile time.",
         "",
         "| model | domain | status | fullgraph | graphs | breaks | max diff | compile s (torch) "
