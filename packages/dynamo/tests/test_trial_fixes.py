@@ -349,3 +349,36 @@ def test_a_child_added_after_compiling_is_seen_by_children_iteration():
     model.second = _AddOne()
     assert model(x).tolist() == [3.0, 3.0, 3.0]
     _same(compiled(x), model(x))
+
+
+class _TreeLoop(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.blocks = ember.nn.ModuleList([ember.nn.Linear(3, 3)])
+
+    def forward(self, x):
+        for module in self.modules():
+            if isinstance(module, ember.nn.Linear):
+                x = module(x)
+        return x, sum(p.sum() for p in self.parameters()), len(list(self.buffers()))
+
+
+def test_modules_parameters_and_buffers_added_deep_in_the_tree_recompile():
+    ember.manual_seed(0)
+    model = _TreeLoop()
+    x = ember.randn(2, 3)
+    compiled = ember.compile(model, backend="eager")
+
+    def check():
+        got, want = compiled(x), model(x)
+        _same(got[0], want[0])
+        _same(got[1], want[1])
+        assert got[2] == want[2]
+
+    check()
+    model.blocks.append(ember.nn.Linear(3, 3))  # a module two levels down
+    check()
+    model.blocks[0].register_parameter("extra", ember.nn.Parameter(ember.ones(1)))
+    check()
+    model.blocks[1].register_buffer("count", ember.zeros(1))
+    check()

@@ -152,6 +152,7 @@ class NNModuleVariable(_ObjectBase):
             self._children(tx)  # guards the submodule names: a child added later recompiles
             items = list(self.value.named_children())
         else:
+            self._guard_tree(tx, method)
             items = list(getattr(self.value, method)(*values, **keywords))
         prefix = keywords.get("prefix", "") if method != "named_children" else ""
         out = []
@@ -160,6 +161,24 @@ class NNModuleVariable(_ObjectBase):
             var = tx.output.wrap(value, self._dotted_source(path) if path != prefix else self.source)
             out.append(TupleVariable([ConstantVariable(dotted), var]) if named else var)
         return IteratorVariable(out)
+
+    def _guard_tree(self, tx, method):
+        """Guard the names of the submodules of every module in the tree (and of their parameters or
+        buffers, for those iterators): a module, parameter or buffer added anywhere later recompiles."""
+        if self.source is None:
+            return
+        from ..guards import GuardKind
+
+        tables = ["_modules"]
+        if "parameters" in method:
+            tables.append("_parameters")
+        elif "buffers" in method:
+            tables.append("_buffers")
+        for path, module in self.value.named_modules():
+            source = self._dotted_source(path) if path else self.source
+            for table in tables:
+                keys = list(module.__dict__.get(table, {}).keys())
+                tx.output.add_guard(AttrSource(source, table), GuardKind.DICT_KEYS, keys)
 
     _MEMBER_ITERATORS = frozenset({
         "parameters", "named_parameters", "buffers", "named_buffers", "children", "named_children",
