@@ -179,6 +179,19 @@ def test_parameter_written_under_no_grad_gets_no_gradient():
     assert_close(b.grad, b_ref.grad)
 
 
+@pytest.mark.parametrize(
+    "act",
+    ["LeakyReLU", "Hardswish", "ELU", "ReLU", "SiLU", "Hardtanh", "ReLU6", "SELU", "CELU", "Mish", "Hardsigmoid"],
+)
+def test_inplace_activation_on_an_intermediate_trains(act):
+    # ``nn.X(inplace=True)`` after a layer (DCGAN's LeakyReLU, MobileNetV3's Hardswish): the joint trace
+    # must not overwrite the value the activation's gradient reads
+    def make():
+        return ember.nn.Sequential(ember.nn.Linear(4, 5), getattr(ember.nn, act)(inplace=True), ember.nn.Linear(5, 3))
+
+    _check_module(make, ember.randn(6, 4))
+
+
 def test_outputs_that_alias_inputs_keep_gradients():
     def f(x, y):
         return x.t(), x, y * 2

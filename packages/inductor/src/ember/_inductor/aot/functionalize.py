@@ -513,15 +513,20 @@ class FunctionalTracer(DispatchMode):
             return registry["copy_"](target, out)
 
     def _flagged_inplace(self, func, flag, args, kwargs):
-        """``op(x, ..., inplace=True)``: the functional call, then ``copy_`` into ``x``."""
+        """``op(x, ..., inplace=True)``: the functional call, then ``copy_`` into ``x``. While autograd
+        records, the call runs on a clone of ``x`` (see :meth:`_inplace_under_autograd`): an op whose
+        gradient reads its input (``leaky_relu``, ``hardswish``) must not see ``x`` overwritten."""
         args, kwargs = list(args), dict(kwargs)
         if flag < len(args):
             args[flag] = False
         else:
             kwargs["inplace"] = False
+        target = args[0]
         with self:
+            if _records_grad(args, kwargs):
+                args[0] = registry["clone"](target)
             result = func(*args, **kwargs)
-            return registry["copy_"](args[0], result)
+            return registry["copy_"](target, result)
 
     def _record(self, func, args, kwargs):
         """Run a non-mutating op on meta tensors and append its node."""
