@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ember.fx.experimental.proxy_tensor import ProxyDispatchMode
 from ember.utils._python_dispatch import DispatchMode
 
-from .exc import Unsupported
+from .exc import SkipFrame, Unsupported
 from .guards import Guard, GuardKind, TensorSpec, autocast_state
 from .side_effects import SideEffects
 from .symbolic import ShapeEnv, SizeSpecialized, SymHint
@@ -339,7 +339,13 @@ class OutputGraph:
 
     def tensor_input(self, real, source):
         """The tracker of a real tensor that the frame can reach: a placeholder (once per tensor)."""
+        import ember
+
         from .variables.tensor import TensorVariable
+
+        if real.layout != ember.strided:
+            # sparse tensors have no strides to guard nor meta examples to trace on
+            raise SkipFrame(f"a {real.layout} tensor reaches the frame (only strided tensors are traced)")
 
         entry = self._inputs_by_id.get(id(real))
         if entry is not None and entry[0] is real:
