@@ -394,3 +394,42 @@ def test_a_sparse_input_runs_the_frame_eagerly():
     _same(ember.compile(f, backend="eager")(adj, x), f(adj, x))
     explained = dynamo.explain(f)(adj, x)
     assert explained.graph_count == 0 and "sparse" in " ".join(str(r) for r in explained.break_reasons)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(batch_first=True),
+        dict(batch_first=False),
+        dict(batch_first=True, kdim=6, vdim=5),
+        dict(batch_first=True, need_weights=True),
+        dict(batch_first=True, mask=True),
+    ],
+    ids=["batch_first", "seq_first", "kdim_vdim", "weights", "mask"],
+)
+def test_multi_head_attention_is_inlined_and_dynamic_in_the_batch(backend, options):
+    # F.multi_head_attention_forward computes sizes in Python: traced inline, a new batch size
+    # needs one more capture only (it was a capture per size)
+    options = dict(options)
+    need_weights, use_mask = options.pop("need_weights", False), options.pop("mask", False)
+    ember.manual_seed(0)
+    mha = ember.nn.MultiheadAttention(8, 2, **options)
+    kdim, vdim = options.get("kdim", 8), options.get("vdim", 8)
+    mask = ember.triu(ember.ones(4, 4, dtype=ember.bool), 1) if use_mask else None
+
+    def f(q, k, v):
+        out, weights = mha(q, k, v, need_weights=need_weights, attn_mask=mask)
+        return out if weights is None else (out, weights)
+
+    from ember._dynamo.testing import CompileCounterWithBackend
+
+    cnt = CompileCounterWithBackend(backend)
+    compiled = ember.compile(f, backend=cnt, fullgraph=True)
+    for batch in (2, 3, 5):
+        shape = (batch, 4) if options["batch_first"] else (4, batch)
+        q, k, v = ember.randn(*shape, 8), ember.randn(*shape, kdim), ember.randn(*shape, vdim)
+        got, want = compiled(q, k, v), f(q, k, v)
+        for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
+            np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-5)
+    assert cnt.frame_count == 2

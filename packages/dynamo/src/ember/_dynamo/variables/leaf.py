@@ -24,7 +24,7 @@ _PURE_MODULES = ("math", "operator", "_operator", "cmath")
 
 # ember code that implements modules is inlined like user code (its helpers take callables and
 # modules, e.g. the transformer layers' residual blocks); the rest of ember is the op-level API.
-_INLINED_EMBER_MODULES = ("ember.nn.modules", "ember.nn.utils", "ember.nn.parameter")
+_INLINED_EMBER_MODULES = ("ember.nn.modules", "ember.nn.utils", "ember.nn.parameter", "ember.nn._mha_functional")
 
 
 def is_ember_callable(value):
