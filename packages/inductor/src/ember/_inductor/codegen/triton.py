@@ -485,7 +485,7 @@ class _KernelGen:
     def _decompose(self, lines, indent, flat, symbols, ranges):
         stride = None
         for v, r in reversed(list(zip(symbols, ranges))):
-            base = flat if stride is None else f"({flat} // {stride})"
+            base = flat if stride is None else f"({flat} // ({stride}))" if "*" in stride else f"({flat} // {stride})"
             if v == symbols[0]:
                 lines.append(f"{indent}{v.name} = {base}")
             else:

@@ -91,7 +91,11 @@ class TritonCompiledGraph:
 
     def _empty(self, buf_or_sizes, dtype=None):
         if isinstance(buf_or_sizes, ir.Buffer):
-            sizes, dtype = [int(s) for s in buf_or_sizes.sizes], buf_or_sizes.dtype
+            buf = buf_or_sizes
+            sizes, strides = [int(s) for s in buf.sizes], [int(s) for s in buf.strides]
+            if strides != [int(s) for s in ir.contiguous_strides(buf.sizes)]:  # an output in eager's layout
+                return ember.empty_strided(sizes, strides, dtype=buf.dtype, device=self.device)
+            return ember.empty(sizes, dtype=buf.dtype, device=self.device)
         else:
             sizes = [int(s) for s in buf_or_sizes]
         return ember.empty(sizes, dtype=dtype, device=self.device)

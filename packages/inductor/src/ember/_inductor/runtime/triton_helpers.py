@@ -53,7 +53,8 @@ def _erfinv(x):
     inside = np.abs(x) < 1
     y = np.where(inside, x, 0.0)
     w = -np.log((1 - y) * (1 + y))
-    z = np.sign(y) * np.sqrt(np.sqrt((2 / (np.pi * 0.147) + w / 2) ** 2 - w / 0.147) - (2 / (np.pi * 0.147) + w / 2))
+    t = 2 / (np.pi * 0.147) - w / 2  # Winitzki's approximation, w = -log(1 - y^2)
+    z = np.sign(y) * np.sqrt(np.sqrt(t * t + w / 0.147) - t)
     for _ in range(4):
         z = z - (erf(z) - y) / (2 / np.sqrt(np.pi) * np.exp(-z * z))
     out[inside] = z[inside]

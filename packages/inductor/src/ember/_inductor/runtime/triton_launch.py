@@ -94,6 +94,11 @@ def load_module(source: str):
         return module
 
 
+def _host_address(array):
+    """The address of a numpy array's first element (``ctypes`` refuses bfloat16's dtype; this does not)."""
+    return array.__array_interface__["data"][0]
+
+
 class _HostStorage:
     """The interpreter's view of a numpy array's memory (already on the host: ``cpu()`` is itself)."""
 
@@ -101,7 +106,7 @@ class _HostStorage:
         self.array = array
 
     def data_ptr(self):
-        return self.array.ctypes.data
+        return _host_address(self.array)
 
     def cpu(self):
         return self
@@ -111,13 +116,28 @@ class _HostStorage:
 
 
 class _DtypeName:
-    """A dtype Triton can name (it reads the text after the last dot: ``float32`` -> ``fp32``)."""
+    """A dtype Triton can name (it reads the text after the last dot: ``float32`` -> ``fp32``).
+
+    One object per name, kept for the process (:func:`_dtype_name`): Triton's argument specialisation
+    caches what it learnt of a dtype object by its identity, so a short-lived object whose address is
+    reused by another dtype's would be taken for that one.
+    """
 
     def __init__(self, name):
         self.name = name
 
     def __str__(self):
         return f"ember.{self.name}"
+
+
+_DTYPE_NAMES = {}
+
+
+def _dtype_name(name):
+    found = _DTYPE_NAMES.get(name)
+    if found is None:
+        found = _DTYPE_NAMES.setdefault(name, _DtypeName(name))
+    return found
 
 
 class BufferArg:
@@ -135,11 +155,13 @@ class BufferArg:
             array = tensor._data
             dtype_name = str(tensor.dtype).replace("ember.", "")
         self.array = array
-        self.dtype = _DtypeName(dtype_name)
+        self.dtype = _dtype_name(dtype_name)
         self._offset = 0
         self._base = array
-        data = getattr(array, "data", None)
-        self._ptr = data.ptr if hasattr(data, "ptr") else array.ctypes.data  # CuPy, else numpy
+        if hasattr(array, "__cuda_array_interface__"):  # CuPy
+            self._ptr = array.__cuda_array_interface__["data"][0]
+        else:
+            self._ptr = _host_address(array)
 
     def data_ptr(self):
         """The address of the first element."""
@@ -163,7 +185,7 @@ class BufferArg:
 
     def set_(self, storage, offset, size, stride):
         self._base = storage.array
-        self._ptr = storage.array.ctypes.data
+        self._ptr = _host_address(storage.array)
         self._offset = offset
         return self
 
@@ -212,8 +234,15 @@ def launch(fn, kernel, args, cfg, xnumel):
     meta = {"XBLOCK": cfg["XBLOCK"]}
     if kernel.kind != "pointwise":
         meta["RBLOCK"] = cfg["RBLOCK"]
-    extra = {} if _interpreting() else {"num_warps": cfg.get("num_warps", 4)}
-    fn[grid(kernel, cfg, xnumel)](*args, **meta, **extra)
+    if _interpreting():
+        import numpy as np
+
+        # the interpreter computes with numpy: log(0) = -inf, 0/0 = nan are values here, not warnings
+        # (masked-out lanes compute on padding too)
+        with np.errstate(all="ignore"):
+            fn[grid(kernel, cfg, xnumel)](*args, **meta)
+        return
+    fn[grid(kernel, cfg, xnumel)](*args, **meta, num_warps=cfg.get("num_warps", 4))
 
 
 def _interpreting():
