@@ -89,6 +89,9 @@ EXAMPLE_TESTS = "examples/tests"
 # Tests of this noxfile's own logic (tests/test_noxfile.py), which imports nox.
 TOOLING_TESTS = "tests"
 TOOLING_REQUIREMENTS = ("nox>=2024.3.2",)
+# ember-inductor's Triton code generator: its kernels run in CI through Triton's interpreter
+# (packages/inductor/tests/test_triton_interpret.py). Linux x86-64 wheels only; elsewhere those tests skip.
+TRITON_REQUIREMENTS = ("triton==3.9.0; platform_system == 'Linux' and platform_machine == 'x86_64'",)
 # `nox -s demo -- --task NAME`: the example each task runs.
 DEMO_TASKS = {
     "digits": "examples/digits_cnn.py",
@@ -456,7 +459,8 @@ def tests(session: nox.Session, backend: str) -> None:
     extras, also = "test", ()
     if backend != "cpu":
         extras, also = _gpu_requirements(session, backend)
-    _install_packages(session, extras=extras, also=(*also, *EXAMPLE_REQUIREMENTS, *TOOLING_REQUIREMENTS))
+    _install_packages(session, extras=extras,
+                      also=(*also, *EXAMPLE_REQUIREMENTS, *TOOLING_REQUIREMENTS, *TRITON_REQUIREMENTS))
     if backend != "cpu" and _has_venv(session):
         problem = _gpu_problem(backend, _parse_probe(session.run("python", "-c", _GPU_PROBE, silent=True) or ""))
         if problem is not None:

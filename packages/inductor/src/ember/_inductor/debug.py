@@ -9,7 +9,9 @@ being compiled::
             01_fx_graph.txt         the graph compile_fx received
             02_joint_graph.txt      forward+backward traced together (aot)
             03_forward_graph.txt    ...the partitioner's two halves, the loop IR,
-            ...                     the scheduled kernels, the C++ source
+            ...                     the scheduled kernels, the C++ source (cpu) or
+            NN_triton.txt           the Triton module of every kernel (cuda graphs,
+                                    or cpu ones under ``config.triton_on_cpu``)
 
 The numbers give the order in which the stages ran. Nothing is written, and
 :func:`stage` costs one check, when debugging is off.

@@ -205,10 +205,11 @@ _stream_patched = False
 
 
 def use_ember_stream():
-    """Make Triton launch on ember's (CuPy's) current stream instead of the device's default stream.
+    """Make Triton launch on ember's (CuPy's) current stream and device instead of device 0's default stream.
 
-    Triton without PyTorch asks its driver for the "current stream"; this points that question at
-    CuPy's current stream, which is ember's (``ember.cuda.stream``). Done once per process.
+    Triton without PyTorch asks its driver for the "current stream" and "current device"; this points
+    those questions at CuPy's, which are ember's (``ember.cuda.stream``, ``ember.cuda.device``). Done once
+    per process; it changes what Triton's driver object answers for every Triton user of the process.
     """
     global _stream_patched
     if _stream_patched:
@@ -218,6 +219,7 @@ def use_ember_stream():
 
     active = driver.active
     active.get_current_stream = lambda device=None: cupy.cuda.get_current_stream().ptr
+    active.get_current_device = lambda: cupy.cuda.Device().id  # ember's current device is CuPy's
     _stream_patched = True
 
 
