@@ -104,3 +104,31 @@ def test_transformer_layer_with_dropout_matches_eager():
     assert_close(got, want)
     for (name, p), (_, q) in zip(layer.named_parameters(), ref.named_parameters()):
         assert_close(p.grad, q.grad, rtol=1e-4, atol=1e-5, msg=name)
+
+
+@pytest.mark.parametrize("p", [0.8, 0.25])
+def test_stochastic_depth_bernoulli_inplace_gives_eager_values(p):
+    # torchvision's StochasticDepth: ``empty(...).bernoulli_(p).div_(p)``; recorded as bernoulli(x, p)
+    def f(x):
+        noise = ember.empty([x.shape[0], 1], dtype=x.dtype).bernoulli_(p).div_(p)
+        return (x * noise).tanh()
+
+    x = ember.randn(64, 3, requires_grad=True)
+    compiled = aot_function(f, lambda gm, ex: gm)
+    for seed in (0, 1):
+        ember.manual_seed(seed)
+        want = f(x)
+        (want_grad,) = ember.autograd.grad(want.sum(), x)
+        ember.manual_seed(seed)
+        got = compiled(x)
+        (got_grad,) = ember.autograd.grad(got.sum(), x)
+        assert ember.equal(got, want) and ember.equal(got_grad, want_grad)
+        assert 0 < float((got == 0).float().mean()) < 1  # some rows dropped, some kept
+
+
+def test_bernoulli_inplace_with_a_tensor_probability_is_refused():
+    def f(x, probs):
+        return ember.empty_like(x).bernoulli_(probs) * x
+
+    with pytest.raises(InductorError, match="in-place random op bernoulli_"):
+        aot_function(f, lambda gm, ex: gm)(ember.randn(3), ember.full((3,), 0.5))

@@ -512,6 +512,19 @@ class FunctionalTracer(DispatchMode):
             out = func.functional(*args[1 : 1 + position], source, *args[1 + position :], **kwargs)
             return registry["copy_"](target, out)
 
+    def _fresh_bernoulli(self, func, args, kwargs):
+        """``x.bernoulli_(p)`` with a number ``p`` (stochastic depth's ``empty(...).bernoulli_(p)``):
+        the functional ``bernoulli(x, p)``, written into ``x``. Both draw one uniform per element in
+        order and compare it with ``p``, so the numbers are eager mode's on the CPU (see
+        :mod:`ember._inductor.aot.rng` for cuda)."""
+        target = args[0]
+        p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+        extra = {"generator": kwargs["generator"]} if kwargs.get("generator") is not None else {}
+        value = self._emit(registry["bernoulli"], (self.node_of(target), p), self._graph_arg(extra))
+        result = func(*self._meta_arg(tuple(args)), **{k: self._meta_arg(v) for k, v in kwargs.items()})
+        self._write(target, value)
+        return result
+
     def _flagged_inplace(self, func, flag, args, kwargs):
         """``op(x, ..., inplace=True)``: the functional call, then ``copy_`` into ``x``. While autograd
         records, the call runs on a clone of ``x`` (see :meth:`_inplace_under_autograd`): an op whose
@@ -567,6 +580,8 @@ class FunctionalTracer(DispatchMode):
     def _mutate(self, func, args, kwargs):
         """An in-place prim: run it on meta (for autograd), record its functional counterpart."""
         name = func.name
+        if name == "bernoulli_" and _number_probability(args, kwargs):
+            return self._fresh_bernoulli(func, args, kwargs)
         if name not in _MUTATING_PRIMS:
             if is_random_op(func):
                 raise InductorError(
@@ -592,6 +607,12 @@ class FunctionalTracer(DispatchMode):
         result = func(*self._meta_arg(tuple(args)), **{k: self._meta_arg(v) for k, v in kwargs.items()})
         self._write(target, value)
         return result
+
+
+def _number_probability(args, kwargs):
+    """Whether a ``bernoulli_`` call draws with one probability given as a Python number."""
+    p = args[1] if len(args) > 1 else kwargs.get("p", 0.5)
+    return isinstance(p, (int, float)) and not isinstance(p, bool)
 
 
 def reads_values(exc):

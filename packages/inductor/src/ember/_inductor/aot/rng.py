@@ -16,6 +16,12 @@ A compiled function draws the same random numbers as eager mode for the same
   generator in eager mode), so the compiled forward draws in eager order.
 * **Tracing draws nothing.** Tracing runs on meta tensors, whose random kernels do not
   touch any generator, so compiling does not shift the numbers of the first call.
+* **In-place draws.** ``x.bernoulli_(p)`` with a number ``p`` (stochastic depth) is recorded as
+  ``bernoulli(x, p)`` written into ``x``: both draw one uniform per element, in order, so the CPU
+  numbers are eager mode's. On cuda the functional op draws from the device's Philox stream and the
+  in-place one from host draws (``ember.cuda._backend``), so compiled masks differ from eager's
+  there (same distribution). Other in-place samplers (``uniform_``, ``normal_``, ``bernoulli_``
+  with a tensor ``p``, ...) are refused with a clear error.
 * **The backward never draws.** Partitioners save a random op's output for the backward
   instead of recomputing it (the dropout mask is a saved value); :func:`check_backward_draws_nothing`
   refuses a backward graph that contains a random op.
