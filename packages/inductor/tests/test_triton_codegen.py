@@ -140,3 +140,44 @@ def test_index_expressions_print_as_triton_arithmetic():
     assert tgen.texpr(ir.FloorDiv(x0, 4) + ir.ModIndex(x1, 3) * 2) in (
         "((x0 // 4) + (2 * (x1 % 3)))", "((2 * (x1 % 3)) + (x0 // 4))")
     assert tgen.texpr(sympy.Min(x0, 5)).startswith("tl.minimum(")
+
+
+def test_autotune_configs_fit_the_kernel_kinds():
+    from ember._inductor import autotune
+
+    pw = autotune.configs("pointwise", 100, None)
+    assert pw[0]["XBLOCK"] == 128  # the interpreter's pick: the whole output in one program
+    persistent = autotune.configs("persistent", 64, 300)
+    assert all(c["RBLOCK"] == 512 for c in persistent)  # the whole row in one block
+    assert all(c["XBLOCK"] * c["RBLOCK"] <= autotune.MAX_TILE for c in persistent)
+    looped = autotune.configs("looped", 4, 5000)
+    assert all(c["RBLOCK"] < 5000 for c in looped)
+    assert autotune.configs("split_combine", 1, 64) == [{"XBLOCK": 1, "RBLOCK": tgen.SPLIT, "num_warps": 2}]
+
+
+def test_autotuner_benchmarks_once_and_a_second_process_reads_the_choice(tmp_path, monkeypatch):
+    from ember._inductor import autotune
+
+    module_file = tmp_path / "kabc.py"
+    module_file.write_text("")
+    kernel = tgen.TritonKernelSource("kernel0", "looped", [], [], 4, 5000, "")
+    timings = {1024: 2.0, 2048: 3.0, 256: 1.5, 64: 5.0, 512: 0.5}
+    timed = []
+
+    def fake_time(run, cfg, repeat=5):
+        timed.append(cfg)
+        return timings[cfg["RBLOCK"]]
+
+    monkeypatch.setattr(autotune, "_time", fake_time)
+    tuner = autotune.Autotuner(module_file, benchmark=True)
+    best = tuner.choose(kernel, 4, 5000, run=None)
+    assert best["RBLOCK"] == 512 and tuner.benchmarked == 1
+    assert len(timed) == len(autotune.configs("looped", 4, 5000))
+    assert tuner.choose(kernel, 4, 5000, run=None) == best and len(timed) == len(autotune.configs("looped", 4, 5000))
+    # another process: the choice comes from the file next to the module, nothing is timed
+    again = autotune.Autotuner(module_file, benchmark=True)
+    assert again.choose(kernel, 4, 5000, run=None) == best and again.benchmarked == 0
+    assert (tmp_path / "kabc.autotune.json").exists()
+    # the interpreter's rule: no timing, the first config
+    plain = autotune.Autotuner(tmp_path / "kother.py", benchmark=False)
+    assert plain.choose(kernel, 4, 5000, run=None) == autotune.configs("looped", 4, 5000)[0]

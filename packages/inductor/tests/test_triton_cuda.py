@@ -1,0 +1,185 @@
+"""Generated Triton kernels on a GPU: compiled == eager for cuda tensors (the lead runs these on the GPU machine).
+
+The same cases as test_triton_interpret.py (which runs them through Triton's interpreter in CI), compiled
+for the device: every IR op against numpy (libdevice), every reduction type in its persistent, looped
+and split forms, pointwise/softmax/layer_norm and half types, op_db forward, and the autotuner's warm
+start from its file. Every test is marked ``cuda``.
+"""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+import numpy as np
+import pytest
+from _triton_cases import OP_CASES, REDUCTIONS, VARIANTS, check, compile_checked, run_op
+
+import ember
+from ember._inductor import config
+from ember.testing import assert_close, op_db
+
+pytestmark = pytest.mark.cuda
+
+
+def _cuda():
+    pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        pytest.skip("TRITON_INTERPRET is set: kernels would not run on the GPU")
+    if not ember.cuda.is_available():
+        pytest.skip("no cuda device")
+    return ember.device("cuda")
+
+
+@pytest.fixture(autouse=True)
+def _strict():
+    with config.patch(fallback_on_compile_error=False, triton_on_cpu=False):
+        yield
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("rtype", sorted(REDUCTIONS))
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_cuda_reductions(rtype, variant):
+    dev = _cuda()
+    rows, length = VARIANTS[variant]
+    x = ember.randn(rows, length).to(dev)
+    check(REDUCTIONS[rtype], x, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.cuda
+def test_cuda_pointwise_softmax_layer_norm_and_half():
+    dev = _cuda()
+    x, y = ember.randn(64, 300).to(dev), ember.randn(300).to(dev)
+    check(lambda a, b: ember.sigmoid(a) * b + ember.tanh(a - 1), x, y)
+    check(lambda a: a.t() * 2, x)
+    check(lambda a: ember.softmax(a, -1), x)
+    check(lambda a: ember.nn.functional.layer_norm(a, (300,)), x, rtol=1e-4, atol=1e-4)
+    for dtype in (ember.float16, ember.bfloat16):
+        check(lambda a: (a * 2 + 1).sum(1), x.to(dtype), rtol=2e-2, atol=2e-1)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", sorted(OP_CASES))
+def test_cuda_ir_op(name):
+    dev = _cuda()
+    oracle, arrays, out_dtype = OP_CASES[name]
+    if name == "erfinv":
+        pytest.importorskip("scipy", reason="erfinv's oracle is scipy.special.erfinv")
+    n = min(len(a) for a in arrays)
+    arrays = [np.ascontiguousarray(a[:n]) for a in arrays]
+    got = run_op(name, arrays, out_dtype, device=dev)
+    with np.errstate(all="ignore"):
+        want = np.asarray(oracle(*arrays)).astype(got.dtype)
+    # libdevice on the GPU: within a few ulp of numpy
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-5,
+                               err_msg=name)
+
+
+@pytest.mark.cuda
+def test_cuda_layer_norm_backward():
+    dev = _cuda()
+    x = ember.randn(32, 200, device=dev, requires_grad=True)
+    w = ember.randn(200, device=dev, requires_grad=True)
+
+    def fn(a, weight):
+        return ember.nn.functional.layer_norm(a, (200,), weight)
+
+    out = compile_checked(fn, x, w)(x, w)
+    (out * out).sum().backward()
+    grads = [x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    ref = fn(x, w)
+    (ref * ref).sum().backward()
+    assert_close(out, ref, rtol=1e-4, atol=1e-4)
+    assert_close(grads[0], x.grad, rtol=1e-3, atol=1e-3)
+    assert_close(grads[1], w.grad, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.cuda
+def test_cuda_autotune_choice_is_written_and_reused(tmp_path):
+    from ember._inductor.runtime import triton_graph, triton_launch
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    dev = _cuda()
+    x = ember.randn(256, 1000, device=dev)
+    with config.patch(cache_dir=str(tmp_path)):
+        gm = make_fx(lambda a: (a.exp().sum(1),))(x)
+        first = triton_graph.compile_graph_triton(gm, [x])
+        assert_close(first(x)[0], x.exp().sum(1), rtol=1e-4, atol=1e-3)
+        assert first.autotuner.benchmarked >= 1
+        assert first.autotuner.path.exists()
+        triton_launch._loaded.clear()  # as a second process: the module and the choice from disk
+        second = triton_graph.compile_graph_triton(gm, [x])
+        assert_close(second(x)[0], x.exp().sum(1), rtol=1e-4, atol=1e-3)
+        assert second.autotuner.benchmarked == 0
+
+
+def _opdb_names():
+    return [n for n in sorted(op_db) if ember.float32 in op_db[n].dtypes]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", _opdb_names())
+def test_cuda_opdb_forward(name):
+    dev = _cuda()
+    info = op_db[name]
+    sample = next(iter(info.sample_inputs(info, "cuda", ember.float32, False)), None)
+    if sample is None:
+        pytest.skip(f"{name} has no float32 sample")
+    structure = (sample.input, tuple(sample.args), dict(sample.kwargs))
+    tensors = []
+
+    def collect(v):
+        if isinstance(v, ember.Tensor):
+            tensors.append(v)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                collect(item)
+        elif isinstance(v, dict):
+            for item in v.values():
+                collect(item)
+
+    def rebuild(v, it):
+        if isinstance(v, ember.Tensor):
+            return next(it)
+        if isinstance(v, (list, tuple)):
+            return type(v)(rebuild(item, it) for item in v)
+        if isinstance(v, dict):
+            return {k: rebuild(item, it) for k, item in v.items()}
+        return v
+
+    collect(structure)
+    if not tensors or any(t.device.type != dev.type for t in tensors):
+        pytest.skip("the sample has no cuda tensor")
+
+    def flat(value):
+        if isinstance(value, ember.Tensor):
+            return [value]
+        if isinstance(value, (list, tuple)):
+            return [t for item in value for t in flat(item)]
+        raise TypeError(type(value).__name__)
+
+    def fn(*inputs):
+        inp, args, kwargs = rebuild(structure, iter(inputs))
+        return tuple(flat(info.op(inp, *args, **kwargs)))
+
+    random = "random" in getattr(info.op, "tags", ())
+    if random:
+        ember.manual_seed(zlib.crc32(name.encode()))
+    try:
+        want = fn(*tensors)
+    except TypeError as exc:
+        pytest.skip(f"the op returns a {exc}, not tensors")
+    from ember._inductor.compile_fx import compile_fx
+    from ember.fx.experimental.proxy_tensor import make_fx
+
+    compiled = compile_fx(make_fx(fn)(*tensors), list(tensors), name=name)
+    if random:
+        ember.manual_seed(zlib.crc32(name.encode()))
+    got = compiled(*tensors)
+    tol = info.tolerance(ember.float32) or (None, None)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and tuple(g.shape) == tuple(w.shape)
+        if not (name.startswith("empty") or name.startswith("new_empty")):
+            assert_close(g, w, rtol=tol[0], atol=tol[1], equal_nan=True)
