@@ -190,6 +190,37 @@ def test_layer_norm_forward_and_backward():
         assert_close(g, t.grad, rtol=1e-4, atol=1e-4)
 
 
+def _grads_match(model, compiled_out, eager_fn, loss_fn):
+    grads = [p.grad.clone() for p in model.parameters()]
+    for p in model.parameters():
+        p.grad = None
+    ref = eager_fn()
+    loss_fn(ref).backward()
+    assert_close(compiled_out, ref, rtol=1e-4, atol=1e-4)
+    for g, p in zip(grads, model.parameters()):
+        assert_close(g, p.grad, rtol=1e-3, atol=1e-4)
+
+
+def test_transformer_layer_and_cnn_forward_and_backward(launches):
+    ember.manual_seed(0)
+    layer = ember.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    x = ember.randn(2, 5, 16)
+    compiled = compile_fx(layer, [x])
+    out = compiled(x)
+    out.sum().backward()
+    assert compiled.fallbacks == [] and launches
+    _grads_match(layer, out, lambda: layer(x), lambda t: t.sum())
+
+    net = ember.nn.Sequential(ember.nn.Conv2d(1, 4, 3), ember.nn.BatchNorm2d(4), ember.nn.ReLU(),
+                              ember.nn.MaxPool2d(2), ember.nn.Flatten(), ember.nn.Linear(36, 10))
+    images, labels = ember.randn(3, 1, 8, 8), ember.tensor([1, 2, 3])
+    compiled = compile_fx(net, [images])
+    out = compiled(images)
+    ember.nn.functional.cross_entropy(out, labels).backward()
+    assert compiled.fallbacks == []
+    _grads_match(net, out, lambda: net(images), lambda t: ember.nn.functional.cross_entropy(t, labels))
+
+
 @pytest.mark.parametrize("dtype", [ember.float16, ember.bfloat16], ids=["float16", "bfloat16"])
 def test_half_inputs(dtype):
     x = ember.randn(4, 24).to(dtype)
