@@ -181,3 +181,13 @@ def test_autotuner_benchmarks_once_and_a_second_process_reads_the_choice(tmp_pat
     # the interpreter's rule: no timing, the first config
     plain = autotune.Autotuner(tmp_path / "kother.py", benchmark=False)
     assert plain.choose(kernel, 4, 5000, run=None) == autotune.configs("looped", 4, 5000)[0]
+
+
+def test_sibling_reductions_share_one_pass_over_the_row():
+    # layer_norm's mean and variance sums: one loop reading the row once, then the normalisation loop
+    x = ember.randn(8, 2000)
+    src = _source(lambda a: ember.nn.functional.layer_norm(a, (2000,)), x)
+    (kernel,) = _kernels(src)
+    assert kernel.kind == "looped"
+    assert kernel.source.count("for roffset") == 2
+    assert kernel.source.count("_acc = tl.full(") == 2  # two accumulators in the shared loop

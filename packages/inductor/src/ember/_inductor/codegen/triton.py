@@ -523,6 +523,24 @@ class _KernelGen:
                 out.append(("x", node))
         return out
 
+    def _grouped_segments(self, single=False):
+        """:meth:`_segments` with consecutive sibling reductions (same reduced ranges, none reading another's
+        result) as one ``("reduce", [nodes])`` entry: their loads and their loop are shared."""
+        out = []
+        for kind, what in self._segments():
+            if kind != "reduce":
+                out.append((kind, what))
+                continue
+            if not single and out and out[-1][0] == "reduce":
+                group = out[-1][1]
+                names = {n.buffer.name for n in group}
+                same = list(group[0].buffer.data.reduction_ranges) == list(what.buffer.data.reduction_ranges)
+                if same and not any(ld.buffer.name in names for ld in ir.loads(what.body)):
+                    group.append(what)
+                    continue
+            out.append(("reduce", [what]))
+        return out
+
     def row_extents(self):
         """The flattened extent of each row segment (reductions and inner loops)."""
         extents = []
@@ -547,17 +565,19 @@ class _KernelGen:
         if persistent:
             lines.append("    rbase = tl.arange(0, RBLOCK)[None, :]")
         printer = _Printer(self, lines, "    ", "[1, 1]")
-        for kind, what in self._segments():
+        for kind, what in self._grouped_segments(split == "combine"):
             if kind == "x":
                 self._comment(what, lines, "    ")
                 self.store(what, printer.emit(what.body), lines, "    ")
             elif kind == "reduce":
-                self._comment(what, lines, "    ")
+                for node in what:
+                    self._comment(node, lines, "    ")
                 if split == "combine":
-                    value = self._combine_partials(what, lines)
+                    values = [self._combine_partials(node, lines) for node in what]
                 else:
-                    value = self._reduce(what, lines, printer, persistent)
-                self.store(what, value, lines, "    ")
+                    values = self._reduce(what, lines, printer, persistent)
+                for node, value in zip(what, values):
+                    self.store(node, value, lines, "    ")
             else:
                 for node in what:
                     self._comment(node, lines, "    ")
@@ -572,54 +592,56 @@ class _KernelGen:
         self._decompose(lines, indent, "rindex", symbols, [sympy.sympify(r) for r in ranges])
         self.row_symbols = set(symbols)
 
-    def _reduce(self, node, lines, printer, persistent):
-        data = node.buffer.data
-        rtype, dtype = data.reduction_type, node.body.dtype
+    def _reduce(self, nodes, lines, printer, persistent):
+        """Sibling reductions over the same row (``nodes``, none reading another) in one pass: one row
+        set-up (one loop when looped), loads shared between their bodies, one accumulator each.
+        Returns each node's result, a ``[XBLOCK, 1]`` variable."""
+        data = nodes[0].buffer.data
         rvars = ir.reduction_vars(len(data.reduction_ranges))
-        acc_t = _reduce_type(rtype, dtype)
-        ident = reduction_identity(rtype, dtype)
-        combine = reduction_combine(rtype, dtype)
-        arg = rtype in ("argmax", "argmin")
-        out = self.tmp()
+        specs = []
+        for node in nodes:
+            rtype, dtype = node.buffer.data.reduction_type, node.body.dtype
+            specs.append((node, rtype, dtype, _reduce_type(rtype, dtype), reduction_identity(rtype, dtype),
+                          reduction_combine(rtype, dtype), rtype in ("argmax", "argmin"), self.tmp()))
         if persistent:
-            self._row(lines, "    ", rvars, data.reduction_ranges)
-            inner = _Printer(self, lines, "    ", "[1, 1]", printer.memo)
-            value = inner.emit(node.body)
-            v = self.tmp()
-            lines.append(f"    {v} = tl.where(xmask & rmask, {value}.to({acc_t}), {ident})")
-            if arg:
-                lines.append(f"    {v}_i = tl.where(xmask & rmask, rindex, 2147483647)")
-                lines.append(f"    _, {out} = tl.reduce(({v}, tl.broadcast_to({v}_i, {v}.shape)), 1, {combine})")
-                lines.append(f"    {out} = {out}[:, None].to(tl.int64)")
-            else:
-                lines.append(f"    {out} = tl.reduce({v}, 1, {combine})[:, None]")
+            indent = "    "
+            self._row(lines, indent, rvars, data.reduction_ranges)
         else:
-            acc = self.tmp()
-            lines.append(f"    {acc} = tl.full([XBLOCK, RBLOCK], {ident}, {acc_t})")
-            if arg:
-                lines.append(f"    {acc}_i = tl.full([XBLOCK, RBLOCK], 2147483647, tl.int32)")
+            indent = "        "
+            for *_, acc_t, ident, _, arg, out in specs:
+                lines.append(f"    {out}_acc = tl.full([XBLOCK, RBLOCK], {ident}, {acc_t})")
+                if arg:
+                    lines.append(f"    {out}_acc_i = tl.full([XBLOCK, RBLOCK], 2147483647, tl.int32)")
             extent = " * ".join(self.size(r) for r in data.reduction_ranges)
             lines.append(f"    for roffset in range(0, {extent}, RBLOCK):")
-            self._row(lines, "        ", rvars, data.reduction_ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
-            inner = _Printer(self, lines, "        ", "[1, 1]", printer.memo)
+            self._row(lines, indent, rvars, data.reduction_ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
+        inner = _Printer(self, lines, indent, "[1, 1]", printer.memo)  # shared: a row is loaded once
+        for node, _, _, acc_t, ident, combine, arg, out in specs:
             value = inner.emit(node.body)
             v = self.tmp()
-            lines.append(f"        {v} = tl.where(xmask & rmask, {value}.to({acc_t}), {ident})")
+            lines.append(f"{indent}{v} = tl.where(xmask & rmask, {value}.to({acc_t}), {ident})")
             if arg:
-                lines.append(f"        {v}_i = tl.where(xmask & rmask, rindex, 2147483647)")
+                lines.append(f"{indent}{v}_i = tl.where(xmask & rmask, rindex, 2147483647)")
                 pair = f"{v}, tl.broadcast_to({v}_i, {v}.shape)"
-                lines.append(f"        {acc}, {acc}_i = {combine}({acc}, {acc}_i, {pair})")
+            if persistent and arg:
+                lines.append(f"    _, {out} = tl.reduce(({pair}), 1, {combine})")
+            elif persistent:
+                lines.append(f"    {out} = tl.reduce({v}, 1, {combine})")
+            elif arg:
+                lines.append(f"        {out}_acc, {out}_acc_i = {combine}({out}_acc, {out}_acc_i, {pair})")
             else:
-                lines.append(f"        {acc} = {combine}({acc}, {v})")
-            if arg:
-                lines.append(f"    _, {out} = tl.reduce(({acc}, {acc}_i), 1, {combine})")
-                lines.append(f"    {out} = {out}[:, None].to(tl.int64)")
-            else:
-                lines.append(f"    {out} = tl.reduce({acc}, 1, {combine})[:, None]")
+                lines.append(f"        {out}_acc = {combine}({out}_acc, {v})")
+        results = []
+        for _, _, dtype, _, _, combine, arg, out in specs:
+            if not persistent and arg:
+                lines.append(f"    _, {out} = tl.reduce(({out}_acc, {out}_acc_i), 1, {combine})")
+            elif not persistent:
+                lines.append(f"    {out} = tl.reduce({out}_acc, 1, {combine})")
+            tail = ".to(tl.int64)" if arg else " != 0" if dtype == ember.bool else ""
+            lines.append(f"    {out} = {out}[:, None]{tail}")
+            results.append(out)
         self.row_symbols = set()
-        if dtype == ember.bool and not arg:
-            lines.append(f"    {out} = {out} != 0")
-        return out
+        return results
 
     def _inner(self, group, lines, printer, persistent):
         ranges = group[0].inner_ranges
