@@ -433,3 +433,58 @@ def test_multi_head_attention_is_inlined_and_dynamic_in_the_batch(backend, optio
         for g, w in zip(got if isinstance(got, tuple) else (got,), want if isinstance(want, tuple) else (want,)):
             np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(), rtol=1e-5, atol=1e-5)
     assert cnt.frame_count == 2
+
+
+def test_wrapper_made_with_functools_wraps_is_inlined_not_run_on_meta():
+    # ``functools.wraps`` copies ``__module__``: a user's wrapper around an ember function is user code
+    import functools
+
+    log = []
+
+    def logged(fn):
+        @functools.wraps(fn)
+        def wrapper(x):
+            log.append(x.device.type)
+            return fn(x)
+
+        return wrapper
+
+    gelu = logged(ember.nn.functional.gelu)
+    x = ember.randn(4)
+    compiled = ember.compile(lambda t: gelu(t) * 2, backend="eager")
+    for _ in range(3):
+        _same(compiled(x), ember.nn.functional.gelu(x) * 2)
+    assert log == ["cpu"] * 3
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("optimizer", ["AdamW", "SGD"])
+def test_compiled_step_with_an_lr_scheduler_equals_eager(backend, optimizer):
+    # the scheduler wraps opt.step (ember code): it must be traced inline, never run on meta examples
+    def train(compiled):
+        ember.manual_seed(0)
+        model = ember.nn.Linear(5, 2)
+        kwargs = dict(lr=1e-2, momentum=0.9) if optimizer == "SGD" else dict(lr=1e-2)
+        opt = getattr(ember.optim, optimizer)(model.parameters(), **kwargs)
+        sched = ember.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+        x = ember.randn(6, 5)
+
+        def step(x):
+            loss = model(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss.detach()
+
+        run = ember.compile(step, backend=backend) if compiled else step
+        losses = []
+        for _ in range(4):
+            losses.append(run(x).item())
+            sched.step()
+        states = [v for s in opt.state.values() for v in s.values() if isinstance(v, ember.Tensor)]
+        assert all(v.device.type == "cpu" for v in states)
+        return losses, model.weight.detach().clone()
+
+    (want, w_want), (got, w_got) = train(False), train(True)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    _same(w_got, w_want)

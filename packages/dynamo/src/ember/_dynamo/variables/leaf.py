@@ -3,6 +3,8 @@ run on the meta examples under the recording mode, which appends their ops to th
 
 from __future__ import annotations
 
+import functools
+import os
 import types
 
 from ..exc import Unsupported
@@ -24,7 +26,9 @@ _PURE_MODULES = ("math", "operator", "_operator", "cmath")
 
 # ember code that implements modules is inlined like user code (its helpers take callables and
 # modules, e.g. the transformer layers' residual blocks); the rest of ember is the op-level API.
-_INLINED_EMBER_MODULES = ("ember.nn.modules", "ember.nn.utils", "ember.nn.parameter", "ember.nn._mha_functional")
+_INLINED_EMBER_MODULES = (
+    "ember.nn.modules", "ember.nn.utils", "ember.nn.parameter", "ember.nn._mha_functional", "ember.optim",
+)
 
 
 def is_ember_callable(value):
@@ -38,7 +42,21 @@ def is_ember_callable(value):
     module = getattr(value, "__module__", None) or ""
     if module.startswith(_INLINED_EMBER_MODULES):
         return False  # (its classes too: a helper object such as a hook call record is built inline)
-    return module == "ember" or module.startswith("ember.")
+    if not (module == "ember" or module.startswith("ember.")):
+        return False
+    if isinstance(value, types.FunctionType):
+        # ``functools.wraps`` copies ``__module__``: a user's (or an LR scheduler's) wrapper around an
+        # ember function says "ember.nn.functional" but is Python to inline, not ember's op-level API
+        return value.__code__.co_filename.startswith(_ember_source_dirs())
+    return True
+
+
+@functools.cache
+def _ember_source_dirs():
+    """The folders of the ``ember`` package's source (one per installed ember distribution)."""
+    import ember
+
+    return tuple(os.path.join(os.path.abspath(path), "") for path in ember.__path__)
 
 
 def is_pure_library_callable(value):
