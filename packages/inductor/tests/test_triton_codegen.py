@@ -128,11 +128,23 @@ def test_every_ir_op_and_reduction_type_has_a_rule():
         tgen.reduction_identity(rtype, ember.int32)
 
 
-def test_softmax_is_one_kernel_with_an_inner_row_loop():
+def test_softmax_is_one_kernel_that_reads_its_row_once():
     src = _source(lambda a: ember.softmax(a, -1), ember.randn(4, 6))
     (kernel,) = _kernels(src)
+    assert kernel.kind == "persistent"
     assert kernel.source.count("tl.reduce(") == 2  # max, then sum of exp
-    assert "y0 = rindex" in kernel.source  # the normalisation runs along the row
+    # persistent: the max, the sum and the normalisation share the row (one load, exp computed once)
+    assert kernel.source.count("tl.load(") == 1
+    assert kernel.source.count("tl.exp(") == 1
+    assert kernel.source.count("tl.store(") == 1
+
+
+def test_looped_softmax_runs_its_normalisation_as_a_row_loop():
+    src = _source(lambda a: ember.softmax(a, -1), ember.randn(4, 3000))
+    (kernel,) = _kernels(src)
+    assert kernel.kind == "looped"
+    assert "y0 = rindex" in kernel.source  # the normalisation loops along the row after the reductions
+    assert kernel.source.count("for roffset") == 3
 
 
 def test_index_expressions_print_as_triton_arithmetic():

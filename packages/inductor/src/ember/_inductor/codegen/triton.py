@@ -36,6 +36,7 @@ import sympy
 import ember
 
 from .. import ir
+from ..scheduler import SchedulerNode
 
 __all__ = ["generate", "TritonKernelSource", "GraphSource", "OP_RULES", "SPLIT", "PERSISTENT_LIMIT",
            "SPLIT_MIN_ELEMENTS", "SPLIT_MAX_ROWS", "texpr", "triton_type"]
@@ -592,6 +593,19 @@ class _KernelGen:
         self._decompose(lines, indent, "rindex", symbols, [sympy.sympify(r) for r in ranges])
         self.row_symbols = set(symbols)
 
+    def _persistent_row(self, lines, rvars, ranges, printer):
+        """The printer of a persistent kernel's row over ``ranges``: the previous segment's when it ran over
+        the same ranges (its loads are reused: softmax reads its row once), else a fresh row set-up."""
+        key = tuple(sympy.sympify(r) for r in ranges)
+        state = getattr(self, "_row_state", None)
+        if state is not None and state[0] == key:
+            self.row_symbols = set(rvars)
+            return state[1]
+        self._row(lines, "    ", rvars, ranges)
+        inner = _Printer(self, lines, "    ", "[1, 1]", printer.memo)
+        self._row_state = (key, inner)
+        return inner
+
     def _reduce(self, nodes, lines, printer, persistent):
         """Sibling reductions over the same row (``nodes``, none reading another) in one pass: one row
         set-up (one loop when looped), loads shared between their bodies, one accumulator each.
@@ -605,7 +619,7 @@ class _KernelGen:
                           reduction_combine(rtype, dtype), rtype in ("argmax", "argmin"), self.tmp()))
         if persistent:
             indent = "    "
-            self._row(lines, indent, rvars, data.reduction_ranges)
+            inner = self._persistent_row(lines, rvars, data.reduction_ranges, printer)
         else:
             indent = "        "
             for *_, acc_t, ident, _, arg, out in specs:
@@ -615,7 +629,7 @@ class _KernelGen:
             extent = " * ".join(self.size(r) for r in data.reduction_ranges)
             lines.append(f"    for roffset in range(0, {extent}, RBLOCK):")
             self._row(lines, indent, rvars, data.reduction_ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
-        inner = _Printer(self, lines, indent, "[1, 1]", printer.memo)  # shared: a row is loaded once
+            inner = _Printer(self, lines, indent, "[1, 1]", printer.memo)  # shared: a row is loaded once
         for node, _, _, acc_t, ident, combine, arg, out in specs:
             value = inner.emit(node.body)
             v = self.tmp()
@@ -647,10 +661,14 @@ class _KernelGen:
         ranges = group[0].inner_ranges
         ys = ir.index_vars(len(ranges), "y")
         if persistent:
-            self._row(lines, "    ", ys, ranges)
-            inner = _Printer(self, lines, "    ", "[1, 1]", printer.memo)
+            rvars = ir.reduction_vars(len(ranges))
+            inner = self._persistent_row(lines, rvars, ranges, printer)
+            rename = dict(zip(ys, rvars))  # the row's symbols: loads match the reductions' (loaded once)
             for node in group:
-                self.store(node, inner.emit(node.body), lines, "    ")
+                same = SchedulerNode(node.buffer, ir.substitute(node.body, rename),
+                                     tuple(sympy.sympify(i).xreplace(rename) for i in node.index), node.inner_ranges)
+                same.local = node.local
+                self.store(same, inner.emit(same.body), lines, "    ")
         else:
             lines.append(f"    for roffset in range(0, {' * '.join(self.size(r) for r in ranges)}, RBLOCK):")
             self._row(lines, "        ", ys, ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
