@@ -350,6 +350,9 @@ class _Printer:
             else:
                 code = constant(int(expr), e.dtype, self.shape)
         elif isinstance(e, ir.Load):
+            if e.buffer.name in self.gen.values:  # computed earlier in this kernel: its variable
+                self.memo[key] = self.gen.values[e.buffer.name]
+                return self.memo[key]
             code = self.gen.load_code(e, self)
         else:
             code = self._op(e)
@@ -630,10 +633,11 @@ class _KernelGen:
             lines.append(f"    for roffset in range(0, {extent}, RBLOCK):")
             self._row(lines, indent, rvars, data.reduction_ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
             inner = _Printer(self, lines, indent, "[1, 1]", printer.memo)  # shared: a row is loaded once
-        for node, _, _, acc_t, ident, combine, arg, out in specs:
+        for node, _, dtype, acc_t, ident, combine, arg, out in specs:
             value = inner.emit(node.body)
             v = self.tmp()
-            lines.append(f"{indent}{v} = tl.where(xmask & rmask, {value}.to({acc_t}), {ident})")
+            cast = "" if compute_type(dtype) == acc_t else f".to({acc_t})"
+            lines.append(f"{indent}{v} = tl.where(xmask & rmask, {value}{cast}, {ident})")
             if arg:
                 lines.append(f"{indent}{v}_i = tl.where(xmask & rmask, rindex, 2147483647)")
                 pair = f"{v}, tl.broadcast_to({v}_i, {v}.shape)"
