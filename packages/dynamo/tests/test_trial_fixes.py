@@ -488,3 +488,84 @@ def test_compiled_step_with_an_lr_scheduler_equals_eager(backend, optimizer):
     (want, w_want), (got, w_got) = train(False), train(True)
     np.testing.assert_allclose(got, want, rtol=1e-6)
     _same(w_got, w_want)
+
+
+class _HookTable(dict):
+    __slots__ = ("__weakref__",)  # as ember.autograd.graph._HookDict
+
+
+@pytest.mark.parametrize("table", [_HookTable, dict])
+def test_iterating_a_plain_dict_subclass_never_recompiles(table):
+    import itertools
+
+    hooks, more = table(), table()
+    hooks[0] = lambda t: t * 3
+
+    def f(x):
+        x = x + 1
+        for h in itertools.chain(hooks.values(), more.values()):
+            x = h(x)
+        return x * 2
+
+    from ember._dynamo.testing import CompileCounter
+
+    cnt = CompileCounter()
+    compiled = ember.compile(f, backend=cnt, fullgraph=True)
+    for _ in range(4):
+        _same(compiled(ember.ones(2)), f(ember.ones(2)))
+    assert cnt.frame_count == 1
+    more[1] = lambda t: t - 1  # a new key: one recompile
+    _same(compiled(ember.ones(2)), f(ember.ones(2)))
+    assert cnt.frame_count == 2
+
+
+def test_setting_grad_to_none_is_replayed_after_the_graph():
+    model = ember.nn.Linear(3, 2)
+    model(ember.randn(4, 3)).sum().backward()
+
+    def clear(x):
+        y = model(x) * 2
+        for p in model.parameters():
+            p.grad = None
+        return y, model.weight.grad is None
+
+    got, cleared = ember.compile(clear, backend="eager", fullgraph=True)(ember.randn(4, 3))
+    assert cleared is True and model.weight.grad is None and model.bias.grad is None
+
+
+def test_compiled_train_step_breaks_only_at_backward_and_the_step():
+    ember.manual_seed(0)
+    model = ember.nn.Sequential(ember.nn.Linear(8, 16), ember.nn.ReLU(), ember.nn.Linear(16, 2))
+    opt = ember.optim.AdamW(model.parameters(), lr=1e-3)
+
+    def step(x):
+        loss = model(x).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+        return loss.detach()
+
+    x = ember.randn(4, 8)
+    step(x)
+    explained = dynamo.explain(step)(x)
+    assert explained.graph_break_count == 2, [str(r) for r in explained.break_reasons]
+
+
+@pytest.mark.parametrize("how", ["module", "star_args"])
+def test_mark_dynamic_reaches_a_module_input_and_star_args(how):
+    from ember._dynamo.testing import CompileCounter
+
+    class Relu2(ember.nn.Module):
+        def forward(self, x):
+            return x.relu() * 2
+
+    def star(*args):
+        return args[0].relu() * 2
+
+    cnt = CompileCounter()
+    compiled = ember.compile(Relu2() if how == "module" else star, backend=cnt)
+    for n in (3, 5, 7):
+        x = ember.randn(n, 4)
+        dynamo.mark_dynamic(x, 0)
+        _same(compiled(x), x.relu() * 2)
+    assert cnt.frame_count == 1

@@ -181,10 +181,16 @@ def _dynamic_dims(cache, settings, frame_locals):
             dims[name] = frozenset(dims_seen)
     if settings.dynamic is not False:
         for name, value in frame_locals.items():
-            marked = getattr(value, "_dynamo_dynamic_indices", None)
-            if marked:
-                key = f"L[{name!r}]"
-                dims[key] = frozenset(dims.get(key, frozenset()) | set(marked))
+            # an argument, or an item of ``*args``/``**kwargs`` (a compiled module's call takes those)
+            items = [(f"L[{name!r}]", value)]
+            if type(value) in (tuple, list):
+                items += [(f"L[{name!r}][{i!r}]", v) for i, v in enumerate(value)]
+            elif type(value) is dict:
+                items += [(f"L[{name!r}][{k!r}]", v) for k, v in value.items() if isinstance(k, str)]
+            for key, item in items:
+                marked = getattr(item, "_dynamo_dynamic_indices", None)
+                if marked:
+                    dims[key] = frozenset(dims.get(key, frozenset()) | set(marked))
     return dims
 
 

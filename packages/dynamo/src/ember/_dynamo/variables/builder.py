@@ -4,6 +4,7 @@ guards that the capture now depends on."""
 from __future__ import annotations
 
 import collections
+import itertools
 import types
 
 from ..exc import Unsupported
@@ -52,7 +53,7 @@ def wrap_value(output, value, source, guard=True):
         add(source, GuardKind.LEN_MATCH, len(value))
         items = [wrap_value(output, v, _item_source(source, i), guard) for i, v in enumerate(value)]
         return (TupleVariable if type(value) is tuple else ListVariable)(items, source)
-    if type(value) in (dict, collections.OrderedDict, collections.defaultdict):
+    if type(value) in (dict, collections.OrderedDict, collections.defaultdict) or _plain_dict_subclass(type(value)):
         if not all(is_constant_value(k) for k in value):
             return UserObjectVariable(value, source)
         add(source, GuardKind.TYPE_MATCH, type(value))
@@ -99,8 +100,21 @@ def wrap_value(output, value, source, guard=True):
     return UserObjectVariable(value, source)
 
 
+_DICT_METHODS = ("__getitem__", "__setitem__", "__delitem__", "__iter__", "__len__", "__contains__", "__missing__",
+                 "keys", "values", "items", "get", "pop", "popitem", "setdefault", "update", "clear", "copy")
+
+
+def _plain_dict_subclass(cls):
+    """Whether ``cls`` subclasses dict (or OrderedDict/defaultdict) without changing how it reads or
+    writes items (a hook table ``class HookDict(dict)``): tracked as the dict it is, guarded on its type."""
+    if not issubclass(cls, dict) or cls in (dict, collections.OrderedDict, collections.defaultdict):
+        return False
+    base = next(b for b in cls.__mro__ if b in (collections.OrderedDict, collections.defaultdict, dict))
+    return all(getattr(cls, name, None) is getattr(base, name, None) for name in _DICT_METHODS)
+
+
 _BUILTIN_TYPES = {int, float, bool, str, list, tuple, dict, set, frozenset, range, enumerate, zip, reversed,
-                  map, filter, slice, type, object, super, complex, bytes}
+                  map, filter, slice, type, object, super, complex, bytes, itertools.chain}
 
 
 _ITERATOR_TYPES = (type(iter([])), type(iter(())), type(iter(range(0))))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import itertools
 import operator
 
 from ..exc import Unsupported
@@ -65,6 +66,8 @@ class BuiltinVariable(KnownObjectVariable):
         handler = getattr(self, f"_call_{getattr(fn, '__name__', '')}", None)
         if handler is not None and getattr(builtins, fn.__name__, None) is fn:
             return handler(tx, *args, **kwargs)
+        if fn is itertools.chain:
+            return self._chain(tx, *args, **kwargs)
         if fn in _PURE:
             return _fold_or_leaf(tx, fn, args, kwargs)
         if isinstance(fn, type) and issubclass(fn, BaseException):
@@ -188,6 +191,12 @@ class BuiltinVariable(KnownObjectVariable):
                 break
             groups.append(TupleVariable(items))
         return IteratorVariable(groups)
+
+    def _chain(self, tx, *iterables):
+        """``itertools.chain(a, b, ...)``: the items of each, in order."""
+        from .iterators import IteratorVariable
+
+        return IteratorVariable([item for iterable in iterables for item in iterable.unpack(tx)])
 
     def _call_reversed(self, tx, seq):
         from .iterators import IteratorVariable

@@ -27,7 +27,10 @@ _PURE_MODULES = ("math", "operator", "_operator", "cmath")
 # ember code that implements modules is inlined like user code (its helpers take callables and
 # modules, e.g. the transformer layers' residual blocks); the rest of ember is the op-level API.
 _INLINED_EMBER_MODULES = (
-    "ember.nn.modules", "ember.nn.utils", "ember.nn.parameter", "ember.nn._mha_functional", "ember.optim",
+    "ember.nn.modules", "ember.nn.utils", "ember.nn.parameter", "ember.nn._mha_functional",
+    # the step wrappers of optimizers and LR schedulers (the update itself, Adam.step..., is refused
+    # as a leaf that takes the optimizer: a graph break, and it runs natively)
+    "ember.optim.optimizer", "ember.optim.lr_scheduler",
 )
 
 
@@ -98,6 +101,16 @@ class LeafCallableVariable(KnownObjectVariable):
             if isinstance(arg, (_InlinableFunction, UserMethodVariable, UserObjectVariable)):
                 # it would run untraced inside the call, its Python effects happening now, once
                 raise Unsupported(f"passing {arg.describe()} to {self.describe()} (a function that is not traced)")
+        if isinstance(fn, types.FunctionType) and (getattr(fn, "__module__", "") or "").startswith("ember.optim"):
+            # an optimizer's update (Adam.step) keeps Python state (lazily made moment buffers): run on
+            # the meta examples it would store meta tensors in it
+            raise Unsupported(f"{self.describe()} updates an optimizer's state (not traced: it runs natively)")
+        owner = getattr(fn, "__self__", None)
+        if isinstance(fn, types.MethodType) and not isinstance(owner, (type, types.ModuleType, ember.Tensor)):
+            # a method of an object with state (an optimizer's update reached through a wrapper): the
+            # same, with the object bound
+            kind = type(owner).__name__
+            raise Unsupported(f"calling {self.describe()} of a {kind} object (a method that is not traced)")
         if fn in (ember.is_grad_enabled,):
             return ConstantVariable(tx.output.grad_enabled)
         if name == "is_compiling" and not args and not kwargs:

@@ -157,6 +157,15 @@ class TensorVariable(VariableTracker):
                 return None
         return result
 
+    def setattr(self, tx, name, value):
+        """``p.grad = None`` (``zero_grad(set_to_none=True)``) or ``p.grad = g`` on a tensor the frame can
+        reach: replayed on the real tensor after the graph (later reads in the capture see it)."""
+        if name != "grad" or self.real is None or self.source is None:
+            return super().setattr(tx, name, value)
+        if not (isinstance(value, TensorVariable) or (value.is_constant() and value.as_constant() is None)):
+            raise Unsupported(f"setting Tensor.grad to {value.describe()}")
+        tx.output.side_effects.store_attr(self, self.real, "grad", value)
+
     def getattr(self, tx, name):
         if self.is_dynamic() and name in ("shape", "nbytes"):
             shape = self._shape_query(tx, "shape", [], {})
@@ -173,6 +182,9 @@ class TensorVariable(VariableTracker):
         if name == "grad":
             if self.real is None or self.source is None:
                 raise Unsupported("Tensor.grad of a tensor made inside the compiled function")
+            stored = tx.output.side_effects.attr_override(self.real, "grad")
+            if stored is not None:  # ``p.grad = ...`` earlier in this capture
+                return stored
             return tx.output.wrap(self.real.grad, AttrSource(self.source, "grad"))
         if name in _TENSOR_ATTRS:
             return tx.output.leaf_call(tx, getattr, [self, ConstantVariable(name)], {})
