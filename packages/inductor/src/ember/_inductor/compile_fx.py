@@ -72,7 +72,8 @@ def _fall_back(stage, exc, fallbacks, *, expected, eager):
 
 
 def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
-    """Compile one functional graph (a forward, a backward or an inference graph) to C++.
+    """Compile one functional graph (a forward, a backward or an inference graph) to C++, or to Triton
+    kernels when its tensors are on cuda (see :func:`uses_triton`).
 
     Args:
         gm (ember.fx.GraphModule): a functional graph of registry ops (after aot).
