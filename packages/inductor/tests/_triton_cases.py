@@ -68,7 +68,10 @@ def run_op(name, arrays, out_dtype, device="cpu"):
     module = triton_launch.load_module(source.source)
     out = ember.empty(n, dtype=out_dtype, device=device)
     values = {f"in{k}": t for k, t in enumerate(tensors)} | {"out": out}
-    args = [triton_launch.BufferArg(values[b]) for b in ksrc.buffers] + [int(s) for s in ksrc.sizes]
+    flag = ember.zeros(1, dtype=ember.int32, device=device)
+    ptrs = [triton_launch.BufferArg(values[b]) for b in ksrc.buffers]
+    ptrs += [triton_launch.BufferArg(flag)] if ksrc.error_flag else []  # integer division's zero flag
+    args = ptrs + [int(s) for s in ksrc.sizes]
     cfg = autotune.configs("pointwise", n, None)[0]
     if out.device.type == "cuda":
         triton_launch.use_ember_stream()

@@ -148,6 +148,23 @@ def test_reduction_types_and_variants(rtype, variant, monkeypatch, launches):
     assert expected in kinds, (variant, kinds)
 
 
+def test_integer_division_by_zero_raises_like_eager():
+    a, b = ember.tensor([5, 3]), ember.tensor([1, 2])
+
+    def fn(x, y):
+        return ember.floor_divide(x, y), ember.remainder(x, y), ember.fmod(x, y), (x * 2).sum() // y
+
+    gm = make_fx(fn)(a, b)
+    compiled = triton_graph.compile_graph_triton(gm, [a, b])
+    assert "ember_err_ptr" in compiled.source
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        fn(a, ember.tensor([0, 2]))
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(a, ember.tensor([0, 2]))
+    got = compiled(a, b)  # the flag is the call's own: nothing left over from the failed call
+    assert [t.tolist() for t in got] == [t.tolist() for t in fn(a, b)]
+
+
 def test_argmax_with_nan_picks_the_first_nan():
     x = ember.randn(3, 40)
     x[1, 7] = float("nan")

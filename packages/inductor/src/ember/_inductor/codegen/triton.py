@@ -214,6 +214,8 @@ OP_RULES = {
 }
 
 _COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+#: Integer forms of these divide: a zero divisor sets the kernel's error flag (eager raises).
+_INT_DIVISIONS = frozenset({"truediv", "floordiv", "mod", "remainder", "fmod"})
 _BOOL_ARGS = frozenset({"logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf", "isfinite"})
 # ops whose Triton form needs a float argument even when the op's type is an integer (math functions on
 # integers compute in float and convert, as eager promotes them)
@@ -313,6 +315,8 @@ class TritonKernelSource:
         rnumel (sympy.Expr or None): the longest row extent (reductions), None for pointwise.
         source (str): the text.
         scratch (tuple or None): ``(name, elements, ember dtype)`` of a partial buffer (split reductions).
+        error_flag (bool): the kernel divides integers: its last pointer argument is ``ember_err_ptr``, an
+            int32 flag it sets to 1 where a divisor is 0 (the wrapper then raises, as eager does).
     """
 
     name: str
@@ -323,6 +327,7 @@ class TritonKernelSource:
     rnumel: object
     source: str
     scratch: object = None
+    error_flag: bool = False
 
 
 class _Printer:
@@ -376,6 +381,8 @@ class _Printer:
             elif target is not None and compute_type(a.dtype) != target:
                 code = f"{code}.to({target})" if a.dtype != ember.bool or target != "tl.int1" else code
             args.append(code)
+        if e.name in _INT_DIVISIONS and not _is_float(e):
+            self.gen.flag_zero_division(args[1], self)
         code = rule(e, args)
         if e.name == "to_dtype":
             return convert(code, e.args[0].dtype, e.dtype)
@@ -401,6 +408,7 @@ class _KernelGen:
         self.values = {}  # buffer name computed here -> the variable holding its value (same element)
         self.row_symbols = set()  # the symbols along the second (row) axis while a row segment is emitted
         self.reduction = any(n.is_reduction for n in kernel.nodes)
+        self.error_flag = False  # an integer division: ember_err_ptr is an argument
 
     # names -------------------------------------------------------------------------------------
 
@@ -435,6 +443,15 @@ class _KernelGen:
         if names & {"r", "y"} and self.row_symbols & set(symbols):
             parts.append("rmask")
         return " & ".join(parts)
+
+    def flag_zero_division(self, divisor, printer):
+        """Emit the store of 1 to the error flag in the lanes (in bounds) whose ``divisor`` is 0."""
+        self.error_flag = True
+        mask = "xmask & rmask" if self.row_symbols else "xmask"
+        bad = self.tmp()
+        printer.lines.append(f"{printer.indent}{bad} = ({mask}) & ({divisor} == 0)  # eager raises: flag it")
+        printer.lines.append(f"{printer.indent}tl.store(ember_err_ptr + 0 * {bad}.to(tl.int32), "
+                             f"{bad}.to(tl.int32), {bad})")
 
     # memory ------------------------------------------------------------------------------------
 
@@ -767,7 +784,7 @@ class _KernelGen:
     # assembly -----------------------------------------------------------------------------------
 
     def _function(self, name, body, extra_ptrs=(), rblock=True):
-        ptrs = list(self.buffers.values()) + list(extra_ptrs)
+        ptrs = list(self.buffers.values()) + list(extra_ptrs) + (["ember_err_ptr"] if self.error_flag else [])
         args = ptrs + list(self.sizes.values()) + ["XBLOCK: tl.constexpr"]
         if rblock:
             args.append("RBLOCK: tl.constexpr")
@@ -781,7 +798,7 @@ class _KernelGen:
         if not self.reduction:
             body = self.pointwise()
             return [TritonKernelSource(k.name, "pointwise", list(self.buffers), list(self.sizes), xnumel, None,
-                                       self._function(k.name, body, rblock=False))]
+                                       self._function(k.name, body, rblock=False), error_flag=self.error_flag)]
         extents = self.row_extents()
         rnumel = max(extents, key=lambda e: int(e) if e.is_Integer else 1 << 62)
         if self.splittable():
@@ -790,7 +807,7 @@ class _KernelGen:
         body = self.reduction_body(persistent)
         kind = "persistent" if persistent else "looped"
         return [TritonKernelSource(k.name, kind, list(self.buffers), list(self.sizes), xnumel, rnumel,
-                                   self._function(k.name, body))]
+                                   self._function(k.name, body), error_flag=self.error_flag)]
 
     def _generate_split(self, xnumel, rnumel):
         k = self.kernel
@@ -806,6 +823,7 @@ class _KernelGen:
                                         sympy.Integer(SPLIT), second._function(k.name, body, partial_names))
         scratch = [(f"{k.name}_partial{i}", int(xnumel) * SPLIT, _scratch_dtype(n)) for i, n in enumerate(nodes)]
         first_src.scratch = second_src.scratch = scratch
+        first_src.error_flag, second_src.error_flag = first.error_flag, second.error_flag
         return [first_src, second_src]
 
 

@@ -19,6 +19,9 @@ from .. import ir
 
 __all__ = ["compile_graph_triton", "TritonCompiledGraph"]
 
+#: The key of a call's integer-division error flag in its values (buffer names are strings).
+_ERROR_FLAG = object()
+
 
 def _stage(name, text):
     from .. import debug
@@ -130,6 +133,9 @@ class TritonCompiledGraph:
                 self._run_extern(step, values)
             else:
                 self._run_kernels(step, values)
+        flag = values.get(_ERROR_FLAG)
+        if flag is not None and int(flag.cpu().numpy()[0]):  # (a device sync: only graphs that divide integers)
+            raise RuntimeError("ZeroDivisionError")
         outs = []
         for o in g.outputs:
             if isinstance(o, ir.InputBuffer) and o.constant is not None:
@@ -155,6 +161,10 @@ class TritonCompiledGraph:
         for kernel in kernels:
             ptrs = [BufferArg(values[name]) for name in kernel.buffers]
             ptrs += [BufferArg(t) for t in scratch.values()]
+            if kernel.error_flag:
+                if _ERROR_FLAG not in values:
+                    values[_ERROR_FLAG] = ember.zeros(1, dtype=ember.int32, device=self.device)
+                ptrs.append(BufferArg(values[_ERROR_FLAG]))
             sizes = [int(s) for s in kernel.sizes]
             xnumel = int(kernel.xnumel)
             rnumel = int(kernel.rnumel) if kernel.rnumel is not None else None
