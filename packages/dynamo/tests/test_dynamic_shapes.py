@@ -389,3 +389,52 @@ def test_dynamic_true_keeps_parameters_static_and_a_dim_they_fix():
     (entry,) = [e for c in dynamo.cache.all_caches() for e in c.entries]
     shapes = sorted(str(g.expected.shape) for g in entry.check.guards if g.kind.value == "TENSOR_MATCH")
     assert shapes == ["(3, 4)", "(3,)", "(4, 4)", "(4,)", "(None, 4)"]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_an_int_argument_becomes_dynamic_after_its_value_changes(backend):
+    def f(x, length):
+        return x[:, :length] * length + ember.arange(length)
+
+    cnt = CompileCounterWithBackend(backend)
+    compiled = ember.compile(f, backend=cnt)
+    x = ember.randn(2, 16)
+    for length in (3, 4, 5, 7, 9, 12, 16):
+        assert_same(compiled(x, length), f(x, length))
+    assert cnt.frame_count == 2  # the first value, then one capture with the int symbolic
+    assert_same(compiled(x, 1), f(x, 1))  # 0 and 1 are specialised, as sizes are
+    assert cnt.frame_count == 3
+
+
+class _Counter:
+    def __init__(self):
+        self.steps = 0
+
+
+def test_an_int_attribute_counter_stays_one_capture():
+    # an optimizer's ``_step_count``-like counter: read, incremented, stored back on every call
+    counter = _Counter()
+
+    def f(x):
+        counter.steps = counter.steps + 1
+        return x * counter.steps
+
+    cnt = CompileCounter()
+    compiled = ember.compile(f, backend=cnt)
+    x = ember.ones(3)
+    for expected in range(1, 8):
+        assert compiled(x).tolist() == [float(expected)] * 3
+    assert counter.steps == 7
+    # 0 and 1 are specialised values (a capture each), then one dynamic capture from 2 on
+    assert cnt.frame_count == 3
+
+
+def test_dynamic_false_keeps_ints_static():
+    def f(x, k):
+        return x * k
+
+    cnt = CompileCounter()
+    compiled = ember.compile(f, backend=cnt, dynamic=False)
+    for k in (2, 3, 4, 5):
+        assert_same(compiled(ember.ones(2), k), f(ember.ones(2), k))
+    assert cnt.frame_count == 4

@@ -206,11 +206,26 @@ def _recompile_reason(cache, settings, frame_locals, frame_globals):
             continue
         reasons.append(entry.check.explain_failure(frame_locals, frame_globals))
         if settings.dynamic is None and config.automatic_dynamic_shapes:
-            sizes = [(g, size_mismatch_dims(g, frame_locals, frame_globals)) for g in failures]
-            if all(dims for _, dims in sizes):  # only sizes changed: make those dims dynamic
-                for guard, dims in sizes:
+            # only sizes or int values changed: make those dims (and ints: "dim" None) dynamic
+            changed = [(g, _changed_dims(g, frame_locals, frame_globals)) for g in failures]
+            if all(dims for _, dims in changed):
+                for guard, dims in changed:
                     cache.dynamic_dims.setdefault(guard.source.name(), set()).update(dims)
     return reasons[0] if reasons else None
+
+
+def _changed_dims(guard, frame_locals, frame_globals):
+    """The dims whose sizes alone failed a tensor guard, or ``{None}`` for an int argument or
+    attribute whose value changed (automatic dynamic ints, as PyTorch's); empty for other failures."""
+    from .guards import GuardKind
+
+    if guard.kind is GuardKind.EQUALS_MATCH and type(guard.expected) is int and guard.source is not None:
+        try:
+            now = guard.source.read(frame_locals, frame_globals)
+        except Exception:  # noqa: BLE001 - the source no longer reads: not a value change
+            return set()
+        return {None} if type(now) is int else set()
+    return size_mismatch_dims(guard, frame_locals, frame_globals)
 
 
 def _fails(guard, frame_locals, frame_globals):

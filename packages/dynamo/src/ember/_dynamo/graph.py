@@ -388,6 +388,38 @@ class OutputGraph:
         self._inputs_by_id[id(real)] = (real, var)
         return var
 
+    def wants_dynamic_int(self, value, source):
+        """Whether the int ``value`` read at ``source`` becomes a symbolic graph input (its value
+        changed in an earlier call: automatic dynamic ints). 0 and 1 (and negative ints) stay
+        constants, as sizes do."""
+        if self.dynamic is False or type(value) is not int or value < 2 or source is None:
+            return False
+        name = source.name()
+        return None in self.dynamic_dims.get(name, ()) and (name, None) not in self.static_dims
+
+    def int_input(self, value, source):
+        """The tracker of a dynamic int: a graph input (a placeholder the runtime reads from
+        ``source``) standing for a SymPy symbol, with ``value`` as its hint."""
+        from .variables.symbolic import SymIntVariable
+
+        entry = self._inputs_by_id.get(("int", source.name()))
+        if entry is not None:
+            return entry[1]
+        self.add_guard(source, GuardKind.TYPE_MATCH, int)
+        index = len(self.graph_inputs)
+        anchor = self._last_placeholder
+        insert = self.graph.inserting_after(anchor) if anchor is not None else self.graph.inserting_before(None)
+        with insert:
+            node = self.graph.placeholder(f"arg{index}_1")
+        self._last_placeholder = node
+        self.graph_inputs.append(source)
+        self.example_inputs.append(value)
+        symbol = self.shape_env.new_symbol(source, None, value)
+        symbol.node = node
+        var = SymIntVariable(self, symbol.symbol, value, symbol.shadow, node)
+        self._inputs_by_id[("int", source.name())] = (value, var)
+        return var
+
     def _dynamic_dims_of(self, real, source):
         """The dims of a graph input to make symbolic: never sizes 0 and 1 (they are specialised, as
         in PyTorch), nor dims of a tensor that is not contiguous (its strides would be guessed)."""

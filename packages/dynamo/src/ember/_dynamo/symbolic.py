@@ -88,7 +88,8 @@ class ShapeRelation:
     Attributes:
         text (str): the relation over the symbols, e.g. ``"s0 > 2"`` (shown by explain).
         template (str): its Python form with ``{0}``, ``{1}``... for the sizes in ``sizes``.
-        sizes (tuple): ``(source, dim)`` per placeholder: ``source``'s tensor's size in ``dim``.
+        sizes (tuple): ``(source, dim)`` per placeholder: ``source``'s tensor's size in ``dim``, or
+            with ``dim`` None the int at ``source`` itself (a dynamic int).
         names (tuple): the symbol of each placeholder, as named in ``text``.
     """
 
@@ -99,15 +100,19 @@ class ShapeRelation:
 
     def __repr__(self):
         names = self.names or tuple(f"{{{i}}}" for i in range(len(self.sizes)))
-        where = ", ".join(f"{n}={src.name()}.size({d})" for n, (src, d) in zip(names, self.sizes))
+        where = ", ".join(
+            f"{n}={src.name()}" + ("" if d is None else f".size({d})") for n, (src, d) in zip(names, self.sizes)
+        )
         return f"{self.text!r} [{where}]" if where else repr(self.text)
 
     def write(self, w) -> None:
         """Add the test to a guard check function being written (``guards._CodeWriter``)."""
-        w.test(self.template.format(*[f"{w.value(src)}._data.shape[{d}]" for src, d in self.sizes]))
+        w.test(self.template.format(
+            *[w.value(src) if d is None else f"{w.value(src)}._data.shape[{d}]" for src, d in self.sizes]
+        ))
 
     def holds(self, frame_locals, frame_globals) -> bool:
-        values = [src.read(frame_locals, frame_globals).shape[d] for src, d in self.sizes]
+        values = [self._value(src, d, frame_locals, frame_globals) for src, d in self.sizes]
         return bool(eval(self.template.format(*map(str, values)), {}))  # noqa: S307 - our own text
 
     def describe_failure(self, frame_locals, frame_globals) -> str | None:
@@ -117,9 +122,15 @@ class ShapeRelation:
         except Exception as exc:  # noqa: BLE001 - a path that is gone
             return f"size relation {self.text} cannot be checked: {type(exc).__name__}: {exc}"
         values = ", ".join(
-            f"{src.name()}.size({d}) = {src.read(frame_locals, frame_globals).shape[d]}" for src, d in self.sizes
+            src.name() + ("" if d is None else f".size({d})") + f" = {self._value(src, d, frame_locals, frame_globals)}"
+            for src, d in self.sizes
         )
         return f"size relation {self.text} failed ({values})"
+
+    @staticmethod
+    def _value(src, dim, frame_locals, frame_globals):
+        value = src.read(frame_locals, frame_globals)
+        return value if dim is None else value.shape[dim]
 
 
 _PRIMES = (7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47)
@@ -235,7 +246,8 @@ class PerShapeCompiled:
 
     @staticmethod
     def _key(inputs):
-        return tuple(tuple(a.shape) if hasattr(a, "shape") else None for a in inputs)
+        # ints (dynamic ints are graph inputs) are part of the signature: the backend bakes them in
+        return tuple(tuple(a.shape) if hasattr(a, "shape") else a if type(a) is int else None for a in inputs)
 
     def __call__(self, *inputs):
         key = self._key(inputs)

@@ -37,6 +37,8 @@ def wrap_value(output, value, source, guard=True):
         if guard and source is not None:
             return ConstantVariable(None, source, on_use=lambda: add(source, GuardKind.IS_NONE, None))
         return ConstantVariable(None, source)
+    if guard and output.wants_dynamic_int(value, source):
+        return output.int_input(value, source)
     if is_constant_value(value) and type(value) is not tuple:
         if guard and source is not None:
             return ConstantVariable(value, source, on_use=lambda: add(source, GuardKind.EQUALS_MATCH, value))
