@@ -192,6 +192,7 @@ OP_CASES = {
 
 #: Integer forms with their own rules (Python-style division and remainder, integer powers).
 INT_CASES = {
+    "to_dtype": (lambda x: x.astype(np.int64), (np.array([1.5, -2.5, np.nan, 1e30, -1e30, 3.0], np.float32),), I64),
     "floordiv": (np.floor_divide, (_INTS, _DIVS), I64),
     "remainder": (np.remainder, (_INTS, _DIVS), I64),
     "fmod": (np.fmod, (_INTS, _DIVS), I64),

@@ -249,6 +249,15 @@ def convert(code, src, dst):
         return f"{code}.to({triton_type(dst)}).to(tl.float32)"
     if compute_type(src) == compute_type(dst):
         return code
+    if src.is_floating_point and not dst.is_floating_point:
+        # as eager (numpy on x86) and the C++ path: truncation in range; NaN or out of range gives the
+        # "integer indefinite" INT_MIN of the 64- or 32-bit conversion, narrower types keep the low bits
+        # of the 32-bit result (a GPU's own conversion saturates instead)
+        wide = "tl.int64" if dst == ember.int64 else "tl.int32"
+        bound = "9223372036854775808.0" if dst == ember.int64 else "2147483648.0"
+        ok = f"({code} >= -{bound}) & ({code} < {bound})"
+        whole = f"tl.where({ok}, {code}, -{bound}).to({wide})"
+        return whole if wide == compute_type(dst) else f"{whole}.to({compute_type(dst)})"
     return f"{code}.to({compute_type(dst)})"
 
 
