@@ -77,7 +77,7 @@ register(
         inputs=_gcn_inputs,
         loss=_node_classification_loss,
         notes="2-layer GCN (64 features, 64 hidden, 8 classes) on a random 512-node graph of mean degree ~8, "
-        "adjacency a sparse COO input; repro gcn_sparse_input.py (compile of a sparse input fails)",
+        "adjacency a sparse COO input: ember.compile (like torch.compile) runs the frame eagerly",
     )
 )
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import logging
 import math
 import re
 import sys
@@ -50,10 +51,11 @@ CHECK_STEPS = 5
 RTOL, ATOL = 1e-4, 1e-4
 LR = 0.01
 
+#: What ember-inductor logs when it cannot compile a graph and runs it eagerly instead.
+FALLBACK = "runs this graph eagerly"
+
 #: Models known to fail under ember.compile, with the repro (in /tmp/models_repros/ when written) that shows why.
-EXPECTED_FAILURES = {
-    "gcn": "gcn_sparse_input.py",
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 
 
 @dataclass
@@ -75,10 +77,12 @@ class Row:
     times: dict = field(default_factory=dict)  # "ember", "ember_compiled", "torch", "torch_compiled"
     error: str = ""
     fullgraph_error: str = ""
+    warnings: list = field(default_factory=list)  # what ember's compiler logged (warnings)
+    fallback: bool = False  # the backend ran a graph eagerly
 
     @property
     def passed(self):
-        return self.status == "ok"
+        return self.status in ("ok", "ok, eager fallback")
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -195,7 +199,9 @@ def _torch_explain(row, torch, side):
     try:
         with context:
             out = torch._dynamo.explain(side.model)(*side.inputs)
-        row.torch_graphs, row.torch_breaks = out.graph_count, out.graph_break_count
+        # no graph at all: dynamo skipped the frame (it does for nn.LSTM/GRU) and torch.compile runs it eagerly
+        row.torch_graphs = out.graph_count
+        row.torch_breaks = out.graph_break_count if out.graph_count else None
     except Exception:  # torch's own failure is only context here
         row.torch_graphs = row.torch_breaks = None
     torch._dynamo.reset()
@@ -212,6 +218,17 @@ def _check_fullgraph(ember, spec, side, reference):
     _, ok = _compare(_tensors(reference), _tensors(out))
     ember._dynamo.reset()
     return "pass" if ok else "mismatch"
+
+
+def _fullgraph_column(row, ember, spec, side):
+    ember.manual_seed(SEED + 1)
+    with ember.no_grad() if side.mode == "inference" else contextlib.nullcontext():
+        reference = side.forward(side.model)(*side.inputs)
+    try:
+        row.fullgraph = _check_fullgraph(ember, spec, side, reference)
+    except Exception as exc:
+        row.fullgraph = "fail"
+        row.fullgraph_error = _error(exc)
 
 
 def _check(row, ember, spec, device, mode, eager, backend, fullgraph):
@@ -263,66 +280,113 @@ def _time_all(row, variants, repeats, budget_s=0.25):
     row.times.update(best)
 
 
-def run_model(spec, args, ember, torch):
-    """All the measurements of one model; never raises (a failure is recorded in the row)."""
-    row = Row(spec.name, spec.domain)
-    phase = "build"
+class _Records(logging.Handler):
+    """Collects the warnings that ember's compiler logs (an eager fallback is only a log line)."""
+
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+@contextlib.contextmanager
+def _ember_warnings(row):
+    handler = _Records()
+    loggers = [logging.getLogger(name) for name in ("ember._inductor", "ember._dynamo")]
+    for logger in loggers:
+        logger.addHandler(handler)
     try:
-        ours = Side(ember, spec, _build(ember, spec, args.device).to(args.device), args.device, args.mode)
+        yield
+    finally:
+        for logger in loggers:
+            logger.removeHandler(handler)
+        for message in handler.messages:
+            text = _short(message, 220)
+            if text not in row.warnings:
+                row.warnings.append(text)
+        row.fallback = row.fallback or any(FALLBACK in m for m in handler.messages)
+
+
+def _error(exc):
+    return _short(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", 200)
+
+
+def _torch_variants(row, torch, theirs, args):
+    """torch.compile the twin (its first call is the compile time) and return the two timed torch variants."""
+    torch._dynamo.reset()
+    torch_fn = theirs.forward(torch.compile(theirs.model, backend=args.backend))
+    torch_opt = torch.optim.SGD(theirs.model.parameters(), lr=LR, momentum=0.9) if theirs.optimizer else None
+    start = time.perf_counter()
+    theirs.step(torch_fn, torch_opt)
+    _sync(torch, args.device)
+    row.torch_compile_s = time.perf_counter() - start
+    sync = lambda: _sync(torch, args.device)  # noqa: E731
+    return {
+        "torch": (lambda: theirs.step(theirs.forward(theirs.model)), sync),
+        "torch_compiled": (lambda: theirs.step(torch_fn, torch_opt), sync),
+    }
+
+
+def run_model(spec, args, ember, torch):
+    """All the measurements of one model; never raises. A failing phase is recorded in the row (the first
+    failure names the status) and the phases that do not depend on it still run: a model that ember cannot
+    compile is still timed eagerly and with torch.compile."""
+    row = Row(spec.name, spec.domain)
+    errors = []
+
+    def attempt(phase, fn, *fn_args):
+        try:
+            return fn(*fn_args)
+        except Exception as exc:
+            errors.append((phase, _error(exc)))
+            if args.verbose:
+                traceback.print_exc()
+            return None
+
+    try:
+        ours = attempt("build", lambda: Side(ember, spec, _build(ember, spec, args.device).to(args.device),
+                                             args.device, args.mode))
         theirs = None
-        if torch is not None:
-            torch_model = _build(torch, spec, args.device)
-            registry.copy_weights(ours.model, torch_model)
-            theirs = Side(torch, spec, torch_model.to(args.device), args.device, args.mode)
+        if ours is not None and torch is not None:
+            def build_theirs():
+                torch_model = _build(torch, spec, args.device)
+                registry.copy_weights(ours.model, torch_model)
+                return Side(torch, spec, torch_model.to(args.device), args.device, args.mode)
 
-        phase = "explain"
-        _explain(row, ember, ours)
+            theirs = attempt("torch build", build_theirs)
+        if ours is not None:
+            with _ember_warnings(row):
+                attempt("explain", _explain, row, ember, ours)
+                if not args.fullgraph:
+                    attempt("fullgraph", _fullgraph_column, row, ember, spec, ours)
+                compiled = attempt("compile", _check, row, ember, spec, args.device, args.mode, ours, args.backend,
+                                   args.fullgraph)
+            if args.fullgraph:
+                row.fullgraph = "pass" if row.passed else "fail"
         if theirs is not None:
-            _torch_explain(row, torch, theirs)
-
-        phase = "fullgraph"
-        if not args.fullgraph:
-            ember.manual_seed(SEED + 1)
-            with ember.no_grad() if args.mode == "inference" else contextlib.nullcontext():
-                reference = ours.forward(ours.model)(*ours.inputs)
-            try:
-                row.fullgraph = _check_fullgraph(ember, spec, ours, reference)
-            except Exception as exc:
-                row.fullgraph = "fail"
-                row.fullgraph_error = _short(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
-
-        phase = "compile"
-        compiled = _check(row, ember, spec, args.device, args.mode, ours, args.backend, args.fullgraph)
-        if args.fullgraph:
-            row.fullgraph = "pass" if row.passed else row.status
-
-        phase = "torch.compile"
-        variants = {
-            "ember": (lambda: ours.step(ours.forward(ours.model)), lambda: _sync(ember, args.device)),
-            "ember_compiled": (lambda: compiled.step(compiled.fn), lambda: _sync(ember, args.device)),
-        }
+            attempt("torch explain", _torch_explain, row, torch, theirs)
+        variants = {}
+        if ours is not None:
+            variants["ember"] = (lambda: ours.step(ours.forward(ours.model)), lambda: _sync(ember, args.device))
+            if compiled is not None and row.passed:
+                variants["ember_compiled"] = (lambda: compiled.step(compiled.fn), lambda: _sync(ember, args.device))
         if theirs is not None:
-            torch._dynamo.reset()
-            torch_fn = theirs.forward(torch.compile(theirs.model, backend=args.backend))
-            torch_opt = torch.optim.SGD(theirs.model.parameters(), lr=LR, momentum=0.9) if theirs.optimizer else None
-            start = time.perf_counter()
-            theirs.step(torch_fn, torch_opt)
-            _sync(torch, args.device)
-            row.torch_compile_s = time.perf_counter() - start
-            variants["torch"] = (lambda: theirs.step(theirs.forward(theirs.model)), lambda: _sync(torch, args.device))
-            variants["torch_compiled"] = (lambda: theirs.step(torch_fn, torch_opt), lambda: _sync(torch, args.device))
-
-        phase = "timing"
-        _time_all(row, variants, args.repeats)
-    except Exception as exc:
-        row.status = f"error ({phase})"
-        row.error = _short(f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", 200)
-        if args.verbose:
-            traceback.print_exc()
+            variants.update(attempt("torch.compile", _torch_variants, row, torch, theirs, args) or {})
+        if variants:
+            attempt("timing", _time_all, row, variants, args.repeats)
     finally:
         ember._dynamo.reset()
         if torch is not None:
             torch._dynamo.reset()
+    if errors:
+        row.error = "; ".join(f"{phase}: {text}" for phase, text in errors)
+        ours_failed = [phase for phase, _ in errors if phase in ("build", "explain", "fullgraph", "compile")]
+        if ours_failed and row.status in ("not run", "ok"):
+            row.status = f"error ({ours_failed[0]})"
+    if row.passed and row.fallback:
+        row.status = "ok, eager fallback"
     if not row.passed and spec.name in EXPECTED_FAILURES:
         row.status = f"xfail: {row.status}"
     return row
@@ -352,7 +416,9 @@ def summary(rows):
         "pass rate, fullgraph=False": f"{sum(r.passed for r in rows)}/{n}",
         "pass rate, fullgraph=True": f"{sum(r.passed and r.fullgraph == 'pass' for r in rows)}/{n}",
         "graph breaks (ember, all models)": sum(r.breaks or 0 for r in rows),
-        "graph breaks (torch.compile, same code)": sum(r.torch_breaks or 0 for r in rows),
+        "graph breaks (torch.compile, same models)": sum(r.torch_breaks or 0 for r in rows),
+        "models where ember-inductor fell back to eager": sum(r.fallback for r in rows),
+        "models torch.compile captures no graph of (runs eagerly)": sum(r.torch_graphs == 0 for r in rows),
     }
     speed = _geomean([_ratio(r, "ember", "ember_compiled") for r in timed])
     torch_speed = _geomean([_ratio(r, "torch", "torch_compiled") for r in timed])
@@ -406,7 +472,7 @@ def render(rows, args, specs, elapsed):
     ]
     for r in rows:
         t = r.times
-        torch_breaks = "?" if r.torch_breaks is None else r.torch_breaks
+        torch_breaks = "no graph" if r.torch_graphs == 0 else "?" if r.torch_breaks is None else r.torch_breaks
         breaks = "-" if r.breaks is None else f"{r.breaks} ({torch_breaks})"
         diff = "-" if r.max_diff is None else f"{r.max_diff:.1e}"
         speed = _ratio(r, "ember", "ember_compiled")
@@ -419,7 +485,7 @@ def render(rows, args, specs, elapsed):
             f"| {_fmt(t.get('torch'), 1e3)} | {_fmt(t.get('torch_compiled'), 1e3)} | {_fmt(torch_speed)} "
             f"| {_fmt(versus)} |"
         )
-    problems = [r for r in rows if r.error or r.reasons or r.fullgraph_error or not r.passed]
+    problems = [r for r in rows if r.error or r.reasons or r.fullgraph_error or r.warnings or not r.passed]
     if problems:
         lines += ["", "Failures and graph breaks:", ""]
         for r in problems:
@@ -431,6 +497,7 @@ def render(rows, args, specs, elapsed):
                 head += f"; fullgraph=True: {r.fullgraph_error}"
             lines.append(head)
             lines += [f"  - break: {reason}" for reason in r.reasons]
+            lines += [f"  - logged: {warning}" for warning in r.warnings]
     lines += ["", "Models:", ""]
     lines += [f"- **{name}** ({spec.domain}): {spec.notes or '-'}" for name, spec in specs.items()]
     return "\n".join(lines) + "\n"
