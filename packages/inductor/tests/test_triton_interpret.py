@@ -261,6 +261,24 @@ def test_extern_calls_between_kernels(launches):
     assert len(launches) >= 2  # a prologue and an epilogue around the matmul
 
 
+def test_intermediates_share_memory_as_the_scheduler_planned():
+    x, w = ember.randn(16, 16), ember.randn(16, 16)
+
+    def fn(a, w):
+        h = ember.matmul(ember.exp(a), w)
+        h = ember.matmul(ember.exp(h * 0.01), w)
+        return ember.matmul(ember.exp(h * 0.01), w)
+
+    gm = make_fx(fn)(x, w)
+    compiled = triton_graph.compile_graph_triton(gm, [x, w])
+    shared = [slot for slot in compiled.scheduler.storage.values()
+              if list(compiled.scheduler.storage.values()).count(slot) > 1]
+    assert shared, compiled.scheduler.storage  # some slot holds two buffers, one after the other
+    assert len(compiled._slots) < len(compiled._slot_views)
+    out = compiled(x, w)
+    assert_close(out if isinstance(out, ember.Tensor) else out[0], fn(x, w), rtol=1e-5, atol=1e-5)
+
+
 def test_debug_folder_shows_the_triton_source(tmp_path):
     with config.patch(debug=True, debug_dir=str(tmp_path)):
         compile_checked(lambda a: a.exp() + 1, ember.randn(3, 4))(ember.randn(3, 4))

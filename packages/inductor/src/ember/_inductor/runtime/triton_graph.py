@@ -8,7 +8,7 @@
 :mod:`ember._inductor.autotune` picks, and calls the eager op for each extern call.
 
 Unlike the C++ wrapper there is no native entry: one Python launch per kernel (CUDA graphs, which remove
-that cost, are a later step), and intermediate buffers get their own memory (no reuse yet).
+that cost, are a later step). Intermediate buffers share memory as the scheduler planned it.
 """
 
 from __future__ import annotations
@@ -87,7 +87,25 @@ class TritonCompiledGraph:
             if not isinstance(step, ir.ExternKernel):
                 for node in step.nodes:
                     self._buffers[node.buffer.name] = node.buffer
-        self._in_memory = {name for name in self._buffers if name in scheduler.storage}
+        self._plan_memory(graph, scheduler)
+
+    def _plan_memory(self, graph, scheduler):
+        """Outputs (and buffers in a layout of their own) get fresh memory each call; other intermediates
+        share the byte slots of the scheduler's plan (``scheduler.storage``: a slot is reused once its
+        last reader has run)."""
+        outputs = {b.name for b in graph.outputs if isinstance(b, ir.Buffer)}
+        self._fresh = []
+        self._slots = {}  # slot name -> bytes
+        self._slot_views = []  # (buffer name, slot name, bytes, dtype, sizes)
+        for name in sorted(n for n in self._buffers if n in scheduler.storage):
+            buf = self._buffers[name]
+            contiguous = list(buf.strides) == list(ir.contiguous_strides(buf.sizes))
+            if name in outputs or not contiguous:
+                self._fresh.append(name)
+                continue
+            slot, nbytes = scheduler.storage[name], buf.numel * buf.dtype.itemsize
+            self._slots[slot] = max(self._slots.get(slot, 0), nbytes)
+            self._slot_views.append((name, slot, nbytes, buf.dtype, [int(d) for d in buf.sizes]))
 
     def __str__(self):
         return self.source
@@ -126,8 +144,11 @@ class TritonCompiledGraph:
                                  f"got {args[position]!r}")
         for b in g.constants:
             values[b.name] = b.constant
-        for name in self._in_memory:
+        for name in self._fresh:
             values[name] = self._empty(self._buffers[name])
+        slots = {slot: ember.empty(max(n, 1), dtype=ember.uint8, device=self.device) for slot, n in self._slots.items()}
+        for name, slot, nbytes, dtype, sizes in self._slot_views:
+            values[name] = slots[slot][:nbytes].view(dtype).view(sizes)
         for step in self.steps:
             if isinstance(step, ir.ExternKernel):
                 self._run_extern(step, values)
