@@ -124,6 +124,20 @@ def test_permuted_and_sliced_inputs():
     check(lambda a: ember.relu(a) - 1, base[:, 2:7])  # a strided input (the kernel indexes its strides)
 
 
+def test_inputs_in_another_layout_are_copied_into_the_examples():
+    x = ember.randn(4, 6)
+    gm = make_fx(lambda a: a * 2 + 1)(x)
+    compiled = triton_graph.compile_graph_triton(gm, [x])
+    other = ember.randn(6, 4).t()  # same shape, transposed strides
+    got = compiled(other)
+    assert_close(got if isinstance(got, ember.Tensor) else got[0], other * 2 + 1)
+    expanded = ember.randn(1, 6).expand(4, 6)
+    gm = make_fx(lambda a: a * 2 + 1)(expanded)
+    compiled = triton_graph.compile_graph_triton(gm, [expanded])
+    with pytest.raises(ValueError, match="expanded"):
+        compiled(ember.randn(4, 6))
+
+
 def test_scalar_output_and_constants():
     check(lambda a: (a * 3).sum() + 1, ember.randn(10), rtol=1e-5)
 

@@ -135,7 +135,11 @@ class TritonCompiledGraph:
                 raise ValueError(f"compiled graph: input {b.position} ({b.name}) must have shape {sizes} and "
                                  f"dtype {b.dtype}, got {tuple(t.shape)}, {t.dtype}")
             if tuple(t.stride()) != expected and t.numel() > 1:
-                # the kernels index with the example's strides: copy into that layout
+                # the kernels index with the example's strides: copy into that layout, unless the example was
+                # expanded (stride 0: the kernels read one element there, which another value need not repeat)
+                if any(st == 0 and n > 1 for st, n in zip(expected, t.shape)):
+                    raise ValueError(f"compiled graph: input {b.position} ({b.name}) must have strides {expected} "
+                                     f"like the example input (it was expanded), got {tuple(t.stride())}")
                 t = ember.empty_strided(tuple(t.shape), expected, dtype=t.dtype, device=t.device).copy_(t)
             values[b.name] = t
         for position, value in g.scalar_inputs:
