@@ -203,3 +203,27 @@ def test_sibling_reductions_share_one_pass_over_the_row():
     assert kernel.kind == "looped"
     assert kernel.source.count("for roffset") == 2
     assert kernel.source.count("_acc = tl.full(") == 2  # two accumulators in the shared loop
+
+
+def test_compile_fx_decides_the_code_generator_on_the_real_inputs(monkeypatch):
+    # aot hands compile_fx_inner meta tensors (no device): the choice is made on compile_fx's real inputs
+    from ember._inductor import compile_fx as cfx
+
+    x = ember.randn(4, requires_grad=True)
+    seen_by_uses_triton, chosen = [], []
+
+    def fake_uses_triton(inputs):
+        seen_by_uses_triton.append([getattr(t, "device", None) for t in inputs])
+        return any(t is x for t in inputs)  # "x is on cuda"
+
+    def fake_core(gm, example_inputs, triton=False):
+        chosen.append(triton)
+        return lambda *args: tuple(gm(*args)) if isinstance(gm(*args), (tuple, list)) else (gm(*args),)
+
+    monkeypatch.setattr(cfx, "uses_triton", fake_uses_triton)
+    monkeypatch.setattr(cfx, "_core_compile", fake_core)
+    compiled = cfx.compile_fx(make_fx(lambda a: a.sin() * 2)(x), [x])
+    compiled(x).sum().backward()
+    assert chosen == [True, True]  # the forward and the backward both go to Triton
+    assert seen_by_uses_triton[0][0].type == "cpu"  # asked once, about the real input
+    assert len(seen_by_uses_triton) == 1

@@ -71,7 +71,7 @@ def _fall_back(stage, exc, fallbacks, *, expected, eager):
     return eager
 
 
-def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
+def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, triton=None):
     """Compile one functional graph (a forward, a backward or an inference graph) to C++, or to Triton
     kernels when its tensors are on cuda (see :func:`uses_triton`).
 
@@ -80,6 +80,9 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
         example_inputs (list[Tensor]): tensors (real or meta) like the graph's inputs.
         stage (str): the graph's role, used in log lines and debug file names.
         fallbacks (list[str] or None): where to append the reason when it runs eagerly.
+        triton (bool or None): compile to Triton (True) or C++ (False); None decides from
+            ``example_inputs`` (:func:`uses_triton`). ``compile_fx`` passes its decision: aot hands
+            this function meta tensors, which do not say which device the graph runs on.
 
     Returns:
         callable: ``f(*inputs) -> tuple`` of the graph's outputs.
@@ -91,16 +94,16 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None):
     fallbacks = [] if fallbacks is None else fallbacks
     debug.stage(f"{stage}_graph", lambda: gm.code)
     try:
-        return _core_compile(gm, example_inputs)
+        return _core_compile(gm, example_inputs, uses_triton(example_inputs) if triton is None else triton)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
         return _fall_back(stage, exc, fallbacks, expected=is_known_limit(exc), eager=_eager_callable(gm))
 
 
-def _core_compile(gm, example_inputs):
+def _core_compile(gm, example_inputs, triton=False):
     """The compiler core: lower, schedule, generate C++ (codegen/wrapper.py) for cpu graphs or Triton
     (runtime/triton_graph.py) for cuda graphs - and for cpu graphs under Triton's interpreter when
     ``config.triton_on_cpu`` asks for it - then load."""
-    if uses_triton(example_inputs):
+    if triton:
         from .runtime.triton_graph import compile_graph_triton
 
         return compile_graph_triton(gm, example_inputs)
@@ -169,6 +172,9 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
             "capture a function first, e.g. compile_fx(make_fx(fn)(*inputs), inputs)"
         )
     fallbacks: list[str] = []
+    # decided here, on the real inputs (and the module's parameters): the graphs aot hands to
+    # compile_fx_inner come with meta example inputs
+    triton = uses_triton([*example_inputs, *gm.parameters(), *gm.buffers()])
     folder_name = name or graph_name(gm)
     with debug.compiling(folder_name):
         debug.stage("fx_graph", lambda: getattr(gm, "code", None) or repr(gm))
@@ -181,7 +187,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
                 with debug.resume(folder):
                     if inner_compile is not None:
                         return inner_compile(graph, inputs)
-                    return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks)
+                    return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks, triton=triton)
 
             return compile_one
 
