@@ -569,3 +569,56 @@ def test_mark_dynamic_reaches_a_module_input_and_star_args(how):
         dynamo.mark_dynamic(x, 0)
         _same(compiled(x), x.relu() * 2)
     assert cnt.frame_count == 1
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_distributions_are_traced_inline(backend):
+    # ember.distributions are Python classes over ops: lazy properties and validation are traced
+    # (the validation's data-dependent checks are graph breaks; the rest is captured)
+    from ember.distributions import Categorical, Normal
+
+    def f(logits, mu, value):
+        d = Categorical(logits=logits)
+        n = Normal(mu, ember.ones_like(mu))
+        return d.log_prob(value), d.entropy(), d.probs, n.log_prob(mu * 2), n.entropy()
+
+    logits, mu, value = ember.randn(5, 4), ember.randn(5), ember.tensor([0, 1, 2, 3, 0])
+    got = ember.compile(f, backend=backend)(logits, mu, value)
+    want = f(logits, mu, value)
+    for g, w in zip(got, want):
+        _same(g, w)
+    explained = dynamo.explain(f)(logits, mu, value)
+    assert all("data-dependent" in str(r) for r in explained.break_reasons)
+    no_checks = ember.compile(
+        lambda lg: Categorical(logits=lg, validate_args=False).entropy(), backend=backend, fullgraph=True
+    )
+    _same(no_checks(logits), Categorical(logits=logits).entropy())
+
+
+class _Lazy:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __get__(self, obj, cls=None):
+        value = self.fn(obj)
+        setattr(obj, self.fn.__name__, value)
+        return value
+
+
+class _WithLazy:
+    def __init__(self, x):
+        self.x = x
+
+    @_Lazy
+    def doubled(self):
+        return self.x * 2
+
+
+def test_a_descriptor_written_in_python_is_inlined():
+    def f(x):
+        obj = _WithLazy(x)
+        return obj.doubled + obj.doubled, "doubled" in obj.__dict__
+
+    got, cached = ember.compile(f, backend="eager", fullgraph=True)(ember.ones(3))
+    _same(got, ember.full((3,), 4.0))
+    assert cached is True

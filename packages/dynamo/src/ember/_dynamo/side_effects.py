@@ -96,6 +96,11 @@ class SideEffects:
 
     def mutated_container(self, var):
         """A list/dict tracker was mutated: if it came from the frame, write its contents back."""
+        reason = getattr(var, "read_only", None)
+        if reason is not None:  # a snapshot (an object's __dict__): the write would not reach the object
+            from .exc import Unsupported
+
+            raise Unsupported(reason)
         if var.source is None:
             return
         key = ("c", id(var))

@@ -293,6 +293,19 @@ class BuiltinMethodVariable(VariableTracker):
         raise Unsupported(f"object.{self.name}() while tracing")
 
 
+class BoundObjectInit(VariableTracker):
+    """``object.__init__`` bound to an instance (``super().__init__()`` at the top of a hierarchy): does
+    nothing, and refuses arguments as Python does."""
+
+    def describe(self):
+        return "object.__init__"
+
+    def call(self, tx, args, kwargs):
+        if args or kwargs:
+            raise Unsupported("object.__init__() takes exactly one argument (the instance to initialize)")
+        return ConstantVariable(None)
+
+
 def _fold_or_leaf(tx, fn, args, kwargs):
     """Fold a pure builtin over constants, or run it on meta examples (recording ops) otherwise."""
     if all(a.is_constant() for a in args) and all(v.is_constant() for v in kwargs.values()):

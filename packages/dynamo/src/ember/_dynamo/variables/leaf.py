@@ -31,6 +31,7 @@ _INLINED_EMBER_MODULES = (
     # the step wrappers of optimizers and LR schedulers (the update itself, Adam.step..., is refused
     # as a leaf that takes the optimizer: a graph break, and it runs natively)
     "ember.optim.optimizer", "ember.optim.lr_scheduler",
+    "ember.distributions",  # Python classes over ops (lazy properties, validation): inlined as user code
 )
 
 

@@ -27,7 +27,18 @@ def class_attribute(tx, raw, obj, klass, name):
         if raw.fget is None:
             raise Unsupported(f"property {name!r} has no getter")
         return tx.inline_call(UserFunctionVariable(raw.fget), [obj], {})
-    if hasattr(type(raw), "__get__"):
+    if raw is object.__init__:  # ``super().__init__()`` reaching object: bound, it takes no arguments
+        from .builtins import BoundObjectInit
+
+        return BoundObjectInit()
+    getter = getattr(type(raw), "__get__", None)
+    if isinstance(getter, types.FunctionType):
+        # a descriptor written in Python (a lazy property): its __get__ is inlined
+        from .functions import UserFunctionVariable
+
+        descriptor = tx.output.wrap(raw, None, guard=False)
+        return tx.inline_call(UserFunctionVariable(getter), [descriptor, obj, ClassVariable(klass)], {})
+    if getter is not None:
         raise Unsupported(f"descriptor {klass.__name__}.{name} ({type(raw).__name__}) while tracing")
     # a plain class attribute read through the object (``self.scale``): guarded through the object's path,
     # so ``A.scale = 3.0`` after compiling recompiles
@@ -50,6 +61,8 @@ class _ObjectBase(VariableTracker):
         raise NotImplementedError
 
     def getattr(self, tx, name):
+        if name == "__dict__":
+            return self.instance_dict(tx)
         cls = self.python_type()
         klass, raw = _lookup_class(cls, name)
         if raw is not None and isinstance(raw, property):
@@ -65,6 +78,10 @@ class _ObjectBase(VariableTracker):
 
     def call(self, tx, args, kwargs):
         return self.getattr(tx, "__call__").call(tx, args, kwargs)
+
+    def instance_dict(self, tx):
+        """``obj.__dict__``, for reading (``name in self.__dict__``)."""
+        raise Unsupported(f"__dict__ of {self.describe()}")
 
 
 class UserObjectVariable(_ObjectBase):
@@ -95,6 +112,18 @@ class UserObjectVariable(_ObjectBase):
     def setattr(self, tx, name, value):
         tx.output.side_effects.store_attr(self, self.value, name, value)
 
+    def instance_dict(self, tx):
+        from ..guards import GuardKind
+        from .containers import DictVariable
+
+        state = getattr(self.value, "__dict__", None)
+        if state is None or self.source is None:
+            return super().instance_dict(tx)
+        tx.output.add_guard(AttrSource(self.source, "__dict__"), GuardKind.DICT_KEYS, list(state))
+        view = DictVariable({name: self.instance_attr(tx, name) for name in state})
+        view.read_only = "writing through __dict__ of an object (not traced)"
+        return view
+
     def truth(self, tx):
         cls = type(self.value)
         if hasattr(cls, "__bool__") or hasattr(cls, "__len__"):
@@ -124,6 +153,13 @@ class NewObjectVariable(_ObjectBase):
 
     def setattr(self, tx, name, value):
         self.attrs[name] = value
+
+    def instance_dict(self, tx):
+        from .containers import DictVariable
+
+        view = DictVariable(dict(self.attrs))
+        view.read_only = "writing through __dict__ of an object made while tracing"
+        return view
 
     def delattr(self, tx, name):
         if name not in self.attrs:
