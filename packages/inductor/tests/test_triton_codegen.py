@@ -216,12 +216,16 @@ def test_compile_fx_decides_the_code_generator_on_the_real_inputs(monkeypatch):
         seen_by_uses_triton.append([getattr(t, "device", None) for t in inputs])
         return any(t is x for t in inputs)  # "x is on cuda"
 
-    def fake_core(gm, example_inputs, triton=False):
-        chosen.append(triton)
-        return lambda *args: tuple(gm(*args)) if isinstance(gm(*args), (tuple, list)) else (gm(*args),)
+    def fake_core(triton):
+        def core(gm, example_inputs):
+            chosen.append(triton)
+            return lambda *args: tuple(gm(*args)) if isinstance(gm(*args), (tuple, list)) else (gm(*args),)
+
+        return core
 
     monkeypatch.setattr(cfx, "uses_triton", fake_uses_triton)
-    monkeypatch.setattr(cfx, "_core_compile", fake_core)
+    monkeypatch.setattr(cfx, "_core_compile", fake_core(False))
+    monkeypatch.setattr(cfx, "_triton_compile", fake_core(True))
     compiled = cfx.compile_fx(make_fx(lambda a: a.sin() * 2)(x), [x])
     compiled(x).sum().backward()
     assert chosen == [True, True]  # the forward and the backward both go to Triton

@@ -94,22 +94,26 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
     fallbacks = [] if fallbacks is None else fallbacks
     debug.stage(f"{stage}_graph", lambda: gm.code)
     try:
-        return _core_compile(gm, example_inputs, uses_triton(example_inputs) if triton is None else triton)
+        if uses_triton(example_inputs) if triton is None else triton:
+            return _triton_compile(gm, example_inputs)
+        return _core_compile(gm, example_inputs)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
         return _fall_back(stage, exc, fallbacks, expected=is_known_limit(exc), eager=_eager_callable(gm))
 
 
-def _core_compile(gm, example_inputs, triton=False):
-    """The compiler core: lower, schedule, generate C++ (codegen/wrapper.py) for cpu graphs or Triton
-    (runtime/triton_graph.py) for cuda graphs - and for cpu graphs under Triton's interpreter when
-    ``config.triton_on_cpu`` asks for it - then load."""
-    if triton:
-        from .runtime.triton_graph import compile_graph_triton
-
-        return compile_graph_triton(gm, example_inputs)
+def _core_compile(gm, example_inputs):
+    """The compiler core for cpu graphs (codegen/wrapper.py): lower, schedule, generate C++, load."""
     from .codegen.wrapper import compile_graph
 
     return compile_graph(gm, example_inputs)
+
+
+def _triton_compile(gm, example_inputs):
+    """The compiler core for cuda graphs (runtime/triton_graph.py) - and for cpu graphs under Triton's
+    interpreter when ``config.triton_on_cpu`` asks for it: lower, schedule, generate Triton, load."""
+    from .runtime.triton_graph import compile_graph_triton
+
+    return compile_graph_triton(gm, example_inputs)
 
 
 def uses_triton(example_inputs) -> bool:
