@@ -3,15 +3,13 @@
 DCGAN's generator and discriminator (two specs), a VAE and a diffusion UNet. As in :mod:`vision`, the
 default sizes are shrunk for a 2-core CPU (the specs' ``notes`` say how) and ``build(lib, **sizes)`` and
 ``inputs(lib, rng, device, **sizes)`` take the same size keywords. A loss that needs a target the model does
-not take (the discriminator's labels, the noise a diffusion model predicts) draws it from a fixed numpy seed,
-so it is the same for every step, library and backend.
+not take (the discriminator's labels, the noise a diffusion model predicts) makes a fixed one with ``lib``
+ops, the same for every step, library and backend.
 """
 
 from __future__ import annotations
 
 import math
-
-import numpy as np
 
 try:  # imported as part of the benchmarks.models package, or with benchmarks/models on sys.path (run.py)
     from .registry import ModelSpec, register
@@ -25,10 +23,11 @@ def _normal(lib, rng, device, shape):
     return lib.from_numpy(rng.standard_normal(shape).astype("float32")).to(device)
 
 
-def _fixed_normal(lib, like, seed=1234):
-    """A standard-normal tensor shaped like ``like``, the same for every call (numpy seed ``seed``)."""
-    values = np.random.default_rng(seed).standard_normal(tuple(like.shape)).astype("float32")
-    return lib.from_numpy(values).to(like.device)
+def _fixed_target(lib, like):
+    """A fixed zero-mean, unit-variance pattern shaped like ``like`` (``sqrt(2) sin(0.731 i)`` over the flat
+    index): the same for every call, and made with ``lib`` ops, so that a compiled training step traces it."""
+    index = lib.arange(like.numel(), dtype=like.dtype, device=like.device)
+    return (lib.sin(index * 0.731) * math.sqrt(2.0)).view(like.shape)
 
 
 def dcgan_init(lib, module):
@@ -83,7 +82,7 @@ def generator_inputs(lib, rng, device, batch=4, nz=32, **_):
 def generator_loss(lib, output, inputs):
     """An L1 loss to a fixed target batch in [-1, 1] (a stand-in for the discriminator's judgement, which
     this spec leaves out: the generator's backward is what is exercised)."""
-    return lib.nn.functional.l1_loss(output, lib.tanh(_fixed_normal(lib, output)))
+    return lib.nn.functional.l1_loss(output, lib.tanh(_fixed_target(lib, output)))
 
 
 def build_dcgan_discriminator(lib, ndf=16, nc=3, **_):
@@ -124,9 +123,8 @@ def discriminator_inputs(lib, rng, device, batch=4, nc=3, **_):
 def discriminator_loss(lib, output, inputs):
     """Binary cross-entropy with the first half of the batch labelled real and the rest fake."""
     n = output.shape[0]
-    labels = np.zeros(n, dtype="float32")
-    labels[: (n + 1) // 2] = 1.0
-    return lib.nn.functional.binary_cross_entropy(output, lib.from_numpy(labels).to(output.device))
+    labels = (lib.arange(n, device=output.device) < (n + 1) // 2).to(output.dtype)
+    return lib.nn.functional.binary_cross_entropy(output, labels)
 
 
 # --------------------------------------------------------------------------- VAE
@@ -298,8 +296,8 @@ def diffusion_inputs(lib, rng, device, batch=2, size=16, channels=3, steps=1000,
 
 
 def diffusion_loss(lib, output, inputs):
-    """Mean squared error of the predicted noise against a fixed noise draw (the DDPM simple loss)."""
-    return lib.nn.functional.mse_loss(output, _fixed_normal(lib, output))
+    """Mean squared error of the predicted noise against a fixed noise-like target (the DDPM simple loss)."""
+    return lib.nn.functional.mse_loss(output, _fixed_target(lib, output))
 
 
 # --------------------------------------------------------------------------- registration
