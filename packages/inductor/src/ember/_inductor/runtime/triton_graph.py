@@ -88,6 +88,7 @@ class TritonCompiledGraph:
                 for node in step.nodes:
                     self._buffers[node.buffer.name] = node.buffer
         self._plan_memory(graph, scheduler)
+        self._moved = {}  # constants copied to the call's device
 
     def _plan_memory(self, graph, scheduler):
         """Outputs (and buffers in a layout of their own) get fresh memory each call; other intermediates
@@ -109,6 +110,15 @@ class TritonCompiledGraph:
 
     def __str__(self):
         return self.source
+
+    def _on_device(self, constant):
+        """A tensor constant of the graph on the device the call runs on (moved once, then kept)."""
+        if constant.device == self.device:
+            return constant
+        moved = self._moved.get((id(constant), str(self.device)))
+        if moved is None:
+            moved = self._moved[(id(constant), str(self.device))] = constant.to(self.device)
+        return moved
 
     def _empty(self, buf_or_sizes, dtype=None):
         if isinstance(buf_or_sizes, ir.Buffer):
@@ -147,7 +157,7 @@ class TritonCompiledGraph:
                 raise ValueError(f"compiled graph: input {position} was compiled as the constant {value!r}, "
                                  f"got {args[position]!r}")
         for b in g.constants:
-            values[b.name] = b.constant
+            values[b.name] = self._on_device(b.constant)
         for name in self._fresh:
             values[name] = self._empty(self._buffers[name])
         slots = {slot: ember.empty(max(n, 1), dtype=ember.uint8, device=self.device) for slot, n in self._slots.items()}
@@ -205,12 +215,12 @@ class TritonCompiledGraph:
 
     def _arg(self, v, values):
         if isinstance(v, ir.StridedArg):
-            base = values[v.buffer.name] if v.buffer.name in values else v.buffer.constant
+            base = values[v.buffer.name] if v.buffer.name in values else self._on_device(v.buffer.constant)
             return base.as_strided([int(s) for s in v.sizes], [int(s) for s in v.strides], int(v.offset))
         if isinstance(v, ir.EmptyArg):
             return self._empty(v.sizes, v.dtype)
         if isinstance(v, ir.InputBuffer) and v.constant is not None:
-            return v.constant
+            return self._on_device(v.constant)
         if isinstance(v, ir.Buffer):
             return values[v.name]
         if isinstance(v, (list, tuple)):
