@@ -29,6 +29,7 @@ import argparse
 import contextlib
 import logging
 import math
+import os
 import re
 import sys
 import time
@@ -450,7 +451,10 @@ def render(rows, args, specs, elapsed):
         "",
         f"Backend `{args.backend}`, fullgraph={args.fullgraph}, {threads} thread(s) for both libraries, "
         f"{args.repeats} interleaved repeats (minimum kept). Run of {elapsed / 60:.1f} min on "
-        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {args.load[0]:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs): on a shared machine the times are noisy, "
+        "compare the ratios of one row. Compile times are first calls with the on-disk caches of both compilers "
+        "as earlier runs left them (a repeated run mostly hits them).",
         "",
         "| label | value |",
         "|---|---|",
@@ -585,6 +589,7 @@ def main(argv=None):
     if args.backend == "aot_eager" or args.backend == "inductor":
         import ember._inductor  # noqa: F401  (registers the backends)
     args.threads = ember.get_num_threads()
+    args.load = os.getloadavg()
     if torch is not None:
         torch.set_num_threads(args.threads)
     specs = registry.load_all()
