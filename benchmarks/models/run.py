@@ -460,6 +460,11 @@ def render(rows, args, specs, elapsed):
         "|---|---|",
     ]
     lines += [f"| {k} | {v} |" for k, v in summary(rows).items()]
+    worst = sorted((r for r in rows if _ratio(r, "ember_compiled", "torch_compiled")),
+                   key=lambda r: -_ratio(r, "ember_compiled", "torch_compiled"))[:5]
+    if worst:
+        lines += ["", "Worst five (compiled Ember / torch.compile time): " + ", ".join(
+            f"{r.name} {_ratio(r, 'ember_compiled', 'torch_compiled'):.2f}x" for r in worst) + "."]
     lines += [
         "",
         "Check: compiled == eager Ember "

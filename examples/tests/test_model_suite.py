@@ -154,3 +154,21 @@ def test_runner_row_for_a_small_model():
     assert row.fullgraph == "pass" and row.graphs == 1 and row.breaks == 0
     assert row.max_diff is not None and row.max_diff < runner.ATOL
     assert row.times["ember"] > 0 and row.times["ember_compiled"] > 0
+
+
+def test_render_has_the_summary_the_rows_and_the_reasons():
+    row = runner.Row("tiny", "x", status="ok", fullgraph="fail", graphs=2, breaks=1, torch_graphs=0, max_diff=0.0)
+    row.reasons = ["data-dependent branch (model.py:3)"]
+    row.times = {"ember": 0.004, "ember_compiled": 0.002, "torch": 0.003, "torch_compiled": 0.001}
+    args = runner.parse_args(["--mode", "inference"])
+    args.threads, args.load = 1, (0.5, 0.5, 0.5)
+    text = runner.render([row], args, {}, elapsed=60.0)
+    # name, domain, status, fullgraph, graphs, breaks (torch's), max diff, compile s, then ms and ratios
+    assert text.startswith("## CPU, inference")
+    expected_row = (
+        "| tiny | x | ok | fail | 2 | 1 (no graph) | 0.0e+00 | - (-) "
+        "| 4.00 | 2.00 | 2.00 | 3.00 | 1.00 | 3.00 |"
+    )
+    assert expected_row in text
+    assert "Worst five (compiled Ember / torch.compile time): tiny 2.00x." in text
+    assert "  - break: data-dependent branch (model.py:3)" in text
