@@ -120,9 +120,18 @@ def main(argv=None) -> int:
     parser.add_argument("--entries", action="store_true", help="print a row per corpus entry too")
     parser.add_argument("-k", default="", help="only entries whose name contains this text")
     parser.add_argument("--min-rate", type=float, default=None, help="exit with status 1 below this total rate")
+    parser.add_argument(
+        "--default-rnn-policy", action="store_true",
+        help="leave nn.RNN/LSTM/GRU untraced, as ember.compile does by default (config.allow_rnn False); "
+        "without it they are traced, so the rate measures what the translator can capture",
+    )
     args = parser.parse_args(argv)
 
-    rows = [measure(e) for e in corpus.ENTRIES if args.k in e.name]
+    from ember._dynamo import config
+
+    with config.patch(allow_rnn=not args.default_rnn_policy):
+        rows = [measure(e) for e in corpus.ENTRIES if args.k in e.name]
+    print(f"recurrent layers {'run eagerly (default policy)' if args.default_rnn_policy else 'traced (allow_rnn)'}")
     by_theme = defaultdict(list)
     for row in rows:
         by_theme[row.name.split(".")[0]].append(row)

@@ -16,7 +16,7 @@ For each of the corpus's entries (``corpus/``: functions and modules grouped by 
   break;
 * entries with a NumPy oracle: the eager value equals NumPy's (the oracle checks the corpus itself);
 * over the whole corpus, more than 95% of the ops run execute inside graphs
-  (``benchmarks/dynamo_capture_rate.py``).
+  (``benchmarks/dynamo_capture_rate.py``), recurrent layers traced (``config.allow_rnn``).
 
 Entries that fail for a known gap of ember-dynamo are listed in ``corpus/known_gaps.py`` with the reason
 (strict xfails: when the gap is fixed the test says so; ``EMBER_CORPUS_IGNORE_GAPS=1`` runs them unmarked).
@@ -42,6 +42,17 @@ from corpus.known_gaps import KNOWN_GAPS, KNOWN_GAPS_BY_VERSION  # noqa: E402
 from ember._dynamo.testing import CompileCounter  # noqa: E402
 
 BACKENDS = ("eager", "aot_eager")
+
+
+@pytest.fixture(autouse=True)
+def _trace_recurrent_layers():
+    """The corpus measures what the translator can capture: recurrent layers, which ember.compile
+    leaves eager by default as PyTorch does (``config.allow_rnn``), are traced here
+    (``test_training.py`` tests the default)."""
+    from ember._dynamo import config
+
+    with config.patch(allow_rnn=True):
+        yield
 
 _GAPS = {**KNOWN_GAPS, **KNOWN_GAPS_BY_VERSION.get(f"{sys.version_info[0]}.{sys.version_info[1]}", {})}
 if os.environ.get("EMBER_CORPUS_IGNORE_GAPS"):  # run every entry unmarked, to see which gaps remain

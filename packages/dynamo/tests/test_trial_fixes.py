@@ -622,3 +622,33 @@ def test_a_descriptor_written_in_python_is_inlined():
     got, cached = ember.compile(f, backend="eager", fullgraph=True)(ember.ones(3))
     _same(got, ember.full((3,), 4.0))
     assert cached is True
+
+
+class _LSTMTagger(ember.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = ember.nn.Embedding(10, 6)
+        self.lstm = ember.nn.LSTM(6, 8, num_layers=2, batch_first=True)
+        self.head = ember.nn.Linear(8, 3)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))
+        return self.head(out).log_softmax(-1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_recurrent_layers_run_eagerly_by_default(backend):
+    # as torch.compile (config.allow_rnn False): unrolled, an LSTM would compile for minutes
+    ember.manual_seed(0)
+    model = _LSTMTagger()
+    tokens = ember.randint(0, 10, (2, 7))
+    compiled = ember.compile(model, backend=backend)
+    _same(compiled(tokens), model(tokens))
+    explained = dynamo.explain(model)(tokens)
+    assert explained.graph_count == 2  # the embedding, then the head: the LSTM between them eager
+    assert any("nn.LSTM runs eagerly" in str(r) for r in explained.break_reasons)
+    lstm_alone = dynamo.explain(model.lstm)(ember.randn(2, 7, 6))
+    assert lstm_alone.graph_count == 0
+    with dynamo.config.patch(allow_rnn=True):
+        dynamo.reset()
+        assert dynamo.explain(model)(tokens).graph_break_count == 0

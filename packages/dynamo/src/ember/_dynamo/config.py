@@ -15,6 +15,7 @@ __all__ = [
     "automatic_dynamic_shapes",
     "verify_guards_on_capture",
     "suppress_errors",
+    "allow_rnn",
     "patch",
     "CaptureConfig",
 ]
@@ -35,7 +36,13 @@ verify_guards_on_capture: bool = True
 #: eagerly with a warning instead of raising. Off by default, as in PyTorch: bugs should be seen.
 suppress_errors: bool = False
 
-_SETTINGS = ("cache_size_limit", "automatic_dynamic_shapes", "verify_guards_on_capture", "suppress_errors")
+#: Trace ``nn.RNN``/``nn.LSTM``/``nn.GRU`` (unrolled over time). Off by default, as in PyTorch: a
+#: recurrent layer runs eagerly at a graph break, since its unrolled graph compiles for minutes.
+allow_rnn: bool = False
+
+_SETTINGS = (
+    "cache_size_limit", "automatic_dynamic_shapes", "verify_guards_on_capture", "suppress_errors", "allow_rnn",
+)
 
 
 @contextlib.contextmanager

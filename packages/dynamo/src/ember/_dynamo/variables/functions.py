@@ -249,6 +249,11 @@ class UserMethodVariable(VariableTracker):
         return types.MethodType
 
     def call(self, tx, args, kwargs):
+        owner = getattr(self.obj, "value", None)
+        if getattr(getattr(self.function, "fn", None), "__name__", None) == "forward" and owner is not None:
+            from .nn_module import _refuse_rnn
+
+            _refuse_rnn(owner)  # ``lstm.forward`` reached as a bound method (a continuation's stack)
         return self.function.call(tx, [self.obj, *args], kwargs)
 
     def reconstruct(self, out):

@@ -35,6 +35,8 @@ class NNModuleVariable(_ObjectBase):
         return AttrSource(self.source, name) if self.source is not None else None
 
     def getattr(self, tx, name):
+        if name == "forward":
+            _refuse_rnn(self.value)  # a compiled LSTM itself: its forward runs natively
         import ember
 
         if name in self._MEMBER_ITERATORS and name not in self.value.__dict__:
@@ -205,6 +207,7 @@ class NNModuleVariable(_ObjectBase):
     def call(self, tx, args, kwargs):
         """``module(*args)``: forward pre-hooks, forward, forward hooks, all inlined."""
         module = self.value
+        _refuse_rnn(module)
         if module._backward_hooks or module._backward_pre_hooks:
             raise Unsupported("module backward hooks inside a compiled function")
         if module._forward_pre_hooks_with_kwargs or module._forward_hooks_with_kwargs:
@@ -232,3 +235,18 @@ class NNModuleVariable(_ObjectBase):
 
     def reconstruct(self, out):
         return FromSource(self.source) if self.source is not None else Constant(self.value)
+
+
+def _refuse_rnn(module):
+    """Recurrent layers run eagerly (``config.allow_rnn`` False, as PyTorch's default): unrolled over
+    time, one is a graph of hundreds of steps that compiles for minutes and runs no faster than its
+    eager kernels."""
+    import ember
+
+    from .. import config
+
+    if isinstance(module, ember.nn.RNNBase) and not config.allow_rnn:
+        raise Unsupported(
+            f"nn.{type(module).__name__} runs eagerly (recurrent layers are not traced; "
+            "ember._dynamo.config.allow_rnn = True traces them)"
+        )
