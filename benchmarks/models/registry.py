@@ -103,7 +103,8 @@ def copy_weights(ember_model, torch_model):
         raise KeyError(f"state_dict names differ: only in ember {missing}, only in torch {extra}")
     with torch.no_grad():
         for name, value in ours.items():
-            array = np.ascontiguousarray(value.detach().cpu().numpy())
+            # np.array, not np.ascontiguousarray: that one turns a 0-d buffer (num_batches_tracked) into shape (1,)
+            array = np.array(value.detach().cpu().numpy(), order="C")
             target = theirs[name]
             if tuple(array.shape) != tuple(target.shape):
                 raise ValueError(f"{name}: ember shape {tuple(array.shape)}, torch shape {tuple(target.shape)}")
