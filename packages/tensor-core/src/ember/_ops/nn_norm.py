@@ -160,19 +160,26 @@ def _update_running_np(stat, new, momentum, bump=True):
         stat._bump_version()
 
 
-def _normalize_np(x, mean, var, eps, weight, bias, ndim):
-    """``(x - mean) / sqrt(var + eps) * weight + bias`` with per-channel numpy parameters along dim 1."""
-    scale = 1.0 / np.sqrt(var + np.asarray(eps, var.dtype))
-    shift = -mean * scale
+def _normalize_np(centered, offset, var, eps, weight, bias, ndim):
+    """``(x - mean) / sqrt(var + eps) * weight + bias`` along dim 1, computed in place in ``centered``.
+
+    ``centered`` is ``x - m`` for a per-channel ``m`` (a float array the caller no longer needs) and
+    ``offset`` (``(C,)`` or None) is ``mean - m``: the correction of a rounded mean. The deviations are
+    scaled rather than ``x`` itself: ``x * scale + (bias - mean * scale)`` subtracts two terms of size
+    ``|mean| / std`` (150 for a channel of mean 3 and spread 0.02), so their rounding lands in the output
+    that much amplified: enough to move a ReLU's input across 0 (one such flip left MobileNetV2's eager
+    training gradients ~1% off). The per-channel scale and shift are computed in float64 and rounded once.
+    """
+    scale = 1.0 / np.sqrt(var.astype(np.float64) + eps)
     if weight is not None:
-        w = _compute(weight).astype(scale.dtype, copy=False)
-        scale = scale * w
-        shift = shift * w
-    if bias is not None:
-        shift = shift + _compute(bias).astype(shift.dtype, copy=False)
-    out = x * _param_view(scale.astype(x.dtype, copy=False), ndim)
-    out += _param_view(shift.astype(x.dtype, copy=False), ndim)
-    return out
+        scale = scale * _compute(weight).astype(np.float64)
+    shift = np.zeros_like(scale) if bias is None else _compute(bias).astype(np.float64).reshape(scale.shape)
+    if offset is not None:
+        shift -= offset * scale  # (float64)
+    centered *= _param_view(scale.astype(centered.dtype), ndim)
+    if bias is not None or offset is not None:
+        centered += _param_view(shift.astype(centered.dtype), ndim)
+    return centered
 
 
 def _channel_mean(x, axes):
@@ -196,17 +203,22 @@ def _batch_norm_cpu(input, running_mean, running_var, weight=None, bias=None, tr
             axes = (0,) + tuple(range(2, ndim))
             mean = _channel_mean(x, axes)
             centered = x - _param_view(mean, ndim)
-            var = _channel_mean(np.square(centered), axes)
+            # the mean is rounded to x's dtype; the mean of the deviations from it is the correction, and
+            # the variance about the corrected mean is their mean square less its square ("corrected
+            # two-pass", Chan, Golub and LeVeque 1983)
+            offset = _channel_mean(centered, axes).astype(np.float64)
+            var = np.maximum(_channel_mean(np.square(centered), axes).astype(np.float64) - offset * offset, 0.0)
             if running_mean is not None:
                 count = x.size // x.shape[1]
-                _update_running_np(running_mean, mean, momentum, bump=False)
+                _update_running_np(running_mean, mean + offset, momentum, bump=False)
                 _update_running_np(running_var, var * (count / (count - 1)), momentum, bump=False)
         else:
-            mean = _compute(running_mean._data).astype(x.dtype, copy=False)
-            var = _compute(running_var._data).astype(x.dtype, copy=False)
+            centered = x - _param_view(_compute(running_mean._data).astype(x.dtype, copy=False), ndim)
+            offset = None
+            var = _compute(running_var._data)
         w = None if weight is None else weight._data
         b = None if bias is None else bias._data
-        out = _normalize_np(x, mean, var, eps, w, b, ndim)
+        out = _normalize_np(centered, offset, var, eps, w, b, ndim)
     return out.astype(data.dtype, copy=False)
 
 
@@ -329,8 +341,8 @@ def _instance_norm_cpu(input, running_mean=None, running_var=None, weight=None, 
             out = centered / np.sqrt(var + np.asarray(eps, x.dtype))
         else:
             mean = _compute(running_mean._data).astype(x.dtype, copy=False)
-            var = _compute(running_var._data).astype(x.dtype, copy=False)
-            out = _normalize_np(x, mean, var, eps, None, None, x.ndim)
+            out = _normalize_np(x - _param_view(mean, x.ndim), None, _compute(running_var._data), eps, None, None,
+                                x.ndim)
         if weight is not None:
             out *= _param_view(_compute(weight._data).astype(x.dtype, copy=False), x.ndim)
         if bias is not None:
