@@ -637,7 +637,9 @@ def test_small_blas_products_run_on_one_thread_and_restore_the_count():
         stack = rng.standard_normal((512, 64, 300))
         assert _blas_threads._macs(stack, b) < _blas_threads.THREADED_MACS < stack.size * b.shape[-1]
         np.testing.assert_allclose(_blas_threads.matmul(stack, b), stack @ b, rtol=1e-12)
-        np.testing.assert_allclose(_blas_threads.matmul(big, big), big @ big, rtol=1e-12)
+        # (split over ember's threads: another summation order, so an absolute bound near cancellations)
+        want = big @ big
+        np.testing.assert_allclose(_blas_threads.matmul(big, big), want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
         assert get() == 2
     finally:
         set_(previous)
@@ -672,3 +674,44 @@ def test_conv_transpose2d_stride_1_matches_reference(shape, out_channels, kernel
                                              dilation=dilation)
     want = _conv_transpose2d_reference(x, w, b, padding, dilation)
     np.testing.assert_allclose(y.numpy(), want, rtol=0, atol=_sum_tol(np.float32, want))
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [
+    ((64, 784), (784, 512)),  # few rows: split by rows (64 >= 8 * 2)
+    ((6, 4000), (4000, 1500)),  # fewer rows than 8 per thread: split by columns
+    ((4, 96, 300), (300, 700)),  # a contiguous stack of rows by one matrix
+    ((300, 300), (300, 300)),
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
+def test_large_products_split_over_ember_threads_equal_numpy(a_shape, b_shape, dtype):
+    # large products run as blocks on ember's threads, each on one BLAS thread, with OpenBLAS's
+    # own (busy-waiting) workers left asleep; the BLAS's thread count is restored after
+    from ember._ops import _blas_threads
+
+    switch = _blas_threads._get_switch()
+    if switch is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS with its own thread pool: products are np.matmul")
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal(a_shape).astype(dtype)
+    b = rng.standard_normal(b_shape).astype(dtype)
+    assert _blas_threads._macs(a, b) >= _blas_threads.THREADED_MACS and _blas_threads._splittable(a, b)
+    get, set_ = switch
+    previous_blas, previous_ember = get(), ember.get_num_threads()
+    set_(3)
+    ember.set_num_threads(2)
+    try:
+        calls = []
+        real = _blas_threads._split_matmul
+        _blas_threads._split_matmul = lambda *args: calls.append(1) or real(*args)
+        try:
+            got = _blas_threads.matmul(a, b)
+        finally:
+            _blas_threads._split_matmul = real
+        assert calls == [1] and get() == 3
+        want = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64) @ b
+        tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-10
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+        assert got.shape == want.shape and got.dtype == np.dtype(dtype) and got.flags.c_contiguous
+    finally:
+        set_(previous_blas)
+        ember.set_num_threads(previous_ember)
