@@ -74,7 +74,7 @@ register(
         inputs=_lm_inputs,
         loss=_lm_loss,
         notes="word_language_model-style LSTM LM: 2 layers of 128 (not 650-1500), vocabulary 256, tied head; "
-        "batch 8 x 32 tokens",
+        "batch 8 x 32 tokens; ember.compile and torch.compile run the nn.LSTM eagerly by default (allow_rnn)",
     )
 )
 
@@ -85,7 +85,8 @@ register(
         build=lambda lib: build_rnn_lm(lib, "GRU", tied=False),
         inputs=_lm_inputs,
         loss=_lm_loss,
-        notes="GRU LM: 2 layers of 128, vocabulary 256, untied head; batch 8 x 32 tokens",
+        notes="GRU LM: 2 layers of 128, vocabulary 256, untied head; batch 8 x 32 tokens; the nn.GRU runs "
+        "eagerly under both compilers by default (allow_rnn)",
     )
 )
 
