@@ -32,6 +32,7 @@ import math
 import os
 import re
 import sys
+import tempfile
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -453,8 +454,10 @@ def render(rows, args, specs, elapsed):
         f"{args.repeats} interleaved repeats (minimum kept). Run of {elapsed / 60:.1f} min on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {args.load[0]:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs): on a shared machine the times are noisy, "
-        "compare the ratios of one row. Compile times are first calls with the on-disk caches of both compilers "
-        "as earlier runs left them (a repeated run mostly hits them).",
+        "compare the ratios of one row. Compile times are first calls, "
+        + ("with empty on-disk caches for both compilers (`--cold`)." if args.cold else
+           "with the on-disk caches of both compilers as earlier runs left them (a repeated run mostly hits them; "
+           "`--cold` starts both from empty caches)."),
         "",
         "| label | value |",
         "|---|---|",
@@ -576,6 +579,7 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=5, help="interleaved timing repeats (minimum kept)")
     parser.add_argument("--output", type=Path, default=ROOT / "BENCHMARKS_MODELS.md")
     parser.add_argument("--plot", type=Path, default=None, help="default benchmarks/models/models_<device>_<mode>.png")
+    parser.add_argument("--cold", action="store_true", help="empty compile caches for both libraries (fresh dirs)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch (no comparison columns)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print tracebacks of failures")
     return parser.parse_args(argv)
@@ -583,6 +587,11 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.cold:  # before either compiler is imported: both read their cache folder from the environment
+        cold = Path(tempfile.mkdtemp(prefix="models_cold_"))
+        os.environ["EMBER_INDUCTOR_CACHE_DIR"] = str(cold / "ember")
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cold / "torch")
+        print(f"--cold: compile caches in {cold}")
     import ember
 
     torch = None
