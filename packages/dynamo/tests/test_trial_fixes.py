@@ -652,3 +652,74 @@ def test_recurrent_layers_run_eagerly_by_default(backend):
     with dynamo.config.patch(allow_rnn=True):
         dynamo.reset()
         assert dynamo.explain(model)(tokens).graph_break_count == 0
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("form", ["with", "decorator", "nested"])
+def test_inference_mode_inside_compiled_code_sets_grad_mode(backend, form):
+    ember.manual_seed(0)
+    lin = ember.nn.Linear(3, 3)
+    x = ember.randn(2, 3)
+    if form == "decorator":
+        f = ember.inference_mode()(lambda x: lin(x).relu())
+    elif form == "with":
+        def f(x):
+            with ember.inference_mode():
+                y = lin(x).relu()
+            return y
+    else:
+        def f(x):
+            with ember.inference_mode():
+                with ember.inference_mode(False):
+                    y = lin(x)
+                z = lin(x)
+            return y, z, lin(x)
+    want = f(x)
+    got = ember.compile(f, backend=backend)(x)
+    want, got = (want if isinstance(want, tuple) else (want,)), (got if isinstance(got, tuple) else (got,))
+    assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+    for g, w in zip(got, want):
+        _same(g, w)
+
+
+def test_default_dtype_is_guarded():
+    def f(x):
+        z = ember.zeros(2)
+        return x.to(z.dtype) * (2.0 if z.dtype == ember.float64 else 1.0), ember.finfo(z.dtype).eps
+
+    compiled = ember.compile(f, backend="eager")
+    x = ember.ones(2)
+    assert compiled(x)[0].tolist() == [1.0, 1.0]
+    previous = ember.get_default_dtype()
+    ember.set_default_dtype(ember.float64)
+    try:
+        got, eps = compiled(x)
+        assert got.dtype == ember.float64 and got.tolist() == [2.0, 2.0] and eps == f(x)[1]
+    finally:
+        ember.set_default_dtype(previous)
+
+
+def _scaled_classes():
+    class ByType(ember.nn.Module):
+        c = 1.0
+
+        def forward(self, x):
+            return x * type(self).c
+
+    class ByName(ember.nn.Module):
+        c = 1.0
+
+        def forward(self, x):
+            return x * ByName.c  # a class defined in a function: read through the closure cell
+
+    return ByType, ByName
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["type_self", "closure_class"])
+def test_class_attribute_read_through_type_or_a_closure_is_guarded(which):
+    cls = _scaled_classes()[which]
+    module = cls()
+    compiled = ember.compile(module, backend="eager")
+    assert compiled(ember.ones(1)).item() == 1.0
+    cls.c = 3.0
+    assert compiled(ember.ones(1)).item() == 3.0

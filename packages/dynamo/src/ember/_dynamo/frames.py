@@ -25,7 +25,7 @@ import warnings
 
 from . import config
 from .cache import CacheEntry
-from .guards import Guard, GuardCheck, GuardKind, autocast_state, size_mismatch_dims
+from .guards import Guard, GuardCheck, GuardKind, autocast_state, default_dtype, size_mismatch_dims
 
 __all__ = ["make_binder", "CompileSettings", "handle_miss", "capture_observers"]
 
@@ -371,6 +371,8 @@ def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
         # the autocast state decides the dtypes a compiled graph computes in (aot and inductor trace
         # under it): a graph is reused only under the state it was captured in
         guards.append(Guard(None, GuardKind.AUTOCAST, autocast_state()))
+    # factories in the graph, dtypes read and branches on them follow the default dtype at capture
+    guards.append(Guard(None, GuardKind.DEFAULT_DTYPE, default_dtype()))
     check = GuardCheck(guards, frame_locals, frame_globals)
     if config.verify_guards_on_capture and not check(frame_locals, frame_globals):
         raise RuntimeError(

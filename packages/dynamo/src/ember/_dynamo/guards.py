@@ -29,6 +29,7 @@ class GuardKind(str, enum.Enum):
     MODULE_TRAINING = "MODULE_TRAINING"  # v.training == expected
     GRAD_MODE = "GRAD_MODE"  # ember.is_grad_enabled() == expected (source is None)
     AUTOCAST = "AUTOCAST"  # autocast_state() == expected: the enabled device types and their dtypes (source None)
+    DEFAULT_DTYPE = "DEFAULT_DTYPE"  # ember.get_default_dtype() is expected (source None)
     IS_NONE = "IS_NONE"  # v is None
     NOT_NONE = "NOT_NONE"  # v is not None
     SHAPE_EXPR = "SHAPE_EXPR"  # a relation between input sizes held (source None; expected: symbolic.ShapeRelation)
@@ -79,6 +80,7 @@ _RANK = {
     GuardKind.TENSOR_MATCH: 3,
     GuardKind.GRAD_MODE: 4,
     GuardKind.AUTOCAST: 4,
+    GuardKind.DEFAULT_DTYPE: 4,
     GuardKind.SHAPE_EXPR: 6,  # after the TENSOR_MATCH guards that check the ranks it indexes
 }
 
@@ -255,6 +257,9 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         else:
             w.test(f"{key}() == {w.const(tuple(guard.expected))}")
         return
+    if kind is GuardKind.DEFAULT_DTYPE:
+        w.test(f"{w.const(_default_dtype_table())}['float'] is {w.const(guard.expected)}")
+        return
     if kind is GuardKind.GRAD_MODE:
         # the grad-mode flag itself (ember._grad_mode.state, thread-local), not a call of is_grad_enabled()
         w.test(f"{w.const(_grad_state())}.grad_enabled == {bool(guard.expected)}")
@@ -292,6 +297,17 @@ def _write_guard(w: _CodeWriter, guard: Guard) -> None:
         _tensor_tests(w, v, guard.expected)
     else:
         raise ValueError(f"guard {guard}: the guard compiler has no rule for kind {kind!r}")
+
+
+def _default_dtype_table():
+    from ember._dtype import _default
+
+    return _default
+
+
+def default_dtype():
+    """``ember.get_default_dtype()`` (a graph's factories and dtype reads were traced under it)."""
+    return _default_dtype_table()["float"]
 
 
 def _autocast_internal_state():
@@ -369,6 +385,9 @@ def describe_failure(guard: Guard, frame_locals, frame_globals) -> str | None:
     if kind is GuardKind.AUTOCAST:
         now = autocast_state()
         return None if now == tuple(expected) else f"autocast changed: expected {tuple(expected)}, got {now}"
+    if kind is GuardKind.DEFAULT_DTYPE:
+        now = default_dtype()
+        return None if now is expected else f"default dtype changed: expected {expected}, got {now}"
     if kind is GuardKind.SHAPE_EXPR:
         return expected.describe_failure(frame_locals, frame_globals)
     where = guard.source.name()

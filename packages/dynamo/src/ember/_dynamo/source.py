@@ -103,6 +103,19 @@ class AttrSource(Source):
 
 
 @dataclass(frozen=True)
+class TypeSource(Source):
+    """``type(base)`` (class attributes read through ``type(self).attr`` are guarded through it)."""
+
+    base: Source
+
+    def name(self) -> str:
+        return f"type({self.base.name()})"
+
+    def read(self, frame_locals, frame_globals):
+        return type(self.base.read(frame_locals, frame_globals))
+
+
+@dataclass(frozen=True)
 class GetItemSource(Source):
     """``base[index]`` (a list/tuple position or a dict key that is a Python constant)."""
 

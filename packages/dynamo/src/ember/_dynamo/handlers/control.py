@@ -92,7 +92,7 @@ class ControlHandlers:
         from ..variables.misc import AutocastVariable, GradModeVariable
         from ..variables.user_objects import _ObjectBase
 
-        ctx = _autocast_region(self.pop())
+        ctx = _autocast_region(self.pop(), self)
         if isinstance(ctx, (GradModeVariable, AutocastVariable)):
             self.push(ctx.enter(self))
             # what ``as`` binds: autocast's __enter__ returns the region, no_grad's None
@@ -148,15 +148,21 @@ def _python_method(obj, name):
     return False
 
 
-def _autocast_region(ctx):
-    """``ctx`` as an :class:`AutocastVariable` when it is a real ``ember.autocast`` object reached
-    through another tracker (a region made outside the frame, or the ``with self:`` of a function
-    decorated with ``@ember.autocast(...)``); ``ctx`` itself otherwise."""
+def _autocast_region(ctx, tx):
+    """``ctx`` as an :class:`AutocastVariable` or :class:`GradModeVariable` when it is a real
+    ``ember.autocast`` or grad-mode object (``no_grad()``, ``inference_mode()``...) reached through
+    another tracker (made outside the frame, or by a decorator such as ``@ember.autocast(...)`` or
+    ``@ember.inference_mode()``); ``ctx`` itself otherwise."""
     import ember
+    from ember._grad_mode import _GradModeContext
 
-    from ..variables.misc import AutocastVariable
+    from ..variables.misc import AutocastVariable, GradModeVariable
 
+    if isinstance(ctx, (AutocastVariable, GradModeVariable)):
+        return ctx
     value = getattr(ctx, "value", None)
-    if isinstance(value, ember.autocast) and not isinstance(ctx, AutocastVariable):
+    if isinstance(value, ember.autocast):
         return AutocastVariable(value)
+    if isinstance(value, _GradModeContext):
+        return GradModeVariable(value._enter_value(), tx.output.grad_enabled)
     return ctx

@@ -94,6 +94,15 @@ class BuiltinVariable(KnownObjectVariable):
         return ConstantVariable(issubclass(_class_of(tx, sub), _class_of(tx, cls)))
 
     def _call_type(self, tx, obj):
+        from .nn_module import NNModuleVariable
+        from .user_objects import UserObjectVariable
+
+        source = getattr(obj, "source", None)
+        if source is not None and isinstance(obj, (UserObjectVariable, NNModuleVariable)):
+            # ``type(self).attr``: class attributes read through it are guarded (a changed one recompiles)
+            from ..source import TypeSource
+
+            return tx.output.wrap(obj.python_type(), TypeSource(source))
         return tx.output.wrap(obj.python_type(), None, guard=False)
 
     def _call_callable(self, tx, obj):

@@ -145,7 +145,10 @@ def _special_call(tx, fn, args, kwargs):
         tx.output.set_grad_enabled(bool(mode))  # set at once, as the function form does
         return GradModeVariable(bool(mode), previous, immediate=True)
     if fn is ember.inference_mode:
-        raise Unsupported("ember.inference_mode inside a compiled function")
+        # traced as the grad mode it sets (inference_mode(True): grad off; False: grad on); the
+        # inference flag itself (is_inference_mode_enabled, Tensor.is_inference) is not tracked
+        mode = (args[0] if args else kwargs["mode"]).as_constant() if args or kwargs else True
+        return GradModeVariable(not mode, tx.output.grad_enabled)
     if isinstance(fn, type) and issubclass(fn, ember.autocast):
         from .misc import AutocastVariable
 

@@ -18,7 +18,11 @@ def class_attribute(tx, raw, obj, klass, name):
     from .functions import UserFunctionVariable, UserMethodVariable
 
     if isinstance(raw, types.FunctionType):
-        return UserMethodVariable(UserFunctionVariable(raw), obj)
+        # with a source (``obj.name.__func__``), the closure cells it reads are guarded (a class
+        # defined in a function and read through its name there)
+        source = getattr(obj, "source", None)
+        function_source = AttrSource(AttrSource(source, name), "__func__") if source is not None else None
+        return UserMethodVariable(UserFunctionVariable(raw, function_source), obj)
     if isinstance(raw, staticmethod):
         return tx.output.wrap(raw.__func__, None)
     if isinstance(raw, classmethod):
