@@ -723,3 +723,21 @@ def test_class_attribute_read_through_type_or_a_closure_is_guarded(which):
     assert compiled(ember.ones(1)).item() == 1.0
     cls.c = 3.0
     assert compiled(ember.ones(1)).item() == 3.0
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager", "inductor"])
+def test_tensor_literals_made_inside_compiled_code(backend):
+    # ``ember.tensor([...])`` in the frame is a constant of the graph (a non-persistent buffer, which
+    # aot lifts to an input): a KV-cache write at a position, a mask, an index
+    def f(cache, k, x, pos):
+        cache.index_copy_(1, ember.tensor([pos]), k)
+        scaled = x * ember.tensor([float(pos), 1.0])
+        return cache.sum(), scaled, x.index_select(0, ember.tensor([0, 1]))
+
+    args = (ember.zeros(1, 4, 2), ember.ones(1, 1, 2), ember.randn(2, 2), 2)
+    want_cache = args[0].clone()
+    want = f(want_cache, *args[1:])
+    got = ember.compile(f, backend=backend)(*args)
+    for g, w in zip(got, want):
+        _same(g, w)
+    _same(args[0], want_cache)

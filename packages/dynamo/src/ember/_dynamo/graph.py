@@ -94,7 +94,14 @@ class RecordingMode(ProxyDispatchMode):
             return entry[1]
         if value.device.type == "meta":
             raise Unsupported("a meta tensor that is not in the graph reached an op (made outside the recording)")
-        return super().node_of(value)  # a real tensor constant inside ember code: a get_attr node
+        # a real tensor constant (``ember.tensor([pos])`` made in the frame): a get_attr node of a
+        # non-persistent buffer, so backends that lift a module's buffers to inputs (aot) see it as one
+        name = f"_tensor_constant{self._constants}"
+        self._constants += 1
+        self.root.register_buffer(name, value, persistent=False)
+        node = self.graph.get_attr(name)
+        self.track(value, node)
+        return node
 
     def __ember_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
