@@ -438,3 +438,34 @@ def test_dynamic_false_keeps_ints_static():
     for k in (2, 3, 4, 5):
         assert_same(compiled(ember.ones(2), k), f(ember.ones(2), k))
     assert cnt.frame_count == 4
+
+
+@pytest.mark.parametrize("write", ["setitem", "narrow"])
+def test_kv_cache_write_at_a_dynamic_position(write):
+    def step(cache, k, pos):
+        if write == "setitem":
+            cache[:, pos:pos + 1] = k
+        else:
+            cache.narrow(1, pos, 1).copy_(k)
+        return cache[:, :pos + 1].sum(1)
+
+    cnt = CompileCounter()
+    compiled = ember.compile(step, backend=cnt)
+    cache, want_cache = ember.zeros(1, 16, 4), ember.zeros(1, 16, 4)
+    for pos in range(12):
+        k = ember.full((1, 1, 4), float(pos + 1))
+        assert_same(compiled(cache, k, pos), step(want_cache, k, pos))
+    assert_same(cache, want_cache)
+    assert cnt.frame_count == 3  # positions 0 and 1 (specialised), then one dynamic capture
+
+
+def test_dynamic_true_makes_int_arguments_symbolic_from_the_start():
+    def f(x, n):
+        return x[:, :n] * n
+
+    cnt = CompileCounter()
+    compiled = ember.compile(f, backend=cnt, dynamic=True)
+    x = ember.randn(3, 16)
+    for n in (4, 5, 6, 9):
+        assert_same(compiled(x, n), f(x, n))
+    assert cnt.frame_count == 1

@@ -396,13 +396,15 @@ class OutputGraph:
         return var
 
     def wants_dynamic_int(self, value, source):
-        """Whether the int ``value`` read at ``source`` becomes a symbolic graph input (its value
-        changed in an earlier call: automatic dynamic ints). 0 and 1 (and negative ints) stay
-        constants, as sizes do."""
+        """Whether the int ``value`` read at ``source`` becomes a symbolic graph input: with
+        ``dynamic=True``, or after its value changed in an earlier call (automatic dynamic ints).
+        0 and 1 (and negative ints) stay constants, as sizes do."""
         if self.dynamic is False or type(value) is not int or value < 2 or source is None:
             return False
         name = source.name()
-        return None in self.dynamic_dims.get(name, ()) and (name, None) not in self.static_dims
+        if (name, None) in self.static_dims:
+            return False
+        return self.dynamic is True or None in self.dynamic_dims.get(name, ())
 
     def int_input(self, value, source):
         """The tracker of a dynamic int: a graph input (a placeholder the runtime reads from

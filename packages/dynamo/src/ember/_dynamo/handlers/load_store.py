@@ -210,6 +210,16 @@ class LoadStoreHandlers:
         if isinstance(obj, TensorVariable):
             import operator
 
+            if self.output.shape_env:
+                from ..graph import _holds_symbolic
+
+                # ``cache[:, pos:pos + 1] = k`` with a symbolic bound: the view by slice/select ops
+                # that take the sizes' nodes, then an in-place copy (ember's __setitem__ would turn
+                # the bounds into ints, static for each position)
+                view = obj._index_with_symbolic_bounds(self, key) if _holds_symbolic(key) else None
+                if view is not None and isinstance(value, TensorVariable):
+                    self.output.leaf_call(self, lambda dst, src: dst.copy_(src), [view, value], {})
+                    return
             self.output.leaf_call(self, operator.setitem, [obj, key, value], {})
             return
         if not hasattr(obj, "setitem"):
