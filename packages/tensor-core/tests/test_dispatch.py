@@ -325,6 +325,27 @@ def test_a_cpu_tensor_with_dims_never_joins_another_device():
     assert ember.addcmul(scalar, meta, meta).device.type == "meta"
 
 
+def test_a_device_is_one_object_however_it_is_spelled():
+    # the dispatcher compares devices by identity first: "cuda:0" and ("cuda", 0) were two objects,
+    # and a compiled graph's factory (device=ember.device("cuda", 0)) then failed against its inputs
+    assert ember.device("cuda:0") is ember.device("cuda", 0)
+    assert ember.device("cuda", 1) is ember.device("cuda:1")
+    assert ember.device(ember.device("meta")) is ember.device("meta")
+
+
+def test_equal_devices_from_different_objects_are_one_device():
+    # and should two equal device objects still meet (one made around the cache), the check compares
+    # type and index rather than failing
+    a = ember.ones(3)
+    other = object.__new__(type(a._device))
+    for name, value in (("type", "cpu"), ("index", None), ("_key", ("cpu", None))):
+        object.__setattr__(other, name, value)
+    b = ember.Tensor._make(np.ones(3, np.float32), other)
+    assert b._device is not a._device and b._device == a._device
+    assert ember.add(a, b).tolist() == [2.0, 2.0, 2.0]
+    assert ember.cat([b, a]).shape == (6,)
+
+
 def test_parameters_and_scalar_tuples_take_the_hot_loop(monkeypatch):
     # nn.Parameter opts out of overrides, and a tuple of ints holds nothing to scan: neither sends a call to the
     # general scan any more, and the results are the general path's

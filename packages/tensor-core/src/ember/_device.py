@@ -136,11 +136,16 @@ class device:
             get_backend(name)  # raises the unknown-type error
         if idx is not None and (not isinstance(idx, int) or idx < 0):
             raise RuntimeError(f"Device index must not be negative, got {idx}")
+        cached = cls._cache.get((name, idx))
+        if cached is not None:  # "cuda:0" and ("cuda", 0) are one object: the dispatcher compares identity
+            cls._cache[key] = cached
+            return cached
         self = object.__new__(cls)
         object.__setattr__(self, "type", name)
         object.__setattr__(self, "index", idx)
         object.__setattr__(self, "_key", (name, idx))
         cls._cache[key] = self
+        cls._cache[(name, idx)] = self
         return self
 
     def __setattr__(self, name, value):

@@ -746,7 +746,12 @@ def _device_of(args, kwargs):
     from .variables.tensor import TensorVariable
 
     if "device" in kwargs and kwargs["device"].is_constant() and kwargs["device"].as_constant() is not None:
-        return ember.device(kwargs["device"].as_constant())
+        device = ember.device(kwargs["device"].as_constant())
+        if device.type == "cuda" and device.index is None:
+            # ``device="cuda"``: eager factories put the tensor on the current device (cuda:0); the
+            # graph's factory must name it too, or its result fails device checks against inputs
+            device = ember.device("cuda", ember.cuda.current_device())
+        return device
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, TensorVariable):
             return a.device

@@ -224,6 +224,8 @@ def _common_device(op, current, t, seen=()):
     d = t._device
     if "cross_device" in op.tags or (d.type == "cpu" and t._data.ndim == 0):
         return current
+    if d.type == current.type and d.index == current.index:
+        return current  # the same device as another object (callers compare devices by identity first)
     if current.type == "cpu" and not _holds_cpu_tensor_with_dims(seen):
         return d  # the CPU tensors so far were all zero-dim
     raise RuntimeError(

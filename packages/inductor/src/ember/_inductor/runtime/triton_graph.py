@@ -45,11 +45,19 @@ def compile_graph_triton(gm, example_inputs):
     from ..codegen.triton import generate
     from ..codegen.wrapper import _lower
 
-    graph, scheduler = _lower(gm, example_inputs)
+    device = _device_of(example_inputs)
+    # the lowering reads only shapes, strides and dtypes: real cuda examples (a direct call; aot
+    # hands meta ones) are described by meta tensors, which it accepts on every path
+    graph, scheduler = _lower(gm, [_meta_like(t) for t in example_inputs])
     source = generate(scheduler)
     _stage("triton", source.source)
-    device = _device_of(example_inputs)
     return TritonCompiledGraph(graph, scheduler, source, device)
+
+
+def _meta_like(value):
+    if isinstance(value, ember.Tensor) and value.device.type not in ("cpu", "meta"):
+        return ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
+    return value
 
 
 def _device_of(tensors, default=None):
