@@ -747,7 +747,7 @@ def _device_of(args, kwargs):
 
     if "device" in kwargs and kwargs["device"].is_constant() and kwargs["device"].as_constant() is not None:
         device = ember.device(kwargs["device"].as_constant())
-        if device.type == "cuda" and device.index is None:
+        if device.type == "cuda" and device.index is None and ember.cuda.is_available():
             # ``device="cuda"``: eager factories put the tensor on the current device (cuda:0); the
             # graph's factory must name it too, or its result fails device checks against inputs
             device = ember.device("cuda", ember.cuda.current_device())
