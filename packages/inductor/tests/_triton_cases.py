@@ -26,7 +26,10 @@ from ember._inductor.scheduler import FusedKernel, SchedulerNode
 from ember.fx.experimental.proxy_tensor import make_fx
 from ember.testing import assert_close
 
-__all__ = ["OP_CASES", "INT_CASES", "REDUCTIONS", "VARIANTS", "run_op", "check", "compile_checked"]
+__all__ = [
+    "OP_CASES", "INT_CASES", "REDUCTIONS", "VARIANTS", "run_op", "check", "compile_checked", "flat_tensors",
+    "sample_function",
+]
 
 
 def compile_checked(fn, *inputs):
@@ -221,3 +224,49 @@ REDUCTIONS = {
 #: kernel kind -> (rows, row length) that makes it
 VARIANTS = {"persistent": (6, 50), "looped": (3, tgen.PERSISTENT_LIMIT + 300),
             "split": (1, tgen.SPLIT_MIN_ELEMENTS + 7)}
+
+
+def flat_tensors(value):
+    """The tensors of an op's result (a tensor or nested lists/tuples of them), in order.
+
+    Raises:
+        TypeError: for a result that holds anything else (a bool, a number).
+    """
+    if isinstance(value, ember.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in flat_tensors(v)]
+    raise TypeError(type(value).__name__)
+
+
+def sample_function(info, sample):
+    """``(fn, tensors)``: ``fn(*tensors)`` calls the op on the sample with those tensors in place."""
+    structure = (sample.input, tuple(sample.args), dict(sample.kwargs))
+    tensors = []
+
+    def collect(v):
+        if isinstance(v, ember.Tensor):
+            tensors.append(v)
+        elif isinstance(v, (list, tuple)):
+            for x in v:
+                collect(x)
+        elif isinstance(v, dict):
+            for x in v.values():
+                collect(x)
+
+    def rebuild(v, it):
+        if isinstance(v, ember.Tensor):
+            return next(it)
+        if isinstance(v, (list, tuple)):
+            return type(v)(rebuild(x, it) for x in v)
+        if isinstance(v, dict):
+            return {k: rebuild(x, it) for k, x in v.items()}
+        return v
+
+    collect(structure)
+
+    def fn(*inputs):
+        inp, args, kwargs = rebuild(structure, iter(inputs))
+        return info.op(inp, *args, **kwargs)
+
+    return fn, tensors

@@ -13,7 +13,16 @@ import zlib
 
 import numpy as np
 import pytest
-from _triton_cases import OP_CASES, REDUCTIONS, VARIANTS, check, compile_checked, run_op
+from _triton_cases import (
+    OP_CASES,
+    REDUCTIONS,
+    VARIANTS,
+    check,
+    compile_checked,
+    flat_tensors,
+    run_op,
+    sample_function,
+)
 
 import ember
 from ember._inductor import config
@@ -127,42 +136,12 @@ def test_cuda_opdb_forward(name):
     sample = next(iter(info.sample_inputs(info, "cuda", ember.float32, False)), None)
     if sample is None:
         pytest.skip(f"{name} has no float32 sample")
-    structure = (sample.input, tuple(sample.args), dict(sample.kwargs))
-    tensors = []
-
-    def collect(v):
-        if isinstance(v, ember.Tensor):
-            tensors.append(v)
-        elif isinstance(v, (list, tuple)):
-            for item in v:
-                collect(item)
-        elif isinstance(v, dict):
-            for item in v.values():
-                collect(item)
-
-    def rebuild(v, it):
-        if isinstance(v, ember.Tensor):
-            return next(it)
-        if isinstance(v, (list, tuple)):
-            return type(v)(rebuild(item, it) for item in v)
-        if isinstance(v, dict):
-            return {k: rebuild(item, it) for k, item in v.items()}
-        return v
-
-    collect(structure)
+    op_call, tensors = sample_function(info, sample)
     if not tensors or any(t.device.type != dev.type for t in tensors):
         pytest.skip("the sample has no cuda tensor")
 
-    def flat(value):
-        if isinstance(value, ember.Tensor):
-            return [value]
-        if isinstance(value, (list, tuple)):
-            return [t for item in value for t in flat(item)]
-        raise TypeError(type(value).__name__)
-
     def fn(*inputs):
-        inp, args, kwargs = rebuild(structure, iter(inputs))
-        return tuple(flat(info.op(inp, *args, **kwargs)))
+        return tuple(flat_tensors(op_call(*inputs)))
 
     random = "random" in getattr(info.op, "tags", ())
     if random:

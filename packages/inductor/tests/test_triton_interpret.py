@@ -26,7 +26,17 @@ if os.environ.get("EMBER_TEST_BACKEND", "cpu") in ("cuda", "rocm"):
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before Triton is imported: its jit reads it then
 triton = pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
 
-from _triton_cases import INT_CASES, OP_CASES, REDUCTIONS, VARIANTS, check, compile_checked, run_op  # noqa: E402
+from _triton_cases import (  # noqa: E402
+    INT_CASES,
+    OP_CASES,
+    REDUCTIONS,
+    VARIANTS,
+    check,
+    compile_checked,
+    flat_tensors,
+    run_op,
+    sample_function,
+)
 
 import ember  # noqa: E402
 from ember._inductor import autotune, config, ir  # noqa: E402
@@ -335,66 +345,25 @@ def _opdb_cases():
             yield pytest.param(info, other, id=f"{name}-{other.name}")
 
 
-def _flat(value):
-    if isinstance(value, ember.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in _flat(v)]
-    raise TypeError(type(value).__name__)
-
-
-def _sample_function(info, sample):
-    """``(fn, tensors)``: ``fn(*tensors)`` calls the op on the sample with those tensors in place."""
-    structure = (sample.input, tuple(sample.args), dict(sample.kwargs))
-    tensors = []
-
-    def collect(v):
-        if isinstance(v, ember.Tensor):
-            tensors.append(v)
-        elif isinstance(v, (list, tuple)):
-            for x in v:
-                collect(x)
-        elif isinstance(v, dict):
-            for x in v.values():
-                collect(x)
-
-    def rebuild(v, it):
-        if isinstance(v, ember.Tensor):
-            return next(it)
-        if isinstance(v, (list, tuple)):
-            return type(v)(rebuild(x, it) for x in v)
-        if isinstance(v, dict):
-            return {k: rebuild(x, it) for k, x in v.items()}
-        return v
-
-    collect(structure)
-
-    def fn(*inputs):
-        inp, args, kwargs = rebuild(structure, iter(inputs))
-        return info.op(inp, *args, **kwargs)
-
-    return fn, tensors
-
-
 @pytest.mark.parametrize("info, dtype", list(_opdb_cases()))
 def test_opdb_sample(info, dtype):
     sample = next(iter(info.sample_inputs(info, "cpu", dtype, False)), None)
     if sample is None:
         pytest.skip(f"{info.name} has no {dtype} sample")
-    fn, tensors = _sample_function(info, sample)
+    fn, tensors = sample_function(info, sample)
     random = "random" in getattr(info.op, "tags", ())
     if random:
         ember.manual_seed(0)
     try:
-        want = _flat(fn(*tensors))
+        want = flat_tensors(fn(*tensors))
     except TypeError as exc:
         pytest.skip(f"the op returns a {exc}, not tensors: nothing to compile")
     # strict (the autouse fixture): a compiler bug raises; only known limits (data-dependent shapes) run eagerly
-    gm = make_fx(lambda *a: tuple(_flat(fn(*a))))(*tensors)
+    gm = make_fx(lambda *a: tuple(flat_tensors(fn(*a))))(*tensors)
     compiled = compile_fx(gm, list(tensors), name=info.name)
     if random:
         ember.manual_seed(0)
-    got = _flat(compiled(*tensors))
+    got = flat_tensors(compiled(*tensors))
     tol = info.tolerance(dtype) or ((1e-2, 1e-2) if dtype in (ember.float16, ember.bfloat16) else (None, None))
     assert len(got) == len(want)
     for g, w in zip(got, want):
@@ -417,10 +386,10 @@ def test_opdb_backward_sample(info):
     sample = next(iter(info.sample_inputs(info, "cpu", ember.float64, True)), None)
     if sample is None:
         pytest.skip(f"{info.name} has no float64 sample")
-    fn, tensors = _sample_function(info, sample)
+    fn, tensors = sample_function(info, sample)
     leaves = [t.detach().requires_grad_(t.is_floating_point()) for t in tensors]
     try:
-        outs = [o for o in _flat(fn(*leaves)) if o.requires_grad]
+        outs = [o for o in flat_tensors(fn(*leaves)) if o.requires_grad]
         if not outs:
             pytest.skip("no differentiable output")
         cotangents = [ember.ones_like(o) * 0.5 for o in outs]
@@ -428,7 +397,7 @@ def test_opdb_backward_sample(info):
     except (TypeError, NotImplementedError) as exc:
         pytest.skip(f"no eager derivative to compare with: {exc}")
     leaves2 = [t.detach().requires_grad_(t.is_floating_point()) for t in tensors]
-    gm = make_fx(lambda *a: tuple(o for o in _flat(fn(*a))))(*leaves2)
+    gm = make_fx(lambda *a: tuple(o for o in flat_tensors(fn(*a))))(*leaves2)
     compiled = compile_fx(gm, list(leaves2), name=info.name)
     outs2 = [o for o in compiled(*leaves2) if o.requires_grad]
     got = ember.autograd.grad(outs2, [t for t in leaves2 if t.requires_grad], cotangents, allow_unused=True)

@@ -92,7 +92,8 @@ class SideEffects:
         self._containers = {}  # id -> container tracker with a source (mutated)
         self._attrs = {}  # (id(obj), name) -> (owner tracker, obj, value tracker)
         self._globals = {}  # name -> value tracker
-        self._order = []  # keys into the three tables, first-mutation order
+        self._calls = {}  # ("x", position) -> tracker of an object to call after the graph
+        self._order = []  # keys into the four tables, first-mutation order
 
     def mutated_container(self, var):
         """A list/dict tracker was mutated: if it came from the frame, write its contents back."""
@@ -131,7 +132,6 @@ class SideEffects:
     def call_after_graph(self, var):
         """Call the object ``var`` tracks after the graph (it has a source: it came from the frame)."""
         key = ("x", len(self._order))
-        self._calls = getattr(self, "_calls", {})
         self._calls[key] = var
         self._order.append(key)
 

@@ -14,8 +14,6 @@ say nothing about a GPU): the first config is used. The first configs are the in
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from pathlib import Path
 
@@ -104,10 +102,9 @@ class Autotuner:
             return {}
 
     def _write(self):
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name + ".", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(self._chosen, handle, indent=1, sort_keys=True)
-        os.replace(tmp, self.path)
+        from .codecache import _write_atomic
+
+        _write_atomic(self.path, json.dumps(self._chosen, indent=1, sort_keys=True))
 
     def choose(self, kernel, xnumel, rnumel, run):
         """The config for ``kernel`` at these sizes; ``run(cfg)`` launches it once (for timing).

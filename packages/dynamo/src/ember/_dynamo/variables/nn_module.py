@@ -35,8 +35,6 @@ class NNModuleVariable(_ObjectBase):
         return AttrSource(self.source, name) if self.source is not None else None
 
     def getattr(self, tx, name):
-        if name == "forward":
-            _refuse_rnn(self.value)  # a compiled LSTM itself: its forward runs natively
         import ember
 
         if name in self._MEMBER_ITERATORS and name not in self.value.__dict__:

@@ -15,17 +15,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
-import os
 import sys
-import tempfile
 import threading
 from pathlib import Path
 
 from .. import config
+from ..codecache import _write_atomic as write_atomic
 
 __all__ = ["load_module", "module_path", "BufferArg", "launch", "use_ember_stream", "grid"]
 
@@ -56,19 +54,6 @@ def module_path(source: str) -> Path:
     return config.resolved_cache_dir() / "triton" / key[:2] / f"k{key}.py"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
 def load_module(source: str):
     """Import the Triton module of ``source`` (written to the cache first when absent).
 
@@ -84,7 +69,8 @@ def load_module(source: str):
         if module is not None:
             return module
         if not path.exists() or path.read_text(encoding="utf-8") != source:
-            _write_atomic(path, source)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, source)
         name = f"ember_triton_{path.stem}"
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
