@@ -11,7 +11,8 @@ queue ahead. ``--sync-report`` lists every host synchronisation of one step afte
 (``ember.cuda._sync.record``), where it comes from, and runs one step under
 ``ember.cuda.set_sync_debug_mode("error")``. ``--profile FILE`` writes where ember's host time goes to FILE:
 the ops of one step with their counts and host times (``ember.profiler``), the ops that took the generic
-path (the CPU kernel on CuPy arrays), and cProfile's top functions over ``--steps`` steps.
+path (the CPU kernel on CuPy arrays), and cProfile's top functions over ``--steps`` steps. ``--kernels FILE``
+writes each library's GPU kernels per step (PyTorch's profiler records every kernel of the process).
 """
 
 from __future__ import annotations
@@ -115,6 +116,35 @@ def _host_profile(ember, parts, steps, path):
     Path(path).write_text(text.getvalue())
 
 
+def _kernel_profile(torch, sides, steps, path):
+    """Write the GPU kernels of ``steps`` training steps of each side to ``path``, the longest total first.
+
+    PyTorch's profiler records through CUPTI every kernel of the process, so CuPy's kernels (ember's) are
+    listed too; PyTorch is only the recorder here.
+    """
+    from torch.profiler import ProfilerActivity, profile
+
+    lines = []
+    for name, lib, parts in sides:
+        gpt_model.train_step(lib, *parts)
+        lib.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(steps):
+                gpt_model.train_step(lib, *parts)
+            lib.cuda.synchronize()
+        rows = []
+        for event in prof.key_averages():
+            total = getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0)
+            if total > 0:
+                rows.append((total / steps, event.count // steps, event.key))
+        rows.sort(reverse=True)
+        device_total = sum(r[0] for r in rows)
+        lines.append(f"== {name}: {device_total / 1e3:.3f} ms of kernels per step, {sum(r[1] for r in rows)} kernels")
+        lines.extend(f"{us:10.1f} us {count:5d}x  {key[:150]}" for us, count, key in rows[:60])
+    Path(path).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines[:1] + [line for line in lines if line.startswith("==")]))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("--config", choices=("small", "tiny"), default="small")
@@ -122,6 +152,7 @@ def main(argv=None):
     parser.add_argument("--sync-report", action="store_true")
     parser.add_argument("--no-torch", action="store_true")
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--kernels", default=None, help="write each side's GPU kernels per step to this file")
     args = parser.parse_args(argv)
     config = gpt_model.SMALL if args.config == "small" else gpt_model.TINY
 
@@ -144,6 +175,8 @@ def main(argv=None):
         _sync_report(ember, ours)
     if args.profile:
         _host_profile(ember, ours, args.steps, args.profile)
+    if args.kernels and torch is not None:
+        _kernel_profile(torch, sides, args.steps, args.kernels)
 
 
 if __name__ == "__main__":
