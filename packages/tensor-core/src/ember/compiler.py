@@ -79,4 +79,15 @@ def is_exporting() -> bool:
 
 
 def cudagraph_mark_step_begin() -> None:
-    """Accepted for PyTorch compatibility: ember's compiled code uses no CUDA graphs, so there is no step to mark."""
+    """Mark the start of a new iteration for compiled code under CUDA graphs (``mode="reduce-overhead"``).
+
+    The backwards of the forwards run so far will not run: the next replay of a compiled forward may
+    overwrite their outputs (outputs of the previous replay still alive are invalidated, and touching
+    one raises). Call it before each model invocation when a forward runs without its backward (an
+    evaluation under grad mode). Nothing to do without ember-inductor.
+    """
+    try:
+        from ember._inductor.runtime.cudagraphs import mark_step_begin
+    except ImportError:
+        return
+    mark_step_begin()

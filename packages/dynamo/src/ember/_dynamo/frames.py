@@ -245,12 +245,14 @@ def _compile_graph(settings, captured):
         return gm.forward
     from .backends import BackendCompilerFailed
 
+    options = _inductor_options(settings)
+
     def compile(example_inputs):
         try:
-            if settings.options and settings.backend_name == "inductor":
+            if options:
                 from ember._inductor import config as inductor_config
 
-                with inductor_config.patch(**settings.options):
+                with inductor_config.patch(**options):
                     return settings.backend(gm, example_inputs)
             return settings.backend(gm, example_inputs)
         except Exception as exc:
@@ -263,6 +265,19 @@ def _compile_graph(settings, captured):
 
         return PerShapeCompiled(compile, captured.example_inputs)
     return compile(list(captured.example_inputs))
+
+
+def _inductor_options(settings):
+    """The ember-inductor settings a compile runs under: the mode's CUDA-graph settings
+    (``mode="reduce-overhead"``: ``cudagraphs``), then ``options``; None for other backends."""
+    if settings.backend_name != "inductor":
+        return None
+    options = dict(settings.options or {})
+    if settings.mode is not None:
+        from ember._inductor import config as inductor_config
+
+        options = {**inductor_config.mode_options(settings.mode), **options}
+    return options or None
 
 
 def _enables_grad_inside(gm):

@@ -71,7 +71,7 @@ def _fall_back(stage, exc, fallbacks, *, expected, eager):
     return eager
 
 
-def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, triton=None):
+def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, triton=None, cudagraph_group=None):
     """Compile one functional graph (a forward, a backward or an inference graph) to C++, or to Triton
     kernels when its tensors are on cuda (see :func:`uses_triton`).
 
@@ -83,6 +83,9 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
         triton (bool or None): compile to Triton (True) or C++ (False); None decides from
             ``example_inputs`` (:func:`uses_triton`). ``compile_fx`` passes its decision: aot hands
             this function meta tensors, which do not say which device the graph runs on.
+        cudagraph_group (CudaGraphGroup or None): run the compiled graph under CUDA graphs
+            (:mod:`~ember._inductor.runtime.cudagraphs`; ``compile_fx`` passes one group to its forward
+            and backward when ``config.cudagraphs`` is on). None: only when ``config.cudagraphs`` is on.
 
     Returns:
         callable: ``f(*inputs) -> tuple`` of the graph's outputs.
@@ -95,10 +98,16 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
     debug.stage(f"{stage}_graph", lambda: gm.code)
     try:
         if uses_triton(example_inputs) if triton is None else triton:
-            return _triton_compile(gm, example_inputs)
-        return _core_compile(gm, example_inputs)
+            compiled = _triton_compile(gm, example_inputs)
+        else:
+            compiled = _core_compile(gm, example_inputs)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
         return _fall_back(stage, exc, fallbacks, expected=is_known_limit(exc), eager=_eager_callable(gm))
+    if cudagraph_group is None and not config.cudagraphs:
+        return compiled
+    from .runtime.cudagraphs import cudagraphify
+
+    return cudagraphify(compiled, gm, role=stage, group=cudagraph_group, name=graph_name(gm, stage))
 
 
 def _core_compile(gm, example_inputs):
@@ -184,6 +193,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
         debug.stage("fx_graph", lambda: getattr(gm, "code", None) or repr(gm))
 
         folder = debug.current_handle()
+        cudagraph_group = _cudagraph_group(folder_name)  # forward and backward: one group, decided now
 
         def graph_compiler(role):
             def compile_one(graph, inputs):
@@ -191,7 +201,8 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
                 with debug.resume(folder):
                     if inner_compile is not None:
                         return inner_compile(graph, inputs)
-                    return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks, triton=triton)
+                    return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks, triton=triton,
+                                            cudagraph_group=cudagraph_group)
 
             return compile_one
 
@@ -209,6 +220,15 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
         except Exception as exc:  # noqa: BLE001 - a failure of aot tracing: eager (or raised, by config)
             compiled = _fall_back("aot", exc, fallbacks, expected=is_known_limit(exc), eager=gm.forward)
     return _with_fallbacks(compiled, fallbacks)
+
+
+def _cudagraph_group(name):
+    """A group for the CUDA graphs of one compile when ``config.cudagraphs`` is on, else None."""
+    if not config.cudagraphs:
+        return None
+    from .runtime.cudagraphs import CudaGraphGroup
+
+    return CudaGraphGroup(name)
 
 
 def _with_fallbacks(compiled, fallbacks):

@@ -40,6 +40,13 @@ Settings:
   error of the compiler core), ``compile_fx`` logs a warning on the logger
   ``ember._inductor`` and runs that graph eagerly. ``False``: the error is raised
   (the test suite checks both). Default ``True``.
+* ``cudagraphs`` (bool): run compiled cuda graphs under CUDA graphs (what
+  ``mode="reduce-overhead"`` turns on; :mod:`ember._inductor.runtime.cudagraphs`). Also accepted
+  under PyTorch's option name ``"triton.cudagraphs"``. Default ``False``.
+* ``cudagraph_warmup_runs`` (int): calls of each input signature that run normally before the
+  CUDA graph is recorded. Default 1.
+* ``cudagraph_max_recordings`` (int): CUDA graphs recorded per compiled graph (one per input
+  signature); further signatures run without. Default 16.
 """
 
 from __future__ import annotations
@@ -59,9 +66,20 @@ _SETTINGS = (
     "threads",
     "fallback_on_compile_error",
     "triton_on_cpu",
+    "cudagraphs",
+    "cudagraph_warmup_runs",
+    "cudagraph_max_recordings",
+    "triton.cudagraphs",  # PyTorch's name of ``cudagraphs`` (an alias)
 )
 
-__all__ = [*_SETTINGS, "patch", "resolved_debug", "resolved_debug_dir", "resolved_cache_dir",
+#: Option names PyTorch users write -> the setting they name here.
+_ALIASES = {"triton.cudagraphs": "cudagraphs"}
+
+#: The CUDA-graph settings each ``ember.compile`` mode implies (:func:`mode_options`).
+_MODE_OPTIONS = {"reduce-overhead": {"cudagraphs": True}, "max-autotune": {"cudagraphs": True}}
+
+__all__ = [*(n for n in _SETTINGS if n not in _ALIASES), "patch", "mode_options", "resolved_debug",
+           "resolved_debug_dir", "resolved_cache_dir",
            "resolved_triton_on_cpu"]
 
 debug: bool | None = None
@@ -72,6 +90,9 @@ extra_cflags: tuple[str, ...] = ()
 threads: int | None = None
 fallback_on_compile_error: bool = True
 triton_on_cpu: bool | None = None
+cudagraphs: bool = False
+cudagraph_warmup_runs: int = 1
+cudagraph_max_recordings: int = 16
 
 
 @contextlib.contextmanager
@@ -88,6 +109,7 @@ def patch(**settings):
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
         raise AttributeError(f"config.patch: unknown setting(s) {unknown}; the settings are {list(_SETTINGS)}")
+    settings = {_ALIASES.get(name, name): value for name, value in settings.items()}
     saved = {name: getattr(module, name) for name in settings}
     for name, value in settings.items():
         setattr(module, name, value)
@@ -96,6 +118,12 @@ def patch(**settings):
     finally:
         for name, value in saved.items():
             setattr(module, name, value)
+
+
+def mode_options(mode) -> dict:
+    """The CUDA-graph settings ``ember.compile(mode=mode)`` implies: ``"reduce-overhead"`` and
+    ``"max-autotune"`` turn ``cudagraphs`` on (as PyTorch's modes do); other modes, none."""
+    return dict(_MODE_OPTIONS.get(mode, {}))
 
 
 def resolved_debug() -> bool:
