@@ -195,10 +195,12 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
         folder = debug.current_handle()
         cudagraph_group = _cudagraph_group(folder_name)  # forward and backward: one group, decided now
 
+        max_autotune = config.resolved_max_autotune()  # the backward, compiled later, keeps the mode
+
         def graph_compiler(role):
             def compile_one(graph, inputs):
                 # the backward may be compiled later, on the first backward call: same folder
-                with debug.resume(folder):
+                with debug.resume(folder), config.patch(max_autotune=max_autotune):
                     if inner_compile is not None:
                         return inner_compile(graph, inputs)
                     return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks, triton=triton,

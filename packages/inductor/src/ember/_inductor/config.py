@@ -40,6 +40,11 @@ Settings:
   error of the compiler core), ``compile_fx`` logs a warning on the logger
   ``ember._inductor`` and runs that graph eagerly. ``False``: the error is raised
   (the test suite checks both). Default ``True``.
+* ``max_autotune`` (bool or None): each matrix product of a graph compiled to Triton
+  runs the faster of a Triton matmul template (its pointwise epilogue fused in) and
+  the extern call, benchmarked on the first compile and cached on disk
+  (:mod:`ember._inductor.select_algorithm`; ``ember.compile(mode="max-autotune")``
+  turns it on). ``None``: the environment variable ``EMBER_INDUCTOR_MAX_AUTOTUNE == "1"``.
 * ``cudagraphs`` (bool): run compiled cuda graphs under CUDA graphs (what
   ``mode="reduce-overhead"`` turns on; :mod:`ember._inductor.runtime.cudagraphs`). Also accepted
   under PyTorch's option name ``"triton.cudagraphs"``. Default ``False``.
@@ -66,6 +71,7 @@ _SETTINGS = (
     "threads",
     "fallback_on_compile_error",
     "triton_on_cpu",
+    "max_autotune",
     "cudagraphs",
     "cudagraph_warmup_runs",
     "cudagraph_max_recordings",
@@ -76,11 +82,12 @@ _SETTINGS = (
 _ALIASES = {"triton.cudagraphs": "cudagraphs"}
 
 #: The CUDA-graph settings each ``ember.compile`` mode implies (:func:`mode_options`).
-_MODE_OPTIONS = {"reduce-overhead": {"cudagraphs": True}, "max-autotune": {"cudagraphs": True}}
+_MODE_OPTIONS = {"reduce-overhead": {"cudagraphs": True}, "max-autotune": {"cudagraphs": True, "max_autotune": True},
+                 "max-autotune-no-cudagraphs": {"max_autotune": True}}
 
 __all__ = [*(n for n in _SETTINGS if n not in _ALIASES), "patch", "mode_options", "resolved_debug",
            "resolved_debug_dir", "resolved_cache_dir",
-           "resolved_triton_on_cpu"]
+           "resolved_triton_on_cpu", "resolved_max_autotune"]
 
 debug: bool | None = None
 debug_dir: str | None = None
@@ -90,6 +97,7 @@ extra_cflags: tuple[str, ...] = ()
 threads: int | None = None
 fallback_on_compile_error: bool = True
 triton_on_cpu: bool | None = None
+max_autotune: bool | None = None
 cudagraphs: bool = False
 cudagraph_warmup_runs: int = 1
 cudagraph_max_recordings: int = 16
@@ -122,7 +130,8 @@ def patch(**settings):
 
 def mode_options(mode) -> dict:
     """The CUDA-graph settings ``ember.compile(mode=mode)`` implies: ``"reduce-overhead"`` and
-    ``"max-autotune"`` turn ``cudagraphs`` on (as PyTorch's modes do); other modes, none."""
+    ``"max-autotune"`` turn ``cudagraphs`` on (as PyTorch's modes do); other modes, none.
+    ``"max-autotune"`` and ``"max-autotune-no-cudagraphs"`` also turn ``max_autotune`` on."""
     return dict(_MODE_OPTIONS.get(mode, {}))
 
 
@@ -157,3 +166,10 @@ def resolved_triton_on_cpu() -> bool:
     wanted = triton_on_cpu if triton_on_cpu is not None else \
         os.environ.get("EMBER_INDUCTOR_TRITON_CPU", "").strip() == "1"
     return bool(wanted) and os.environ.get("TRITON_INTERPRET", "").strip() not in ("", "0")
+
+
+def resolved_max_autotune() -> bool:
+    """``max_autotune``, else the environment variable ``EMBER_INDUCTOR_MAX_AUTOTUNE == "1"``."""
+    if max_autotune is not None:
+        return bool(max_autotune)
+    return os.environ.get("EMBER_INDUCTOR_MAX_AUTOTUNE", "").strip() == "1"

@@ -898,6 +898,10 @@ def generate(scheduler, persistent_limit=PERSISTENT_LIMIT):
         if isinstance(step, ir.ExternKernel):
             steps.append(step)
             continue
+        if getattr(step, "is_template", False):  # a matmul template chosen by max-autotune (select_algorithm.py)
+            parts.append(f"# matmul template\n{step.source}")
+            steps.append(step)
+            continue
         kernels = _KernelGen(step, persistent_limit).generate()
         for kern in kernels:
             parts.append(f"# {kern.kind} kernel; sizes: " +

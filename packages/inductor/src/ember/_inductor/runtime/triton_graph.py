@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ember
 
-from .. import ir
+from .. import config, ir
 
 __all__ = ["compile_graph_triton", "TritonCompiledGraph"]
 
@@ -49,6 +49,10 @@ def compile_graph_triton(gm, example_inputs):
     # the lowering reads only shapes, strides and dtypes: real cuda examples (a direct call; aot
     # hands meta ones) are described by meta tensors, which it accepts on every path
     graph, scheduler = _lower(gm, [_meta_like(t) for t in example_inputs])
+    if config.resolved_max_autotune():  # matmul templates where they win (select_algorithm.py)
+        from ..select_algorithm import select_templates
+
+        select_templates(scheduler, device)
     source = generate(scheduler)
     _stage("triton", source.source)
     return TritonCompiledGraph(graph, scheduler, source, device)
@@ -174,6 +178,8 @@ class TritonCompiledGraph:
         for step in self.steps:
             if isinstance(step, ir.ExternKernel):
                 self._run_extern(step, values)
+            elif getattr(step, "is_template", False):  # a matmul template (select_algorithm.py)
+                step.run(self, values)
             else:
                 self._run_kernels(step, values)
         flag = values.get(_ERROR_FLAG)
