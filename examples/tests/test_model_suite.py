@@ -104,6 +104,83 @@ def test_compiled_forward_matches_eager(name):
         assert _close(a, e, rtol=1e-5, atol=1e-6), f"{name}: compiled output {i} differs from eager"
 
 
+def _wrong_backend(factor, gradient_only=False):
+    """A compile backend that runs the captured graph and scales its first output by ``factor``: its value and
+    gradient (``gradient_only=False``) or only the gradient that flows back through it (the forward value
+    unchanged)."""
+
+    def backend(gm, example_inputs):
+        def run(*args):
+            outputs = list(gm(*args))
+            first = outputs[0]
+            if gradient_only:
+                outputs[0] = first + (first - first.detach()) * (factor - 1.0)
+            else:
+                outputs[0] = first * factor
+            return tuple(outputs)
+
+        return run
+
+    return backend
+
+
+def _training_check(name, backend):
+    spec = SPECS[name]
+    side = runner.Side(ember, spec, runner._build(ember, spec, "cpu"), "cpu", "training")
+    row = runner.Row(name, spec.domain)
+    runner._check(row, ember, spec, "cpu", "training", side, backend, False)
+    ember._dynamo.reset()
+    return row
+
+
+@pytest.mark.parametrize("name", ["mlp", "resnet18"])
+def test_training_check_passes_a_correct_backend(name):
+    row = _training_check(name, _wrong_backend(1.0))
+    assert row.status == "ok", row.mismatch
+    assert row.max_diff <= runner.ATOL and row.grad_error <= runner.GRAD_RTOL and row.drift <= runner.DRIFT_RTOL
+
+
+@pytest.mark.parametrize("name", ["mlp", "resnet18"])
+def test_training_check_catches_a_scaled_output(name):
+    row = _training_check(name, _wrong_backend(1.01))
+    assert row.status == "mismatch"
+    assert "step-1" in row.mismatch
+
+
+def test_training_check_catches_a_wrong_gradient_with_a_right_loss():
+    row = _training_check("mlp", _wrong_backend(1.01, gradient_only=True))
+    assert row.status == "mismatch"
+    assert row.max_diff <= runner.ATOL  # the loss is right: only the gradient check can see it
+    assert "step-1 gradient of" in row.mismatch and row.grad_error > runner.GRAD_RTOL
+
+
+def _run(losses, grads):
+    return list(losses), {name: np.asarray(g, dtype=np.float32) for name, g in grads.items()}
+
+
+def test_compare_training_tolerances():
+    grads = {"w": [3.0, 4.0], "b": [1e-7, -1e-7]}  # ||w|| = 5: the floor is 0.05
+    eager = _run([2.0, 1.5, 1.0], grads)
+    ok = runner.compare_training(eager, _run([2.0, 1.5 + 0.04 * 2.0, 1.0], {"w": [3.0, 4.004], "b": [1e-6, 1e-6]}))
+    assert ok["ok"], ok["mismatch"]
+    assert ok["drift"] == pytest.approx(0.04)
+    # 4e-3 off a norm of 5 is 8e-4 relative: within GRAD_RTOL; 1e-2 is not
+    bad_grad = runner.compare_training(eager, _run([2.0, 1.5, 1.0], {"w": [3.0, 4.01], "b": [0.0, 0.0]}))
+    assert not bad_grad["ok"] and "gradient of w" in bad_grad["mismatch"]
+    # a gradient that rounding moves a lot (the perturbed twin's) gets that much more room
+    noisy = runner.compare_training(eager, _run([2.0, 1.5, 1.0], {"w": [3.0, 4.01], "b": [0.0, 0.0]}),
+                                    noise={"w": np.array([3.0, 4.003], dtype=np.float32)})
+    assert noisy["ok"], noisy["mismatch"]
+    drifted = runner.compare_training(eager, _run([2.0, 1.5, 1.0 + 0.06 * 2.0], grads))
+    assert not drifted["ok"] and "later losses" in drifted["mismatch"]
+    nan = runner.compare_training(eager, _run([2.0, float("nan"), 1.0], grads))
+    assert not nan["ok"] and nan["drift"] == math.inf
+    nan_grad = runner.compare_training(eager, _run([2.0, 1.5, 1.0], {"w": [3.0, float("nan")], "b": [0.0, 0.0]}))
+    assert not nan_grad["ok"] and "gradient of w" in nan_grad["mismatch"]
+    missing = runner.compare_training(eager, _run([2.0, 1.5, 1.0], {"w": [3.0, 4.0]}))
+    assert not missing["ok"] and "only on one side" in missing["mismatch"]
+
+
 def test_register_refuses_duplicates_and_other_types():
     spec = next(iter(SPECS.values()))
     with pytest.raises(ValueError, match="already registered"):
@@ -153,6 +230,7 @@ def test_runner_row_for_a_small_model():
     assert row.status == "ok", row.error
     assert row.fullgraph == "pass" and row.graphs == 1 and row.breaks == 0
     assert row.max_diff is not None and row.max_diff < runner.ATOL
+    assert row.grad_error is not None and row.grad_error <= runner.GRAD_RTOL
     assert row.times["ember"] > 0 and row.times["ember_compiled"] > 0
 
 
