@@ -214,6 +214,24 @@ class ShapeEnv:
             raise Unsupported(f"a size relation that is false on the capture's sizes: {relation}")
         self.relations.append(relation)
 
+    def annotate(self, gm, graph_inputs):
+        """Tell backends which dims of ``gm``'s inputs are symbolic: ``gm.meta["dynamic_dims"]`` (a
+        ``DynamicDims`` of ember-inductor: per graph input its ``(dim, symbol)`` pairs, and each
+        symbol's hint). Nothing when every size is static, or without ember-inductor."""
+        entries = [e for e in self.symbols.values() if e.dim is not None]
+        if not entries or not hasattr(gm, "meta"):
+            return
+        try:
+            from ember._inductor.dynamic import DynamicDims
+        except ImportError:  # only ember-inductor's backends compile kernels with symbolic sizes
+            return
+        by_source = {}
+        for e in entries:
+            by_source.setdefault(e.source.name(), []).append((e.dim, e.symbol))
+        dims = tuple(tuple(sorted(by_source.get(src.name(), ()), key=lambda p: p[0])) if src is not None else ()
+                     for src in graph_inputs)
+        gm.meta["dynamic_dims"] = DynamicDims(dims, {e.symbol: e.hint for e in entries})
+
     def relation_guards(self):
         """One ShapeRelation per recorded relation, over the input sizes it names."""
         result, seen = [], set()
@@ -230,28 +248,48 @@ class ShapeEnv:
 
 
 class PerShapeCompiled:
-    """A backend that specialises to its example inputs' sizes ("aot_eager", "inductor": they trace
-    with make_fx), behind a graph with symbolic sizes: compiled again for each new signature of input
-    shapes, inside one cache entry (the guards and the capture are shared; only the backend repeats).
+    """The backend's compiles behind a graph with symbolic sizes, inside one cache entry (the guards
+    and the capture are shared; only the backend repeats).
+
+    A backend result with an ``accepts(inputs)`` method (ember-inductor's compile with symbolic sizes,
+    see ``gm.meta["dynamic_dims"]``) serves every call it accepts; it is asked first, newest first.
+    Other results specialise to their example inputs' sizes ("aot_eager", or a graph inductor could not
+    compile with symbolic sizes): one per signature of input shapes.
 
     Args:
         compile (callable): ``compile(example_inputs) -> callable``, the backend on the graph.
-        example_inputs (list): the capture's inputs (the first signature is compiled now).
+        example_inputs (list): the capture's inputs (the first compile is made now).
+
+    Attributes:
+        compiles (int): how many times the backend compiled.
     """
 
     def __init__(self, compile, example_inputs):
         self.compile = compile
-        self.compiled = {}
-        self.compiled[self._key(example_inputs)] = compile(list(example_inputs))
+        self.compiled = {}  # signature of input shapes -> a result that specialises to it
+        self.general = []  # results that say which inputs they accept
+        self.compiles = 0
+        self._add(example_inputs)
 
     @staticmethod
     def _key(inputs):
         # ints (dynamic ints are graph inputs) are part of the signature: the backend bakes them in
         return tuple(tuple(a.shape) if hasattr(a, "shape") else a if type(a) is int else None for a in inputs)
 
+    def _add(self, inputs):
+        fn = self.compile(list(inputs))
+        self.compiles += 1
+        if callable(getattr(fn, "accepts", None)):
+            self.general.insert(0, fn)
+        else:
+            self.compiled[self._key(inputs)] = fn
+        return fn
+
     def __call__(self, *inputs):
-        key = self._key(inputs)
-        fn = self.compiled.get(key)
+        for fn in self.general:
+            if fn.accepts(inputs):
+                return fn(*inputs)
+        fn = self.compiled.get(self._key(inputs))
         if fn is None:
-            fn = self.compiled[key] = self.compile(list(inputs))
+            fn = self._add(inputs)
         return fn(*inputs)

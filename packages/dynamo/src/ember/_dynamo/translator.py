@@ -379,6 +379,7 @@ def _capture(code, f_globals, closure, frame_locals, break_at_step, break_error,
             gm, result, effects, graph_break = _finish_at_break(tx, output, break_inst, break_error)
     finally:
         output.restore_grad_mode()
+    output.shape_env.annotate(gm, output.graph_inputs)  # which input dims are symbolic, for the backend
     return CapturedFrame(
         gm=gm,
         graph_inputs=list(output.graph_inputs),

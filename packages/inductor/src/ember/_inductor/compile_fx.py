@@ -189,6 +189,17 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     # compile_fx_inner come with meta example inputs
     triton = uses_triton([*example_inputs, *gm.parameters(), *gm.buffers()])
     folder_name = name or graph_name(gm)
+    spec = getattr(gm, "meta", {}).get("dynamic_dims")
+    if spec is not None and inner_compile is None:  # symbolic sizes from ember-dynamo: kernels take sizes
+        from .dynamic_compile import compile_fx_dynamic
+
+        compiled = compile_fx_dynamic(gm, example_inputs, spec, triton=triton, name=folder_name,
+                                      decompositions=decompositions, partition_fn=partition_fn)
+        if compiled is not None:
+            return compiled
+    from .metrics import count_compilation
+
+    count_compilation("static")
     with debug.compiling(folder_name):
         debug.stage("fx_graph", lambda: getattr(gm, "code", None) or repr(gm))
 

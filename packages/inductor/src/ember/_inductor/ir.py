@@ -29,6 +29,7 @@ does); an explicit conversion to a half type inside a body rounds there.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -40,6 +41,7 @@ __all__ = [
     "contiguous_strides", "flat_index", "Expr", "Load", "Constant", "IndexExpr", "Op",
     "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "EmptyArg", "ExternKernel",
     "ExternOutput", "substitute", "loads", "count_ops", "structural_key", "free_symbols",
+    "size_hints", "size_hint", "assume",
 ]
 
 #: The closed list of op names a loop body may use (codegen has one rule per name).
@@ -89,6 +91,48 @@ class ModIndex(sympy.Function):
         if a.is_Integer and b.is_Integer:
             return sympy.Integer(int(a) % int(b))
         return None
+
+
+# --------------------------------------------------------------------------------------------
+# symbolic sizes (dynamic shapes): hints for decisions, and the assumptions those decisions make
+
+_HINTS = {}  # size symbol -> its hint, while a graph with symbolic sizes is scheduled and generated
+_ASSUMED = []  # relations the generated code relies on (see assume)
+
+
+@contextlib.contextmanager
+def size_hints(hints):
+    """Context: sizes over the symbols of ``hints`` (symbol -> int) are compiled; yields the list that
+    :func:`assume` fills with the relations the generated code relies on."""
+    global _HINTS, _ASSUMED
+    saved = _HINTS, _ASSUMED
+    _HINTS, _ASSUMED = dict(hints), []
+    try:
+        yield _ASSUMED
+    finally:
+        _HINTS, _ASSUMED = saved
+
+
+def size_hint(expr):
+    """The int value of size expression ``expr`` at the hints (``expr`` itself when static)."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return int(expr)
+    return int(expr.xreplace(_HINTS))
+
+
+def assume(relation):
+    """Whether SymPy ``relation`` over sizes holds at the hints; when it depends on a symbol, the
+    generated code now relies on the answer, so it is recorded (the compiled graph checks it on each
+    call and is compiled again where it fails). Decisions on sizes go through here."""
+    relation = sympy.sympify(relation)
+    if relation in (sympy.true, sympy.false):
+        return bool(relation)
+    holds = bool(relation.xreplace(_HINTS))
+    fact = relation if holds else sympy.Not(relation)
+    if fact not in _ASSUMED:
+        _ASSUMED.append(fact)
+    return holds
 
 
 def _symbol(prefix, k):
@@ -368,8 +412,8 @@ class Buffer:
 
     @property
     def numel(self):
-        """The number of elements (the sizes must be integers)."""
-        return math.prod(int(s) for s in self.sizes)
+        """The number of elements (at the size hints when the sizes are symbolic)."""
+        return math.prod(size_hint(s) for s in self.sizes)
 
     def layout_str(self):
         """``dtype[sizes]``, with the strides when they are not contiguous: for printing."""

@@ -24,6 +24,7 @@ rule's name and its reason:
 from __future__ import annotations
 
 import logging
+import math
 
 import sympy
 
@@ -307,7 +308,9 @@ class Scheduler:
                 if buf.name in outputs:
                     self.storage[buf.name] = buf.name
                     continue
-                nbytes = buf.numel * buf.dtype.itemsize
+                # the exact size (an expression when sizes are dynamic): storage is shared only by
+                # buffers of the same size at every size
+                nbytes = sympy.expand(math.prod(buf.sizes) * buf.dtype.itemsize)
                 pool = free.get(nbytes)
                 if pool:
                     slot = pool.pop()

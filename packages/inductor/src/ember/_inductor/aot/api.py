@@ -173,8 +173,11 @@ class _CompiledFunction(Function):
         return (None, *grads)
 
 
-def _compile(fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler):
-    """Trace and compile ``fn`` for the signature of ``flat``; return a :class:`_Compiled`."""
+def _trace_graphs(fn, flat, spec, partition_fn, decompositions, like=None):
+    """Trace ``fn`` for ``flat`` and split the joint graph: ``(positions, info, fw_gm, bw_gm)``, with
+    ``bw_gm`` None when no gradient is needed (``fw_gm`` is then the inference graph). ``like``: a
+    forward graph whose partition (what is saved, what recomputed) is copied instead of partitioning
+    (the probe traces of a dynamic compile must split as the hint's did)."""
     positions = [i for i, a in enumerate(flat) if isinstance(a, ember.Tensor)]
     constants = list(flat)
 
@@ -191,16 +194,46 @@ def _compile(fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositi
     if not needs_grad:
         gm, info = _trace(flat_fn, tensors, joint=False, decompositions=decompositions)
         debug.stage("functional_graph", gm.code)
-        compiler = inference_compiler or fw_compiler
-        return positions, _Compiled(info, compiler(gm, _example_inputs(gm)))
+        return positions, info, gm, None
     joint, info = _trace(flat_fn, tensors, joint=True, decompositions=decompositions)
     debug.stage("joint_graph", joint.code)
-    partition = partition_fn or default_partition
-    fw_gm, bw_gm = partition(joint, _example_inputs(joint), num_fwd_outputs=info.num_fwd_outputs)
+    if like is not None:
+        fw_gm, bw_gm = partition_like(like, joint, num_fwd_outputs=info.num_fwd_outputs)
+    else:
+        partition = partition_fn or default_partition
+        fw_gm, bw_gm = partition(joint, _example_inputs(joint), num_fwd_outputs=info.num_fwd_outputs)
     # the two halves are written by the partitioner ("partition") and by compile_fx per compiled graph
     from .rng import check_backward_draws_nothing
 
     check_backward_draws_nothing(bw_gm)
+    return positions, info, fw_gm, bw_gm
+
+
+
+def partition_like(reference, joint_gm, *, num_fwd_outputs):
+    """Split ``joint_gm`` saving and recomputing the nodes (by name) that ``reference`` (a forward graph a
+    partitioner made from the same joint graph traced at other sizes) saved and recomputed: the traces
+    of a dynamic-shape compile must split alike, and byte costs change with the sizes."""
+    from .partitioners import _build, _Joint
+
+    info = reference.partition_info
+    joint = _Joint(joint_gm, num_fwd_outputs)
+    by_name = {n.name: n for n in joint.nodes}
+    missing = [n for n in (*info.saved, *info.recomputed) if n not in by_name]
+    if missing:
+        from ..dynamic import NotDynamic
+
+        raise NotDynamic(f"the joint graphs differ across sizes (no node {missing[0]})")
+    return _build(joint, [by_name[n] for n in info.saved], [by_name[n] for n in info.recomputed],
+                  info.partitioner)
+
+
+def _compile(fn, flat, spec, fw_compiler, bw_compiler, partition_fn, decompositions, inference_compiler):
+    """Trace and compile ``fn`` for the signature of ``flat``; return a :class:`_Compiled`."""
+    positions, info, fw_gm, bw_gm = _trace_graphs(fn, flat, spec, partition_fn, decompositions)
+    if bw_gm is None:
+        compiler = inference_compiler or fw_compiler
+        return positions, _Compiled(info, compiler(fw_gm, _example_inputs(fw_gm)))
     forward = fw_compiler(fw_gm, _example_inputs(fw_gm))
     backward = (bw_compiler or fw_compiler)(bw_gm, _example_inputs(bw_gm))
     num_saved = len(_as_tuple(list(fw_gm.graph.nodes)[-1].args[0])) - info.num_fwd_outputs
@@ -390,3 +423,60 @@ def aot_module_simplified(
     forward.named_parameters = mod.named_parameters
     forward.named_buffers = mod.named_buffers
     return forward
+
+
+def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=None, decompositions=None):
+    """Compile a captured module once for inputs whose dynamic dims may change size.
+
+    ``mod`` is traced for each list of inputs in ``runs`` (the hint sizes first, then the probe sizes of
+    :mod:`ember._inductor.dynamic`; the probes' joint graphs are split as the first was), and each
+    graph's traces go to ``compile_graphs(gms, example_inputs_per_run) -> callable`` together.
+
+    Args:
+        mod (ember.nn.Module): called as ``mod(*example_inputs)``.
+        example_inputs (list): the real example inputs (``runs[0]``).
+        runs (list[list]): the inputs of each trace.
+        compile_graphs (callable): compiles the traces of one graph (forward, backward or inference).
+        partition_fn, decompositions: as in :func:`aot_function`.
+
+    Returns:
+        callable: ``forward(*args)``; its ``grad_enabled`` and ``training`` attributes say which modes it
+        was compiled for (the caller compiles again for others).
+
+    Raises:
+        NotDynamic: the traces differ where they must not (an output that is a view of an input).
+    """
+    from ..dynamic import NotDynamic
+
+    _names, call = _lifted_call(mod)
+    refs = _state_refs(mod)
+    state = [store[key] for store, key in refs]
+    traced = []
+    for k, inputs in enumerate(runs):
+        flat, spec = tree_flatten(((*state, *inputs), {}))
+        like = traced[0][2] if k and traced[0][3] is not None else None
+        traced.append(_trace_graphs(call, flat, spec, partition_fn, decompositions, like=like))
+    positions, info, fw_gm, bw_gm = traced[0]
+    if any(out[0] == "alias" for out in info.outputs):
+        raise NotDynamic("an output is a view of an input (its view arguments are sizes)")
+    if any(out[0] not in ("graph", "alias") and not isinstance(out[1], (type(None), bool, float, str))
+           for out in info.outputs) or any(t[1].outputs != info.outputs for t in traced[1:]
+                                           if all(o[0] != "graph" for o in t[1].outputs)):
+        raise NotDynamic("an output is a value computed from the sizes")
+    forward = compile_graphs([t[2] for t in traced], [_example_inputs(t[2]) for t in traced])
+    if bw_gm is None:
+        compiled = _Compiled(info, forward)
+    else:
+        backward = compile_graphs([t[3] for t in traced], [_example_inputs(t[3]) for t in traced])
+        num_saved = len(_as_tuple(list(fw_gm.graph.nodes)[-1].args[0])) - info.num_fwd_outputs
+        compiled = _Compiled(info, forward, backward, num_saved)
+    modules = list(mod.modules())
+
+    def run(*args):
+        flat = [*[store[key] for store, key in refs], *args]
+        return compiled([flat[i] for i in positions])
+
+    run.grad_enabled = ember.is_grad_enabled()
+    run.training = tuple(m.training for m in modules)
+    run.modules = modules
+    return run

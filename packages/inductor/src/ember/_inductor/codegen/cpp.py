@@ -461,6 +461,8 @@ def cindex(expr):
         return f"({cindex(expr.args[0])} / {cindex(expr.args[1])})"
     if isinstance(expr, ir.ModIndex):
         return f"({cindex(expr.args[0])} % {cindex(expr.args[1])})"
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:  # s0**2: a dynamic size squared
+        return "(" + " * ".join([cindex(expr.base)] * int(expr.exp)) + ")"
     if isinstance(expr, sympy.Max):
         return _fold("std::max<int64_t>", [cindex(a) for a in expr.args])
     if isinstance(expr, sympy.Min):
@@ -569,6 +571,10 @@ def _simplify_div_mod(kind, a, q, ranges):
 def constant(value, dtype):
     """The C++ literal of Python number ``value`` as ``dtype`` (inf/nan as ``numeric_limits``)."""
     t = value_ctype(dtype)
+    if isinstance(value, sympy.Basic) and not value.is_Number:  # a value over the dynamic sizes
+        return f"static_cast<{t}>({cindex(value)})"
+    if not isinstance(value, (bool, int, float)) and hasattr(value, "cpp"):  # dynamic.SizeFloat: 1/n, ...
+        return f"static_cast<{t}>({value.cpp(cindex(value.expr))})"
     if dtype == ember.bool:
         return "true" if value else "false"
     if dtype.is_floating_point:
@@ -894,11 +900,14 @@ class KernelGen:
         for name, buf in sorted(self.written.items()):
             t = ctype(buf.dtype)
             head.append(f"    {t}* __restrict {name} = ({t}*)bufs[{self.slots[name]}];")
+        for key, slot in sorted(self.slots.items()):  # dynamic sizes: integers in the pointer table
+            if key.startswith("sym:"):
+                head.append(f"    const int64_t {key[4:]} = (int64_t)(intptr_t)bufs[{slot}]; (void){key[4:]};")
         head.append("    (void)nthreads; (void)ember_err;")
         return "\n".join(head + body + ["}"])
 
     def _numel(self):
-        return math.prod(int(s) for s in self.kernel.ranges)
+        return math.prod(ir.size_hint(s) for s in self.kernel.ranges)  # for decisions on work only
 
     def _loops(self, lines, parallel, simd_inner, work, loop_vars=None, loop_ranges=None):
         """Open the kernel's outer loops (or ``loop_vars`` over ``loop_ranges``); returns the indent inside."""
@@ -936,12 +945,14 @@ class KernelGen:
             indent = self._loops(lines, True, True, self._numel())
         else:  # the inner loop as (x // q, x % q): contiguous runs of q that vectorise
             x, q = split
-            size = int(k.ranges[-1])
+            size = sympy.sympify(k.ranges[-1])
             outer, inner = sympy.Symbol(f"{x.name}o", integer=True), sympy.Symbol(f"{x.name}i", integer=True)
-            self.ranges.update({outer: size // q, inner: q})
+            self.ranges[inner] = q
+            if size.is_Integer:
+                self.ranges[outer] = int(size) // q
             self.subs = {x: q * outer + inner}
             indent = self._loops(lines, True, True, self._numel(), [*k.vars[:-1], outer, inner],
-                                 [*k.ranges[:-1], size // q, q])
+                                 [*k.ranges[:-1], ir.FloorDiv(size, q), q])
             lines.append(f"{indent}const int64_t {x.name} = {q} * {outer.name} + {inner.name};")
         printer = ExprPrinter(self, lines, indent)
         for node in k.nodes:
@@ -954,9 +965,9 @@ class KernelGen:
         variable ``x`` (a reshape that splits the last dim: attention's heads), ``q`` dividing its
         range and long enough to vectorise; else None."""
         k = self.kernel
-        if not k.ranges or not sympy.sympify(k.ranges[-1]).is_Integer:
+        if not k.ranges:
             return None
-        x, size = k.vars[-1], int(k.ranges[-1])
+        x, size = k.vars[-1], sympy.sympify(k.ranges[-1])
         divisors = set()
         for node in k.nodes:
             accesses = [(ld.index, ld.buffer.strides) for ld in ir.loads(node.body)
@@ -973,12 +984,13 @@ class KernelGen:
         if len(divisors) != 1:
             return None
         q = divisors.pop()
-        return (x, q) if q >= 8 and size % q == 0 else None
+        # a dynamic size: split where the hint divides, assuming every size does (checked per call)
+        return (x, q) if q >= 8 and ir.assume(sympy.Eq(ir.ModIndex(size, q), 0)) else None
 
     def _reduction_kernel(self, lines):
         k = self.kernel
         work = self._numel() * max(
-            (math.prod(int(s) for s in n.buffer.data.reduction_ranges) for n in k.nodes if n.is_reduction),
+            (math.prod(ir.size_hint(s) for s in n.buffer.data.reduction_ranges) for n in k.nodes if n.is_reduction),
             default=1)
         if not k.ranges and work >= PARALLEL_THRESHOLD:
             self._scalar_kernel(lines)
@@ -1150,7 +1162,7 @@ class KernelGen:
                 continue
             data = node.buffer.data
             if node.is_reduction and data.reduction_type not in ("argmax", "argmin") and \
-                    data.reduction_ranges and int(data.reduction_ranges[0]) >= REDUCTION_SPLIT:
+                    data.reduction_ranges and ir.size_hint(data.reduction_ranges[0]) >= REDUCTION_SPLIT:
                 value = self._split_reduction(lines, node, printer)
             elif node.is_reduction:
                 value = self._reduce(node, lines, "    ", printer)

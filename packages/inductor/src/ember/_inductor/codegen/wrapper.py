@@ -28,7 +28,7 @@ from . import plan_cache
 # The compiler (lowering, scheduling, C++ generation) imports SymPy: it is imported when a graph is
 # compiled, not when a compiled graph is loaded from the plan cache (a warm start).
 
-__all__ = ["compile_graph", "CompiledGraph"]
+__all__ = ["compile_graph", "compile_graph_dynamic", "CompiledGraph"]
 
 
 def _stage(name, text):
@@ -118,6 +118,64 @@ def compile_graph(gm, example_inputs):
     return compiled
 
 
+def compile_graph_dynamic(gms, example_inputs, spec):
+    """Compile a graph with symbolic sizes: its kernels take the dynamic sizes as arguments.
+
+    Args:
+        gms (list): the same graph traced at the hint sizes and at the two probe sizes of
+            :mod:`ember._inductor.dynamic` (three GraphModules, node for node alike).
+        example_inputs (list): the three lists of example inputs.
+        spec (DynamicDims): the symbols (only their hints are read here).
+
+    Returns:
+        CompiledGraph: callable with inputs of any sizes that keep its assumptions
+        (``compiled.binding.check``); its ``assumptions`` list them.
+
+    Raises:
+        NotDynamic: the three lowerings differ, or a size has no expression (compile for fixed sizes).
+    """
+    import sympy
+
+    from .. import dynamic, ir
+    from ..graph import GraphLowering
+    from ..scheduler import Scheduler
+
+    graphs = [GraphLowering(gm, ex).run() for gm, ex in zip(gms, example_inputs)]
+    graph, assumptions = dynamic.unify_graphs(graphs, spec)
+    hints = dynamic.probe_points(spec)[0]
+    inputs = [(b.position, b.sizes) for b in graph.inputs if b is not None]
+    used = set().union(*(sympy.sympify(s).free_symbols for _, sizes in inputs for s in sizes)) if inputs else set()
+    symbols = [s for s in hints if s in used]
+    _stage("loop_ir", lambda: str(graph))
+    with ir.size_hints(hints) as assumed:
+        scheduler = Scheduler(graph)
+        _stage("scheduled", lambda: str(scheduler))
+        plan = _RunPlan(graph, scheduler, symbols)
+    binding = dynamic.SizeBinding(inputs, symbols, assumptions + assumed)
+    return CompiledGraph(plan, (graph, scheduler), binding)
+
+
+def _size(s):
+    """A plan's size: an int, or a SymPy expression over the dynamic sizes (resolved per call)."""
+    import sympy
+
+    s = sympy.sympify(s)
+    return int(s) if s.is_Integer else s
+
+
+def _sizes(sizes):
+    return tuple(_size(s) for s in sizes)
+
+
+def _nbytes(buf):
+    import sympy
+
+    n = sympy.Integer(buf.dtype.itemsize)
+    for s in buf.sizes:
+        n = n * sympy.sympify(s)
+    return _size(n)
+
+
 def _lower(gm, example_inputs):
     """Lower and schedule ``gm``: ``(GraphLowering, Scheduler)``."""
     from ..graph import GraphLowering
@@ -134,15 +192,16 @@ class _BufRef:
     """What the runtime needs of a buffer an extern call reads: name, slot, sizes, numpy dtype, constant."""
 
     __slots__ = ("name", "slot", "sizes", "np_dtype", "nbytes", "constant")
+    _sized = True  # dynamic.SizeBinding.resolve evaluates its sizes per call
 
     def __init__(self, buf, slots):
         from .. import ir
 
         self.name = buf.name
         self.slot = slots.get(buf.name)
-        self.sizes = tuple(int(s) for s in buf.sizes)
+        self.sizes = _sizes(buf.sizes)
         self.np_dtype = _numpy_dtype(buf.dtype)
-        self.nbytes = buf.numel * buf.dtype.itemsize
+        self.nbytes = _nbytes(buf)
         self.constant = buf.constant if isinstance(buf, ir.InputBuffer) else None
 
 
@@ -150,21 +209,23 @@ class _StridedRef:
     """An :class:`~ember._inductor.ir.StridedArg` for the runtime: a buffer, sizes, element strides, offset."""
 
     __slots__ = ("buffer", "sizes", "strides", "offset")
+    _sized = True
 
     def __init__(self, arg, slots):
         self.buffer = _BufRef(arg.buffer, slots)
-        self.sizes = tuple(int(s) for s in arg.sizes)
-        self.strides = tuple(int(s) for s in arg.strides)
-        self.offset = int(arg.offset)
+        self.sizes = _sizes(arg.sizes)
+        self.strides = _sizes(arg.strides)
+        self.offset = _size(arg.offset)
 
 
 class _EmptyRef:
     """An :class:`~ember._inductor.ir.EmptyArg` for the runtime: sizes and numpy dtype of a fresh tensor."""
 
     __slots__ = ("sizes", "np_dtype")
+    _sized = True
 
     def __init__(self, sizes, np_dtype):
-        self.sizes = tuple(int(s) for s in sizes)
+        self.sizes = _sizes(sizes)
         self.np_dtype = np_dtype
 
 
@@ -172,6 +233,7 @@ class _ExternStep:
     """An extern call for the runtime: the op (by name), its arguments with buffer references, its outputs."""
 
     __slots__ = ("op_name", "args", "kwargs", "outputs", "_op")
+    _sized = True
 
     def __init__(self, kernel, slots):
         self.op_name = kernel.op.name
@@ -201,8 +263,8 @@ def _layout(buf):
     """``buf``'s strides (ints) when they are not contiguous, else None."""
     from .. import ir
 
-    strides = tuple(int(s) for s in buf.strides)
-    return None if strides == tuple(int(s) for s in ir.contiguous_strides(buf.sizes)) else strides
+    strides = _sizes(buf.strides)
+    return None if strides == _sizes(ir.contiguous_strides(buf.sizes)) else strides
 
 
 def _strided_empty(sizes, strides, np_dtype):
@@ -247,9 +309,10 @@ class _RunPlan:
     process loads it and the library instead of compiling again.
     """
 
-    def __init__(self, graph, scheduler):
+    def __init__(self, graph, scheduler, symbols=()):
         from . import cpp
 
+        self.symbols = [s.name for s in symbols]  # dynamic sizes: kernel arguments in the pointer table
         self._assign_slots(graph, scheduler)
         self.source, steps = cpp.generate(scheduler, self.slots)
         _stage("cpp", self.source)
@@ -283,10 +346,14 @@ class _RunPlan:
             if isinstance(step, ir.ExternKernel):
                 for out in step.outputs:
                     add(out.name)
+        for name in self.symbols:  # a size's value travels in the table as a pointer-sized integer
+            add("sym:" + name)
         self.slots = slots
         self.nslots = len(order)
 
     def _plan_call(self, g, scheduler):
+        import sympy
+
         from .. import ir
         from ..scheduler import FusedKernel
 
@@ -296,8 +363,8 @@ class _RunPlan:
             if b is None:
                 continue
             np_dtype = _numpy_dtype(b.dtype)
-            self.inputs.append((b.position, self.slots[b.name], tuple(int(s) for s in b.sizes),
-                                tuple(int(s) * np_dtype.itemsize for s in b.strides), np_dtype, b.name))
+            self.inputs.append((b.position, self.slots[b.name], _sizes(b.sizes),
+                                _sizes(sympy.sympify(s) * np_dtype.itemsize for s in b.strides), np_dtype, b.name))
         self.constants = [(self.slots[b.name], b.constant) for b in g.constants]
         buffers = {}
         for step in scheduler.steps:
@@ -305,7 +372,7 @@ class _RunPlan:
                 for node in step.nodes:
                     buffers[node.buffer.name] = node.buffer
         # outputs: fresh ember tensors per call; other storage: one numpy byte array per slot
-        self.fresh = [(self.slots[name], name, tuple(int(s) for s in buffers[name].sizes),
+        self.fresh = [(self.slots[name], name, _sizes(buffers[name].sizes),
                        _numpy_dtype(buffers[name].dtype), _layout(buffers[name]))
                       for name in outputs if name in buffers]
         storage = {}
@@ -313,9 +380,10 @@ class _RunPlan:
             if name in outputs:
                 continue
             b = buffers[name]
-            nbytes = b.numel * b.dtype.itemsize
+            nbytes = _nbytes(b)
             slot = self.slots[name]
-            storage[slot] = max(storage.get(slot, 0), nbytes)
+            # buffers share storage only at equal sizes (scheduler): Max only folds equal expressions
+            storage[slot] = _size(sympy.Max(storage.get(slot, 0), nbytes))
         self.scratch = sorted(storage.items())
         # each output: (True, buffer name or (name, sizes): a view) read from the call's values, or (False, a value)
         self.outputs = []
@@ -325,7 +393,7 @@ class _RunPlan:
             elif isinstance(o, ir.Buffer):
                 self.outputs.append((True, o.name))
             elif isinstance(o, ir.StridedArg):  # an extern's whole result, reshaped: a view of it
-                self.outputs.append((True, (o.buffer.name, tuple(int(s) for s in o.sizes))))
+                self.outputs.append((True, (o.buffer.name, _sizes(o.sizes))))
             else:
                 self.outputs.append((False, o))
 
@@ -339,8 +407,12 @@ class CompiledGraph:
         source (str): the generated C++.
     """
 
-    def __init__(self, plan, lowered):
+    def __init__(self, plan, lowered, binding=None):
         self._plan = plan
+        #: dynamic.SizeBinding of a graph with symbolic sizes (None: fixed sizes)
+        self.binding = binding
+        self.assumptions = binding.assumption_text if binding is not None else []
+        self._resolved = {}  # symbol values -> the plan's lists at those sizes
         self._lowered = lowered  # (graph, scheduler), or a function that lowers again (warm start)
         self.source = plan.source
         self.slots = plan.slots
@@ -383,9 +455,31 @@ class CompiledGraph:
     # the call ------------------------------------------------------------------------------
 
     def __call__(self, *args):
+        if self.binding is not None:
+            return self._run(args, *self._at_sizes(self.binding.values(args)))
+        return self._run(args, self._inputs, self._fresh, self._scratch, self._outputs, self._steps, ())
+
+    def _at_sizes(self, values):
+        """The plan's lists with the dynamic sizes resolved at ``values`` (cached per sizes)."""
+        resolved = self._resolved.get(values)
+        if resolved is None:
+            binding = self.binding
+            if not binding.check(values):
+                raise ValueError(f"compiled graph: sizes {dict(zip(binding.symbols, values))} break its "
+                                 f"assumptions {binding.assumption_text}")
+            steps = [(k, binding.resolve(s, values) if k == "extern" else s) for k, s in self._steps]
+            sizes = [(self.slots["sym:" + s.name], v) for s, v in zip(binding.symbols, values)]
+            resolved = (*binding.resolve([self._inputs, self._fresh, self._scratch, self._outputs], values),
+                        steps, sizes)
+            self._resolved[values] = resolved
+        return resolved
+
+    def _run(self, args, inputs, fresh, scratch_plan, outputs, steps, sizes):
         ptrs = self._table_type()
+        for slot, value in sizes:
+            ptrs[slot] = value
         values = {}  # buffer name -> tensor, for extern calls and outputs
-        for position, slot, sizes, byte_strides, np_dtype, name in self._inputs:
+        for position, slot, sizes, byte_strides, np_dtype, name in inputs:
             t = args[position]
             arr = t._data
             if type(arr) is not np.ndarray or arr.shape != sizes or arr.dtype != np_dtype:
@@ -406,23 +500,23 @@ class CompiledGraph:
         for slot, t in self._constants:
             ptrs[slot] = _address(t._data)
         scratch = values[_SCRATCH] = {}  # slot -> its bytes, for extern calls that read an intermediate
-        for slot, nbytes in self._scratch:
+        for slot, nbytes in scratch_plan:
             arr = np.empty(max(nbytes, 1), dtype=np.uint8)
             scratch[slot] = arr
             ptrs[slot] = _address(arr)
-        for slot, name, sizes, np_dtype, strides in self._fresh:
+        for slot, name, sizes, np_dtype, strides in fresh:
             arr = np.empty(sizes, dtype=np_dtype) if strides is None else _strided_empty(sizes, strides, np_dtype)
             values[name] = Tensor._make(arr)
             ptrs[slot] = _address(arr)
         nthreads = _threads()
-        for kind, step in self._steps:
+        for kind, step in steps:
             if kind == "native":
                 if step(ptrs, nthreads):
                     raise RuntimeError("ZeroDivisionError")
             else:
                 self._run_extern(step, ptrs, values, args)
         outs = [(values[v] if type(v) is str else values[v[0]].view(v[1])) if from_values else v
-                for from_values, v in self._outputs]
+                for from_values, v in outputs]
         return tuple(outs) if self._output_is_sequence else outs[0]
 
     def _layout_error(self, position, name, t):

@@ -1,0 +1,486 @@
+"""Dynamic shapes in kernels: one compile whose kernels take the dynamic sizes as arguments.
+
+ember-dynamo tells the backend which input dims are symbolic (:class:`DynamicDims`: a SymPy symbol and
+its hint per dim). The aot trace and the lowering stay concrete (they work on ints); the symbols come
+from running them three times: at the hint sizes and at two *probe* sizes (each symbol's hint times a
+small prime of its own, so divisibility holds on every run). The three loop IRs must match object for
+object; every integer that differs between them (a size, a stride, an index coefficient, an extern
+call's shape argument, ``1/n`` in a mean) is written as an expression over the symbols:
+``c*m + b`` for a monomial ``m`` (1, a symbol, a product of two symbols), fitted on two runs and
+checked on the third (:class:`Unifier`). Any mismatch raises :class:`NotDynamic`, and the caller
+compiles for the sizes it has (never a wrong answer).
+
+The symbolic IR then goes through the scheduler and codegen: decisions on sizes use the hint
+(:func:`ember._inductor.ir.size_hint`) and record what they assume (:func:`ember._inductor.ir.assume`,
+e.g. ``s0 % 16 == 0``); the compiled callable checks those assumptions on each call and the caller
+compiles again when one fails (:func:`compilation_count` counts every backend compilation).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from fractions import Fraction
+
+import sympy
+
+from . import ir
+from .metrics import compilation_count, count_compilation
+
+__all__ = ["DynamicDims", "NotDynamic", "Unifier", "unify_graphs", "probe_inputs", "py_code",
+           "compilation_count", "count_compilation", "SizeBinding", "SizeFloat"]
+
+log = logging.getLogger("ember._inductor")
+
+class NotDynamic(Exception):
+    """The graph cannot be compiled with symbolic sizes (the reason is the message): compile it for the
+    sizes at hand instead."""
+
+
+@dataclasses.dataclass(frozen=True)
+class DynamicDims:
+    """Which dims of a graph's inputs are symbolic.
+
+    Attributes:
+        dims (tuple): per graph input, a tuple of ``(dim, symbol)`` pairs (empty: static input).
+        hints (dict): symbol -> its size on the example inputs (>= 2).
+    """
+
+    dims: tuple
+    hints: dict
+
+    def at(self, inputs):
+        """This spec with the hints read from ``inputs`` (a later compile of the same capture)."""
+        hints = dict(self.hints)
+        for value, dims in zip(inputs, self.dims):
+            for d, symbol in dims:
+                hints[symbol] = int(value.shape[d])
+        return DynamicDims(self.dims, hints)
+
+    def symbol_groups(self):
+        """Symbols grouped by hint (symbols with equal hints are guarded equal by the capture)."""
+        groups = {}
+        for symbol, hint in self.hints.items():
+            groups.setdefault(hint, []).append(symbol)
+        return list(groups.values())
+
+    def canonical(self):
+        """symbol -> the symbol standing for its group (the first of equal hints)."""
+        return {s: group[0] for group in self.symbol_groups() for s in group}
+
+
+#: Probe factors per symbol group: run k multiplies group g's hint by _FACTORS[k][g].
+_FACTORS = ((1,) * 8, (3, 5, 7, 11, 13, 17, 19, 23), (5, 7, 11, 13, 17, 19, 23, 29))
+
+
+def probe_points(spec):
+    """The value of each (canonical) symbol on the three runs: hint, probe 1, probe 2."""
+    groups = spec.symbol_groups()
+    if len(groups) > len(_FACTORS[1]):
+        raise NotDynamic(f"{len(groups)} independent dynamic sizes (at most {len(_FACTORS[1])})")
+    points = []
+    for factors in _FACTORS:
+        points.append({group[0]: spec.hints[group[0]] * factors[g] for g, group in enumerate(groups)})
+    return points
+
+
+def probe_inputs(example_inputs, spec, run):
+    """Meta tensors like ``example_inputs`` with the dynamic dims at probe ``run``'s sizes (contiguous)."""
+    import ember
+
+    canon = spec.canonical()
+    point = probe_points(spec)[run]
+    out = []
+    for value, dims in zip(example_inputs, spec.dims):
+        if not dims or not isinstance(value, ember.Tensor):
+            out.append(value)
+            continue
+        shape = list(value.shape)
+        for d, symbol in dims:
+            shape[d] = point[canon[symbol]]
+        meta = ember.empty(shape, dtype=value.dtype, device="meta")
+        if value.requires_grad:
+            meta.requires_grad_(True)
+        out.append(meta)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# fitting integers to expressions over the symbols
+
+
+class Unifier:
+    """Writes values that differ between the three runs as expressions over the symbols.
+
+    Args:
+        spec (DynamicDims): the symbols and hints.
+    """
+
+    def __init__(self, spec):
+        self.points = probe_points(spec)
+        symbols = list(self.points[0])
+        self.monomials = [sympy.Integer(1)] + symbols
+        self.monomials += [a * b for i, a in enumerate(symbols) for b in symbols[i:]]
+        self.assumptions = []  # relations a fitted expression needs (divisibility)
+        self._cache = {}
+
+    def _value(self, expr, run):
+        return int(expr.xreplace(self.points[run]))
+
+    def fit(self, values):
+        """An expression equal to ``values[k]`` on run ``k``, or raise :class:`NotDynamic`."""
+        if values[0] == values[1] == values[2]:
+            return sympy.Integer(values[0])
+        key = tuple(values)
+        if key in self._cache:
+            return self._cache[key]
+        for m in self.monomials[1:]:
+            m0, m1, m2 = (self._value(m, k) for k in range(3))
+            if m1 == m0:
+                continue
+            c = Fraction(values[1] - values[0], m1 - m0)
+            b = values[0] - c * m0
+            if c == 0 or b.denominator != 1 or c * m2 + b != values[2]:
+                continue
+            expr = self._rational_times(c, m) + int(b)
+            self._cache[key] = expr
+            return expr
+        raise NotDynamic(f"no expression over the dynamic sizes gives {values[0]}, {values[1]}, {values[2]} "
+                         "on the three traces")
+
+    def _rational_times(self, c, m):
+        if c.denominator == 1:
+            return int(c) * m
+        # c = p/q: exact only where q divides p*m: assumed (checked on every call)
+        relation = sympy.Eq(ir.ModIndex(c.numerator * m, c.denominator), 0)
+        if relation not in self.assumptions:
+            self.assumptions.append(relation)
+        return ir.FloorDiv(c.numerator * m, c.denominator)
+
+    def expr(self, a, b, c):
+        """Unify three SymPy expressions of the same structure (integers may differ)."""
+        a, b, c = sympy.sympify(a), sympy.sympify(b), sympy.sympify(c)
+        if a == b == c:
+            return a
+        if a.is_Integer and b.is_Integer and c.is_Integer:
+            return self.fit((int(a), int(b), int(c)))
+        if a.is_Number and b.is_Number and c.is_Number:
+            return self.number((float(a), float(b), float(c)))
+        if a.func != b.func or a.func != c.func or len(a.args) != len(b.args) or len(a.args) != len(c.args):
+            raise NotDynamic(f"index expressions differ in structure across sizes: {a} / {b} / {c}")
+        return a.func(*[self.expr(x, y, z) for x, y, z in zip(a.args, b.args, c.args)])
+
+    def number(self, values):
+        """A float that differs across the runs: a size used as a float, or a :class:`SizeFloat`."""
+        if values[0] == values[1] == values[2]:
+            return values[0]
+        if all(v.is_integer() for v in values):  # a size used as a float (``x / x.shape[0]``)
+            return self.fit(tuple(int(v) for v in values))
+        if all(v != 0 for v in values):
+            inverse = [1.0 / v for v in values]
+            ints = [round(v) for v in inverse]
+            if all(abs(i - v) <= 1e-9 * abs(v) for i, v in zip(ints, inverse)):
+                return SizeFloat("reciprocal", 1.0, self.fit(tuple(ints)))  # a mean's 1/n
+        found = self._bessel(values)
+        if found is not None:
+            return found
+        raise NotDynamic(f"a constant {values[0]} depends on the sizes (not n, 1/n or k*n/(n-1))")
+
+    def _bessel(self, values):
+        """``k * n / (n - 1)`` (batch norm's running variance: momentum times Bessel's correction)."""
+        v0, v1 = values[0], values[1]
+        if v1 == 0 or v0 == v1:
+            return None
+        r = v0 / v1
+        for m in self.monomials[1:]:
+            m0, m1 = self._value(m, 0), self._value(m, 1)
+            c = round((r * m1 - m0) / (m0 * m1 * (r - 1)))
+            if c < 1:
+                continue
+            n = [c * self._value(m, k) for k in range(3)]
+            if n[0] < 2:
+                continue
+            k = v0 * (n[0] - 1) / n[0]
+            candidate = SizeFloat("bessel", k, c * m)
+            if all(abs(candidate.at(n[j]) - values[j]) <= 1e-12 * abs(values[j]) for j in range(3)):
+                return candidate
+        return None
+
+    def value(self, a, b, c):
+        """Unify three Python values of the IR (numbers, SymPy, lists, buffers by name, ...)."""
+        if isinstance(a, bool) or a is None or isinstance(a, str):
+            if a != b or a != c:
+                raise NotDynamic(f"values differ across sizes: {a!r} / {b!r} / {c!r}")
+            return a
+        if isinstance(a, int) and isinstance(b, int) and isinstance(c, int):
+            return a if a == b == c else self.fit((a, b, c))
+        if isinstance(a, float) and isinstance(b, float) and isinstance(c, float):
+            return self.number((a, b, c))
+        if isinstance(a, sympy.Basic):
+            return self.expr(a, b, c)
+        if isinstance(a, (list, tuple)):
+            if type(a) is not type(b) or len(a) != len(b) or len(a) != len(c):
+                raise NotDynamic(f"lists differ across sizes: {a!r} / {b!r}")
+            return type(a)(self.value(x, y, z) for x, y, z in zip(a, b, c))
+        if isinstance(a, dict):
+            if a.keys() != b.keys() or a.keys() != c.keys():
+                raise NotDynamic("keyword arguments differ across sizes")
+            return {k: self.value(a[k], b[k], c[k]) for k in a}
+        if isinstance(a, ir.Buffer):
+            if a.name != getattr(b, "name", None) or a.name != getattr(c, "name", None):
+                raise NotDynamic(f"buffer {a.name} is not the same across sizes")
+            return a
+        if isinstance(a, (ir.StridedArg, ir.EmptyArg)):
+            return self.view_arg(a, b, c)
+        try:
+            same = a == b and a == c
+        except Exception:  # noqa: BLE001 - a value that does not compare (a tensor constant)
+            same = a is b and a is c
+        if not same:
+            raise NotDynamic(f"values differ across sizes: {a!r} / {b!r} / {c!r}")
+        return a
+
+    def view_arg(self, a, b, c):
+        if type(a) is not type(b) or type(a) is not type(c):
+            raise NotDynamic("extern arguments differ in kind across sizes")
+        a.sizes = self.value(a.sizes, b.sizes, c.sizes)
+        if isinstance(a, ir.StridedArg):
+            self.value(a.buffer, b.buffer, c.buffer)
+            a.strides = self.value(a.strides, b.strides, c.strides)
+            a.offset = self.expr(a.offset, b.offset, c.offset)
+        return a
+
+
+class SizeFloat:
+    """A float constant of a loop body that depends on an integer size expression ``expr`` (``n``):
+    ``scale / n`` (form ``"reciprocal"``) or ``scale * n / (n - 1)`` (form ``"bessel"``), computed in
+    double as Python computes it, so the compiled value is the eager one bit for bit."""
+
+    __slots__ = ("form", "scale", "expr")
+
+    def __init__(self, form, scale, expr):
+        self.form, self.scale, self.expr = form, float(scale), expr
+
+    def at(self, n):
+        """The value for ``n``."""
+        return self.scale / n if self.form == "reciprocal" else self.scale * n / (n - 1)
+
+    def cpp(self, n_code):
+        """C++ (double) code of the value, given the C++ code of ``n``."""
+        n = f"static_cast<double>({n_code})"
+        if self.form == "reciprocal":
+            return f"({self.scale!r} / {n})"
+        return f"(({self.scale!r} * {n}) / ({n} - 1.0))"
+
+    def __eq__(self, other):
+        return isinstance(other, SizeFloat) and (self.form, self.scale, self.expr) == (other.form, other.scale,
+                                                                                       other.expr)
+
+    def __hash__(self):
+        return hash((self.form, self.scale, self.expr))
+
+    def __repr__(self):
+        return f"SizeFloat({self.form}, {self.scale!r}, {self.expr})"
+
+
+# --------------------------------------------------------------------------------------------
+# unifying three lowered graphs
+
+
+def unify_graphs(graphs, spec):
+    """The first of three :class:`~ember._inductor.graph.GraphLowering` (hint, probe 1, probe 2 sizes),
+    rewritten in place with symbolic sizes; returns ``(graph, assumptions)``.
+
+    Raises:
+        NotDynamic: the graphs differ in structure, or a size has no expression.
+    """
+    u = Unifier(spec)
+    g0, g1, g2 = graphs
+    if (len(g0.inputs), len(g0.buffers), len(g0.constants), len(g0.outputs)) != \
+            (len(g1.inputs), len(g1.buffers), len(g1.constants), len(g1.outputs)) or \
+            (len(g0.buffers), len(g0.outputs)) != (len(g2.buffers), len(g2.outputs)):
+        raise NotDynamic("the graphs lowered at different sizes have different buffers")
+    for a, b, c in zip(g0.inputs, g1.inputs, g2.inputs):
+        if a is not None:
+            _layout(u, a, b, c)
+    for a, b, c in zip(g0.constants, g1.constants, g2.constants):
+        _layout(u, a, b, c)
+    bodies = {}
+    for a, b, c in zip(g0.buffers, g1.buffers, g2.buffers):
+        if type(a) is not type(b) or type(a) is not type(c):
+            raise NotDynamic(f"{a.name}: a different kind of step across sizes")
+        if isinstance(a, ir.ExternKernel):
+            if a.op is not b.op or a.op is not c.op or len(a.outputs) != len(b.outputs):
+                raise NotDynamic(f"{a.name}: a different extern call across sizes")
+            a.args = u.value(a.args, b.args, c.args)
+            a.kwargs = u.value(a.kwargs, b.kwargs, c.kwargs)
+            for x, y, z in zip(a.outputs, b.outputs, c.outputs):
+                _layout(u, x, y, z)
+            continue
+        _layout(u, a, b, c)
+        da, db, dc = a.data, b.data, c.data
+        if type(da) is not type(db) or type(da) is not type(dc):
+            raise NotDynamic(f"{a.name}: a different loop kind across sizes")
+        da.ranges = u.value(list(da.ranges), list(db.ranges), list(dc.ranges))
+        if isinstance(da, ir.Reduction):
+            if da.reduction_type != db.reduction_type:
+                raise NotDynamic(f"{a.name}: a different reduction across sizes")
+            da.reduction_ranges = u.value(list(da.reduction_ranges), list(db.reduction_ranges),
+                                          list(dc.reduction_ranges))
+        da.body = _body(u, da.body, db.body, dc.body, bodies)
+    g0.outputs = [u.view_arg(a, b, c) if isinstance(a, ir.StridedArg) else u.value(a, b, c)
+                  for a, b, c in zip(g0.outputs, g1.outputs, g2.outputs)]
+    if [v for _, v in g0.scalar_inputs] != [v for _, v in g1.scalar_inputs]:
+        raise NotDynamic("non-tensor inputs differ across sizes")
+    return g0, list(u.assumptions)
+
+
+def _layout(u, a, b, c):
+    if a.name != b.name or a.name != c.name or a.dtype != b.dtype:
+        raise NotDynamic(f"buffer {a.name} differs across sizes ({b.name})")
+    a.sizes = u.value(list(a.sizes), list(b.sizes), list(c.sizes))
+    a.strides = u.value(list(a.strides), list(b.strides), list(c.strides))
+
+
+def _body(u, a, b, c, memo):
+    key = (id(a), id(b), id(c))
+    if key in memo:
+        return memo[key]
+    if type(a) is not type(b) or type(a) is not type(c):
+        raise NotDynamic(f"loop bodies differ across sizes: {a} / {b}")
+    if isinstance(a, ir.Load):
+        if a.buffer.name != b.buffer.name or len(a.index) != len(b.index):
+            raise NotDynamic(f"loads differ across sizes: {a} / {b}")
+        out = ir.Load(a.buffer, tuple(u.expr(x, y, z) for x, y, z in zip(a.index, b.index, c.index)))
+    elif isinstance(a, ir.Constant):
+        out = ir.Constant(u.value(a.value, b.value, c.value), a.dtype)
+    elif isinstance(a, ir.IndexExpr):
+        out = ir.IndexExpr(u.expr(a.expr, b.expr, c.expr), a.dtype)
+    elif isinstance(a, ir.Op):
+        if a.name != b.name or a.name != c.name or len(a.args) != len(b.args) or len(a.args) != len(c.args):
+            raise NotDynamic(f"loop bodies differ across sizes: {a.name} / {b.name}")
+        out = ir.Op(a.name, tuple(_body(u, x, y, z, memo) for x, y, z in zip(a.args, b.args, c.args)), a.dtype)
+    else:
+        raise NotDynamic(f"an unknown loop body node {type(a).__name__}")
+    memo[key] = out
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# run time: binding the symbols from the inputs, evaluating size expressions
+
+
+def py_code(expr, name_of=str):
+    """Python source of an integer size expression (``name_of(symbol)`` names a symbol)."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Symbol:
+        return name_of(expr)
+    args = [py_code(a, name_of) for a in expr.args]
+    if isinstance(expr, sympy.Add):
+        return "(" + " + ".join(args) + ")"
+    if isinstance(expr, sympy.Mul):
+        return "(" + " * ".join(args) + ")"
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:
+        return f"({args[0]} ** {args[1]})"
+    if isinstance(expr, ir.FloorDiv):
+        return f"({args[0]} // {args[1]})"
+    if isinstance(expr, ir.ModIndex):
+        return f"({args[0]} % {args[1]})"
+    if isinstance(expr, sympy.Max):
+        return f"max({', '.join(args)})"
+    if isinstance(expr, sympy.Min):
+        return f"min({', '.join(args)})"
+    if isinstance(expr, sympy.Not):
+        return f"(not {args[0]})"
+    ops = {sympy.Eq: "==", sympy.Ne: "!=", sympy.Lt: "<", sympy.Le: "<=", sympy.Gt: ">", sympy.Ge: ">="}
+    for cls, op in ops.items():
+        if isinstance(expr, cls):
+            return f"({args[0]} {op} {args[1]})"
+    raise NotDynamic(f"the size expression {expr} has no Python form")
+
+
+class SizeBinding:
+    """Reads the symbols' values from a compiled graph's inputs and resolves symbolic values.
+
+    Args:
+        inputs (list): ``(position, sizes)`` per tensor input (sizes: SymPy expressions).
+        symbols (list[sympy.Symbol]): the symbols the graph uses, in kernel-argument order.
+        assumptions (list): SymPy relations the compiled code needs (checked by :meth:`check`).
+
+    Raises:
+        NotDynamic: a symbol is not the size of some input dim.
+    """
+
+    def __init__(self, inputs, symbols, assumptions=()):
+        self.symbols = list(symbols)
+        where = {}
+        for position, sizes in inputs:
+            for d, s in enumerate(sizes):
+                if isinstance(s, sympy.Symbol) and s not in where:
+                    where[s] = (position, d)
+        missing = [s for s in self.symbols if s not in where]
+        if missing:
+            raise NotDynamic(f"the sizes {missing} are not the size of an input dim")
+        self.where = [where[s] for s in self.symbols]
+        self.assumptions = [a for a in assumptions if a is not sympy.true]
+        text = " and ".join(py_code(a, lambda s: f"e[{s.name!r}]") for a in self.assumptions) or "True"
+        self._check = eval(f"lambda e: {text}")  # noqa: S307 - our own generated text
+        self.assumption_text = [str(a) for a in self.assumptions]
+
+    def values(self, args):
+        """The symbols' values for a call's ``args`` (a tuple of ints)."""
+        return tuple(args[p].shape[d] for p, d in self.where)
+
+    def check(self, values):
+        """Whether the compiled code's assumptions hold for these symbol values (in ``symbols`` order)."""
+        return self.check_env({s.name: v for s, v in zip(self.symbols, values)})
+
+    def check_env(self, env):
+        """Whether the assumptions hold for ``env`` (symbol name or symbol -> value)."""
+        env = {getattr(k, "name", k): v for k, v in env.items()}
+        try:
+            return bool(self._check(env))
+        except KeyError:  # an assumption on a size the caller did not give
+            return False
+
+    def resolve(self, obj, values):
+        """``obj`` with every SymPy expression evaluated at ``values`` (ints; floats for ``1/n``)."""
+        env = dict(zip(self.symbols, values))
+        return _resolve(obj, env)
+
+
+def _resolve(obj, env):
+    if isinstance(obj, sympy.Basic):
+        return int(obj.xreplace(env))
+    if isinstance(obj, SizeFloat):
+        return obj.at(int(obj.expr.xreplace(env)))
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_resolve(v, env) for v in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_resolve(v, env) for v in obj)
+    if isinstance(obj, dict):
+        return {k: _resolve(v, env) for k, v in obj.items()}
+    if getattr(type(obj), "_sized", False):  # the wrapper's references (_BufRef, _ExternStep, ...)
+        copy = object.__new__(type(obj))
+        for name in type(obj).__slots__:
+            if hasattr(obj, name):
+                setattr(copy, name, _resolve(getattr(obj, name), env))
+        return copy
+    return obj
+
+
+def is_symbolic(obj):
+    """Whether ``obj`` (a value of a plan: numbers, tuples, slot objects) holds a SymPy expression."""
+    if isinstance(obj, SizeFloat):
+        return True
+    if isinstance(obj, sympy.Basic):
+        return not obj.is_Number
+    if isinstance(obj, (list, tuple)):
+        return any(is_symbolic(v) for v in obj)
+    if isinstance(obj, dict):
+        return any(is_symbolic(v) for v in obj.values())
+    if getattr(type(obj), "_sized", False):
+        return any(is_symbolic(getattr(obj, n, None)) for n in type(obj).__slots__)
+    return False
