@@ -189,6 +189,28 @@ def test_reduction_after_the_product_is_not_fused_but_still_correct():
     np.testing.assert_allclose(_np(got), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("case", ["one_row", "one_element", "bool_epilogue", "int_division_epilogue",
+                                  "batch_of_one", "product_of_a_product"])
+def test_edge_shapes_and_epilogues(case):
+    a, b = ember.randn(6, 5), ember.randn(5, 7)
+    fn = {
+        "one_row": lambda a, b: ember.relu(a[:1] @ b),  # M = 1: the kernel's only symbol is the column
+        "one_element": lambda a, b: a[:1] @ b[:, :1] + 1,  # a scalar store in the epilogue
+        "bool_epilogue": lambda a, b: (a @ b) > 0,
+        # its error flag: not fused (whole-number operands: exact products, no rounding at the cast)
+        "int_division_epilogue": lambda a, b: (a.round() @ b.round()).to(ember.int32) // 3,
+        "batch_of_one": lambda a, b: ember.bmm(a[None], b[None]) * 2,
+        "product_of_a_product": lambda a, b: (a @ b) @ b.t(),  # the first product is stored for the second
+    }[case]
+    compiled = _graph(fn, a, b)
+    assert _templates(compiled)
+    got, want = compiled(a, b), fn(a, b)
+    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape)
+    np.testing.assert_allclose(_np(got), _np(want), rtol=1e-5, atol=1e-5)
+    if case == "int_division_epilogue":
+        assert _templates(compiled)[0].nodes == [] and "ember_err_ptr" in compiled.source
+
+
 def test_forward_and_backward_through_aot(ran):
     x = ember.randn(13, 22, requires_grad=True)
     w = ember.randn(9, 22, requires_grad=True)
@@ -361,7 +383,8 @@ def test_template_text_has_tiles_masks_swizzle_and_the_epilogue_in_the_store():
     for piece in ("BLOCK_M: tl.constexpr", "GROUP_M: tl.constexpr", "tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)",
                   "for k0 in range(0, K, BLOCK_K):", "(rm[:, None] < M) & (rk[None, :] < K - k0)",
                   'tl.dot(a, b, acc, input_precision="ieee")', "first_m = (pid // per_group) * GROUP_M",
-                  "xmask = (rm[:, None] < M) & (rn[None, :] < N)", "x0 = rm[:, None]", "x1 = rn[None, :]"):
+                  "xmask = (rm[:, None] < M) & (rn[None, :] < N)", "x0 = tl.broadcast_to(rm[:, None], (BLOCK_M, BLOCK_N))",
+                  "x1 = tl.broadcast_to(rn[None, :], (BLOCK_M, BLOCK_N))"):
         assert piece in src, piece
     # the epilogue is inside: bias load, relu, one store of the result (the product is not stored)
     assert src.count("tl.store(") == 1 and "th.maximum" in src

@@ -204,8 +204,10 @@ class _TemplateGen(tgen._KernelGen):
     def _tile_symbols(self, lines):
         """Lines giving the epilogue kernel's loop symbols for the tile's elements."""
         p = self.problem
-        dims = [(p.batch, "tl.zeros([1, 1], dtype=tl.int32) + batch")] if p.batched else []
-        dims += [(p.m, "rm[:, None]"), (p.n, "rn[None, :]")]
+        # each symbol has the tile's shape: a store's pointer must (Triton broadcasts values, not pointers)
+        dims = [(p.batch, "tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32) + batch")] if p.batched else []
+        dims += [(p.m, "tl.broadcast_to(rm[:, None], (BLOCK_M, BLOCK_N))"),
+                 (p.n, "tl.broadcast_to(rn[None, :], (BLOCK_M, BLOCK_N))")]
         dims = [(size, code) for size, code in dims if size != 1]
         ranges = [sympy.sympify(r) for r in self.kernel.ranges]
         if [int(r) if r.is_Integer else None for r in ranges] == [size for size, _ in dims]:
