@@ -370,6 +370,17 @@ def test_default_mode_runs_the_extern_product_then_one_fused_bias_activation_ker
     assert templates.fusable_epilogue(problem, kernel)[0]
 
 
+def test_convolution_is_an_extern_call_followed_by_one_fused_activation_kernel():
+    x, w, b = ember.randn(2, 3, 8, 8), ember.randn(4, 3, 3, 3), ember.randn(4)
+    _, scheduler = _scheduled(lambda x, w, b: F.relu(F.conv2d(x, w, b, padding=1)) * 2 + 1, x, w, b)
+    extern, kernel = scheduler.steps
+    assert isinstance(extern, ir.ExternKernel) and extern.op.name == "convolution"  # the bias is inside the call
+    assert isinstance(kernel, FusedKernel) and len(kernel.nodes) == 1
+    (source,) = [k.source for step in tgen.generate(scheduler).steps if isinstance(step, list) for k in step]
+    assert source.count("tl.store(") == 1 and "th.maximum" in source
+    assert isinstance(templates.matmul_problem(extern), str)  # max-autotune leaves convolutions extern
+
+
 def test_template_text_has_tiles_masks_swizzle_and_the_epilogue_in_the_store():
     x, w, b = ember.randn(37, 45), ember.randn(29, 45), ember.randn(29)
     _, scheduler = _scheduled(lambda x, w, b: ember.relu(F.linear(x, w, b)), x, w, b)
