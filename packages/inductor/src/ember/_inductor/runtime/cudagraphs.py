@@ -58,6 +58,7 @@ __all__ = [
     "CuPyGraphs",
     "mark_step_begin",
     "counters",
+    "skip_reasons",
     "capture_backend",
     "OVERWRITTEN_MESSAGE",
 ]
@@ -67,6 +68,9 @@ log = logging.getLogger("ember._inductor.cudagraphs")
 #: Totals over the process: ``recordings``, ``replays``, ``warmups``, ``skipped`` (calls run without graphs),
 #: ``invalidated`` and ``copied_out`` (outputs of a previous replay).
 counters: Counter = Counter()
+
+#: reason -> calls run without CUDA graphs for it, over the process (each runner also keeps its own ``skips``).
+skip_reasons: Counter = Counter()
 
 #: The capture mechanism (an object with ``supports(device)``, ``capture(fn, device) -> (graph, outputs)``
 #: and ``replay(graph, device)``); ``None``: :class:`CuPyGraphs`. Tests set a fake one.
@@ -281,6 +285,7 @@ class CudaGraphRunner:
         if reason not in self.skips:
             log.log(level, "cudagraphs: %s graph %r runs without CUDA graphs: %s", self.role, self.name, reason)
         self.skips[reason] += 1
+        skip_reasons[reason] += 1
         counters["skipped"] += 1
 
     def _disable(self, reason, level=logging.INFO):
