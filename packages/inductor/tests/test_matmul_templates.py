@@ -190,9 +190,12 @@ def test_reduction_after_the_product_is_not_fused_but_still_correct():
 
 
 @pytest.mark.parametrize("case", ["one_row", "one_element", "bool_epilogue", "int_division_epilogue",
-                                  "batch_of_one", "product_of_a_product"])
+                                  "batch_of_one", "product_of_a_product", "attention_scores", "broadcast_batch",
+                                  "strided_batch"])
 def test_edge_shapes_and_epilogues(case):
     a, b = ember.randn(6, 5), ember.randn(5, 7)
+    q, k = ember.randn(2, 3, 7, 5), ember.randn(2, 3, 7, 5)
+    stack = ember.randn(4, 6, 5)
     fn = {
         "one_row": lambda a, b: ember.relu(a[:1] @ b),  # M = 1: the kernel's only symbol is the column
         "one_element": lambda a, b: a[:1] @ b[:, :1] + 1,  # a scalar store in the epilogue
@@ -201,6 +204,10 @@ def test_edge_shapes_and_epilogues(case):
         "int_division_epilogue": lambda a, b: (a.round() @ b.round()).to(ember.int32) // 3,
         "batch_of_one": lambda a, b: ember.bmm(a[None], b[None]) * 2,
         "product_of_a_product": lambda a, b: (a @ b) @ b.t(),  # the first product is stored for the second
+        # [B, H, T, D] @ [B, H, D, T]: B * H matrices in one grid axis, the epilogue over four dims
+        "attention_scores": lambda a, b: q @ k.transpose(-2, -1) * 0.5,
+        "broadcast_batch": lambda a, b: ember.matmul(stack, b[None]) + 1,  # B's batch stride is 0
+        "strided_batch": lambda a, b: ember.matmul(stack[::2], b) - 1,  # every other matrix of a stack
     }[case]
     compiled = _graph(fn, a, b)
     assert _templates(compiled)
@@ -419,7 +426,8 @@ def test_products_a_template_does_not_take_stay_extern():
     for fn, inputs in [
         (lambda a, b: a @ b, (ember.randn(4, 5).double(), ember.randn(5, 3).double())),  # float64
         (lambda a, b: a @ b, (ember.randn(5), ember.randn(5, 3))),  # a vector
-        (lambda a, b: a @ b, (ember.randn(2, 4, 5), ember.randn(1, 5, 3))),  # a broadcast batch
+        (lambda a, b: a @ b, (ember.randn(3, 1, 4, 5), ember.randn(1, 2, 5, 3))),  # batches broadcast both ways
+        (lambda a, b: a.transpose(0, 1) @ b, (ember.randn(2, 3, 4, 5), ember.randn(3, 2, 5, 3))),  # permuted
     ]:
         _, scheduler = _scheduled(fn, *inputs)
         externs = [s for s in scheduler.steps if isinstance(s, ir.ExternKernel)]

@@ -104,10 +104,10 @@ def launch_template(fn, template, problem, a, b, values, cfg):
 
     p = problem
     ptrs = [BufferArg(a), BufferArg(b)] + [BufferArg(values[name]) for name in template.buffers]
-    sa, sb = list(a.stride()), list(b.stride())
+    # the operands' strides as compiled (batch dims folded into one): the runtime passes them in that layout
     ints = [p.m, p.n, p.k]
-    ints += [sa[0], sa[1], sa[2]] if p.batched else [sa[0], sa[1]]
-    ints += [sb[0], sb[1], sb[2]] if p.batched else [sb[0], sb[1]]
+    ints += list(p.a_strides) if p.batched else list(p.a_strides[1:])
+    ints += list(p.b_strides) if p.batched else list(p.b_strides[1:])
     ints += [int(s) for s in template.sizes]
     grid = (-(-p.m // cfg["BLOCK_M"]) * -(-p.n // cfg["BLOCK_N"]), p.batch, 1)
     meta = {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}

@@ -26,6 +26,7 @@ template is used and runs it.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import sympy
 
@@ -53,7 +54,7 @@ class MatmulProblem:
         a, b: the operands as the extern call holds them (:class:`~ember._inductor.ir.StridedArg` or a buffer).
         out (ExternOutput): the product's buffer (contiguous).
         batch, m, n, k (int): ``bmm`` of ``batch`` matrices (1 for ``mm``), ``[m, k] @ [k, n]`` each.
-        batched (bool): the operands are 3-D (``bmm``).
+        batched (bool): the operands have batch dims (``bmm``; several are folded into one).
         a_strides (tuple[int, int, int]): A's strides along (batch, m, k); batch stride 0 for ``mm``.
         b_strides (tuple[int, int, int]): B's strides along (batch, k, n).
         dtype: the operands' and the product's dtype.
@@ -99,9 +100,10 @@ def _layout(arg):
 def matmul_problem(step):
     """The :class:`MatmulProblem` of an extern call, or a string saying why a template cannot replace it.
 
-    A template takes ``matmul``/``mm``/``bmm`` of two 2-D operands, or of two 3-D operands with the same
-    batch size, both float32, float16 or bfloat16 (the same), with static sizes, whose result is one
-    contiguous tensor.
+    A template takes ``matmul``/``mm``/``bmm`` of two 2-D operands, or of two operands of equal rank whose
+    leading (batch) dims are the same or all ones for one of them (broadcast) and fold into one evenly
+    strided batch (a ``[B, H, T, D]`` attention product is ``B * H`` matrices), both float32, float16 or
+    bfloat16 (the same), with static sizes, whose result is one contiguous tensor.
     """
     if not isinstance(step, ir.ExternKernel) or step.op.name not in _PRODUCTS:
         return "not a matrix product"
@@ -118,16 +120,45 @@ def matmul_problem(step):
     if len(sa) == len(sb) == 2:
         batch, batched = 1, False
         sa, ta, sb, tb = [1, *sa], [0, *ta], [1, *sb], [0, *tb]
-    elif len(sa) == len(sb) == 3 and sa[0] == sb[0]:
-        batch, batched = sa[0], True
+    elif len(sa) == len(sb) >= 3:
+        folded = _fold_batch(sa, ta, sb, tb)
+        if folded is None:
+            return f"operand shapes {sa} @ {sb}: batch dims the template cannot fold into one"
+        batch, batched = folded[0], True
+        sa, ta, sb, tb = [batch, *sa[-2:]], [folded[1], *ta[-2:]], [batch, *sb[-2:]], [folded[2], *tb[-2:]]
     else:
-        return f"operand shapes {sa} @ {sb}: the template takes mm and bmm"
+        return f"operand shapes {sa} @ {sb}: the template takes mm and (batched) bmm"
     m, k, n = sa[1], sa[2], sb[2]
     if sb[1] != k or min(batch, m, n, k) < 1:
         return f"operand shapes {sa} @ {sb}"
     if [int(s) for s in out.strides] != [int(s) for s in ir.contiguous_strides(out.sizes)]:
         return "the product is kept in a non-contiguous layout"
     return MatmulProblem(step, a, b, out, batch, m, n, k, batched, tuple(ta), tuple(tb), a.dtype)
+
+
+def _batch_stride(sizes, strides):
+    """The one stride that steps through batch dims ``sizes`` (row-major order), or None when they are not
+    evenly spaced (a permuted or sliced batch). Dims of size 1 do not count."""
+    dims = [(n, st) for n, st in zip(sizes, strides) if n != 1]
+    if not dims:
+        return 0
+    for (_, outer), (n, inner) in zip(dims, dims[1:]):
+        if outer != inner * n:
+            return None
+    return dims[-1][1]
+
+
+def _fold_batch(sa, ta, sb, tb):
+    """``(batch, stride_ab, stride_bb)`` for the leading dims of two operands of equal rank: the same batch
+    shape, or one operand's all ones (broadcast: stride 0), each evenly spaced; None otherwise."""
+    lead_a, lead_b = sa[:-2], sb[:-2]
+    if lead_a != lead_b and any(n != 1 for n in lead_a) and any(n != 1 for n in lead_b):
+        return None
+    batch = max(math.prod(lead_a), math.prod(lead_b))
+    stride_a, stride_b = _batch_stride(lead_a, ta[:-2]), _batch_stride(lead_b, tb[:-2])
+    if stride_a is None or stride_b is None:
+        return None
+    return batch, stride_a if math.prod(lead_a) > 1 else 0, stride_b if math.prod(lead_b) > 1 else 0
 
 
 def _linear_index(symbols, ranges):
