@@ -287,3 +287,27 @@ def test_reduce_overhead_training_matches_eager(fake):
     np.testing.assert_allclose(losses["compiled"], losses["eager"], rtol=1e-5)
     assert fake.captures == 2  # one forward and one backward recording
     assert fake.replays >= 8
+
+
+def test_no_pending_backward_without_a_backward_runner(fake):
+    group = cudagraphs.CudaGraphGroup("g")  # the backward ran eagerly (a compile error): no runner says it ran
+    x = ember.randn(3)
+    fw = _runner(lambda x: x * 3, x, role="forward", group=group)
+    fw(x)
+    kept = fw(x)
+    fw(x)  # replayed (not skipped): nothing could ever end the "pending" state
+    assert not fw.skips and fake.replays == 2
+    with pytest.raises(RuntimeError, match="overwritten"):
+        kept * 1
+
+
+def test_mode_reduce_overhead_reaches_the_compiled_graphs(monkeypatch, caplog):
+    """Through ember.compile on the CPU with the real (CuPy) capture: the graphs get runners, which run
+    them without CUDA graphs and say why; the answers are eager's."""
+    monkeypatch.setattr(cudagraphs, "capture_backend", None)
+    f = ember.compile(lambda x: (x * 2).exp(), mode="reduce-overhead")
+    x = ember.randn(4)
+    with caplog.at_level(logging.INFO, logger="ember._inductor.cudagraphs"):
+        out = f(x)
+    np.testing.assert_allclose(out.numpy(), (x * 2).exp().numpy(), rtol=1e-6)
+    assert "runs without CUDA graphs: an input is on cpu" in caplog.text

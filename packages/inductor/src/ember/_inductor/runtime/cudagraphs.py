@@ -100,6 +100,7 @@ class CudaGraphGroup:
 
     def __init__(self, name="graph"):
         self.name = name
+        self.has_backward = False  # a backward runner joined the group
         self._forward_generation = None  # the generation of a forward whose backward has not run
 
     def forward_ran(self):
@@ -109,8 +110,9 @@ class CudaGraphGroup:
         self._forward_generation = None
 
     def backward_pending(self) -> bool:
-        """Whether a forward ran (in this iteration) whose backward has not."""
-        return self._forward_generation is not None and self._forward_generation == _generation
+        """Whether a forward ran (in this iteration) whose backward has not. Never when the backward is not
+        a runner (it ran eagerly after a compile error): nothing would say that it ran."""
+        return self.has_backward and self._forward_generation is not None and self._forward_generation == _generation
 
 
 class _OverwrittenData:
@@ -268,6 +270,8 @@ class CudaGraphRunner:
         self.compiled = compiled
         self.role = role
         self.group = group if group is not None else CudaGraphGroup(name)
+        if role == "backward":
+            self.group.has_backward = True
         self.name = name
         self.warmup_runs = int(config.cudagraph_warmup_runs)
         self.max_recordings = int(config.cudagraph_max_recordings)
@@ -293,22 +297,23 @@ class CudaGraphRunner:
         self._skip(reason, level)
 
     def _signature(self, args):
-        """``(key, reason)``: the recording's key for these arguments, or why they cannot be replayed."""
+        """``(key, reason, device)``: the recording's key for these arguments (None and why when they cannot
+        be replayed), and their device. Read from the backing arrays: this runs on every call."""
         from ember.nn import Parameter
 
-        backend = _backend()
         parts = []
         device = None
         for a in args:
             if isinstance(a, ember.Tensor):
-                if not backend.supports(a.device):
-                    return None, f"an input is on {a.device.type}", None
-                if device is None:
-                    device = a.device
-                elif a.device != device:
-                    return None, "inputs on several devices", None
+                if a._device is not device:
+                    if device is not None and a._device != device:
+                        return None, "inputs on several devices", None
+                    if not _backend().supports(a._device):
+                        return None, f"an input is on {a._device.type}", None
+                    device = a._device
+                data = a._data
                 in_place = isinstance(a, Parameter) or _is_static_output(a, self)
-                parts.append((tuple(a.shape), tuple(a.stride()), a.dtype, a.data_ptr() if in_place else None))
+                parts.append((data.shape, data.strides, data.dtype, a.data_ptr() if in_place else None))
             else:
                 try:
                     hash(a)
@@ -364,7 +369,7 @@ class CudaGraphRunner:
             for i, (a, part) in enumerate(zip(args, key)):
                 if not isinstance(a, ember.Tensor):
                     continue
-                if part[3] is not None:
+                if part[3] is not None:  # (shape, strides, dtype, address when read in place)
                     # read in place: the graph needs the memory, not the caller's tensor object (which may be
                     # an output of another recording, invalidated later)
                     static_args[i] = ember.Tensor._make(a._data, a.device)
