@@ -35,7 +35,8 @@ import ember
 from . import ir
 from .codegen import triton_templates as templates
 
-__all__ = ["select_templates", "TemplateStep", "stats", "time_choice", "benchmarking"]
+__all__ = ["select_templates", "TemplateStep", "stats", "time_choice", "benchmarking", "benchmark", "cache_path",
+           "launch_template"]
 
 log = logging.getLogger("ember._inductor.select_algorithm")
 
