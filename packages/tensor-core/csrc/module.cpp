@@ -26,6 +26,7 @@ void init_pointwise(py::module_& m);
 void init_engine(py::module_& m);  // engine.cpp: ember-autograd's backward loop
 void init_record(py::module_& m);  // record.cpp: ember-autograd's positional recorder
 void init_nn_backward(py::module_& m);  // nn_backward.cpp: gradient kernels of batch_norm, relu, max pooling
+void init_rnn(py::module_& m);  // rnn.cpp: the gate arithmetic of one LSTM/GRU time step
 
 namespace {
 
@@ -101,4 +102,5 @@ PYBIND11_MODULE(_C, m) {
   init_engine(m);
   init_record(m);
   init_nn_backward(m);
+  init_rnn(m);
 }

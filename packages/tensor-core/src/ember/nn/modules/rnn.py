@@ -3,9 +3,10 @@ as in ``torch.nn``.
 
 The recurrences are written with ember ops (``linear``, ``sigmoid``, ``tanh``, slicing, ``cat``, ``stack``), so
 autograd differentiates them. The input projection ``x W_ih^T + b_ih`` of a whole layer is computed in one
-``linear`` call; only the hidden-to-hidden part runs step by step. Padded inputs are treated as packed
-sequences whose batch size never shrinks, so padded and :class:`~ember.nn.utils.rnn.PackedSequence` inputs
-share one code path.
+``linear`` call; only the hidden-to-hidden part runs step by step. On plain CPU tensors a layer-direction runs
+as one computation and one autograd node instead (:mod:`._rnn_fused`); these ops stay the reference.
+Padded inputs are treated as packed sequences whose batch size never shrinks, so padded and
+:class:`~ember.nn.utils.rnn.PackedSequence` inputs share one code path.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import ember
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ._rnn_fused import fused_direction
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -335,10 +337,11 @@ class RNNBase(Module):
                 params = {name.rsplit("_l", 1)[0]: getattr(self, name) for name in self._all_weights[index]}
                 gates_x = F.linear(layer_input, params["weight_ih"], params.get("bias_ih"))
                 c0 = None if cx is None else cx[index]
-                out, h, c = _run_direction(
-                    step, gates_x, batch_sizes, hx[index], c0, params["weight_hh"], params.get("bias_hh"),
-                    params.get("weight_hr"), direction == 1,
-                )
+                args = (gates_x, batch_sizes, hx[index], c0, params["weight_hh"], params.get("bias_hh"),
+                        params.get("weight_hr"), direction == 1)
+                # one fused computation and autograd node on plain CPU tensors; the step-by-step ops otherwise
+                result = fused_direction(self.mode, *args)
+                out, h, c = result if result is not None else _run_direction(step, *args)
                 outputs.append(out)
                 finals_h.append(h)
                 finals_c.append(c)
