@@ -91,26 +91,30 @@ class TemplateStep:
         """Launch the kernel for one call of ``compiled`` (a TritonCompiledGraph); ``values`` maps buffer
         names to tensors (the epilogue's outputs are already allocated; the product is, when stored)."""
         p = self.problem
+        resolve = getattr(compiled, "_int", int)  # a size's value at this call (dynamic shapes: from the inputs)
         a, b = compiled._arg(p.a, values), compiled._arg(p.b, values)
         if self.template.stores_product:
-            values[p.out.name] = ember.empty([int(s) for s in p.out.sizes], dtype=p.out.dtype, device=compiled.device)
-        launch_template(getattr(compiled.module, self.name), self.template, p, a, b, values, self.config)
+            values[p.out.name] = ember.empty([resolve(s) for s in p.out.sizes], dtype=p.out.dtype,
+                                             device=compiled.device)
+        launch_template(getattr(compiled.module, self.name), self.template, p, a, b, values, self.config, resolve)
 
 
-def launch_template(fn, template, problem, a, b, values, cfg):
-    """Launch template kernel ``fn`` on operands ``a``, ``b`` (ember tensors, any strides) and the tensors of
-    ``values`` named by ``template.buffers``, with config ``cfg``."""
+def launch_template(fn, template, problem, a, b, values, cfg, resolve=int):
+    """Launch template kernel ``fn`` on operands ``a``, ``b`` (ember tensors laid out as compiled) and the
+    tensors of ``values`` named by ``template.buffers``, with config ``cfg``; ``resolve`` gives a size
+    expression's int value (the call's, for symbolic sizes)."""
     from .runtime.triton_helpers import interpreting
     from .runtime.triton_launch import BufferArg, use_ember_stream
 
     p = problem
     ptrs = [BufferArg(a), BufferArg(b)] + [BufferArg(values[name]) for name in template.buffers]
     # the operands' strides as compiled (batch dims folded into one): the runtime passes them in that layout
-    ints = [p.m, p.n, p.k]
-    ints += list(p.a_strides) if p.batched else list(p.a_strides[1:])
-    ints += list(p.b_strides) if p.batched else list(p.b_strides[1:])
-    ints += [int(s) for s in template.sizes]
-    grid = (-(-p.m // cfg["BLOCK_M"]) * -(-p.n // cfg["BLOCK_N"]), p.batch, 1)
+    m, n, k, batch = (resolve(v) for v in (p.m, p.n, p.k, p.batch))
+    ints = [m, n, k]
+    ints += [resolve(v) for v in (p.a_strides if p.batched else p.a_strides[1:])]
+    ints += [resolve(v) for v in (p.b_strides if p.batched else p.b_strides[1:])]
+    ints += [resolve(s) for s in template.sizes]
+    grid = (-(-m // cfg["BLOCK_M"]) * -(-n // cfg["BLOCK_N"]), batch, 1)
     meta = {k: cfg[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")}
     if interpreting():
         import numpy as np
@@ -341,8 +345,9 @@ def time_choice(run, repeat=5):
 
 
 def _random_tensor(sizes, strides, offset, dtype, device):
-    """A tensor of ``sizes``/``strides`` over fresh memory: normal values for floats, zeros otherwise."""
-    sizes, strides = [int(s) for s in sizes], [int(s) for s in strides]
+    """A tensor of ``sizes``/``strides`` (at the hints) over fresh memory: normal values for floats, zeros
+    otherwise."""
+    sizes, strides, offset = [ir.size_hint(s) for s in sizes], [ir.size_hint(s) for s in strides], ir.size_hint(offset)
     extent = 1 + int(offset) + sum((s - 1) * st for s, st in zip(sizes, strides) if s > 0)
     if dtype.is_floating_point:
         base = ember.randn(extent, device=device).to(dtype)
@@ -369,8 +374,8 @@ def _bench_values(problem, template, device):
             buffers.setdefault(ld.buffer.name, ld.buffer)
     for name, buf in buffers.items():
         if name in written or name == problem.out.name:
-            values[name] = ember.empty_strided([int(s) for s in buf.sizes], [int(s) for s in buf.strides],
-                                               dtype=buf.dtype, device=device)
+            values[name] = ember.empty_strided([ir.size_hint(s) for s in buf.sizes],
+                                               [ir.size_hint(s) for s in buf.strides], dtype=buf.dtype, device=device)
         else:
             values[name] = _random_tensor(buf.sizes, buf.strides, 0, buf.dtype, device)
     return values
@@ -378,7 +383,8 @@ def _bench_values(problem, template, device):
 
 def benchmark(problem, template, configs, device):
     """Times (ms) of the template with each config (``"template <i>"``) and of the extern call followed by
-    the epilogue kernel (``"extern"``), on random inputs; see :func:`time_choice`."""
+    the epilogue kernel (``"extern"``), on random inputs (of the sizes at the hints, for symbolic sizes);
+    see :func:`time_choice`."""
     from .codegen import triton as tgen
     from .runtime import triton_launch
     from .runtime.triton_launch import load_module
@@ -389,7 +395,7 @@ def benchmark(problem, template, configs, device):
     timings = {}
     for i, cfg in enumerate(configs):
         def run(cfg=cfg):
-            launch_template(fn, template, problem, a, b, values, cfg)
+            launch_template(fn, template, problem, a, b, values, cfg, ir.size_hint)
 
         timings[f"template {i}"] = time_choice(run)
 
@@ -400,15 +406,15 @@ def benchmark(problem, template, configs, device):
         kernels = tgen._KernelGen(template.epilogue).generate()
         module = load_module(tgen.HEADER + "\n\n" + "\n\n".join(k.source for k in kernels))
         for k in kernels:
-            cfg = autotune.configs(k.kind, int(k.xnumel), None)[0]
+            cfg = autotune.configs(k.kind, ir.size_hint(k.xnumel), None)[0]
             epilogue_kernels.append((getattr(module, k.name), k, cfg))
 
     def run_extern():
         with ember.no_grad():
             values[problem.out.name] = ember.matmul(a, b)
         for fn_k, k, cfg in epilogue_kernels:
-            args = [triton_launch.BufferArg(values[n]) for n in k.buffers] + [int(s) for s in k.sizes]
-            triton_launch.launch(fn_k, k, args, cfg, int(k.xnumel))
+            args = [triton_launch.BufferArg(values[n]) for n in k.buffers] + [ir.size_hint(s) for s in k.sizes]
+            triton_launch.launch(fn_k, k, args, cfg, ir.size_hint(k.xnumel))
 
     timings["extern"] = time_choice(run_extern)
     return timings

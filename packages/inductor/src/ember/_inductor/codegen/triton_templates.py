@@ -53,10 +53,11 @@ class MatmulProblem:
         kernel (ExternKernel): the extern call it would replace.
         a, b: the operands as the extern call holds them (:class:`~ember._inductor.ir.StridedArg` or a buffer).
         out (ExternOutput): the product's buffer (contiguous).
-        batch, m, n, k (int): ``bmm`` of ``batch`` matrices (1 for ``mm``), ``[m, k] @ [k, n]`` each.
+        batch, m, n, k: ``bmm`` of ``batch`` matrices (1 for ``mm``), ``[m, k] @ [k, n]`` each (SymPy
+            integers; expressions of size symbols under dynamic shapes: the kernel takes them as arguments).
         batched (bool): the operands have batch dims (``bmm``; several are folded into one).
-        a_strides (tuple[int, int, int]): A's strides along (batch, m, k); batch stride 0 for ``mm``.
-        b_strides (tuple[int, int, int]): B's strides along (batch, k, n).
+        a_strides (tuple): A's strides along (batch, m, k); batch stride 0 for ``mm``.
+        b_strides (tuple): B's strides along (batch, k, n).
         dtype: the operands' and the product's dtype.
     """
 
@@ -74,9 +75,18 @@ class MatmulProblem:
     dtype: object
 
     def signature(self) -> str:
-        """The sizes, strides and dtype, as one string (a key of the selection cache)."""
-        return (f"{'bmm' if self.batched else 'mm'} b{self.batch} m{self.m} n{self.n} k{self.k} "
+        """The sizes, strides and dtype, as one string (a key of the selection cache; symbolic sizes are
+        given with their values at the hints, where they were benchmarked)."""
+        text = (f"{'bmm' if self.batched else 'mm'} b{self.batch} m{self.m} n{self.n} k{self.k} "
                 f"a{self.a_strides} b{self.b_strides} {self.dtype}")
+        if any(not sympy.sympify(v).is_Integer for v in (self.batch, self.m, self.n, self.k)):
+            text += f" at b{self.hint(self.batch)} m{self.hint(self.m)} n{self.hint(self.n)} k{self.hint(self.k)}"
+        return text
+
+    @staticmethod
+    def hint(expr) -> int:
+        """The int value of a size (at the hints of :func:`ember._inductor.ir.size_hints` when symbolic)."""
+        return ir.size_hint(expr)
 
     def __str__(self):
         lead = f"{self.batch} x " if self.batched else ""
@@ -84,17 +94,22 @@ class MatmulProblem:
 
 
 def _layout(arg):
-    """``(sizes, strides)`` as ints of an extern operand, or None when they are not plain integers."""
-    if isinstance(arg, ir.StridedArg):
-        sizes, strides = arg.sizes, arg.strides
-    elif isinstance(arg, ir.Buffer):
-        sizes, strides = arg.sizes, arg.strides
-    else:
+    """``(sizes, strides)`` (SymPy) of an extern operand, or None when it is not a strided buffer or a size
+    has no value (a symbol outside :func:`ember._inductor.ir.size_hints`)."""
+    if not isinstance(arg, (ir.StridedArg, ir.Buffer)):
         return None
-    values = [sympy.sympify(v) for v in (*sizes, *strides)]
-    if not all(v.is_Integer for v in values):
-        return None  # symbolic sizes: the extern call handles them
-    return [int(s) for s in sizes], [int(s) for s in strides]
+    sizes, strides = [sympy.sympify(s) for s in arg.sizes], [sympy.sympify(s) for s in arg.strides]
+    try:
+        for v in (*sizes, *strides):
+            ir.size_hint(v)
+    except (TypeError, ValueError):
+        return None
+    return sizes, strides
+
+
+def _same(a, b):
+    """Whether two size expressions are equal for every value of their symbols."""
+    return sympy.expand(sympy.sympify(a) - sympy.sympify(b)) == 0
 
 
 def matmul_problem(step):
@@ -103,7 +118,8 @@ def matmul_problem(step):
     A template takes ``matmul``/``mm``/``bmm`` of two 2-D operands, or of two operands of equal rank whose
     leading (batch) dims are the same or all ones for one of them (broadcast) and fold into one evenly
     strided batch (a ``[B, H, T, D]`` attention product is ``B * H`` matrices), both float32, float16 or
-    bfloat16 (the same), with static sizes, whose result is one contiguous tensor.
+    bfloat16 (the same), whose result is one contiguous tensor. Sizes may be symbolic (dynamic shapes): the
+    kernel takes them as arguments.
     """
     if not isinstance(step, ir.ExternKernel) or step.op.name not in _PRODUCTS:
         return "not a matrix product"
@@ -113,12 +129,12 @@ def matmul_problem(step):
     out = step.outputs[0]
     la, lb = _layout(a), _layout(b)
     if la is None or lb is None:
-        return "an operand is not a strided buffer with static sizes"
+        return "an operand is not a strided buffer with known sizes"
     (sa, ta), (sb, tb) = la, lb
     if a.dtype != b.dtype or a.dtype not in TEMPLATE_DTYPES or out.dtype != a.dtype:
         return f"dtypes {a.dtype} @ {b.dtype}: the template multiplies float32, float16 or bfloat16"
     if len(sa) == len(sb) == 2:
-        batch, batched = 1, False
+        batch, batched = sympy.Integer(1), False
         sa, ta, sb, tb = [1, *sa], [0, *ta], [1, *sb], [0, *tb]
     elif len(sa) == len(sb) >= 3:
         folded = _fold_batch(sa, ta, sb, tb)
@@ -129,21 +145,22 @@ def matmul_problem(step):
     else:
         return f"operand shapes {sa} @ {sb}: the template takes mm and (batched) bmm"
     m, k, n = sa[1], sa[2], sb[2]
-    if sb[1] != k or min(batch, m, n, k) < 1:
+    if not _same(sb[1], k) or min(ir.size_hint(v) for v in (batch, m, n, k)) < 1:
         return f"operand shapes {sa} @ {sb}"
-    if [int(s) for s in out.strides] != [int(s) for s in ir.contiguous_strides(out.sizes)]:
+    if not all(_same(x, y) for x, y in zip(out.strides, ir.contiguous_strides(out.sizes))):
         return "the product is kept in a non-contiguous layout"
-    return MatmulProblem(step, a, b, out, batch, m, n, k, batched, tuple(ta), tuple(tb), a.dtype)
+    ta, tb = tuple(sympy.sympify(t) for t in ta), tuple(sympy.sympify(t) for t in tb)
+    return MatmulProblem(step, a, b, out, sympy.sympify(batch), m, n, k, batched, ta, tb, a.dtype)
 
 
 def _batch_stride(sizes, strides):
     """The one stride that steps through batch dims ``sizes`` (row-major order), or None when they are not
     evenly spaced (a permuted or sliced batch). Dims of size 1 do not count."""
-    dims = [(n, st) for n, st in zip(sizes, strides) if n != 1]
+    dims = [(n, st) for n, st in zip(sizes, strides) if not _same(n, 1)]
     if not dims:
         return 0
     for (_, outer), (n, inner) in zip(dims, dims[1:]):
-        if outer != inner * n:
+        if not _same(outer, inner * n):
             return None
     return dims[-1][1]
 
@@ -152,13 +169,14 @@ def _fold_batch(sa, ta, sb, tb):
     """``(batch, stride_ab, stride_bb)`` for the leading dims of two operands of equal rank: the same batch
     shape, or one operand's all ones (broadcast: stride 0), each evenly spaced; None otherwise."""
     lead_a, lead_b = sa[:-2], sb[:-2]
-    if lead_a != lead_b and any(n != 1 for n in lead_a) and any(n != 1 for n in lead_b):
+    ones_a, ones_b = all(_same(n, 1) for n in lead_a), all(_same(n, 1) for n in lead_b)
+    if not (ones_a or ones_b or all(_same(x, y) for x, y in zip(lead_a, lead_b))):
         return None
-    batch = max(math.prod(lead_a), math.prod(lead_b))
     stride_a, stride_b = _batch_stride(lead_a, ta[:-2]), _batch_stride(lead_b, tb[:-2])
     if stride_a is None or stride_b is None:
         return None
-    return batch, stride_a if math.prod(lead_a) > 1 else 0, stride_b if math.prod(lead_b) > 1 else 0
+    batch = sympy.sympify(math.prod(lead_b if ones_a else lead_a))
+    return batch, 0 if ones_a else stride_a, 0 if ones_b else stride_b
 
 
 def _linear_index(symbols, ranges):
@@ -186,7 +204,7 @@ def fusable_epilogue(problem, kernel):
     numel = sympy.Integer(1)
     for r in kernel.ranges:
         numel *= sympy.sympify(r)
-    if numel != problem.batch * problem.m * problem.n:
+    if not _same(numel, problem.batch * problem.m * problem.n):
         return False, f"{kernel.name} covers {numel} elements, the product {problem.batch * problem.m * problem.n}"
     linear = _linear_index(kernel.vars, kernel.ranges)
     for node in kernel.nodes:
@@ -222,7 +240,8 @@ class _TemplateGen(tgen._KernelGen):
 
     def __init__(self, problem, epilogue):
         self.problem = problem
-        kernel = epilogue if epilogue is not None else FusedKernel("epilogue", [s for s in problem.out.sizes if s != 1])
+        kernel = epilogue if epilogue is not None else \
+            FusedKernel("epilogue", [s for s in problem.out.sizes if not _same(s, 1)])
         super().__init__(kernel)
         self.epilogue = epilogue
 
@@ -239,9 +258,9 @@ class _TemplateGen(tgen._KernelGen):
         dims = [(p.batch, "tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32) + batch")] if p.batched else []
         dims += [(p.m, "tl.broadcast_to(rm[:, None], (BLOCK_M, BLOCK_N))"),
                  (p.n, "tl.broadcast_to(rn[None, :], (BLOCK_M, BLOCK_N))")]
-        dims = [(size, code) for size, code in dims if size != 1]
         ranges = [sympy.sympify(r) for r in self.kernel.ranges]
-        if [int(r) if r.is_Integer else None for r in ranges] == [size for size, _ in dims]:
+        dims = [(size, code) for size, code in dims if not _same(size, 1)]
+        if len(ranges) == len(dims) and all(_same(r, size) for r, (size, _) in zip(ranges, dims)):
             for v, (_, code) in zip(self.kernel.vars, dims):
                 lines.append(f"    {v.name} = {code}")
         else:  # another shape over the same elements (a reshaped product): from the flat index
@@ -339,7 +358,7 @@ def template_configs(problem):
     """The block sizes a template is benchmarked with (``BLOCK_M/N/K``, ``GROUP_M``, ``num_warps``,
     ``num_stages``), the interpreter's choice first (large blocks, few programs), none larger than the
     problem needs (blocks are at least 16: ``tl.dot``'s smallest)."""
-    m, n, k = problem.m, problem.n, problem.k
+    m, n, k = (problem.hint(v) for v in (problem.m, problem.n, problem.k))
     first = {"BLOCK_M": _pow2_at_least(m, 16, 64), "BLOCK_N": _pow2_at_least(n, 16, 64),
              "BLOCK_K": _pow2_at_least(k, 16, 64), "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
     out = [first]
