@@ -41,7 +41,7 @@ __all__ = [
     "contiguous_strides", "flat_index", "Expr", "Load", "Constant", "IndexExpr", "Op",
     "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "EmptyArg", "ExternKernel",
     "ExternOutput", "substitute", "loads", "count_ops", "structural_key", "free_symbols",
-    "size_hints", "size_hint", "assume",
+    "size_hints", "size_hint", "assume", "size_symbols",
 ]
 
 #: The closed list of op names a loop body may use (codegen has one rule per name).
@@ -122,17 +122,22 @@ def size_hint(expr):
 
 
 def assume(relation):
-    """Whether SymPy ``relation`` over sizes holds at the hints; when it depends on a symbol, the
-    generated code now relies on the answer, so it is recorded (the compiled graph checks it on each
-    call and is compiled again where it fails). Decisions on sizes go through here."""
+    """Whether SymPy ``relation`` over sizes holds at the hints. A decision that takes a special path
+    when it holds (a split loop, a persistent reduction) asks here: when the relation depends on a
+    symbol and holds, it is recorded (the compiled graph checks it on each call and is compiled again
+    where it fails). The general path taken when it fails is right for every size: nothing is recorded."""
     relation = sympy.sympify(relation)
     if relation in (sympy.true, sympy.false):
         return bool(relation)
     holds = bool(relation.xreplace(_HINTS))
-    fact = relation if holds else sympy.Not(relation)
-    if fact not in _ASSUMED:
-        _ASSUMED.append(fact)
+    if holds and relation not in _ASSUMED:
+        _ASSUMED.append(relation)
     return holds
+
+
+def size_symbols():
+    """The size symbols of the graph being compiled (empty for static sizes)."""
+    return set(_HINTS)
 
 
 def _symbol(prefix, k):

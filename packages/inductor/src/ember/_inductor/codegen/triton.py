@@ -89,6 +89,8 @@ def texpr(expr, names=None):
         return "(" + " + ".join(texpr(a, names) for a in expr.args) + ")"
     if isinstance(expr, sympy.Mul):
         return "(" + " * ".join(texpr(a, names) for a in expr.args) + ")"
+    if isinstance(expr, sympy.Pow) and expr.exp.is_Integer and expr.exp > 0:  # a dynamic size squared
+        return "(" + " * ".join([texpr(expr.base, names)] * int(expr.exp)) + ")"
     if isinstance(expr, ir.FloorDiv):
         return f"({texpr(expr.args[0], names)} // {texpr(expr.args[1], names)})"
     if isinstance(expr, ir.ModIndex):
@@ -354,7 +356,10 @@ class _Printer:
         key = ir.structural_key(e)
         if key in self.memo:
             return self.memo[key]
-        if isinstance(e, ir.Constant):
+        if isinstance(e, ir.Constant) and _sized_value(e.value):  # a value over the dynamic sizes: an argument
+            arg = self.gen.size(e.value) if not isinstance(e.value, sympy.Basic) else self.gen.index_code(e.value)
+            code = f"(tl.zeros({self.shape}, {compute_type(e.dtype)}) + {arg})"
+        elif isinstance(e, ir.Constant):
             code = constant(e.value, e.dtype, self.shape)
         elif isinstance(e, ir.IndexExpr):
             expr = sympy.sympify(e.expr)
@@ -427,7 +432,12 @@ class _KernelGen:
         return f"tmp{self._tmp}"
 
     def size(self, expr):
-        """The argument name of size ``expr`` (added to the kernel's size arguments on first use)."""
+        """The argument name of size ``expr`` (added to the kernel's size arguments on first use); a
+        :class:`~ember._inductor.dynamic.SizeFloat` (``1/n`` of a dynamic mean) is a float argument."""
+        if not isinstance(expr, sympy.Basic) and hasattr(expr, "expr"):
+            if expr not in self.sizes:
+                self.sizes[expr] = f"ks{len(self.sizes)}"
+            return self.sizes[expr]
         expr = sympy.sympify(expr)
         if expr.is_Integer and int(expr) == 1:
             return "1"
@@ -443,7 +453,10 @@ class _KernelGen:
 
     def index_code(self, expr):
         """Triton code of index ``expr`` (sizes appearing whole become their arguments)."""
-        return texpr(expr, {s: n for s, n in self.sizes.items() if not s.is_Integer})
+        expr = sympy.sympify(expr)
+        for symbol in sorted(expr.free_symbols & ir.size_symbols(), key=str):  # a dynamic size inside
+            self.size(symbol)
+        return texpr(expr, {s: n for s, n in self.sizes.items() if isinstance(s, sympy.Basic) and not s.is_Integer})
 
     def _mask(self, symbols):
         """The mask of an access depending on ``symbols``."""
@@ -582,8 +595,11 @@ class _KernelGen:
         return extents
 
     def is_persistent(self):
-        """Whether every row extent fits one block (static sizes only)."""
-        return all(e.is_Integer and int(e) <= self.persistent_limit for e in self.row_extents())
+        """Whether every row extent fits one block (a dynamic extent: at its hint, assumed for every size)."""
+        extents = self.row_extents()
+        if not all(ir.size_hint(e) <= self.persistent_limit for e in extents):
+            return False
+        return all(ir.assume(sympy.Le(e, self.persistent_limit)) for e in extents)
 
     def reduction_body(self, persistent, split=None):
         """The body of a reduction kernel (``split``: ``"partial"`` / ``"combine"`` for a split pair)."""
@@ -841,6 +857,13 @@ def _scratch_dtype(node):
     if dtype == ember.bool:
         return ember.int8
     return ember.float32 if dtype in _HALF else dtype
+
+
+def _sized_value(value):
+    """Whether a constant's value depends on dynamic sizes (a SymPy expression, a ``SizeFloat``)."""
+    if isinstance(value, sympy.Basic):
+        return not value.is_Number
+    return not isinstance(value, (bool, int, float)) and hasattr(value, "expr")
 
 
 def _product(sizes):

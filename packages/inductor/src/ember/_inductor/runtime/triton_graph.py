@@ -13,11 +13,13 @@ that cost, are a later step). Intermediate buffers share memory as the scheduler
 
 from __future__ import annotations
 
+import sympy
+
 import ember
 
 from .. import config, ir
 
-__all__ = ["compile_graph_triton", "TritonCompiledGraph"]
+__all__ = ["compile_graph_triton", "compile_graph_triton_dynamic", "TritonCompiledGraph"]
 
 #: The key of a call's integer-division error flag in its values (buffer names are strings).
 _ERROR_FLAG = object()
@@ -56,6 +58,38 @@ def compile_graph_triton(gm, example_inputs):
     source = generate(scheduler)
     _stage("triton", source.source)
     return TritonCompiledGraph(graph, scheduler, source, device)
+
+
+def compile_graph_triton_dynamic(gms, example_inputs, spec):
+    """:func:`compile_graph_triton` for a graph with symbolic sizes: the kernels take the dynamic sizes
+    as arguments (see :func:`ember._inductor.codegen.wrapper.compile_graph_dynamic`, the C++ twin).
+
+    Raises:
+        NotDynamic: the lowerings at the three sizes differ, or a size has no expression.
+    """
+    import sympy
+
+    from .. import dynamic
+    from ..codegen.triton import generate
+    from ..graph import GraphLowering
+    from ..scheduler import Scheduler
+
+    device = _device_of(example_inputs[0])
+    graphs = [GraphLowering(gm, [_meta_like(t) for t in ex]).run() for gm, ex in zip(gms, example_inputs)]
+    graph, assumptions = dynamic.unify_graphs(graphs, spec)
+    hints = dynamic.probe_points(spec)[0]
+    inputs = [(b.position, b.sizes) for b in graph.inputs if b is not None]
+    used = set().union(*(sympy.sympify(s).free_symbols for _, sizes in inputs for s in sizes)) if inputs else set()
+    _stage("loop_ir", lambda: str(graph))
+    with ir.size_hints(hints) as assumed:
+        scheduler = Scheduler(graph)
+        _stage("scheduled", lambda: str(scheduler))
+        source = generate(scheduler)
+        _stage("triton", source.source)
+        compiled = TritonCompiledGraph(graph, scheduler, source, device)
+    compiled.binding = dynamic.SizeBinding(inputs, [s for s in hints if s in used], assumptions + assumed)
+    compiled.assumptions = compiled.binding.assumption_text
+    return compiled
 
 
 def _meta_like(value):
@@ -99,6 +133,9 @@ class TritonCompiledGraph:
             if not isinstance(step, ir.ExternKernel):
                 for node in step.nodes:
                     self._buffers[node.buffer.name] = node.buffer
+        self.binding = None  # dynamic.SizeBinding of a graph with symbolic sizes
+        self.assumptions = []
+        self._env = {}  # the dynamic sizes of the current call (symbol -> int)
         self._plan_memory(graph, scheduler)
         self._moved = {}  # constants copied to the call's device
 
@@ -116,12 +153,26 @@ class TritonCompiledGraph:
             if name in outputs or not contiguous:
                 self._fresh.append(name)
                 continue
-            slot, nbytes = scheduler.storage[name], buf.numel * buf.dtype.itemsize
-            self._slots[slot] = max(self._slots.get(slot, 0), nbytes)
-            self._slot_views.append((name, slot, nbytes, buf.dtype, [int(d) for d in buf.sizes]))
+            slot, nbytes = scheduler.storage[name], _nbytes(buf)
+            # slots are shared only by buffers of equal sizes (scheduler): Max folds equal expressions
+            self._slots[slot] = _static(sympy.Max(self._slots.get(slot, 0), nbytes))
+            self._slot_views.append((name, slot, nbytes, buf.dtype, [_static(d) for d in buf.sizes]))
 
     def __str__(self):
         return self.source
+
+    def _int(self, expr):
+        """The value of a size at this call (an int, or a float ``SizeFloat`` argument)."""
+        if type(expr) is int:
+            return expr
+        if isinstance(expr, sympy.Basic) and expr.is_Integer:
+            return int(expr)
+        from ..dynamic import _resolve
+
+        return _resolve(expr, self._env)
+
+    def _ints(self, exprs):
+        return [self._int(e) for e in exprs]
 
     def _on_device(self, constant):
         """A tensor constant of the graph on the device the call runs on (moved once, then kept)."""
@@ -135,25 +186,30 @@ class TritonCompiledGraph:
     def _empty(self, buf_or_sizes, dtype=None):
         if isinstance(buf_or_sizes, ir.Buffer):
             buf = buf_or_sizes
-            sizes, strides = [int(s) for s in buf.sizes], [int(s) for s in buf.strides]
-            if strides != [int(s) for s in ir.contiguous_strides(buf.sizes)]:  # an output in eager's layout
+            sizes, strides = self._ints(buf.sizes), self._ints(buf.strides)
+            if strides != self._ints(ir.contiguous_strides(buf.sizes)):  # an output in eager's layout
                 return ember.empty_strided(sizes, strides, dtype=buf.dtype, device=self.device)
             return ember.empty(sizes, dtype=buf.dtype, device=self.device)
         else:
-            sizes = [int(s) for s in buf_or_sizes]
+            sizes = self._ints(buf_or_sizes)
         return ember.empty(sizes, dtype=dtype, device=self.device)
 
     def __call__(self, *args):
         g = self.graph
         values = {}
         self.device = _device_of(args, self.device)
+        if self.binding is not None:
+            sizes = self.binding.values(args)
+            if not self.binding.check(sizes):
+                raise ValueError(f"compiled graph: sizes {sizes} break its assumptions {self.assumptions}")
+            self._env = dict(zip(self.binding.symbols, sizes))
         for b in g.inputs:
             if b is None:
                 continue
             t = args[b.position]
-            expected = tuple(int(s) for s in b.strides)
-            if tuple(t.shape) != tuple(int(s) for s in b.sizes) or t.dtype != b.dtype:
-                sizes = tuple(int(s) for s in b.sizes)
+            expected = tuple(self._ints(b.strides))
+            if tuple(t.shape) != tuple(self._ints(b.sizes)) or t.dtype != b.dtype:
+                sizes = tuple(self._ints(b.sizes))
                 raise ValueError(f"compiled graph: input {b.position} ({b.name}) must have shape {sizes} and "
                                  f"dtype {b.dtype}, got {tuple(t.shape)}, {t.dtype}")
             if tuple(t.stride()) != expected and t.numel() > 1:
@@ -172,9 +228,10 @@ class TritonCompiledGraph:
             values[b.name] = self._on_device(b.constant)
         for name in self._fresh:
             values[name] = self._empty(self._buffers[name])
-        slots = {slot: ember.empty(max(n, 1), dtype=ember.uint8, device=self.device) for slot, n in self._slots.items()}
+        slots = {slot: ember.empty(max(self._int(n), 1), dtype=ember.uint8, device=self.device)
+                 for slot, n in self._slots.items()}
         for name, slot, nbytes, dtype, sizes in self._slot_views:
-            values[name] = slots[slot][:nbytes].view(dtype).view(sizes)
+            values[name] = slots[slot][:self._int(nbytes)].view(dtype).view(self._ints(sizes))
         for step in self.steps:
             if isinstance(step, ir.ExternKernel):
                 self._run_extern(step, values)
@@ -190,7 +247,7 @@ class TritonCompiledGraph:
             if isinstance(o, ir.InputBuffer) and o.constant is not None:
                 outs.append(o.constant)
             elif isinstance(o, ir.StridedArg):
-                outs.append(values[o.buffer.name].view([int(s) for s in o.sizes]))
+                outs.append(values[o.buffer.name].view(self._ints(o.sizes)))
             elif isinstance(o, ir.Buffer):
                 outs.append(values[o.name])
             else:
@@ -205,7 +262,7 @@ class TritonCompiledGraph:
         if self.device.type == "cuda":  # pragma: no cover - needs a GPU
             use_ember_stream()
         scratch = {}
-        for name, numel, dtype in kernels[0].scratch or ():
+        for name, numel, dtype in kernels[0].scratch or ():  # (split reductions: static sizes only)
             scratch[name] = ember.empty(numel, dtype=dtype, device=self.device)
         for kernel in kernels:
             ptrs = [BufferArg(values[name]) for name in kernel.buffers]
@@ -214,9 +271,9 @@ class TritonCompiledGraph:
                 if _ERROR_FLAG not in values:
                     values[_ERROR_FLAG] = ember.zeros(1, dtype=ember.int32, device=self.device)
                 ptrs.append(BufferArg(values[_ERROR_FLAG]))
-            sizes = [int(s) for s in kernel.sizes]
-            xnumel = int(kernel.xnumel)
-            rnumel = int(kernel.rnumel) if kernel.rnumel is not None else None
+            sizes = self._ints(kernel.sizes)
+            xnumel = self._int(kernel.xnumel)
+            rnumel = self._int(kernel.rnumel) if kernel.rnumel is not None else None
             fn = getattr(self.module, kernel.name)
 
             def run(cfg, fn=fn, kernel=kernel, ptrs=ptrs, sizes=sizes, xnumel=xnumel):
@@ -230,7 +287,7 @@ class TritonCompiledGraph:
     def _arg(self, v, values):
         if isinstance(v, ir.StridedArg):
             base = values[v.buffer.name] if v.buffer.name in values else self._on_device(v.buffer.constant)
-            return base.as_strided([int(s) for s in v.sizes], [int(s) for s in v.strides], int(v.offset))
+            return base.as_strided(self._ints(v.sizes), self._ints(v.strides), self._int(v.offset))
         if isinstance(v, ir.EmptyArg):
             return self._empty(v.sizes, v.dtype)
         if isinstance(v, ir.InputBuffer) and v.constant is not None:
@@ -239,6 +296,8 @@ class TritonCompiledGraph:
             return values[v.name]
         if isinstance(v, (list, tuple)):
             return type(v)(self._arg(x, values) for x in v)
+        if isinstance(v, sympy.Basic) or hasattr(v, "expr"):  # an argument over the dynamic sizes
+            return self._int(v)
         return v
 
     def _run_extern(self, kernel, values):
@@ -249,11 +308,24 @@ class TritonCompiledGraph:
             value = result
             for k in out.path:
                 value = value[k]
-            strides = tuple(int(s) for s in out.strides)
-            if strides != tuple(int(s) for s in ir.contiguous_strides(out.sizes)):
+            strides = tuple(self._ints(out.strides))
+            if strides != tuple(self._ints(ir.contiguous_strides(out.sizes))):
                 if tuple(value.stride()) != strides or value.storage_offset():
                     value = ember.empty_strided(tuple(value.shape), strides, dtype=value.dtype,
                                                 device=value.device).copy_(value)
             else:
                 value = value.contiguous() if kernel.op.kind == "function" else value.clone()
             values[out.name] = value
+
+
+def _static(expr):
+    """An int for a static size, else the SymPy expression (evaluated per call)."""
+    expr = sympy.sympify(expr)
+    return int(expr) if expr.is_Integer else expr
+
+
+def _nbytes(buf):
+    n = sympy.Integer(buf.dtype.itemsize)
+    for s in buf.sizes:
+        n = n * sympy.sympify(s)
+    return _static(n)
