@@ -180,3 +180,45 @@ def test_fitting_sizes_over_three_traces():
     assert mean.form == "reciprocal" and mean.expr == 8 * s0
     running = u.number(tuple(0.1 * (5 * p[k][s1]) / (5 * p[k][s1] - 1) for k in range(3)))
     assert running.form == "bessel" and running.expr == 5 * s1 and running.at(30) == 0.1 * 30 / 29
+
+
+def test_batch_and_sequence_dynamic_together():
+    """Two symbols (batch and sequence length) in one transformer layer: one compile, forward and
+    backward right at every pair (the attention's ``4*s1**2`` strides and ``s0*s1`` rows)."""
+    import copy
+
+    ember.manual_seed(0)
+    model = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, dropout=0.0, batch_first=True)
+    eager = copy.deepcopy(model)
+    compiled = ember.compile(model, backend="inductor")
+    start = counts()
+    for b, t in [(2, 8), (3, 5), (4, 12), (5, 7), (2, 16), (6, 3)]:
+        x = ember.randn(b, t, 32)
+        ember._dynamo.mark_dynamic(x, 0)
+        ember._dynamo.mark_dynamic(x, 1)
+        out, ref = compiled(x), eager(x)
+        close(out, ref, 2e-4)
+        out.sum().backward()
+        ref.sum().backward()
+        for p, q in zip(model.parameters(), eager.parameters()):
+            close(p.grad, q.grad, 2e-4)
+        model.zero_grad()
+        eager.zero_grad()
+    assert since(start) == (0, 1), dynamic_compile.last_fallback_reason
+
+
+def test_probe_factors_tell_monomials_apart():
+    """No two monomials of degree <= 3 over the probe factors have their three values on one line (a
+    value of one would fit ``c*m + b`` of the other: a wrong size)."""
+    from fractions import Fraction
+    from itertools import combinations_with_replacement
+
+    run1, run2 = dynamic._FACTORS[1], dynamic._FACTORS[2]
+    ratios = []
+    for degree in (1, 2, 3):
+        for combo in combinations_with_replacement(range(len(run1)), degree):
+            a = b = 1
+            for g in combo:
+                a, b = a * run1[g], b * run2[g]
+            ratios.append(Fraction(b - 1, a - 1))
+    assert len(set(ratios)) == len(ratios)

@@ -69,8 +69,11 @@ class DynamicDims:
         return {s: group[0] for group in self.symbol_groups() for s in group}
 
 
-#: Probe factors per symbol group: run k multiplies group g's hint by _FACTORS[k][g].
-_FACTORS = ((1,) * 8, (3, 5, 7, 11, 13, 17, 19, 23), (5, 7, 11, 13, 17, 19, 23, 29))
+#: Probe factors per symbol group: run k multiplies group g's hint by _FACTORS[k][g]. A value fits
+#: ``c*m + b`` when its three values lie on a line with ``m``'s: the factors are chosen so that no two
+#: monomials of degree <= 3 do (``(f2 - 1) / (f1 - 1)`` differs for each), else ``4*s1**2`` could pass
+#: for ``c*s0 + b`` (with factors 3, 5 and 5, 7, both are evenly spaced).
+_FACTORS = ((1,) * 8, (3, 5, 7, 11, 13, 17, 19, 23), (7, 11, 13, 17, 19, 31, 29, 41))
 
 
 def probe_points(spec):
