@@ -25,6 +25,7 @@ class Distribution:
         event_shape (ember.Size): one sample's shape.
         validate_args (bool, optional): check parameters on construction and values given to
             ``log_prob``/``cdf``; the class default (:meth:`set_default_validate_args`, True) when None.
+            The value checks are skipped while ``ember.compile`` traces (they would break the graph).
 
     Raises:
         ValueError: with validation, a parameter outside its constraint (``arg_constraints``).
@@ -50,7 +51,9 @@ class Distribution:
         self._event_shape = ember.Size(event_shape)
         if validate_args is not None:
             self._validate_args = validate_args
-        if self._validate_args:
+        # the checks read tensor values into Python (a graph break), so they are skipped while ember.compile
+        # traces (torch.compile turns validation off altogether, eager code included)
+        if self._validate_args and not ember.compiler.is_compiling():
             try:
                 arg_constraints = self.arg_constraints
             except NotImplementedError:
@@ -205,6 +208,8 @@ class Distribution:
             return
         if support is None:
             raise ValueError(f"{self.__class__.__name__}.support is None")
+        if ember.compiler.is_compiling():
+            return  # the value check reads tensor values into Python: skipped while ember.compile traces
         valid = support.check(value)
         if not bool(valid.all()):
             raise ValueError(

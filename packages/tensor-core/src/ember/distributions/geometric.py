@@ -42,7 +42,7 @@ class Geometric(Distribution):
         else:
             batch_shape = probs_or_logits.size()
         super().__init__(batch_shape, validate_args=validate_args)
-        if self._validate_args and probs is not None:
+        if self._validate_args and probs is not None and not ember.compiler.is_compiling():
             # probs = 0 is in the unit interval but gives no distribution (no success ever)
             value = self.probs
             valid = value > 0

@@ -71,9 +71,15 @@ def _activation_code(activation):
 
 def _detect_is_causal_mask(mask, is_causal=None, size=None):
     """``is_causal`` when given; otherwise whether ``mask`` equals the square subsequent mask of ``size``
-    (default ``mask.size(-2)``). Layers can then skip building a mask they already know."""
+    (default ``mask.size(-2)``). Layers can then skip building a mask they already know.
+
+    While ``ember.compile`` traces, a mask is not compared (``False``): the comparison reads tensor values
+    into Python, a graph break, and the answer is only a hint, the mask being applied either way (same values).
+    """
     if is_causal is not None or mask is None:
         return is_causal is True
+    if ember.compiler.is_compiling():
+        return False
     n = mask.size(-2) if size is None else size
     if tuple(mask.size()) != (n, n):
         return False
