@@ -12,13 +12,13 @@ The cases (each one row per mode: ``eager`` pairs ember eager with PyTorch eager
 * ``cuda_c27_pointwise_8192_f32``: ``gelu(x * 0.5 + 1) * sigmoid(x)`` on (8192, 8192) float32: eager runs
   five kernels, a compiler one (one read, one write);
 * ``cuda_c27_layer_norm_8192_f32``: ``layer_norm(x, (8192,), weight, bias)`` on (8192, 8192) float32;
+* ``cuda_c27_transformer_small_step``: the step below on 4 sequences of 32, dropout 0 (a graph with
+  random ops runs without CUDA graphs): a step bound by launches, where ``reduce-overhead`` (CUDA graphs)
+  matters;
 * ``cuda_c27_transformer_step_{f32,bf16}``: one SGD training step of
   ``nn.TransformerEncoderLayer(768, 12, 3072)`` (default dropout 0.1, batch_first) on 32 sequences of 512,
   the loss ``(out * out).mean()`` compiled with the layer; bfloat16 by ``.to(bfloat16)`` of the layer
-  and the input (no autocast);
-* ``cuda_c27_transformer_small_step``: the same layer and step on 4 sequences of 32, dropout 0 (a graph
-  with random ops runs without CUDA graphs): a step bound by launches, where ``reduce-overhead``
-  (CUDA graphs) matters.
+  and the input (no autocast).
 
 Each case checks its compiled callable against the eager one once before anything is timed (the
 outputs; for ember's training steps the loss of the first step from the same seed, hence the same
@@ -227,13 +227,13 @@ CASES = [
          "gelu(x * 0.5 + 1) * sigmoid(x), (8192, 8192) float32"),
     Case("cuda_c27_layer_norm_8192_f32", _tensor_case(_layer_norm, _norm_inputs), ("eager", "compiled"),
          _bytes(N * N), "layer_norm over rows of 8192, (8192, 8192) float32"),
+    Case("cuda_c27_transformer_small_step", _transformer_case(SMALL_BATCH, SMALL_SEQ, "float32", 0.0),
+         ("eager", "compiled", "reduce_overhead"), 0.0,
+         "TransformerEncoderLayer(768, 12, 3072) SGD step, 4 x 32, float32, dropout 0"),
     Case("cuda_c27_transformer_step_f32", _transformer_case(LARGE_BATCH, LARGE_SEQ, "float32", 0.1),
          ("eager", "compiled"), 0.0, "TransformerEncoderLayer(768, 12, 3072) SGD step, 32 x 512, float32"),
     Case("cuda_c27_transformer_step_bf16", _transformer_case(LARGE_BATCH, LARGE_SEQ, "bfloat16", 0.1),
          ("eager", "compiled"), 0.0, "TransformerEncoderLayer(768, 12, 3072) SGD step, 32 x 512, bfloat16"),
-    Case("cuda_c27_transformer_small_step", _transformer_case(SMALL_BATCH, SMALL_SEQ, "float32", 0.0),
-         ("eager", "compiled", "reduce_overhead"), 0.0,
-         "TransformerEncoderLayer(768, 12, 3072) SGD step, 4 x 32, float32, dropout 0"),
 ]
 
 

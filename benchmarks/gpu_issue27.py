@@ -4,7 +4,7 @@ Usage (on the GPU machine, from the repository root)::
 
     python benchmarks/gpu_issue27.py              # every case of bench_cuda_compile.py
     python benchmarks/gpu_issue27.py -k small     # cases whose name contains a substring
-    python benchmarks/gpu_issue27.py --budget 150 # start no case after 150 s (default 200)
+    python benchmarks/gpu_issue27.py --budget 150 # start no case after 150 s (default 180)
 
 Each case of :mod:`bench_cuda_compile` is built for each of its modes and both libraries (building
 compiles, checks compiled == eager, warms up and records CUDA graphs; its seconds are the "setup"
@@ -154,7 +154,7 @@ def _smoke_sizes():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", action="append", default=[], help="run the cases whose name contains this")
-    parser.add_argument("--budget", type=float, default=200.0, help="start no case after this many seconds")
+    parser.add_argument("--budget", type=float, default=180.0, help="start no case after this many seconds")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU: checks the plumbing only")
     args = parser.parse_args(argv)
     if args.smoke:
