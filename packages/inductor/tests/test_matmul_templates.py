@@ -236,6 +236,37 @@ def test_forward_and_backward_through_aot(ran):
     assert "matmul" not in ran["externs"]
 
 
+def test_dynamic_sizes_are_the_templates_arguments(ran):
+    """A dim marked dynamic: the template takes M (a size symbol) per call; one compile serves every size."""
+    pytest.importorskip("ember._dynamo", reason="ember-dynamo is not installed")
+    if not hasattr(triton_graph, "compile_graph_triton_dynamic"):
+        pytest.skip("this ember-inductor has no dynamic Triton compile")
+    ember._dynamo.reset()
+    compiled_graphs = []
+
+    def backend(gm, example_inputs):
+        compiled_graphs.append(compile_fx(gm, example_inputs))
+        return compiled_graphs[-1]
+
+    w, b = ember.randn(40, 24), ember.randn(24)
+    fn = lambda t, w, b: ember.relu(t @ w + b)  # noqa: E731
+    x = ember.randn(12, 40)
+    ember._dynamo.mark_dynamic(x, 0)
+    ember.compile(fn, backend=backend)(x, w, b)
+    (compiled,) = compiled_graphs
+    assert callable(getattr(compiled, "accepts", None)), "the graph was not compiled for dynamic sizes"
+    (step,) = _templates(compiled.graphs[0])
+    assert not step.problem.m.is_Integer and step.nodes  # M is a symbol; the epilogue is fused
+    for rows in (12, 3, 29, 64):  # ragged and several row blocks, one compile
+        y = ember.randn(rows, 40)
+        assert compiled.accepts((y, w, b))
+        got = compiled(y, w, b)
+        got = got[0] if isinstance(got, (list, tuple)) else got
+        np.testing.assert_allclose(_np(got), _relu(_np(y) @ _np(w) + _np(b)), rtol=1e-5, atol=1e-5)
+    assert len(compiled_graphs) == 1 and ran["templates"]
+    ember._dynamo.reset()
+
+
 def test_default_mode_keeps_the_extern_call(ran):
     a, b = ember.randn(8, 16), ember.randn(16, 8)
     with config.patch(max_autotune=False):
