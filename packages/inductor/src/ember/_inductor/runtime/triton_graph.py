@@ -84,6 +84,10 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec):
     with ir.size_hints(hints) as assumed:
         scheduler = Scheduler(graph)
         _stage("scheduled", lambda: str(scheduler))
+        if config.resolved_max_autotune():  # matmul templates take their sizes as arguments too
+            from ..select_algorithm import select_templates
+
+            select_templates(scheduler, device)
         source = generate(scheduler)
         _stage("triton", source.source)
         compiled = TritonCompiledGraph(graph, scheduler, source, device)
