@@ -311,3 +311,12 @@ def test_mode_reduce_overhead_reaches_the_compiled_graphs(monkeypatch, caplog):
         out = f(x)
     np.testing.assert_allclose(out.numpy(), (x * 2).exp().numpy(), rtol=1e-6)
     assert "runs without CUDA graphs: an input is on cpu" in caplog.text
+
+
+def test_pytorch_attribute_spelling():
+    config.triton.cudagraphs = True
+    try:
+        assert config.cudagraphs is True
+    finally:
+        config.triton.cudagraphs = False
+    assert config.cudagraphs is False and config.triton.cudagraphs is False

@@ -103,6 +103,22 @@ cudagraph_warmup_runs: int = 1
 cudagraph_max_recordings: int = 16
 
 
+class _TritonSettings:
+    """``config.triton.cudagraphs``: PyTorch's spelling (``torch._inductor.config.triton.cudagraphs``) of
+    ``config.cudagraphs``, read and written through."""
+
+    @property
+    def cudagraphs(self) -> bool:
+        return sys.modules[__name__].cudagraphs
+
+    @cudagraphs.setter
+    def cudagraphs(self, value):
+        sys.modules[__name__].cudagraphs = value
+
+
+triton = _TritonSettings()
+
+
 @contextlib.contextmanager
 def patch(**settings):
     """Set some settings for the duration of a ``with`` block, then restore them.
