@@ -47,7 +47,8 @@ Settings:
   turns it on). ``None``: the environment variable ``EMBER_INDUCTOR_MAX_AUTOTUNE == "1"``.
 * ``cudagraphs`` (bool): run compiled cuda graphs under CUDA graphs (what
   ``mode="reduce-overhead"`` turns on; :mod:`ember._inductor.runtime.cudagraphs`). Also accepted
-  under PyTorch's option name ``"triton.cudagraphs"``. Default ``False``.
+  under PyTorch's option name ``"triton.cudagraphs"`` and attribute ``config.triton.cudagraphs``.
+  Default ``False``.
 * ``cudagraph_warmup_runs`` (int): calls of each input signature that run normally before the
   CUDA graph is recorded. Default 1.
 * ``cudagraph_max_recordings`` (int): CUDA graphs recorded per compiled graph (one per input
