@@ -201,9 +201,10 @@ def select_templates(scheduler, device):
         lines.append(_decide(scheduler, f"{step.name} -> {template.name}: {problem}; {epilogue}; {reason}"))
         count += 1
         i += 1
-    from . import debug
+    if lines:
+        from . import debug
 
-    debug.stage("max_autotune", lambda: "\n".join(lines) + "\n")
+        debug.stage("max_autotune", lambda: "\n".join(lines) + "\n")
     return lines
 
 
