@@ -320,3 +320,120 @@ def test_pytorch_attribute_spelling():
     finally:
         config.triton.cudagraphs = False
     assert config.cudagraphs is False and config.triton.cudagraphs is False
+
+
+class _FakeCupy:
+    """The parts of CuPy's API CuPyGraphs uses (documented in CuPy 13/14), recording the calls."""
+
+    def __init__(self, fail_during_capture=False):
+        self.calls = []
+        self.fail = fail_during_capture
+        fake = self
+
+        class Event:
+            pass
+
+        class Stream:
+            def __init__(self, non_blocking=False, name="side"):
+                self.name = name
+                self.ptr = 7 if name == "side" else 0
+                fake.calls.append(("Stream", non_blocking))
+
+            def record(self):
+                fake.calls.append(("record", self.name))
+                return Event()
+
+            def wait_event(self, event):
+                fake.calls.append(("wait_event", self.name))
+
+            def __enter__(self):
+                fake.calls.append(("enter", self.name))
+                fake.current = self
+                return self
+
+            def __exit__(self, *exc):
+                fake.calls.append(("exit", self.name))
+                fake.current = fake.null
+
+            def begin_capture(self):
+                fake.calls.append(("begin_capture", self.name))
+
+            def end_capture(self):
+                fake.calls.append(("end_capture", self.name))
+                return Graph()
+
+        class Graph:
+            def launch(self, stream=None):
+                fake.calls.append(("launch", stream.name))
+
+        class MemoryPool:
+            def malloc(self, size):  # pragma: no cover - nothing allocates in these tests
+                raise AssertionError
+
+        class Device:
+            def __init__(self, index):
+                self.index = index
+
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *exc):
+                return False
+
+        def using_allocator(allocator):
+            fake.calls.append(("using_allocator", type(allocator.__self__).__name__))
+            return Device(0)
+
+        self.null = Stream.__new__(Stream)
+        self.null.name, self.null.ptr = "null", 0
+        self.current = self.null
+        runtime = type("runtime", (), {"getDevice": staticmethod(lambda: 0)})
+        self.cuda = type("cuda", (), {
+            "Stream": Stream, "MemoryPool": MemoryPool, "Device": Device, "runtime": runtime,
+            "using_allocator": staticmethod(using_allocator),
+            "get_current_stream": staticmethod(lambda: fake.current),
+        })
+
+
+def test_cupy_graphs_calls_cupys_capture_api(monkeypatch):
+    import sys
+
+    from ember._inductor.runtime import triton_launch
+
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(triton_launch, "use_ember_stream", lambda: None)
+    backend = cudagraphs.CuPyGraphs()
+    device = ember.device("cpu")  # only its index is read
+
+    def body():
+        assert fake.current.name == "side"  # the work queues on the capturing stream
+        fake.calls.append(("body", None))
+        return "outputs"
+
+    recording, outputs = backend.capture(body, device)
+    assert outputs == "outputs"
+    backend.replay(recording, device)
+    names = [c[0] for c in fake.calls]
+    assert names == ["Stream", "record", "wait_event", "enter", "using_allocator", "begin_capture", "body",
+                     "end_capture", "exit", "launch"]
+    assert ("Stream", True) in fake.calls  # a non-blocking side stream (capture refuses the legacy one)
+    assert ("using_allocator", "MemoryPool") in fake.calls  # the recording's private pool
+    assert fake.calls[-1] == ("launch", "null")  # replays on the current stream
+
+
+def test_cupy_graphs_ends_a_failed_capture(monkeypatch):
+    import sys
+
+    from ember._inductor.runtime import triton_launch
+
+    fake = _FakeCupy()
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    monkeypatch.setattr(triton_launch, "use_ember_stream", lambda: None)
+
+    def body():
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    with pytest.raises(RuntimeError, match="capturing"):
+        cudagraphs.CuPyGraphs().capture(body, ember.device("cpu"))
+    assert ("end_capture", "side") in fake.calls and fake.current is fake.null
