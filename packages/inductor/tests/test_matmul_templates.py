@@ -267,6 +267,18 @@ def test_dynamic_sizes_are_the_templates_arguments(ran):
     ember._dynamo.reset()
 
 
+def test_the_choice_is_written_to_the_debug_folder(tmp_path):
+    a, b = ember.randn(9, 20), ember.randn(20, 11)
+    with config.patch(debug=True, debug_dir=str(tmp_path)):
+        compiled = compile_fx(make_fx(lambda a, b: ember.relu(a @ b))(a, b), [a, b], name="mm_relu")
+        compiled(a, b)
+    (stage,) = (tmp_path / "mm_relu").glob("*_max_autotune.txt")
+    text = stage.read_text()
+    assert "-> template0" in text and "epilogue" in text and "fused" in text
+    (source,) = (tmp_path / "mm_relu").glob("*_triton.txt")
+    assert "def template0(" in source.read_text()
+
+
 def test_default_mode_keeps_the_extern_call(ran):
     a, b = ember.randn(8, 16), ember.randn(16, 8)
     with config.patch(max_autotune=False):
