@@ -141,3 +141,16 @@ def test_cuda_ember_compile_max_autotune_mode(fresh_cache):
     np.testing.assert_allclose(_np(got), _np(model(x)), rtol=1e-4, atol=1e-4)
     chosen = sum(select_algorithm.stats[k] - before[k] for k in ("benchmarked", "cache_hits"))
     assert chosen >= 2  # both products went through the selection
+
+
+@pytest.mark.cuda
+def test_cuda_default_mode_runs_cublas_then_one_fused_epilogue_kernel():
+    dev = _cuda()
+    x, w, b = (ember.randn(*s).to(dev) for s in ((64, 96), (48, 96), (48,)))
+    fn = lambda x, w, b: ember.relu(F.linear(x, w, b))  # noqa: E731
+    with config.patch(max_autotune=False):
+        compiled = _graph(fn, x, w, b)
+    assert not _templates(compiled)
+    kinds = ["extern" if not isinstance(s, list) else "kernel" for s in compiled.steps]
+    assert kinds == ["extern", "kernel"]
+    np.testing.assert_allclose(_np(compiled(x, w, b)), _np(fn(x, w, b)), rtol=1e-4, atol=1e-4)
