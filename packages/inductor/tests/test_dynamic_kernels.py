@@ -170,15 +170,15 @@ def test_fitting_sizes_over_three_traces():
     spec = dynamic.DynamicDims((((0, s0), (1, s1)),), {s0: 4, s1: 6})
     u = dynamic.Unifier(spec)
     p = dynamic.probe_points(spec)
-    value = [3 * p[k][s0] * p[k][s1] + 1 for k in range(3)]
+    value = [3 * p[k][s0] * p[k][s1] + 1 for k in range(dynamic.RUNS)]
     assert u.fit(value) == 3 * s0 * s1 + 1
-    assert u.fit([p[k][s1] // 2 for k in range(3)]) == dynamic.ir.FloorDiv(s1, 2)
+    assert u.fit([p[k][s1] // 2 for k in range(dynamic.RUNS)]) == dynamic.ir.FloorDiv(s1, 2)
     assert u.assumptions == [sympy.Eq(dynamic.ir.ModIndex(s1, 2), 0)]
     with pytest.raises(dynamic.NotDynamic):
-        u.fit([p[k][s0] ** 3 for k in range(3)])
-    mean = u.number(tuple(1.0 / (8 * p[k][s0]) for k in range(3)))
+        u.fit([p[k][s0] ** 3 for k in range(dynamic.RUNS)])
+    mean = u.number(tuple(1.0 / (8 * p[k][s0]) for k in range(dynamic.RUNS)))
     assert mean.form == "reciprocal" and mean.expr == 8 * s0
-    running = u.number(tuple(0.1 * (5 * p[k][s1]) / (5 * p[k][s1] - 1) for k in range(3)))
+    running = u.number(tuple(0.1 * (5 * p[k][s1]) / (5 * p[k][s1] - 1) for k in range(dynamic.RUNS)))
     assert running.form == "bessel" and running.expr == 5 * s1 and running.at(30) == 0.1 * 30 / 29
 
 

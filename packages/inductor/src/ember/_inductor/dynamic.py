@@ -2,12 +2,12 @@
 
 ember-dynamo tells the backend which input dims are symbolic (:class:`DynamicDims`: a SymPy symbol and
 its hint per dim). The aot trace and the lowering stay concrete (they work on ints); the symbols come
-from running them three times: at the hint sizes and at two *probe* sizes (each symbol's hint times a
-small prime of its own, so divisibility holds on every run). The three loop IRs must match object for
+from running them four times: at the hint sizes and at three *probe* sizes (each symbol's hint times a
+small factor of its own, so divisibility holds on every run). The loop IRs must match object for
 object; every integer that differs between them (a size, a stride, an index coefficient, an extern
 call's shape argument, ``1/n`` in a mean) is written as an expression over the symbols:
-``c*m + b`` for a monomial ``m`` (1, a symbol, a product of two symbols), fitted on two runs and
-checked on the third (:class:`Unifier`). Any mismatch raises :class:`NotDynamic`, and the caller
+``c*m + b`` for a monomial ``m`` (a symbol, a product of two symbols), fitted on two runs and
+checked on the others (:class:`Unifier`). Any mismatch raises :class:`NotDynamic`, and the caller
 compiles for the sizes it has (never a wrong answer).
 
 The symbolic IR then goes through the scheduler and codegen: decisions on sizes use the hint
@@ -70,14 +70,18 @@ class DynamicDims:
 
 
 #: Probe factors per symbol group: run k multiplies group g's hint by _FACTORS[k][g]. A value fits
-#: ``c*m + b`` when its three values lie on a line with ``m``'s: the factors are chosen so that no two
-#: monomials of degree <= 3 do (``(f2 - 1) / (f1 - 1)`` differs for each), else ``4*s1**2`` could pass
-#: for ``c*s0 + b`` (with factors 3, 5 and 5, 7, both are evenly spaced).
-_FACTORS = ((1,) * 8, (3, 5, 7, 11, 13, 17, 19, 23), (7, 11, 13, 17, 19, 31, 29, 41))
+#: ``c*m + b`` when its values on the runs lie on a line with ``m``'s: fitted on the first two runs, it is
+#: checked on the other two. The factors are chosen so that no two monomials of degree <= 3 lie on one
+#: line over runs 0-2 (``(f2 - 1) / (f1 - 1)`` differs for each; with factors 3, 5 and 5, 7, ``4*s1**2``
+#: passed for ``c*s0 + b``), and run 3 is a further check against values outside that family.
+_FACTORS = ((1,) * 8, (3, 5, 7, 11, 13, 17, 19, 23), (7, 11, 13, 17, 19, 31, 29, 41),
+            (2, 13, 3, 5, 7, 11, 23, 17))
+#: How many traces a dynamic compile makes (the hint, then the probes).
+RUNS = len(_FACTORS)
 
 
 def probe_points(spec):
-    """The value of each (canonical) symbol on the three runs: hint, probe 1, probe 2."""
+    """The value of each (canonical) symbol on each run: the hint, then the probes."""
     groups = spec.symbol_groups()
     if len(groups) > len(_FACTORS[1]):
         raise NotDynamic(f"{len(groups)} independent dynamic sizes (at most {len(_FACTORS[1])})")
@@ -113,7 +117,7 @@ def probe_inputs(example_inputs, spec, run):
 
 
 class Unifier:
-    """Writes values that differ between the three runs as expressions over the symbols.
+    """Writes values that differ between the runs (hint, then probes) as expressions over the symbols.
 
     Args:
         spec (DynamicDims): the symbols and hints.
@@ -121,6 +125,7 @@ class Unifier:
 
     def __init__(self, spec):
         self.points = probe_points(spec)
+        self.runs = len(self.points)
         symbols = list(self.points[0])
         self.monomials = [sympy.Integer(1)] + symbols
         self.monomials += [a * b for i, a in enumerate(symbols) for b in symbols[i:]]
@@ -132,24 +137,25 @@ class Unifier:
 
     def fit(self, values):
         """An expression equal to ``values[k]`` on run ``k``, or raise :class:`NotDynamic`."""
-        if values[0] == values[1] == values[2]:
+        values = tuple(values)
+        if len(set(values)) == 1:
             return sympy.Integer(values[0])
-        key = tuple(values)
-        if key in self._cache:
-            return self._cache[key]
+        if values in self._cache:
+            return self._cache[values]
         for m in self.monomials[1:]:
-            m0, m1, m2 = (self._value(m, k) for k in range(3))
-            if m1 == m0:
+            ms = [self._value(m, k) for k in range(self.runs)]
+            if ms[1] == ms[0]:
                 continue
-            c = Fraction(values[1] - values[0], m1 - m0)
-            b = values[0] - c * m0
-            if c == 0 or b.denominator != 1 or c * m2 + b != values[2]:
+            c = Fraction(values[1] - values[0], ms[1] - ms[0])
+            b = values[0] - c * ms[0]
+            # fitted on two runs, checked on the others
+            if c == 0 or b.denominator != 1 or any(c * mk + b != v for mk, v in zip(ms[2:], values[2:])):
                 continue
             expr = self._rational_times(c, m) + int(b)
-            self._cache[key] = expr
+            self._cache[values] = expr
             return expr
-        raise NotDynamic(f"no expression over the dynamic sizes gives {values[0]}, {values[1]}, {values[2]} "
-                         "on the three traces")
+        raise NotDynamic(f"no expression over the dynamic sizes gives {', '.join(map(str, values))} on the "
+                         f"{self.runs} traces")
 
     def _rational_times(self, c, m):
         if c.denominator == 1:
@@ -160,22 +166,24 @@ class Unifier:
             self.assumptions.append(relation)
         return ir.FloorDiv(c.numerator * m, c.denominator)
 
-    def expr(self, a, b, c):
-        """Unify three SymPy expressions of the same structure (integers may differ)."""
-        a, b, c = sympy.sympify(a), sympy.sympify(b), sympy.sympify(c)
-        if a == b == c:
+    def expr(self, *exprs):
+        """Unify SymPy expressions of the same structure, one per run (integers may differ)."""
+        exprs = [sympy.sympify(e) for e in exprs]
+        a = exprs[0]
+        if all(e == a for e in exprs[1:]):
             return a
-        if a.is_Integer and b.is_Integer and c.is_Integer:
-            return self.fit((int(a), int(b), int(c)))
-        if a.is_Number and b.is_Number and c.is_Number:
-            return self.number((float(a), float(b), float(c)))
-        if a.func != b.func or a.func != c.func or len(a.args) != len(b.args) or len(a.args) != len(c.args):
-            raise NotDynamic(f"index expressions differ in structure across sizes: {a} / {b} / {c}")
-        return a.func(*[self.expr(x, y, z) for x, y, z in zip(a.args, b.args, c.args)])
+        if all(e.is_Integer for e in exprs):
+            return self.fit([int(e) for e in exprs])
+        if all(e.is_Number for e in exprs):
+            return self.number([float(e) for e in exprs])
+        if any(e.func != a.func or len(e.args) != len(a.args) for e in exprs[1:]):
+            raise NotDynamic(f"index expressions differ in structure across sizes: {' / '.join(map(str, exprs))}")
+        return a.func(*[self.expr(*args) for args in zip(*(e.args for e in exprs))])
 
     def number(self, values):
         """A float that differs across the runs: a size used as a float, or a :class:`SizeFloat`."""
-        if values[0] == values[1] == values[2]:
+        values = tuple(values)
+        if len(set(values)) == 1:
             return values[0]
         if all(v.is_integer() for v in values):  # a size used as a float (``x / x.shape[0]``)
             return self.fit(tuple(int(v) for v in values))
@@ -200,57 +208,59 @@ class Unifier:
             c = round((r * m1 - m0) / (m0 * m1 * (r - 1)))
             if c < 1:
                 continue
-            n = [c * self._value(m, k) for k in range(3)]
+            n = [c * self._value(m, k) for k in range(self.runs)]
             if n[0] < 2:
                 continue
             k = v0 * (n[0] - 1) / n[0]
             candidate = SizeFloat("bessel", k, c * m)
-            if all(abs(candidate.at(n[j]) - values[j]) <= 1e-12 * abs(values[j]) for j in range(3)):
+            if all(abs(candidate.at(nj) - vj) <= 1e-12 * abs(vj) for nj, vj in zip(n, values)):
                 return candidate
         return None
 
-    def value(self, a, b, c):
-        """Unify three Python values of the IR (numbers, SymPy, lists, buffers by name, ...)."""
+    def value(self, *vals):
+        """Unify Python values of the IR, one per run (numbers, SymPy, lists, buffers by name, ...)."""
+        a = vals[0]
         if isinstance(a, bool) or a is None or isinstance(a, str):
-            if a != b or a != c:
-                raise NotDynamic(f"values differ across sizes: {a!r} / {b!r} / {c!r}")
+            if any(v != a for v in vals[1:]):
+                raise NotDynamic(f"values differ across sizes: {' / '.join(map(repr, vals))}")
             return a
-        if isinstance(a, int) and isinstance(b, int) and isinstance(c, int):
-            return a if a == b == c else self.fit((a, b, c))
-        if isinstance(a, float) and isinstance(b, float) and isinstance(c, float):
-            return self.number((a, b, c))
+        if all(type(v) is int for v in vals):
+            return a if len(set(vals)) == 1 else self.fit(vals)
+        if all(isinstance(v, float) for v in vals):
+            return self.number(vals)
         if isinstance(a, sympy.Basic):
-            return self.expr(a, b, c)
+            return self.expr(*vals)
         if isinstance(a, (list, tuple)):
-            if type(a) is not type(b) or len(a) != len(b) or len(a) != len(c):
-                raise NotDynamic(f"lists differ across sizes: {a!r} / {b!r}")
-            return type(a)(self.value(x, y, z) for x, y, z in zip(a, b, c))
+            if any(type(v) is not type(a) or len(v) != len(a) for v in vals[1:]):
+                raise NotDynamic(f"lists differ across sizes: {a!r} / {vals[1]!r}")
+            return type(a)(self.value(*items) for items in zip(*vals))
         if isinstance(a, dict):
-            if a.keys() != b.keys() or a.keys() != c.keys():
+            if any(v.keys() != a.keys() for v in vals[1:]):
                 raise NotDynamic("keyword arguments differ across sizes")
-            return {k: self.value(a[k], b[k], c[k]) for k in a}
+            return {k: self.value(*(v[k] for v in vals)) for k in a}
         if isinstance(a, ir.Buffer):
-            if a.name != getattr(b, "name", None) or a.name != getattr(c, "name", None):
+            if any(getattr(v, "name", None) != a.name for v in vals[1:]):
                 raise NotDynamic(f"buffer {a.name} is not the same across sizes")
             return a
         if isinstance(a, (ir.StridedArg, ir.EmptyArg)):
-            return self.view_arg(a, b, c)
+            return self.view_arg(*vals)
         try:
-            same = a == b and a == c
+            same = all(v == a for v in vals[1:])
         except Exception:  # noqa: BLE001 - a value that does not compare (a tensor constant)
-            same = a is b and a is c
+            same = all(v is a for v in vals[1:])
         if not same:
-            raise NotDynamic(f"values differ across sizes: {a!r} / {b!r} / {c!r}")
+            raise NotDynamic(f"values differ across sizes: {' / '.join(map(repr, vals))}")
         return a
 
-    def view_arg(self, a, b, c):
-        if type(a) is not type(b) or type(a) is not type(c):
+    def view_arg(self, *vals):
+        a = vals[0]
+        if any(type(v) is not type(a) for v in vals[1:]):
             raise NotDynamic("extern arguments differ in kind across sizes")
-        a.sizes = self.value(a.sizes, b.sizes, c.sizes)
+        a.sizes = self.value(*(v.sizes for v in vals))
         if isinstance(a, ir.StridedArg):
-            self.value(a.buffer, b.buffer, c.buffer)
-            a.strides = self.value(a.strides, b.strides, c.strides)
-            a.offset = self.expr(a.offset, b.offset, c.offset)
+            self.value(*(v.buffer for v in vals))
+            a.strides = self.value(*(v.strides for v in vals))
+            a.offset = self.expr(*(v.offset for v in vals))
         return a
 
 
@@ -291,78 +301,80 @@ class SizeFloat:
 
 
 def unify_graphs(graphs, spec):
-    """The first of three :class:`~ember._inductor.graph.GraphLowering` (hint, probe 1, probe 2 sizes),
-    rewritten in place with symbolic sizes; returns ``(graph, assumptions)``.
+    """The first of the :class:`~ember._inductor.graph.GraphLowering` s of one graph lowered at the hint
+    sizes and at each probe's, rewritten in place with symbolic sizes; returns ``(graph, assumptions)``.
 
     Raises:
         NotDynamic: the graphs differ in structure, or a size has no expression.
     """
     u = Unifier(spec)
-    g0, g1, g2 = graphs
-    if (len(g0.inputs), len(g0.buffers), len(g0.constants), len(g0.outputs)) != \
-            (len(g1.inputs), len(g1.buffers), len(g1.constants), len(g1.outputs)) or \
-            (len(g0.buffers), len(g0.outputs)) != (len(g2.buffers), len(g2.outputs)):
+    g0 = graphs[0]
+    shape = (len(g0.inputs), len(g0.buffers), len(g0.constants), len(g0.outputs))
+    if any((len(g.inputs), len(g.buffers), len(g.constants), len(g.outputs)) != shape for g in graphs[1:]):
         raise NotDynamic("the graphs lowered at different sizes have different buffers")
-    for a, b, c in zip(g0.inputs, g1.inputs, g2.inputs):
-        if a is not None:
-            _layout(u, a, b, c)
-    for a, b, c in zip(g0.constants, g1.constants, g2.constants):
-        _layout(u, a, b, c)
+    for bufs in zip(*(g.inputs for g in graphs)):
+        if bufs[0] is not None:
+            _layout(u, bufs)
+    for bufs in zip(*(g.constants for g in graphs)):
+        _layout(u, bufs)
     bodies = {}
-    for a, b, c in zip(g0.buffers, g1.buffers, g2.buffers):
-        if type(a) is not type(b) or type(a) is not type(c):
+    for steps in zip(*(g.buffers for g in graphs)):
+        a = steps[0]
+        if any(type(s) is not type(a) for s in steps[1:]):
             raise NotDynamic(f"{a.name}: a different kind of step across sizes")
         if isinstance(a, ir.ExternKernel):
-            if a.op is not b.op or a.op is not c.op or len(a.outputs) != len(b.outputs):
+            if any(s.op is not a.op or len(s.outputs) != len(a.outputs) for s in steps[1:]):
                 raise NotDynamic(f"{a.name}: a different extern call across sizes")
-            a.args = u.value(a.args, b.args, c.args)
-            a.kwargs = u.value(a.kwargs, b.kwargs, c.kwargs)
-            for x, y, z in zip(a.outputs, b.outputs, c.outputs):
-                _layout(u, x, y, z)
+            a.args = u.value(*(s.args for s in steps))
+            a.kwargs = u.value(*(s.kwargs for s in steps))
+            for outs in zip(*(s.outputs for s in steps)):
+                _layout(u, outs)
             continue
-        _layout(u, a, b, c)
-        da, db, dc = a.data, b.data, c.data
-        if type(da) is not type(db) or type(da) is not type(dc):
+        _layout(u, steps)
+        datas = [s.data for s in steps]
+        da = datas[0]
+        if any(type(d) is not type(da) for d in datas[1:]):
             raise NotDynamic(f"{a.name}: a different loop kind across sizes")
-        da.ranges = u.value(list(da.ranges), list(db.ranges), list(dc.ranges))
+        da.ranges = u.value(*(list(d.ranges) for d in datas))
         if isinstance(da, ir.Reduction):
-            if da.reduction_type != db.reduction_type:
+            if any(d.reduction_type != da.reduction_type for d in datas[1:]):
                 raise NotDynamic(f"{a.name}: a different reduction across sizes")
-            da.reduction_ranges = u.value(list(da.reduction_ranges), list(db.reduction_ranges),
-                                          list(dc.reduction_ranges))
-        da.body = _body(u, da.body, db.body, dc.body, bodies)
-    g0.outputs = [u.view_arg(a, b, c) if isinstance(a, ir.StridedArg) else u.value(a, b, c)
-                  for a, b, c in zip(g0.outputs, g1.outputs, g2.outputs)]
-    if [v for _, v in g0.scalar_inputs] != [v for _, v in g1.scalar_inputs]:
+            da.reduction_ranges = u.value(*(list(d.reduction_ranges) for d in datas))
+        da.body = _body(u, [d.body for d in datas], bodies)
+    g0.outputs = [u.view_arg(*outs) if isinstance(outs[0], ir.StridedArg) else u.value(*outs)
+                  for outs in zip(*(g.outputs for g in graphs))]
+    if any([v for _, v in g.scalar_inputs] != [v for _, v in g0.scalar_inputs] for g in graphs[1:]):
         raise NotDynamic("non-tensor inputs differ across sizes")
     return g0, list(u.assumptions)
 
 
-def _layout(u, a, b, c):
-    if a.name != b.name or a.name != c.name or a.dtype != b.dtype:
-        raise NotDynamic(f"buffer {a.name} differs across sizes ({b.name})")
-    a.sizes = u.value(list(a.sizes), list(b.sizes), list(c.sizes))
-    a.strides = u.value(list(a.strides), list(b.strides), list(c.strides))
+def _layout(u, bufs):
+    a = bufs[0]
+    if any(b.name != a.name or b.dtype != a.dtype for b in bufs[1:]):
+        raise NotDynamic(f"buffer {a.name} differs across sizes ({bufs[1].name})")
+    a.sizes = u.value(*(list(b.sizes) for b in bufs))
+    a.strides = u.value(*(list(b.strides) for b in bufs))
 
 
-def _body(u, a, b, c, memo):
-    key = (id(a), id(b), id(c))
+def _body(u, nodes, memo):
+    key = tuple(id(n) for n in nodes)
     if key in memo:
         return memo[key]
-    if type(a) is not type(b) or type(a) is not type(c):
-        raise NotDynamic(f"loop bodies differ across sizes: {a} / {b}")
+    a = nodes[0]
+    if any(type(n) is not type(a) for n in nodes[1:]):
+        raise NotDynamic(f"loop bodies differ across sizes: {a} / {nodes[1]}")
     if isinstance(a, ir.Load):
-        if a.buffer.name != b.buffer.name or len(a.index) != len(b.index):
-            raise NotDynamic(f"loads differ across sizes: {a} / {b}")
-        out = ir.Load(a.buffer, tuple(u.expr(x, y, z) for x, y, z in zip(a.index, b.index, c.index)))
+        if any(n.buffer.name != a.buffer.name or len(n.index) != len(a.index) for n in nodes[1:]):
+            raise NotDynamic(f"loads differ across sizes: {a} / {nodes[1]}")
+        out = ir.Load(a.buffer, tuple(u.expr(*index) for index in zip(*(n.index for n in nodes))))
     elif isinstance(a, ir.Constant):
-        out = ir.Constant(u.value(a.value, b.value, c.value), a.dtype)
+        out = ir.Constant(u.value(*(n.value for n in nodes)), a.dtype)
     elif isinstance(a, ir.IndexExpr):
-        out = ir.IndexExpr(u.expr(a.expr, b.expr, c.expr), a.dtype)
+        out = ir.IndexExpr(u.expr(*(n.expr for n in nodes)), a.dtype)
     elif isinstance(a, ir.Op):
-        if a.name != b.name or a.name != c.name or len(a.args) != len(b.args) or len(a.args) != len(c.args):
-            raise NotDynamic(f"loop bodies differ across sizes: {a.name} / {b.name}")
-        out = ir.Op(a.name, tuple(_body(u, x, y, z, memo) for x, y, z in zip(a.args, b.args, c.args)), a.dtype)
+        if any(n.name != a.name or len(n.args) != len(a.args) for n in nodes[1:]):
+            raise NotDynamic(f"loop bodies differ across sizes: {a.name} / {nodes[1].name}")
+        out = ir.Op(a.name, tuple(_body(u, list(args), memo) for args in zip(*(n.args for n in nodes))), a.dtype)
     else:
         raise NotDynamic(f"an unknown loop body node {type(a).__name__}")
     memo[key] = out

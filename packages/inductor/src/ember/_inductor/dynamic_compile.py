@@ -1,6 +1,6 @@
 """``compile_fx`` for graphs with dynamic dims: one compile whose kernels take the sizes as arguments.
 
-:func:`compile_fx_dynamic` traces the captured graph at the hint sizes and at two probe sizes
+:func:`compile_fx_dynamic` traces the captured graph at the hint sizes and at three probe sizes
 (:mod:`ember._inductor.dynamic`), compiles each resulting graph once with symbolic sizes, and returns a
 callable with an ``accepts(args)`` method: whether a call's inputs are ones it was compiled for (same
 dtypes, static sizes and modes; dynamic sizes that keep the compiled code's assumptions). The caller
@@ -64,7 +64,8 @@ def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions
         try:
             from .aot.api import aot_module_dynamic
 
-            runs = [list(example_inputs)] + [dynamic.probe_inputs(example_inputs, spec, k) for k in (1, 2)]
+            runs = [list(example_inputs)]
+            runs += [dynamic.probe_inputs(example_inputs, spec, k) for k in range(1, dynamic.RUNS)]
             run = aot_module_dynamic(
                 gm, list(example_inputs), runs, compile_graphs,
                 partition_fn=partition_fn or default_partition,

@@ -122,9 +122,9 @@ def compile_graph_dynamic(gms, example_inputs, spec):
     """Compile a graph with symbolic sizes: its kernels take the dynamic sizes as arguments.
 
     Args:
-        gms (list): the same graph traced at the hint sizes and at the two probe sizes of
-            :mod:`ember._inductor.dynamic` (three GraphModules, node for node alike).
-        example_inputs (list): the three lists of example inputs.
+        gms (list): the same graph traced at the hint sizes and at the probe sizes of
+            :mod:`ember._inductor.dynamic` (GraphModules alike node for node).
+        example_inputs (list): the example inputs of each trace.
         spec (DynamicDims): the symbols (only their hints are read here).
 
     Returns:
@@ -132,7 +132,7 @@ def compile_graph_dynamic(gms, example_inputs, spec):
         (``compiled.binding.check``); its ``assumptions`` list them.
 
     Raises:
-        NotDynamic: the three lowerings differ, or a size has no expression (compile for fixed sizes).
+        NotDynamic: the lowerings differ, or a size has no expression (compile for fixed sizes).
     """
     import sympy
 

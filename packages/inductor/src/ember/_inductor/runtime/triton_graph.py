@@ -65,7 +65,7 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec):
     as arguments (see :func:`ember._inductor.codegen.wrapper.compile_graph_dynamic`, the C++ twin).
 
     Raises:
-        NotDynamic: the lowerings at the three sizes differ, or a size has no expression.
+        NotDynamic: the lowerings at the traced sizes differ, or a size has no expression.
     """
     import sympy
 
