@@ -312,6 +312,7 @@ def _specs():
         generator_loss,
         notes="DCGAN generator for 64x64 images; shrunk for CPU: nz 32 and ngf 16 instead of 100 and 64, "
         "batch 4. Trained alone against a fixed target (L1): no discriminator in the loop.",
+        cuda_scale={"nz": 100, "ngf": 64, "batch": 128},
     )
     yield ModelSpec(
         "dcgan_discriminator",
@@ -320,6 +321,7 @@ def _specs():
         discriminator_inputs,
         discriminator_loss,
         notes="DCGAN discriminator (Sigmoid + BCE) for 64x64 images; shrunk for CPU: ndf 16 instead of 64, batch 4.",
+        cuda_scale={"ndf": 64, "batch": 128},
     )
     yield ModelSpec(
         "vae",
@@ -329,6 +331,7 @@ def _specs():
         vae_loss,
         notes="PyTorch example's MLP VAE at full size (784-400-20); samples with randn_like in training "
         "(the runner seeds both runs alike), decodes the mean in eval. Batch 32.",
+        cuda_scale={"batch": 128},
     )
     yield ModelSpec(
         "diffusion_unet",
@@ -338,6 +341,7 @@ def _specs():
         diffusion_loss,
         notes="DDPM-style UNet, two resolutions with self-attention in the middle (DDPM CIFAR: base 128, four "
         "resolutions); shrunk for CPU: base 32, GroupNorm(8), 16x16 images, batch 2.",
+        cuda_scale={"base": 128, "mults": (1, 2, 2, 2), "groups": 32, "size": 32, "batch": 32},
     )
 
 

@@ -16,7 +16,7 @@ from registry import ModelSpec, register
 NODES, FEATURES, CLASSES = 512, 64, 8
 
 
-def build_gcn(lib, hidden=64, layers=2):
+def build_gcn(lib, hidden=64, layers=2, **_):
     """Graph convolutions ``H' = relu(A_hat @ H @ W)`` (the last without relu), ``A_hat`` the symmetrically
     normalised adjacency with self-loops, given as a sparse COO tensor and multiplied with ``lib.sparse.mm``."""
     nn = lib.nn
@@ -47,7 +47,7 @@ def build_gcn(lib, hidden=64, layers=2):
     return GCN()
 
 
-def _gcn_inputs(lib, rng, device, nodes=NODES, degree=8):
+def _gcn_inputs(lib, rng, device, nodes=NODES, degree=8, **_):
     """Node features and ``D^-1/2 (A + I) D^-1/2`` of a random undirected graph, as a coalesced sparse tensor."""
     src = rng.integers(0, nodes, size=nodes * degree // 2)
     dst = rng.integers(0, nodes, size=nodes * degree // 2)
@@ -78,6 +78,7 @@ register(
         loss=_node_classification_loss,
         notes="2-layer GCN (64 features, 64 hidden, 8 classes) on a random 512-node graph of mean degree ~8, "
         "adjacency a sparse COO input: ember.compile (like torch.compile) runs the frame eagerly",
+        cuda_scale={"nodes": 4096, "hidden": 256},
     )
 )
 
@@ -89,7 +90,7 @@ register(
 TABLES, ROWS, DENSE = 4, 1000, 13
 
 
-def build_dlrm(lib, dim=16, bottom=(64, 16), top=(64, 32)):
+def build_dlrm(lib, dim=16, bottom=(64, 16), top=(64, 32), rows=ROWS, **_):
     """DLRM (Naumov et al. 2019) shrunk: a bottom MLP over the dense features, one ``nn.EmbeddingBag``
     (``mode="sum"``, with offsets) per sparse feature, the pairwise dot products of the vectors, a top MLP
     to one logit."""
@@ -107,7 +108,7 @@ def build_dlrm(lib, dim=16, bottom=(64, 16), top=(64, 32)):
         def __init__(self):
             super().__init__()
             self.bottom_mlp = mlp((DENSE, *bottom[:-1], dim), last_activation=True)
-            self.embeddings = nn.ModuleList([nn.EmbeddingBag(ROWS, dim, mode="sum") for _ in range(TABLES)])
+            self.embeddings = nn.ModuleList([nn.EmbeddingBag(rows, dim, mode="sum") for _ in range(TABLES)])
             pairs = (TABLES + 1) * TABLES // 2
             self.top_mlp = mlp((dim + pairs, *top, 1), last_activation=False)
             left, right = np.tril_indices(TABLES + 1, -1)
@@ -125,10 +126,10 @@ def build_dlrm(lib, dim=16, bottom=(64, 16), top=(64, 32)):
     return DLRM()
 
 
-def _dlrm_inputs(lib, rng, device, batch=128, per_table=384):
+def _dlrm_inputs(lib, rng, device, batch=128, per_table=384, rows=ROWS, **_):
     """Dense features, and per table ``per_table`` indices cut into ``batch`` bags of random sizes (some empty)."""
     dense = lib.tensor(rng.standard_normal((batch, DENSE)), dtype=lib.float32, device=device)
-    indices = lib.tensor(rng.integers(0, ROWS, size=(TABLES, per_table)), dtype=lib.long, device=device)
+    indices = lib.tensor(rng.integers(0, rows, size=(TABLES, per_table)), dtype=lib.long, device=device)
     cuts = np.sort(rng.integers(0, per_table + 1, size=(TABLES, batch - 1)), axis=1)
     offsets = np.concatenate([np.zeros((TABLES, 1), dtype=np.int64), cuts], axis=1)
     return dense, indices, lib.tensor(offsets, dtype=lib.long, device=device)
@@ -148,6 +149,8 @@ register(
         loss=_click_loss,
         notes="DLRM-style: 4 EmbeddingBag(1000, 16, mode='sum') tables with offsets (Criteo: 26 tables of "
         "millions of rows), 13 dense features, MLPs 64-16 / 64-32-1, dot interactions; batch 128",
+        cuda_scale={"dim": 64, "bottom": (256, 64), "top": (512, 256), "rows": 100_000, "batch": 2048,
+                    "per_table": 8192},
     )
 )
 
@@ -159,7 +162,7 @@ register(
 OBSERVATIONS, ACTIONS = 8, 4
 
 
-def build_actor_critic(lib, hidden=64):
+def build_actor_critic(lib, hidden=64, **_):
     """Separate tanh MLPs for the policy logits and the value; ``forward(obs)`` samples actions from
     ``lib.distributions.Categorical`` and returns ``(action, log_prob, entropy, value)`` as CleanRL's
     ``get_action_and_value`` does."""
@@ -187,7 +190,7 @@ def build_actor_critic(lib, hidden=64):
     return Agent()
 
 
-def _rl_inputs(lib, rng, device, batch=256):
+def _rl_inputs(lib, rng, device, batch=256, **_):
     return (lib.tensor(rng.standard_normal((batch, OBSERVATIONS)), dtype=lib.float32, device=device),)
 
 
@@ -210,5 +213,6 @@ register(
         loss=_a2c_loss,
         notes="CleanRL-style discrete actor-critic (two 64-wide tanh MLPs), Categorical sampling in forward, "
         "A2C loss with log_prob and entropy; batch 256 observations of 8 (no environment)",
+        cuda_scale={"batch": 4096},
     )
 )

@@ -12,10 +12,13 @@ for training, ``spec.loss(lib, output, inputs)``. A loss that needs labels deriv
 ``inputs`` (next-token targets from the token ids, a reconstruction target, class labels such as
 ``lib.arange(n, device=...) % classes``), so every tensor of ``inputs`` is a model argument.
 
-Sizes: a spec's ``build`` and ``inputs`` give the CPU-sized model and batch by default. ``cpu_scale`` holds
-optional keyword overrides that the runner passes to both ``build(lib, **cpu_scale)`` and
-``inputs(lib, rng, device, **cpu_scale)`` on the CPU only (leave it empty when the defaults already fit a step
-of ~100 ms eager on 2 cores).
+Sizes: a spec's ``build`` and ``inputs`` give the CPU-sized model and batch by default (a step of ~100 ms
+eager on 2 cores). ``cpu_scale`` and ``cuda_scale`` hold keyword overrides that the runner passes to both
+``build(lib, **sizes)`` and ``inputs(lib, rng, device, **sizes)`` (so each takes, and ignores, the other's
+keywords: ``**_``): ``cpu_scale`` on the CPU (usually empty), ``cuda_scale`` on CUDA, sizes realistic for a GPU
+(published widths and depths, GPU batch sizes) that still keep the whole suite within a few minutes on one
+GPU. :func:`sizes` picks one (``run.py --scale`` overrides the device's choice, for a dry run of the CUDA
+sizes on the CPU).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["ModelSpec", "MODELS", "MODULES", "register", "load_all", "copy_weights"]
+__all__ = ["ModelSpec", "MODELS", "MODULES", "SCALES", "register", "load_all", "sizes", "copy_weights"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +44,7 @@ class ModelSpec:
             (``rng`` a ``numpy.random.Generator``; the runner gives both libraries the same seed).
         loss: ``loss(lib, output, inputs) -> scalar lib tensor`` for training (``output = model(*inputs)``).
         cpu_scale: optional keyword overrides for ``build`` and ``inputs`` on the CPU (see the module docstring).
+        cuda_scale: keyword overrides for ``build`` and ``inputs`` on CUDA: the GPU sizes.
         notes: what is shrunk relative to the original model, and why; known failures.
     """
 
@@ -51,6 +55,7 @@ class ModelSpec:
     loss: Callable
     cpu_scale: dict = dataclasses.field(default_factory=dict)
     notes: str = ""
+    cuda_scale: dict = dataclasses.field(default_factory=dict)
 
 
 #: Registered models by name, in registration order.
@@ -73,6 +78,21 @@ def register(spec):
         raise ValueError(f"a model named {spec.name!r} is already registered")
     MODELS[spec.name] = spec
     return spec
+
+
+#: The size sets a spec has (``ModelSpec.cpu_scale``, ``ModelSpec.cuda_scale``).
+SCALES: tuple[str, ...] = ("cpu", "cuda")
+
+
+def sizes(spec, scale):
+    """The keyword overrides of ``spec`` for ``scale`` (``"cpu"`` or ``"cuda"``), a new dict.
+
+    Raises:
+        ValueError: ``scale`` is not one of :data:`SCALES`.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return dict(spec.cuda_scale if scale == "cuda" else spec.cpu_scale)
 
 
 def load_all(modules=MODULES):

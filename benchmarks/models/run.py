@@ -157,10 +157,10 @@ def _short(text, limit=160):
 class Side:
     """One library's model, inputs, and the step functions (eager and compiled) of the mode."""
 
-    def __init__(self, lib, spec, model, device, mode):
+    def __init__(self, lib, spec, model, device, mode, scale=None):
         self.lib, self.spec, self.model, self.device, self.mode = lib, spec, model, device, mode
-        kwargs = spec.cpu_scale if device == "cpu" else {}
-        self.inputs = spec.inputs(lib, np.random.default_rng(SEED), device, **kwargs)
+        self.scale = scale or device  # which sizes: "cpu" (spec.cpu_scale) or "cuda" (spec.cuda_scale)
+        self.inputs = spec.inputs(lib, np.random.default_rng(SEED), device, **registry.sizes(spec, self.scale))
         model.train(mode == "training")
         self.optimizer = lib.optim.SGD(model.parameters(), lr=LR, momentum=0.9) if mode == "training" else None
 
@@ -190,10 +190,10 @@ class Side:
         return loss
 
 
-def _build(lib, spec, device):
+def _build(lib, spec, device, scale=None):
+    """``spec``'s model at the sizes of ``scale`` (default: ``device``'s), from the fixed seed, on the CPU."""
     lib.manual_seed(SEED)
-    kwargs = spec.cpu_scale if device == "cpu" else {}
-    return spec.build(lib, **kwargs)
+    return spec.build(lib, **registry.sizes(spec, scale or device))
 
 
 def _explain(row, ember, side):
@@ -328,7 +328,7 @@ def compare_training(expected, actual, noise=None):
 def _perturbed_twin(ember, spec, device, mode, eager):
     """A twin of ``eager``'s model with every weight moved by about one float32 ulp (``1 +- PERTURBATION``, a
     random sign per element): its gradients show how far float32 rounding alone moves eager's."""
-    model = _build(ember, spec, device).to(device)
+    model = _build(ember, spec, device, eager.scale).to(device)
     model.load_state_dict(eager.model.state_dict())
     rng = np.random.default_rng(SEED)
     with ember.no_grad():
@@ -336,16 +336,16 @@ def _perturbed_twin(ember, spec, device, mode, eager):
             if p.is_floating_point():
                 signs = rng.choice(np.array([-1.0, 1.0], dtype=np.float32), size=tuple(p.shape))
                 p.mul_(ember.from_numpy(1.0 + PERTURBATION * signs).to(device=device, dtype=p.dtype))
-    return Side(ember, spec, model, device, mode)
+    return Side(ember, spec, model, device, mode, eager.scale)
 
 
 def _check(row, ember, spec, device, mode, eager, backend, fullgraph):
     """Compile a twin of the eager Ember model and compare the two: the outputs (inference), or the losses
     of 5 SGD steps and the step-1 gradients (training, :func:`compare_training`); returns the compiled
     step function's side."""
-    twin = _build(ember, spec, device).to(device)
+    twin = _build(ember, spec, device, eager.scale).to(device)
     twin.load_state_dict(eager.model.state_dict())
-    compiled = Side(ember, spec, twin, device, mode)
+    compiled = Side(ember, spec, twin, device, mode, eager.scale)
     perturbed = _perturbed_twin(ember, spec, device, mode, eager) if mode == "training" else None
     ember._dynamo.reset()
     fn = compiled.forward(ember.compile(twin, backend=backend, fullgraph=fullgraph))
@@ -460,14 +460,14 @@ def run_model(spec, args, ember, torch):
             return None
 
     try:
-        ours = attempt("build", lambda: Side(ember, spec, _build(ember, spec, args.device).to(args.device),
-                                             args.device, args.mode))
+        ours = attempt("build", lambda: Side(ember, spec, _build(ember, spec, args.device, args.scale).to(args.device),
+                                             args.device, args.mode, args.scale))
         theirs = None
         if ours is not None and torch is not None:
             def build_theirs():
-                torch_model = _build(torch, spec, args.device)
+                torch_model = _build(torch, spec, args.device, args.scale)
                 registry.copy_weights(ours.model, torch_model)
-                return Side(torch, spec, torch_model.to(args.device), args.device, args.mode)
+                return Side(torch, spec, torch_model.to(args.device), args.device, args.mode, args.scale)
 
             theirs = attempt("torch build", build_theirs)
         if ours is not None:
@@ -529,6 +529,10 @@ def summary(rows):
         "models": n,
         "pass rate, fullgraph=False": f"{sum(r.passed for r in rows)}/{n}",
         "pass rate, fullgraph=True": f"{sum(r.passed and r.fullgraph == 'pass' for r in rows)}/{n}",
+        # recurrent layers (allow_rnn off by default in both compilers) and sparse inputs: torch.compile runs
+        # these frames eagerly too, so fullgraph=True fails there as well
+        "fullgraph=True failures where torch.compile captures no graph either": ", ".join(
+            r.name for r in rows if r.fullgraph != "pass" and r.torch_graphs == 0) or "none",
         "graph breaks (ember, all models)": sum(r.breaks or 0 for r in rows),
         "graph breaks (torch.compile, same models)": sum(r.torch_breaks or 0 for r in rows),
         "models where ember-inductor fell back to eager": sum(r.fallback for r in rows),
@@ -570,7 +574,11 @@ def render(rows, args, specs, elapsed):
         f"{args.repeats} interleaved repeats (minimum kept). Run of {elapsed / 60:.1f} min on "
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {args.load[0]:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs): on a shared machine the times are noisy, "
-        "compare the ratios of one row. Compile times are first calls, "
+        "compare the ratios of one row. "
+        + ("Float32 without TF32 in both libraries (torch's cuDNN default is TF32: turned off). "
+           if args.device == "cuda" else "")
+        + (f"Sizes: each model's `{args.scale}_scale` (listed under Models). " if args.scale != "cpu" else "")
+        + "Compile times are first calls, "
         + ("with empty on-disk caches for both compilers (`--cold`)." if args.cold else
            "with the on-disk caches of both compilers as earlier runs left them (a repeated run mostly hits them; "
            "`--cold` starts both from empty caches)."),
@@ -637,7 +645,10 @@ def render(rows, args, specs, elapsed):
             lines += [f"  - break: {reason}" for reason in r.reasons]
             lines += [f"  - logged: {warning}" for warning in r.warnings]
     lines += ["", "Models:", ""]
-    lines += [f"- **{name}** ({spec.domain}): {spec.notes or '-'}" for name, spec in specs.items()]
+    for name, spec in specs.items():
+        scale = registry.sizes(spec, args.scale)
+        here = f" Sizes here ({args.scale}): " + ", ".join(f"{k}={v}" for k, v in scale.items()) + "." if scale else ""
+        lines.append(f"- **{name}** ({spec.domain}): {spec.notes or '-'}{here}")
     return "\n".join(lines) + "\n"
 
 
@@ -708,7 +719,11 @@ def parse_args(argv=None):
     parser.add_argument("--cold", action="store_true", help="empty compile caches for both libraries (fresh dirs)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch (no comparison columns)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print tracebacks of failures")
-    return parser.parse_args(argv)
+    # a dry run of one device's sizes on another (--device cpu --scale cuda: the CUDA sizes on the CPU)
+    parser.add_argument("--scale", choices=registry.SCALES, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.scale = args.scale or args.device
+    return args
 
 
 def main(argv=None):
@@ -730,8 +745,15 @@ def main(argv=None):
         import ember._inductor  # noqa: F401  (registers the backends)
     args.threads = ember.get_num_threads()
     args.load = os.getloadavg()
+    if args.device == "cuda":
+        ember.backends.cuda.matmul.allow_tf32 = False
     if torch is not None:
         torch.set_num_threads(args.threads)
+        if args.device == "cuda":
+            # ember's CUDA convolutions and matmuls compute float32 in float32: so does torch here (its cuDNN
+            # convolutions default to TF32), so that both libraries do the same arithmetic
+            torch.backends.cudnn.allow_tf32 = False
+            torch.backends.cuda.matmul.allow_tf32 = False
     specs = registry.load_all()
     if args.names:
         specs = {n: s for n, s in specs.items() if any(k in n for k in args.names)}

@@ -7,6 +7,7 @@ compared value for value; sizes are shrunk so that an eager CPU training step st
 
 from __future__ import annotations
 
+import functools
 import math
 
 from registry import ModelSpec, register
@@ -30,16 +31,16 @@ def _next_token_loss(lib, logits, tokens):
 # ----------------------------------------------------------------------------------------------------------
 
 
-def build_rnn_lm(lib, cell="LSTM", width=128, layers=2, tied=True):
+def build_rnn_lm(lib, cell="LSTM", width=128, layers=2, tied=True, vocab=VOCAB, **_):
     """An embedding, a ``layers``-deep LSTM or GRU (batch first), and a linear head (tied to the embedding)."""
     nn = lib.nn
 
     class RNNLanguageModel(nn.Module):
         def __init__(self):
             super().__init__()
-            self.encoder = nn.Embedding(VOCAB, width)
+            self.encoder = nn.Embedding(vocab, width)
             self.rnn = getattr(nn, cell)(width, width, num_layers=layers, batch_first=True)
-            self.decoder = nn.Linear(width, VOCAB)
+            self.decoder = nn.Linear(width, vocab)
             if tied:
                 self.decoder.weight = self.encoder.weight
             self.init_weights()
@@ -58,8 +59,8 @@ def build_rnn_lm(lib, cell="LSTM", width=128, layers=2, tied=True):
     return RNNLanguageModel()
 
 
-def _lm_inputs(lib, rng, device, batch=8, length=32):
-    return (_tokens(lib, rng, device, batch, length),)
+def _lm_inputs(lib, rng, device, batch=8, length=32, vocab=VOCAB, **_):
+    return (_tokens(lib, rng, device, batch, length, vocab),)
 
 
 def _lm_loss(lib, output, inputs):
@@ -70,11 +71,12 @@ register(
     ModelSpec(
         name="lstm_lm",
         domain="sequence",
-        build=lambda lib: build_rnn_lm(lib, "LSTM", tied=True),
+        build=functools.partial(build_rnn_lm, cell="LSTM", tied=True),
         inputs=_lm_inputs,
         loss=_lm_loss,
         notes="word_language_model-style LSTM LM: 2 layers of 128 (not 650-1500), vocabulary 256, tied head; "
         "batch 8 x 32 tokens; ember.compile and torch.compile run the nn.LSTM eagerly by default (allow_rnn)",
+        cuda_scale={"width": 512, "vocab": 8192, "batch": 32, "length": 64},
     )
 )
 
@@ -82,11 +84,12 @@ register(
     ModelSpec(
         name="gru_lm",
         domain="sequence",
-        build=lambda lib: build_rnn_lm(lib, "GRU", tied=False),
+        build=functools.partial(build_rnn_lm, cell="GRU", tied=False),
         inputs=_lm_inputs,
         loss=_lm_loss,
         notes="GRU LM: 2 layers of 128, vocabulary 256, untied head; batch 8 x 32 tokens; the nn.GRU runs "
         "eagerly under both compilers by default (allow_rnn)",
+        cuda_scale={"width": 512, "vocab": 8192, "batch": 32, "length": 64},
     )
 )
 
@@ -96,7 +99,7 @@ register(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def build_seq2seq(lib, d_model=64, nhead=4, layers=2, ff=128, max_len=64):
+def build_seq2seq(lib, d_model=64, nhead=4, layers=2, ff=128, max_len=64, vocab=VOCAB, **_):
     """Source and target embeddings scaled by sqrt(d_model) plus sinusoidal positions, ``nn.Transformer``
     (post-norm, batch first), a causal target mask, and a linear generator over the vocabulary."""
     nn = lib.nn
@@ -112,8 +115,8 @@ def build_seq2seq(lib, d_model=64, nhead=4, layers=2, ff=128, max_len=64):
     class Seq2SeqTransformer(nn.Module):
         def __init__(self):
             super().__init__()
-            self.src_embed = nn.Embedding(VOCAB, d_model)
-            self.tgt_embed = nn.Embedding(VOCAB, d_model)
+            self.src_embed = nn.Embedding(vocab, d_model)
+            self.tgt_embed = nn.Embedding(vocab, d_model)
             self.register_buffer("positions", sinusoids(max_len, d_model), persistent=False)
             self.transformer = nn.Transformer(
                 d_model=d_model,
@@ -124,7 +127,7 @@ def build_seq2seq(lib, d_model=64, nhead=4, layers=2, ff=128, max_len=64):
                 dropout=0.0,
                 batch_first=True,
             )
-            self.generator = nn.Linear(d_model, VOCAB)
+            self.generator = nn.Linear(d_model, vocab)
 
         def embed(self, table, tokens):
             return table(tokens) * math.sqrt(d_model) + self.positions[: tokens.size(1)]
@@ -137,8 +140,8 @@ def build_seq2seq(lib, d_model=64, nhead=4, layers=2, ff=128, max_len=64):
     return Seq2SeqTransformer()
 
 
-def _seq2seq_inputs(lib, rng, device, batch=8, src_len=24, tgt_len=20):
-    return _tokens(lib, rng, device, batch, src_len), _tokens(lib, rng, device, batch, tgt_len)
+def _seq2seq_inputs(lib, rng, device, batch=8, src_len=24, tgt_len=20, vocab=VOCAB, **_):
+    return _tokens(lib, rng, device, batch, src_len, vocab), _tokens(lib, rng, device, batch, tgt_len, vocab)
 
 
 def _seq2seq_loss(lib, output, inputs):
@@ -154,6 +157,8 @@ register(
         loss=_seq2seq_loss,
         notes="nn.Transformer encoder-decoder: d_model 64, 4 heads, 2+2 layers, FFN 128 (base: 512/8/6+6/2048); "
         "vocabulary 256; batch 8, source 24, target 20 tokens",
+        cuda_scale={"d_model": 512, "nhead": 8, "layers": 6, "ff": 2048, "max_len": 128, "vocab": 8192,
+                    "batch": 32, "src_len": 64, "tgt_len": 64},
     )
 )
 
@@ -163,7 +168,7 @@ register(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def build_gpt2(lib, n_layer=2, n_head=4, n_embd=128, block_size=64):
+def build_gpt2(lib, n_layer=2, n_head=4, n_embd=128, block_size=64, vocab=VOCAB, **_):
     """GPT-2's architecture (Radford et al. 2019) with fewer and narrower layers."""
     nn = lib.nn
     F = lib.nn.functional
@@ -208,11 +213,11 @@ def build_gpt2(lib, n_layer=2, n_head=4, n_embd=128, block_size=64):
     class GPT2(nn.Module):
         def __init__(self):
             super().__init__()
-            self.wte = nn.Embedding(VOCAB, n_embd)
+            self.wte = nn.Embedding(vocab, n_embd)
             self.wpe = nn.Embedding(block_size, n_embd)
             self.h = nn.ModuleList([Block() for _ in range(n_layer)])
             self.ln_f = nn.LayerNorm(n_embd)
-            self.lm_head = nn.Linear(n_embd, VOCAB, bias=False)
+            self.lm_head = nn.Linear(n_embd, vocab, bias=False)
             self.lm_head.weight = self.wte.weight
             for name, p in self.named_parameters():
                 if name.endswith("c_proj.weight"):  # residual projections, scaled by depth as GPT-2 does
@@ -231,15 +236,21 @@ def build_gpt2(lib, n_layer=2, n_head=4, n_embd=128, block_size=64):
     return GPT2()
 
 
+def _gpt2_inputs(lib, rng, device, batch=4, length=64, vocab=VOCAB, **_):
+    return (_tokens(lib, rng, device, batch, length, vocab),)
+
+
 register(
     ModelSpec(
         name="gpt2_small",
         domain="sequence",
         build=build_gpt2,
-        inputs=lambda lib, rng, device, batch=4, length=64: (_tokens(lib, rng, device, batch, length),),
+        inputs=_gpt2_inputs,
         loss=_lm_loss,
         notes="GPT-2 small's architecture with 2 layers, 4 heads, width 128 (not 12/12/768), vocabulary 256, "
         "context 64; batch 4 x 64 tokens",
+        cuda_scale={"n_layer": 12, "n_head": 12, "n_embd": 768, "block_size": 256, "vocab": 8192,
+                    "batch": 8, "length": 256},
     )
 )
 
@@ -249,7 +260,8 @@ register(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def build_bert(lib, n_layer=2, n_head=4, hidden=128, intermediate=512, max_positions=64, type_vocab=2):
+def build_bert(lib, n_layer=2, n_head=4, hidden=128, intermediate=512, max_positions=64, type_vocab=2, vocab=VOCAB,
+               **_):
     """BERT-base's architecture (Devlin et al. 2019) with fewer and narrower layers, and the masked-LM head."""
     nn = lib.nn
     F = lib.nn.functional
@@ -257,7 +269,7 @@ def build_bert(lib, n_layer=2, n_head=4, hidden=128, intermediate=512, max_posit
     class Embeddings(nn.Module):
         def __init__(self):
             super().__init__()
-            self.word_embeddings = nn.Embedding(VOCAB, hidden)
+            self.word_embeddings = nn.Embedding(vocab, hidden)
             self.position_embeddings = nn.Embedding(max_positions, hidden)
             self.token_type_embeddings = nn.Embedding(type_vocab, hidden)
             self.LayerNorm = nn.LayerNorm(hidden, eps=1e-12)
@@ -305,9 +317,9 @@ def build_bert(lib, n_layer=2, n_head=4, hidden=128, intermediate=512, max_posit
             super().__init__()
             self.dense = nn.Linear(hidden, hidden)
             self.LayerNorm = nn.LayerNorm(hidden, eps=1e-12)
-            self.decoder = nn.Linear(hidden, VOCAB, bias=False)
+            self.decoder = nn.Linear(hidden, vocab, bias=False)
             self.decoder.weight = word_embeddings.weight
-            self.bias = nn.Parameter(lib.zeros(VOCAB))
+            self.bias = nn.Parameter(lib.zeros(vocab))
 
         def forward(self, x):
             return self.decoder(self.LayerNorm(F.gelu(self.dense(x)))) + self.bias
@@ -337,8 +349,8 @@ def build_bert(lib, n_layer=2, n_head=4, hidden=128, intermediate=512, max_posit
     return BertForMaskedLM()
 
 
-def _bert_inputs(lib, rng, device, batch=4, length=64):
-    ids = rng.integers(0, VOCAB, size=(batch, length))
+def _bert_inputs(lib, rng, device, batch=4, length=64, vocab=VOCAB, **_):
+    ids = rng.integers(0, vocab, size=(batch, length))
     types = (lib.arange(length) >= length // 2).long().expand(batch, length).contiguous()  # sentence A then B
     lengths = rng.integers(length // 2, length + 1, size=batch)
     mask = (lib.arange(length).unsqueeze(0) < lib.tensor(lengths).unsqueeze(1)).long()  # padded tails
@@ -362,6 +374,8 @@ register(
         loss=_bert_loss,
         notes="BERT-base's architecture with 2 layers, 4 heads, hidden 128, FFN 512 (not 12/12/768/3072), "
         "vocabulary 256, 64 positions; batch 4 x 64 with padded tails; loss on every 7th position",
+        cuda_scale={"n_layer": 12, "n_head": 12, "hidden": 768, "intermediate": 3072, "max_positions": 128,
+                    "vocab": 8192, "batch": 16, "length": 128},
     )
 )
 
@@ -371,7 +385,9 @@ register(
 # ----------------------------------------------------------------------------------------------------------
 
 
-def build_char_transformer(lib, vocab_size=96, context=64, d_model=128, nhead=4, num_layers=2, dim_feedforward=512):
+def build_char_transformer(
+    lib, vocab_size=96, context=64, d_model=128, nhead=4, num_layers=2, dim_feedforward=512, **_
+):
     """examples/char_transformer.py's CharTransformer: stock pre-norm ``nn.TransformerEncoder`` with a causal
     mask buffer, GELU, a final LayerNorm and a linear head (dropout 0 here)."""
     nn = lib.nn
@@ -403,14 +419,20 @@ def build_char_transformer(lib, vocab_size=96, context=64, d_model=128, nhead=4,
     return CharTransformer()
 
 
+def _char_inputs(lib, rng, device, batch=8, length=64, vocab_size=96, **_):
+    return (_tokens(lib, rng, device, batch, length, vocab_size),)
+
+
 register(
     ModelSpec(
         name="char_transformer",
         domain="sequence",
         build=build_char_transformer,
-        inputs=lambda lib, rng, device, batch=8, length=64: (_tokens(lib, rng, device, batch, length, 96),),
+        inputs=_char_inputs,
         loss=_lm_loss,
         notes="examples/char_transformer.py's model (2 pre-norm nn.TransformerEncoder layers of 128, 4 heads, "
         "context 64), dropout 0; batch 8 x 64 characters",
+        cuda_scale={"context": 256, "d_model": 384, "nhead": 6, "num_layers": 6, "dim_feedforward": 1536,
+                    "batch": 32, "length": 256},
     )
 )

@@ -655,7 +655,10 @@ def build_unet(lib, channels=3, classes=2, base=8, size=64, **_):
             x = self.up4(x, x1)
             return self.outc(x)
 
-    return calibrate_batch_norm(lib, UNet(), lib.randn(1, channels, size, size))
+    # random images carry no more statistics at 256 pixels than at 64: calibrate on at most 64x64 (a GPU-sized
+    # U-Net's calibration at full size takes seconds on the CPU, for each of the runner's four builds)
+    calibration = min(size, 64)
+    return calibrate_batch_norm(lib, UNet(), lib.randn(1, channels, calibration, calibration))
 
 
 def unet_inputs(lib, rng, device, batch=1, size=64, channels=3, **_):
@@ -680,6 +683,7 @@ def _specs():
         mlp_inputs,
         classification_loss,
         notes="784-512-512-10 with dropout 0.2, full size (28x28 inputs, batch 64).",
+        cuda_scale={"batch": 512},
     )
     yield ModelSpec(
         "digits_cnn",
@@ -688,6 +692,7 @@ def _specs():
         digits_inputs,
         classification_loss,
         notes="examples/digits_cnn.py's network, full size (8x8 digits, batch 64).",
+        cuda_scale={"batch": 512},
     )
     yield ModelSpec(
         "resnet18",
@@ -696,6 +701,7 @@ def _specs():
         classification_inputs(64),
         classification_loss,
         notes="ResNet-18, torchvision layout; shrunk for CPU: widths /4 (16-128), 64x64 images, 100 classes, batch 2.",
+        cuda_scale={"width": 64, "classes": 1000, "size": 128, "batch": 32},
     )
     yield ModelSpec(
         "resnet50",
@@ -705,6 +711,7 @@ def _specs():
         classification_loss,
         notes="ResNet-50 (bottleneck blocks), torchvision layout; shrunk for CPU: widths /4, blocks (1,2,2,1) "
         "instead of (3,4,6,3), 64x64 images, 100 classes, batch 2.",
+        cuda_scale={"width": 64, "layers": (3, 4, 6, 3), "classes": 1000, "size": 128, "batch": 32},
     )
     yield ModelSpec(
         "mobilenet_v2",
@@ -715,6 +722,7 @@ def _specs():
         notes="MobileNetV2, torchvision layout; shrunk for CPU: width multiplier 0.5, 64x64 images, 100 classes, "
         "batch 2. Known: the training check can report a mismatch because eager Ember's gradients are ~1% off "
         "a float64 oracle here (torch's and compiled Ember's ~0.03%): repro mobilenet_v2_eager_grad_precision.py.",
+        cuda_scale={"width_mult": 1.0, "classes": 1000, "size": 128, "batch": 32},
     )
     yield ModelSpec(
         "mobilenet_v3_small",
@@ -724,6 +732,7 @@ def _specs():
         classification_loss,
         notes="MobileNetV3-Small (hardswish, squeeze-excite), torchvision layout; shrunk for CPU: width "
         "multiplier 0.5, 64x64 images, 100 classes, batch 2.",
+        cuda_scale={"width_mult": 1.0, "classes": 1000, "size": 128, "batch": 32},
     )
     yield ModelSpec(
         "efficientnet_b0",
@@ -735,6 +744,7 @@ def _specs():
         "width and depth multipliers 0.5, 64x64 images, 100 classes, batch 2. Its 5-step training losses "
         "(momentum 0.9, one repeated batch) drift apart by float rounding alone (5e-4 by step 5; 1e-4 with "
         "stochastic depth off), at the edge of the runner's tolerance.",
+        cuda_scale={"width_mult": 1.0, "depth_mult": 1.0, "classes": 1000, "size": 128, "batch": 32},
     )
     yield ModelSpec(
         "vit",
@@ -744,6 +754,8 @@ def _specs():
         classification_loss,
         notes="ViT-B/16 layout (class token, position embedding, nn.MultiheadAttention); shrunk for CPU: "
         "32x32 images, 4x4 patches, width 64, 4 blocks of 4 heads, MLP 128, 10 classes, batch 4.",
+        cuda_scale={"image": 224, "patch": 16, "dim": 384, "depth": 12, "heads": 6, "mlp_dim": 1536, "classes": 1000,
+                    "batch": 32},
     )
     yield ModelSpec(
         "unet",
@@ -753,6 +765,7 @@ def _specs():
         segmentation_loss,
         notes="U-Net with ConvTranspose2d and skip concatenation, padded to the skip's size; shrunk for CPU: "
         "base width 8 instead of 64, 64x64 images instead of 572x572, batch 1.",
+        cuda_scale={"base": 64, "size": 256, "batch": 4},
     )
 
 

@@ -8,6 +8,7 @@ the runner lists as expected failures are strict xfails, so a fix shows up here.
 from __future__ import annotations
 
 import importlib
+import inspect
 import math
 import sys
 from pathlib import Path
@@ -181,6 +182,49 @@ def test_compare_training_tolerances():
     assert not missing["ok"] and "only on one side" in missing["mismatch"]
 
 
+def _named_parameters(fn):
+    return {name for name, p in inspect.signature(fn).parameters.items() if p.kind is not p.VAR_KEYWORD}
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_cuda_sizes_name_real_keywords(name):
+    # build and inputs swallow each other's keywords (**_), so a misspelt size would be ignored silently
+    spec = SPECS[name]
+    assert spec.cuda_scale, f"{name} has no GPU sizes"
+    known = _named_parameters(spec.build) | _named_parameters(spec.inputs)
+    assert set(spec.cuda_scale) <= known, f"{name}: {sorted(set(spec.cuda_scale) - known)} are not size keywords"
+    assert set(spec.cpu_scale) <= known
+
+
+def test_sizes_pick_the_scale():
+    spec = SPECS["actor_critic"]
+    assert registry.sizes(spec, "cuda") == spec.cuda_scale and registry.sizes(spec, "cpu") == spec.cpu_scale
+    assert registry.sizes(spec, "cuda") is not spec.cuda_scale  # a copy: callers may change it
+    with pytest.raises(ValueError, match="scale must be one of"):
+        registry.sizes(spec, "tpu")
+
+
+def test_scale_follows_the_device_unless_given():
+    assert runner.parse_args([]).scale == "cpu"
+    assert runner.parse_args(["--device", "cuda"]).scale == "cuda"
+    assert runner.parse_args(["--device", "cpu", "--scale", "cuda"]).scale == "cuda"
+
+
+def test_cuda_sizes_on_the_cpu():
+    # the runner's sides and builds at the GPU sizes, on the CPU (what --device cpu --scale cuda runs)
+    spec = SPECS["actor_critic"]
+    model = runner._build(ember, spec, "cpu", "cuda")
+    side = runner.Side(ember, spec, model, "cpu", "training", scale="cuda")
+    assert tuple(side.inputs[0].shape) == (spec.cuda_scale["batch"], 8)
+    assert tuple(runner.Side(ember, spec, model, "cpu", "training").inputs[0].shape) == (256, 8)
+    args = runner.parse_args(["--backend", "eager", "--repeats", "1", "--no-torch", "--scale", "cuda"])
+    row = runner.run_model(spec, args, ember, None)
+    assert row.status == "ok", row.error or row.mismatch
+    args.threads, args.load = 1, (0.0, 0.0, 0.0)
+    text = runner.render([row], args, {spec.name: spec}, elapsed=1.0)
+    assert "Sizes here (cuda): batch=4096." in text
+
+
 def test_register_refuses_duplicates_and_other_types():
     spec = next(iter(SPECS.values()))
     with pytest.raises(ValueError, match="already registered"):
@@ -200,13 +244,15 @@ def test_copy_weights_names_the_mismatch():
 def test_summary_geomeans_and_pass_rates():
     fast = runner.Row("a", "x", status="ok", fullgraph="pass", breaks=0, compile_s=1.0, torch_compile_s=2.0)
     fast.times = {"ember": 4.0, "ember_compiled": 1.0, "torch": 2.0, "torch_compiled": 1.0}
-    slow = runner.Row("b", "x", status="ok", fullgraph="fail", breaks=2, compile_s=3.0, torch_compile_s=2.0)
+    slow = runner.Row("b", "x", status="ok", fullgraph="fail", breaks=2, compile_s=3.0, torch_compile_s=2.0,
+                      torch_graphs=0)
     slow.times = {"ember": 1.0, "ember_compiled": 1.0, "torch": 8.0, "torch_compiled": 1.0}
     broken = runner.Row("c", "x", status="error (compile)", breaks=1)
     out = runner.summary([fast, slow, broken])
     assert out["pass rate, fullgraph=False"] == "2/3"
     assert out["pass rate, fullgraph=True"] == "1/3"
     assert out["graph breaks (ember, all models)"] == 3
+    assert out["fullgraph=True failures where torch.compile captures no graph either"] == "b"
     assert out["geomean speedup compiled/eager, ember (passing models)"] == f"{math.sqrt(4.0 * 1.0):.2f}x"
     assert out["geomean speedup compiled/eager, torch (same models)"] == f"{math.sqrt(2.0 * 8.0):.2f}x"
     assert out["mean compile time (first call), ember / torch"] == "2.00 s / 2.00 s"
