@@ -278,6 +278,7 @@ class CudaGraphRunner:
         self.recordings = {}
         self.skips = Counter()
         self._warmups = Counter()
+        self._last_parts = []  # per argument position: (array, its part of the key, device) of the last call
         self._disabled = None
         for reason in reasons:
             self._disable(reason)
@@ -298,22 +299,39 @@ class CudaGraphRunner:
 
     def _signature(self, args):
         """``(key, reason, device)``: the recording's key for these arguments (None and why when they cannot
-        be replayed), and their device. Read from the backing arrays: this runs on every call."""
+        be replayed), and their device.
+
+        This runs on every call, so a tensor's part of the key is kept with its backing array and reused while
+        the next call passes the same array object (parameters, saved activations): an array's shape, strides,
+        dtype and address never change. Reading an input in place is always correct for the call at hand (its
+        address is in the key); copying is for inputs whose address changes per call, so only parameters and
+        outputs of other recordings are read in place.
+        """
         from ember.nn import Parameter
 
+        last = self._last_parts
+        if len(last) != len(args):
+            last = self._last_parts = [None] * len(args)
         parts = []
         device = None
-        for a in args:
+        for i, a in enumerate(args):
             if isinstance(a, ember.Tensor):
-                if a._device is not device:
-                    if device is not None and a._device != device:
-                        return None, "inputs on several devices", None
-                    if not _backend().supports(a._device):
-                        return None, f"an input is on {a._device.type}", None
-                    device = a._device
                 data = a._data
-                in_place = isinstance(a, Parameter) or _is_static_output(a, self)
-                parts.append((data.shape, data.strides, data.dtype, a.data_ptr() if in_place else None))
+                hit = last[i]
+                if hit is not None and hit[0] is data:
+                    part, dev = hit[1], hit[2]
+                else:
+                    dev = a._device
+                    if not _backend().supports(dev):
+                        return None, f"an input is on {dev.type}", None
+                    in_place = isinstance(a, Parameter) or _is_static_output(a, self)
+                    part = (data.shape, data.strides, data.dtype, a.data_ptr() if in_place else None)
+                    last[i] = (data, part, dev)  # (keeps the array alive until the next call)
+                if device is None:
+                    device = dev
+                elif dev is not device and dev != device:
+                    return None, "inputs on several devices", None
+                parts.append(part)
             else:
                 try:
                     hash(a)
@@ -400,6 +418,10 @@ class CudaGraphRunner:
                 rec.outputs.append(("tensor", k, value.device))
             else:
                 rec.outputs.append(("value", value))
+        rec.devices = [None] * len(rec.arrays)
+        for o in rec.outputs:
+            if o[0] == "tensor":
+                rec.devices[o[1]] = o[2]
         self.recordings[key] = rec
         counters["recordings"] += 1
         log.info("cudagraphs: recorded %s graph %r (%d recording(s))", self.role, self.name, len(self.recordings))
@@ -416,18 +438,11 @@ class CudaGraphRunner:
     def _launch(self, rec, device):
         _backend().replay(rec.graph, device)
         counters["replays"] += 1
-        fresh = [ember.Tensor._make(a, dev) for a, dev in zip(rec.arrays, self._devices(rec))]
+        fresh = [ember.Tensor._make(a, dev) for a, dev in zip(rec.arrays, rec.devices)]
         rec.last = [weakref.ref(t) for t in fresh]
         outs = [fresh[o[1]] if o[0] == "tensor" else o[1] for o in rec.outputs]
         return tuple(outs) if rec.is_sequence else outs[0]
 
-    @staticmethod
-    def _devices(rec):
-        devices = [None] * len(rec.arrays)
-        for o in rec.outputs:
-            if o[0] == "tensor":
-                devices[o[1]] = o[2]
-        return devices
 
     def _retire(self, rec):
         """The tensors the last replay of ``rec`` returned, before the next overwrites their memory:
