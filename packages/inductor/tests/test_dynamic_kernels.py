@@ -222,3 +222,34 @@ def test_probe_factors_tell_monomials_apart():
                 a, b = a * run1[g], b * run2[g]
             ratios.append(Fraction(b - 1, a - 1))
     assert len(set(ratios)) == len(ratios)
+
+
+def test_gpt_sequence_length_sweep_compiles_twice():
+    """The benchmark GPT (2 layers): loss and gradients at 10 sequence lengths, two compilations."""
+    import copy
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+    from gpt_model import GPTConfig, build_gpt
+
+    ember.manual_seed(0)
+    model = build_gpt(ember, GPTConfig(vocab_size=65, block_size=64, n_layer=2, n_head=2, n_embd=32))
+    eager = copy.deepcopy(model)
+    compiled = ember.compile(model, backend="inductor")
+    rng = np.random.default_rng(0)
+    start = counts()
+    for t in (16, 24, 32, 20, 40, 9, 64, 33, 48, 12):
+        x = ember.tensor(rng.integers(0, 65, size=(3, t)))
+        y = ember.tensor(rng.integers(0, 65, size=(3, t)))
+        loss, ref = compiled(x, y)[1], eager(x, y)[1]
+        close(loss, ref, 1e-5)
+        loss.backward()
+        ref.backward()
+        for p, q in zip(model.parameters(), eager.parameters()):
+            close(p.grad, q.grad, 1e-4)
+        model.zero_grad()
+        eager.zero_grad()
+    assert_twice(since(start))

@@ -346,5 +346,5 @@ def _computation_key(buffer, body):
 def _numel(sizes):
     n = 1
     for s in sizes:
-        n *= int(s)
+        n *= ir.size_hint(s)  # a cost estimate: at the hints when sizes are dynamic
     return n
