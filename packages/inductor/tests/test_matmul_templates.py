@@ -279,6 +279,31 @@ def test_the_choice_is_written_to_the_debug_folder(tmp_path):
     assert "def template0(" in source.read_text()
 
 
+def test_activation_backward_moves_up_into_the_input_gradient_template(monkeypatch):
+    # dh = g @ w2 and dW2 = g^T @ h are both products; the relu backward (reading dh) comes after dW2 in the
+    # schedule: it moves up past dW2 into dh's template
+    decisions = []
+    real = select_algorithm.select_templates
+
+    def recording(scheduler, device):
+        decisions.extend(real(scheduler, device))
+        return decisions
+
+    monkeypatch.setattr(select_algorithm, "select_templates", recording)
+    x = ember.randn(13, 22, requires_grad=True)
+    w1, w2 = ember.randn(9, 22, requires_grad=True), ember.randn(5, 9, requires_grad=True)
+    fn = lambda x, w1, w2: F.linear(ember.relu(F.linear(x, w1)), w2)  # noqa: E731
+    out = _compile(fn, x, w1, w2)(x, w1, w2)
+    g = ember.randn(13, 5)
+    out.backward(g)
+    assert any("moved up past" in d for d in decisions), decisions
+    h_pre = _np(x) @ _np(w1).T
+    dh = (_np(g) @ _np(w2)) * (h_pre > 0)
+    np.testing.assert_allclose(_np(w2.grad), _np(g).T @ _relu(h_pre), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(w1.grad), dh.T @ _np(x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_np(x.grad), dh @ _np(w1), rtol=1e-5, atol=1e-5)
+
+
 def test_default_mode_keeps_the_extern_call(ran):
     a, b = ember.randn(8, 16), ember.randn(16, 8)
     with config.patch(max_autotune=False):

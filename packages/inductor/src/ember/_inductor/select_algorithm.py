@@ -34,6 +34,7 @@ import ember
 
 from . import ir
 from .codegen import triton_templates as templates
+from .scheduler import FusedKernel
 
 __all__ = ["select_templates", "TemplateStep", "stats", "time_choice", "benchmarking", "benchmark", "cache_path",
            "launch_template"]
@@ -183,11 +184,16 @@ def select_templates(scheduler, device):
                 lines.append(_decide(scheduler, f"{step.name} stays extern: {problem}"))
             i += 1
             continue
-        following = steps[i + 1] if i + 1 < len(steps) else None
-        fused, why = templates.fusable_epilogue(problem, following) if following is not None else \
-            (False, "nothing follows")
-        if fused and _slots_clash(scheduler, problem, following):
-            fused, why = False, "an epilogue output reuses the memory of an operand"
+        following, between, why = _next_reader(steps, i, problem)
+        fused = following is not None
+        if fused:
+            fused, why = templates.fusable_epilogue(problem, following)
+        if fused:
+            for name in _slots_clash(scheduler, problem, following, between):
+                # the plan gave it memory that is still in use where the template runs: memory of its own
+                scheduler.storage[name] = name
+                lines.append(_decide(scheduler, f"{name} gets memory of its own (it runs inside "
+                                                f"{problem.out.name}'s template)"))
         template = _render(scheduler, problem, following if fused else None, f"template{count}")
         if template.epilogue is None and fused:
             fused, why = False, "its epilogue divides integers (an error flag)"
@@ -196,8 +202,11 @@ def select_templates(scheduler, device):
             lines.append(_decide(scheduler, f"{step.name} stays extern: {reason}"))
             i += 1
             continue
-        steps[i:i + (2 if fused else 1)] = [TemplateStep(problem, template, cfg)]
-        epilogue = f"epilogue {following.name} fused ({why})" if fused else f"no epilogue ({why})"
+        if fused:
+            steps.remove(following)  # it runs inside the template, at the product's place
+        steps[i] = TemplateStep(problem, template, cfg)
+        moved = f", moved up past {len(between)} step(s)" if fused and between else ""
+        epilogue = f"epilogue {following.name} fused ({why}{moved})" if fused else f"no epilogue ({why})"
         lines.append(_decide(scheduler, f"{step.name} -> {template.name}: {problem}; {epilogue}; {reason}"))
         count += 1
         i += 1
@@ -253,13 +262,51 @@ def _operand_names(problem):
     return {v.buffer.name if isinstance(v, ir.StridedArg) else v.name for v in (problem.a, problem.b)}
 
 
-def _slots_clash(scheduler, problem, epilogue):
-    """Whether an epilogue output was given the memory of an operand (the scheduler frees an operand's slot
-    after the extern call, and the next kernel may take it; inside one template the tiles still read it)."""
+def _writes(step):
+    """The buffer names a step computes."""
+    if isinstance(step, ir.ExternKernel):
+        return {o.name for o in step.outputs}
+    return {n.buffer.name for n in getattr(step, "nodes", ())}
+
+
+def _reads(step):
+    """The buffer names a step reads."""
+    if isinstance(step, ir.ExternKernel):
+        return {b.name for b in step.inputs()}
+    names = {ld.buffer.name for n in getattr(step, "nodes", ()) for ld in ir.loads(n.body)}
+    problem = getattr(step, "problem", None)
+    return names | (_operand_names(problem) if problem is not None else set())
+
+
+def _next_reader(steps, i, problem):
+    """``(kernel, steps between, reason)``: the first generated kernel after step ``i`` that reads the
+    product, when it reads nothing the steps between compute (so it can run right after the product);
+    ``(None, [], reason)`` otherwise. The steps between are usually the weight gradient's product, which
+    the scheduler placed before the input gradient's activation backward."""
+    name = problem.out.name
+    between = []
+    for step in steps[i + 1:]:
+        if isinstance(step, FusedKernel) and name in _reads(step):
+            computed = set().union(*(_writes(s) for s in between)) if between else set()
+            late = sorted(_reads(step) & computed)
+            if late:
+                return None, [], f"{step.name} also reads {', '.join(late)}, computed after the product"
+            return step, between, ""
+        between.append(step)
+    return None, [], f"no generated kernel reads {name}"
+
+
+def _slots_clash(scheduler, problem, epilogue, between):
+    """The epilogue outputs given memory still in use where the template runs: an operand's (the plan frees
+    it after the extern call; the template's tiles still read it) or, for an epilogue moved up, that of a
+    buffer the steps it moves past read or write (the plan gave it that memory only after them)."""
     storage = scheduler.storage
-    operands = {storage.get(n) for n in _operand_names(problem)} - {None}
-    outputs = {storage.get(n.buffer.name) for n in epilogue.nodes if not n.local} - {None}
-    return bool(operands & outputs)
+    busy = _operand_names(problem)
+    for step in between:
+        busy |= _reads(step) | _writes(step)
+    in_use = {storage.get(n) for n in busy} - {None}
+    return sorted(n.buffer.name for n in epilogue.nodes
+                  if not n.local and storage.get(n.buffer.name) in in_use)
 
 
 # --------------------------------------------------------------------------------------------
