@@ -27,6 +27,8 @@ void init_engine(py::module_& m);  // engine.cpp: ember-autograd's backward loop
 void init_record(py::module_& m);  // record.cpp: ember-autograd's positional recorder
 void init_nn_backward(py::module_& m);  // nn_backward.cpp: gradient kernels of batch_norm, relu, max pooling
 void init_rnn(py::module_& m);  // rnn.cpp: the gate arithmetic of one LSTM/GRU time step
+void init_erf(py::module_& m);  // erf.cpp: ember.erf of float32/float64 arrays
+void init_nn_rows_backward(py::module_& m);  // nn_rows_backward.cpp: softmax/layer_norm/gelu gradients
 
 namespace {
 
@@ -103,4 +105,6 @@ PYBIND11_MODULE(_C, m) {
   init_record(m);
   init_nn_backward(m);
   init_rnn(m);
+  init_erf(m);
+  init_nn_rows_backward(m);
 }

@@ -5,40 +5,7 @@
 // Above this many elements per step the batch rows are split over ember's OpenMP threads.
 constexpr int64_t kParallelElements = int64_t(1) << 15;
 
-inline double bits_to_double(uint64_t u) {
-  double d;
-  std::memcpy(&d, &u, sizeof(d));
-  return d;
-}
-
-inline uint64_t double_to_bits(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, sizeof(u));
-  return u;
-}
-
-// e**x in float64 for x in [-100, 100] (callers clamp): x = n ln2 + r (ln2 in two parts), e**r by its
-// Taylor polynomial to degree 11 (|r| <= ln2 / 2: truncation error ~1e-15), times 2**n built from bits.
-// Straight-line code that GCC vectorises.
-inline double exp_clamped(double x) {
-  const double shifter = 0x1.8p52;  // adding it rounds to an integer held in the low mantissa bits
-  const double k = x * 0x1.71547652b82fep0 + shifter;
-  const double n = k - shifter;
-  const double r = (x - n * 0x1.62e42fee00000p-1) - n * 0x1.a39ef35793c76p-33;
-  double p = 1.0 / 39916800;
-  p = p * r + 1.0 / 3628800;
-  p = p * r + 1.0 / 362880;
-  p = p * r + 1.0 / 40320;
-  p = p * r + 1.0 / 5040;
-  p = p * r + 1.0 / 720;
-  p = p * r + 1.0 / 120;
-  p = p * r + 1.0 / 24;
-  p = p * r + 1.0 / 6;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
-  return p * bits_to_double((double_to_bits(k) - double_to_bits(shifter) + 1023) << 52);
-}
+#include "wide_math.h"
 
 // 1 / (1 + e**-x) in float64, rounded once (NaN passes through).
 inline float sigmoid_of(float xf) {

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from ._array_module import array_namespace as _array_namespace
@@ -106,6 +107,19 @@ def _sigmoid_np(x):
     return np.reciprocal(value, out=value)
 
 
+_scipy_erf = _special("erf")
+_C_ERF_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_HAS_C_ERF = hasattr(_C, "erf")  # an ember._C built before csrc/erf.cpp lacks it
+
+
+def _erf_np(x):
+    # ember._C.erf (csrc/erf.cpp: vectorised, threaded, float32 within an ulp) for float32/float64 numpy
+    # arrays; scipy.special.erf for the rest (CuPy arrays go to cupyx there)
+    if type(x) is np.ndarray and x.dtype in _C_ERF_DTYPES and _HAS_C_ERF:
+        return _C.erf(x if x.flags.c_contiguous else x.copy())
+    return _scipy_erf(x)
+
+
 def _sinc_np(x):
     if type(x) is np.ndarray:
         return np.sinc(x)
@@ -145,7 +159,7 @@ _FLOAT_UNARY = [
     ("atanh", np.arctanh, "Elementwise inverse hyperbolic tangent.", "[0., 0.5]", "tensor([0.0000, 0.5493])", None),
     ("sigmoid", _sigmoid_np, "Elementwise logistic sigmoid ``1 / (1 + exp(-input))``.", "[0., 2.]",
      "tensor([0.5000, 0.8808])", None),
-    ("erf", _special("erf"), "Elementwise error function.", "[0., 1.]", "tensor([0.0000, 0.8427])", NO_COMPLEX),
+    ("erf", _erf_np, "Elementwise error function.", "[0., 1.]", "tensor([0.0000, 0.8427])", NO_COMPLEX),
     ("erfc", _special("erfc"), "Elementwise complementary error function ``1 - erf(input)``.", "[0., 1.]",
      "tensor([1.0000, 0.1573])", NO_COMPLEX),
     ("erfinv", _special("erfinv"), "Elementwise inverse error function (±inf at ±1, NaN outside [-1, 1]).", "[0., 0.5]",

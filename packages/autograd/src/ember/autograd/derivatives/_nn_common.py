@@ -65,3 +65,23 @@ def _cpu_arrays(*tensors):
         else:
             return None
     return arrays
+
+
+_C_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _cpu_float_rows(kernel, *tensors):
+    """``(ember._C, arrays)`` for the row kernels of csrc/nn_rows_backward.cpp: the tensors' arrays made
+    C-contiguous, when :func:`_cpu_arrays` gives them, all of one dtype, float32 or float64 (None stays None),
+    and ember._C has ``kernel``; None otherwise (the formula runs)."""
+    arrays = _cpu_arrays(*tensors)
+    if arrays is None:
+        return None
+    dtype = arrays[0].dtype
+    if dtype not in _C_FLOATS or any(a is not None and a.dtype != dtype for a in arrays):
+        return None
+    from ember import _C
+
+    if not hasattr(_C, kernel):  # an ember._C built before the kernel was added
+        return None
+    return _C, [None if a is None else np.ascontiguousarray(a) for a in arrays]

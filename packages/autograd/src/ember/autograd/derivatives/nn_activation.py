@@ -14,7 +14,7 @@ from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, through_decomposition
 from ._helpers import conj
-from ._nn_common import _cuda_rows
+from ._nn_common import _cpu_float_rows, _cuda_rows
 
 _softplus = _ops["softplus"]
 _SQRT_HALF = math.sqrt(0.5)
@@ -81,6 +81,10 @@ def _gelu_input(grad, input, approximate):
         fused = gelu_backward(grad, input, approximate)
         if fused is not None:
             return fused
+    cpu = _cpu_float_rows("gelu_backward", grad, input)
+    if cpu is not None:  # plain CPU tensors, nothing records: csrc/nn_rows_backward.cpp, one pass
+        _C, (g, x) = cpu
+        return ember.Tensor._make(_C.gelu_backward(g, x, approximate == "tanh"), input.device)
     x = input
     if approximate == "tanh":
         x_sq = x * x
@@ -163,11 +167,26 @@ def _softmax_dim(ndim, dim):
     return dim % max(ndim, 1)
 
 
+def _softmax_backward_cpu(grad, result, d, log):
+    """The gradient from csrc/nn_rows_backward.cpp (one pass over rows) for plain CPU float32/float64 tensors
+    normalized along their last dim in a backward that records nothing; None for every other call."""
+    if result.ndim == 0 or d != result.ndim - 1 or result.numel() == 0:
+        return None
+    cpu = _cpu_float_rows("softmax_backward", result, grad)
+    if cpu is None:
+        return None
+    _C, (y, g) = cpu
+    return ember.Tensor._make(_C.softmax_backward(y, g, log), result.device)
+
+
 def _softmax_input(grad, result, dim):
     d = _softmax_dim(result.ndim, dim)
     rows = _cuda_rows(result, grad)
     if rows is not None:
         return rows.softmax_backward_tensor(grad, result, d)
+    fast = _softmax_backward_cpu(grad, result, d, False)
+    if fast is not None:
+        return fast
     return result * (grad - ember.sum(grad * result, d, keepdim=True))
 
 
@@ -176,6 +195,9 @@ def _log_softmax_input(grad, result, dim):
     rows = _cuda_rows(result, grad)
     if rows is not None:
         return rows.softmax_backward_tensor(grad, result, d, log=True)
+    fast = _softmax_backward_cpu(grad, result, d, True)
+    if fast is not None:
+        return fast
     return grad - ember.exp(result) * ember.sum(grad, d, keepdim=True)
 
 

@@ -6,13 +6,15 @@ See :mod:`ember.autograd.derivatives._nn_common` for the two treatments (formula
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 import ember
 
 from .._table import derivative, through_decomposition
 from ._helpers import conj
-from ._nn_common import _cpu_arrays, _cuda_rows
+from ._nn_common import _cpu_arrays, _cpu_float_rows, _cuda_rows
 
 _HALF = (ember.float16, ember.bfloat16)
 
@@ -141,6 +143,9 @@ def _layer_norm_backward(grad, input, normalized_shape, weight, eps, output_mask
     rows = _cuda_rows(input, grad, weight)
     if rows is not None:
         return rows.layer_norm_backward_tensor(grad, input, normalized_shape, weight, eps, output_mask)
+    fast = _layer_norm_backward_cpu(grad, input, normalized_shape, weight, eps, output_mask)
+    if fast is not None:
+        return fast
     x, g = _upcast(input), _upcast(grad)
     xhat, invstd = _standardize(x, dims, eps)
     d_input = d_weight = d_bias = None
@@ -152,6 +157,28 @@ def _layer_norm_backward(grad, input, normalized_shape, weight, eps, output_mask
         gx = g if weight is None else g * _upcast(weight).to(x.dtype)
         d_input = _normalized_backward(gx, xhat, invstd, dims)
     return d_input, d_weight, d_bias
+
+
+def _layer_norm_backward_cpu(grad, input, normalized_shape, weight, eps, output_mask):
+    """The three gradients from csrc/nn_rows_backward.cpp (statistics recomputed in float64, one pass per row
+    and the parameters' column sums) for plain CPU float32/float64 tensors of one dtype in a backward that
+    records nothing; None for every other call (the formula then runs)."""
+    cpu = _cpu_float_rows("layer_norm_backward", input, grad, weight)
+    if cpu is None:
+        return None
+    _C, (x, g, w) = cpu
+    n = math.prod(normalized_shape)
+    d_input, d_weight, d_bias = _C.layer_norm_backward(
+        x.reshape(-1, n), g.reshape(-1, n), None if w is None else w.reshape(n), float(eps),
+        bool(output_mask[0]), bool(output_mask[1]) and w is not None, bool(output_mask[2]),
+    )
+    device, dtype = input.device, x.dtype
+    shape = tuple(normalized_shape)
+    return (
+        None if d_input is None else ember.Tensor._make(d_input.reshape(x.shape), device),
+        None if d_weight is None else ember.Tensor._make(d_weight.astype(dtype).reshape(shape), device),
+        None if d_bias is None else ember.Tensor._make(d_bias.astype(dtype).reshape(shape), device),
+    )
 
 
 derivative("layer_norm", joint={("input", "weight", "bias"): _layer_norm_backward})
