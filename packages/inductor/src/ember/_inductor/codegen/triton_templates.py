@@ -363,8 +363,9 @@ def template_configs(problem):
              "BLOCK_K": _pow2_at_least(k, 16, 64), "GROUP_M": 8, "num_warps": 4, "num_stages": 2}
     out = [first]
     half = problem.dtype != ember.float32
-    for bm, bn, bk, warps, stages in ((64, 64, 32, 4, 3), (128, 128, 32, 8, 3), (128, 64, 32, 4, 4),
-                                      (64, 128, 32, 4, 4), (128, 128, 64 if half else 16, 8, 3), (32, 32, 32, 2, 2)):
+    # few: each config is one Triton compile (a second or two) on the first compile of a graph
+    for bm, bn, bk, warps, stages in ((64, 64, 32, 4, 3), (128, 128, 64 if half else 32, 8, 3),
+                                      (128, 64, 32, 4, 4), (32, 32, 32, 2, 2)):
         cfg = {"BLOCK_M": min(bm, _pow2_at_least(m, 16, 128)), "BLOCK_N": min(bn, _pow2_at_least(n, 16, 128)),
                "BLOCK_K": min(bk, _pow2_at_least(k, 16, 128)), "GROUP_M": 8, "num_warps": warps,
                "num_stages": stages}
