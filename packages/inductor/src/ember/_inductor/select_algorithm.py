@@ -3,9 +3,9 @@ extern call, measured.
 
 :func:`select_templates` walks a scheduled graph (before its Triton source is generated). For each extern
 ``matmul`` a template can compute (:func:`~ember._inductor.codegen.triton_templates.matmul_problem`: mm or
-bmm, float32/float16/bfloat16, static sizes) it renders the template with the following pointwise kernel
-fused into its store when the scheduler put one there (bias add, activation, residual, cast) and chooses
-between
+bmm, float32/float16/bfloat16, static or symbolic sizes) it renders the template with its epilogue fused
+into the store: the first pointwise kernel that reads the product (bias add, activation, residual, cast;
+moved up to the product's place when it reads nothing computed in between). Then it chooses between
 
 * the template, with each of a few block-size configs
   (:func:`~ember._inductor.codegen.triton_templates.template_configs`), and

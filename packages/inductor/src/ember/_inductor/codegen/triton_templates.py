@@ -12,10 +12,10 @@ graph may be replaced by one generated kernel written from this template:
   same few tiles of ``B`` while they are in the L2 cache;
 * masks ``rm < M``, ``rn < N``, ``rk < K - k0`` make any size work (ragged edges read zeros);
 * A and B are read through their strides, so a transposed operand (``x @ w.t()``) is not copied first;
-* **the epilogue**: the pointwise kernel the scheduler put right after the product (bias add, activation,
-  residual add, a dtype cast...) is emitted inside the template, after the K loop, on the tile still in
-  registers. The product itself is stored only when something else reads it (a graph output, a value
-  saved for the backward, another kernel).
+* **the epilogue**: the pointwise kernel that reads the product (bias add, activation, residual add, a
+  dtype cast...) is emitted inside the template, after the K loop, on the tile still in registers. The
+  product itself is stored only when something else reads it (a graph output, a value saved for the
+  backward, another kernel).
 
 The epilogue's text comes from the ordinary Triton printer (:mod:`.triton`): the same op rules, dtype
 conversions and masks, with the fused kernel's loop symbols ``x0..`` given by the tile's rows and columns.
