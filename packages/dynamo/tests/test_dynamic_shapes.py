@@ -372,7 +372,10 @@ def test_specialising_backends_compile_once_per_shape_inside_one_entry(backend):
     entries = dynamo.cache.cache_for(f.__code__).entries
     assert len(entries) == 1
     per_shape = entries[0].compiled
-    assert sorted(per_shape.compiled) == [((3, 2, 2),), ((4, 2, 2),), ((5, 2, 2),)]
+    if backend == "aot_eager":
+        assert sorted(per_shape.compiled) == [((3, 2, 2),), ((4, 2, 2),), ((5, 2, 2),)]
+    else:  # inductor's kernels take the sizes (issue 27): one compile serves every size, the int output too
+        assert per_shape.compiles == 1 and len(per_shape.general) == 1 and not per_shape.compiled
 
 
 def test_dynamic_true_keeps_parameters_static_and_a_dim_they_fix():

@@ -253,3 +253,21 @@ def test_gpt_sequence_length_sweep_compiles_twice():
         model.zero_grad()
         eager.zero_grad()
     assert_twice(since(start))
+
+
+def test_size_returned_as_int_across_a_graph_break():
+    def f(x):
+        n = x.shape[0]
+        y = (x * 2).sum(0) * n
+        print("a graph break")  # n is live across the break: the first graph returns it as an int
+        return y, n
+
+    compiled = ember.compile(f, backend="inductor")
+    start = counts()
+    for rows in (3, 4, 5, 9, 4):
+        x = ember.randn(rows, 2)
+        ember._dynamo.mark_dynamic(x, 0)
+        (got, n), (want, m) = compiled(x), f(x)
+        assert n == m == rows
+        close(got, want, 1e-5)
+    assert since(start) == (0, 1), dynamic_compile.last_fallback_reason

@@ -70,6 +70,7 @@ def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions
                 gm, list(example_inputs), runs, compile_graphs,
                 partition_fn=partition_fn or default_partition,
                 decompositions=default_decomps if decompositions is None else decompositions,
+                sizes=_SizeOutputs(spec),
             )
         except Exception as exc:  # noqa: BLE001 - any failure: compile for the sizes at hand
             expected = isinstance(exc, dynamic.NotDynamic) or is_known_limit(exc)
@@ -82,6 +83,27 @@ def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions
             return None
     dynamic.count_compilation("dynamic")
     return _DynamicCompiled(run, spec, example_inputs, graphs)
+
+
+class _SizeOutputs:
+    """Ints a graph returns that are sizes: fitted over the symbols, evaluated per call from the inputs."""
+
+    def __init__(self, spec):
+        self._unifier = dynamic.Unifier(spec)
+        canon = spec.canonical()
+        self._where = {}
+        for position, dims in enumerate(spec.dims):
+            for d, symbol in dims:
+                self._where.setdefault(canon[symbol], (position, d))
+
+    def fit(self, values):
+        expr = self._unifier.fit(values)
+        if self._unifier.assumptions:
+            raise dynamic.NotDynamic(f"an int output {expr} needs a divisibility of the sizes")
+        return expr
+
+    def env(self, args):
+        return {s: args[p].shape[d] for s, (p, d) in self._where.items()}
 
 
 class _DynamicCompiled:

@@ -425,7 +425,35 @@ def aot_module_simplified(
     return forward
 
 
-def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=None, decompositions=None):
+def _sized_outputs(infos, sizes):
+    """``{output index: size expression}`` for the int outputs that differ across the traces (one
+    :class:`TraceInfo` per trace); raises NotDynamic for other differences and for views of inputs."""
+    from ..dynamic import NotDynamic
+
+    sized = {}
+    for k, out in enumerate(infos[0].outputs):
+        kinds = [i.outputs[k] for i in infos]
+        if out[0] == "alias":
+            raise NotDynamic("an output is a view of an input (its view arguments are sizes)")
+        if any(o[0] != out[0] for o in kinds):
+            raise NotDynamic("the outputs differ in kind across sizes")
+        if out[0] != "constant":
+            continue
+        values = [o[1] for o in kinds]
+        if all(type(v) is int for v in values) and len(set(values)) > 1 and sizes is not None:
+            sized[k] = sizes.fit(values)
+            continue
+        try:
+            same = all(v == values[0] for v in values[1:])
+        except Exception:  # noqa: BLE001 - values that do not compare
+            same = False
+        if not same:
+            raise NotDynamic("an output is a value computed from the sizes")
+    return sized
+
+
+def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=None, decompositions=None,
+                       sizes=None):
     """Compile a captured module once for inputs whose dynamic dims may change size.
 
     ``mod`` is traced for each list of inputs in ``runs`` (the hint sizes first, then the probe sizes of
@@ -438,15 +466,17 @@ def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=N
         runs (list[list]): the inputs of each trace.
         compile_graphs (callable): compiles the traces of one graph (forward, backward or inference).
         partition_fn, decompositions: as in :func:`aot_function`.
+        sizes (object or None): ``fit(values) -> SymPy expression`` for an int output that differs
+            across the traces (a size), and ``env(args) -> {symbol: int}``; None: such outputs are refused.
 
     Returns:
         callable: ``forward(*args)``; its ``grad_enabled`` and ``training`` attributes say which modes it
         was compiled for (the caller compiles again for others).
 
     Raises:
-        NotDynamic: the traces differ where they must not (an output that is a view of an input).
+        NotDynamic: the traces differ where they must not (an output that is a view of an input, or a
+        value other than an int size that depends on the sizes).
     """
-    from ..dynamic import NotDynamic
 
     _names, call = _lifted_call(mod)
     refs = _state_refs(mod)
@@ -457,12 +487,7 @@ def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=N
         like = traced[0][2] if k and traced[0][3] is not None else None
         traced.append(_trace_graphs(call, flat, spec, partition_fn, decompositions, like=like))
     positions, info, fw_gm, bw_gm = traced[0]
-    if any(out[0] == "alias" for out in info.outputs):
-        raise NotDynamic("an output is a view of an input (its view arguments are sizes)")
-    if any(out[0] not in ("graph", "alias") and not isinstance(out[1], (type(None), bool, float, str))
-           for out in info.outputs) or any(t[1].outputs != info.outputs for t in traced[1:]
-                                           if all(o[0] != "graph" for o in t[1].outputs)):
-        raise NotDynamic("an output is a value computed from the sizes")
+    sized = _sized_outputs([t[1] for t in traced], sizes)
     forward = compile_graphs([t[2] for t in traced], [_example_inputs(t[2]) for t in traced])
     if bw_gm is None:
         compiled = _Compiled(info, forward)
@@ -472,7 +497,17 @@ def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=N
         compiled = _Compiled(info, forward, backward, num_saved)
     modules = list(mod.modules())
 
+    outputs = list(info.outputs)
+    by_sizes = {}  # symbol values -> the outputs with sized ints resolved
+
     def run(*args):
+        if sized:  # ints returned by the graph that are sizes (a size live across a graph break)
+            env = sizes.env(args)
+            key = tuple(env.values())
+            if key not in by_sizes:
+                by_sizes[key] = [("constant", int(sized[k].xreplace(env))) if k in sized else out
+                                 for k, out in enumerate(outputs)]
+            info.outputs = by_sizes[key]
         flat = [*[store[key] for store, key in refs], *args]
         return compiled([flat[i] for i in positions])
 
