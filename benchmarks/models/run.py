@@ -567,8 +567,9 @@ def _sci(value):
 def render(rows, args, specs, elapsed):
     """The Markdown section of one run."""
     threads = args.threads
+    dry_run = f" ({args.scale.upper()} sizes)" if args.scale != args.device else ""
     lines = [
-        f"## {args.device.upper()}, {args.mode}",
+        f"## {args.device.upper()}, {args.mode}{dry_run}",
         "",
         f"Backend `{args.backend}`, fullgraph={args.fullgraph}, {threads} thread(s) for both libraries, "
         f"{args.repeats} interleaved repeats (minimum kept). Run of {elapsed / 60:.1f} min on "
@@ -648,7 +649,8 @@ def render(rows, args, specs, elapsed):
     for name, spec in specs.items():
         scale = registry.sizes(spec, args.scale)
         here = f" Sizes here ({args.scale}): " + ", ".join(f"{k}={v}" for k, v in scale.items()) + "." if scale else ""
-        lines.append(f"- **{name}** ({spec.domain}): {spec.notes or '-'}{here}")
+        notes = spec.notes or "-"
+        lines.append(f"- **{name}** ({spec.domain}): {notes}{'' if notes.endswith('.') or not here else '.'}{here}")
     return "\n".join(lines) + "\n"
 
 
@@ -774,6 +776,8 @@ def main(argv=None):
         )
     elapsed = time.perf_counter() - start
     key = f"{args.device} {args.mode}" + (" fullgraph" if args.fullgraph else "")
+    if args.scale != args.device:  # a dry run of another device's sizes keeps its own section
+        key += f" {args.scale} sizes"
     write_section(args.output, key, render(rows, args, specs, elapsed))
     plot_path = args.plot or HERE / f"models_{args.device}_{args.mode}.png"
     if plot(rows, plot_path, f"{args.device} {args.mode}, backend {args.backend}"):

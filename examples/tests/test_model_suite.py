@@ -223,6 +223,7 @@ def test_cuda_sizes_on_the_cpu():
     args.threads, args.load = 1, (0.0, 0.0, 0.0)
     text = runner.render([row], args, {spec.name: spec}, elapsed=1.0)
     assert "Sizes here (cuda): batch=4096." in text
+    assert text.startswith("## CPU, training (CUDA sizes)")  # a dry run does not replace the CPU section
 
 
 def test_register_refuses_duplicates_and_other_types():
