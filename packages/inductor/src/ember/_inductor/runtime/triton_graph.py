@@ -140,6 +140,8 @@ class TritonCompiledGraph:
         self.binding = None  # dynamic.SizeBinding of a graph with symbolic sizes
         self.assumptions = []
         self._env = {}  # the dynamic sizes of the current call (symbol -> int)
+        self._memos = {}  # the sizes' values -> {size expression: its value}
+        self._memo = self._memos.setdefault((), {})
         self._plan_memory(graph, scheduler)
         self._moved = {}  # constants copied to the call's device
 
@@ -166,14 +168,20 @@ class TritonCompiledGraph:
         return self.source
 
     def _int(self, expr):
-        """The value of a size at this call (an int, or a float ``SizeFloat`` argument)."""
+        """The value of a size at this call (an int, or a float ``SizeFloat`` argument); evaluated once per
+        set of sizes (``_memo``), so a call with sizes seen before does no SymPy work."""
         if type(expr) is int:
             return expr
-        if isinstance(expr, sympy.Basic) and expr.is_Integer:
-            return int(expr)
-        from ..dynamic import _resolve
+        value = self._memo.get(expr)
+        if value is None:
+            if isinstance(expr, sympy.Basic) and expr.is_Integer:
+                value = int(expr)
+            else:
+                from ..dynamic import _resolve
 
-        return _resolve(expr, self._env)
+                value = _resolve(expr, self._env)
+            self._memo[expr] = value
+        return value
 
     def _ints(self, exprs):
         return [self._int(e) for e in exprs]
@@ -207,6 +215,7 @@ class TritonCompiledGraph:
             if not self.binding.check(sizes):
                 raise ValueError(f"compiled graph: sizes {sizes} break its assumptions {self.assumptions}")
             self._env = dict(zip(self.binding.symbols, sizes))
+            self._memo = self._memos.setdefault(sizes, {})
         for b in g.inputs:
             if b is None:
                 continue
