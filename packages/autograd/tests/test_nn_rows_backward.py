@@ -108,3 +108,24 @@ def test_gelu_backward_nan_and_threads(monkeypatch):
     finally:
         ember.set_num_threads(previous)
     assert np.isnan(results[0][0]) and np.array_equal(results[0], results[1], equal_nan=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape_q,shape_kv", [((2, 4, 9, 8), (2, 4, 9, 8)), ((3, 5, 4), (3, 7, 4)), ((6, 3), (6, 3))])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sdpa_backward_cpu_path(causal, shape_q, shape_kv, dtype, monkeypatch):
+    rng = np.random.default_rng(3)
+    q = rng.standard_normal(shape_q).astype(dtype)
+    k = rng.standard_normal(shape_kv).astype(dtype)
+    v = rng.standard_normal(shape_kv[:-1] + (5,)).astype(dtype)
+    g = rng.standard_normal(shape_q[:-1] + (5,)).astype(dtype)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    _compare(*_kernel_formula_oracle(fn, [q, k, v], g, monkeypatch, "softmax_backward"), dtype)
+
+
+def test_sdpa_backward_with_mask_takes_the_formula(monkeypatch):
+    monkeypatch.setattr(ember._C, "softmax_backward", None)  # would raise if called
+    q, k, v = (ember.randn(2, 3, 4, requires_grad=True) for _ in range(3))
+    mask = ember.ones(3, 3, dtype=ember.bool).tril()
+    F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+    assert q.grad is not None

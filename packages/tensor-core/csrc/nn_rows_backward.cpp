@@ -6,9 +6,9 @@
 // tensors each op costs more in dispatch than in arithmetic (layer_norm forward + backward was 12x PyTorch's
 // time). Each kernel is one pass over rows (softmax, layer_norm; along the contiguous last dim) or elements
 // (gelu), float32 computed in float64 and rounded once (wide_math.h's exp and erf), float64 in float64 with
-// the C library's functions. Row sums use `omp simd` reductions, whose order depends on the vector width:
-// the baseline and AVX2 copies may differ in the last bit; rows are independent and layer_norm's column
-// sums add rows in order, so results do not depend on the thread count.
+// the C library's functions. Row sums keep eight float64 partial sums added in a fixed order (the same bits
+// on every instruction set); rows are independent and layer_norm's column sums add rows in order, so
+// results do not depend on the thread count either.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 

@@ -29,37 +29,108 @@ double tanh_t(double v) {
   }
 }
 
+// Row sums with eight float64 partial sums added in a fixed order at the end: GCC vectorises the eight lanes
+// without reassociating anything, so every instruction set gives the same bits.
+#define EMBER_SUM8(N, TERM)                                            \
+  double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};                            \
+  int64_t j = 0;                                                       \
+  for (; j + 8 <= (N); j += 8)                                         \
+    for (int k = 0; k < 8; ++k) acc[k] += (TERM(j + k));               \
+  double tail = 0.0;                                                   \
+  for (; j < (N); ++j) tail += (TERM(j));                              \
+  const double total = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7])) + tail;
+
+// One row of softmax's (y (g - sum(g y))) or log_softmax's (g - exp(y) sum(g)) gradient. Rows are functions
+// of their own (not inlined), with restrict pointers: inside an OpenMP region GCC left the loops scalar.
 template <typename T>
-double row_dot(const T* __restrict__ a, const T* __restrict__ b, int64_t n) {
-  double s = 0.0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < n; ++j) s += double(a[j]) * double(b[j]);
-  return s;
+__attribute__((noinline)) void softmax_backward_row(const T* __restrict__ y, const T* __restrict__ g,
+                                                    T* __restrict__ out, int64_t n, bool log) {
+  if (log) {
+#define EMBER_TERM(i) double(g[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    const T s = T(total);
+    for (int64_t i = 0; i < n; ++i) out[i] = g[i] - T(exp_t<T>(double(y[i]))) * s;
+  } else {
+#define EMBER_TERM(i) double(g[i]) * double(y[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    const T s = T(total);
+    for (int64_t i = 0; i < n; ++i) out[i] = y[i] * (g[i] - s);
+  }
 }
 
-template <typename T>
-double row_sum(const T* __restrict__ a, int64_t n) {
-  double s = 0.0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < n; ++j) s += double(a[j]);
-  return s;
-}
-
-// softmax: dx = y (g - sum(g y)); log_softmax: dx = g - exp(y) sum(g); rows of n along the last dim.
 template <typename T>
 void softmax_backward_rows(const T* y, const T* g, T* dx, int64_t rows, int64_t n, bool log) {
 #pragma omp parallel for if (rows * n > kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) softmax_backward_row<T>(y + r * n, g + r * n, dx + r * n, n, log);
+}
+
+// One row of layer_norm's backward: the statistics (float64, two passes) into *mean and *rstd, and dx.
+template <typename T>
+__attribute__((noinline)) void layer_norm_backward_row(const T* __restrict__ x, const T* __restrict__ g,
+                                                       const T* __restrict__ w, double eps, T* __restrict__ dx,
+                                                       double* mean, double* rstd, int64_t n) {
+  double m, s;
+  {
+#define EMBER_TERM(i) double(x[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    m = total / double(n);
+  }
+  {
+#define EMBER_TERM(i) (double(x[i]) - m) * (double(x[i]) - m)
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    s = 1.0 / std::sqrt(total / double(n) + eps);
+  }
+  *mean = m;
+  *rstd = s;
+  if (dx == nullptr) return;
+  double a, b;
+  if (w != nullptr) {
+#define EMBER_TERM(i) double(g[i]) * double(w[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    a = total / double(n);
+  } else {
+#define EMBER_TERM(i) double(g[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    a = total / double(n);
+  }
+  if (w != nullptr) {
+#define EMBER_TERM(i) double(g[i]) * double(w[i]) * ((double(x[i]) - m) * s)
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    b = total / double(n);
+  } else {
+#define EMBER_TERM(i) double(g[i]) * ((double(x[i]) - m) * s)
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    b = total / double(n);
+  }
+  if (w != nullptr)
+    for (int64_t i = 0; i < n; ++i) dx[i] = T(s * (double(g[i]) * double(w[i]) - a - (double(x[i]) - m) * s * b));
+  else
+    for (int64_t i = 0; i < n; ++i) dx[i] = T(s * (double(g[i]) - a - (double(x[i]) - m) * s * b));
+}
+
+// Columns lo..hi of the parameters' gradients: dw += g xhat, db += g over every row, rows in order.
+template <typename T>
+__attribute__((noinline)) void layer_norm_param_columns(const T* __restrict__ x, const T* __restrict__ g,
+                                                        const double* __restrict__ mean,
+                                                        const double* __restrict__ rstd, double* __restrict__ dw,
+                                                        double* __restrict__ db, int64_t rows, int64_t n,
+                                                        int64_t lo, int64_t hi) {
   for (int64_t r = 0; r < rows; ++r) {
-    const T* __restrict__ yr = y + r * n;
+    const T* __restrict__ xr = x + r * n;
     const T* __restrict__ gr = g + r * n;
-    T* __restrict__ out = dx + r * n;
-    if (log) {
-      const T s = T(row_sum(gr, n));
-      for (int64_t j = 0; j < n; ++j) out[j] = gr[j] - T(exp_t<T>(double(yr[j]))) * s;
-    } else {
-      const T s = T(row_dot(gr, yr, n));
-      for (int64_t j = 0; j < n; ++j) out[j] = yr[j] * (gr[j] - s);
-    }
+    const double m = mean[r], s = rstd[r];
+    if (dw != nullptr)
+      for (int64_t j = lo; j < hi; ++j) dw[j] += double(gr[j]) * ((double(xr[j]) - m) * s);
+    if (db != nullptr)
+      for (int64_t j = lo; j < hi; ++j) db[j] += double(gr[j]);
   }
 }
 
@@ -70,68 +141,48 @@ template <typename T>
 void layer_norm_backward_rows(const T* x, const T* g, const T* w, double eps, T* dx, double* dw, double* db,
                               double* mean, double* rstd, int64_t rows, int64_t n) {
 #pragma omp parallel for if (rows * n > kParallelElements)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* __restrict__ xr = x + r * n;
-    const T* __restrict__ gr = g + r * n;
-    const double m = row_sum(xr, n) / double(n);
-    double v = 0.0;
-#pragma omp simd reduction(+ : v)
-    for (int64_t j = 0; j < n; ++j) v += (double(xr[j]) - m) * (double(xr[j]) - m);
-    const double s = 1.0 / std::sqrt(v / double(n) + eps);
-    mean[r] = m;
-    rstd[r] = s;
-    if (dx == nullptr) continue;
-    double a = 0.0, b = 0.0;
-#pragma omp simd reduction(+ : a, b)
-    for (int64_t j = 0; j < n; ++j) {
-      const double gw = double(gr[j]) * (w != nullptr ? double(w[j]) : 1.0);
-      a += gw;
-      b += gw * (double(xr[j]) - m) * s;
-    }
-    a /= double(n);
-    b /= double(n);
-    T* __restrict__ out = dx + r * n;
-    for (int64_t j = 0; j < n; ++j) {
-      const double gw = double(gr[j]) * (w != nullptr ? double(w[j]) : 1.0);
-      out[j] = T(s * (gw - a - (double(xr[j]) - m) * s * b));
-    }
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    layer_norm_backward_row<T>(x + r * n, g + r * n, w, eps, dx == nullptr ? nullptr : dx + r * n, mean + r,
+                               rstd + r, n);
   if (dw == nullptr && db == nullptr) return;
   constexpr int64_t kBlock = 64;
   const int64_t blocks = (n + kBlock - 1) / kBlock;
 #pragma omp parallel for if (rows * n > kParallelElements)
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t lo = k * kBlock, hi = lo + kBlock < n ? lo + kBlock : n;
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* __restrict__ xr = x + r * n;
-      const T* __restrict__ gr = g + r * n;
-      const double m = mean[r], s = rstd[r];
-      if (dw != nullptr)
-        for (int64_t j = lo; j < hi; ++j) dw[j] += double(gr[j]) * ((double(xr[j]) - m) * s);
-      if (db != nullptr)
-        for (int64_t j = lo; j < hi; ++j) db[j] += double(gr[j]);
-    }
-  }
+  for (int64_t k = 0; k < blocks; ++k)
+    layer_norm_param_columns<T>(x, g, mean, rstd, dw, db, rows, n, k * kBlock,
+                                k * kBlock + kBlock < n ? k * kBlock + kBlock : n);
 }
 
-// gelu's gradient: exact g (Phi(x) + x phi(x)); tanh form g (0.5 (1 + t) + 0.5 x (1 - t^2) u'), with
-// u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh(u). float32 in float64 (erf_wide, exp_clamped).
-template <typename T>
-void gelu_backward_array(const T* g, const T* x, T* dx, int64_t count, bool tanh_form) {
-  constexpr double kSqrtHalf = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
-  constexpr double kSqrt2OverPi = 0.79788456080286535588, kKappa = 0.044715;
-#pragma omp parallel for if (count > kParallelElements) schedule(static)
+constexpr double kSqrtHalf = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588, kKappa = 0.044715;
+
+// gelu's gradient on count elements: exact g (Phi(x) + x phi(x)); tanh form g (0.5 (1 + t) + 0.5 x (1 - t^2)
+// u'), u = sqrt(2/pi) (x + 0.044715 x^3), t = tanh(u). float32 in float64 (erf_wide, exp_clamped).
+template <typename T, bool kTanh>
+__attribute__((noinline)) void gelu_backward_chunk(const T* __restrict__ g, const T* __restrict__ x,
+                                                   T* __restrict__ dx, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const double v = double(x[i]);
     double d;
-    if (tanh_form) {
+    if constexpr (kTanh) {
       const double u = kSqrt2OverPi * (v + kKappa * v * v * v);
       const double t = tanh_t<T>(u);
       d = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * (kSqrt2OverPi * (1.0 + 3.0 * kKappa * v * v));
     } else {
-      const double cdf = 0.5 + 0.5 * erf_t<T>(v * kSqrtHalf);
-      d = cdf + v * exp_t<T>(-0.5 * v * v) * kInvSqrt2Pi;
+      d = (0.5 + 0.5 * erf_t<T>(v * kSqrtHalf)) + v * exp_t<T>(-0.5 * v * v) * kInvSqrt2Pi;
     }
     dx[i] = T(double(g[i]) * d);
+  }
+}
+
+template <typename T>
+void gelu_backward_array(const T* g, const T* x, T* dx, int64_t count, bool tanh_form) {
+  constexpr int64_t kChunk = 4096;
+  const int64_t chunks = (count + kChunk - 1) / kChunk;
+#pragma omp parallel for if (count > kParallelElements) schedule(static)
+  for (int64_t k = 0; k < chunks; ++k) {
+    const int64_t lo = k * kChunk, len = lo + kChunk < count ? kChunk : count - lo;
+    if (tanh_form) gelu_backward_chunk<T, true>(g + lo, x + lo, dx + lo, len);
+    else gelu_backward_chunk<T, false>(g + lo, x + lo, dx + lo, len);
   }
 }

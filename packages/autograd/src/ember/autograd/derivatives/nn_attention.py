@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import ember
 from ember._ops import registry as _ops
 from ember._ops.nn_attention import causal_bias
 
 from .._table import derivative, through_decomposition
-from ._nn_common import _cuda_rows
+from ._nn_common import _cpu_float_rows, _cuda_rows
 
 _softmax = _ops["softmax"]
 _ROW_DTYPES = (ember.float16, ember.bfloat16, ember.float32, ember.float64)  # those of the fused row kernels
@@ -28,6 +30,10 @@ def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_
         fused = attention.backward(grad, query, key, value, is_causal, scale, output_mask)
         if fused is not None:
             return fused
+    if attn_mask is None and not output_mask[3]:
+        fast = _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask)
+        if fast is not None:
+            return fast
     rep_k = rep_v = 1
     if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
         rep_k = query.shape[-3] // key.shape[-3]
@@ -76,6 +82,45 @@ def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_
             if rep_k > 1:
                 d_key = _sum_groups(d_key, rep_k)
     return d_query, d_key, d_value, d_mask
+
+
+def _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask):
+    """The formula's steps on the numpy arrays (products through numpy's BLAS, softmax's backward in one
+    ember._C row kernel) for plain CPU float32/float64 tensors of one dtype and one head count (no mask, no
+    grouped heads) in a backward that records nothing; None for every other call. The formula dispatches
+    about fifteen ops, each costing more than its arithmetic on a small model's attention."""
+    if query.ndim < 2 or key.shape[:-2] != query.shape[:-2] or value.shape[:-2] != query.shape[:-2]:
+        return None
+    cpu = _cpu_float_rows("softmax_backward", grad, query, key, value)
+    if cpu is None or query.numel() == 0 or key.numel() == 0:
+        return None
+    _C, (g, q, k, v) = cpu
+    e = q.shape[-1]
+    seq_l, seq_s = q.shape[-2], k.shape[-2]
+    if scale is None:
+        scale = 1.0 / math.sqrt(e) if e else 1.0
+    with np.errstate(all="ignore"):
+        scores = np.matmul(q, np.swapaxes(k, -1, -2))
+        scores *= np.asarray(scale, scores.dtype)
+        if is_causal:  # row i sees keys 0..i: never a fully masked row
+            scores[..., ~np.tri(seq_l, seq_s, dtype=bool)] = -np.inf
+        scores -= scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores, out=scores)
+        p /= p.sum(axis=-1, keepdims=True)
+        dq = dk = dv = None
+        if output_mask[2]:
+            dv = np.matmul(np.swapaxes(p, -1, -2), g)
+        if output_mask[0] or output_mask[1]:
+            ds = _C.softmax_backward(p, np.ascontiguousarray(np.matmul(g, np.swapaxes(v, -1, -2))), False)
+            ds *= np.asarray(scale, ds.dtype)
+            if output_mask[0]:
+                dq = np.matmul(ds, k)
+            if output_mask[1]:
+                dk = np.matmul(np.swapaxes(ds, -1, -2), q)
+    device = query.device
+    wrap = ember.Tensor._make
+    return (None if dq is None else wrap(dq, device), None if dk is None else wrap(dk, device),
+            None if dv is None else wrap(dv, device), None)
 
 
 def _sum_groups(g, rep):
