@@ -91,7 +91,10 @@ def compile(  # noqa: A001 - the public name, as torch.compile
         backend (str or callable): ``"inductor"`` (default), ``"aot_eager"``, ``"eager"``, a name
             from :func:`list_backends`, or a callable ``(gm, example_inputs) -> callable``.
         mode (str or None): ``"default"``, ``"reduce-overhead"``, ``"max-autotune"`` or
-            ``"max-autotune-no-cudagraphs"`` (accepted; the CPU compiler treats them alike).
+            ``"max-autotune-no-cudagraphs"``. On cuda graphs, ``"reduce-overhead"`` replays the
+            compiled graphs as CUDA graphs and ``"max-autotune"`` also chooses Triton matmul templates
+            by benchmarking (``ember._inductor.config.mode_options`` lists what each turns on); the CPU
+            compiler treats them alike.
         options (dict or None): ember-inductor settings (:mod:`ember._inductor.config`) for this
             function's compiles.
         disable (bool): return ``model`` unchanged (a no-op switch).
