@@ -71,6 +71,23 @@ def test_reductions_over_leading_dims_interchange_their_loops():
         assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+
+def test_column_sums_with_per_row_statistics_split_into_blocks_for_the_threads():
+    # layer_norm's weight gradient: sum over rows of g * (x - mean_row) * rstd_row. The per-row values
+    # are the same for every column of a block, so the loops are still interchanged; 256 columns split
+    # into four blocks of 64 (one block of 256 ran on one thread)
+    x, g = ember.randn(2048, 256), ember.randn(2048, 256)
+    mean, rstd = ember.randn(2048, 1), ember.rand(2048, 1) + 0.5
+
+    def fn(x, g, mean, rstd):
+        xhat = (x - mean) * rstd
+        return (g * xhat).sum(0), g.sum(0)
+
+    compiled = compile_graph(make_fx(fn)(x, g, mean, rstd), [x, g, mean, rstd])
+    assert compiled.source.count("for (int64_t xb = 0; xb < 256; xb += 64)") == 1
+    for got, want in zip(compiled(x, g, mean, rstd), fn(x, g, mean, rstd)):
+        assert_close(got, want, rtol=1e-4, atol=1e-3)
+
 def test_half_types_are_stored_as_uint16_and_computed_in_float():
     x = ember.randn(4, 4).to(ember.float16)
     source = compile_graph(make_fx(lambda t: t * 2)(x), [x]).source

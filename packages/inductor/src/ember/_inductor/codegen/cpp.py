@@ -1067,10 +1067,20 @@ class KernelGen:
                     return False
                 flat = ir.flat_index(ld.index, ld.buffer.strides)
                 cx, cr = flat.coeff(x_last), flat.coeff(r_last)
-                if cr == 1 or cx not in (0, 1):
+                # a load contiguous along the reduced dim is a row reduction's, unless it is the same for
+                # every output of a block (cx == 0: a per-row statistic such as layer_norm's mean)
+                if cx not in (0, 1) or (cr == 1 and cx != 0):
                     return False
                 along_x = along_x or cx == 1
         return along_x
+
+    def _column_block(self, size):
+        """Outputs per block: COLUMN_BLOCK, or fewer so that a static ``size`` splits into at least four
+        blocks (the blocks are what the threads share: 256 columns in one block ran on one thread)."""
+        if not isinstance(size, int) or self.kernel.ranges[:-1]:
+            return COLUMN_BLOCK
+        quarter = -(-size // 4)
+        return max(16, min(COLUMN_BLOCK, -(-quarter // 16) * 16))
 
     def _column_kernel(self, lines, work):
         """Reductions over leading dims: blocks of COLUMN_BLOCK outputs along the last outer dim keep one
@@ -1080,7 +1090,8 @@ class KernelGen:
         n = len(k.ranges)
         xs = k.vars
         x_last, size = xs[-1], cindex(k.ranges[-1])
-        block = COLUMN_BLOCK
+        last = sympy.sympify(k.ranges[-1])
+        block = self._column_block(int(last) if last.is_Integer else None)
         indent = "    "
         if work >= PARALLEL_THRESHOLD:
             collapse = f" collapse({n})" if n > 1 else ""
