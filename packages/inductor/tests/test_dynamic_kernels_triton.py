@@ -86,3 +86,22 @@ def test_persistent_reduction_assumes_its_row_fits():
     assert compiled.accepts((y,))
     close(compiled(y)[0], y.softmax(-1), 1e-5)
     assert not compiled.accepts((ember.randn(3, tgen.PERSISTENT_LIMIT + 1),))
+
+
+def test_split_reduction_with_a_dynamic_length(monkeypatch):
+    """A full reduction of many elements is split in chunks at its hint; the split kernels read the length
+    as an argument and their partial buffer is sized per call, so any length is right."""
+    from ember._inductor.codegen import triton as tgen
+
+    monkeypatch.setattr(tgen, "SPLIT_MIN_ELEMENTS", 512)  # small sizes and few chunks: the interpreter is slow
+    monkeypatch.setattr(tgen, "SPLIT", 4)
+    x = ember.randn(4, 256)
+    compiled = compile_dynamic(lambda t: (t.sum(), t.abs().amax()), [x], [0])
+    assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
+    kinds = [k.kind for step in compiled.graphs[0].steps if isinstance(step, list) for k in step]
+    assert "split" in kinds, kinds
+    for rows in (4, 2, 7):
+        y = ember.randn(rows, 256)
+        total, peak = compiled(y)
+        close(total, y.sum(), 1e-2)
+        close(peak, y.abs().amax(), 0)

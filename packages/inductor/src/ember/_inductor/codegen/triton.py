@@ -736,9 +736,8 @@ class _KernelGen:
             return False
         first = reductions[0].buffer.data.reduction_ranges
         rnumel, xnumel = _product(first), _product(k.ranges)
-        if not (rnumel.is_Integer and xnumel.is_Integer):
-            return False
-        if int(xnumel) > SPLIT_MAX_ROWS or int(rnumel) < SPLIT_MIN_ELEMENTS:
+        # dynamic sizes: decided at the hints (the split kernels are right for any sizes)
+        if ir.size_hint(xnumel) > SPLIT_MAX_ROWS or ir.size_hint(rnumel) < SPLIT_MIN_ELEMENTS:
             return False
         inside = {n.buffer.name for n in k.nodes}
         for n in reductions:
@@ -846,7 +845,7 @@ class _KernelGen:
         body = second.reduction_body(True, split="combine")
         second_src = TritonKernelSource(k.name, "split_combine", list(second.buffers), list(second.sizes), xnumel,
                                         sympy.Integer(SPLIT), second._function(k.name, body, partial_names))
-        scratch = [(f"{k.name}_partial{i}", int(xnumel) * SPLIT, _scratch_dtype(n)) for i, n in enumerate(nodes)]
+        scratch = [(f"{k.name}_partial{i}", _static(xnumel * SPLIT), _scratch_dtype(n)) for i, n in enumerate(nodes)]
         first_src.scratch = second_src.scratch = scratch
         first_src.error_flag, second_src.error_flag = first.error_flag, second.error_flag
         return [first_src, second_src]
@@ -857,6 +856,12 @@ def _scratch_dtype(node):
     if dtype == ember.bool:
         return ember.int8
     return ember.float32 if dtype in _HALF else dtype
+
+
+def _static(expr):
+    """An int for a static size, else the SymPy expression (the wrapper evaluates it per call)."""
+    expr = sympy.sympify(expr)
+    return int(expr) if expr.is_Integer else expr
 
 
 def _sized_value(value):

@@ -275,8 +275,8 @@ class TritonCompiledGraph:
         if self.device.type == "cuda":  # pragma: no cover - needs a GPU
             use_ember_stream()
         scratch = {}
-        for name, numel, dtype in kernels[0].scratch or ():  # (split reductions: static sizes only)
-            scratch[name] = ember.empty(numel, dtype=dtype, device=self.device)
+        for name, numel, dtype in kernels[0].scratch or ():  # a split reduction's partial results
+            scratch[name] = ember.empty(self._int(numel), dtype=dtype, device=self.device)
         for kernel in kernels:
             ptrs = [BufferArg(values[name]) for name in kernel.buffers]
             ptrs += [BufferArg(t) for t in scratch.values()]
