@@ -190,7 +190,8 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     triton = uses_triton([*example_inputs, *gm.parameters(), *gm.buffers()])
     folder_name = name or graph_name(gm)
     spec = getattr(gm, "meta", {}).get("dynamic_dims")
-    if spec is not None and inner_compile is None:  # symbolic sizes from ember-dynamo: kernels take sizes
+    # symbolic sizes from ember-dynamo: kernels take sizes (CUDA graphs record fixed shapes: per shape)
+    if spec is not None and inner_compile is None and not (triton and config.cudagraphs):
         from .dynamic_compile import compile_fx_dynamic
 
         compiled = compile_fx_dynamic(gm, example_inputs, spec, triton=triton, name=folder_name,
