@@ -19,6 +19,7 @@ from ember._ops._dispatch import state as _dispatch_state
 from ember.cuda.kernels import conv as _cuda_conv
 
 from .._table import derivative, through_decomposition
+from ._nn_common import _cpu_float_rows
 from ._spatial import _narrow_to, _tup
 
 # -- convolution ----------------------------------------------------------------------------------------
@@ -106,6 +107,9 @@ def _convolution_grads(grad, input, weight, stride, padding, dilation, transpose
                                                      output_mask)
         if grads is not None:
             return grads
+        grads = _depthwise_backward_cpu(grad, input, weight, stride, padding, dilation, groups, output_mask)
+        if grads is not None:
+            return grads
     grad_input = grad_weight = grad_bias = None
     if input.numel() == 0 or weight.numel() == 0:
         # empty sums (no samples, no input channels: conv2d(x, w) with w of shape (C_out, 0, k, k) gives
@@ -131,6 +135,31 @@ def _convolution_grads(grad, input, weight, stride, padding, dilation, transpose
         # the batch first (whole rows added at once), then each channel's positions: five times faster
         # than one sum over (0, 2, ...), which walks the short rows of every sample and channel
         grad_bias = grad.sum(0).sum(list(range(1, grad.dim() - 1)))
+    return grad_input, grad_weight, grad_bias
+
+
+def _depthwise_backward_cpu(grad, input, weight, stride, padding, dilation, groups, output_mask):
+    """A 2-D depthwise convolution's gradients (groups == channels, one output channel each) from
+    csrc/depthwise.cpp, for plain CPU float32/float64 tensors in a backward that records nothing; None for
+    every other call. The formulas run the weight gradient as a convolution whose kernel is the output
+    gradient, 4x PyTorch's whole backward on MobileNet's layers."""
+    if weight.dim() != 4 or weight.shape[1] != 1 or groups != weight.shape[0] or input.shape[1] != groups:
+        return None
+    if input.numel() == 0 or grad.numel() == 0:
+        return None
+    cpu = _cpu_float_rows("depthwise_weight_grad", grad, input, weight)
+    if cpu is None:
+        return None
+    _C, (gy, x, w) = cpu
+    args = (list(stride), list(padding), list(dilation))
+    device = input.device
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        grad_input = ember.Tensor._make(_C.depthwise_input_grad(gy, w, list(x.shape[2:]), *args), device)
+    if output_mask[1]:
+        grad_weight = ember.Tensor._make(_C.depthwise_weight_grad(x, gy, w.shape[2], w.shape[3], *args), device)
+    if output_mask[2]:
+        grad_bias = grad.sum(0).sum([1, 2])
     return grad_input, grad_weight, grad_bias
 
 
