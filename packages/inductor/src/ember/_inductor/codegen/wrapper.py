@@ -251,6 +251,12 @@ class _ExternStep:
             self._op = registry[self.op_name]
         return self._op
 
+    @property
+    def is_product(self):
+        """Whether this is ``matmul(a, b)`` of two tensor references (see ``CompiledGraph._blas_product``)."""
+        return self.op_name == "matmul" and not self.kwargs and len(self.args) == 2 and \
+            all(isinstance(a, (_BufRef, _StridedRef)) for a in self.args)
+
     def __getstate__(self):
         return (self.op_name, self.args, self.kwargs, self.outputs)
 
@@ -265,6 +271,22 @@ def _layout(buf):
 
     strides = _sizes(buf.strides)
     return None if strides == _sizes(ir.contiguous_strides(buf.sizes)) else strides
+
+
+_BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
+
+def _strided_array(arr, strided):
+    """The view of numpy array ``arr`` that a :class:`_StridedRef` describes (element offset and strides)."""
+    item = arr.itemsize
+    byte_strides = tuple(s * item for s in strided.strides)
+    if arr.flags.c_contiguous:  # one constructor call instead of two as_strided calls
+        try:
+            return np.ndarray(strided.sizes, arr.dtype, arr, strided.offset * item, byte_strides)
+        except (TypeError, ValueError):  # a view reaching outside the buffer: as_strided checks nothing
+            pass
+    start = np.lib.stride_tricks.as_strided(arr, (strided.offset + 1,), (item,))[strided.offset:]
+    return np.lib.stride_tricks.as_strided(start, strided.sizes, byte_strides)
 
 
 def _strided_empty(sizes, strides, np_dtype):
@@ -541,11 +563,29 @@ class CompiledGraph:
 
     def _strided_tensor(self, strided, ptrs, values):
         """The tensor of a :class:`~ember._inductor.ir.StridedArg`: a strided view of its buffer's array."""
-        arr = self._tensor_of(strided.buffer, ptrs, values)._data
-        item = arr.itemsize
-        start = np.lib.stride_tricks.as_strided(arr, (strided.offset + 1,), (item,))[strided.offset:]
-        view = np.lib.stride_tricks.as_strided(start, strided.sizes, tuple(s * item for s in strided.strides))
-        return ember.from_numpy(view)
+        return ember.from_numpy(_strided_array(self._tensor_of(strided.buffer, ptrs, values)._data, strided))
+
+    def _operand_array(self, v, ptrs, values):
+        """The numpy array of an extern call's tensor argument ``v`` (a buffer or strided reference)."""
+        if isinstance(v, _StridedRef):
+            return _strided_array(self._tensor_of(v.buffer, ptrs, values)._data, v)
+        return self._tensor_of(v, ptrs, values)._data
+
+    def _blas_product(self, kernel, ptrs, values):
+        """A matmul extern's result through the eager kernel's array function, or None for another call.
+
+        Dispatching ``ember.matmul`` (argument checks, the meta function, grad mode, two tensor wrappers)
+        cost several times a small product's BLAS call: BERT-sized graphs make dozens of them per step.
+        The eager kernel's array function gives the same values, as long as both operands are numpy arrays
+        of one float dtype with at least two dims (what the checks would accept anyway).
+        """
+        a, b = (self._operand_array(v, ptrs, values) for v in kernel.args)
+        if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or \
+                a.dtype not in _BLAS_DTYPES or a.ndim < 2 or b.ndim < 2:
+            return None
+        from ember._ops.matmul import _matmul_arrays
+
+        return Tensor._make(_matmul_arrays(a, b))
 
     def _extern_value(self, v, ptrs, values):
         """The call argument for ``v``: a tensor for a buffer reference, lists and tuples element-wise."""
@@ -562,10 +602,12 @@ class CompiledGraph:
     def _run_extern(self, kernel, ptrs, values, args):
         # no closure over ``values`` here: a self-referencing nested function is a reference cycle that
         # kept every call's tensors alive until the garbage collector ran (75 MB a step for the encoder)
-        arg = self._extern_value
-        with ember.no_grad():
-            result = kernel.op(*arg(kernel.args, ptrs, values),
-                               **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
+        result = self._blas_product(kernel, ptrs, values) if kernel.is_product else None
+        if result is None:
+            arg = self._extern_value
+            with ember.no_grad():
+                result = kernel.op(*arg(kernel.args, ptrs, values),
+                                   **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
         for name, path, strides in kernel.outputs:
             value = result
             for k in path:
@@ -573,7 +615,7 @@ class CompiledGraph:
             if strides is not None:  # the layout eager gives (and the kernels reading it index by)
                 if kernel.op.kind != "function" or tuple(value.stride()) != strides or value.storage_offset():
                     value = Tensor._make(_strided_empty(tuple(value.shape), strides, value._data.dtype)).copy_(value)
-            else:
+            elif not (kernel.is_product and value._data.flags.c_contiguous):
                 # a view-like op's result may alias scratch memory that a later buffer reuses: copy it
                 value = value.contiguous() if kernel.op.kind == "function" else value.clone()
             values[name] = value
