@@ -19,7 +19,6 @@ compiles again when one fails (:func:`compilation_count` counts every backend co
 from __future__ import annotations
 
 import dataclasses
-import logging
 from fractions import Fraction
 
 import sympy
@@ -30,7 +29,6 @@ from .metrics import compilation_count, count_compilation
 __all__ = ["DynamicDims", "NotDynamic", "Unifier", "unify_graphs", "probe_inputs", "py_code",
            "compilation_count", "count_compilation", "SizeBinding", "SizeFloat"]
 
-log = logging.getLogger("ember._inductor")
 
 class NotDynamic(Exception):
     """The graph cannot be compiled with symbolic sizes (the reason is the message): compile it for the
@@ -485,17 +483,3 @@ def _resolve(obj, env):
         return copy
     return obj
 
-
-def is_symbolic(obj):
-    """Whether ``obj`` (a value of a plan: numbers, tuples, slot objects) holds a SymPy expression."""
-    if isinstance(obj, SizeFloat):
-        return True
-    if isinstance(obj, sympy.Basic):
-        return not obj.is_Number
-    if isinstance(obj, (list, tuple)):
-        return any(is_symbolic(v) for v in obj)
-    if isinstance(obj, dict):
-        return any(is_symbolic(v) for v in obj.values())
-    if getattr(type(obj), "_sized", False):
-        return any(is_symbolic(getattr(obj, n, None)) for n in type(obj).__slots__)
-    return False
