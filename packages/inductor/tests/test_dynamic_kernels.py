@@ -122,9 +122,8 @@ def test_assumption_broken_is_refused():
 
 
 def test_graph_that_cannot_be_dynamic_falls_back_per_shape():
-    """A graph whose sizes have no expression over the symbols (here a size squared plus the size,
-    from two dynamic dims whose shapes only meet in a product) compiles for fixed sizes: counted as a
-    fallback, and every size still right."""
+    """A graph with a size that has no expression of the form ``c*m + b`` (here ``n*n + n``) compiles
+    for fixed sizes: counted as a fallback, and every size still right."""
     start = metrics.compilation_count("fallback")
 
     def fn(t):
