@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -154,9 +155,55 @@ py::array gelu_backward(py::array g, py::array x, bool tanh_form) {
   return dx;
 }
 
+py::array softmax_rows(py::array x, bool log) {
+  check_like("softmax_rows", x, x, "x");
+  if (x.ndim() < 1) throw std::invalid_argument("softmax_rows: x must have a last dim");
+  const int64_t n = x.shape(x.ndim() - 1), rows = n == 0 ? 0 : x.size() / n;
+  py::array y = new_like(x);
+  const bool dbl = is_double("softmax_rows", x);
+  py::gil_scoped_release release;
+  if (dbl) EMBER_NN_ROWS_CALL(softmax_forward_rows, double, cp<double>(x), mp<double>(y), rows, n, log);
+  else EMBER_NN_ROWS_CALL(softmax_forward_rows, float, cp<float>(x), mp<float>(y), rows, n, log);
+  return y;
+}
+
+py::array layer_norm_rows(py::array x, py::object w, py::object b, double eps) {
+  check_like("layer_norm_rows", x, x, "x");
+  if (x.ndim() < 1) throw std::invalid_argument("layer_norm_rows: x must have a last dim");
+  const int64_t n = x.shape(x.ndim() - 1), rows = n == 0 ? 0 : x.size() / n;
+  py::array wa, ba;
+  if (!w.is_none()) {
+    wa = py::reinterpret_borrow<py::array>(w);
+    check_like("layer_norm_rows", x, wa, "w");
+    if (wa.size() != n) throw std::invalid_argument("layer_norm_rows: w must have the last dim's size");
+  }
+  if (!b.is_none()) {
+    ba = py::reinterpret_borrow<py::array>(b);
+    check_like("layer_norm_rows", x, ba, "b");
+    if (ba.size() != n) throw std::invalid_argument("layer_norm_rows: b must have the last dim's size");
+  }
+  py::array y = new_like(x);
+  const bool dbl = is_double("layer_norm_rows", x);
+  const bool has_w = !w.is_none(), has_b = !b.is_none();
+  py::gil_scoped_release release;
+  if (dbl)
+    EMBER_NN_ROWS_CALL(layer_norm_forward_rows, double, cp<double>(x), has_w ? cp<double>(wa) : nullptr,
+                       has_b ? cp<double>(ba) : nullptr, eps, mp<double>(y), rows, n);
+  else
+    EMBER_NN_ROWS_CALL(layer_norm_forward_rows, float, cp<float>(x), has_w ? cp<float>(wa) : nullptr,
+                       has_b ? cp<float>(ba) : nullptr, eps, mp<float>(y), rows, n);
+  return y;
+}
+
 }  // namespace
 
 void init_nn_rows_backward(py::module_& m) {
+  m.def("softmax_rows", &softmax_rows, py::arg("x"), py::arg("log"),
+        "Softmax (log=True: log-softmax) along the last dim of a C-contiguous float32/float64 array, one row "
+        "after the other (for short rows; float64 sums, float32 exponentials in float64).");
+  m.def("layer_norm_rows", &layer_norm_rows, py::arg("x"), py::arg("w"), py::arg("b"), py::arg("eps"),
+        "layer_norm over the last dim of a C-contiguous float32/float64 array with optional weight and bias of "
+        "its size (float64 statistics, each element rounded once).");
   m.def("softmax_backward", &softmax_backward, py::arg("y"), py::arg("g"), py::arg("log"),
         "softmax's (log=False: y (g - sum(g y))) or log_softmax's (g - exp(y) sum(g)) input gradient along the "
         "last dim of C-contiguous float32/float64 arrays y (the output) and g.");

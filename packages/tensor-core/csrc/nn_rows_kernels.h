@@ -6,10 +6,15 @@ constexpr int64_t kParallelElements = int64_t(1) << 15;
 
 // exp, erf and tanh of a float64 value for a result of type T: float32 results take wide_math.h's
 // vectorisable versions (errors far below float32's rounding), float64 results the C library's.
+// (float32: 0 below -104, where e**v rounds to 0 in float32, so masked -inf entries stay exact zeros)
 template <typename T>
 double exp_t(double v) {
-  if constexpr (std::is_same_v<T, float>) return exp_clamped(v < -100.0 ? -100.0 : (v > 100.0 ? 100.0 : v));
-  else return std::exp(v);
+  if constexpr (std::is_same_v<T, float>) {
+    const double e = exp_clamped(v < -100.0 ? -100.0 : (v > 100.0 ? 100.0 : v));
+    return v < -104.0 ? 0.0 : e;
+  } else {
+    return std::exp(v);
+  }
 }
 
 template <typename T>
@@ -185,4 +190,83 @@ void gelu_backward_array(const T* g, const T* x, T* dx, int64_t count, bool tanh
     if (tanh_form) gelu_backward_chunk<T, true>(g + lo, x + lo, dx + lo, len);
     else gelu_backward_chunk<T, false>(g + lo, x + lo, dx + lo, len);
   }
+}
+
+// ---- forward rows (short rows: the generic kernels of nn_kernels.cpp cost about 0.5 us a row) -------------
+
+// The row's maximum as eight running maxima combined in a fixed order; NaN entries are skipped here, and
+// give NaN throughout through exp below (as the other kernels do).
+template <typename T>
+T row_max8(const T* __restrict__ x, int64_t n) {
+  const T lowest = -std::numeric_limits<T>::infinity();
+  T acc[8] = {lowest, lowest, lowest, lowest, lowest, lowest, lowest, lowest};
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (int k = 0; k < 8; ++k) acc[k] = x[j + k] > acc[k] ? x[j + k] : acc[k];
+  T m = lowest;
+  for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+  for (int k = 0; k < 8; ++k) m = acc[k] > m ? acc[k] : m;
+  return m;
+}
+
+// softmax: y = e / sum(e), e = exp(x - max) (e rounded to T, then scaled by the rounded 1 / sum, as
+// nn_kernels.cpp does); log_softmax: y = x - (max + log(sum(e))), the sums in float64.
+template <typename T>
+__attribute__((noinline)) void softmax_forward_row(const T* __restrict__ x, T* __restrict__ y, int64_t n, bool log) {
+  const T m = row_max8<T>(x, n);
+  const double md = double(m);
+  if (log) {
+#define EMBER_TERM(i) exp_t<T>(double(x[i]) - md)
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    const T shift = T(md + std::log(total));
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] - shift;
+  } else {
+    for (int64_t i = 0; i < n; ++i) y[i] = T(exp_t<T>(double(x[i]) - md));
+#define EMBER_TERM(i) double(y[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    const T inv = T(1.0 / total);
+    for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+  }
+}
+
+template <typename T>
+void softmax_forward_rows(const T* x, T* y, int64_t rows, int64_t n, bool log) {
+#pragma omp parallel for if (rows * n > kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) softmax_forward_row<T>(x + r * n, y + r * n, n, log);
+}
+
+// layer_norm of one row: (x - mean) * rstd * w + b with float64 statistics (two passes), rounded once.
+template <typename T>
+__attribute__((noinline)) void layer_norm_forward_row(const T* __restrict__ x, const T* __restrict__ w,
+                                                      const T* __restrict__ b, double eps, T* __restrict__ y,
+                                                      int64_t n) {
+  double m, s;
+  {
+#define EMBER_TERM(i) double(x[i])
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    m = total / double(n);
+  }
+  {
+#define EMBER_TERM(i) (double(x[i]) - m) * (double(x[i]) - m)
+    EMBER_SUM8(n, EMBER_TERM)
+#undef EMBER_TERM
+    s = 1.0 / std::sqrt(total / double(n) + eps);
+  }
+  if (w != nullptr && b != nullptr)
+    for (int64_t i = 0; i < n; ++i) y[i] = T((double(x[i]) - m) * s * double(w[i]) + double(b[i]));
+  else if (w != nullptr)
+    for (int64_t i = 0; i < n; ++i) y[i] = T((double(x[i]) - m) * s * double(w[i]));
+  else if (b != nullptr)
+    for (int64_t i = 0; i < n; ++i) y[i] = T((double(x[i]) - m) * s + double(b[i]));
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = T((double(x[i]) - m) * s);
+}
+
+template <typename T>
+void layer_norm_forward_rows(const T* x, const T* w, const T* b, double eps, T* y, int64_t rows, int64_t n) {
+#pragma omp parallel for if (rows * n > kParallelElements)
+  for (int64_t r = 0; r < rows; ++r) layer_norm_forward_row<T>(x + r * n, w, b, eps, y + r * n, n);
 }

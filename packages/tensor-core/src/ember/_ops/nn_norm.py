@@ -448,6 +448,12 @@ def _layer_norm_meta(input, normalized_shape, weight=None, bias=None, eps=1e-05)
     return MetaArray(input._data.shape, input._data.dtype)
 
 
+# Rows of at most this many elements take ember._C.layer_norm_rows (one thread, 64 to 512 wide: 2.5x to 1.5x
+# faster than the generic kernel)
+_SHORT_ROW = 512
+_HAS_LAYER_NORM_ROWS = hasattr(_C, "layer_norm_rows")  # an ember._C built before the row kernels lacks it
+
+
 def _layer_norm_cpu(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     data = input._data
     k = len(normalized_shape)
@@ -460,6 +466,11 @@ def _layer_norm_cpu(input, normalized_shape, weight=None, bias=None, eps=1e-05):
             None if p is None else _contiguous(_compute(p._data).astype(x.dtype, copy=False).reshape(-1))
             for p in (weight, bias)
         ]
+        if inner <= _SHORT_ROW and _HAS_LAYER_NORM_ROWS:
+            # short rows (a small transformer's width): the row kernel of csrc/nn_rows_backward.cpp, without
+            # the generic kernel's fixed cost per row
+            rows = _C.layer_norm_rows(_contiguous(x).reshape(-1, inner), *params, float(eps))
+            return rows.reshape(data.shape).astype(data.dtype, copy=False)
         return _C.layer_norm(_contiguous(x), inner, *params, float(eps)).astype(data.dtype, copy=False)
     x = x.reshape(-1, inner)
     with np.errstate(all="ignore"):

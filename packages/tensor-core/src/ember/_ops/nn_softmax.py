@@ -68,6 +68,12 @@ def _softmax_args(op, input, dim, _stacklevel, dtype, *, warn=True):
     return dim, out
 
 
+#: Rows of at most this many elements take ``ember._C.softmax_rows`` (its float64 exponentials are slower per
+#: element than the generic kernel's: 65-element rows 2.4x faster, 256 already 1.25x slower, one thread).
+_SHORT_ROW = 128
+_HAS_SOFTMAX_ROWS = hasattr(_C, "softmax_rows")  # an ember._C built before the row kernels lacks it
+
+
 def _softmax_np(x, axis, log=False):
     """Softmax (or log-softmax) of the float array ``x`` along ``axis``, in ``x``'s dtype."""
     if x.ndim == 0:
@@ -75,6 +81,10 @@ def _softmax_np(x, axis, log=False):
     if x.size == 0:
         return np.empty(x.shape, x.dtype)
     if x.dtype in _C_FLOATS:
+        if axis % x.ndim == x.ndim - 1 and x.shape[-1] <= _SHORT_ROW and _HAS_SOFTMAX_ROWS:
+            # short rows (attention scores): csrc/nn_rows_backward.cpp's row kernel, without the ~0.5 us a
+            # row that the generic kernel spends around its vector loops
+            return _C.softmax_rows(_contiguous(x), log)
         return _C.softmax(_contiguous(x), axis % x.ndim, log)
     with np.errstate(all="ignore"):
         shifted = x - x.max(axis=axis, keepdims=True)
