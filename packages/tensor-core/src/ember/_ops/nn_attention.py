@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from ._nn_common import (
@@ -166,6 +167,18 @@ def _sdpa_mask_np(attn_mask, is_causal, seq_l, seq_s, dtype):
     return m.astype(dtype)
 
 
+_ROW_KERNEL_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _short_rows(scores, unmasked):
+    """Whether ``ember._C.softmax_rows`` takes these attention scores: numpy float32/float64 rows of at most
+    ``nn_softmax._SHORT_ROW`` keys, none of them fully masked (``unmasked``: no mask, or only the causal one)."""
+    from . import nn_softmax
+
+    return (unmasked and type(scores) is np.ndarray and scores.dtype in _ROW_KERNEL_DTYPES
+            and scores.shape[-1] <= nn_softmax._SHORT_ROW and nn_softmax._HAS_SOFTMAX_ROWS)
+
+
 def _scaled_dot_product_attention_cpu(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                       scale=None, enable_gqa=False):
     shape, (rep_k, rep_v) = _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
@@ -186,11 +199,15 @@ def _scaled_dot_product_attention_cpu(query, key, value, attn_mask=None, dropout
             scores = scores + mask
         if seq_s == 0:
             return np.zeros(shape, query._data.dtype)
-        top = scores.max(axis=-1, keepdims=True)
-        dead = np.isneginf(top)
-        weights = np.exp(scores - np.where(dead, 0, top))
-        total = weights.sum(axis=-1, keepdims=True)
-        weights /= np.where(dead, 1, total)
+        if _short_rows(scores, attn_mask is None):
+            # no row fully masked (no mask, or causal): short rows in one C++ pass (csrc/nn_rows_backward.cpp)
+            weights = _C.softmax_rows(np.ascontiguousarray(scores), False)
+        else:
+            top = scores.max(axis=-1, keepdims=True)
+            dead = np.isneginf(top)
+            weights = np.exp(scores - np.where(dead, 0, top))
+            total = weights.sum(axis=-1, keepdims=True)
+            weights /= np.where(dead, 1, total)
         if dropout_p > 0:
             keep = _default_noise(weights).random(weights.shape) < 1.0 - dropout_p
             weights = weights * keep / (1.0 - dropout_p) if dropout_p < 1 else weights * 0

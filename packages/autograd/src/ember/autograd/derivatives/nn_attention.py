@@ -12,7 +12,7 @@ import numpy as np
 
 import ember
 from ember._ops import registry as _ops
-from ember._ops.nn_attention import causal_bias
+from ember._ops.nn_attention import _short_rows, causal_bias
 
 from .._table import derivative, through_decomposition
 from ._nn_common import _cpu_float_rows, _cuda_rows
@@ -104,9 +104,12 @@ def _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask):
         scores *= np.asarray(scale, scores.dtype)
         if is_causal:  # row i sees keys 0..i: never a fully masked row
             scores[..., ~np.tri(seq_l, seq_s, dtype=bool)] = -np.inf
-        scores -= scores.max(axis=-1, keepdims=True)
-        p = np.exp(scores, out=scores)
-        p /= p.sum(axis=-1, keepdims=True)
+        if _short_rows(scores, True):  # the forward kernel's own softmax, so p is the forward's weights
+            p = _C.softmax_rows(scores, False)
+        else:
+            scores -= scores.max(axis=-1, keepdims=True)
+            p = np.exp(scores, out=scores)
+            p /= p.sum(axis=-1, keepdims=True)
         dq = dk = dv = None
         if output_mask[2]:
             dv = np.matmul(np.swapaxes(p, -1, -2), g)
