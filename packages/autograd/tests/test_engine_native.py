@@ -31,6 +31,7 @@ def _run_both(build, monkeypatch):
     """Run ``build(leaves)`` (which calls backward) with each loop; return the compiled loop's grads and node
     order, having compared them with the Python loop's."""
     original = FormulaNode.apply
+    original_release = FormulaNode._apply_release
     runs = []
     for reference in (False, True):
         order = []
@@ -39,7 +40,14 @@ def _run_both(build, monkeypatch):
             order.append(self.name())
             return original(self, grads)
 
+        def apply_release(self, grads, release=True, order=order):
+            # the compiled loop's one call for apply and _release (apply itself calls it with release False)
+            if release and grads is not None:
+                order.append(self.name())
+            return original_release(self, grads, release)
+
         monkeypatch.setattr(FormulaNode, "apply", apply)
+        monkeypatch.setattr(FormulaNode, "_apply_release", apply_release)
         leaves = _leaves()
         if reference:
             with _engine.python_loop():
@@ -47,6 +55,7 @@ def _run_both(build, monkeypatch):
         else:
             extra = build(leaves)
         monkeypatch.setattr(FormulaNode, "apply", original)
+        monkeypatch.setattr(FormulaNode, "_apply_release", original_release)
         runs.append(([None if x.grad is None else x.grad.numpy().copy() for x in leaves], order, extra))
     (native_grads, native_order, native_extra), (python_grads, python_order, python_extra) = runs
     assert native_order == python_order

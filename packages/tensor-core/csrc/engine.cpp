@@ -14,7 +14,8 @@
 //    the order the nodes became ready (a leaf's AccumulateGrad has an infinite number);
 // 3. a node runs when all its dependencies have run: a plain node (no hooks, ember's own formulas, or
 //    any node while numpy's error state is the user's) is `node.apply(grads)` then `node._release()`
-//    (unless retain_graph); every other node (a leaf's AccumulateGrad, a node with hooks, a custom
+//    (unless retain_graph), both in one call when both run: `node._apply_release(grads)` (with grads
+//    None it only releases); every other node (a leaf's AccumulateGrad, a node with hooks, a custom
 //    Function's backward) is handed back to Python, `other(node, grads)`, which returns its input
 //    gradients, or None for an AccumulateGrad;
 // 4. each input gradient is added into its child's buffer (one slot per output of the child),
@@ -32,6 +33,8 @@
 #include <queue>
 #include <unordered_map>
 #include <vector>
+
+#include "dispatch.h"  // the dispatcher's hot path: compiled here, with the other per-op hot path
 
 namespace py = pybind11;
 
@@ -65,7 +68,7 @@ struct RunsLater {
 struct Names {
   py::str next_functions = interned("next_functions"), num_outputs = interned("_num_outputs"),
           seq = interned("_seq"), any_hooks = interned("_any_hooks"), runs_ember_code = interned("_runs_ember_code"),
-          apply = interned("apply"), release = interned("_release");
+          apply = interned("apply"), release = interned("_release"), apply_release = interned("_apply_release");
 };
 
 py::object attr(PyObject* obj, const py::str& name) {
@@ -187,16 +190,17 @@ void run_graph(py::list roots, py::dict buffers, bool release, bool quiet, py::o
     py::object out;
     bool plain = Py_TYPE(node) != accumulate_type && !truthy(attr(node, names.any_hooks)) &&
                  (!quiet || truthy(attr(node, names.runs_ember_code)));
-    if (plain) {
+    if (plain && release) {  // apply and _release in one call (one Python frame less per node)
+      PyObject* result =
+          PyObject_CallMethodOneArg(node, names.apply_release.ptr(), grads ? grads.ptr() : Py_None);
+      if (result == nullptr) throw py::error_already_set();
+      out = py::reinterpret_steal<py::object>(result);
+      if (!grads) out = py::object();  // (it returns None: nothing was applied)
+    } else if (plain) {
       if (grads) {
         PyObject* result = PyObject_CallMethodOneArg(node, names.apply.ptr(), grads.ptr());
         if (result == nullptr) throw py::error_already_set();
         out = py::reinterpret_steal<py::object>(result);
-      }
-      if (release) {
-        PyObject* result = PyObject_CallMethodNoArgs(node, names.release.ptr());
-        if (result == nullptr) throw py::error_already_set();
-        Py_DECREF(result);
       }
     } else {
       out = other(py::handle(node), grads ? grads : py::none());
@@ -232,6 +236,8 @@ void run_graph(py::list roots, py::dict buffers, bool release, bool quiet, py::o
 }  // namespace
 
 void init_engine(py::module_& m) {
+  m.def("make_dispatch", &ember_dispatch::make_dispatch, py::arg("helpers"),
+        "The dispatcher's positional hot path as a builtin dispatch(op, args, kwargs) (csrc/dispatch.h).");
   m.def("run_graph", &run_graph, py::arg("roots"), py::arg("buffers"), py::arg("release"), py::arg("quiet"),
         py::arg("other"), py::arg("accumulate_grad"),
         "The backward engine's loop for a task without capture, anomaly mode or profiler "

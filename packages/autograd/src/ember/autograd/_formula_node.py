@@ -64,10 +64,22 @@ class FormulaNode(Node):
         return env
 
     def apply(self, grad_outputs):
+        return self._apply_release(grad_outputs, False)
+
+    def _apply_release(self, grad_outputs, release=True):
+        """``apply`` and then (when ``release``) ``_release`` in one frame: the engine's compiled loop calls
+        this once per node of a backward that frees the graph (see ``Node._apply_release``)."""
+        if grad_outputs is None:
+            if release:
+                self._release()
+            return None
         entry = self.entry
         steps = entry.simple_steps
         if steps is None or self._layout is not entry.static_layout or self._output_meta is not None:
-            return self._apply_general(grad_outputs)
+            grads = self._apply_general(grad_outputs)
+            if release:
+                self._release()
+            return grads
         # The common node, inlined (this runs once per node of every backward): one output, one formula
         # per differentiable tensor argument.
         env = {"grad": grad_outputs[0]}
@@ -92,16 +104,28 @@ class FormulaNode(Node):
         next_functions = self.next_functions
         meta = self._input_meta
         grads = [None] * len(next_functions)
-        for i, call in steps:
+        for i, fn, first, second in steps:  # (see Derivative.simple_steps)
             if next_functions[i][0] is None:
                 continue  # an input that needs no gradient (or is not a tensor)
-            g = call(env)
+            if second is not None:
+                g = fn(env[first], env[second])
+            elif first is not None:
+                g = fn(env[first])
+            else:
+                g = fn(env)  # the formula's caller, for other parameter counts
             if g is not None:
                 m = meta[i]
                 data = g._data
                 if data.shape != m[0] or data.dtype != m[1] or g._device is not m[2]:
                     g = validate_grad(g, m, self, i)
                 grads[i] = g
+        if release:  # _release(), inlined
+            if saved:
+                for key, value in saved.items():
+                    if type(value) is SavedTensor or (type(value) is list and value and type(value[0]) is SavedTensor):
+                        saved[key] = _FREED_TENSOR
+            if results is not None:
+                self._saved_results = _FREED_TENSOR
         return grads
 
     def _apply_general(self, grad_outputs):

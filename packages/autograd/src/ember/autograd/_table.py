@@ -92,6 +92,16 @@ class Formula:
         return lambda env: fn(*getter(env))
 
 
+def _simple_call(formula):
+    """``(fn, first, second)`` of a formula for FormulaNode's inlined call (see Derivative.simple_steps)."""
+    params = formula.params
+    if len(params) == 1:
+        return formula.fn, params[0], None
+    if len(params) == 2:
+        return formula.fn, params[0], params[1]
+    return formula.call, None, None
+
+
 # The table's ~300 formulas and ~240 ops are read at ``import ember``: their signatures come from
 # the functions' code objects, about 30 times faster than inspect.signature, which only functions
 # whose signature the code object doesn't tell (__signature__, functools.wraps, partials) go through.
@@ -245,9 +255,11 @@ class Derivative:
         self.reads_grads = "grads" in read
         self.reads_results = "results" in read
         # FormulaNode.apply's plan for the common entry (one formula per tensor argument, reading one output
-        # gradient): (edge index, formula caller) per formula; None otherwise
+        # gradient): per formula (edge index, fn, first, second): the formula and its one or two parameter
+        # names, which apply looks up itself (a frame less than Formula.call), or (edge index, Formula.call,
+        # None, None) for other parameter counts; None otherwise
         self.simple_steps = (
-            tuple((self.static_layout[f.inputs[0]][0], f.call) for f in self.formulas)
+            tuple((self.static_layout[f.inputs[0]][0], *_simple_call(f)) for f in self.formulas)
             if not self.reads_grads and not any(f.joint for f in self.formulas)
             else None
         )

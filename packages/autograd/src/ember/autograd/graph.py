@@ -121,6 +121,16 @@ class Node:
     def _release(self):
         """Free what the node saved for backward (after a backward without ``retain_graph``)."""
 
+    def _apply_release(self, grad_outputs):
+        """``apply(grad_outputs)`` (skipped when None, then None is returned) and then ``_release()``.
+
+        The engine's compiled loop (csrc/engine.cpp) makes its two calls for a node of a backward that
+        frees the graph as this one; a node class may do both in one frame (FormulaNode does).
+        """
+        out = None if grad_outputs is None else self.apply(grad_outputs)
+        self._release()
+        return out
+
     def __repr__(self):
         return f"<{self.name()} object>"
 

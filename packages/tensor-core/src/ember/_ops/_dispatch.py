@@ -330,6 +330,35 @@ def dispatch(op, args, kwargs):
         raise
 
 
+def _dispatch_failed(op, args, kwargs, device, exc):
+    """Raise what :func:`dispatch`'s except clauses raise for ``exc`` (a MemoryError or an AttributeError
+    from the layers below): the native dispatch hands its errors here."""
+    if isinstance(exc, MemoryError):
+        raise _allocation_error(exc, device) from None
+    op.explain_attribute_error(args, kwargs, exc)
+    raise exc
+
+
+def _native_dispatch(reference):
+    """:func:`dispatch` compiled (``ember._C.make_dispatch``, csrc/dispatch.h), or None without the extension.
+
+    It takes the calls that the Python function's inline loop takes (plain tensors of one device object
+    and plain values, no keywords, no mode) and hands every other call to ``reference`` unchanged.
+    """
+    try:
+        from .. import _C
+    except ImportError:
+        return None
+    make = getattr(_C, "make_dispatch", None)
+    if make is None:
+        return None
+    return make({
+        "reference": reference, "tensor_type": Tensor, "plain_tensor_types": PLAIN_TENSOR_TYPES,
+        "plain_types": _PLAIN_TYPES, "state": state, "globals": globals(), "run_backend": run_backend,
+        "failed": _dispatch_failed,
+    })
+
+
 def _all_plain(values):
     """Whether a tuple or list argument holds only plain values (``stride=(1, 1)``): nothing for the scan to see."""
     for v in values:
@@ -562,4 +591,7 @@ def _dispatch_general_only(op, args, kwargs):
     return _dispatch_general(op, args, dict(kwargs) if kwargs else {})
 
 
+#: The Python hot path: the reference of the compiled one, which calls it for every call it does not take.
+python_dispatch = dispatch
+dispatch = _native_dispatch(python_dispatch) or python_dispatch
 _dispatch_fast = dispatch
