@@ -1,4 +1,5 @@
-"""Extern matmul calls of compiled C++ graphs: the array fast path gives eager's values for every layout."""
+"""Extern matmul calls of compiled C++ graphs (the array fast path gives eager's values for every layout) and
+the scratch memory a compiled graph reuses from one call to the next."""
 
 from __future__ import annotations
 
@@ -77,3 +78,38 @@ def test_training_step_gradients_match_eager_through_the_array_path(fast_product
     assert fast_products and all(fast_products)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _scratch_graph():
+    """A graph whose intermediates live in scratch memory: kernels around an extern product."""
+    from ember._inductor.codegen.wrapper import compile_graph
+
+    def fn(x, w):
+        h = ember.tanh(x * 2)
+        return (ember.relu(h @ w) + h.sum(),)
+
+    x, w = ember.randn(32, 16), ember.randn(16, 8)
+    return fn, compile_graph(make_fx(fn)(x, w), [x, w]), w
+
+
+def test_scratch_memory_is_reused_and_earlier_outputs_keep_their_values():
+    fn, compiled, w = _scratch_graph()
+    assert compiled._plan.scratch, "the graph should keep an intermediate in scratch memory"
+    x1, x2 = ember.randn(32, 16), ember.randn(32, 16)
+    (first,) = compiled(x1, w)
+    pooled = [id(a) for a in compiled._scratch_pool[0][1].values()]
+    kept = first.numpy().copy()
+    (second,) = compiled(x2, w)
+    assert [id(a) for a in compiled._scratch_pool[0][1].values()] == pooled  # the same arrays again
+    np.testing.assert_array_equal(first.numpy(), kept)
+    np.testing.assert_allclose(second.numpy(), fn(x2, w)[0].numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_scratch_that_an_output_views_is_not_reused():
+    _, compiled, _ = _scratch_graph()
+    scratch = {0: np.empty(64, dtype=np.uint8)}
+    view = ember.from_numpy(scratch[0][8:40].view(np.float32))
+    compiled._give_back_scratch(compiled._plan.scratch, scratch, [view])
+    assert compiled._scratch_pool == []
+    compiled._give_back_scratch(compiled._plan.scratch, scratch, [ember.zeros(3)])
+    assert len(compiled._scratch_pool) == 1
