@@ -270,3 +270,51 @@ def test_size_returned_as_int_across_a_graph_break():
         assert n == m == rows
         close(got, want, 1e-5)
     assert since(start) == (0, 1), dynamic_compile.last_fallback_reason
+
+
+#: One op in OPDB_FRACTION (by a hash of its name) runs through the op_db sweep below (each op compiles).
+OPDB_FRACTION = 4
+_RANDOM_OPS = ("bernoulli", "multinomial", "normal", "poisson", "empty_like", "empty")
+
+
+def _opdb_names():
+    import zlib
+
+    from ember.testing import op_db
+
+    return [name for name in sorted(op_db) if zlib.crc32(name.encode()) % OPDB_FRACTION == 0
+            and "dropout" not in name and "rand" not in name and name not in _RANDOM_OPS]
+
+
+@pytest.mark.parametrize("name", _opdb_names())
+def test_opdb_first_sample_at_three_sizes(name):
+    """op_db's first float32 sample with its leading dim dynamic, then grown by 1 and 3 (every tensor
+    argument of that size): compiled equals eager at each size, whether the compile was dynamic or not."""
+    from _triton_cases import flat_tensors, sample_function
+
+    from ember.testing import assert_close, op_db
+
+    info = op_db[name]
+    if ember.float32 not in info.dtypes:
+        pytest.skip("no float32")
+    sample = next(iter(info.sample_inputs(info, "cpu", ember.float32, False)), None)
+    if sample is None or sample.data_dependent:
+        pytest.skip("no sample whose shapes meta tensors can compute")
+    fn, tensors = sample_function(info, sample)
+    if not tensors or not tensors[0].dim() or tensors[0].shape[0] < 2 or not tensors[0].is_contiguous():
+        pytest.skip("the first tensor has no leading dim of size >= 2 to make dynamic")
+    n = tensors[0].shape[0]
+    rtol, atol = info.tolerance(ember.float32) or (1e-5, 1e-5)
+    compiled = ember.compile(fn, backend="inductor")
+    for k in (0, 1, 3):
+        grown = [ember.cat([t] + [t[:1]] * k, 0) if t.dim() and t.shape[0] == n and t.is_contiguous() else t
+                 for t in tensors]
+        try:
+            expected = flat_tensors(fn(*grown))
+        except Exception:  # noqa: BLE001 - the op does not take these sizes (a square matrix, say)
+            break
+        for t in grown:
+            if t.dim() and t.shape[0] == n + k:
+                ember._dynamo.mark_dynamic(t, 0)
+        for got, want in zip(flat_tensors(compiled(*grown)), expected):
+            assert_close(got, want, rtol=max(rtol, 1e-4), atol=max(atol, 1e-4), equal_nan=True)
