@@ -318,3 +318,21 @@ def test_opdb_first_sample_at_three_sizes(name):
                 ember._dynamo.mark_dynamic(t, 0)
         for got, want in zip(flat_tensors(compiled(*grown)), expected):
             assert_close(got, want, rtol=max(rtol, 1e-4), atol=max(atol, 1e-4), equal_nan=True)
+
+
+def test_outputs_that_are_views_of_inputs():
+    """A returned view of an input is rebuilt on the caller's tensor with its view arguments (sizes)
+    evaluated per call."""
+    x = ember.randn(4, 6)
+
+    def fn(t):
+        return t.view(t.shape[0] * 2, 3), t.transpose(0, 1), t.sin()
+
+    compiled = compile_dynamic(fn, [x], [0])
+    assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
+    for rows in (4, 7, 2):
+        y = ember.randn(rows, 6)
+        got = compiled(y)
+        for g, w in zip(got, fn(y)):
+            close(g, w, 1e-6)
+        assert got[0].data_ptr() == y.data_ptr()  # a view of the input, as eager returns

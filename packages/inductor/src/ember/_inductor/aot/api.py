@@ -426,30 +426,48 @@ def aot_module_simplified(
 
 
 def _sized_outputs(infos, sizes):
-    """``{output index: size expression}`` for the int outputs that differ across the traces (one
-    :class:`TraceInfo` per trace); raises NotDynamic for other differences and for views of inputs."""
+    """``{output index: entry}`` for the outputs that differ across the traces (one :class:`TraceInfo` per
+    trace): an int that is a size, or a view of an input whose view arguments are sizes, written with
+    SymPy expressions (resolved per call). Raises NotDynamic for other differences."""
     from ..dynamic import NotDynamic
 
     sized = {}
     for k, out in enumerate(infos[0].outputs):
         kinds = [i.outputs[k] for i in infos]
-        if out[0] == "alias":
-            raise NotDynamic("an output is a view of an input (its view arguments are sizes)")
         if any(o[0] != out[0] for o in kinds):
             raise NotDynamic("the outputs differ in kind across sizes")
-        if out[0] != "constant":
+        if out[0] == "graph":
             continue
-        values = [o[1] for o in kinds]
-        if all(type(v) is int for v in values) and len(set(values)) > 1 and sizes is not None:
-            sized[k] = sizes.fit(values)
-            continue
-        try:
-            same = all(v == values[0] for v in values[1:])
-        except Exception:  # noqa: BLE001 - values that do not compare
-            same = False
-        if not same:
+        if sizes is None and any(o != out for o in kinds):
             raise NotDynamic("an output is a value computed from the sizes")
+        entry, symbolic = _unify_output(kinds, sizes)
+        if symbolic:
+            sized[k] = entry
     return sized
+
+
+def _unify_output(values, sizes):
+    """``(value, symbolic)``: one output entry for its value in each trace (ints that differ are sizes)."""
+    from ..dynamic import NotDynamic
+
+    first = values[0]
+    if all(type(v) is int for v in values):
+        return (first, False) if len(set(values)) == 1 else (sizes.fit(values), True)
+    if isinstance(first, (tuple, list)) and all(type(v) is type(first) and len(v) == len(first) for v in values):
+        parts = [_unify_output(items, sizes) for items in zip(*values)]
+        items = [p[0] for p in parts]
+        rebuilt = type(first)(*items) if hasattr(first, "_fields") else type(first)(items)
+        return rebuilt, any(p[1] for p in parts)
+    if isinstance(first, dict) and all(isinstance(v, dict) and v.keys() == first.keys() for v in values):
+        parts = {key: _unify_output([v[key] for v in values], sizes) for key in first}
+        return {key: p[0] for key, p in parts.items()}, any(p[1] for p in parts.values())
+    try:
+        same = all(v is first or v == first for v in values[1:])
+    except Exception:  # noqa: BLE001 - values that do not compare
+        same = False
+    if not same:
+        raise NotDynamic("an output is a value computed from the sizes")
+    return first, False
 
 
 def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=None, decompositions=None,
@@ -497,16 +515,17 @@ def aot_module_dynamic(mod, example_inputs, runs, compile_graphs, partition_fn=N
         compiled = _Compiled(info, forward, backward, num_saved)
     modules = list(mod.modules())
 
+    from ..dynamic import _resolve
+
     outputs = list(info.outputs)
-    by_sizes = {}  # symbol values -> the outputs with sized ints resolved
+    by_sizes = {}  # symbol values -> the outputs with their sizes resolved
 
     def run(*args):
         if sized:  # ints returned by the graph that are sizes (a size live across a graph break)
             env = sizes.env(args)
             key = tuple(env.values())
             if key not in by_sizes:
-                by_sizes[key] = [("constant", int(sized[k].xreplace(env))) if k in sized else out
-                                 for k, out in enumerate(outputs)]
+                by_sizes[key] = [_resolve(sized[k], env) if k in sized else out for k, out in enumerate(outputs)]
             info.outputs = by_sizes[key]
         flat = [*[store[key] for store, key in refs], *args]
         return compiled([flat[i] for i in positions])
