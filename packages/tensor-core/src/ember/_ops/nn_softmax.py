@@ -68,9 +68,9 @@ def _softmax_args(op, input, dim, _stacklevel, dtype, *, warn=True):
     return dim, out
 
 
-#: Rows of at most this many elements take ``ember._C.softmax_rows`` (its float64 exponentials are slower per
-#: element than the generic kernel's: 65-element rows 2.4x faster, 256 already 1.25x slower, one thread).
-_SHORT_ROW = 128
+#: Rows of at most this many elements take ``ember._C.softmax_rows`` (one thread, float32: 65-element rows 3x
+#: faster than the generic kernel, 1024-element rows 1.5x; longer rows keep the generic kernel).
+_SHORT_ROW = 1024
 _HAS_SOFTMAX_ROWS = hasattr(_C, "softmax_rows")  # an ember._C built before the row kernels lacks it
 
 
