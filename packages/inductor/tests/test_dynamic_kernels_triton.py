@@ -20,6 +20,7 @@ triton = pytest.importorskip("triton", reason="Triton is not installed (pip inst
 from _dynamic_cases import (  # noqa: E402
     assert_twice,
     close,
+    cnn_sweep,
     compile_dynamic,
     mlp_sweep,
     sequence_sweep,
@@ -45,6 +46,11 @@ def _triton_on_cpu():
 
 def test_mlp_batch_sweep_compiles_twice():
     assert_twice(mlp_sweep(sizes=(4, 6, 8, 10, 12, 16, 20, 24, 32, 40)))
+
+
+def test_cnn_block_batch_sweep_compiles_twice():
+    """Batch norm's ``1/n`` and running-variance ``k*n/(n-1)`` are float kernel arguments here."""
+    assert_twice(cnn_sweep(sizes=(2, 3, 4, 5)))
 
 
 def test_transformer_layer_batch_sweep_compiles_twice():
