@@ -111,3 +111,15 @@ def test_split_reduction_with_a_dynamic_length(monkeypatch):
         total, peak = compiled(y)
         close(total, y.sum(), 1e-2)
         close(peak, y.abs().amax(), 0)
+
+
+def test_persistent_block_covers_the_longest_row_at_run_time():
+    """Rows of a dynamic length and of a static one reduced in one persistent kernel: the block is sized
+    from the longest row of each call (at the hint the static row is longer)."""
+    x, w = ember.randn(3, 32), ember.randn(3, 64)
+    compiled = compile_dynamic(lambda t, v: t.sum(-1) + v.amax(-1), [x, w], [1])
+    assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
+    for cols in (32, 100, 7):
+        y = ember.randn(3, cols)
+        assert compiled.accepts((y, w))
+        close(compiled(y, w)[0], y.sum(-1) + w.amax(-1), 1e-5)

@@ -824,7 +824,10 @@ class _KernelGen:
             return [TritonKernelSource(k.name, "pointwise", list(self.buffers), list(self.sizes), xnumel, None,
                                        self._function(k.name, body, rblock=False), error_flag=self.error_flag)]
         extents = self.row_extents()
-        rnumel = max(extents, key=lambda e: int(e) if e.is_Integer else 1 << 62)
+        if all(e.is_Integer for e in extents):
+            rnumel = max(extents, key=int)
+        else:  # dynamic extents: the longest at run time (a persistent kernel's RBLOCK must cover every row)
+            rnumel = sympy.Max(*extents)
         if self.splittable():
             return self._generate_split(xnumel, rnumel)
         persistent = self.is_persistent()
