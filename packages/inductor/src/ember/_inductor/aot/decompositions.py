@@ -337,6 +337,24 @@ def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return ember.div(total, max(count - correction, 0)).to(dtype)
 
 
+def _var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var, mean)`` from the one pass of :func:`_moments` for real inputs (the registry's decomposition
+    reduces ``x`` twice: its ``var``, then its ``mean``). layer_norm's backward formula recomputes both
+    statistics with ``var_mean``, so a compiled backward reads the activation once for them."""
+    if isinstance(dim, bool):  # the var_mean(input, unbiased) overload
+        dim, unbiased = None, dim
+    dims, count = _reduced_dims(input, dim)
+    if input.dtype.is_complex or count == 0 or not input.dtype.is_floating_point:
+        return registry["var_mean"].decomposition(input, dim, unbiased, keepdim, correction=correction)
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dtype = input.dtype
+    mean, m2 = _moments(_work(input), dims, count)
+    if not keepdim and dims and input.dim():
+        mean, m2 = ember.squeeze(mean, dims), ember.squeeze(m2, dims)
+    return ember.div(m2, max(count - correction, 0)).to(dtype), mean.to(dtype)
+
+
 def _layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """``(x - mean) * rsqrt(var + eps) * weight + bias`` with the mean and the variance from one pass
     (:func:`_moments`; the registry's decomposition computes the mean, then the variance, which
@@ -401,6 +419,7 @@ PRIM_DECOMPOSITIONS: dict[str, callable] = {
 #: Composites decomposed with our own function instead of the registry's, by op name.
 OVERRIDES: dict[str, callable] = {
     "layer_norm": _layer_norm,
+    "var_mean": _var_mean,
     "masked_fill": _masked_fill,
     "tril": _tril,
     "triu": _triu,
