@@ -336,3 +336,23 @@ def test_outputs_that_are_views_of_inputs():
         for g, w in zip(got, fn(y)):
             close(g, w, 1e-6)
         assert got[0].data_ptr() == y.data_ptr()  # a view of the input, as eager returns
+
+
+def test_slice_with_a_static_bound_of_a_dynamic_dim():
+    """``t[:10]`` has length 10 at every traced size (all longer than 10), so the compiled code assumes
+    ``10 <= s0``; ``t[:1000]`` has the dim's length, assuming ``1000 > s0``. Sizes across either bound are
+    refused (the caller compiles again), and ember.compile stays right on both sides."""
+    def fn(t):
+        return t[:10] * 2, t[-4:].sum(), t[:1000] + 1
+
+    compiled = compile_dynamic(fn, [ember.randn(32)], [0])
+    assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
+    assert {"10 <= s0", "1000 > s0"} <= set(compiled.assumptions), compiled.assumptions
+    assert compiled.accepts((ember.randn(12),)) and compiled.accepts((ember.randn(999),))
+    assert not compiled.accepts((ember.randn(5),)) and not compiled.accepts((ember.randn(1200),))
+    ember._dynamo.reset()
+    through_dynamo = ember.compile(fn, backend="inductor")
+    for n in (32, 24, 5, 1200, 40):
+        y = ember.randn(n)
+        for got, want in zip(through_dynamo(y), fn(y)):
+            close(got, want, 1e-5)

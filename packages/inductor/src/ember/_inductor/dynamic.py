@@ -27,7 +27,7 @@ from . import ir
 from .metrics import compilation_count, count_compilation
 
 __all__ = ["DynamicDims", "NotDynamic", "Unifier", "unify_graphs", "probe_inputs", "py_code",
-           "compilation_count", "count_compilation", "SizeBinding", "SizeFloat"]
+           "compilation_count", "count_compilation", "SizeBinding", "SizeFloat", "slice_assumptions"]
 
 
 class NotDynamic(Exception):
@@ -377,6 +377,57 @@ def _body(u, nodes, memo):
         raise NotDynamic(f"an unknown loop body node {type(a).__name__}")
     memo[key] = out
     return out
+
+
+def slice_assumptions(gms, spec):
+    """Relations that keep every ``slice`` of a dynamic dim clamped as it was at the hint.
+
+    A slice with a static bound (``x[:10]``, ``x[-4:]``) of a dynamic dim has the same length on every
+    trace as long as the dim is longer than the bound, so its length is baked into the IR as a
+    constant (or as the dim itself when the bound is past every traced size). The compiled code is
+    right only on that side of the bound: ``10 <= s0`` (or ``1000 > s0``) is assumed, as the hint had it.
+
+    Args:
+        gms (list): the graph traced at the hint and probe sizes (nodes with ``meta["val"]``).
+        spec (DynamicDims): the symbols.
+
+    Returns:
+        list: SymPy relations (none for slices of static dims).
+
+    Raises:
+        NotDynamic: the graphs differ, or a size has no expression.
+    """
+    u = Unifier(spec)
+    relations = []
+    node_lists = [list(gm.graph.nodes) for gm in gms]
+    if any(len(nodes) != len(node_lists[0]) for nodes in node_lists[1:]):
+        raise NotDynamic("the graphs traced at different sizes have different nodes")
+    for nodes in zip(*node_lists):
+        first = nodes[0]
+        if first.op != "call_function" or getattr(first.target, "name", None) != "slice":
+            continue
+        bound = [first.target._call_signature.bind(*n.args, **n.kwargs) for n in nodes]
+        for b in bound:
+            b.apply_defaults()
+        vals = [b.arguments["input"].meta["val"] for b in bound]
+        dim = bound[0].arguments["dim"] % max(vals[0].dim(), 1)
+        sizes = [int(v.shape[dim]) for v in vals]
+        if len(set(sizes)) == 1:
+            continue  # a static dim: nothing moves
+        size = u.fit(sizes)
+        for name in ("start", "end"):
+            values = [b.arguments[name] for b in bound]
+            if values[0] is None:
+                continue
+            at = u.fit(values)
+            b0, s0 = values[0], sizes[0]
+            if b0 < 0:
+                relation = sympy.Ge(at + size, 0) if b0 + s0 >= 0 else sympy.Lt(at + size, 0)
+            else:
+                relation = sympy.Le(at, size) if b0 <= s0 else sympy.Gt(at, size)
+            if relation not in (sympy.true, sympy.false) and relation not in relations:
+                relations.append(relation)
+    return relations + [a for a in u.assumptions if a not in relations]
 
 
 # --------------------------------------------------------------------------------------------
