@@ -203,8 +203,12 @@ class Tensor:
             array = self._data
             if type(array) is MetaArray:
                 offset = array.offset
-            elif self._storage is None and type(array) is np.ndarray and array.base is None:
-                offset = 0  # an array that owns its memory starts its storage (which is then not built to ask it)
+            elif type(array) is np.ndarray and array.base is None and (
+                self._storage is None or self._storage._source is array
+            ):
+                # an array that owns its memory starts its storage (which is then not built, or not resolved,
+                # to ask it: autograd's saved outputs and sum's saved input metadata ask this of most outputs)
+                offset = 0
             else:
                 offset = (array_data_ptr(array) - storage_of(self).data_ptr()) // array.dtype.itemsize
             self._offset = offset

@@ -116,7 +116,8 @@ class FormulaNode(Node):
             if g is not None:
                 m = meta[i]
                 data = g._data
-                if data.shape != m[0] or data.dtype != m[1] or g._device is not m[2]:
+                # (numpy's dtypes are compared by identity first: equal ones are almost always the same object)
+                if data.shape != m[0] or (data.dtype is not m[1] and data.dtype != m[1]) or g._device is not m[2]:
                     g = validate_grad(g, m, self, i)
                 grads[i] = g
         if release:  # _release(), inlined

@@ -81,9 +81,19 @@ def _backward_from_output(name, np_fn, formula):
 
 
 _DIRECT_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+_ONE = {np.dtype(t): t(1) for t in (np.float16, np.float32, np.float64)}  # 1 in the array's own dtype
 
 
 def _tanh_backward_np(g, y):
+    one = _ONE.get(y.dtype)
+    if one is not None and type(y) is np.ndarray and type(g) is np.ndarray and g.dtype is y.dtype and (
+        g.shape == y.shape and y.ndim  # (numpy answers zero-dim arrays with scalars)
+    ):
+        # the common call: the same three operations into one new array (on small arrays numpy's calls
+        # cost more than the arithmetic, and a Python 1 more than one of the array's dtype)
+        factor = np.multiply(y, y)
+        np.subtract(one, factor, out=factor)
+        return np.multiply(g, factor, out=factor)
     factor = 1 - y * y
     return g * (np.conjugate(factor) if factor.dtype.kind == "c" else factor)
 

@@ -7,6 +7,8 @@ import numpy as np
 from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
+from .._tensor import Tensor
+from ._float_errors import quiet
 from ._pointwise_helpers import _torch_name
 from ._reduction_helpers import (
     _F32,
@@ -129,6 +131,23 @@ def _sum_cpu(input, dim=None, keepdim=False, *, dtype=None):
 
 
 sum = defop("sum", _sum_meta, cpu=_sum_cpu, has_out=True, tags=_REDUCTION)  # noqa: A001
+
+_CHECKED_SUM_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+
+
+def _sum_checked(input, *rest):
+    """``sum(input)`` of a float32/float64 CPU tensor without the meta function (which only checks that
+    ``input`` is a tensor): the sum of a loss, on the hot path of every training step; None otherwise."""
+    if rest or type(input) is not Tensor:
+        return None
+    data = input._data
+    if type(data) is not np.ndarray or data.dtype not in _CHECKED_SUM_DTYPES:
+        return None
+    result = quiet(_sum_cpu, input)  # checked kernels quiet numpy themselves (see _dispatch)
+    return result if type(result) is np.ndarray else None
+
+
+sum.register_checked_kernel("cpu", _sum_checked)
 
 
 def _nansum_meta(input, dim=None, keepdim=False, *, dtype=None):
