@@ -114,11 +114,31 @@ def test_assumption_broken_is_refused():
     compiled = compile_dynamic(fn, [x], [1])
     assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
     assert "Eq(ModIndex(s0, 16), 0)" in compiled.assumptions
-    for cols in (32, 48, 160):
+    for cols in (64, 80, 160):
         y = ember.randn(3, cols)
         assert compiled.accepts((y,))
         close(compiled(y)[0], fn(y), 1e-5)
-    assert not compiled.accepts((ember.randn(3, 40),))
+    assert not compiled.accepts((ember.randn(3, 72),))
+    # the low probe (size 2) cannot take the view: sizes are checked from the hint up
+    assert "s0 >= 64" in compiled.assumptions and not compiled.accepts((ember.randn(3, 48),))
+
+
+def test_sizes_are_accepted_between_the_checked_ones():
+    """``t.diagonal()`` of an ``(s0, 8)`` matrix is ``min(s0, 8)`` long: 8 at every probe from the hint
+    up, 2 at the low probe. The compile accepts only sizes from the hint to its largest probe (a size
+    below the threshold is refused, and ember.compile compiles again: right on both sides)."""
+    def fn(t):
+        return t.diagonal() * 2, t.sum(0)
+
+    compiled = compile_dynamic(fn, [ember.randn(32, 8)], [0])
+    assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
+    assert compiled.accepts((ember.randn(40, 8),)) and not compiled.accepts((ember.randn(5, 8),))
+    ember._dynamo.reset()
+    through_dynamo = ember.compile(fn, backend="inductor")
+    for n in (32, 24, 5, 40, 3):
+        y = ember.randn(n, 8)
+        for got, want in zip(through_dynamo(y), fn(y)):
+            close(got, want, 1e-5)
 
 
 def test_graph_that_cannot_be_dynamic_falls_back_per_shape():
@@ -348,7 +368,7 @@ def test_slice_with_a_static_bound_of_a_dynamic_dim():
     compiled = compile_dynamic(fn, [ember.randn(32)], [0])
     assert callable(compiled.accepts), dynamic_compile.last_fallback_reason
     assert {"10 <= s0", "1000 > s0"} <= set(compiled.assumptions), compiled.assumptions
-    assert compiled.accepts((ember.randn(12),)) and compiled.accepts((ember.randn(999),))
+    assert compiled.accepts((ember.randn(40),)) and compiled.accepts((ember.randn(200),))
     assert not compiled.accepts((ember.randn(5),)) and not compiled.accepts((ember.randn(1200),))
     ember._dynamo.reset()
     through_dynamo = ember.compile(fn, backend="inductor")

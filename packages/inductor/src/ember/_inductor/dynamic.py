@@ -74,8 +74,15 @@ class DynamicDims:
 #: passed for ``c*s0 + b``), and run 3 is a further check against values outside that family.
 _FACTORS = ((1,) * 8, (3, 5, 7, 11, 13, 17, 19, 23), (7, 11, 13, 17, 19, 31, 29, 41),
             (2, 13, 3, 5, 7, 11, 23, 17))
-#: How many traces a dynamic compile makes (the hint, then the probes).
-RUNS = len(_FACTORS)
+#: The size of every symbol on the last run, a *low* probe: where it lowers alike and every fitted size
+#: holds there too, the compiled code is checked from 2 up (else from the hint up). With the largest
+#: probe this bounds the sizes a compile accepts (:func:`domain`): a size computed with a threshold
+#: (``t.diagonal()`` of an ``(s0, 8)`` matrix is ``min(s0, 8)`` long) is a line between its checked points.
+LOW = 2
+#: How many traces a dynamic compile makes (the hint, the probes, the low probe).
+RUNS = len(_FACTORS) + 1
+#: The traces a dynamic compile needs (the low probe may fail: a size 2 some view cannot take).
+REQUIRED_RUNS = len(_FACTORS)
 
 
 def probe_points(spec):
@@ -86,7 +93,40 @@ def probe_points(spec):
     points = []
     for factors in _FACTORS:
         points.append({group[0]: spec.hints[group[0]] * factors[g] for g, group in enumerate(groups)})
+    points.append({group[0]: LOW for group in groups})
     return points
+
+
+def domain(spec, runs):
+    """Relations bounding each symbol to the sizes the first ``runs`` traces checked (from ``LOW`` or the
+    hint up to the largest probe): a compile accepts only sizes between its checked points."""
+    points = probe_points(spec)[:runs]
+    relations = []
+    for symbol in points[0]:
+        values = [p[symbol] for p in points]
+        if min(values) > LOW:
+            relations.append(sympy.Ge(symbol, min(values)))
+        relations.append(sympy.Le(symbol, max(values)))
+    return relations
+
+
+def lower_and_unify(gms, example_inputs, spec, lower):
+    """``(graph, assumptions)``: the traces lowered (``lower(gm, inputs) -> GraphLowering``) and unified;
+    without the low probe when it does not match (then the sizes checked start at the hint).
+
+    Raises:
+        NotDynamic: the required traces differ, or a size has no expression.
+    """
+    if len(gms) > REQUIRED_RUNS:
+        try:
+            graphs = [lower(gm, ex) for gm, ex in zip(gms, example_inputs)]
+            graph, assumptions = unify_graphs(graphs, spec)
+            return graph, assumptions + slice_assumptions(gms, spec) + domain(spec, len(gms))
+        except Exception:  # noqa: BLE001 - the low probe lowers otherwise: check from the hint up
+            gms, example_inputs = gms[:REQUIRED_RUNS], example_inputs[:REQUIRED_RUNS]
+    graphs = [lower(gm, ex) for gm, ex in zip(gms, example_inputs)]
+    graph, assumptions = unify_graphs(graphs, spec)
+    return graph, assumptions + slice_assumptions(gms, spec) + domain(spec, len(gms))
 
 
 def probe_inputs(example_inputs, spec, run):
@@ -121,8 +161,8 @@ class Unifier:
         spec (DynamicDims): the symbols and hints.
     """
 
-    def __init__(self, spec):
-        self.points = probe_points(spec)
+    def __init__(self, spec, runs=RUNS):
+        self.points = probe_points(spec)[:runs]
         self.runs = len(self.points)
         symbols = list(self.points[0])
         self.monomials = [sympy.Integer(1)] + symbols
@@ -305,7 +345,7 @@ def unify_graphs(graphs, spec):
     Raises:
         NotDynamic: the graphs differ in structure, or a size has no expression.
     """
-    u = Unifier(spec)
+    u = Unifier(spec, len(graphs))
     g0 = graphs[0]
     shape = (len(g0.inputs), len(g0.buffers), len(g0.constants), len(g0.outputs))
     if any((len(g.inputs), len(g.buffers), len(g.constants), len(g.outputs)) != shape for g in graphs[1:]):
@@ -397,7 +437,7 @@ def slice_assumptions(gms, spec):
     Raises:
         NotDynamic: the graphs differ, or a size has no expression.
     """
-    u = Unifier(spec)
+    u = Unifier(spec, len(gms))
     relations = []
     node_lists = [list(gm.graph.nodes) for gm in gms]
     if any(len(nodes) != len(node_lists[0]) for nodes in node_lists[1:]):

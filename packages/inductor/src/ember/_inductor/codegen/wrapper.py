@@ -140,9 +140,8 @@ def compile_graph_dynamic(gms, example_inputs, spec):
     from ..graph import GraphLowering
     from ..scheduler import Scheduler
 
-    graphs = [GraphLowering(gm, ex).run() for gm, ex in zip(gms, example_inputs)]
-    graph, assumptions = dynamic.unify_graphs(graphs, spec)
-    assumptions += dynamic.slice_assumptions(gms, spec)  # (the lowering filled every node's meta["val"])
+    graph, assumptions = dynamic.lower_and_unify(gms, example_inputs, spec,
+                                                 lambda gm, ex: GraphLowering(gm, ex).run())
     hints = dynamic.probe_points(spec)[0]
     inputs = [(b.position, b.sizes) for b in graph.inputs if b is not None]
     used = set().union(*(sympy.sympify(s).free_symbols for _, sizes in inputs for s in sizes)) if inputs else set()

@@ -75,9 +75,8 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec):
     from ..scheduler import Scheduler
 
     device = _device_of(example_inputs[0])
-    graphs = [GraphLowering(gm, [_meta_like(t) for t in ex]).run() for gm, ex in zip(gms, example_inputs)]
-    graph, assumptions = dynamic.unify_graphs(graphs, spec)
-    assumptions += dynamic.slice_assumptions(gms, spec)  # (the lowering filled every node's meta["val"])
+    graph, assumptions = dynamic.lower_and_unify(
+        gms, example_inputs, spec, lambda gm, ex: GraphLowering(gm, [_meta_like(t) for t in ex]).run())
     hints = dynamic.probe_points(spec)[0]
     inputs = [(b.position, b.sizes) for b in graph.inputs if b is not None]
     used = set().union(*(sympy.sympify(s).free_symbols for _, sizes in inputs for s in sizes)) if inputs else set()
