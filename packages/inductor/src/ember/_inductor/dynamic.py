@@ -2,8 +2,9 @@
 
 ember-dynamo tells the backend which input dims are symbolic (:class:`DynamicDims`: a SymPy symbol and
 its hint per dim). The aot trace and the lowering stay concrete (they work on ints); the symbols come
-from running them four times: at the hint sizes and at three *probe* sizes (each symbol's hint times a
-small factor of its own, so divisibility holds on every run). The loop IRs must match object for
+from running them five times: at the hint sizes, at three *probe* sizes (each symbol's hint times a
+small factor of its own, so divisibility holds on every run) and at a low probe (every size 2, see
+:func:`domain`: the sizes a compile accepts). The loop IRs must match object for
 object; every integer that differs between them (a size, a stride, an index coefficient, an extern
 call's shape argument, ``1/n`` in a mean) is written as an expression over the symbols:
 ``c*m + b`` for a monomial ``m`` (a symbol, a product of two symbols), fitted on two runs and

@@ -1,6 +1,6 @@
 """``compile_fx`` for graphs with dynamic dims: one compile whose kernels take the sizes as arguments.
 
-:func:`compile_fx_dynamic` traces the captured graph at the hint sizes and at three probe sizes
+:func:`compile_fx_dynamic` traces the captured graph at the hint sizes and at four probe sizes
 (:mod:`ember._inductor.dynamic`), compiles each resulting graph once with symbolic sizes, and returns a
 callable with an ``accepts(args)`` method: whether a call's inputs are ones it was compiled for (same
 dtypes, static sizes and modes; dynamic sizes that keep the compiled code's assumptions). The caller
