@@ -600,7 +600,8 @@ def render(rows, args, specs, elapsed):
         + (f"on the outputs, elementwise |a - b| <= {ATOL:g} + {RTOL:g} |b| (`max diff`: the largest |a - b|)."
            if args.mode == "inference" else
            f"over {CHECK_STEPS} SGD steps: step 1's loss to {ATOL:g} + {RTOL:g} |b| and every parameter's gradient "
-           f"to ||g - e|| <= {GRAD_RTOL:g} max(||e||, {GRAD_FLOOR:g} max_p ||e_p||); steps 2-{CHECK_STEPS}' losses to "
+           f"to ||g - e|| <= {GRAD_RTOL:g} max(||e||, {GRAD_FLOOR:g} max_p ||e_p||) + {GRAD_NOISE:g} ||n - e|| (n: the "
+           f"gradient of an eager twin with its weights moved by one ulp); steps 2-{CHECK_STEPS}' losses to "
            f"{DRIFT_RTOL:g} of the first loss (float32 rounding drifts chaotically in batch-norm nets at batch 2: "
            "see the README). `max diff`: step 1's |loss difference| / the worst gradient's error / the worst later "
            "|loss difference| over the first loss.")
