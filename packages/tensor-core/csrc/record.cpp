@@ -70,7 +70,9 @@ struct Names {
           next_functions = interned("next_functions"), seq = interned("_seq"), input_meta = interned("_input_meta"),
           needed = interned("_needed"), saved = interned("_saved"), saved_results = interned("_saved_results"),
           is_output = interned("_is_output"), tensor = interned("_tensor"), saved_version = interned("_version"),
-          unpack = interned("_unpack"), enabled = interned("enabled"), cpu = interned("cpu");
+          unpack = interned("_unpack"), enabled = interned("enabled"), cpu = interned("cpu"),
+          strides = interned("_strides"), offset = interned("_offset"), node_ref = interned("_node_ref"), source = interned("_source"),
+          storage_device = interned("device");
 };
 
 const Names& names() {
@@ -94,6 +96,7 @@ struct Shared {
   py::object tensor_meta;      // graph.tensor_meta(v)
   py::object save_input;       // SavedTensor._of_input (while hooks are open)
   py::object save_output;      // SavedTensor._of_output(result, node)
+  py::object storage_type;     // ember._storage.Storage (to save an output inline; None: through save_output)
   py::object save_value;       // _record._save_value(v): any other saved value
   py::object run_without_grad; // _record.run_without_grad(op, args, kwargs, device)
   py::object attach;           // _record._attach(op, entry, node, result)
@@ -181,7 +184,8 @@ class PositionalRecorder {
         set(result.ptr(), n.grad_fn.ptr(), node.ptr());
       }
       if (mask & result_by_) {
-        py::object saved = call(shared->save_output, {result.ptr(), node.ptr()});
+        py::object saved = save_output(result.ptr());
+        if (!saved) saved = call(shared->save_output, {result.ptr(), node.ptr()});
         set(node.ptr(), n.saved_results.ptr(), py::make_tuple(saved).ptr());
       }
       return result;
@@ -249,6 +253,49 @@ class PositionalRecorder {
     return saved;
   }
 
+  // SavedTensor._of_output(result, node), inline for its common case: no saved_tensors_hooks open and a
+  // result with no cached strides or offset (not a view); its storage is built when it has none, as
+  // storage_of does. The node is not referenced (unpack receives it). Otherwise: an empty object, and the
+  // caller goes to the reference.
+  py::object save_output(PyObject* result) {
+    const Names& n = names();
+    if (shared->storage_type.is_none() || hooks_open() || !get(result, n.strides.ptr()).is_none() ||
+        !get(result, n.offset.ptr()).is_none()) {
+      return py::object();
+    }
+    py::object storage = get(result, n.storage.ptr());
+    py::object data = get(result, n.data.ptr());
+    py::object device = get(result, n.device.ptr());
+    if (storage.is_none()) {  // storage_of(result): Storage._of_array(result._data, result._device)
+      storage = call(shared->new_object, {shared->storage_type.ptr()});
+      set(storage.ptr(), n.source.ptr(), data.ptr());
+      set(storage.ptr(), n.storage_device.ptr(), device.ptr());
+      set(storage.ptr(), n.version.ptr(), py::int_(0).ptr());
+      set(result, n.storage.ptr(), storage.ptr());
+    }
+    py::object alias = call(shared->new_object, {shared->tensor_type.ptr()});
+    set(alias.ptr(), n.data.ptr(), data.ptr());
+    set(alias.ptr(), n.device.ptr(), device.ptr());
+    set(alias.ptr(), n.storage.ptr(), storage.ptr());
+    py::object saved = call(shared->new_object, {shared->saved_tensor.ptr()});
+    set(saved.ptr(), n.is_output.ptr(), Py_True);
+    set(saved.ptr(), n.output_nr.ptr(), py::int_(0).ptr());
+    set(saved.ptr(), n.requires_grad.ptr(), get(result, n.requires_grad.ptr()).ptr());
+    set(saved.ptr(), n.node_ref.ptr(), Py_None);
+    set(saved.ptr(), n.tensor.ptr(), alias.ptr());
+    set(saved.ptr(), n.saved_version.ptr(), get(storage.ptr(), n.version.ptr()).ptr());
+    set(saved.ptr(), n.unpack.ptr(), Py_None);
+    return saved;
+  }
+
+  static bool hooks_open() {
+    PyObject* open = PyDict_GetItemWithError(shared->graph_globals.ptr(), shared->hooks_open_key.ptr());
+    if (open == nullptr && PyErr_Occurred()) throw py::error_already_set();
+    int r = open == nullptr ? 0 : PyObject_IsTrue(open);
+    if (r < 0) throw py::error_already_set();
+    return r != 0;
+  }
+
   py::object reference_, op_, entry_, cls_;
   py::tuple plan_;
   Py_ssize_t k_;
@@ -274,6 +321,7 @@ void init_recorder(py::dict helpers) {
   s->tensor_meta = take("tensor_meta");
   s->save_input = take("save_input");
   s->save_output = take("save_output");
+  s->storage_type = helpers.contains("storage_type") ? take("storage_type") : py::none();
   s->save_value = take("save_value");
   s->run_without_grad = take("run_without_grad");
   s->attach = take("attach");

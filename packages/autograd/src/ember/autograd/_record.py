@@ -483,6 +483,8 @@ try:
 except ImportError:
     _NativeRecorder = None
 else:
+    from ember._storage import Storage as _Storage
+
     from . import graph as _graph
 
     _init_native_recorder(
@@ -500,6 +502,7 @@ else:
             "tensor_meta": tensor_meta,
             "save_input": _save_input,
             "save_output": _save_output,
+            "storage_type": _Storage,  # to save an output inline (SavedTensor._of_output's common case)
             "save_value": _save_value,
             "run_without_grad": run_without_grad,
             "attach": _attach,
