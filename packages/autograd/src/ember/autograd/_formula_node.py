@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 import ember
 from ember._dtype import from_numpy_dtype
+from ember._ops._dispatch import state as _dispatch_state
 
 from .graph import Node, SavedTensor
 
@@ -88,7 +89,15 @@ class FormulaNode(Node):
             name = entry.node_name
             for key, value in saved.items():
                 if type(value) is SavedTensor:
-                    value = value.unpack(name)
+                    # SavedTensor.unpack's common case for an input, inlined: no unpack hook, not freed, not
+                    # modified in place since it was saved; anything else (and the errors) through unpack
+                    t = value._tensor
+                    if value._unpack is None and t is not None and not value._is_output and (
+                        (0 if t._storage is None else t._storage.version) == value._version
+                    ):
+                        value = t
+                    else:
+                        value = value.unpack(name)
                 elif value is _FREED_TENSOR:
                     raise RuntimeError(_FREED)
                 elif type(value) is list and value and type(value[0]) is SavedTensor:
@@ -98,7 +107,15 @@ class FormulaNode(Node):
         if results is not None:
             if results is _FREED_TENSOR:
                 raise RuntimeError(_FREED)
-            result = env["result"] = results[0].unpack(entry.node_name, 0, self)  # one output: one entry
+            saved_result = results[0]  # one output: one entry
+            result = saved_result._tensor
+            # SavedTensor.unpack's common case inlined: no unpack hook, not freed, not modified in place, and
+            # no double backward (grad mode off) that would need the output's history
+            if saved_result._unpack is not None or result is None or _dispatch_state.grad_enabled or (
+                (0 if result._storage is None else result._storage.version) != saved_result._version
+            ):
+                result = saved_result.unpack(entry.node_name, 0, self)
+            env["result"] = result
             if entry.reads_results:
                 env["results"] = (result,)
         next_functions = self.next_functions
