@@ -376,3 +376,21 @@ def test_slice_with_a_static_bound_of_a_dynamic_dim():
         y = ember.randn(n)
         for got, want in zip(through_dynamo(y), fn(y)):
             close(got, want, 1e-5)
+
+
+def test_a_graph_without_the_dynamic_size_runs_at_every_size():
+    """The backward of ``sin(t.sum() * w)`` for ``w`` reads only scalars and ``w``: a graph of the dynamic
+    compile with no dynamic input (the compile's bounds on ``s0`` are checked by ``accepts``)."""
+    w = ember.randn(4, requires_grad=True)
+
+    def fn(t, v):
+        return (t.sum() * v).sin()
+
+    compiled = ember.compile(fn, backend="inductor")
+    start = counts()
+    for n in (3, 5, 8, 6):
+        t = ember.randn(n, 4)
+        (g,) = ember.autograd.grad(compiled(t, w).sum(), [w])
+        (r,) = ember.autograd.grad(fn(t, w).sum(), [w])
+        close(g, r, 1e-5)
+    assert since(start) == (1, 1), dynamic_compile.last_fallback_reason

@@ -530,8 +530,10 @@ class SizeBinding:
             raise NotDynamic(f"the sizes {missing} are not the size of an input dim")
         self.where = [where[s] for s in self.symbols]
         self.assumptions = [a for a in assumptions if a is not sympy.true]
-        text = " and ".join(py_code(a, lambda s: f"e[{s.name!r}]") for a in self.assumptions) or "True"
-        self._check = eval(f"lambda e: {text}")  # noqa: S307 - our own generated text
+        self._check = _checker(self.assumptions)
+        # the graph's own check (per call) reads the sizes of its inputs: relations over other symbols
+        # (the whole compile's bounds) are checked by the caller's ``accepts``
+        self._check_own = _checker([a for a in self.assumptions if a.free_symbols <= set(self.symbols)])
         self.assumption_text = [str(a) for a in self.assumptions]
 
     def values(self, args):
@@ -539,8 +541,8 @@ class SizeBinding:
         return tuple(args[p].shape[d] for p, d in self.where)
 
     def check(self, values):
-        """Whether the compiled code's assumptions hold for these symbol values (in ``symbols`` order)."""
-        return self.check_env({s.name: v for s, v in zip(self.symbols, values)})
+        """Whether the assumptions over this graph's symbols hold for these values (``symbols`` order)."""
+        return bool(self._check_own({s.name: v for s, v in zip(self.symbols, values)}))
 
     def check_env(self, env):
         """Whether the assumptions hold for ``env`` (symbol name or symbol -> value)."""
@@ -554,6 +556,12 @@ class SizeBinding:
         """``obj`` with every SymPy expression evaluated at ``values`` (ints; floats for ``1/n``)."""
         env = dict(zip(self.symbols, values))
         return _resolve(obj, env)
+
+
+def _checker(relations):
+    """``check(env) -> bool`` for SymPy ``relations`` (``env``: symbol name -> int)."""
+    text = " and ".join(py_code(a, lambda s: f"e[{s.name!r}]") for a in relations) or "True"
+    return eval(f"lambda e: {text}")  # noqa: S307 - our own generated text
 
 
 def _resolve(obj, env):
