@@ -194,36 +194,10 @@ void gelu_backward_array(const T* g, const T* x, T* dx, int64_t count, bool tanh
 
 // ---- forward rows (short rows: the generic kernels of nn_kernels.cpp cost about 0.5 us a row) -------------
 
-// e**x of a float32 for softmax's arguments (x <= 0 after the shift by the maximum): in float32 arithmetic,
-// x = n ln2 + r (ln2 in two parts, |r| <= ln2/2) and e**r by its Taylor polynomial to degree 7 (truncation
-// ~5e-9, under float32's rounding); results below 2**-126 (x < -87.3) are flushed to 0, -inf gives 0, NaN
-// passes through. Eight float32 lanes per AVX2 vector where the float64 exp_t has four: softmax of 65-wide
-// attention rows spent most of its time there.
-inline float exp_softmax(float x) {
-  const float xc = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
-  const float shifter = 0x1.8p23f;
-  const float k = xc * 0x1.715476p0f + shifter;
-  const float n = k - shifter;
-  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
-  float q = 1.0f / 5040;
-  q = q * r + 1.0f / 720;
-  q = q * r + 1.0f / 120;
-  q = q * r + 1.0f / 24;
-  q = q * r + 1.0f / 6;
-  q = q * r + 0.5f;
-  const float p = (q * r * r + r) + 1.0f;
-  uint32_t kb;
-  std::memcpy(&kb, &k, sizeof(kb));
-  const uint32_t bits = (kb - 0x4b400000u + 127u) << 23;  // 2**n: k's low mantissa bits hold n
-  float scale;
-  std::memcpy(&scale, &bits, sizeof(scale));
-  const float result = x < -87.3f ? 0.0f : p * scale;
-  return x != x ? x : result;
-}
-
+// exp_float (wide_math.h) for float32: eight lanes per AVX2 vector where the float64 exp_t has four.
 template <typename T>
 T exp_row(T x) {
-  if constexpr (std::is_same_v<T, float>) return exp_softmax(x);
+  if constexpr (std::is_same_v<T, float>) return exp_float(x);
   else return std::exp(x);
 }
 
@@ -242,7 +216,7 @@ T row_max8(const T* __restrict__ x, int64_t n) {
   return m;
 }
 
-// softmax: y = e / sum(e), e = exp(x - max) in T (exp_softmax for float32), then scaled by the rounded
+// softmax: y = e / sum(e), e = exp(x - max) in T (exp_float for float32), then scaled by the rounded
 // 1 / sum as nn_kernels.cpp does; log_softmax: y = x - (max + log(sum(e))); the sums in float64.
 template <typename T>
 __attribute__((noinline)) void softmax_forward_row(const T* __restrict__ x, T* __restrict__ y, int64_t n, bool log) {

@@ -1,5 +1,5 @@
-// e**x and erf(x) in float64 by straight-line code that GCC vectorises, for float32 results computed in
-// float64 (csrc/rnn_kernels.h, csrc/erf.cpp, csrc/nn_rows_backward.cpp). No include guard and no includes: it is included inside each
+// e**x and erf(x) in float64, and e**x in float32, by straight-line code that GCC vectorises
+// (csrc/rnn_kernels.h, csrc/erf.cpp, csrc/nn_rows_backward.cpp). No include guard and no includes: it is included inside each
 // instruction-set namespace of those files, after <cstdint> and <cstring>.
 
 inline double bits_to_double(uint64_t u) {
@@ -73,4 +73,29 @@ inline double erf_wide(double x) {
   p = p * t - 2.4235244222015062e-06;
   const double big = 1.0 - exp_clamped(-ac * ac) * p;
   return a < 0.5 ? small : (x < 0 ? -big : big);
+}
+
+// e**x in float32 arithmetic (softmax's shifted rows, erf's exp(-x^2)): x = n ln2 + r (ln2 in two parts,
+// |r| <= ln2/2) and e**r by its Taylor polynomial to degree 7 (truncation ~5e-9, under float32's rounding);
+// results below 2**-126 (x < -87.3) are flushed to 0, -inf gives 0, above 88 clamped, NaN passes through.
+inline float exp_float(float x) {
+  const float xc = x < -87.3f ? -87.3f : (x > 88.0f ? 88.0f : x);
+  const float shifter = 0x1.8p23f;
+  const float k = xc * 0x1.715476p0f + shifter;
+  const float n = k - shifter;
+  const float r = (xc - n * 0.693359375f) - n * -2.12194440e-4f;
+  float q = 1.0f / 5040;
+  q = q * r + 1.0f / 720;
+  q = q * r + 1.0f / 120;
+  q = q * r + 1.0f / 24;
+  q = q * r + 1.0f / 6;
+  q = q * r + 0.5f;
+  const float p = (q * r * r + r) + 1.0f;
+  uint32_t kb;
+  std::memcpy(&kb, &k, sizeof(kb));
+  const uint32_t bits = (kb - 0x4b400000u + 127u) << 23;  // 2**n: k's low mantissa bits hold n
+  float scale;
+  std::memcpy(&scale, &bits, sizeof(scale));
+  const float result = x < -87.3f ? 0.0f : p * scale;
+  return x != x ? x : result;
 }

@@ -1,7 +1,7 @@
 """ember.erf's CPU kernel (csrc/erf.cpp) against scipy.special.erf.
 
-float32 is computed in float64 and rounded once, so it must be within an ulp of scipy's float64 erf of the
-same inputs rounded to float32; float64 calls the C library's erf (within 4 ulp of scipy's Cephes erf: the
+float32 is computed in float32 arithmetic (a Taylor series below 1, exp(-x^2) times a fitted polynomial above)
+and must be within 2 ulp of scipy's float64 erf of the same inputs rounded to float32; float64 calls the C library's erf (within 4 ulp of scipy's Cephes erf: the
 two libraries' own errors differ).
 """
 
@@ -19,18 +19,18 @@ def _ulps(a, b):
     return np.abs(a.astype(np.float64) - b.astype(np.float64)) / spacing.astype(np.float64)
 
 
-def test_float32_within_one_ulp():
+def test_float32_within_two_ulp():
     rng = np.random.default_rng(0)
     x = np.concatenate([
         rng.standard_normal(200_000) * 2,
         rng.uniform(-5, 5, 200_000),
-        np.linspace(-0.6, 0.6, 20_001),  # around the switch between the two approximations
+        np.linspace(-1.2, 1.2, 40_001),  # around the switch between the two approximations
         rng.uniform(-1e-3, 1e-3, 1000),
     ]).astype(np.float32)
     ours = ember.erf(ember.from_numpy(x)).numpy()
     exact = scipy_special.erf(x.astype(np.float64)).astype(np.float32)
     assert ours.dtype == np.float32
-    assert _ulps(ours, exact).max() <= 1
+    assert _ulps(ours, exact).max() <= 2
 
 
 def test_float64_matches_scipy():
