@@ -29,6 +29,10 @@ positional scan        calls without keywords whose          :func:`_dispatch_ge
 (:func:`dispatch`)     arguments are plain tensors           the same device, grad flag and sequence
                        (``PLAIN_TENSOR_TYPES``), numbers     check; anything else goes there
                        or sequences of numbers
+compiled hot path      the positional scan's calls of plain  :data:`python_dispatch` (the Python
+(``ember._C.make_``    tensors of one device object and      ``dispatch``), which gets every other call
+``dispatch``,          ``_PLAIN_TYPES`` values, no mode      (``tests/test_dispatch_native.py``)
+csrc/dispatch.h)
 checked kernel         ``op.checked_kernels[device.type]``   ``op.meta`` then ``op.kernels[device]``:
 (:func:`dispatch`,     returning an array, for a call        it declines (None) every call it does not
 :func:`run_backend`,   without keywords                      check completely, so errors come from the
