@@ -39,6 +39,8 @@ _STEP_KERNELS = {"LSTM": "lstm_forward_step", "GRU": "gru_forward_step", "RNN_TA
 
 def _applies(mode, tensors, batch_sizes, w_hr):
     """Whether the fused path gives this direction the reference's result (see the module docstring)."""
+    if ember.compiler.is_compiling():
+        return False  # first: ember.compile traces the reference ops (it can't read ``_data`` while tracing)
     if w_hr is not None or _dispatch_state.modes or not hasattr(_C, _STEP_KERNELS.get(mode, "_")):
         return False
     first = batch_sizes[0]
@@ -52,7 +54,7 @@ def _applies(mode, tensors, batch_sizes, w_hr):
             continue
         if type(t) not in PLAIN_TENSOR_TYPES or type(t._data) is not np.ndarray or t._data.dtype != dtype:
             return False
-    return not ember.compiler.is_compiling()
+    return True
 
 
 def fused_direction(mode, gi, batch_sizes, h0, c0, w_hh, b_hh, w_hr, reverse):
