@@ -8,7 +8,7 @@ Two tables, both libraries in one process, threads pinned:
 * **steady state**: the step time at one size with the dynamic compile against the static compile of
   that size (min of interleaved repeats; the cost of sizes as kernel arguments), and torch's ratio.
 
-Run: ``python benchmarks/bench_dynamic_shapes.py [--threads 1] [--model mlp|encoder]``.
+Run: ``python benchmarks/dynamic_shapes_sweep.py [--threads 1] [--model mlp|encoder]``.
 """
 
 from __future__ import annotations
