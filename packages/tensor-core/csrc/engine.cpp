@@ -34,7 +34,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dispatch.h"  // the dispatcher's hot path: compiled here, with the other per-op hot path
+#include "dispatch.h"  // the dispatcher's hot path: compiled here, with the other per-op hot paths
+#include "pointwise_fast.h"  // the pointwise ops' checked kernels' common call
 
 namespace py = pybind11;
 
@@ -238,6 +239,10 @@ void run_graph(py::list roots, py::dict buffers, bool release, bool quiet, py::o
 void init_engine(py::module_& m) {
   m.def("make_dispatch", &ember_dispatch::make_dispatch, py::arg("helpers"),
         "The dispatcher's positional hot path as a builtin dispatch(op, args, kwargs) (csrc/dispatch.h).");
+  m.def("make_unary_fast", &ember_pointwise_fast::make_unary, py::arg("helpers"),
+        "A unary op's checked CPU kernel with its common call in C (csrc/pointwise_fast.h).");
+  m.def("make_binary_fast", &ember_pointwise_fast::make_binary, py::arg("helpers"),
+        "BinaryRule.direct with its common call in C (csrc/pointwise_fast.h).");
   m.def("run_graph", &run_graph, py::arg("roots"), py::arg("buffers"), py::arg("release"), py::arg("quiet"),
         py::arg("other"), py::arg("accumulate_grad"),
         "The backward engine's loop for a task without capture, anomaly mode or profiler "

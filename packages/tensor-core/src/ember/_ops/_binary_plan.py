@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import _dtype as D
 from .._tensor import Tensor
-from . import _cpu_pointwise
+from . import _cpu_pointwise, _float_errors
 from ._float_errors import IGNORE_ALL as _IGNORE_ALL
 from ._float_errors import get_error_state as _get_error_state
 from ._float_errors import reset_error_state as _reset_error_state
@@ -154,6 +154,7 @@ class BinaryRule:
         #: ``direct(input, other)``: the result array computed by ``fn`` in one call, or None for the general
         #: path; the op's checked CPU kernel and its CPU kernel's first step (see :meth:`_direct_function`)
         self.direct = self._direct_function()
+        self.direct = _compiled_direct(self) or self.direct  # its common call in C, this one as the reference
         _RULES.add(self)
 
     def plan(self, input, other):
@@ -313,3 +314,23 @@ class BinaryRule:
         if len(cache) >= CACHE_LIMIT:
             cache.clear()
         cache[key] = plan
+
+
+def _compiled_direct(rule):
+    """``rule.direct`` with its common call (two tensors of one shape and one dtype in ``rule._as_is``, below the
+    native kernel's size) in C (``ember._C.make_binary_fast``, csrc/pointwise_fast.h), which hands every other
+    call to ``rule.direct``; None without the extension."""
+    try:
+        from .. import _C
+    except ImportError:
+        return None
+    make = getattr(_C, "make_binary_fast", None)
+    error_state = getattr(_float_errors, "_error_state", None)
+    if make is None or error_state is None:
+        return None
+    return make({
+        "np_fn": rule.fn, "reference": rule.direct, "as_is": rule._as_is,
+        "native_min": _cpu_pointwise.MIN_ELEMENTS if rule.native is not None else None,
+        "error_state": error_state, "ignore": _IGNORE_ALL, "tensor_type": Tensor, "ndarray_type": np.ndarray,
+        "result_dtype": _BOOL if rule.result == "bool" else None,
+    })

@@ -352,12 +352,38 @@ def unary(name, np_fn, *, doc, result="same", has_inplace=True, has_out=True, ta
     meta.__doc__ = doc
     op = defop(name, meta, cpu=cpu, has_out=has_out, tags=tags)
     if _error_state is not None:
-        op.register_checked_kernel("cpu", checked_cpu)
+        compiled = _compiled_unary(np_fn, checked_cpu, plan, check, native)
+        op.register_checked_kernel("cpu", compiled or checked_cpu)
     if native:
         op.cpu_into = _cpu_pointwise.unary_into(name)  # out= and in-place writes
     if has_inplace:
         make_inplace(op, check=inplace_check)
     return op
+
+
+def _compiled_unary(np_fn, checked_cpu, plan, check, native):
+    """``checked_cpu`` with its common call (a float32/float64 tensor whose plan computes in and returns its own
+    dtype, no extra check, below the native kernel's size) in C (``ember._C.make_unary_fast``,
+    csrc/pointwise_fast.h), which hands every other call to ``checked_cpu``; None without the extension."""
+    try:
+        from .. import _C
+    except ImportError:
+        return None
+    make = getattr(_C, "make_unary_fast", None)
+    if make is None or check is not None:
+        return None
+    as_is = set()
+    for dtype in (np.dtype(np.float32), np.dtype(np.float64)):
+        ok, target, work = plan(dtype)
+        if ok and target is dtype and work is dtype:
+            as_is.add(dtype)
+    if not as_is:
+        return None
+    return make({
+        "np_fn": np_fn, "reference": checked_cpu, "as_is": frozenset(as_is),
+        "native_min": _cpu_pointwise.MIN_ELEMENTS if native else None, "error_state": _error_state,
+        "ignore": _IGNORE_ALL, "tensor_type": Tensor, "ndarray_type": np.ndarray, "result_dtype": None,
+    })
 
 
 def make_inplace(op, check=None, self_index=0):
