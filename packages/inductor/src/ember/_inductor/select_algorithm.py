@@ -30,6 +30,8 @@ from __future__ import annotations
 import json
 import logging
 
+import numpy
+
 import ember
 
 from . import ir
@@ -398,7 +400,10 @@ def _random_tensor(sizes, strides, offset, dtype, device):
     sizes, strides, offset = [ir.size_hint(s) for s in sizes], [ir.size_hint(s) for s in strides], ir.size_hint(offset)
     extent = 1 + int(offset) + sum((s - 1) * st for s, st in zip(sizes, strides) if s > 0)
     if dtype.is_floating_point:
-        base = ember.randn(extent, device=device).to(dtype)
+        # numpy's own generator, not ember's: autotuning must not move the user's random stream (a compiled
+        # model that samples would otherwise draw other numbers than eager from the same seed)
+        values = numpy.random.default_rng(extent).standard_normal(extent, dtype=numpy.float32)
+        base = ember.from_numpy(values).to(device=device, dtype=dtype)
     else:
         base = ember.zeros(extent, dtype=dtype, device=device)
     return base.as_strided(sizes, strides, int(offset))
