@@ -32,6 +32,21 @@ __all__ = [
 ]
 
 
+
+def cuda_device():
+    """ember's cuda device for a GPU test, or skip it: without Triton, under ``TRITON_INTERPRET`` (kernels
+    would run on the CPU), or without a cuda device."""
+    import os
+
+    import pytest
+
+    pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        pytest.skip("TRITON_INTERPRET is set: kernels would not run on the GPU")
+    if not ember.cuda.is_available():
+        pytest.skip("no cuda device")
+    return ember.device("cuda")
+
 def compile_checked(fn, *inputs):
     """``compile_fx`` of ``make_fx(fn)``; asserts that no graph fell back to eager."""
     gm = make_fx(fn)(*inputs)

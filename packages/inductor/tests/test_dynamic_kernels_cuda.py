@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from _dynamic_cases import (
     assert_twice,
@@ -15,6 +13,7 @@ from _dynamic_cases import (
     sequence_sweep,
     transformer_sweep,
 )
+from _triton_cases import cuda_device
 
 import ember
 import ember._inductor.dynamic_compile as dynamic_compile
@@ -25,11 +24,7 @@ pytestmark = pytest.mark.cuda
 
 @pytest.fixture
 def cuda():
-    pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        pytest.skip("TRITON_INTERPRET is set: kernels would not run on the GPU")
-    if not ember.cuda.is_available():
-        pytest.skip("no cuda device")
+    cuda_device()
     ember._dynamo.reset()
     with config.patch(fallback_on_compile_error=False, triton_on_cpu=False):
         yield "cuda"

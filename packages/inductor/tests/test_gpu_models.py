@@ -17,12 +17,12 @@ file runs in well under a minute on an H100 once Triton's kernels are compiled.
 from __future__ import annotations
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _triton_cases import cuda_device
 
 import ember
 import ember.nn as nn
@@ -34,15 +34,6 @@ pytestmark = pytest.mark.cuda
 REPO = Path(__file__).resolve().parents[3]
 STEPS = 20
 RTOL, ATOL = 1e-3, 1e-4
-
-
-def _cuda():
-    pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        pytest.skip("TRITON_INTERPRET is set: kernels would not run on the GPU")
-    if not ember.cuda.is_available():
-        pytest.skip("no cuda device")
-    return ember.device("cuda")
 
 
 @pytest.fixture(autouse=True)
@@ -99,7 +90,7 @@ def _train(build, batch, device, mode, lr=0.05):
 
 
 def _check(build, batch):
-    device = _cuda()
+    device = cuda_device()
     eager = _train(build, batch, device, None)
     assert eager[-1] < eager[0], "the eager model did not learn: the comparison would mean little"
     compiled = _train(build, batch, device, "default")
@@ -120,7 +111,7 @@ def _classification_batch(shape, classes):
     return x, target
 
 
-def test_demo_cnn_on_cuda():
+def test_demo_cnn_oncuda_device():
     demo = _import_file(REPO / "examples" / "digits_cnn.py", "_ember_demo_digits_cnn_gpu")
     _check(lambda: _WithLoss(demo.DigitsCNN(dropout=0.0), nn.CrossEntropyLoss()),
            _classification_batch((32, 1, 8, 8), 10))
@@ -137,14 +128,14 @@ class _EncoderRegression(nn.Module):
         return self.head(self.layer(x)).squeeze(-1)
 
 
-def test_transformer_encoder_layer_on_cuda():
+def test_transformer_encoder_layer_oncuda_device():
     gen = np.random.default_rng(0)
     x = ember.tensor(gen.standard_normal((8, 16, 64)).astype(np.float32))
     target = ember.tensor(gen.standard_normal((8, 16)).astype(np.float32))
     _check(lambda: _WithLoss(_EncoderRegression(), nn.MSELoss()), (x, target))
 
 
-def test_gpt_on_cuda():
+def test_gpt_oncuda_device():
     gpt_model = _import_file(REPO / "benchmarks" / "gpt_model.py", "_ember_bench_gpt_model_gpu")
     cfg = gpt_model.GPTConfig(vocab_size=65, block_size=32, n_layer=2, n_head=2, n_embd=64, batch_size=4)
     x, y = gpt_model.batch(cfg)
@@ -160,8 +151,8 @@ def test_gpt_on_cuda():
     _check(GPTLoss, (ember.tensor(x), ember.tensor(y)))
 
 
-def test_reduce_overhead_outputs_and_shapes_on_cuda():
-    device = _cuda()
+def test_reduce_overhead_outputs_and_shapes_oncuda_device():
+    device = cuda_device()
 
     def f(x):
         return (x.sin() * 2).relu() + 1

@@ -7,10 +7,9 @@ the template's GPU code force its choice (:func:`_template_wins`). Every test is
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
+from _triton_cases import cuda_device
 
 import ember
 import ember.nn.functional as F
@@ -20,15 +19,6 @@ from ember._inductor.compile_fx import compile_fx
 from ember.fx.experimental.proxy_tensor import make_fx
 
 pytestmark = pytest.mark.cuda
-
-
-def _cuda():
-    pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        pytest.skip("TRITON_INTERPRET is set: kernels would not run on the GPU")
-    if not ember.cuda.is_available():
-        pytest.skip("no cuda device")
-    return ember.device("cuda")
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +57,7 @@ def _template_wins(monkeypatch):
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [ember.float32, ember.float16, ember.bfloat16])
 def test_cuda_linear_bias_relu_template(dtype, fresh_cache, monkeypatch):
-    dev = _cuda()
+    dev = cuda_device()
     _template_wins(monkeypatch)
     x, w, b = (ember.randn(*s).to(dtype).to(dev) for s in ((300, 257), (129, 257), (129,)))
     fn = lambda x, w, b: ember.relu(F.linear(x, w, b))  # noqa: E731
@@ -81,7 +71,7 @@ def test_cuda_linear_bias_relu_template(dtype, fresh_cache, monkeypatch):
 
 @pytest.mark.cuda
 def test_cuda_bmm_and_residual_epilogues(fresh_cache, monkeypatch):
-    dev = _cuda()
+    dev = cuda_device()
     _template_wins(monkeypatch)
     a, b = ember.randn(4, 65, 48).half().to(dev), ember.randn(4, 48, 33).half().to(dev)
     got = _graph(lambda a, b: ember.sigmoid(ember.bmm(a, b)) * 2, a, b)(a, b)
@@ -93,7 +83,7 @@ def test_cuda_bmm_and_residual_epilogues(fresh_cache, monkeypatch):
 
 @pytest.mark.cuda
 def test_cuda_first_compile_benchmarks_and_the_second_reads_the_cache(fresh_cache):
-    dev = _cuda()
+    dev = cuda_device()
     x, w, b = (ember.randn(*s).half().to(dev) for s in ((512, 256), (256, 256), (256,)))
     fn = lambda x, w, b: ember.relu(x @ w + b)  # noqa: E731
     before = dict(select_algorithm.stats)
@@ -111,7 +101,7 @@ def test_cuda_first_compile_benchmarks_and_the_second_reads_the_cache(fresh_cach
 
 @pytest.mark.cuda
 def test_cuda_training_step_forward_and_backward(fresh_cache, monkeypatch):
-    dev = _cuda()
+    dev = cuda_device()
     _template_wins(monkeypatch)
     x = ember.randn(96, 80).to(dev).requires_grad_()
     w = ember.randn(48, 80).to(dev).requires_grad_()
@@ -131,7 +121,7 @@ def test_cuda_training_step_forward_and_backward(fresh_cache, monkeypatch):
 
 @pytest.mark.cuda
 def test_cuda_ember_compile_max_autotune_mode(fresh_cache):
-    dev = _cuda()
+    dev = cuda_device()
     model = ember.nn.Sequential(ember.nn.Linear(64, 128), ember.nn.ReLU(), ember.nn.Linear(128, 10)).to(dev)
     x = ember.randn(32, 64).to(dev)
     before = dict(select_algorithm.stats)
@@ -145,7 +135,7 @@ def test_cuda_ember_compile_max_autotune_mode(fresh_cache):
 
 @pytest.mark.cuda
 def test_cuda_default_mode_runs_cublas_then_one_fused_epilogue_kernel():
-    dev = _cuda()
+    dev = cuda_device()
     x, w, b = (ember.randn(*s).to(dev) for s in ((64, 96), (48, 96), (48,)))
     fn = lambda x, w, b: ember.relu(F.linear(x, w, b))  # noqa: E731
     with config.patch(max_autotune=False):

@@ -8,7 +8,6 @@ start from its file. Every test is marked ``cuda``.
 
 from __future__ import annotations
 
-import os
 import zlib
 
 import numpy as np
@@ -19,6 +18,7 @@ from _triton_cases import (
     VARIANTS,
     check,
     compile_checked,
+    cuda_device,
     flat_tensors,
     run_op,
     sample_function,
@@ -31,15 +31,6 @@ from ember.testing import assert_close, op_db
 pytestmark = pytest.mark.cuda
 
 
-def _cuda():
-    pytest.importorskip("triton", reason="Triton is not installed (pip install ember-inductor[triton])")
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
-        pytest.skip("TRITON_INTERPRET is set: kernels would not run on the GPU")
-    if not ember.cuda.is_available():
-        pytest.skip("no cuda device")
-    return ember.device("cuda")
-
-
 @pytest.fixture(autouse=True)
 def _strict():
     with config.patch(fallback_on_compile_error=False, triton_on_cpu=False):
@@ -50,7 +41,7 @@ def _strict():
 @pytest.mark.parametrize("rtype", sorted(REDUCTIONS))
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_cuda_reductions(rtype, variant):
-    dev = _cuda()
+    dev = cuda_device()
     rows, length = VARIANTS[variant]
     x = ember.randn(rows, length).to(dev)
     check(REDUCTIONS[rtype], x, rtol=1e-4, atol=1e-4)
@@ -58,7 +49,7 @@ def test_cuda_reductions(rtype, variant):
 
 @pytest.mark.cuda
 def test_cuda_pointwise_softmax_layer_norm_and_half():
-    dev = _cuda()
+    dev = cuda_device()
     x, y = ember.randn(64, 300).to(dev), ember.randn(300).to(dev)
     check(lambda a, b: ember.sigmoid(a) * b + ember.tanh(a - 1), x, y)
     check(lambda a: a.t() * 2, x)
@@ -71,7 +62,7 @@ def test_cuda_pointwise_softmax_layer_norm_and_half():
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", sorted(OP_CASES))
 def test_cuda_ir_op(name):
-    dev = _cuda()
+    dev = cuda_device()
     oracle, arrays, out_dtype = OP_CASES[name]
     if name == "erfinv":
         pytest.importorskip("scipy", reason="erfinv's oracle is scipy.special.erfinv")
@@ -87,7 +78,7 @@ def test_cuda_ir_op(name):
 
 @pytest.mark.cuda
 def test_cuda_layer_norm_backward():
-    dev = _cuda()
+    dev = cuda_device()
     x = ember.randn(32, 200, device=dev, requires_grad=True)
     w = ember.randn(200, device=dev, requires_grad=True)
 
@@ -110,7 +101,7 @@ def test_cuda_autotune_choice_is_written_and_reused(tmp_path):
     from ember._inductor.runtime import triton_graph, triton_launch
     from ember.fx.experimental.proxy_tensor import make_fx
 
-    dev = _cuda()
+    dev = cuda_device()
     x = ember.randn(256, 1000, device=dev)
     with config.patch(cache_dir=str(tmp_path)):
         gm = make_fx(lambda a: (a.exp().sum(1),))(x)
@@ -131,7 +122,7 @@ def _opdb_names():
 @pytest.mark.cuda
 @pytest.mark.parametrize("name", _opdb_names())
 def test_cuda_opdb_forward(name):
-    dev = _cuda()
+    dev = cuda_device()
     info = op_db[name]
     sample = next(iter(info.sample_inputs(info, "cuda", ember.float32, False)), None)
     if sample is None:
