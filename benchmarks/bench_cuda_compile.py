@@ -28,7 +28,8 @@ dropout masks, which ``torch.compile`` does not promise).
 from __future__ import annotations
 
 import numpy as np
-from harness import NotRun, Skip, Workload, import_torch
+from bench_cuda import _ember_cuda as ember_cuda  # ember with its cuda device ready, or Skip
+from harness import NotRun, Workload, import_torch
 
 #: The device the cases run on ("cpu" only for ``gpu_issue27.py --smoke``, a plumbing check with small sizes).
 DEVICE = "cuda"
@@ -43,21 +44,6 @@ MODES = {"eager": None, "compiled": {}, "reduce_overhead": {"mode": "reduce-over
 
 
 # --------------------------------------------------------------------------- libraries
-
-
-def ember_cuda():
-    """``ember`` with its cuda device ready, or :class:`Skip` without a usable GPU."""
-    import ember
-    import ember.cuda
-    import ember.nn
-    import ember.optim  # noqa: F401
-
-    if not ember.cuda.is_available():
-        from ember.cuda._runtime import unavailable_reason
-
-        raise Skip(unavailable_reason() or "ember.cuda.is_available() is False")
-    ember.cuda.init()
-    return ember
 
 
 def torch_cuda():

@@ -21,7 +21,8 @@ through Triton's interpreter (a plumbing check, no timing).
 from __future__ import annotations
 
 import numpy as np
-from harness import NotRun, Skip, Workload, import_torch
+from bench_cuda_compile import ember_cuda, torch_cuda
+from harness import NotRun, Workload
 
 DEVICE = "cuda"
 #: name -> (function maker, input shapes, dtype name)
@@ -97,25 +98,6 @@ CASES = [
 ]
 
 
-def _ember():
-    import ember
-    import ember.cuda
-
-    if not ember.cuda.is_available():
-        raise Skip("ember.cuda.is_available() is False")
-    ember.cuda.init()
-    return ember
-
-
-def _torch():
-    torch = import_torch()
-    if torch is None or not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    return torch
-
-
 def _synced(fn, lib):
     def call():
         fn()
@@ -126,9 +108,9 @@ def _synced(fn, lib):
 
 def _row_setup(case, mode):
     def setup():
-        ember = _ember()
+        ember = ember_cuda()
         ember_fn = _synced(case.build(ember, mode), ember)
-        torch = _torch()
+        torch = torch_cuda()
         torch_fn = None
         if torch is not None:
             try:
