@@ -292,6 +292,13 @@ class Unifier:
         return a
 
     def view_arg(self, *vals):
+        """One view argument of an extern call (an ``ir`` view or ``StridedArg``) from its versions across
+        the traces: its sizes, and for a ``StridedArg`` its strides and offset, become size expressions
+        (the first version is updated and returned).
+
+        Raises:
+            NotDynamic: when the versions differ in kind or a value has no expression over the sizes.
+        """
         a = vals[0]
         if any(type(v) is not type(a) for v in vals[1:]):
             raise NotDynamic("extern arguments differ in kind across sizes")

@@ -97,12 +97,18 @@ class _SizeOutputs:
                 self._where.setdefault(canon[symbol], (position, d))
 
     def fit(self, values):
+        """The size expression of an int output seen as ``values`` across the traces (one per trace).
+
+        Raises:
+            NotDynamic: when the expression would need a divisibility assumption of the sizes.
+        """
         expr = self._unifier.fit(values)
         if self._unifier.assumptions:
             raise dynamic.NotDynamic(f"an int output {expr} needs a divisibility of the sizes")
         return expr
 
     def env(self, args):
+        """Each size symbol's value for a call's ``args`` (read from the input shapes)."""
         return {s: args[p].shape[d] for s, (p, d) in self._where.items()}
 
 

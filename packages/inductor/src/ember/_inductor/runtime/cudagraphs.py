@@ -104,9 +104,11 @@ class CudaGraphGroup:
         self._forward_generation = None  # the generation of a forward whose backward has not run
 
     def forward_ran(self):
+        """Record that the group's forward replayed in the current generation (its backward is now due)."""
         self._forward_generation = _generation
 
     def backward_ran(self):
+        """Record that the backward of the last forward ran (no backward is pending)."""
         self._forward_generation = None
 
     def backward_pending(self) -> bool:
@@ -154,6 +156,7 @@ class CuPyGraphs:
         self._streams = {}
 
     def supports(self, device) -> bool:
+        """Whether graphs on ``device`` (an ember.device) can be captured: cuda only."""
         return device.type == "cuda"
 
     def _side_stream(self, cp, index):
