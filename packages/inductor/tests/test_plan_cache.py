@@ -63,6 +63,11 @@ def test_a_damaged_entry_is_a_miss(fresh_cache):
     assert_close(again(a, w)[0], _fn(a, w)[0])
 
 
+def _masked(a):
+    """A dropout-like mask: an extern (bernoulli) filling a fresh ``empty`` tensor (an EmptyArg in the plan)."""
+    return (ember.bernoulli(ember.empty(a.shape), 0.5) * a,)
+
+
 def test_a_warm_process_does_not_import_sympy(fresh_cache):
     code = textwrap.dedent(
         """
@@ -70,12 +75,14 @@ def test_a_warm_process_does_not_import_sympy(fresh_cache):
         import ember
         from ember.fx.experimental.proxy_tensor import make_fx
         sys.path.insert(0, {here!r})
-        from test_plan_cache import _fn, _inputs
+        from test_plan_cache import _fn, _inputs, _masked
         a, w = _inputs()
         gm = make_fx(_fn)(a, w)
         from ember._inductor.codegen.wrapper import compile_graph
         f = compile_graph(gm, [a, w])
         assert ember.allclose(f(a, w)[0], _fn(a, w)[0])
+        (masked,) = compile_graph(make_fx(_masked)(a), [a])(a)
+        assert ((masked == 0) | (masked == a)).all()
         print("sympy" in sys.modules)
         """
     ).format(here=os.path.dirname(__file__))
