@@ -528,6 +528,29 @@ def test_multinomial_with_replacement_frequencies():
     assert stats.chisquare(counts, np.array([0.12, 0.2, 0.3, 0.38]) * N).pvalue < 1e-6
 
 
+@pytest.mark.parametrize("block", [random_ops._MULTINOMIAL_BLOCK, 50])  # one block, and blocks of rows
+def test_multinomial_with_replacement_is_inverse_cdf(monkeypatch, block):
+    # The vectorised sampler against a per-row searchsorted of the same uniforms (and the clamp of a draw
+    # that rounds up to the total onto the last positive weight).
+    monkeypatch.setattr(random_ops, "_MULTINOMIAL_BLOCK", block)
+    rng = np.random.default_rng(3)
+    w = rng.random((37, 6))
+    w[w < 0.4] = 0.0
+    w[:, 2] += 0.5
+    got = random_ops._multinomial_with_replacement(np.random.default_rng(4), w, 9)
+    u = np.random.default_rng(4).random((37, 9))
+    cdf = np.cumsum(w, axis=1)
+    want = [np.minimum(np.searchsorted(c, r * c[-1], side="right"), np.flatnonzero(x > 0)[-1])
+            for c, r, x in zip(cdf, u, w)]
+    assert got.dtype == np.int64 and (got == np.array(want)).all()
+
+    class AlmostOne:  # u * total rounds to total
+        def random(self, shape):
+            return np.full(shape, 1 - 2.0**-53)
+
+    assert random_ops._multinomial_with_replacement(AlmostOne(), np.array([[1.0, 2.0, 0.0]]), 2).tolist() == [[1, 1]]
+
+
 def test_multinomial_without_replacement_draws_sequentially_in_proportion():
     p = np.array([0.1, 0.2, 0.3, 0.4])
     rows = ember.tensor(np.tile(p, (N, 1)), dtype=ember.float32)

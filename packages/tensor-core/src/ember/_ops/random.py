@@ -773,17 +773,38 @@ def check_multinomial_weights(xp, weights):
         )
 
 
+#: Elements of the (rows, samples, categories) comparison that one block of rows of
+#: :func:`_multinomial_with_replacement` may build (8 MB of booleans).
+_MULTINOMIAL_BLOCK = 1 << 23
+
+
 def _multinomial_with_replacement(rng, weights, n):
-    """Inverse-CDF sampling: ``n`` indices per row, never one of weight 0."""
+    """Inverse-CDF sampling: ``n`` indices per row, never one of weight 0.
+
+    ``weights`` is (rows, k) float64, checked by :func:`check_multinomial_weights`. The index of a draw
+    ``v = u * total`` is the number of CDF entries ``<= v`` (what ``searchsorted(cdf, v, side="right")``
+    returns on a non-decreasing CDF): counted for a block of rows at once instead of one searchsorted per
+    row, whose Python loop cost 2 ms for 256 rows of 4 categories (an RL policy's sampling per step).
+    """
+    rows, k = weights.shape
     cdf = np.cumsum(weights, axis=1)
-    u = rng.random((weights.shape[0], n))
-    out = np.empty(u.shape, np.int64)
-    for r in range(weights.shape[0]):
-        idx = np.searchsorted(cdf[r], u[r] * cdf[r, -1], side="right")
-        # u * total rounds to total once in a while: clamp to the last category of positive weight.
-        last = np.flatnonzero(weights[r] > 0)[-1]
-        out[r] = np.minimum(idx, last)
+    u = rng.random((rows, n))
+    targets = u * cdf[:, -1:]
+    # u * total rounds to total once in a while: clamp to the last category of positive weight
+    last = (k - 1 - np.argmax(weights[:, ::-1] > 0, axis=1))[:, None]
+    block = max(1, _MULTINOMIAL_BLOCK // max(n * k, 1))
+    if block >= rows:
+        return np.minimum(_count_at_most(cdf, targets), last)
+    out = np.empty((rows, n), np.int64)
+    for start in range(0, rows, block):
+        stop = start + block
+        out[start:stop] = np.minimum(_count_at_most(cdf[start:stop], targets[start:stop]), last[start:stop])
     return out
+
+
+def _count_at_most(cdf, targets):
+    """Per row ``r`` and sample ``i``: how many of ``cdf[r]`` are ``<= targets[r, i]`` (int64)."""
+    return np.count_nonzero(cdf[:, None, :] <= targets[:, :, None], axis=2).astype(np.int64, copy=False)
 
 
 def _multinomial_without_replacement(rng, weights, n):
