@@ -133,6 +133,35 @@ def _pyfloordiv(a, b):
 
 F32, I64, B = ember.float32, ember.int64, ember.bool
 
+# the random ops' arguments: seeds (int64, the high bit set in some), element offsets (some past 2**32)
+# and node ordinals
+_SEEDS = np.array([0, 1, -1, 2**62 + 12345, -(2**63), 67280421310721] * 4, np.int64)
+_OFFSETS = np.array([0, 1, 2, 3, 2**32, 2**32 + 7, 12345678901, 99] * 3, np.int64)
+_ORDINALS = np.array([0, 1, 2, 7] * 6, np.int64)
+
+
+def _philox_uniforms(seed, offset, stream):
+    """The float32 uniforms of words 0 and 1 (the reference ember.cuda.kernels.philox.philox4x32_10)."""
+    from ember.cuda.kernels.philox import philox4x32_10  # noqa: PLC0415 - the oracle's import
+
+    low = np.uint64(0xFFFFFFFF)
+    s, o, k = (a.astype(np.int64).view(np.uint64) for a in (seed, offset, stream))
+    counter = np.stack([o & low, o >> np.uint64(32), k & low, np.zeros_like(o)], -1)
+    key = np.stack([s & low, s >> np.uint64(32)], -1)
+    words = philox4x32_10(counter.astype(np.uint32), key.astype(np.uint32))
+    return [(words[:, j] >> 8).astype(np.float32) * np.float32(2.0**-24) for j in (0, 1)]
+
+
+def _philox_rand(seed, offset, stream):
+    return _philox_uniforms(seed, offset, stream)[0]
+
+
+def _philox_randn(seed, offset, stream):
+    u0, u1 = _philox_uniforms(seed, offset, stream)
+    angle = (np.float32(2 * math.pi) * u1).astype(np.float64)  # the kernels scale u1 in float32
+    return np.sqrt(-2.0 * np.log((np.float32(1) - u0).astype(np.float64))) * np.cos(angle)
+
+
 #: IR op -> (numpy oracle, input arrays, output dtype). Every name of ir.OPS has a row.
 OP_CASES = {
     "add": (np.add, (_ANY, _ANY[::-1].copy()), F32),
@@ -206,6 +235,8 @@ OP_CASES = {
     "copysign": (np.copysign, (_ANY, _ANY[::-1].copy()), F32),
     "hypot": (np.hypot, (_ANY, _ANY[::-1].copy()), F32),
     "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), (_ANY,), F32),
+    "philox_rand": (_philox_rand, (_SEEDS, _OFFSETS, _ORDINALS), F32),
+    "philox_randn": (_philox_randn, (_SEEDS, _OFFSETS, _ORDINALS), F32),
 }
 
 #: Integer forms with their own rules (Python-style division and remainder, integer powers).

@@ -24,6 +24,7 @@ import logging
 
 from . import config, debug
 from .exc import CppCompileError, InductorError
+from .inkernel_random import seed_graph
 
 __all__ = ["compile_fx", "compile_fx_inner", "graph_name", "is_known_limit", "uses_triton"]
 
@@ -75,6 +76,10 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
     """Compile one functional graph (a forward, a backward or an inference graph) to C++, or to Triton
     kernels when its tensors are on cuda (see :func:`uses_triton`).
 
+    Unless ``config.fallback_random`` is on, the graph's ``bernoulli``/``rand``/``randn`` nodes are
+    computed inside the kernels from a seed drawn at each call (the pass
+    :func:`~ember._inductor.inkernel_random.seed_graph` adds it as an input).
+
     Args:
         gm (ember.fx.GraphModule): a functional graph of registry ops (after aot).
         example_inputs (list[Tensor]): tensors (real or meta) like the graph's inputs.
@@ -97,10 +102,15 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
     fallbacks = [] if fallbacks is None else fallbacks
     debug.stage(f"{stage}_graph", lambda: gm.code)
     try:
+        # random ops computed in the kernels read a seed input the runtime fills (config.fallback_random)
+        seeded = seed_graph(gm, example_inputs)
+        graph, inputs = (seeded.gm, seeded.example_inputs) if seeded is not None else (gm, example_inputs)
         if uses_triton(example_inputs) if triton is None else triton:
-            compiled = _triton_compile(gm, example_inputs)
+            compiled = _triton_compile(graph, inputs)
         else:
-            compiled = _core_compile(gm, example_inputs)
+            compiled = _core_compile(graph, inputs)
+        if seeded is not None:
+            compiled = seeded.wrap(compiled)
     except Exception as exc:  # noqa: BLE001 - any compiler failure becomes eager (or is raised, by config)
         return _fall_back(stage, exc, fallbacks, expected=is_known_limit(exc), eager=_eager_callable(gm))
     if cudagraph_group is None and not config.cudagraphs:

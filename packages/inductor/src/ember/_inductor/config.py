@@ -15,9 +15,7 @@ A setting whose value is ``None`` takes its value from the environment when it
 is read (through the ``resolved_*`` helpers below), so an environment variable
 set after import still counts.
 
-There is no setting for random ops: they always run as calls of ember's eager
-kernels on the default generator, in program order, so a compiled function
-draws exactly the numbers eager mode would (the rule of :mod:`ember._inductor.aot.rng`).
+Random ops follow ``fallback_random`` (the two rules of :mod:`ember._inductor.aot.rng`).
 
 Settings:
 
@@ -45,6 +43,13 @@ Settings:
   the extern call, benchmarked on the first compile and cached on disk
   (:mod:`ember._inductor.select_algorithm`; ``ember.compile(mode="max-autotune")``
   turns it on). ``None``: the environment variable ``EMBER_INDUCTOR_MAX_AUTOTUNE == "1"``.
+* ``fallback_random`` (bool): PyTorch's name. ``False`` (the default): ``bernoulli`` (dropout's mask),
+  ``rand``/``rand_like`` and ``randn``/``randn_like`` without an explicit ``generator=`` are computed
+  inside the kernels (Philox4x32-10, keyed by a seed drawn from the default generator at each call of
+  the compiled forward; :mod:`ember._inductor.inkernel_random`), so they fuse with their consumers; the
+  numbers differ from eager mode's (same distribution). ``True``: every random op is a call of the
+  eager op on the default generator, in program order, so a compiled function draws exactly the numbers
+  eager mode would (what tests comparing compiled with eager values turn on).
 * ``cudagraphs`` (bool): run compiled cuda graphs under CUDA graphs (what
   ``mode="reduce-overhead"`` turns on; :mod:`ember._inductor.runtime.cudagraphs`). Also accepted
   under PyTorch's option name ``"triton.cudagraphs"`` and attribute ``config.triton.cudagraphs``.
@@ -73,6 +78,7 @@ _SETTINGS = (
     "fallback_on_compile_error",
     "triton_on_cpu",
     "max_autotune",
+    "fallback_random",
     "cudagraphs",
     "cudagraph_warmup_runs",
     "cudagraph_max_recordings",
@@ -99,6 +105,7 @@ threads: int | None = None
 fallback_on_compile_error: bool = True
 triton_on_cpu: bool | None = None
 max_autotune: bool | None = None
+fallback_random: bool = False
 cudagraphs: bool = False
 cudagraph_warmup_runs: int = 1
 cudagraph_max_recordings: int = 16

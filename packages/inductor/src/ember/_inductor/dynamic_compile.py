@@ -17,6 +17,7 @@ import ember
 
 from . import config, debug, dynamic
 from .compile_fx import is_known_limit
+from .inkernel_random import seed_graph
 
 __all__ = ["compile_fx_dynamic"]
 
@@ -56,9 +57,15 @@ def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions
             from .runtime.triton_graph import compile_graph_triton_dynamic as compile_graph
         else:
             from .codegen.wrapper import compile_graph_dynamic as compile_graph
+        # random ops computed in the kernels: each trace gets the seed input (inkernel_random)
+        seeded = [seed_graph(g, i) for g, i in zip(gms, inputs)]
+        if any(s is not None for s in seeded):
+            if any(s is None or s.count != seeded[0].count for s in seeded):
+                raise dynamic.NotDynamic("the traces have different random ops")
+            gms, inputs = [s.gm for s in seeded], [s.example_inputs for s in seeded]
         compiled = compile_graph(gms, inputs, spec)
         graphs.append(compiled)
-        return compiled
+        return seeded[0].wrap(compiled) if seeded[0] is not None else compiled
 
     with debug.compiling(name + "_dynamic"):
         try:

@@ -37,7 +37,7 @@ import math
 import sympy
 
 __all__ = [
-    "OPS", "REDUCTION_TYPES", "FloorDiv", "ModIndex", "index_vars", "reduction_vars",
+    "OPS", "RANDOM_OPS", "REDUCTION_TYPES", "FloorDiv", "ModIndex", "index_vars", "reduction_vars",
     "contiguous_strides", "flat_index", "Expr", "Load", "Constant", "IndexExpr", "Op",
     "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "EmptyArg", "ExternKernel",
     "ExternOutput", "substitute", "loads", "count_ops", "structural_key", "free_symbols",
@@ -50,8 +50,15 @@ add sub mul truediv floordiv mod fmod remainder neg abs exp exp2 expm1 log log2 
 reciprocal sin cos tan asin acos atan sinh cosh tanh asinh acosh atanh erf erfc erfinv lgamma floor ceil trunc
 round sign pow maximum minimum fmax fmin eq ne lt le gt ge logical_and logical_or logical_not logical_xor
 bitwise_and bitwise_or bitwise_xor bitwise_not lshift rshift where to_dtype isnan isinf isfinite atan2
-copysign hypot sigmoid
+copysign hypot sigmoid philox_rand philox_randn
 """.split())
+#: The random ops of :data:`OPS` (``philox_rand(seed, offset, ordinal)``: a float32 uniform in ``[0, 1)``;
+#: ``philox_randn``: a float32 standard normal), computed in the kernel from Philox4x32-10 of counter
+#: ``(lo32(offset), hi32(offset), ordinal, 0)`` under key ``(lo32(seed), hi32(seed))``; ``seed`` is a load
+#: of the graph's int64 seed input, ``offset`` the element's row-major position (an int64
+#: :class:`IndexExpr`), ``ordinal`` the random node's number (an int64 :class:`Constant`). See
+#: :mod:`ember._inductor.inkernel_random`.
+RANDOM_OPS = frozenset({"philox_rand", "philox_randn"})
 
 #: Reduction types. ``mean`` is a sum scaled afterwards; ``var`` is two reductions (mean, then the
 #: sum of squared deviations), which is exact enough and fuses into one kernel.

@@ -965,6 +965,85 @@ def _var(g, node, input, dim=None, unbiased=None, keepdim=False, correction=None
 
 
 # --------------------------------------------------------------------------------------------
+# random ops computed in the kernel (``config.fallback_random`` off): see ember._inductor.inkernel_random
+
+
+def _philox(g, node, name, sizes):
+    """IR ``name`` (``philox_rand``/``philox_randn``, float32) of the random node ``node`` at the output
+    index ``index_vars(len(sizes))``: the counter is the element's row-major position in ``sizes``.
+
+    Raises:
+        NotLowered: the node was not marked by :func:`~ember._inductor.inkernel_random.seed_graph`
+            (``fallback_random`` on, an explicit generator): it stays an eager call, in program order.
+    """
+    from .inkernel_random import META
+
+    marked = node.meta.get(META)
+    if marked is None:
+        raise NotLowered("eager generator, program order (fallback_random, or an explicit generator)")
+    seed_node, ordinal = marked
+    index = ir.index_vars(len(sizes))
+    offset = ir.flat_index(index, ir.contiguous_strides(sizes))
+    return Op(name, (load(g.env[seed_node], ()), IndexExpr(offset, ember.int64), Constant(ordinal, ember.int64)),
+              ember.float32)
+
+
+def _float32_at_least(p):
+    """The smallest float32 ``>= p`` (a float32 uniform ``u`` has 24 bits, so ``u < p`` exactly when ``u`` is
+    below it)."""
+    import numpy as np
+
+    f = np.float32(p)
+    if float(f) < p:
+        f = np.nextafter(f, np.float32(np.inf))
+    return float(f)
+
+
+@lowering("bernoulli")
+def _bernoulli(g, node, input, p=None, *, generator=None):
+    val = _out_val(node)
+    if generator is not None:
+        raise NotLowered("an explicit generator (eager)")
+    if p is None:
+        p = input  # the probabilities are the input's values
+    sizes = [sympy.Integer(s) for s in val.shape]
+    u = _philox(g, node, "philox_rand", sizes)
+    if is_tensor_value(p):
+        if not p.dtype.is_floating_point or p.dtype not in SUPPORTED_DTYPES:
+            raise NotLowered(f"bernoulli with probabilities of dtype {p.dtype}")
+        cd = compute_dtype(p.dtype)  # float64 probabilities: the uniform converts exactly
+        keep = op("lt", cast(u, cd), operand(p, ir.index_vars(len(sizes)), sizes, cd), dtype=ember.bool)
+    elif isinstance(p, (int, float)) and not isinstance(p, bool) and 0 <= p <= 1:
+        keep = op("lt", u, Constant(_float32_at_least(p), ember.float32), dtype=ember.bool)
+    else:
+        raise NotLowered(f"bernoulli with p={p!r} (eager checks it)")
+    return g.new_buffer(val.dtype, sizes, ir.Pointwise(sizes, cast(keep, compute_dtype(val.dtype))))
+
+
+def _random_factory(name):
+    """The lowering of ``rand``/``randn`` (``name``: the IR op) and their ``_like`` forms: float32 numbers,
+    rounded when the output is a half type; float64 outputs stay eager (they need 53 random bits)."""
+
+    def lower(g, node, *args, generator=None, dtype=None, layout=None, device=None, **_):
+        val = _out_val(node)
+        _check_cpu(device)
+        if generator is not None:
+            raise NotLowered("an explicit generator (eager)")
+        if val.dtype not in (ember.float32, *_HALF):
+            raise NotLowered(f"random numbers of dtype {val.dtype} (eager)")
+        sizes = [sympy.Integer(s) for s in val.shape]
+        return g.new_buffer(val.dtype, sizes, ir.Pointwise(sizes, _philox(g, node, name, sizes)))
+
+    return lower
+
+
+_register("rand", _random_factory("philox_rand"))
+_register("rand_like", _random_factory("philox_rand"))
+_register("randn", _random_factory("philox_randn"))
+_register("randn_like", _random_factory("philox_randn"))
+
+
+# --------------------------------------------------------------------------------------------
 # extern fallbacks: ops kept as calls of the eager kernel, with the reason
 
 
@@ -1016,7 +1095,7 @@ for _op in _ops.values():
         fallbacks.setdefault(_op, "LAPACK (a factorization library)")
     elif _op.name.startswith("fft_") or _op.name.startswith("_fft"):
         fallbacks.setdefault(_op, "FFT library (pocketfft)")
-    elif "random" in _op.tags:
+    elif "random" in _op.tags:  # bernoulli, rand, randn are lowered (in-kernel) unless fallback_random
         fallbacks.setdefault(_op, "eager generator, program order")
 for _op in list(fallbacks):
     if _op in lowerings:

@@ -437,6 +437,42 @@ template <typename T> static inline T ember_sign(T a) {
     }
     else { return (T)((T(0) < a) - (a < T(0))); }
 }
+// Random numbers computed in the kernel (ember._inductor.inkernel_random): Philox4x32-10 (Salmon et
+// al., SC'11) of counter (lo32(offset), hi32(offset), stream, 0) under key (lo32(seed), hi32(seed)).
+// Straight-line 32-bit arithmetic (a 32x32->64 product gives both halves), no tables or branches, so
+// `omp simd` loops vectorise it; the last round's unused words are dead code the compiler drops.
+static inline void ember_philox(int64_t seed, int64_t offset, int64_t stream, uint32_t& w0, uint32_t& w1) {
+    uint32_t c0 = (uint32_t)(uint64_t)offset, c1 = (uint32_t)((uint64_t)offset >> 32);
+    uint32_t c2 = (uint32_t)stream, c3 = 0u;
+    uint32_t k0 = (uint32_t)(uint64_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
+#pragma GCC unroll 10
+    for (int r = 0; r < 10; ++r) {
+        const uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    w0 = c0;
+    w1 = c1;
+}
+// a uniform in [0, 1): the top 24 bits of a word times 2^-24 (exact in float)
+static inline float ember_philox_u24(uint32_t w) { return (float)(int32_t)(w >> 8) * 5.9604644775390625e-08f; }
+static inline float ember_philox_rand(int64_t seed, int64_t offset, int64_t stream) {
+    uint32_t w0, w1;
+    ember_philox(seed, offset, stream, w0, w1);
+    return ember_philox_u24(w0);
+}
+// a standard normal by Box-Muller from the uniforms of words 0 and 1 (1 - u0 > 0: the log is finite)
+static inline float ember_philox_randn(int64_t seed, int64_t offset, int64_t stream) {
+    uint32_t w0, w1;
+    ember_philox(seed, offset, stream, w0, w1);
+    const float u0 = ember_philox_u24(w0), u1 = ember_philox_u24(w1);
+    return std::sqrt(-2.0f * ember_log<float>(1.0f - u0)) * ember_cos<float>(6.2831853071795864769f * u1);
+}
 """
 
 
@@ -671,6 +707,8 @@ def op_code(e, args):
         return f"({a} ? {b} : {args[2]})"
     if name == "to_dtype":
         return convert(a, arg_dtype, e.dtype)
+    if name in ir.RANDOM_OPS:
+        return f"ember_{name}({a}, {b}, {args[2]})"
     raise NotImplementedError(f"C++ codegen has no rule for op {name!r}")
 
 

@@ -213,6 +213,9 @@ OP_RULES = {
     "copysign": _ld("copysign"),
     "hypot": _ld("hypot"),
     "sigmoid": lambda e, a: f"(1.0 / (1.0 + tl.exp(-{a[0]})))",
+    # random numbers computed in the kernel: the same Philox words as the C++ kernels' (int64 arguments)
+    "philox_rand": lambda e, a: f"th_random.philox_rand({a[0]}, {a[1]}, {a[2]})",
+    "philox_randn": lambda e, a: f"th_random.philox_randn({a[0]}, {a[1]}, {a[2]})",
 }
 
 _COMPARE = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
@@ -230,7 +233,7 @@ def _arg_type(e):
     """The compute type an op's operands are converted to before its rule applies."""
     if e.name == "where":
         return None  # the condition stays bool; the branches take the op's type
-    if e.name == "to_dtype":
+    if e.name == "to_dtype" or e.name in ir.RANDOM_OPS:  # random ops: int64 seed, offset and ordinal as they are
         return None
     if e.name in _COMPARE or e.name in _BOOL_ARGS or e.name in ("isnan",):
         return compute_type(e.args[0].dtype)
@@ -889,6 +892,7 @@ import triton
 import triton.language as tl
 
 from ember._inductor.runtime import triton_helpers as th
+from ember._inductor.runtime import triton_random as th_random
 """
 
 
