@@ -10,8 +10,8 @@ Where the files go: ``<cache_dir>/<key>/<name>.cpp`` and ``<name>.so``, with
 ``cache_dir()`` from :mod:`ember._inductor.config` (``EMBER_INDUCTOR_CACHE_DIR``)
 and ``key`` the sha256 of the source, the compiler command and flags, the
 compiler's version string, the CPU it compiles for (``-march=native``) and the
-ember-inductor version. Whatever changes one of these gets a new folder, so a
-cache is never stale; deleting the folder is always safe.
+version of the cache's layout (:data:`_LAYOUT`). Whatever changes one of these gets
+a new folder, so a cache is never stale; deleting the folder is always safe.
 
 Three levels of reuse, fastest first:
 
@@ -127,14 +127,11 @@ def cpp_flags(extra_flags=()) -> list[str]:
     return [*BASE_FLAGS, *config.extra_cflags, *extra_flags]
 
 
-@functools.cache
-def _inductor_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("ember-inductor")
-    except Exception:  # not installed as a distribution (a source checkout on sys.path)
-        return "0+unknown"
+#: The version of this cache's layout (what a key folder holds and how a library in it is loaded). A
+#: library is a function of its source, command, flags, compiler and CPU alone (the sources include
+#: system headers only), so the package's version is not in the key: reading it imported
+#: importlib.metadata, a fifth of a warm start. Bump this when the folder's contents change meaning.
+_LAYOUT = "ember-inductor C++ cache v1"
 
 
 def cache_key(source: str, command, flags) -> str:
@@ -155,7 +152,7 @@ def cache_key(source: str, command, flags) -> str:
         "\0".join(flags),
         compiler_version(tuple(command)),
         _cpu_signature(),
-        _inductor_version(),
+        _LAYOUT,
     ):
         digest.update(part.encode())
         digest.update(b"\x00\x01")  # a separator no part contains, so parts can't run together
