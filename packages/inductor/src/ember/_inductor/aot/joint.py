@@ -163,46 +163,51 @@ def _trace(fn, primals, *, joint, decompositions=None, tangents_like=None):
     if joint:
         result += _trace_backward(graph, tracer, metas, fwd_tensors, info, last_placeholder, tangents_like, name)
     graph.output(tuple(result))
-    gm = _finish(root, graph, info)
-    if joint and decompositions:
-        gm = _decompose(gm, info, decompositions, device, name)
-    return gm, info
+    if joint and decompositions:  # traced again: this graph needs no module (whose code would be generated)
+        _eliminate_dead_code(graph)
+        return _decompose(graph, root, info, decompositions, device, name), info
+    return _finish(root, graph, info), info
 
 
-def _finish(root, graph, info):
+def _eliminate_dead_code(graph):
     # random ops stay even when unused: eager mode draws their numbers (aot/rng.py)
     graph.eliminate_dead_code(
         is_impure_node=lambda n: n.op in ("placeholder", "output")
         or (n.op == "call_function" and is_random_op(n.target))
     )
+
+
+def _finish(root, graph, info):
+    _eliminate_dead_code(graph)
     gm = GraphModule(root, graph)
     gm.num_fwd_outputs = info.num_fwd_outputs
     gm.aot_info = info
     return gm
 
 
-def _decompose(gm, info, decompositions, device, name):
+def _decompose(joint_graph, joint_root, info, decompositions, device, name):
     """Trace the functional joint graph again, without autograd, applying ``decompositions``.
 
     Decomposing while autograd records would change what autograd saves: ``relu(x,
     inplace=True)`` decomposed to ``maximum(x, 0)`` saves ``x``, which the in-place write then
     changes, an error eager mode never raises (its ``relu`` formula reads the result). So
     the joint graph is traced with the ops' own formulas, then decomposed here, as a graph
-    of values: nothing in it is written in place.
+    of values: nothing in it is written in place. ``joint_root`` holds the joint graph's constants
+    (its ``get_attr`` targets, plain attribute names).
     """
     graph = Graph()
     root = ember.nn.Module()
     tracer = FunctionalTracer(graph, root, decompositions, device=device, fn_name=name)
     env = {}
-    for node in gm.graph.nodes:
+    for node in joint_graph.nodes:
         if node.op == "placeholder":
             env[node] = meta_copy(node.meta["val"])
             tracer.add_input(env[node], graph.placeholder(node.name))
         elif node.op == "get_attr":  # a real constant: traced as its meta copy (the graph keeps the real one)
-            env[node] = tracer._meta_arg(getattr(gm, node.target))
+            env[node] = tracer._meta_arg(getattr(joint_root, node.target))
 
     def run():
-        for node in gm.graph.nodes:
+        for node in joint_graph.nodes:
             if node.op == "call_function":
                 args = _map_nodes(node.args, env)
                 kwargs = _map_nodes(node.kwargs, env)
