@@ -20,6 +20,8 @@ inductor does).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 
 import sympy
@@ -427,7 +429,7 @@ def _nan_to_num(g, node, input, nan=0.0, posinf=None, neginf=None):
 @lowering("_to_copy")
 def _to_copy(g, node, input, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False,
              memory_format=None):
-    if device is not None and ember.device(device).type != "cpu":
+    if not on_graph_device(device):
         raise NotLowered("_to_copy to another device")
     val = _out_val(node)
     return pointwise(g, node, lambda x: x, [input], dtype=val.dtype)
@@ -441,9 +443,35 @@ def _clone(g, node, input, memory_format=None):
 # --------------------------------------------------------------------------------------------
 # factories
 
+#: The device the graph being lowered runs on. The loop IR itself has no devices: the C++ path lowers
+#: cpu graphs and the Triton path cuda ones (from meta examples), so a ``device=`` argument of a factory
+#: or of ``_to_copy`` is checked against this (set by :func:`graph_device` around a lowering).
+_graph_device = contextvars.ContextVar("ember_inductor_graph_device", default=None)  # None: cpu
+
+
+@contextlib.contextmanager
+def graph_device(device):
+    """Within the block, lowerings accept ``device=`` arguments naming ``device`` (e.g. ``cuda:0`` for a
+    graph compiled to Triton) instead of only ``cpu``."""
+    token = _graph_device.set(ember.device(device))
+    try:
+        yield
+    finally:
+        _graph_device.reset(token)
+
+
+def on_graph_device(device):
+    """Whether a ``device=`` argument (None: the default) names the graph's device; an index of None on
+    either side means the current device of that type."""
+    if device is None:
+        return True
+    wanted, graph = ember.device(device), _graph_device.get() or ember.device("cpu")
+    return wanted.type == graph.type and (wanted.index is None or graph.index is None or wanted.index == graph.index)
+
 
 def _check_cpu(device):
-    if device is not None and ember.device(device).type != "cpu":
+    """Refuse a factory whose ``device`` is not the graph's (see :func:`on_graph_device`)."""
+    if not on_graph_device(device):
         raise NotLowered("a factory for another device")
 
 

@@ -46,15 +46,17 @@ def compile_graph_triton(gm, example_inputs):
     """
     from ..codegen.triton import generate
     from ..codegen.wrapper import _lower
+    from ..lowering import graph_device
 
     device = _device_of(example_inputs)
     # the lowering reads only shapes, strides and dtypes: real cuda examples (a direct call; aot
     # hands meta ones) are described by meta tensors, which it accepts on every path
-    graph, scheduler = _lower(gm, [_meta_like(t) for t in example_inputs])
-    if config.resolved_max_autotune():  # matmul templates where they win (select_algorithm.py)
+    with graph_device(device):
+        graph, scheduler = _lower(gm, [_meta_like(t) for t in example_inputs])
+    if config.resolved_max_autotune() or _recorded(device):  # matmul templates (select_algorithm.py)
         from ..select_algorithm import select_templates
 
-        select_templates(scheduler, device)
+        select_templates(scheduler, device, templates_only=_recorded(device))
     source = generate(scheduler)
     _stage("triton", source.source)
     return TritonCompiledGraph(graph, scheduler, source, device)
@@ -72,11 +74,13 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec):
     from .. import dynamic
     from ..codegen.triton import generate
     from ..graph import GraphLowering
+    from ..lowering import graph_device
     from ..scheduler import Scheduler
 
     device = _device_of(example_inputs[0])
-    graph, assumptions = dynamic.lower_and_unify(
-        gms, example_inputs, spec, lambda gm, ex: GraphLowering(gm, [_meta_like(t) for t in ex]).run())
+    with graph_device(device):
+        graph, assumptions = dynamic.lower_and_unify(
+            gms, example_inputs, spec, lambda gm, ex: GraphLowering(gm, [_meta_like(t) for t in ex]).run())
     hints = dynamic.probe_points(spec)[0]
     inputs = [(b.position, b.sizes) for b in graph.inputs if b is not None]
     used = set().union(*(sympy.sympify(s).free_symbols for _, sizes in inputs for s in sizes)) if inputs else set()
@@ -84,16 +88,23 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec):
     with ir.size_hints(hints) as assumed:
         scheduler = Scheduler(graph)
         _stage("scheduled", lambda: str(scheduler))
-        if config.resolved_max_autotune():  # matmul templates take their sizes as arguments too
+        if config.resolved_max_autotune() or _recorded(device):  # templates take their sizes as arguments too
             from ..select_algorithm import select_templates
 
-            select_templates(scheduler, device)
+            select_templates(scheduler, device, templates_only=_recorded(device))
         source = generate(scheduler)
         _stage("triton", source.source)
         compiled = TritonCompiledGraph(graph, scheduler, source, device)
     compiled.binding = dynamic.SizeBinding(inputs, [s for s in hints if s in used], assumptions + assumed)
     compiled.assumptions = compiled.binding.assumption_text
     return compiled
+
+
+def _recorded(device):
+    """Whether the graph's calls will be recorded as CUDA graphs (``config.cudagraphs`` on a cuda device):
+    then its matrix products run as Triton templates, since CuPy refuses cuBLAS calls while a stream
+    captures (every extern matmul made the recording fail, and the graph ran without CUDA graphs)."""
+    return bool(config.cudagraphs) and device.type == "cuda"
 
 
 def _meta_like(value):
