@@ -438,9 +438,9 @@ template <typename T> static inline T ember_sign(T a) {
     else { return (T)((T(0) < a) - (a < T(0))); }
 }
 // Random numbers computed in the kernel (ember._inductor.inkernel_random): Philox4x32-10 (Salmon et
-// al., SC'11) of counter (lo32(offset), hi32(offset), stream, 0) under key (lo32(seed), hi32(seed)).
-// Straight-line 32-bit arithmetic (a 32x32->64 product gives both halves), no tables or branches, so
-// `omp simd` loops vectorise it; the last round's unused words are dead code the compiler drops.
+// al., SC'11) of counter (lo32(offset), hi32(offset), stream, 0) under key (lo32(seed), hi32(seed)); the
+// uniform of a word w is (w >> 8) * 2^-24. ember_philox_u0/u1(seed, offset, stream) give the uniforms of
+// words 0 and 1. Scalar form: straight-line 32-bit arithmetic (a 32x32->64 product gives both halves).
 static inline void ember_philox(int64_t seed, int64_t offset, int64_t stream, uint32_t& w0, uint32_t& w1) {
     uint32_t c0 = (uint32_t)(uint64_t)offset, c1 = (uint32_t)((uint64_t)offset >> 32);
     uint32_t c2 = (uint32_t)stream, c3 = 0u;
@@ -459,18 +459,86 @@ static inline void ember_philox(int64_t seed, int64_t offset, int64_t stream, ui
     w0 = c0;
     w1 = c1;
 }
-// a uniform in [0, 1): the top 24 bits of a word times 2^-24 (exact in float)
 static inline float ember_philox_u24(uint32_t w) { return (float)(int32_t)(w >> 8) * 5.9604644775390625e-08f; }
-static inline float ember_philox_rand(int64_t seed, int64_t offset, int64_t stream) {
+static inline float ember_philox_word(int64_t seed, int64_t offset, int64_t stream, int word) {
     uint32_t w0, w1;
     ember_philox(seed, offset, stream, w0, w1);
-    return ember_philox_u24(w0);
+    return ember_philox_u24(word ? w1 : w0);
+}
+#if defined(__AVX2__) && !defined(__AVX512F__) && defined(_OPENMP)
+// AVX2: gcc vectorises the scalar form poorly (the high half of a 32-bit product becomes lane shuffles),
+// so the `omp simd` loops call 8-lane versions written with vector extensions: gcc calls a function
+// declared `declare simd` through its vector variant (_ZGVdN8uvu_<name>: seed and stream uniform, the
+// eight int64 offsets in two ymm registers, eight floats returned in one), as it calls libmvec's.
+typedef uint32_t ember_u32x8 __attribute__((vector_size(32)));
+typedef int32_t ember_i32x8 __attribute__((vector_size(32)));
+typedef uint64_t ember_u64x4 __attribute__((vector_size(32)));
+typedef int64_t ember_i64x4 __attribute__((vector_size(32)));
+typedef float ember_f32x8 __attribute__((vector_size(32)));
+extern "C" {
+#pragma omp declare simd notinbranch simdlen(8) uniform(seed, stream)
+#define EMBER_PHILOX_DECL __attribute__((const, nothrow, visibility("hidden"))) float
+EMBER_PHILOX_DECL ember_philox_u0(int64_t seed, int64_t offset, int64_t stream);
+#pragma omp declare simd notinbranch simdlen(8) uniform(seed, stream)
+EMBER_PHILOX_DECL ember_philox_u1(int64_t seed, int64_t offset, int64_t stream);
+#undef EMBER_PHILOX_DECL
+}
+// the scalar functions, defined under their assembler names (a definition gcc saw as `declare simd` would
+// get gcc's own vector variants)
+__attribute__((visibility("hidden"))) float ember_philox_u0_s(int64_t, int64_t, int64_t) __asm__("ember_philox_u0");
+__attribute__((visibility("hidden"))) float ember_philox_u1_s(int64_t, int64_t, int64_t) __asm__("ember_philox_u1");
+float ember_philox_u0_s(int64_t seed, int64_t offset, int64_t s) { return ember_philox_word(seed, offset, s, 0); }
+float ember_philox_u1_s(int64_t seed, int64_t offset, int64_t s) { return ember_philox_word(seed, offset, s, 1); }
+// high 32 bits of the eight products a * m: even lanes by one 32x32->64 multiply, odd lanes by another
+static inline ember_u32x8 ember_mulhi8(ember_u32x8 a, ember_u32x8 m) {
+    const ember_u64x4 even = (ember_u64x4)__builtin_ia32_pmuludq256((ember_i32x8)a, (ember_i32x8)m);
+    const ember_u64x4 odd = (ember_u64x4)__builtin_ia32_pmuludq256((ember_i32x8)((ember_u64x4)a >> 32),
+                                                                   (ember_i32x8)m);
+    return (ember_u32x8)((even >> 32) | (odd & 0xFFFFFFFF00000000ull));
+}
+static inline ember_f32x8 ember_philox8(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream, int word) {
+    const ember_i32x8 evens = {0, 2, 4, 6, 8, 10, 12, 14}, odds = {1, 3, 5, 7, 9, 11, 13, 15};
+    ember_u32x8 c0 = (ember_u32x8)__builtin_shuffle((ember_i32x8)lo, (ember_i32x8)hi, evens);  // lo32 of offsets
+    ember_u32x8 c1 = (ember_u32x8)__builtin_shuffle((ember_i32x8)lo, (ember_i32x8)hi, odds);  // hi32
+    ember_u32x8 c2 = (ember_u32x8){} + (uint32_t)stream, c3 = (ember_u32x8){};
+    uint32_t k0 = (uint32_t)(uint64_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
+    const ember_u32x8 m0 = (ember_u32x8){} + 0xD2511F53u, m1 = (ember_u32x8){} + 0xCD9E8D57u;
+#pragma GCC unroll 10
+    for (int r = 0; r < 10; ++r) {
+        const ember_u32x8 hi0 = ember_mulhi8(c0, m0), lo0 = c0 * m0;
+        const ember_u32x8 hi1 = ember_mulhi8(c2, m1), lo1 = c2 * m1;
+        c0 = hi1 ^ (c1 ^ k0);
+        c2 = hi0 ^ (c3 ^ k1);
+        c1 = lo1;
+        c3 = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    const ember_i32x8 bits = (ember_i32x8)((word ? c1 : c0) >> 8);
+    return __builtin_convertvector(bits, ember_f32x8) * 5.9604644775390625e-08f;
+}
+extern "C" __attribute__((visibility("hidden")))
+ember_f32x8 _ZGVdN8uvu_ember_philox_u0(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream) {
+    return ember_philox8(seed, lo, hi, stream, 0);
+}
+extern "C" __attribute__((visibility("hidden")))
+ember_f32x8 _ZGVdN8uvu_ember_philox_u1(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream) {
+    return ember_philox8(seed, lo, hi, stream, 1);
+}
+#else
+static inline float ember_philox_u0(int64_t seed, int64_t offset, int64_t stream) {
+    return ember_philox_word(seed, offset, stream, 0);
+}
+static inline float ember_philox_u1(int64_t seed, int64_t offset, int64_t stream) {
+    return ember_philox_word(seed, offset, stream, 1);
+}
+#endif
+static inline float ember_philox_rand(int64_t seed, int64_t offset, int64_t stream) {
+    return ember_philox_u0(seed, offset, stream);
 }
 // a standard normal by Box-Muller from the uniforms of words 0 and 1 (1 - u0 > 0: the log is finite)
 static inline float ember_philox_randn(int64_t seed, int64_t offset, int64_t stream) {
-    uint32_t w0, w1;
-    ember_philox(seed, offset, stream, w0, w1);
-    const float u0 = ember_philox_u24(w0), u1 = ember_philox_u24(w1);
+    const float u0 = ember_philox_u0(seed, offset, stream), u1 = ember_philox_u1(seed, offset, stream);
     return std::sqrt(-2.0f * ember_log<float>(1.0f - u0)) * ember_cos<float>(6.2831853071795864769f * u1);
 }
 """
@@ -724,6 +792,11 @@ def convert(code, src, dst):
         return f"ember_f2i<{value_ctype(dst)}>(static_cast<double>({code}))"
     if dst.is_floating_point and not src.is_floating_point and src != ember.bool:
         return f"ember_i2f<{value_ctype(dst)}>({code})"
+    if dst.is_floating_point and src == ember.bool:
+        # a select, not a cast: a bool-to-float cast makes gcc size the loop's vectors by the 1-byte bool,
+        # which keeps it from calling 8-lane vector functions (the Philox ones) in the loop
+        t = value_ctype(dst)
+        return f"({code} ? static_cast<{t}>(1) : static_cast<{t}>(0))"
     return f"static_cast<{value_ctype(dst)}>({code})"
 
 
