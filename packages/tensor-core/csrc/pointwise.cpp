@@ -423,11 +423,38 @@ EMBER_PW_INLINE float tanh_float(float xf) {
   return xf != xf ? xf : float(result);
 }
 
-// ember's sigmoid, 1 / (1 + e**-x), as its numpy path computes it: in the input's type (so 0 below
-// -88.72, where e**-x overflows float32).
+// ember's sigmoid of a float32, 1 / (1 + e**t) with t = -x, as its numpy path computes it: in float32
+// (so 0 from t = 88.7228394, where e**t overflows float32). e**t as in exp_float, with three changes
+// for speed (the loop is bound by the latency of its dependent operations more than by their number):
+// t is clamped below at -30, where 1 + e**t already rounds to 1, so that e**t is never subnormal and
+// 2**n is one multiplication; the result is 0.5 / (0.5 + e**t / 2), the same quotient rounded the same
+// way, with 2**(n - 1) built from k's bits (k holds n in its low bits, and 0x4b400000 << 23 wraps to
+// 0), so that n = 128 near the top of the range still fits; and the polynomial is evaluated in
+// Estrin's scheme, in pairs of terms (its depth halves). Within 2 ulp of the correctly rounded value
+// (tests/test_cpu_pointwise_math.py); no fused multiply-adds, so both instruction sets give the same
+// bits. 1M float32 on one thread: 1.13 -> 0.76 ms.
+EMBER_PW_INLINE float sigmoid_float(float x) {
+  const float t = -x;
+  const float tc = t < -30.0f ? -30.0f : (t > 88.75f ? 88.75f : t);
+  const float shifter = 0x1.8p23f;
+  const float k = tc * 0x1.715476p0f + shifter;
+  const float n = k - shifter;
+  const float r = (tc - n * 0.693359375f) - n * -2.12194440e-4f;
+  // e**r = 1 + r + r^2 (1/2 + r/6 + r^2/24 + r^3/120 + r^4/720 + r^5/5040)
+  const float r2 = r * r;
+  const float a = 0.5f + r * (1.0f / 6);
+  const float b = 1.0f / 24 + r * (1.0f / 120);
+  const float c = 1.0f / 720 + r * (1.0f / 5040);
+  const float p = (r2 * ((a + r2 * b) + (r2 * r2) * c) + r) + 1.0f;
+  const float half_e = p * bits_float((float_bits(k) << 23) + (126u << 23));  // p 2**(n - 1)
+  const float s = 0.5f / (0.5f + half_e);
+  return t >= 88.72283935546875f ? 0.0f : s;  // (a NaN stays NaN: it fails the test and passes the arithmetic)
+}
+
+// ember's sigmoid, 1 / (1 + e**-x), in the input's type (float32: sigmoid_float above).
 template <typename C>
 EMBER_PW_INLINE C sigmoid_of(C x) {
-  if constexpr (std::is_same_v<C, float>) return 1.0f / (1.0f + exp_float(-x));
+  if constexpr (std::is_same_v<C, float>) return sigmoid_float(x);
   else return 1.0 / (1.0 + std::exp(-x));
 }
 
