@@ -187,12 +187,20 @@ def _encoder_setup(compiled):
         x, target = ember.from_numpy(arrays["x"].copy()), ember.from_numpy(arrays["target"].copy())
         run = module
         if compiled:
+            from ember._inductor import config
             from ember._inductor.compile_fx import compile_fx
 
+            # the check compares the dropout masks too: a compile that keeps eager's draws
+            with config.patch(fallback_random=True):
+                checked = compile_fx(module, [x, target])
+                _check_compiled_step(ember, arrays, checked, module)
+            if checked.fallbacks:
+                raise RuntimeError(f"ember-inductor ran graphs eagerly: {checked.fallbacks}")
+            # timed: the default, masks computed in the kernels (fused with their consumers), as torch.compile's
             run = compile_fx(module, [x, target])
+            _check_finite_step(ember, x, target, run, module)
             if run.fallbacks:
                 raise RuntimeError(f"ember-inductor ran graphs eagerly: {run.fallbacks}")
-            _check_compiled_step(ember, arrays, run, module)
         ember_step = _stepper(ember, module, run)
         torch = import_torch()
         torch_call = None
@@ -219,7 +227,8 @@ def _encoder_setup(compiled):
 
 
 def _check_compiled_step(ember, arrays, compiled, module):
-    """The compiled module's loss and gradients equal eager's (same dropout draws), checked once."""
+    """The compiled module's loss and gradients equal eager's (same dropout draws: ``compiled`` was compiled
+    under ``config.fallback_random=True``), checked once."""
     x, target = ember.from_numpy(arrays["x"].copy()), ember.from_numpy(arrays["target"].copy())
     params = list(module.parameters())
     ember.manual_seed(5)
@@ -232,6 +241,16 @@ def _check_compiled_step(ember, arrays, compiled, module):
     np.testing.assert_allclose(float(loss_c.item()), float(loss_e.item()), rtol=1e-4)
     for gc, ge in zip(grads_c, grads_e):
         np.testing.assert_allclose(np.asarray(gc), np.asarray(ge), rtol=1e-3, atol=1e-5)
+
+
+def _check_finite_step(ember, x, target, compiled, module):
+    """The timed compile (random numbers drawn in the kernels: other masks than eager's) gives a finite loss
+    and gradients; its first call compiles it, outside the timing."""
+    loss = compiled(x, target)
+    loss = loss[0] if isinstance(loss, (tuple, list)) else loss
+    grads = ember.autograd.grad(loss, list(module.parameters()))
+    if not np.isfinite(float(loss.item())) or not all(np.isfinite(np.asarray(g)).all() for g in grads):
+        raise RuntimeError("the compiled encoder step with in-kernel random numbers is not finite")
 
 
 # --------------------------------------------------------------------------- compile time, in fresh processes

@@ -26,6 +26,10 @@ from ember.cuda.kernels.philox import philox4x32_10
 from ember.fx.experimental.proxy_tensor import make_fx
 from ember.testing import assert_close
 
+if os.environ.get("EMBER_TEST_BACKEND", "cpu") not in ("cuda", "rocm"):
+    # as test_triton_interpret.py: Triton runs in its interpreter (read when Triton is imported)
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
 
 @pytest.fixture(autouse=True)
 def _strict():

@@ -1,19 +1,15 @@
-"""Random numbers in compiled graphs: the rule, and the checks that keep it.
+"""Random numbers in compiled graphs: the two rules, and the checks that keep them.
 
-The rule
---------
+``config.fallback_random`` (PyTorch's name) picks the rule a compiled graph follows. Both share
+what aot does; they differ in who draws the numbers when the compiled forward runs.
 
-A compiled function draws the same random numbers as eager mode for the same
-``ember.manual_seed``:
+What aot does (both rules)
+--------------------------
 
-* **Random ops stay calls of the eager op.** ``bernoulli``, ``rand``, ``randn``, ... (every
-  op tagged ``random``; dropout is traced through its decomposition, whose mask comes
-  from ``bernoulli``) are recorded as graph nodes and run, when the compiled forward runs,
-  as calls of the eager op on the default generator (or the generator object passed to
-  them). A compiler keeps them as extern calls, in graph order.
-* **Program order.** The trace records the random ops in the order the function calls them,
-  and dead-code elimination never removes one (an unused draw still advances the
-  generator in eager mode), so the compiled forward draws in eager order.
+* **Random ops are graph nodes.** ``bernoulli``, ``rand``, ``randn``, ... (every op tagged
+  ``random``; dropout is traced through its decomposition, whose mask comes from ``bernoulli``)
+  are recorded in the order the function calls them, and dead-code elimination never removes one
+  (an unused draw still advances the generator in eager mode).
 * **Tracing draws nothing.** Tracing runs on meta tensors, whose random kernels do not
   touch any generator, so compiling does not shift the numbers of the first call.
 * **In-place draws.** ``x.bernoulli_(p)`` with a number ``p`` (stochastic depth) is recorded as
@@ -24,10 +20,34 @@ A compiled function draws the same random numbers as eager mode for the same
   with a tensor ``p``, ...) are refused with a clear error.
 * **The backward never draws.** Partitioners save a random op's output for the backward
   instead of recomputing it (the dropout mask is a saved value); :func:`check_backward_draws_nothing`
-  refuses a backward graph that contains a random op.
+  refuses a backward graph that contains a random op. Under either rule the backward reads the
+  forward's mask.
 
-A compiled dropout therefore gives eager mode's values and gradients for the same seed
-(``tests/test_aot_rng.py``).
+``fallback_random = False`` (the default): numbers computed in the kernels
+--------------------------------------------------------------------------
+
+``bernoulli`` (a number ``p`` or a floating tensor of probabilities), ``rand``/``rand_like`` and
+``randn``/``randn_like`` (float32 and half outputs) without an explicit ``generator=`` are lowered to
+pointwise loop bodies that compute Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy
+as 1, 2, 3", SC'11) in the kernel, so a dropout mask fuses with its consumers (``x * mask / (1 - p)``
+is one loop). The pass :func:`ember._inductor.inkernel_random.seed_graph` gives the compiled forward
+one more input, a 64-bit seed, which the runtime draws from ember's default CPU generator at each
+call: ``ember.manual_seed`` makes compiled runs reproducible, and each call draws new numbers.
+Element ``i`` (row-major) of the ``k``-th such node of the graph is Philox4x32-10 of counter
+``(lo32(i), hi32(i), k, 0)`` under key ``(lo32(seed), hi32(seed))``; a uniform is
+``(word0 >> 8) * 2**-24`` (float32, in ``[0, 1)``), a Bernoulli mask ``uniform < p``, a normal
+Box-Muller of the uniforms of words 0 and 1. The C++ and the Triton kernels compute the same bits.
+The numbers differ from eager mode's (the same distributions), as PyTorch's compiled masks do.
+Other random ops, and those with a generator, stay eager calls as below.
+
+``fallback_random = True``: eager mode's numbers
+------------------------------------------------
+
+Every random op runs, when the compiled forward runs, as a call of the eager op on the default
+generator (or the generator object passed to it), in program order: a compiled function draws
+exactly the numbers eager mode would for the same ``ember.manual_seed`` and leaves the generator
+where eager mode does. A compiled dropout gives eager mode's values and gradients
+(``tests/test_aot_rng.py``; the tests that compare compiled with eager values turn this on).
 """
 
 from __future__ import annotations
