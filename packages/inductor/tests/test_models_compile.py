@@ -3,8 +3,9 @@
 Each model is built twice from the same seed; one copy trains eagerly, the other
 through ``compile_fx`` (forward and loss in one compiled graph, the backward
 compiled by aot, the SGD step eager). Before every step both sides seed the
-generator alike, so dropout draws the same masks (compiled random ops are calls
-of the eager op, in program order: the rule of ``aot/rng.py``). After 20 steps
+generator alike, so dropout draws the same masks (under ``config.fallback_random=True``
+compiled random ops are calls of the eager op, in program order: a rule of ``aot/rng.py``;
+the default computes the masks in the kernels, tested by test_inkernel_random.py). After 20 steps
 the two loss curves and the final weights must agree.
 
 Models: the demo's CNN (``examples/digits_cnn.py``: conv, batch norm, max pool,
@@ -80,7 +81,7 @@ def _train(build, batch, *, compiled, lr=0.05):
 
 
 def _check_same_training(build, batch, rtol=1e-4, atol=1e-5):
-    with config.patch(fallback_on_compile_error=False):
+    with config.patch(fallback_on_compile_error=False, fallback_random=True):  # eager's dropout masks
         compiled_losses, compiled_model, fallbacks = _train(build, batch, compiled=True)
     # a graph that silently ran eagerly (a known limit falls back even with the flag off) would
     # make the comparison below pass for the wrong reason
