@@ -525,3 +525,50 @@ def test_out_that_is_an_input_element_for_element():
         expected = x.numpy() * y.numpy()
     ember.mul(x, y, out=x)
     _assert_same(x.numpy(), expected)
+
+
+# -- small out= ------------------------------------------------------------------------------------------
+
+# name -> the call with out= of x, y; the op without it (out=None)
+_SMALL_OUT_CALLS = {
+    "add": lambda x, y, out: ember.add(x, y, out=out),
+    "sub_alpha": lambda x, y, out: ember.sub(x, y, alpha=2, out=out),
+    "mul_column": lambda x, y, out: ember.mul(x, y[:, :1], out=out),
+    "div": lambda x, y, out: ember.div(x, y, out=out),
+    "maximum": lambda x, y, out: ember.maximum(x, y, out=out),
+    "where": lambda x, y, out: ember.where(x > y, x, y, out=out),
+    "clamp": lambda x, y, out: ember.clamp(x, min=-1, max=2, out=out),
+    "neg": lambda x, y, out: ember.neg(x, out=out),
+    "sqrt": lambda x, y, out: ember.sqrt(x, out=out),
+    "exp": lambda x, y, out: ember.exp(x, out=out),
+}
+# the float32 exp kernel is a few ulp from numpy's loop, which small calls use: exp has no small writer
+_NO_SMALL_WRITER = {"exp"}
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float16), BF16, np.dtype(np.int32)], ids=str)
+@pytest.mark.parametrize("name", sorted(_SMALL_OUT_CALLS))
+def test_small_out_gives_the_bits_of_the_call_without_out(name, dtype, monkeypatch):
+    # outputs below MIN_ELEMENTS go straight to the C++ writers of numpy's bits (write_direct's small twins)
+    if dtype.kind == "i" and name in ("div", "sqrt", "exp"):
+        pytest.skip("promotes to float")
+    rng = np.random.default_rng(7)
+    x, y = (ember.tensor(_values(rng, dtype, (5, 6))) for _ in range(2))
+    call = _SMALL_OUT_CALLS[name]
+    with np.errstate(all="ignore"):
+        without = call(x, y, None)
+        if name not in _NO_SMALL_WRITER and dtype == np.float32:  # no general path (result, then a copy)
+            monkeypatch.setattr(_out, "write_out", None)
+        out = ember.empty((5, 6), dtype=x.dtype)
+        returned = call(x, y, out)
+    assert returned is out
+    _assert_same(out.numpy(), without.numpy())
+
+
+def test_small_out_overlapping_an_input_is_computed_as_if_from_a_copy():
+    x = ember.arange(12.0)
+    ember.add(x[:10], 1.0, out=x[2:])  # the writer refuses a partial overlap: the general path
+    np.testing.assert_array_equal(x.numpy(), np.r_[0.0, 1.0, np.arange(10.0) + 1.0])
+    y = ember.arange(6.0)
+    ember.mul(y, y, out=y)  # the same elements: written in place
+    np.testing.assert_array_equal(y.numpy(), np.arange(6.0) ** 2)

@@ -38,6 +38,14 @@ __all__ = [
 
 #: Elements from which the C++ kernels are used (below, numpy's call costs less than the C++ call).
 MIN_ELEMENTS = 1 << 14
+# Each writer (``op.cpu_into``) takes outputs from MIN_ELEMENTS on; where its values are numpy's bits,
+# it has a ``small`` twin that takes outputs of any size, for ``out=`` (ember._ops._out.write_direct):
+# there the alternative is numpy's result, then a checked copy into ``out`` (12 us for a 4x4 add
+# against the kernel's 1). Not the float32 exp/log/tanh/sigmoid, whose kernels are a few ulp from
+# numpy's loops: a small ``out=`` gets the values of the same call without ``out=``.
+_SMALL = 1
+# the unary ops whose kernels give numpy's bits
+_EXACT_UNARY = frozenset(("neg", "abs", "relu", "sqrt", "rsqrt"))
 _EXACT = 2**53  # Python ints below this in magnitude convert to float64 exactly
 
 # numpy function -> op code of _C.pointwise_binary (the enum BinaryOp in pointwise.cpp)
@@ -137,15 +145,16 @@ def binary_arrays(code, a, b, out_dtype, shape):
     return out
 
 
-def binary_into(rule, code):
+def binary_into(rule, code, min_elements=MIN_ELEMENTS):
     """A writer ``into(out, input, other, *, alpha=1) -> bool`` for a binary op with ``rule``.
 
     It computes ``op(input, other, alpha=alpha)`` into ``out`` (a numpy array) and returns True,
-    or returns False, having written nothing, for calls it doesn't take.
+    or returns False, having written nothing, for calls it doesn't take (and for an ``out`` of fewer
+    than ``min_elements`` elements; ``into.small`` takes those).
     """
 
     def into(out, input, other, *, alpha=1):
-        if out.size < MIN_ELEMENTS or not _writable_target(out):
+        if out.size < min_elements or not _writable_target(out):
             return False
         plan = rule.plan(input, other)
         if plan is None or not plan.direct or plan.dtype != out.dtype:
@@ -168,6 +177,8 @@ def binary_into(rule, code):
     # a call it takes has a plan, which exists only for arguments the op's meta function accepts, and the
     # alpha values it takes are those the meta function accepts: write_direct need not run the meta function
     into.checks_arguments = True
+    if min_elements > _SMALL:
+        into.small = binary_into(rule, code, _SMALL)
     return into
 
 
@@ -267,12 +278,13 @@ def unary_array(name, data):
     return out
 
 
-def unary_into(name):
-    """A writer ``into(out, input) -> bool`` of a unary op (the input's dtype kept)."""
+def unary_into(name, min_elements=MIN_ELEMENTS):
+    """A writer ``into(out, input) -> bool`` of a unary op (the input's dtype kept); ``out`` of at least
+    ``min_elements`` elements (``into.small``, for the ops of numpy's bits: any size)."""
     code = UNARY_OPS[name]
 
     def into(out, input, inplace=False):  # (relu's flag: the caller writes into out either way)
-        if out.size < MIN_ELEMENTS or not _writable_target(out) or type(input) is not Tensor:
+        if out.size < min_elements or not _writable_target(out) or type(input) is not Tensor:
             return False
         data = input._data
         dc = _unary_code(name, out.dtype)
@@ -282,6 +294,8 @@ def unary_into(name):
         _C.pointwise_unary(code, dc, out, data)
         return True
 
+    if min_elements > _SMALL and name in _EXACT_UNARY:
+        into.small = unary_into(name, _SMALL)
     return into
 
 
@@ -315,13 +329,23 @@ def where_array(condition, input, other, np_dtype, shape):
 
 def where_into(out, condition, input, other):
     """``where`` written into ``out`` (its dtype the promoted one, its shape the broadcast one): True, or False."""
-    if out.size < MIN_ELEMENTS or not _writable_target(out):
+    if out.size < MIN_ELEMENTS:
+        return False
+    return _where_small(out, condition, input, other)
+
+
+def _where_small(out, condition, input, other):
+    """:func:`where_into` for an ``out`` of any size (a select: numpy's bits)."""
+    if out.size < _SMALL or not _writable_target(out):
         return False
     operands = _where_operands(condition, input, other, out.dtype)
     if operands is None or not all(_no_partial_overlap(out, x) for x in operands):
         return False
     _C.pointwise_where(out, *operands)
     return True
+
+
+where_into.small = _where_small
 
 
 def _clamp_operands(input, min, max, np_dtype):  # noqa: A002 - PyTorch's argument names
@@ -357,7 +381,14 @@ def clamp_array(input, min, max, np_dtype):  # noqa: A002
 
 def clamp_into(out, input, min=None, max=None):  # noqa: A002
     """``clamp`` written into ``out`` of the input's dtype and the broadcast shape: True, or False."""
-    if out.size < MIN_ELEMENTS or not _writable_target(out) or type(input) is not Tensor:
+    if out.size < MIN_ELEMENTS:
+        return False
+    return _clamp_small(out, input, min, max)
+
+
+def _clamp_small(out, input, min=None, max=None):  # noqa: A002
+    """:func:`clamp_into` for an ``out`` of any size (the kernel's clamp is numpy's clip, bit for bit)."""
+    if out.size < _SMALL or not _writable_target(out) or type(input) is not Tensor:
         return False
     if input._data.dtype != out.dtype:
         return False
@@ -366,6 +397,9 @@ def clamp_into(out, input, min=None, max=None):  # noqa: A002
         return False
     _C.pointwise_clamp(operands[0], out, *operands[1:])
     return True
+
+
+clamp_into.small = _clamp_small
 
 
 # the pairs _C.pointwise_convert converts bit for bit as numpy (not: bfloat16 to integers, which
@@ -383,15 +417,16 @@ def large(*operands):
     return False
 
 
-def same_dtype_into(code):
+def same_dtype_into(code, min_elements=MIN_ELEMENTS):
     """A writer ``into(out, input, other, **options) -> bool`` for an op without a plan (``div``, ``maximum``).
 
     It takes the calls whose result dtype is the operands' own: tensors of ``out``'s dtype and
-    numbers (converted to it); ``div`` with a rounding mode is refused.
+    numbers (converted to it); ``div`` with a rounding mode is refused; ``out`` of at least
+    ``min_elements`` elements (``into.small``: any size).
     """
 
     def into(out, input, other, *, rounding_mode=None):
-        if rounding_mode is not None or out.size < MIN_ELEMENTS or not _writable_target(out):
+        if rounding_mode is not None or out.size < min_elements or not _writable_target(out):
             return False
         if type(input) is not Tensor and type(other) is not Tensor:
             return False
@@ -403,4 +438,6 @@ def same_dtype_into(code):
         _C.pointwise_binary(code, dc, out, a, b)
         return True
 
+    if min_elements > _SMALL:
+        into.small = same_dtype_into(code, _SMALL)
     return into

@@ -384,13 +384,24 @@ def _dispatch_general(op, args, kwargs):
     if scan.sequences:
         op.check_not_sequences(args, kwargs)
     if out is not None:
-        from ._out import write_direct, write_out
-
-        written = write_direct(op, out, args, kwargs, scan)  # large CPU results straight into out (no copy)
+        out_module = _OUT_MODULE or _load_out_module()
+        # CPU results straight into out when a C++ writer takes the call (no result, no copy)
+        written = out_module.write_direct(op, out, args, kwargs, scan)
         if written is not None:
             return written
-        return write_out(op, out, run_below_overrides(op, args, kwargs, scan))
+        return out_module.write_out(op, out, run_below_overrides(op, args, kwargs, scan))
     return run_below_overrides(op, args, kwargs, scan)
+
+
+_OUT_MODULE = None  # ember._ops._out, imported on first use (it imports this module)
+
+
+def _load_out_module():
+    global _OUT_MODULE
+    from . import _out
+
+    _OUT_MODULE = _out
+    return _out
 
 
 def run_below_overrides(op, args, kwargs, scan=None):

@@ -16,7 +16,8 @@ def write_direct(op, out, args, kwargs, scan):
     """Compute ``op(*args, **kwargs)`` straight into ``out``'s memory, or return None (then: :func:`write_out`).
 
     Taken for an op with a C++ writer (``op.cpu_into``, see :mod:`ember._ops._cpu_pointwise`), a large
-    CPU ``out`` of exactly the result's dtype and shape, no active dispatch mode and nothing that
+    CPU ``out`` (any size for the writers of numpy's bits: their ``small`` twins) of exactly the result's
+    dtype and shape, no active dispatch mode and nothing that
     requires grad; the writer may still refuse (an ``out`` that partly overlaps an input, type
     promotion), and nothing has been written then. The meta function runs first, so errors are the
     general path's (a writer whose ``checks_arguments`` is true takes only calls the meta function
@@ -27,8 +28,12 @@ def write_direct(op, out, args, kwargs, scan):
     if into is None or type(out) is not Tensor or _dispatch.state.modes:
         return None
     data = out._data
-    if type(data) is not np.ndarray or data.size < MIN_ELEMENTS or scan.device is None or scan.device.type != "cpu":
+    if type(data) is not np.ndarray or scan.device is None or scan.device.type != "cpu":
         return None
+    if data.size < MIN_ELEMENTS:
+        into = getattr(into, "small", None)  # the writers of numpy's bits take small outputs too
+        if into is None:
+            return None
     if _dispatch.state.grad_enabled and (scan.needs_grad or out.requires_grad):
         return None  # write_out raises PyTorch's error
     if not getattr(into, "checks_arguments", False):
