@@ -196,6 +196,25 @@ def test_replacing_a_submodule_or_parameter_recompiles():
     assert len(cache.entries) == 2
 
 
+def test_graph_inputs_are_read_from_the_module_stores(monkeypatch):
+    # a hit reads nested parameters and buffers from their modules' dicts (as the guards do), not
+    # through Module.__getattr__; the values are the module's current ones
+    model = ember.nn.Sequential(Net(), ember.nn.BatchNorm1d(2))
+    compiled = ember.compile(model, backend="eager")
+    x = ember.randn(4, 2)
+    same(compiled(x), model(x))
+    with ember.no_grad():
+        model[0].fc.weight.mul_(3.0)
+    expected = model(x)
+    calls = []
+    original = ember.nn.Module.__getattr__
+    monkeypatch.setattr(ember.nn.Module, "__getattr__", lambda self, name: calls.append(name) or original(self, name))
+    actual = compiled(x)
+    monkeypatch.undo()
+    same(actual, expected)
+    assert calls == []
+
+
 def matmul_relu(a, b):
     return (a @ b).relu()
 

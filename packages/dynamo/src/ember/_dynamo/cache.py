@@ -20,17 +20,26 @@ from .guards import autocast_state
 __all__ = ["CacheEntry", "CodeCache", "cache_for", "all_caches", "reset"]
 
 
-def _inputs_reader(sources):
-    """One generated function ``read(L, G) -> list`` that reads every graph input in order.
+def _inputs_reader(sources, frame=None):
+    """One generated function ``read(L, G) -> tuple`` that reads every graph input in order.
 
     Pasting the sources' path expressions into one function is several times faster than
-    calling each source's ``read`` method.
+    calling each source's ``read`` method. With the capture's ``frame`` (``(L, G)``), the paths are
+    written as the guards' are (:class:`~ember._dynamo.guards._CodeWriter`): a parameter or buffer of
+    a submodule is read from its module's store dict, each module on the way read once, instead of
+    through ``Module.__getattr__`` at every step (a Python call each: 30-40 per call of a small MLP).
     """
     if not sources:
         return lambda L, G: ()
     try:
-        text = "def ___read(L, G):\n    return (" + "".join(f"{s.name()}, " for s in sources) + ")\n"
-        namespace: dict = {}
+        from .guards import _CodeWriter
+
+        w = _CodeWriter(frame)
+        names = [w.value(s) for s in sources]
+        params = "".join(f", {name}={name}" for name in w.constants)
+        body = "".join(f"    {line}\n" for line in w.lines)
+        text = f"def ___read(L, G{params}):\n{body}    return ({''.join(f'{n}, ' for n in names)})\n"
+        namespace = dict(w.constants)
         exec(compile(text, "<ember._dynamo graph inputs>", "exec"), namespace)  # noqa: S102 - our own text
         return namespace["___read"]
     except SyntaxError:  # a source kind whose name() is not an expression: read them one by one
@@ -63,14 +72,15 @@ class CacheEntry:
         "autocast_devices",
     )
 
-    def __init__(self, check, settings, captured, compiled, break_fn):
+    def __init__(self, check, settings, captured, compiled, break_fn, frame=None):
+        """``frame``: ``(L, G)`` of the capture, to write the input reader's paths (not kept)."""
         self.check = check
         self.check_fn = check._fn  # the generated function itself: one Python call less per lookup
         self.settings = settings
         self.captured = captured
         self.compiled = compiled
         self.break_fn = break_fn
-        self.read_inputs = _inputs_reader(captured.graph_inputs)
+        self.read_inputs = _inputs_reader(captured.graph_inputs, frame)
         self.side_effects = tuple(captured.side_effects)
         self.result = captured.result
         brk = captured.graph_break

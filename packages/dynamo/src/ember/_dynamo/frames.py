@@ -398,7 +398,7 @@ def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):
     # the entry outlives this call: it must not keep the first call's tensors (a batch, activations) alive
     captured.example_inputs = []
     break_fn = _break_function(compiled_fn, captured) if captured.graph_break is not None else None
-    entry = CacheEntry(check, settings, captured, compiled, break_fn)
+    entry = CacheEntry(check, settings, captured, compiled, break_fn, frame=(frame_locals, frame_globals))
     cache.entries.insert(0, entry)
     seconds = time.perf_counter() - start
     _notify(CaptureRecord(code, compiled_fn._func, settings, captured, entry, reason=reason, seconds=seconds))
