@@ -100,7 +100,26 @@ def _write_one(op, out, result):
                 "pass an out tensor of the right shape or an empty one"
             )
         _resize_empty(out, result)
-    out.copy_(result)
+    if not _copy_small(out, result):
+        out.copy_(result)
+
+
+def _copy_small(out, result):
+    """``out.copy_(result)`` without its dispatch, for small CPU arrays of one dtype and shape: True, or False.
+
+    Outside any dispatch mode, and where copy_ records nothing (write_out has raised if grad mode is on
+    and ``out`` requires grad), copy_ is numpy's copy and a version bump, as :func:`write_direct` writes;
+    large arrays go to copy_ (its threaded copy).
+    """
+    if type(out) is not Tensor or type(result) is not Tensor or _dispatch.state.modes:
+        return False
+    dst, src = out._data, result._data
+    if (type(dst) is not np.ndarray or type(src) is not np.ndarray or src.size >= MIN_ELEMENTS
+            or dst.dtype != src.dtype or dst.shape != src.shape):
+        return False
+    np.copyto(dst, src)
+    out._bump_version()
+    return True
 
 
 def _resize_empty(out, result):
