@@ -66,6 +66,28 @@ def test_integer_products_are_dispatched_to_the_eager_op(fast_products):
     np.testing.assert_array_equal(got.numpy(), fn(a, b).numpy())
 
 
+@pytest.mark.parametrize("case", ["half_product", "dispatched_op"])
+def test_extern_calls_record_no_graph(case, fast_products):
+    # the runner's extern calls run without grad, a product the array path refuses (float16) too
+    from ember._inductor.codegen.wrapper import compile_graph
+
+    if case == "half_product":
+        fn = lambda x, w: (ember.tanh(x) @ w,)  # noqa: E731
+        x, w = ember.randn(6, 5).half(), ember.randn(5, 3).half()
+    else:  # an index with a tensor of positions: an extern call through the dispatcher
+        fn = lambda x, w: (x[ember.tensor([2, 0, 2])], w * 2)  # noqa: E731
+        x, w = ember.randn(4, 3), ember.randn(3)
+    compiled = compile_graph(make_fx(fn)(x, w), [x, w])
+    assert any(kind == "extern" for kind, _ in compiled._steps)
+    x.requires_grad_(), w.requires_grad_()
+    got = compiled(x, w)[0]
+    assert not got.requires_grad and got.grad_fn is None
+    with ember.no_grad():
+        want = fn(x, w)[0]
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-3, atol=1e-3)
+    assert fast_products == ([False] if case == "half_product" else [])
+
+
 def test_training_step_gradients_match_eager_through_the_array_path(fast_products):
     ember.manual_seed(0)
     model = ember.nn.Sequential(ember.nn.Linear(16, 32), ember.nn.GELU(), ember.nn.Linear(32, 4))

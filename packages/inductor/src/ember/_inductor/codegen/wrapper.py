@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 import ember
+from ember._ops.matmul import _matmul_arrays
 from ember._tensor import Tensor
 
 from .. import config
@@ -265,6 +266,48 @@ class _ExternStep:
         self._op = None
 
 
+class _Extern:
+    """An :class:`_ExternStep` ready to run: what each call would otherwise work out again.
+
+    A compiled step of a small model makes tens of extern calls, and the per-call Python work of each
+    (the op's kind, whether it is a BLAS product, the output slots, a walk of its arguments to find the
+    buffer references) came to a third of a small product's time. This is made once per plan (per
+    size, for a graph with dynamic sizes), not stored: the plan itself stays a plain picklable value.
+
+    Attributes:
+        op_name, op, kwargs: the step's.
+        product (bool): ``matmul(a, b)`` of two tensor references, computed on arrays
+            (:meth:`CompiledGraph._blas_product`).
+        function (bool): the op makes a new tensor (not a view of an argument).
+        outputs (list): ``(name, path in the result, strides or None, pointer slot)`` per output.
+        template (list): the positional arguments, buffer references included.
+        refs (tuple): ``(position, reference)`` of the arguments that are (or hold) buffer references:
+            the only ones a call replaces with tensors.
+    """
+
+    __slots__ = ("op_name", "op", "args", "kwargs", "product", "function", "outputs", "template", "refs")
+
+    def __init__(self, step, slots):
+        self.op_name = step.op_name
+        self.op = step.op
+        self.args = step.args
+        self.kwargs = step.kwargs
+        self.product = step.is_product
+        self.function = self.op.kind == "function"
+        self.outputs = [(name, path, strides, slots[name]) for name, path, strides in step.outputs]
+        self.template = list(step.args)
+        self.refs = tuple((i, a) for i, a in enumerate(step.args) if _holds_ref(a))
+
+
+def _holds_ref(value):
+    """Whether an extern argument is, or holds, a buffer reference (resolved to a tensor per call)."""
+    if isinstance(value, (_BufRef, _StridedRef, _EmptyRef)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_holds_ref(v) for v in value)
+    return False
+
+
 def _layout(buf):
     """``buf``'s strides (ints) when they are not contiguous, else None."""
     from .. import ir
@@ -274,6 +317,7 @@ def _layout(buf):
 
 
 _BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
+
 
 
 def _strided_array(arr, strided):
@@ -449,7 +493,10 @@ class CompiledGraph:
                 fn.restype = ctypes.c_int
                 self._steps.append(("native", fn))
             else:
-                self._steps.append(("extern", step))
+                self._steps.append(("extern", _Extern(step, plan.slots)))
+        # extern calls other than BLAS products go through the dispatcher: a call runs them all under one
+        # no_grad (entering it per extern call cost about 1.5 us each)
+        self._dispatches = any(k == "extern" and not s.product for k, s in self._steps)
         self._inputs = plan.inputs
         self._scalar_inputs = plan.scalar_inputs
         self._constants = plan.constants
@@ -490,7 +537,8 @@ class CompiledGraph:
             if not binding.check(values):
                 raise ValueError(f"compiled graph: sizes {dict(zip(binding.symbols, values))} break its "
                                  f"assumptions {binding.assumption_text}")
-            steps = [(k, binding.resolve(s, values) if k == "extern" else s) for k, s in self._steps]
+            steps = [(k, _Extern(binding.resolve(p, values), self.slots) if k == "extern" else s)
+                     for (k, s), (_, p) in zip(self._steps, self._plan.steps)]
             sizes = [(self.slots["sym:" + s.name], v) for s, v in zip(binding.symbols, values)]
             resolved = (*binding.resolve([self._inputs, self._fresh, self._scratch, self._outputs], values),
                         steps, sizes)
@@ -529,6 +577,17 @@ class CompiledGraph:
             arr = np.empty(sizes, dtype=np_dtype) if strides is None else _strided_empty(sizes, strides, np_dtype)
             values[name] = Tensor._make(arr)
             ptrs[slot] = _address(arr)
+        if self._dispatches:
+            with ember.no_grad():  # the extern ops record no graph (inputs may require grad)
+                self._run_steps(steps, ptrs, values, args)
+        else:
+            self._run_steps(steps, ptrs, values, args)
+        outs = [(values[v] if type(v) is str else values[v[0]].view(v[1])) if from_values else v
+                for from_values, v in outputs]
+        self._give_back_scratch(scratch_plan, scratch, outs)
+        return tuple(outs) if self._output_is_sequence else outs[0]
+
+    def _run_steps(self, steps, ptrs, values, args):
         nthreads = _threads()
         for kind, step in steps:
             if kind == "native":
@@ -536,10 +595,6 @@ class CompiledGraph:
                     raise RuntimeError("ZeroDivisionError")
             else:
                 self._run_extern(step, ptrs, values, args)
-        outs = [(values[v] if type(v) is str else values[v[0]].view(v[1])) if from_values else v
-                for from_values, v in outputs]
-        self._give_back_scratch(scratch_plan, scratch, outs)
-        return tuple(outs) if self._output_is_sequence else outs[0]
 
     def _take_scratch(self, scratch_plan):
         """The scratch arrays of a call (slot -> bytes): those of an earlier call of the same plan when one
@@ -585,13 +640,13 @@ class CompiledGraph:
             return buf.constant
         # an intermediate in scratch memory: a view of its slot's bytes (no copy)
         arr = values[_SCRATCH][buf.slot][:buf.nbytes].view(buf.np_dtype).reshape(buf.sizes)
-        t = ember.from_numpy(arr)
+        t = Tensor._make(arr)  # (from_numpy's checks of dtype and strides hold for our own bytes)
         values[buf.name] = t
         return t
 
     def _strided_tensor(self, strided, ptrs, values):
         """The tensor of a :class:`~ember._inductor.ir.StridedArg`: a strided view of its buffer's array."""
-        return ember.from_numpy(_strided_array(self._tensor_of(strided.buffer, ptrs, values)._data, strided))
+        return Tensor._make(_strided_array(self._tensor_of(strided.buffer, ptrs, values)._data, strided))
 
     def _operand_array(self, v, ptrs, values):
         """The numpy array of an extern call's tensor argument ``v`` (a buffer or strided reference)."""
@@ -607,12 +662,12 @@ class CompiledGraph:
         The eager kernel's array function gives the same values, as long as both operands are numpy arrays
         of one float dtype with at least two dims (what the checks would accept anyway).
         """
-        a, b = (self._operand_array(v, ptrs, values) for v in kernel.args)
+        first, second = kernel.args
+        a = self._operand_array(first, ptrs, values)
+        b = self._operand_array(second, ptrs, values)
         if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or \
                 a.dtype not in _BLAS_DTYPES or a.ndim < 2 or b.ndim < 2:
             return None
-        from ember._ops.matmul import _matmul_arrays
-
         return Tensor._make(_matmul_arrays(a, b))
 
     def _extern_value(self, v, ptrs, values):
@@ -627,27 +682,40 @@ class CompiledGraph:
             return type(v)(self._extern_value(x, ptrs, values) for x in v)
         return v
 
+    def _dispatch(self, kernel, ptrs, values):
+        """The extern op called on its arguments, buffer references replaced by tensors."""
+        call_args = kernel.template.copy()
+        for i, ref in kernel.refs:
+            call_args[i] = self._extern_value(ref, ptrs, values)
+        if kernel.kwargs:
+            arg = self._extern_value
+            return kernel.op(*call_args, **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
+        return kernel.op(*call_args)
+
     def _run_extern(self, kernel, ptrs, values, args):
+        """Run the :class:`_Extern` ``kernel`` (under ``_run``'s no_grad) and enter its outputs in
+        ``values`` and the pointer table."""
         # no closure over ``values`` here: a self-referencing nested function is a reference cycle that
         # kept every call's tensors alive until the garbage collector ran (75 MB a step for the encoder)
-        result = self._blas_product(kernel, ptrs, values) if kernel.is_product else None
-        if result is None:
-            arg = self._extern_value
-            with ember.no_grad():
-                result = kernel.op(*arg(kernel.args, ptrs, values),
-                                   **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
-        for name, path, strides in kernel.outputs:
+        if not kernel.product:
+            result = self._dispatch(kernel, ptrs, values)
+        else:
+            result = self._blas_product(kernel, ptrs, values)
+            if result is None:  # integers, half floats: dispatched (a graph of products only has no no_grad on)
+                with ember.no_grad():
+                    result = self._dispatch(kernel, ptrs, values)
+        for name, path, strides, slot in kernel.outputs:
             value = result
             for k in path:
                 value = value[k]
             if strides is not None:  # the layout eager gives (and the kernels reading it index by)
-                if kernel.op.kind != "function" or tuple(value.stride()) != strides or value.storage_offset():
+                if not kernel.function or tuple(value.stride()) != strides or value.storage_offset():
                     value = Tensor._make(_strided_empty(tuple(value.shape), strides, value._data.dtype)).copy_(value)
-            elif not (kernel.is_product and value._data.flags.c_contiguous):
+            elif not (kernel.product and value._data.flags.c_contiguous):
                 # a view-like op's result may alias scratch memory that a later buffer reuses: copy it
-                value = value.contiguous() if kernel.op.kind == "function" else value.clone()
+                value = value.contiguous() if kernel.function else value.clone()
             values[name] = value
-            ptrs[self.slots[name]] = _address(value._data)
+            ptrs[slot] = _address(value._data)
 
     def __str__(self):
         return str(self.scheduler)
