@@ -50,6 +50,13 @@ def test_other_inputs_or_debugging_miss_the_cache(fresh_cache):
     assert plan_cache.key(gm, [a, w]) != plan_cache.key(gm, [a.transpose(0, 2).contiguous().transpose(0, 2), w])
     with config.patch(debug=True):
         assert plan_cache.key(gm, [a, w]) is None  # the stages must be written
+    # settings that change the code: random ops lower in the kernels or stay eager calls; C++ flags
+    base = plan_cache.key(gm, [a, w])
+    for setting in ({"fallback_random": not config.fallback_random}, {"extra_cflags": ("-DX=1",)}, {"threads": 3}):
+        with config.patch(**setting):
+            assert plan_cache.key(gm, [a, w]) != base, setting
+    with config.patch(fallback_on_compile_error=False):  # a stored plan compiled without an error
+        assert plan_cache.key(gm, [a, w]) == base
 
 
 def test_a_damaged_entry_is_a_miss(fresh_cache):

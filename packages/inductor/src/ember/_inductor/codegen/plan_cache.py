@@ -10,6 +10,9 @@ through ember's own tables) under a key of
 * the graph's code (``gm.code``: ops, arguments, shapes in view calls),
 * each input's shape, strides and dtype (or a number input's type and value),
 * a hash of the compiler's own source files (any change to the compiler makes new keys),
+* the compiler's settings (``config``: ``fallback_random`` decides how random ops lower, ``threads``,
+  ``cxx`` and ``extra_cflags`` what the C++ becomes; any setting but where files go and whether
+  errors are raised, so a new setting is covered too),
 
 so a later process with the same graph and inputs loads the plan and the library and runs. Graphs
 with tensor constants (``get_attr``), plans holding values JSON cannot tag (an extern argument that
@@ -55,6 +58,17 @@ def _describe(value):
     return None
 
 
+#: Settings that cannot change a compiled plan: where files go, and whether a failure is raised (a plan
+#: is only stored after a compile that succeeded).
+_SETTINGS_NOT_IN_KEY = frozenset({"cache_dir", "debug_dir", "fallback_on_compile_error"})
+
+
+def _settings():
+    """The compiler's settings that are part of the key, as text (aliases name another setting)."""
+    names = [n for n in config._SETTINGS if n not in config._ALIASES and n not in _SETTINGS_NOT_IN_KEY]
+    return repr([(n, getattr(config, n)) for n in names])
+
+
 def key(gm, example_inputs):
     """The cache key of compiling ``gm`` for ``example_inputs``, or None when it is not cached."""
     if config.resolved_debug():
@@ -65,7 +79,7 @@ def key(gm, example_inputs):
     if any(d is None for d in described):
         return None
     digest = hashlib.sha256()
-    for part in (_FORMAT, _compiler_hash(), repr(config.extra_cflags), repr(config.cxx), gm.code, *described):
+    for part in (_FORMAT, _compiler_hash(), _settings(), gm.code, *described):
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()
