@@ -131,6 +131,21 @@ def test_cache_does_not_retrace_for_the_same_signature():
     assert len(fw.graphs) == 4 and len(compiled.cache) == 4
 
 
+def test_signature_tells_every_specialised_property_apart():
+    # what the cache key reads from plain tensors' fields must change where the properties change
+    from ember._inductor.aot.api import _signature
+
+    base = ember.randn(4, 6)
+    variants = [base, ember.randn(4, 6).double(), ember.randn(6, 4).t(), ember.randn(4, 7),
+                ember.randn(4, 6, requires_grad=True), ember.nn.Parameter(ember.randn(4, 6), requires_grad=False)]
+    keys = [_signature([t], True) for t in variants]
+    assert keys[0] != keys[1] and keys[0] != keys[2] and keys[0] != keys[3] and keys[0] != keys[4]
+    assert keys[5] == keys[0]  # a Parameter of the same spec: the same graphs
+    props = [(tuple(t.shape), t.stride(), t.dtype, t.requires_grad) for t in variants]
+    assert len(set(keys)) == len(set(props))
+    assert _signature([base], False) != keys[0]
+
+
 def test_inference_path_compiles_only_the_forward():
     fw, bw, inference = Counting(), Counting(), Counting()
     compiled = aot_function(lambda x: x.relu() + 1, fw, bw, inference_compiler=inference)

@@ -38,12 +38,28 @@ __all__ = ["aot_function", "aot_module", "aot_module_simplified", "default_parti
 # ---------------------------------------------------------------------------- runtime
 
 
+_PLAIN_TENSORS = None  # (Tensor, Parameter): types whose fields hold what their properties return
+
+
+def _plain_tensor_types():
+    global _PLAIN_TENSORS
+    if _PLAIN_TENSORS is None:
+        _PLAIN_TENSORS = frozenset((ember.Tensor, ember.nn.Parameter))
+    return _PLAIN_TENSORS
+
+
 def _signature(flat, grad_enabled):
     """The cache key of a call: what the traced graphs were specialised on."""
     key = [grad_enabled]
+    plain = _PLAIN_TENSORS or _plain_tensor_types()
     for a in flat:
-        if isinstance(a, ember.Tensor):
-            # the device's key tuple hashes in C (the device object's __hash__ is Python)
+        if type(a) in plain:
+            # a model's call passes every parameter: the fields themselves (the array's shape and dtype,
+            # the cached strides) cost a third of the properties, which are Python calls each; the numpy
+            # dtype names the ember dtype one to one, the device's key tuple hashes in C
+            data = a._data
+            key.append((data.shape, a._strides or a.stride(), data.dtype, a._device._key, a._requires_grad))
+        elif isinstance(a, ember.Tensor):  # a subclass may answer shape or requires_grad its own way
             key.append((a.shape, a.stride(), a.dtype, a.device._key, a.requires_grad))
         else:
             try:
