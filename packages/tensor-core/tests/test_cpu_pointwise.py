@@ -572,3 +572,32 @@ def test_small_out_overlapping_an_input_is_computed_as_if_from_a_copy():
     y = ember.arange(6.0)
     ember.mul(y, y, out=y)  # the same elements: written in place
     np.testing.assert_array_equal(y.numpy(), np.arange(6.0) ** 2)
+
+
+@pytest.mark.parametrize("dtype", [np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int8), BF16], ids=str)
+def test_transposed_operands_walked_in_tiles_give_numpys_values(dtype):
+    # a 2-D loop with a transposed operand runs in tiles of 128 x 8 (pointwise_loops.h, wants_tiles):
+    # sizes that are not multiples of the tile, a stepped transposed operand, a column, 1 and 2 threads
+    # (78k elements: two threads' rows)
+    rng = np.random.default_rng(5)
+    a = _values(rng, dtype, (259, 301))
+    b = _values(rng, dtype, (301, 259))
+    col = _values(rng, dtype, (301, 1))
+    cond = rng.integers(0, 2, (301, 259)).astype(bool)
+    stepped = _values(rng, dtype, (259, 602))[:, ::2]
+    code = _cpu_pointwise.dtype_code(dtype)
+    for n in (1, 2):
+        with threads(n), np.errstate(all="ignore"):
+            for x in (a.T, stepped.T):
+                out = np.empty(b.shape, dtype)
+                _C.pointwise_binary(0, code, out, x, b)
+                _assert_same(out, np.add(x, b))
+                out_t = np.empty(b.shape[::-1], dtype).T  # a transposed output, contiguous inputs: no tiles
+                _C.pointwise_binary(2, code, out_t, b, col)
+                _assert_same(np.ascontiguousarray(out_t), np.multiply(b, col))
+                out = np.empty(b.shape, dtype)
+                _C.pointwise_where(out, cond, x, b)
+                _assert_same(out, np.where(cond, x, b))
+                out = np.empty(b.shape, dtype)
+                _C.pointwise_unary(0 if dtype.kind == "i" else 1, code, out, x)  # neg / abs
+                _assert_same(out, np.negative(x) if dtype.kind == "i" else np.abs(x))
