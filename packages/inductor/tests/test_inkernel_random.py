@@ -1,9 +1,10 @@
 """Random numbers computed inside compiled kernels (``config.fallback_random`` off, the default).
 
 The oracle of the bits is the numpy Philox4x32-10 of ember-core (``ember.cuda.kernels.philox.philox4x32_10``,
-checked there against the Random123 known-answer vectors): element ``i`` of random node ``k`` is word 0
-of counter ``(lo32(i), hi32(i), k, 0)`` under key ``(lo32(seed), hi32(seed))``, ``u = (w0 >> 8) * 2**-24``,
-with ``seed`` the draw of :func:`ember._inductor.inkernel_random.draw_seed` after ``ember.manual_seed``.
+checked there against the Random123 known-answer vectors): random node ``k`` reads the words ``W[m]``,
+word ``m & 3`` of the block of counter ``(lo32(m >> 2), hi32(m >> 2), k, 0)`` under key
+``(lo32(seed), hi32(seed))``; element ``i`` of a uniform is ``u = (W[i] >> 8) * 2**-24``, of a normal
+Box-Muller of ``W[2i]`` and ``W[2i+1]``, with ``seed`` the draw of :func:`ember._inductor.inkernel_random.draw_seed` after ``ember.manual_seed``.
 The distributions are checked with a binomial bound and a Kolmogorov-Smirnov test; ``fallback_random=True``
 against eager mode's exact values.
 """
@@ -37,15 +38,30 @@ def _strict():
         yield
 
 
-def _reference_uniforms(seed, n, ordinal, word=0):
-    """Float32 uniforms of word ``word`` for elements ``0 .. n-1`` of random node ``ordinal``."""
-    i = np.arange(n, dtype=np.uint64)
+def _reference_words(seed, count, ordinal):
+    """The first ``count`` words ``W[0 .. count-1]`` of random node ``ordinal``'s stream: word ``m & 3`` of the
+    Philox4x32-10 block of counter ``(lo32(m >> 2), hi32(m >> 2), ordinal, 0)``, key ``(lo32(seed), hi32(seed))``."""
+    b = np.arange((count + 3) // 4, dtype=np.uint64)
     low = np.uint64(0xFFFFFFFF)
-    counter = np.stack([i & low, i >> np.uint64(32), np.full(n, ordinal, np.uint64), np.zeros(n, np.uint64)], -1)
+    counter = np.stack([b & low, b >> np.uint64(32), np.full(len(b), ordinal, np.uint64), np.zeros(len(b), np.uint64)], -1)
     s = np.uint64(seed % 2**64)
     key = np.array([int(s & low), int(s >> np.uint64(32))], np.uint64)
-    words = philox4x32_10(counter.astype(np.uint32), key.astype(np.uint32))
-    return (words[:, word] >> 8).astype(np.float32) * np.float32(2.0**-24)
+    return philox4x32_10(counter.astype(np.uint32), key.astype(np.uint32)).reshape(-1)[:count]
+
+
+def _u24(words):
+    return (words >> 8).astype(np.float32) * np.float32(2.0**-24)
+
+
+def _reference_uniforms(seed, n, ordinal):
+    """Float32 uniforms of elements ``0 .. n-1`` of a uniform random node ``ordinal``: ``W[i]``."""
+    return _u24(_reference_words(seed, n, ordinal))
+
+
+def _reference_normal_uniforms(seed, n, ordinal):
+    """The two uniforms ``(u0, u1)`` of elements ``0 .. n-1`` of a normal random node: ``W[2i]``, ``W[2i+1]``."""
+    words = _reference_words(seed, 2 * n, ordinal)
+    return _u24(words[0::2]), _u24(words[1::2])
 
 
 def _seed_after(manual):
@@ -81,6 +97,27 @@ def test_uniforms_are_the_reference_philox_bits():
     assert_close(s, x.sin())
 
 
+def test_words_in_any_loop_order_and_five_streams_in_one_kernel():
+    # a transposed read walks the stream out of order (the C++ memo of blocks misses); five random nodes
+    # in one loop share the per-thread memos (stream & 3): each still reads its own words
+    x = ember.randn(33, 40)
+
+    def fn(t):
+        out = t + ember.rand(40, 33).t()
+        for _ in range(4):
+            out = out * ember.rand(33, 40)
+        return out
+
+    f = _compiled(fn, x)
+    seed = _seed_after(31)
+    ember.manual_seed(31)
+    (got,) = f(x)
+    want = x.numpy() + _reference_uniforms(seed, 1320, 0).reshape(40, 33).T
+    for k in range(1, 5):
+        want = want * _reference_uniforms(seed, 1320, k).reshape(33, 40)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-6)
+
+
 def test_bernoulli_mask_is_uniform_below_p():
     x = ember.ones(40, 30)
     f = _compiled(lambda t: ember.bernoulli(ember.empty(40, 30), 0.3) * t, x)
@@ -101,13 +138,13 @@ def test_bernoulli_with_a_tensor_of_probabilities():
     np.testing.assert_array_equal(mask.numpy().ravel(), want.astype(np.float64))
 
 
-def test_randn_is_box_muller_of_words_0_and_1():
+def test_randn_is_box_muller_of_a_word_pair():
     x = ember.zeros(64, 33)
     f = _compiled(lambda t: ember.randn_like(t) + t, x)
     seed = _seed_after(77)
     ember.manual_seed(77)
     (z,) = f(x)
-    u0, u1 = (_reference_uniforms(seed, 64 * 33, 0, word) for word in (0, 1))
+    u0, u1 = _reference_normal_uniforms(seed, 64 * 33, 0)
     want = np.sqrt(-2.0 * np.log((1 - u0).astype(np.float64))) * np.cos((np.float32(2 * math.pi) * u1).astype(np.float64))
     np.testing.assert_allclose(z.numpy().ravel(), want, rtol=1e-5, atol=1e-5)
 

@@ -437,16 +437,19 @@ template <typename T> static inline T ember_sign(T a) {
     }
     else { return (T)((T(0) < a) - (a < T(0))); }
 }
-// Random numbers computed in the kernel (ember._inductor.inkernel_random): Philox4x32-10 (Salmon et
-// al., SC'11) of counter (lo32(offset), hi32(offset), stream, 0) under key (lo32(seed), hi32(seed)); the
-// uniform of a word w is (w >> 8) * 2^-24. ember_philox_u0/u1(seed, offset, stream) give the uniforms of
-// words 0 and 1. Scalar form: straight-line 32-bit arithmetic (a 32x32->64 product gives both halves).
-static inline void ember_philox(int64_t seed, int64_t offset, int64_t stream, uint32_t& w0, uint32_t& w1) {
-    uint32_t c0 = (uint32_t)(uint64_t)offset, c1 = (uint32_t)((uint64_t)offset >> 32);
+// Random numbers computed in the kernel (ember._inductor.inkernel_random). The words of random node
+// `stream` form one stream W[m], m >= 0: word m & 3 of the Philox4x32-10 block (Salmon et al., SC'11) of
+// counter (lo32(m >> 2), hi32(m >> 2), stream, 0) under key (lo32(seed), hi32(seed)). Element i of a
+// uniform uses W[i], element i of a normal W[2i] and W[2i+1]; the uniform of a word w is (w >> 8) * 2^-24.
+// ember_philox_u(seed, m, stream) is the uniform of W[m]. A block gives four words, so the functions keep
+// the last block(s) computed per thread (a memo per stream & 3, keyed by seed, stream and position): a
+// loop walking m in order computes each block once. The memo only saves work; any order gives W[m].
+static inline void ember_philox_block(int64_t seed, uint64_t block, int64_t stream, uint32_t w[4]) {
+    uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32);
     uint32_t c2 = (uint32_t)stream, c3 = 0u;
     uint32_t k0 = (uint32_t)(uint64_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
 #pragma GCC unroll 10
-    for (int r = 0; r < 10; ++r) {
+    for (int r = 0; r < 10; ++r) {  // a 32x32->64 product gives both halves
         const uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
         const uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
         c1 = (uint32_t)p1;
@@ -456,20 +459,35 @@ static inline void ember_philox(int64_t seed, int64_t offset, int64_t stream, ui
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    w0 = c0;
-    w1 = c1;
+    w[0] = c0;
+    w[1] = c1;
+    w[2] = c2;
+    w[3] = c3;
 }
 static inline float ember_philox_u24(uint32_t w) { return (float)(int32_t)(w >> 8) * 5.9604644775390625e-08f; }
-static inline float ember_philox_word(int64_t seed, int64_t offset, int64_t stream, int word) {
-    uint32_t w0, w1;
-    ember_philox(seed, offset, stream, w0, w1);
-    return ember_philox_u24(word ? w1 : w0);
+// the last block a thread computed for a stream (scalar calls: loop tails, loops gcc keeps scalar)
+struct ember_philox_memo1 { int64_t seed, stream; uint64_t block; bool ready; uint32_t w[4]; };
+static thread_local ember_philox_memo1 ember_philox_last[4];
+static inline float ember_philox_word(int64_t seed, int64_t m, int64_t stream) {
+    const uint64_t block = (uint64_t)m >> 2;
+    ember_philox_memo1& memo = ember_philox_last[stream & 3];
+    if (!memo.ready || memo.block != block || memo.seed != seed || memo.stream != stream) {
+        ember_philox_block(seed, block, stream, memo.w);
+        memo.seed = seed;
+        memo.stream = stream;
+        memo.block = block;
+        memo.ready = true;
+    }
+    return ember_philox_u24(memo.w[m & 3]);
 }
 #if defined(__AVX2__) && !defined(__AVX512F__) && defined(_OPENMP)
+#include <immintrin.h>
 // AVX2: gcc vectorises the scalar form poorly (the high half of a 32-bit product becomes lane shuffles),
-// so the `omp simd` loops call 8-lane versions written with vector extensions: gcc calls a function
+// so the `omp simd` loops call an 8-lane version written with vector extensions: gcc calls a function
 // declared `declare simd` through its vector variant (_ZGVdN8uvu_<name>: seed and stream uniform, the
-// eight int64 offsets in two ymm registers, eight floats returned in one), as it calls libmvec's.
+// eight int64 word positions in two ymm registers, eight floats returned in one), as it calls libmvec's.
+// It computes eight consecutive blocks (32 words) at once and keeps them: the next calls of a loop read
+// their words from there.
 typedef uint32_t ember_u32x8 __attribute__((vector_size(32)));
 typedef int32_t ember_i32x8 __attribute__((vector_size(32)));
 typedef uint64_t ember_u64x4 __attribute__((vector_size(32)));
@@ -477,18 +495,12 @@ typedef int64_t ember_i64x4 __attribute__((vector_size(32)));
 typedef float ember_f32x8 __attribute__((vector_size(32)));
 extern "C" {
 #pragma omp declare simd notinbranch simdlen(8) uniform(seed, stream)
-#define EMBER_PHILOX_DECL __attribute__((const, nothrow, visibility("hidden"))) float
-EMBER_PHILOX_DECL ember_philox_u0(int64_t seed, int64_t offset, int64_t stream);
-#pragma omp declare simd notinbranch simdlen(8) uniform(seed, stream)
-EMBER_PHILOX_DECL ember_philox_u1(int64_t seed, int64_t offset, int64_t stream);
-#undef EMBER_PHILOX_DECL
+__attribute__((const, nothrow, visibility("hidden"))) float ember_philox_u(int64_t seed, int64_t m, int64_t stream);
 }
-// the scalar functions, defined under their assembler names (a definition gcc saw as `declare simd` would
+// the scalar function, defined under its assembler name (a definition gcc saw as `declare simd` would
 // get gcc's own vector variants)
-__attribute__((visibility("hidden"))) float ember_philox_u0_s(int64_t, int64_t, int64_t) __asm__("ember_philox_u0");
-__attribute__((visibility("hidden"))) float ember_philox_u1_s(int64_t, int64_t, int64_t) __asm__("ember_philox_u1");
-float ember_philox_u0_s(int64_t seed, int64_t offset, int64_t s) { return ember_philox_word(seed, offset, s, 0); }
-float ember_philox_u1_s(int64_t seed, int64_t offset, int64_t s) { return ember_philox_word(seed, offset, s, 1); }
+__attribute__((visibility("hidden"))) float ember_philox_u_s(int64_t, int64_t, int64_t) __asm__("ember_philox_u");
+float ember_philox_u_s(int64_t seed, int64_t m, int64_t stream) { return ember_philox_word(seed, m, stream); }
 // high 32 bits of the eight products a * m: even lanes by one 32x32->64 multiply, odd lanes by another
 static inline ember_u32x8 ember_mulhi8(ember_u32x8 a, ember_u32x8 m) {
     const ember_u64x4 even = (ember_u64x4)__builtin_ia32_pmuludq256((ember_i32x8)a, (ember_i32x8)m);
@@ -496,10 +508,8 @@ static inline ember_u32x8 ember_mulhi8(ember_u32x8 a, ember_u32x8 m) {
                                                                    (ember_i32x8)m);
     return (ember_u32x8)((even >> 32) | (odd & 0xFFFFFFFF00000000ull));
 }
-static inline ember_f32x8 ember_philox8(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream, int word) {
-    const ember_i32x8 evens = {0, 2, 4, 6, 8, 10, 12, 14}, odds = {1, 3, 5, 7, 9, 11, 13, 15};
-    ember_u32x8 c0 = (ember_u32x8)__builtin_shuffle((ember_i32x8)lo, (ember_i32x8)hi, evens);  // lo32 of offsets
-    ember_u32x8 c1 = (ember_u32x8)__builtin_shuffle((ember_i32x8)lo, (ember_i32x8)hi, odds);  // hi32
+// the four words of the eight blocks whose counters' low and high halves are (c0, c1)
+static inline void ember_philox8(int64_t seed, ember_u32x8 c0, ember_u32x8 c1, int64_t stream, ember_u32x8 w[4]) {
     ember_u32x8 c2 = (ember_u32x8){} + (uint32_t)stream, c3 = (ember_u32x8){};
     uint32_t k0 = (uint32_t)(uint64_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
     const ember_u32x8 m0 = (ember_u32x8){} + 0xD2511F53u, m1 = (ember_u32x8){} + 0xCD9E8D57u;
@@ -514,31 +524,101 @@ static inline ember_f32x8 ember_philox8(int64_t seed, ember_i64x4 lo, ember_i64x
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    const ember_i32x8 bits = (ember_i32x8)((word ? c1 : c0) >> 8);
+    w[0] = c0;
+    w[1] = c1;
+    w[2] = c2;
+    w[3] = c3;
+}
+// words first .. first + 31 of a stream (first a multiple of 4), the last a thread computed for it
+struct alignas(32) ember_philox_memo8 { uint32_t w[32]; int64_t seed, stream, first; bool ready; };
+static thread_local ember_philox_memo8 ember_philox_run[4];
+static inline void ember_philox_fill8(ember_philox_memo8& memo, int64_t seed, int64_t first, int64_t stream) {
+    ember_u32x8 c0, c1, w[4];
+    for (int k = 0; k < 8; ++k) {
+        const uint64_t block = ((uint64_t)first >> 2) + (uint64_t)k;
+        c0[k] = (uint32_t)block;
+        c1[k] = (uint32_t)(block >> 32);
+    }
+    ember_philox8(seed, c0, c1, stream, w);
+    for (int k = 0; k < 8; ++k)
+        for (int j = 0; j < 4; ++j) memo.w[4 * k + j] = w[j][k];
+    memo.seed = seed;
+    memo.stream = stream;
+    memo.first = first;
+    memo.ready = true;
+}
+// whether the eight positions (lo, hi) are lo[0] + step * (0, 1, ..., 7)
+static inline bool ember_philox_strided(__m256i lo, __m256i hi, int64_t step) {
+    const __m256i want = _mm256_add_epi64(_mm256_set1_epi64x(_mm256_extract_epi64(lo, 0)),
+                                          _mm256_setr_epi64x(0, step, 2 * step, 3 * step));
+    const __m256i same = _mm256_and_si256(
+        _mm256_cmpeq_epi64(lo, want), _mm256_cmpeq_epi64(hi, _mm256_add_epi64(want, _mm256_set1_epi64x(4 * step))));
+    return _mm256_movemask_epi8(same) == -1;
+}
+// the memo's words at positions (lo, hi) (two int64 vectors of four), or false when one is outside it.
+// Loops read the stream in order, as positions i .. i + 7 (uniforms) or 2i, 2i + 2, .., 2i + 14 and
+// 2i + 1, .., 2i + 15 (normals): plain loads; other orders gather.
+static inline bool ember_philox_read8(const ember_philox_memo8& memo, __m256i lo, __m256i hi, __m256i& words) {
+    const int64_t r0 = _mm256_extract_epi64(lo, 0) - memo.first;
+    if ((uint64_t)r0 <= 24 && ember_philox_strided(lo, hi, 1)) {
+        words = _mm256_loadu_si256((const __m256i*)(memo.w + r0));
+        return true;
+    }
+    if ((uint64_t)r0 <= 16 && ember_philox_strided(lo, hi, 2)) {  // the even words of 16
+        const __m256 a = _mm256_loadu_ps((const float*)(memo.w + r0));
+        const __m256 b = _mm256_loadu_ps((const float*)(memo.w + r0 + 8));
+        words = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)), 0xD8);
+        return true;
+    }
+    const __m256i first = _mm256_set1_epi64x(memo.first);
+    const __m256i rlo = _mm256_sub_epi64(lo, first), rhi = _mm256_sub_epi64(hi, first);
+    const __m256i out = _mm256_or_si256(_mm256_srli_epi64(rlo, 5), _mm256_srli_epi64(rhi, 5));  // not in [0, 32)
+    if (!_mm256_testz_si256(out, out)) return false;
+    // the eight offsets as int32: the low halves of (rlo, rhi), in lane order
+    const __m256i packed = _mm256_permutevar8x32_epi32(
+        _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(rlo), _mm256_castsi256_ps(rhi), 0x88)),
+        _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+    words = _mm256_i32gather_epi32((const int*)memo.w, packed, 4);
+    return true;
+}
+extern "C" __attribute__((visibility("hidden")))
+ember_f32x8 _ZGVdN8uvu_ember_philox_u(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream) {
+    ember_philox_memo8& memo = ember_philox_run[stream & 3];
+    __m256i words;
+    const bool mine = memo.ready && memo.seed == seed && memo.stream == stream;
+    if (!(mine && ember_philox_read8(memo, (__m256i)lo, (__m256i)hi, words))) {
+        ember_philox_fill8(memo, seed, lo[0] & ~(int64_t)3, stream);  // a loop in order: lane 0 first
+        if (!ember_philox_read8(memo, (__m256i)lo, (__m256i)hi, words)) {
+            // positions more than 28 apart (a loop not walking the stream in order): a block per lane
+            ember_u32x8 c0, c1, w[4];
+            ember_i32x8 sel;
+            for (int k = 0; k < 8; ++k) {
+                const uint64_t m = (uint64_t)(k < 4 ? lo[k] : hi[k - 4]);
+                c0[k] = (uint32_t)(m >> 2);
+                c1[k] = (uint32_t)(m >> 34);
+                sel[k] = (int32_t)(m & 3);
+            }
+            ember_philox8(seed, c0, c1, stream, w);
+            words = (__m256i)((w[0] & (ember_u32x8)(sel == 0)) | (w[1] & (ember_u32x8)(sel == 1))
+                              | (w[2] & (ember_u32x8)(sel == 2)) | (w[3] & (ember_u32x8)(sel == 3)));
+        }
+    }
+    const ember_i32x8 bits = (ember_i32x8)((ember_u32x8)words >> 8);
     return __builtin_convertvector(bits, ember_f32x8) * 5.9604644775390625e-08f;
 }
-extern "C" __attribute__((visibility("hidden")))
-ember_f32x8 _ZGVdN8uvu_ember_philox_u0(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream) {
-    return ember_philox8(seed, lo, hi, stream, 0);
-}
-extern "C" __attribute__((visibility("hidden")))
-ember_f32x8 _ZGVdN8uvu_ember_philox_u1(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream) {
-    return ember_philox8(seed, lo, hi, stream, 1);
-}
 #else
-static inline float ember_philox_u0(int64_t seed, int64_t offset, int64_t stream) {
-    return ember_philox_word(seed, offset, stream, 0);
-}
-static inline float ember_philox_u1(int64_t seed, int64_t offset, int64_t stream) {
-    return ember_philox_word(seed, offset, stream, 1);
+static inline float ember_philox_u(int64_t seed, int64_t m, int64_t stream) {
+    return ember_philox_word(seed, m, stream);
 }
 #endif
+// element `offset` of a uniform: W[offset]
 static inline float ember_philox_rand(int64_t seed, int64_t offset, int64_t stream) {
-    return ember_philox_u0(seed, offset, stream);
+    return ember_philox_u(seed, offset, stream);
 }
-// a standard normal by Box-Muller from the uniforms of words 0 and 1 (1 - u0 > 0: the log is finite)
+// element `offset` of a standard normal: Box-Muller of the uniforms of W[2 offset] and W[2 offset + 1]
+// (words 2j and 2j + 1 of block offset >> 1, j = offset & 1; 1 - u0 > 0: the log is finite)
 static inline float ember_philox_randn(int64_t seed, int64_t offset, int64_t stream) {
-    const float u0 = ember_philox_u0(seed, offset, stream), u1 = ember_philox_u1(seed, offset, stream);
+    const float u0 = ember_philox_u(seed, 2 * offset, stream), u1 = ember_philox_u(seed, 2 * offset + 1, stream);
     return std::sqrt(-2.0f * ember_log<float>(1.0f - u0)) * ember_cos<float>(6.2831853071795864769f * u1);
 }
 """

@@ -1,9 +1,12 @@
 """Philox4x32-10 random numbers inside generated Triton kernels (``th_random.`` in the kernel source).
 
 The same numbers, bit for bit, as the C++ kernels' ``ember_philox_rand`` (uniforms; the normals agree to
-a few ulp, through each backend's ``log``/``cos``): element ``offset`` of random node ``stream`` is
-Philox4x32-10 (Salmon et al., SC'11) of counter ``(lo32(offset), hi32(offset), stream, 0)`` under key
-``(lo32(seed), hi32(seed))``; see :mod:`ember._inductor.inkernel_random`. Every argument is an int64
+a few ulp, through each backend's ``log``/``cos``): a Philox4x32-10 block (Salmon et al., SC'11) of counter
+``(lo32(b), hi32(b), stream, 0)`` under key ``(lo32(seed), hi32(seed))`` gives four words; element
+``offset`` of a uniform of random node ``stream`` is word ``offset & 3`` of block ``offset >> 2``, of a
+normal words ``2j, 2j + 1`` (``j = offset & 1``) of block ``offset >> 1``; see
+:mod:`ember._inductor.inkernel_random`. Here each element computes its block (the C++ kernels share one
+between the elements that use it). Every argument is an int64
 tensor (the seed and the ordinal broadcast to the block); the arithmetic is uint32.
 """
 
@@ -21,12 +24,12 @@ _W1: tl.constexpr = 0xBB67AE85
 
 
 @triton.jit
-def _philox(seed, offset, stream):
-    """Words 0 and 1 of Philox4x32-10 of counter ``(lo32(offset), hi32(offset), stream, 0)``, key ``seed``."""
+def _philox(seed, block, stream):
+    """The four words of Philox4x32-10 of counter ``(lo32(block), hi32(block), stream, 0)``, key ``seed``."""
     seed = seed.to(tl.uint64, bitcast=True)
-    offset = offset.to(tl.uint64, bitcast=True)
-    c0 = (offset & 0xFFFFFFFF).to(tl.uint32)
-    c1 = (offset >> 32).to(tl.uint32)
+    block = block.to(tl.uint64, bitcast=True)
+    c0 = (block & 0xFFFFFFFF).to(tl.uint32)
+    c1 = (block >> 32).to(tl.uint32)
     c2 = (stream.to(tl.uint64, bitcast=True) & 0xFFFFFFFF).to(tl.uint32)
     c3 = c0 ^ c0
     k0 = (seed & 0xFFFFFFFF).to(tl.uint32)
@@ -40,7 +43,7 @@ def _philox(seed, offset, stream):
         c3 = a * _M0
         k0 = k0 + _W0
         k1 = k1 + _W1
-    return c0, c1
+    return c0, c1, c2, c3
 
 
 @triton.jit
@@ -51,15 +54,20 @@ def _u24(w):
 
 @triton.jit
 def philox_rand(seed, offset, stream):
-    """A float32 uniform in [0, 1) per element (from word 0)."""
-    w0, w1 = _philox(seed, offset, stream)
-    return _u24(w0)
+    """A float32 uniform in [0, 1) per element: word ``offset & 3`` of block ``offset >> 2``."""
+    offset = offset.to(tl.uint64, bitcast=True)
+    w0, w1, w2, w3 = _philox(seed, offset >> 2, stream)
+    j = offset & 3
+    return _u24(tl.where(j == 0, w0, tl.where(j == 1, w1, tl.where(j == 2, w2, w3))))
 
 
 @triton.jit
 def philox_randn(seed, offset, stream):
-    """A float32 standard normal per element: Box-Muller of the uniforms of words 0 and 1."""
-    w0, w1 = _philox(seed, offset, stream)
-    u0 = _u24(w0)
-    u1 = _u24(w1)
+    """A float32 standard normal per element: Box-Muller of the uniforms of words ``2j`` and ``2j + 1``
+    (``j = offset & 1``) of block ``offset >> 1``."""
+    offset = offset.to(tl.uint64, bitcast=True)
+    w0, w1, w2, w3 = _philox(seed, offset >> 1, stream)
+    odd = (offset & 1) == 1
+    u0 = _u24(tl.where(odd, w2, w0))
+    u1 = _u24(tl.where(odd, w3, w1))
     return tl.sqrt(-2.0 * tl.log(1.0 - u0)) * tl.cos(6.283185307179586 * u1)
