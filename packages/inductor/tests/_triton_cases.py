@@ -140,24 +140,29 @@ _OFFSETS = np.array([0, 1, 2, 3, 2**32, 2**32 + 7, 12345678901, 99] * 3, np.int6
 _ORDINALS = np.array([0, 1, 2, 7] * 6, np.int64)
 
 
-def _philox_uniforms(seed, offset, stream):
-    """The float32 uniforms of words 0 and 1 (the reference ember.cuda.kernels.philox.philox4x32_10)."""
+def _philox_word_uniforms(seed, word, stream):
+    """The float32 uniforms of stream words ``W[word]``: word ``word & 3`` of the block of counter
+    ``(lo32(word >> 2), hi32(word >> 2), stream, 0)`` (the reference ember.cuda.kernels.philox.philox4x32_10)."""
     from ember.cuda.kernels.philox import philox4x32_10  # noqa: PLC0415 - the oracle's import
 
     low = np.uint64(0xFFFFFFFF)
-    s, o, k = (a.astype(np.int64).view(np.uint64) for a in (seed, offset, stream))
-    counter = np.stack([o & low, o >> np.uint64(32), k & low, np.zeros_like(o)], -1)
+    s, m, k = (a.astype(np.int64).view(np.uint64) for a in (seed, word, stream))
+    b = m >> np.uint64(2)
+    counter = np.stack([b & low, b >> np.uint64(32), k & low, np.zeros_like(b)], -1)
     key = np.stack([s & low, s >> np.uint64(32)], -1)
     words = philox4x32_10(counter.astype(np.uint32), key.astype(np.uint32))
-    return [(words[:, j] >> 8).astype(np.float32) * np.float32(2.0**-24) for j in (0, 1)]
+    picked = words[np.arange(len(m)), (m & np.uint64(3)).astype(np.int64)]
+    return (picked >> 8).astype(np.float32) * np.float32(2.0**-24)
 
 
 def _philox_rand(seed, offset, stream):
-    return _philox_uniforms(seed, offset, stream)[0]
+    return _philox_word_uniforms(seed, offset, stream)  # element i: W[i]
 
 
 def _philox_randn(seed, offset, stream):
-    u0, u1 = _philox_uniforms(seed, offset, stream)
+    # element i: Box-Muller of W[2i] and W[2i + 1]
+    u0 = _philox_word_uniforms(seed, 2 * offset, stream)
+    u1 = _philox_word_uniforms(seed, 2 * offset + 1, stream)
     angle = (np.float32(2 * math.pi) * u1).astype(np.float64)  # the kernels scale u1 in float32
     return np.sqrt(-2.0 * np.log((np.float32(1) - u0).astype(np.float64))) * np.cos(angle)
 

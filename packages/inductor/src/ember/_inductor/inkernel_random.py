@@ -19,15 +19,18 @@ draws a fresh seed from ember's default CPU generator (:func:`draw_seed`) and pa
 input, so ``ember.manual_seed`` makes compiled runs reproducible and two calls draw different numbers.
 
 The numbers (the same in the C++ and the Triton kernels; the tests check them bit for bit against
-:func:`ember.cuda.kernels.philox.philox4x32_10`): element ``i`` (the row-major position in the op's
-output) of random node ``k`` is Philox4x32-10 (Salmon et al., SC'11) of counter
-``(lo32(i), hi32(i), k, 0)`` under key ``(lo32(seed), hi32(seed))``, giving words ``w0..w3``:
+:func:`ember.cuda.kernels.philox.philox4x32_10`): random node ``k`` reads a stream of 32-bit words,
+``W[m]`` being word ``m & 3`` of the Philox4x32-10 block (Salmon et al., SC'11) of counter
+``(lo32(m >> 2), hi32(m >> 2), k, 0)`` under key ``(lo32(seed), hi32(seed))``: one block gives four
+words (the C++ kernels compute sixteen consecutive blocks at once and keep them, so a loop pays one
+block per four numbers). With ``i`` the row-major position in the op's output:
 
-* uniform (``rand``, ``bernoulli``): ``u = (w0 >> 8) * 2**-24`` (float32, in ``[0, 1 - 2**-24]``);
+* uniform (``rand``, ``bernoulli``): ``u = (W[i] >> 8) * 2**-24`` (word ``i & 3`` of block ``i >> 2``;
+  float32, in ``[0, 1 - 2**-24]``);
   ``bernoulli(p)`` is ``u < p`` compared exactly (a number ``p`` is rounded up to float32 first, which
   keeps the comparison exact because ``u`` has 24 bits);
 * normal (``randn``): Box-Muller, ``sqrt(-2 log(1 - u0)) * cos(2 pi u1)`` with ``u0``, ``u1`` the uniforms
-  of ``w0`` and ``w1`` (float32).
+  of ``W[2i]`` and ``W[2i+1]`` (float32): the pair of words ``2j, 2j+1`` of block ``i >> 1``, ``j = i & 1``.
 """
 
 from __future__ import annotations

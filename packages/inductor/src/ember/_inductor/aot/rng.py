@@ -33,10 +33,11 @@ as 1, 2, 3", SC'11) in the kernel, so a dropout mask fuses with its consumers (`
 is one loop). The pass :func:`ember._inductor.inkernel_random.seed_graph` gives the compiled forward
 one more input, a 64-bit seed, which the runtime draws from ember's default CPU generator at each
 call: ``ember.manual_seed`` makes compiled runs reproducible, and each call draws new numbers.
-Element ``i`` (row-major) of the ``k``-th such node of the graph is Philox4x32-10 of counter
-``(lo32(i), hi32(i), k, 0)`` under key ``(lo32(seed), hi32(seed))``; a uniform is
-``(word0 >> 8) * 2**-24`` (float32, in ``[0, 1)``), a Bernoulli mask ``uniform < p``, a normal
-Box-Muller of the uniforms of words 0 and 1. The C++ and the Triton kernels compute the same bits.
+A Philox4x32-10 block of counter ``(lo32(b), hi32(b), k, 0)`` under key
+``(lo32(seed), hi32(seed))`` gives four words to the ``k``-th such node of the graph: element ``i``
+(row-major) of a uniform is ``(w >> 8) * 2**-24`` (float32, in ``[0, 1)``) of word ``i & 3`` of block
+``i >> 2``, a Bernoulli mask ``uniform < p``, a normal Box-Muller of the uniforms of words ``2j`` and
+``2j + 1`` of block ``i >> 1`` (``j = i & 1``). The C++ and the Triton kernels compute the same bits.
 The numbers differ from eager mode's (the same distributions), as PyTorch's compiled masks do.
 Other random ops, and those with a generator, stay eager calls as below.
 

@@ -442,7 +442,7 @@ template <typename T> static inline T ember_sign(T a) {
 // counter (lo32(m >> 2), hi32(m >> 2), stream, 0) under key (lo32(seed), hi32(seed)). Element i of a
 // uniform uses W[i], element i of a normal W[2i] and W[2i+1]; the uniform of a word w is (w >> 8) * 2^-24.
 // ember_philox_u(seed, m, stream) is the uniform of W[m]. A block gives four words, so the functions keep
-// the last block(s) computed per thread (a memo per stream & 3, keyed by seed, stream and position): a
+// the last blocks computed per thread (a memo per stream & 3, keyed by seed, stream and position): a
 // loop walking m in order computes each block once. The memo only saves work; any order gives W[m].
 static inline void ember_philox_block(int64_t seed, uint64_t block, int64_t stream, uint32_t w[4]) {
     uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32);
@@ -486,11 +486,11 @@ static inline float ember_philox_word(int64_t seed, int64_t m, int64_t stream) {
 // so the `omp simd` loops call an 8-lane version written with vector extensions: gcc calls a function
 // declared `declare simd` through its vector variant (_ZGVdN8uvu_<name>: seed and stream uniform, the
 // eight int64 word positions in two ymm registers, eight floats returned in one), as it calls libmvec's.
-// It computes eight consecutive blocks (32 words) at once and keeps them: the next calls of a loop read
-// their words from there.
+// On a miss it computes sixteen consecutive blocks (64 words: two interleaved chains of 8 lanes, as one
+// chain of rounds is latency-bound) and keeps them: the next seven calls of an in-order loop of uniforms
+// (three of normals, which read two words an element) load their words from there.
 typedef uint32_t ember_u32x8 __attribute__((vector_size(32)));
 typedef int32_t ember_i32x8 __attribute__((vector_size(32)));
-typedef uint64_t ember_u64x4 __attribute__((vector_size(32)));
 typedef int64_t ember_i64x4 __attribute__((vector_size(32)));
 typedef float ember_f32x8 __attribute__((vector_size(32)));
 extern "C" {
@@ -501,47 +501,76 @@ __attribute__((const, nothrow, visibility("hidden"))) float ember_philox_u(int64
 // get gcc's own vector variants)
 __attribute__((visibility("hidden"))) float ember_philox_u_s(int64_t, int64_t, int64_t) __asm__("ember_philox_u");
 float ember_philox_u_s(int64_t seed, int64_t m, int64_t stream) { return ember_philox_word(seed, m, stream); }
-// high 32 bits of the eight products a * m: even lanes by one 32x32->64 multiply, odd lanes by another
-static inline ember_u32x8 ember_mulhi8(ember_u32x8 a, ember_u32x8 m) {
-    const ember_u64x4 even = (ember_u64x4)__builtin_ia32_pmuludq256((ember_i32x8)a, (ember_i32x8)m);
-    const ember_u64x4 odd = (ember_u64x4)__builtin_ia32_pmuludq256((ember_i32x8)((ember_u64x4)a >> 32),
-                                                                   (ember_i32x8)m);
-    return (ember_u32x8)((even >> 32) | (odd & 0xFFFFFFFF00000000ull));
+// the high and low 32 bits of the eight products a * m: even lanes by one 32x32->64 multiply, odd lanes by
+// another, blended (no 32-bit low multiply: it is slow on several CPUs)
+static inline void ember_mulhilo8(ember_u32x8 a, __m256i m, ember_u32x8& hi, ember_u32x8& lo) {
+    const __m256i even = _mm256_mul_epu32((__m256i)a, m), odd = _mm256_mul_epu32(_mm256_srli_epi64((__m256i)a, 32), m);
+    hi = (ember_u32x8)_mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    lo = (ember_u32x8)_mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
 }
-// the four words of the eight blocks whose counters' low and high halves are (c0, c1)
-static inline void ember_philox8(int64_t seed, ember_u32x8 c0, ember_u32x8 c1, int64_t stream, ember_u32x8 w[4]) {
-    ember_u32x8 c2 = (ember_u32x8){} + (uint32_t)stream, c3 = (ember_u32x8){};
+// the four words of N x 8 blocks whose counters' low and high halves are (c0[v], c1[v]): N independent
+// chains interleaved, as one chain of rounds is latency-bound
+template <int N>
+static inline void ember_philox8(int64_t seed, ember_u32x8 (&c0)[N], ember_u32x8 (&c1)[N], int64_t stream,
+                                 ember_u32x8 (&w)[4][N]) {
+    ember_u32x8 c2[N], c3[N];
+    for (int v = 0; v < N; ++v) {
+        c2[v] = (ember_u32x8){} + (uint32_t)stream;
+        c3[v] = (ember_u32x8){};
+    }
     uint32_t k0 = (uint32_t)(uint64_t)seed, k1 = (uint32_t)((uint64_t)seed >> 32);
-    const ember_u32x8 m0 = (ember_u32x8){} + 0xD2511F53u, m1 = (ember_u32x8){} + 0xCD9E8D57u;
+    const __m256i m0 = _mm256_set1_epi32((int)0xD2511F53u), m1 = _mm256_set1_epi32((int)0xCD9E8D57u);
 #pragma GCC unroll 10
     for (int r = 0; r < 10; ++r) {
-        const ember_u32x8 hi0 = ember_mulhi8(c0, m0), lo0 = c0 * m0;
-        const ember_u32x8 hi1 = ember_mulhi8(c2, m1), lo1 = c2 * m1;
-        c0 = hi1 ^ (c1 ^ k0);
-        c2 = hi0 ^ (c3 ^ k1);
-        c1 = lo1;
-        c3 = lo0;
+#pragma GCC unroll 4
+        for (int v = 0; v < N; ++v) {
+            ember_u32x8 hi0, lo0, hi1, lo1;
+            ember_mulhilo8(c0[v], m0, hi0, lo0);
+            ember_mulhilo8(c2[v], m1, hi1, lo1);
+            c0[v] = hi1 ^ (c1[v] ^ k0);
+            c2[v] = hi0 ^ (c3[v] ^ k1);
+            c1[v] = lo1;
+            c3[v] = lo0;
+        }
         k0 += 0x9E3779B9u;
         k1 += 0xBB67AE85u;
     }
-    w[0] = c0;
-    w[1] = c1;
-    w[2] = c2;
-    w[3] = c3;
-}
-// words first .. first + 31 of a stream (first a multiple of 4), the last a thread computed for it
-struct alignas(32) ember_philox_memo8 { uint32_t w[32]; int64_t seed, stream, first; bool ready; };
-static thread_local ember_philox_memo8 ember_philox_run[4];
-static inline void ember_philox_fill8(ember_philox_memo8& memo, int64_t seed, int64_t first, int64_t stream) {
-    ember_u32x8 c0, c1, w[4];
-    for (int k = 0; k < 8; ++k) {
-        const uint64_t block = ((uint64_t)first >> 2) + (uint64_t)k;
-        c0[k] = (uint32_t)block;
-        c1[k] = (uint32_t)(block >> 32);
+    for (int v = 0; v < N; ++v) {
+        w[0][v] = c0[v];
+        w[1][v] = c1[v];
+        w[2][v] = c2[v];
+        w[3][v] = c3[v];
     }
-    ember_philox8(seed, c0, c1, stream, w);
-    for (int k = 0; k < 8; ++k)
-        for (int j = 0; j < 4; ++j) memo.w[4 * k + j] = w[j][k];
+}
+// words first .. first + 63 of a stream (first a multiple of 4), the last a thread computed for it
+struct alignas(32) ember_philox_memo8 { uint32_t w[64]; int64_t seed, stream, first; bool ready; };
+static thread_local ember_philox_memo8 ember_philox_run[4];
+// the 32 words of eight blocks (four words of 8 lanes each) to memory in stream order (a 4 x 8 transpose)
+static inline void ember_philox_store_words(uint32_t* out, const ember_u32x8 (&w)[4]) {
+    const __m256i t0 = _mm256_unpacklo_epi32((__m256i)w[0], (__m256i)w[1]);  // blocks 0, 1 | 4, 5: words 0, 1
+    const __m256i t1 = _mm256_unpackhi_epi32((__m256i)w[0], (__m256i)w[1]);  // blocks 2, 3 | 6, 7
+    const __m256i t2 = _mm256_unpacklo_epi32((__m256i)w[2], (__m256i)w[3]);  // words 2, 3
+    const __m256i t3 = _mm256_unpackhi_epi32((__m256i)w[2], (__m256i)w[3]);
+    const __m256i b04 = _mm256_unpacklo_epi64(t0, t2), b15 = _mm256_unpackhi_epi64(t0, t2);
+    const __m256i b26 = _mm256_unpacklo_epi64(t1, t3), b37 = _mm256_unpackhi_epi64(t1, t3);
+    _mm256_storeu_si256((__m256i*)out, _mm256_permute2x128_si256(b04, b15, 0x20));
+    _mm256_storeu_si256((__m256i*)(out + 8), _mm256_permute2x128_si256(b26, b37, 0x20));
+    _mm256_storeu_si256((__m256i*)(out + 16), _mm256_permute2x128_si256(b04, b15, 0x31));
+    _mm256_storeu_si256((__m256i*)(out + 24), _mm256_permute2x128_si256(b26, b37, 0x31));
+}
+static inline void ember_philox_fill8(ember_philox_memo8& memo, int64_t seed, int64_t first, int64_t stream) {
+    const uint64_t block = (uint64_t)first >> 2;
+    const ember_u32x8 iota = {0, 1, 2, 3, 4, 5, 6, 7}, lo = (ember_u32x8){} + (uint32_t)block;
+    ember_u32x8 c0[2], c1[2], w[4][2];
+    for (int v = 0; v < 2; ++v) {
+        c0[v] = lo + iota + (uint32_t)(8 * v);
+        c1[v] = (ember_u32x8){} + (uint32_t)(block >> 32) - (ember_u32x8)(c0[v] < lo);  // the carry: a lane wrapped
+    }
+    ember_philox8<2>(seed, c0, c1, stream, w);
+    for (int v = 0; v < 2; ++v) {
+        const ember_u32x8 words[4] = {w[0][v], w[1][v], w[2][v], w[3][v]};
+        ember_philox_store_words(memo.w + 32 * v, words);
+    }
     memo.seed = seed;
     memo.stream = stream;
     memo.first = first;
@@ -555,54 +584,48 @@ static inline bool ember_philox_strided(__m256i lo, __m256i hi, int64_t step) {
         _mm256_cmpeq_epi64(lo, want), _mm256_cmpeq_epi64(hi, _mm256_add_epi64(want, _mm256_set1_epi64x(4 * step))));
     return _mm256_movemask_epi8(same) == -1;
 }
-// the memo's words at positions (lo, hi) (two int64 vectors of four), or false when one is outside it.
-// Loops read the stream in order, as positions i .. i + 7 (uniforms) or 2i, 2i + 2, .., 2i + 14 and
-// 2i + 1, .., 2i + 15 (normals): plain loads; other orders gather.
+// the memo's words at positions (lo, hi) (two int64 vectors of four) when a loop reads the stream in
+// order: i .. i + 7 (uniforms) or 2i, 2i + 2, .., 2i + 14 and 2i + 1, .., 2i + 15 (normals); else false
 static inline bool ember_philox_read8(const ember_philox_memo8& memo, __m256i lo, __m256i hi, __m256i& words) {
     const int64_t r0 = _mm256_extract_epi64(lo, 0) - memo.first;
-    if ((uint64_t)r0 <= 24 && ember_philox_strided(lo, hi, 1)) {
+    if ((uint64_t)r0 <= 56 && ember_philox_strided(lo, hi, 1)) {
         words = _mm256_loadu_si256((const __m256i*)(memo.w + r0));
         return true;
     }
-    if ((uint64_t)r0 <= 16 && ember_philox_strided(lo, hi, 2)) {  // the even words of 16
+    if ((uint64_t)r0 <= 48 && ember_philox_strided(lo, hi, 2)) {  // the even words of 16
         const __m256 a = _mm256_loadu_ps((const float*)(memo.w + r0));
         const __m256 b = _mm256_loadu_ps((const float*)(memo.w + r0 + 8));
         words = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(a, b, 0x88)), 0xD8);
         return true;
     }
-    const __m256i first = _mm256_set1_epi64x(memo.first);
-    const __m256i rlo = _mm256_sub_epi64(lo, first), rhi = _mm256_sub_epi64(hi, first);
-    const __m256i out = _mm256_or_si256(_mm256_srli_epi64(rlo, 5), _mm256_srli_epi64(rhi, 5));  // not in [0, 32)
-    if (!_mm256_testz_si256(out, out)) return false;
-    // the eight offsets as int32: the low halves of (rlo, rhi), in lane order
-    const __m256i packed = _mm256_permutevar8x32_epi32(
-        _mm256_castps_si256(_mm256_shuffle_ps(_mm256_castsi256_ps(rlo), _mm256_castsi256_ps(rhi), 0x88)),
-        _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
-    words = _mm256_i32gather_epi32((const int*)memo.w, packed, 4);
-    return true;
+    return false;
+}
+// the words at positions (lo, hi) when the memo has not got them: the eight blocks from lane 0's on (a
+// loop in order moved past the memo), or a block per lane (positions in another order)
+static __attribute__((noinline)) __m256i ember_philox_miss8(ember_philox_memo8& memo, int64_t seed, __m256i lo,
+                                                           __m256i hi, int64_t stream) {
+    ember_philox_fill8(memo, seed, _mm256_extract_epi64(lo, 0) & ~(int64_t)3, stream);
+    __m256i words;
+    if (ember_philox_read8(memo, lo, hi, words)) return words;
+    ember_u32x8 c0[1], c1[1], w[4][1];
+    ember_i32x8 sel;
+    for (int k = 0; k < 8; ++k) {
+        const uint64_t m = (uint64_t)(k < 4 ? ((ember_i64x4)lo)[k] : ((ember_i64x4)hi)[k - 4]);
+        c0[0][k] = (uint32_t)(m >> 2);
+        c1[0][k] = (uint32_t)(m >> 34);
+        sel[k] = (int32_t)(m & 3);
+    }
+    ember_philox8<1>(seed, c0, c1, stream, w);
+    return (__m256i)((w[0][0] & (ember_u32x8)(sel == 0)) | (w[1][0] & (ember_u32x8)(sel == 1))
+                     | (w[2][0] & (ember_u32x8)(sel == 2)) | (w[3][0] & (ember_u32x8)(sel == 3)));
 }
 extern "C" __attribute__((visibility("hidden")))
 ember_f32x8 _ZGVdN8uvu_ember_philox_u(int64_t seed, ember_i64x4 lo, ember_i64x4 hi, int64_t stream) {
     ember_philox_memo8& memo = ember_philox_run[stream & 3];
     __m256i words;
     const bool mine = memo.ready && memo.seed == seed && memo.stream == stream;
-    if (!(mine && ember_philox_read8(memo, (__m256i)lo, (__m256i)hi, words))) {
-        ember_philox_fill8(memo, seed, lo[0] & ~(int64_t)3, stream);  // a loop in order: lane 0 first
-        if (!ember_philox_read8(memo, (__m256i)lo, (__m256i)hi, words)) {
-            // positions more than 28 apart (a loop not walking the stream in order): a block per lane
-            ember_u32x8 c0, c1, w[4];
-            ember_i32x8 sel;
-            for (int k = 0; k < 8; ++k) {
-                const uint64_t m = (uint64_t)(k < 4 ? lo[k] : hi[k - 4]);
-                c0[k] = (uint32_t)(m >> 2);
-                c1[k] = (uint32_t)(m >> 34);
-                sel[k] = (int32_t)(m & 3);
-            }
-            ember_philox8(seed, c0, c1, stream, w);
-            words = (__m256i)((w[0] & (ember_u32x8)(sel == 0)) | (w[1] & (ember_u32x8)(sel == 1))
-                              | (w[2] & (ember_u32x8)(sel == 2)) | (w[3] & (ember_u32x8)(sel == 3)));
-        }
-    }
+    if (!(mine && ember_philox_read8(memo, (__m256i)lo, (__m256i)hi, words)))
+        words = ember_philox_miss8(memo, seed, (__m256i)lo, (__m256i)hi, stream);
     const ember_i32x8 bits = (ember_i32x8)((ember_u32x8)words >> 8);
     return __builtin_convertvector(bits, ember_f32x8) * 5.9604644775390625e-08f;
 }
