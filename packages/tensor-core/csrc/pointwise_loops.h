@@ -83,10 +83,12 @@ void where_run(int64_t n, char* out, int64_t so, const char* c, int64_t sc, cons
 #pragma GCC ivdep
     for (int64_t i = 0; i < n; ++i) o[i] = select_bits(m[i], s, y[i]);
   } else {
+    // both values are loaded and selected by mask: a branch on a random condition mispredicts half
+    // the time (a transposed `where(c, x.t(), y)` took 2.5x the time of `x.t() + y`)
     for (int64_t i = 0; i < n; ++i) {
-      *reinterpret_cast<T*>(out + i * so) = *reinterpret_cast<const bool*>(c + i * sc)
-                                                 ? *reinterpret_cast<const T*>(a + i * sa)
-                                                 : *reinterpret_cast<const T*>(b + i * sb);
+      *reinterpret_cast<T*>(out + i * so) =
+          select_bits(*reinterpret_cast<const bool*>(c + i * sc), *reinterpret_cast<const T*>(a + i * sa),
+                      *reinterpret_cast<const T*>(b + i * sb));
     }
   }
 }
