@@ -441,9 +441,10 @@ template <typename T> static inline T ember_sign(T a) {
 // `stream` form one stream W[m], m >= 0: word m & 3 of the Philox4x32-10 block (Salmon et al., SC'11) of
 // counter (lo32(m >> 2), hi32(m >> 2), stream, 0) under key (lo32(seed), hi32(seed)). Element i of a
 // uniform uses W[i], element i of a normal W[2i] and W[2i+1]; the uniform of a word w is (w >> 8) * 2^-24.
-// ember_philox_u(seed, m, stream) is the uniform of W[m]. A block gives four words, so the functions keep
-// the last blocks computed per thread (a memo per stream & 3, keyed by seed, stream and position): a
-// loop walking m in order computes each block once. The memo only saves work; any order gives W[m].
+// ember_philox_u(seed, m, stream) is the uniform of W[m]. A block gives four words, so on AVX2 the
+// functions keep the last blocks computed per thread (a memo per stream & 3, keyed by seed, stream and
+// position): a loop walking m in order computes each block once. The memo only saves work; any order
+// gives W[m].
 static inline void ember_philox_block(int64_t seed, uint64_t block, int64_t stream, uint32_t w[4]) {
     uint32_t c0 = (uint32_t)block, c1 = (uint32_t)(block >> 32);
     uint32_t c2 = (uint32_t)stream, c3 = 0u;
@@ -465,7 +466,9 @@ static inline void ember_philox_block(int64_t seed, uint64_t block, int64_t stre
     w[3] = c3;
 }
 static inline float ember_philox_u24(uint32_t w) { return (float)(int32_t)(w >> 8) * 5.9604644775390625e-08f; }
-// the last block a thread computed for a stream (scalar calls: loop tails, loops gcc keeps scalar)
+#if defined(__AVX2__) && !defined(__AVX512F__) && defined(_OPENMP)
+#include <immintrin.h>
+// the last block a thread computed for a stream (AVX2's scalar calls: loop tails, loops gcc keeps scalar)
 struct ember_philox_memo1 { int64_t seed, stream; uint64_t block; bool ready; uint32_t w[4]; };
 static thread_local ember_philox_memo1 ember_philox_last[4];
 static inline float ember_philox_word(int64_t seed, int64_t m, int64_t stream) {
@@ -480,8 +483,6 @@ static inline float ember_philox_word(int64_t seed, int64_t m, int64_t stream) {
     }
     return ember_philox_u24(memo.w[m & 3]);
 }
-#if defined(__AVX2__) && !defined(__AVX512F__) && defined(_OPENMP)
-#include <immintrin.h>
 // AVX2: gcc vectorises the scalar form poorly (the high half of a 32-bit product becomes lane shuffles),
 // so the `omp simd` loops call an 8-lane version written with vector extensions: gcc calls a function
 // declared `declare simd` through its vector variant (_ZGVdN8uvu_<name>: seed and stream uniform, the
@@ -630,8 +631,13 @@ ember_f32x8 _ZGVdN8uvu_ember_philox_u(int64_t seed, ember_i64x4 lo, ember_i64x4 
     return __builtin_convertvector(bits, ember_f32x8) * 5.9604644775390625e-08f;
 }
 #else
+// elsewhere a block per call, straight-line (the word picked by selects): `omp simd` vectorises it, which
+// a memo's branches and stores would prevent
 static inline float ember_philox_u(int64_t seed, int64_t m, int64_t stream) {
-    return ember_philox_word(seed, m, stream);
+    uint32_t w[4];
+    ember_philox_block(seed, (uint64_t)m >> 2, stream, w);
+    const int64_t j = m & 3;
+    return ember_philox_u24(j == 0 ? w[0] : (j == 1 ? w[1] : (j == 2 ? w[2] : w[3])));
 }
 #endif
 // element `offset` of a uniform: W[offset]
