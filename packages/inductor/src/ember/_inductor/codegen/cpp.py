@@ -437,6 +437,12 @@ template <typename T> static inline T ember_sign(T a) {
     }
     else { return (T)((T(0) < a) - (a < T(0))); }
 }
+"""
+
+#: The in-kernel random number functions (Philox), appended to a source only when a kernel calls them:
+#: they hold AVX2 intrinsics (``immintrin.h``) and triple the build time of a small library (about 0.5 ->
+#: 1.6 s), which every graph without random ops would otherwise pay.
+RANDOM_PRELUDE = r"""
 // Random numbers computed in the kernel (ember._inductor.inkernel_random). The words of random node
 // `stream` form one stream W[m], m >= 0: word m & 3 of the Philox4x32-10 block (Salmon et al., SC'11) of
 // counter (lo32(m >> 2), hi32(m >> 2), stream, 0) under key (lo32(seed), hi32(seed)). Element i of a
@@ -1530,7 +1536,7 @@ def generate(scheduler, slots):
         (str, list[str | ExternKernel]): the source, and the steps: segment entry names and the
         extern calls between them, in order.
     """
-    parts = [PRELUDE]
+    parts = []
     steps = []
     segment = []
 
@@ -1553,4 +1559,5 @@ def generate(scheduler, slots):
         parts.append(KernelGen(step, slots).generate())
         segment.append(step.name)
     close_segment()
-    return "\n\n".join(parts) + "\n", steps
+    preludes = [PRELUDE, RANDOM_PRELUDE] if any("ember_philox" in part for part in parts) else [PRELUDE]
+    return "\n\n".join(preludes + parts) + "\n", steps
