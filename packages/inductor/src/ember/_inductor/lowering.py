@@ -469,7 +469,7 @@ def on_graph_device(device):
     return wanted.type == graph.type and (wanted.index is None or graph.index is None or wanted.index == graph.index)
 
 
-def _check_cpu(device):
+def _check_device(device):
     """Refuse a factory whose ``device`` is not the graph's (see :func:`on_graph_device`)."""
     if not on_graph_device(device):
         raise NotLowered("a factory for another device")
@@ -485,7 +485,7 @@ def _constant_buffer(g, node, value):
 @lowering("full")
 def _full(g, node, size, fill_value, dtype=None, layout=None, device=None, requires_grad=False,
           pin_memory=False):
-    _check_cpu(device)
+    _check_device(device)
     if not isinstance(fill_value, (bool, int, float)):
         raise NotLowered("full with a non-number fill value")
     return _constant_buffer(g, node, fill_value)
@@ -494,7 +494,7 @@ def _full(g, node, size, fill_value, dtype=None, layout=None, device=None, requi
 def _factory(value):
     def lower(g, node, *size, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False,
               memory_format=None, **_):
-        _check_cpu(device)
+        _check_device(device)
         return _constant_buffer(g, node, value)
 
     return lower
@@ -508,7 +508,7 @@ _register("empty", _factory(0))
 def _like(value):
     def lower(g, node, input, fill_value=None, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-        _check_cpu(device)
+        _check_device(device)
         v = value if value is not None else fill_value
         if not isinstance(v, (bool, int, float)):
             raise NotLowered("a non-number fill value")
@@ -524,7 +524,7 @@ _register("full_like", _like(None))
 
 @lowering("scalar_tensor")
 def _scalar_tensor(g, node, s, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    _check_cpu(device)
+    _check_device(device)
     if not isinstance(s, (bool, int, float)):
         raise NotLowered("scalar_tensor of a non-number")
     return _constant_buffer(g, node, s)
@@ -533,7 +533,7 @@ def _scalar_tensor(g, node, s, dtype=None, layout=None, device=None, requires_gr
 @lowering("arange")
 def _arange(g, node, start, end=None, step=1, dtype=None, layout=None, device=None, requires_grad=False,
             pin_memory=False):
-    _check_cpu(device)
+    _check_device(device)
     if end is None:
         start, end = 0, start
     val = _out_val(node)
@@ -638,7 +638,7 @@ def _flip(g, node, input, dims):
 
 @lowering("eye")
 def _eye(g, node, n, m=None, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
-    _check_cpu(device)
+    _check_device(device)
     val = _out_val(node)
     sizes = [sympy.Integer(s) for s in val.shape]
     cd = compute_dtype(val.dtype)
@@ -1054,7 +1054,7 @@ def _random_factory(name):
 
     def lower(g, node, *args, generator=None, dtype=None, layout=None, device=None, **_):
         val = _out_val(node)
-        _check_cpu(device)
+        _check_device(device)
         if generator is not None:
             raise NotLowered("an explicit generator (eager)")
         if val.dtype not in (ember.float32, *_HALF):

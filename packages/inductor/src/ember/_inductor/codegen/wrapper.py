@@ -319,7 +319,6 @@ def _layout(buf):
 _BLAS_DTYPES = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.complex64, np.complex128))
 
 
-
 def _strided_array(arr, strided):
     """The view of numpy array ``arr`` that a :class:`_StridedRef` describes (element offset and strides)."""
     item = arr.itemsize
