@@ -150,3 +150,32 @@ def test_a_summand_is_not_stored_into_a_half_output():
     fn = lambda t: ember.softmax(t, -1)  # noqa: E731
     got = _lowered(fn, x)(x)
     np.testing.assert_allclose(np.asarray(got.float()), np.asarray(fn(x).float()), rtol=1e-2, atol=1e-2)
+
+
+def test_moments_sum_in_float32_on_gpus_and_float64_on_the_cpu():
+    from ember._inductor.aot import decompositions, functionalize
+
+    x32, x64 = ember.empty(2), ember.empty(2, dtype=ember.float64)
+    assert decompositions._moments_dtype(x32) == ember.float64  # outside a trace: the cpu
+    token = functionalize._traced_device.set(ember.device("cuda"))
+    try:
+        assert decompositions._moments_dtype(x32) == ember.float32
+        assert decompositions._moments_dtype(ember.empty(2, dtype=ember.bfloat16)) == ember.float32
+        assert decompositions._moments_dtype(x64) == ember.float64
+    finally:
+        functionalize._traced_device.reset(token)
+
+
+def test_float32_moments_are_a_few_ulps_off_on_ordinary_rows():
+    # what a GPU graph computes (the sums in float32): layer_norm rows of 8192 with mean 3, std 2
+    from ember._inductor.aot import decompositions, functionalize
+
+    xn = _data(3.0, 2.0, shape=(4, 8192), outlier=False)
+    token = functionalize._traced_device.set(ember.device("cuda"))
+    try:
+        out = decompositions._layer_norm(ember.from_numpy(xn), (8192,)).numpy()
+    finally:
+        functionalize._traced_device.reset(token)
+    wide = xn.astype(np.float64)
+    want = (wide - wide.mean(1, keepdims=True)) / np.sqrt(wide.var(1, keepdims=True) + 1e-5)
+    np.testing.assert_allclose(out, want, rtol=0, atol=2e-5)

@@ -147,6 +147,26 @@ def test_looped_softmax_runs_its_normalisation_as_a_row_loop():
     assert kernel.source.count("for roffset") == 3
 
 
+def test_looped_kernels_compute_row_invariants_once_before_each_loop():
+    src = _source(lambda a: ember.nn.functional.layer_norm(a, (3000,)), ember.randn(4, 3000))
+    (kernel,) = _kernels(src)
+    assert kernel.kind == "looped"
+    text = kernel.source
+    loops = [i for i, line in enumerate(text.splitlines()) if "for roffset" in line]
+    lines = text.splitlines()
+    assert len(loops) == 2  # the two sums share one pass; the normalisation is the second loop
+    rsqrt = next(i for i, line in enumerate(lines) if "tl.sqrt(" in line)
+    shift = [i for i, line in enumerate(lines) if "tl.load(" in line and "r0" not in line and "y0" not in line]
+    # the row's scale: between the reduction loop and the normalising loop, not inside either
+    assert loops[0] < rsqrt < loops[1] and not lines[rsqrt].startswith("        ")
+    # the shift of the one-pass moments (the row's first element) is loaded once, before the first loop
+    assert len(shift) == 1 and shift[0] < loops[0]
+    # inside the loops only what changes along the row
+    for line in lines[loops[1]:]:
+        if line.startswith("        ") and "=" in line and "tl.load" not in line:
+            assert "sqrt" not in line and "3000.0" not in line
+
+
 def test_index_expressions_print_as_triton_arithmetic():
     x0, x1 = ir.index_vars(2, "x")
     assert tgen.texpr(ir.FloorDiv(x0, 4) + ir.ModIndex(x1, 3) * 2) in (

@@ -38,6 +38,8 @@ from ember._dtype import result_type_of
 from ember._ops import registry
 from ember._ops._registry import COMPOSITE, Op
 
+from .functionalize import traced_device
+
 __all__ = [
     "CORE_OPS",
     "KEEP_WHOLE",
@@ -286,17 +288,28 @@ def _reduced_dims(input, dim):
     return dims, count
 
 
+def _moments_dtype(x):
+    """The dtype :func:`_moments` sums in: float64 on the cpu; on a GPU float32 for float32 and narrower
+    inputs (float64 arithmetic and registers halve a GPU kernel's throughput - the (8192, 8192)
+    layer_norm ran 6x slower than PyTorch's - and PyTorch's cuda kernels accumulate in float32 too)."""
+    if traced_device().type != "cpu" and x.dtype != ember.float64:
+        return ember.float32
+    return ember.float64
+
+
 def _moments(x, dims, count):
-    """``(mean, m2)`` of real ``x`` over ``dims`` (kept, as size-1 dims) in float64, in one pass.
+    """``(mean, m2)`` of real ``x`` over ``dims`` (kept, as size-1 dims), in one pass.
 
     ``m2`` is the sum of squared deviations from the mean. Both come from one reading of ``x``: the
-    sums of ``d = x - k`` and ``d * d`` in float64, with ``k`` the first element of each reduced
-    slice (shifting by a value of the data keeps the cancellation in ``sum(d*d) - sum(d)^2 / n``
-    small: its relative error is about ``eps64 * (1 + (k - mean)^2 / var)``, so mean 1e4 with std
-    1e-2 loses nothing float32 can show). The two sums are sibling reductions the C++ runs in one
-    loop; the two-pass form (mean, then ``sum((x - mean)^2)``) reads ``x`` twice.
+    sums of ``d = x - k`` and ``d * d`` in the dtype of :func:`_moments_dtype` (float64 on the cpu),
+    with ``k`` the first element of each reduced slice (shifting by a value of the data keeps the
+    cancellation in ``sum(d*d) - sum(d)^2 / n`` small: its relative error is about
+    ``eps * (1 + (k - mean)^2 / var)``, so in float64 mean 1e4 with std 1e-2 loses nothing float32
+    can show, and in float32 a first element within a few standard deviations of the mean costs a few
+    ulps). The two sums are sibling reductions the C++ runs in one loop; the two-pass form (mean, then
+    ``sum((x - mean)^2)``) reads ``x`` twice.
     """
-    acc = ember.float64
+    acc = _moments_dtype(x)
     shift = x
     for d in dims:
         shift = ember.narrow(shift, d, 0, 1)
@@ -311,7 +324,7 @@ def _moments(x, dims, count):
 
 def _var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``sum(|x - mean|^2) / (N - correction)``: for real inputs the one pass of :func:`_moments`
-    (float64 sums of the shifted values and their squares, fused into one loop); complex inputs (and
+    (sums of the shifted values and their squares, fused into one loop); complex inputs (and
     empty reductions) take the two-pass form."""
     if isinstance(dim, bool):  # the var(input, unbiased) overload
         dim, unbiased = None, dim

@@ -57,6 +57,7 @@ the real device.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import operator
 
 import numpy as np
@@ -178,6 +179,16 @@ class _Alias:
         self.version = version
 
 
+#: The device of the real inputs of the trace running now (:func:`traced_device`).
+_traced_device = contextvars.ContextVar("ember_aot_traced_device", default=None)
+
+
+def traced_device():
+    """The device the graph being traced will run on (its tensors are ``meta`` during the trace): what a
+    decomposition reads when the best formula depends on the device. ``cpu`` outside a trace."""
+    return _traced_device.get() or ember.device("cpu")
+
+
 def _is_device(a):
     return isinstance(a, ember.device) or (isinstance(a, str) and a.split(":")[0] == "meta")
 
@@ -228,9 +239,11 @@ class FunctionalTracer(DispatchMode):
             return result
 
         backend.from_numpy = from_numpy  # an instance attribute over the class's method
+        token = _traced_device.set(self.device)
         try:
             yield self
         finally:
+            _traced_device.reset(token)
             if outer is None:
                 del backend.from_numpy
             else:

@@ -347,17 +347,21 @@ class TritonKernelSource:
 class _Printer:
     """Emits one statement per IR expression (CSE over structurally equal subexpressions)."""
 
-    def __init__(self, gen, lines, indent, shape, memo=None):
+    def __init__(self, gen, lines, indent, shape, memo=None, hoist=None):
         self.gen = gen
         self.lines = lines
         self.indent = indent
         self.shape = shape  # "[1]" in pointwise kernels, "[1, 1]" in reduction kernels
         self.memo = dict(memo or {})
+        self.hoist = hoist  # inside a row loop: the printer of the lines before the loop (see _Loop)
 
     def emit(self, e):
         """Statements computing ``e``; returns the name holding its value (in ``compute_type(e.dtype)``)."""
         key = ir.structural_key(e)
         if key in self.memo:
+            return self.memo[key]
+        if self.hoist is not None and self.gen.row_free(e):  # the same in every iteration: once, before the loop
+            self.memo[key] = self.hoist.emit(e)
             return self.memo[key]
         if isinstance(e, ir.Constant) and _sized_value(e.value):  # a value over the dynamic sizes: an argument
             arg = self.gen.size(e.value) if not isinstance(e.value, sympy.Basic) else self.gen.index_code(e.value)
@@ -413,6 +417,37 @@ class _Printer:
             e.dtype in (ember.int8, ember.int16, ember.uint8) else code
 
 
+class _Loop:
+    """A row loop's printers: ``body`` emits the loop's statements, and sends every expression that does
+    not depend on the row (a row's statistic, its scale, a load at the row's first element) to the
+    printer of the statements before the loop, so it is computed once per row instead of once per
+    iteration (a layer_norm's ``rsqrt(var + eps)`` in float64 in every iteration of its normalising
+    loop cost more than the loop's loads and stores). :meth:`close` puts those statements before the
+    ``for`` line.
+
+    Args:
+        gen (_KernelGen): the kernel being generated.
+        lines (list[str]): the kernel's lines; the ``for`` line is the next one appended.
+        outer (_Printer): the printer of the statements before the loop (its memo gains the hoisted values).
+        indent (str): the loop body's indent.
+        row_buffers (set[str]): buffers the loop computes (their values differ along the row).
+    """
+
+    def __init__(self, gen, lines, outer, indent, row_buffers=frozenset()):
+        self.lines = lines
+        self.anchor = len(lines)
+        self.before = []
+        hoisted = _Printer(gen, self.before, outer.indent, outer.shape)
+        hoisted.memo = outer.memo  # shared: values hoisted here are known after the loop too
+        self.body = _Printer(gen, lines, indent, "[1, 1]", outer.memo, hoist=hoisted)
+        gen.row_buffers = set(row_buffers)
+
+    def close(self, gen):
+        """Insert the hoisted statements before the loop."""
+        self.lines[self.anchor:self.anchor] = self.before
+        gen.row_buffers = set()
+
+
 class _KernelGen:
     """Triton source for one :class:`~ember._inductor.scheduler.FusedKernel`."""
 
@@ -424,6 +459,7 @@ class _KernelGen:
         self.buffers = {}  # buffer name -> pointer argument name
         self.values = {}  # buffer name computed here -> the variable holding its value (same element)
         self.row_symbols = set()  # the symbols along the second (row) axis while a row segment is emitted
+        self.row_buffers = set()  # buffers computed inside the row loop being emitted (see _Loop)
         self.reduction = any(n.is_reduction for n in kernel.nodes)
         self.error_flag = False  # an integer division: ember_err_ptr is an argument
 
@@ -468,6 +504,16 @@ class _KernelGen:
         if names & {"r", "y"} and self.row_symbols & set(symbols):
             parts.append("rmask")
         return " & ".join(parts)
+
+    def row_free(self, e):
+        """Whether ``e`` has one value per row (no row symbol in its indices, no value computed along the row)."""
+        if isinstance(e, ir.Load):
+            if e.buffer.name in self.values:
+                return e.buffer.name not in self.row_buffers
+            return not ir.free_symbols(e) & self.row_symbols
+        if isinstance(e, ir.IndexExpr):
+            return not ir.free_symbols(e) & self.row_symbols
+        return all(self.row_free(a) for a in e.children())
 
     def flag_zero_division(self, divisor, printer):
         """Emit the store of 1 to the error flag in the lanes (in bounds) whose ``divisor`` is 0."""
@@ -675,9 +721,10 @@ class _KernelGen:
                 if arg:
                     lines.append(f"    {out}_acc_i = tl.full([XBLOCK, RBLOCK], 2147483647, tl.int32)")
             extent = " * ".join(self.size(r) for r in data.reduction_ranges)
+            loop = _Loop(self, lines, printer, indent)
             lines.append(f"    for roffset in range(0, {extent}, RBLOCK):")
             self._row(lines, indent, rvars, data.reduction_ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
-            inner = _Printer(self, lines, indent, "[1, 1]", printer.memo)  # shared: a row is loaded once
+            inner = loop.body  # shared by the siblings: a row is loaded once
         for node, _, dtype, acc_t, ident, combine, arg, out in specs:
             value = inner.emit(node.body)
             v = self.tmp()
@@ -694,6 +741,8 @@ class _KernelGen:
                 lines.append(f"        {out}_acc, {out}_acc_i = {combine}({out}_acc, {out}_acc_i, {pair})")
             else:
                 lines.append(f"        {out}_acc = {combine}({out}_acc, {v})")
+        if not persistent:
+            loop.close(self)
         results = []
         for _, _, dtype, _, _, combine, arg, out in specs:
             if not persistent and arg:
@@ -719,11 +768,12 @@ class _KernelGen:
                 same.local = node.local
                 self.store(same, inner.emit(same.body), lines, "    ")
         else:
+            loop = _Loop(self, lines, printer, "        ", {node.buffer.name for node in group})
             lines.append(f"    for roffset in range(0, {' * '.join(self.size(r) for r in ranges)}, RBLOCK):")
             self._row(lines, "        ", ys, ranges, "roffset + tl.arange(0, RBLOCK)[None, :]")
-            inner = _Printer(self, lines, "        ", "[1, 1]", printer.memo)
             for node in group:
-                self.store(node, inner.emit(node.body), lines, "        ")
+                self.store(node, loop.body.emit(node.body), lines, "        ")
+            loop.close(self)
         for node in group:  # values along a row segment are not visible to later segments: reload
             self.values.pop(node.buffer.name, None)
         lines.append("    tl.debug_barrier()  # the stores above are visible to every thread of the block")

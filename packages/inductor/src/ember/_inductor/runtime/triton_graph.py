@@ -18,6 +18,7 @@ import sympy
 import ember
 
 from .. import config, ir
+from .triton_launch import _timing_kernels, timed
 
 __all__ = ["compile_graph_triton", "compile_graph_triton_dynamic", "TritonCompiledGraph"]
 
@@ -258,7 +259,11 @@ class TritonCompiledGraph:
             values[name] = slots[slot][:self._int(nbytes)].view(dtype).view(self._ints(sizes))
         for step in self.steps:
             if isinstance(step, ir.ExternKernel):
-                self._run_extern(step, values)
+                if _timing_kernels():  # pragma: no cover - a GPU diagnostic (EMBER_TRITON_KERNEL_TIMES=1)
+                    with timed(("extern", str(step.op), "")):
+                        self._run_extern(step, values)
+                else:
+                    self._run_extern(step, values)
             elif getattr(step, "is_template", False):  # a matmul template (select_algorithm.py)
                 step.run(self, values)
             else:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -25,7 +26,8 @@ from pathlib import Path
 from .. import config
 from ..codecache import _write_atomic as write_atomic
 
-__all__ = ["load_module", "module_path", "BufferArg", "launch", "use_ember_stream", "grid"]
+__all__ = ["load_module", "module_path", "BufferArg", "launch", "use_ember_stream", "grid", "kernel_times",
+           "kernel_times_table"]
 
 _loaded = {}
 _lock = threading.Lock()
@@ -230,7 +232,61 @@ def launch(fn, kernel, args, cfg, xnumel):
         with np.errstate(all="ignore"):
             fn[grid(kernel, cfg, xnumel)](*args, **meta)
         return
+    if _timing_kernels():
+        _launch_timed(fn, kernel, args, cfg, xnumel, meta)
+        return
     fn[grid(kernel, cfg, xnumel)](*args, **meta, num_warps=cfg.get("num_warps", 4))
+
+
+#: ``(module file, kernel name, details) -> [launches, total ms]`` while ``EMBER_TRITON_KERNEL_TIMES=1``
+#: (Triton kernels and extern calls of compiled cuda graphs).
+kernel_times: dict = {}
+
+
+@functools.cache
+def _timing_kernels() -> bool:
+    """Whether each launch is timed (``EMBER_TRITON_KERNEL_TIMES=1``, read once): a diagnostic that
+    synchronises after every kernel, so it shows where a compiled step's GPU time goes, not its speed."""
+    import os
+
+    if os.environ.get("EMBER_TRITON_KERNEL_TIMES") != "1":
+        return False
+    import atexit
+
+    atexit.register(lambda: print(kernel_times_table(), file=sys.stderr))
+    return True
+
+
+@contextlib.contextmanager
+def timed(key):
+    """Add the GPU milliseconds of the work queued inside the block to ``kernel_times[key]`` (two CUDA
+    events, then a synchronisation)."""  # pragma: no cover - needs a GPU
+    import cupy
+
+    stream = cupy.cuda.get_current_stream()
+    start, end = cupy.cuda.Event(), cupy.cuda.Event()
+    start.record(stream)
+    yield
+    end.record(stream)
+    end.synchronize()
+    entry = kernel_times.setdefault(key, [0, 0.0])
+    entry[0] += 1
+    entry[1] += cupy.cuda.get_elapsed_time(start, end)
+
+
+def _launch_timed(fn, kernel, args, cfg, xnumel, meta):  # pragma: no cover - needs a GPU
+    key = (Path(fn.fn.__code__.co_filename).name, kernel.name, f"{kernel.kind} x={int(xnumel)} {cfg}")
+    with timed(key):
+        fn[grid(kernel, cfg, xnumel)](*args, **meta, num_warps=cfg.get("num_warps", 4))
+
+
+def kernel_times_table(top: int = 40) -> str:
+    """The kernels of :data:`kernel_times` by total time: launches, total and mean milliseconds."""
+    rows = sorted(kernel_times.items(), key=lambda item: -item[1][1])[:top]
+    lines = ["triton kernel times (synchronised launches): total ms, launches, mean us, kernel"]
+    for (module, name, details), (count, total) in rows:
+        lines.append(f"{total:9.3f} {count:6d} {1e3 * total / count:9.1f}  {module}:{name} {details}")
+    return "\n".join(lines)
 
 
 def _interpreting():
