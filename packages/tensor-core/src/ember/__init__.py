@@ -18,6 +18,9 @@ from ._openmp import short_spin_waits as _short_spin_waits  # noqa: E402
 
 with _short_spin_waits():  # idle OpenMP threads spin briefly, then sleep (see ember._openmp)
     from . import _C  # noqa: E402 - the compiled extension; import fails loudly if the build is broken
+from ._malloc import keep_freed_memory as _keep_freed_memory  # noqa: E402
+
+_keep_freed_memory()  # mid-size tensors reuse freed heap memory instead of fresh pages (see ember._malloc)
 from ._device import device  # noqa: E402
 from ._dtype import (  # noqa: E402
     bfloat16,
