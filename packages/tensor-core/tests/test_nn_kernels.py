@@ -645,6 +645,47 @@ def test_small_blas_products_run_on_one_thread_and_restore_the_count():
         set_(previous)
 
 
+@pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_mid_size_products_split_on_openmp_threads_in_any_blas_layout(trans_a, trans_b, dtype):
+    from ember._ops import _blas_threads
+
+    if _blas_threads._get_switch() is None or np.dtype(dtype) not in _blas_threads._gemms:
+        pytest.skip("numpy's BLAS is not an OpenBLAS whose cblas gemm ember can call")
+    rng = np.random.default_rng(5)
+    m, k, n = 200, 96, 130  # 2.5M multiply-adds: from SPLIT_MACS, below THREADED_MACS; odd sizes: ragged blocks
+    a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
+    b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
+    a, b = (a.T if trans_a else a), (b.T if trans_b else b)
+    assert _blas_threads.SPLIT_MACS <= _blas_threads._macs(a, b) < _blas_threads.THREADED_MACS
+    previous = ember.get_num_threads()
+    try:
+        for threads in (2, 3):
+            ember.set_num_threads(threads)
+            got = _blas_threads._split_gemm(a, b, threads, _blas_threads._get_switch())
+            want = a.astype(np.float64) @ b.astype(np.float64)
+            tol = 1e-5 if dtype == np.float32 else 1e-12
+            np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
+            np.testing.assert_array_equal(_blas_threads.matmul(a, b), got)
+    finally:
+        ember.set_num_threads(previous)
+    # a layout BLAS cannot read without a copy (no unit stride): numpy's product instead
+    wide = rng.standard_normal((m, 2 * k)).astype(dtype)[:, ::2]
+    assert _blas_threads._split_gemm(wide, b, 2, _blas_threads._get_switch()) is None
+    want = wide.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(_blas_threads.matmul(wide, b), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_split_gemm_refuses_leading_dimensions_smaller_than_the_rows():
+    from ember import _C
+
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(ValueError, match="leading dimension"):
+        _C.split_gemm(1, True, False, False, False, 4, 4, 4, a.ctypes.data, 2, a.ctypes.data, 4, a.ctypes.data, 4, 2)
+    with pytest.raises(ValueError, match="positive"):
+        _C.split_gemm(1, True, False, False, False, 0, 4, 4, a.ctypes.data, 4, a.ctypes.data, 4, a.ctypes.data, 4, 2)
+
+
 def _conv_transpose2d_reference(x, w, b, padding, dilation):
     """Stride-1 transposed convolution as a scatter: y[n, o, i + k * d - p] += x[n, c, i] * w[c, o, k], float64."""
     (kh, kw), (H, W) = w.shape[2:], x.shape[2:]
@@ -700,14 +741,17 @@ def test_large_products_split_over_ember_threads_equal_numpy(a_shape, b_shape, d
     set_(3)
     ember.set_num_threads(2)
     try:
+        # float32/float64: blocks on ember's OpenMP threads (_C.split_gemm); complex: on Python threads
+        splitter = "_split_matmul" if np.iscomplexobj(a) else "_split_gemm"
         calls = []
-        real = _blas_threads._split_matmul
-        _blas_threads._split_matmul = lambda *args: calls.append(1) or real(*args)
+        real = getattr(_blas_threads, splitter)
+        setattr(_blas_threads, splitter, lambda *args: calls.append(1) or real(*args))
         try:
             got = _blas_threads.matmul(a, b)
         finally:
-            _blas_threads._split_matmul = real
+            setattr(_blas_threads, splitter, real)
         assert calls == [1] and get() == 3
+        np.testing.assert_array_equal(_blas_threads.matmul(a, b), got)  # deterministic for a thread count
         want = a.astype(np.complex128 if np.iscomplexobj(a) else np.float64) @ b
         tol = 1e-4 if dtype in (np.float32, np.complex64) else 1e-10
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
