@@ -80,6 +80,22 @@ def test_softmax_over_the_last_dim_is_one_kernel_with_an_inner_loop():
     assert_close(compiled(x)[0], ember.softmax(x, -1))
 
 
+def test_a_large_loop_after_a_scalar_reduction_is_a_kernel_of_its_own():
+    # an inner loop of a kernel with one row runs on one thread: a large loop gets its own (parallel) kernel
+    from ember._inductor.scheduler import INNER_SERIAL_ELEMENTS
+
+    x = ember.randn(4, INNER_SERIAL_ELEMENTS // 2)
+    compiled = compile_decomposed(lambda t: (t / t.sum(),), x)
+    kernels = [s for s in compiled.scheduler.steps if isinstance(s, FusedKernel)]
+    assert len(kernels) == 2 and not any(n.inner_ranges for k in kernels for n in k.nodes)
+    assert kernels[1].ranges and "inner_epilogue" not in [rule for rule, _ in compiled.scheduler.decisions]
+    assert_close(compiled(x)[0], x / x.sum(), rtol=1e-5, atol=1e-7)
+    small = ember.randn(4, 8)  # a small loop still joins (one launch less)
+    compiled = compile_decomposed(lambda t: (t / t.sum(),), small)
+    assert "inner_epilogue" in [rule for rule, _ in compiled.scheduler.decisions]
+    assert_close(compiled(small)[0], small / small.sum(), rtol=1e-5, atol=1e-7)
+
+
 def test_extern_matmul_in_the_middle():
     x, w, bias = ember.randn(8, 16), ember.randn(16, 12), ember.randn(12)
 

@@ -30,7 +30,8 @@ import sympy
 
 from . import ir
 
-__all__ = ["Scheduler", "FusedKernel", "SchedulerNode", "INLINE_BUDGET", "BROADCAST_OPS"]
+__all__ = ["Scheduler", "FusedKernel", "SchedulerNode", "INLINE_BUDGET", "BROADCAST_OPS", "INNER_MIN_ROWS",
+           "INNER_SERIAL_ELEMENTS"]
 
 log = logging.getLogger("ember._inductor.scheduler")
 
@@ -38,6 +39,11 @@ log = logging.getLogger("ember._inductor.scheduler")
 INLINE_BUDGET = 24
 #: The most ops an inlined producer may recompute per element when its consumer broadcasts it.
 BROADCAST_OPS = 3
+#: A bigger pointwise loop joins a reduction kernel of fewer rows (outer iterations) than this as an inner
+#: loop only when it has at most ``INNER_SERIAL_ELEMENTS`` elements: the rows are split over the threads,
+#: the inner loop is not (small loops still save a kernel launch).
+INNER_MIN_ROWS = 32
+INNER_SERIAL_ELEMENTS = 16384
 
 
 class SchedulerNode:
@@ -242,10 +248,15 @@ class Scheduler:
 
     @staticmethod
     def _inner_candidate(kernel, buffer, key):
-        """A pointwise buffer over the kernel's outer dims followed by more dims, in a kernel with reductions."""
+        """A pointwise buffer over the kernel's outer dims followed by more dims, in a kernel with reductions,
+        unless the kernel has few rows and the loop many elements (:data:`INNER_MIN_ROWS`; the rows are what
+        the threads or Triton programs share: cross-entropy's gradient, 65,536 elements, as an inner loop of
+        its scalar count of targets ran on one thread, 1 ms of a 14 ms step)."""
         outer = tuple(kernel.ranges)
-        return (isinstance(buffer.data, ir.Pointwise) and any(n.is_reduction for n in kernel.nodes)
-                and len(key) > len(outer) and key[:len(outer)] == outer)
+        if not (isinstance(buffer.data, ir.Pointwise) and any(n.is_reduction for n in kernel.nodes)
+                and len(key) > len(outer) and key[:len(outer)] == outer):
+            return False
+        return ir.size_hint(math.prod(outer)) >= INNER_MIN_ROWS or ir.size_hint(math.prod(key)) <= INNER_SERIAL_ELEMENTS
 
     def _node_for(self, buffer, key, outer=None):
         """The node of ``buffer`` in kernel symbols: ``x0..`` for its dims (size-1 dims read 0), or, given
