@@ -426,3 +426,21 @@ def test_opdb_backward_sample(info):
         if w is None:
             continue
         assert_close(g, w, rtol=1e-6, atol=1e-6, equal_nan=True)
+
+
+def test_a_failing_extern_call_is_named_in_its_error():
+    # what a CUDA-graph capture that refuses a call logs (cudagraphs.py reads the note)
+    x, i = ember.randn(5, 3), ember.tensor([1, 4])
+    compiled = compile_checked(lambda a, idx: a[idx] * 2, x, i)
+    with pytest.raises(IndexError) as info:
+        compiled(x, ember.tensor([1, 7]))
+    if hasattr(info.value, "add_note"):
+        assert any("extern call of index" in note for note in info.value.__notes__)
+
+
+def test_random_constants_are_triton_constexpr_objects():
+    # a GPU's Triton refuses a global annotated ``: tl.constexpr`` (the interpreter accepts it)
+    from ember._inductor.runtime import triton_random
+
+    for name in ("_M0", "_M1", "_W0", "_W1"):
+        assert isinstance(getattr(triton_random, name), triton.language.constexpr), name

@@ -405,7 +405,8 @@ class CudaGraphRunner:
         try:
             rec.graph, outputs = _backend().capture(lambda: self.compiled(*static_args), device)
         except Exception as exc:  # noqa: BLE001 - whatever the capture refuses runs without graphs, logged
-            self._disable(f"capture failed: {type(exc).__name__}: {exc}", logging.WARNING)
+            where = "".join(f" ({note})" for note in getattr(exc, "__notes__", ()))  # the step that refused
+            self._disable(f"capture failed: {type(exc).__name__}: {exc}{where}", logging.WARNING)
             return self.compiled(*args)
         rec.static_args = static_args  # keeps in-place inputs' buffers (and copies) alive with the graph
         rec.is_sequence = isinstance(outputs, (tuple, list))

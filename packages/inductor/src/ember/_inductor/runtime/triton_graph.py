@@ -259,11 +259,17 @@ class TritonCompiledGraph:
             values[name] = slots[slot][:self._int(nbytes)].view(dtype).view(self._ints(sizes))
         for step in self.steps:
             if isinstance(step, ir.ExternKernel):
-                if _timing_kernels():  # pragma: no cover - a GPU diagnostic (EMBER_TRITON_KERNEL_TIMES=1)
-                    with timed(("extern", str(step.op), "")):
+                try:
+                    if _timing_kernels():  # pragma: no cover - a GPU diagnostic (EMBER_TRITON_KERNEL_TIMES=1)
+                        with timed(("extern", str(step.op), "")):
+                            self._run_extern(step, values)
+                    else:
                         self._run_extern(step, values)
-                else:
-                    self._run_extern(step, values)
+                except Exception as exc:
+                    # which call failed (a CUDA-graph capture refusing a host copy names it in its log)
+                    if hasattr(exc, "add_note"):  # Python 3.11+
+                        exc.add_note(f"in the extern call of {getattr(step.op, 'name', step.op)}")
+                    raise
             elif getattr(step, "is_template", False):  # a matmul template (select_algorithm.py)
                 step.run(self, values)
             else:

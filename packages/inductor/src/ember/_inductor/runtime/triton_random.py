@@ -17,10 +17,10 @@ import triton.language as tl
 
 __all__ = ["philox_rand", "philox_randn"]
 
-_M0: tl.constexpr = 0xD2511F53
-_M1: tl.constexpr = 0xCD9E8D57
-_W0: tl.constexpr = 0x9E3779B9
-_W1: tl.constexpr = 0xBB67AE85
+_M0 = tl.constexpr(0xD2511F53)
+_M1 = tl.constexpr(0xCD9E8D57)
+_W0 = tl.constexpr(0x9E3779B9)
+_W1 = tl.constexpr(0xBB67AE85)
 
 
 @triton.jit
