@@ -58,3 +58,20 @@ def test_copies_and_factories_on_the_graph_device_lower():
 def test_another_device_stays_an_extern_call():
     graph = _lower("meta", "cpu")
     assert len(_externs(graph)) == 2 and "another device" in str(graph), str(graph)
+
+
+def test_compile_graph_triton_lowers_with_the_device_it_is_given():
+    # aot hands meta examples: the device comes from compile_fx (a cross-entropy ``arange(n, device=...)``
+    # stayed an extern call on cuda, whose host copy made every CUDA-graph capture fail)
+    import pytest
+
+    pytest.importorskip("triton", reason="Triton is not installed")
+    from ember._inductor.runtime.triton_graph import compile_graph_triton
+
+    def fn(x):
+        return R["add"](x, R["arange"](8, dtype=ember.float32, device="meta"))
+
+    x = ember.empty((4, 8), device="meta")
+    gm = make_fx(fn)(x)
+    assert not _externs(compile_graph_triton(gm, [x], device="meta").graph)
+    assert len(_externs(compile_graph_triton(gm, [x]).graph)) == 1  # without it: the meta examples say cpu

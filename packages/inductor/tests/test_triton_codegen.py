@@ -236,9 +236,12 @@ def test_compile_fx_decides_the_code_generator_on_the_real_inputs(monkeypatch):
         seen_by_uses_triton.append([getattr(t, "device", None) for t in inputs])
         return any(t is x for t in inputs)  # "x is on cuda"
 
+    devices = []
+
     def fake_core(triton):
-        def core(gm, example_inputs):
+        def core(gm, example_inputs, device=None):
             chosen.append(triton)
+            devices.append(device)
             return lambda *args: tuple(gm(*args)) if isinstance(gm(*args), (tuple, list)) else (gm(*args),)
 
         return core
@@ -249,5 +252,19 @@ def test_compile_fx_decides_the_code_generator_on_the_real_inputs(monkeypatch):
     compiled = cfx.compile_fx(make_fx(lambda a: a.sin() * 2)(x), [x])
     compiled(x).sum().backward()
     assert chosen == [True, True]  # the forward and the backward both go to Triton
+    # with the real inputs' device (the meta examples don't say it; factories naming it lower to loops)
+    assert [d.type for d in devices] == ["cpu", "cpu"]
     assert seen_by_uses_triton[0][0].type == "cpu"  # asked once, about the real input
     assert len(seen_by_uses_triton) == 1
+
+
+def test_real_device_skips_cpu_and_meta_tensors():
+    from ember._inductor.compile_fx import real_device
+
+    meta = ember.empty(2, device="meta")
+    assert real_device([meta, ember.ones(2), 3]).type == "cpu"
+    fake_cuda = type("T", (ember.Tensor,), {})  # a tensor reporting another device, without a GPU
+    t = ember.ones(2)
+    t.__class__ = fake_cuda
+    fake_cuda.device = property(lambda self: ember.device("cuda", 0))
+    assert real_device([meta, ember.ones(2), t]) == ember.device("cuda", 0)

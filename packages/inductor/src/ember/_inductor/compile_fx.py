@@ -26,7 +26,7 @@ from . import config, debug
 from .exc import CppCompileError, InductorError
 from .inkernel_random import seed_graph
 
-__all__ = ["compile_fx", "compile_fx_inner", "graph_name", "is_known_limit", "uses_triton"]
+__all__ = ["compile_fx", "compile_fx_inner", "graph_name", "is_known_limit", "uses_triton", "real_device"]
 
 log = logging.getLogger("ember._inductor")
 
@@ -72,7 +72,8 @@ def _fall_back(stage, exc, fallbacks, *, expected, eager):
     return eager
 
 
-def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, triton=None, cudagraph_group=None):
+def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, triton=None, cudagraph_group=None,
+                     device=None):
     """Compile one functional graph (a forward, a backward or an inference graph) to C++, or to Triton
     kernels when its tensors are on cuda (see :func:`uses_triton`).
 
@@ -88,6 +89,9 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
         triton (bool or None): compile to Triton (True) or C++ (False); None decides from
             ``example_inputs`` (:func:`uses_triton`). ``compile_fx`` passes its decision: aot hands
             this function meta tensors, which do not say which device the graph runs on.
+        device (ember.device or None): the device the graph runs on (``compile_fx`` passes the real inputs'
+            one: a factory naming it, such as cross-entropy's ``arange(n, device=...)``, is then a loop, not
+            an extern call); None: the first non-meta tensor's of ``example_inputs``.
         cudagraph_group (CudaGraphGroup or None): run the compiled graph under CUDA graphs
             (:mod:`~ember._inductor.runtime.cudagraphs`; ``compile_fx`` passes one group to its forward
             and backward when ``config.cudagraphs`` is on). None: only when ``config.cudagraphs`` is on.
@@ -106,7 +110,7 @@ def compile_fx_inner(gm, example_inputs, *, stage="graph", fallbacks=None, trito
         seeded = seed_graph(gm, example_inputs)
         graph, inputs = (seeded.gm, seeded.example_inputs) if seeded is not None else (gm, example_inputs)
         if uses_triton(example_inputs) if triton is None else triton:
-            compiled = _triton_compile(graph, inputs)
+            compiled = _triton_compile(graph, inputs, device)
         else:
             compiled = _core_compile(graph, inputs)
         if seeded is not None:
@@ -127,12 +131,23 @@ def _core_compile(gm, example_inputs):
     return compile_graph(gm, example_inputs)
 
 
-def _triton_compile(gm, example_inputs):
+def _triton_compile(gm, example_inputs, device=None):
     """The compiler core for cuda graphs (runtime/triton_graph.py) - and for cpu graphs under Triton's
     interpreter when ``config.triton_on_cpu`` asks for it: lower, schedule, generate Triton, load."""
     from .runtime.triton_graph import compile_graph_triton
 
-    return compile_graph_triton(gm, example_inputs)
+    return compile_graph_triton(gm, example_inputs, device=device)
+
+
+def real_device(tensors):
+    """The device of the first tensor of ``tensors`` not on the cpu or meta, else the cpu."""
+    from ember._device import device
+    from ember._tensor import Tensor
+
+    for t in tensors:
+        if isinstance(t, Tensor) and t.device.type not in ("cpu", "meta"):
+            return t.device
+    return device("cpu")
 
 
 def uses_triton(example_inputs) -> bool:
@@ -197,14 +212,15 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     fallbacks: list[str] = []
     # decided here, on the real inputs (and the module's parameters): the graphs aot hands to
     # compile_fx_inner come with meta example inputs
-    triton = uses_triton([*example_inputs, *gm.parameters(), *gm.buffers()])
+    tensors = [*example_inputs, *gm.parameters(), *gm.buffers()]
+    triton, device = uses_triton(tensors), real_device(tensors)
     folder_name = name or graph_name(gm)
     spec = getattr(gm, "meta", {}).get("dynamic_dims")
     # symbolic sizes from ember-dynamo: kernels take sizes (CUDA graphs record fixed shapes: per shape)
     if spec is not None and inner_compile is None and not (triton and config.cudagraphs):
         from .dynamic_compile import compile_fx_dynamic
 
-        compiled = compile_fx_dynamic(gm, example_inputs, spec, triton=triton, name=folder_name,
+        compiled = compile_fx_dynamic(gm, example_inputs, spec, triton=triton, device=device, name=folder_name,
                                       decompositions=decompositions, partition_fn=partition_fn)
         if compiled is not None:
             return compiled
@@ -226,7 +242,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
                     if inner_compile is not None:
                         return inner_compile(graph, inputs)
                     return compile_fx_inner(graph, inputs, stage=role, fallbacks=fallbacks, triton=triton,
-                                            cudagraph_group=cudagraph_group)
+                                            cudagraph_group=cudagraph_group, device=device)
 
             return compile_one
 

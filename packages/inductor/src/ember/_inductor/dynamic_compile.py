@@ -27,7 +27,8 @@ log = logging.getLogger("ember._inductor")
 last_fallback_reason = None
 
 
-def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions=None, partition_fn=None):
+def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions=None, partition_fn=None,
+                       device=None):
     """Compile ``gm`` for any sizes of its dynamic dims, or return None (compile it for fixed sizes).
 
     Args:
@@ -35,6 +36,7 @@ def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions
         example_inputs (list): its inputs at the hint sizes.
         spec (DynamicDims): the dynamic dims of each input.
         triton (bool): compile the kernels to Triton (else C++).
+        device (ember.device or None): the device of the real inputs (Triton graphs' factories name it).
         name (str): the debug folder's name.
         decompositions, partition_fn: as in ``compile_fx``.
 
@@ -63,7 +65,7 @@ def compile_fx_dynamic(gm, example_inputs, spec, *, triton, name, decompositions
             if any(s is None or s.count != seeded[0].count for s in seeded):
                 raise dynamic.NotDynamic("the traces have different random ops")
             gms, inputs = [s.gm for s in seeded], [s.example_inputs for s in seeded]
-        compiled = compile_graph(gms, inputs, spec)
+        compiled = compile_graph(gms, inputs, spec, device=device) if triton else compile_graph(gms, inputs, spec)
         graphs.append(compiled)
         return seeded[0].wrap(compiled) if seeded[0] is not None else compiled
 

@@ -32,12 +32,14 @@ def _stage(name, text):
     debug.stage(name, text)
 
 
-def compile_graph_triton(gm, example_inputs):
+def compile_graph_triton(gm, example_inputs, device=None):
     """Compile ``gm`` (a functional graph of registry ops) to Triton kernels and return a callable.
 
     Args:
         gm (ember.fx.GraphModule): the graph (after aot).
         example_inputs (sequence): one value per placeholder; tensors fix shapes, strides, dtypes, device.
+        device (ember.device or None): the device it runs on; None: the first real tensor's of
+            ``example_inputs`` (aot hands meta tensors, so ``compile_fx`` passes the real inputs' device).
 
     Returns:
         TritonCompiledGraph: ``f(*inputs)`` returning the graph's outputs like the C++ path's callable.
@@ -49,7 +51,7 @@ def compile_graph_triton(gm, example_inputs):
     from ..codegen.wrapper import _lower
     from ..lowering import graph_device
 
-    device = _device_of(example_inputs)
+    device = ember.device(device) if device is not None else _device_of(example_inputs)
     # the lowering reads only shapes, strides and dtypes: real cuda examples (a direct call; aot
     # hands meta ones) are described by meta tensors, which it accepts on every path
     with graph_device(device):
@@ -63,7 +65,7 @@ def compile_graph_triton(gm, example_inputs):
     return TritonCompiledGraph(graph, scheduler, source, device)
 
 
-def compile_graph_triton_dynamic(gms, example_inputs, spec):
+def compile_graph_triton_dynamic(gms, example_inputs, spec, device=None):
     """:func:`compile_graph_triton` for a graph with symbolic sizes: the kernels take the dynamic sizes
     as arguments (see :func:`ember._inductor.codegen.wrapper.compile_graph_dynamic`, the C++ twin).
 
@@ -78,7 +80,7 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec):
     from ..lowering import graph_device
     from ..scheduler import Scheduler
 
-    device = _device_of(example_inputs[0])
+    device = ember.device(device) if device is not None else _device_of(example_inputs[0])
     with graph_device(device):
         graph, assumptions = dynamic.lower_and_unify(
             gms, example_inputs, spec, lambda gm, ex: GraphLowering(gm, [_meta_like(t) for t in ex]).run())
