@@ -444,3 +444,18 @@ def test_random_constants_are_triton_constexpr_objects():
 
     for name in ("_M0", "_M1", "_W0", "_W1"):
         assert isinstance(getattr(triton_random, name), triton.language.constexpr), name
+
+
+def test_per_row_integer_division_in_a_looped_kernel_flags_a_zero_divisor():
+    # a row-invariant integer division stays inside the loop (its zero flag uses the row's mask)
+    n = tgen.PERSISTENT_LIMIT + 100
+    x, d = ember.randn(3, n), ember.randint(1, 5, (3, n))
+
+    def fn(a, b):
+        return (a * (b[:, 1:2] // b[:, :1])).sum(1)  # the quotient, per row, inside the reduction's loop
+
+    compiled = compile_checked(fn, x, d)
+    assert_close(compiled(x, d), fn(x, d), rtol=1e-4, atol=1e-4)
+    d[1, 0] = 0
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(x, d)

@@ -513,6 +513,8 @@ class _KernelGen:
             return not ir.free_symbols(e) & self.row_symbols
         if isinstance(e, ir.IndexExpr):
             return not ir.free_symbols(e) & self.row_symbols
+        if isinstance(e, ir.Op) and e.name in _INT_DIVISIONS and not _is_float(e):
+            return False  # its zero-divisor flag is stored under the row's mask, defined inside the loop
         return all(self.row_free(a) for a in e.children())
 
     def flag_zero_division(self, divisor, printer):
