@@ -67,6 +67,25 @@ def check(fn, *inputs, rtol=1e-5, atol=1e-6):
     return got
 
 
+def check_layer_norm_grads(x, w, out_atol=1e-5, x_atol=1e-4):
+    """``layer_norm(x, (n,), w)`` compiled against eager: the output and the gradients of ``sum(out ** 2)``
+    with respect to ``x`` and ``w`` (both ``requires_grad``; ``n`` is ``x``'s last size)."""
+    n = x.shape[-1]
+
+    def fn(a, weight):
+        return ember.nn.functional.layer_norm(a, (n,), weight)
+
+    out = compile_checked(fn, x, w)(x, w)
+    (out * out).sum().backward()
+    grads = [x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    ref = fn(x, w)
+    (ref * ref).sum().backward()
+    assert_close(out, ref, rtol=1e-4, atol=out_atol)
+    assert_close(grads[0], x.grad, rtol=1e-3, atol=x_atol)
+    assert_close(grads[1], w.grad, rtol=1e-3, atol=1e-3)
+
+
 # --------------------------------------------------------------------------------------------
 # every IR op, as a one-op kernel, against numpy
 

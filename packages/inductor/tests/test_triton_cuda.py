@@ -17,7 +17,7 @@ from _triton_cases import (
     REDUCTIONS,
     VARIANTS,
     check,
-    compile_checked,
+    check_layer_norm_grads,
     cuda_device,
     flat_tensors,
     run_op,
@@ -79,21 +79,8 @@ def test_cuda_ir_op(name):
 @pytest.mark.cuda
 def test_cuda_layer_norm_backward():
     dev = cuda_device()
-    x = ember.randn(32, 200, device=dev, requires_grad=True)
-    w = ember.randn(200, device=dev, requires_grad=True)
-
-    def fn(a, weight):
-        return ember.nn.functional.layer_norm(a, (200,), weight)
-
-    out = compile_checked(fn, x, w)(x, w)
-    (out * out).sum().backward()
-    grads = [x.grad.clone(), w.grad.clone()]
-    x.grad = w.grad = None
-    ref = fn(x, w)
-    (ref * ref).sum().backward()
-    assert_close(out, ref, rtol=1e-4, atol=1e-4)
-    assert_close(grads[0], x.grad, rtol=1e-3, atol=1e-3)
-    assert_close(grads[1], w.grad, rtol=1e-3, atol=1e-3)
+    check_layer_norm_grads(ember.randn(32, 200, device=dev, requires_grad=True),
+                           ember.randn(200, device=dev, requires_grad=True), out_atol=1e-4, x_atol=1e-3)
 
 
 @pytest.mark.cuda
