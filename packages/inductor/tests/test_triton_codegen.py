@@ -268,3 +268,16 @@ def test_real_device_skips_cpu_and_meta_tensors():
     t.__class__ = fake_cuda
     fake_cuda.device = property(lambda self: ember.device("cuda", 0))
     assert real_device([meta, ember.ones(2), t]) == ember.device("cuda", 0)
+
+
+def test_kernel_times_table_lists_kernels_by_total_time(monkeypatch):
+    from ember._inductor.runtime import triton_launch
+
+    monkeypatch.setattr(triton_launch, "kernel_times", {("k1.py", "kernel0", "pointwise"): [2, 1.0],
+                                                        ("extern", "matmul", ""): [4, 6.0]})
+    lines = triton_launch.kernel_times_table().splitlines()
+    assert "matmul" in lines[1] and "kernel0" in lines[2]  # largest total first
+    assert lines[1].split()[:3] == ["6.000", "4", "1500.0"]  # total ms, launches, mean us
+    with triton_launch.timer(None):  # timing off: nothing recorded, nothing synchronised
+        pass
+    assert len(triton_launch.kernel_times) == 2

@@ -18,7 +18,7 @@ import sympy
 import ember
 
 from .. import config, ir
-from .triton_launch import _timing_kernels, timed
+from .triton_launch import _timing_kernels, timer
 
 __all__ = ["compile_graph_triton", "compile_graph_triton_dynamic", "TritonCompiledGraph"]
 
@@ -262,10 +262,7 @@ class TritonCompiledGraph:
         for step in self.steps:
             if isinstance(step, ir.ExternKernel):
                 try:
-                    if _timing_kernels():  # pragma: no cover - a GPU diagnostic (EMBER_TRITON_KERNEL_TIMES=1)
-                        with timed(("extern", str(step.op), "")):
-                            self._run_extern(step, values)
-                    else:
+                    with timer(("extern", str(step.op), "") if _timing_kernels() else None):
                         self._run_extern(step, values)
                 except Exception as exc:
                     # which call failed (a CUDA-graph capture refusing a host copy names it in its log)

@@ -232,10 +232,10 @@ def launch(fn, kernel, args, cfg, xnumel):
         with np.errstate(all="ignore"):
             fn[grid(kernel, cfg, xnumel)](*args, **meta)
         return
-    if _timing_kernels():
-        _launch_timed(fn, kernel, args, cfg, xnumel, meta)
-        return
-    fn[grid(kernel, cfg, xnumel)](*args, **meta, num_warps=cfg.get("num_warps", 4))
+    key = (Path(fn.fn.__code__.co_filename).name, kernel.name, f"{kernel.kind} x={int(xnumel)} {cfg}") \
+        if _timing_kernels() else None
+    with timer(key):
+        fn[grid(kernel, cfg, xnumel)](*args, **meta, num_warps=cfg.get("num_warps", 4))
 
 
 #: ``(module file, kernel name, details) -> [launches, total ms]`` while ``EMBER_TRITON_KERNEL_TIMES=1``
@@ -257,10 +257,14 @@ def _timing_kernels() -> bool:
     return True
 
 
+def timer(key):
+    """A context that adds the GPU milliseconds of the work queued inside it to ``kernel_times[key]``
+    (two CUDA events, then a synchronisation), or does nothing when ``key`` is None (timing off)."""
+    return _timed(key) if key is not None else contextlib.nullcontext()
+
+
 @contextlib.contextmanager
-def timed(key):
-    """Add the GPU milliseconds of the work queued inside the block to ``kernel_times[key]`` (two CUDA
-    events, then a synchronisation)."""  # pragma: no cover - needs a GPU
+def _timed(key):  # pragma: no cover - needs a GPU
     import cupy
 
     stream = cupy.cuda.get_current_stream()
@@ -272,12 +276,6 @@ def timed(key):
     entry = kernel_times.setdefault(key, [0, 0.0])
     entry[0] += 1
     entry[1] += cupy.cuda.get_elapsed_time(start, end)
-
-
-def _launch_timed(fn, kernel, args, cfg, xnumel, meta):  # pragma: no cover - needs a GPU
-    key = (Path(fn.fn.__code__.co_filename).name, kernel.name, f"{kernel.kind} x={int(xnumel)} {cfg}")
-    with timed(key):
-        fn[grid(kernel, cfg, xnumel)](*args, **meta, num_warps=cfg.get("num_warps", 4))
 
 
 def kernel_times_table(top: int = 40) -> str:
