@@ -662,7 +662,7 @@ def test_mid_size_products_split_on_openmp_threads_in_any_blas_layout(trans_a, t
     try:
         for threads in (2, 3):
             ember.set_num_threads(threads)
-            got = _blas_threads._split_gemm(a, b, threads, _blas_threads._get_switch())
+            got = _blas_threads._split_gemm(a, b, threads)
             want = a.astype(np.float64) @ b.astype(np.float64)
             tol = 1e-5 if dtype == np.float32 else 1e-12
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(want).max())
@@ -671,7 +671,7 @@ def test_mid_size_products_split_on_openmp_threads_in_any_blas_layout(trans_a, t
         ember.set_num_threads(previous)
     # a layout BLAS cannot read without a copy (no unit stride): numpy's product instead
     wide = rng.standard_normal((m, 2 * k)).astype(dtype)[:, ::2]
-    assert _blas_threads._split_gemm(wide, b, 2, _blas_threads._get_switch()) is None
+    assert _blas_threads._split_gemm(wide, b, 2) is None
     want = wide.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(_blas_threads.matmul(wide, b), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 

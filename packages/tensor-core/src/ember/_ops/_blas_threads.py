@@ -116,7 +116,7 @@ def matmul(a, b):
     threads = _threads()
     switch = _get_switch()
     if threads > 1 and switch is not None and _splittable(a, b):
-        out = _split_gemm(a, b, threads, switch)
+        out = _split_gemm(a, b, threads)
         if out is not None:
             return out
         if macs >= THREADED_MACS:
@@ -137,9 +137,10 @@ def _blas_layout(x):
     return None
 
 
-def _split_gemm(a, b, threads, switch):
-    """``a @ b`` (:func:`_splittable`, float32/float64) by ``_C.split_gemm`` on ``threads`` OpenMP threads,
-    or None when numpy's cblas gemm was not found or an operand's layout needs a copy."""
+def _split_gemm(a, b, threads):
+    """``a @ b`` (:func:`_splittable`, float32/float64) by ``_C.split_gemm`` on ``threads`` OpenMP threads, the
+    BLAS on one thread meanwhile (:func:`one_thread`), or None when numpy's cblas gemm was not found (call
+    :func:`_get_switch` first) or an operand's layout needs a copy."""
     gemm = _gemms.get(a.dtype)
     if gemm is None:
         return None
@@ -152,14 +153,8 @@ def _split_gemm(a, b, threads, switch):
 
     (m, k), n = rows.shape, b.shape[1]
     out = np.empty((m, n), dtype=a.dtype)
-    get, set_ = switch
-    previous = get()
-    set_(1)
-    try:
-        _C.split_gemm(gemm[0], gemm[1], a.dtype == np.float64, layout_a[0], layout_b[0], m, n, k,
-                      rows.ctypes.data, layout_a[1], b.ctypes.data, layout_b[1], out.ctypes.data, n, threads)
-    finally:
-        set_(previous)
+    one_thread(_C.split_gemm, gemm[0], gemm[1], a.dtype == np.float64, layout_a[0], layout_b[0], m, n, k,
+               rows.ctypes.data, layout_a[1], b.ctypes.data, layout_b[1], out.ctypes.data, n, threads)
     return out.reshape(*lead, n)
 
 
