@@ -24,6 +24,9 @@ time, not the time to queue the work. The rows:
 * ``cuda_training_transformer_adamw``: a training step of
   ``nn.TransformerEncoderLayer(768, 12, 3072)`` (dropout 0.1, as default) on a batch of
   32 sequences of 512, AdamW;
+* ``cuda_bf16_<op>``: one op on a (32, 512, 768) bfloat16 activation (a transformer layer's at batch 32):
+  ``add``, ``mul`` by a number, ``tanh``, ``gelu``, ``dropout`` (training, p = 0.1), ``layer_norm``,
+  ``softmax``, and the float32 -> bfloat16 cast (issues 22 and 24: bfloat16 steps);
 * ``cuda_training_gpt_2layer`` / ``cuda_training_gpt_6layer``: a training step of ``gpt_model.py``'s GPT
   (issue 24: forward, backward, ``clip_grad_norm_(1.0)``, fused AdamW, ``zero_grad(set_to_none=True)``);
   ``gpt_phases.py`` times its phases.
@@ -160,6 +163,67 @@ def _setup_clone_large():
         ta = torch.full((_LARGE,), 1.25, device="cuda")
         torch_fn = _synced(lambda: ta.clone(), torch.cuda.synchronize)
     return ember_fn, torch_fn
+
+
+# --------------------------------------------------------------------------- bfloat16 activations
+
+_ACTIVATION = (32, 512, 768)
+#: bytes read plus written per element (two bfloat16 operands, or a float32 one, in; one bfloat16 out); others: 4
+_BF16_BYTES = {"add": 6, "cast": 6}
+
+
+def _bf16_op(lib, name):
+    """``fn(x, y)`` of bf16 row ``name`` for library ``lib`` (ember or torch: the same spelling)."""
+    F = lib.nn.functional
+    weight = bias = None
+
+    def layer_norm(x, y):
+        return F.layer_norm(x, (x.shape[-1],), weight, bias)
+
+    table = {
+        "add": lambda x, y: x + y,
+        "mul": lambda x, y: x * 0.5,
+        "tanh": lambda x, y: lib.tanh(x),
+        "gelu": lambda x, y: F.gelu(x),
+        "dropout": lambda x, y: F.dropout(x, 0.1, training=True),
+        "layer_norm": layer_norm,
+        "softmax": lambda x, y: F.softmax(x, dim=-1),
+        "cast": lambda x, y: y.to(lib.bfloat16),  # y: the float32 operand
+    }
+    return table[name]
+
+
+def _setup_bf16(name):
+    def setup():
+        ember = _ember_cuda()
+        torch = _torch_cuda()
+        rng = np.random.default_rng(0)
+        x_np, y_np = _host(rng, *_ACTIVATION), _host(rng, *_ACTIVATION)
+        x, y = _to_ember(ember, x_np).to(ember.bfloat16), _to_ember(ember, y_np)
+        if name != "cast":
+            y = y.to(ember.bfloat16)
+        fn = _bf16_op(ember, name)
+        ours = fn(x, y)
+        if ours.dtype != ember.bfloat16 or tuple(ours.shape) != _ACTIVATION:
+            raise AssertionError(f"bf16 {name}: {ours.dtype} {tuple(ours.shape)}")
+        torch_fn = None
+        if torch is not None:
+            tx, ty = _to_torch(torch, x_np).to(torch.bfloat16), _to_torch(torch, y_np)
+            if name != "cast":
+                ty = ty.to(torch.bfloat16)
+            tfn = _bf16_op(torch, name)
+            if name == "dropout":  # random masks differ: the kept fraction and the scale of the kept values
+                kept = ours.float() != 0
+                fraction = float(kept.float().mean().item())
+                if abs(fraction - 0.9) > 0.01:
+                    raise AssertionError(f"bf16 dropout keeps {fraction:.4f} of the values")
+                _assert_close(ours.float()[kept], (x.float() / 0.9)[kept], name, rtol=1e-2, atol=1e-2)
+            else:
+                _assert_close(ours.float(), tfn(tx, ty).float(), f"bf16 {name}", rtol=1.6e-2, atol=1e-2)
+            torch_fn = _synced(lambda: tfn(tx, ty), torch.cuda.synchronize)
+        return _synced(lambda: fn(x, y), ember.cuda.synchronize), torch_fn
+
+    return setup
 
 
 # --------------------------------------------------------------------------- matmul
@@ -438,6 +502,17 @@ WORKLOADS = [
         description="layer_norm over the last dim of a (8192, 8192) float32 tensor, with weight and bias",
         **_GPU,
     ),
+    *[
+        Workload(
+            f"cuda_bf16_{name}",
+            _setup_bf16(name),
+            work=_BF16_BYTES.get(name, 4) * int(np.prod(_ACTIVATION)),
+            unit="GB/s",
+            description=f"{name} on a {_ACTIVATION} bfloat16 tensor" + (" (from float32)" if name == "cast" else ""),
+            **_GPU,
+        )
+        for name in ("add", "mul", "tanh", "gelu", "dropout", "layer_norm", "softmax", "cast")
+    ],
     Workload(
         "cuda_amp_mlp_f16_train_step_b128",
         _setup_amp_mlp,

@@ -297,3 +297,67 @@ def test_half_gradients_cast_back_without_dispatch(kernels):
     y.backward()
     assert x.grad.dtype == ember.float32
     np.testing.assert_array_equal(x.grad.cpu().numpy(), np.full((8, 8), 3.0, np.float32))
+
+
+# -- float16 / bfloat16: computed in float32, rounded once ------------------------------------------------------
+
+HALVES = ["float16", "bfloat16"]
+
+
+def _half(x, name):
+    """``x`` (a cuda tensor) cast to the 16-bit dtype ``name``."""
+    return x.to(getattr(ember, name))
+
+
+def _rounded_float32(fn, name, *operands):
+    """The oracle of a 16-bit op: ``fn`` on the float32 values of ``operands`` (the fast float32 kernel, whose bits
+    the tests above tie to the generic path), rounded once to ``name``."""
+    wide = fn(*[o.float() if isinstance(o, ember.Tensor) else o for o in operands])
+    return wide if wide.dtype == ember.bool else _half(wide, name)
+
+
+def half_bits_equal(got, expected):
+    a, b = got.cpu().float().numpy(), expected.cpu().float().numpy()
+    assert got.dtype == expected.dtype and a.shape == b.shape
+    nan = np.isnan(b)
+    np.testing.assert_array_equal(np.isnan(a), nan)
+    np.testing.assert_array_equal(a[~nan].view(np.uint32), b[~nan].view(np.uint32))
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_half_unary_and_binary_round_the_float32_result_once(kernels, name):
+    dtype = getattr(ember, name)
+    x = _half(cuda(values(np.float32, seed=21)), name)
+    y = _half(cuda(values(np.float32, seed=22)[::-1]), name)
+    g = ember.nn.functional
+    unary = [ember.neg, ember.exp, ember.tanh, ember.sigmoid, g.relu, g.silu, g.gelu,
+             lambda t: g.gelu(t, approximate="tanh")]
+    for fn in unary:
+        got = fn(x)
+        assert got.dtype == dtype
+        half_bits_equal(got, _rounded_float32(fn, name, x))
+    binary = [ember.add, ember.sub, ember.mul, ember.div, ember.gt, ember.le, lambda a, b: ember.add(a, b, alpha=0.3),
+              lambda a, b: a * 0.1, lambda a, b: 2.5 - b, lambda a, b: ember.where(a > 0, a, b)]
+    for fn in binary:
+        half_bits_equal(fn(x, y), _rounded_float32(fn, name, x, y))
+    bias = _half(cuda(values(np.float32, n=32, seed=23)), name)
+    big = _half(cuda(values(np.float32, n=3 * 16 * 32, seed=24).reshape(3, 16, 32)), name)
+    half_bits_equal(big + bias, _rounded_float32(ember.add, name, big, bias))
+    half_dtype = np.dtype(np.float16) if name == "float16" else x._data.dtype
+    for key in (("tanh", half_dtype, "a"), ("add", half_dtype, "aa"), ("add", half_dtype, "ab"),
+                ("mul", half_dtype, "as"), ("where", half_dtype, "maa")):
+        assert key in kernels[0].compiled and kernels[0].compiled[key] is not None, key
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_half_backward_helpers_round_once(kernels, name):
+    g_, y_ = _half(cuda(values(np.float32, seed=25)), name), _half(cuda(np.tanh(values(np.float32, seed=26))), name)
+    for op_name in ("tanh_backward", "sigmoid_backward"):
+        op = get_op(op_name)
+        half_bits_equal(op(g_, y_), _rounded_float32(op, name, g_, y_))
+    op = get_op("threshold_backward")
+    half_bits_equal(op(g_, y_, 0), _rounded_float32(lambda a, b: op(a, b, 0), name, g_, y_))
+    x = _half(cuda(values(np.float32, seed=27)), name)
+    pointwise = kernels[0]
+    half_bits_equal(pointwise.gelu_backward(g_, x, "none"),
+                    _half(pointwise.gelu_backward(g_.float(), x.float(), "none"), name))

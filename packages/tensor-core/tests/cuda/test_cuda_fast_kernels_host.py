@@ -23,7 +23,10 @@ import numpy as np
 import pytest
 
 import ember
+from ember._dtype import bfloat16
 from ember._tensor import Tensor
+
+BF16 = bfloat16.numpy_dtype
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to compile the CUDA C for the CPU")
 
@@ -41,6 +44,8 @@ static ember_dim3 threadIdx, blockIdx, blockDim, gridDim;
 #define __align__(n) alignas(n)
 static inline float __int_as_float(int bits) { float f; std::memcpy(&f, &bits, 4); return f; }
 static inline double __longlong_as_double(long long bits) { double d; std::memcpy(&d, &bits, 8); return d; }
+static inline float __uint_as_float(unsigned bits) { float f; std::memcpy(&f, &bits, 4); return f; }
+static inline unsigned __float_as_uint(float f) { unsigned bits; std::memcpy(&bits, &f, 4); return bits; }
 """
 
 _LAUNCHER = r"""
@@ -102,7 +107,7 @@ class _Module:
         def call(grid, block, args):
             keep = []
             for a in args:
-                if isinstance(a, np.ndarray) and a.dtype.kind == "V":  # a struct by value: its bytes
+                if isinstance(a, np.ndarray) and a.dtype.kind == "V" and a.dtype.type is np.void:  # a struct by value
                     keep.append((ctypes.c_char * a.nbytes).from_buffer_copy(a.tobytes()))
                 elif isinstance(a, np.ndarray):
                     keep.append(ctypes.c_void_p(a.ctypes.data))
@@ -141,6 +146,8 @@ def pointwise(monkeypatch, tmp_path_factory):
     monkeypatch.setattr(pointwise, "_usable", lambda a: a._c_contiguous)
     monkeypatch.setattr(pointwise, "compiled", {})
     monkeypatch.setattr(pointwise, "THREADS", 32)  # fewer emulated threads per block
+    monkeypatch.setattr(pointwise, "_BF16", BF16)  # (register() sets it on the GPU)
+    monkeypatch.setitem(pointwise._CTYPE, BF16, "bf16")
     return pointwise
 
 
@@ -195,6 +202,74 @@ def test_binary_kernels_match_numpy(pointwise, name, dtype):
             got = pointwise.FAST_OPS[name](_tensor(a, offset), _tensor(b, offset))
             assert got is not None, (name, shape_a, shape_b)
             _bits_equal(got, expected)
+
+
+def _bf16_values(rng, shape):
+    """bfloat16 values with zeros of both signs, infinities and a NaN first."""
+    x = (rng.standard_normal(shape) * 3).astype(BF16)
+    if x.size:
+        x.reshape(-1)[:4] = np.array([0.0, -0.0, np.inf, np.nan][: x.size], np.float32).astype(BF16)
+    return x
+
+
+def _ulps_apart(got, expected):
+    """|got - expected| in units of bfloat16's last place (NaNs must match; equal infinities are 0 apart)."""
+    got, expected = np.asarray(got).astype(np.float32), np.asarray(expected).astype(np.float32)
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    same = (got == expected) | nan
+    with np.errstate(invalid="ignore"):  # (infinities and NaNs give NaN here, which `same` covers)
+        ulp = np.spacing(np.abs(expected).astype(BF16)).astype(np.float32)
+        return np.where(same, 0.0, np.abs(got - expected) / np.where(np.isfinite(ulp), ulp, np.inf))
+
+
+@pytest.mark.parametrize("name", sorted(_NUMPY))
+def test_bfloat16_binary_kernels_round_the_float32_result_once(pointwise, name):
+    """bfloat16 operands are widened to float32, combined, and rounded once: numpy's float32 result rounded to
+    bfloat16, bit for bit (comparisons: numpy's on the float32 values)."""
+    rng = np.random.default_rng(1)
+    for shape_a, shape_b in _SHAPES:
+        a, b = _bf16_values(rng, shape_a), _bf16_values(rng, shape_b)
+        with np.errstate(all="ignore"):
+            wide = _NUMPY[name](a.astype(np.float32), b.astype(np.float32))
+        expected = wide if wide.dtype == np.bool_ else wide.astype(BF16)
+        for offset in (0, 1):
+            got = pointwise.FAST_OPS[name](_tensor(a, offset), _tensor(b, offset))
+            assert got is not None and got.dtype == expected.dtype, (name, shape_a, shape_b)
+            if expected.dtype == np.bool_:
+                np.testing.assert_array_equal(np.asarray(got), expected)
+            else:
+                nan = np.isnan(expected.astype(np.float32))
+                np.testing.assert_array_equal(np.isnan(np.asarray(got).astype(np.float32)), nan)
+                np.testing.assert_array_equal(np.asarray(got).view(np.uint16)[~nan], expected.view(np.uint16)[~nan])
+
+
+_UNARY_F32 = {
+    "exp": np.exp, "tanh": np.tanh, "neg": np.negative, "relu": lambda x: np.maximum(x, np.float32(0)),
+    "sigmoid": lambda x: np.float32(1) / (np.exp(-x) + np.float32(1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNARY_F32))
+def test_bfloat16_unary_kernels_within_one_ulp_of_float32_rounded(pointwise, name):
+    """The activations on bfloat16, computed in float32 (the host's libm may differ from numpy's in float32's last
+    bit, which can move the rounded bfloat16 result by one place) and rounded once."""
+    rng = np.random.default_rng(2)
+    x = _bf16_values(rng, (1027,))
+    with np.errstate(all="ignore"):
+        expected = _UNARY_F32[name](x.astype(np.float32)).astype(BF16)
+    for offset in (0, 1):
+        got = pointwise.FAST_OPS[name](_tensor(x, offset))
+        assert got is not None and got.dtype == BF16
+        assert _ulps_apart(got, expected).max() <= 1
+
+
+def test_bfloat16_scalar_operand_stays_float32(pointwise):
+    """``x + 0.1`` on bfloat16 adds the float32 nearest 0.1 (not 0.1 rounded to bfloat16), then rounds once."""
+    x = np.array([1.0, 2.5, -3.0, 100.0], np.float32).astype(BF16)
+    got = pointwise.FAST_OPS["add"](_tensor(x), 0.1)
+    expected = (x.astype(np.float32) + np.float32(0.1)).astype(BF16)
+    np.testing.assert_array_equal(np.asarray(got).view(np.uint16), expected.view(np.uint16))
 
 
 def test_shapes_that_do_not_repeat_are_declined(pointwise):

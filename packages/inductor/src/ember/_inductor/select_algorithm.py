@@ -164,15 +164,12 @@ def _patch_interpreter_dot():
 # the selection pass
 
 
-def select_templates(scheduler, device, *, templates_only=False):
+def select_templates(scheduler, device):
     """Replace each extern matrix product of ``scheduler.steps`` whose template wins by a :class:`TemplateStep`.
 
     Args:
         scheduler (Scheduler): a scheduled graph; its ``steps`` are changed in place.
         device (ember.device): where the graph runs (cuda: benchmark there; cpu: the interpreter).
-        templates_only (bool): every product a template can compute becomes one (the fastest config),
-            however the extern call compares: for graphs recorded as CUDA graphs, where CuPy refuses
-            cuBLAS calls during stream capture (``mode="reduce-overhead"``).
 
     Returns:
         list[str]: one line per product: what was chosen and why.
@@ -202,7 +199,7 @@ def select_templates(scheduler, device, *, templates_only=False):
         template = _render(scheduler, problem, following if fused else None, f"template{count}")
         if template.epilogue is None and fused:
             fused, why = False, "its epilogue divides integers (an error flag)"
-        choice, cfg, reason = _choose(problem, template, device, templates_only)
+        choice, cfg, reason = _choose(problem, template, device)
         if choice == "extern":
             lines.append(_decide(scheduler, f"{step.name} stays extern: {reason}"))
             i += 1
@@ -341,22 +338,19 @@ def cache_path(template):
     return module_path(_module_text(template)).with_suffix(".select.json")
 
 
-def _choose(problem, template, device, templates_only=False):
-    """``(choice, config, reason)``: ``"template"`` with a config, or ``"extern"`` (never with
-    ``templates_only``: then the extern call is not timed)."""
+def _choose(problem, template, device):
+    """``(choice, config, reason)``: ``"template"`` with a config, or ``"extern"``."""
     configs = templates.template_configs(problem)
     if not benchmarking():
         return "template", configs[0], "the interpreter: no benchmarking, the template runs"
     path = cache_path(template)
     key = f"{_device_name(device)} | {problem.signature()} | tf32={_allow_tf32()}"
-    if templates_only:
-        key += " | templates only"
     entries = _read(path)
     found = entries.get(key)
     if found is not None:
         stats["cache_hits"] += 1
         return found["choice"], found.get("config"), f"chosen earlier ({path.name})"
-    timings = benchmark(problem, template, configs, device, with_extern=not templates_only)
+    timings = benchmark(problem, template, configs, device)
     stats["benchmarked"] += 1
     best = min(timings, key=timings.get)
     choice = "extern" if best == "extern" else "template"
@@ -440,9 +434,9 @@ def _bench_values(problem, template, device):
     return values
 
 
-def benchmark(problem, template, configs, device, with_extern=True):
-    """Times (ms) of the template with each config (``"template <i>"``) and, when ``with_extern``, of the
-    extern call followed by the epilogue kernel (``"extern"``), on random inputs (of the sizes at the hints,
+def benchmark(problem, template, configs, device):
+    """Times (ms) of the template with each config (``"template <i>"``) and of the extern call followed by the
+    epilogue kernel (``"extern"``), on random inputs (of the sizes at the hints,
     for symbolic sizes); see :func:`time_choice`."""
     from .codegen import triton as tgen
     from .runtime import triton_launch
@@ -457,8 +451,6 @@ def benchmark(problem, template, configs, device, with_extern=True):
             launch_template(fn, template, problem, a, b, values, cfg, ir.size_hint)
 
         timings[f"template {i}"] = time_choice(run)
-    if not with_extern:
-        return timings
 
     epilogue_kernels = []
     if template.epilogue is not None:

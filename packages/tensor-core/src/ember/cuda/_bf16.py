@@ -34,11 +34,12 @@ import numpy as np
 
 from .._dtype import bfloat16 as _BF16_DTYPE
 from .._tensor import Tensor
+from . import _cublas_capture
 from ._runtime import cupy_module
 
 __all__ = [
     "BF16", "matmul", "product_2d", "product_into", "added_product", "install", "run_in_float32", "is_bf16_failure",
-    "has_bf16",
+    "has_bf16", "capturing",
 ]
 
 # (reading it loads ml_dtypes, which `import ember` leaves out; CuPy imports ml_dtypes itself anyway, and this
@@ -80,11 +81,13 @@ def _cuda_type(dtype):
 
 
 def _direct(*dtypes):
-    """Whether a product of arrays of ``dtypes`` takes the direct cuBLAS path (one dtype, which it takes)."""
+    """Whether a product of arrays of ``dtypes`` takes the direct cuBLAS path (one dtype, which it takes): always
+    for the 16-bit dtypes, and for float32/float64 when :data:`DIRECT_GEMM` is on or a CUDA graph is being
+    captured (``cupy.matmul`` refuses to run then)."""
     first = dtypes[0]
     if any(d != first for d in dtypes) or first not in _GEMM_TYPES:
         return False
-    return first in _HALVES or DIRECT_GEMM
+    return first in _HALVES or DIRECT_GEMM or capturing()
 
 
 def _describe(x):
@@ -106,11 +109,25 @@ def _describe(x):
     return x, _OP_N, max(cols, 1)
 
 
-def _handle(cp, cublas):
-    """The current GPU's cuBLAS handle, bound to the current stream (``ember.cuda.stream`` contexts)."""
+def _bound(cp):
+    """``(cuBLAS wrappers, the current GPU's handle)``, the handle bound to the current stream (``ember.cuda.stream``
+    contexts): CuPy's wrappers, or :mod:`._cublas_capture` while that stream captures a CUDA graph (CuPy's
+    refuse to run then)."""
     handle = cp.cuda.device.get_cublas_handle()
-    cublas.setStream(handle, cp.cuda.get_current_stream().ptr)
-    return handle
+    stream = cp.cuda.get_current_stream().ptr
+    if stream and cp.cuda.runtime.streamIsCapturing(stream):  # (the legacy stream 0 never captures)
+        _cublas_capture.bind(handle, stream, cp.cuda.runtime.getDevice())
+        return _cublas_capture, handle
+    cublas = _cublas()
+    cublas.setStream(handle, stream)
+    return cublas, handle
+
+
+def capturing():
+    """Whether the current CUDA stream is capturing a graph (products must then take the direct cuBLAS path)."""
+    cp = cupy_module()
+    stream = cp.cuda.get_current_stream().ptr
+    return bool(stream) and cp.cuda.runtime.streamIsCapturing(stream)
 
 
 _HOST_SCALARS = {}  # (compute dtype, 0.0 or 1.0) -> (array, its address): the common alpha/beta, made once
@@ -163,11 +180,11 @@ def _gemm_into(out, a, b, alpha, beta):
     # C (row-major, M x N) is C^T (column-major, N x M) = B^T A^T: cuBLAS' "A" is our b, its "B" our a.
     b, op_b, ld_b = _describe(b)
     a, op_a, ld_a = _describe(a)
-    cublas = _cublas()
+    cublas, handle = _bound(cp)
     in_type, compute, _ = _GEMM_TYPES[a.dtype]
     keep = []
     cublas.gemmEx(
-        _handle(cp, cublas), op_b, op_a, n, m, k,
+        handle, op_b, op_a, n, m, k,
         _scalar_address(alpha, a.dtype, keep), b.data.ptr, in_type, ld_b, a.data.ptr, in_type, ld_a,
         _scalar_address(beta, a.dtype, keep), out.data.ptr, _cuda_type(out.dtype), n,
         compute, _CUBLAS_GEMM_DEFAULT,
@@ -260,11 +277,11 @@ def _batched_gemm_into(out, a, b, alpha, beta):
         described_a = (ax.data.ptr, op_a, ld_a, st_a)
     ptr_b, op_b, ld_b, st_b = described_b
     ptr_a, op_a, ld_a, st_a = described_a
-    cublas = _cublas()
+    cublas, handle = _bound(cp)
     in_type, compute, _ = _GEMM_TYPES[a.dtype]
     keep = []
     cublas.gemmStridedBatchedEx(
-        _handle(cp, cublas), op_b, op_a, n, m, k,
+        handle, op_b, op_a, n, m, k,
         _scalar_address(alpha, a.dtype, keep), ptr_b, in_type, ld_b, st_b, ptr_a, in_type, ld_a, st_a,
         _scalar_address(beta, a.dtype, keep), out.data.ptr, _cuda_type(out.dtype), n, m * n, math.prod(batch),
         compute, _CUBLAS_GEMM_DEFAULT,

@@ -56,10 +56,10 @@ def compile_graph_triton(gm, example_inputs, device=None):
     # hands meta ones) are described by meta tensors, which it accepts on every path
     with graph_device(device):
         graph, scheduler = _lower(gm, [_meta_like(t) for t in example_inputs])
-    if config.resolved_max_autotune() or _recorded(device):  # matmul templates (select_algorithm.py)
+    if config.resolved_max_autotune():  # matmul templates (select_algorithm.py)
         from ..select_algorithm import select_templates
 
-        select_templates(scheduler, device, templates_only=_recorded(device))
+        select_templates(scheduler, device)
     source = generate(scheduler)
     _stage("triton", source.source)
     return TritonCompiledGraph(graph, scheduler, source, device)
@@ -91,23 +91,16 @@ def compile_graph_triton_dynamic(gms, example_inputs, spec, device=None):
     with ir.size_hints(hints) as assumed:
         scheduler = Scheduler(graph)
         _stage("scheduled", lambda: str(scheduler))
-        if config.resolved_max_autotune() or _recorded(device):  # templates take their sizes as arguments too
+        if config.resolved_max_autotune():  # templates take their sizes as arguments too
             from ..select_algorithm import select_templates
 
-            select_templates(scheduler, device, templates_only=_recorded(device))
+            select_templates(scheduler, device)
         source = generate(scheduler)
         _stage("triton", source.source)
         compiled = TritonCompiledGraph(graph, scheduler, source, device)
     compiled.binding = dynamic.SizeBinding(inputs, [s for s in hints if s in used], assumptions + assumed)
     compiled.assumptions = compiled.binding.assumption_text
     return compiled
-
-
-def _recorded(device):
-    """Whether the graph's calls will be recorded as CUDA graphs (``config.cudagraphs`` on a cuda device):
-    then its matrix products run as Triton templates, since CuPy refuses cuBLAS calls while a stream
-    captures (every extern matmul made the recording fail, and the graph ran without CUDA graphs)."""
-    return bool(config.cudagraphs) and device.type == "cuda"
 
 
 def _meta_like(value):

@@ -1,4 +1,4 @@
-"""Fast CUDA kernels of the common pointwise ops, for contiguous float32/float64 tensors.
+"""Fast CUDA kernels of the common pointwise ops, for contiguous float tensors (float32, float64, float16, bfloat16).
 
 The generic CUDA path runs an op's CPU kernel on CuPy arrays, one CuPy
 elementwise kernel per numpy call: correct, but CuPy's elementwise kernels load
@@ -12,7 +12,12 @@ per op and dtype by NVRTC, through ``cupy.RawModule``) that
 * fuse a composed op into one pass, computing the same float operations in the
   same order as the generic path, each rounded to the dtype (NVRTC's
   ``--fmad=false`` keeps ``a * b + c`` from contracting into one rounding), so
-  float32 results are bit-identical to the generic path's.
+  float32 results are bit-identical to the generic path's;
+* compute float16/bfloat16 in float32 registers (loaded as 16-bit words, :mod:`.halves`) and round the op's
+  result once to nearest even, as PyTorch's kernels do. This is the one place where the fast kernels differ
+  from the generic path (CuPy's 16-bit loops, or the float32 detour of :mod:`ember.cuda._bf16`): a composite
+  op (``gelu``, ``sigmoid``, ``silu``) there rounds each step to the 16-bit dtype, here only the result, so
+  its last bit may differ (closer to the exact value). Single operations (``add``, ``exp``) agree.
 
 They take the common call only: tensors of one float dtype, one shape, C-contiguous,
 on the current GPU (and, for ``add``/``sub``/``mul``/``div``, a float tensor with
@@ -38,13 +43,28 @@ import numpy as np
 
 from ..._tensor import Tensor
 from .._runtime import cupy_module
+from .halves import BF16_SOURCE, F16_SOURCE
 
 __all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "compiled", "THREADS", "UNROLL"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_F16 = np.dtype(np.float16)
+_BF16 = None  # ml_dtypes' bfloat16 (register() reads it from ember.cuda._bf16: import ember leaves ml_dtypes out)
 _BOOL = np.dtype(np.bool_)
-_CTYPE = {_F32: "float", _F64: "double", _BOOL: "bool"}
+#: dtype -> its type in the CUDA source (register() adds bfloat16); the 16-bit types are :mod:`.halves`' structs
+_CTYPE = {_F32: "float", _F64: "double", _BOOL: "bool", _F16: "f16"}
+_HALF_SOURCES = {"f16": F16_SOURCE, "bf16": BF16_SOURCE}
+
+
+def _is_float(dtype):
+    """Whether the fast kernels take arrays of ``dtype``: float32, float64, float16, bfloat16."""
+    return dtype is _F32 or dtype is _F64 or dtype is _F16 or dtype is _BF16
+
+
+def _compute(dtype):
+    """The dtype the kernels compute ``dtype`` values in: float32 for float16/bfloat16, else ``dtype``."""
+    return _F32 if dtype is _F16 or dtype is _BF16 else dtype
 
 #: Threads per block and packs per thread of the vectorised kernels (a tuning knob: clear
 #: :data:`compiled` after changing them).
@@ -151,43 +171,55 @@ template <typename T, int N> struct __align__(sizeof(T) * N) ember_pack { T v[N]
 """
 
 
+def _load(ctype, value):
+    """C expression of ``value`` (stored as ``ctype``) in its compute type: 16-bit floats widen to float."""
+    return f"to_acc({value})" if ctype in _HALF_SOURCES else value
+
+
+def _store(ctype, slot, expr):
+    """C statement storing ``expr`` in ``slot`` of type ``ctype``: 16-bit floats are rounded to nearest even."""
+    return f"put(&{slot}, ({expr}));" if ctype in _HALF_SOURCES else f"{slot} = ({expr});"
+
+
 def _source(name, expr, inputs, out_ctype, width):
     """CUDA C of ``name_v`` (``width`` elements per pack) and ``name_s`` (one per thread).
 
-    ``inputs``: per operand, ``(ctype, kind)``: ``"a"`` an array read at the output's index (``p{i}``),
+    ``inputs``: per operand, ``(ctype, compute ctype, kind)``, the compute ctype being the type the expression
+    sees (``float`` for the 16-bit types); ``kind`` ``"a"`` an array read at the output's index (``p{i}``),
     ``"b"`` an array of ``m`` elements repeated along the output (read at the index modulo ``m``: an operand
     broadcast over leading dims; the vectorised kernel then needs ``m`` to be a multiple of ``width``),
     ``"s"`` a scalar value (``s{i}``); the expression reads ``in{i}``.
     """
     params = []
-    for i, (ctype, kind) in enumerate(inputs):
-        params.append(f"const {ctype}* __restrict__ p{i}" if kind != "s" else f"const {ctype} s{i}")
+    for i, (ctype, compute, kind) in enumerate(inputs):
+        params.append(f"const {ctype}* __restrict__ p{i}" if kind != "s" else f"const {compute} s{i}")
     params.append(f"{out_ctype}* __restrict__ out")
     params.append("const long long n")
-    repeats = any(kind == "b" for _, kind in inputs)
+    repeats = any(kind == "b" for _, _, kind in inputs)
     if repeats:
         params.append("const long long m")
     signature = ", ".join(params)
-    arrays = [i for i, (_, kind) in enumerate(inputs) if kind != "s"]
+    arrays = [i for i, (_, _, kind) in enumerate(inputs) if kind != "s"]
+    halves = "".join(_HALF_SOURCES[t] for t in sorted({c for c, _, _ in inputs} | {out_ctype}) if t in _HALF_SOURCES)
 
     def reads(index_of):
         lines = []
-        for i, (ctype, kind) in enumerate(inputs):
-            lines.append(f"const {ctype} in{i} = {index_of(i) if kind != 's' else f's{i}'};")
+        for i, (ctype, compute, kind) in enumerate(inputs):
+            lines.append(f"const {compute} in{i} = {_load(ctype, index_of(i)) if kind != 's' else f's{i}'};")
         return " ".join(lines)
 
     def element(i, j):
-        return f"p{i}[{j} % m]" if inputs[i][1] == "b" else f"p{i}[{j}]"
+        return f"p{i}[{j} % m]" if inputs[i][2] == "b" else f"p{i}[{j}]"
 
     def pack(i):
-        return "i % mv" if inputs[i][1] == "b" else "i"
+        return "i % mv" if inputs[i][2] == "b" else "i"
 
     loads = "\n".join(
         f"            if (i < nv) l{i}[u] = reinterpret_cast<const ember_pack<{inputs[i][0]}, W>*>(p{i})[{pack(i)}];"
         for i in arrays
     )
     pack_decls = "\n".join(f"    ember_pack<{inputs[i][0]}, W> l{i}[U];" for i in arrays)
-    return f"""{_PACK}
+    return f"""{_PACK}{halves}
 extern "C" __global__ void {name}_v({signature}) {{
     constexpr int W = {width};
     constexpr int U = {UNROLL};
@@ -208,7 +240,7 @@ extern "C" __global__ void {name}_v({signature}) {{
             #pragma unroll
             for (int k = 0; k < W; ++k) {{
                 {reads(lambda i: f"l{i}[u].v[k]")}
-                r.v[k] = ({expr});
+                {_store(out_ctype, "r.v[k]", expr)}
             }}
             reinterpret_cast<ember_pack<{out_ctype}, W>*>(out)[i] = r;
         }}
@@ -216,7 +248,7 @@ extern "C" __global__ void {name}_v({signature}) {{
     if (blockIdx.x == 0) {{
         for (long long j = nv * W + threadIdx.x; j < n; j += blockDim.x) {{
             {reads(lambda i: element(i, "j"))}
-            out[j] = ({expr});
+            {_store(out_ctype, "out[j]", expr)}
         }}
     }}
 }}
@@ -225,7 +257,7 @@ extern "C" __global__ void {name}_s({signature}) {{
     const long long step = (long long)gridDim.x * blockDim.x;
     for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += step) {{
         {reads(lambda i: element(i, "j"))}
-        out[j] = ({expr});
+        {_store(out_ctype, "out[j]", expr)}
     }}
 }}
 """
@@ -239,12 +271,12 @@ def _compile(kind, dtype, layout, out_dtype):
     entry = compiled.get(key, False)
     if entry is not False:
         return entry
-    ctype = _CTYPE[dtype]
-    inputs = [(("bool" if c == "m" else ctype), ("a" if c == "m" else c)) for c in layout]
+    ctype, compute = _CTYPE[dtype], _compute(dtype)
+    inputs = [(("bool", "bool", "a") if c == "m" else (ctype, _CTYPE[compute], c)) for c in layout]
     widest = max([dtype.itemsize if c != "m" else 1 for c in layout] + [out_dtype.itemsize])
     width = 16 // widest
     name = f"ember_{kind}_{layout}_{ctype}"
-    source = _source(name, _expression(kind, dtype), inputs, _CTYPE[out_dtype], width)
+    source = _source(name, _expression(kind, compute), inputs, _CTYPE[out_dtype], width)
     try:
         module = _cp.RawModule(code=source, options=("--fmad=false",))
         vector = module.get_function(f"{name}_v")
@@ -327,10 +359,11 @@ _usable = _usable_any_gpu  # register() picks _usable_one_gpu where CuPy sees a 
 
 
 def _scalar_operand(x, dtype):
-    """A Python int/float as a scalar of the float ``dtype`` (None for anything else)."""
+    """A Python int/float as a scalar of the type the kernels compute ``dtype`` in (None for anything else):
+    float32 for float16/bfloat16 tensors, as PyTorch keeps a Python number in its kernels' float32."""
     t = type(x)
     if t is float or (t is int and -(2**24) <= x <= 2**24):
-        return dtype.type(x)
+        return _compute(dtype).type(x)
     return None
 
 
@@ -348,10 +381,10 @@ def _binary(kind, *, scalars, compare=False):
             if type(a) is not _ndarray:
                 return None
             dtype = a.dtype
-            if dtype is not _F32 and dtype is not _F64:
+            if not _is_float(dtype):
                 if mask_ok and dtype is _BOOL and type(other) is Tensor:
                     b = other._data
-                    if type(b) is _ndarray and (b.dtype is _F32 or b.dtype is _F64) and a.shape == b.shape:
+                    if type(b) is _ndarray and _is_float(b.dtype) and a.shape == b.shape:
                         if _usable(a) and _usable(b):
                             out = _ndarray(b.shape, b.dtype)
                             return _launch(_compile("mask_mul", b.dtype, "ma", b.dtype), (a, b), (a, b), out, b.size)
@@ -383,7 +416,7 @@ def _binary(kind, *, scalars, compare=False):
             return _launch(_compile(kind, dtype, "as", out.dtype), (a, s), (a,), out, a.size)
         if scalars and not compare and type(other) is Tensor:
             b = other._data
-            if type(b) is not _ndarray or (b.dtype is not _F32 and b.dtype is not _F64):
+            if type(b) is not _ndarray or not _is_float(b.dtype):
                 return None
             s = _scalar_operand(input, b.dtype)
             if s is None or not _usable(b):
@@ -397,7 +430,7 @@ def _binary(kind, *, scalars, compare=False):
 
 
 def _float_pair(x, y):
-    """The arrays of plain tensors ``x`` and ``y`` when both are usable float32/float64 CuPy arrays of one dtype
+    """The arrays of plain tensors ``x`` and ``y`` when both are usable float CuPy arrays of one dtype
     and shape (a fast kernel's two operands), else None."""
     if type(x) is not Tensor or type(y) is not Tensor:
         return None
@@ -405,7 +438,7 @@ def _float_pair(x, y):
     if type(a) is not _ndarray or type(b) is not _ndarray:
         return None
     dtype = a.dtype
-    if (dtype is not _F32 and dtype is not _F64) or b.dtype is not dtype or a.shape != b.shape:
+    if not _is_float(dtype) or b.dtype is not dtype or a.shape != b.shape:
         return None
     return (a, b) if _usable(a) and _usable(b) else None
 
@@ -433,13 +466,13 @@ _ALPHA = {"add": _with_alpha("add_alpha"), "sub": _with_alpha("sub_alpha")}
 
 
 def _unary(kind):
-    """``fast(input)`` of a unary op on a contiguous float32/float64 tensor."""
+    """``fast(input)`` of a unary op on a contiguous float tensor."""
 
     def fast(input):
         if type(input) is not Tensor:
             return None
         a = input._data
-        if type(a) is not _ndarray or (a.dtype is not _F32 and a.dtype is not _F64) or not _usable(a):
+        if type(a) is not _ndarray or not _is_float(a.dtype) or not _usable(a):
             return None
         out = _ndarray(a.shape, a.dtype)
         return _launch(_compile(kind, a.dtype, "a", a.dtype), (a,), (a,), out, a.size)
@@ -475,7 +508,7 @@ def _where_fast(condition, input, other):
     if type(c) is not _ndarray or type(a) is not _ndarray or type(b) is not _ndarray:
         return None
     dtype = a.dtype
-    if (dtype is not _F32 and dtype is not _F64) or b.dtype is not dtype or c.dtype is not _BOOL:
+    if not _is_float(dtype) or b.dtype is not dtype or c.dtype is not _BOOL:
         return None
     if a.shape != b.shape or c.shape != a.shape or not (_usable(a) and _usable(b) and _usable(c)):
         return None
@@ -510,9 +543,10 @@ def _threshold_backward_fast(grad_output, output, threshold):
 
 
 def gelu_backward(grad, input, approximate):
-    """gelu's input gradient for plain cuda tensors ``grad`` and ``input`` of one float32/float64 dtype and shape
-    in one fused kernel: the values of ember-autograd's formula (its eleven ops, each rounded to the dtype, in
-    the same order), or None for calls it does not take (then the formula runs)."""
+    """gelu's input gradient for plain cuda tensors ``grad`` and ``input`` of one float dtype and shape in one
+    fused kernel: the values of ember-autograd's formula (its eleven ops, each rounded to the dtype, in the same
+    order; float16/bfloat16 computed in float32 and rounded once), or None for calls it does not take (then the
+    formula runs)."""
     pair = _float_pair(grad, input)
     if pair is None or _cp is None:
         return None
@@ -603,9 +637,13 @@ def _generic(op):
 
 def register():
     """Install the fast kernels (idempotent): the ops' checked cuda kernels and their cuda kernels."""
-    global _cp, _ndarray, _get_device, _usable
+    global _cp, _ndarray, _get_device, _usable, _BF16
     from ..._ops import _dispatch
     from ..._ops._registry import registry
+    from .._bf16 import BF16
+
+    _BF16 = BF16
+    _CTYPE[BF16] = "bf16"
 
     cp = cupy_module()
     _cp, _ndarray, _get_device = cp, cp.ndarray, cp.cuda.runtime.getDevice

@@ -32,6 +32,7 @@ import numpy as np
 from ..._dtype import numpy_dtype_name
 from .. import _async_errors
 from .._runtime import cupy_module
+from .halves import SOURCE
 
 __all__ = [
     "register",
@@ -59,30 +60,14 @@ CHECK_TARGETS = True
 
 # -- CUDA source -----------------------------------------------------------------------------------------
 
-_PRELUDE = r"""
-struct f16 { unsigned short x; };
-struct bf16 { unsigned short x; };
-
+_PRELUDE = SOURCE + r"""
 __device__ __forceinline__ float to_acc(float v) { return v; }
 __device__ __forceinline__ double to_acc(double v) { return v; }
-__device__ __forceinline__ float to_acc(f16 v) {
-    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v.x)); return f;
-}
-__device__ __forceinline__ float to_acc(bf16 v) { return __uint_as_float(((unsigned int)v.x) << 16); }
 
 __device__ __forceinline__ void put(float* p, float v) { *p = v; }
 __device__ __forceinline__ void put(float* p, double v) { *p = (float)v; }
 __device__ __forceinline__ void put(double* p, double v) { *p = v; }
 __device__ __forceinline__ void put(double* p, float v) { *p = (double)v; }
-__device__ __forceinline__ void put(f16* p, float v) {
-    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(v)); p->x = h;
-}
-__device__ __forceinline__ void put(bf16* p, float v) {
-    unsigned int u = __float_as_uint(v);
-    if ((u & 0x7fffffffu) > 0x7f800000u) { p->x = (unsigned short)((u >> 16) | 0x40u); return; }  // NaN stays NaN
-    u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest even
-    p->x = (unsigned short)(u >> 16);
-}
 
 __device__ __forceinline__ float ex(float v) { return expf(v); }
 __device__ __forceinline__ double ex(double v) { return exp(v); }

@@ -1,0 +1,62 @@
+"""Products recorded into a CUDA graph (what ``ember.compile(mode="reduce-overhead")`` records): matmul, a stack of
+products and a convolution issued while a stream captures run through ``ember.cuda._cublas_capture`` (CuPy's cuBLAS
+wrappers refuse a capturing stream), and a replay of the graph gives eager's bits."""
+
+import numpy as np
+import pytest
+
+import ember
+
+pytestmark = pytest.mark.cuda
+
+
+def _replayed(fn):
+    """``fn()``'s result computed by recording it on a side stream and launching the graph once."""
+    import cupy
+
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        stream.begin_capture()
+        out = fn()
+        graph = stream.end_capture()
+    graph.launch(stream)
+    stream.synchronize()
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
+def test_products_recorded_while_capturing_give_eager_bits(dtype):
+    rng = np.random.default_rng(0)
+    dt = getattr(ember, dtype)
+    a = ember.from_numpy(rng.standard_normal((64, 96)).astype(np.float32)).cuda().to(dt)
+    b = ember.from_numpy(rng.standard_normal((96, 48)).astype(np.float32)).cuda().to(dt)
+    s = ember.from_numpy(rng.standard_normal((3, 64, 96)).astype(np.float32)).cuda().to(dt)
+    t = ember.from_numpy(rng.standard_normal((3, 96, 40)).astype(np.float32)).cuda().to(dt)
+    for fn in (lambda: a @ b, lambda: s @ t, lambda: ember.nn.functional.linear(a, b.t()),
+               lambda: ember.addmm(a[:, :48], a, b, beta=0.5)):
+        expected = fn()
+        got = _replayed(fn)
+        np.testing.assert_array_equal(got.float().cpu().numpy(), expected.float().cpu().numpy())
+
+
+def test_convolution_recorded_while_capturing_gives_eager_bits():
+    """The fast path's GEMM, and a grouped convolution's batched product (``conv._xp_group_matmul``)."""
+    rng = np.random.default_rng(1)
+    x = ember.from_numpy(rng.standard_normal((4, 3, 16, 16)).astype(np.float32)).cuda()
+    w = ember.from_numpy(rng.standard_normal((8, 3, 3, 3)).astype(np.float32)).cuda()
+    w_grouped = ember.from_numpy(rng.standard_normal((6, 1, 3, 3)).astype(np.float32)).cuda()
+    for fn in (lambda: ember.nn.functional.conv2d(x, w, padding=1),
+               lambda: ember.nn.functional.conv2d(x, w_grouped, padding=1, groups=3)):
+        np.testing.assert_array_equal(_replayed(fn).cpu().numpy(), fn().cpu().numpy())
+
+
+def test_capture_binding_leaves_eager_calls_on_cupys_wrappers():
+    """After a capture, the next eager product binds the handle to its stream again through CuPy (which also
+    gives the handle cuBLAS' default workspace back) and computes the same bits."""
+    from ember.cuda import _bf16
+
+    a = ember.randn(32, 32, device="cuda")
+    before = a @ a
+    _replayed(lambda: a @ a)
+    assert not _bf16.capturing()
+    np.testing.assert_array_equal((a @ a).cpu().numpy(), before.cpu().numpy())
