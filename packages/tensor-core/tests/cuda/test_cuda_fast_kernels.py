@@ -361,3 +361,21 @@ def test_half_backward_helpers_round_once(kernels, name):
     pointwise = kernels[0]
     half_bits_equal(pointwise.gelu_backward(g_, x, "none"),
                     _half(pointwise.gelu_backward(g_.float(), x.float(), "none"), name))
+
+
+@pytest.mark.parametrize("name", HALVES)
+@pytest.mark.parametrize("alpha", [1, -1e-3, 0.3])
+def test_half_foreach_add_rounds_the_float32_result_once(kernels, name, alpha):
+    """The fused list op on 16-bit parameters (an SGD step on a bfloat16 model): ``x + y * alpha`` in float32,
+    rounded once: the bits of the per-tensor fast ``add`` on the same tensors."""
+    from ember.cuda.kernels import foreach_kernels
+
+    shapes = [(5, 40), (0,), (130,), (1,), (70000,)]
+    xs = [_half(cuda(values(np.float32, n=int(np.prod(s)), seed=60 + i).reshape(s)), name) for i, s in enumerate(shapes)]
+    ys = [_half(cuda(values(np.float32, n=int(np.prod(s)), seed=80 + i).reshape(s)), name) for i, s in enumerate(shapes)]
+    expected = [ember.add(x, y, alpha=alpha) for x, y in zip(xs, ys)]
+    foreach_kernels._functions.clear()
+    ember._foreach_add_(xs, ys, alpha=alpha)
+    assert any(fn is not None for fn in foreach_kernels._functions.values()), "the fused kernel did not run"
+    for x, want in zip(xs, expected):
+        half_bits_equal(x, want)

@@ -332,6 +332,26 @@ def test_foreach_kernel_matches_the_per_tensor_ops(foreach_kernels, monkeypatch,
         _bits_equal(np.asarray(t._data), want)
 
 
+@pytest.mark.parametrize("name", ["add", "sub"])
+@pytest.mark.parametrize("alpha", [1, -1e-3, 0.3])
+def test_foreach_kernel_on_bfloat16_rounds_the_float32_result_once(foreach_kernels, name, alpha):
+    """bfloat16 parameters: ``x + y * alpha`` in float32 (alpha a float32, not rounded to bfloat16), rounded once."""
+    shapes = [(5, 40), (0,), (130,), (1,), (2, 65)]
+    xs, ys = _pair_lists(np.float32, shapes, 1)
+    xs, ys = [x.astype(BF16) for x in xs], [y.astype(BF16) for y in ys]
+    with np.errstate(all="ignore"):
+        wide = [y.astype(np.float32) * (np.float32(alpha) if alpha != 1 else np.float32(1)) for y in ys]
+        expected = [(x.astype(np.float32) + w if name == "add" else x.astype(np.float32) - w).astype(BF16)
+                    for x, w in zip(xs, wide)]
+    tensors = [_tensor(x) for x in xs]
+    assert foreach_kernels.add_(name, tensors, [_tensor(y) for y in ys], alpha) is True
+    for t, want in zip(tensors, expected):
+        got = np.asarray(t._data)
+        nan = np.isnan(want.astype(np.float32))
+        np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
+        np.testing.assert_array_equal(got.view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+
+
 def test_foreach_kernel_declines_what_it_does_not_take(foreach_kernels):
     f32 = np.float32
     a, b = _tensor(np.ones((2, 3), f32)), _tensor(np.ones((2, 3), f32))
@@ -339,7 +359,7 @@ def test_foreach_kernel_declines_what_it_does_not_take(foreach_kernels):
     assert foreach_kernels.add_("add", [a], [_tensor(np.ones((2, 3), np.float64))], 1) is False  # another dtype
     transposed = Tensor._make(np.ones((3, 2), f32).view(HostArray).T, ember.device("cpu"))
     assert foreach_kernels.add_("add", [a], [transposed], 1) is False  # not contiguous
-    assert foreach_kernels.add_("add", [_tensor(np.ones(3, np.float16))], [_tensor(np.ones(3, np.float16))], 1) is False
+    assert foreach_kernels.add_("add", [_tensor(np.ones(3, np.int32))], [_tensor(np.ones(3, np.int32))], 1) is False
     assert foreach_kernels.add_("add", [a], [b], 2**30) is False  # an int alpha the per-tensor kernel rounds otherwise
     assert foreach_kernels.add_("add", [a], [b], True) is False
     np.testing.assert_array_equal(np.asarray(a._data), np.ones((2, 3), f32))  # nothing written

@@ -145,12 +145,13 @@ class Scheduler:
         self.bodies = {}  # name -> body after inlining, for buffers that stay
         self.aliases = {}  # name -> an earlier buffer computing the same thing
         seen = {}
+        keys = StructuralKeys()
         for step in graph.buffers:
             if not isinstance(step, ir.ComputedBuffer):
                 continue
             body = self._inline_into(step.data.body)
             name = step.name
-            key = _computation_key(step, body)
+            key = _computation_key(step, body, keys)
             if key in seen and name not in protected:
                 self.aliases[name] = seen[key]
                 self._decide("common_subexpression", f"{name} computes what {seen[key].name} does: it reads that")
@@ -348,10 +349,47 @@ class Scheduler:
         return "\n".join(lines)
 
 
-def _computation_key(buffer, body):
+def _computation_key(buffer, body, keys):
     data = buffer.data
     reduction = (tuple(data.reduction_ranges), data.reduction_type) if isinstance(data, ir.Reduction) else None
-    return (str(buffer.dtype), tuple(buffer.sizes), reduction, ir.structural_key(body))
+    return (str(buffer.dtype), tuple(buffer.sizes), reduction, keys(body))
+
+
+class StructuralKeys:
+    """:func:`ir.structural_key`, memoised: ``keys(expr)`` is ``ir.structural_key(expr)``.
+
+    The key holds the text of every SymPy index the expression loads at, and SymPy's printer is slow
+    (a few hundred microseconds an index). Callers ask for the keys of every node of a tree (the C++
+    printer's common subexpressions, the scheduler's duplicate buffers), and many trees load at the
+    same indices: computed afresh, the keys were half of a compile's lowering (issue 28). Here each
+    node's key is computed once (by identity: the memo holds the node, so its id is not reused) and
+    each index printed once (by value: equal SymPy expressions print alike). Keep one per pass: the
+    memo keeps every expression it has seen alive.
+    """
+
+    def __init__(self):
+        self._nodes = {}  # id(expr) -> (expr, key)
+        self._text = {}  # SymPy index -> str(index)
+
+    def __call__(self, expr):
+        hit = self._nodes.get(id(expr))
+        if hit is not None:
+            return hit[1]
+        if isinstance(expr, ir.Load):
+            key = ("load", expr.buffer.name, tuple(self._index_text(i) for i in expr.index))
+        elif isinstance(expr, ir.Op):  # ir.structural_key's rule, over the memoised keys of the operands
+            key = (expr.name, str(expr.dtype), tuple(self(a) for a in expr.args))
+        else:  # a constant or an index expression: one level, no loads
+            key = ir.structural_key(expr)
+        self._nodes[id(expr)] = (expr, key)
+        return key
+
+    def _index_text(self, index):
+        index = sympy.sympify(index)
+        text = self._text.get(index)
+        if text is None:
+            text = self._text[index] = str(index)
+        return text
 
 
 def _numel(sizes):

@@ -27,6 +27,7 @@ import sympy
 import ember
 
 from .. import ir
+from ..scheduler import StructuralKeys
 
 __all__ = ["generate", "ctype", "PARALLEL_THRESHOLD", "REDUCTION_SPLIT", "COLUMN_BLOCK"]
 
@@ -935,7 +936,7 @@ class ExprPrinter:
 
     def emit(self, e):
         """Emits the statements computing IR expression ``e``; returns the C name (or literal) of its value."""
-        key = _expr_key(e)
+        key = self.k.keys(e)
         if key in self.memo:
             return self.memo[key]
         if isinstance(e, ir.Constant):
@@ -953,8 +954,6 @@ class ExprPrinter:
         self.memo[key] = name
         return name
 
-
-_expr_key = ir.structural_key
 
 
 # --------------------------------------------------------------------------------------------
@@ -1039,9 +1038,11 @@ def _simd_reduction(rtype, dtype):
 class KernelGen:
     """C++ for one :class:`~ember._inductor.scheduler.FusedKernel`."""
 
-    def __init__(self, kernel, slots):
+    def __init__(self, kernel, slots, keys=None):
         self.kernel = kernel
         self.slots = slots  # buffer name -> slot index
+        # the structural keys of expressions (common subexpressions, reused summands): one memo per source
+        self.keys = keys if keys is not None else StructuralKeys()
         self._tmp = 0
         self.read = {}
         self.written = {}
@@ -1264,8 +1265,8 @@ class KernelGen:
                     list(later.inner_ranges) != list(data.reduction_ranges):
                 continue
             ys = ir.index_vars(len(later.inner_ranges), "y")
-            key = ir.structural_key(ir.substitute(node.body, dict(zip(rvars, ys))))
-            if any(ir.structural_key(e) == key for e in _subexpressions(later.body)):
+            key = self.keys(ir.substitute(node.body, dict(zip(rvars, ys))))
+            if any(self.keys(e) == key for e in _subexpressions(later.body)):
                 self.reused[key] = later
                 return later
         return None
@@ -1539,6 +1540,7 @@ def generate(scheduler, slots):
     parts = []
     steps = []
     segment = []
+    keys = StructuralKeys()  # kernels load at many of the same indices: each printed once
 
     def close_segment():
         if not segment:
@@ -1556,7 +1558,7 @@ def generate(scheduler, slots):
             close_segment()
             steps.append(step)
             continue
-        parts.append(KernelGen(step, slots).generate())
+        parts.append(KernelGen(step, slots, keys).generate())
         segment.append(step.name)
     close_segment()
     preludes = [PRELUDE, RANDOM_PRELUDE] if any("ember_philox" in part for part in parts) else [PRELUDE]

@@ -2,11 +2,13 @@
 
 The list ops run one registry op per tensor (:mod:`ember._ops.foreach`); on the GPU each ``t.add_(g, alpha=a)``
 is a dispatch, a fused ``add`` kernel and a copy back, about 100 µs of host time for an MLP's six parameters
-where PyTorch's multi-tensor kernel takes one launch. Here the tensors of the first list (float32 or float64,
-one device, C-contiguous) are seen as one concatenation, as in :mod:`.multi_tensor`, and paired element by
+where PyTorch's multi-tensor kernel takes one launch. Here the tensors of the first list (float32, float64,
+float16 or bfloat16, one device, C-contiguous) are seen as one concatenation, as in :mod:`.multi_tensor`, and paired element by
 element with those of the second list (the same shapes and dtype): one kernel computes ``t + o * alpha`` (or
 ``t - o * alpha``; ``t + o`` when ``alpha`` is 1) in the tensors' dtype, each operation rounded once
-(``--fmad=false``), which is what the per-tensor ``add_`` computes: the same bits.
+(``--fmad=false``), which is what the per-tensor ``add_`` computes: the same bits. float16/bfloat16 are
+computed in float32 (``alpha`` too) and rounded once, as the per-tensor fast kernels
+(:mod:`.pointwise`) compute them.
 
 :func:`add_` declines (returns False) every call it does not take; the list op then runs its per-tensor ops.
 """
@@ -18,6 +20,7 @@ import warnings
 import numpy as np
 
 from .._runtime import cupy_module
+from .halves import BF16_SOURCE, F16_SOURCE
 
 __all__ = ["add_"]
 
@@ -28,14 +31,16 @@ _THREADS = 256
 _MAX_TENSORS = 128
 _TABLE_WORDS = 3 * _MAX_TENSORS + 1
 _TABLE_DTYPE = np.dtype((np.void, 8 * _TABLE_WORDS))
-_CTYPES = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+#: numpy dtype name -> (storage type, compute type) in the CUDA source (the 16-bit types: :mod:`.halves`' structs)
+_CTYPES = {"float32": ("float", "float"), "float64": ("double", "double"), "float16": ("f16", "float"),
+           "bfloat16": ("bf16", "float")}
 
 _SOURCE = r"""
 // Passed by value: n pointers of the written tensors, n of the operands, then the n + 1 running sizes.
 struct Table { long long w[3 * MAX_TENSORS + 1]; };
 
 extern "C" __global__ void __launch_bounds__(THREADS)
-ember_foreach_axpy(const Table table, int n, long long total, T alpha) {
+ember_foreach_axpy(const Table table, int n, long long total, A alpha) {
     const long long* sizes = table.w + 2 * n;
     const long long start = (long long)blockIdx.x * CHUNK;
     const long long end = start + CHUNK < total ? start + CHUNK : total;
@@ -49,15 +54,19 @@ ember_foreach_axpy(const Table table, int n, long long total, T alpha) {
         while (e >= sizes[k + 1]) k++;
         const long long i = e - sizes[k];
         T* x = (T*)table.w[k];
-        const T y = ((const T*)table.w[n + k])[i];
-        x[i] = EXPR;
+        const A y = LOAD(((const T*)table.w[n + k])[i]);
+        STORE(x[i], EXPR);
     }
 }
 """
 
 # the per-tensor kernels' expressions (ember.cuda.kernels.pointwise): add, add_alpha, sub, sub_alpha
-_EXPRESSIONS = {("add", False): "x[i] + y", ("add", True): "x[i] + y * alpha",
-                ("sub", False): "x[i] - y", ("sub", True): "x[i] - y * alpha"}
+_EXPRESSIONS = {("add", False): "LOAD(x[i]) + y", ("add", True): "LOAD(x[i]) + y * alpha",
+                ("sub", False): "LOAD(x[i]) - y", ("sub", True): "LOAD(x[i]) - y * alpha"}
+#: reading and writing an element: the 16-bit types widen to float and round back once
+_FLOAT_ACCESS = "#define LOAD(v) (v)\n#define STORE(slot, v) ((slot) = (v))\n"
+_HALF_ACCESS = "#define LOAD(v) to_acc(v)\n#define STORE(slot, v) put(&(slot), (v))\n"
+_HALF_SOURCES = {"f16": F16_SOURCE, "bf16": BF16_SOURCE}
 
 _functions = {}  # (device, dtype, op, scaled) -> the kernel, or None when it did not compile
 
@@ -66,8 +75,10 @@ def _function(cp, dtype, name, scaled):
     key = (cp.cuda.runtime.getDevice(), dtype, name, scaled)
     fn = _functions.get(key, False)
     if fn is False:
-        code = (f"#define T {_CTYPES[dtype]}\n#define CHUNK {_CHUNK}\n#define THREADS {_THREADS}\n"
-                f"#define MAX_TENSORS {_MAX_TENSORS}\n#define EXPR ({_EXPRESSIONS[name, scaled]})\n{_SOURCE}")
+        storage, compute = _CTYPES[dtype.name]
+        access = _FLOAT_ACCESS if storage == compute else _HALF_SOURCES[storage] + _HALF_ACCESS
+        code = (f"#define T {storage}\n#define A {compute}\n#define CHUNK {_CHUNK}\n#define THREADS {_THREADS}\n"
+                f"#define MAX_TENSORS {_MAX_TENSORS}\n#define EXPR ({_EXPRESSIONS[name, scaled]})\n{access}{_SOURCE}")
         try:
             fn = cp.RawModule(code=code, options=("--fmad=false",)).get_function("ember_foreach_axpy")
         except Exception as exc:  # a kernel that does not build leaves the list op to its per-tensor ops
@@ -84,7 +95,7 @@ def _arrays(tensors, others):
     one device, C-contiguous, equal shapes; else None."""
     first = tensors[0]._data
     dtype = first.dtype
-    if dtype not in _CTYPES:
+    if dtype.name not in _CTYPES:
         return None
     device = first.data.device_id
     xs, ys = [], []
@@ -130,7 +141,8 @@ def add_(name, tensors, others, alpha):
         fn = _function(cp, dtype, name, scaled)
         if fn is None:
             return False
-        a = dtype.type(alpha)  # the per-tensor kernels' alpha, rounded to the dtype
+        # the per-tensor kernels' alpha: rounded to the dtype, or to float32 for the 16-bit dtypes
+        a = (dtype if dtype.itemsize > 2 else np.dtype(np.float32)).type(alpha)
         for table, n, total in _tables(xs, ys):
             if total:
                 fn(((total + _CHUNK - 1) // _CHUNK,), (_THREADS,), (table, np.int32(n), np.int64(total), a))
