@@ -7,6 +7,7 @@ fallback path is tested on purpose with a stubbed compiler core.
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import numpy as np
@@ -349,3 +350,51 @@ def test_an_input_for_an_expanded_example_must_be_expanded_too():
     compiled = _compiled_graph_of(lambda x: x + 1, ember.randn(2, 1).expand(2, 5))
     with pytest.raises(ValueError, match="strides"):
         compiled(ember.randn(2, 5))
+
+
+# --------------------------------------------------------------------------- the garbage collector
+
+
+def test_compile_pauses_the_garbage_collector(strict, monkeypatch):
+    """No cyclic collection runs inside a compile (they walked the whole heap: issue 28); the collector
+    is on again afterwards, also after a failing compile, and stays off when the caller turned it off."""
+    import gc
+
+    aot, decompositions, partition = compile_fx_module._aot_pieces()
+    collections, enabled, active = [], [], []
+
+    def record(phase, info):
+        if phase == "start" and active:
+            collections.append(info["generation"])
+
+    def spied_aot(*args, **kwargs):
+        enabled.append(gc.isenabled())
+        active.append(True)
+        try:
+            if kwargs.pop("fail", False):
+                raise ValueError("stubbed aot failure")
+            return aot(*args, **kwargs)
+        finally:
+            active.clear()
+
+    monkeypatch.setattr(compile_fx_module, "_aot_pieces", lambda: (spied_aot, decompositions, partition))
+    x = ember.randn(16, 16, requires_grad=True)
+    gm = make_fx(lambda a: (a.sin() * a).sum())(x)
+    gc.callbacks.append(record)
+    try:
+        compiled = compile_fx(gm, [x])  # thousands of objects: collections would run with gc on
+        assert enabled == [False] and collections == [] and gc.isenabled()
+        assert_close(compiled(x), (x.sin() * x).sum())
+        failing = functools.partial(spied_aot, fail=True)
+        monkeypatch.setattr(compile_fx_module, "_aot_pieces", lambda: (failing, decompositions, partition))
+        with config.patch(fallback_on_compile_error=True):
+            compile_fx(gm, [x])
+            assert gc.isenabled()
+            gc.disable()
+            try:
+                compile_fx(gm, [x])
+                assert not gc.isenabled()
+            finally:
+                gc.enable()
+    finally:
+        gc.callbacks.remove(record)

@@ -124,3 +124,55 @@ def test_a_node_joins_an_earlier_kernel_over_its_ranges_when_it_reads_nothing_in
     first = kernels(s)[0]
     assert len([n for n in first.nodes if n.is_reduction]) >= 2
     assert any("moved up past steps it does not read" in d for _, d in s.decisions)
+
+
+def _padded_pool(a):
+    # padding and pooling: index expressions with Max/Min, inlined at many loads
+    y = ember.nn.functional.pad(ember.relu(a) * 2, (1, 1, 1, 1))
+    z = ember.nn.functional.max_pool2d(y, 3, stride=1) + y[:, :, 1:-1, 1:-1].exp()
+    return ember.nn.functional.avg_pool2d(z, 2) + z.mean(), z.sum(dim=1)
+
+
+def _bodies_and_loads(s):
+    bodies = list(s.bodies.values()) + [n.body for k in kernels(s) for n in k.nodes]
+    return bodies, [ld for b in bodies for ld in ir.loads(b)]
+
+
+def test_memoised_structural_keys_equal_ir_structural_key():
+    """StructuralKeys (memoised, each index printed once) gives ir.structural_key's key for every
+    expression and subexpression, asked in any order and more than once."""
+    from ember._inductor.scheduler import StructuralKeys
+
+    from ember._inductor.codegen.cpp import _subexpressions
+
+    s = schedule(_padded_pool, ember.randn(2, 3, 8, 8))
+    bodies, _ = _bodies_and_loads(s)
+    exprs = [e for b in bodies for e in _subexpressions(b)]
+    assert len(exprs) > 50
+    keys = StructuralKeys()
+    for e in exprs + exprs[::-1]:
+        assert keys(e) == ir.structural_key(e)
+
+
+def test_memoised_substitution_equals_ir_substitute():
+    """The scheduler's substitution (index rewrites looked up by value) builds what ir.substitute does,
+    with and without a load function, including rewrites it has memoised from other bodies."""
+    import sympy
+
+    from ember._inductor.scheduler import _Substitution
+
+    s = schedule(_padded_pool, ember.randn(2, 3, 8, 8))
+    bodies, loads = _bodies_and_loads(s)
+    substitution = _Substitution()
+    for body in bodies * 2:
+        rank = max((len(ld.index) for ld in ir.loads(body)), default=0)
+        xs = ir.index_vars(rank)
+        mapping = {x: sympy.Integer(1) + 2 * x for x in xs}
+
+        def load_fn(load, index):
+            return ir.Op("neg", (ir.Load(load.buffer, index),), load.dtype) if load.buffer.name.endswith("0") else None
+
+        for fn in (None, load_fn):
+            assert ir.structural_key(substitution(body, mapping, fn)) == \
+                ir.structural_key(ir.substitute(body, mapping, fn))
+    assert loads
