@@ -141,9 +141,8 @@ def _bodies_and_loads(s):
 def test_memoised_structural_keys_equal_ir_structural_key():
     """StructuralKeys (memoised, each index printed once) gives ir.structural_key's key for every
     expression and subexpression, asked in any order and more than once."""
-    from ember._inductor.scheduler import StructuralKeys
-
     from ember._inductor.codegen.cpp import _subexpressions
+    from ember._inductor.scheduler import StructuralKeys
 
     s = schedule(_padded_pool, ember.randn(2, 3, 8, 8))
     bodies, _ = _bodies_and_loads(s)
