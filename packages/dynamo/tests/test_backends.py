@@ -43,6 +43,29 @@ def test_a_user_backend_gets_the_graph_and_real_example_inputs(fake):
     assert len([n for n in gm.graph.nodes if n.op == "placeholder"]) == 2
 
 
+def test_the_garbage_collector_is_off_during_a_capture_and_on_after(fake):
+    """A capture and its backend run with Python's cyclic collector off (its full collections walked the
+    whole heap: issue 28); it is on again after the call, and a caller's own choice is left alone."""
+    import gc
+
+    states = []
+
+    def my_backend(gm, example_inputs):
+        states.append(gc.isenabled())
+        return gm.forward
+
+    x, w = inputs()
+    f = ember.compile(fn, backend=my_backend)
+    np.testing.assert_allclose(np.asarray(f(x, w)), np.asarray(fn(x, w)), rtol=1e-6)
+    assert states == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        ember.compile(fn, backend=my_backend)(x, w)
+        assert states == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("name", ["eager", "aot_eager", "inductor"])
 def test_named_backends_equal_eager(fake, name):
     if name != "eager" and backends._inductor_backends() is None:

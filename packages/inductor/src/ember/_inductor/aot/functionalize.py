@@ -564,6 +564,17 @@ class FunctionalTracer(DispatchMode):
         result = func(*real_args, **real_kwargs)
         if not _has_tensor(result):
             return result  # metadata (sizes, flags): a constant of the trace
+        return self.record_known(func, args, kwargs, result)
+
+    def records_whole(self, func, args, kwargs):
+        """Whether a call of the op ``func`` becomes one node of the graph (what :meth:`_record` appends):
+        no decomposition applies to it and it writes nothing."""
+        return (func.kind != "inplace" and _inplace_flag_set(func, args, kwargs) is None
+                and self._decomposition_for(func, args, kwargs) is None)
+
+    def record_known(self, func, args, kwargs, result):
+        """Append the node of ``func(*args, **kwargs)`` whose meta result ``result`` is known (the call
+        is not run); later calls given ``result`` (or its items) read the node. Returns ``result``."""
         node = self.graph.call_function(
             func, self._graph_arg(tuple(args)), {k: self._graph_arg(v) for k, v in kwargs.items()}
         )
