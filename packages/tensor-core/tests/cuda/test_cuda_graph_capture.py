@@ -1,6 +1,7 @@
 """Products recorded into a CUDA graph (what ``ember.compile(mode="reduce-overhead")`` records): matmul, a stack of
 products and a convolution issued while a stream captures run through ``ember.cuda._cublas_capture`` (CuPy's cuBLAS
-wrappers refuse a capturing stream), and a replay of the graph gives eager's bits."""
+wrappers refuse a capturing stream), and a replay of the graph gives eager's values (within rounding: cuBLAS may pick
+another algorithm for the capture's workspace than for its default one)."""
 
 import numpy as np
 import pytest
@@ -24,8 +25,12 @@ def _replayed(fn):
     return out
 
 
+_TOL = {"float32": dict(rtol=1e-5, atol=1e-5), "bfloat16": dict(rtol=1e-2, atol=1e-2),
+        "float16": dict(rtol=2e-3, atol=2e-3)}
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
-def test_products_recorded_while_capturing_give_eager_bits(dtype):
+def test_products_recorded_while_capturing_give_eager_values(dtype):
     rng = np.random.default_rng(0)
     dt = getattr(ember, dtype)
     a = ember.from_numpy(rng.standard_normal((64, 96)).astype(np.float32)).cuda().to(dt)
@@ -36,10 +41,11 @@ def test_products_recorded_while_capturing_give_eager_bits(dtype):
                lambda: ember.addmm(a[:, :48], a, b, beta=0.5)):
         expected = fn()
         got = _replayed(fn)
-        np.testing.assert_array_equal(got.float().cpu().numpy(), expected.float().cpu().numpy())
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(got.float().cpu().numpy(), expected.float().cpu().numpy(), **_TOL[dtype])
 
 
-def test_convolution_recorded_while_capturing_gives_eager_bits():
+def test_convolution_recorded_while_capturing_gives_eager_values():
     """The fast path's GEMM, and a grouped convolution's batched product (``conv._xp_group_matmul``)."""
     rng = np.random.default_rng(1)
     x = ember.from_numpy(rng.standard_normal((4, 3, 16, 16)).astype(np.float32)).cuda()
@@ -47,7 +53,7 @@ def test_convolution_recorded_while_capturing_gives_eager_bits():
     w_grouped = ember.from_numpy(rng.standard_normal((6, 1, 3, 3)).astype(np.float32)).cuda()
     for fn in (lambda: ember.nn.functional.conv2d(x, w, padding=1),
                lambda: ember.nn.functional.conv2d(x, w_grouped, padding=1, groups=3)):
-        np.testing.assert_array_equal(_replayed(fn).cpu().numpy(), fn().cpu().numpy())
+        np.testing.assert_allclose(_replayed(fn).cpu().numpy(), fn().cpu().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_capture_binding_leaves_eager_calls_on_cupys_wrappers():
