@@ -1038,11 +1038,13 @@ def _simd_reduction(rtype, dtype):
 class KernelGen:
     """C++ for one :class:`~ember._inductor.scheduler.FusedKernel`."""
 
-    def __init__(self, kernel, slots, keys=None):
+    def __init__(self, kernel, slots, keys=None, index_code=None):
         self.kernel = kernel
         self.slots = slots  # buffer name -> slot index
         # the structural keys of expressions (common subexpressions, reused summands): one memo per source
         self.keys = keys if keys is not None else StructuralKeys()
+        # (index, strides, loop ranges, split variables) -> C code (see index): one memo per source
+        self.index_code = index_code if index_code is not None else {}
         self._tmp = 0
         self.read = {}
         self.written = {}
@@ -1053,7 +1055,17 @@ class KernelGen:
         self.reused = {}  # structural key of a summand -> the node whose buffer holds it (_summand_reused)
 
     def index(self, index, strides):
-        """C code of the flat offset of ``index`` under ``strides``, simplified for the loops in scope."""
+        """C code of the flat offset of ``index`` under ``strides``, simplified for the loops in scope.
+
+        A function of its arguments, the loops' ranges and the split variables alone: memoised, since
+        kernels load the same elements again and again and SymPy's simplification is slow (issue 28)."""
+        key = (tuple(index), tuple(strides), frozenset(self.ranges.items()), frozenset(self.subs.items()))
+        code = self.index_code.get(key)
+        if code is None:
+            code = self.index_code[key] = self._index(index, strides)
+        return code
+
+    def _index(self, index, strides):
         flat = ir.flat_index(index, strides)
         if self.subs and flat.has(ir.FloorDiv, ir.ModIndex):
             flat = sympy.expand(flat.xreplace(self.subs))
@@ -1541,6 +1553,7 @@ def generate(scheduler, slots):
     steps = []
     segment = []
     keys = StructuralKeys()  # kernels load at many of the same indices: each printed once
+    index_code = {}  # and compute many of the same offsets (KernelGen.index)
 
     def close_segment():
         if not segment:
@@ -1558,7 +1571,7 @@ def generate(scheduler, slots):
             close_segment()
             steps.append(step)
             continue
-        parts.append(KernelGen(step, slots, keys).generate())
+        parts.append(KernelGen(step, slots, keys, index_code).generate())
         segment.append(step.name)
     close_segment()
     preludes = [PRELUDE, RANDOM_PRELUDE] if any("ember_philox" in part for part in parts) else [PRELUDE]
