@@ -384,18 +384,6 @@ def test_modules_parameters_and_buffers_added_deep_in_the_tree_recompile():
     check()
 
 
-def test_a_sparse_input_runs_the_frame_eagerly():
-    adj = ember.sparse_coo_tensor(ember.tensor([[0, 1, 2], [1, 2, 0]]), ember.tensor([1.0, 2.0, 3.0]), (3, 3))
-    x = ember.randn(3, 4)
-
-    def f(a, x):
-        return ember.sparse.mm(a, x).relu()
-
-    _same(ember.compile(f, backend="eager")(adj, x), f(adj, x))
-    explained = dynamo.explain(f)(adj, x)
-    assert explained.graph_count == 0 and "sparse" in " ".join(str(r) for r in explained.break_reasons)
-
-
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize(
     "options",

@@ -53,6 +53,7 @@ LOOPED = {
     "max_unpool3d": "indices are per sample",
     "allclose": "returns a Python bool", "equal": "returns a Python bool",
     "affine_grid": "its size argument names the batch (N, C, H, W); run per sample",
+    "_sparse_mm": "the sparse product of compiled graphs (ember.sparse._graph); eager code never calls it",
 }
 
 

@@ -350,10 +350,6 @@ class OutputGraph:
 
         from .variables.tensor import TensorVariable
 
-        if real.layout != ember.strided:
-            # sparse tensors have no strides to guard nor meta examples to trace on
-            raise SkipFrame(f"a {real.layout} tensor reaches the frame (only strided tensors are traced)")
-
         entry = self._inputs_by_id.get(id(real))
         if entry is not None and entry[0] is real:
             first = entry[1].source
@@ -364,6 +360,8 @@ class OutputGraph:
             return entry[1]
         if source is None:
             raise Unsupported("a tensor with no run-time source (a tensor constant of the capture)")
+        if real.layout != ember.strided:
+            return self._sparse_input(real, source)
         dims = self._dynamic_dims_of(real, source)
         shape, stride = tuple(real.shape), tuple(real.stride())
         if dims:
@@ -374,6 +372,33 @@ class OutputGraph:
             real.dtype, real.device, shape, stride, real.requires_grad
         ))
         example = _to_meta(real)
+        var = self._add_placeholder(real, source, example, TensorVariable(example, real.device, source, real=real))
+        if dims:
+            symbols = {d: self.shape_env.new_symbol(source, d, real.shape[d]) for d in sorted(dims)}
+            var.symbols = symbols
+            shadow_shape = [symbols[d].shadow if d in symbols else n for d, n in enumerate(real.shape)]
+            var.shadow = ember.empty(shadow_shape, dtype=real.dtype, device="meta")
+        return var
+
+    def _sparse_input(self, real, source):
+        """A sparse COO/CSR input: an opaque placeholder whose example is a meta sparse tensor
+        (``ember.sparse._graph``). Its guard checks layout, shape, dtype, device and requires_grad, not
+        the number of stored elements, which the graph never reads (only ``_sparse_mm`` takes it)."""
+        from ember.sparse._graph import meta_like
+
+        from .variables.tensor import TensorVariable
+
+        if real.requires_grad:
+            raise SkipFrame(f"a {real.layout} tensor that requires grad reaches the frame (sparse graph inputs "
+                            "get no gradient)")
+        self.add_guard(source, GuardKind.TENSOR_MATCH, TensorSpec(
+            real.dtype, real.device, tuple(real.shape), None, False, layout=real.layout
+        ))
+        example = meta_like(real)
+        return self._add_placeholder(real, source, example, TensorVariable(example, real.device, source, real=real))
+
+    def _add_placeholder(self, real, source, example, var):
+        """The placeholder of graph input ``real`` (read at ``source``), after the last one; ``var`` tracks it."""
         index = len(self.graph_inputs)
         anchor = self._last_placeholder
         insert = self.graph.inserting_after(anchor) if anchor is not None else self.graph.inserting_before(None)
@@ -383,15 +408,7 @@ class OutputGraph:
         self.mode.track(example, node)
         self.graph_inputs.append(source)
         self.example_inputs.append(real)
-        var = TensorVariable(example, real.device, source, real=real)
         var.on_type_check = lambda: self.add_guard(source, GuardKind.TYPE_MATCH, type(real))
-        if dims:
-            import ember
-
-            symbols = {d: self.shape_env.new_symbol(source, d, real.shape[d]) for d in sorted(dims)}
-            var.symbols = symbols
-            shadow_shape = [symbols[d].shadow if d in symbols else n for d, n in enumerate(real.shape)]
-            var.shadow = ember.empty(shadow_shape, dtype=real.dtype, device="meta")
         self._inputs_by_id[id(real)] = (real, var)
         return var
 

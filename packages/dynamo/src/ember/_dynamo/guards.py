@@ -44,6 +44,7 @@ class TensorSpec:
     shape: tuple
     stride: tuple
     requires_grad: bool
+    layout: Any = None  # a sparse layout (its tensor has no strides: ``stride`` None); None: strided
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,9 @@ def _module_store(source, frame):
 
 def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
     """The tests of one TENSOR_MATCH: shape (the most likely to change) first."""
+    if spec.layout is not None:
+        _sparse_tests(w, v, spec)
+        return
     numpy_dtype = getattr(spec.dtype, "numpy_dtype", None)
     if numpy_dtype is not None and all(s is not None for s in spec.shape):
         # The common static case as ONE tuple comparison, done in C: shape, the array's numpy dtype, the
@@ -235,6 +239,16 @@ def _tensor_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
     # the attributes behind Tensor.requires_grad and Tensor.stride() (strides computed on first use)
     w.test(f"{v}._requires_grad == {bool(spec.requires_grad)}")
     _stride_tests(w, v, spec)
+
+
+def _sparse_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:
+    """A sparse input: its layout (a strided tensor has no ``_layout`` attribute: no match), shape, dtype,
+    device, requires_grad; not its number of stored elements (the graph never reads it)."""
+    w.test(f"{v}._layout is {w.const(spec.layout)}")
+    w.test(f"{v}._data.shape == {w.const(tuple(spec.shape))}")
+    w.test(f"{v}.dtype is {w.const(spec.dtype)}")
+    w.test(f"{v}._device is {w.const(spec.device)} or {v}.device == {w.const(spec.device)}")
+    w.test(f"{v}.requires_grad == {bool(spec.requires_grad)}")
 
 
 def _stride_tests(w: _CodeWriter, v: str, spec: TensorSpec) -> None:

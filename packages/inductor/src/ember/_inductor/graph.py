@@ -27,6 +27,10 @@ log = logging.getLogger("ember._inductor")
 
 def _to_meta(value):
     if isinstance(value, ember.Tensor) and value.device.type != "meta":
+        if value.layout is not ember.strided:  # a sparse input: layout, shape and dtype, no strides
+            from ember.sparse._graph import meta_like
+
+            return meta_like(value)
         return ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
     if isinstance(value, (tuple, list)):
         return tuple(_to_meta(v) for v in value)  # namedtuples (sort's) become plain tuples
@@ -87,6 +91,7 @@ class GraphLowering:
         self.outputs = []
         self.output_is_sequence = True
         self.scalar_inputs = []  # (position, value) of non-tensor inputs
+        self.opaque_inputs = []  # ir.OpaqueInput of sparse inputs (only extern calls take them)
         self.env = {}
         self._count = 0
 
@@ -180,6 +185,11 @@ class GraphLowering:
             return example
         if example.device.type not in ("cpu", "meta"):
             raise LoweringException(f"input {node.name}: tensors on {example.device} are not supported")
+        if example.layout is not ember.strided:  # sparse: no memory to index, extern calls take it whole
+            opaque = ir.OpaqueInput(node.name, example.dtype, list(example.shape), example.layout, position)
+            self.inputs.append(None)
+            self.opaque_inputs.append(opaque)
+            return opaque
         # other dtypes (complex) are allowed: only extern calls read them (see _call)
         buf = ir.InputBuffer(node.name, example.dtype, [sympy.Integer(s) for s in example.shape],
                              [sympy.Integer(s) for s in example.stride()], position=position)

@@ -39,7 +39,7 @@ import sympy
 __all__ = [
     "OPS", "RANDOM_OPS", "REDUCTION_TYPES", "FloorDiv", "ModIndex", "index_vars", "reduction_vars",
     "contiguous_strides", "flat_index", "Expr", "Load", "Constant", "IndexExpr", "Op",
-    "Pointwise", "Reduction", "Buffer", "InputBuffer", "ComputedBuffer", "EmptyArg", "ExternKernel",
+    "Pointwise", "Reduction", "Buffer", "InputBuffer", "OpaqueInput", "ComputedBuffer", "EmptyArg", "ExternKernel",
     "ExternOutput", "substitute", "loads", "count_ops", "structural_key", "free_symbols",
     "size_hints", "size_hint", "assume", "size_symbols",
 ]
@@ -482,6 +482,27 @@ class StridedArg:
         sizes = ", ".join(str(s) for s in self.sizes)
         strides = ", ".join(str(s) for s in self.strides)
         return f"{self.buffer.name}.as_strided(({sizes}), ({strides}), {self.offset})"
+
+    __repr__ = __str__
+
+
+class OpaqueInput:
+    """Graph input number ``position`` that no kernel reads: a sparse tensor (``layout`` ``sparse_coo`` or
+    ``sparse_csr``, ``sizes``, ``dtype``), handed whole to the extern calls that take it (``_sparse_mm``).
+
+    Not a :class:`Buffer`: it has no strided memory, so no lowering can index it (a lowering that meets
+    it fails instead of reading the placeholder array of a sparse tensor)."""
+
+    def __init__(self, name, dtype, sizes, layout, position):
+        self.name = name
+        self.dtype = dtype
+        self.sizes = [sympy.sympify(s) for s in sizes]
+        self.layout = layout
+        self.position = position
+
+    def __str__(self):
+        sizes = ", ".join(str(s) for s in self.sizes)
+        return f"{self.name}: {_dtype_name(self.dtype)}[{sizes}] {self.layout} = input {self.position}"
 
     __repr__ = __str__
 

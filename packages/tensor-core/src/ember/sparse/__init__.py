@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from .._tensor import Tensor
 from . import _functions
+from . import _graph  # noqa: F401 - registers _sparse_mm, the sparse product of captured graphs
 from ._tensor import SparseTensor, sparse_coo_tensor, sparse_csr_tensor  # noqa: F401 - ember re-exports them
 
 __all__ = ["SparseTensor", "mm", "spmm", "addmm", "sum", "softmax", "log_softmax"]

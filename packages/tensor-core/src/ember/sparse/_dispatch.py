@@ -11,6 +11,8 @@ from __future__ import annotations
 from .._layout import sparse_coo, sparse_csr, strided
 from .._tensor import Tensor
 from . import _functions as F
+from ._graph import TRACED_OPS, is_traced, refuse_traced, traced_product
+from ._graph import _check as _check_sparse_mm
 from ._tensor import SparseTensor
 
 __all__ = ["IMPLEMENTATIONS", "run_sparse", "unsupported"]
@@ -38,6 +40,8 @@ def unsupported(name, layout):
 def run_sparse(func, args, kwargs):
     """Run registry op ``func`` on arguments that include a sparse tensor."""
     name = getattr(func, "name", getattr(func, "__name__", repr(func)))
+    if name not in TRACED_OPS and _any_traced(args, kwargs):
+        raise refuse_traced(name)
     implementation = IMPLEMENTATIONS.get(name)
     if implementation is None or kwargs.get("out") is not None:
         raise unsupported(name if kwargs.get("out") is None else f"{name}(out=...)", _layout_of(args, kwargs))
@@ -45,7 +49,23 @@ def run_sparse(func, args, kwargs):
     return implementation(*args, **kwargs)
 
 
+def _any_traced(args, kwargs):
+    """Whether a meta sparse tensor (a graph input being traced, :mod:`ember.sparse._graph`) is an argument."""
+    for a in (*args, *kwargs.values()):
+        for b in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(b, SparseTensor) and is_traced(b):
+                return True
+    return False
+
+
 # -- the implementations, by op ------------------------------------------------------------
+
+
+def _sparse_mm(input, mat2, transpose=False):
+    _check_sparse_mm(input, mat2, transpose)
+    if is_traced(input):
+        return traced_product(input, mat2, transpose)
+    return F._product(F._pattern(input), input._values_t, mat2, transpose)
 
 
 def _mm(input, mat2):
@@ -136,6 +156,7 @@ def _mul(input, other):
 
 
 IMPLEMENTATIONS = {
+    "_sparse_mm": _sparse_mm,
     "mm": _mm,
     "matmul": _matmul,
     "addmm": _addmm,

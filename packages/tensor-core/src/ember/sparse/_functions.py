@@ -86,12 +86,20 @@ def _pattern(sparse):
 def sparse_dense_mm(sparse, dense, name="mm"):
     """``sparse @ dense`` (2-D sparse, 2-D dense) as a dense tensor; differentiable wrt both values and ``dense``."""
     _check_matrix_operands(name, sparse, dense)
+    if sparse._device.type == "meta":  # a graph input being traced: one opaque op (ember.sparse._graph)
+        from ._graph import traced_product
+
+        return traced_product(sparse, dense)
     return _product(_pattern(sparse), sparse._values_t, dense)
 
 
 def dense_sparse_mm(dense, sparse, name="mm"):
     """``dense @ sparse`` as a dense tensor: ``(sparse^T @ dense^T)^T``."""
     _check_matrix_operands(name, dense, sparse)
+    if sparse._device.type == "meta":
+        from ._graph import traced_product
+
+        return traced_product(sparse, dense.mT, transpose=True).mT
     return _product(_pattern(sparse), sparse._values_t, dense.mT, transpose=True).mT
 
 

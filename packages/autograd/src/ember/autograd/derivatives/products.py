@@ -58,6 +58,20 @@ derivative(
     input=lambda grad, mat2: ember.mm(grad, mH(mat2)),
     mat2=lambda grad, input: ember.mm(mH(input), grad),
 )
+
+
+def _sparse_mm_mat2(grad, input, transpose):
+    """``S^H @ grad``: the op again, transposed (the sparse ``input``, a graph's opaque input, gets no gradient)."""
+    if input.is_complex():
+        raise NotImplementedError("the gradient of _sparse_mm (a sparse product inside a compiled graph) is "
+                                  "not supported for complex tensors; run the product outside the graph")
+    from ember.sparse._graph import sparse_mm
+
+    return sparse_mm(input, grad, not transpose)
+
+
+# the sparse @ dense product of a graph (ember.sparse._graph); eager products record SparseDenseMM instead
+derivative("_sparse_mm", mat2=_sparse_mm_mat2, nondiff=("input",))
 derivative(
     "bmm",
     input=lambda grad, mat2: ember.bmm(grad, mH(mat2)),

@@ -31,6 +31,19 @@ _REFUSED = {
     "share_memory_": "Tensor.share_memory_() inside a compiled function",
 }
 
+# Methods of a sparse graph input that the capture takes: size queries (not its nnz, indices or values,
+# which its guard does not check) and the products that end in ``_sparse_mm`` (ember.sparse._graph).
+_SPARSE_METHODS = frozenset({
+    "size", "dim", "sparse_dim", "dense_dim", "is_floating_point", "is_complex", "mm", "matmul", "__matmul__",
+    "__rmatmul__", "addmm",
+})
+
+
+def _strided():
+    import ember
+
+    return ember.strided
+
 
 class TensorVariable(VariableTracker):
     """A tensor of the graph.
@@ -195,6 +208,9 @@ class TensorVariable(VariableTracker):
     def call_method(self, tx, name, args, kwargs):
         if name in _REFUSED:
             raise Unsupported(_REFUSED[name])
+        if self.example.layout is not _strided() and name not in _SPARSE_METHODS:
+            raise Unsupported(f"Tensor.{name}() of a {self.example.layout} tensor (a sparse graph input is opaque: "
+                              "only sparse @ dense products and size queries take it)")
         if name == "__bool__":
             return ConstantVariable(self.truth(tx))
         if name in ("to", "cpu", "cuda"):

@@ -60,7 +60,9 @@ def _signature(flat, grad_enabled):
             data = a._data
             key.append((data.shape, a._strides or a.stride(), data.dtype, a._device._key, a._requires_grad))
         elif isinstance(a, ember.Tensor):  # a subclass may answer shape or requires_grad its own way
-            key.append((a.shape, a.stride(), a.dtype, a.device._key, a.requires_grad))
+            # a sparse tensor has no strides: its layout instead (the graph never reads its nnz)
+            layout = a.stride() if a.layout is ember.strided else a.layout
+            key.append((a.shape, layout, a.dtype, a.device._key, a.requires_grad))
         else:
             try:
                 hash(a)

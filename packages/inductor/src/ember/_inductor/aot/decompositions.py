@@ -105,6 +105,7 @@ _EXTERN_COMPUTE = (
     "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "lp_pool1d", "lp_pool2d",
     "lp_pool3d", "max_unpool1d", "max_unpool2d", "max_unpool3d", "interpolate", "grid_sample", "affine_grid",
+    "_sparse_mm",  # sparse @ dense with a sparse graph input (ember.sparse._graph): never lowered to loops
 )
 
 # FFT prims: extern (pocketfft/cuFFT).

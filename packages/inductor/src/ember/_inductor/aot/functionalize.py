@@ -83,6 +83,10 @@ def is_random_op(op):
 def meta_copy(value):
     """A detached meta tensor with ``value``'s shape, strides and dtype (tuples element-wise)."""
     if isinstance(value, ember.Tensor):
+        if value.layout is not ember.strided:  # a sparse graph input (opaque: only _sparse_mm reads it)
+            from ember.sparse._graph import meta_like
+
+            return meta_like(value)
         return ember.empty_strided(tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta")
     if isinstance(value, (tuple, list)):
         return tuple(meta_copy(v) for v in value)

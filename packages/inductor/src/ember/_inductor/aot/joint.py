@@ -252,6 +252,11 @@ def _holds_tensor(value):
     return isinstance(value, (tuple, list)) and any(isinstance(v, ember.Tensor) for v in value)
 
 
+def _strides(tensor):
+    """A tensor's strides, or its layout for a sparse graph input (which has none)."""
+    return tuple(tensor.stride()) if tensor.layout is ember.strided else tensor.layout
+
+
 def _same_layouts(joint_args, args):
     """Whether every tensor among ``args`` has the shape, strides and dtype of the value of the joint
     graph's node in the same place of ``joint_args`` (then an op gives the joint graph's result)."""
@@ -262,7 +267,7 @@ def _same_layouts(joint_args, args):
         if not isinstance(args, ember.Tensor):
             return not isinstance(joint, ember.Tensor)
         return (isinstance(joint, ember.Tensor) and args.dtype == joint.dtype
-                and tuple(args.shape) == tuple(joint.shape) and tuple(args.stride()) == tuple(joint.stride()))
+                and tuple(args.shape) == tuple(joint.shape) and _strides(args) == _strides(joint))
     if isinstance(joint_args, (list, tuple)) and not hasattr(joint_args, "_fields"):
         return len(joint_args) == len(args) and all(_same_layouts(j, a) for j, a in zip(joint_args, args))
     if isinstance(joint_args, dict):

@@ -52,7 +52,9 @@ def _compiler_hash():
 
 def _describe(value):
     if isinstance(value, ember.Tensor):
-        return f"T{tuple(value.shape)}{tuple(value.stride())}{value.dtype}{value.device.type}"
+        # a sparse graph input has no strides: its layout (the plan never depends on its nnz)
+        strides = tuple(value.stride()) if value.layout is ember.strided else value.layout
+        return f"T{tuple(value.shape)}{strides}{value.dtype}{value.device.type}"
     if value is None or isinstance(value, (bool, int, float)):
         return f"{type(value).__name__}:{value!r}"
     return None
@@ -95,7 +97,7 @@ def _path(cache_key):
 # its ember dtype), {"device": "cpu"}, {"dict": [[k, v], ...]}, {"buf": ...}, {"strided": ...},
 # {"extern": ...}. Anything else cannot be stored (the plan is then not cached).
 
-_PLAN_FIELDS = ("source", "slots", "nslots", "native", "steps", "scalar_inputs",
+_PLAN_FIELDS = ("source", "slots", "nslots", "native", "steps", "scalar_inputs", "opaque_inputs",
                 "output_is_sequence", "inputs", "constants", "fresh", "scratch", "outputs")
 
 
@@ -106,7 +108,7 @@ class _NotPlain(Exception):
 def _encode(v):
     import numpy as np
 
-    from .wrapper import _BufRef, _EmptyRef, _ExternStep, _StridedRef
+    from .wrapper import _BufRef, _EmptyRef, _ExternStep, _InputRef, _StridedRef
 
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
@@ -132,6 +134,8 @@ def _encode(v):
         return {"strided": [_encode(v.buffer), _encode(v.sizes), _encode(v.strides), v.offset]}
     if isinstance(v, _EmptyRef):
         return {"empty": [_encode(v.sizes), _encode(v.np_dtype)]}
+    if isinstance(v, _InputRef):
+        return {"input": v.name}
     if isinstance(v, _ExternStep):
         return {"extern": [v.op_name, _encode(v.args), _encode(v.kwargs), _encode(v.outputs)]}
     raise _NotPlain(f"a value of type {type(v).__name__}")
@@ -145,7 +149,7 @@ def _ember_dtype(name):
 
 
 def _decode(v):
-    from .wrapper import _BufRef, _EmptyRef, _ExternStep, _numpy_dtype, _StridedRef
+    from .wrapper import _BufRef, _EmptyRef, _ExternStep, _InputRef, _numpy_dtype, _StridedRef
 
     if isinstance(v, list):
         return [_decode(x) for x in v]
@@ -175,6 +179,8 @@ def _decode(v):
         ref = _EmptyRef.__new__(_EmptyRef)
         ref.sizes, ref.np_dtype = (_decode(x) for x in body)
         return ref
+    if tag == "input":
+        return _InputRef(body)
     if tag == "extern":
         step = _ExternStep.__new__(_ExternStep)
         step.op_name = body[0]

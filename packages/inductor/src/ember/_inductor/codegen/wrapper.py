@@ -230,6 +230,16 @@ class _EmptyRef:
         self.np_dtype = np_dtype
 
 
+class _InputRef:
+    """An :class:`~ember._inductor.ir.OpaqueInput` for the runtime: the graph input (a sparse tensor) of that
+    name, passed to the extern call as given."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
 class _ExternStep:
     """An extern call for the runtime: the op (by name), its arguments with buffer references, its outputs."""
 
@@ -301,7 +311,7 @@ class _Extern:
 
 def _holds_ref(value):
     """Whether an extern argument is, or holds, a buffer reference (resolved to a tensor per call)."""
-    if isinstance(value, (_BufRef, _StridedRef, _EmptyRef)):
+    if isinstance(value, (_BufRef, _StridedRef, _EmptyRef, _InputRef)):
         return True
     if isinstance(value, (list, tuple)):
         return any(_holds_ref(v) for v in value)
@@ -360,6 +370,8 @@ def _refs(value, slots):
         return _StridedRef(value, slots)
     if isinstance(value, ir.EmptyArg):
         return _EmptyRef(value.sizes, _numpy_dtype(value.dtype))
+    if isinstance(value, ir.OpaqueInput):
+        return _InputRef(value.name)
     if isinstance(value, ir.Buffer):
         return _BufRef(value, slots)
     if isinstance(value, (list, tuple)):
@@ -384,6 +396,7 @@ class _RunPlan:
         self.native = any(isinstance(s, str) for s in steps)
         self.steps = [("native", s) if isinstance(s, str) else ("extern", _ExternStep(s, self.slots)) for s in steps]
         self.scalar_inputs = list(graph.scalar_inputs)
+        self.opaque_inputs = [(b.position, b.name) for b in graph.opaque_inputs]
         self.output_is_sequence = graph.output_is_sequence
         self._plan_call(graph, scheduler)
 
@@ -455,7 +468,7 @@ class _RunPlan:
         for o in g.outputs:
             if isinstance(o, ir.InputBuffer) and o.constant is not None:
                 self.outputs.append((False, o.constant))
-            elif isinstance(o, ir.Buffer):
+            elif isinstance(o, (ir.Buffer, ir.OpaqueInput)):  # (a sparse input a forward saves for backward)
                 self.outputs.append((True, o.name))
             elif isinstance(o, ir.StridedArg):  # an extern's whole result, reshaped: a view of it
                 self.outputs.append((True, (o.buffer.name, _sizes(o.sizes))))
@@ -498,6 +511,7 @@ class CompiledGraph:
         self._dispatches = any(k == "extern" and not s.product for k, s in self._steps)
         self._inputs = plan.inputs
         self._scalar_inputs = plan.scalar_inputs
+        self._opaque_inputs = plan.opaque_inputs
         self._constants = plan.constants
         self._fresh = plan.fresh
         self._scratch = plan.scratch
@@ -563,6 +577,8 @@ class CompiledGraph:
                 t = Tensor._make(arr)
             ptrs[slot] = _address(arr)
             values[name] = t
+        for position, name in self._opaque_inputs:  # sparse inputs, for the extern calls that take them
+            values[name] = args[position]
         for position, value in self._scalar_inputs:
             if args[position] != value:
                 raise ValueError(f"compiled graph: input {position} was compiled as the constant {value!r}, "
@@ -677,6 +693,8 @@ class CompiledGraph:
             return self._strided_tensor(v, ptrs, values)
         if isinstance(v, _EmptyRef):
             return Tensor._make(np.empty(v.sizes, dtype=v.np_dtype))
+        if isinstance(v, _InputRef):
+            return values[v.name]
         if isinstance(v, (list, tuple)):
             return type(v)(self._extern_value(x, ptrs, values) for x in v)
         return v
