@@ -77,7 +77,8 @@ register(
         inputs=_gcn_inputs,
         loss=_node_classification_loss,
         notes="2-layer GCN (64 features, 64 hidden, 8 classes) on a random 512-node graph of mean degree ~8, "
-        "adjacency a sparse COO input: ember.compile (like torch.compile) runs the frame eagerly",
+        "adjacency a sparse COO input: one graph in ember.compile (the adjacency an opaque input of the sparse "
+        "product, an extern call); torch.compile runs the frame eagerly",
         cuda_scale={"nodes": 4096, "hidden": 256},
     )
 )

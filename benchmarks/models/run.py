@@ -543,8 +543,8 @@ def summary(rows):
         "models": n,
         "pass rate, fullgraph=False": f"{sum(r.passed for r in rows)}/{n}",
         "pass rate, fullgraph=True": f"{sum(r.passed and r.fullgraph == 'pass' for r in rows)}/{n}",
-        # recurrent layers (allow_rnn off by default in both compilers) and sparse inputs: torch.compile runs
-        # these frames eagerly too, so fullgraph=True fails there as well
+        # recurrent layers (allow_rnn off by default in both compilers): torch.compile runs these frames
+        # eagerly too, so fullgraph=True fails there as well
         "fullgraph=True failures where torch.compile captures no graph either": ", ".join(
             r.name for r in rows if r.fullgraph != "pass" and r.torch_graphs == 0) or "none",
         "graph breaks (ember, all models)": sum(r.breaks or 0 for r in rows),
