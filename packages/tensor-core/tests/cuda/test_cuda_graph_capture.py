@@ -46,14 +46,16 @@ def test_products_recorded_while_capturing_give_eager_values(dtype):
 
 
 def test_convolution_recorded_while_capturing_gives_eager_values():
-    """The fast path's GEMM, and a grouped convolution's batched product (``conv._xp_group_matmul``)."""
+    """The fast path's GEMM (an ungrouped float32 convolution; grouped ones still call ``cupy.matmul``, so a graph
+    with one runs without CUDA graphs)."""
     rng = np.random.default_rng(1)
     x = ember.from_numpy(rng.standard_normal((4, 3, 16, 16)).astype(np.float32)).cuda()
     w = ember.from_numpy(rng.standard_normal((8, 3, 3, 3)).astype(np.float32)).cuda()
-    w_grouped = ember.from_numpy(rng.standard_normal((6, 1, 3, 3)).astype(np.float32)).cuda()
-    for fn in (lambda: ember.nn.functional.conv2d(x, w, padding=1),
-               lambda: ember.nn.functional.conv2d(x, w_grouped, padding=1, groups=3)):
-        np.testing.assert_allclose(_replayed(fn).cpu().numpy(), fn().cpu().numpy(), rtol=1e-5, atol=1e-5)
+
+    def fn():
+        return ember.nn.functional.conv2d(x, w, padding=1)
+
+    np.testing.assert_allclose(_replayed(fn).cpu().numpy(), fn().cpu().numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_capture_binding_leaves_eager_calls_on_cupys_wrappers():

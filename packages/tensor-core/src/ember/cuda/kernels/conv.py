@@ -232,18 +232,12 @@ def _xp_col2im(xp, cols, image, kernel, blocks, stride, pad, dilation):
 
 
 def _xp_group_matmul(xp, a, b):
-    """``a @ b`` of stacks (groups, M, K) and (groups, K, L): one batched GEMM, or per group for integers on GPU;
-    floats on a GPU stream that captures a CUDA graph go to cuBLAS directly (:func:`ember.cuda._bf16.matmul`).
+    """``a @ b`` of stacks (groups, M, K) and (groups, K, L): one batched GEMM, or per group for integers on GPU.
 
     CuPy's 2-D product runs an exact integer GEMM kernel (wrapping like numpy's); some CuPy versions compute
     batched integer products in floating point, so integers on the GPU take one 2-D product per group.
     """
     if xp is np or a.dtype.kind not in "biu":
-        if xp is not np:
-            from .. import _bf16  # (loaded already on the GPU path; it loads ml_dtypes, which CPU users skip)
-
-            if a.dtype == b.dtype and a.dtype in _bf16.FLOAT_GEMM_DTYPES and _bf16.capturing():
-                return _bf16.matmul(a, b)  # cupy.matmul refuses a stream that captures a CUDA graph
         return xp.matmul(a, b)
     if a.shape[0] == 1:
         return xp.matmul(a[0], b[0])[None]

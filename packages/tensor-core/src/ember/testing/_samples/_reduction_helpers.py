@@ -48,16 +48,17 @@ def _small_ints(shape, dtype, device, seed=0, low=0, high=3, noncontiguous=False
 
 
 def _with_nan(t, *flat_positions):
-    """A copy of floating ``t`` with NaN at the given flat positions (unchanged for other dtypes)."""
+    """A copy of floating ``t`` with NaN at the given flat positions (unchanged for other dtypes), a leaf that
+    requires grad when ``t`` does."""
     import ember
 
     if not (t.dtype.is_floating_point or t.dtype.is_complex) or t.dtype is D.bfloat16:
         # bfloat16 is left out: numpy's assert_array_equal (test_inputs_not_modified) sees its NaNs as different
         return t
-    array = t.cpu().numpy().astype(np.complex128 if t.dtype.is_complex else np.float64)
+    array = t.detach().cpu().numpy().astype(np.complex128 if t.dtype.is_complex else np.float64)
     for p in flat_positions:
         array.reshape(-1)[p] = np.nan
-    return ember.tensor(array.astype(t.dtype.numpy_dtype), device=t.device)
+    return ember.tensor(array.astype(t.dtype.numpy_dtype), device=t.device, requires_grad=t.requires_grad)
 
 
 # -- reference helpers -----------------------------------------------------------------------------------
