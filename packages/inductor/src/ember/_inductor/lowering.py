@@ -1115,6 +1115,7 @@ _fallback(["float_power"], "float64 computation with complex cases (eager)")
 _fallback(["digamma", "polygamma", "i0", "logit", "sinc", "_standard_gamma_grad", "erfinv"],
           "special function (eager kernel)")
 _fallback(["scaled_dot_product_attention"], "BLAS (a tuned matrix-multiply library)")
+_fallback(["_sparse_mm"], "sparse @ dense: the eager sparse kernel takes the opaque sparse input (never loops)")
 for _op in _ops.values():
     if _op.name.startswith("special_"):
         fallbacks.setdefault(_op, "special function (eager kernel)")
