@@ -34,7 +34,7 @@ _REFUSED = {
 # Methods of a sparse graph input that the capture takes: size queries (not its nnz, indices or values,
 # which its guard does not check) and the products that end in ``_sparse_mm`` (ember.sparse._graph).
 _SPARSE_METHODS = frozenset({
-    "size", "dim", "sparse_dim", "dense_dim", "is_floating_point", "is_complex", "mm", "matmul", "__matmul__",
+    "size", "dim", "numel", "sparse_dim", "dense_dim", "is_floating_point", "is_complex", "mm", "matmul", "__matmul__",
     "__rmatmul__", "addmm",
 })
 
