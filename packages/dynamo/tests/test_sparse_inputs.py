@@ -117,3 +117,13 @@ def test_a_sparse_input_that_requires_grad_runs_the_frame_eagerly():
     assert counter.frame_count == 0
     assert_close(got, f(adjacency.detach(), x))
     assert adjacency.grad is not None  # eager's sparse gradient
+
+
+def test_size_queries_of_a_sparse_input_are_its_own():
+    adjacency = _adjacency(5, 0.4, seed=7)
+    x = ember.randn(5, 2)
+
+    def f(a, x):
+        return ember.sparse.mm(a, x) * a.numel() + a.size(0) + a.sparse_dim() * 10 + a.dense_dim()
+
+    assert_close(ember.compile(f, backend="eager", fullgraph=True)(adjacency, x), f(adjacency, x))

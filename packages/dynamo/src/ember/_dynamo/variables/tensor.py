@@ -220,8 +220,10 @@ class TensorVariable(VariableTracker):
         if self.is_dynamic() and name == "stride":
             for size in self.sizes(tx):
                 size.as_constant()  # strides are Python ints here: every size guarded to its value
-        if name == "size" or name == "dim" or name == "stride" or name == "numel" or name.startswith("is_"):
-            # metadata queries: plain Python values, no node
+        if (name == "size" or name == "dim" or name == "stride" or name == "numel" or name.startswith("is_")
+                or name == "sparse_dim" or name == "dense_dim"):
+            # metadata queries: plain Python values, no node (read from the example: a sparse one answers
+            # sparse_dim/dense_dim its own way)
             values = [a.as_python(tx) for a in args]
             keywords = {k: v.as_python(tx) for k, v in kwargs.items()}
             return ConstantVariable(getattr(self.example, name)(*values, **keywords))
