@@ -175,3 +175,26 @@ def test_reduce_overhead_outputs_and_shapes_oncuda_device():
         out = compiled(z)
     np.testing.assert_allclose(out.cpu().numpy(), f(z).cpu().numpy(), rtol=1e-5, atol=1e-6)
     assert cudagraphs.counters["recordings"] - before.get("recordings", 0) == 2
+
+
+def test_reduce_overhead_index_bounds_checked_after_replays_oncuda_device():
+    """An extern ``index`` inside a recorded graph: its bounds check can't read the GPU during the capture, so it
+    is recorded, and a replay with an index out of range raises IndexError at the next synchronizing call."""
+    device = cuda_device()
+    table = ember.randn(10, 4, device=device)
+
+    def f(t, i):
+        return t[i] * 2
+
+    compiled = ember.compile(f, mode="reduce-overhead", dynamic=False)
+    before = cudagraphs.counters["replays"]
+    good = ember.tensor([1, 2, 3], device=device)
+    for _ in range(3):  # warm-up, recording, replay
+        out = compiled(table, good)
+    np.testing.assert_allclose(out.cpu().numpy(), table.cpu().numpy()[[1, 2, 3]] * 2)
+    assert cudagraphs.counters["replays"] - before >= 1, dict(cudagraphs.skip_reasons)
+    compiled(table, ember.tensor([1, 20, 3], device=device))
+    with pytest.raises(IndexError, match="CUDA graph replay"):
+        ember.cuda.synchronize()
+    out = compiled(table, good)  # the flag was reset by the read: a good call passes again
+    np.testing.assert_allclose(out.cpu().numpy(), table.cpu().numpy()[[1, 2, 3]] * 2)

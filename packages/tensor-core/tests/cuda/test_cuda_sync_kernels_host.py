@@ -223,3 +223,32 @@ def test_embedding_weight_grad_matches_index_add(cupy, padding_idx):
         expected[padding_idx] = 0
     np.testing.assert_allclose(out.host, expected, rtol=1e-12)
     assert embedding.weight_grad(FakeArray(grad.astype(np.float16)), FakeArray(index), 5, None) is None
+
+
+# -- checks recorded into a CUDA graph (numpy arrays stand in for the device words) --------------------------
+
+
+def test_recorded_check_raises_at_the_next_sync_after_a_failing_replay():
+    assert _async_errors.record_check(np.array(True), lambda: IndexError("never")) is False  # no recording open
+    with _async_errors.recording_checks() as checks:
+        flag = np.array(False)
+        assert _async_errors.record_check(flag, lambda: IndexError("index 20 out of range")) is True
+    (check,) = checks
+    check.clear()  # the runner zeroes the word after the capture
+    for replay_flag, raises in ((False, False), (True, True), (False, False)):
+        np.logical_or(check.word, np.array(replay_flag), out=check.word)  # what a replay's recorded kernel does
+        check.arm()
+        if raises:
+            with pytest.raises(IndexError, match="index 20 out of range"):
+                _async_errors.raise_pending()
+            assert not bool(check.word)  # read and reset: the next clean replay raises nothing
+        else:
+            _async_errors.raise_pending()
+
+
+def test_nested_recordings_collect_their_own_checks():
+    with _async_errors.recording_checks() as outer:
+        with _async_errors.recording_checks() as inner:
+            _async_errors.record_check(np.array(False), IndexError)
+        _async_errors.record_check(np.array(False), IndexError)
+    assert len(inner) == 1 and len(outer) == 1

@@ -317,6 +317,9 @@ def check_bounds(idx, low, high):
 
     PyTorch's CUDA kernels check indices with a device assert, which also syncs; here the check is one
     reduction and one host read, then, only when a value is out of range, a search for the first one.
+    While ember records a CUDA graph (no host read is possible) the check is recorded instead and raises
+    ``IndexError`` at the next synchronizing call after a replay that found a bad index
+    (:func:`ember.cuda._async_errors.record_check`); the call itself returns None.
     """
     if idx.size == 0:
         return None
@@ -326,9 +329,21 @@ def check_bounds(idx, low, high):
     if xp is np:
         if not bad.any():
             return None
-    elif not _host_bool("an index bounds check", bad.any()):
-        return None
+    else:
+        any_bad = bad.any()
+        if _recorded_check(any_bad, low, high) or not _host_bool("an index bounds check", any_bad):
+            return None
     return int(flat[xp.flatnonzero(bad)[0]])
+
+
+def _recorded_check(flag, low, high):
+    """Whether the bounds check of device ``flag`` was recorded into the CUDA graph being captured."""
+    from ..cuda import _async_errors
+
+    def error():
+        return IndexError(f"an index outside [{low}, {high}) was found during a CUDA graph replay")
+
+    return _async_errors.record_check(flag, error)
 
 
 def _host_bool(reason, flag):

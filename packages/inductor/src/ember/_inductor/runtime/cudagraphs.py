@@ -34,7 +34,10 @@ follow:
 * **Never a wrong answer.** A graph with random ops (a replay would draw the recorded numbers again), with
   in-place ops on its inputs, or with checks that read a device value on the host (integer division), a graph
   whose inputs are cpu tensors, and a graph whose capture fails run without CUDA graphs; each reason is logged
-  once (logger ``ember._inductor.cudagraphs``) and listed in the runner's ``skips``.
+  once (logger ``ember._inductor.cudagraphs``) and listed in the runner's ``skips``. Index bounds checks of
+  extern calls (``index``, ``index_add``, ...), which read a flag on the host in eager mode, are recorded
+  instead: each replay ORs its result into a device word that the next synchronizing call reads, raising
+  ``IndexError`` there (:func:`ember.cuda._async_errors.record_check`), as a device-side assert would.
 
 What is not checked (PyTorch checks it through its storages): a *view* or ``detach()`` of an output made
 before the next replay is not invalidated with it, and sees the new values; clone what you keep.
@@ -140,13 +143,15 @@ class _OverwrittenData:
 
 
 class _CuPyRecording:
-    """A captured CUDA graph and the private memory pool its allocations came from."""
+    """A captured CUDA graph, the private memory pool its allocations came from, and the checks its kernels
+    record (index bounds: :class:`ember.cuda._async_errors.RecordedCheck`), read after each replay."""
 
-    __slots__ = ("graph", "pool")
+    __slots__ = ("graph", "pool", "checks")
 
-    def __init__(self, graph, pool):
+    def __init__(self, graph, pool, checks):
         self.graph = graph
         self.pool = pool
+        self.checks = checks
 
 
 class CuPyGraphs:
@@ -172,6 +177,8 @@ class CuPyGraphs:
         computed yet: :meth:`replay` computes them)."""
         import cupy as cp
 
+        from ember.cuda import _async_errors
+
         from .triton_launch import use_ember_stream
 
         use_ember_stream()  # Triton launches on CuPy's current stream: the capturing one
@@ -181,7 +188,7 @@ class CuPyGraphs:
             current = cp.cuda.get_current_stream()
             side = self._side_stream(cp, index)
             side.wait_event(current.record())
-            with side, cp.cuda.using_allocator(pool.malloc):
+            with side, cp.cuda.using_allocator(pool.malloc), _async_errors.recording_checks() as checks:
                 side.begin_capture()  # relaxed mode (CuPy's default): the pool may cudaMalloc meanwhile
                 try:
                     outputs = fn()
@@ -192,13 +199,18 @@ class CuPyGraphs:
                         pass
                     raise
                 graph = side.end_capture()
-        return _CuPyRecording(graph, pool), outputs
+            for check in checks:  # its word is uninitialised memory of the pool until zeroed here, uncaptured
+                check.clear()
+        return _CuPyRecording(graph, pool, checks), outputs
 
     def replay(self, recording, device):
-        """Launch the recorded graph on ember's (CuPy's) current stream."""
+        """Launch the recorded graph on ember's (CuPy's) current stream; its recorded checks raise at the next
+        synchronizing call if this replay failed one."""
         import cupy as cp
 
         recording.graph.launch(stream=cp.cuda.get_current_stream())
+        for check in recording.checks:
+            check.arm()
 
 
 def _backend():
