@@ -5,8 +5,8 @@ is a dispatch, a fused ``add`` kernel and a copy back, about 100 µs of host tim
 where PyTorch's multi-tensor kernel takes one launch. Here the tensors of the first list (float32, float64,
 float16 or bfloat16, one device, C-contiguous) are seen as one concatenation, as in :mod:`.multi_tensor`, and
 paired element by element with those of the second list (the same shapes and dtype): one kernel computes
-``t + o * alpha`` (or ``t - o * alpha``; ``t + o`` when ``alpha`` is 1) in the tensors' dtype, each operation rounded once
-(``--fmad=false``), which is what the per-tensor ``add_`` computes: the same bits. float16/bfloat16 are
+``t + o * alpha`` (or ``t - o * alpha``; ``t + o`` when ``alpha`` is 1) in the tensors' dtype, each operation
+rounded once (``--fmad=false``), which is what the per-tensor ``add_`` computes: the same bits. float16/bfloat16 are
 computed in float32 (``alpha`` too) and rounded once, as the per-tensor fast kernels
 (:mod:`.pointwise`) compute them.
 
