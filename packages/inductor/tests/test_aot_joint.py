@@ -215,34 +215,3 @@ def test_decomposition_needing_values_keeps_the_op_whole():
     assert "linalg_solve" in {n.target.name for n in gm.graph.nodes if n.op == "call_function"}
     assert_close(gm(A, b)[0], ember.linalg.solve(A, b) * 2)
 
-
-def test_decomposition_pass_appends_whole_calls_as_running_them_would(monkeypatch):
-    """The decomposition pass appends the calls no decomposition applies to with the joint graph's values
-    (_call_again); the graph is the one running every call through the dispatcher again gives: views,
-    multi-output ops (max with dim), a batch norm, random draws, a transposed (strided) layout."""
-    from ember._inductor.aot import joint
-    from ember._inductor.aot.decompositions import inductor_decompositions
-
-    def f(x, w, b):
-        y = ember.nn.functional.batch_norm(x @ w, None, None, b, b, training=True)
-        values, indices = ember.max(y.t().contiguous().view(-1, 4), dim=1)
-        z = ember.nn.functional.dropout(ember.nn.functional.silu(y), 0.3)
-        return values.exp().sum() + z.mean(0).sum() + indices.float().mean() + y.var()
-
-    inputs = [ember.randn(6, 5, requires_grad=True), ember.randn(5, 8, requires_grad=True),
-              ember.randn(8, requires_grad=True)]
-    table = inductor_decompositions()
-    known = []
-    record_known = joint.FunctionalTracer.record_known
-
-    def counted(tracer, *args):
-        known.append(args[0])
-        return record_known(tracer, *args)
-
-    monkeypatch.setattr(joint.FunctionalTracer, "record_known", counted)
-    fast = trace_joint(f, inputs, decompositions=table)
-    assert len(known) > 10  # most calls took the short way
-    monkeypatch.setattr(joint, "_call_again", lambda tracer, node, args, kwargs: node.target(*args, **kwargs))
-    every_call = trace_joint(f, inputs, decompositions=table)
-    assert fast.code == every_call.code
-    assert len(list(fast.graph.nodes)) > 30

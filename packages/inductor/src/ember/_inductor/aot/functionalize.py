@@ -568,31 +568,6 @@ class FunctionalTracer(DispatchMode):
         result = func(*real_args, **real_kwargs)
         if not _has_tensor(result):
             return result  # metadata (sizes, flags): a constant of the trace
-        return self._append(func, args, kwargs, result)
-
-    def records_whole(self, func, args, kwargs):
-        """Whether a call of the op ``func`` becomes one node of the graph (what :meth:`_record` appends):
-        no decomposition applies to it and it writes nothing."""
-        return (func.kind != "inplace" and _inplace_flag_set(func, args, kwargs) is None
-                and self._decomposition_for(func, args, kwargs) is None)
-
-    def record_known(self, func, args, kwargs, result):
-        """Append the node of ``func(*args, **kwargs)`` whose meta result ``result`` is known (the call
-        is not run); later calls given ``result`` (or its items) read the node. Returns ``result``."""
-        from ember._ops._dispatch import state
-
-        modes = state.modes
-        if not modes or modes[-1] is not self:  # from __ember_dispatch__, which runs with this mode popped
-            return self._append(func, args, kwargs, result)
-        # called while this mode is active (aot's decomposition pass): the meta copies made here must run
-        # below it, as in a dispatched call, or each would be traced as an empty_strided node of its own
-        modes.pop()
-        try:
-            return self._append(func, args, kwargs, result)
-        finally:
-            modes.append(self)
-
-    def _append(self, func, args, kwargs, result):
         node = self.graph.call_function(
             func, self._graph_arg(tuple(args)), {k: self._graph_arg(v) for k, v in kwargs.items()}
         )

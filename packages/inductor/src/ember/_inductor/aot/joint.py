@@ -211,7 +211,7 @@ def _decompose(joint_graph, joint_root, info, decompositions, device, name):
             if node.op == "call_function":
                 args = _map_nodes(node.args, env)
                 kwargs = _map_nodes(node.kwargs, env)
-                env[node] = _call_again(tracer, node, args, kwargs)
+                env[node] = node.target(*args, **kwargs)
             elif node.op == "output":
                 return _map_nodes(node.args[0], env)
         raise InductorError(f"aot: the joint graph of {name} has no output")
@@ -220,59 +220,6 @@ def _decompose(joint_graph, joint_root, info, decompositions, device, name):
         outs = _run(run, (), tracer, name)
     graph.output(tuple(tracer.node_of(o) if isinstance(o, ember.Tensor) else o for o in outs))
     return _finish(root, graph, info)
-
-
-def _call_again(tracer, node, args, kwargs):
-    """The value of the joint graph's ``node`` traced again by ``tracer`` with ``args``/``kwargs``.
-
-    Most calls reach the graph whole (no decomposition applies): with inputs laid out as in the joint
-    graph, such a call's meta result is the joint graph's value, so its node is appended with that value
-    without running the op on meta tensors again (those runs were most of this pass: issue 28). Other
-    calls run through the dispatcher, and their decompositions.
-    """
-    func = node.target
-    val = node.meta.get("val")
-    if (
-        getattr(func, "kind", None) in ("function", "view")
-        and _holds_tensor(val)
-        and _same_layouts(node.args, args)
-        and _same_layouts(node.kwargs, kwargs)
-    ):
-        # the arguments as the dispatcher hands them to the tracer (nodes emitted by the functionalization
-        # itself, a scatter's pads, were recorded as called)
-        args, kwargs = func.normalize(args, kwargs)
-        if tracer.records_whole(func, args, kwargs):
-            return tracer.record_known(func, args, kwargs, val)
-    return func(*args, **kwargs)
-
-
-def _holds_tensor(value):
-    if isinstance(value, ember.Tensor):
-        return True
-    return isinstance(value, (tuple, list)) and any(isinstance(v, ember.Tensor) for v in value)
-
-
-def _strides(tensor):
-    """A tensor's strides, or its layout for a sparse graph input (which has none)."""
-    return tuple(tensor.stride()) if tensor.layout is ember.strided else tensor.layout
-
-
-def _same_layouts(joint_args, args):
-    """Whether every tensor among ``args`` has the shape, strides and dtype of the value of the joint
-    graph's node in the same place of ``joint_args`` (then an op gives the joint graph's result)."""
-    from ember.fx import Node
-
-    if isinstance(joint_args, Node):
-        joint = joint_args.meta.get("val")
-        if not isinstance(args, ember.Tensor):
-            return not isinstance(joint, ember.Tensor)
-        return (isinstance(joint, ember.Tensor) and args.dtype == joint.dtype
-                and tuple(args.shape) == tuple(joint.shape) and _strides(args) == _strides(joint))
-    if isinstance(joint_args, (list, tuple)) and not hasattr(joint_args, "_fields"):
-        return len(joint_args) == len(args) and all(_same_layouts(j, a) for j, a in zip(joint_args, args))
-    if isinstance(joint_args, dict):
-        return all(_same_layouts(j, args[k]) for k, j in joint_args.items())
-    return not isinstance(args, ember.Tensor)
 
 
 def _map_nodes(value, env):
