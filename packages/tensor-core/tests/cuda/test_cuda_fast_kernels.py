@@ -379,3 +379,15 @@ def test_half_foreach_add_rounds_the_float32_result_once(kernels, name, alpha):
     assert any(fn is not None for fn in foreach_kernels._functions.values()), "the fused kernel did not run"
     for x, want in zip(xs, expected):
         half_bits_equal(x, want)
+
+
+@pytest.mark.parametrize("name", HALVES)
+def test_half_casts_are_astype(kernels, name):
+    """float32 <-> float16/bfloat16 ``_to_copy`` as one kernel (pointwise.convert): CuPy's astype bits."""
+    x = cuda(values(np.float32, n=4099, seed=31) * 100)
+    dtype = getattr(ember, name)
+    fast, generic = both(kernels, lambda: x.to(dtype))
+    half_bits_equal(fast, generic)
+    fast, generic = both(kernels, lambda: fast.to(ember.float32))
+    bits_equal(fast, generic)
+    assert (f"to_{name}", np.dtype(np.float32), "a") in kernels[0].compiled

@@ -442,3 +442,21 @@ def test_gradient_cast_is_astype_when_nothing_records(copies):
     assert copies.cast(g, np.dtype(np.float32)) is None  # grad mode on: the dispatcher's cast (autograd may record)
     with ember.no_grad():
         assert copies.cast(g, np.dtype(np.int32)) is None
+
+
+def test_float32_bfloat16_conversions_are_astype(pointwise):
+    """``convert`` narrows float32 to bfloat16 to nearest even and widens back exactly: numpy's (ml_dtypes') values,
+    bit for bit (NaN stays NaN), aligned and misaligned; other dtype pairs are declined."""
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal(1027) * 100).astype(np.float32)
+    x[:6] = [0.0, -0.0, np.inf, np.nan, 1.00390625, 3.0e38]  # a tie (rounds to even), a value that overflows to inf
+    for offset in (0, 1):
+        narrow = pointwise.convert(_tensor(x, offset)._data, BF16)
+        want = x.astype(BF16)
+        nan = np.isnan(x)
+        np.testing.assert_array_equal(np.isnan(np.asarray(narrow).astype(np.float32)), nan)
+        np.testing.assert_array_equal(np.asarray(narrow).view(np.uint16)[~nan], want.view(np.uint16)[~nan])
+        wide = pointwise.convert(_tensor(want, offset)._data, np.dtype(np.float32))
+        np.testing.assert_array_equal(np.asarray(wide)[~nan].view(np.uint32), want.astype(np.float32)[~nan].view(np.uint32))
+    assert pointwise.convert(_tensor(x)._data, np.dtype(np.float64)) is None
+    assert pointwise.convert(_tensor(x.astype(np.float64))._data, BF16) is None

@@ -6,7 +6,8 @@ current stream, which the driver runs at the device's copy bandwidth. The fast p
 takes a C-contiguous source on the current GPU whose copy is C-contiguous too; other
 calls (strided sources, other dtypes or devices, channels-last) run the kernel the op
 had before. ``clone(x)`` (dropout with nothing to drop, ``x.clone()``) also has a checked cuda kernel, so
-the common call skips the meta function.
+the common call skips the meta function. A ``_to_copy`` between float32 and float16/bfloat16 (casting a model or
+its activations to bfloat16) is one vectorised kernel of :mod:`.pointwise` (:func:`.pointwise.convert`).
 
 ``cat`` of C-contiguous arrays of one dtype (a split's gradient, attention's heads) is one strided
 ``cudaMemcpy2DAsync`` per input: each input is a block of ``outer`` rows written at its column offset in
@@ -20,6 +21,7 @@ import contextlib
 
 from ..._tensor import Tensor
 from .._runtime import cupy_module
+from . import pointwise
 
 __all__ = ["register", "generic_only", "device_copy", "cat", "cast"]
 
@@ -161,6 +163,16 @@ def _to_copy_kernel(previous):
             and _copyable(data)
         ):
             return Tensor._make(device_copy(data), input.device)
+        if (
+            dtype is not None
+            and device is None
+            and layout is None
+            and not pin_memory
+            and (memory_format is None or memory_format is preserve_format)
+        ):
+            converted = pointwise.convert(data, dtype.numpy_dtype)  # float32 <-> float16/bfloat16 in one pass
+            if converted is not None:
+                return Tensor._make(converted, input.device)
         return previous(
             input,
             dtype=dtype,

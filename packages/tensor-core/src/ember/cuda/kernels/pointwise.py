@@ -45,7 +45,8 @@ from ..._tensor import Tensor
 from .._runtime import cupy_module
 from .halves import BF16_SOURCE, F16_SOURCE
 
-__all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "compiled", "THREADS", "UNROLL"]
+__all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "convert", "compiled", "THREADS",
+           "UNROLL"]
 
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -156,6 +157,10 @@ def _expression(kind, dtype):
         "threshold_backward": f"(in1 <= in2 ? {zero} : in0)",  # a NaN in1 passes in0, as on the CPU
         "sigmoid_backward": "in0 * (in1 - in1 * in1)",
         "copy": "in0",
+        # a conversion (the output's dtype in the name, so each has its own compiled kernel): the store rounds
+        "to_float32": "in0",
+        "to_float16": "in0",
+        "to_bfloat16": "in0",
     }
     return table[kind]
 
@@ -479,6 +484,20 @@ def _unary(kind):
 
     fast.__name__ = f"{kind}_cuda_fast"
     return fast
+
+
+def convert(a, dtype):
+    """``a.astype(dtype)`` of a CuPy array between float32 and float16/bfloat16 (either way) in one vectorised
+    pass, for a C-contiguous ``a`` on the current GPU: widening is exact, narrowing rounds to nearest even (the
+    values of CuPy's ``astype``). None for other dtypes and layouts."""
+    if _cp is None or not _usable(a):
+        return None
+    source = a.dtype
+    if not ((source is _F32 and (dtype is _BF16 or dtype is _F16)) or (dtype is _F32 and (source is _BF16 or
+                                                                                           source is _F16))):
+        return None
+    out = _ndarray(a.shape, dtype)
+    return _launch(_compile(f"to_{dtype.name}", source, "a", dtype), (a,), (a,), out, a.size)
 
 
 def _relu_fast(input, inplace=False):
