@@ -5,8 +5,6 @@ checked before it is used; :mod:`ember._serialization_decode` rebuilds the saved
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import inspect
 import io
 import json
@@ -18,6 +16,7 @@ import numpy as np
 from ._device import canonical_device, get_backend
 from ._device import device as _device_cls
 from ._dtype import ALL_DTYPES, BY_NAME
+from ._gc import paused as gc_paused
 from ._meta import MetaArray
 from ._serialization_decode import _Decoder
 from ._serialization_format import (
@@ -269,7 +268,7 @@ class _Reader:
         # Loading builds up to millions of small acyclic objects (parsed JSON, records, tensors):
         # the cyclic garbage collector, triggered again and again by their allocation, would
         # rescan them all each time and take a third of the time, for nothing to collect.
-        with _gc_paused():
+        with gc_paused():
             header_length, header = self.read_header()
             metadata = self.parse_metadata(header)
             ember_format = any(k.startswith("ember.") for k in metadata)
@@ -553,20 +552,6 @@ class _SharedSmallObjects:
                         self.seen[key] = shared
                 return shared
         return _reject_duplicate_keys(pairs)
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Disable the cyclic garbage collector inside the block (if it was enabled)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 
 
 def _file_order(entry):

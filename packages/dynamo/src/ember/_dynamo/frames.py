@@ -17,13 +17,13 @@ Limits that follow from this choice (also in the package README):
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import inspect
 import logging
 import threading
 import time
 import warnings
+
+from ember._gc import paused as gc_paused
 
 from . import config
 from .cache import CacheEntry
@@ -344,26 +344,6 @@ def handle_miss(compiled_fn, frame_locals, args, kwargs):
     if entry is None:
         return compiled_fn._orig_fn(*args, **kwargs)
     return entry.run(frame_locals, frame_globals)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Python's cyclic garbage collector off for the block (left as it is when already off).
-
-    A capture and its compile allocate hundreds of thousands of objects that live until the compile
-    ends (nodes, meta tensors, IR). With the collector on, they push it into full collections, each a walk
-    of the whole heap: with PyTorch's objects in the process too, a third of a model's compile time
-    (issue 28), and more the more the process holds. Off, the compile's cyclic garbage is freed by the
-    first young-generation collection after it.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _capture(compiled_fn, cache, settings, frame_locals, frame_globals):

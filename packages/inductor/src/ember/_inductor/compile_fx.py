@@ -20,9 +20,9 @@ logger ``ember._inductor``, and the returned callable lists the reasons in its
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import logging
+
+from ember._gc import paused as gc_paused
 
 from . import config, debug
 from .exc import CppCompileError, InductorError
@@ -222,7 +222,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     if spec is not None and inner_compile is None and not (triton and config.cudagraphs):
         from .dynamic_compile import compile_fx_dynamic
 
-        with _gc_paused():
+        with gc_paused():
             compiled = compile_fx_dynamic(gm, example_inputs, spec, triton=triton, device=device, name=folder_name,
                                           decompositions=decompositions, partition_fn=partition_fn)
         if compiled is not None:
@@ -230,7 +230,7 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
     from .metrics import count_compilation
 
     count_compilation("static")
-    with _gc_paused(), debug.compiling(folder_name):
+    with gc_paused(), debug.compiling(folder_name):
         debug.stage("fx_graph", lambda: getattr(gm, "code", None) or repr(gm))
 
         folder = debug.current_handle()
@@ -263,26 +263,6 @@ def compile_fx(gm, example_inputs, *, name=None, inner_compile=None, decompositi
         except Exception as exc:  # noqa: BLE001 - a failure of aot tracing: eager (or raised, by config)
             compiled = _fall_back("aot", exc, fallbacks, expected=is_known_limit(exc), eager=gm.forward)
     return _with_fallbacks(compiled, fallbacks)
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Python's cyclic garbage collector off for the block (left as it is when already off).
-
-    A compile allocates hundreds of thousands of objects that live until it ends (traced nodes, meta
-    tensors, loop IR): with the collector on they push it into full collections, each a walk of the
-    whole heap, a third of a model's compile time in a process that also holds PyTorch (issue 28).
-    Off, the compile's cyclic garbage is freed by the first young-generation collection after it.
-    ember-dynamo pauses it around a whole capture the same way (``frames.gc_paused``).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _cudagraph_group(name):
