@@ -20,7 +20,8 @@ import warnings
 import numpy as np
 
 from .._runtime import cupy_module
-from .halves import BF16_SOURCE, F16_SOURCE
+from .halves import CTYPES as _CTYPES
+from .halves import SOURCES as _HALF_SOURCES
 
 __all__ = ["add_"]
 
@@ -31,9 +32,6 @@ _THREADS = 256
 _MAX_TENSORS = 128
 _TABLE_WORDS = 3 * _MAX_TENSORS + 1
 _TABLE_DTYPE = np.dtype((np.void, 8 * _TABLE_WORDS))
-#: numpy dtype name -> (storage type, compute type) in the CUDA source (the 16-bit types: :mod:`.halves`' structs)
-_CTYPES = {"float32": ("float", "float"), "float64": ("double", "double"), "float16": ("f16", "float"),
-           "bfloat16": ("bf16", "float")}
 
 _SOURCE = r"""
 // Passed by value: n pointers of the written tensors, n of the operands, then the n + 1 running sizes.
@@ -66,7 +64,6 @@ _EXPRESSIONS = {("add", False): "LOAD(x[i]) + y", ("add", True): "LOAD(x[i]) + y
 #: reading and writing an element: the 16-bit types widen to float and round back once
 _FLOAT_ACCESS = "#define LOAD(v) (v)\n#define STORE(slot, v) ((slot) = (v))\n"
 _HALF_ACCESS = "#define LOAD(v) to_acc(v)\n#define STORE(slot, v) put(&(slot), (v))\n"
-_HALF_SOURCES = {"f16": F16_SOURCE, "bf16": BF16_SOURCE}
 
 _functions = {}  # (device, dtype, op, scaled) -> the kernel, or None when it did not compile
 

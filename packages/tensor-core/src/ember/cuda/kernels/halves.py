@@ -12,7 +12,7 @@ The float16 half uses inline PTX, which only a CUDA compiler takes: sources for 
 
 from __future__ import annotations
 
-__all__ = ["F16_SOURCE", "BF16_SOURCE", "SOURCE"]
+__all__ = ["F16_SOURCE", "BF16_SOURCE", "SOURCE", "SOURCES", "CTYPES"]
 
 F16_SOURCE = r"""
 struct f16 { unsigned short x; };
@@ -37,3 +37,10 @@ __device__ __forceinline__ void put(bf16* p, float v) {
 
 #: both types (for kernels compiled once for every dtype)
 SOURCE = F16_SOURCE + BF16_SOURCE
+
+#: the source of each 16-bit storage type, by its name in CUDA C (for kernels that include only the one they use)
+SOURCES = {"f16": F16_SOURCE, "bf16": BF16_SOURCE}
+
+#: numpy dtype name -> (storage type, compute type) in the CUDA source of the kernels built on these types
+CTYPES = {"float32": ("float", "float"), "float64": ("double", "double"), "float16": ("f16", "float"),
+          "bfloat16": ("bf16", "float")}

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..._tensor import Tensor
 from .._runtime import cupy_module
-from .halves import BF16_SOURCE, F16_SOURCE
+from .halves import SOURCES as _HALF_SOURCES
 
 __all__ = ["register", "generic_only", "FAST_OPS", "fast_function", "gelu_backward", "convert", "compiled", "THREADS",
            "UNROLL"]
@@ -55,17 +55,21 @@ _BF16 = None  # ml_dtypes' bfloat16 (register() reads it from ember.cuda._bf16: 
 _BOOL = np.dtype(np.bool_)
 #: dtype -> its type in the CUDA source (register() adds bfloat16); the 16-bit types are :mod:`.halves`' structs
 _CTYPE = {_F32: "float", _F64: "double", _BOOL: "bool", _F16: "f16"}
-_HALF_SOURCES = {"f16": F16_SOURCE, "bf16": BF16_SOURCE}
+
+
+def _is_half(dtype):
+    """Whether ``dtype`` is float16 or bfloat16 (stored in 16 bits, computed in float32)."""
+    return dtype is _F16 or dtype is _BF16
 
 
 def _is_float(dtype):
     """Whether the fast kernels take arrays of ``dtype``: float32, float64, float16, bfloat16."""
-    return dtype is _F32 or dtype is _F64 or dtype is _F16 or dtype is _BF16
+    return dtype is _F32 or dtype is _F64 or _is_half(dtype)
 
 
 def _compute(dtype):
     """The dtype the kernels compute ``dtype`` values in: float32 for float16/bfloat16, else ``dtype``."""
-    return _F32 if dtype is _F16 or dtype is _BF16 else dtype
+    return _F32 if _is_half(dtype) else dtype
 
 #: Threads per block and packs per thread of the vectorised kernels (a tuning knob: clear
 #: :data:`compiled` after changing them).
@@ -493,8 +497,7 @@ def convert(a, dtype):
     if _cp is None or not _usable(a):
         return None
     source = a.dtype
-    if not ((source is _F32 and (dtype is _BF16 or dtype is _F16)) or (dtype is _F32 and (source is _BF16 or
-                                                                                           source is _F16))):
+    if not ((source is _F32 and _is_half(dtype)) or (dtype is _F32 and _is_half(source))):
         return None
     out = _ndarray(a.shape, dtype)
     return _launch(_compile(f"to_{dtype.name}", source, "a", dtype), (a,), (a,), out, a.size)

@@ -32,7 +32,7 @@ import numpy as np
 from ..._dtype import numpy_dtype_name
 from .. import _async_errors
 from .._runtime import cupy_module
-from .halves import SOURCE
+from .halves import CTYPES, SOURCE
 
 __all__ = [
     "register",
@@ -721,8 +721,7 @@ _KERNELS = {
 }
 
 # Storage type in the CUDA source of each dtype the kernels take, and its accumulation type.
-_CTYPES = {"float32": ("float", "float"), "float64": ("double", "double"), "float16": ("f16", "float"),
-           "bfloat16": ("bf16", "float")}
+_CTYPES = CTYPES
 _ITYPES = {"int64": "long long", "uint8": "unsigned char", "int32": "int"}
 
 _compiled = {}
