@@ -288,25 +288,41 @@ class Op(Expr):
         return f"{self.name}({inner})"
 
 
-def substitute(expr, mapping, load_fn=None):
+def substitute(expr, mapping, load_fn=None, rewrites=None):
     """A copy of ``expr`` with index symbols replaced through ``mapping`` (symbol -> SymPy expr).
 
     ``load_fn(load, new_index)`` may return a replacement for a load (used for inlining); by
-    default the load is rebuilt with the substituted index.
+    default the load is rebuilt with the substituted index. ``rewrites``: a dict the caller keeps
+    across calls, memoising each index rewrite by the index and the mapping's items. The scheduler
+    passes one: inlining brings the same rewrites back again and again (diffusion_unet: 15,000, 500
+    distinct), and building a SymPy ``Max``/``Min`` (padding, pooling) is slow (issue 28).
     """
     cache = {}
+    rule = tuple(mapping.items()) if rewrites is not None else None
+
+    def rewrite(index):
+        index = sympy.sympify(index)
+        if rule is None:
+            return index.xreplace(mapping)
+        if not rule:  # nothing to replace: xreplace would return the index itself
+            return index
+        key = (index, rule)
+        out = rewrites.get(key)
+        if out is None:
+            out = rewrites[key] = index.xreplace(mapping)
+        return out
 
     def walk(e):
         key = id(e)
         if key in cache:
             return cache[key]
         if isinstance(e, Load):
-            index = tuple(sympy.sympify(i).xreplace(mapping) for i in e.index)
+            index = tuple(rewrite(i) for i in e.index)
             out = load_fn(e, index) if load_fn is not None else None
             if out is None:
                 out = Load(e.buffer, index)
         elif isinstance(e, IndexExpr):
-            out = IndexExpr(sympy.sympify(e.expr).xreplace(mapping), e.dtype)
+            out = IndexExpr(rewrite(e.expr), e.dtype)
         elif isinstance(e, Op):
             out = Op(e.name, tuple(walk(a) for a in e.args), e.dtype)
         else:

@@ -119,11 +119,11 @@ class Scheduler:
         self.decisions = []
         self.steps = []
         self.storage = {}
-        self._substitute = _Substitution()  # for the passes below only: its memo holds their index rewrites
+        self._rewrites = {}  # the index rewrites of the passes below (ir.substitute's memo), dropped after them
         self._inline()
         self._group()
         self._plan_memory()
-        del self._substitute, self._readers
+        del self._rewrites, self._readers
 
     def _decide(self, rule, text):
         self.decisions.append((rule, text))
@@ -198,12 +198,12 @@ class Scheduler:
                 return ir.Load(target, index) if target is not None else None
             producer, pbody = entry
             mapping = dict(zip(ir.index_vars(len(producer.sizes)), index))
-            value = self._substitute(pbody, mapping)
+            value = ir.substitute(pbody, mapping, rewrites=self._rewrites)
             if value.dtype != producer.dtype:  # a half buffer computed in float32 rounds where it is read
                 value = ir.Op("to_dtype", (value,), producer.dtype)
             return value
 
-        return self._substitute(body, {}, replace)
+        return ir.substitute(body, {}, replace, rewrites=self._rewrites)
 
     # 2. grouping ---------------------------------------------------------------------------
 
@@ -274,7 +274,7 @@ class Scheduler:
         it = iter(syms)
         index = [sympy.Integer(0) if s == 1 else next(it) for s in buffer.sizes]
         mapping = dict(zip(ir.index_vars(len(buffer.sizes)), index))
-        body = self._substitute(self.bodies[buffer.name], mapping)
+        body = ir.substitute(self.bodies[buffer.name], mapping, rewrites=self._rewrites)
         return SchedulerNode(buffer, body, tuple(index), key[outer:])
 
     def _fusable(self, kernel, node):
@@ -360,54 +360,6 @@ def _computation_key(buffer, body, keys):
     data = buffer.data
     reduction = (tuple(data.reduction_ranges), data.reduction_type) if isinstance(data, ir.Reduction) else None
     return (str(buffer.dtype), tuple(buffer.sizes), reduction, keys(body))
-
-
-class _Substitution:
-    """:func:`ir.substitute`, with its SymPy index rewrites memoised for one scheduling.
-
-    Inlining substitutes a producer's body wherever it is loaded, and the same index rewrites come back
-    again and again (diffusion_unet: 15,000 rewrites, 500 distinct). Each builds SymPy expressions, and
-    a ``Max``/``Min`` (padding, pooling) simplifies itself slowly on construction: the rewrites were
-    most of the scheduler's time (issue 28). A rewrite is a function of the index and the mapping's
-    values, so it is looked up by them; the walk is ir.substitute's, node for node.
-    """
-
-    def __init__(self):
-        self._rewrites = {}  # (SymPy index, mapping items) -> the index rewritten
-
-    def __call__(self, expr, mapping, load_fn=None):
-        rule = tuple(mapping.items())
-        done = {}  # id -> result within this walk: a shared subexpression is rewritten once
-
-        def walk(e):
-            key = id(e)
-            if key in done:
-                return done[key]
-            if isinstance(e, ir.Load):
-                index = tuple(self._rewrite(i, mapping, rule) for i in e.index)
-                out = load_fn(e, index) if load_fn is not None else None
-                if out is None:
-                    out = ir.Load(e.buffer, index)
-            elif isinstance(e, ir.IndexExpr):
-                out = ir.IndexExpr(self._rewrite(e.expr, mapping, rule), e.dtype)
-            elif isinstance(e, ir.Op):
-                out = ir.Op(e.name, tuple(walk(a) for a in e.args), e.dtype)
-            else:
-                out = e
-            done[key] = out
-            return out
-
-        return walk(expr)
-
-    def _rewrite(self, index, mapping, rule):
-        index = sympy.sympify(index)
-        if not rule:  # nothing to replace: xreplace would return the index itself
-            return index
-        key = (index, rule)
-        out = self._rewrites.get(key)
-        if out is None:
-            out = self._rewrites[key] = index.xreplace(mapping)
-        return out
 
 
 class StructuralKeys:
