@@ -357,6 +357,7 @@ def test_shape_compared_with_a_constant_tuple_is_a_guard():
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_specialising_backends_compile_once_per_shape_inside_one_entry(backend):
     pytest.importorskip("ember._inductor")
+    ember.manual_seed(0)  # fixed inputs: the compiled sum's order differs from numpy's within float32 rounding
 
     def f(x):
         n = x.shape[0]
