@@ -13,6 +13,8 @@ import numpy as np
 
 from .. import _dtype as D
 from .._meta import MetaArray
+from .._tensor import Tensor
+from ._dispatch import PLAIN_TENSOR_TYPES
 from ._dispatch import state as _dispatch_state
 from ._nn_common import (
     _E,
@@ -123,6 +125,10 @@ def _dropout_values(input, p, training, inplace, noise_shape, alpha):
             return _inplace_result("dropout", input, input * 0, inplace)
         return input if inplace else _E.clone(input)
     keep = 1.0 - p
+    if not alpha and input.device.type == "cuda":
+        fused = _cuda_fused_dropout(input, keep, inplace, noise_shape)
+        if fused is not None:
+            return fused
     if not alpha and input.device.type == "cuda" and not _records_grad(input):
         mask = _E.bernoulli(_E.empty(noise_shape(input), dtype=D.bool, device=input.device), keep)
         return _inplace_result("dropout", input, (input * mask) * _dropout_scale(input.dtype, keep), inplace)
@@ -134,6 +140,115 @@ def _dropout_values(input, p, training, inplace, noise_shape, alpha):
     else:
         out = input * (noise / keep)
     return _inplace_result("dropout", input, out, inplace)
+
+
+# -- cuda: one kernel (ember.cuda.kernels.dropout) ----------------------------------------------------------
+
+
+def _cuda_fused_dropout(input, keep, inplace, noise_shape):
+    """Elementwise dropout of a cuda tensor in one kernel (:mod:`ember.cuda.kernels.dropout`), or None where
+    that kernel does not apply (the decomposition then runs).
+
+    It draws one Philox key from the GPU's default generator, as ``ember.bernoulli`` does, and gives the
+    decomposition's values bit for bit: the same mask, each kept element ``x * scale`` rounded once. Without
+    autograd recording it writes the output only (4 bytes of traffic per bfloat16 element against the
+    decomposition's 10, one launch against three); in place it writes into ``input``. When autograd records,
+    the output comes from an ``ember.autograd.Function`` (:func:`_fused_function`) that also keeps the bool
+    mask, so the backward pass is one kernel, ``(grad * mask) * scale``.
+
+    Taken for plain cuda tensors of float32/float64/float16/bfloat16, C-contiguous, with a mask of the
+    input's own shape (``dropout``, not the feature dropouts), seen by no dispatch mode but a recorder (the
+    profiler) and not while ``ember.compile`` traces: modes and tracing see fake or batched tensors, whose
+    arrays the kernel cannot read, so they run the decomposition's ops.
+    """
+    kernels = _cuda_kernels(input)
+    if kernels is None or noise_shape(input) != tuple(input.shape):
+        return None
+    records = _records_grad(input)
+    function = _fused_function() if records else None
+    if records and function is None:
+        return None  # (without ember-autograd nothing records; kept for safety)
+    scale = _dropout_scale(input.dtype, keep)
+    with _cuda_device(input):
+        key = _cuda_noise_key(input)
+        if function is not None:
+            out = function.apply(input, keep, scale, key)
+            return _inplace_result("dropout", input, out, inplace)
+        data = input._data
+        out, _ = kernels.forward(data, keep, scale, key, out=data if inplace else None)
+    if inplace:
+        input._bump_version()
+        return input
+    return Tensor._make(out, input._device)
+
+
+def _cuda_kernels(input):
+    """:mod:`ember.cuda.kernels.dropout` where its kernel may run on ``input`` (see :func:`_cuda_fused_dropout`),
+    else None."""
+    if type(input) not in PLAIN_TENSOR_TYPES:
+        return None
+    for mode in _dispatch_state.modes:
+        if getattr(mode, "__ember_record__", None) is None:
+            return None
+    from .. import compiler
+
+    if compiler.is_compiling():
+        return None
+    from ..cuda.kernels import dropout as kernels
+
+    return kernels if kernels.supported(input._data) else None
+
+
+def _cuda_device(input):
+    """A context in which kernels launch on ``input``'s GPU."""
+    from ..cuda._runtime import cupy_module
+
+    return cupy_module().cuda.Device(input._device.index)
+
+
+def _cuda_noise_key(input):
+    """One Philox key from the default generator of ``input``'s GPU: the key ``ember.bernoulli`` would take
+    (the same draw, so the mask, and the generator's next state, are the decomposition's)."""
+    from ..cuda.random import DeviceNoise, generator_for
+
+    return DeviceNoise(generator_for(input._device.index)).key()
+
+
+_function = None
+
+
+def _fused_function():
+    """The ``ember.autograd.Function`` of the one-kernel dropout (made on first use: ember-autograd sits above
+    core), or None without ember-autograd."""
+    global _function
+    if _function is None:
+        try:
+            from ember.autograd import Function
+        except ImportError:
+            return None
+        _function = type("FusedDropout", (Function,), {"forward": staticmethod(_fused_forward),
+                                                       "backward": staticmethod(_fused_backward)})
+    return _function
+
+
+def _fused_forward(ctx, input, keep, scale, key):
+    from ..cuda.kernels import dropout as kernels
+
+    out, mask = kernels.forward(input._data, keep, scale, key, with_mask=True)
+    ctx.mask, ctx.scale = mask, scale  # the bool mask (1 byte per element): all the backward reads
+    return Tensor._make(out, input._device)
+
+
+def _fused_backward(ctx, grad):
+    """``grad * (mask / keep)`` as the decomposition's backward gives it: one kernel, or, when the backward
+    records (``create_graph``) or a mode watches, ember ops on the mask (differentiable again)."""
+    mask = ctx.mask
+    if _dispatch_state.grad_enabled or _dispatch_state.modes or type(grad) not in PLAIN_TENSOR_TYPES:
+        return (grad * Tensor._make(mask, grad._device)) * ctx.scale, None, None, None
+    from ..cuda.kernels import dropout as kernels
+
+    with _cuda_device(grad):
+        return Tensor._make(kernels.backward(grad._data, mask, ctx.scale), grad._device), None, None, None
 
 
 def _records_grad(input):
