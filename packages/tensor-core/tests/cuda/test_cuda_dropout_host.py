@@ -199,7 +199,9 @@ def test_forward_matches_reference_of_the_same_philox_stream(kernels, dtype):
     for key in (0, 0xDEADBEEF, 2**63 - 1):
         for size in SIZES:
             x = _values(dtype, size, seed=key % 7)
-            for keep in (0.9, 0.5, 0.1):
+            u = philox.uniform_reference(size, key).reshape(-1)
+            edge = (float(u[-1]),) if u.size else ()  # the last element's own uniform: u < keep is strict
+            for keep in (0.9, 0.5, 0.1, *edge):
                 scale = _scale(dtype, keep)
                 expected, expected_mask = kernels.reference(x, keep, scale, key)
                 for offset in (0, 1):  # packed accesses, and one by one off the packs

@@ -6,6 +6,7 @@ conventions shared by all ``nn.functional`` op modules.
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 
@@ -119,6 +120,9 @@ def _dropout_values(input, p, training, inplace, noise_shape, alpha):
     1 byte per element and both products are single fused passes, 18 bytes of memory traffic per element
     against 24. The GPU's bernoulli draws the same mask for either dtype, so the two forms agree (bit for bit
     in float32 and float64): a kept element is ``x * scale`` rounded once, a dropped one ``x * 0``.
+
+    Plain dropout of a contiguous cuda tensor skips both forms: one kernel draws the same mask and writes
+    the same values (:func:`_cuda_fused_dropout`, :mod:`ember.cuda.kernels.dropout`).
     """
     if not _dropout_draws(input, p, training):
         if training and p == 1 and input.numel():
@@ -168,7 +172,7 @@ def _cuda_fused_dropout(input, keep, inplace, noise_shape):
     function = _fused_function() if records else None
     if records and function is None:
         return None  # (without ember-autograd nothing records; kept for safety)
-    scale = _dropout_scale(input.dtype, keep)
+    scale = _cuda_scale(input.dtype, keep)
     with _cuda_device(input):
         key = _cuda_noise_key(input)
         if function is not None:
@@ -197,6 +201,12 @@ def _cuda_kernels(input):
     from ..cuda.kernels import dropout as kernels
 
     return kernels if kernels.supported(input._data) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _cuda_scale(dtype, keep):
+    """:func:`_dropout_scale`, remembered (a training loop asks for a few values only, about 2 µs each)."""
+    return _dropout_scale(dtype, keep)
 
 
 def _cuda_device(input):

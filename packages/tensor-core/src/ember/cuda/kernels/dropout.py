@@ -191,7 +191,9 @@ def forward(x, keep, scale, key, offset=0, *, with_mask=False, out=None):
     n = x.size
     if n:
         grid, block = _grid(n)
-        _functions(x.dtype.name)[0](grid, block, (x, out, mask, np.int64(n), np.uint64(key), np.uint64(offset),
+        # no mask: a null pointer, passed as 8 zero bytes (older CuPy versions mishandle None arguments)
+        target = np.uint64(0) if mask is None else mask
+        _functions(x.dtype.name)[0](grid, block, (x, out, target, np.int64(n), np.uint64(key), np.uint64(offset),
                                                   np.uint32(threshold), _scalar(scale, x.dtype)))
     return out, mask
 
