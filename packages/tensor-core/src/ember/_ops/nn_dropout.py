@@ -189,11 +189,8 @@ def _cuda_fused_dropout(input, keep, inplace, noise_shape):
 def _cuda_kernels(input):
     """:mod:`ember.cuda.kernels.dropout` where its kernel may run on ``input`` (see :func:`_cuda_fused_dropout`),
     else None."""
-    if type(input) not in PLAIN_TENSOR_TYPES:
+    if type(input) not in PLAIN_TENSOR_TYPES or not _only_recorders():
         return None
-    for mode in _dispatch_state.modes:
-        if getattr(mode, "__ember_record__", None) is None:
-            return None
     from .. import compiler
 
     if compiler.is_compiling():
@@ -201,6 +198,14 @@ def _cuda_kernels(input):
     from ..cuda.kernels import dropout as kernels
 
     return kernels if kernels.supported(input._data) else None
+
+
+def _only_recorders():
+    """Whether every active dispatch mode only records calls (the profiler): none replaces the tensors."""
+    for mode in _dispatch_state.modes:
+        if getattr(mode, "__ember_record__", None) is None:
+            return False
+    return True
 
 
 @functools.lru_cache(maxsize=64)
@@ -253,7 +258,7 @@ def _fused_backward(ctx, grad):
     """``grad * (mask / keep)`` as the decomposition's backward gives it: one kernel, or, when the backward
     records (``create_graph``) or a mode watches, ember ops on the mask (differentiable again)."""
     mask = ctx.mask
-    if _dispatch_state.grad_enabled or _dispatch_state.modes or type(grad) not in PLAIN_TENSOR_TYPES:
+    if _dispatch_state.grad_enabled or not _only_recorders() or type(grad) not in PLAIN_TENSOR_TYPES:
         return (grad * Tensor._make(mask, grad._device)) * ctx.scale, None, None, None
     from ..cuda.kernels import dropout as kernels
 
