@@ -353,3 +353,29 @@ def test_branch_leaves_other_calls_to_the_decomposition(branch):
     with Watch():
         assert branch._cuda_fused_dropout(_tensor(x), 0.5, False, branch._elementwise_noise) is None
     assert branch._cuda_fused_dropout(_tensor(x), 0.5, False, branch._elementwise_noise) is not None
+
+
+def test_branch_runs_under_a_recording_mode(branch):
+    # the profiler only records calls (``__ember_record__``): the kernel still runs, forward and backward
+    from ember._ops._dispatch import run_below_modes, state
+
+    class Recorder:
+        calls = []
+
+        def __ember_record__(self, op, args, kwargs):
+            self.calls.append(op.name)
+            return run_below_modes(op, args, kwargs)
+
+    x = _values(np.dtype(np.float32), (5, 40), seed=2)
+    x[~np.isfinite(x)] = 0.5
+    t = _tensor(x, requires_grad=True)
+    state.modes.append(Recorder())
+    try:
+        y = branch._cuda_fused_dropout(t, 0.6, False, branch._elementwise_noise)
+        y.backward(Tensor._make(np.ones_like(x)))
+    finally:
+        state.modes.pop()
+    assert not {"bernoulli", "mul", "div"} & set(Recorder.calls)  # neither form of the decomposition ran
+    expected, mask = dropout.reference(x, 0.6, _scale(x.dtype, 0.6), key=1000)
+    _bits_equal(y.detach().numpy(), expected)
+    _bits_equal(t.grad.numpy(), np.where(mask, np.float32(_scale(x.dtype, 0.6)), np.float32(0)))
