@@ -19,6 +19,7 @@ import hashlib
 import re
 import shutil
 import subprocess
+import sys
 import types
 
 import ml_dtypes
@@ -338,8 +339,11 @@ def test_branch_records_one_node_whose_backward_is_the_mask_over_keep(branch, dt
         dropout.reference(x, keep, scale, key=1001)[1]).to(EMBER[dtype.name]) / keep)).numpy())
 
 
-def test_branch_leaves_other_calls_to_the_decomposition(branch):
+def test_branch_leaves_other_calls_to_the_decomposition(branch, monkeypatch):
     x = np.ones((4, 6, 5), np.float32)
+    with monkeypatch.context() as patch:  # while ember.compile traces
+        patch.setitem(sys.modules, "ember._dynamo", types.SimpleNamespace(is_compiling=lambda: True))
+        assert branch._cuda_fused_dropout(_tensor(x), 0.5, False, branch._elementwise_noise) is None
     assert branch._cuda_fused_dropout(_tensor(x).transpose(0, 1), 0.5, False, branch._elementwise_noise) is None
     assert branch._cuda_fused_dropout(_tensor(x.astype(np.int64)), 0.5, False, branch._elementwise_noise) is None
     assert branch._cuda_fused_dropout(_tensor(x), 0.5, False, branch._feature_noise) is None  # dropout2d's mask
