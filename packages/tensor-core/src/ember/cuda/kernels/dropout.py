@@ -141,8 +141,12 @@ def _functions(name):
 
 def supported(x):
     """Whether :func:`forward` takes array ``x``: a C-contiguous CuPy array of float32, float64, float16 or
-    bfloat16 (other arrays go through the decomposition)."""
-    return isinstance(x, cupy_module().ndarray) and x.dtype.name in _TYPES and x.flags.c_contiguous
+    bfloat16 (other arrays go through the decomposition); False without CuPy (a cuda tensor of the meta kind)."""
+    try:
+        cp = cupy_module()
+    except RuntimeError:
+        return False
+    return isinstance(x, cp.ndarray) and x.dtype.name in _TYPES and x.flags.c_contiguous
 
 
 def _scalar(value, dtype):
