@@ -257,6 +257,15 @@ def multi_head_attention_forward(
         query, key_padding_mask, attn_mask, is_causal, need_weights
     )
     head_dim = _check_embedding(query, key, value, embed_dim_to_check, num_heads, use_separate_proj_weight)
+    if (query is key is value and not use_separate_proj_weight and in_proj_weight is not None
+            and bias_k is None and bias_v is None and not add_zero_attn and static_k is None and static_v is None
+            and key_padding_mask is None and not need_weights):
+        out = _packed_self_attention(
+            query, in_proj_weight, in_proj_bias, num_heads,
+            _attn_mask_as_3d(attn_mask, target_len, target_len, rows), dropout_p if training else 0.0, is_causal,
+            out_proj_weight, out_proj_bias,
+        )
+        return (out if is_batched else out.squeeze(1)), None
     q, k, v = _project(
         query, key, value, in_proj_weight, in_proj_bias, use_separate_proj_weight,
         (q_proj_weight, k_proj_weight, v_proj_weight),
@@ -427,15 +436,42 @@ def _attention_with_weights(q, k, v, attn_mask, dropout_p, is_causal):
     return ember.bmm(weights, v), weights
 
 
+def _mask_by_head(attn_mask, batch, num_heads, source_len):
+    """A ``(1, L, S)`` or ``(N * H, L, S)`` additive mask as ``(1, 1, L, S)`` or ``(N, H, L, S)``, the
+    layout ``scaled_dot_product_attention`` broadcasts over ``(N, H, L, head_dim)`` heads; None stays None."""
+    if attn_mask is None:
+        return None
+    if attn_mask.dim() == 3 and attn_mask.size(0) == 1:
+        return attn_mask.unsqueeze(0)  # (1, 1, L, S): one mask for all batches and heads
+    return attn_mask.reshape(batch, num_heads, -1, source_len)
+
+
 def _fused_attention(q, k, v, attn_mask, dropout_p, is_causal, batch, num_heads):
     """Attention through ``scaled_dot_product_attention`` on ``(N, H, len, head_dim)`` views."""
-    if attn_mask is not None:
-        if attn_mask.dim() == 3 and attn_mask.size(0) == 1:
-            attn_mask = attn_mask.unsqueeze(0)  # (1, 1, L, S): one mask for all batches and heads
-        else:
-            attn_mask = attn_mask.reshape(batch, num_heads, -1, k.size(1))
+    attn_mask = _mask_by_head(attn_mask, batch, num_heads, k.size(1))
 
     def by_head(x):
         return x.reshape(batch, num_heads, x.size(1), x.size(2))
 
     return F.scaled_dot_product_attention(by_head(q), by_head(k), by_head(v), attn_mask, dropout_p, is_causal)
+
+
+def _packed_self_attention(x, in_proj_weight, in_proj_bias, num_heads, attn_mask, dropout_p, is_causal,
+                           out_proj_weight, out_proj_bias):
+    """Self-attention of ``x`` ``(L, N, E)`` with the packed ``(3E, E)`` in-projection, no padding mask and no
+    weights returned (a transformer layer's call); returns ``(L, N, E)``. ``attn_mask`` is None, ``(1, L, L)``
+    or ``(N * H, L, L)``.
+
+    The same values as the general path in about ten ops instead of twenty-five: the heads of q, k and v are
+    strided views of the one projection, ``(L, N, 3, H, head_dim)`` permuted to ``(3, N, H, L, head_dim)``, so
+    none is copied into ``(N * H, L, head_dim)`` and reshaped back (on a small model each op's dispatch and
+    autograd record cost more than its arithmetic).
+    """
+    length, batch, embed_dim = x.shape
+    proj = F.linear(x, in_proj_weight, in_proj_bias).unflatten(-1, (3, num_heads, embed_dim // num_heads))
+    q, k, v = proj.permute(2, 1, 3, 0, 4).unbind(0)
+    attn_mask = _mask_by_head(attn_mask, batch, num_heads, length)
+    heads_out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    # (N, H, L, head_dim) -> (L, N, H, head_dim) -> (L, N, E): heads side by side per position
+    merged = heads_out.permute(2, 0, 1, 3).reshape(length, batch, embed_dim)
+    return F.linear(merged, out_proj_weight, out_proj_bias)
