@@ -155,7 +155,9 @@ def _cuda_fused_dropout(input, keep, inplace, noise_shape):
     that kernel does not apply (the decomposition then runs).
 
     It draws one Philox key from the GPU's default generator, as ``ember.bernoulli`` does, and gives the
-    decomposition's values bit for bit: the same mask, each kept element ``x * scale`` rounded once. Without
+    unrecorded decomposition's values bit for bit: the same mask, each kept element ``x * scale`` rounded once
+    (recorded float16/bfloat16 dropout gets them too; on the GPU its ``mask / keep`` rounded the scale through
+    float32, see docs/internals.rst). Without
     autograd recording it writes the output only (4 bytes of traffic per bfloat16 element against the
     decomposition's 10, one launch against three); in place it writes into ``input``. When autograd records,
     the output comes from an ``ember.autograd.Function`` (:func:`_fused_function`) that also keeps the bool
@@ -255,8 +257,9 @@ def _fused_forward(ctx, input, keep, scale, key):
 
 
 def _fused_backward(ctx, grad):
-    """``grad * (mask / keep)`` as the decomposition's backward gives it: one kernel, or, when the backward
-    records (``create_graph``) or a mode watches, ember ops on the mask (differentiable again)."""
+    """The gradient of ``(x * mask) * scale``, ``(grad * mask) * scale``: one kernel, or, when the backward
+    records (``create_graph``) or a mode other than a recorder watches, the same in ember ops on the mask
+    (differentiable again)."""
     mask = ctx.mask
     if _dispatch_state.grad_enabled or not _only_recorders() or type(grad) not in PLAIN_TENSOR_TYPES:
         return (grad * Tensor._make(mask, grad._device)) * ctx.scale, None, None, None
