@@ -7,8 +7,9 @@ in for CuPy's. The kernel's output and mask are compared bit for bit with the nu
 stream (float32, float16, bfloat16, float64; packed and one-by-one accesses, in place), the reference with the
 arithmetic of dropout's decomposition (``(x * bool_mask) * scale`` in ember ops), and the gradient kernel with
 ``grad * (mask / keep)``. Last, ``nn_dropout``'s cuda branch runs over these stand-ins: values, the autograd
-node, in-place dropout and the calls it leaves to the decomposition. ``test_cuda_dropout.py`` runs the kernels
-on the GPU and compares ``F.dropout`` with the decomposition for the same seed.
+node, in-place dropout and the calls it leaves to the decomposition. Where ``nvcc`` is installed, the float16
+source is also compiled for sm_90. ``test_cuda_dropout.py`` runs the kernels on the GPU and compares
+``F.dropout`` with the decomposition for the same seed.
 """
 
 from __future__ import annotations
@@ -383,3 +384,14 @@ def test_branch_runs_under_a_recording_mode(branch):
     expected, mask = dropout.reference(x, 0.6, _scale(x.dtype, 0.6), key=1000)
     _bits_equal(y.detach().numpy(), expected)
     _bits_equal(t.grad.numpy(), np.where(mask, np.float32(_scale(x.dtype, 0.6)), np.float32(0)))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to compile the CUDA C for a GPU")
+def test_cuda_source_compiles_for_a_gpu(tmp_path):
+    # what NVRTC compiles on the GPU machine, here with nvcc (no GPU needed): the float16 source, whose loads
+    # and stores are inline PTX that the host build replaces
+    source = tmp_path / "dropout_f16.cu"
+    source.write_text(dropout._source("float16"))
+    result = subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "--fmad=false", "-o", str(tmp_path / "dropout.cubin"),
+                             str(source)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[:3000]
