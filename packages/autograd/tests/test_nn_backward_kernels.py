@@ -108,6 +108,13 @@ def test_batch_norm_backward_kernel_refuses_bad_arrays():
     "pool, shape, kwargs",
     [
         (F.max_pool2d, (4, 6, 8, 8), {"kernel_size": 2}),
+        # windows that tile the input: a recording backward takes the gather form (a where, no scatter),
+        # with the rows and columns of a floor-mode remainder left at zero
+        (F.max_pool2d, (2, 3, 9, 7), {"kernel_size": 2}),
+        (F.max_pool2d, (2, 3, 9, 8), {"kernel_size": (3, 2)}),
+        (F.max_pool1d, (2, 3, 11), {"kernel_size": 2}),
+        (F.max_pool3d, (1, 2, 4, 5, 6), {"kernel_size": 2}),
+        (F.max_pool2d, (1, 2, 7, 7), {"kernel_size": 2, "ceil_mode": True}),  # a window past the edge: scatter
         (F.max_pool2d, (3, 7, 9), {"kernel_size": 3, "stride": 1, "padding": 1}),  # overlapping windows
         (F.max_pool1d, (2, 3, 10), {"kernel_size": 3, "stride": 2, "ceil_mode": True}),
         (F.max_pool3d, (1, 2, 4, 5, 6), {"kernel_size": 2, "stride": (1, 2, 2)}),
@@ -158,3 +165,35 @@ def test_threshold_backward_non_contiguous_inputs_take_numpy():
     assert not g.is_contiguous()
     got = threshold_backward(g, ember.tensor(y), 0.0)
     np.testing.assert_array_equal(got.numpy(), (y > 0).astype(np.float64))
+
+
+# -- cross_entropy ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignored", [False, True])
+def test_cross_entropy_backward_fast_path_matches_the_formula_and_torch(dtype, reduction, ignored, monkeypatch):
+    # (N, C) logits with class indices: the numpy fast path gives the formula's bits; torch is the oracle
+    torch = pytest.importorskip("torch")
+    from ember.autograd.derivatives import nn_loss
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((37, 11)) * 3).astype(dtype)
+    target = rng.integers(0, 11, 37)
+    if ignored:
+        target[::5] = -100
+    grad_out = np.asarray(1.5, dtype) if reduction != "none" else rng.standard_normal(37).astype(dtype)
+    calls = []
+    fast_path = nn_loss._cross_entropy_input_cpu
+    monkeypatch.setattr(nn_loss, "_cross_entropy_input_cpu", lambda *a: calls.append(1) or fast_path(*a))
+
+    def fn(logits):
+        return F.cross_entropy(logits, ember.tensor(target), reduction=reduction)
+
+    fast = _grads(fn, [x], grad_out, False)[0]
+    assert calls, "the backward did not take the fast path"
+    np.testing.assert_array_equal(fast, _grads(fn, [x], grad_out, True)[0])
+    xt = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.cross_entropy(xt, torch.tensor(target), reduction=reduction).backward(torch.tensor(grad_out))
+    np.testing.assert_allclose(fast, xt.grad.numpy(), rtol=1e-5, atol=1e-6)

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import ember
 from ember._ops import registry as _ops
 from ember._ops._nn_common import _kernel_reduction
 
 from .._table import derivative, through_decomposition
 from ._helpers import conj
-from ._nn_common import _cuda_rows
+from ._nn_common import _cpu_arrays, _cuda_rows
 
 _softmax = _ops["softmax"]
 _log_softmax = _ops["log_softmax"]
@@ -429,6 +431,10 @@ def _cross_entropy_input(grad, input, target, weight, size_average, ignore_index
             grad, input, target, weight, ignore_index, label_smoothing, reduction)
         if fused is not None:
             return fused
+    if weight is None and label_smoothing <= 0:
+        fast = _cross_entropy_input_cpu(grad, input, target, ignore_index, reduction)
+        if fast is not None:
+            return fast
     cdim, safe, per_target, keep = _class_targets(input, target, weight, ignore_index)
     p = _softmax(input, cdim)
     one_hot = _one_hot(safe if safe.dtype is ember.int64 else safe.to(ember.int64), classes)
@@ -450,6 +456,36 @@ def _cross_entropy_input(grad, input, target, weight, size_average, ignore_index
     wv = weight.reshape(w_shape).to(p.dtype)
     smooth = (p * ember.sum(weight).to(p.dtype) - wv) * (eps / classes)
     return (p - one_hot) * (gw * (1 - eps)) + smooth * g
+
+
+def _cross_entropy_input_cpu(grad, input, target, ignore_index, reduction):
+    """The formula's gradient ``(softmax(x) - one_hot(t)) * g`` (``g`` each row's share of ``grad``, 0 for an
+    ignored target) for plain CPU ``(N, C)`` float logits and ``(N,)`` class indices without class weights or
+    label smoothing, in a backward that records nothing: one softmax op, then numpy on its array (subtract 1 at
+    each row's target, scale the rows) instead of the formula's dozen ops (a one-hot matrix among them); the same
+    operations in the same order, so the same bits. None for every other call (the formula runs)."""
+    if input.ndim != 2 or target.ndim != 1:
+        return None
+    arrays = _cpu_arrays(grad, input, target)
+    if arrays is None:
+        return None
+    g, x, t = arrays
+    if x.dtype not in (np.float32, np.float64) or g.dtype != x.dtype or t.dtype.kind not in "iu" or x.size == 0:
+        return None
+    keep = t != ignore_index
+    safe = np.where(keep, t, 0)
+    if safe.size and (safe.min() < 0 or safe.max() >= x.shape[1]):
+        return None  # an out-of-range target: the formula's one_hot raises the error
+    with np.errstate(all="ignore"):
+        if reduction == "mean":  # grad / (number of kept targets), rounded once in the logits' dtype
+            g = g / x.dtype.type(np.count_nonzero(keep))
+        rows = g * keep  # (N,), or () broadcast by 'sum'/'mean'
+        d = _softmax(input, 1)._data
+        if not d.flags.writeable:
+            d = d.copy()
+        d[np.arange(x.shape[0]), safe] -= x.dtype.type(1)
+        d *= np.broadcast_to(rows, keep.shape)[:, None]
+    return ember.Tensor._make(d, input.device)
 
 
 def _cross_entropy_probs_input(grad, input, target, weight, reduction, label_smoothing, cdim, w_shape):
