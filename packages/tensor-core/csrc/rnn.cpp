@@ -1,5 +1,6 @@
 // Gate arithmetic of one time step of nn.LSTM and nn.GRU, forward and backward
-// (ember/nn/modules/_rnn_fused.py runs the time loop and the h W_hh^T products through numpy's BLAS).
+// (ember/nn/modules/_rnn_fused.py runs the time loop and the h W_hh^T products through numpy's BLAS), and
+// an LSTM layer-direction's whole time loop (lstm_forward_sequence, lstm_backward_sequence; at the end).
 //
 // Per step numpy needed about fifteen calls on arrays of a few thousand elements (each 1-4 us on the
 // shared 2-core machine) around one ~25 us matrix product; these kernels do a step's elementwise work in
@@ -149,9 +150,132 @@ void gru_backward_step(py::array dh, py::array rz, py::array n, py::array gh, py
                    w<float>(d_gi), w<float>(d_gh), w<float>(dh_direct), B, H);
 }
 
+// ------------------------------------------------------------------------------------ whole sequences
+// The time loop of one LSTM layer-direction, with each step's h W_hh^T (forward) or d_gates W_hh (backward)
+// one call of numpy's cblas gemm at address `gemm` (as blas_split.cpp): per step the Python loop cost a
+// numpy matmul call, six array views and a kernel call (about 10 us a step, a fifth of a 128-wide step's
+// time), which this loop does without the GIL. The products and the gate kernels are the ones the Python
+// loop calls, in the same order, so the values are the same.
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS enums
+
+template <typename T, typename I>
+using Gemm = void (*)(int, int, int, I, I, I, T, const T*, I, const T*, I, T, T*, I);
+
+// C (m, n) = A (m, k) @ op(W), W row-major (n, k) when trans_w, else (k, n).
+template <typename T, typename I>
+void product(uintptr_t fn, int64_t m, int64_t n, int64_t k, const T* a, const T* w, bool trans_w, T* c) {
+  auto gemm = reinterpret_cast<Gemm<T, I>>(fn);
+  gemm(kRowMajor, kNoTrans, trans_w ? kTrans : kNoTrans, static_cast<I>(m), static_cast<I>(n), static_cast<I>(k), T(1),
+       a, static_cast<I>(k), w, static_cast<I>(trans_w ? k : n), T(0), c, static_cast<I>(n));
+}
+
+// The step in forward order `s` of a direction of `steps` steps: the time index it reads and writes.
+inline int64_t time_of(int64_t s, int64_t steps, bool reverse) { return reverse ? steps - 1 - s : s; }
+
+template <typename T, typename I>
+void lstm_sequence_forward(uintptr_t fn, const T* pre, const T* w_hh, const T* h0, const T* c0, bool reverse,
+                           bool keep, T* acts, T* cells, T* tanh_c, T* out, int64_t steps, int64_t B, int64_t H) {
+  const T* h = h0;
+  const T* c = c0;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = time_of(s, steps, reverse), k = keep ? t : 0;
+    T* a = acts + k * B * 4 * H;
+    product<T, I>(fn, B, 4 * H, H, h, w_hh, true, a);
+    EMBER_RNN_CALL(lstm_forward, T, a, pre + t * B * 4 * H, c, cells + t * B * H, tanh_c + k * B * H, out + t * B * H,
+                   B, H);
+    h = out + t * B * H;
+    c = cells + t * B * H;
+  }
+}
+
+template <typename T, typename I>
+void lstm_sequence_backward(uintptr_t fn, const T* d_out, const T* acts, const T* tanh_c, const T* cells, const T* c0,
+                            const T* w_hh, bool reverse, T* dh, T* dc, T* d_gates, int64_t steps, int64_t B,
+                            int64_t H) {
+  for (int64_t s = steps - 1; s >= 0; --s) {  // the forward's steps, last first
+    const int64_t t = time_of(s, steps, reverse);
+    const T* c_prev = s == 0 ? c0 : cells + time_of(s - 1, steps, reverse) * B * H;
+    const T* d = d_out + t * B * H;
+    for (int64_t j = 0; j < B * H; ++j) dh[j] += d[j];
+    T* dg = d_gates + t * B * 4 * H;
+    EMBER_RNN_CALL(lstm_backward, T, dh, acts + t * B * 4 * H, tanh_c + t * B * H, c_prev, dc, dg, B, H);
+    product<T, I>(fn, B, H, 4 * H, dg, w_hh, false, dh);  // dc now holds c_{t-1}'s gradient
+  }
+}
+
+// Checks of the sequence entry points: C-contiguous arrays of the first's dtype with the given element counts,
+// and a gemm address for the integer width the caller named.
+void check_sequence(const char* op, uintptr_t gemm, const py::array& first,
+                    std::initializer_list<std::pair<const py::array*, int64_t>> arrays) {
+  if (gemm == 0) throw std::invalid_argument(std::string(op) + ": a null gemm address");
+  check(op, first, arrays);
+}
+
+void lstm_forward_sequence(uintptr_t gemm, bool ilp64, py::array pre, py::array w_hh, py::array h0, py::array c0,
+                           bool reverse, py::array acts, py::array cells, py::array tanh_c, py::array out) {
+  if (pre.ndim() != 3 || pre.shape(2) % 4 != 0)
+    throw std::invalid_argument("lstm_forward_sequence: pre must be (steps, batch, 4 * hidden)");
+  const int64_t T = pre.shape(0), B = pre.shape(1), H = pre.shape(2) / 4;
+  const bool keep = acts.ndim() == 3 && acts.shape(0) == T;  // else one step's buffers, rewritten each step
+  const int64_t K = keep ? T : 1;
+  check_sequence("lstm_forward_sequence", gemm, pre,
+                 {{&pre, T * B * 4 * H}, {&w_hh, 4 * H * H}, {&h0, B * H}, {&c0, B * H}, {&acts, K * B * 4 * H},
+                  {&cells, T * B * H}, {&tanh_c, K * B * H}, {&out, T * B * H}});
+  const bool dbl = is_double(pre);
+  py::gil_scoped_release release;
+#define EMBER_LSTM_FORWARD(TYPE, INT)                                                                             \
+  lstm_sequence_forward<TYPE, INT>(gemm, r<TYPE>(pre), r<TYPE>(w_hh), r<TYPE>(h0), r<TYPE>(c0), reverse, keep,    \
+                                   w<TYPE>(acts), w<TYPE>(cells), w<TYPE>(tanh_c), w<TYPE>(out), T, B, H)
+  if (dbl) {
+    if (ilp64) EMBER_LSTM_FORWARD(double, int64_t);
+    else EMBER_LSTM_FORWARD(double, int);
+  } else {
+    if (ilp64) EMBER_LSTM_FORWARD(float, int64_t);
+    else EMBER_LSTM_FORWARD(float, int);
+  }
+#undef EMBER_LSTM_FORWARD
+}
+
+void lstm_backward_sequence(uintptr_t gemm, bool ilp64, py::array d_out, py::array acts, py::array tanh_c,
+                            py::array cells, py::array c0, py::array w_hh, bool reverse, py::array dh, py::array dc,
+                            py::array d_gates) {
+  if (acts.ndim() != 3 || acts.shape(2) % 4 != 0)
+    throw std::invalid_argument("lstm_backward_sequence: acts must be (steps, batch, 4 * hidden)");
+  const int64_t T = acts.shape(0), B = acts.shape(1), H = acts.shape(2) / 4;
+  check_sequence("lstm_backward_sequence", gemm, acts,
+                 {{&d_out, T * B * H}, {&acts, T * B * 4 * H}, {&tanh_c, T * B * H}, {&cells, T * B * H},
+                  {&c0, B * H}, {&w_hh, 4 * H * H}, {&dh, B * H}, {&dc, B * H}, {&d_gates, T * B * 4 * H}});
+  const bool dbl = is_double(acts);
+  py::gil_scoped_release release;
+#define EMBER_LSTM_BACKWARD(TYPE, INT)                                                                              \
+  lstm_sequence_backward<TYPE, INT>(gemm, r<TYPE>(d_out), r<TYPE>(acts), r<TYPE>(tanh_c), r<TYPE>(cells), r<TYPE>(c0), \
+                                    r<TYPE>(w_hh), reverse, w<TYPE>(dh), w<TYPE>(dc), w<TYPE>(d_gates), T, B, H)
+  if (dbl) {
+    if (ilp64) EMBER_LSTM_BACKWARD(double, int64_t);
+    else EMBER_LSTM_BACKWARD(double, int);
+  } else {
+    if (ilp64) EMBER_LSTM_BACKWARD(float, int64_t);
+    else EMBER_LSTM_BACKWARD(float, int);
+  }
+#undef EMBER_LSTM_BACKWARD
+}
+
 }  // namespace
 
 void init_rnn(py::module_& m) {
+  m.def("lstm_forward_sequence", &lstm_forward_sequence, py::arg("gemm"), py::arg("ilp64"), py::arg("pre"),
+        py::arg("w_hh"), py::arg("h0"), py::arg("c0"), py::arg("reverse"), py::arg("acts"), py::arg("cells"),
+        py::arg("tanh_c"), py::arg("out"),
+        "One LSTM layer-direction over all steps: pre (T, B, 4H) = x W_ih^T + biases, w_hh (4H, H), h0 and c0 (B, H); "
+        "per step h W_hh^T by the cblas gemm at address `gemm`, then lstm_forward_step's arithmetic. Writes cells, out "
+        "(T, B, H) and the activations acts (T, B, 4H) and tanh_c (T, B, H), or only the last step's when they have "
+        "one step (nothing kept for backward).");
+  m.def("lstm_backward_sequence", &lstm_backward_sequence, py::arg("gemm"), py::arg("ilp64"), py::arg("d_out"),
+        py::arg("acts"), py::arg("tanh_c"), py::arg("cells"), py::arg("c0"), py::arg("w_hh"), py::arg("reverse"),
+        py::arg("dh"), py::arg("dc"), py::arg("d_gates"),
+        "lstm_forward_sequence's backward: d_gates (T, B, 4H) from d_out (T, B, H) and the forward's arrays; dh and dc "
+        "(B, H) come in as h_n's and c_n's gradients and leave as h0's and c0's.");
   m.def("lstm_forward_step", &lstm_forward_step, py::arg("a"), py::arg("pre"), py::arg("c_prev"), py::arg("c_out"),
         py::arg("tanh_c"), py::arg("h_out"),
         "One LSTM step's gates from a = h W_hh^T (in place, (B, 4H)) and pre = x W_ih^T + biases: the activations "

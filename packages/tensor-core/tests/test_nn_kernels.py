@@ -645,6 +645,32 @@ def test_small_blas_products_run_on_one_thread_and_restore_the_count():
         set_(previous)
 
 
+def test_products_of_any_size_run_on_one_blas_thread_when_ember_has_one(monkeypatch):
+    from ember._ops import _blas_threads
+
+    switch = _blas_threads._get_switch()
+    if switch is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS with its own thread pool: nothing to switch")
+    get, set_ = switch
+    previous, previous_ember = get(), ember.get_num_threads()
+    real = _blas_threads.one_thread
+    counts = []  # the BLAS's thread count during each product
+
+    def spy(fn, *args):
+        return real(lambda *a: (counts.append(get()), fn(*a))[1], *args)
+
+    monkeypatch.setattr(_blas_threads, "one_thread", spy)
+    set_(2)
+    ember.set_num_threads(1)
+    try:
+        big = np.random.default_rng(3).standard_normal((260, 260))  # beyond THREADED_MACS
+        np.testing.assert_array_equal(_blas_threads.matmul(big, big), real(np.matmul, big, big))
+        assert counts == [1] and get() == 2
+    finally:
+        set_(previous)
+        ember.set_num_threads(previous_ember)
+
+
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_mid_size_products_split_on_openmp_threads_in_any_blas_layout(trans_a, trans_b, dtype):

@@ -175,7 +175,8 @@ def set_num_threads(num_threads):
     numpy's BLAS keeps its own pool; limit it with ``threadpoolctl`` if needed. ember runs
     matrix products below about 16M multiply-adds on one BLAS thread whatever that pool's
     size, so that OpenBLAS's workers, which busy-wait after each call, leave the cores to
-    the OpenMP kernels that come next.
+    the OpenMP kernels that come next; with ``num_threads`` 1 every product runs on one
+    BLAS thread (as PyTorch's one thread bounds its BLAS too).
 
     Raises:
         ValueError: if ``num_threads`` is not positive.

@@ -109,13 +109,16 @@ def one_thread(fn, *args):
 def matmul(a, b):
     """``np.matmul(a, b)``: split over ember's threads where it can be (a matrix, or a contiguous stack of
     rows, by one matrix, from :data:`SPLIT_MACS` multiply-adds: ``_C.split_gemm``), else on one BLAS
-    thread below :data:`THREADED_MACS` multiply-adds and on the BLAS's threads from there."""
+    thread below :data:`THREADED_MACS` multiply-adds and on the BLAS's threads from there. With
+    ``ember.get_num_threads() == 1`` every product runs on one BLAS thread."""
     macs = _macs(a, b)
     if macs < SPLIT_MACS:
         return one_thread(np.matmul, a, b)
     threads = _threads()
+    if threads <= 1:  # ember.set_num_threads(1): the BLAS's pool would take the cores the user left to others
+        return one_thread(np.matmul, a, b)
     switch = _get_switch()
-    if threads > 1 and switch is not None and _splittable(a, b):
+    if switch is not None and _splittable(a, b):
         out = _split_gemm(a, b, threads)
         if out is not None:
             return out

@@ -26,7 +26,7 @@ import numpy as np
 import ember
 from ember import _C
 from ember._ops import _blas_threads
-from ember._ops._dispatch import PLAIN_TENSOR_TYPES
+from ember._ops._dispatch import PLAIN_TENSOR_TYPES, ops_intercepted
 from ember._ops._dispatch import state as _dispatch_state
 
 __all__ = ["fused_direction"]
@@ -41,7 +41,7 @@ def _applies(mode, tensors, batch_sizes, w_hr):
     """Whether the fused path gives this direction the reference's result (see the module docstring)."""
     if ember.compiler.is_compiling():
         return False  # first: ember.compile traces the reference ops (it can't read ``_data`` while tracing)
-    if w_hr is not None or _dispatch_state.modes or not hasattr(_C, _STEP_KERNELS.get(mode, "_")):
+    if w_hr is not None or ops_intercepted() or not hasattr(_C, _STEP_KERNELS.get(mode, "_")):
         return False
     first = batch_sizes[0]
     if any(b != first for b in batch_sizes):
@@ -139,17 +139,30 @@ def _relu_(x):
     np.maximum(x, 0, out=x)
 
 
+def _gemm(dtype):
+    """``(address, ilp64)`` of numpy's cblas gemm for ``dtype`` (see ``_blas_threads``), or None: the
+    whole-sequence kernels (``_C.lstm_forward_sequence``) need it; without it the loop runs in Python."""
+    if not hasattr(_C, "lstm_forward_sequence") or _blas_threads._get_switch() is None:
+        return None
+    return _blas_threads._gemms.get(dtype)
+
+
 def _forward_lstm(gi, h0, c0, w_hh, b_hh, reverse, keep):
     steps, batch, gates = gi.shape
     hidden = gates // 4
     dtype = gi.dtype
-    w_t = w_hh.T
     pre = gi + b_hh if b_hh is not None else np.ascontiguousarray(gi)
     acts = np.empty((steps if keep else 1, batch, gates), dtype)
     cells = np.empty((steps, batch, hidden), dtype)  # c after each step
     tanh_c = np.empty((steps if keep else 1, batch, hidden), dtype)
     out = np.empty((steps, batch, hidden), dtype)
     h, c = np.ascontiguousarray(h0), np.ascontiguousarray(c0)
+    gemm = _gemm(dtype)
+    if gemm is not None:  # the time loop in C++, one gemm call and one gate kernel per step
+        _C.lstm_forward_sequence(gemm[0], gemm[1], pre, np.ascontiguousarray(w_hh), h, c, reverse, acts, cells,
+                                 tanh_c, out)
+        return _lstm_work(out, cells, acts, tanh_c, time_of_last=0 if reverse else steps - 1, keep=keep)
+    w_t = w_hh.T
     step = _C.lstm_forward_step
     for t in _order(steps, reverse):
         k = t if keep else 0
@@ -157,7 +170,12 @@ def _forward_lstm(gi, h0, c0, w_hh, b_hh, reverse, keep):
         np.matmul(h, w_t, out=a)
         step(a, pre[t], c, cells[t], tanh_c[k], out[t])
         h, c = out[t], cells[t]
-    work = {"out": out, "h_n": h.copy(), "c_n": c.copy()}
+    return _lstm_work(out, cells, acts, tanh_c, time_of_last=0 if reverse else steps - 1, keep=keep)
+
+
+def _lstm_work(out, cells, acts, tanh_c, time_of_last, keep):
+    """The forward's result dict (see :func:`_forward`): the final states are the last step's, copied."""
+    work = {"out": out, "h_n": out[time_of_last].copy(), "c_n": cells[time_of_last].copy()}
     if keep:
         work.update(acts=acts, cells=cells, tanh_c=tanh_c)
     return work
@@ -255,10 +273,15 @@ def _backward_simple(mode, work, d_out, d_hn, w_hh, order):
 
 def _backward_lstm(work, d_out, d_hn, d_cn, c0, w_hh, reverse, order):
     acts, cells, tanh_c = work["acts"], work["cells"], work["tanh_c"]
-    c_prev = _previous_states(cells, c0, reverse)
     d_gates = np.empty_like(acts)
     dh = np.array(d_hn, order="C")
     dc = np.array(d_cn, order="C")
+    gemm = _gemm(acts.dtype)
+    if gemm is not None:  # the time loop in C++ (see _forward_lstm)
+        _C.lstm_backward_sequence(gemm[0], gemm[1], np.ascontiguousarray(d_out), acts, tanh_c, cells,
+                                  np.ascontiguousarray(c0), np.ascontiguousarray(w_hh), reverse, dh, dc, d_gates)
+        return d_gates, dh, dc
+    c_prev = _previous_states(cells, c0, reverse)
     step = _C.lstm_backward_step
     for t in order:
         dh += d_out[t]
