@@ -103,7 +103,7 @@ def _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask):
         scores = np.matmul(q, np.swapaxes(k, -1, -2))
         scores *= np.asarray(scale, scores.dtype)
         if is_causal:  # row i sees keys 0..i: never a fully masked row
-            scores[..., ~np.tri(seq_l, seq_s, dtype=bool)] = -np.inf
+            np.copyto(scores, np.asarray(-np.inf, scores.dtype), where=~np.tri(seq_l, seq_s, dtype=bool))
         if _short_rows(scores, True):  # the forward kernel's own softmax, so p is the forward's weights
             p = _C.softmax_rows(scores, False)
         else:
