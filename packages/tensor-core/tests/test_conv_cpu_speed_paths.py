@@ -158,3 +158,37 @@ def test_conv_avx2_reads_strided_weights(threads):
                      _lift(out, 1))
     want = _conv_reference(x, np.ascontiguousarray(w), None, 1, (1, 1), (1, 1), (1, 1))
     np.testing.assert_allclose(y.reshape(want.shape), want, rtol=1e-5, atol=1e-4)
+
+
+def _max_pool_2x2_reference(planes):
+    """(values, flat indices) of 2 x 2 windows of stride 2 over (P, H, W) planes, by the general loop's rules:
+    the first maximum of a window (row by row) wins, a NaN wins, and a later NaN replaces an earlier one."""
+    P, H, W = planes.shape
+    oH, oW = H // 2, W // 2
+    values = np.empty((P, oH, oW), planes.dtype)
+    indices = np.empty((P, oH, oW), np.int64)
+    for p, i, j in np.ndindex(P, oH, oW):
+        best, at = None, None
+        for h, w in ((2 * i, 2 * j), (2 * i, 2 * j + 1), (2 * i + 1, 2 * j), (2 * i + 1, 2 * j + 1)):
+            v = planes[p, h, w]
+            if best is None or v > best or (isinstance(v, np.floating) and np.isnan(v)):
+                best, at = v, h * W + w
+        values[p, i, j], indices[p, i, j] = best, at
+    return values, indices
+
+
+@pytest.mark.parametrize("shape", [(3, 8, 8), (2, 9, 7), (1, 2, 2), (40, 17, 33)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.int8])
+def test_max_pool_2x2_path_matches_the_window_rules(threads, shape, dtype):
+    # MaxPool2d(2)'s own loop (csrc/conv.cpp max_pool_2x2_typed): ties, NaNs, odd sizes (a floor-mode
+    # remainder row and column), integers; enough planes on the last shape to run the threaded loop
+    rng = np.random.default_rng(0)
+    planes = rng.integers(-3, 3, shape).astype(dtype)  # few distinct values: many ties
+    if np.issubdtype(dtype, np.floating):
+        planes.flat[::11] = np.nan
+    out = [shape[1] // 2, shape[2] // 2]
+    values, indices = _C.max_pool(planes.reshape(shape[0], 1, *shape[1:]), [1, *out], [1, 2, 2], [1, 2, 2],
+                                  [0, 0, 0], [1, 1, 1], True)
+    ref_values, ref_indices = _max_pool_2x2_reference(planes)
+    np.testing.assert_array_equal(values.reshape(ref_values.shape), ref_values)
+    np.testing.assert_array_equal(indices.reshape(ref_indices.shape), ref_indices)

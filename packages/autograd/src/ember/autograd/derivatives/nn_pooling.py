@@ -72,7 +72,7 @@ def _avg_divisors(in_sizes, out, kernel, stride, padding, count_include_pad, div
 
 
 def _max_pool_with_indices_grad(n):
-    """The backward of ``(adaptive_)max_pool{n}d_with_indices``: ``grad`` scattered to the saved argmax."""
+    """The backward of ``adaptive_max_pool{n}d_with_indices``: ``grad`` scattered to the saved argmax."""
 
     def max_pool_grad(grad, input, results):
         # the indices are the op's second output, saved at forward time: no second pooling pass
@@ -81,11 +81,31 @@ def _max_pool_with_indices_grad(n):
     return max_pool_grad
 
 
+def _max_pool_window_grad(n):
+    """The backward of ``max_pool{n}d_with_indices``: the scatter of :func:`_scatter_max`, or, for windows
+    that tile the input (stride = kernel, no padding, no dilation, the common ``MaxPool2d(2)``) in a backward
+    that records, its gather form (:func:`_gather_max`), which a compiler fuses with its neighbours."""
+
+    def max_pool_grad(grad, input, results, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        indices = results[1]
+        if _cpu_arrays(grad, indices) is None:
+            k = _tup(kernel_size, n)
+            s = k if stride is None or (isinstance(stride, (list, tuple)) and not stride) else _tup(stride, n)
+            out = grad.shape[grad.dim() - n :]
+            # (a ceil-mode window that reaches past the input is left to the scatter)
+            if (s == k and _tup(padding, n) == (0,) * n and _tup(dilation, n) == (1,) * n
+                    and all(o * w <= size for o, w, size in zip(out, k, input.shape[input.dim() - n :]))):
+                return _gather_max(grad, indices, input, k)
+        return _scatter_max(grad, indices, input, n)
+
+    return max_pool_grad
+
+
 def _make_pool_grads(n):
     spatial_names = f"max_pool{n}d", f"avg_pool{n}d"
 
     # max_pool{n}d is recorded as max_pool{n}d_with_indices, whose formula reads the indices it returned
-    derivative(f"{spatial_names[0]}_with_indices", input=_max_pool_with_indices_grad(n))
+    derivative(f"{spatial_names[0]}_with_indices", input=_max_pool_window_grad(n))
     through_decomposition(spatial_names[0])
 
     if n == 1:
@@ -128,6 +148,54 @@ def _scatter_max(grad, indices, input, n):
         return ember.Tensor._make(ember._C.max_pool_backward(g, idx, size).reshape(shape), grad.device)
     flat = ember.zeros((count, size), dtype=grad.dtype, device=grad.device)
     return flat.scatter_add(1, indices.reshape(count, cells), grad.reshape(count, cells)).reshape(shape)
+
+
+def _gather_max(grad, indices, input, kernel):
+    """``_scatter_max`` for windows that tile the input (stride = kernel, no padding, no dilation).
+
+    Every input element lies in at most one window, so its gradient is a gather, not a scatter: the
+    gradient of its window where the window's argmax is this element, else 0. Built from views, a
+    comparison with the element's flat position and a ``where`` (no scatter, no zero-filled buffer), it is
+    one pointwise loop for a compiler (ember-inductor fuses it into the kernel that reads it, as
+    torch.compile does; the scatter was an extern call and two copies). Rows and columns that no window
+    covered (a floor-mode remainder) get zeros.
+
+    Args:
+        grad: ``(..., *out)`` gradient of the pooled values; ``indices`` the forward's int64 argmax, of the
+            same shape, as flat positions in each input plane.
+        input: ``(..., *in)`` the forward's input (its shape is used).
+        kernel: the window size per spatial dim (= the stride).
+    """
+    n = len(kernel)
+    shape = input.shape
+    lead = tuple(shape[: len(shape) - n])
+    in_sizes = tuple(shape[len(shape) - n :])
+    out = tuple(grad.shape[grad.dim() - n :])
+    covered = tuple(o * k for o, k in zip(out, kernel))
+    split, spread = [], []
+    for o, k in zip(out, kernel):
+        split += [o, 1]
+        spread += [o, k]
+
+    def over_windows(t):  # (..., *out) -> (..., *covered): each window's value repeated over its elements
+        return t.reshape(*lead, *split).expand(*lead, *spread).reshape(*lead, *covered)
+
+    # the flat position (in the whole input plane) of every covered element, broadcast over the leading dims
+    position = None
+    plane_stride = 1
+    for i in reversed(range(n)):
+        axis = ember.arange(covered[i], dtype=ember.int64, device=grad.device) * plane_stride
+        axis = axis.reshape(covered[i], *([1] * (n - 1 - i)))
+        position = axis if position is None else axis + position
+        plane_stride *= in_sizes[i]
+    hit = over_windows(indices) == position
+    result = ember.where(hit, over_windows(grad), ember.zeros((), dtype=grad.dtype, device=grad.device))
+    if covered != in_sizes:
+        pad = []
+        for i in reversed(range(n)):
+            pad += [0, in_sizes[i] - covered[i]]
+        result = ember.nn.functional.pad(result, pad)
+    return result
 
 
 for _n in (1, 2, 3):
