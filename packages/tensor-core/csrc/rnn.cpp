@@ -1,6 +1,7 @@
 // Gate arithmetic of one time step of nn.LSTM and nn.GRU, forward and backward
 // (ember/nn/modules/_rnn_fused.py runs the time loop and the h W_hh^T products through numpy's BLAS), and
-// an LSTM layer-direction's whole time loop (lstm_forward_sequence, lstm_backward_sequence; at the end).
+// an LSTM or GRU layer-direction's whole time loop (lstm_/gru_forward_sequence, lstm_/gru_backward_sequence; at
+// the end).
 //
 // Per step numpy needed about fifteen calls on arrays of a few thousand elements (each 1-4 us on the
 // shared 2-core machine) around one ~25 us matrix product; these kernels do a step's elementwise work in
@@ -23,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace py = pybind11;
 
@@ -151,11 +153,12 @@ void gru_backward_step(py::array dh, py::array rz, py::array n, py::array gh, py
 }
 
 // ------------------------------------------------------------------------------------ whole sequences
-// The time loop of one LSTM layer-direction, with each step's h W_hh^T (forward) or d_gates W_hh (backward)
-// one call of numpy's cblas gemm at address `gemm` (as blas_split.cpp): per step the Python loop cost a
-// numpy matmul call, six array views and a kernel call (about 10 us a step, a fifth of a 128-wide step's
-// time), which this loop does without the GIL. The products and the gate kernels are the ones the Python
-// loop calls, in the same order, so the values are the same.
+// The time loop of one LSTM (or GRU) layer-direction, with each step's h W_hh^T (forward) or d_gates W_hh
+// (backward) one call of numpy's cblas gemm at address `gemm` (as blas_split.cpp): per step the Python loop
+// cost a numpy matmul call, six array views and a kernel call (about 10% of a 128-wide LSTM step's time),
+// which this loop does without the GIL. The products and the gate kernels are the ones the Python loop calls,
+// in the same order, so the values are the same (numpy computes a one-row product as a gemv: at batch 1 they
+// differ by rounding).
 
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS enums
 
@@ -201,6 +204,37 @@ void lstm_sequence_backward(uintptr_t fn, const T* d_out, const T* acts, const T
     T* dg = d_gates + t * B * 4 * H;
     EMBER_RNN_CALL(lstm_backward, T, dh, acts + t * B * 4 * H, tanh_c + t * B * H, c_prev, dc, dg, B, H);
     product<T, I>(fn, B, H, 4 * H, dg, w_hh, false, dh);  // dc now holds c_{t-1}'s gradient
+  }
+}
+
+template <typename T, typename I>
+void gru_sequence_forward(uintptr_t fn, const T* gi, const T* w_hh, const T* b_hh, const T* h0, bool reverse, bool keep,
+                          T* gh, T* rz, T* n, T* out, int64_t steps, int64_t B, int64_t H) {
+  const T* h = h0;
+  for (int64_t s = 0; s < steps; ++s) {
+    const int64_t t = time_of(s, steps, reverse), k = keep ? t : 0;
+    T* g = gh + k * B * 3 * H;
+    product<T, I>(fn, B, 3 * H, H, h, w_hh, true, g);
+    EMBER_RNN_CALL(gru_forward, T, g, b_hh, gi + t * B * 3 * H, h, rz + k * B * 2 * H, n + k * B * H, out + t * B * H,
+                   B, H);
+    h = out + t * B * H;
+  }
+}
+
+template <typename T, typename I>
+void gru_sequence_backward(uintptr_t fn, const T* d_out, const T* gh, const T* rz, const T* n, const T* out,
+                           const T* h0, const T* w_hh, bool reverse, T* dh, T* direct, T* d_gi, T* d_gh,
+                           int64_t steps, int64_t B, int64_t H) {
+  for (int64_t s = steps - 1; s >= 0; --s) {  // the forward's steps, last first
+    const int64_t t = time_of(s, steps, reverse);
+    const T* h_prev = s == 0 ? h0 : out + time_of(s - 1, steps, reverse) * B * H;
+    const T* d = d_out + t * B * H;
+    for (int64_t j = 0; j < B * H; ++j) dh[j] += d[j];
+    T* dgh = d_gh + t * B * 3 * H;
+    EMBER_RNN_CALL(gru_backward, T, dh, rz + t * B * 2 * H, n + t * B * H, gh + t * B * 3 * H, h_prev,
+                   d_gi + t * B * 3 * H, dgh, direct, B, H);
+    product<T, I>(fn, B, H, 3 * H, dgh, w_hh, false, dh);
+    for (int64_t j = 0; j < B * H; ++j) dh[j] += direct[j];
   }
 }
 
@@ -261,6 +295,63 @@ void lstm_backward_sequence(uintptr_t gemm, bool ilp64, py::array d_out, py::arr
 #undef EMBER_LSTM_BACKWARD
 }
 
+void gru_forward_sequence(uintptr_t gemm, bool ilp64, py::array gi, py::array w_hh, py::object b_hh, py::array h0,
+                          bool reverse, py::array gh, py::array rz, py::array n, py::array out) {
+  if (gi.ndim() != 3 || gi.shape(2) % 3 != 0)
+    throw std::invalid_argument("gru_forward_sequence: gi must be (steps, batch, 3 * hidden)");
+  const int64_t T = gi.shape(0), B = gi.shape(1), H = gi.shape(2) / 3;
+  const bool keep = gh.ndim() == 3 && gh.shape(0) == T;  // else one step's buffers, rewritten each step
+  const int64_t K = keep ? T : 1;
+  check_sequence("gru_forward_sequence", gemm, gi,
+                 {{&gi, T * B * 3 * H}, {&w_hh, 3 * H * H}, {&h0, B * H}, {&gh, K * B * 3 * H}, {&rz, K * B * 2 * H},
+                  {&n, K * B * H}, {&out, T * B * H}});
+  py::array bias;
+  if (!b_hh.is_none()) {
+    bias = py::reinterpret_borrow<py::array>(b_hh);
+    check("gru_forward_sequence", gi, {{&bias, 3 * H}});
+  }
+  const bool has_bias = !b_hh.is_none();
+  const bool dbl = is_double(gi);
+  py::gil_scoped_release release;
+#define EMBER_GRU_FORWARD(TYPE, INT)                                                                                \
+  gru_sequence_forward<TYPE, INT>(gemm, r<TYPE>(gi), r<TYPE>(w_hh), has_bias ? r<TYPE>(bias) : nullptr, r<TYPE>(h0), \
+                                  reverse, keep, w<TYPE>(gh), w<TYPE>(rz), w<TYPE>(n), w<TYPE>(out), T, B, H)
+  if (dbl) {
+    if (ilp64) EMBER_GRU_FORWARD(double, int64_t);
+    else EMBER_GRU_FORWARD(double, int);
+  } else {
+    if (ilp64) EMBER_GRU_FORWARD(float, int64_t);
+    else EMBER_GRU_FORWARD(float, int);
+  }
+#undef EMBER_GRU_FORWARD
+}
+
+void gru_backward_sequence(uintptr_t gemm, bool ilp64, py::array d_out, py::array gh, py::array rz, py::array n,
+                           py::array out, py::array h0, py::array w_hh, bool reverse, py::array dh, py::array d_gi,
+                           py::array d_gh) {
+  if (gh.ndim() != 3 || gh.shape(2) % 3 != 0)
+    throw std::invalid_argument("gru_backward_sequence: gh must be (steps, batch, 3 * hidden)");
+  const int64_t T = gh.shape(0), B = gh.shape(1), H = gh.shape(2) / 3;
+  check_sequence("gru_backward_sequence", gemm, gh,
+                 {{&d_out, T * B * H}, {&gh, T * B * 3 * H}, {&rz, T * B * 2 * H}, {&n, T * B * H}, {&out, T * B * H},
+                  {&h0, B * H}, {&w_hh, 3 * H * H}, {&dh, B * H}, {&d_gi, T * B * 3 * H}, {&d_gh, T * B * 3 * H}});
+  const bool dbl = is_double(gh);
+  py::array direct(gh.dtype(), std::vector<py::ssize_t>{static_cast<py::ssize_t>(B * H)});  // dh z of a step
+  py::gil_scoped_release release;
+#define EMBER_GRU_BACKWARD(TYPE, INT)                                                                                 \
+  gru_sequence_backward<TYPE, INT>(gemm, r<TYPE>(d_out), r<TYPE>(gh), r<TYPE>(rz), r<TYPE>(n), r<TYPE>(out),         \
+                                   r<TYPE>(h0), r<TYPE>(w_hh), reverse, w<TYPE>(dh), w<TYPE>(direct), w<TYPE>(d_gi), \
+                                   w<TYPE>(d_gh), T, B, H)
+  if (dbl) {
+    if (ilp64) EMBER_GRU_BACKWARD(double, int64_t);
+    else EMBER_GRU_BACKWARD(double, int);
+  } else {
+    if (ilp64) EMBER_GRU_BACKWARD(float, int64_t);
+    else EMBER_GRU_BACKWARD(float, int);
+  }
+#undef EMBER_GRU_BACKWARD
+}
+
 }  // namespace
 
 void init_rnn(py::module_& m) {
@@ -276,6 +367,17 @@ void init_rnn(py::module_& m) {
         py::arg("dh"), py::arg("dc"), py::arg("d_gates"),
         "lstm_forward_sequence's backward: d_gates (T, B, 4H) from d_out (T, B, H) and the forward's arrays; dh and dc "
         "(B, H) come in as h_n's and c_n's gradients and leave as h0's and c0's.");
+  m.def("gru_forward_sequence", &gru_forward_sequence, py::arg("gemm"), py::arg("ilp64"), py::arg("gi"),
+        py::arg("w_hh"), py::arg("b_hh"), py::arg("h0"), py::arg("reverse"), py::arg("gh"), py::arg("rz"), py::arg("n"),
+        py::arg("out"),
+        "One GRU layer-direction over all steps: gi (T, B, 3H) = x W_ih^T + b_ih, w_hh (3H, H), b_hh (3H) or None, h0 "
+        "(B, H); per step h W_hh^T by the cblas gemm at address `gemm`, then gru_forward_step's arithmetic. Writes out "
+        "(T, B, H) and gh (T, B, 3H), rz (T, B, 2H), n (T, B, H), or only the last step's when they have one step.");
+  m.def("gru_backward_sequence", &gru_backward_sequence, py::arg("gemm"), py::arg("ilp64"), py::arg("d_out"),
+        py::arg("gh"), py::arg("rz"), py::arg("n"), py::arg("out"), py::arg("h0"), py::arg("w_hh"), py::arg("reverse"),
+        py::arg("dh"), py::arg("d_gi"), py::arg("d_gh"),
+        "gru_forward_sequence's backward: d_gi and d_gh (T, B, 3H) from d_out (T, B, H) and the forward's arrays; dh "
+        "(B, H) comes in as h_n's gradient and leaves as h0's.");
   m.def("lstm_forward_step", &lstm_forward_step, py::arg("a"), py::arg("pre"), py::arg("c_prev"), py::arg("c_out"),
         py::arg("tanh_c"), py::arg("h_out"),
         "One LSTM step's gates from a = h W_hh^T (in place, (B, 4H)) and pre = x W_ih^T + biases: the activations "

@@ -170,28 +170,33 @@ def test_gradient_matches_finite_differences():
     np.testing.assert_allclose(analytic, numeric, rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("mode, gates", [("LSTM", 4), ("GRU", 3)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("reverse", [False, True])
-def test_lstm_sequence_kernel_equals_python_loop(dtype, reverse, monkeypatch):
-    """The C++ time loop (_C.lstm_forward_sequence / lstm_backward_sequence) gives the Python loop's bits: the
-    same gemm and gate kernels in the same order (batch > 1: numpy's matmul of one row is a gemv instead)."""
+def test_sequence_kernels_equal_the_python_loop(mode, gates, dtype, reverse, monkeypatch):
+    """The C++ time loops (_C.lstm_/gru_forward_sequence and their backward) give the Python loop's bits: the same
+    gemm and gate kernels in the same order (batch > 1: numpy's matmul of one row is a gemv instead)."""
     if _rnn_fused._gemm(np.dtype(dtype)) is None:
         pytest.skip("numpy's cblas gemm was not found: the Python loop is the only one")
     steps, batch, hidden = 6, 3, 8
-    gi = RNG.standard_normal((steps, batch, 4 * hidden)).astype(dtype)
+    gi = RNG.standard_normal((steps, batch, gates * hidden)).astype(dtype)
     h0, c0 = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(2))
-    w_hh = (0.3 * RNG.standard_normal((4 * hidden, hidden))).astype(dtype)
-    b_hh = RNG.standard_normal(4 * hidden).astype(dtype)
+    c0 = c0 if mode == "LSTM" else None
+    w_hh = (0.3 * RNG.standard_normal((gates * hidden, hidden))).astype(dtype)
+    b_hh = RNG.standard_normal(gates * hidden).astype(dtype)
     d_out = RNG.standard_normal((steps, batch, hidden)).astype(dtype)
     d_hn, d_cn = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(2))
+    d_cn = d_cn if mode == "LSTM" else None
 
     def run():
-        work = _rnn_fused._forward("LSTM", gi, h0, c0, w_hh, b_hh, reverse, keep=True)
-        grads = _rnn_fused._backward("LSTM", work, d_out, d_hn, d_cn, h0, c0, w_hh, reverse)
-        return [work[k] for k in ("out", "h_n", "c_n")] + [g for g in grads if g is not None]
+        work = _rnn_fused._forward(mode, gi, h0, c0, w_hh, b_hh, reverse, keep=True)
+        grads = _rnn_fused._backward(mode, work, d_out, d_hn, d_cn, h0, c0, w_hh, reverse)
+        kept = [work[k] for k in sorted(work)]
+        return kept + [g for g in grads if g is not None]
 
     fused = run()
     monkeypatch.setattr(_rnn_fused, "_gemm", lambda dtype: None)
     looped = run()
+    assert len(fused) == len(looped)
     for a, b in zip(fused, looped):
         np.testing.assert_array_equal(a, b)

@@ -141,8 +141,9 @@ def _relu_(x):
 
 def _gemm(dtype):
     """``(address, ilp64)`` of numpy's cblas gemm for ``dtype`` (see ``_blas_threads``), or None: the
-    whole-sequence kernels (``_C.lstm_forward_sequence``) need it; without it the loop runs in Python."""
-    if not hasattr(_C, "lstm_forward_sequence") or _blas_threads._get_switch() is None:
+    whole-sequence kernels (``_C.lstm_forward_sequence``, ``gru_forward_sequence``, their backward) need it;
+    without it the loop runs in Python."""
+    if not hasattr(_C, "gru_backward_sequence") or _blas_threads._get_switch() is None:
         return None
     return _blas_threads._gemms.get(dtype)
 
@@ -194,6 +195,14 @@ def _forward_gru(gi, h0, c0, w_hh, b_hh, reverse, keep):
     n_all = np.empty((kept, batch, hidden), dtype)
     out = np.empty((steps, batch, hidden), dtype)
     h = np.ascontiguousarray(h0)
+    gemm = _gemm(dtype)
+    if gemm is not None:  # the time loop in C++ (see _forward_lstm)
+        _C.gru_forward_sequence(gemm[0], gemm[1], gi, np.ascontiguousarray(w_hh), b_hh, h, reverse, gh_all, rz_all,
+                                n_all, out)
+        work = {"out": out, "h_n": out[0 if reverse else steps - 1].copy()}
+        if keep:
+            work.update(gh=gh_all, rz=rz_all, n=n_all)
+        return work
     step = _C.gru_forward_step
     for t in _order(steps, reverse):
         k = t if keep else 0
@@ -249,7 +258,7 @@ def _backward_arrays(mode, work, d_out, d_hn, d_cn, h0, c0, w_hh, reverse):
         d_gates, d_h0, d_c0 = _backward_lstm(work, d_out, d_hn, d_cn, c0, w_hh, reverse, backward_order)
         d_hidden_gates = d_gates
     elif mode == "GRU":
-        d_gates, d_hidden_gates, d_h0 = _backward_gru(work, d_out, d_hn, prev, w_hh, backward_order)
+        d_gates, d_hidden_gates, d_h0 = _backward_gru(work, d_out, d_hn, prev, w_hh, backward_order, h0, reverse)
     else:
         d_gates, d_h0 = _backward_simple(mode, work, d_out, d_hn, w_hh, backward_order)
         d_hidden_gates = d_gates
@@ -290,11 +299,17 @@ def _backward_lstm(work, d_out, d_hn, d_cn, c0, w_hh, reverse, order):
     return d_gates, dh, dc
 
 
-def _backward_gru(work, d_out, d_hn, prev, w_hh, order):
+def _backward_gru(work, d_out, d_hn, prev, w_hh, order, h0, reverse):
     gh, rz, n = work["gh"], work["rz"], work["n"]
     d_gates = np.empty_like(gh)  # of x W_ih^T + b_ih
     d_hidden_gates = np.empty_like(gh)  # of h W_hh^T + b_hh
     dh = np.array(d_hn, order="C")
+    gemm = _gemm(gh.dtype)
+    if gemm is not None:  # the time loop in C++ (see _forward_lstm)
+        _C.gru_backward_sequence(gemm[0], gemm[1], np.ascontiguousarray(d_out), gh, rz, n, work["out"],
+                                 np.ascontiguousarray(h0), np.ascontiguousarray(w_hh), reverse, dh, d_gates,
+                                 d_hidden_gates)
+        return d_gates, d_hidden_gates, dh
     direct = np.empty_like(dh)
     step = _C.gru_backward_step
     for t in order:
