@@ -285,6 +285,54 @@ def test_cuda_times_from_events():
     assert "Self CUDA" in table and "Self CUDA time total" in table
 
 
+def test_device_times_of_nested_ops_count_each_kernel_once():
+    # an op's events bracket the kernels of the ops it calls: its total is its own bracket, its self time
+    # what its timed children leave; a span without events (a backward node) sums its children
+    from ember.profiler._events import FunctionEvent
+
+    def timed(name, us, *children):
+        event = FunctionEvent(0, name, 0, 0.0, 1.0, device_time=us)
+        event.device_type = "CUDA"
+        event.cpu_children.extend(children)
+        return event
+
+    inner = timed("aten::mul", 3.0)
+    middle = timed("aten::linear", 10.0, timed("aten::mm", 6.0), inner)
+    node = FunctionEvent(0, "autograd::engine::evaluate_function: X", 0, 0.0, 1.0)
+    node.cpu_children.append(middle)
+    assert middle.device_time_total == 10.0 and middle.self_device_time_total == 1.0
+    assert inner.self_device_time_total == inner.device_time_total == 3.0
+    assert node.device_time_total == 10.0 and node.self_device_time_total == 0.0
+    # the sum of self times over the tree is the outermost bracket, not the brackets summed
+    events = [node, middle, middle.cpu_children[0], inner]
+    assert sum(e.self_device_time_total for e in events) == 10.0
+
+
+def test_fused_fast_paths_keep_running_under_the_profiler():
+    # the profiler only watches: a program keeps its fused paths under it (what is timed is what runs
+    # without it); a dispatch mode that sees ops as values (a tracer) turns them off
+    from ember.utils._python_dispatch import DispatchMode
+
+    class Passthrough(DispatchMode):
+        def __ember_dispatch__(self, op, types, args, kwargs):
+            return op(*args, **kwargs)
+
+    assert not _dispatch.ops_intercepted()
+    with P.profile():
+        assert not _dispatch.ops_intercepted()
+        with Passthrough():
+            assert _dispatch.ops_intercepted()
+    with Passthrough(), P.profile():
+        assert _dispatch.ops_intercepted()
+    # a list op keeps its direct kernels under the profiler and is one row, as PyTorch shows it
+    tensors = [ember.ones(3), ember.ones(2, 2)]
+    with P.profile() as prof:
+        ember._foreach_add_(tensors, 1.5)
+    rows = _by_key(prof)
+    assert rows["aten::_foreach_add_"].count == 1 and "aten::add_" not in rows
+    np.testing.assert_array_equal(tensors[1].numpy(), np.full((2, 2), 2.5, np.float32))
+
+
 def test_memory_of_a_kernel_that_returns_a_view_of_its_own_buffer():
     # convolution's CPU kernel returns a numpy view of the buffer it computed into: new memory all the same
     conv = ember.nn.Conv2d(1, 4, 3)

@@ -268,6 +268,7 @@ def _cast(value, device_type, to_dtype):
                 value._requires_grad and value._grad_fn is None and value._base is None and \
                 _dispatch_state.grad_enabled:
             return _cached_cast(value, to_dtype)
+        # under any mode, the profiler's too: the cast is then an op the mode sees (a profile shows it)
         if not _dispatch_state.modes and not (value._requires_grad and _dispatch_state.grad_enabled):
             cast = _plain_cast(value, to_dtype)
             if cast is not None:

@@ -71,7 +71,7 @@ def _cached_device_window(values, cached, dtype, device, requires_grad):
     from ._device import canonical_device
     from ._ops import _dispatch
 
-    if _dispatch.state.modes or cached is None:
+    if _dispatch.ops_intercepted() or cached is None:
         return None
     where = canonical_device(device)
     if where.type != "cuda":
@@ -312,7 +312,7 @@ def _fused_cpu_call(x, window, half, pad_mode):
     ``half < length``: ``F.pad`` refuses more, ``numpy.pad`` would reflect again)."""
     from ._ops import _dispatch
 
-    if type(x) is not Tensor or x.device.type != "cpu" or _dispatch.state.modes or x.dtype not in _FUSED_TYPES:
+    if type(x) is not Tensor or x.device.type != "cpu" or _dispatch.ops_intercepted() or x.dtype not in _FUSED_TYPES:
         return False
     if window is not None and (type(window) is not Tensor or window.device.type != "cpu"
                                or window.dtype not in _FUSED_TYPES or window.dim() != 1):
@@ -325,7 +325,7 @@ def _fused_cuda_call(x, window, half, pad_mode):
     """:func:`_fused_cpu_call`'s conditions for CUDA tensors (input and window on one cuda device)."""
     from ._ops import _dispatch
 
-    if type(x) is not Tensor or x.device.type != "cuda" or _dispatch.state.modes or x.dtype not in _FUSED_TYPES:
+    if type(x) is not Tensor or x.device.type != "cuda" or _dispatch.ops_intercepted() or x.dtype not in _FUSED_TYPES:
         return False
     if window is not None and (type(window) is not Tensor or window.device != x.device or window.is_complex()
                                or window.dtype not in _FUSED_TYPES or window.dim() != 1):

@@ -35,7 +35,7 @@ import numpy as np
 
 import ember
 from ember._hooks import check_hook_result, check_hook_results, hook_name
-from ember._ops._dispatch import state
+from ember._ops._dispatch import ops_intercepted, state
 from ember._ops._float_errors import as_user, enter_quiet, exit_quiet
 from ember._tensor import Tensor
 
@@ -135,7 +135,7 @@ def run_backward(
     # numpy's floating-point errors are ignored once for the whole task rather than around every kernel
     # (a few percent of a small op); the user's code that runs inside goes through as_user (see _float_errors).
     # Not under a dispatch mode: the formulas' ops would run the mode's (user) code.
-    quiet = enter_quiet() if not state.modes else None
+    quiet = enter_quiet() if not ops_intercepted() else None
     try:
         task.quiet = quiet is not None
         task.run()
@@ -168,7 +168,7 @@ def _root_grad(t, g, index):
             raise RuntimeError("grad can be implicitly created only for scalar outputs")
         if not t.is_floating_point():
             raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {t.dtype}")
-        if type(t) is Tensor and not state.modes:
+        if type(t) is Tensor and not ops_intercepted():
             # ones_like(t), without its trip through the dispatcher: a fixed cost of every backward()
             device = t._device
             if device.type == "cpu":

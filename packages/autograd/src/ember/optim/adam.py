@@ -13,6 +13,7 @@ import numpy as np
 import ember
 from ember import _C
 from ember._dtype import numpy_dtype_name
+from ember._ops._dispatch import ops_intercepted
 from ember._ops._dispatch import state as _dispatch_state
 from ember._tensor import Tensor
 
@@ -462,7 +463,7 @@ def _fused_adam(
         return
     lr, beta1, beta2 = _to_scalar(lr), _to_scalar(beta1), _to_scalar(beta2)
     fused, rest, on_cuda = [], [], []
-    no_mode = not _dispatch_state.modes
+    no_mode = not ops_intercepted()
     ndarray = None
     for i in range(len(params)):
         row = (params[i], grads[i], exp_avgs[i], exp_avg_sqs[i], max_exp_avg_sqs[i] if amsgrad else None)
@@ -541,7 +542,7 @@ def _increment_steps(steps):
     subclass, one that requires grad while grad mode is on, any dispatch mode) go through the list op.
     """
     rest = []
-    direct = not _dispatch_state.modes
+    direct = not ops_intercepted()
     grad_mode = _dispatch_state.grad_enabled
     for s in steps:
         a = s._data

@@ -80,6 +80,7 @@ from ._float_errors import IGNORE_ALL, as_user, get_error_state, reset_error_sta
 
 __all__ = [
     "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
+    "ops_intercepted",
     "set_device_array_type", "PLAIN_TENSOR_TYPES", "register_plain_tensor_type", "wrap_array", "fast_paths_disabled",
 ]
 
@@ -438,6 +439,21 @@ def _run_mode(op, args, kwargs, modes):
         return mode.__ember_dispatch__(op, types, nargs, nkwargs)
     finally:
         modes.append(mode)
+
+
+def ops_intercepted():
+    """Whether an active dispatch mode must see each op: a tracer, fake tensors, vmap, autocast.
+
+    Fused fast paths that call kernels directly, not op by op through the dispatcher (a multi-tensor norm,
+    the fused optimizer, a cached causal mask, cuda backward kernels), step aside while this is true, so
+    the mode sees every op. A mode that only watches calls sets ``observes_only = True`` (the profiler's
+    recorder): under it the program keeps its fast paths, so what is timed is what runs without it.
+    Costs one empty loop when no mode is active.
+    """
+    for mode in state.modes:
+        if not getattr(mode, "observes_only", False):
+            return True
+    return False
 
 
 def _flat_tensors(args, kwargs):

@@ -25,7 +25,7 @@ def write_direct(op, out, args, kwargs, scan):
     counter is bumped, as ``copy_`` into it would.
     """
     into = getattr(op, "cpu_into", None)
-    if into is None or type(out) is not Tensor or _dispatch.state.modes:
+    if into is None or type(out) is not Tensor or _dispatch.ops_intercepted():
         return None
     data = out._data
     if type(data) is not np.ndarray or scan.device is None or scan.device.type != "cpu":
@@ -111,7 +111,7 @@ def _copy_small(out, result):
     and ``out`` requires grad), copy_ is numpy's copy and a version bump, as :func:`write_direct` writes;
     large arrays go to copy_ (its threaded copy).
     """
-    if type(out) is not Tensor or type(result) is not Tensor or _dispatch.state.modes:
+    if type(out) is not Tensor or type(result) is not Tensor or _dispatch.ops_intercepted():
         return False
     dst, src = out._data, result._data
     if (type(dst) is not np.ndarray or type(src) is not np.ndarray or src.size >= MIN_ELEMENTS

@@ -39,7 +39,8 @@ import numpy as np
 
 from .._device import CPU as _CPU
 from .._tensor import Tensor
-from ._dispatch import _disabled_ember_function, state
+from ..profiler._recorder import active_recorder
+from ._dispatch import _disabled_ember_function, ops_intercepted, state
 from ._pointwise_helpers import _INTO, _direct_target
 from ._registry import registry
 
@@ -70,7 +71,7 @@ def _is_plain(t):
 
 def _fast(tensors, operands):
     """Whether the direct CPU kernels may run on ``tensors`` and the tensors among ``operands``."""
-    if state.modes:
+    if ops_intercepted():
         return False
     grad = state.grad_enabled
     for group in (tensors, *operands):
@@ -136,6 +137,15 @@ def _inplace(name, tensors, operands, kwargs, direct=None, slow=None):
     fname = f"_foreach_{name}_"
     tensors = _tensor_list(fname, tensors)
     operands = _operands(fname, tensors, operands)
+    recorder = active_recorder()
+    if recorder is not None:  # a profiler records: the list op is one row of it, as in PyTorch
+        with recorder.fused_call(f"aten::{fname}", tensors):
+            return _inplace_each(name, tensors, operands, kwargs, direct, slow)
+    return _inplace_each(name, tensors, operands, kwargs, direct, slow)
+
+
+def _inplace_each(name, tensors, operands, kwargs, direct, slow):
+    """:func:`_inplace`'s work on checked arguments."""
     if name in _CUDA_FUSED and _on_cuda(tensors[0]) and _cuda_fused(name, tensors, operands, kwargs):
         return
     if slow is None:
@@ -163,7 +173,7 @@ def _on_cuda(t):
 def _cuda_fused(name, tensors, operands, kwargs):
     """Run ``_foreach_<name>_(tensors, other_list, alpha=...)`` as one CUDA kernel when only plain cuda tensors
     take part, no mode is active and nothing records (the per-tensor ops' plain case); whether it ran."""
-    if len(operands) != 1 or type(operands[0]) is not list or state.modes or (kwargs.keys() - {"alpha"}):
+    if len(operands) != 1 or type(operands[0]) is not list or ops_intercepted() or (kwargs.keys() - {"alpha"}):
         return False
     grad = state.grad_enabled
     for group in (tensors, operands[0]):

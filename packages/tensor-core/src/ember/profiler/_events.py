@@ -61,13 +61,21 @@ class FunctionEvent:
     def cpu_memory_usage(self):
         return self.self_cpu_memory_usage + sum(c.cpu_memory_usage for c in self.cpu_children)
 
+    # An op's device time is the stream's time between CUDA events recorded when the op began and when it
+    # returned: it already holds the kernels of the ops it called. So it is the op's total, and its self
+    # time is what its timed children leave; a span without events (a backward node, a user block) only
+    # sums its children.
     @property
     def self_device_time_total(self):
-        return self.device_time
+        if self.device_type != "CUDA":
+            return 0.0
+        return max(self.device_time - sum(c.device_time_total for c in self.cpu_children), 0.0)
 
     @property
     def device_time_total(self):
-        return self.device_time + sum(c.device_time_total for c in self.cpu_children)
+        if self.device_type == "CUDA":
+            return self.device_time
+        return sum(c.device_time_total for c in self.cpu_children)
 
     # PyTorch's older names
     self_cuda_time_total = self_device_time_total
@@ -209,7 +217,7 @@ def build_events(recorder):
             input_shapes=span[SHAPES], stack=span[STACK], cpu_memory_usage=span[OUT_BYTES],
             device_time=device_time, flops=span[FLOPS], is_user_annotation=span[CATEGORY] == "user_annotation",
         )
-        if device_time:
+        if span[CUDA] is not None:
             event.device_type = "CUDA"
         parent = span[PARENT]
         if parent >= 0:

@@ -42,6 +42,10 @@ def active_recorder():
 class Recorder:
     """Collects spans on the thread that started it (see the module docstring)."""
 
+    #: It watches calls and changes none: fused fast paths keep running while it records
+    #: (:func:`ember._ops._dispatch.ops_intercepted`), so the profile shows the program's own kernels.
+    observes_only = True
+
     def __init__(self, record_shapes=False, profile_memory=False, with_stack=False, with_flops=False, cuda=False):
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
@@ -101,6 +105,23 @@ class Recorder:
         span = self.spans[index]
         span[END] = perf_counter_ns()
         self.parent = span[PARENT]
+
+    @contextlib.contextmanager
+    def fused_call(self, name, tensors):
+        """Time a fused fast path that calls its kernels directly, not through the dispatcher (the
+        ``_foreach_*`` list ops), as one op span named ``name``; ``tensors`` (a list) says the device."""
+        if threading.get_ident() != self.thread:
+            yield
+            return
+        index = self.open(name, "cpu_op")
+        cuda = _cuda_start(tensors) if self.cuda else None
+        try:
+            yield
+        finally:
+            self.close(index)
+            if cuda is not None:
+                cuda[1].record()
+                self.spans[index][CUDA] = cuda
 
     def observe_node(self, node):
         """The engine's hook: open the span of a backward node, return what closes it."""

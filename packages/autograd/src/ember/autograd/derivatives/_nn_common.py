@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ember._ops._dispatch import PLAIN_TENSOR_TYPES
+from ember._ops._dispatch import PLAIN_TENSOR_TYPES, ops_intercepted
 from ember._ops._dispatch import state as _dispatch_state
 
 
@@ -40,7 +40,7 @@ def _cuda_rows(*tensors):
     nothing (no ``create_graph``) and is seen by no dispatch mode: its fused backward kernels then
     replace the formulas' chains of ops. The kernels read the arrays directly, so a tensor subclass
     (vmap's batched tensors) or a mode (make_fx, the profiler) needs the formulas' ops."""
-    if tensors[0].device.type != "cuda" or _dispatch_state.grad_enabled or _dispatch_state.modes:
+    if tensors[0].device.type != "cuda" or _dispatch_state.grad_enabled or ops_intercepted():
         return None
     if any(type(t) not in PLAIN_TENSOR_TYPES for t in tensors if t is not None):
         return None
@@ -54,7 +54,7 @@ def _cpu_arrays(*tensors):
     pass records nothing and is seen by no dispatch mode: ember._C's gradient kernels (csrc/nn_backward.cpp)
     may then replace a formula's chain of ops; None otherwise (the formula runs), for the reasons of
     :func:`_cuda_rows`."""
-    if _dispatch_state.grad_enabled or _dispatch_state.modes:
+    if _dispatch_state.grad_enabled or ops_intercepted():
         return None
     arrays = []
     for t in tensors:

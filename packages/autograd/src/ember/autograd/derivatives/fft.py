@@ -51,7 +51,7 @@ def _bin_weights(n, bins, doubled, like, dim, ndim):
                  ember.ones(bins - 1 - paired, dtype=dtype, device=like.device)]
         weights = ember.cat(parts)
         # only real tensors are kept: under a dispatch mode (fake tensors, tracing) they are rebuilt each time
-        if type(weights) is ember.Tensor and not _dispatch.state.modes and like.device.type != "meta":
+        if type(weights) is ember.Tensor and not _dispatch.ops_intercepted() and like.device.type != "meta":
             if len(_WEIGHTS) >= _WEIGHTS_KEPT:
                 _WEIGHTS.clear()
             _WEIGHTS[key] = weights
@@ -66,7 +66,7 @@ def _on_cuda_unrecorded(grad):
     """Whether ``grad`` is a plain cuda tensor in a backward pass that records nothing: the gradients below
     may then run on its array (the same values, fewer dispatches and copies)."""
     return (type(grad) is ember.Tensor and grad._device.type == "cuda" and not _dispatch.state.grad_enabled
-            and not _dispatch.state.modes)
+            and not _dispatch.ops_intercepted())
 
 
 def _r2c_grad(grad, input, dim, norm, onesided):

@@ -17,6 +17,7 @@ import numpy as np
 
 import ember
 from ember._ops import registry
+from ember._ops._dispatch import ops_intercepted
 from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, nondifferentiable, through_decomposition
@@ -36,7 +37,7 @@ def _view_backward(grad, input_meta, shape):
         # PyTorch's view(dtype) has no gradient (its output never requires grad).
         return None
     target = tuple(input_meta.shape)
-    if not _dispatch_state.grad_enabled and not _dispatch_state.modes and type(grad) is ember.Tensor:
+    if not _dispatch_state.grad_enabled and not ops_intercepted() and type(grad) is ember.Tensor:
         # grad.reshape(target) of a row-major gradient, when nothing records it: the array's own reshape is the
         # same view, without three dispatcher layers (Flatten's backward in every classifier step)
         data = grad._data

@@ -58,9 +58,9 @@ def cast(tensor, np_dtype):
     """``tensor.to(dtype)`` of a plain cuda tensor between float16/float32/float64, where nothing records (grad
     mode off, no dispatch mode): CuPy's ``astype``, what ``_to_copy``'s cuda kernel runs, without the dispatch
     (a backward pass casts each gradient of an autocast step back to its input's dtype). None otherwise."""
-    from ..._ops._dispatch import state
+    from ..._ops._dispatch import ops_intercepted, state
 
-    if type(tensor) is not Tensor or state.grad_enabled or state.modes:
+    if type(tensor) is not Tensor or state.grad_enabled or ops_intercepted():
         return None
     data = tensor._data
     if type(data) is not _state.get("ndarray") or data.dtype.name not in _FLOAT_KINDS:

@@ -157,11 +157,12 @@ def tensors_unscale_(grads, inv_scale, found_inf):
     ``found_inf``: one-element float32 cuda Tensors); True when done, False for calls it does not take
     (sparse or non-contiguous gradients, other dtypes or devices, tensor subclasses, dispatch modes), which
     take the list ops."""
-    from ..._ops._dispatch import state
+    from ..._ops._dispatch import ops_intercepted
     from ..._tensor import Tensor
 
     device = found_inf._device
-    if state.modes or not _plain_cuda(found_inf, "float32", device) or not _plain_cuda(inv_scale, "float32", device):
+    if ops_intercepted() or not _plain_cuda(found_inf, "float32", device) or \
+            not _plain_cuda(inv_scale, "float32", device):
         return False
     if any(type(g) is not Tensor or g._device != device for g in grads):
         return False
@@ -177,10 +178,10 @@ def tensors_unscale_(grads, inv_scale, found_inf):
 def tensors_update_scale_(scale, tracker, found, growth_factor, backoff_factor, growth_interval):
     """:func:`update_scale_` on :meth:`ember.amp.GradScaler.update`'s Tensors (``found``: the optimizers'
     one-element float32 flags); True when done, False for calls it does not take."""
-    from ..._ops._dispatch import state
+    from ..._ops._dispatch import ops_intercepted
 
     device = scale._device
-    if state.modes or not _plain_cuda(scale, "float32", device) or not _plain_cuda(tracker, "int32", device):
+    if ops_intercepted() or not _plain_cuda(scale, "float32", device) or not _plain_cuda(tracker, "int32", device):
         return False
     if not found or not all(_plain_cuda(f, "float32", device) for f in found):
         return False

@@ -497,10 +497,10 @@ def det_backward(grad, A, result):
         than :data:`BATCHED_LU_MAX`) and for batches with a matrix the inverse cannot serve (then the
         formula's SVD branch runs).
     """
-    from ..._ops._dispatch import state
+    from ..._ops._dispatch import ops_intercepted
     from ..._tensor import Tensor
 
-    if state.modes or any(type(t) is not Tensor for t in (grad, A, result)):
+    if ops_intercepted() or any(type(t) is not Tensor for t in (grad, A, result)):
         return None
     g, a, r = grad._data, A._data, result._data
     if not supported(a) or a.dtype.kind == "c" or type(g) is not type(a) or type(r) is not type(a):
@@ -540,11 +540,11 @@ def solve_backward(grad, X, LU, pivots):
     Returns:
         ``(gA, gB)`` as Tensors, or None for calls it does not take.
     """
-    from ..._ops._dispatch import state
+    from ..._ops._dispatch import ops_intercepted
     from ..._tensor import Tensor
     from .. import _bf16
 
-    if state.modes or any(type(t) is not Tensor for t in (grad, X, LU, pivots)):
+    if ops_intercepted() or any(type(t) is not Tensor for t in (grad, X, LU, pivots)):
         return None
     g, x, lu, piv = grad._data, X._data, LU._data, pivots._data
     if not supported(g, x, lu) or lu.dtype.kind == "c" or g.shape != x.shape or piv.dtype != _INT32:

@@ -176,10 +176,10 @@ def _fused_cuda_clip(grads, max_norm, norm_type):
     """The 2-norm clip of plain CUDA gradients in three kernel launches, nothing read back
     (:mod:`ember.cuda.kernels.multi_tensor`): the total norm tensor, or None for other calls (other norms,
     devices, dtypes or layouts, tensor subclasses, dispatch modes), which take the list ops."""
-    from ..._ops._dispatch import state
+    from ..._ops._dispatch import ops_intercepted
     from ..._tensor import Tensor
 
-    if norm_type != 2.0 or not grads or state.modes:
+    if norm_type != 2.0 or not grads or ops_intercepted():
         return None
     if any(type(g) is not Tensor or g._device.type != "cuda" for g in grads):
         return None
