@@ -69,6 +69,15 @@ PERTURBATION = 2.0**-23
 DRIFT_RTOL = 0.2
 LR = 0.01
 
+#: ``--autocast DTYPE``: the forward (and the loss) of every step, eager and compiled, in both libraries, runs
+#: in ``lib.autocast(device, dtype=DTYPE)``; None runs float32. Set once by :func:`main`.
+AUTOCAST = None
+#: The checks' tolerances under autocast: compiled and eager round differently to the 16-bit type (a fused
+#: kernel keeps float32 between ops where eager rounds after each), by a few units of its last place
+#: (bfloat16: 2^-8 relative), and the one-ulp float32 twin of the gradient check moves no 16-bit rounding.
+AUTOCAST_TOLERANCES = {"bfloat16": {"RTOL": 3e-2, "ATOL": 3e-2, "GRAD_RTOL": 3e-2},
+                       "float16": {"RTOL": 5e-3, "ATOL": 5e-3, "GRAD_RTOL": 5e-3}}
+
 #: What ember-inductor logs when it cannot compile a graph and runs it eagerly instead.
 FALLBACK = "runs this graph eagerly"
 
@@ -167,8 +176,23 @@ class Side:
 
     def forward(self, model):
         """The function a step calls: ``model`` (inference) or ``model`` and the loss (training); ``model`` is
-        the eager module or its compiled wrapper (the loss runs eagerly, as after ``model.compile()``)."""
+        the eager module or its compiled wrapper (the loss runs eagerly, as after ``model.compile()``). Under
+        ``--autocast`` both run in an autocast region (:data:`AUTOCAST`)."""
         spec, lib = self.spec, self.lib
+        if AUTOCAST is not None:
+            device_type, dtype = self.device, getattr(lib, AUTOCAST)
+            if self.mode == "inference":
+                def forward_autocast(*inputs):
+                    with lib.autocast(device_type, dtype=dtype):
+                        return model(*inputs)
+
+                return forward_autocast
+
+            def forward_loss_autocast(*inputs):
+                with lib.autocast(device_type, dtype=dtype):
+                    return spec.loss(lib, model(*inputs), inputs)
+
+            return forward_loss_autocast
         if self.mode == "inference":
             return model
 
@@ -583,7 +607,8 @@ def render(rows, args, specs, elapsed):
     threads = args.threads
     dry_run = f" ({args.scale.upper()} sizes)" if args.scale != args.device else ""
     lines = [
-        f"## {args.device.upper()}, {args.mode}{dry_run}",
+        f"## {args.device.upper()}, {args.mode}{dry_run}"
+        + (f", autocast {args.autocast}" if args.autocast else ""),
         "",
         f"Backend `{args.backend}`, fullgraph={args.fullgraph}, {threads} thread(s) for both libraries, "
         f"{args.repeats} interleaved repeats (minimum kept). Run of {elapsed / 60:.1f} min on "
@@ -591,7 +616,9 @@ def render(rows, args, specs, elapsed):
         f"{os.getloadavg()[0]:.1f} at the end ({os.cpu_count()} CPUs): on a shared machine the times are noisy, "
         "compare the ratios of one row. "
         + ("Float32 without TF32 in both libraries (torch's cuDNN default is TF32: turned off). "
-           if args.device == "cuda" else "")
+           if args.device == "cuda" and not args.autocast else "")
+        + (f"Each step's forward and loss run in `autocast({args.device!r}, dtype={args.autocast})` in both "
+           "libraries (the weights, gradients and optimizer stay float32). " if args.autocast else "")
         + (f"Sizes: each model's `{args.scale}_scale` (listed under Models). " if args.scale != "cpu" else "")
         + "Compile times are first calls, "
         + ("with empty on-disk caches for both compilers (`--cold`)." if args.cold else
@@ -736,6 +763,8 @@ def parse_args(argv=None):
     parser.add_argument("--cold", action="store_true", help="empty compile caches for both libraries (fresh dirs)")
     parser.add_argument("--no-torch", action="store_true", help="skip PyTorch (no comparison columns)")
     parser.add_argument("--verbose", "-v", action="store_true", help="print tracebacks of failures")
+    parser.add_argument("--autocast", choices=tuple(AUTOCAST_TOLERANCES), default=None,
+                        help="run each step's forward and loss in autocast to this dtype (both libraries)")
     # a dry run of one device's sizes on another (--device cpu --scale cuda: the CUDA sizes on the CPU)
     parser.add_argument("--scale", choices=registry.SCALES, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -743,8 +772,18 @@ def parse_args(argv=None):
     return args
 
 
+def _use_autocast(dtype):
+    """Run every step under autocast to ``dtype`` (None: float32) and check to that precision's tolerances."""
+    global AUTOCAST, RTOL, ATOL, GRAD_RTOL
+    AUTOCAST = dtype
+    if dtype is not None:
+        tolerances = AUTOCAST_TOLERANCES[dtype]
+        RTOL, ATOL, GRAD_RTOL = tolerances["RTOL"], tolerances["ATOL"], tolerances["GRAD_RTOL"]
+
+
 def main(argv=None):
     args = parse_args(argv)
+    _use_autocast(args.autocast)
     if args.cold:  # before either compiler is imported: both read their cache folder from the environment
         cold = Path(tempfile.mkdtemp(prefix="models_cold_"))
         os.environ["EMBER_INDUCTOR_CACHE_DIR"] = str(cold / "ember")
@@ -791,10 +830,13 @@ def main(argv=None):
         )
     elapsed = time.perf_counter() - start
     key = f"{args.device} {args.mode}" + (" fullgraph" if args.fullgraph else "")
+    if args.autocast:
+        key += f" autocast {args.autocast}"
     if args.scale != args.device:  # a dry run of another device's sizes keeps its own section
         key += f" {args.scale} sizes"
     write_section(args.output, key, render(rows, args, specs, elapsed))
-    plot_path = args.plot or HERE / f"models_{args.device}_{args.mode}.png"
+    amp = f"_{args.autocast}" if args.autocast else ""
+    plot_path = args.plot or HERE / f"models_{args.device}_{args.mode}{amp}.png"
     if plot(rows, plot_path, f"{args.device} {args.mode}, backend {args.backend}"):
         print(f"plot: {plot_path}")
     for label, value in summary(rows).items():
