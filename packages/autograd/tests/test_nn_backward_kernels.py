@@ -197,3 +197,33 @@ def test_cross_entropy_backward_fast_path_matches_the_formula_and_torch(dtype, r
     xt = torch.tensor(x, requires_grad=True)
     torch.nn.functional.cross_entropy(xt, torch.tensor(target), reduction=reduction).backward(torch.tensor(grad_out))
     np.testing.assert_allclose(fast, xt.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# -- linear -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(7, 5), (3, 7, 5), (2, 3, 4, 5)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_backward_fast_path_matches_the_formula_and_torch(dtype, shape, bias, monkeypatch):
+    # the products on the arrays give the formulas' bits (the same matmul array function); torch is the oracle
+    torch = pytest.importorskip("torch")
+    from ember.autograd.derivatives import nn_activation
+
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal(shape).astype(dtype), rng.standard_normal((6, 5)).astype(dtype)]
+    if bias:
+        arrays.append(rng.standard_normal(6).astype(dtype))
+    grad_out = rng.standard_normal(shape[:-1] + (6,)).astype(dtype)
+    calls = []
+    fast_path = nn_activation._linear_grads_cpu
+    monkeypatch.setattr(nn_activation, "_linear_grads_cpu", lambda *a: calls.append(1) or fast_path(*a))
+
+    fast = _grads(F.linear, arrays, grad_out, False)
+    assert calls, "the backward did not take the fast path"
+    for got, formula in zip(fast, _grads(F.linear, arrays, grad_out, True)):
+        np.testing.assert_array_equal(got, formula)
+    leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
+    torch.nn.functional.linear(*leaves).backward(torch.tensor(grad_out))
+    for got, leaf in zip(fast, leaves):
+        np.testing.assert_allclose(got, leaf.grad.numpy(), rtol=1e-5, atol=1e-5)

@@ -14,7 +14,7 @@ from ember._ops._dispatch import state as _dispatch_state
 
 from .._table import derivative, through_decomposition
 from ._helpers import conj
-from ._nn_common import _cpu_float_rows, _cuda_rows
+from ._nn_common import _C_FLOATS, _cpu_arrays, _cpu_float_rows, _cuda_rows
 
 _softplus = _ops["softplus"]
 _SQRT_HALF = math.sqrt(0.5)
@@ -262,11 +262,41 @@ def _linear_grads(grad, input, weight, bias_meta, output_mask):
         grads = linear_backward(grad, input, weight, output_mask)
         if grads is not None:
             return grads
+    if grad._device.type == "cpu":
+        grads = _linear_grads_cpu(grad, input, weight, bias_meta, output_mask)
+        if grads is not None:
+            return grads
     return (
         _linear_input(grad, weight) if output_mask[0] else None,
         _linear_weight(grad, input, weight) if output_mask[1] else None,
         _linear_bias(grad, bias_meta) if output_mask[2] else None,
     )
+
+
+def _linear_grads_cpu(grad, input, weight, bias_meta, output_mask):
+    """The formulas' two products on the numpy arrays, through the array function of ember.matmul's CPU kernel
+    (so the same values), for plain CPU float32/float64 tensors of one dtype, a 2-D weight and an input of 2 or
+    more dims, in a backward that records nothing; the bias's gradient stays the sum op. None for every other
+    call. The formulas dispatch about seven ops (reshapes, a transpose, two matmuls), each costing more than its
+    arithmetic on a small model's layers (a transformer's step has dozens of linear layers)."""
+    arrays = _cpu_arrays(grad, input, weight)
+    if arrays is None:
+        return None
+    g, x, w = arrays
+    if g.dtype not in _C_FLOATS or x.dtype != g.dtype or w.dtype != g.dtype or w.ndim != 2 or x.ndim < 2:
+        return None
+    if g.size == 0 or x.size == 0:  # (numpy cannot infer the -1 of an empty reshape)
+        return None
+    from ember._ops.matmul import _matmul_arrays
+
+    g2 = g.reshape(-1, g.shape[-1])  # (rows, out): the formulas' reshape (a copy only when grad is not a view)
+    device = grad.device
+    d_input = d_weight = None
+    if output_mask[0]:
+        d_input = ember.Tensor._make(_matmul_arrays(g2, w).reshape(x.shape[:-1] + (w.shape[1],)), device)
+    if output_mask[1]:
+        d_weight = ember.Tensor._make(_matmul_arrays(g2.T, x.reshape(-1, x.shape[-1])), device)
+    return d_input, d_weight, _linear_bias(grad, bias_meta) if output_mask[2] else None
 
 
 derivative("linear", joint={("input", "weight", "bias"): _linear_grads})
