@@ -135,3 +135,28 @@ def test_scratch_that_an_output_views_is_not_reused():
     assert compiled._scratch_pool == []
     compiled._give_back_scratch(compiled._plan.scratch, scratch, [ember.zeros(3)])
     assert len(compiled._scratch_pool) == 1
+
+
+def test_extern_ops_of_fixed_size_graphs_run_their_cpu_kernel_without_the_dispatcher(monkeypatch):
+    """An extern op (here embedding_bag) of a graph of fixed sizes runs its CPU kernel directly, with eager's
+    values; under a dispatch mode (the profiler) it goes through the dispatcher, so the mode sees it."""
+    from ember._inductor.codegen import wrapper
+
+    direct = []
+    real = wrapper._run_direct
+    monkeypatch.setattr(wrapper, "_run_direct", lambda op, *args: (direct.append(op.name), real(op, *args))[1])
+    weight = ember.randn(10, 4)
+    indices = ember.tensor([1, 2, 4, 5, 4, 3, 2, 9])
+    offsets = ember.tensor([0, 3, 3])
+
+    def bags(w, i, o):
+        return ember.nn.functional.embedding_bag(i, w, o, mode="sum") * 2
+
+    compiled = ember.compile(bags, fullgraph=True)
+    np.testing.assert_array_equal(compiled(weight, indices, offsets).numpy(), bags(weight, indices, offsets).numpy())
+    assert "embedding_bag" in direct
+    direct.clear()
+    with ember.profiler.profile() as prof:
+        compiled(weight, indices, offsets)
+    assert direct == []
+    assert any(e.key.endswith("embedding_bag") for e in prof.key_averages())  # (named as PyTorch names it)

@@ -20,6 +20,9 @@ import math
 import numpy as np
 
 import ember
+from ember._ops._dispatch import _wrap
+from ember._ops._dispatch import state as _dispatch_state
+from ember._ops._float_errors import IGNORE_ALL, get_error_state, reset_error_state, set_error_state
 from ember._ops.matmul import _matmul_arrays
 from ember._tensor import Tensor
 
@@ -288,6 +291,8 @@ class _Extern:
         op_name, op, kwargs: the step's.
         product (bool): ``matmul(a, b)`` of two tensor references, computed on arrays
             (:meth:`CompiledGraph._blas_product`).
+        direct: the op's CPU kernel, which a call of a graph of fixed sizes runs without the dispatcher
+            (:func:`_direct_kernel`), or None.
         function (bool): the op makes a new tensor (not a view of an argument).
         outputs (list): ``(name, path in the result, strides or None, pointer slot)`` per output.
         template (list): the positional arguments, buffer references included.
@@ -295,7 +300,7 @@ class _Extern:
             the only ones a call replaces with tensors.
     """
 
-    __slots__ = ("op_name", "op", "args", "kwargs", "product", "function", "outputs", "template", "refs")
+    __slots__ = ("op_name", "op", "args", "kwargs", "product", "direct", "function", "outputs", "template", "refs")
 
     def __init__(self, step, slots):
         self.op_name = step.op_name
@@ -303,10 +308,52 @@ class _Extern:
         self.args = step.args
         self.kwargs = step.kwargs
         self.product = step.is_product
+        self.direct = _direct_kernel(self.op)
         self.function = self.op.kind == "function"
         self.outputs = [(name, path, strides, slots[name]) for name, path, strides in step.outputs]
         self.template = list(step.args)
         self.refs = tuple((i, a) for i, a in enumerate(step.args) if _holds_ref(a))
+
+
+def _direct_kernel(op):
+    """The CPU kernel of an extern op that a call may run without the dispatcher, or None.
+
+    The dispatcher's work per call (the argument scan, the meta function's checks of shapes and dtypes,
+    grad mode) was a third of a small op's time: the model suite's DLRM makes 24 such extern calls a step
+    (embedding_bag, searchsorted, index, index_add). In a graph of fixed sizes the meta function would check
+    the shapes and dtypes it checked when the graph was traced, and the extern calls run without grad, so
+    the kernel is all that is left to run; its checks of values (index bounds) stay. Ops whose result the
+    dispatcher builds from the arguments (views, in-place ops), factories and composites without a CPU kernel
+    of their own keep the dispatcher.
+    """
+    if op.kind != "function" or "factory" in op.tags:
+        return None
+    return op.kernels.get("cpu")
+
+
+_NOT_PLAIN = object()  # _run_direct's answer when an argument is not a plain CPU tensor
+
+
+def _run_direct(op, kernel, args, kwargs):
+    """``op``'s result from its CPU ``kernel`` (see :func:`_direct_kernel`) as ``run_backend`` wraps it, with
+    numpy's floating-point errors ignored as there; ``_NOT_PLAIN`` where a tensor argument is a subclass or
+    not on the CPU (the dispatcher decides those)."""
+    device = None
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        for t in a if type(a) is list or type(a) is tuple else (a,):
+            if isinstance(t, Tensor):
+                if type(t) is not Tensor or type(t._data) is not np.ndarray:
+                    return _NOT_PLAIN
+                device = t._device
+    if device is None:
+        return _NOT_PLAIN
+    token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
+    try:
+        result = kernel(*args, **kwargs) if kwargs else kernel(*args)
+    finally:
+        if token is not None:
+            reset_error_state(token)
+    return _wrap(result, device, op)
 
 
 def _holds_ref(value):
@@ -700,14 +747,21 @@ class CompiledGraph:
         return v
 
     def _dispatch(self, kernel, ptrs, values):
-        """The extern op called on its arguments, buffer references replaced by tensors."""
+        """The extern op called on its arguments, buffer references replaced by tensors: its CPU kernel alone
+        where :func:`_direct_kernel` allows (fixed sizes, no dispatch mode watching), else through the
+        dispatcher."""
         call_args = kernel.template.copy()
         for i, ref in kernel.refs:
             call_args[i] = self._extern_value(ref, ptrs, values)
+        kwargs = None
         if kernel.kwargs:
             arg = self._extern_value
-            return kernel.op(*call_args, **{k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()})
-        return kernel.op(*call_args)
+            kwargs = {k: arg(v, ptrs, values) for k, v in kernel.kwargs.items()}
+        if kernel.direct is not None and self.binding is None and not _dispatch_state.modes:
+            result = _run_direct(kernel.op, kernel.direct, call_args, kwargs)
+            if result is not _NOT_PLAIN:
+                return result
+        return kernel.op(*call_args, **kwargs) if kwargs else kernel.op(*call_args)
 
     def _run_extern(self, kernel, ptrs, values, args):
         """Run the :class:`_Extern` ``kernel`` (under ``_run``'s no_grad) and enter its outputs in
