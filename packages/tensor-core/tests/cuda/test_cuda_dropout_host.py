@@ -361,10 +361,11 @@ def test_branch_leaves_other_calls_to_the_decomposition(branch, monkeypatch):
 
 
 def test_branch_runs_under_a_recording_mode(branch):
-    # the profiler only records calls (``__ember_record__``): the kernel still runs, forward and backward
+    # the profiler only observes calls (``observes_only``): the kernel still runs, forward and backward
     from ember._ops._dispatch import run_below_modes, state
 
     class Recorder:
+        observes_only = True
         calls = []
 
         def __ember_record__(self, op, args, kwargs):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import _dtype as D
 from .._meta import MetaArray
 from .._tensor import Tensor
-from ._dispatch import PLAIN_TENSOR_TYPES
+from ._dispatch import PLAIN_TENSOR_TYPES, ops_intercepted
 from ._dispatch import state as _dispatch_state
 from ._nn_common import (
     _E,
@@ -192,7 +192,7 @@ def _cuda_fused_dropout(input, keep, inplace, noise_shape):
 def _cuda_kernels(input):
     """:mod:`ember.cuda.kernels.dropout` where its kernel may run on ``input`` (see :func:`_cuda_fused_dropout`),
     else None."""
-    if type(input) not in PLAIN_TENSOR_TYPES or not _only_recorders():
+    if type(input) not in PLAIN_TENSOR_TYPES or ops_intercepted():
         return None
     dynamo = sys.modules.get("ember._dynamo")  # not imported: nothing compiles (and no failed import per call)
     if dynamo is not None and dynamo.is_compiling():
@@ -200,14 +200,6 @@ def _cuda_kernels(input):
     from ..cuda.kernels import dropout as kernels
 
     return kernels if kernels.supported(input._data) else None
-
-
-def _only_recorders():
-    """Whether every active dispatch mode only records calls (the profiler): none replaces the tensors."""
-    for mode in _dispatch_state.modes:
-        if getattr(mode, "__ember_record__", None) is None:
-            return False
-    return True
 
 
 @functools.lru_cache(maxsize=64)
@@ -261,7 +253,7 @@ def _fused_backward(ctx, grad):
     records (``create_graph``) or a mode other than a recorder watches, the same in ember ops on the mask
     (differentiable again)."""
     mask = ctx.mask
-    if _dispatch_state.grad_enabled or not _only_recorders() or type(grad) not in PLAIN_TENSOR_TYPES:
+    if _dispatch_state.grad_enabled or ops_intercepted() or type(grad) not in PLAIN_TENSOR_TYPES:
         return (grad * Tensor._make(mask, grad._device)) * ctx.scale, None, None, None
     from ..cuda.kernels import dropout as kernels
 
