@@ -6,7 +6,9 @@ and ember took 10x PyTorch's time. Here the whole direction runs on numpy arrays
 ``h W_hh^T`` (numpy's BLAS) and one ``ember._C`` call for the gate arithmetic (``csrc/rnn.cpp``; the Elman
 RNN's one activation stays in numpy), into buffers allocated once. Backward (:class:`_Recurrence`, an
 ``ember.autograd.Function``) walks the steps back with the activations the forward kept, one kernel call and
-one product per step, and forms ``dW_hh`` and ``db_hh`` with one product and one sum over all steps.
+one product per step, and forms ``dW_hh`` and ``db_hh`` with one product and one sum over all steps. For
+LSTM and GRU the time loop itself runs in C++ (``_C.lstm_forward_sequence`` and the like: each step's product
+one call of numpy's cblas gemm, found by ``_blas_threads``), the Python loop where that gemm is not found.
 
 Taken only where it gives the reference's result without its graph: plain CPU tensors of float32/float64,
 every batch size equal (a padded batch, or a packed one whose sequences all have one length), no LSTM
