@@ -1,8 +1,8 @@
 """2-D depthwise convolution gradients from ember._C (csrc/depthwise.cpp) against the convolution formulas.
 
 A backward that records nothing on plain CPU float32/float64 tensors takes the kernels; a ``create_graph``
-backward records, so it takes the formulas (grouped and transposed convolutions). A float64 formula is the
-oracle for float32.
+backward records, so it takes the formulas (grouped and transposed convolutions, which the convolution op
+itself may hand to the same kernels). A float64 formula is the oracle for float32.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ def _grads(x, w, b, g, kwargs, create_graph):
     leaves = [ember.tensor(a, requires_grad=True) for a in (x, w, b)]
     out = F.conv2d(*leaves, groups=x.shape[1], **kwargs)
     grads = ember.autograd.grad(out, leaves, ember.tensor(g), create_graph=create_graph)
+    if create_graph:  # the formulas ran: the input and weight gradients are recorded, differentiable again
+        assert grads[0].grad_fn is not None and grads[1].grad_fn is not None
     return [t.detach().numpy() for t in grads]
 
 
@@ -46,9 +48,10 @@ def test_depthwise_gradients_match_the_formulas(x_shape, kernel, kwargs, dtype, 
         kernel_fn = getattr(ember._C, name)
         monkeypatch.setattr(ember._C, name, lambda *a, _k=kernel_fn: calls.append(1) or _k(*a))
     fast = _grads(x, w, b, g, kwargs, False)
-    assert len(calls) == 2
+    assert len(calls) >= 2  # both kernels (a forward of a kernel larger than its output may run one too)
     formula = _grads(x, w, b, g, kwargs, True)
-    assert len(calls) == 2  # the recording backward took the formulas
+    # (the formulas' own convolutions may run these kernels too: the weight gradient's, of a batch of one, and
+    # the strided input gradient's transposed convolution, as an AOT-traced backward runs them)
     exact = _grads(x.astype(np.float64), w.astype(np.float64), b.astype(np.float64), g.astype(np.float64), kwargs,
                    True)
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}

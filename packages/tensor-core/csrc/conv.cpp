@@ -476,6 +476,61 @@ py::array col2im(py::array cols, int64_t planes, Dims image_size, Dims kernel, D
 // For depthwise and other thin-group convolutions, where im2col + GEMM wastes its time on
 // copies: input (N, C, D, H, W), weight (O, C / groups, kD, kH, kW) -> (N, O, oD, oH, oW).
 
+// One input channel per group in 2-D (depthwise, MobileNet's and EfficientNet's layers): each plane is
+// copied into a zero-padded buffer, so that every tap reads a whole output row with no bounds checks, and
+// the 3 x 3 stride-1 kernel sums its nine taps per output in registers. The general loop below walked every
+// tap over every output row with its own bounds: on MobileNetV2's 2 x 2 and 4 x 4 planes its rows are 2-4
+// long and the bookkeeping cost 9 ns a row (161 us for 480 channels of 2 x 2, PyTorch 86 us for the call).
+// The taps are added in the general loop's order, each to the running sum; a padding tap adds w * 0, which
+// is the skipped term's value unless w is not finite, so a channel with a non-finite weight takes the
+// general loop (returns false).
+template <typename T>
+bool conv_depthwise_plane(const T* xin, const T* wk, T* out, T* padded, int64_t H, int64_t W, int64_t oH, int64_t oW,
+                          int64_t kH, int64_t kW, const Dims& s, const Dims& p, const Dims& dil) {
+  for (int64_t i = 0; i < kH * kW; ++i)
+    if (!std::isfinite(static_cast<double>(wk[i]))) return false;
+  const int64_t Hp = (oH - 1) * s[1] + (kH - 1) * dil[1] + 1, Wp = (oW - 1) * s[2] + (kW - 1) * dil[2] + 1;
+  std::fill(padded, padded + Hp * Wp, T(0));
+  for (int64_t h = std::max<int64_t>(0, -p[1]); h < H && h + p[1] < Hp; ++h) {
+    const int64_t w0 = std::max<int64_t>(0, -p[2]), w1 = std::min<int64_t>(W, Wp - p[2]);
+    if (w1 > w0) std::copy(xin + h * W + w0, xin + h * W + w1, padded + (h + p[1]) * Wp + w0 + p[2]);
+  }
+  if (kH == 3 && kW == 3 && s[1] == 1 && s[2] == 1 && dil[1] == 1 && dil[2] == 1) {
+    const T w0 = wk[0], w1 = wk[1], w2 = wk[2], w3 = wk[3], w4 = wk[4], w5 = wk[5], w6 = wk[6], w7 = wk[7], w8 = wk[8];
+    for (int64_t oh = 0; oh < oH; ++oh) {
+      const T* r0 = padded + oh * Wp;
+      const T* r1 = r0 + Wp;
+      const T* r2 = r1 + Wp;
+      T* orow = out + oh * oW;
+      for (int64_t ow = 0; ow < oW; ++ow) {
+        T acc = T(0);
+        acc += w0 * r0[ow];
+        acc += w1 * r0[ow + 1];
+        acc += w2 * r0[ow + 2];
+        acc += w3 * r1[ow];
+        acc += w4 * r1[ow + 1];
+        acc += w5 * r1[ow + 2];
+        acc += w6 * r2[ow];
+        acc += w7 * r2[ow + 1];
+        acc += w8 * r2[ow + 2];
+        orow[ow] = acc;
+      }
+    }
+    return true;
+  }
+  std::fill(out, out + oH * oW, T(0));
+  for (int64_t kh = 0; kh < kH; ++kh)
+    for (int64_t kw = 0; kw < kW; ++kw) {
+      const T wv = wk[kh * kW + kw];
+      for (int64_t oh = 0; oh < oH; ++oh) {
+        const T* __restrict__ src = padded + (oh * s[1] + kh * dil[1]) * Wp + kw * dil[2];
+        T* __restrict__ orow = out + oh * oW;
+        for (int64_t ow = 0; ow < oW; ++ow) orow[ow] += wv * src[ow * s[2]];
+      }
+    }
+  return true;
+}
+
 template <typename T>
 void conv_direct_typed(const py::array& input, const py::array& weight, py::array& output, const Dims& s,
                        const Dims& p, const Dims& dil, int64_t groups) {
@@ -489,10 +544,19 @@ void conv_direct_typed(const py::array& input, const py::array& weight, py::arra
   T* y = static_cast<T*>(output.mutable_data());
   const int64_t in_plane = D * H * W, out_plane = oD * oH * oW, K = kD * kH * kW;
   const bool parallel = N * O * out_plane * Cg * K > kParallelWork;
-#pragma omp parallel for schedule(guided) if (parallel)
+  // one input channel per group, 2-D: conv_depthwise_plane on a padded copy of the plane
+  const bool planes_2d = Cg == 1 && D == 1 && oD == 1 && kD == 1 && p[0] == 0;
+  const int64_t padded_size = planes_2d ? ((oH - 1) * s[1] + (kH - 1) * dil[1] + 1) * ((oW - 1) * s[2] + (kW - 1) * dil[2] + 1) : 0;
+#pragma omp parallel if (parallel)
+  {
+  std::vector<T> padded(static_cast<size_t>(padded_size));
+#pragma omp for schedule(guided)
   for (int64_t no = 0; no < N * O; ++no) {
     const int64_t n = no / O, o = no % O, g = o / Og;
     T* out = y + no * out_plane;
+    if (planes_2d && conv_depthwise_plane<T>(x + (n * C + g) * in_plane, wt + o * K, out, padded.data(), H, W, oH,
+                                             oW, kH, kW, s, p, dil))
+      continue;
     std::fill(out, out + out_plane, T(0));
     for (int64_t ci = 0; ci < Cg; ++ci) {
       const T* xin = x + (n * C + g * Cg + ci) * in_plane;
@@ -524,6 +588,7 @@ void conv_direct_typed(const py::array& input, const py::array& weight, py::arra
             }
           }
     }
+  }
   }
 }
 

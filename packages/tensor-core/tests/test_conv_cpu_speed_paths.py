@@ -31,6 +31,10 @@ CASES = [
     ((2, 4, 5, 6, 7), 18, (2, 3, 2), 2, (1, 2, 1), (1, 0, 1), (1, 1, 2)),
     ((5, 8, 6, 6), 48, (3, 3), 4, (1, 1), (1, 1), (1, 1)),
     ((1, 16, 5, 5), 40, (5, 5), 1, (1, 1), (0, 0), (1, 1)),
+    # 1x1 (a BLAS product per sample; its weight gradient one product over a window covering the input)
+    ((2, 48, 2, 2), 80, (1, 1), 1, (1, 1), (0, 0), (1, 1)),
+    ((3, 7, 5), 9, (1,), 1, (1,), (0,), (1,)),
+    ((2, 8, 6, 6), 12, (1, 1), 1, (2, 2), (0, 0), (1, 1)),
 ]
 
 
@@ -192,3 +196,41 @@ def test_max_pool_2x2_path_matches_the_window_rules(threads, shape, dtype):
     ref_values, ref_indices = _max_pool_2x2_reference(planes)
     np.testing.assert_array_equal(values.reshape(ref_values.shape), ref_values)
     np.testing.assert_array_equal(indices.reshape(ref_indices.shape), ref_indices)
+
+
+# (input shape, kernel, stride, padding, dilation) of one-channel-per-group 2-D convolutions: the padded-plane
+# path of ember._C.conv_direct (its 3 x 3 stride-1 sum and its general taps), planes smaller than the kernel
+# and the weight-gradient shape (a kernel larger than its output) that the op hands to depthwise_weight_grad.
+DEPTHWISE_CASES = [
+    ((2, 480, 2, 2), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((2, 6, 9, 7), (3, 3), (1, 1), (1, 1), (1, 1)),
+    ((1, 5, 16, 16), (3, 3), (2, 2), (1, 1), (1, 1)),
+    ((3, 4, 11, 9), (5, 3), (2, 1), (2, 0), (1, 2)),
+    ((1, 3, 3, 3), (5, 5), (1, 1), (1, 1), (1, 1)),
+    ((1, 7, 12, 12), (12, 12), (1, 1), (1, 1), (1, 1)),
+    ((1, 7, 17, 17), (9, 9), (1, 1), (1, 1), (2, 2)),
+]
+
+
+@pytest.mark.parametrize("case", DEPTHWISE_CASES, ids=str)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_depthwise_convolution_paths_match_reference(threads, case, dtype):
+    shape, kernel, stride, padding, dilation = case
+    rng = np.random.default_rng(5)
+    C = shape[1]
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((C, 1, *kernel)).astype(dtype)
+    y = ember.convolution(ember.tensor(x), ember.tensor(w), None, list(stride), list(padding), list(dilation), False,
+                          [0, 0], C).numpy()
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-12}
+    np.testing.assert_allclose(y, _conv_reference(x, w, None, C, stride, padding, dilation), **tol)
+
+
+def test_depthwise_padding_taps_stay_skipped_for_non_finite_weights():
+    # a padding tap is skipped, not added as w * 0: an infinite weight that meets only padding gives no NaN
+    x = np.ones((1, 2, 2, 2), np.float32)
+    w = np.ones((2, 1, 3, 3), np.float32)
+    w[0, 0, 0, 0] = np.inf  # channel 0's top-left tap meets the input only at the bottom-right output
+    y = ember.convolution(ember.tensor(x), ember.tensor(w), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 2).numpy()
+    np.testing.assert_array_equal(y[0, 0], [[4, 4], [4, np.inf]])
+    np.testing.assert_array_equal(y[0, 1], [[4, 4], [4, 4]])

@@ -274,6 +274,37 @@ def _conv_avx2_fits(x, cpg, opg, groups, taps):
             and (groups == 1 or (cpg > 1 and cpg * opg > _DIRECT_MAX_GROUP_WORK)))
 
 
+def _depthwise_weight_grad_call(x, w, stride, pad_lo, pad_hi, dilation, groups, out):
+    """The convolution that a depthwise convolution's weight gradient is, on ``ember._C.depthwise_weight_grad``;
+    None for any other call.
+
+    The autograd formula (derivatives/nn_conv.py) writes the weight gradient of a 2-D depthwise convolution
+    (groups == channels) as a convolution of the input, one (sample, channel) plane per group, by the output
+    gradient as the kernel: a large kernel (the output's size) and a small output (the weight's size, a little
+    more where the forward dropped trailing rows). That is what an AOT-traced backward (ember.compile) runs; the
+    direct kernel spent 2.7 ms on MobileNetV2's 192-channel 16 x 16 layer looping over the 256 taps of rows 3
+    wide. ``depthwise_weight_grad`` computes exactly this sum, ``y[g, a, b] = sum_ij x[g, a S + i Dl - P, ...]
+    k[g, i, j]``, as its ``dW`` with stride and dilation exchanged (one float64 dot product per channel and tap):
+    a batch of 1, one channel per group and output per group, float32/float64, 2-D, symmetric padding, and
+    sizes that the kernel's own geometry check accepts (else the general paths).
+    """
+    if (x.ndim != 4 or x.shape[0] != 1 or w.shape[1] != 1 or groups != x.shape[1] or w.shape[0] != groups
+            or x.dtype not in _C_FLOAT or w.dtype != x.dtype or tuple(pad_lo) != tuple(pad_hi)):
+        return None
+    kh, kw = w.shape[2:]
+    if kh * kw < 4 * out[0] * out[1]:  # a forward-shaped depthwise convolution: the direct kernel's job
+        return None
+    # the kernel's geometry: the "output gradient" (our kernel) must be exactly what a forward of this
+    # input by an (out[0], out[1]) kernel gives with our dilation as its stride and our stride as its dilation
+    for i, k in enumerate((kh, kw)):
+        if (x.shape[2 + i] + 2 * pad_lo[i] - stride[i] * (out[i] - 1) - 1) // dilation[i] + 1 != k:
+            return None
+    gy = np.ascontiguousarray(w).reshape(1, groups, kh, kw)
+    dw = _C.depthwise_weight_grad(np.ascontiguousarray(x), gy, out[0], out[1], list(dilation), list(pad_lo),
+                                  list(stride))
+    return dw.reshape(1, groups, *out)
+
+
 def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     """Convolution of numpy x (N, C, *spatial) by w (C_out, C / groups, *kernel), plus bias b (C_out,) or None."""
     dtype = x.dtype
@@ -287,6 +318,18 @@ def _conv_forward(x, w, b, stride, pad_lo, pad_hi, dilation, groups):
     cpg, opg = C // groups, out_channels // groups
     if N == 0 or out_channels == 0 or 0 in out or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif (dw := _depthwise_weight_grad_call(x, w, stride, pad_lo, pad_hi, dilation, groups, out)) is not None:
+        result = dw
+    elif groups == 1 and x.dtype in _C_FLOAT and not any(pad_lo) and not any(pad_hi) and (
+            all(k == 1 for k in kernel) and all(v == 1 for v in stride)):
+        # a 1x1 convolution is a matrix product per sample, (O, C) @ (C, P): BLAS, 1.5-3x the implicit GEMM
+        # of conv_avx2 (which packs the whole weight for a few output positions) on MobileNet's pointwise layers
+        result = _blas_matmul(w.reshape(out_channels, C), x.reshape(N, C, -1)).reshape((N, out_channels, *out))
+    elif groups == 1 and x.dtype in _C_FLOAT and not any(pad_lo) and not any(pad_hi) and (
+            all(v == 1 for v in dilation) and tuple(x.shape[2:]) == tuple(kernel)):
+        # one window covering the whole input (a 1x1 convolution's weight gradient, as the autograd formula
+        # writes it: batch and channels swapped, the output gradient as the kernel): one product (N, C K) @ (C K, O)
+        result = _blas_matmul(x.reshape(N, -1), w.reshape(out_channels, -1).T).reshape((N, out_channels, *out))
     elif _conv_avx2_fits(x, cpg, opg, groups, math.prod(kernel)):
         # implicit GEMM on the zero-padded input split by stride phases (as conv_avx512's), weight
         # gradients' few-outputs shape included: no im2col copy, no channels-last copy, no BLAS; the kernel
@@ -372,6 +415,13 @@ def _conv_transpose_forward(x, w, b, stride, padding, output_padding, dilation, 
     K, L = math.prod(kernel), math.prod(blocks)
     if N == 0 or out_channels == 0 or C == 0:
         result = np.zeros((N, out_channels, *out), x.dtype)
+    elif (n == 2 and groups == C and opg == 1 and x.dtype in _C_FLOAT and w.dtype == x.dtype
+          and all(output_padding[i] < stride[i] for i in range(n))):
+        # depthwise: the input gradient of a strided depthwise convolution, as an AOT-traced backward runs it
+        # (ember._C.depthwise_input_grad scatters each row into the rows of each tap: no GEMM of one channel
+        # per group, no col2im); output_padding below the stride keeps its geometry check's sizes exact
+        result = _C.depthwise_input_grad(np.ascontiguousarray(x), np.ascontiguousarray(w), list(out), list(stride),
+                                         list(padding), list(dilation))
     elif (x.dtype == _F32 and _FAST_CONV and groups == 1 and all(s == 1 for s in stride) and not any(output_padding)
           and all(padding[i] <= dilation[i] * (kernel[i] - 1) for i in range(n))):
         # at stride 1 it is the plain convolution by the flipped kernel, channels swapped, padded by
