@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 namespace py = pybind11;
@@ -140,6 +141,84 @@ py::tuple batch_norm_backward(py::array x, py::array g, py::object weight, doubl
   return py::make_tuple(need_input ? py::object(d_input) : py::object(py::none()), d_weight, d_bias);
 }
 
+// batch_norm_forward_train: training-mode batch_norm's output and batch statistics in three passes per
+// channel, the numpy path of ember/_ops/nn_norm.py (_batch_norm_cpu) in one call: its three channel means,
+// the centring, the square and the affine pass each cost a numpy call and a temporary, 140-370 us per call on
+// the model suite's small activations against PyTorch's 27-90 us. The same arithmetic: mean = sum(x) / M
+// rounded to T; d = x - mean in T; offset = sum(d) / M and var = max(sum(d * d) / M - offset^2, 0) (runs
+// summed in T, totals in float64); the per-channel scale = w / sqrt(var + eps) and shift = b - offset * scale
+// in float64, rounded to T; out = d * scale + shift in T. Returns the float64 batch mean (mean + offset) and
+// biased variance per channel for the running statistics.
+template <typename T>
+void forward_train_typed(const T* x, const T* w, const T* b, T* out, double* mean_out, double* var_out, int64_t N,
+                         int64_t C, int64_t S, double eps) {
+  const int64_t M = N * S;
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (N * C * S >= kParallelElements)
+  for (int64_t c = 0; c < C; ++c) {
+    double total = 0.0;
+    for (int64_t n = 0; n < N; ++n) total += run_sum(x + (n * C + c) * S, S);
+    const T mean = T(T(total) / T(M));
+    double sum_d = 0.0, sum_dd = 0.0;
+    for (int64_t n = 0; n < N; ++n) {
+      const T* xr = x + (n * C + c) * S;
+      T sd = T(0), sdd = T(0);
+#pragma omp simd reduction(+ : sd, sdd)
+      for (int64_t i = 0; i < S; ++i) {
+        const T d = xr[i] - mean;
+        sd += d;
+        sdd += d * d;
+      }
+      sum_d += double(sd);
+      sum_dd += double(sdd);
+    }
+    const double offset = double(T(sum_d) / T(M));
+    const double var = std::max(double(T(sum_dd) / T(M)) - offset * offset, 0.0);
+    double scale = 1.0 / std::sqrt(var + eps);
+    if (w) scale *= double(w[c]);
+    const double shift = (b ? double(b[c]) : 0.0) - offset * scale;
+    const T scale_t = T(scale), shift_t = T(shift);
+    for (int64_t n = 0; n < N; ++n) {
+      const T* xr = x + (n * C + c) * S;
+      T* o = out + (n * C + c) * S;
+#pragma omp simd
+      for (int64_t i = 0; i < S; ++i) o[i] = (xr[i] - mean) * scale_t + shift_t;
+    }
+    mean_out[c] = double(mean) + offset;
+    var_out[c] = var;
+  }
+}
+
+// x (N, C, ...) C-contiguous float32/float64; weight and bias (C,) of x's dtype or None.
+py::tuple batch_norm_forward_train(py::array x, py::object weight, py::object bias, double eps) {
+  if (x.ndim() < 2) throw std::invalid_argument("batch_norm_forward_train: input must have a channel dim (N, C, ...)");
+  if (!c_contiguous(x)) throw std::invalid_argument("batch_norm_forward_train: input must be C-contiguous");
+  const py::ssize_t N = x.shape(0), C = x.shape(1);
+  const int64_t S = N * C == 0 ? 0 : x.size() / (N * C);
+  auto param = [&](const py::object& p, const char* name) -> py::array {
+    if (p.is_none()) return py::array();
+    py::array a = py::cast<py::array>(p);
+    if (!a.dtype().is(x.dtype()) || a.ndim() != 1 || a.shape(0) != C || !c_contiguous(a))
+      throw std::invalid_argument(std::string("batch_norm_forward_train: ") + name +
+                                  " must be a contiguous (C,) array of the input's dtype");
+    return a;
+  };
+  py::array w = param(weight, "weight"), b = param(bias, "bias");
+  py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array_t<double> mean(std::vector<py::ssize_t>{C}), var(std::vector<py::ssize_t>{C});
+  if (x.dtype().is(py::dtype::of<float>()))
+    forward_train_typed<float>(static_cast<const float*>(x.data()), weight.is_none() ? nullptr : static_cast<const float*>(w.data()),
+                               bias.is_none() ? nullptr : static_cast<const float*>(b.data()),
+                               static_cast<float*>(out.mutable_data()), mean.mutable_data(), var.mutable_data(), N, C, S, eps);
+  else if (x.dtype().is(py::dtype::of<double>()))
+    forward_train_typed<double>(static_cast<const double*>(x.data()), weight.is_none() ? nullptr : static_cast<const double*>(w.data()),
+                                bias.is_none() ? nullptr : static_cast<const double*>(b.data()),
+                                static_cast<double*>(out.mutable_data()), mean.mutable_data(), var.mutable_data(), N, C, S, eps);
+  else
+    throw std::invalid_argument("batch_norm_forward_train: float32 or float64 only");
+  return py::make_tuple(out, mean, var);
+}
+
 template <typename T>
 void threshold_backward_typed(const T* g, const T* y, T* out, int64_t n, T threshold) {
   constexpr int64_t kBlock = int64_t(1) << 14;
@@ -220,6 +299,10 @@ py::array max_pool_backward(py::array grad, py::array indices, int64_t size) {
 }  // namespace
 
 void init_nn_backward(py::module_& m) {
+  m.def("batch_norm_forward_train", &batch_norm_forward_train, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("eps"),
+        "Training-mode batch_norm of a C-contiguous float32/float64 (N, C, ...) array: (output, float64 batch mean, "
+        "float64 biased batch variance), per channel, as ember/_ops/nn_norm.py's numpy path computes them.");
   m.def("batch_norm_backward", &batch_norm_backward, py::arg("x"), py::arg("grad"), py::arg("weight"), py::arg("eps"),
         py::arg("need_input"),
         "The gradients (d input or None, d weight, d bias) of training-mode batch_norm of the C-contiguous float32/"

@@ -95,3 +95,41 @@ def test_relu6_gradient_through_batch_norm_matches_float64():
         grads.append(xt.grad.numpy().astype(np.float64))
     err = np.linalg.norm(grads[0] - grads[1]) / np.linalg.norm(grads[1])
     assert err < 1e-5
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(2, 480, 2, 2), (1, 8, 64, 64)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_training_kernel_matches_the_numpy_path(shape, affine, monkeypatch):
+    # ember._C.batch_norm_forward_train (one call) against the numpy arithmetic it replaces, and both
+    # against float64: outputs and the running statistics they leave
+    from ember._ops import nn_norm
+
+    x, w, b = _channels_far_from_zero(shape, seed=3)
+    results = []
+    for kernel in (True, False):
+        if not kernel:
+            monkeypatch.setattr(nn_norm, "_batch_norm_train_c", lambda *a: None)
+        rm, rv = ember.zeros(shape[1]), ember.ones(shape[1])
+        args = (ember.tensor(w), ember.tensor(b)) if affine else (None, None)
+        y = F.batch_norm(ember.tensor(x), rm, rv, *args, training=True, momentum=0.5).numpy()
+        results.append((y, rm.numpy(), rv.numpy()))
+    axes = (0,) + tuple(range(2, x.ndim))
+    x64 = x.astype(np.float64)
+    mean, var = x64.mean(axis=axes), x64.var(axis=axes)
+    exact = _reference(x, mean, var, w if affine else np.ones_like(w), b if affine else np.zeros_like(b))
+    count = x.size // shape[1]
+    for y, rm, rv in results:
+        np.testing.assert_allclose(y, exact, rtol=0, atol=2e-5)
+        np.testing.assert_allclose(rm, 0.5 * mean, rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(rv, 0.5 + 0.5 * var * count / (count - 1), rtol=1e-5)
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=0, atol=2e-5)
+
+
+def test_training_kernel_refuses_what_it_cannot_read():
+    x = np.zeros((2, 3, 4), np.float32)
+    with pytest.raises(ValueError, match="contiguous"):
+        ember._C.batch_norm_forward_train(x.transpose(0, 2, 1), None, None, 1e-5)
+    with pytest.raises(ValueError, match="weight"):
+        ember._C.batch_norm_forward_train(x, np.ones(2, np.float32), None, 1e-5)
+    with pytest.raises(ValueError, match="bias"):
+        ember._C.batch_norm_forward_train(x, None, np.ones(3, np.float64), 1e-5)
