@@ -196,8 +196,8 @@ def _batch_norm_train_c(x, weight, bias, eps):
     ``ember._C.batch_norm_forward_train`` (this module's numpy arithmetic below in one call: 140-370 us of
     numpy calls and temporaries on the model suite's small activations, PyTorch 27-90 us), for a C-contiguous
     float32/float64 ``x`` with parameters of its dtype (or None); None for other calls."""
-    if x.dtype not in (np.float32, np.float64) or x.ndim < 2 or not x.flags.c_contiguous:
-        return None
+    if type(x) is not np.ndarray or x.dtype not in (np.float32, np.float64) or x.ndim < 2 or not x.flags.c_contiguous:
+        return None  # (a MetaArray while a graph is traced, CuPy arrays: the general path)
     params = []
     for p in (weight, bias):
         a = None if p is None else p._data
