@@ -174,3 +174,21 @@ def test_an_optional_tensor_left_out(monkeypatch):
     y.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), np.tile(w.sum(0), (2, 1)))
     np.testing.assert_allclose(weight.grad.numpy(), np.tile(a.sum(0), (4, 1)))
+
+
+def test_view_ops_with_sizes_or_dims_after_the_tensor(monkeypatch):
+    # view(*shape), permute(*dims), expand(*sizes): the *args after the tensor, saved for the formula
+    w = _leaf(np.arange(24).reshape(2, 3, 4))
+    weights = np.arange(24, dtype=np.float64).reshape(2, 12)
+    with _only_the_positional_recorder(monkeypatch):
+        y = (w * 2).view(6, 4).permute(1, 0)
+        z = y.transpose(0, 1).view((2, 12))  # contiguous again: a view
+        e = w[:1, :1, :1].view(1).expand(3)
+    (z * ember.tensor(weights)).sum().backward()
+    expected = 2 * weights.reshape(2, 3, 4)  # (e is not part of this loss)
+    np.testing.assert_array_equal(w.grad.numpy(), expected)
+    assert y._base is not None and z.grad_fn is not None and e.grad_fn is not None
+    w.grad = None
+    e.sum().backward()
+    assert w.grad.numpy()[0, 0, 0] == 3 and w.grad.numpy().sum() == 3
+

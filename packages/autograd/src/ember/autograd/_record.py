@@ -16,6 +16,8 @@ In-place ops and ``inplace=True`` calls go to :mod:`ember.autograd._inplace`.
 
 from __future__ import annotations
 
+import sys
+
 from ember import _dtype as _D
 from ember._dtype import numpy_dtype_set
 from ember._ops import registry
@@ -25,7 +27,7 @@ from ember._tensor import Tensor
 
 from . import _anomaly, _inplace
 from ._formula_node import _needs, node_class
-from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION, _bits
+from ._table import DERIVATIVES, NONDIFFERENTIABLE, THROUGH_DECOMPOSITION, VAR_POSITIONAL, _bits
 from .graph import SavedTensor, _sequence, edge_of, tensor_meta
 
 __all__ = ["handle", "record", "run_without_grad", "make_node", "DIFFERENTIABLE_DTYPES"]
@@ -260,7 +262,9 @@ def _save_value(v):
     as a :class:`SavedTensor`, a list of tensors as a list of them, anything else as it is."""
     if isinstance(v, Tensor):
         return _save_input(v)
-    if (type(v) is list or type(v) is tuple) and v and all(isinstance(e, Tensor) for e in v):
+    # (the first element first: most such values are sizes or dims, whose first element is a number)
+    if (type(v) is list or type(v) is tuple) and v and isinstance(v[0], Tensor) and \
+            all(isinstance(e, Tensor) for e in v):
         return [_save_input(e) for e in v]
     return v
 
@@ -342,24 +346,23 @@ def _fast_recorder(entry, native=True):
     """
     op = entry.op
     k = len(entry.grad_args)
-    if (
-        op.kind not in ("function", "view")
-        or entry.decompose_if is not None
-        or entry.var_positional is not None
-        or entry.grad_args != entry.params[:k]
-    ):
+    if op.kind not in ("function", "view") or entry.decompose_if is not None or entry.grad_args != entry.params[:k]:
         return None
+    # ``*args`` after the parameters (view's sizes, permute's dims): any number of further arguments, and the
+    # node reads a saved ``*args`` value through entry.value (so new_node gets a keyword dict, not None)
+    var_positional = entry.var_positional is not None
     flag = _inplace_flag(op)  # F.relu(x, True) writes in place: _inplace records that
     if flag is not None and flag < k:
         return None
     plan = _save_plan(entry)
     least = k  # the fewest positional arguments a call passes: the differentiable ones and the saved required ones
     for _key, name, position, _shape_only, _readers, _default in plan:
-        if name not in entry.defaults:
+        if name not in entry.defaults and position != VAR_POSITIONAL:
             if position < 0:
                 return None  # a required keyword-only argument: no positional call passes it
             least = max(least, position + 1)
-    most = len(entry.params)
+    most = sys.maxsize if var_positional else len(entry.params)
+    call_kwargs = {} if var_positional else None
     layout = entry.static_layout
     every = (1 << k) - 1
     result_by = entry.result_by if entry.saves_result else 0
@@ -405,7 +408,7 @@ def _fast_recorder(entry, native=True):
             result._device = device
         else:
             result = run_without_grad(op, args, {}, device)
-        node = new_node(cls, entry, edges, meta, layout, -1 if mask == every else mask, plan, args, None)
+        node = new_node(cls, entry, edges, meta, layout, -1 if mask == every else mask, plan, args, call_kwargs)
         if type(result) is Tensor and is_function:  # _attach's common case, inlined (~150 ns of a 3 us op)
             if result._data.dtype in DIFFERENTIABLE_DTYPES:
                 result._requires_grad = True
@@ -415,7 +418,8 @@ def _fast_recorder(entry, native=True):
             return result
         return _attach(op, entry, node, result)
 
-    if native and _NativeRecorder is not None and k <= 62:  # (its masks are 64-bit integers)
+    # (the compiled recorder saves no *args value; its masks are 64-bit integers)
+    if native and _NativeRecorder is not None and k <= 62 and not var_positional:
         return _NativeRecorder(record_positional, op, entry, cls, plan, k, result_by, checked, is_function)
     return record_positional
 

@@ -37,6 +37,10 @@ checked kernel         ``op.checked_kernels[device.type]``   ``op.meta`` then ``
 (:func:`dispatch`,     returning an array, for a call        it declines (None) every call it does not
 :func:`run_backend`,   without keywords                      check completely, so errors come from the
 autograd's recorders)                                        meta function
+view kernel            ``op.view_kernels[device.type]``      ``op.meta`` then the backend's strided
+(:func:`run_backend`)  answering a view op's call without    view: the same shape, strides, offset and
+                       keywords (``view``, ``transpose``,    storage (``tests/test_view_kernels.py``)
+                       ``permute`` of plain int arguments)
 autograd recorder      ``autograd_recorders[op]`` answering  the autograd handler's node (tested in
 (:func:`dispatch`)     a call without keywords that          ember-autograd)
                        requires grad
@@ -512,6 +516,11 @@ def run_backend(op, args, kwargs, device):
                 op.meta(*args, **kwargs)  # the composite's own argument checks, as for prims
             return op.decomposition(*args, **kwargs)
         if kind == "view":
+            view_kernel = op.view_kernels.get(device.type) if not kwargs else None
+            if view_kernel is not None:  # the common calls' view, without the meta function (see Op)
+                array = view_kernel(*args)
+                if array is not None:
+                    return Tensor._make_view(array, args[0])
             return _strided_views(op.meta(*args, **kwargs), args[0], device)
         kernel = get_backend(device.type).fallback_kernel(op)  # non-CPU devices only: every CPU prim has a kernel
         if kernel is None:
@@ -605,9 +614,11 @@ def fast_paths_disabled():
 
     module = globals()
     checked = {op: op.checked_kernels for op in registry.values()}
+    views = {op: op.view_kernels for op in registry.values()}
     module["dispatch"] = _dispatch_general_only
     for op in checked:
         op.checked_kernels = {}
+        op.view_kernels = {}
     try:
         with _binary_plan.plans_disabled():
             yield
@@ -616,6 +627,8 @@ def fast_paths_disabled():
         for op, kernels in checked.items():
             kernels.update(op.checked_kernels)  # any registered inside the block stay
             op.checked_kernels = kernels
+            views[op].update(op.view_kernels)
+            op.view_kernels = views[op]
 
 
 def _dispatch_general_only(op, args, kwargs):

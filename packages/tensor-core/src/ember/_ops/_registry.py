@@ -91,6 +91,9 @@ class Op:
             meta function and the op's kernel. They spare the hot path of small ops a separate
             meta call. They compute with the backend alone, never dispatching ops, so autograd
             may call them without turning grad mode off.
+        view_kernels (dict[str, callable]): optional *view* kernels by device type, for ``"view"`` ops
+            without a kernel (see :meth:`register_view_kernel`): the common calls' view built by the
+            backend array's own method, without the meta function.
         decomposition_checks (bool): for a composite op, whether its decomposition raises every
             error its meta function would (``reshape``, ``flatten``): the dispatcher and autograd
             then run the decomposition without calling the meta function first.
@@ -123,6 +126,7 @@ class Op:
         self.kind = kind
         self.kernels = {"meta": meta}
         self.checked_kernels = {}
+        self.view_kernels = {}
         self.decomposition = decomposition
         self.has_out = has_out
         self.inplace = None
@@ -256,6 +260,23 @@ class Op:
             self.checked_kernels.pop(device_type, None)
         else:
             self.checked_kernels[device_type] = kernel
+        return kernel
+
+    def register_view_kernel(self, device_type, kernel):
+        """Register ``kernel`` as the view kernel of ``device_type`` for this view op (replacing any before it).
+
+        A view kernel takes the positional arguments of a call without keywords and returns a backend array
+        that views the first argument's array (``numpy.ndarray.reshape`` of a C-contiguous array), or None to
+        decline: the call then takes the meta function and the backend's strided view. Its array must have
+        the meta function's shape and strides exactly (tests compare them); it must raise nothing and decline
+        every call it does not check completely. ``kernel=None`` removes the entry. Returns ``kernel``.
+        """
+        if self.kind != "view":
+            raise RuntimeError(f"op {self.name}: a view kernel is for view ops, not {self.kind!r} ones")
+        if kernel is None:
+            self.view_kernels.pop(device_type, None)
+        else:
+            self.view_kernels[device_type] = kernel
         return kernel
 
     def normalize(self, args, kwargs):

@@ -5,6 +5,11 @@ strides and storage offset (a :class:`~ember._meta.MetaArray`), and each
 backend builds the view from the storage with its one strided-view primitive
 (:meth:`ember._device.Backend.strided_view`). So a new backend gets every
 view op for free, and meta, CPU and CUDA can never disagree on strides.
+
+The commonest calls of ``view``, ``transpose`` and ``permute`` also have view
+kernels (``Op.view_kernels``, at the end of the permutations section): the
+array's own method, which gives the meta function's strides for exactly the
+calls it takes, without its Python work.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import operator
 
 from .. import _dtype as D
 from .._meta import MetaArray, contiguous_strides
-from .._tensor import Tensor
+from .._tensor import Size, Tensor
 from ._registry import COMPOSITE, defop
 from ._shapes import infer_size, normalize_size, wrap_dim
 
@@ -172,6 +177,8 @@ view = _defview("view", _view_meta_fn)
 
 
 def _reshape_decomp(input, *shape):
+    if input._device.type in view.view_kernels and _row_major_array(input._data) and _int_sizes(shape) is not None:
+        return view(input, *shape)  # always a view (its kernel's case); an unfit size raises as here
     new_shape = infer_size(_raw_shape(shape), input._data.size)
     if _view_strides(input._data.shape, input.stride(), new_shape) is not None:
         return view(input, new_shape)
@@ -275,6 +282,72 @@ def _permute_meta(input, *dims):
 
 
 permute = _defview("permute", _permute_meta)
+
+
+# -- view kernels: the common calls without the meta function -------------------------------
+# A view op's meta function computes the view's strides in Python (about 10 us of a view's 15); the
+# backend arrays compute the same strides themselves for the common calls. Each kernel below takes the
+# calls whose result it knows equals the meta function's (tests/test_view_kernels.py compares shapes,
+# strides, offsets and storage over random layouts), and declines (None) the rest, errors included:
+# the meta function then raises PyTorch's message.
+
+
+def _int_sizes(sizes):
+    """``sizes`` (varargs, or one tuple, list or Size of them) as a tuple of plain ints, or None."""
+    if len(sizes) == 1 and type(sizes[0]) in (tuple, list, Size):
+        sizes = sizes[0]
+    for s in sizes:
+        if type(s) is not int:
+            return None
+    return tuple(sizes)
+
+
+def _row_major_array(data):
+    """Whether backend array ``data`` (numpy or CuPy) is non-empty and row-major without dims of size 1: any
+    shape of as many elements views it with row-major strides. (Size-1 dims may carry any stride, which the
+    meta function keeps and the arrays' contiguity flags ignore.)"""
+    return type(data) is not MetaArray and data.size != 0 and 1 not in data.shape and data.flags.c_contiguous
+
+
+def _view_kernel(input, *shape):
+    """``view`` of a :func:`_row_major_array`: the array's own reshape, whose row-major strides are the meta
+    function's."""
+    data = input._data
+    sizes = _int_sizes(shape)
+    if sizes is None or not _row_major_array(data):
+        return None
+    try:
+        return data.reshape(sizes)
+    except ValueError:  # a size that does not fit: the meta function says so in PyTorch's words
+        return None
+
+
+def _transpose_kernel(input, dim0, dim1):
+    """``transpose`` of a non-empty array over int dims in range: the array's ``swapaxes``."""
+    data = input._data
+    ndim = data.ndim
+    if type(dim0) is not int or type(dim1) is not int or type(data) is MetaArray or data.size == 0 or not (
+        -ndim <= dim0 < ndim and -ndim <= dim1 < ndim
+    ):
+        return None
+    return data.swapaxes(dim0, dim1)
+
+
+def _permute_kernel(input, *dims):
+    """``permute`` of a non-empty array by a permutation of its dims (ints): the array's ``transpose``."""
+    data = input._data
+    order = _int_sizes(dims)
+    if order is None or type(data) is MetaArray or len(order) != data.ndim or data.size == 0:
+        return None
+    try:
+        return data.transpose(order)
+    except (ValueError, IndexError):  # a dim out of range or repeated: the meta function's message
+        return None
+
+
+for _op, _kernel in ((view, _view_kernel), (transpose, _transpose_kernel), (permute, _permute_kernel)):
+    for _device_type in ("cpu", "cuda"):  # numpy and CuPy arrays alike
+        _op.register_view_kernel(_device_type, _kernel)
 
 
 def _t_decomp(input):
