@@ -154,9 +154,10 @@ def _to_copy_kernel(previous):
         input, *, dtype=None, layout=None, device=None, pin_memory=False, non_blocking=False, memory_format=None
     ):
         data = input._data
+        here = device is None or device == input.device  # (Tensor.to passes the device it stays on)
         if (
             (dtype is None or dtype.numpy_dtype == data.dtype)
-            and device is None
+            and here
             and layout is None
             and not pin_memory
             and (memory_format is None or memory_format is preserve_format)
@@ -165,7 +166,7 @@ def _to_copy_kernel(previous):
             return Tensor._make(device_copy(data), input.device)
         if (
             dtype is not None
-            and device is None
+            and here
             and layout is None
             and not pin_memory
             and (memory_format is None or memory_format is preserve_format)
