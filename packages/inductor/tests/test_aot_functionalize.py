@@ -221,6 +221,22 @@ def test_written_input_that_overlaps_another_input_is_refused():
     assert_close(compiled(a, b), ember.zeros(3))  # separate tensors: fine
     with pytest.raises(InductorError, match="input 0 is written in place and shares memory with input 1"):
         compiled(a, a[0])
+    with pytest.raises(InductorError, match="input 0 is written in place and shares memory with input 1"):
+        compiled(b[1:], b)  # the written one a view of the other
+
+
+def test_two_written_inputs_that_overlap_are_refused():
+    def f(x, y, z):
+        x.add_(1)
+        y.mul_(2)
+        return z + 1
+
+    compiled = aot_function(f, identity)
+    a, c = ember.zeros(4), ember.zeros(2)
+    with pytest.raises(InductorError, match="input 0 is written in place and shares memory with input 1"):
+        compiled(a[:2], a[2:], c)
+    with pytest.raises(InductorError, match="input 1 is written in place and shares memory with input 2"):
+        compiled(c.clone(), a[:2], a)
 
 
 def test_saved_input_is_not_changed_by_the_write_back():
