@@ -15,9 +15,6 @@ source is also compiled for sm_90. ``test_cuda_dropout.py`` runs the kernels on 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import hashlib
-import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +23,7 @@ import types
 import ml_dtypes
 import numpy as np
 import pytest
+from _host_module import HostModule
 
 import ember
 from ember._ops import nn_dropout
@@ -62,63 +60,8 @@ static inline float to_acc(f16 v) { _Float16 h; std::memcpy(&h, &v.x, 2); return
 static inline void put(f16* p, float v) { _Float16 h = (_Float16)v; std::memcpy(&p->x, &h, 2); }
 """
 
-_LAUNCHER = r"""
-extern "C" void launch_NAME(unsigned gx, unsigned bx, void** args) {
-    gridDim = {gx, 1, 1};
-    blockDim = {bx, 1, 1};
-    for (unsigned b = 0; b < gx; ++b)
-        for (unsigned t = 0; t < bx; ++t) {
-            blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0};
-            NAME(ARGS);
-        }
-}
-"""
-
-# how CuPy passes kernel arguments: numpy scalars in their type, None as a null pointer, arrays as pointers
-_SCALARS = {np.int64: ctypes.c_int64, np.uint64: ctypes.c_uint64, np.uint32: ctypes.c_uint32,
-            np.float32: ctypes.c_float, np.float64: ctypes.c_double}
-
-
 class HostArray(np.ndarray):
     """A numpy array standing in for a CuPy array."""
-
-
-class _Module:
-    """``cupy.RawModule(code=..., options=...)`` built by g++ for the CPU."""
-
-    def __init__(self, code, options, directory):
-        assert "--fmad=false" in options
-        launchers = []
-        for match in re.finditer(r'extern "C" __global__ void (\w+)\((.*?)\)\s*\{', code, re.S):
-            name, params = match.group(1), [p.strip() for p in match.group(2).split(",")]
-            declared = [re.sub(r"\s*\b\w+$", "", p.replace("__restrict__", "")) for p in params]
-            args = ", ".join(f"*({t}*)args[{k}]" for k, t in enumerate(declared))
-            launchers.append(_LAUNCHER.replace("NAME", name).replace("ARGS", args))
-        source = _SHIM + code + "".join(launchers)
-        path = directory / f"dropout_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
-        path.with_suffix(".cpp").write_text(source)
-        result = subprocess.run(["g++", "-std=c++17", "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas", "-shared",
-                                 "-fPIC", str(path.with_suffix(".cpp")), "-o", str(path.with_suffix(".so"))],
-                                capture_output=True, text=True, timeout=300)
-        assert result.returncode == 0, result.stderr[:3000]
-        self.lib = ctypes.CDLL(str(path.with_suffix(".so")))
-
-    def get_function(self, name):
-        launch = getattr(self.lib, f"launch_{name}")
-
-        def call(grid, block, args):
-            keep = []
-            for a in args:
-                if a is None:
-                    keep.append(ctypes.c_void_p(0))
-                elif isinstance(a, np.ndarray):
-                    keep.append(ctypes.c_void_p(a.ctypes.data))
-                else:
-                    keep.append(_SCALARS[type(a)](a))
-            pointers = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(v) for v in keep])
-            launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
-
-        return call
 
 
 def _fake_cupy(directory):
@@ -126,7 +69,7 @@ def _fake_cupy(directory):
 
     def raw_module(code, options=()):
         if code not in modules:
-            modules[code] = _Module(code, options, directory)
+            modules[code] = HostModule(code, options, directory, _SHIM, "dropout")
         return modules[code]
 
     return types.SimpleNamespace(

@@ -13,14 +13,12 @@ tests (``test_cuda_fast_kernels.py``) run the same kernels on the GPU.
 from __future__ import annotations
 
 import ctypes
-import hashlib
-import re
 import shutil
-import subprocess
 import types
 
 import numpy as np
 import pytest
+from _host_module import HostModule
 
 import ember
 from ember._dtype import bfloat16
@@ -48,24 +46,6 @@ static inline float __uint_as_float(unsigned bits) { float f; std::memcpy(&f, &b
 static inline unsigned __float_as_uint(float f) { unsigned bits; std::memcpy(&bits, &f, 4); return bits; }
 """
 
-_LAUNCHER = r"""
-extern "C" void launch_NAME(unsigned gx, unsigned bx, void** args) {
-    gridDim = {gx, 1, 1};
-    blockDim = {bx, 1, 1};
-    for (unsigned b = 0; b < gx; ++b)
-        for (unsigned t = 0; t < bx; ++t) {
-            blockIdx = {b, 0, 0}; threadIdx = {t, 0, 0};
-            NAME(ARGS);
-        }
-}
-"""
-
-# CuPy's conversions of kernel arguments: numpy scalars in their type, Python ints as int64, floats as doubles,
-# bools as one byte, None as a null pointer
-_CTYPES = {np.float32: ctypes.c_float, np.float64: ctypes.c_double, np.int64: ctypes.c_int64, np.int32: ctypes.c_int32,
-           int: ctypes.c_int64, float: ctypes.c_double, bool: ctypes.c_bool, type(None): ctypes.c_void_p}
-
-
 class _Pointer:
     def __init__(self, ptr):
         self.ptr, self.device_id = ptr, 0
@@ -83,42 +63,6 @@ class HostArray(np.ndarray):
         return self.flags.c_contiguous
 
 
-class _Module:
-    """``cupy.RawModule(code=..., options=...)`` for the CPU."""
-
-    def __init__(self, code, options=(), directory=None):
-        assert "--fmad=false" in options  # g++ contracts nothing either (-ffp-contract=off below)
-        launchers = []
-        for match in re.finditer(r'extern "C" __global__ void (?:__launch_bounds__\(\w+\)\s*)?(\w+)\((.*?)\)\s*\{', code, re.S):
-            name, params = match.group(1), [p.strip() for p in match.group(2).split(",")]
-            declared = [re.sub(r"\s*\b\w+$", "", p.replace("__restrict__", "")) for p in params]
-            args = ", ".join(f"*({t}*)args[{k}]" for k, t in enumerate(declared))
-            launchers.append(_LAUNCHER.replace("NAME", name).replace("ARGS", args))
-        source = _SHIM + code + "".join(launchers)
-        path = directory / f"pointwise_{hashlib.sha1(source.encode()).hexdigest()[:12]}"
-        path.with_suffix(".cpp").write_text(source)
-        subprocess.run(["g++", "-std=c++17", "-O1", "-ffp-contract=off", "-shared", "-fPIC", str(path.with_suffix(".cpp")),
-                        "-o", str(path.with_suffix(".so"))], check=True, capture_output=True, timeout=300)
-        self.lib = ctypes.CDLL(str(path.with_suffix(".so")))
-
-    def get_function(self, name):
-        launch = getattr(self.lib, f"launch_{name}")
-
-        def call(grid, block, args):
-            keep = []
-            for a in args:
-                if isinstance(a, np.ndarray) and a.dtype.kind == "V" and a.dtype.type is np.void:  # a struct by value
-                    keep.append((ctypes.c_char * a.nbytes).from_buffer_copy(a.tobytes()))
-                elif isinstance(a, np.ndarray):
-                    keep.append(ctypes.c_void_p(a.ctypes.data))
-                else:
-                    keep.append(_CTYPES[type(a)](a))
-            pointers = (ctypes.c_void_p * len(keep))(*[ctypes.addressof(v) for v in keep])
-            launch(ctypes.c_uint(grid[0]), ctypes.c_uint(block[0]), pointers)
-
-        return call
-
-
 class _Device:
     def __init__(self, index):
         pass
@@ -133,7 +77,7 @@ class _Device:
 def _fake_cupy(directory):
     runtime = types.SimpleNamespace(getDevice=lambda: 0)
     cuda = types.SimpleNamespace(runtime=runtime, Device=_Device)
-    return types.SimpleNamespace(RawModule=lambda code, options=(): _Module(code, options, directory), cuda=cuda)
+    return types.SimpleNamespace(RawModule=lambda code, options=(): HostModule(code, options, directory, _SHIM, "pointwise"), cuda=cuda)
 
 
 @pytest.fixture
