@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype as D
+from .._autograd_functions import function_class
 from .._meta import MetaArray
 from .._tensor import Tensor
 from ._dispatch import PLAIN_TENSOR_TYPES, ops_intercepted
@@ -160,8 +161,8 @@ def _cuda_fused_dropout(input, keep, inplace, noise_shape):
     float32, see docs/internals.rst). Without
     autograd recording it writes the output only (4 bytes of traffic per bfloat16 element against the
     decomposition's 10, one launch against three); in place it writes into ``input``. When autograd records,
-    the output comes from an ``ember.autograd.Function`` (:func:`_fused_function`) that also keeps the bool
-    mask, so the backward pass is one kernel, ``(grad * mask) * scale``.
+    the output comes from an ``ember.autograd.Function`` (``FusedDropout``, :func:`_fused_forward`) that also
+    keeps the bool mask, so the backward pass is one kernel, ``(grad * mask) * scale``.
 
     Taken for plain cuda tensors of float32/float64/float16/bfloat16, C-contiguous, with a mask of the
     input's own shape (``dropout``, not the feature dropouts), seen by no dispatch mode but a recorder (the
@@ -172,7 +173,7 @@ def _cuda_fused_dropout(input, keep, inplace, noise_shape):
     if kernels is None or noise_shape(input) != tuple(input.shape):
         return None
     records = _records_grad(input)
-    function = _fused_function() if records else None
+    function = function_class("FusedDropout", _fused_forward, _fused_backward) if records else None
     if records and function is None:
         return None  # (without ember-autograd nothing records; kept for safety)
     scale = _cuda_scale(input.dtype, keep)
@@ -221,23 +222,6 @@ def _cuda_noise_key(input):
     from ..cuda.random import DeviceNoise, generator_for
 
     return DeviceNoise(generator_for(input._device.index)).key()
-
-
-_function = None
-
-
-def _fused_function():
-    """The ``ember.autograd.Function`` of the one-kernel dropout (made on first use: ember-autograd sits above
-    core), or None without ember-autograd."""
-    global _function
-    if _function is None:
-        try:
-            from ember.autograd import Function
-        except ImportError:
-            return None
-        _function = type("FusedDropout", (Function,), {"forward": staticmethod(_fused_forward),
-                                                       "backward": staticmethod(_fused_backward)})
-    return _function
 
 
 def _fused_forward(ctx, input, keep, scale, key):

@@ -27,6 +27,7 @@ import numpy as np
 
 import ember
 from ember import _C
+from ember._autograd_functions import function_class
 from ember._ops import _blas_threads
 from ember._ops._dispatch import PLAIN_TENSOR_TYPES, ops_intercepted
 from ember._ops._dispatch import state as _dispatch_state
@@ -70,7 +71,7 @@ def fused_direction(mode, gi, batch_sizes, h0, c0, w_hh, b_hh, w_hr, reverse):
         work = _forward(mode, _steps_view(gi, len(batch_sizes)), h0._data, _data(c0), w_hh._data, _data(b_hh),
                         reverse, keep=False)
         return _outputs(work, gi._device)
-    function = _recurrence_class()
+    function = function_class("_Recurrence", _node_forward, _node_backward)
     if function is None:  # ember-autograd is not installed: the reference raises its own error
         return None
     out, h_n, c_n = function.apply(mode, reverse, len(batch_sizes), gi, h0, c0, w_hh, b_hh)
@@ -323,23 +324,6 @@ def _backward_gru(work, d_out, d_hn, prev, w_hh, order, h0, reverse):
 
 
 # --------------------------------------------------------------------------------------------- autograd node
-
-_function = None
-
-
-def _recurrence_class():
-    """The ``ember.autograd.Function`` of one direction (made on first use: ember-autograd sits above core),
-    or None without ember-autograd."""
-    global _function
-    if _function is None:
-        try:
-            from ember.autograd import Function
-        except ImportError:
-            return None
-        _function = type("_Recurrence", (Function,), {"forward": staticmethod(_node_forward),
-                                                      "backward": staticmethod(_node_backward)})
-    return _function
-
 
 def _node_forward(ctx, mode, reverse, steps, gi, h0, c0, w_hh, b_hh):
     work = _forward(mode, _steps_view(gi, steps), h0._data, _data(c0), w_hh._data, _data(b_hh), reverse, keep=True)
