@@ -116,6 +116,20 @@ def test_cholesky_and_solvers(dtype, device):
     _close(L @ Xt, B, dtype)
 
 
+def test_solve_from_the_right_and_its_shape_errors(device):
+    A = _random((2, 3, 3), ember.float64, device)
+    B = _random((2, 4, 3), ember.float64, device, seed=1)
+    X = ember.linalg.solve(A, B, left=False)
+    _close(X @ A, B, ember.float64)
+    # a vector B has no X A = B form, whatever its length (PyTorch's rule and message)
+    for b in (ember.ones(3, dtype=ember.float64, device=device), ember.ones(2, 3, dtype=ember.float64, device=device)):
+        with pytest.raises(RuntimeError, match=r"linalg.solve: Incompatible shapes of A and B for the equation "
+                                               r"XA = B \(3x3 and 3x1\)"):
+            ember.linalg.solve(A, b, left=False)
+    with pytest.raises(RuntimeError, match=r"equation AX = B \(3x3 and 4x3\)"):
+        ember.linalg.solve(A, B)
+
+
 def test_ill_conditioned_det_and_solve_match_numpy(device):
     rng = np.random.default_rng(3)
     q1, _ = np.linalg.qr(rng.standard_normal((6, 6)))

@@ -146,6 +146,26 @@ def test_stft_options():
     assert ember.stft(t.float(), 32, return_complex=True).dtype is ember.complex64
 
 
+@pytest.mark.parametrize("n_fft, hop, win_length", [(32, 10, 20), (32, 7, 21), (16, 4, 16)])
+def test_stft_align_to_window(n_fft, hop, win_length):
+    # frame t's window starts on sample t * hop: the signal framed with win_length-long frames, each windowed
+    # and zero-padded to n_fft where the window sits ((n_fft - win_length) // 2 zeros first)
+    x = RNG.standard_normal((2, 150))
+    window = W.hann(win_length, sym=False)
+    left = (n_fft - win_length) // 2
+    count = 1 + (150 - win_length) // hop
+    frames = np.stack([x[:, t * hop: t * hop + win_length] * window for t in range(count)], axis=-2)
+    expected = np.swapaxes(np.fft.rfft(np.pad(frames, [(0, 0), (0, 0), (left, n_fft - win_length - left)])), -1, -2)
+    t = ember.tensor(x, requires_grad=True)
+    for source in (t.detach(), t):  # the one-pass numpy path, and the recorded ops
+        ours = ember.stft(source, n_fft, hop, win_length, ember.tensor(window), center=False,
+                          return_complex=True, align_to_window=True)
+        assert tuple(ours.shape) == expected.shape
+        assert_close(ours.detach(), expected, rtol=1e-10, atol=1e-10)
+    ours.abs().sum().backward()
+    assert t.grad.shape == t.shape
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64"])
 @pytest.mark.parametrize("kwargs", [dict(n_fft=64, hop_length=16), dict(n_fft=50, hop_length=7, win_length=30),
                                     dict(n_fft=32, center=False, normalized=True),
@@ -194,6 +214,11 @@ def test_stft_errors():
         ember.stft(x, 16, window=ember.ones(5), return_complex=True)
     with pytest.raises(RuntimeError, match="Cannot have onesided output"):
         ember.stft(x.to(ember.complex64), 16, onesided=True, return_complex=True)
+    for align in (True, False):  # PyTorch refuses either value with center=True
+        with pytest.raises(RuntimeError, match="align_to_window should only be set when center = false"):
+            ember.stft(x, 16, return_complex=True, align_to_window=align)
+    with pytest.raises(RuntimeError, match="expected 0 < n_fft"):  # checked on the signal before alignment
+        ember.stft(ember.ones(12), 16, 1, 10, center=False, return_complex=True, align_to_window=True)
 
 
 # -- istft ------------------------------------------------------------------------------------------------

@@ -243,7 +243,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
             real input and window; complex ones refuse it).
         return_complex (bool): a complex result (required for real inputs, as in PyTorch); ``False``
             returns ``view_as_real`` of it (a trailing dim of 2, deprecated in PyTorch).
-        align_to_window (bool, optional): accepted for PyTorch compatibility; only ``None``/``False``.
+        align_to_window (bool, optional): only with ``center=False``: frame ``t`` starts so that the window
+            (zero-padded to ``n_fft``) begins at sample ``t * hop_length``, that is, the input is zero-padded
+            by ``(n_fft - win_length) // 2`` on the left and the rest of ``n_fft - win_length`` on the right,
+            giving ``1 + (L - win_length) // hop_length`` frames. ``False``/``None``: frames start at
+            ``t * hop_length``.
 
     Returns:
         Tensor: ``(B?, n_freqs, n_frames)`` complex (or ``(..., 2)`` real), with ``n_freqs`` =
@@ -251,7 +255,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         for the padded length ``L'``.
 
     Raises:
-        RuntimeError: without ``return_complex`` for real inputs; for input that is not 1-D or 2-D, a
+        RuntimeError: without ``return_complex`` for real inputs; ``align_to_window`` given with ``center``;
+            for input that is not 1-D or 2-D, a
             non-positive hop, ``n_fft`` out of range, a bad ``win_length`` or window size, or ``onesided``
             with complex input or window.
 
@@ -273,8 +278,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                 "that return_complex=True in a future PyTorch release."
             )
         return_complex = True
-    if align_to_window:
-        raise NotImplementedError("stft: align_to_window=True is not supported yet")
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
     hop_length = n_fft // 4 if hop_length is None else hop_length
     win_length = n_fft if win_length is None else win_length
     where = _describe("stft", input, n_fft, hop_length, win_length)
@@ -289,6 +294,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not 0 < win_length <= n_fft:
         raise RuntimeError(f"{where} : expected 0 < win_length <= n_fft, but got win_length={win_length}")
     _check_window(where, window, win_length)
+    if align_to_window and win_length < n_fft:
+        # The window sits (n_fft - win_length) // 2 samples into each frame; starting every frame that much
+        # earlier (zeros before the signal) puts the window's first sample on t * hop_length.
+        left = (n_fft - win_length) // 2
+        input = ember.nn.functional.pad(input, (left, n_fft - win_length - left))
     onesided = not complex_input if onesided is None else onesided
     if onesided and complex_input:
         raise RuntimeError("Cannot have onesided output if window or input is complex")

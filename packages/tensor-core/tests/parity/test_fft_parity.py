@@ -139,6 +139,8 @@ STFT_CALLS = [
     dict(n_fft=32, normalized=True),
     dict(n_fft=32, onesided=False),
     dict(n_fft=64, hop_length=20, pad_mode="replicate"),
+    dict(n_fft=50, hop_length=9, win_length=33, center=False, align_to_window=True),
+    dict(n_fft=32, hop_length=8, center=False, align_to_window=False),
 ]
 
 

@@ -194,9 +194,9 @@ def _check_solve(fn, A, B, left):
     a, b = A._data.shape, B._data.shape
     vector = _is_vector_rhs(a, b)
     n = a[-1]
-    if vector:
-        rows, cols = (b[-1], 1) if left else (1, b[-1])
-        ok = b[-1] == n
+    if vector:  # a column: X A = B has no vector form (PyTorch refuses it too)
+        rows, cols = b[-1], 1
+        ok = left and b[-1] == n
     else:
         if len(b) < 2:
             raise RuntimeError(f"{fn}: The input tensor B must have at least 2 dimensions.")
@@ -220,14 +220,16 @@ def _solve_meta(A, B, *, left=True):
 
     Args:
         A (Tensor): ``(*, n, n)``, float32, float64, complex64 or complex128.
-        B (Tensor): ``(*, n, k)``, or a (batch of) vector(s): ``(n,)`` or ``A.shape[:-1]``. Same dtype as ``A``.
+        B (Tensor): ``(*, n, k)`` (``(*, k, n)`` when ``left=False``), or with ``left=True`` a (batch of)
+            vector(s): ``(n,)`` or ``A.shape[:-1]``. Same dtype as ``A``.
         left (bool): solve ``A X = B`` if True, ``X A = B`` otherwise.
 
     Returns:
         Tensor: ``X``, the broadcast batch shape of ``A`` and ``B`` and ``B``'s matrix (or vector) shape.
 
     Raises:
-        RuntimeError: for shapes that don't fit the equation, different dtypes, or non-float dtypes.
+        RuntimeError: for shapes that don't fit the equation (a vector ``B`` with ``left=False`` among them),
+            different dtypes, or non-float dtypes.
         ember.linalg.LinAlgError: if a matrix of ``A`` is singular.
 
     Example:
