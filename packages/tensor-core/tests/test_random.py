@@ -528,11 +528,13 @@ def test_multinomial_with_replacement_frequencies():
     assert stats.chisquare(counts, np.array([0.12, 0.2, 0.3, 0.38]) * N).pvalue < 1e-6
 
 
-@pytest.mark.parametrize("block", [random_ops._MULTINOMIAL_BLOCK, 50])  # one block, and blocks of rows
-def test_multinomial_with_replacement_is_inverse_cdf(monkeypatch, block):
-    # The vectorised sampler against a per-row searchsorted of the same uniforms (and the clamp of a draw
-    # that rounds up to the total onto the last positive weight).
+@pytest.mark.parametrize("block, search_from", [(random_ops._MULTINOMIAL_BLOCK, 1024), (50, 1024), (50, 9)],
+                         ids=["one block", "blocks of rows", "per-row search"])
+def test_multinomial_with_replacement_is_inverse_cdf(monkeypatch, block, search_from):
+    # The vectorised sampler (and, for long rows, the per-row search) against a per-row searchsorted of the
+    # same uniforms (and the clamp of a draw that rounds up to the total onto the last positive weight).
     monkeypatch.setattr(random_ops, "_MULTINOMIAL_BLOCK", block)
+    monkeypatch.setattr(random_ops, "_SEARCH_ROW_SAMPLES", search_from)
     rng = np.random.default_rng(3)
     w = rng.random((37, 6))
     w[w < 0.4] = 0.0
