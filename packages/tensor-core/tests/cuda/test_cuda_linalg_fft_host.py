@@ -79,8 +79,8 @@ def _cupy():
     return cp
 
 
-def _tril_or_nan(factor, info, n, bad, out):
-    lower = np.tril(np.asarray(factor).reshape(-1, n, n))
+def _tril_or_nan(factor, info, n, bad, out):  # the factor is column-major
+    lower = np.tril(np.swapaxes(np.asarray(factor).reshape(-1, n, n), -1, -2))
     lower[np.asarray(info).reshape(-1) != 0] = bad
     out[...] = lower.reshape(out.shape)
 
@@ -98,7 +98,7 @@ def _halved_tril(m, n, out):
 
 
 # the module's kernels by their documented meaning
-_KERNELS = {"ember_cholesky_tril_or_nan": lambda: _tril_or_nan, "ember_lu_first_zero_pivot": lambda: _first_zero_pivot,
+_KERNELS = {"ember_cholesky_tril_or_nan_cm": lambda: _tril_or_nan, "ember_lu_first_zero_pivot": lambda: _first_zero_pivot,
             "ember_cholesky_halved_tril": lambda: _halved_tril}
 
 
@@ -473,6 +473,6 @@ int main() {{
     halved = np.tril(m)
     halved[:, range(4), range(4)] *= 0.5
     np.testing.assert_array_equal(values[:48], halved.ravel())
-    lower = np.tril(m).astype(np.complex128)
+    lower = np.tril(np.swapaxes(m, -1, -2)).astype(np.complex128)  # (the factor is read column-major)
     lower[1] = np.nan
     np.testing.assert_array_equal(values[48:], lower.ravel())

@@ -359,25 +359,27 @@ def cholesky_backward(grad, L, upper):
 
 
 
+# (the factor is column-major: L[row, col] is at col * n + row of its matrix)
 _TRIL_OR_NAN_BODY = """
 const long long col = i % n;
 const long long row = (i / n) % n;
 const long long mat = i / (n * n);
-out = info[mat] != 0 ? bad : (col > row ? T(0) : factor[i]);
+out = info[mat] != 0 ? bad : (col > row ? T(0) : factor[mat * n * n + col * n + row]);
 """
 _TRIL_OR_NAN = None
 
 
 def _tril_or_nan_kernel():
-    """One kernel: the lower triangle of each factor, or NaN everywhere for a matrix whose ``info`` is not 0
-    (the CPU's values for a failed factorization), without reading ``info`` on the host."""
+    """One kernel: the row-major lower triangle of each column-major factor, or NaN everywhere for a matrix
+    whose ``info`` is not 0 (the CPU's values for a failed factorization), without reading ``info`` on the
+    host."""
     global _TRIL_OR_NAN
     if _TRIL_OR_NAN is None:
         _TRIL_OR_NAN = _cp().ElementwiseKernel(
             "raw T factor, raw int32 info, int64 n, T bad",
             "T out",
             _TRIL_OR_NAN_BODY,
-            "ember_cholesky_tril_or_nan",
+            "ember_cholesky_tril_or_nan_cm",
         )
     return _TRIL_OR_NAN
 
@@ -385,17 +387,19 @@ def _tril_or_nan_kernel():
 def cholesky(a):
     """``(L, info)``: the lower Cholesky factor of each Hermitian positive-definite matrix of ``a``.
 
-    Reads ``a``'s lower triangle. Row-major ``a`` is the column-major ``a^T = conj(a)``, whose upper triangle
-    cuSOLVER ``potrf`` factors as ``U^H U``; then ``a = U^T conj(U)``, so ``L = U^T``: the column-major ``U``
-    read row-major. ``info`` (int32, device) is LAPACK's: the order of the first leading minor that is not
-    positive-definite, 0 on success; those matrices' factors are NaN. None for calls it does not take.
+    Reads ``a``'s lower triangle. ``a`` is copied transposed, so the copy read column-major is ``a`` itself,
+    and cuSOLVER ``potrf`` factors its lower triangle in place (``a = L L^H``), as PyTorch calls it: the
+    factorization of the upper triangle of the untransposed copy took twice as long on an H100 (256 x 256
+    float32). One kernel then writes ``L`` row-major, zeros above the diagonal. ``info`` (int32, device) is
+    LAPACK's: the order of the first leading minor that is not positive-definite, 0 on success; those
+    matrices' factors are NaN. None for calls it does not take.
     """
     if not supported(a) or a.shape[-1] != a.shape[-2] or a.size == 0:
         return None
     cp = _cp()
     _, cusolver = _libs()
     batch, n = a.shape[:-2], a.shape[-1]
-    work = _flat(a)
+    work = cp.array(cp.swapaxes(a.reshape(-1, n, n), -1, -2), order="C", copy=True)  # column-major a, ours
     count = work.shape[0]
     handle = _cusolver_handle()
     prefix = _PREFIX[a.dtype]
@@ -404,14 +408,14 @@ def cholesky(a):
         key = (_device(), "potrf", a.dtype, n)
         entry = _WORKSPACES.get(key)
         if entry is None:
-            size = getattr(cusolver, prefix + "potrf_bufferSize")(handle, _FILL_UPPER, n, work.data.ptr, n)
+            size = getattr(cusolver, prefix + "potrf_bufferSize")(handle, _FILL_LOWER, n, work.data.ptr, n)
             entry = _workspace(key, size, a.dtype)
         buffer, size = entry
-        getattr(cusolver, prefix + "potrf")(handle, _FILL_UPPER, n, work.data.ptr, n, buffer.data.ptr, size,
+        getattr(cusolver, prefix + "potrf")(handle, _FILL_LOWER, n, work.data.ptr, n, buffer.data.ptr, size,
                                             info.data.ptr)
     else:
         work_ptrs = _pointers(work)
-        getattr(cusolver, prefix + "potrfBatched")(handle, _FILL_UPPER, n, work_ptrs.data.ptr, n, info.data.ptr,
+        getattr(cusolver, prefix + "potrfBatched")(handle, _FILL_LOWER, n, work_ptrs.data.ptr, n, info.data.ptr,
                                                    count)
     out = cp.empty_like(work)
     bad = np.array(np.nan, a.dtype)[()]
