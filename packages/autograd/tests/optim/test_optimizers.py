@@ -356,6 +356,32 @@ def test_step_hooks():
     assert len(calls) == 3
 
 
+def test_step_and_zero_grad_are_labelled_in_a_profile():
+    # PyTorch's labels, around the whole step (its hooks and the parameter updates inside)
+    from ember import profiler
+
+    p = ember.tensor([1.0, 2.0], requires_grad=True)
+    opt = optim.Adam([p], lr=0.1)
+    opt.register_step_pre_hook(lambda o, args, kwargs: [ember.ones(1) * 3] and None)
+    p.grad = ember.tensor([1.0, -1.0])
+    with profiler.profile() as prof:
+        opt.step()
+        opt.zero_grad()
+    step = next(e for e in prof.events() if e.name == "Optimizer.step#Adam.step")
+    names = set()
+    stack = list(step.cpu_children)
+    while stack:
+        event = stack.pop()
+        names.add(event.name)
+        stack.extend(event.cpu_children)
+    assert "aten::mul" in names  # the hook's op
+    assert any(name.startswith("aten::") and name != "aten::mul" for name in names)  # the update's ops
+    assert [e.name for e in prof.events() if e.cpu_parent is None] == ["Optimizer.step#Adam.step",
+                                                                       "Optimizer.zero_grad#Adam.zero_grad"]
+    assert p.grad is None
+    opt.step()  # outside a profiler: no span, nothing recorded
+
+
 def test_step_pre_hook_can_replace_arguments():
     p = ember.tensor([1.0], requires_grad=True)
     opt = optim.SGD([p], lr=0.5)

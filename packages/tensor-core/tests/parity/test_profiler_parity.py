@@ -38,3 +38,18 @@ def test_table_columns_match(options):
     for name in ("aten::mul", "aten::sum", "autograd::engine::evaluate_function: MulBackward0",
                  "autograd::engine::evaluate_function: SumBackward0"):
         assert name in names[0] and name in names[1]
+
+
+@pytest.mark.parametrize("optimizer", ["SGD", "Adam"])
+def test_optimizer_labels_match(optimizer):
+    pytest.importorskip("ember.optim", reason="the optimizers are in ember-autograd")
+    labels = []
+    for lib in (ember, torch):
+        p = lib.ones(3, requires_grad=True)
+        opt = getattr(lib.optim, optimizer)([p], lr=0.1)
+        p.grad = lib.ones(3)
+        with lib.profiler.profile(activities=[lib.profiler.ProfilerActivity.CPU]) as prof:
+            opt.step()
+            opt.zero_grad()
+        labels.append({e.key for e in prof.key_averages() if e.key.startswith("Optimizer.")})
+    assert labels[0] == labels[1] == {f"Optimizer.step#{optimizer}.step", f"Optimizer.zero_grad#{optimizer}.zero_grad"}

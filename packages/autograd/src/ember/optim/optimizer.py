@@ -16,7 +16,9 @@ Reference: PyTorch's ``torch/optim/optimizer.py``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
@@ -265,31 +267,49 @@ def _use_grad_for_differentiable(step):
     return wrapper
 
 
+def _profiled(optimizer, method):
+    """A profiler span ``Optimizer.<method>#<class>.<method>`` (PyTorch's label) while a profiler records,
+    else a context that does nothing. The profiler module is looked up, not imported: a program that never
+    profiles does not load it, and the check costs a dict look-up per call."""
+    recorder = sys.modules.get("ember.profiler._recorder")
+    if recorder is None or recorder._active is None:
+        return contextlib.nullcontext()
+    return recorder.record_function(f"Optimizer.{method}#{type(optimizer).__name__}.{method}")
+
+
 def _hooked_step(step):
-    """Wrap a subclass's ``step`` so that the global and per-optimizer step hooks run around it."""
+    """Wrap a subclass's ``step`` so that the global and per-optimizer step hooks run around it, all of it
+    inside a profiler span ``Optimizer.step#<class>.step`` when a profiler records (PyTorch's label)."""
 
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
         self = args[0]
-        name = f"{type(self).__name__}.step"
-        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
-            result = pre_hook(self, args, kwargs)
-            if result is not None:
-                if isinstance(result, tuple) and len(result) == 2:
-                    args, kwargs = result
-                else:
-                    raise RuntimeError(
-                        f"{name} must return None or a tuple of (new_args, new_kwargs), but got {result}."
-                    )
-        out = step(*args, **kwargs)
-        self._opt_called = True
-        self._step_count = getattr(self, "_step_count", 0) + 1
-        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
-        return out
+        with _profiled(self, "step"):
+            return _run_step_with_hooks(step, self, args, kwargs)
 
     wrapper._ember_hooked = True
     return wrapper
+
+
+def _run_step_with_hooks(step, self, args, kwargs):
+    """``step(*args, **kwargs)`` between the pre-step hooks (which may replace the arguments) and the post-step
+    hooks, counting the step."""
+    for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
+        result = pre_hook(self, args, kwargs)
+        if result is not None:
+            if isinstance(result, tuple) and len(result) == 2:
+                args, kwargs = result
+            else:
+                raise RuntimeError(
+                    f"{type(self).__name__}.step must return None or a tuple of (new_args, new_kwargs), but got "
+                    f"{result}."
+                )
+    out = step(*args, **kwargs)
+    self._opt_called = True
+    self._step_count = getattr(self, "_step_count", 0) + 1
+    for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
+        post_hook(self, args, kwargs)
+    return out
 
 
 class Optimizer:
@@ -550,6 +570,10 @@ class Optimizer:
             set_to_none (bool): set ``.grad`` to ``None`` (the default) instead of filling it
                 with zeros; saves memory, and ``step`` skips parameters whose grad is ``None``.
         """
+        with _profiled(self, "zero_grad"):
+            self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none):
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
