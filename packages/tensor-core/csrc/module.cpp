@@ -84,6 +84,56 @@ void index_accumulate(py::array target, py::array index, py::array values) {
   throw std::invalid_argument("index_accumulate: unsupported dtype");
 }
 
+// target[index[i] * row + k] += values[i * row + k] for every i and k < row: rows of `row` elements added
+// whole (index_add's slices, the embedding gradient), each output element receiving its rows in the order of
+// i as the element-wise loop above adds them. index holds row numbers of target viewed as (rows, row).
+template <typename T>
+void accumulate_rows(T* t, int64_t rows, const int64_t* idx, int64_t n, const T* v, int64_t row) {
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t j = idx[i];
+    if (j < 0 || j >= rows)
+      throw std::out_of_range("index_accumulate_rows: row " + std::to_string(j) + " out of range for " +
+                              std::to_string(rows) + " rows");
+    T* __restrict__ dst = t + j * row;
+    const T* __restrict__ src = v + i * row;
+#pragma GCC ivdep
+    for (int64_t k = 0; k < row; ++k) dst[k] += src[k];
+  }
+}
+
+template <typename T>
+void index_accumulate_rows_typed(py::array target, py::array index, py::array values, int64_t row) {
+  T* t = static_cast<T*>(target.mutable_data());  // (raises for a read-only target, with the GIL held)
+  const T* v = static_cast<const T*>(values.data());
+  const int64_t* idx = static_cast<const int64_t*>(index.data());
+  const int64_t n = index.size(), rows = target.size() / row;
+  if (values.size() != n * row) throw std::invalid_argument("index_accumulate_rows: values must hold index.size rows");
+  py::gil_scoped_release release;
+  accumulate_rows<T>(t, rows, idx, n, v, row);
+}
+
+void index_accumulate_rows(py::array target, py::array index, py::array values, int64_t row) {
+  if (!(target.flags() & py::array::c_style) || !(values.flags() & py::array::c_style) || !(index.flags() & py::array::c_style))
+    throw std::invalid_argument("index_accumulate_rows: arrays must be C-contiguous");
+  if (!index.dtype().is(py::dtype::of<int64_t>())) throw std::invalid_argument("index_accumulate_rows: index must be int64");
+  if (!target.dtype().is(values.dtype())) throw std::invalid_argument("index_accumulate_rows: target and values differ in dtype");
+  if (row < 1 || target.size() % row != 0)
+    throw std::invalid_argument("index_accumulate_rows: row must be positive and divide target's size");
+  auto dt = target.dtype();
+  if (dt.is(py::dtype::of<float>())) return index_accumulate_rows_typed<float>(target, index, values, row);
+  if (dt.is(py::dtype::of<double>())) return index_accumulate_rows_typed<double>(target, index, values, row);
+  if (dt.is(py::dtype::of<int64_t>())) return index_accumulate_rows_typed<int64_t>(target, index, values, row);
+  if (dt.is(py::dtype::of<int32_t>())) return index_accumulate_rows_typed<int32_t>(target, index, values, row);
+  if (dt.is(py::dtype::of<int16_t>())) return index_accumulate_rows_typed<int16_t>(target, index, values, row);
+  if (dt.is(py::dtype::of<int8_t>())) return index_accumulate_rows_typed<int8_t>(target, index, values, row);
+  if (dt.is(py::dtype::of<uint8_t>())) return index_accumulate_rows_typed<uint8_t>(target, index, values, row);
+  if (dt.is(py::dtype::of<std::complex<float>>()))
+    return index_accumulate_rows_typed<std::complex<float>>(target, index, values, row);
+  if (dt.is(py::dtype::of<std::complex<double>>()))
+    return index_accumulate_rows_typed<std::complex<double>>(target, index, values, row);
+  throw std::invalid_argument("index_accumulate_rows: unsupported dtype");
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
@@ -97,6 +147,10 @@ PYBIND11_MODULE(_C, m) {
 #endif
   m.def("index_accumulate", &index_accumulate, py::arg("target"), py::arg("index"), py::arg("values"),
         "target[index[i]] += values[i] over flat contiguous arrays; repeated indices accumulate.");
+  m.def("index_accumulate_rows", &index_accumulate_rows, py::arg("target"), py::arg("index"), py::arg("values"),
+        py::arg("row"),
+        "Rows of `row` elements: target[index[i]*row + k] += values[i*row + k] over C-contiguous arrays; repeated "
+        "rows accumulate in the order of i.");
   init_conv(m);
   init_reduce(m);
   init_nn_kernels(m);

