@@ -96,7 +96,9 @@ class _Seeded:
     def __call__(self, *args):
         if self._device is None:
             self._device = next((a.device for a in args if isinstance(a, ember.Tensor)), ember.device("cpu"))
-        seed = ember.tensor(draw_seed(), dtype=ember.int64, device=self._device)
+        # a fill kernel with the seed as its argument: ember.tensor(seed, device="cuda") would copy 8 bytes from
+        # pageable host memory, which waits for the stream's queued work (the host could not run ahead)
+        seed = ember.full((), draw_seed(), dtype=ember.int64, device=self._device)
         return self._compiled(*args, seed)
 
     def __getattr__(self, name):

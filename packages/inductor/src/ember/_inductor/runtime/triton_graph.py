@@ -16,6 +16,9 @@ from __future__ import annotations
 import sympy
 
 import ember
+from ember._ops._dispatch import _wrap as _wrap_result
+from ember._ops._dispatch import state as _dispatch_state
+from ember._ops._float_errors import IGNORE_ALL, get_error_state, reset_error_state, set_error_state
 
 from .. import config, ir
 from .triton_launch import _timing_kernels, timer
@@ -328,9 +331,12 @@ class TritonCompiledGraph:
         return v
 
     def _run_extern(self, kernel, values):
-        with ember.no_grad():
-            result = kernel.op(*self._arg(list(kernel.args), values),
-                               **{k: self._arg(v, values) for k, v in kernel.kwargs.items()})
+        args = self._arg(list(kernel.args), values)
+        kwargs = {k: self._arg(v, values) for k, v in kernel.kwargs.items()}
+        result = self._direct_call(kernel.op, args, kwargs)
+        if result is None:
+            with ember.no_grad():
+                result = kernel.op(*args, **kwargs)
         for out in kernel.outputs:
             value = result
             for k in out.path:
@@ -343,6 +349,37 @@ class TritonCompiledGraph:
             else:
                 value = value.contiguous() if kernel.op.kind == "function" else value.clone()
             values[out.name] = value
+
+
+    def _direct_call(self, op, args, kwargs):
+        """The extern ``op``'s result from its kernel for the call's device, without the dispatcher; None where
+        the dispatcher must run.
+
+        As in the C++ runner (``codegen/wrapper.py``'s ``_direct_kernel``): in a graph of fixed sizes the meta
+        function would repeat the checks it made when the graph was traced, and extern calls run without grad,
+        so only the kernel is left to run (its checks of values stay). On cuda the dispatcher's Python work
+        (argument scan, meta function, wrappers) is host time, which bounds a small model's step: the model
+        suite's MLP ran compiled slower than eagerly. Views, in-place ops, factories, ops without a kernel of
+        their own for the device, dispatch modes, tensor subclasses and tensors of another device keep the
+        dispatcher.
+        """
+        if self.binding is not None or _dispatch_state.modes or op.kind != "function" or "factory" in op.tags:
+            return None
+        device = self.device
+        kernel = op.kernels.get(device.type)
+        if kernel is None:
+            return None
+        for a in (*args, *kwargs.values()):
+            for t in a if type(a) is list or type(a) is tuple else (a,):
+                if isinstance(t, ember.Tensor) and (type(t) is not ember.Tensor or t._device != device):
+                    return None
+        token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
+        try:
+            result = kernel(*args, **kwargs)
+        finally:
+            if token is not None:
+                reset_error_state(token)
+        return _wrap_result(result, device, op)
 
 
 def _static(expr):
