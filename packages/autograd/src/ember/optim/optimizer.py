@@ -16,7 +16,6 @@ Reference: PyTorch's ``torch/optim/optimizer.py``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 import warnings
@@ -267,13 +266,14 @@ def _use_grad_for_differentiable(step):
     return wrapper
 
 
-def _profiled(optimizer, method):
-    """A profiler span ``Optimizer.<method>#<class>.<method>`` (PyTorch's label) while a profiler records,
-    else a context that does nothing. The profiler module is looked up, not imported: a program that never
-    profiles does not load it, and the check costs a dict look-up per call."""
+def _profiler_span(optimizer, method):
+    """A profiler span ``Optimizer.<method>#<class>.<method>`` (PyTorch's label) to enter while a profiler
+    records, else None. The profiler module is looked up, not imported: a program that never profiles does not
+    load it, and the check costs a dict look-up per call (no context manager either: ember.compile traces
+    optimizer steps, and a context object of its own would break the graph)."""
     recorder = sys.modules.get("ember.profiler._recorder")
     if recorder is None or recorder._active is None:
-        return contextlib.nullcontext()
+        return None
     return recorder.record_function(f"Optimizer.{method}#{type(optimizer).__name__}.{method}")
 
 
@@ -284,7 +284,10 @@ def _hooked_step(step):
     @functools.wraps(step)
     def wrapper(*args, **kwargs):
         self = args[0]
-        with _profiled(self, "step"):
+        span = _profiler_span(self, "step")
+        if span is None:
+            return _run_step_with_hooks(step, self, args, kwargs)
+        with span:
             return _run_step_with_hooks(step, self, args, kwargs)
 
     wrapper._ember_hooked = True
@@ -570,7 +573,10 @@ class Optimizer:
             set_to_none (bool): set ``.grad`` to ``None`` (the default) instead of filling it
                 with zeros; saves memory, and ``step`` skips parameters whose grad is ``None``.
         """
-        with _profiled(self, "zero_grad"):
+        span = _profiler_span(self, "zero_grad")
+        if span is None:
+            return self._zero_grad(set_to_none)
+        with span:
             self._zero_grad(set_to_none)
 
     def _zero_grad(self, set_to_none):

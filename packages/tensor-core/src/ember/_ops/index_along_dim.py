@@ -232,8 +232,10 @@ def _add_rows(out, shape, dim, idx, vals):
     if row < 2 or type(out) is not np.ndarray or type(vals) is not np.ndarray or out.dtype not in _C_ACCUMULATE \
             or vals.dtype != out.dtype or not out.flags.c_contiguous:
         return False
-    rows = np.asarray(idx, dtype=np.int64)
     pre = math.prod(shape[:dim])
+    if pre == 0:  # an empty batch: nothing to add
+        return True
+    rows = np.asarray(idx, dtype=np.int64)
     if pre > 1:  # the slices of each leading index: row numbers in out viewed as (pre * size, row)
         rows = (np.arange(pre, dtype=np.int64)[:, None] * shape[dim] + rows[None, :]).reshape(-1)
     _C.index_accumulate_rows(out.reshape(-1), np.ascontiguousarray(rows), np.ascontiguousarray(vals), row)
