@@ -52,3 +52,10 @@ def test_row_kernel_checks_its_arguments():
         _C.index_accumulate_rows(target, np.array([0]), np.ones((1, 3), np.float32), 5)
     with pytest.raises(RuntimeError, match="index 4 is out of bounds for dimension 0 with size 4"):  # PyTorch's
         ember.index_add(ember.zeros(4, 3), 0, ember.tensor([4]), ember.ones(1, 3))
+
+
+def test_index_add_of_an_empty_batch():
+    # no slices before dim: nothing to add (interpolate's backward of a (0, C, H, W) input reaches this)
+    base = np.zeros((0, 2, 4), np.float32)
+    got = ember.index_add(ember.tensor(base), 2, ember.tensor([1, 1, 3]), ember.ones(0, 2, 3))
+    assert tuple(got.shape) == (0, 2, 4)
