@@ -256,9 +256,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
 
     Raises:
         RuntimeError: without ``return_complex`` for real inputs; ``align_to_window`` given with ``center``;
-            for input that is not 1-D or 2-D, a
-            non-positive hop, ``n_fft`` out of range, a bad ``win_length`` or window size, or ``onesided``
-            with complex input or window.
+            for input that is not 1-D or 2-D, a non-positive hop, ``n_fft`` out of range, a bad ``win_length``
+            or window size, or ``onesided`` with complex input or window.
 
     Example:
         >>> import ember

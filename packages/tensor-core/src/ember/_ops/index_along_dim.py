@@ -225,7 +225,7 @@ def _index_reduce_into(out, dim, index, source, reduce, include_self=True, alpha
 
 def _add_rows(out, shape, dim, idx, vals):
     """``index_add`` of whole rows: the source's slices along ``dim`` added as rows of ``prod(shape[dim + 1:])``
-    contiguous elements (``_C.index_accumulate_rows``; an embedding gradient's 128-wide rows: 98 -> ~20 us),
+    contiguous elements (``_C.index_accumulate_rows``; an embedding gradient's 128-wide rows: the op 98 -> 62 us),
     each output element receiving its values in the order of the element-wise path. False, having written
     nothing, where that path must run (elements that are not rows, numpy arrays only, other dtypes)."""
     row = math.prod(shape[dim + 1:])
