@@ -17,7 +17,6 @@ Reference: PyTorch's ``torch/optim/optimizer.py``.
 from __future__ import annotations
 
 import functools
-import sys
 import warnings
 from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
@@ -25,6 +24,7 @@ from copy import deepcopy
 from itertools import chain
 
 import ember
+from ember._ops._dispatch import profiler_recorder
 from ember._tensor import Tensor
 from ember.autograd.graph import RemovableHandle, _add_hook, _HookDict
 
@@ -268,13 +268,13 @@ def _use_grad_for_differentiable(step):
 
 def _profiler_span(optimizer, method):
     """A profiler span ``Optimizer.<method>#<class>.<method>`` (PyTorch's label) to enter while a profiler
-    records, else None. The profiler module is looked up, not imported: a program that never profiles does not
-    load it, and the check costs a dict look-up per call (no context manager either: ember.compile traces
-    optimizer steps, and a context object of its own would break the graph)."""
-    recorder = sys.modules.get("ember.profiler._recorder")
-    if recorder is None or recorder._active is None:
+    records, else None (no context manager either: ember.compile traces optimizer steps, and a context object
+    of its own would break the graph)."""
+    if profiler_recorder() is None:
         return None
-    return recorder.record_function(f"Optimizer.{method}#{type(optimizer).__name__}.{method}")
+    from ember.profiler import record_function  # (loaded: a profiler records)
+
+    return record_function(f"Optimizer.{method}#{type(optimizer).__name__}.{method}")
 
 
 def _hooked_step(step):

@@ -70,6 +70,7 @@ binary ops), through :mod:`ember._ops._float_errors`.
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
 
 import numpy as _np
@@ -84,7 +85,7 @@ from ._float_errors import IGNORE_ALL, as_user, get_error_state, reset_error_sta
 
 __all__ = [
     "dispatch", "run_below_modes", "run_backend", "set_autograd_handler", "state", "autograd_recorders",
-    "ops_intercepted",
+    "ops_intercepted", "profiler_recorder",
     "set_device_array_type", "PLAIN_TENSOR_TYPES", "register_plain_tensor_type", "wrap_array", "fast_paths_disabled",
 ]
 
@@ -458,6 +459,17 @@ def ops_intercepted():
         if not getattr(mode, "observes_only", False):
             return True
     return False
+
+
+def profiler_recorder():
+    """The recorder of the profiler that records now (``ember.profiler``'s), or None.
+
+    Looked up, not imported: ``import ember`` leaves the profiler until a program uses it, and code on the
+    hot path (the ``_foreach_*`` ops, each optimizer step) asks this once per call: a dict look-up when no
+    profiler was ever loaded.
+    """
+    recorder = sys.modules.get("ember.profiler._recorder")
+    return None if recorder is None else recorder.active_recorder()
 
 
 def _flat_tensors(args, kwargs):

@@ -33,14 +33,13 @@ registry op instead, which also raises the op's errors.
 
 from __future__ import annotations
 
-import sys
 from itertools import repeat
 
 import numpy as np
 
 from .._device import CPU as _CPU
 from .._tensor import Tensor
-from ._dispatch import _disabled_ember_function, ops_intercepted, state
+from ._dispatch import _disabled_ember_function, ops_intercepted, profiler_recorder, state
 from ._pointwise_helpers import _INTO, _direct_target
 from ._registry import registry
 
@@ -137,18 +136,11 @@ def _inplace(name, tensors, operands, kwargs, direct=None, slow=None):
     fname = f"_foreach_{name}_"
     tensors = _tensor_list(fname, tensors)
     operands = _operands(fname, tensors, operands)
-    recorder = _active_recorder()
+    recorder = profiler_recorder()
     if recorder is not None:  # a profiler records: the list op is one row of it, as in PyTorch
         with recorder.fused_call(f"aten::{fname}", tensors):
             return _inplace_each(name, tensors, operands, kwargs, direct, slow)
     return _inplace_each(name, tensors, operands, kwargs, direct, slow)
-
-
-def _active_recorder():
-    """The profiler's recorder while one records, else None (without importing ember.profiler, which
-    ``import ember`` leaves until it is used)."""
-    recorder = sys.modules.get("ember.profiler._recorder")
-    return None if recorder is None else recorder.active_recorder()
 
 
 def _inplace_each(name, tensors, operands, kwargs, direct, slow):

@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 import ember
+from ember._meta import MetaArray
 from ember._ops._dispatch import _wrap
 from ember._ops._dispatch import state as _dispatch_state
 from ember._ops._float_errors import IGNORE_ALL, get_error_state, reset_error_state, set_error_state
@@ -315,37 +316,44 @@ class _Extern:
         self.refs = tuple((i, a) for i, a in enumerate(step.args) if _holds_ref(a))
 
 
-def _direct_kernel(op):
-    """The CPU kernel of an extern op that a call may run without the dispatcher, or None.
+def _direct_kernel(op, device_type="cpu"):
+    """The kernel for ``device_type`` of an extern op that a call may run without the dispatcher, or None.
 
     The dispatcher's work per call (the argument scan, the meta function's checks of shapes and dtypes,
     grad mode) was a third of a small op's time: the model suite's DLRM makes 24 such extern calls a step
     (embedding_bag, searchsorted, index, index_add). In a graph of fixed sizes the meta function would check
     the shapes and dtypes it checked when the graph was traced, and the extern calls run without grad, so
     the kernel is all that is left to run; its checks of values (index bounds) stay. Ops whose result the
-    dispatcher builds from the arguments (views, in-place ops), factories and composites without a CPU kernel
-    of their own keep the dispatcher.
+    dispatcher builds from the arguments (views, in-place ops), factories and composites without a kernel
+    of their own for the device keep the dispatcher. The Triton runner (``runtime/triton_graph.py``) takes the
+    same rule for its device.
     """
     if op.kind != "function" or "factory" in op.tags:
         return None
-    return op.kernels.get("cpu")
+    return op.kernels.get(device_type)
 
 
 _NOT_PLAIN = object()  # _run_direct's answer when an argument is not a plain CPU tensor
 
 
-def _run_direct(op, kernel, args, kwargs):
-    """``op``'s result from its CPU ``kernel`` (see :func:`_direct_kernel`) as ``run_backend`` wraps it, with
-    numpy's floating-point errors ignored as there; ``_NOT_PLAIN`` where a tensor argument is a subclass or
-    not on the CPU (the dispatcher decides those)."""
-    device = None
+def _run_direct(op, kernel, args, kwargs, device=None):
+    """``op``'s result from its ``kernel`` (see :func:`_direct_kernel`) as ``run_backend`` wraps it, with
+    numpy's floating-point errors ignored as there; ``_NOT_PLAIN`` where the dispatcher must decide: a tensor
+    argument that is a subclass, or (``device`` None: the C++ runner) does not hold a numpy array, or (the
+    call's ``device`` given: the Triton runner) is on another device or holds a meta array."""
+    found = None
     for a in (*args, *kwargs.values()) if kwargs else args:
         for t in a if type(a) is list or type(a) is tuple else (a,):
             if isinstance(t, Tensor):
-                if type(t) is not Tensor or type(t._data) is not np.ndarray:
+                if type(t) is not Tensor:
                     return _NOT_PLAIN
-                device = t._device
-    if device is None:
+                if device is None:
+                    if type(t._data) is not np.ndarray:
+                        return _NOT_PLAIN
+                elif t._device != device or type(t._data) is MetaArray:
+                    return _NOT_PLAIN
+                found = t._device
+    if found is None:
         return _NOT_PLAIN
     token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
     try:
@@ -353,7 +361,7 @@ def _run_direct(op, kernel, args, kwargs):
     finally:
         if token is not None:
             reset_error_state(token)
-    return _wrap(result, device, op)
+    return _wrap(result, found, op)
 
 
 def _holds_ref(value):

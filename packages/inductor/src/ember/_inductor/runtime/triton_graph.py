@@ -16,11 +16,10 @@ from __future__ import annotations
 import sympy
 
 import ember
-from ember._ops._dispatch import _wrap as _wrap_result
 from ember._ops._dispatch import state as _dispatch_state
-from ember._ops._float_errors import IGNORE_ALL, get_error_state, reset_error_state, set_error_state
 
 from .. import config, ir
+from ..codegen.wrapper import _NOT_PLAIN, _direct_kernel, _run_direct
 from .triton_launch import _timing_kernels, timer
 
 __all__ = ["compile_graph_triton", "compile_graph_triton_dynamic", "TritonCompiledGraph"]
@@ -355,31 +354,21 @@ class TritonCompiledGraph:
         """The extern ``op``'s result from its kernel for the call's device, without the dispatcher; None where
         the dispatcher must run.
 
-        As in the C++ runner (``codegen/wrapper.py``'s ``_direct_kernel``): in a graph of fixed sizes the meta
-        function would repeat the checks it made when the graph was traced, and extern calls run without grad,
-        so only the kernel is left to run (its checks of values stay). On cuda the dispatcher's Python work
-        (argument scan, meta function, wrappers) is host time, which bounds a small model's step: the model
-        suite's MLP ran compiled slower than eagerly. Views, in-place ops, factories, ops without a kernel of
-        their own for the device, dispatch modes, tensor subclasses and tensors of another device keep the
-        dispatcher.
+        The C++ runner's rule and code (``codegen/wrapper.py``'s ``_direct_kernel`` and ``_run_direct``): in a
+        graph of fixed sizes the meta function would repeat the checks it made when the graph was traced, and
+        extern calls run without grad, so only the kernel is left to run (its checks of values stay). On cuda
+        the dispatcher's Python work (argument scan, meta function, wrappers) is host time, which bounds a small
+        model's step: the model suite's MLP ran compiled slower than eagerly. Views, in-place ops, factories,
+        ops without a kernel of their own for the device, dispatch modes, tensor subclasses and tensors of
+        another device keep the dispatcher.
         """
-        if self.binding is not None or _dispatch_state.modes or op.kind != "function" or "factory" in op.tags:
+        if self.binding is not None or _dispatch_state.modes:
             return None
-        device = self.device
-        kernel = op.kernels.get(device.type)
+        kernel = _direct_kernel(op, self.device.type)
         if kernel is None:
             return None
-        for a in (*args, *kwargs.values()):
-            for t in a if type(a) is list or type(a) is tuple else (a,):
-                if isinstance(t, ember.Tensor) and (type(t) is not ember.Tensor or t._device != device):
-                    return None
-        token = None if get_error_state() is IGNORE_ALL else set_error_state(IGNORE_ALL)
-        try:
-            result = kernel(*args, **kwargs)
-        finally:
-            if token is not None:
-                reset_error_state(token)
-        return _wrap_result(result, device, op)
+        result = _run_direct(op, kernel, args, kwargs, self.device)
+        return None if result is _NOT_PLAIN else result
 
 
 def _static(expr):
