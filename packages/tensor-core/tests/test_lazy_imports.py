@@ -37,10 +37,27 @@ def test_import_ember_leaves_the_slow_modules_out():
         """
         import json, sys
         import ember
-        print(json.dumps([m for m in ("ml_dtypes", "importlib.metadata", "numpy.random") if m in sys.modules]))
+        print(json.dumps([m for m in ("ml_dtypes", "importlib.metadata", "numpy.random", "ember.profiler")
+                          if m in sys.modules]))
         """
     )
     assert loaded == []
+
+
+def test_autograd_profiler_loads_on_first_use():
+    # ember.autograd.profiler (and the ember.profiler it wraps) are imported when first named, not by import ember
+    found = _run(
+        """
+        import json, sys
+        import ember
+        before = "ember.profiler" in sys.modules
+        profile = ember.autograd.profiler.profile
+        from ember.autograd.profiler import record_function
+        print(json.dumps([before, "ember.profiler" in sys.modules, profile.__module__,
+                          record_function is ember.profiler.record_function]))
+        """
+    )
+    assert found == [False, True, "ember.autograd.profiler", True]
 
 
 def test_extensions_and_subpackages_are_there_after_import():

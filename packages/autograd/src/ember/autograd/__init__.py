@@ -45,7 +45,7 @@ from .gradcheck import GradcheckError, gradcheck, gradgradcheck
 from .graph import _HookDict, _add_hook
 from .variable import Variable
 
-from . import forward_ad, functional, profiler  # noqa: E402,I001 - as torch.autograd.forward_ad / .functional / .profiler
+from . import forward_ad, functional  # noqa: E402,I001 - as torch.autograd.forward_ad / .functional
 
 __all__ = [
     "backward",
@@ -69,6 +69,16 @@ __all__ = [
     "is_inference_mode_enabled",
     "Variable",
 ]
+
+
+def __getattr__(name):
+    # ``ember.autograd.profiler`` is imported on first use: it loads the whole of ember.profiler (about 10 ms),
+    # which ``import ember`` otherwise leaves until a program profiles
+    if name == "profiler":
+        import importlib
+
+        return importlib.import_module(".profiler", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _as_tuple(x):
