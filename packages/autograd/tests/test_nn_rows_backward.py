@@ -120,6 +120,19 @@ def test_sdpa_backward_cpu_path(causal, shape_q, shape_kv, dtype, monkeypatch):
     v = rng.standard_normal(shape_kv[:-1] + (5,)).astype(dtype)
     g = rng.standard_normal(shape_q[:-1] + (5,)).astype(dtype)
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    _compare(*_kernel_formula_oracle(fn, [q, k, v], g, monkeypatch, "attention_backward"), dtype)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sdpa_backward_numpy_steps_without_the_attention_kernel(causal, dtype, monkeypatch):
+    # an ember._C without attention_backward (or a BLAS whose gemm was not found) takes the formula's steps
+    # on the numpy arrays, with softmax's backward row kernel
+    monkeypatch.delattr(ember._C, "attention_forward")
+    rng = np.random.default_rng(4)
+    q, k = rng.standard_normal((2, 3, 9, 8)).astype(dtype), rng.standard_normal((2, 3, 7, 8)).astype(dtype)
+    v, g = rng.standard_normal((2, 3, 7, 5)).astype(dtype), rng.standard_normal((2, 3, 9, 5)).astype(dtype)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
     _compare(*_kernel_formula_oracle(fn, [q, k, v], g, monkeypatch, "softmax_backward"), dtype)
 
 

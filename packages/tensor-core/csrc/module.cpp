@@ -31,6 +31,7 @@ void init_erf(py::module_& m);  // erf.cpp: ember.erf of float32/float64 arrays
 void init_nn_rows_backward(py::module_& m);  // nn_rows_backward.cpp: softmax/layer_norm/gelu gradients
 void init_depthwise(py::module_& m);  // depthwise.cpp: 2-D depthwise convolution gradients
 void init_blas_split(py::module_& m);  // blas_split.cpp: matrix products split over the OpenMP threads
+void init_attention(py::module_& m);  // attention.cpp: scaled dot-product attention by blocks of query rows
 
 namespace {
 
@@ -165,4 +166,5 @@ PYBIND11_MODULE(_C, m) {
   init_nn_rows_backward(m);
   init_depthwise(m);
   init_blas_split(m);
+  init_attention(m);
 }

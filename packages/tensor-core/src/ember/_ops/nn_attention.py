@@ -15,6 +15,7 @@ import numpy as np
 from .. import _C
 from .. import _dtype as D
 from .._meta import MetaArray
+from . import _blas_threads
 from ._nn_common import (
     _C_TYPE_NAMES,
     _E,
@@ -60,10 +61,11 @@ def _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
     for name, t, pos in (("query", query, 1), ("key", key, 2), ("value", value, 3)):
         _check_tensor("scaled_dot_product_attention", name, t, pos)
     _check_optional_tensor("scaled_dot_product_attention", "attn_mask", attn_mask, 4)
-    if query.ndim < 2 or key.ndim < 2 or value.ndim < 2:
+    qs, ks, vs = query._data.shape, key._data.shape, value._data.shape  # plain tuples: cheaper than .shape
+    if len(qs) < 2 or len(ks) < 2 or len(vs) < 2:
         raise RuntimeError(
             "Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
-            f"{query.ndim} key.dim: {key.ndim} and value.dim: {value.ndim} instead."
+            f"{len(qs)} key.dim: {len(ks)} and value.dim: {len(vs)} instead."
         )
     if not query.dtype is key.dtype is value.dtype:
         raise RuntimeError(
@@ -82,22 +84,24 @@ def _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {dropout_p}")
     if query.dtype.category != D.FLOATING:
         raise RuntimeError(f"expected scalar type Float but found {_torch_name(query.dtype)}")
-    seq_l, e = query.shape[-2:]
-    seq_s, ek = key.shape[-2:]
+    seq_l, e = qs[-2:]
+    seq_s, ek = ks[-2:]
     if ek != e:
         raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{math.prod(key.shape[:-2])}, {e}] "
-            f"but got: [{math.prod(key.shape[:-2])}, {ek}]."
+            f"Expected size for first two dimensions of batch2 tensor to be: [{math.prod(ks[:-2])}, {e}] "
+            f"but got: [{math.prod(ks[:-2])}, {ek}]."
         )
-    if value.shape[-2] != seq_s:
+    if vs[-2] != seq_s:
         raise RuntimeError(
-            f"Expected size for first two dimensions of batch2 tensor to be: [{math.prod(value.shape[:-2])}, "
-            f"{seq_s}] but got: [{math.prod(value.shape[:-2])}, {value.shape[-2]}]."
+            f"Expected size for first two dimensions of batch2 tensor to be: [{math.prod(vs[:-2])}, "
+            f"{seq_s}] but got: [{math.prod(vs[:-2])}, {vs[-2]}]."
         )
-    k_batch, v_batch = list(key.shape[:-2]), list(value.shape[:-2])
     repeats = (1, 1)
-    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3:
-        hq, hk, hv = query.shape[-3], key.shape[-3], value.shape[-3]
+    if qs[:-2] == ks[:-2] == vs[:-2] and attn_mask is None:  # the common call: one batch shape, no mask
+        return qs[:-1] + vs[-1:], repeats
+    k_batch, v_batch = list(ks[:-2]), list(vs[:-2])
+    if enable_gqa and len(qs) >= 3 and len(ks) >= 3 and len(vs) >= 3:
+        hq, hk, hv = qs[-3], ks[-3], vs[-3]
         if hq % hk or hq % hv:
             raise RuntimeError(
                 "Number of heads in key and value must divide the number of heads in query"
@@ -105,13 +109,13 @@ def _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
         repeats = (hq // hk, hq // hv)
         k_batch[-1] *= repeats[0]
         v_batch[-1] *= repeats[1]
-    batch = broadcast_shapes(tuple(query.shape[:-2]), tuple(k_batch), tuple(v_batch))
+    batch = broadcast_shapes(qs[:-2], tuple(k_batch), tuple(v_batch))
     if attn_mask is not None:
         scores = batch + (seq_l, seq_s)
         full = broadcast_shapes(scores, tuple(attn_mask.shape))
         if full != scores:
             raise RuntimeError(f"output with shape {_fmt(scores)} doesn't match the broadcast shape {_fmt(full)}")
-    return batch + (seq_l, value.shape[-1]), repeats
+    return batch + (seq_l, vs[-1]), repeats
 
 
 def _scaled_dot_product_attention_meta(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -179,18 +183,71 @@ def _short_rows(scores, unmasked):
             and scores.shape[-1] <= nn_softmax._SHORT_ROW and nn_softmax._HAS_SOFTMAX_ROWS)
 
 
+def _fused_gemm(*arrays):
+    """``(address, ilp64)`` of numpy's cblas gemm for the dtype of ``arrays`` when ``ember._C``'s attention
+    kernels take them: numpy float32/float64 arrays of one dtype, one batch shape and no empty dim (query,
+    key, value and the gradient of one call, no broadcasting); None otherwise."""
+    first = arrays[0]
+    if first.dtype not in _ROW_KERNEL_DTYPES or first.ndim < 2 or not hasattr(_C, "attention_forward"):
+        return None
+    batch = first.shape[:-2]
+    for a in arrays:
+        if type(a) is not np.ndarray or a.dtype != first.dtype or a.shape[:-2] != batch or 0 in a.shape:
+            return None
+    if _blas_threads._get_switch() is None:  # numpy's BLAS is not an OpenBLAS whose gemm was found
+        return None
+    return _blas_threads._gemms.get(first.dtype)
+
+
+def attention_arrays(q, k, v, scale, causal):
+    """``softmax(scale q k^T) v`` (``causal``: row i sees keys 0..i) of numpy arrays ``(*, L, E)``,
+    ``(*, S, E)``, ``(*, S, Ev)`` by ``ember._C.attention_forward`` (csrc/attention.cpp: blocks of query
+    rows, numpy's BLAS on one thread, ember's OpenMP threads), or None for arrays it does not take
+    (:func:`_fused_gemm`)."""
+    gemm = _fused_gemm(q, k, v)
+    if gemm is None:
+        return None
+    return _call_fused(_C.attention_forward, gemm, (q, k, v), (float(scale), bool(causal), _C.get_num_threads()))
+
+
+def attention_gradient_arrays(g, q, k, v, scale, causal, output_mask):
+    """``(dq, dk, dv)`` of :func:`attention_arrays`'s output for its gradient ``g`` (None where
+    ``output_mask`` is False) by ``ember._C.attention_backward``, which recomputes the weights from ``q`` and
+    ``k`` as the forward computed them; None for arrays it does not take."""
+    gemm = _fused_gemm(g, q, k, v)
+    if gemm is None or k.shape[-1] != q.shape[-1] or g.shape[-1] != v.shape[-1] or g.shape[-2] != q.shape[-2]:
+        return None
+    want = tuple(bool(m) for m in output_mask[:3])
+    return _call_fused(_C.attention_backward, gemm, (g, q, k, v),
+                       (float(scale), bool(causal), *want, _C.get_num_threads()))
+
+
+def _call_fused(kernel, gemm, arrays, rest):
+    """``kernel(*gemm, *arrays, *rest)`` with numpy's BLAS on one thread. The kernel reads each matrix with unit
+    column stride and rows at least a row apart (a transposed ``(B, T, H, D)`` head view is read as it is); it
+    refuses other layouts with ValueError, and then gets C-contiguous copies."""
+    try:
+        return _blas_threads.one_thread(kernel, *gemm, *arrays, *rest)
+    except ValueError:
+        return _blas_threads.one_thread(kernel, *gemm, *(np.ascontiguousarray(a) for a in arrays), *rest)
+
+
 def _scaled_dot_product_attention_cpu(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
                                       scale=None, enable_gqa=False):
     shape, (rep_k, rep_v) = _sdpa_shapes(query, key, value, attn_mask, is_causal, enable_gqa, dropout_p)
     q, k, v = _compute(query._data), _compute(key._data), _compute(value._data)
+    seq_l, e = q.shape[-2:]
+    if scale is None:
+        scale = 1.0 / math.sqrt(e) if e else math.inf
+    if attn_mask is None and dropout_p == 0 and rep_k == 1 and rep_v == 1 and k.shape[-1] == e:
+        out = attention_arrays(q, k, v, scale, is_causal)  # None for arrays it does not take
+        if out is not None:
+            return out if out.dtype == query._data.dtype else out.astype(query._data.dtype)
     if rep_k > 1:
         k = np.repeat(k, rep_k, axis=-3)
     if rep_v > 1:
         v = np.repeat(v, rep_v, axis=-3)
-    seq_l, e = q.shape[-2:]
     seq_s = k.shape[-2]
-    if scale is None:
-        scale = 1.0 / math.sqrt(e) if e else math.inf
     with np.errstate(all="ignore"):
         scores = np.matmul(q, np.swapaxes(k, -1, -2))
         scores *= np.asarray(scale if e else 1.0, scores.dtype)

@@ -12,7 +12,7 @@ import numpy as np
 
 import ember
 from ember._ops import registry as _ops
-from ember._ops.nn_attention import _short_rows, causal_bias
+from ember._ops.nn_attention import _short_rows, attention_gradient_arrays, causal_bias
 
 from .._table import derivative, through_decomposition
 from ._nn_common import _cpu_float_rows, _cuda_rows
@@ -85,9 +85,10 @@ def _sdpa_backward(grad, query, key, value, attn_mask, is_causal, scale, enable_
 
 
 def _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask):
-    """The formula's steps on the numpy arrays (products through numpy's BLAS, softmax's backward in one
-    ember._C row kernel) for plain CPU float32/float64 tensors of one dtype and one head count (no mask, no
-    grouped heads) in a backward that records nothing; None for every other call. The formula dispatches
+    """The gradients for plain CPU float32/float64 tensors of one dtype and one head count (no mask, no
+    grouped heads) in a backward that records nothing: ember._C's attention kernel (csrc/attention.cpp) when
+    it takes the arrays, else the formula's steps on the numpy arrays (products through numpy's BLAS,
+    softmax's backward in one ember._C row kernel); None for every other call. The formula dispatches
     about fifteen ops, each costing more than its arithmetic on a small model's attention."""
     if query.ndim < 2 or key.shape[:-2] != query.shape[:-2] or value.shape[:-2] != query.shape[:-2]:
         return None
@@ -99,6 +100,11 @@ def _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask):
     seq_l, seq_s = q.shape[-2], k.shape[-2]
     if scale is None:
         scale = 1.0 / math.sqrt(e) if e else 1.0
+    device = query.device
+    wrap = ember.Tensor._make
+    fused = attention_gradient_arrays(g, q, k, v, scale, is_causal, output_mask)  # csrc/attention.cpp
+    if fused is not None:
+        return (*(None if d is None else wrap(d, device) for d in fused), None)
     with np.errstate(all="ignore"):
         scores = np.matmul(q, np.swapaxes(k, -1, -2))
         scores *= np.asarray(scale, scores.dtype)
@@ -120,8 +126,6 @@ def _sdpa_backward_cpu(grad, query, key, value, is_causal, scale, output_mask):
                 dq = np.matmul(ds, k)
             if output_mask[1]:
                 dk = np.matmul(np.swapaxes(ds, -1, -2), q)
-    device = query.device
-    wrap = ember.Tensor._make
     return (None if dq is None else wrap(dq, device), None if dk is None else wrap(dk, device),
             None if dv is None else wrap(dv, device), None)
 
