@@ -251,6 +251,35 @@ inline void offsets(const Layout& l, int64_t count, int64_t skip, int64_t i, int
   }
 }
 
+// The byte offsets of the outer indices of dims [0, count) of l, in order from a starting index: each step
+// adds strides instead of dividing the index anew (a (4, 64, 4, 32) transposed head copy, 1024 runs of 32
+// elements, spent most of its time in those divisions: 63 -> 14 us).
+struct Odometer {
+  const Layout& l;
+  int64_t count, src = 0, dst = 0;
+  std::vector<int64_t> idx;
+
+  Odometer(const Layout& layout, int64_t dims, int64_t start) : l(layout), count(dims), idx(size_t(dims), 0) {
+    for (int64_t d = count - 1; d >= 0; --d) {
+      idx[size_t(d)] = start % l.shape[d];
+      start /= l.shape[d];
+      src += idx[size_t(d)] * l.src[d];
+      dst += idx[size_t(d)] * l.dst[d];
+    }
+  }
+
+  void next() {
+    for (int64_t d = count - 1; d >= 0; --d) {
+      src += l.src[d];
+      dst += l.dst[d];
+      if (++idx[size_t(d)] < l.shape[d]) return;
+      src -= l.src[d] * l.shape[d];
+      dst -= l.dst[d] * l.shape[d];
+      idx[size_t(d)] = 0;
+    }
+  }
+};
+
 template <typename S, typename D>
 void copy_typed(const Layout& l, const char* src, char* dst) {
   using K = CopyKernels<S, D>;
@@ -271,6 +300,21 @@ void copy_typed(const Layout& l, const char* src, char* dst) {
     // Runs cut into pieces of at most kPiece elements, so that one long run (a contiguous array is
     // merged into one) is shared by the threads too.
     const int64_t runs = total / n, pieces = threads > 1 ? (n + kPiece - 1) / kPiece : 1, tasks = runs * pieces;
+    if (pieces == 1) {  // whole runs: each thread takes a range of them and steps from one to the next
+#pragma omp parallel num_threads(threads) if (threads > 1 && runs > 1)
+      {
+#ifdef EMBER_HAS_OPENMP
+        const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int64_t t = 0, nt = 1;
+#endif
+        const int64_t r0 = runs * t / nt, r1 = runs * (t + 1) / nt;
+        Odometer at(l, last, r0);
+        for (int64_t r = r0; r < r1; ++r, at.next())
+          K::run(src + at.src, s_step, reinterpret_cast<D*>(dst + at.dst), n);
+      }
+      return;
+    }
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && tasks > 1)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t r = t / pieces, lo = (t % pieces) * kPiece, len = std::min(n - lo, pieces > 1 ? kPiece : n);

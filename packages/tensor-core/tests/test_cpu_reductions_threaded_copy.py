@@ -36,6 +36,8 @@ def _layouts(a):
     yield "contiguous", a
     yield "transposed", a.T
     yield "permuted", a.reshape(8, a.shape[0] // 8, a.shape[1]).transpose(2, 0, 1)
+    # attention heads (B, H, T, D) -> (B, T, H, D): runs of D elements over three outer dims
+    yield "heads", a.reshape(2, a.shape[0] // 2, 10, a.shape[1] // 10).transpose(0, 2, 1, 3)
     yield "strided", a[::2, 1::3]
     yield "flipped", a[::-1, ::-1]
     yield "broadcast", np.broadcast_to(a[:1], a.shape)
