@@ -134,6 +134,27 @@ def test_norm():
     assert ember._foreach_norm(a, dtype=ember.float32)[0].dtype is ember.float32
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_norm_direct_path_gives_the_norm_ops_bits(dtype, monkeypatch):
+    # plain CPU tensors take the norm op's CPU kernel without dispatching it: the same bits as ember.norm
+    rng = np.random.default_rng(5)
+    a = [ember.tensor(rng.standard_normal(shape).astype(dtype)) for shape in ((7,), (40, 30), (3, 1, 200), ())]
+    a.append(a[1].t())  # a transposed view
+    expected = {o: [ember.norm(x, o).numpy() for x in a] for o in (2.0, 1, float("inf"), 3.0)}
+    dispatched = []
+    from ember._ops import registry
+
+    kernels = registry["norm"].kernels
+    real = kernels["cpu"]
+    monkeypatch.setitem(kernels, "cpu", lambda *a, **k: dispatched.append(1) or real(*a, **k))
+    for o, want in expected.items():
+        got = ember._foreach_norm(a, o)
+        for g, w in zip(got, want):
+            assert g.dtype == ember.from_numpy(w).dtype and g.shape == ()
+            np.testing.assert_array_equal(g.numpy(), w)
+    assert not dispatched
+
+
 def test_list_errors():
     with pytest.raises(RuntimeError, match="Tensor list must have at least one tensor"):
         ember._foreach_add_([], 1)

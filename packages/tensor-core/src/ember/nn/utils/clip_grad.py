@@ -78,7 +78,7 @@ def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=Non
         return tensor(0.0)
     first_device = tensors[0].device
     if foreach is None or foreach:
-        norms = [n.to(first_device) for n in _foreach_norm(tensors, norm_type)]
+        norms = [n if n.device == first_device else n.to(first_device) for n in _foreach_norm(tensors, norm_type)]
     else:
         norms = [t.norm(norm_type).to(first_device) for t in tensors]
     total_norm = stack(norms).norm(norm_type)
