@@ -151,6 +151,22 @@ def test_dropout_train_and_eval():
     assert np.all((per_channel == 0).all(-1) | (per_channel == 2).all(-1))  # whole channels
 
 
+@pytest.mark.parametrize("name", ["dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                                  "feature_alpha_dropout"])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_dropout_identity_returns_the_input_itself(name, requires_grad):
+    # evaluation, p = 0 and empty inputs: PyTorch returns the input tensor itself (no copy, no node)
+    fn = getattr(ember.nn.functional, name)
+    shape = {"dropout1d": (2, 3, 4), "dropout3d": (2, 3, 4, 5, 6)}.get(name, (2, 3, 4, 5))  # batched inputs
+    x = ember.randn(*shape, requires_grad=requires_grad)
+    assert fn(x, 0.5, False) is x
+    assert fn(x, 0.0, True) is x
+    empty = ember.zeros(0, *shape[1:])
+    assert fn(empty, 0.5, True) is empty
+    module = nn.Dropout(0.3).eval()
+    assert module(x) is x and x.grad_fn is None
+
+
 def test_embedding():
     ember.manual_seed(0)
     m = nn.Embedding(1000, 20, padding_idx=-1)

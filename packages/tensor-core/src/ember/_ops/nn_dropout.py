@@ -93,7 +93,7 @@ def _dropout_np(input, p, training, inplace, noise_shape, alpha):
     if not _dropout_draws(input, p, training):
         if training and p == 1 and data.size:
             return _finish(input, data * _scalar_as(0, data.dtype), inplace)
-        return data if inplace else data.copy()
+        return input  # the identity: input itself, as PyTorch returns it (no copy)
     x = _compute(data)
     keep = 1.0 - p
     noise = (_default_noise(x).random(noise_shape(input)) < keep).astype(x.dtype)
@@ -129,7 +129,7 @@ def _dropout_values(input, p, training, inplace, noise_shape, alpha):
     if not _dropout_draws(input, p, training):
         if training and p == 1 and input.numel():
             return _inplace_result("dropout", input, input * 0, inplace)
-        return input if inplace else _E.clone(input)
+        return input  # the identity (evaluation, p = 0, no elements): input itself, as in PyTorch
     keep = 1.0 - p
     if not alpha and input.device.type == "cuda":
         fused = _cuda_fused_dropout(input, keep, inplace, noise_shape)
@@ -278,7 +278,8 @@ def _dropout_doc(what, extra="", example=None):
     Args:
         input (Tensor): the input; floating point when it draws a mask.
         p (float): probability of zeroing, in ``[0, 1]``.
-        training (bool): apply dropout; when False the result is a copy of ``input``.
+        training (bool): apply dropout; when False (or when ``p`` is 0) the result is ``input`` itself, as
+            in PyTorch (no copy: a later in-place write to it writes ``input``).
         inplace (bool): write the result into ``input`` and return it.
 
     Returns:
