@@ -16,7 +16,7 @@
 // dQ = scale dS K, dK += scale dS^T Q, over the head's blocks in order.
 //
 // Threads: blocks (forward) or heads (backward: dK and dV sum over a head's blocks) are shared among ember's
-// OpenMP threads above kParallelMacs multiply-adds. Block boundaries do not depend on the thread count, so
+// OpenMP threads from kParallelMacs multiply-adds. Block boundaries do not depend on the thread count, so
 // neither do the results.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -56,7 +56,10 @@ namespace attention_avx2 {
 namespace {
 
 constexpr int64_t kBlockRows = 64;            // query rows per block (a block's scores: kBlockRows x S)
-constexpr int64_t kParallelMacs = int64_t(1) << 20;  // as blas_split's SPLIT_MACS: ~25 us on one core
+// Multiply-adds from which the blocks go to several threads. Lower, a second thread did not pay: a causal
+// (4, 4, 64, 32) forward (4M) took 200 us on two threads against 202 on one back to back, and 273 against 212
+// after 200 us of Python (the sleeping worker's wake-up); (2, 4, 256, 32) (34M) took 731 against 1110.
+constexpr int64_t kParallelMacs = int64_t(1) << 23;
 constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112;  // CBLAS enums
 
 template <typename T, typename I>
