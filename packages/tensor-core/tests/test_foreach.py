@@ -155,6 +155,15 @@ def test_norm_direct_path_gives_the_norm_ops_bits(dtype, monkeypatch):
     assert not dispatched
 
 
+def test_norm_direct_path_is_one_profiler_row():
+    import ember.profiler
+
+    a = [ember.randn(5), ember.randn(3, 4)]
+    with ember.profiler.profile() as prof:
+        ember._foreach_norm(a, 2.0)
+    assert [e.key for e in prof.key_averages()] == ["aten::_foreach_norm"]
+
+
 def test_list_errors():
     with pytest.raises(RuntimeError, match="Tensor list must have at least one tensor"):
         ember._foreach_add_([], 1)
