@@ -112,9 +112,10 @@ def test_masks_dropout_and_broadcast_batches_keep_the_numpy_path(monkeypatch):
 def test_kernel_errors_name_the_problem():
     from ember._ops import _blas_threads
 
-    if _blas_threads._get_switch() is None:
+    gemm = _blas_threads.cblas_gemm(np.dtype(np.float32))
+    if gemm is None:
         pytest.skip("numpy's BLAS is not an OpenBLAS whose cblas gemm ember finds (the kernel is not used)")
-    fn, ilp64 = _blas_threads._gemms[np.dtype(np.float32)]
+    fn, ilp64 = gemm
     q = np.zeros((2, 3, 4), np.float32)
     with pytest.raises(ValueError, match="batch shape"):
         ember._C.attention_forward(fn, ilp64, q, np.zeros((3, 3, 4), np.float32), q, 1.0, False, 1)

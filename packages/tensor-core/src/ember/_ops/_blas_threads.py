@@ -30,7 +30,7 @@ import itertools
 
 import numpy as np
 
-__all__ = ["THREADED_MACS", "SPLIT_MACS", "matmul", "one_thread"]
+__all__ = ["THREADED_MACS", "SPLIT_MACS", "matmul", "one_thread", "cblas_gemm"]
 
 #: Multiply-adds from which a product runs on the BLAS's threads (or, split by ember, on ember's): below, a
 #: product takes under about 0.3 ms on one core, and waking OpenBLAS's spinning threads costs more.
@@ -88,6 +88,16 @@ def _macs(a, b):
     m = a.shape[-2] if a.ndim > 1 else 1
     n = b.shape[-1] if b.ndim > 1 else 1
     return m * a.shape[-1] * n
+
+
+def cblas_gemm(dtype):
+    """``(address, ilp64)`` of numpy's ``cblas_sgemm``/``cblas_dgemm`` for numpy ``dtype`` (float32 or
+    float64), for C++ kernels that call the BLAS themselves (``split_gemm``, the recurrent layers' sequences,
+    attention); None when numpy's BLAS is not an OpenBLAS with its own thread pool whose symbols were found,
+    or for other dtypes. Call such kernels through :func:`one_thread`."""
+    if _get_switch() is None:
+        return None
+    return _gemms.get(dtype)
 
 
 def one_thread(fn, *args):

@@ -136,11 +136,17 @@ def _inplace(name, tensors, operands, kwargs, direct=None, slow=None):
     fname = f"_foreach_{name}_"
     tensors = _tensor_list(fname, tensors)
     operands = _operands(fname, tensors, operands)
+    return _one_profiler_row(fname, tensors, _inplace_each, name, tensors, operands, kwargs, direct, slow)
+
+
+def _one_profiler_row(fname, tensors, fn, *args):
+    """``fn(*args)``; while a profiler records, inside one ``aten::<fname>`` row (the list op is one row of
+    it, as in PyTorch, not a row per tensor)."""
     recorder = profiler_recorder()
-    if recorder is not None:  # a profiler records: the list op is one row of it, as in PyTorch
-        with recorder.fused_call(f"aten::{fname}", tensors):
-            return _inplace_each(name, tensors, operands, kwargs, direct, slow)
-    return _inplace_each(name, tensors, operands, kwargs, direct, slow)
+    if recorder is None:
+        return fn(*args)
+    with recorder.fused_call(f"aten::{fname}", tensors):
+        return fn(*args)
 
 
 def _inplace_each(name, tensors, operands, kwargs, direct, slow):
@@ -445,12 +451,8 @@ def _foreach_norm(self, ord=2, dtype=None):  # noqa: A002 - PyTorch's argument n
     if dtype is None and type(ord) in (int, float) and _fast(tensors, ()):
         # plain CPU tensors, nothing recording: the norm op's CPU kernel on each (the same function, so the same
         # bits; it checks its arguments itself) without a dispatch per tensor (a GPT's clip_grad_norm_ over 15
-        # gradients: about 20 us a tensor of dispatcher); under a profiler, one row as in PyTorch
-        recorder = profiler_recorder()
-        if recorder is not None:
-            with recorder.fused_call("aten::_foreach_norm", tensors):
-                return _norms_direct(tensors, ord)
-        return _norms_direct(tensors, ord)
+        # gradients: about 20 us a tensor of dispatcher)
+        return _one_profiler_row("_foreach_norm", tensors, _norms_direct, tensors, ord)
     norm = registry["norm"]
     return [norm(t if dtype is None else t.to(dtype), ord) for t in tensors]
 

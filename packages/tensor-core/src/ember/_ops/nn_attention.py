@@ -194,9 +194,7 @@ def _fused_gemm(*arrays):
     for a in arrays:
         if type(a) is not np.ndarray or a.dtype != first.dtype or a.shape[:-2] != batch or 0 in a.shape:
             return None
-    if _blas_threads._get_switch() is None:  # numpy's BLAS is not an OpenBLAS whose gemm was found
-        return None
-    return _blas_threads._gemms.get(first.dtype)
+    return _blas_threads.cblas_gemm(first.dtype)
 
 
 def attention_arrays(q, k, v, scale, causal):
@@ -239,7 +237,7 @@ def _scaled_dot_product_attention_cpu(query, key, value, attn_mask=None, dropout
     seq_l, e = q.shape[-2:]
     if scale is None:
         scale = 1.0 / math.sqrt(e) if e else math.inf
-    if attn_mask is None and dropout_p == 0 and rep_k == 1 and rep_v == 1 and k.shape[-1] == e:
+    if attn_mask is None and dropout_p == 0 and rep_k == 1 and rep_v == 1:
         out = attention_arrays(q, k, v, scale, is_causal)  # None for arrays it does not take
         if out is not None:
             return out if out.dtype == query._data.dtype else out.astype(query._data.dtype)

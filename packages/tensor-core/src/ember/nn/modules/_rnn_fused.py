@@ -146,9 +146,9 @@ def _gemm(dtype):
     """``(address, ilp64)`` of numpy's cblas gemm for ``dtype`` (see ``_blas_threads``), or None: the
     whole-sequence kernels (``_C.lstm_forward_sequence``, ``gru_forward_sequence``, their backward) need it;
     without it the loop runs in Python."""
-    if not hasattr(_C, "gru_backward_sequence") or _blas_threads._get_switch() is None:
+    if not hasattr(_C, "gru_backward_sequence"):
         return None
-    return _blas_threads._gemms.get(dtype)
+    return _blas_threads.cblas_gemm(dtype)
 
 
 def _forward_lstm(gi, h0, c0, w_hh, b_hh, reverse, keep):
