@@ -673,17 +673,17 @@ def test_products_of_any_size_run_on_one_blas_thread_when_ember_has_one(monkeypa
 
 @pytest.mark.parametrize("trans_a, trans_b", [(False, False), (True, False), (False, True), (True, True)])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_mid_size_products_split_on_openmp_threads_in_any_blas_layout(trans_a, trans_b, dtype):
+def test_products_from_split_macs_split_on_openmp_threads_in_any_blas_layout(trans_a, trans_b, dtype):
     from ember._ops import _blas_threads
 
     if _blas_threads._get_switch() is None or np.dtype(dtype) not in _blas_threads._gemms:
         pytest.skip("numpy's BLAS is not an OpenBLAS whose cblas gemm ember can call")
     rng = np.random.default_rng(5)
-    m, k, n = 200, 96, 130  # 2.5M multiply-adds: from SPLIT_MACS, below THREADED_MACS; odd sizes: ragged blocks
+    m, k, n = 300, 200, 290  # 17.4M multiply-adds: from SPLIT_MACS; odd sizes: ragged blocks
     a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
     b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
     a, b = (a.T if trans_a else a), (b.T if trans_b else b)
-    assert _blas_threads.SPLIT_MACS <= _blas_threads._macs(a, b) < _blas_threads.THREADED_MACS
+    assert _blas_threads.SPLIT_MACS <= _blas_threads._macs(a, b)
     previous = ember.get_num_threads()
     try:
         for threads in (2, 3):
@@ -700,6 +700,31 @@ def test_mid_size_products_split_on_openmp_threads_in_any_blas_layout(trans_a, t
     assert _blas_threads._split_gemm(wide, b, 2) is None
     want = wide.astype(np.float64) @ b.astype(np.float64)
     np.testing.assert_allclose(_blas_threads.matmul(wide, b), want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_products_below_split_macs_stay_on_one_thread(monkeypatch):
+    # waking the sleeping OpenMP worker costs more than the second core saves below SPLIT_MACS
+    from ember._ops import _blas_threads
+
+    if _blas_threads._get_switch() is None:
+        pytest.skip("numpy's BLAS is not an OpenBLAS with its own thread pool: products are np.matmul")
+    calls = []
+    real = _blas_threads._split_gemm
+    monkeypatch.setattr(_blas_threads, "_split_gemm", lambda *args: calls.append(1) or real(*args))
+    rng = np.random.default_rng(8)
+    a, b = rng.standard_normal((256, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
+    big = rng.standard_normal((300, 200)).astype(np.float32)
+    c = rng.standard_normal((200, 290)).astype(np.float32)
+    assert _blas_threads._macs(a, b) < _blas_threads.SPLIT_MACS <= _blas_threads._macs(big, c)
+    previous = ember.get_num_threads()
+    ember.set_num_threads(2)
+    try:
+        np.testing.assert_array_equal(_blas_threads.matmul(a, b), _blas_threads.one_thread(np.matmul, a, b))
+        assert calls == []
+        _blas_threads.matmul(big, c)
+        assert calls == [1]
+    finally:
+        ember.set_num_threads(previous)
 
 
 def test_split_gemm_refuses_leading_dimensions_smaller_than_the_rows():

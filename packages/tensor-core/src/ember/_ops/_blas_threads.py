@@ -37,8 +37,12 @@ __all__ = ["THREADED_MACS", "SPLIT_MACS", "matmul", "one_thread", "cblas_gemm"]
 THREADED_MACS = 1 << 24
 
 #: Multiply-adds from which a splittable product runs as blocks on ember's OpenMP threads
-#: (``_C.split_gemm``): about 25 us on one core, several times a parallel region's start.
-SPLIT_MACS = 1 << 20
+#: (``_C.split_gemm``): about 0.4 ms on one core. Below, waking the OpenMP worker costs more than the
+#: second core saves: it sleeps after a short spin (:mod:`ember._openmp`), and in a training step, with
+#: 30 us to 1 ms of Python between products, a 256x64 @ 64x64 float32 product took 130-170 us split on
+#: two threads against 30-60 on one, a 256x128 @ 128x128 one 220-300 against 100-150 (2^20, the former
+#: threshold, made the model suite's actor_critic step 1.4-1.6x slower than this one).
+SPLIT_MACS = 1 << 24
 
 _UNSET = object()
 _switch = _UNSET  # (get, set) ctypes functions of numpy's OpenBLAS, or None; found on first use
