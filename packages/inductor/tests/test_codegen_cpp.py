@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import sympy
 
@@ -47,6 +48,19 @@ def test_small_kernels_stay_on_one_thread_and_large_ones_fork():
     src_large = compile_graph(make_fx(lambda t: t * 2)(large), [large]).source
     assert "omp parallel" not in src_small and "#pragma omp simd" in src_small
     assert "#pragma omp parallel for num_threads(nthreads)" in src_large
+
+
+def test_segments_of_little_work_run_on_one_thread():
+    # 65,536 elements: the kernel would fork, but not its segment (waking the worker costs more);
+    # 2**20 elements: the segment keeps ember's thread count
+    mid, big = ember.randn(64, 1024), ember.randn(1024, 1024)
+    assert cpp.segment_work([]) == 0 and 65536 < cpp.SEGMENT_PARALLEL_WORK <= big.numel()
+    compiled_mid = compile_graph(make_fx(lambda t: t * 2)(mid), [mid])
+    compiled_big = compile_graph(make_fx(lambda t: t * 2)(big), [big])
+    assert "nthreads = 1;" in compiled_mid.source and "#pragma omp parallel for" in compiled_mid.source
+    assert "nthreads = 1;" not in compiled_big.source
+    np.testing.assert_array_equal(compiled_mid(mid).numpy(), mid.numpy() * 2)
+    np.testing.assert_array_equal(compiled_big(big).numpy(), big.numpy() * 2)
 
 
 def test_row_reductions_vectorise_their_inner_loop():

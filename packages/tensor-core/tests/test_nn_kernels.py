@@ -679,7 +679,7 @@ def test_products_from_split_macs_split_on_openmp_threads_in_any_blas_layout(tra
     if _blas_threads._get_switch() is None or np.dtype(dtype) not in _blas_threads._gemms:
         pytest.skip("numpy's BLAS is not an OpenBLAS whose cblas gemm ember can call")
     rng = np.random.default_rng(5)
-    m, k, n = 300, 200, 290  # 17.4M multiply-adds: from SPLIT_MACS; odd sizes: ragged blocks
+    m, k, n = 400, 300, 290  # 34.8M multiply-adds: from SPLIT_MACS; odd sizes: ragged blocks
     a = rng.standard_normal((k, m) if trans_a else (m, k)).astype(dtype)
     b = rng.standard_normal((n, k) if trans_b else (k, n)).astype(dtype)
     a, b = (a.T if trans_a else a), (b.T if trans_b else b)
@@ -713,8 +713,8 @@ def test_products_below_split_macs_stay_on_one_thread(monkeypatch):
     monkeypatch.setattr(_blas_threads, "_split_gemm", lambda *args: calls.append(1) or real(*args))
     rng = np.random.default_rng(8)
     a, b = rng.standard_normal((256, 128)).astype(np.float32), rng.standard_normal((128, 128)).astype(np.float32)
-    big = rng.standard_normal((300, 200)).astype(np.float32)
-    c = rng.standard_normal((200, 290)).astype(np.float32)
+    big = rng.standard_normal((400, 300)).astype(np.float32)
+    c = rng.standard_normal((300, 290)).astype(np.float32)
     assert _blas_threads._macs(a, b) < _blas_threads.SPLIT_MACS <= _blas_threads._macs(big, c)
     previous = ember.get_num_threads()
     ember.set_num_threads(2)
@@ -769,10 +769,10 @@ def test_conv_transpose2d_stride_1_matches_reference(shape, out_channels, kernel
 
 
 @pytest.mark.parametrize("a_shape, b_shape", [
-    ((64, 784), (784, 512)),  # few rows: split by rows (64 >= 8 * 2)
+    ((64, 784), (784, 1024)),  # few rows: split by rows (64 >= 8 * 2)
     ((6, 4000), (4000, 1500)),  # fewer rows than 8 per thread: split by columns
-    ((4, 96, 300), (300, 700)),  # a contiguous stack of rows by one matrix
-    ((300, 300), (300, 300)),
+    ((4, 192, 300), (300, 700)),  # a contiguous stack of rows by one matrix
+    ((400, 300), (300, 300)),
 ])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64])
 def test_large_products_split_over_ember_threads_equal_numpy(a_shape, b_shape, dtype):
@@ -786,7 +786,7 @@ def test_large_products_split_over_ember_threads_equal_numpy(a_shape, b_shape, d
     rng = np.random.default_rng(3)
     a = rng.standard_normal(a_shape).astype(dtype)
     b = rng.standard_normal(b_shape).astype(dtype)
-    assert _blas_threads._macs(a, b) >= _blas_threads.THREADED_MACS and _blas_threads._splittable(a, b)
+    assert _blas_threads._macs(a, b) >= _blas_threads.SPLIT_MACS and _blas_threads._splittable(a, b)
     get, set_ = switch
     previous_blas, previous_ember = get(), ember.get_num_threads()
     set_(3)

@@ -15,7 +15,7 @@ the threads pay off, keep the BLAS's thread count (the user's, or the one
 pthreads pool, found through ``threadpoolctl``'s public ``info()``; with any
 other BLAS, or none found, :func:`matmul` is plain ``np.matmul``.
 
-Products of a matrix (or a contiguous stack of rows) by one matrix from :data:`SPLIT_MACS` multiply-adds
+Products from :data:`SPLIT_MACS` multiply-adds of a matrix (or a contiguous stack of rows) by one matrix
 do not wake OpenBLAS's workers either: ``ember._C.split_gemm`` cuts the result into
 ``ember.get_num_threads()`` blocks computed at once on ember's OpenMP threads, each one call of numpy's
 ``cblas_sgemm``/``cblas_dgemm`` on one BLAS thread (a 256x128 @ 128x512 float32 product on two threads:
@@ -37,12 +37,14 @@ __all__ = ["THREADED_MACS", "SPLIT_MACS", "matmul", "one_thread", "cblas_gemm"]
 THREADED_MACS = 1 << 24
 
 #: Multiply-adds from which a splittable product runs as blocks on ember's OpenMP threads
-#: (``_C.split_gemm``): about 0.4 ms on one core. Below, waking the OpenMP worker costs more than the
+#: (``_C.split_gemm``): about 0.8 ms on one core. Below, waking the OpenMP worker costs more than the
 #: second core saves: it sleeps after a short spin (:mod:`ember._openmp`), and in a training step, with
 #: 30 us to 1 ms of Python between products, a 256x64 @ 64x64 float32 product took 130-170 us split on
-#: two threads against 30-60 on one, a 256x128 @ 128x128 one 220-300 against 100-150 (2^20, the former
-#: threshold, made the model suite's actor_critic step 1.4-1.6x slower than this one).
-SPLIT_MACS = 1 << 24
+#: two threads against 30-60 on one, a 256x128 @ 128x128 one 220-300 against 100-150. Measured on whole
+#: training steps (interleaved, 2 threads), raising the threshold from 2^20 to 2^24 made the model
+#: suite's actor_critic step 1.4-1.6x faster, and from 2^24 to 2^25 (GPT-2's 256x128 @ 128x512
+#: products, the MLP's 64x784 @ 784x512) its gpt2_small step 7% and mlp step 7% faster.
+SPLIT_MACS = 1 << 25
 
 _UNSET = object()
 _switch = _UNSET  # (get, set) ctypes functions of numpy's OpenBLAS, or None; found on first use
@@ -121,10 +123,11 @@ def one_thread(fn, *args):
 
 
 def matmul(a, b):
-    """``np.matmul(a, b)``: split over ember's threads where it can be (a matrix, or a contiguous stack of
-    rows, by one matrix, from :data:`SPLIT_MACS` multiply-adds: ``_C.split_gemm``), else on one BLAS
-    thread below :data:`THREADED_MACS` multiply-adds and on the BLAS's threads from there. With
-    ``ember.get_num_threads() == 1`` every product runs on one BLAS thread."""
+    """``np.matmul(a, b)``: on one BLAS thread below :data:`SPLIT_MACS` multiply-adds; from there split
+    over ember's threads where it can be (a matrix, or a contiguous stack of rows, by one matrix:
+    ``_C.split_gemm``), else on one BLAS thread below :data:`THREADED_MACS` multiply-adds and on the
+    BLAS's threads from there. With ``ember.get_num_threads() == 1`` every product runs on one BLAS
+    thread."""
     macs = _macs(a, b)
     if macs < SPLIT_MACS:
         return one_thread(np.matmul, a, b)

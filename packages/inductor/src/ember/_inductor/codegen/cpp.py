@@ -12,7 +12,9 @@ with reductions runs its outer dims in parallel and each reduction as an inner l
 (``omp simd reduction`` for sums and products), combining per-iteration accumulators, so results
 do not depend on the thread count. A full reduction (no outer dims) splits its outermost reduced
 dim into a fixed number of chunks (:data:`REDUCTION_SPLIT`, independent of the thread count) whose
-partial results are combined in order: deterministic.
+partial results are combined in order: deterministic. A segment whose kernels visit fewer than
+:data:`SEGMENT_PARALLEL_WORK` elements together sets its thread count to one: its first parallel region
+would wait for the sleeping OpenMP worker longer than the second core saves.
 
 Values: float32/float64/integer types map to C types; float16/bfloat16 are stored as ``uint16_t``
 and computed as ``float`` (helpers convert with round-to-nearest-even).
@@ -29,10 +31,18 @@ import ember
 from .. import ir
 from ..scheduler import StructuralKeys
 
-__all__ = ["generate", "ctype", "PARALLEL_THRESHOLD", "REDUCTION_SPLIT", "COLUMN_BLOCK"]
+__all__ = ["generate", "ctype", "kernel_work", "PARALLEL_THRESHOLD", "SEGMENT_PARALLEL_WORK", "REDUCTION_SPLIT",
+           "COLUMN_BLOCK"]
 
 #: Fewer elements than this run on one thread (the OpenMP fork costs a few microseconds).
 PARALLEL_THRESHOLD = 32768
+#: A segment (the kernels between two extern calls) visiting fewer elements than this, summed over its
+#: kernels, runs all of them on one thread. Its first parallel region would wait for the OpenMP worker to
+#: wake: the worker sleeps after a short spin (``ember._openmp``) and the extern call before the segment
+#: (a matrix product on one BLAS thread) outlasts it. On the shared 2-core machine a wake-up costs
+#: about 0.1 ms, more than the second core saves on a few hundred thousand elements (a transformer
+#: layer's segments at the model suite's sizes).
+SEGMENT_PARALLEL_WORK = 1 << 19
 #: Chunks of a full reduction (fixed, so the sum's rounding is the same on any thread count).
 REDUCTION_SPLIT = 16
 #: Outputs per block of a reduction over leading dims (one accumulator each, kept in registers/L1).
@@ -1035,6 +1045,19 @@ def _simd_reduction(rtype, dtype):
     return None
 
 
+def kernel_work(kernel):
+    """The elements ``kernel`` visits, from size hints: its outer iterations times its longest reduction."""
+    outer = math.prod(ir.size_hint(s) for s in kernel.ranges)
+    return outer * max(
+        (math.prod(ir.size_hint(s) for s in n.buffer.data.reduction_ranges) for n in kernel.nodes if n.is_reduction),
+        default=1)
+
+
+def segment_work(kernels):
+    """The elements a segment's kernels visit together (:data:`SEGMENT_PARALLEL_WORK`)."""
+    return sum(kernel_work(k) for k in kernels)
+
+
 class KernelGen:
     """C++ for one :class:`~ember._inductor.scheduler.FusedKernel`."""
 
@@ -1228,9 +1251,7 @@ class KernelGen:
 
     def _reduction_kernel(self, lines):
         k = self.kernel
-        work = self._numel() * max(
-            (math.prod(ir.size_hint(s) for s in n.buffer.data.reduction_ranges) for n in k.nodes if n.is_reduction),
-            default=1)
+        work = kernel_work(k)
         if not k.ranges and work >= PARALLEL_THRESHOLD:
             self._scalar_kernel(lines)
             return
@@ -1559,10 +1580,12 @@ def generate(scheduler, slots):
         if not segment:
             return
         name = f"segment{sum(1 for s in steps if isinstance(s, str))}"
-        calls = "\n".join(f"    {k}(bufs, nthreads, &ember_err);" for k in segment)
+        calls = "\n".join(f"    {k.name}(bufs, nthreads, &ember_err);" for k in segment)
+        # a small segment stays on the calling thread (SEGMENT_PARALLEL_WORK)
+        serial = "    nthreads = 1;  // a small segment\n" if segment_work(segment) < SEGMENT_PARALLEL_WORK else ""
         # the entry returns its own integer-division-by-zero flag: per call, safe across threads
         parts.append(f'extern "C" int {name}(void** bufs, int nthreads) {{\n    int ember_err = 0;\n'
-                     f'{calls}\n    return ember_err;\n}}')
+                     f'{serial}{calls}\n    return ember_err;\n}}')
         steps.append(name)
         segment.clear()
 
@@ -1572,7 +1595,7 @@ def generate(scheduler, slots):
             steps.append(step)
             continue
         parts.append(KernelGen(step, slots, keys, index_code).generate())
-        segment.append(step.name)
+        segment.append(step)
     close_segment()
     preludes = [PRELUDE, RANDOM_PRELUDE] if any("ember_philox" in part for part in parts) else [PRELUDE]
     return "\n\n".join(preludes + parts) + "\n", steps
