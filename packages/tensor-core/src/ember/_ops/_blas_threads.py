@@ -7,7 +7,7 @@ cores that ember's OpenMP kernels run on next, and the OpenMP threads, spinning
 in turn at their barriers, take them back from the next BLAS call: a training
 step of a small CNN on two threads ran ten times slower than on one.
 
-:func:`matmul` runs products below :data:`THREADED_MACS` multiply-adds (per matrix of a stack) with the
+:func:`matmul` runs products below :data:`SPLIT_MACS` multiply-adds (per matrix of a stack) with the
 BLAS set to one thread (two ``ctypes`` calls into numpy's OpenBLAS, about a
 microsecond), so its workers are never woken for them; larger products, where
 the threads pay off, keep the BLAS's thread count (the user's, or the one
@@ -32,8 +32,9 @@ import numpy as np
 
 __all__ = ["THREADED_MACS", "SPLIT_MACS", "matmul", "one_thread", "cblas_gemm"]
 
-#: Multiply-adds from which a product runs on the BLAS's threads (or, split by ember, on ember's): below, a
-#: product takes under about 0.3 ms on one core, and waking OpenBLAS's spinning threads costs more.
+#: Multiply-adds from which a product of the recurrent layers' sequence kernels (``nn/modules/_rnn_fused.py``)
+#: runs on the BLAS's threads: below, a product takes under about 0.3 ms on one core, and waking OpenBLAS's
+#: spinning threads costs more. (:func:`matmul` keeps every product below :data:`SPLIT_MACS` on one thread.)
 THREADED_MACS = 1 << 24
 
 #: Multiply-adds from which a splittable product runs as blocks on ember's OpenMP threads
@@ -125,9 +126,8 @@ def one_thread(fn, *args):
 def matmul(a, b):
     """``np.matmul(a, b)``: on one BLAS thread below :data:`SPLIT_MACS` multiply-adds; from there split
     over ember's threads where it can be (a matrix, or a contiguous stack of rows, by one matrix:
-    ``_C.split_gemm``), else on one BLAS thread below :data:`THREADED_MACS` multiply-adds and on the
-    BLAS's threads from there. With ``ember.get_num_threads() == 1`` every product runs on one BLAS
-    thread."""
+    ``_C.split_gemm``, or Python threads when the BLAS's gemm was not found), else on the BLAS's
+    threads. With ``ember.get_num_threads() == 1`` every product runs on one BLAS thread."""
     macs = _macs(a, b)
     if macs < SPLIT_MACS:
         return one_thread(np.matmul, a, b)
@@ -137,11 +137,8 @@ def matmul(a, b):
     switch = _get_switch()
     if switch is not None and _splittable(a, b):
         out = _split_gemm(a, b, threads)
-        if out is not None:
-            return out
-        if macs >= THREADED_MACS:
-            return _split_matmul(a, b, threads, switch)
-    return one_thread(np.matmul, a, b) if macs < THREADED_MACS else np.matmul(a, b)
+        return out if out is not None else _split_matmul(a, b, threads, switch)
+    return np.matmul(a, b)
 
 
 def _blas_layout(x):
