@@ -9,8 +9,8 @@ step of a small CNN on two threads ran ten times slower than on one.
 
 :func:`matmul` runs products below :data:`SPLIT_MACS` multiply-adds (per matrix of a stack) with the
 BLAS set to one thread (two ``ctypes`` calls into numpy's OpenBLAS, about a
-microsecond), so its workers are never woken for them; larger products, where
-the threads pay off, keep the BLAS's thread count (the user's, or the one
+microsecond), so its workers are never woken for them; larger products that
+cannot be split (below) keep the BLAS's thread count (the user's, or the one
 ``threadpoolctl`` set). The switch is used only for an OpenBLAS with its own
 pthreads pool, found through ``threadpoolctl``'s public ``info()``; with any
 other BLAS, or none found, :func:`matmul` is plain ``np.matmul``.

@@ -31,8 +31,8 @@ import ember
 from .. import ir
 from ..scheduler import StructuralKeys
 
-__all__ = ["generate", "ctype", "kernel_work", "PARALLEL_THRESHOLD", "SEGMENT_PARALLEL_WORK", "REDUCTION_SPLIT",
-           "COLUMN_BLOCK"]
+__all__ = ["generate", "ctype", "kernel_work", "segment_work", "PARALLEL_THRESHOLD", "SEGMENT_PARALLEL_WORK",
+           "REDUCTION_SPLIT", "COLUMN_BLOCK"]
 
 #: Fewer elements than this run on one thread (the OpenMP fork costs a few microseconds).
 PARALLEL_THRESHOLD = 32768
@@ -1046,7 +1046,8 @@ def _simd_reduction(rtype, dtype):
 
 
 def kernel_work(kernel):
-    """The elements ``kernel`` visits, from size hints: its outer iterations times its longest reduction."""
+    """The elements ``kernel`` (a scheduled ``FusedKernel``) visits, an int from the size hints (dynamic sizes at
+    their hints): its outer iterations times its longest reduction. Decides threads only, never values."""
     outer = math.prod(ir.size_hint(s) for s in kernel.ranges)
     return outer * max(
         (math.prod(ir.size_hint(s) for s in n.buffer.data.reduction_ranges) for n in kernel.nodes if n.is_reduction),
@@ -1168,9 +1169,6 @@ class KernelGen:
         head.append("    (void)nthreads; (void)ember_err;")
         return "\n".join(head + body + ["}"])
 
-    def _numel(self):
-        return math.prod(ir.size_hint(s) for s in self.kernel.ranges)  # for decisions on work only
-
     def _loops(self, lines, parallel, simd_inner, work, loop_vars=None, loop_ranges=None):
         """Open the kernel's outer loops (or ``loop_vars`` over ``loop_ranges``); returns the indent inside."""
         k = self.kernel
@@ -1204,7 +1202,7 @@ class KernelGen:
         k = self.kernel
         split = self._inner_split()
         if split is None:
-            indent = self._loops(lines, True, True, self._numel())
+            indent = self._loops(lines, True, True, kernel_work(k))
         else:  # the inner loop as (x // q, x % q): contiguous runs of q that vectorise
             x, q = split
             size = sympy.sympify(k.ranges[-1])
@@ -1213,7 +1211,7 @@ class KernelGen:
             if size.is_Integer:
                 self.ranges[outer] = int(size) // q
             self.subs = {x: q * outer + inner}
-            indent = self._loops(lines, True, True, self._numel(), [*k.vars[:-1], outer, inner],
+            indent = self._loops(lines, True, True, kernel_work(k), [*k.vars[:-1], outer, inner],
                                  [*k.ranges[:-1], ir.FloorDiv(size, q), q])
             lines.append(f"{indent}const int64_t {x.name} = {q} * {outer.name} + {inner.name};")
         printer = ExprPrinter(self, lines, indent)
